@@ -1,0 +1,61 @@
+//! The `drivelab` binary: parse the command line, dispatch to a subcommand,
+//! map the outcome onto an exit status. Nothing below this crate knows about
+//! the command line.
+
+mod cmd_device;
+mod cmd_devices;
+mod cmd_run;
+mod cmd_trace;
+mod error;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// drivelab: a storage test bench. Workloads, test steps, whole-drive
+/// erase, block traces and device checks in one binary.
+#[derive(Parser, Debug)]
+#[command(name = "drivelab", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a workload (fio option names; a fio job file; an Iometer preset).
+    Run(cmd_run::RunArgs),
+    /// List block devices with sizes, sector sizes, limits and use.
+    Devices(cmd_devices::DevicesArgs),
+    /// Send one device command (SCSI, ATA, NVMe passthrough) and show the answer.
+    Device(cmd_device::DeviceArgs),
+    /// Block traces: record, analyze, convert, compare.
+    Trace(cmd_trace::TraceArgs),
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let json = output::argv_wants_json(&argv);
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            return error::report_usage(&e.to_string(), json);
+        }
+    };
+    let result = match cli.command {
+        Command::Run(a) => cmd_run::run(a),
+        Command::Devices(a) => cmd_devices::run(a),
+        Command::Device(a) => cmd_device::run(a),
+        Command::Trace(a) => cmd_trace::run(a),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => error::report(&e, json),
+    }
+}

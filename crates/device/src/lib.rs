@@ -1,0 +1,22 @@
+//! Everything drivelab knows about block devices, and the only place that
+//! issues an ioctl to one.
+//!
+//! - [`units`]: newtypes for LBAs, block counts, bytes and sector sizes.
+//! - [`blockdev`]: discovery from sysfs (size, sector sizes, model, serial,
+//!   limits), holders and mounts.
+//! - [`diskstats`]: `/proc/diskstats` parsing and sampling.
+//! - [`safety`]: the checks that decide whether a device may be written.
+//! - [`sg`], [`scsi`], [`ata`], [`nvme`]: command passthrough (SG_IO, SAT ATA
+//!   PASS-THROUGH, NVMe admin and I/O ioctls), command builders and status
+//!   decoders.
+//! - [`caps`]: which commands a device supports, discovered by asking it.
+
+pub mod ata;
+pub mod blockdev;
+pub mod caps;
+pub mod diskstats;
+pub mod nvme;
+pub mod safety;
+pub mod scsi;
+pub mod sg;
+pub mod units;
