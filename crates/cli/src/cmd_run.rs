@@ -1,17 +1,280 @@
-//! (being written)
+//! `drivelab run`: a workload from fio-style options, a fio job file or an
+//! Iometer preset. With no target it runs on a scratch file in the current
+//! directory (no root needed) and removes it afterwards.
+//!
+//! The options are parsed here by hand rather than by clap so that the one
+//! declaration table in `drivelab_spec::options` drives the command line,
+//! the job-file parser and the help text alike.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
+use drivelab_report::{Exporter, Json, Text};
+use drivelab_run::{execute, plan, PlanError, PlanOptions, Progress};
+use drivelab_spec::options::{lookup, OptionKind};
+use drivelab_spec::{jobfile, presets, JobSpec};
 
-use crate::output::OutputArgs;
+use crate::error::usage;
+use crate::output::{Format, OutputArgs};
 
-/// Arguments (being written).
+/// `drivelab run [JOBFILE] [--preset NAME] [--OPTION=VALUE …]`
 #[derive(Args, Debug)]
+#[command(disable_help_flag = true)]
 pub struct RunArgs {
-    #[command(flatten)]
-    pub out: OutputArgs,
+    /// fio-style options, an optional job file and drivelab's own flags; see `drivelab run --help`.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
 }
 
-/// Run the subcommand (being written).
-pub fn run(_a: RunArgs) -> anyhow::Result<u8> {
-    Err(crate::error::usage("not yet available"))
+/// The default scratch workload: file name, size, and what it runs.
+pub const SCRATCH_FILE: &str = "drivelab-scratch.bin";
+const SCRATCH_SIZE: &str = "256m";
+const SCRATCH_RUNTIME: &str = "5";
+
+fn help() -> String {
+    format!(
+        "Run a workload. Options take fio's names and units (k = 1024).
+
+Usage: drivelab run [JOBFILE.fio] [--preset NAME] [--OPTION=VALUE ...]
+
+With no --filename, drivelab runs on a scratch file '{SCRATCH_FILE}' in the
+current directory ({SCRATCH_SIZE}, {SCRATCH_RUNTIME} s unless --size/--runtime say otherwise) and removes it after.
+Default workload: 4 KiB random I/O, 70% reads, iodepth 16.
+
+drivelab options:
+  --preset NAME              an Iometer access specification: {}
+  --output-format FMT        normal or json (fio's field names)
+  --output FILE              write the results to FILE
+  --force                    write to a device the safety checks refuse (not the running system)
+  --help                     this text
+
+Workload options (also valid as job-file keys):
+{}",
+        presets::PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
+        drivelab_spec::options::help_text()
+    )
+}
+
+/// Parsed command line of `run`.
+#[derive(Default)]
+struct Parsed {
+    out: OutputArgs,
+    force: bool,
+    preset: Option<String>,
+    jobfile: Option<PathBuf>,
+    /// fio options in order: (key, value).
+    opts: Vec<(String, Option<String>)>,
+    help: bool,
+}
+
+fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
+    let mut p = Parsed::default();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        let Some(body) = a.strip_prefix("--") else {
+            if a == "-h" {
+                p.help = true;
+                continue;
+            }
+            if a.starts_with('-') {
+                return Err(usage(format!("unknown option '{a}'; options look like --rw=randread (see 'drivelab run --help')")));
+            }
+            if p.jobfile.is_some() {
+                return Err(usage(format!(
+                    "more than one job file given ('{a}'); run one job file at a time"
+                )));
+            }
+            p.jobfile = Some(PathBuf::from(a));
+            continue;
+        };
+        let (key, inline) = match body.split_once('=') {
+            Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            None => (body.to_string(), None),
+        };
+        let mut take_value = |what: &str| -> anyhow::Result<String> {
+            if let Some(v) = &inline {
+                return Ok(v.clone());
+            }
+            if i < args.len() {
+                i += 1;
+                return Ok(args[i - 1].clone());
+            }
+            Err(usage(format!("--{key} needs a value ({what})")))
+        };
+        match key.as_str() {
+            "help" => p.help = true,
+            "force" => p.force = true,
+            "preset" => p.preset = Some(take_value("a preset name")?),
+            "output-format" => {
+                let v = take_value("normal or json")?;
+                p.out.output_format = match v.as_str() {
+                    "normal" => Format::Normal,
+                    "json" => Format::Json,
+                    _ => {
+                        return Err(usage(format!(
+                            "--output-format takes normal or json, not '{v}'"
+                        )))
+                    }
+                }
+            }
+            "output" => p.out.output = Some(PathBuf::from(take_value("a file path")?)),
+            _ => {
+                let decl = lookup(&key).map_err(|e| usage(e.to_string()))?;
+                let value = match (decl.kind, inline.clone()) {
+                    (_, Some(v)) => Some(v),
+                    (OptionKind::Bool, None) => {
+                        // A bare flag, or --flag 0/1.
+                        match args.get(i).map(String::as_str) {
+                            Some("0") | Some("1") => {
+                                i += 1;
+                                Some(args[i - 1].clone())
+                            }
+                            _ => None,
+                        }
+                    }
+                    (_, None) => Some(take_value("see 'drivelab run --help'")?),
+                };
+                p.opts.push((decl.name.to_string(), value));
+            }
+        }
+    }
+    Ok(p)
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Make SIGINT/SIGTERM set the stop flag; a second Ctrl-C (after the handler
+/// resets itself) kills the process the usual way.
+fn install_stop_handler() {
+    // SAFETY: sigaction with a handler that only stores to an atomic, which
+    // is async-signal-safe; SA_RESETHAND restores the default after one use.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as *const () as usize;
+        sa.sa_flags = libc::SA_RESETHAND;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Run the subcommand.
+pub fn run(a: RunArgs) -> anyhow::Result<u8> {
+    let p = parse_args(&a.args)?;
+    if p.help {
+        print!("{}", help());
+        return Ok(0);
+    }
+    // Build the jobs: from a job file, or one job from the options.
+    let mut jobs: Vec<(JobSpec, bool)> = match &p.jobfile {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage(format!("cannot read job file {}: {e}", path.display())))?;
+            jobfile::parse(&path.display().to_string(), &text)
+                .map_err(|e| usage(e.to_string()))?
+                .into_iter()
+                .map(|j| (j.spec, j.stonewall))
+                .collect()
+        }
+        None => vec![(JobSpec::default(), false)],
+    };
+    let given = |k: &str| p.opts.iter().any(|(key, _)| key == k);
+    let scratch = p.jobfile.is_none() && !given("filename");
+    for (job, _) in jobs.iter_mut() {
+        if let Some(name) = &p.preset {
+            presets::find(name)
+                .map_err(|e| usage(e.to_string()))?
+                .apply(job);
+        }
+        if scratch {
+            let defaults: &[(&str, &str)] = &[
+                ("filename", SCRATCH_FILE),
+                ("size", SCRATCH_SIZE),
+                ("runtime", SCRATCH_RUNTIME),
+                ("time_based", "1"),
+            ];
+            for (k, v) in defaults {
+                if !given(k) {
+                    job.set(k, Some(v)).map_err(|e| usage(e.to_string()))?;
+                }
+            }
+            if p.preset.is_none() {
+                for (k, v) in [
+                    ("rw", "randrw"),
+                    ("rwmixread", "70"),
+                    ("bs", "4k"),
+                    ("iodepth", "16"),
+                ] {
+                    if !given(k) {
+                        job.set(k, Some(v)).map_err(|e| usage(e.to_string()))?;
+                    }
+                }
+            }
+            if p.preset.is_some() && !given("iodepth") {
+                job.set("iodepth", Some("16"))
+                    .map_err(|e| usage(e.to_string()))?;
+            }
+        }
+        for (k, v) in &p.opts {
+            job.set(k, v.as_deref()).map_err(|e| usage(e.to_string()))?;
+        }
+    }
+    let scratch_path = PathBuf::from(SCRATCH_FILE);
+    let scratch_existed = scratch && scratch_path.exists();
+    let planned = plan(&jobs, &PlanOptions { force: p.force }).map_err(|e| match e {
+        PlanError::Spec(_) | PlanError::Target { .. } | PlanError::Refused(_) => {
+            usage(e.to_string())
+        }
+    })?;
+    install_stop_handler();
+    let show_progress = std::io::stderr().is_terminal() && !p.out.json();
+    let mut progress = |pr: &Progress| {
+        if !show_progress {
+            return;
+        }
+        let planned = pr
+            .planned_s
+            .map(|s| format!("/{s:.0}s"))
+            .unwrap_or_default();
+        let phase = if pr.ramping { " (ramp)" } else { "" };
+        eprint!(
+            "\r[{:>5.1}s{planned}] {} IOPS, {} job{} running{phase}    ",
+            pr.elapsed_s,
+            drivelab_report::text::iops_short(pr.iops),
+            pr.running,
+            if pr.running == 1 { "" } else { "s" }
+        );
+    };
+    if scratch && !p.out.json() {
+        eprintln!("drivelab: no --filename given; running on the scratch file ./{SCRATCH_FILE} (removed afterwards)");
+    }
+    let result = execute(&planned, &STOP, &mut progress);
+    if show_progress {
+        eprint!("\r{:70}\r", "");
+    }
+    if scratch && !scratch_existed {
+        let _ = std::fs::remove_file(&scratch_path);
+    }
+    let report = result.map_err(|e| anyhow::anyhow!(e))?;
+    let text = if p.out.json() {
+        Json.render(&report)
+    } else {
+        Text.render(&report)
+    };
+    p.out.emit(&text)?;
+    if report.interrupted {
+        return Ok(130);
+    }
+    if report.jobs.iter().any(|j| j.error != 0) {
+        return Ok(1);
+    }
+    Ok(0)
 }

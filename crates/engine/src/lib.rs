@@ -1,14 +1,15 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! The I/O engines and the job loop that drives them.
+//!
+//! - [`gen`]: the offset/operation generator (exact sizes and mixes).
+//! - [`rng`]: fast seeded random numbers, permutations, Zipf.
+//! - [`engine`]: the small engine interface (queue, commit, reap) and its
+//!   implementations: io_uring with registered buffers and files, psync,
+//!   null.
+//! - [`job`]: one job's loop on one thread: generate, queue, submit, reap,
+//!   record latencies, keep to the rate, stop on time or bytes.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub mod buf;
+pub mod engine;
+pub mod gen;
+pub mod job;
+pub mod rng;

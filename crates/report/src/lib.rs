@@ -1,14 +1,42 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
+//! Results and how they are shown: one serde struct ([`model::RunReport`])
+//! and exporters over it (human text shaped like fio's, JSON with fio's
+//! field names). Nothing here measures anything.
+
+pub mod model;
+pub mod text;
+
+pub use model::*;
+
+/// An output format over the one result struct.
+pub trait Exporter {
+    /// Render the report.
+    fn render(&self, report: &RunReport) -> String;
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// JSON, pretty-printed, with fio's field names.
+pub struct Json;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+impl Exporter for Json {
+    fn render(&self, report: &RunReport) -> String {
+        // Serialising plain data structs with string keys cannot fail.
+        let mut s = serde_json::to_string_pretty(report).unwrap_or_else(|e| {
+            serde_json::json!({ "error": format!("cannot serialise the report: {e}") }).to_string()
+        });
+        s.push('\n');
+        s
     }
+}
+
+/// Human-readable text shaped like fio's normal output.
+pub struct Text;
+
+impl Exporter for Text {
+    fn render(&self, report: &RunReport) -> String {
+        text::render(report)
+    }
+}
+
+/// fio's key for a percentile: six decimals ("99.000000").
+pub fn percentile_key(p: f64) -> String {
+    format!("{p:.6}")
 }

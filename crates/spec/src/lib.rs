@@ -1,14 +1,62 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Workload specifications: what the user asked for, validated but not yet
+//! resolved against a device.
+//!
+//! A [`JobSpec`] is built the same way from command-line flags, fio job-file
+//! keys and Iometer presets: every option is declared once in
+//! [`options::OPTIONS`] (name, kind, default, help) and set through
+//! [`JobSpec::set`]. Resolving sizes against targets, opening devices and
+//! checking safety happen later, in the plan.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod job;
+pub mod jobfile;
+pub mod options;
+pub mod presets;
+pub mod size;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
+pub use job::{
+    AccessLine, Distribution, EngineKind, JobSpec, RwMode, WriteKind, DEFAULT_LOG_INTERVAL,
+};
+pub use size::{human_bytes, parse_bytes, parse_duration, SizeSpec};
+
+/// Why a specification was rejected. Every message names the option (and
+/// for job files the line) and says what would be accepted.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SpecError {
+    /// The option name is not one drivelab knows.
+    #[error("unknown option '{key}'{hint}; 'drivelab run --help' lists the supported options")]
+    UnknownOption {
+        /// The option as typed.
+        key: String,
+        /// A suggestion (" (did you mean 'bs'?)") or empty.
+        hint: String,
+    },
+    /// The value does not parse for this option.
+    #[error("bad value '{value}' for {key}: expected {expect}")]
+    BadValue {
+        /// The option.
+        key: String,
+        /// The value as typed.
+        value: String,
+        /// What the option accepts.
+        expect: String,
+    },
+    /// An option that takes a value was given none.
+    #[error("option '{0}' needs a value (e.g. --{0}=VALUE)")]
+    MissingValue(String),
+    /// Options that contradict each other, or a missing required one.
+    #[error("{0}")]
+    Invalid(String),
+    /// A job-file problem, with its line number.
+    #[error("{path}:{line}: {source}")]
+    JobFile {
+        /// The job file.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// What was wrong on that line.
+        source: Box<SpecError>,
+    },
+    /// The preset name is not known.
+    #[error("unknown preset '{0}'; known presets: {1}")]
+    UnknownPreset(String, String),
 }

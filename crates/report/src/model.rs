@@ -1,0 +1,200 @@
+//! The one result struct every exporter reads. Field names and units follow
+//! fio's JSON output where fio has the field (so tools that read fio's JSON
+//! read ours); drivelab-only facts live under their own keys
+//! (`device_check`, `timeseries`, `lat_from_intended_ns`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A whole `drivelab run`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RunReport {
+    /// drivelab's version ("drivelab-0.1.0").
+    #[serde(rename = "drivelab version")]
+    pub drivelab_version: String,
+    /// Unix time (s) when the run started.
+    pub timestamp: u64,
+    /// Unix time (ms) when the run started.
+    pub timestamp_ms: u64,
+    /// The same, human-readable (UTC).
+    pub time: String,
+    /// One entry per job (per clone with numjobs > 1).
+    pub jobs: Vec<JobReport>,
+    /// Device counters over the measured window, fio's `disk_util`.
+    pub disk_util: Vec<DiskUtil>,
+    /// drivelab's audit: what each device saw against what we reported.
+    pub device_check: Vec<DeviceCheck>,
+    /// The run was stopped early (Ctrl-C); numbers cover the time run.
+    pub interrupted: bool,
+    /// A run-level error, if the run failed after starting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One job's results.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct JobReport {
+    /// The job's name.
+    pub jobname: String,
+    /// Group id (always 0: drivelab reports every job).
+    pub groupid: u32,
+    /// errno of the first I/O error, 0 when none (fio's `error`).
+    pub error: i32,
+    /// The first I/O error in words (op, target, offset, errno text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_detail: Option<String>,
+    /// The job's resolved options (fio's `job options`).
+    #[serde(rename = "job options")]
+    pub job_options: BTreeMap<String, String>,
+    /// Reads.
+    pub read: DirReport,
+    /// Writes.
+    pub write: DirReport,
+    /// Trims.
+    pub trim: DirReport,
+    /// Syncs (fsync): count and latency.
+    pub sync: SyncReport,
+    /// Measured run time of the job, ms.
+    pub job_runtime: u64,
+    /// User CPU of the job's thread, % of job_runtime.
+    pub usr_cpu: f64,
+    /// System CPU of the job's thread, % of job_runtime.
+    pub sys_cpu: f64,
+    /// Context switches.
+    pub ctx: u64,
+    /// CPU time per I/O, ns (user + system) — drivelab-only.
+    pub cpu_ns_per_io: f64,
+    /// Per-interval series (drivelab-only).
+    pub timeseries: Vec<SeriesPoint>,
+    /// The I/O engine used.
+    pub ioengine: String,
+}
+
+/// One direction's results (fio's `read` / `write` / `trim` objects).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DirReport {
+    /// Bytes moved.
+    pub io_bytes: u64,
+    /// KiB moved.
+    pub io_kbytes: u64,
+    /// Bandwidth, bytes/s.
+    pub bw_bytes: u64,
+    /// Bandwidth, KiB/s.
+    pub bw: u64,
+    /// I/O per second.
+    pub iops: f64,
+    /// Measured time, ms.
+    pub runtime: u64,
+    /// Completed I/Os.
+    pub total_ios: u64,
+    /// I/Os that moved fewer bytes than asked.
+    pub short_ios: u64,
+    /// I/Os dropped (always 0: drivelab does not drop).
+    pub drop_ios: u64,
+    /// Submission latency, ns: zero, since submission and completion are
+    /// timed from the same system call (see `lat_ns`).
+    pub slat_ns: LatReport,
+    /// Completion latency, ns: from just before the submitting system call to
+    /// just after the reaping one.
+    pub clat_ns: LatReport,
+    /// Total latency, ns (equal to clat_ns, see slat_ns).
+    pub lat_ns: LatReport,
+    /// Latency from the intended issue time, ns (rate-limited runs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lat_from_intended_ns: Option<LatReport>,
+}
+
+/// fsync counts and latency (fio's `sync` object).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SyncReport {
+    /// Completed syncs.
+    pub total_ios: u64,
+    /// Their latency, ns.
+    pub lat_ns: LatReport,
+}
+
+/// Latency statistics, ns.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LatReport {
+    /// Smallest, ns.
+    pub min: u64,
+    /// Largest, ns.
+    pub max: u64,
+    /// Mean, ns.
+    pub mean: f64,
+    /// Standard deviation, ns.
+    pub stddev: f64,
+    /// Number of samples.
+    #[serde(rename = "N")]
+    pub n: u64,
+    /// Percentiles, keyed as fio does ("99.000000"), ns.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub percentile: BTreeMap<String, u64>,
+}
+
+/// One interval of the series.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SeriesPoint {
+    /// Interval start, seconds from the start of measurement.
+    pub t_s: f64,
+    /// I/O per second in the interval.
+    pub iops: f64,
+    /// Bytes per second in the interval.
+    pub bw_bytes: f64,
+    /// Mean latency in the interval, ns.
+    pub lat_mean_ns: f64,
+    /// 99th percentile latency in the interval, ns.
+    pub lat_p99_ns: u64,
+}
+
+/// fio's `disk_util` entry: the device's own counters over the measured
+/// window (deltas of /proc/diskstats).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DiskUtil {
+    /// Device name (loop0, nvme0n1…).
+    pub name: String,
+    /// Reads completed.
+    pub read_ios: u64,
+    /// Writes completed.
+    pub write_ios: u64,
+    /// Reads merged.
+    pub read_merges: u64,
+    /// Writes merged.
+    pub write_merges: u64,
+    /// Time spent reading, ms.
+    pub read_ticks: u64,
+    /// Time spent writing, ms.
+    pub write_ticks: u64,
+    /// Weighted time in queue, ms.
+    pub in_queue: u64,
+    /// Busy time over the window, percent.
+    pub util: f64,
+}
+
+/// What the device saw against what drivelab reported, for one device.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DeviceCheck {
+    /// Device name.
+    pub device: String,
+    /// Bytes drivelab reported moving to/from this device (all directions).
+    pub reported_bytes: u64,
+    /// Bytes the device counted (diskstats sectors × 512) over the window.
+    pub device_bytes: u64,
+    /// device_bytes / reported_bytes (1.0 = exact).
+    pub ratio: f64,
+    /// I/Os drivelab reported.
+    pub reported_ios: u64,
+    /// I/Os the device completed.
+    pub device_ios: u64,
+    /// 1-second samples in which the device completed nothing.
+    pub idle_seconds: u32,
+    /// Samples taken.
+    pub samples: u32,
+    /// Coefficient of variation of the device's per-second throughput.
+    pub throughput_cov: f64,
+    /// "agrees", or what disagrees, in words.
+    pub verdict: String,
+    /// Whether the verdict is "agrees".
+    pub agrees: bool,
+}

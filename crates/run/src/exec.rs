@@ -1,0 +1,700 @@
+//! Running a plan: prepare files, start one thread per job, sample the
+//! devices once a second while they run, and build the report.
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use drivelab_device::diskstats::{Delta, Sampler};
+use drivelab_engine::engine::{Null, Psync, Target, Uring};
+use drivelab_engine::gen::GenConfig;
+use drivelab_engine::job::{now_ns, run_job, DirStats, JobConfig, JobError, JobOutcome};
+use drivelab_report::{
+    percentile_key, DirReport, DiskUtil, JobReport, LatReport, RunReport, SeriesPoint, SyncReport,
+};
+use drivelab_spec::EngineKind;
+use drivelab_stats::FIO_DEFAULT_PERCENTILES;
+
+use crate::check::{verdict, Reported, Seen};
+use crate::plan::{Plan, PlannedJob};
+
+/// What the run reports once a second while it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Seconds since the jobs started.
+    pub elapsed_s: f64,
+    /// Expected length of the run, seconds, when time-based.
+    pub planned_s: Option<f64>,
+    /// I/Os completed in the last second, all jobs.
+    pub iops: f64,
+    /// Jobs still running.
+    pub running: usize,
+    /// Still in the ramp (not measuring).
+    pub ramping: bool,
+}
+
+/// Why a run failed to start or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Preparing a file failed.
+    #[error("cannot prepare {path}: {source}")]
+    Prepare {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Opening a target for the job failed.
+    #[error("cannot open {path}: {source}{hint}")]
+    Open {
+        /// The target.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+        /// Advice.
+        hint: String,
+    },
+    /// The engine could not be set up.
+    #[error("cannot set up the {engine} engine: {source}")]
+    Engine {
+        /// Engine name.
+        engine: &'static str,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A job failed while running.
+    #[error("job '{job}' failed: {source}")]
+    Job {
+        /// Job name.
+        job: String,
+        /// The cause.
+        source: JobError,
+    },
+}
+
+/// Create, extend and lay out files as the plan says.
+fn prepare(plan: &Plan) -> Result<(), RunError> {
+    for t in &plan.targets {
+        if t.is_block || t.device.is_none() && t.existing_size == t.size && !t.create {
+            continue;
+        }
+        if t.size <= t.existing_size && !t.create {
+            continue;
+        }
+        let err = |source| RunError::Prepare {
+            path: t.path.display().to_string(),
+            source,
+        };
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&t.path)
+            .map_err(err)?;
+        if t.layout {
+            // Write real data into the grown part so reads hit the device.
+            use std::io::{Seek, SeekFrom};
+            let chunk = 1usize << 20;
+            let mut buf = vec![0u8; chunk];
+            let mut s = 0x5eed_u64;
+            for c in buf.chunks_exact_mut(8) {
+                c.copy_from_slice(&drivelab_engine::rng::splitmix64(&mut s).to_le_bytes());
+            }
+            f.seek(SeekFrom::Start(t.existing_size)).map_err(err)?;
+            let mut left = t.size - t.existing_size;
+            while left > 0 {
+                let n = left.min(chunk as u64) as usize;
+                f.write_all(&buf[..n]).map_err(err)?;
+                left -= n as u64;
+            }
+            f.sync_all().map_err(err)?;
+        } else {
+            f.set_len(t.size).map_err(err)?;
+        }
+    }
+    Ok(())
+}
+
+fn open_targets(plan: &Plan, job: &PlannedJob) -> Result<Vec<Target>, RunError> {
+    let mut out = Vec::with_capacity(job.targets.len());
+    for &i in &job.targets {
+        let t = &plan.targets[i];
+        let mut o = OpenOptions::new();
+        o.read(true).write(job.writes);
+        if job.direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        let file = o.open(&t.path).map_err(|e| {
+            let hint = if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
+                "; this filesystem does not support direct I/O: use --direct=0".to_string()
+            } else {
+                String::new()
+            };
+            RunError::Open {
+                path: t.path.display().to_string(),
+                source: e,
+                hint,
+            }
+        })?;
+        out.push(Target {
+            file,
+            is_block: t.is_block,
+        });
+    }
+    Ok(out)
+}
+
+fn job_config(job: &PlannedJob) -> JobConfig {
+    let spec = &job.spec;
+    JobConfig {
+        gen: GenConfig {
+            lines: spec.access_lines(),
+            write_kind: spec.rw.write_kind(),
+            regions: job.regions.clone(),
+            align: job.align,
+            distribution: spec.random_distribution,
+            randommap: spec.randommap,
+            seed: spec.randseed,
+        },
+        runtime: job.runtime,
+        io_limit: job.io_limit,
+        ramp: spec.ramp_time,
+        rate_iops: spec.rate_iops,
+        fsync_every: spec.fsync,
+        log_interval: spec.log_interval,
+        targets: job.targets.len(),
+    }
+}
+
+fn run_one(
+    plan: &Plan,
+    job: &PlannedJob,
+    barrier: &Barrier,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+) -> Result<JobOutcome, RunError> {
+    let spec = &job.spec;
+    let max_bs = spec.max_bs() as usize;
+    let cfg = job_config(job);
+    let fail = |source| RunError::Job {
+        job: spec.name.clone(),
+        source,
+    };
+    match spec.ioengine {
+        EngineKind::Null => {
+            let mut e = Null::new(spec.iodepth, max_bs, spec.randseed).map_err(|source| {
+                RunError::Engine {
+                    engine: "null",
+                    source,
+                }
+            })?;
+            barrier.wait();
+            run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
+        }
+        EngineKind::Psync => {
+            let targets = open_targets(plan, job)?;
+            let mut e = Psync::new(targets, max_bs, spec.fua, spec.randseed).map_err(|source| {
+                RunError::Engine {
+                    engine: "psync",
+                    source,
+                }
+            })?;
+            barrier.wait();
+            run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
+        }
+        EngineKind::IoUring => {
+            let targets = open_targets(plan, job)?;
+            let mut e = Uring::new(targets, spec.iodepth, max_bs, spec.fua, spec.randseed)
+                .map_err(|source| RunError::Engine {
+                    engine: "io_uring",
+                    source,
+                })?;
+            barrier.wait();
+            run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
+        }
+    }
+}
+
+/// Device names to sample: every distinct device under a target.
+fn device_names(plan: &Plan) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for t in &plan.targets {
+        if let Some(d) = &t.device {
+            if !v.contains(&d.name) {
+                v.push(d.name.clone());
+            }
+        }
+    }
+    v
+}
+
+#[derive(Default)]
+struct DeviceWindow {
+    total: Option<Delta>,
+    per_second: Vec<(u64, u64)>,
+}
+
+fn add_delta(acc: &mut Option<Delta>, d: &Delta) {
+    match acc {
+        None => *acc = Some(d.clone()),
+        Some(a) => {
+            a.elapsed += d.elapsed;
+            a.read_ios += d.read_ios;
+            a.read_merges += d.read_merges;
+            a.bytes_read += d.bytes_read;
+            a.read_ticks_ms += d.read_ticks_ms;
+            a.write_ios += d.write_ios;
+            a.write_merges += d.write_merges;
+            a.bytes_written += d.bytes_written;
+            a.write_ticks_ms += d.write_ticks_ms;
+            a.discard_ios += d.discard_ios;
+            a.discard_merges += d.discard_merges;
+            a.bytes_discarded += d.bytes_discarded;
+            a.discard_ticks_ms += d.discard_ticks_ms;
+            a.flush_ios += d.flush_ios;
+            a.flush_ticks_ms += d.flush_ticks_ms;
+            a.io_ticks_ms += d.io_ticks_ms;
+            a.time_in_queue_ms += d.time_in_queue_ms;
+            a.in_flight = d.in_flight;
+        }
+    }
+}
+
+/// Run the plan. `stop` ends it early (Ctrl-C): the results so far are
+/// still returned, marked interrupted. `on_progress` is called about once a
+/// second from the calling thread.
+pub fn execute(
+    plan: &Plan,
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<RunReport, RunError> {
+    let started = SystemTime::now();
+    prepare(plan)?;
+    let names = device_names(plan);
+    let mut windows: Vec<DeviceWindow> = names.iter().map(|_| DeviceWindow::default()).collect();
+    let mut outcomes: Vec<Option<JobOutcome>> = vec![None; plan.jobs.len()];
+    let mut first_error: Option<RunError> = None;
+    // Stonewall groups: a job with stonewall starts a new group.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, j) in plan.jobs.iter().enumerate() {
+        if groups.is_empty() || j.stonewall {
+            groups.push(Vec::new());
+        }
+        if let Some(g) = groups.last_mut() {
+            g.push(i);
+        }
+    }
+    let run_start = Instant::now();
+    for group in &groups {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let barrier = Barrier::new(group.len() + 1);
+        let counters: Vec<AtomicU64> = group.iter().map(|_| AtomicU64::new(0)).collect();
+        let done = AtomicUsize::new(0);
+        let ramp = group
+            .iter()
+            .map(|&i| plan.jobs[i].spec.ramp_time)
+            .max()
+            .unwrap_or_default();
+        let planned = group
+            .iter()
+            .map(|&i| {
+                plan.jobs[i]
+                    .runtime
+                    .map(|r| (r + plan.jobs[i].spec.ramp_time).as_secs_f64())
+            })
+            .try_fold(0.0f64, |m, r| r.map(|r| m.max(r)));
+        let results: Vec<Result<JobOutcome, RunError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = group
+                .iter()
+                .zip(&counters)
+                .map(|(&i, ctr)| {
+                    let job = &plan.jobs[i];
+                    let barrier = &barrier;
+                    let done = &done;
+                    std::thread::Builder::new()
+                        .name(format!("job-{}", job.spec.name))
+                        .spawn_scoped(s, move || {
+                            let r = run_one(plan, job, barrier, stop, ctr);
+                            if r.is_err() {
+                                // A job that failed before the barrier must not
+                                // leave the others waiting on it.
+                                if barrier_pending(r.as_ref().err()) {
+                                    barrier.wait();
+                                }
+                            }
+                            done.fetch_add(1, Ordering::Release);
+                            r
+                        })
+                })
+                .collect();
+            // A thread that failed to spawn never reaches the barrier.
+            let spawned: Vec<_> = handles.into_iter().collect();
+            let missing = spawned.iter().filter(|h| h.is_err()).count();
+            let mut sampler = if ramp.is_zero() {
+                Sampler::new(names.clone()).ok()
+            } else {
+                None
+            };
+            if missing == 0 {
+                barrier.wait();
+            }
+            let t_start = Instant::now();
+            let mut last_sample = t_start;
+            let mut last_ios: u64 = 0;
+            let mut last_progress = t_start;
+            let measure_from = t_start + ramp;
+            loop {
+                let all_done = done.load(Ordering::Acquire) + missing >= group.len();
+                let now = Instant::now();
+                if sampler.is_none() && now >= measure_from {
+                    sampler = Sampler::new(names.clone()).ok();
+                    last_sample = now;
+                }
+                if let Some(sm) = sampler.as_mut() {
+                    let since = now.duration_since(last_sample);
+                    if since >= Duration::from_secs(1) || all_done {
+                        if let Ok(ds) = sm.sample() {
+                            for (w, d) in windows.iter_mut().zip(&ds) {
+                                add_delta(&mut w.total, d);
+                                // A final sample shorter than half a second says
+                                // little about idleness; leave it out.
+                                if d.elapsed >= Duration::from_millis(500) {
+                                    w.per_second.push((
+                                        d.bytes_read + d.bytes_written + d.bytes_discarded,
+                                        d.read_ios + d.write_ios + d.discard_ios,
+                                    ));
+                                }
+                            }
+                        }
+                        last_sample = now;
+                    }
+                }
+                if now.duration_since(last_progress) >= Duration::from_secs(1) {
+                    let ios: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+                    let dt = now.duration_since(last_progress).as_secs_f64();
+                    on_progress(&Progress {
+                        elapsed_s: now.duration_since(t_start).as_secs_f64(),
+                        planned_s: planned,
+                        iops: ios.saturating_sub(last_ios) as f64 / dt,
+                        running: group.len() - done.load(Ordering::Acquire),
+                        ramping: now < measure_from,
+                    });
+                    last_ios = ios;
+                    last_progress = now;
+                }
+                if all_done {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            spawned
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h.join().unwrap_or_else(|_| {
+                        Err(RunError::Engine {
+                            engine: "job thread",
+                            source: std::io::Error::other("the job thread panicked"),
+                        })
+                    }),
+                    Err(e) => Err(RunError::Engine {
+                        engine: "job thread",
+                        source: e,
+                    }),
+                })
+                .collect()
+        });
+        for (&i, r) in group.iter().zip(results) {
+            match r {
+                Ok(o) => outcomes[i] = Some(o),
+                Err(e) => {
+                    if first_error.is_none() {
+                        first_error = Some(e);
+                    }
+                }
+            }
+        }
+    }
+    let _ = run_start;
+    if let Some(e) = first_error {
+        if outcomes.iter().all(Option::is_none) {
+            return Err(e);
+        }
+    }
+    Ok(build_report(
+        plan,
+        &names,
+        &windows,
+        &outcomes,
+        started,
+        stop.load(Ordering::Relaxed),
+    ))
+}
+
+/// Whether a job error happened before the job reached the start barrier.
+fn barrier_pending(e: Option<&RunError>) -> bool {
+    matches!(
+        e,
+        Some(RunError::Open { .. }) | Some(RunError::Engine { .. })
+    )
+}
+
+fn lat_report(d: &DirStats) -> LatReport {
+    if d.ios == 0 {
+        return LatReport::default();
+    }
+    let mut percentile = BTreeMap::new();
+    for (p, v) in d.lat.percentiles(&FIO_DEFAULT_PERCENTILES) {
+        percentile.insert(percentile_key(p), v);
+    }
+    LatReport {
+        min: d.lat.min().unwrap_or(0),
+        max: d.lat.max().unwrap_or(0),
+        mean: d.moments.mean(),
+        stddev: d.moments.stddev(),
+        n: d.lat.count(),
+        percentile,
+    }
+}
+
+fn hist_report(h: &drivelab_stats::LatencyHistogram) -> LatReport {
+    let mut percentile = BTreeMap::new();
+    for (p, v) in h.percentiles(&FIO_DEFAULT_PERCENTILES) {
+        percentile.insert(percentile_key(p), v);
+    }
+    LatReport {
+        min: h.min().unwrap_or(0),
+        max: h.max().unwrap_or(0),
+        mean: h.mean().unwrap_or(0.0),
+        stddev: 0.0,
+        n: h.count(),
+        percentile,
+    }
+}
+
+fn dir_report(d: &DirStats, runtime_ns: u64, short: u64) -> DirReport {
+    let secs = runtime_ns as f64 / 1e9;
+    let bw_bytes = if secs > 0.0 {
+        (d.bytes as f64 / secs) as u64
+    } else {
+        0
+    };
+    let lat = lat_report(d);
+    DirReport {
+        io_bytes: d.bytes,
+        io_kbytes: d.bytes / 1024,
+        bw_bytes,
+        bw: bw_bytes / 1024,
+        iops: if secs > 0.0 { d.ios as f64 / secs } else { 0.0 },
+        runtime: if d.ios > 0 { runtime_ns / 1_000_000 } else { 0 },
+        total_ios: d.ios,
+        short_ios: short,
+        drop_ios: 0,
+        slat_ns: LatReport::default(),
+        clat_ns: lat.clone(),
+        lat_ns: lat,
+        lat_from_intended_ns: d
+            .lat_intended
+            .as_ref()
+            .filter(|_| d.ios > 0)
+            .map(hist_report),
+    }
+}
+
+fn op_name(op: drivelab_engine::gen::Op) -> &'static str {
+    match op {
+        drivelab_engine::gen::Op::Read => "read",
+        drivelab_engine::gen::Op::Write => "write",
+        drivelab_engine::gen::Op::Trim => "trim",
+        drivelab_engine::gen::Op::Fsync => "fsync",
+    }
+}
+
+fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
+    let spec = &job.spec;
+    let mut opts = BTreeMap::new();
+    opts.insert("rw".to_string(), spec.rw.name().to_string());
+    opts.insert("iodepth".to_string(), spec.iodepth.to_string());
+    opts.insert("ioengine".to_string(), spec.ioengine.name().to_string());
+    opts.insert("direct".to_string(), u8::from(job.direct).to_string());
+    let names: Vec<String> = job
+        .targets
+        .iter()
+        .map(|&i| plan.targets[i].path.display().to_string())
+        .collect();
+    opts.insert("filename".to_string(), names.join(":"));
+    let sizes: Vec<String> = spec
+        .access_lines()
+        .iter()
+        .map(|l| {
+            format!(
+                "{}/{}/{}r/{}rand",
+                l.size, l.weight, l.read_pct, l.random_pct
+            )
+        })
+        .collect();
+    opts.insert("access".to_string(), sizes.join(":"));
+    if let Some(r) = spec.rate_iops {
+        opts.insert("rate_iops".to_string(), r.to_string());
+    }
+    let rt = o.runtime_ns;
+    let total_ios = o.dirs[0].ios + o.dirs[1].ios + o.dirs[2].ios;
+    let cpu = o.cpu_user_ns + o.cpu_sys_ns;
+    let pct = |ns: u64| {
+        if rt > 0 {
+            ns as f64 * 100.0 / rt as f64
+        } else {
+            0.0
+        }
+    };
+    let error_detail = o.error.as_ref().map(|e| {
+        let path = job
+            .targets
+            .get(e.target as usize)
+            .map(|&i| plan.targets[i].path.display().to_string())
+            .unwrap_or_default();
+        format!(
+            "{} of {} bytes at offset {} on {} failed: {}",
+            op_name(e.op),
+            e.len,
+            e.offset,
+            path,
+            std::io::Error::from_raw_os_error(e.errno)
+        )
+    });
+    JobReport {
+        jobname: spec.name.clone(),
+        groupid: 0,
+        error: o.error.as_ref().map(|e| e.errno).unwrap_or(0),
+        error_detail,
+        job_options: opts,
+        read: dir_report(&o.dirs[0], rt, 0),
+        write: dir_report(&o.dirs[1], rt, 0),
+        trim: dir_report(&o.dirs[2], rt, 0),
+        sync: SyncReport {
+            total_ios: o.dirs[3].ios,
+            lat_ns: lat_report(&o.dirs[3]),
+        },
+        job_runtime: rt / 1_000_000,
+        usr_cpu: pct(o.cpu_user_ns),
+        sys_cpu: pct(o.cpu_sys_ns),
+        ctx: o.ctx_switches,
+        cpu_ns_per_io: if total_ios > 0 {
+            cpu as f64 / total_ios as f64
+        } else {
+            0.0
+        },
+        timeseries: o
+            .series
+            .points()
+            .into_iter()
+            .map(|p| SeriesPoint {
+                t_s: p.t_s,
+                iops: p.iops,
+                bw_bytes: p.bw_bytes,
+                lat_mean_ns: p.lat_mean_ns,
+                lat_p99_ns: p.lat_p99_ns,
+            })
+            .collect(),
+        ioengine: spec.ioengine.name().to_string(),
+    }
+}
+
+fn build_report(
+    plan: &Plan,
+    names: &[String],
+    windows: &[DeviceWindow],
+    outcomes: &[Option<JobOutcome>],
+    started: SystemTime,
+    interrupted: bool,
+) -> RunReport {
+    let since = started.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let mut report = RunReport {
+        drivelab_version: format!("drivelab-{}", env!("CARGO_PKG_VERSION")),
+        timestamp: since.as_secs(),
+        timestamp_ms: since.as_millis() as u64,
+        time: format_utc(since.as_secs()),
+        interrupted,
+        ..Default::default()
+    };
+    let mut reported: Vec<Reported> = names.iter().map(|_| Reported::default()).collect();
+    for (job, o) in plan.jobs.iter().zip(outcomes) {
+        let Some(o) = o else { continue };
+        report.jobs.push(job_report(plan, job, o));
+        for (k, &ti) in job.targets.iter().enumerate() {
+            let t = &plan.targets[ti];
+            let Some(dev) = &t.device else { continue };
+            let Some(di) = names.iter().position(|n| *n == dev.name) else {
+                continue;
+            };
+            let pt = o.per_target[k];
+            let r = &mut reported[di];
+            r.read_bytes += pt[0].1;
+            r.write_bytes += pt[1].1;
+            r.trim_bytes += pt[2].1;
+            r.ios += pt[0].0 + pt[1].0 + pt[2].0;
+            r.buffered |= !job.direct;
+            r.via_filesystem |= !t.is_block;
+        }
+    }
+    for ((name, w), rep) in names.iter().zip(windows).zip(&reported) {
+        let Some(d) = &w.total else { continue };
+        report.disk_util.push(DiskUtil {
+            name: name.clone(),
+            read_ios: d.read_ios,
+            write_ios: d.write_ios,
+            read_merges: d.read_merges,
+            write_merges: d.write_merges,
+            read_ticks: d.read_ticks_ms,
+            write_ticks: d.write_ticks_ms,
+            in_queue: d.time_in_queue_ms,
+            util: d.util() * 100.0,
+        });
+        let seen = Seen {
+            read_bytes: d.bytes_read,
+            write_bytes: d.bytes_written,
+            discard_bytes: d.bytes_discarded,
+            ios: d.read_ios + d.write_ios + d.discard_ios,
+        };
+        report
+            .device_check
+            .push(verdict(name, rep, &seen, &w.per_second));
+    }
+    report
+}
+
+/// "2026-11-22 04:05:06 UTC" from Unix seconds (civil-from-days, Hinnant).
+pub fn format_utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_formatting() {
+        assert_eq!(super::format_utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(super::format_utc(1_795_000_000), "2026-11-18 11:06:40 UTC");
+    }
+}

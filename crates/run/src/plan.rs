@@ -1,0 +1,422 @@
+//! From specs to a plan: every target looked at, every size resolved,
+//! every check made — and nothing written. A plan that fails leaves every
+//! device and file exactly as it was.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use drivelab_device::blockdev::{backing_device_of_file, BlockDevice};
+use drivelab_device::safety::check_writable;
+use drivelab_engine::gen::Region;
+use drivelab_spec::{EngineKind, JobSpec, SizeSpec, WriteKind};
+
+/// Options that are not part of a job: they govern the whole run.
+#[derive(Debug, Clone, Default)]
+pub struct PlanOptions {
+    /// Override the safety refusals that `--force` may override.
+    pub force: bool,
+}
+
+/// Why a plan could not be made. Every message says what to do; nothing was
+/// written when one is returned.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The spec itself is wrong.
+    #[error(transparent)]
+    Spec(#[from] drivelab_spec::SpecError),
+    /// A target is missing, unreadable or of the wrong kind.
+    #[error("{path}: {why}")]
+    Target {
+        /// The target as given.
+        path: String,
+        /// What is wrong and what to do.
+        why: String,
+    },
+    /// Writing this device is refused by the safety checks.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl PlanError {
+    fn target(path: &str, why: impl Into<String>) -> PlanError {
+        PlanError::Target {
+            path: path.to_string(),
+            why: why.into(),
+        }
+    }
+}
+
+/// One target of the run.
+#[derive(Debug, Clone)]
+pub struct PlannedTarget {
+    /// The path as given (or the name, for the null engine).
+    pub path: PathBuf,
+    /// A block device (not a regular file).
+    pub is_block: bool,
+    /// Size in bytes (a file's size after any extension the plan calls for).
+    pub size: u64,
+    /// Logical block size, bytes (512 for files unless the device under them says more).
+    pub logical_block: u32,
+    /// The block device whose counters corroborate this target: the device
+    /// itself, or the one under a file's filesystem. None for the null engine
+    /// and for files on tmpfs and the like.
+    pub device: Option<BlockDevice>,
+    /// The file does not exist yet and will be created.
+    pub create: bool,
+    /// Size before the run (a file the plan grows keeps its first
+    /// `existing_size` bytes untouched).
+    pub existing_size: u64,
+    /// Write data into the grown part before the run, so reads hit data
+    /// rather than holes (otherwise the file is only extended).
+    pub layout: bool,
+}
+
+/// One job (one clone, with numjobs > 1) of the run.
+#[derive(Debug, Clone)]
+pub struct PlannedJob {
+    /// The spec it came from.
+    pub spec: JobSpec,
+    /// Clone number within its spec (0-based).
+    pub clone: u32,
+    /// Indices into [`Plan::targets`].
+    pub targets: Vec<usize>,
+    /// The region on each of those targets.
+    pub regions: Vec<Region>,
+    /// O_DIRECT.
+    pub direct: bool,
+    /// Stop after this many bytes (None: time-based).
+    pub io_limit: Option<u64>,
+    /// Stop after this long measuring (None: until io_limit).
+    pub runtime: Option<Duration>,
+    /// Alignment of random offsets.
+    pub align: u64,
+    /// Wait for earlier jobs to finish first.
+    pub stonewall: bool,
+    /// Whether the job writes or trims (opens targets read-write).
+    pub writes: bool,
+}
+
+/// A resolved run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Distinct targets (a path used by several jobs appears once).
+    pub targets: Vec<PlannedTarget>,
+    /// Jobs in order.
+    pub jobs: Vec<PlannedJob>,
+}
+
+/// Default region for the null engine when no size is given: 1 GiB of
+/// offsets (nothing is touched).
+pub const NULL_DEFAULT_SIZE: u64 = 1 << 30;
+
+fn job_writes(spec: &JobSpec) -> bool {
+    spec.access_lines().iter().any(|l| l.read_pct < 100) || spec.fsync > 0
+}
+
+/// Whether a file on this filesystem can be opened with O_DIRECT.
+fn direct_supported(path: &Path) -> bool {
+    let probe = if path.exists() {
+        path.to_path_buf()
+    } else {
+        path.parent()
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
+            .unwrap_or(Path::new("."))
+            .to_path_buf()
+    };
+    let mut o = OpenOptions::new();
+    o.read(true).custom_flags(libc::O_DIRECT);
+    if probe.is_dir() {
+        o.custom_flags(libc::O_DIRECT | libc::O_DIRECTORY);
+        // A directory open with O_DIRECT does not prove file support;
+        // try a temporary file instead.
+        let tmp = probe.join(format!(".drivelab-direct-probe-{}", std::process::id()));
+        let r = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&tmp)
+            .is_ok();
+        let _ = std::fs::remove_file(&tmp);
+        return r;
+    }
+    o.open(&probe).is_ok()
+}
+
+/// Look at one target path without writing anything.
+fn inspect(path: &str, writes: bool, force: bool) -> Result<PlannedTarget, PlanError> {
+    let p = Path::new(path);
+    match std::fs::metadata(p) {
+        Ok(md) if md.file_type().is_block_device() => {
+            let dev =
+                BlockDevice::from_path(p).map_err(|e| PlanError::target(path, e.to_string()))?;
+            if dev.size.0 == 0 {
+                return Err(PlanError::target(
+                    path,
+                    "the device has size 0 (an unattached loop device?); attach it or pick another",
+                ));
+            }
+            if writes {
+                check_writable(&dev, force).map_err(|r| PlanError::Refused(r.to_string()))?;
+            }
+            // Opening read-only proves we may read it at all.
+            OpenOptions::new()
+                .read(true)
+                .open(p)
+                .map_err(|e| PlanError::target(path, format!("cannot open: {e} (run as root?)")))?;
+            Ok(PlannedTarget {
+                path: p.to_path_buf(),
+                is_block: true,
+                size: dev.size.0,
+                logical_block: dev.logical_sector.0,
+                existing_size: dev.size.0,
+                device: Some(dev),
+                create: false,
+                layout: false,
+            })
+        }
+        Ok(md) if md.is_file() => {
+            let device = backing_device_of_file(p).ok().flatten();
+            let logical_block = device.as_ref().map(|d| d.logical_sector.0).unwrap_or(512);
+            Ok(PlannedTarget {
+                path: p.to_path_buf(),
+                is_block: false,
+                size: md.len(),
+                logical_block,
+                device,
+                create: false,
+                existing_size: md.len(),
+                layout: false,
+            })
+        }
+        Ok(_) => Err(PlanError::target(
+            path,
+            "not a regular file or block device; give a file or /dev node",
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return Err(PlanError::target(path, "does not exist and its directory does not either; create the directory or fix the path"));
+            }
+            if path.starts_with("/dev/") {
+                return Err(PlanError::target(
+                    path,
+                    "no such device; list devices with 'drivelab devices'",
+                ));
+            }
+            let device = backing_device_of_file(parent).ok().flatten();
+            let logical_block = device.as_ref().map(|d| d.logical_sector.0).unwrap_or(512);
+            Ok(PlannedTarget {
+                path: p.to_path_buf(),
+                is_block: false,
+                size: 0,
+                logical_block,
+                device,
+                create: true,
+                existing_size: 0,
+                layout: false,
+            })
+        }
+        Err(e) => Err(PlanError::target(path, format!("cannot inspect: {e}"))),
+    }
+}
+
+/// Resolve jobs (spec, stonewall) into a plan. Reads and probes only.
+pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanError> {
+    let mut targets: Vec<PlannedTarget> = Vec::new();
+    let mut out = Vec::new();
+    for (spec, stonewall) in jobs {
+        spec.validate()?;
+        let writes = job_writes(spec);
+        let null = spec.ioengine == EngineKind::Null;
+        let nfiles = spec.filenames.len() as u64;
+        let mut idx = Vec::new();
+        for f in &spec.filenames {
+            if null {
+                let size = spec
+                    .size
+                    .map(|s| s.resolve(NULL_DEFAULT_SIZE))
+                    .unwrap_or(NULL_DEFAULT_SIZE);
+                targets.push(PlannedTarget {
+                    path: PathBuf::from(f),
+                    is_block: false,
+                    size,
+                    logical_block: 512,
+                    device: None,
+                    create: false,
+                    existing_size: size,
+                    layout: false,
+                });
+                idx.push(targets.len() - 1);
+                continue;
+            }
+            if let Some(i) = targets.iter().position(|t| t.path == Path::new(f)) {
+                if writes && targets[i].is_block {
+                    // Checked when first seen only if that job wrote; check now.
+                    if let Some(d) = &targets[i].device {
+                        check_writable(d, opts.force)
+                            .map_err(|r| PlanError::Refused(r.to_string()))?;
+                    }
+                }
+                idx.push(i);
+                continue;
+            }
+            targets.push(inspect(f, writes, opts.force)?);
+            idx.push(targets.len() - 1);
+        }
+        // Direct I/O: on for block devices; for files where the filesystem takes it.
+        let direct = match spec.direct {
+            Some(d) => d,
+            None => {
+                null || idx
+                    .iter()
+                    .all(|&i| targets[i].is_block || direct_supported(&targets[i].path))
+            }
+        };
+        let mut regions = Vec::new();
+        for &i in &idx {
+            let t = &mut targets[i];
+            let total = match spec.size {
+                Some(s) => {
+                    let base = if t.is_block || t.size > 0 { t.size } else { 0 };
+                    if let (SizeSpec::Percent(_), 0) = (s, base) {
+                        return Err(PlanError::target(
+                            &t.path.display().to_string(),
+                            "a percentage size needs an existing target; give --size in bytes to create it",
+                        ));
+                    }
+                    s.resolve(base) / nfiles
+                }
+                None if t.size == 0 && !null => {
+                    return Err(PlanError::target(
+                        &t.path.display().to_string(),
+                        "the file does not exist or is empty: give --size (e.g. --size=1g) to create it",
+                    ))
+                }
+                None => t.size / nfiles,
+            };
+            let offset = spec.offset.resolve(t.size.max(total));
+            let end = offset.checked_add(total).ok_or_else(|| {
+                PlanError::target(&t.path.display().to_string(), "offset + size overflows")
+            })?;
+            if t.is_block && end > t.size {
+                return Err(PlanError::target(
+                    &t.path.display().to_string(),
+                    format!(
+                        "offset {offset} + size {total} runs past the end of the device ({} bytes); use a smaller --size or --offset",
+                        t.size
+                    ),
+                ));
+            }
+            if !t.is_block && !null && end > t.size {
+                t.size = end;
+                // Reads of the grown part must hit data, not holes.
+                if spec.access_lines().iter().any(|l| l.read_pct > 0) {
+                    t.layout = true;
+                }
+            }
+            let lb = u64::from(t.logical_block);
+            if direct {
+                for l in spec.access_lines() {
+                    if l.size % lb != 0 {
+                        return Err(PlanError::target(
+                            &t.path.display().to_string(),
+                            format!(
+                                "block size {} is not a multiple of the logical block size {lb}, which direct I/O needs; use a multiple of {lb} or --direct=0",
+                                l.size
+                            ),
+                        ));
+                    }
+                }
+                if offset % lb != 0 {
+                    return Err(PlanError::target(
+                        &t.path.display().to_string(),
+                        format!("offset {offset} is not a multiple of the logical block size {lb}; direct I/O needs aligned offsets"),
+                    ));
+                }
+            }
+            if total < spec.max_bs() {
+                return Err(PlanError::target(
+                    &t.path.display().to_string(),
+                    format!(
+                        "the region ({total} bytes) is smaller than one {}-byte transfer; give a larger --size",
+                        spec.max_bs()
+                    ),
+                ));
+            }
+            regions.push(Region { start: offset, end });
+        }
+        let align = spec.blockalign.unwrap_or_else(|| spec.min_bs()).max(1);
+        if direct {
+            let lb = idx
+                .iter()
+                .map(|&i| u64::from(targets[i].logical_block))
+                .max()
+                .unwrap_or(512);
+            if align % lb != 0 {
+                return Err(PlanError::Spec(drivelab_spec::SpecError::Invalid(format!(
+                    "blockalign {align} is not a multiple of the logical block size {lb}"
+                ))));
+            }
+        }
+        let region_total: u64 = regions.iter().map(|r| r.end - r.start).sum();
+        let explicit_io = spec.io_size.map(|s| s.resolve(region_total));
+        let (io_limit, runtime) = if spec.time_based {
+            if spec.runtime.is_none() {
+                return Err(PlanError::Spec(drivelab_spec::SpecError::Invalid(
+                    "time_based needs a runtime (e.g. --runtime=30)".to_string(),
+                )));
+            }
+            (None, spec.runtime)
+        } else if spec.runtime.is_some() && spec.size.is_none() && explicit_io.is_none() {
+            // drivelab: a runtime alone means time-based over the whole target.
+            (None, spec.runtime)
+        } else {
+            (Some(explicit_io.unwrap_or(region_total)), spec.runtime)
+        };
+        if spec.rw.write_kind() == WriteKind::Trim {
+            for &i in &idx {
+                let t = &targets[i];
+                if t.is_block {
+                    if let Some(d) = &t.device {
+                        if d.discard_max_bytes.0 == 0 {
+                            return Err(PlanError::target(
+                                &t.path.display().to_string(),
+                                "the device does not support discard (discard_max_bytes is 0); trim workloads need it",
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        for clone in 0..spec.numjobs {
+            let mut s = spec.clone();
+            s.randseed = spec
+                .randseed
+                .wrapping_add(u64::from(clone).wrapping_mul(0x9E37_79B9));
+            out.push(PlannedJob {
+                spec: s,
+                clone,
+                targets: idx.clone(),
+                regions: regions.clone(),
+                direct,
+                io_limit,
+                runtime,
+                align,
+                stonewall: *stonewall && clone == 0,
+                writes,
+            });
+        }
+    }
+    Ok(Plan { targets, jobs: out })
+}

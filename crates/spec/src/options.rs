@@ -1,0 +1,292 @@
+//! Every workload option, declared once: name, aliases, kind, default, unit
+//! and help. The command line, the job-file parser and `drivelab run --help`
+//! all read this table, so they cannot disagree.
+
+use crate::SpecError;
+
+/// What kind of value an option takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionKind {
+    /// A flag: bare means on; `=0`/`=1` also accepted.
+    Bool,
+    /// A whole number.
+    Int,
+    /// A size in bytes with fio suffixes (k = 1024).
+    Size,
+    /// A size, or a percentage of the target.
+    SizeOrPercent,
+    /// A time; bare numbers are seconds.
+    Time,
+    /// Free text or a choice.
+    Text,
+}
+
+/// One declared option.
+#[derive(Debug, Clone, Copy)]
+pub struct OptionDecl {
+    /// fio's name.
+    pub name: &'static str,
+    /// Other names fio accepts for it.
+    pub aliases: &'static [&'static str],
+    /// Value kind.
+    pub kind: OptionKind,
+    /// Default, as the user would type it ("" = none).
+    pub default: &'static str,
+    /// One line of help.
+    pub help: &'static str,
+}
+
+macro_rules! opt {
+    ($name:literal, [$($alias:literal),*], $kind:ident, $default:literal, $help:literal) => {
+        OptionDecl {
+            name: $name,
+            aliases: &[$($alias),*],
+            kind: OptionKind::$kind,
+            default: $default,
+            help: $help,
+        }
+    };
+}
+
+/// The supported options (fio's names and units).
+pub const OPTIONS: &[OptionDecl] = &[
+    opt!("name", [], Text, "drivelab", "job name"),
+    opt!(
+        "filename",
+        [],
+        Text,
+        "",
+        "target file or block device; repeat or separate with ':' for several"
+    ),
+    opt!(
+        "rw",
+        ["readwrite"],
+        Text,
+        "read",
+        "read, write, randread, randwrite, rw/readwrite, randrw, trim, randtrim"
+    ),
+    opt!("bs", ["blocksize"], Size, "4k", "transfer size (k = 1024)"),
+    opt!(
+        "bssplit",
+        [],
+        Text,
+        "",
+        "size mix, fio syntax: 512/10:4k/60:64k/30 (percent of I/Os)"
+    ),
+    opt!("rwmixread", [], Int, "50", "percent of reads in rw/randrw"),
+    opt!(
+        "rwmixwrite",
+        [],
+        Int,
+        "50",
+        "percent of writes in rw/randrw"
+    ),
+    opt!(
+        "percentage_random",
+        [],
+        Int,
+        "100",
+        "percent of random offsets in random modes"
+    ),
+    opt!("iodepth", [], Int, "1", "outstanding I/Os per job"),
+    opt!(
+        "numjobs",
+        [],
+        Int,
+        "1",
+        "number of clones of the job (one thread each)"
+    ),
+    opt!(
+        "runtime",
+        [],
+        Time,
+        "",
+        "run time limit (bare = seconds); alone, the run is time-based"
+    ),
+    opt!(
+        "time_based",
+        [],
+        Bool,
+        "0",
+        "run for the whole runtime, looping over the region"
+    ),
+    opt!(
+        "size",
+        [],
+        SizeOrPercent,
+        "whole target",
+        "region per job, split over the targets (or N%)"
+    ),
+    opt!(
+        "io_size",
+        ["io_limit"],
+        SizeOrPercent,
+        "size",
+        "bytes of I/O to do, looping over the region"
+    ),
+    opt!(
+        "offset",
+        [],
+        SizeOrPercent,
+        "0",
+        "start of the region (or N%)"
+    ),
+    opt!("ramp_time", [], Time, "0", "run this long before measuring"),
+    opt!(
+        "direct",
+        [],
+        Bool,
+        "1 (block devices; files where supported)",
+        "O_DIRECT: bypass the page cache"
+    ),
+    opt!("buffered", [], Bool, "0", "the opposite of direct"),
+    opt!("ioengine", [], Text, "io_uring", "io_uring, psync or null"),
+    opt!(
+        "rate_iops",
+        [],
+        Int,
+        "0 (no cap)",
+        "cap in I/O per second per job; latency is also measured from the intended issue time"
+    ),
+    opt!(
+        "random_distribution",
+        [],
+        Text,
+        "random",
+        "random, zipf:THETA, pareto:H, normal[:SIGMA%]"
+    ),
+    opt!(
+        "randommap",
+        [],
+        Bool,
+        "0",
+        "random order that touches every block once per pass (sizes stay exact)"
+    ),
+    opt!(
+        "norandommap",
+        [],
+        Bool,
+        "1",
+        "the opposite of randommap (drivelab's default)"
+    ),
+    opt!("fsync", [], Int, "0", "fsync after every N writes"),
+    opt!(
+        "fua",
+        [],
+        Bool,
+        "0",
+        "write with Force Unit Access (RWF_DSYNC on direct I/O)"
+    ),
+    opt!(
+        "log_interval",
+        [],
+        Time,
+        "1000",
+        "interval of the timeseries (bare = ms)"
+    ),
+    opt!("randseed", [], Int, "fixed", "seed of the offset generator"),
+    opt!(
+        "blockalign",
+        ["ba"],
+        Size,
+        "smallest size",
+        "alignment of random offsets"
+    ),
+];
+
+/// Find an option by name or alias; unknown names get a typed error with a
+/// suggestion when one is close.
+pub fn lookup(key: &str) -> Result<&'static OptionDecl, SpecError> {
+    let k = key.trim();
+    if let Some(d) = OPTIONS
+        .iter()
+        .find(|d| d.name == k || d.aliases.contains(&k))
+    {
+        return Ok(d);
+    }
+    let best = OPTIONS
+        .iter()
+        .flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied()))
+        .map(|n| (edit_distance(n, k), n))
+        .min();
+    let hint = match best {
+        Some((d, n)) if d <= 2 => format!(" (did you mean '{n}'?)"),
+        _ => String::new(),
+    };
+    Err(SpecError::UnknownOption {
+        key: k.to_string(),
+        hint,
+    })
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The help table, generated from [`OPTIONS`].
+pub fn help_text() -> String {
+    let mut s = String::new();
+    for d in OPTIONS {
+        let names = std::iter::once(d.name)
+            .chain(d.aliases.iter().copied())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let def = if d.default.is_empty() { "-" } else { d.default };
+        s.push_str(&format!("  --{names:<26} {} [default: {def}]\n", d.help));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_declared_option_is_handled_by_set() {
+        for d in OPTIONS {
+            let mut j = crate::JobSpec::default();
+            let v = match d.name {
+                "rw" => "randread",
+                "bssplit" => "4k/100",
+                "ioengine" => "null",
+                "random_distribution" => "zipf:1.1",
+                "name" | "filename" => "x",
+                _ => match d.kind {
+                    OptionKind::Bool => "1",
+                    OptionKind::Int => "4",
+                    OptionKind::Size | OptionKind::SizeOrPercent => "4k",
+                    OptionKind::Time => "2",
+                    OptionKind::Text => "x",
+                },
+            };
+            let r = j.set(d.name, Some(v));
+            assert!(r.is_ok(), "{}: {:?}", d.name, r);
+        }
+    }
+
+    #[test]
+    fn unknown_names_suggest_the_closest() {
+        let e = lookup("iodeth").unwrap_err().to_string();
+        assert!(e.contains("did you mean 'iodepth'"), "{e}");
+        let e = lookup("frobnicate").unwrap_err().to_string();
+        assert!(!e.contains("did you mean"), "{e}");
+    }
+
+    #[test]
+    fn help_lists_every_option() {
+        let h = help_text();
+        for d in OPTIONS {
+            assert!(h.contains(&format!("--{}", d.name)), "{}", d.name);
+        }
+    }
+}
