@@ -1,0 +1,214 @@
+//! Fixtures for drivelab's integration tests, in one place so every crate's
+//! tests create and clean up real devices the same way.
+//!
+//! Every device a fixture creates is released by its own name when the
+//! fixture drops, so a failing test still detaches only what it attached.
+//! Nothing here touches a device it did not create.
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Fail (not skip) when not root: device tests need it.
+pub fn require_root() {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(
+        uid, 0,
+        "this test needs root (loop devices, zram, tracefs); run the tests as root"
+    );
+}
+
+/// Run a command; panic with its stderr if it fails; return stdout.
+pub fn sh(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A directory under the system temp dir, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// A fresh, empty directory tagged with `tag`.
+    pub fn new(tag: &str) -> TempDir {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let p = std::env::temp_dir().join(format!("drivelab-{tag}-{}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).unwrap_or_else(|e| panic!("cannot create {}: {e}", p.display()));
+        TempDir(p)
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// A path inside it.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Create a zero-filled (sparse) file of `size` bytes with `patches`
+/// (offset, bytes) written into it.
+pub fn make_image(path: &Path, size: u64, patches: &[(u64, &[u8])]) {
+    let f =
+        fs::File::create(path).unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
+    f.set_len(size).unwrap();
+    for (off, b) in patches {
+        f.write_all_at(b, *off).unwrap();
+    }
+    f.sync_all().unwrap();
+}
+
+/// A loop device attached by this test over a file; detached (by name) on drop.
+pub struct LoopDev {
+    /// `/dev/loopN`.
+    pub path: PathBuf,
+    /// `loopN`.
+    pub name: String,
+    /// The backing file.
+    pub backing: PathBuf,
+}
+
+impl LoopDev {
+    /// `losetup -f --show [extra…] FILE`.
+    pub fn attach(file: &Path, extra: &[&str]) -> LoopDev {
+        require_root();
+        let mut args = vec!["-f", "--show"];
+        args.extend_from_slice(extra);
+        let f = file.to_str().expect("utf-8 path");
+        args.push(f);
+        let out = sh("losetup", &args);
+        let path = PathBuf::from(out.trim());
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("loop name")
+            .to_string();
+        LoopDev {
+            path,
+            name,
+            backing: file.to_path_buf(),
+        }
+    }
+
+    /// A new sparse backing file of `size` bytes in `dir`, attached.
+    pub fn new_in(dir: &TempDir, size: u64) -> LoopDev {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let img = dir.join(&format!("loop-{n}.img"));
+        make_image(&img, size, &[]);
+        LoopDev::attach(&img, &[])
+    }
+
+    /// The device node as a &str.
+    pub fn dev(&self) -> &str {
+        self.path.to_str().expect("utf-8 path")
+    }
+}
+
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
+    }
+}
+
+/// A zram device created for this test through /sys/class/zram-control
+/// (hot_add) and removed (hot_remove, by its own number) on drop.
+pub struct Zram {
+    /// `/dev/zramN`.
+    pub path: PathBuf,
+    /// N.
+    pub id: u32,
+}
+
+impl Zram {
+    /// Create a zram device of `size` bytes, or None when zram is not available.
+    pub fn new(size: u64) -> Option<Zram> {
+        require_root();
+        let id: u32 = fs::read_to_string("/sys/class/zram-control/hot_add")
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        let z = Zram {
+            path: PathBuf::from(format!("/dev/zram{id}")),
+            id,
+        };
+        fs::write(format!("/sys/block/zram{id}/disksize"), size.to_string()).ok()?;
+        Some(z)
+    }
+}
+
+impl Drop for Zram {
+    fn drop(&mut self) {
+        let _ = fs::write(format!("/sys/block/zram{}/reset", self.id), "1");
+        let _ = fs::write("/sys/class/zram-control/hot_remove", self.id.to_string());
+    }
+}
+
+/// The whole content of a file or device.
+pub fn read_all(path: &Path) -> Vec<u8> {
+    let mut v = Vec::new();
+    fs::File::open(path)
+        .unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display()))
+        .read_to_end(&mut v)
+        .unwrap();
+    v
+}
+
+/// A 64-bit FNV-1a digest of a file's bytes (to check "nothing changed").
+pub fn digest(path: &Path) -> u64 {
+    read_all(path)
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+        })
+}
+
+/// One device's line of /proc/diskstats as (reads, sectors read, writes,
+/// sectors written, discards, sectors discarded), parsed here independently
+/// of drivelab's own parser.
+pub fn diskstats(name: &str) -> (u64, u64, u64, u64, u64, u64) {
+    let text = fs::read_to_string("/proc/diskstats").expect("/proc/diskstats");
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() >= 14 && f[2] == name {
+            let n = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+            return (n(3), n(5), n(7), n(9), n(14), n(16));
+        }
+    }
+    panic!("{name} not in /proc/diskstats");
+}
+
+/// Run a command and return (exit status, stdout, stderr).
+pub fn run(bin: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {bin}: {e}"));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
