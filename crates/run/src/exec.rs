@@ -241,26 +241,7 @@ struct DeviceWindow {
 fn add_delta(acc: &mut Option<Delta>, d: &Delta) {
     match acc {
         None => *acc = Some(d.clone()),
-        Some(a) => {
-            a.elapsed += d.elapsed;
-            a.read_ios += d.read_ios;
-            a.read_merges += d.read_merges;
-            a.bytes_read += d.bytes_read;
-            a.read_ticks_ms += d.read_ticks_ms;
-            a.write_ios += d.write_ios;
-            a.write_merges += d.write_merges;
-            a.bytes_written += d.bytes_written;
-            a.write_ticks_ms += d.write_ticks_ms;
-            a.discard_ios += d.discard_ios;
-            a.discard_merges += d.discard_merges;
-            a.bytes_discarded += d.bytes_discarded;
-            a.discard_ticks_ms += d.discard_ticks_ms;
-            a.flush_ios += d.flush_ios;
-            a.flush_ticks_ms += d.flush_ticks_ms;
-            a.io_ticks_ms += d.io_ticks_ms;
-            a.time_in_queue_ms += d.time_in_queue_ms;
-            a.in_flight = d.in_flight;
-        }
+        Some(a) => a.accumulate(d),
     }
 }
 
