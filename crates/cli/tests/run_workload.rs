@@ -518,3 +518,158 @@ fn rate_limited_run_holds_the_rate_and_reports_intended_latency() {
     assert!((iops - 2000.0).abs() < 60.0, "iops {iops}");
     assert!(r["lat_from_intended_ns"]["mean"].is_number(), "{r}");
 }
+
+#[test]
+fn ctrl_c_stops_cleanly_and_still_reports() {
+    require_root();
+    let dir = TempDir::new("run-sigint");
+    let lo = LoopDev::new_in(&dir, 16 << 20);
+    let out_file = dir.join("r.json");
+    let child = std::process::Command::new(BIN)
+        .args([
+            "run",
+            "--filename",
+            lo.dev(),
+            "--rw=randread",
+            "--bs=4k",
+            "--runtime=30",
+            "--output-format=json",
+            "--output",
+        ])
+        .arg(&out_file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // SAFETY: kill with a pid we spawned.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let t = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t.elapsed().as_secs() < 5, "did not stop promptly");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(v["interrupted"], true);
+    let rt = v["jobs"][0]["read"]["runtime"].as_u64().unwrap();
+    assert!((1500..4000).contains(&rt), "runtime {rt}");
+    assert!(v["jobs"][0]["read"]["io_bytes"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn psync_numjobs_and_several_targets() {
+    require_root();
+    let dir = TempDir::new("run-psync");
+    let a = LoopDev::new_in(&dir, 16 << 20);
+    let b = LoopDev::new_in(&dir, 16 << 20);
+    let (ba, bb) = (diskstats(&a.name), diskstats(&b.name));
+    let targets = format!("{}:{}", a.dev(), b.dev());
+    let v = json_run(&[
+        "--filename",
+        &targets,
+        "--ioengine=psync",
+        "--rw=read",
+        "--bs=4k",
+        "--size=8m",
+        "--numjobs=2",
+    ]);
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2);
+    for j in jobs {
+        assert_eq!(j["ioengine"], "psync");
+        // size is split over the two targets: 4 MiB each, per job.
+        assert_eq!(j["read"]["io_bytes"].as_u64(), Some(8 << 20));
+    }
+    let (aa, ab) = (diskstats(&a.name), diskstats(&b.name));
+    assert_eq!(
+        (aa.1 - ba.1) * 512,
+        8 << 20,
+        "each device gets half of each job"
+    );
+    assert_eq!((ab.1 - bb.1) * 512, 8 << 20);
+    let checks = v["device_check"].as_array().unwrap();
+    assert_eq!(checks.len(), 2);
+    assert!(
+        checks
+            .iter()
+            .all(|c| c["reported_bytes"].as_u64() == Some(8 << 20)),
+        "{checks:?}"
+    );
+}
+
+#[test]
+fn fsync_and_fua_reach_the_device() {
+    require_root();
+    let dir = TempDir::new("run-fsync");
+    let lo = LoopDev::new_in(&dir, 16 << 20);
+    let v = json_run(&[
+        "--filename",
+        lo.dev(),
+        "--rw=write",
+        "--bs=4k",
+        "--size=1m",
+        "--fsync=16",
+        "--force",
+    ]);
+    assert_eq!(
+        v["jobs"][0]["sync"]["total_ios"].as_u64(),
+        Some(16),
+        "256 writes, an fsync every 16"
+    );
+    let trace = drivelab_testkit::IssueTrace::start(&lo.path);
+    let (code, _, err) = run(
+        BIN,
+        &[
+            "run",
+            "--filename",
+            lo.dev(),
+            "--rw=write",
+            "--bs=4k",
+            "--size=256k",
+            "--fua",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let reqs: Vec<_> = trace
+        .stop()
+        .into_iter()
+        .filter(|r| r.comm.starts_with("job-"))
+        .collect();
+    let writes: Vec<_> = reqs.iter().filter(|r| r.rwbs.contains('W')).collect();
+    assert_eq!(writes.len(), 64);
+    assert!(
+        writes
+            .iter()
+            .all(|r| r.rwbs.contains('F') || r.rwbs.contains('S')),
+        "writes without FUA/sync: {:?}",
+        &writes[..2]
+    );
+}
+
+#[test]
+fn zram_random_read_agrees_at_the_device() {
+    let Some(z) = drivelab_testkit::Zram::new(64 << 20) else {
+        panic!("zram is not available (no /sys/class/zram-control): load the zram module");
+    };
+    let dev = z.path.to_str().unwrap();
+    // Fill it, so reads return data rather than zero pages.
+    let v = json_run(&["--filename", dev, "--rw=write", "--bs=1m", "--force"]);
+    assert_eq!(dir_bytes(&v, "write"), 64 << 20);
+    let v = json_run(&[
+        "--filename",
+        dev,
+        "--rw=randread",
+        "--bs=4k",
+        "--iodepth=32",
+        "--runtime=2",
+    ]);
+    let dc = &v["device_check"][0];
+    assert_eq!(dc["verdict"], "agrees", "{dc}");
+    assert!(v["jobs"][0]["read"]["iops"].as_f64().unwrap() > 1000.0);
+}

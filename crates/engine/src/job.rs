@@ -300,12 +300,14 @@ pub fn run_job<E: Engine>(
             interrupted = true;
         }
         let time_up = deadline.is_some_and(|d| now >= d);
-        let budget_done = cfg.io_limit.is_some_and(|l| issued_bytes >= l);
+        let sync_pending = cfg.fsync_every > 0 && writes_since_sync >= cfg.fsync_every;
+        let budget_done = cfg.io_limit.is_some_and(|l| issued_bytes >= l) && !sync_pending;
         let stopping = interrupted || time_up || budget_done || error.is_some();
         let mut wake_at: Option<u64> = None;
         if !stopping {
             while let Some(slot) = free.pop() {
-                if cfg.io_limit.is_some_and(|l| issued_bytes >= l) {
+                let sync_due = cfg.fsync_every > 0 && writes_since_sync >= cfg.fsync_every;
+                if !sync_due && cfg.io_limit.is_some_and(|l| issued_bytes >= l) {
                     free.push(slot);
                     break;
                 }
@@ -319,7 +321,7 @@ pub fn run_job<E: Engine>(
                     intended = next_intended;
                     next_intended += iv;
                 }
-                let io = if cfg.fsync_every > 0 && writes_since_sync >= cfg.fsync_every {
+                let io = if sync_due {
                     writes_since_sync = 0;
                     IoDesc {
                         target: last_write_target,

@@ -212,3 +212,111 @@ pub fn run(bin: &str, args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// One request as the block layer issued it to a device
+/// (`block:block_rq_issue`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issued {
+    /// The rwbs string: R, W, WS, D, FF, …
+    pub rwbs: String,
+    /// Start sector (512 B).
+    pub sector: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// The task that issued it (drivelab names its job threads `job-NAME`).
+    pub comm: String,
+}
+
+/// A private tracefs instance recording `block_rq_issue` for one device,
+/// removed on drop. Independent of drivelab's own recorder, so tests can
+/// check drivelab against the kernel by a second route.
+pub struct IssueTrace {
+    dir: PathBuf,
+}
+
+impl IssueTrace {
+    /// Start recording requests issued to the block device `dev_path`.
+    pub fn start(dev_path: &Path) -> IssueTrace {
+        use std::os::unix::fs::MetadataExt;
+        require_root();
+        let rdev = fs::metadata(dev_path).expect("device").rdev();
+        // SAFETY: major/minor only do arithmetic on the value.
+        let (maj, min) = unsafe { (libc::major(rdev), libc::minor(rdev)) };
+        let kdev = (u64::from(maj) << 20) | u64::from(min);
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let root = Path::new("/sys/kernel/tracing");
+        assert!(
+            root.join("instances").is_dir(),
+            "tracefs is not mounted at /sys/kernel/tracing"
+        );
+        let dir = root.join(format!(
+            "instances/drivelab-test-{}-{n}",
+            std::process::id()
+        ));
+        fs::create_dir(&dir).unwrap_or_else(|e| panic!("cannot create tracefs instance: {e}"));
+        let t = IssueTrace { dir };
+        let w = |p: &str, v: &str| {
+            fs::write(t.dir.join(p), v).unwrap_or_else(|e| panic!("tracefs {p}: {e}"))
+        };
+        w("buffer_size_kb", "65536");
+        w(
+            "events/block/block_rq_issue/filter",
+            &format!("dev == {kdev}"),
+        );
+        w("events/block/block_rq_issue/enable", "1");
+        w("tracing_on", "1");
+        t
+    }
+
+    /// Stop and return every issued request, in order. Panics if the
+    /// kernel reports lost events (the check would be incomplete).
+    pub fn stop(self) -> Vec<Issued> {
+        fs::write(self.dir.join("tracing_on"), "0").expect("tracing_on");
+        let mut overrun = 0u64;
+        if let Ok(rd) = fs::read_dir(self.dir.join("per_cpu")) {
+            for e in rd.flatten() {
+                let s = fs::read_to_string(e.path().join("stats")).unwrap_or_default();
+                for l in s.lines() {
+                    if let Some(v) = l.strip_prefix("overrun:") {
+                        overrun += v.trim().parse::<u64>().unwrap_or(0);
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            overrun, 0,
+            "the trace buffer overran: {overrun} events lost"
+        );
+        let text = fs::read_to_string(self.dir.join("trace")).expect("trace");
+        let mut out = Vec::new();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            // "... block_rq_issue: 7,3 R 4096 () 123456 + 8 none,0,0 [comm]"
+            let Some(rest) = line.split("block_rq_issue: ").nth(1) else {
+                continue;
+            };
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let plus = f
+                .iter()
+                .position(|x| *x == "+")
+                .expect("'+' in block_rq_issue line");
+            out.push(Issued {
+                rwbs: f[1].to_string(),
+                sector: f[plus - 1].parse().expect("sector"),
+                bytes: f[2].parse().expect("bytes"),
+                comm: f
+                    .last()
+                    .map(|c| c.trim_matches(|c| c == '[' || c == ']').to_string())
+                    .unwrap_or_default(),
+            });
+        }
+        out
+    }
+}
+
+impl Drop for IssueTrace {
+    fn drop(&mut self) {
+        let _ = fs::write(self.dir.join("tracing_on"), "0");
+        let _ = fs::write(self.dir.join("events/block/block_rq_issue/enable"), "0");
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
