@@ -4,7 +4,9 @@
 
 mod cmd_device;
 mod cmd_devices;
+mod cmd_erase;
 mod cmd_run;
+mod cmd_test;
 mod cmd_trace;
 mod error;
 mod output;
@@ -30,6 +32,10 @@ enum Command {
     Devices(cmd_devices::DevicesArgs),
     /// Send one device command (SCSI, ATA, NVMe passthrough) and show the answer.
     Device(cmd_device::DeviceArgs),
+    /// DMM-style test steps: write / read / verify with data patterns.
+    Test(cmd_test::TestArgs),
+    /// Write or erase whole drives, many at once, verified and certified.
+    Erase(cmd_erase::EraseArgs),
     /// Block traces: record, analyze, convert, compare.
     Trace(cmd_trace::TraceArgs),
 }
@@ -52,6 +58,8 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd_run::run(a),
         Command::Devices(a) => cmd_devices::run(a),
         Command::Device(a) => cmd_device::run(a),
+        Command::Test(a) => cmd_test::run(a),
+        Command::Erase(a) => cmd_erase::run(a),
         Command::Trace(a) => cmd_trace::run(a),
     };
     match result {

@@ -1,0 +1,17 @@
+//! (being written)
+
+use clap::Args;
+
+use crate::output::OutputArgs;
+
+/// Arguments (being written).
+#[derive(Args, Debug)]
+pub struct TestArgs {
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Run the subcommand (being written).
+pub fn run(_a: TestArgs) -> anyhow::Result<u8> {
+    Err(crate::error::usage("not yet available"))
+}
