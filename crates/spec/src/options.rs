@@ -197,7 +197,9 @@ pub const OPTIONS: &[OptionDecl] = &[
 /// Find an option by name or alias; unknown names get a typed error with a
 /// suggestion when one is close.
 pub fn lookup(key: &str) -> Result<&'static OptionDecl, SpecError> {
-    let k = key.trim();
+    // fio spells options with underscores; accept hyphens too (--log-interval).
+    let norm = key.trim().replace('-', "_");
+    let k = norm.as_str();
     if let Some(d) = OPTIONS
         .iter()
         .find(|d| d.name == k || d.aliases.contains(&k))
@@ -280,6 +282,12 @@ mod tests {
         assert!(e.contains("did you mean 'iodepth'"), "{e}");
         let e = lookup("frobnicate").unwrap_err().to_string();
         assert!(!e.contains("did you mean"), "{e}");
+    }
+
+    #[test]
+    fn hyphens_and_underscores_are_the_same_option() {
+        assert_eq!(lookup("log-interval").unwrap().name, "log_interval");
+        assert_eq!(lookup("rate-iops").unwrap().name, "rate_iops");
     }
 
     #[test]
