@@ -240,8 +240,7 @@ impl IssueTrace {
         use std::os::unix::fs::MetadataExt;
         require_root();
         let rdev = fs::metadata(dev_path).expect("device").rdev();
-        // SAFETY: major/minor only do arithmetic on the value.
-        let (maj, min) = unsafe { (libc::major(rdev), libc::minor(rdev)) };
+        let (maj, min) = (libc::major(rdev), libc::minor(rdev));
         let kdev = (u64::from(maj) << 20) | u64::from(min);
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let root = Path::new("/sys/kernel/tracing");
