@@ -8,7 +8,6 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
 use drivelab_report::{Exporter, Json, Text};
@@ -145,27 +144,6 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
     Ok(p)
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_sig: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-/// Make SIGINT/SIGTERM set the stop flag; a second Ctrl-C (after the handler
-/// resets itself) kills the process the usual way.
-fn install_stop_handler() {
-    // SAFETY: sigaction with a handler that only stores to an atomic, which
-    // is async-signal-safe; SA_RESETHAND restores the default after one use.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        sa.sa_flags = libc::SA_RESETHAND;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
-}
-
 /// Run the subcommand.
 pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let p = parse_args(&a.args)?;
@@ -234,7 +212,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             usage(e.to_string())
         }
     })?;
-    install_stop_handler();
+    let stop = crate::signal::stop_flag();
     let show_progress = std::io::stderr().is_terminal() && !p.out.json();
     let mut progress = |pr: &Progress| {
         if !show_progress {
@@ -256,7 +234,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     if scratch && !p.out.json() {
         eprintln!("drivelab: no --filename given; running on the scratch file ./{SCRATCH_FILE} (removed afterwards)");
     }
-    let result = execute(&planned, &STOP, &mut progress);
+    let result = execute(&planned, stop, &mut progress);
     if show_progress {
         eprint!("\r{:70}\r", "");
     }

@@ -10,6 +10,7 @@ mod cmd_test;
 mod cmd_trace;
 mod error;
 mod output;
+mod signal;
 
 use std::process::ExitCode;
 

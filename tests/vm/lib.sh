@@ -1,0 +1,101 @@
+# Helpers sourced before every guest test script (busybox sh).
+# Results go to files in the current directory (/out, the 9p share).
+
+# json_str TEXT: TEXT as a JSON string literal (quotes and backslashes
+# escaped, line breaks and tabs as spaces, other control characters dropped).
+json_str() {
+    printf '"%s"' "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | tr '\n\t' '  ' | tr -d '\001-\037')"
+}
+
+# sysattr FILE: the attribute's text with surrounding blanks trimmed, or
+# nothing when it does not exist.
+sysattr() {
+    [ -r "$1" ] || return 0
+    sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' "$1" 2>/dev/null | head -n1
+}
+
+# vpd80_serial FILE: the unit serial number from a raw VPD page 0x80 (bytes
+# 4.. after the 4-byte header), printable ASCII only, blanks trimmed.
+vpd80_serial() {
+    [ -r "$1" ] || return 0
+    tail -c +5 "$1" | tr -cd ' -~' | sed -e 's/^ *//' -e 's/ *$//'
+}
+
+# disk_names: the /sys/block names of the sd*, nvme* and vd* disks.
+disk_names() {
+    for p in /sys/block/sd* /sys/block/nvme* /sys/block/vd*; do
+        [ -e "$p" ] && echo "${p##*/}"
+    done
+    return 0
+}
+
+# disk_json NAME: one JSON object describing /sys/block/NAME.
+disk_json() {
+    d=/sys/block/$1
+    serial=$(sysattr "$d/device/serial")
+    serial_source=serial
+    if [ -z "$serial" ]; then
+        serial=$(vpd80_serial "$d/device/vpd_pg80")
+        serial_source=vpd_pg80
+    fi
+    printf '{"name":%s,"size_512":%s,"logical_block_size":%s,"vendor":%s,"model":%s,"serial":%s,"serial_source":%s,"wwid":%s,"devpath":%s}' \
+        "$(json_str "$1")" \
+        "$(cat "$d/size")" \
+        "$(cat "$d/queue/logical_block_size")" \
+        "$(json_str "$(sysattr "$d/device/vendor")")" \
+        "$(json_str "$(sysattr "$d/device/model")")" \
+        "$(json_str "$serial")" \
+        "$(json_str "$serial_source")" \
+        "$(json_str "$(sysattr "$d/device/wwid")$(sysattr "$d/wwid")")" \
+        "$(json_str "$(readlink -f "$d")")"
+}
+
+# disks_json: a JSON array of every sd*/nvme*/vd* disk.
+disks_json() {
+    sep=''
+    printf '['
+    for n in $(disk_names); do
+        printf '%s' "$sep"
+        disk_json "$n"
+        sep=','
+    done
+    printf ']'
+}
+
+# modules_json: a JSON array of the names in /proc/modules.
+modules_json() {
+    sep=''
+    printf '['
+    for m in $(cut -d' ' -f1 /proc/modules); do
+        printf '%s%s' "$sep" "$(json_str "$m")"
+        sep=','
+    done
+    printf ']'
+}
+
+# disk_by_serial SERIAL: the /sys/block name of the disk with that serial.
+disk_by_serial() {
+    for n in $(disk_names); do
+        s=$(sysattr "/sys/block/$n/device/serial")
+        [ -n "$s" ] || s=$(vpd80_serial "/sys/block/$n/device/vpd_pg80")
+        if [ "$s" = "$1" ]; then echo "$n"; return 0; fi
+    done
+    return 1
+}
+
+# disk_by_model MODEL: the first disk whose device/model is MODEL.
+disk_by_model() {
+    for n in $(disk_names); do
+        if [ "$(sysattr "/sys/block/$n/device/model")" = "$1" ]; then echo "$n"; return 0; fi
+    done
+    return 1
+}
+
+# run_json NAME CMD...: runs CMD, saving stdout to NAME.out, stderr to
+# NAME.err and the exit status to NAME.status.
+run_json() {
+    name=$1
+    shift
+    "$@" > "$name.out" 2> "$name.err"
+    echo $? > "$name.status"
+}
