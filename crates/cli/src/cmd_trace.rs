@@ -1,17 +1,550 @@
-//! (being written)
+//! `drivelab trace`: the IPEAK workflow on the command line. `record`
+//! captures block requests from the kernel, `analyze` shows the
+//! distributions AnalyzeTrace showed (and writes SVG plots), `convert`
+//! moves traces between formats, `compare` audits one trace against
+//! another (exit status 1 when they differ beyond the tolerance), `replay`
+//! (in cmd_replay.rs) plays one back. The work is all in `drivelab_trace`
+//! and `drivelab_replay`; these modules parse flags and print.
 
-use clap::Args;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use crate::output::OutputArgs;
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use drivelab_trace::{
+    analyze::Analysis, compare::Comparison, record, Format, ReadOptions, ReadStats, TraceError,
+};
+use serde_json::json;
 
-/// Arguments (being written).
+use crate::output::{self, OutputArgs};
+
+/// Arguments of `drivelab trace`.
 #[derive(Args, Debug)]
 pub struct TraceArgs {
+    #[command(subcommand)]
+    pub cmd: TraceCmd,
+}
+
+/// The trace subcommands.
+#[derive(Subcommand, Debug)]
+pub enum TraceCmd {
+    /// Record block requests of DEV… from the kernel's block tracepoints.
+    Record(RecordArgs),
+    /// Analyze a trace: sizes, queue depth, seek distance, service and
+    /// inter-arrival times, throughput; optional SVG plots.
+    Analyze(AnalyzeArgs),
+    /// Convert a trace between formats.
+    Convert(ConvertArgs),
+    /// Compare two traces (e.g. an original and the capture of its replay);
+    /// exit status 1 when they differ beyond the tolerance.
+    Compare(CompareArgs),
+    /// Replay a trace on a device or file with its original timing;
+    /// --record captures the replay for compare.
+    Replay(crate::cmd_replay::ReplayArgs),
+}
+
+/// `drivelab trace record`.
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// Block devices to record (e.g. /dev/sdb).
+    #[arg(required = true, value_name = "DEV")]
+    pub devices: Vec<PathBuf>,
+    /// The trace file to write.
+    #[arg(long, value_name = "TRACE")]
+    pub output: PathBuf,
+    /// Stop after S seconds (decimals allowed). Default: until Ctrl-C.
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    /// Trace format to write: native (default), fio, msr, blkparse; by
+    /// default from the file extension (.dlt native, .iolog fio, .csv msr,
+    /// .blkparse blkparse), else native.
+    #[arg(long, value_name = "FMT")]
+    pub to: Option<String>,
+    /// Kernel ring buffer per CPU, KiB.
+    #[arg(long, value_name = "KIB", default_value_t = 16384)]
+    pub buffer_kb: u64,
+    /// Output format of the summary: normal or json.
+    #[arg(long = "output-format", value_enum, default_value_t = output::Format::Normal)]
+    pub output_format: output::Format,
+}
+
+/// Input options shared by the commands that read traces.
+#[derive(Args, Debug, Clone)]
+pub struct InputArgs {
+    /// Trace format: auto (detect from content), native, blkparse, fio,
+    /// msr, spc, mqsim, vscsi1, vscsi2.
+    #[arg(long, value_name = "FMT", default_value = "auto")]
+    pub format: String,
+    /// Skip and count malformed lines instead of stopping at the first.
+    #[arg(long)]
+    pub lenient: bool,
+    /// blkparse: build requests from Q (queue) events instead of D (issue).
+    #[arg(long)]
+    pub use_queue: bool,
+}
+
+/// `drivelab trace analyze`.
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// The trace file.
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Write SVG plots (sizes, queue depth, seek distance, service time,
+    /// access map) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
 
-/// Run the subcommand (being written).
-pub fn run(_a: TraceArgs) -> anyhow::Result<u8> {
-    Err(crate::error::usage("not yet available"))
+/// `drivelab trace convert`.
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// Input trace.
+    #[arg(value_name = "IN")]
+    pub input_path: PathBuf,
+    /// Output trace.
+    #[arg(value_name = "OUT")]
+    pub output_path: PathBuf,
+    /// Input format (default: auto).
+    #[arg(long, value_name = "FMT", default_value = "auto")]
+    pub from: String,
+    /// Output format: native, fio, msr, blkparse (default: from OUT's
+    /// extension: .dlt, .iolog, .csv, .blkparse/.txt).
+    #[arg(long, value_name = "FMT")]
+    pub to: Option<String>,
+    /// Skip and count malformed input lines.
+    #[arg(long)]
+    pub lenient: bool,
+    /// blkparse input: use Q events instead of D.
+    #[arg(long)]
+    pub use_queue: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// `drivelab trace compare`.
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The reference trace (A).
+    #[arg(value_name = "TRACE")]
+    pub a: PathBuf,
+    /// The trace compared with it (B).
+    #[arg(value_name = "TRACE2")]
+    pub b: PathBuf,
+    /// Allowed difference, as a fraction (0.05 = 5 %): match and order
+    /// shares may fall this far below 1, distribution distances and the
+    /// inter-arrival error may reach it.
+    #[arg(long, value_name = "X", default_value_t = 0.05)]
+    pub tolerance: f64,
+    /// Format of A (default auto).
+    #[arg(long, value_name = "FMT", default_value = "auto")]
+    pub format: String,
+    /// Format of B (default auto).
+    #[arg(long = "format2", value_name = "FMT", default_value = "auto")]
+    pub format2: String,
+    /// Skip and count malformed lines in both.
+    #[arg(long)]
+    pub lenient: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Run `drivelab trace …`.
+pub fn run(a: TraceArgs) -> anyhow::Result<u8> {
+    match a.cmd {
+        TraceCmd::Record(r) => run_record(r),
+        TraceCmd::Analyze(r) => run_analyze(r),
+        TraceCmd::Convert(r) => run_convert(r),
+        TraceCmd::Compare(r) => run_compare(r),
+        TraceCmd::Replay(r) => crate::cmd_replay::run(r),
+    }
+}
+
+/// Turn input errors (bad format, malformed trace) into usage errors
+/// (exit 2); I/O and kernel errors stay failures (exit 1).
+fn classify(e: TraceError, what: &Path) -> anyhow::Error {
+    let input = matches!(
+        e,
+        TraceError::Parse { .. }
+            | TraceError::Binary { .. }
+            | TraceError::UnknownFormat(_)
+            | TraceError::BadFormat(_)
+            | TraceError::Unrepresentable { .. }
+            | TraceError::Device { .. }
+    );
+    let msg = format!("{}: {e}", what.display());
+    if input {
+        crate::error::usage(msg)
+    } else {
+        anyhow::anyhow!(msg)
+    }
+}
+
+fn parse_format(s: &str) -> anyhow::Result<Option<Format>> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(None);
+    }
+    Format::from_name(s)
+        .map(Some)
+        .map_err(|e| crate::error::usage(e.to_string()))
+}
+
+fn write_format(
+    flag: Option<&str>,
+    path: &Path,
+    default: Option<Format>,
+) -> anyhow::Result<Format> {
+    let f = match flag {
+        Some(s) => Format::from_name(s).map_err(|e| crate::error::usage(e.to_string()))?,
+        None => match Format::from_extension(path).or(default) {
+            Some(f) => f,
+            None => {
+                return Err(crate::error::usage(format!(
+                    "cannot tell the output format from '{}'; pass --to native|fio|msr|blkparse or use a .dlt/.iolog/.csv/.blkparse name",
+                    path.display()
+                )))
+            }
+        },
+    };
+    if !f.writable() {
+        return Err(crate::error::usage(format!(
+            "drivelab cannot write {f}; writable formats: native, fio, msr, blkparse"
+        )));
+    }
+    Ok(f)
+}
+
+fn stats_line(s: &ReadStats) -> String {
+    let mut parts = Vec::new();
+    for (n, v) in [
+        ("malformed lines skipped", s.skipped),
+        ("merges", s.merges),
+        ("issues without completion", s.unmatched_issues),
+        ("completions without issue", s.unmatched_completions),
+        ("partial completions", s.partial_completions),
+        ("requeues", s.requeues),
+        ("other events ignored", s.ignored),
+    ] {
+        if v > 0 {
+            parts.push(format!("{n} {v}"));
+        }
+    }
+    parts.join(", ")
+}
+
+fn ns(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v >= 1e9 => format!("{:.3} s", v / 1e9),
+        Some(v) if v >= 1e6 => format!("{:.3} ms", v / 1e6),
+        Some(v) if v >= 1e3 => format!("{:.3} µs", v / 1e3),
+        Some(v) => format!("{v:.0} ns"),
+    }
+}
+
+fn human(a: &Analysis) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "requests {} (reads {}, writes {}, trims {}, flushes {}), read fraction {:.3}",
+        a.requests, a.reads, a.writes, a.trims, a.flushes, a.read_fraction
+    );
+    let _ = writeln!(
+        s,
+        "bytes read {}, written {}; duration {:.6} s, {:.1} IOPS, mean size {:.1} B",
+        a.bytes_read, a.bytes_written, a.duration_s, a.iops, a.mean_size_bytes
+    );
+    let mut sizes = a.sizes.clone();
+    sizes.sort_by_key(|x| std::cmp::Reverse(x.count));
+    let top: Vec<String> = sizes
+        .iter()
+        .take(6)
+        .map(|b| format!("{} B {:.1}%", b.bytes, b.fraction * 100.0))
+        .collect();
+    let _ = writeln!(
+        s,
+        "sizes: {}{}",
+        top.join(", "),
+        if sizes.len() > 6 { ", …" } else { "" }
+    );
+    if a.queue_depth.is_empty() {
+        let _ = writeln!(s, "queue depth: unknown (no completions in this trace)");
+    } else {
+        let mut qd = a.queue_depth.clone();
+        qd.sort_by_key(|x| std::cmp::Reverse(x.count));
+        let top: Vec<String> = qd
+            .iter()
+            .take(6)
+            .map(|b| format!("{} {:.1}%", b.depth, b.fraction * 100.0))
+            .collect();
+        let _ = writeln!(
+            s,
+            "queue depth: mean {:.2}; {}",
+            a.queue_depth_mean.unwrap_or(0.0),
+            top.join(", ")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "seek distance: {:.1}% sequential, mean |distance| {:.0} sectors",
+        a.seek_distance.zero_fraction * 100.0,
+        a.seek_distance.mean_abs
+    );
+    let st = &a.service_time_ns;
+    let _ = writeln!(
+        s,
+        "service time: mean {}, p50 {}, p90 {}, p99 {}, max {}",
+        ns(st.mean),
+        ns(st.p50.map(|v| v as f64)),
+        ns(st.p90.map(|v| v as f64)),
+        ns(st.p99.map(|v| v as f64)),
+        ns(st.max.map(|v| v as f64))
+    );
+    let ia = &a.interarrival_ns;
+    let _ = writeln!(
+        s,
+        "inter-arrival: mean {}, p50 {}, p99 {}{}",
+        ns(ia.mean),
+        ns(ia.p50.map(|v| v as f64)),
+        ns(ia.p99.map(|v| v as f64)),
+        if a.out_of_order > 0 {
+            format!(" ({} out of order)", a.out_of_order)
+        } else {
+            String::new()
+        }
+    );
+    s
+}
+
+fn run_analyze(a: AnalyzeArgs) -> anyhow::Result<u8> {
+    let fmt = parse_format(&a.input.format)?;
+    let opts = ReadOptions {
+        lenient: a.input.lenient,
+        use_queue: a.input.use_queue,
+    };
+    let (format, mut reader) =
+        drivelab_trace::open_file(&a.trace, fmt, opts).map_err(|e| classify(e, &a.trace))?;
+    let analysis = drivelab_trace::analyze(&mut reader).map_err(|e| classify(e, &a.trace))?;
+    let stats = reader.stats();
+    let devices = reader.devices();
+    let plots = match &a.plots {
+        Some(dir) => {
+            drivelab_trace::plot::write_plots(&analysis, dir).map_err(|e| classify(e, dir))?
+        }
+        None => Vec::new(),
+    };
+    if a.out.json() {
+        let mut v = serde_json::to_value(&analysis)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("trace".into(), json!(a.trace.display().to_string()));
+            o.insert("format".into(), json!(format.name()));
+            o.insert("reader".into(), serde_json::to_value(stats)?);
+            o.insert("devices".into(), serde_json::to_value(&devices)?);
+            o.insert(
+                "plots".into(),
+                json!(plots
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()),
+            );
+        }
+        a.out
+            .emit(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+    } else {
+        let mut s = format!("trace {} ({})\n", a.trace.display(), format);
+        s.push_str(&human(&analysis));
+        let sl = stats_line(&stats);
+        if !sl.is_empty() {
+            s.push_str(&format!("reader: {sl}\n"));
+        }
+        for p in &plots {
+            s.push_str(&format!("plot: {}\n", p.display()));
+        }
+        a.out.emit(&s)?;
+    }
+    Ok(0)
+}
+
+fn run_convert(a: ConvertArgs) -> anyhow::Result<u8> {
+    let from = parse_format(&a.from)?;
+    let to = write_format(a.to.as_deref(), &a.output_path, None)?;
+    let opts = ReadOptions {
+        lenient: a.lenient,
+        use_queue: a.use_queue,
+    };
+    let (format, mut reader) = drivelab_trace::open_file(&a.input_path, from, opts)
+        .map_err(|e| classify(e, &a.input_path))?;
+    // Devices known up front (native, fio headers) are passed to the writer.
+    let devices = reader.devices();
+    let file = std::fs::File::create(&a.output_path)
+        .with_context(|| format!("cannot create {}", a.output_path.display()))?;
+    let mut writer = drivelab_trace::open_writer(std::io::BufWriter::new(file), to, &devices)
+        .map_err(|e| classify(e, &a.output_path))?;
+    let n = drivelab_trace::convert(reader.as_mut(), writer.as_mut())
+        .map_err(|e| classify(e, &a.input_path))?;
+    let stats = reader.stats();
+    if a.out.json() {
+        let v = json!({
+            "input": a.input_path.display().to_string(),
+            "output": a.output_path.display().to_string(),
+            "from": format.name(),
+            "to": to.name(),
+            "requests": n,
+            "reader": stats,
+        });
+        a.out
+            .emit(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+    } else {
+        let sl = stats_line(&stats);
+        a.out.emit(&format!(
+            "converted {n} requests: {} ({format}) -> {} ({to}){}\n",
+            a.input_path.display(),
+            a.output_path.display(),
+            if sl.is_empty() {
+                String::new()
+            } else {
+                format!("; {sl}")
+            }
+        ))?;
+    }
+    Ok(0)
+}
+
+fn opt4(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.4}"))
+        .unwrap_or_else(|| "- (no completions)".into())
+}
+
+fn human_compare(c: &Comparison) -> String {
+    let mut s = format!(
+        "A {} requests, B {} requests; matched {} ({:.2}% of A), {} in B not in A\n",
+        c.requests_a,
+        c.requests_b,
+        c.matched,
+        c.match_fraction * 100.0,
+        c.extra_in_b
+    );
+    s.push_str(&format!(
+        "order agreement {:.4}; inter-arrival error {:.4} (mean signed {}, p99 |error| {})\n",
+        c.order_agreement,
+        c.interarrival_error,
+        ns(c.interarrival_mean_error_ns),
+        ns(c.interarrival_abs_error_ns.p99.map(|v| v as f64))
+    ));
+    s.push_str(&format!(
+        "distribution distances (TV): sizes {:.4}, queue depth {}, seek {:.4}, service time {}\n",
+        c.distances.sizes,
+        opt4(c.distances.queue_depth),
+        c.distances.seek_distance,
+        opt4(c.distances.service_time)
+    ));
+    s.push_str(&format!(
+        "service time mean: A {}, B {}\n",
+        ns(c.a.service_time_ns.mean),
+        ns(c.b.service_time_ns.mean)
+    ));
+    if c.differs {
+        s.push_str(&format!(
+            "DIFFER (tolerance {}): {}\n",
+            c.tolerance,
+            c.reasons.join("; ")
+        ));
+    } else {
+        s.push_str(&format!("SAME within tolerance {}\n", c.tolerance));
+    }
+    s
+}
+
+fn run_compare(a: CompareArgs) -> anyhow::Result<u8> {
+    if !(0.0..=1.0).contains(&a.tolerance) {
+        return Err(crate::error::usage(format!(
+            "--tolerance {} is outside 0..1 (it is a fraction: 0.05 = 5 %)",
+            a.tolerance
+        )));
+    }
+    let opts = ReadOptions {
+        lenient: a.lenient,
+        use_queue: false,
+    };
+    let (_, mut ra) = drivelab_trace::open_file(&a.a, parse_format(&a.format)?, opts)
+        .map_err(|e| classify(e, &a.a))?;
+    let (_, mut rb) = drivelab_trace::open_file(&a.b, parse_format(&a.format2)?, opts)
+        .map_err(|e| classify(e, &a.b))?;
+    let c =
+        drivelab_trace::compare(&mut ra, &mut rb, a.tolerance).map_err(|e| classify(e, &a.a))?;
+    if a.out.json() {
+        a.out
+            .emit(&format!("{}\n", serde_json::to_string_pretty(&c)?))?;
+    } else {
+        a.out.emit(&human_compare(&c))?;
+    }
+    Ok(if c.differs { 1 } else { 0 })
+}
+
+fn run_record(a: RecordArgs) -> anyhow::Result<u8> {
+    let format = write_format(a.to.as_deref(), &a.output, Some(Format::Native))?;
+    let duration = match a.duration {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(crate::error::usage(format!(
+                "--duration {s} must be a positive number of seconds"
+            )))
+        }
+    };
+    if a.buffer_kb == 0 {
+        return Err(crate::error::usage("--buffer-kb must be at least 1"));
+    }
+    // Ctrl-C / SIGTERM set the flag; the recorder polls it, then removes
+    // its tracefs instance and finishes the trace.
+    let stop = crate::signal::stop_flag();
+    let opts = record::RecordOptions {
+        buffer_kb_per_cpu: a.buffer_kb,
+        tracefs: None,
+    };
+    if a.output_format != output::Format::Json && duration.is_none() {
+        eprintln!(
+            "recording {} devices; press Ctrl-C to stop",
+            a.devices.len()
+        );
+    }
+    let summary = record::record(&a.devices, &a.output, format, duration, stop, &opts)
+        .map_err(|e| classify(e, &a.output))?;
+    let out = OutputArgs {
+        output_format: a.output_format,
+        output: None,
+    };
+    if out.json() {
+        let mut v = serde_json::to_value(&summary)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("output".into(), json!(a.output.display().to_string()));
+            o.insert("format".into(), json!(format.name()));
+        }
+        out.emit(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+    } else {
+        let sl = stats_line(&summary.matching);
+        out.emit(&format!(
+            "recorded {} requests ({} with completion) in {:.3} s to {} ({format}){}\n",
+            summary.requests,
+            summary.completed,
+            summary.duration_s,
+            a.output.display(),
+            if sl.is_empty() {
+                String::new()
+            } else {
+                format!("; {sl}")
+            }
+        ))?;
+    }
+    if summary.lost_events > 0 {
+        eprintln!(
+            "drivelab: warning: the kernel lost {} trace events (ring buffer overrun); the trace is incomplete: raise --buffer-kb",
+            summary.lost_events
+        );
+    }
+    Ok(0)
 }

@@ -5,6 +5,7 @@
 mod cmd_device;
 mod cmd_devices;
 mod cmd_erase;
+mod cmd_replay;
 mod cmd_run;
 mod cmd_test;
 mod cmd_trace;

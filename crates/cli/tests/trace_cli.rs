@@ -1,0 +1,455 @@
+//! `drivelab trace …` run as the real binary: analyze, convert, compare and
+//! record, with exit statuses and JSON checked against figures computed here
+//! from the raw inputs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
+const SAMPLES: &str = "/work/shared/traces";
+
+struct TempDir(PathBuf);
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p =
+            std::env::temp_dir().join(format!("drivelab-trace-cli-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn drivelab(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// (requests, reads, bytes_read, bytes_written) of an MQSim trace, by a
+/// plain parse.
+fn mqsim_counts(path: &Path) -> (u64, u64, u64, u64) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let (mut n, mut r, mut br, mut bw) = (0, 0, 0, 0);
+    for l in text.lines().filter(|l| !l.trim().is_empty()) {
+        let f: Vec<u64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+        n += 1;
+        if f[4] == 1 {
+            r += 1;
+            br += f[3] * 512;
+        } else {
+            bw += f[3] * 512;
+        }
+    }
+    (n, r, br, bw)
+}
+
+#[test]
+fn analyze_json_has_the_documented_keys_and_right_numbers() {
+    let t = Path::new(SAMPLES).join("wsrch-small.trace");
+    let out = drivelab(&["trace", "analyze", s(&t), "--output-format", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    let (n, r, br, bw) = mqsim_counts(&t);
+    assert_eq!(v["requests"], n);
+    assert_eq!(v["reads"], r);
+    assert_eq!(v["writes"], n - r);
+    assert_eq!(v["bytes_read"], br);
+    assert_eq!(v["bytes_written"], bw);
+    assert_eq!(v["format"], "mqsim");
+    for k in ["duration_s", "read_fraction", "sizes", "queue_depth"] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    assert!(v["seek_distance"]["zero_fraction"].is_number());
+    assert!(v["service_time_ns"].get("mean").is_some());
+    assert!(v["interarrival_ns"]["mean"].is_number());
+}
+
+#[test]
+fn analyze_writes_five_svg_plots() {
+    let d = TempDir::new("plots");
+    let t = Path::new(SAMPLES).join("apress_blktrace.txt");
+    let plots = d.path("plots");
+    let out = drivelab(&["trace", "analyze", s(&t), "--plots", s(&plots)]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in [
+        "sizes.svg",
+        "queue_depth.svg",
+        "seek_distance.svg",
+        "service_time.svg",
+        "access_map.svg",
+    ] {
+        let text = std::fs::read_to_string(plots.join(f)).unwrap();
+        assert!(
+            text.starts_with("<?xml") && text.trim_end().ends_with("</svg>"),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn convert_roundtrip_preserves_the_analysis() {
+    let d = TempDir::new("convert");
+    let src = Path::new(SAMPLES).join("tpcc-small.trace");
+    let native = d.path("t.dlt");
+    let csv = d.path("t.csv");
+    let out = drivelab(&["trace", "convert", s(&src), s(&native)]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = drivelab(&[
+        "trace",
+        "convert",
+        s(&native),
+        s(&csv),
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(
+        (v["from"].as_str(), v["to"].as_str()),
+        (Some("native"), Some("msr"))
+    );
+    let a = json(&drivelab(&[
+        "trace",
+        "analyze",
+        s(&src),
+        "--output-format",
+        "json",
+    ]));
+    let b = json(&drivelab(&[
+        "trace",
+        "analyze",
+        s(&native),
+        "--output-format",
+        "json",
+    ]));
+    let c = json(&drivelab(&[
+        "trace",
+        "analyze",
+        s(&csv),
+        "--output-format",
+        "json",
+    ]));
+    assert_eq!(c["format"], "msr");
+    for k in [
+        "requests",
+        "reads",
+        "writes",
+        "bytes_read",
+        "bytes_written",
+        "sizes",
+        "seek_distance",
+    ] {
+        assert_eq!(a[k], b[k], "{k} native");
+        assert_eq!(a[k], c[k], "{k} msr");
+    }
+    // MSR times are relative to the first request; durations agree.
+    assert_eq!(a["duration_s"], b["duration_s"]);
+    // An output name that says nothing, without --to: usage error.
+    let out = drivelab(&["trace", "convert", s(&src), s(&d.path("t.unknown"))]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--to"));
+}
+
+#[test]
+fn compare_exit_status_follows_the_verdict() {
+    let d = TempDir::new("compare");
+    let src = Path::new(SAMPLES).join("wsrch-small.trace");
+    let out = drivelab(&["trace", "compare", s(&src), s(&src), "--tolerance", "0"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Drop every 10th request: 90 % match.
+    let text = std::fs::read_to_string(&src).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let kept: Vec<&str> = lines
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 10 != 0)
+        .map(|(_, l)| *l)
+        .collect();
+    let b = d.path("b.trace");
+    std::fs::write(&b, kept.join("\n")).unwrap();
+    let out = drivelab(&[
+        "trace",
+        "compare",
+        s(&src),
+        s(&b),
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    let want = kept.len() as f64 / lines.len() as f64;
+    assert!((v["match_fraction"].as_f64().unwrap() - want).abs() < 1e-12);
+    assert_eq!(v["differs"], true);
+    assert_eq!(v["extra_in_b"], 0);
+    // Loose enough tolerance: same.
+    let out = drivelab(&["trace", "compare", s(&src), s(&b), "--tolerance", "0.5"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn malformed_trace_is_a_usage_error_naming_the_line() {
+    let d = TempDir::new("bad");
+    let t = d.path("bad.csv");
+    std::fs::write(
+        &t,
+        "1,h,0,Read,0,512,1\n2,h,0,Read,0,512,1\n3,h,0,Erase,0,512,1\n",
+    )
+    .unwrap();
+    let out = drivelab(&[
+        "trace",
+        "analyze",
+        s(&t),
+        "--format",
+        "msr",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let v = json(&out);
+    assert!(v["error"].as_str().unwrap().contains("line 3"), "{v}");
+    let out = drivelab(&[
+        "trace",
+        "analyze",
+        s(&t),
+        "--format",
+        "msr",
+        "--lenient",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    assert_eq!(v["requests"], 2);
+    assert_eq!(v["reader"]["skipped"], 1);
+    let out = drivelab(&["trace", "analyze", s(&t), "--format", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+fn require_root() {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let uid = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .unwrap_or("?")
+        .to_string();
+    assert_eq!(
+        uid, "0",
+        "this test needs root (loop devices, tracefs); run it as root"
+    );
+}
+
+struct LoopDev(PathBuf);
+impl LoopDev {
+    fn attach(file: &Path) -> LoopDev {
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        LoopDev(PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()))
+    }
+}
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
+    }
+}
+
+fn instances_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/sys/kernel/tracing/instances")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n == &format!("drivelab-{pid}") || n.starts_with(&format!("drivelab-{pid}-")))
+        .collect()
+}
+
+#[test]
+fn record_then_analyze_sees_the_writes_and_ctrl_c_cleans_up() {
+    require_root();
+    let d = TempDir::new("record");
+    let img = d.path("disk.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    let lo = LoopDev::attach(&img);
+    let _ = Command::new("udevadm").args(["settle", "-t", "5"]).status();
+    let trace = d.path("rec.dlt");
+    // No --duration: stopped by SIGINT, as Ctrl-C would.
+    let child = Command::new(BIN)
+        .args([
+            "trace",
+            "record",
+            s(&lo.0),
+            "--output",
+            s(&trace),
+            "--output-format",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(instances_of(pid).len(), 1, "instance not created");
+    // 5 writes of 8 KiB at 2 MiB + i*1 MiB.
+    for i in 0..5u64 {
+        let st = Command::new("dd")
+            .args([
+                "if=/dev/zero",
+                &format!("of={}", s(&lo.0)),
+                "bs=8192",
+                "count=1",
+                "oflag=direct",
+            ])
+            .arg(format!(
+                "seek={}",
+                (2 * 1024 * 1024 + i * 1024 * 1024) / 8192
+            ))
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        instances_of(pid).is_empty(),
+        "tracefs instance left behind after SIGINT"
+    );
+    let summary = json(&out);
+    assert_eq!(summary["lost_events"], 0);
+
+    let out = drivelab(&["trace", "convert", s(&trace), s(&d.path("rec.iolog"))]);
+    assert_eq!(out.status.code(), Some(0));
+    let log = std::fs::read_to_string(d.path("rec.iolog")).unwrap();
+    let writes: Vec<(u64, u64)> = log
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 5 && f[2] == "write")
+                .then(|| (f[3].parse().unwrap(), f[4].parse().unwrap()))
+        })
+        .filter(|(off, _)| *off >= 2 << 20)
+        .collect();
+    let want: Vec<(u64, u64)> = (0..5u64)
+        .map(|i| ((2 << 20) + i * (1 << 20), 8192))
+        .collect();
+    assert_eq!(writes, want, "{log}");
+    let v = json(&drivelab(&[
+        "trace",
+        "analyze",
+        s(&trace),
+        "--output-format",
+        "json",
+    ]));
+    assert!(v["service_time_ns"]["count"].as_u64().unwrap() >= 5);
+}
+
+#[test]
+fn record_with_duration_stops_by_itself() {
+    require_root();
+    let d = TempDir::new("record-dur");
+    let img = d.path("disk.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let lo = LoopDev::attach(&img);
+    let trace = d.path("rec.csv");
+    let t0 = std::time::Instant::now();
+    let out = drivelab(&[
+        "trace",
+        "record",
+        s(&lo.0),
+        "--output",
+        s(&trace),
+        "--duration",
+        "0.5",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(t0.elapsed() >= Duration::from_millis(500));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("recorded"));
+    assert!(trace.exists());
+    // Not a block device: usage error, exit 2.
+    let out = drivelab(&[
+        "trace",
+        "record",
+        "/etc/hostname",
+        "--output",
+        s(&d.path("x.dlt")),
+        "--duration",
+        "0.1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,72 @@
+//! Errors of the trace crate. Each message names the line or byte offset
+//! and what to do about it, so the CLI can print it as one line.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong reading, writing, analysing or recording a
+/// trace.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// Reading or writing the underlying stream failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// A text line could not be parsed.
+    #[error(
+        "{format} line {line}: {msg} (fix the line, or pass --lenient to skip malformed lines)"
+    )]
+    Parse {
+        /// Format name.
+        format: &'static str,
+        /// 1-based line number.
+        line: u64,
+        /// What was wrong.
+        msg: String,
+    },
+    /// A binary record could not be decoded.
+    #[error("{format} record at byte {offset}: {msg} (the file is truncated or not in this format; try --format)")]
+    Binary {
+        /// Format name.
+        format: &'static str,
+        /// Byte offset of the record.
+        offset: u64,
+        /// What was wrong.
+        msg: String,
+    },
+    /// `--format auto` found no format that fits.
+    #[error("cannot tell the trace format from its content: {0} (pass --format explicitly)")]
+    UnknownFormat(String),
+    /// A format name that does not exist or cannot be used for this purpose.
+    #[error("{0}")]
+    BadFormat(String),
+    /// A request cannot be represented in the target format.
+    #[error("cannot write request #{index} as {format}: {msg}")]
+    Unrepresentable {
+        /// Target format.
+        format: &'static str,
+        /// 0-based index of the request in the stream.
+        index: u64,
+        /// Why.
+        msg: String,
+    },
+    /// Kernel tracing is unavailable or refused.
+    #[error("tracefs: {what} {}: {source} (run as root with tracefs mounted at /sys/kernel/tracing)", path.display())]
+    Tracefs {
+        /// What was being done.
+        what: &'static str,
+        /// The tracefs file or directory.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A device given to the recorder is not a block device.
+    #[error("{}: {msg}", path.display())]
+    Device {
+        /// The path given.
+        path: PathBuf,
+        /// What is wrong with it.
+        msg: String,
+    },
+}
+
+/// Result alias for this crate.
+pub type Result<T> = std::result::Result<T, TraceError>;

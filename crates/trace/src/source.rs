@@ -1,0 +1,281 @@
+//! The reader side's common parts: the [`TraceReader`] trait every format
+//! implements, the read options and counters, a byte-oriented line reader
+//! (no UTF-8 or per-line allocation, so text parsing stays fast), and small
+//! field parsers that return messages instead of panicking.
+
+use std::io::BufRead;
+
+use serde::Serialize;
+
+use crate::error::{Result, TraceError};
+use crate::model::{Device, Request};
+
+/// Options common to every reader.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadOptions {
+    /// Skip and count malformed lines/records instead of failing on the
+    /// first one. Default: false.
+    pub lenient: bool,
+    /// blkparse only: build requests from Q (queue) events instead of D
+    /// (issue) events. Default: false (D, like the device sees them).
+    pub use_queue: bool,
+}
+
+/// Counters a reader keeps while it streams.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ReadStats {
+    /// Lines (text) or records (binary) consumed.
+    pub lines: u64,
+    /// Malformed lines/records skipped (lenient mode only).
+    pub skipped: u64,
+    /// blkparse: bio merges seen (M and F actions).
+    pub merges: u64,
+    /// Issues for which no completion was seen.
+    pub unmatched_issues: u64,
+    /// Completions for which no issue was seen.
+    pub unmatched_completions: u64,
+    /// Completions that covered only part of the request.
+    pub partial_completions: u64,
+    /// Requests requeued by the driver (the re-issue is what is kept).
+    pub requeues: u64,
+    /// Events of other kinds or ops (passthrough, `N`) ignored.
+    pub ignored: u64,
+}
+
+/// A streaming trace reader: yields requests in issue order as it goes,
+/// in constant memory (bounded by the number of outstanding requests for
+/// formats that match issues with completions).
+pub trait TraceReader: Iterator<Item = Result<Request>> {
+    /// Counters so far.
+    fn stats(&self) -> ReadStats;
+    /// Device table so far (ids used in [`Request::device`] with names).
+    fn devices(&self) -> Vec<Device> {
+        Vec::new()
+    }
+}
+
+/// Reads lines as bytes, counting them (1-based), with the end-of-line
+/// (`\n`, `\r\n`) removed.
+pub(crate) struct Lines<R> {
+    inner: R,
+    buf: Vec<u8>,
+    pub(crate) line: u64,
+}
+
+impl<R: BufRead> Lines<R> {
+    pub(crate) fn new(inner: R) -> Self {
+        Lines {
+            inner,
+            buf: Vec::with_capacity(256),
+            line: 0,
+        }
+    }
+
+    /// The next line, or `None` at end of input.
+    pub(crate) fn next_line(&mut self) -> std::io::Result<Option<&[u8]>> {
+        self.buf.clear();
+        let n = self.inner.read_until(b'\n', &mut self.buf)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.line += 1;
+        let mut end = self.buf.len();
+        while end > 0 && (self.buf[end - 1] == b'\n' || self.buf[end - 1] == b'\r') {
+            end -= 1;
+        }
+        Ok(Some(&self.buf[..end]))
+    }
+}
+
+/// What a text format's line parser returns for one line.
+pub(crate) enum LineOutcome {
+    /// A request.
+    Request(Request),
+    /// A line that carries no request (header, comment, other event).
+    Skip,
+}
+
+/// A line-oriented reader: `P` parses one line.
+pub(crate) trait LineParser {
+    const NAME: &'static str;
+    fn parse(
+        &mut self,
+        line: &[u8],
+        stats: &mut ReadStats,
+    ) -> std::result::Result<LineOutcome, String>;
+    fn devices(&self) -> Vec<Device> {
+        Vec::new()
+    }
+}
+
+/// Generic streaming reader over a [`LineParser`].
+pub(crate) struct LineReader<R, P> {
+    lines: Lines<R>,
+    parser: P,
+    stats: ReadStats,
+    opts: ReadOptions,
+}
+
+impl<R: BufRead, P: LineParser> LineReader<R, P> {
+    pub(crate) fn new(inner: R, parser: P, opts: ReadOptions) -> Self {
+        LineReader {
+            lines: Lines::new(inner),
+            parser,
+            stats: ReadStats::default(),
+            opts,
+        }
+    }
+}
+
+impl<R: BufRead, P: LineParser> Iterator for LineReader<R, P> {
+    type Item = Result<Request>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let line = match self.lines.next_line() {
+                Ok(Some(l)) => l,
+                Ok(None) => return None,
+                Err(e) => return Some(Err(e.into())),
+            };
+            self.stats.lines += 1;
+            match self.parser.parse(line, &mut self.stats) {
+                Ok(LineOutcome::Request(r)) => return Some(Ok(r)),
+                Ok(LineOutcome::Skip) => continue,
+                Err(msg) => {
+                    if self.opts.lenient {
+                        self.stats.skipped += 1;
+                        continue;
+                    }
+                    return Some(Err(TraceError::Parse {
+                        format: P::NAME,
+                        line: self.lines.line,
+                        msg,
+                    }));
+                }
+            }
+        }
+    }
+}
+
+impl<R: BufRead, P: LineParser> TraceReader for LineReader<R, P> {
+    fn stats(&self) -> ReadStats {
+        self.stats
+    }
+    fn devices(&self) -> Vec<Device> {
+        self.parser.devices()
+    }
+}
+
+/// Whitespace-separated fields of a line.
+pub(crate) fn ws_fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(|c| *c == b' ' || *c == b'\t')
+        .filter(|f| !f.is_empty())
+}
+
+/// Trim ASCII whitespace at both ends.
+pub(crate) fn trim(mut s: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = s {
+        if first.is_ascii_whitespace() {
+            s = rest;
+        } else {
+            break;
+        }
+    }
+    while let [rest @ .., last] = s {
+        if last.is_ascii_whitespace() {
+            s = rest;
+        } else {
+            break;
+        }
+    }
+    s
+}
+
+/// Parse an unsigned decimal integer; `what` names the field in the error.
+pub(crate) fn parse_u64(s: &[u8], what: &str) -> std::result::Result<u64, String> {
+    let s = trim(s);
+    if s.is_empty() {
+        return Err(format!("{what} is empty"));
+    }
+    let mut v: u64 = 0;
+    for &c in s {
+        if !c.is_ascii_digit() {
+            return Err(format!("{what} '{}' is not an unsigned integer", show(s)));
+        }
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(c - b'0')))
+            .ok_or_else(|| format!("{what} '{}' is too large", show(s)))?;
+    }
+    Ok(v)
+}
+
+/// Parse a non-negative decimal number of seconds ("12.345678901", "3",
+/// "1e-3" is refused) into nanoseconds exactly (digits beyond 9 decimals
+/// are truncated).
+pub(crate) fn parse_seconds_ns(s: &[u8], what: &str) -> std::result::Result<u64, String> {
+    let s = trim(s);
+    let (int, frac) = match s.iter().position(|c| *c == b'.') {
+        Some(p) => (&s[..p], &s[p + 1..]),
+        None => (s, &s[s.len()..]),
+    };
+    if int.is_empty() && frac.is_empty() {
+        return Err(format!("{what} is empty"));
+    }
+    let secs = if int.is_empty() {
+        0
+    } else {
+        parse_u64(int, what)?
+    };
+    let mut ns: u64 = 0;
+    let mut scale: u64 = 100_000_000;
+    for &c in frac {
+        if !c.is_ascii_digit() {
+            return Err(format!(
+                "{what} '{}' is not a decimal number of seconds",
+                show(s)
+            ));
+        }
+        ns += u64::from(c - b'0') * scale;
+        scale /= 10;
+    }
+    secs.checked_mul(1_000_000_000)
+        .and_then(|v| v.checked_add(ns))
+        .ok_or_else(|| format!("{what} '{}' is too large", show(s)))
+}
+
+/// A field shown in an error message: at most 40 characters, lossy UTF-8.
+pub(crate) fn show(s: &[u8]) -> String {
+    let t = String::from_utf8_lossy(&s[..s.len().min(40)]).into_owned();
+    if s.len() > 40 {
+        t + "…"
+    } else {
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_parse_exactly() {
+        assert_eq!(parse_seconds_ns(b"0.000001850", "t").unwrap(), 1850);
+        assert_eq!(
+            parse_seconds_ns(b"9.378427785", "t").unwrap(),
+            9_378_427_785
+        );
+        assert_eq!(parse_seconds_ns(b"3", "t").unwrap(), 3_000_000_000);
+        assert_eq!(parse_seconds_ns(b".5", "t").unwrap(), 500_000_000);
+        assert!(parse_seconds_ns(b"1e3", "t").is_err());
+        assert!(parse_seconds_ns(b"", "t").is_err());
+        assert!(parse_seconds_ns(b"99999999999999999999", "t").is_err());
+    }
+
+    #[test]
+    fn ints_refuse_garbage() {
+        assert_eq!(parse_u64(b" 42 ", "x").unwrap(), 42);
+        assert!(parse_u64(b"-1", "x").is_err());
+        assert!(parse_u64(b"18446744073709551616", "x").is_err());
+    }
+}
