@@ -7,7 +7,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
-const SAMPLES: &str = "/work/shared/traces";
+/// The shared sample traces: `shared/` sits beside the repository.
+const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces");
 
 struct TempDir(PathBuf);
 impl TempDir {

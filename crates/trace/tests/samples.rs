@@ -1,4 +1,4 @@
-//! Every reader on the real sample traces in /work/shared/traces, checked
+//! Every reader on the real sample traces in shared/traces (beside the repository), checked
 //! against figures computed here from the raw files by a separate, plainer
 //! parse (String splitting, no shared code with the readers).
 
@@ -7,7 +7,8 @@ use std::path::Path;
 
 use drivelab_trace::{analyze, open_file, Format, ReadOptions, Request};
 
-const DIR: &str = "/work/shared/traces";
+/// The shared sample traces: `shared/` sits beside the repository.
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces");
 
 fn path(name: &str) -> std::path::PathBuf {
     let p = Path::new(DIR).join(name);
