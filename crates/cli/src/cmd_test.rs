@@ -1,17 +1,362 @@
-//! (being written)
+//! `drivelab test`: DMM-style test steps on a block device or file, one
+//! step from the flags or a sequence from a TOML file, logged as DMM logs
+//! them. Parsing and checks happen before anything is written; the steps
+//! themselves live in `drivelab_steps`.
+
+use std::fs::File;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
+use drivelab_steps::result::{render_footer, render_header, render_step};
+use drivelab_steps::spec::parse_pattern;
+use drivelab_steps::{
+    parse_sequence, plan_steps, run_sequence, Status, StepError, StepKind, StepSpec, TestReport,
+    TestTarget,
+};
 
+use crate::error::usage;
 use crate::output::OutputArgs;
 
-/// Arguments (being written).
+const SEQUENCE_HELP: &str = "\
+Examples:
+  drivelab test /dev/sdX --step write-verify --pattern incrementing --bs 64k
+  drivelab test /dev/sdX --step verify --pattern random --seed 42 --order butterfly --qd 8
+  drivelab test /dev/sdX --sequence steps.toml --log test.log
+
+Sequence file (TOML): an optional top-level `seed`, then one [[step]] table
+per step, run in order. Keys (all optional except kind):
+  kind      write | read | verify | write-verify
+  pattern   allzeros allones altzeroandone altoneandzero incrementing
+            decrementing walkingones walkingzeros alt1and0thenalt0and1
+            alt0and1thenalt1and0 random stamped fixed:0xHH.. file:PATH
+            (default incrementing)
+  bs        \"64k\" or a range \"4k-128k\" (k = 1024)      (default 64k)
+  order     sequential | random | butterfly            (default sequential)
+  start     first LBA                                  (default 0)
+  count     blocks, or \"all\"                           (default all)
+  qd        queue depth 1-1024                         (default 1)
+  fua       true | false                               (default false)
+  on_error  stop-test | stop-sequence | continue       (default stop-test)
+  retries   retries per failed command                 (default 0)
+  seed      seed of data, random order and lengths     (default the file's)
+  pass      sequence number in `stamped` blocks        (default 1)
+
+  seed = 42
+  [[step]]
+  kind = \"write\"
+  pattern = \"random\"
+  bs = \"64k\"
+  [[step]]
+  kind = \"verify\"
+  pattern = \"random\"
+  order = \"butterfly\"
+  qd = 8
+
+write-verify writes the whole range, then reads the whole range back and
+compares it (as DMM). LBAs are in the device's logical blocks; for a regular
+file, 512 bytes unless --block-size says otherwise. Exit status: 0 all steps
+PASSED, 1 any FAILED, 2 bad input or refused (nothing written), 130
+interrupted.";
+
+/// `drivelab test DEV (--step KIND [options] | --sequence FILE.toml)`
 #[derive(Args, Debug)]
+#[command(after_long_help = SEQUENCE_HELP)]
 pub struct TestArgs {
+    /// Block device or regular file to test.
+    #[arg(value_name = "DEV")]
+    pub dev: PathBuf,
+    /// The one step's parameters (boxed: they are many).
+    #[command(flatten)]
+    pub one: Box<StepFlags>,
+    /// Run the steps of a TOML sequence file (format in --help).
+    #[arg(long, value_name = "FILE.toml")]
+    pub sequence: Option<PathBuf>,
+    /// Seed of random/stamped data, random order and lengths [default: chosen and printed].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Logical block size of a regular file, bytes [default: 512].
+    #[arg(long = "block-size", value_name = "BYTES")]
+    pub block_size: Option<u32>,
+    /// Write to a device the safety checks refuse (not the running system).
+    #[arg(long)]
+    pub force: bool,
+    /// Also write the text log to FILE (as each step finishes).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
 
-/// Run the subcommand (being written).
-pub fn run(_a: TestArgs) -> anyhow::Result<u8> {
-    Err(crate::error::usage("not yet available"))
+/// The flags of a single step (`--step` and its parameters); none may be
+/// combined with `--sequence`.
+#[derive(Args, Debug)]
+pub struct StepFlags {
+    /// One step: write, read, verify or write-verify.
+    #[arg(long, value_name = "KIND", conflicts_with = "sequence")]
+    pub step: Option<String>,
+    /// Data pattern (DMM names, random, stamped, fixed:0xHH…, file:PATH) [default: incrementing].
+    #[arg(long, value_name = "NAME", conflicts_with = "sequence")]
+    pub pattern: Option<String>,
+    /// Transfer length, fixed (64k) or a range (4k-128k); k = 1024 [default: 64k].
+    #[arg(long, value_name = "SIZE", conflicts_with = "sequence")]
+    pub bs: Option<String>,
+    /// First LBA, in logical blocks [default: 0].
+    #[arg(long, value_name = "LBA", conflicts_with = "sequence")]
+    pub start: Option<u64>,
+    /// Blocks to cover, or `all` (to the end) [default: all].
+    #[arg(long, value_name = "N|all", conflicts_with = "sequence")]
+    pub count: Option<String>,
+    /// Access order: sequential, random or butterfly [default: sequential].
+    #[arg(long, value_name = "ORDER", conflicts_with = "sequence")]
+    pub order: Option<String>,
+    /// Queue depth, 1-1024 [default: 1].
+    #[arg(long, value_name = "N", conflicts_with = "sequence")]
+    pub qd: Option<u32>,
+    /// Write with FUA (RWF_DSYNC on direct I/O).
+    #[arg(long, conflicts_with = "sequence")]
+    pub fua: bool,
+    /// On an error: stop-test, stop-sequence or continue [default: stop-test].
+    #[arg(long = "on-error", value_name = "POLICY", conflicts_with = "sequence")]
+    pub on_error: Option<String>,
+    /// Retries per failed command [default: 0].
+    #[arg(long, value_name = "N", conflicts_with = "sequence")]
+    pub retries: Option<u32>,
+    /// Pass number written into `stamped` blocks [default: 1].
+    #[arg(long, value_name = "N", conflicts_with = "sequence")]
+    pub pass: Option<u64>,
+}
+
+fn step_error(e: StepError) -> anyhow::Error {
+    if e.is_input() {
+        usage(e.to_string())
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+/// The one step the flags describe.
+fn step_from_flags(a: &StepFlags, kind: &str) -> Result<StepSpec, StepError> {
+    let mut s = StepSpec::new(kind.parse::<StepKind>()?);
+    if let Some(p) = &a.pattern {
+        s.pattern = parse_pattern(p)?;
+    }
+    if let Some(b) = &a.bs {
+        s.transfer = b.parse()?;
+    }
+    if let Some(v) = a.start {
+        s.start = v;
+    }
+    if let Some(c) = &a.count {
+        s.count = c.parse()?;
+    }
+    if let Some(o) = &a.order {
+        s.order = o.parse()?;
+    }
+    if let Some(q) = a.qd {
+        s.qd = q;
+    }
+    s.fua = a.fua;
+    if let Some(o) = &a.on_error {
+        s.on_error = o.parse()?;
+    }
+    if let Some(r) = a.retries {
+        s.retries = r;
+    }
+    if let Some(p) = a.pass {
+        s.pass = p;
+    }
+    s.validate()?;
+    Ok(s)
+}
+
+/// A seed nobody chose: from the clock and the pid, mixed.
+fn fresh_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut z = t ^ (u64::from(std::process::id()) << 32);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) >> 1 // fits in TOML's i64
+}
+
+/// Where the text goes as the run proceeds: stdout (streamed), a buffer for
+/// `--output`, and the `--log` file.
+struct Sinks {
+    stream_stdout: bool,
+    buffered: String,
+    log: Option<File>,
+    log_path: Option<PathBuf>,
+}
+
+impl Sinks {
+    fn put(&mut self, text: &str) -> anyhow::Result<()> {
+        if self.stream_stdout {
+            let mut o = std::io::stdout().lock();
+            o.write_all(text.as_bytes())?;
+            o.flush()?;
+        } else {
+            self.buffered.push_str(text);
+        }
+        if let Some(f) = self.log.as_mut() {
+            let shown = self
+                .log_path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            f.write_all(text.as_bytes())
+                .and_then(|_| f.flush())
+                .map_err(|e| anyhow::anyhow!("cannot write the log {shown}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Run the subcommand.
+pub fn run(a: TestArgs) -> anyhow::Result<u8> {
+    // Low args: what the user typed.
+    let (specs, file_seed) = match (&a.one.step, &a.sequence) {
+        (Some(kind), None) => (vec![step_from_flags(&a.one, kind).map_err(step_error)?], None),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                usage(format!("cannot read sequence file {}: {e}", path.display()))
+            })?;
+            let seq = parse_sequence(&path.display().to_string(), &text).map_err(step_error)?;
+            (seq.steps, seq.seed)
+        }
+        _ => {
+            return Err(usage(
+                "give one step with --step KIND (write, read, verify, write-verify) or a sequence with --sequence FILE.toml",
+            ))
+        }
+    };
+    let seed_given = a.seed.is_some() || file_seed.is_some();
+    let seed = a.seed.or(file_seed).unwrap_or_else(fresh_seed);
+    // High args: the target, the safety check, the plan.
+    let writes = specs.iter().any(|s| s.kind.writes());
+    let target = TestTarget::inspect(&a.dev, a.block_size, writes, a.force).map_err(step_error)?;
+    let plans = plan_steps(&target, &specs, seed, seed_given).map_err(step_error)?;
+    let log = match &a.log {
+        Some(p) => Some(
+            File::create(p)
+                .map_err(|e| usage(format!("cannot create the log {}: {e}", p.display())))?,
+        ),
+        None => None,
+    };
+    let json = a.out.json();
+    let mut sinks = Sinks {
+        stream_stdout: !json && a.out.output.is_none(),
+        buffered: String::new(),
+        log,
+        log_path: a.log.clone(),
+    };
+    let mut report = TestReport {
+        target: a.dev.display().to_string(),
+        block_size: target.block_size.0,
+        capacity_blocks: target.blocks.0,
+        direct: target.direct,
+        steps: Vec::new(),
+        passed: false,
+    };
+    let mut header = render_header(&report);
+    header.push_str(&format!(
+        "Seed: {seed} (pass --seed {seed} to repeat random data, order and lengths)\n\n"
+    ));
+    if json {
+        // The log file still gets the text.
+        if let Some(f) = sinks.log.as_mut() {
+            f.write_all(header.as_bytes())?;
+        }
+    } else {
+        sinks.put(&header)?;
+    }
+
+    let stop = crate::signal::stop_flag();
+    let progress = Arc::new(AtomicU64::new(0));
+    let current = Arc::new(AtomicUsize::new(0));
+    let finished = Arc::new(AtomicBool::new(false));
+    let show_progress = std::io::stderr().is_terminal() && !json;
+    let ticker = show_progress.then(|| {
+        let (progress, current, finished) = (progress.clone(), current.clone(), finished.clone());
+        let totals: Vec<(u64, bool)> = plans
+            .iter()
+            .map(|p| (p.count, p.spec.kind == StepKind::WriteVerify))
+            .collect();
+        std::thread::spawn(move || {
+            while !finished.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(500));
+                let i = current.load(Ordering::Relaxed);
+                if let Some((total, _)) = totals.get(i) {
+                    let done = progress.load(Ordering::Relaxed);
+                    let pct = done as f64 * 100.0 / (*total).max(1) as f64;
+                    eprint!(
+                        "\rTEST {} of {}: {pct:5.1}% of the pass ({done} of {total} blocks)   ",
+                        i + 1,
+                        totals.len()
+                    );
+                }
+            }
+            eprint!("\r{:78}\r", "");
+        })
+    });
+    let mut sink_err: Option<anyhow::Error> = None;
+    let result = run_sequence(&target, &plans, stop, &progress, |r| {
+        current.store(r.index, Ordering::Relaxed);
+        let text = render_step(r);
+        let put = if json {
+            match sinks.log.as_mut() {
+                Some(f) => f.write_all(text.as_bytes()).map_err(anyhow::Error::from),
+                None => Ok(()),
+            }
+        } else {
+            if show_progress {
+                eprint!("\r{:78}\r", "");
+            }
+            sinks.put(&text)
+        };
+        if let Err(e) = put {
+            sink_err.get_or_insert(e);
+        }
+    });
+    finished.store(true, Ordering::Relaxed);
+    if let Some(t) = ticker {
+        let _ = t.join();
+    }
+    report.steps = result.map_err(step_error)?;
+    if let Some(e) = sink_err {
+        return Err(e);
+    }
+    report.passed = report.steps.iter().all(|s| s.status == Status::Passed);
+    let interrupted = report.steps.iter().any(|s| s.status == Status::Interrupted);
+    let code: u8 = if interrupted {
+        130
+    } else if report.passed {
+        0
+    } else {
+        1
+    };
+    let footer = render_footer(&report);
+    if json {
+        if let Some(f) = sinks.log.as_mut() {
+            f.write_all(footer.as_bytes())?;
+        }
+        let mut v = serde_json::to_value(&report)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("seed".into(), serde_json::json!(seed));
+            o.insert("exit_status".into(), serde_json::json!(code));
+        }
+        a.out
+            .emit(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+    } else {
+        sinks.put(&footer)?;
+        if a.out.output.is_some() {
+            a.out.emit(&sinks.buffered)?;
+        }
+    }
+    Ok(code)
 }

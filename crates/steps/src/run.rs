@@ -1,0 +1,829 @@
+//! Running test steps on the I/O engine: the step loop, a sibling of the
+//! engine's job loop.
+//!
+//! The loop keeps up to `qd` commands in flight in the engine's numbered
+//! slots. Before a write it fills the slot's registered buffer from the
+//! pattern (for periodic patterns, whose every block is alike, the buffers
+//! are filled once per pass instead); after a read completes it verifies the
+//! slot's buffer in place. Nothing is allocated per command. As in the job
+//! loop, the monotonic clock is read once per turn, right after the kernel
+//! returns: that reading stamps every completion reaped and every command
+//! queued in the turn, so a command's completion time runs from just before
+//! the submitting `io_uring_enter` to just after the reaping one.
+//!
+//! A write-verify is a write pass over the whole range followed by a
+//! read-compare pass over the whole range (as DMM does): every block is
+//! read back after all of the step's writes landed, in the same order.
+//!
+//! A failed command is retried in the same slot up to `retries` times; then
+//! it counts as an error. A miscompare is never retried. On an error,
+//! `stop-test` and `stop-sequence` stop issuing, drain what is in flight
+//! (without checking it) and end the step; `continue` goes on and reports
+//! every error (the first [`FAILURE_LIMIT`] in detail, all counted).
+
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use drivelab_engine::engine::{Completion, Engine, Target, Uring};
+use drivelab_engine::gen::{IoDesc, Op};
+use drivelab_engine::job::now_ns;
+use drivelab_patterns::{Generator, Miscompare, MiscompareKind, Pattern};
+use drivelab_stats::{LatencyHistogram, Welford};
+
+use crate::error::StepError;
+use crate::layout::Walker;
+use crate::result::{dmm_time, Failure, PassResult, Status, StepResult, FAILURE_LIMIT};
+use crate::spec::{Count, OnError, Order, StepKind, StepSpec};
+use crate::target::TestTarget;
+
+/// Largest total of slot buffers (queue depth × longest transfer), bytes.
+pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
+
+/// A step resolved against the target: range and lengths in blocks, seed
+/// fixed.
+#[derive(Debug, Clone)]
+pub struct StepPlan {
+    /// 1-based position.
+    pub index: usize,
+    /// Steps in the sequence.
+    pub of: usize,
+    /// The step as given.
+    pub spec: StepSpec,
+    /// The seed in effect.
+    pub seed: u64,
+    /// First LBA.
+    pub start: u64,
+    /// Blocks in the range.
+    pub count: u64,
+    /// Shortest transfer, blocks.
+    pub lo: u64,
+    /// Longest transfer, blocks.
+    pub hi: u64,
+    /// Logical block size, bytes.
+    pub block_size: u32,
+}
+
+/// Resolve `specs` against `target`. `seed` is the sequence's seed;
+/// `seed_given` whether the user chose it (a `verify` of `random` or
+/// `stamped` data with no write of it earlier in the sequence needs the
+/// seed the write used).
+pub fn plan_steps(
+    target: &TestTarget,
+    specs: &[StepSpec],
+    seed: u64,
+    seed_given: bool,
+) -> Result<Vec<StepPlan>, StepError> {
+    let bs = u64::from(target.block_size.0);
+    let cap = target.blocks.0;
+    let mut out = Vec::with_capacity(specs.len());
+    for (i, s) in specs.iter().enumerate() {
+        let step = i + 1;
+        let perr = |msg: String| StepError::Plan { step, msg };
+        s.validate().map_err(|e| perr(e.to_string()))?;
+        if s.transfer.min % bs != 0 || s.transfer.max % bs != 0 {
+            return Err(perr(format!(
+                "transfer length (bs) {} is not a whole number of the target's {bs}-byte logical blocks; use a multiple of {bs}",
+                s.transfer
+            )));
+        }
+        if s.start >= cap {
+            return Err(perr(format!(
+                "start block {} is past the end of the target ({cap} blocks); give a start below {cap}",
+                s.start
+            )));
+        }
+        let count = match s.count {
+            Count::All => cap - s.start,
+            Count::Blocks(n) => n,
+        };
+        if s.start.checked_add(count).is_none_or(|e| e > cap) {
+            return Err(perr(format!(
+                "blocks {}..{} run past the end of the target ({cap} blocks); lower --count or --start, or use --count all",
+                s.start,
+                s.start.saturating_add(count)
+            )));
+        }
+        if u64::from(s.qd) * s.transfer.max > MAX_BUFFER_BYTES {
+            return Err(perr(format!(
+                "queue depth {} × transfer length {} needs more than 1 GiB of buffers; lower --qd or --bs",
+                s.qd, s.transfer.max
+            )));
+        }
+        let step_seed = s.seed.unwrap_or(seed);
+        let seeded = matches!(s.pattern, Pattern::Random | Pattern::Stamped);
+        if s.kind == StepKind::Verify && seeded && s.seed.is_none() && !seed_given {
+            let written = specs[..i]
+                .iter()
+                .any(|p| p.kind.writes() && p.pattern == s.pattern && p.seed.is_none());
+            if !written {
+                return Err(perr(format!(
+                    "verifying {} data needs the seed it was written with; pass --seed N (the write step's log prints it)",
+                    s.pattern
+                )));
+            }
+        }
+        // Build the generator once here so pattern errors surface before
+        // anything is written.
+        Generator::builder(s.pattern.clone(), bs as usize)
+            .seed(step_seed)
+            .build()
+            .map_err(|e| perr(e.to_string()))?;
+        out.push(StepPlan {
+            index: step,
+            of: specs.len(),
+            spec: s.clone(),
+            seed: step_seed,
+            start: s.start,
+            count,
+            lo: s.transfer.min / bs,
+            hi: s.transfer.max / bs,
+            block_size: target.block_size.0,
+        });
+    }
+    Ok(out)
+}
+
+impl StepPlan {
+    /// The access order as a fresh walker (each pass starts its own).
+    pub fn walker(&self) -> Walker {
+        let (a, n, lo, hi, seed) = (self.start, self.count, self.lo, self.hi, self.seed);
+        match self.spec.order {
+            Order::Sequential => Walker::sequential(a, n, lo, hi, seed),
+            Order::Random => Walker::random(a, n, lo, hi, seed),
+            Order::Butterfly => Walker::butterfly(a, n, lo, hi, seed),
+        }
+    }
+
+    /// The pattern generator of this step.
+    pub fn generator(&self) -> Result<Generator, StepError> {
+        Generator::builder(self.spec.pattern.clone(), self.block_size as usize)
+            .seed(self.seed)
+            .run_id(self.seed)
+            .sequence(self.spec.pass)
+            .build()
+            .map_err(|e| StepError::Plan {
+                step: self.index,
+                msg: e.to_string(),
+            })
+    }
+}
+
+/// Errors found so far in a step: the first few in detail, all counted.
+#[derive(Debug, Default)]
+pub struct Findings {
+    /// Detailed failures, at most [`FAILURE_LIMIT`].
+    pub failures: Vec<Failure>,
+    /// Failed commands.
+    pub io_errors: u64,
+    /// Miscompared blocks.
+    pub miscompares: u64,
+}
+
+impl Findings {
+    fn push(&mut self, f: Failure) {
+        if self.failures.len() < FAILURE_LIMIT {
+            self.failures.push(f);
+        }
+    }
+
+    fn miscompare(&mut self, m: &Miscompare, block_size: u64) {
+        self.miscompares += 1;
+        if self.failures.len() >= FAILURE_LIMIT {
+            return;
+        }
+        let (kind, belongs_to) = match m.kind {
+            MiscompareKind::Data => ("data", None),
+            MiscompareKind::Corrupted => ("corrupted", None),
+            MiscompareKind::Misdirected { belongs_to } => ("misdirected", Some(belongs_to)),
+            MiscompareKind::Stale { .. } => ("stale", None),
+            MiscompareKind::SeedMismatch => ("seed_mismatch", None),
+        };
+        self.push(Failure::Miscompare {
+            lba: m.lba,
+            block_offset: m.block_offset as u64,
+            byte_offset: m.lba * block_size + m.block_offset as u64,
+            kind,
+            belongs_to,
+            description: m.kind.to_string(),
+            expected: hex(m.expected()),
+            found: hex(m.found()),
+        });
+    }
+
+    /// Whether anything failed.
+    pub fn any(&self) -> bool {
+        self.io_errors + self.miscompares > 0
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() * 3);
+    for (i, x) in b.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        s.push_str(&format!("{x:02X}"));
+    }
+    s
+}
+
+/// What one pass should do.
+#[derive(Debug, Clone, Copy)]
+pub struct PassConfig {
+    /// Read or Write.
+    pub op: Op,
+    /// Compare data read against the pattern.
+    pub compare: bool,
+    /// Logical block size, bytes.
+    pub block_size: u64,
+    /// Longest transfer, blocks (the slot buffers hold at least this).
+    pub max_blocks: u64,
+    /// Commands in flight at most (the engine has one slot more).
+    pub qd: u32,
+    /// Stop-on-error policy.
+    pub on_error: OnError,
+    /// Retries per failed command.
+    pub retries: u32,
+}
+
+/// How a pass ended.
+#[derive(Debug, Clone)]
+pub struct PassOutcome {
+    /// Its figures.
+    pub result: PassResult,
+    /// Latency histogram (for merging across passes).
+    pub hist: LatencyHistogram,
+    /// Latency moments (for merging).
+    pub moments: Welford,
+    /// An error ended it early.
+    pub stopped_on_error: bool,
+    /// The stop flag ended it early.
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    lba: u64,
+    blocks: u64,
+    submit: u64,
+    tries: u32,
+}
+
+/// Run one pass of `walker`'s transfers on `engine`, at most `cfg.qd`
+/// commands in flight. The engine needs `cfg.qd + 1` slots: the spare
+/// buffer is filled ahead (writes of non-periodic patterns) or compared
+/// (reads) while the device works on the others, so pattern work overlaps
+/// I/O even at queue depth 1. `progress` counts blocks completed; `stop`
+/// ends the pass early (in-flight commands drained, not checked).
+pub fn run_pass<E: Engine>(
+    engine: &mut E,
+    mut walker: Walker,
+    gen: &Generator,
+    cfg: &PassConfig,
+    findings: &mut Findings,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+) -> Result<PassOutcome, StepError> {
+    let depth = engine.depth();
+    let limit = cfg.qd.clamp(1, depth.saturating_sub(1).max(1));
+    let bs = cfg.block_size;
+    let write = cfg.op == Op::Write;
+    let periodic = gen.pattern().is_periodic();
+    let fill_each = write && !periodic;
+    if write && periodic {
+        // Every block alike: fill each slot once, not per command.
+        let len = (cfg.max_blocks * bs) as usize;
+        for slot in 0..depth {
+            gen.fill(&mut engine.buffer(slot)[..len], 0);
+        }
+    }
+    let mut slots = vec![Slot::default(); depth as usize];
+    let mut free: Vec<u32> = (0..depth).rev().collect();
+    let mut retry: Vec<u32> = Vec::with_capacity(depth as usize);
+    let mut to_check: Vec<u32> = Vec::with_capacity(depth as usize);
+    let mut done: Vec<Completion> = Vec::with_capacity(depth as usize + 8);
+    // A write buffer filled ahead: (slot, lba, blocks).
+    let mut prepared: Option<(u32, u64, u64)> = None;
+    let mut inflight = 0u32;
+    let mut exhausted = false;
+    let mut stopping = false;
+    let mut stopped_on_error = false;
+    let mut interrupted = false;
+    let mut moments = Welford::new();
+    let mut hist = LatencyHistogram::new();
+    let (mut ios, mut blocks) = (0u64, 0u64);
+    let stop_at_first = cfg.on_error != OnError::Continue;
+    let op_name = if write { "write" } else { "read" };
+    let t0 = now_ns();
+    let mut now;
+    loop {
+        now = now_ns();
+        // 1. Account for what completed; reads to compare wait in to_check.
+        done.clear();
+        engine.reap(|c| done.push(c));
+        for c in done.iter() {
+            inflight -= 1;
+            let s = slots[c.slot as usize];
+            let len = s.blocks * bs;
+            if c.result < 0 || (c.result as u64) < len {
+                if stopping {
+                    free.push(c.slot);
+                    continue;
+                }
+                if s.tries < cfg.retries {
+                    slots[c.slot as usize].tries += 1;
+                    retry.push(c.slot);
+                    continue;
+                }
+                findings.io_errors += 1;
+                let (errno, message) = if c.result < 0 {
+                    (
+                        -c.result,
+                        std::io::Error::from_raw_os_error(-c.result).to_string(),
+                    )
+                } else {
+                    (0, format!("short transfer: {} of {len} bytes", c.result))
+                };
+                findings.push(Failure::Io {
+                    op: op_name,
+                    lba: s.lba,
+                    blocks: s.blocks,
+                    errno,
+                    message,
+                    retries: s.tries,
+                });
+                if stop_at_first {
+                    stopping = true;
+                    stopped_on_error = true;
+                }
+                free.push(c.slot);
+                continue;
+            }
+            let lat = now.saturating_sub(s.submit);
+            moments.record(lat as f64);
+            hist.record(lat);
+            ios += 1;
+            blocks += s.blocks;
+            if cfg.compare && !stopping {
+                to_check.push(c.slot);
+            } else {
+                free.push(c.slot);
+            }
+        }
+        progress.store(blocks, Ordering::Relaxed);
+        if !stopping && stop.load(Ordering::Relaxed) {
+            stopping = true;
+            interrupted = true;
+        }
+        // 2. Queue: retries, then the buffer filled ahead, then new
+        // transfers, up to the in-flight limit.
+        let mut queued = 0u32;
+        if stopping {
+            free.append(&mut retry);
+            if let Some((slot, _, _)) = prepared.take() {
+                free.push(slot);
+            }
+        } else {
+            while let Some(slot) = retry.pop() {
+                let s = &mut slots[slot as usize];
+                s.submit = now;
+                let io = IoDesc {
+                    target: 0,
+                    op: cfg.op,
+                    offset: s.lba * bs,
+                    len: (s.blocks * bs) as u32,
+                };
+                engine.queue(slot, &io);
+                inflight += 1;
+                queued += 1;
+            }
+            while inflight < limit {
+                let (slot, lba, n) = match prepared.take() {
+                    Some(p) => p,
+                    None => {
+                        if exhausted {
+                            break;
+                        }
+                        let Some(slot) = free.pop() else { break };
+                        let Some((lba, n)) = walker.next_transfer() else {
+                            free.push(slot);
+                            exhausted = true;
+                            break;
+                        };
+                        if fill_each {
+                            gen.fill(&mut engine.buffer(slot)[..(n * bs) as usize], lba);
+                        }
+                        (slot, lba, n)
+                    }
+                };
+                slots[slot as usize] = Slot {
+                    lba,
+                    blocks: n,
+                    submit: now,
+                    tries: 0,
+                };
+                let io = IoDesc {
+                    target: 0,
+                    op: cfg.op,
+                    offset: lba * bs,
+                    len: (n * bs) as u32,
+                };
+                engine.queue(slot, &io);
+                inflight += 1;
+                queued += 1;
+            }
+        }
+        // 3. Pattern work while the device works: submit first, then
+        // compare completed reads and fill the next write buffer.
+        let ahead = fill_each && !stopping && !exhausted && prepared.is_none();
+        if queued > 0 && (!to_check.is_empty() || ahead) {
+            engine.commit(0, None)?;
+        }
+        if ahead {
+            if let Some(slot) = free.pop() {
+                match walker.next_transfer() {
+                    Some((lba, n)) => {
+                        gen.fill(&mut engine.buffer(slot)[..(n * bs) as usize], lba);
+                        prepared = Some((slot, lba, n));
+                    }
+                    None => {
+                        free.push(slot);
+                        exhausted = true;
+                    }
+                }
+            }
+        }
+        for &slot in to_check.iter() {
+            if !stopping {
+                let s = slots[slot as usize];
+                let buf = &engine.buffer(slot)[..(s.blocks * bs) as usize];
+                let failed = gen.verify_each(buf, s.lba, |m| {
+                    findings.miscompare(&m, bs);
+                    if stop_at_first {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                });
+                if failed > 0 && stop_at_first {
+                    stopping = true;
+                    stopped_on_error = true;
+                }
+            }
+            free.push(slot);
+        }
+        to_check.clear();
+        // 4. Wait for a completion, or finish.
+        if inflight == 0 {
+            let more = !stopping && (prepared.is_some() || !exhausted || !retry.is_empty());
+            if more {
+                continue;
+            }
+            break;
+        }
+        engine.commit(1, None)?;
+    }
+    let runtime_ns = now_ns().saturating_sub(t0).max(1);
+    let secs = runtime_ns as f64 / 1e9;
+    let bytes = blocks * bs;
+    let result = PassResult {
+        op: op_name,
+        compared: cfg.compare,
+        runtime_ns,
+        ios,
+        blocks,
+        bytes,
+        bw_bytes: bytes as f64 / secs,
+        mib_per_s: bytes as f64 / secs / 1_048_576.0,
+        iops: ios as f64 / secs,
+        clat_ns: moments.summary(),
+        clat_percentiles_ns: hist
+            .percentiles(&[50.0, 99.0, 99.9])
+            .into_iter()
+            .map(|(p, v)| (format!("{p:.6}"), v))
+            .collect(),
+    };
+    Ok(PassOutcome {
+        result,
+        hist,
+        moments,
+        stopped_on_error,
+        interrupted,
+    })
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl StepPlan {
+    fn result_shell(&self, started_unix: u64, status: Status) -> StepResult {
+        let s = &self.spec;
+        StepResult {
+            index: self.index,
+            of: self.of,
+            kind: s.kind.name(),
+            test_type: s.kind.dmm_name(),
+            order: s.order.name(),
+            start_block: self.start,
+            block_count: self.count,
+            block_size: self.block_size,
+            transfer_min_blocks: self.lo,
+            transfer_max_blocks: self.hi,
+            pattern: s.pattern.to_string(),
+            seed: self.seed,
+            pass: s.pass,
+            queue_depth: s.qd,
+            fua: s.fua,
+            on_error: s.on_error.name(),
+            retries: s.retries,
+            started: dmm_time(started_unix),
+            finished: dmm_time(started_unix),
+            started_unix,
+            status,
+            runtime_ns: 0,
+            bw_bytes: 0.0,
+            mib_per_s: 0.0,
+            iops: 0.0,
+            blocks_transferred: 0,
+            clat_ns: Welford::new().summary(),
+            passes: Vec::new(),
+            io_errors: 0,
+            miscompares: 0,
+            failures: Vec::new(),
+            error: None,
+            note: None,
+        }
+    }
+
+    /// The entry of a step that was not run, with the reason.
+    pub fn skipped(&self, why: &str) -> StepResult {
+        let mut r = self.result_shell(unix_now(), Status::Skipped);
+        r.note = Some(why.to_string());
+        r
+    }
+}
+
+/// Run one step on `target` with the io_uring engine. `progress` counts
+/// blocks completed in the current pass.
+pub fn run_step(
+    target: &TestTarget,
+    plan: &StepPlan,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+) -> Result<StepResult, StepError> {
+    let spec = &plan.spec;
+    let gen = plan.generator()?;
+    let file = target.open(spec.kind.writes())?;
+    let bs = u64::from(plan.block_size);
+    let max_len = (plan.hi * bs) as usize;
+    let mut engine = Uring::new(
+        vec![Target {
+            file,
+            is_block: target.is_block,
+        }],
+        spec.qd + 1,
+        max_len,
+        spec.fua,
+        plan.seed,
+    )?;
+    let started_unix = unix_now();
+    let mut r = plan.result_shell(started_unix, Status::Passed);
+    let mut passes: Vec<(Op, bool)> = Vec::with_capacity(2);
+    match spec.kind {
+        StepKind::Write => passes.push((Op::Write, false)),
+        StepKind::Read => passes.push((Op::Read, false)),
+        StepKind::Verify => passes.push((Op::Read, true)),
+        StepKind::WriteVerify => {
+            passes.push((Op::Write, false));
+            passes.push((Op::Read, true));
+        }
+    }
+    let mut findings = Findings::default();
+    let mut moments = Welford::new();
+    let mut interrupted = false;
+    let mut stopped = false;
+    for (op, compare) in passes {
+        let cfg = PassConfig {
+            op,
+            compare,
+            block_size: bs,
+            max_blocks: plan.hi,
+            qd: spec.qd,
+            on_error: spec.on_error,
+            retries: spec.retries,
+        };
+        let out = run_pass(
+            &mut engine,
+            plan.walker(),
+            &gen,
+            &cfg,
+            &mut findings,
+            stop,
+            progress,
+        )?;
+        moments.merge(&out.moments);
+        r.runtime_ns += out.result.runtime_ns;
+        r.blocks_transferred += out.result.blocks;
+        r.passes.push(out.result);
+        interrupted |= out.interrupted;
+        stopped |= out.stopped_on_error;
+        if out.interrupted || out.stopped_on_error {
+            break;
+        }
+    }
+    let secs = r.runtime_ns.max(1) as f64 / 1e9;
+    let bytes = r.blocks_transferred * bs;
+    let ios: u64 = r.passes.iter().map(|p| p.ios).sum();
+    r.bw_bytes = bytes as f64 / secs;
+    r.mib_per_s = r.bw_bytes / 1_048_576.0;
+    r.iops = ios as f64 / secs;
+    r.clat_ns = moments.summary();
+    r.finished = dmm_time(unix_now());
+    r.io_errors = findings.io_errors;
+    r.miscompares = findings.miscompares;
+    r.error = findings.failures.first().map(Failure::line);
+    r.failures = findings.failures;
+    r.status = if interrupted {
+        Status::Interrupted
+    } else if r.io_errors + r.miscompares > 0 {
+        Status::Failed
+    } else {
+        Status::Passed
+    };
+    if stopped {
+        r.note = Some(format!(
+            "stopped at the first error ({})",
+            spec.on_error.name()
+        ));
+    }
+    Ok(r)
+}
+
+/// Run every step in order, handing each finished entry to `on_step` (for
+/// a log written as the run goes). A step that fails with `stop-sequence`
+/// skips the rest; an interruption skips the rest. Returns every entry.
+pub fn run_sequence(
+    target: &TestTarget,
+    plans: &[StepPlan],
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+    mut on_step: impl FnMut(&StepResult),
+) -> Result<Vec<StepResult>, StepError> {
+    let mut out = Vec::with_capacity(plans.len());
+    let mut skip: Option<String> = None;
+    for p in plans {
+        let r = match &skip {
+            Some(why) => p.skipped(why),
+            None => {
+                progress.store(0, Ordering::Relaxed);
+                let r = run_step(target, p, stop, progress)?;
+                if r.status == Status::Interrupted {
+                    skip = Some("the run was interrupted".into());
+                } else if r.status == Status::Failed && p.spec.on_error == OnError::StopSequence {
+                    skip = Some(format!(
+                        "test {} failed with stop-on-error = stop-sequence",
+                        p.index
+                    ));
+                }
+                r
+            }
+        };
+        on_step(&r);
+        out.push(r);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Transfer;
+    use std::os::unix::fs::FileExt;
+    use std::path::PathBuf;
+
+    struct TmpFile(PathBuf);
+    impl Drop for TmpFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    fn tmp_file(tag: &str, len: u64) -> TmpFile {
+        let p = std::env::temp_dir().join(format!("drivelab-steps-{tag}-{}", std::process::id()));
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(len).unwrap();
+        TmpFile(p)
+    }
+
+    fn run_one(t: &TestTarget, spec: StepSpec) -> StepResult {
+        let plans = plan_steps(t, &[spec], 7, true).unwrap();
+        let stop = AtomicBool::new(false);
+        let progress = AtomicU64::new(0);
+        run_step(t, &plans[0], &stop, &progress).unwrap()
+    }
+
+    #[test]
+    fn write_then_verify_on_a_file_finds_the_one_changed_block() {
+        let f = tmp_file("flip", 1 << 20);
+        let t = TestTarget::inspect(&f.0, None, true, false).unwrap();
+        assert_eq!(t.blocks.0, 2048);
+        let mut w = StepSpec::new(StepKind::WriteVerify);
+        w.pattern = Pattern::Random;
+        w.transfer = Transfer {
+            min: 512,
+            max: 32768,
+        };
+        w.order = Order::Random;
+        w.qd = 4;
+        let r = run_one(&t, w);
+        assert_eq!(r.status, Status::Passed, "{r:?}");
+        assert_eq!(r.blocks_transferred, 4096);
+        assert_eq!(r.passes[0].blocks, 2048);
+        // Independently: block 5 holds the stream of (seed 7, LBA 5) — the
+        // same bytes the patterns crate generates for it.
+        let g = Generator::builder(Pattern::Random, 512)
+            .seed(7)
+            .build()
+            .unwrap();
+        let mut want = vec![0u8; 512];
+        g.fill(&mut want, 5);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&f.0)
+            .unwrap();
+        let mut got = vec![0u8; 512];
+        file.read_exact_at(&mut got, 5 * 512).unwrap();
+        assert_eq!(got, want);
+        // Change one byte of LBA 1234; a verify names it and nothing else.
+        let mut b = [0u8; 1];
+        file.read_exact_at(&mut b, 1234 * 512 + 100).unwrap();
+        b[0] ^= 1;
+        file.write_all_at(&b, 1234 * 512 + 100).unwrap();
+        let mut v = StepSpec::new(StepKind::Verify);
+        v.pattern = Pattern::Random;
+        v.on_error = OnError::Continue;
+        v.order = Order::Butterfly;
+        let r = run_one(&t, v);
+        assert_eq!(r.status, Status::Failed);
+        assert_eq!((r.miscompares, r.io_errors), (1, 0));
+        match &r.failures[0] {
+            Failure::Miscompare {
+                lba,
+                block_offset,
+                byte_offset,
+                ..
+            } => {
+                assert_eq!(
+                    (*lba, *block_offset, *byte_offset),
+                    (1234, 100, 1234 * 512 + 100)
+                );
+            }
+            f => panic!("{f:?}"),
+        }
+        assert_eq!(r.blocks_transferred, 2048);
+    }
+
+    #[test]
+    fn plan_rejects_ranges_and_lengths_that_do_not_fit() {
+        let f = tmp_file("plan", 1 << 20);
+        let t = TestTarget::inspect(&f.0, Some(4096), false, false).unwrap();
+        assert_eq!(t.blocks.0, 256);
+        let mut s = StepSpec::new(StepKind::Read);
+        s.transfer = Transfer { min: 512, max: 512 };
+        assert!(
+            plan_steps(&t, &[s.clone()], 0, true).is_err(),
+            "512 B on 4 KiB blocks"
+        );
+        s.transfer = Transfer {
+            min: 4096,
+            max: 4096,
+        };
+        s.start = 250;
+        s.count = Count::Blocks(7);
+        assert!(
+            plan_steps(&t, &[s.clone()], 0, true).is_err(),
+            "past the end"
+        );
+        s.count = Count::All;
+        let p = plan_steps(&t, &[s.clone()], 0, true).unwrap();
+        assert_eq!((p[0].start, p[0].count), (250, 6));
+        let mut v = StepSpec::new(StepKind::Verify);
+        v.pattern = Pattern::Stamped;
+        assert!(
+            plan_steps(&t, &[v.clone()], 0, false).is_err(),
+            "verify needs the seed"
+        );
+        let mut w = v.clone();
+        w.kind = StepKind::Write;
+        assert!(
+            plan_steps(&t, &[w, v], 0, false).is_ok(),
+            "written earlier in the sequence"
+        );
+    }
+}
