@@ -1,0 +1,339 @@
+//! The resume journal: what part of a drive an erase has finished, kept on
+//! disk as it goes so a crash or Ctrl-C loses at most a second of work.
+//!
+//! Every method writes a drive front to back, so the state of a pass is one
+//! watermark (every byte below it is written) plus the ranges skipped after
+//! errors. The journal is a small text file next to the certificates, named
+//! after the drive's serial (or its path when it has none) and size, so a
+//! rerun of the same command finds it:
+//!
+//! ```text
+//! drivelab-erase-journal 1 {"device":"/dev/sdb",...}   header (JSON)
+//! R 1763790000                                         a run started (unix s)
+//! D 0 1073741824                                       pass 0 done below byte
+//! S 0 4096 8192 EIO                                    pass 0 skipped [4096, 8192)
+//! ```
+//!
+//! Watermark lines are written at most once a second and fsync'd with them;
+//! skipped ranges are written and fsync'd at once.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::EraseError;
+
+const MAGIC: &str = "drivelab-erase-journal 1 ";
+
+/// What the journal was started for; a resume must match it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalHeader {
+    /// Device node.
+    pub device: String,
+    /// Serial, when the drive has one.
+    pub serial: Option<String>,
+    /// Size in bytes.
+    pub size: u64,
+    /// Method name.
+    pub method: String,
+    /// Pattern name.
+    pub pattern: String,
+    /// Passes.
+    pub passes: u32,
+    /// Seed of per-block patterns.
+    pub seed: u64,
+    /// When the first run started (RFC 3339 UTC).
+    pub started: String,
+}
+
+/// One range skipped after errors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// Pass number (0-based).
+    pub pass: u32,
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// The error.
+    pub error: String,
+}
+
+/// A journal read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalState {
+    /// The header.
+    pub header: JournalHeader,
+    /// Watermark per pass (bytes below are done).
+    pub done: BTreeMap<u32, u64>,
+    /// Skipped ranges.
+    pub skipped: Vec<Skipped>,
+    /// Start times (unix seconds) of every run so far.
+    pub runs: Vec<u64>,
+}
+
+impl JournalState {
+    /// Bytes of pass `pass` already done.
+    pub fn watermark(&self, pass: u32) -> u64 {
+        self.done.get(&pass).copied().unwrap_or(0)
+    }
+}
+
+/// An open journal being appended to.
+#[derive(Debug)]
+pub struct Journal {
+    file: File,
+    path: PathBuf,
+    pending: Option<(u32, u64)>,
+    last_sync: Instant,
+}
+
+/// The journal file for a drive: `erase-<serial or name>-<size>.journal`.
+pub fn path_for(dir: &Path, serial: Option<&str>, device: &Path, size: u64) -> PathBuf {
+    dir.join(format!("erase-{}-{size}.journal", file_key(serial, device)))
+}
+
+/// A file-name-safe key for a drive: its serial, else its device name.
+pub fn file_key(serial: Option<&str>, device: &Path) -> String {
+    let raw = match serial {
+        Some(s) if !s.trim().is_empty() => s.trim().to_string(),
+        _ => device
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "device".into()),
+    };
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> EraseError {
+    EraseError::Journal {
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    }
+}
+
+/// Parse a journal's text.
+pub fn parse(text: &str, path: &Path) -> Result<JournalState, EraseError> {
+    let bad = |why: String| EraseError::Journal {
+        path: path.to_path_buf(),
+        why,
+    };
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("");
+    let json = first
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| bad("not a drivelab erase journal (bad first line)".into()))?;
+    let header: JournalHeader =
+        serde_json::from_str(json).map_err(|e| bad(format!("bad header: {e}")))?;
+    let mut st = JournalState {
+        header,
+        done: BTreeMap::new(),
+        skipped: Vec::new(),
+        runs: Vec::new(),
+    };
+    for line in lines {
+        let mut it = line.splitn(5, ' ');
+        let tag = it.next().unwrap_or("");
+        let mut num = || it.next().and_then(|s| s.parse::<u64>().ok());
+        match tag {
+            "R" => {
+                if let Some(t) = num() {
+                    st.runs.push(t);
+                }
+            }
+            "D" => {
+                // A torn last line (crash mid-write) is ignored.
+                if let (Some(p), Some(end)) = (num(), num()) {
+                    let e = st.done.entry(p as u32).or_insert(0);
+                    *e = (*e).max(end);
+                }
+            }
+            "S" => {
+                if let (Some(p), Some(s), Some(e)) = (num(), num(), num()) {
+                    let error = it.next().unwrap_or("").to_string();
+                    st.skipped.push(Skipped {
+                        pass: p as u32,
+                        start: s,
+                        end: e,
+                        error,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(st)
+}
+
+/// Read a journal if it exists.
+pub fn load(path: &Path) -> Result<Option<JournalState>, EraseError> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => parse(&t, path).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(path, e)),
+    }
+}
+
+impl Journal {
+    /// Start a new journal (replacing any old one), header fsync'd.
+    pub fn create(path: &Path, h: &JournalHeader) -> Result<Journal, EraseError> {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| io_err(path, e))?;
+        let json = serde_json::to_string(h).map_err(|e| EraseError::Journal {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        })?;
+        writeln!(file, "{MAGIC}{json}").map_err(|e| io_err(path, e))?;
+        file.sync_all().map_err(|e| io_err(path, e))?;
+        Ok(Journal {
+            file,
+            path: path.to_path_buf(),
+            pending: None,
+            last_sync: Instant::now(),
+        })
+    }
+
+    /// Continue an existing journal.
+    pub fn append(path: &Path) -> Result<Journal, EraseError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| io_err(path, e))?;
+        Ok(Journal {
+            file,
+            path: path.to_path_buf(),
+            pending: None,
+            last_sync: Instant::now(),
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn line(&mut self, s: &str) -> Result<(), EraseError> {
+        writeln!(self.file, "{s}").map_err(|e| io_err(&self.path, e))
+    }
+
+    /// Record that a run started at `unix_secs`.
+    pub fn run_started(&mut self, unix_secs: u64) -> Result<(), EraseError> {
+        self.line(&format!("R {unix_secs}"))?;
+        self.sync()
+    }
+
+    /// Pass `pass` is done below byte `end`; written within a second.
+    pub fn done(&mut self, pass: u32, end: u64) -> Result<(), EraseError> {
+        // A new pass: the previous pass's last watermark must not be lost.
+        if let Some((p, e)) = self.pending {
+            if p != pass {
+                self.line(&format!("D {p} {e}"))?;
+            }
+        }
+        self.pending = Some((pass, end));
+        if self.last_sync.elapsed().as_millis() >= 1000 {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Record a skipped range (written and fsync'd now).
+    pub fn skipped(&mut self, s: &Skipped) -> Result<(), EraseError> {
+        let err = s.error.replace('\n', " ");
+        self.line(&format!("S {} {} {} {err}", s.pass, s.start, s.end))?;
+        self.sync()
+    }
+
+    /// Write the pending watermark and fsync.
+    pub fn sync(&mut self) -> Result<(), EraseError> {
+        if let Some((p, end)) = self.pending.take() {
+            self.line(&format!("D {p} {end}"))?;
+        }
+        self.file.sync_data().map_err(|e| io_err(&self.path, e))?;
+        self.last_sync = Instant::now();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> JournalHeader {
+        JournalHeader {
+            device: "/dev/loop7".into(),
+            serial: None,
+            size: 1 << 20,
+            method: "stream".into(),
+            pattern: "allzeros".into(),
+            passes: 2,
+            seed: 7,
+            started: "2026-01-01T00:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn journal_round_trips_and_ignores_a_torn_line() {
+        let dir = std::env::temp_dir().join(format!("dl-journal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = path_for(&dir, None, Path::new("/dev/loop7"), 1 << 20);
+        assert!(p.ends_with("erase-loop7-1048576.journal"));
+        let mut j = Journal::create(&p, &header()).unwrap();
+        j.run_started(100).unwrap();
+        j.done(0, 4096).unwrap();
+        j.sync().unwrap();
+        j.skipped(&Skipped {
+            pass: 0,
+            start: 4096,
+            end: 8192,
+            error: "EIO (Input/output error)".into(),
+        })
+        .unwrap();
+        j.done(0, 65536).unwrap();
+        j.done(1, 512).unwrap();
+        j.sync().unwrap();
+        drop(j);
+        // A crash mid-line leaves a torn record.
+        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        write!(f, "D 1 99").unwrap();
+        drop(f);
+        let mut j = Journal::append(&p).unwrap();
+        j.run_started(200).unwrap();
+        drop(j);
+        let st = load(&p).unwrap().unwrap();
+        assert_eq!(st.header, header());
+        assert_eq!(st.watermark(0), 65536);
+        // "D 1 99R 200" is torn: pass 1 keeps 512, the run line is lost
+        // with it, which only drops a timestamp.
+        assert_eq!(st.watermark(1), 512);
+        assert_eq!(st.skipped.len(), 1);
+        assert_eq!(st.skipped[0].error, "EIO (Input/output error)");
+        assert_eq!(st.runs, vec![100]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn keys_are_file_name_safe() {
+        assert_eq!(
+            file_key(Some(" WD-AB/12 34 "), Path::new("/dev/sda")),
+            "WD-AB_12_34"
+        );
+        assert_eq!(file_key(Some(""), Path::new("/dev/nvme0n1")), "nvme0n1");
+    }
+}

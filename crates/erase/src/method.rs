@@ -1,0 +1,539 @@
+//! The erase methods, and how `--method auto` chooses one per drive.
+//!
+//! A method is only worth using if it leaves the requested pattern on every
+//! block, and the fastest such method is the one that moves the fewest bytes
+//! over the host bus: a command the drive executes itself (WRITE SAME,
+//! Write Zeroes, SCT Write Same, an offloaded BLKZEROOUT) sends one block or
+//! none per range, while `stream` sends every byte. [`choose`] turns a
+//! drive's probed capabilities and the pattern into a method and a sentence
+//! saying why; [`check_available`] turns an explicitly requested method the
+//! drive lacks into a clear error instead of a silent no-op.
+
+use std::fmt;
+use std::str::FromStr;
+
+use drivelab_device::caps::{Capabilities, Transport};
+use drivelab_patterns::Pattern;
+
+use crate::EraseError;
+
+/// One way of overwriting or sanitizing a whole drive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// Choose per drive (see [`choose`]).
+    Auto,
+    /// The kernel's zero-out path (`blkdev_issue_zeroout`, what BLKZEROOUT
+    /// runs): offloaded as REQ_OP_WRITE_ZEROES when the queue's
+    /// `write_zeroes_max_bytes` > 0, else the kernel writes zero pages.
+    Zeroout,
+    /// SCSI WRITE SAME(16) (or (10)) through SG_IO with one pattern block.
+    WriteSame,
+    /// ATA SCT Write Same (foreground, 32-bit pattern) through SAT.
+    SctWriteSame,
+    /// NVMe Write Zeroes.
+    NvmeWriteZeroes,
+    /// NVMe Format NVM with a secure-erase setting (user data, or crypto
+    /// with `crypto`).
+    NvmeFormat,
+    /// NVMe Sanitize (block erase, or crypto erase with `crypto`).
+    NvmeSanitize,
+    /// ATA SANITIZE (overwrite with a 32-bit pattern, block erase, or crypto
+    /// scramble with `crypto`).
+    AtaSanitize,
+    /// BLKDISCARD over the whole drive: only where the drive guarantees that
+    /// discarded blocks read back as zeroes.
+    Discard,
+    /// io_uring O_DIRECT writes of the pattern, every byte sent by the host.
+    Stream,
+}
+
+/// Every concrete method, in the order `--help` lists them.
+pub const ALL: [Method; 10] = [
+    Method::Auto,
+    Method::Zeroout,
+    Method::WriteSame,
+    Method::SctWriteSame,
+    Method::NvmeWriteZeroes,
+    Method::NvmeFormat,
+    Method::NvmeSanitize,
+    Method::AtaSanitize,
+    Method::Discard,
+    Method::Stream,
+];
+
+impl Method {
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Auto => "auto",
+            Method::Zeroout => "zeroout",
+            Method::WriteSame => "write-same",
+            Method::SctWriteSame => "sct-write-same",
+            Method::NvmeWriteZeroes => "nvme-write-zeroes",
+            Method::NvmeFormat => "nvme-format",
+            Method::NvmeSanitize => "nvme-sanitize",
+            Method::AtaSanitize => "ata-sanitize",
+            Method::Discard => "discard",
+            Method::Stream => "stream",
+        }
+    }
+
+    /// Whether the method is one command for the whole drive (no ranges,
+    /// nothing to resume part-way, no transfer length).
+    pub fn whole_device(self) -> bool {
+        matches!(
+            self,
+            Method::NvmeFormat | Method::NvmeSanitize | Method::AtaSanitize
+        )
+    }
+
+    /// NIST SP 800-88 category of the method ("Clear" for overwrites the
+    /// host can address, "Purge" for device sanitize commands).
+    pub fn nist_category(self, crypto: bool) -> &'static str {
+        match self {
+            Method::NvmeSanitize | Method::AtaSanitize => "Purge",
+            Method::NvmeFormat if crypto => "Purge",
+            _ => "Clear",
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Method {
+    type Err = EraseError;
+    fn from_str(s: &str) -> Result<Method, EraseError> {
+        ALL.iter()
+            .copied()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| EraseError::UnknownMethod(s.to_string()))
+    }
+}
+
+/// What a drive offers, reduced to what the method choice needs. Built from
+/// a [`Capabilities`] probe (or by hand in tests).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Offers {
+    /// Transport, for messages ("scsi", "ata-via-sat", "nvme", "other").
+    pub transport: String,
+    /// BLKZEROOUT is offloaded (write_zeroes_max_bytes > 0).
+    pub zeroout_offload: bool,
+    /// write_zeroes_max_bytes, bytes (0 = not offloaded).
+    pub write_zeroes_max_bytes: u64,
+    /// SCSI WRITE SAME(16) usable.
+    pub write_same_16: bool,
+    /// SCSI WRITE SAME(10) usable.
+    pub write_same_10: bool,
+    /// MAXIMUM WRITE SAME LENGTH, blocks.
+    pub max_write_same_blocks: Option<u64>,
+    /// ATA SCT Write Same.
+    pub sct_write_same: bool,
+    /// NVMe Write Zeroes.
+    pub nvme_write_zeroes: bool,
+    /// NVMe Format NVM (and crypto erase).
+    pub nvme_format: bool,
+    /// NVMe Format crypto erase.
+    pub nvme_format_crypto: bool,
+    /// NVMe Sanitize block erase / crypto erase / overwrite.
+    pub nvme_sanitize: (bool, bool, bool),
+    /// ATA Sanitize overwrite / block erase / crypto scramble.
+    pub ata_sanitize: (bool, bool, bool),
+    /// Discard works.
+    pub discard: bool,
+    /// Discarded blocks read back as zeroes.
+    pub reads_zero_after_discard: bool,
+}
+
+impl Offers {
+    /// Reduce a probe result.
+    pub fn from_caps(c: &Capabilities) -> Offers {
+        let transport = match c.transport {
+            Transport::Scsi => "scsi",
+            Transport::AtaViaSat => "ata-via-sat",
+            Transport::Nvme => "nvme",
+            Transport::Other => "other",
+        };
+        Offers {
+            transport: transport.to_string(),
+            zeroout_offload: c.blk_zeroout_offload,
+            write_zeroes_max_bytes: c
+                .sysfs
+                .as_ref()
+                .and_then(|s| s.write_zeroes_max_bytes)
+                .unwrap_or(0),
+            write_same_16: c.scsi_write_same_16,
+            write_same_10: c.scsi_write_same_10,
+            max_write_same_blocks: c.max_write_same_blocks,
+            sct_write_same: c.ata_sct_write_same,
+            nvme_write_zeroes: c.nvme_write_zeroes,
+            nvme_format: c.nvme_format.supported,
+            nvme_format_crypto: c.nvme_format.crypto_erase,
+            nvme_sanitize: (
+                c.nvme_sanitize.block,
+                c.nvme_sanitize.crypto,
+                c.nvme_sanitize.overwrite,
+            ),
+            ata_sanitize: (
+                c.ata_sanitize.overwrite,
+                c.ata_sanitize.block,
+                c.ata_sanitize.crypto,
+            ),
+            discard: c.discard,
+            reads_zero_after_discard: c.reads_zero_after_unmap,
+        }
+    }
+}
+
+/// A method chosen for one drive, with the reason in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// The concrete method (never `Auto`).
+    pub method: Method,
+    /// Why (one sentence, for the plan and the certificate).
+    pub reason: String,
+}
+
+/// The 32-bit value a pattern repeats, when every block is that dword
+/// repeated (what SCT Write Same and sanitize overwrite can write), as the
+/// little-endian word whose bytes land first on the medium.
+pub fn pattern_dword(p: &Pattern, block_size: usize) -> Option<u32> {
+    if !p.is_periodic() {
+        return None;
+    }
+    let b: Vec<u8> = (0..4).map(|i| p.periodic_byte(i)).collect::<Option<_>>()?;
+    for i in 0..block_size {
+        if p.periodic_byte(i) != Some(b[i % 4]) {
+            return None;
+        }
+    }
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// Whether the pattern is all zero bytes.
+pub fn is_zero_pattern(p: &Pattern, block_size: usize) -> bool {
+    pattern_dword(p, block_size) == Some(0)
+}
+
+/// Pick the fastest method that writes `pattern` on a drive with `offers`.
+/// Device sanitize and format commands are never picked automatically: they
+/// purge (and may leave indeterminate data), so they must be asked for.
+pub fn choose(o: &Offers, pattern: &Pattern, block_size: usize) -> Choice {
+    let zero = is_zero_pattern(pattern, block_size);
+    if zero && o.nvme_write_zeroes {
+        return Choice {
+            method: Method::NvmeWriteZeroes,
+            reason: "the NVMe drive supports Write Zeroes (ONCS bit 3): the drive writes the zeroes, no data crosses the bus".into(),
+        };
+    }
+    if zero && o.zeroout_offload {
+        return Choice {
+            method: Method::Zeroout,
+            reason: format!(
+                "BLKZEROOUT is offloaded (write_zeroes_max_bytes = {}): the kernel sends WRITE SAME / Write Zeroes, no data crosses the bus",
+                o.write_zeroes_max_bytes
+            ),
+        };
+    }
+    if pattern.is_periodic() && (o.write_same_16 || o.write_same_10) {
+        return Choice {
+            method: Method::WriteSame,
+            reason: format!(
+                "the drive takes SCSI WRITE SAME({}): one pattern block per command crosses the bus",
+                if o.write_same_16 { 16 } else { 10 }
+            ),
+        };
+    }
+    if o.sct_write_same && pattern_dword(pattern, block_size).is_some() {
+        return Choice {
+            method: Method::SctWriteSame,
+            reason: "the ATA drive supports SCT Write Same and the pattern is a repeated 32-bit word: the drive writes it".into(),
+        };
+    }
+    let why = if !pattern.is_periodic() {
+        format!("pattern {pattern} differs per block, so only streamed writes produce it")
+    } else if zero {
+        "the drive offers no offloaded zeroing (write_zeroes_max_bytes = 0, no WRITE SAME / Write Zeroes / SCT Write Same)".to_string()
+    } else {
+        format!("the drive offers no command that repeats pattern {pattern} itself")
+    };
+    Choice {
+        method: Method::Stream,
+        reason: format!("{why}: io_uring streamed writes, tuned transfer length and queue depth"),
+    }
+}
+
+/// Check that the drive can run `m` with `pattern`; the error says what to
+/// use instead.
+pub fn check_available(
+    m: Method,
+    o: &Offers,
+    pattern: &Pattern,
+    block_size: usize,
+    crypto: bool,
+    dev: &str,
+) -> Result<Choice, EraseError> {
+    let zero = is_zero_pattern(pattern, block_size);
+    let lacks = |what: &str| EraseError::MethodUnavailable {
+        device: dev.to_string(),
+        method: m.name().to_string(),
+        why: what.to_string(),
+    };
+    let needs_zero = |name: &str| -> Result<(), EraseError> {
+        if zero || crypto {
+            Ok(())
+        } else {
+            Err(EraseError::MethodUnavailable {
+                device: dev.to_string(),
+                method: m.name().to_string(),
+                why: format!("{name} writes zeroes only, not pattern {pattern}; use write-same or stream for other patterns"),
+            })
+        }
+    };
+    let reason = match m {
+        Method::Auto => return Ok(choose(o, pattern, block_size)),
+        Method::Stream => "requested: io_uring streamed writes".to_string(),
+        Method::Zeroout => {
+            needs_zero("zeroout")?;
+            if o.zeroout_offload {
+                format!(
+                    "requested; offloaded (write_zeroes_max_bytes = {})",
+                    o.write_zeroes_max_bytes
+                )
+            } else {
+                "requested; NOT offloaded (write_zeroes_max_bytes = 0): the kernel writes zero pages".to_string()
+            }
+        }
+        Method::WriteSame => {
+            if !pattern.is_periodic() {
+                return Err(lacks(&format!(
+                    "pattern {pattern} differs per block; WRITE SAME repeats one block"
+                )));
+            }
+            if !(o.write_same_16 || o.write_same_10) {
+                return Err(lacks(&format!(
+                    "the drive does not take SCSI WRITE SAME (transport {})",
+                    o.transport
+                )));
+            }
+            "requested: SCSI WRITE SAME with one pattern block".to_string()
+        }
+        Method::SctWriteSame => {
+            if !o.sct_write_same {
+                return Err(lacks(&format!(
+                    "the drive does not report SCT Write Same (transport {})",
+                    o.transport
+                )));
+            }
+            if pattern_dword(pattern, block_size).is_none() {
+                return Err(lacks(&format!(
+                    "SCT Write Same repeats a 32-bit word; pattern {pattern} is not one"
+                )));
+            }
+            "requested: ATA SCT Write Same, foreground".to_string()
+        }
+        Method::NvmeWriteZeroes => {
+            needs_zero("nvme-write-zeroes")?;
+            if !o.nvme_write_zeroes {
+                return Err(lacks(&format!(
+                    "the drive does not support NVMe Write Zeroes (transport {})",
+                    o.transport
+                )));
+            }
+            "requested: NVMe Write Zeroes".to_string()
+        }
+        Method::NvmeFormat => {
+            needs_zero("nvme-format")?;
+            if !o.nvme_format {
+                return Err(lacks(&format!(
+                    "the drive does not support NVMe Format NVM (transport {})",
+                    o.transport
+                )));
+            }
+            if crypto && !o.nvme_format_crypto {
+                return Err(lacks("the drive does not support cryptographic erase in Format NVM (FNA bit 2); drop --crypto"));
+            }
+            format!(
+                "requested: NVMe Format NVM, {}",
+                if crypto {
+                    "cryptographic erase (SES 2)"
+                } else {
+                    "user data erase (SES 1)"
+                }
+            )
+        }
+        Method::NvmeSanitize => {
+            let (block, cr, _) = o.nvme_sanitize;
+            if crypto && !cr {
+                return Err(lacks(
+                    "the drive does not support Sanitize crypto erase (SANICAP); drop --crypto",
+                ));
+            }
+            if !crypto && !block {
+                return Err(lacks(&format!(
+                    "the drive does not support Sanitize block erase (SANICAP, transport {})",
+                    o.transport
+                )));
+            }
+            if !crypto {
+                needs_zero("nvme-sanitize block erase")?;
+            }
+            format!(
+                "requested: NVMe Sanitize {}",
+                if crypto {
+                    "crypto erase"
+                } else {
+                    "block erase"
+                }
+            )
+        }
+        Method::AtaSanitize => {
+            let (ow, block, cr) = o.ata_sanitize;
+            if crypto {
+                if !cr {
+                    return Err(lacks(
+                        "the drive does not support CRYPTO SCRAMBLE EXT; drop --crypto",
+                    ));
+                }
+                "requested: ATA SANITIZE CRYPTO SCRAMBLE EXT".to_string()
+            } else if ow && pattern_dword(pattern, block_size).is_some() {
+                "requested: ATA SANITIZE OVERWRITE EXT with the pattern word".to_string()
+            } else if block && zero {
+                "requested: ATA SANITIZE BLOCK ERASE EXT".to_string()
+            } else {
+                return Err(lacks(&format!(
+                    "the drive offers no ATA SANITIZE operation that writes pattern {pattern} (transport {})",
+                    o.transport
+                )));
+            }
+        }
+        Method::Discard => {
+            needs_zero("discard")?;
+            if !o.discard {
+                return Err(lacks("the drive does not support discard"));
+            }
+            if !o.reads_zero_after_discard {
+                return Err(lacks("the drive does not guarantee that discarded blocks read back as zeroes (no LBPRZ/RZAT/DLFEAT); use --discard-first with an overwrite method instead"));
+            }
+            "requested: discard; the drive guarantees zeroes after discard".to_string()
+        }
+    };
+    Ok(Choice { method: m, reason })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Pattern {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for m in ALL {
+            assert_eq!(m.name().parse::<Method>().unwrap(), m);
+        }
+        assert!("wipe".parse::<Method>().is_err());
+    }
+
+    #[test]
+    fn dword_of_patterns() {
+        assert_eq!(pattern_dword(&p("allzeros"), 512), Some(0));
+        assert_eq!(pattern_dword(&p("allones"), 512), Some(0xFFFF_FFFF));
+        assert_eq!(pattern_dword(&p("fixed:0xA5"), 512), Some(0xA5A5_A5A5));
+        // Bytes 01 02 03 04 on the medium = little-endian word 0x04030201.
+        assert_eq!(
+            pattern_dword(&p("fixed:0x01020304"), 512),
+            Some(0x0403_0201)
+        );
+        // Period 3 does not fit a dword; incrementing has period 256.
+        assert_eq!(pattern_dword(&p("fixed:0x010203"), 512), None);
+        assert_eq!(pattern_dword(&p("incrementing"), 512), None);
+        assert_eq!(pattern_dword(&p("random"), 512), None);
+    }
+
+    #[test]
+    fn auto_prefers_offload_and_falls_back_to_stream() {
+        let loopish = Offers {
+            transport: "other".into(),
+            zeroout_offload: true,
+            write_zeroes_max_bytes: 1 << 30,
+            discard: true,
+            ..Offers::default()
+        };
+        assert_eq!(
+            choose(&loopish, &p("allzeros"), 512).method,
+            Method::Zeroout
+        );
+        assert_eq!(
+            choose(&loopish, &p("fixed:0xA5"), 512).method,
+            Method::Stream
+        );
+        let scsi = Offers {
+            transport: "scsi".into(),
+            write_same_16: true,
+            ..Offers::default()
+        };
+        assert_eq!(
+            choose(&scsi, &p("fixed:0xA5"), 512).method,
+            Method::WriteSame
+        );
+        assert_eq!(choose(&scsi, &p("random"), 512).method, Method::Stream);
+        let nvme = Offers {
+            transport: "nvme".into(),
+            nvme_write_zeroes: true,
+            zeroout_offload: true,
+            ..Offers::default()
+        };
+        assert_eq!(
+            choose(&nvme, &p("allzeros"), 4096).method,
+            Method::NvmeWriteZeroes
+        );
+        let ata = Offers {
+            transport: "ata-via-sat".into(),
+            sct_write_same: true,
+            ..Offers::default()
+        };
+        assert_eq!(
+            choose(&ata, &p("allones"), 512).method,
+            Method::SctWriteSame
+        );
+        assert_eq!(choose(&ata, &p("incrementing"), 512).method, Method::Stream);
+        assert_eq!(
+            choose(&Offers::default(), &p("allzeros"), 512).method,
+            Method::Stream
+        );
+    }
+
+    #[test]
+    fn missing_methods_are_errors() {
+        let loopish = Offers {
+            transport: "other".into(),
+            zeroout_offload: true,
+            discard: true,
+            ..Offers::default()
+        };
+        let z = p("allzeros");
+        for m in [
+            Method::WriteSame,
+            Method::SctWriteSame,
+            Method::NvmeWriteZeroes,
+            Method::NvmeFormat,
+            Method::NvmeSanitize,
+            Method::AtaSanitize,
+            Method::Discard,
+        ] {
+            let e = check_available(m, &loopish, &z, 512, false, "/dev/loop9").unwrap_err();
+            assert!(e.to_string().contains(m.name()), "{e}");
+        }
+        assert!(
+            check_available(Method::Zeroout, &loopish, &p("fixed:0xA5"), 512, false, "x").is_err()
+        );
+        assert!(check_available(Method::Zeroout, &loopish, &z, 512, false, "x").is_ok());
+        assert!(check_available(Method::Stream, &loopish, &p("random"), 512, false, "x").is_ok());
+    }
+}

@@ -1,0 +1,272 @@
+//! Sharing one host link among many drives: the bus limit, the round-robin
+//! turn, and the per-drive progress the display reads.
+//!
+//! `--bus-limit` is a pacer shared by every drive thread: each command that
+//! carries data reserves its bytes on one virtual clock before it is
+//! submitted (GCRA: the reservation starts at `max(now, next_free)` and
+//! moves `next_free` on by `bytes / rate`). A drive holds at most one
+//! reservation at a time and reservations are served in arrival order, so
+//! when every drive is bus-bound each gets one chunk per round (an equal
+//! share), while a drive slower than its share simply asks less often and
+//! the others use what it leaves (max-min fair). The round-robin strategy of
+//! the thesis ("one command per disk, then change the disk") is a turn that
+//! passes from drive to drive after each command.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Caps the aggregate bytes per second of all drives sharing it.
+#[derive(Debug)]
+pub struct BusLimiter {
+    rate: f64,
+    burst_ns: u64,
+    origin: Instant,
+    next_free_ns: Mutex<u64>,
+}
+
+impl BusLimiter {
+    /// A limiter of `bytes_per_sec` (> 0) for the aggregate.
+    pub fn new(bytes_per_sec: u64) -> BusLimiter {
+        BusLimiter {
+            rate: bytes_per_sec.max(1) as f64,
+            // Allow 20 ms of credit to build up, so a short pause in one
+            // drive does not waste the link.
+            burst_ns: 20_000_000,
+            origin: Instant::now(),
+            next_free_ns: Mutex::new(0),
+        }
+    }
+
+    /// The configured rate, bytes per second.
+    pub fn rate(&self) -> u64 {
+        self.rate as u64
+    }
+
+    /// Reserve `bytes` and sleep until the reservation starts.
+    pub fn take(&self, bytes: u64) {
+        let now = self.origin.elapsed().as_nanos() as u64;
+        let start = {
+            let mut next = match self.next_free_ns.lock() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+            let start = (*next).max(now.saturating_sub(self.burst_ns));
+            *next = start + (bytes as f64 / self.rate * 1e9) as u64;
+            start
+        };
+        if start > now {
+            std::thread::sleep(Duration::from_nanos(start - now));
+        }
+    }
+}
+
+/// The round-robin turn: drive `i` may send a command only while it holds
+/// the turn, which passes to the next unfinished drive when it is released.
+#[derive(Debug)]
+pub struct Turn {
+    state: Mutex<(usize, Vec<bool>)>,
+    cv: Condvar,
+}
+
+impl Turn {
+    /// A turn over `n` drives, starting with drive 0.
+    pub fn new(n: usize) -> Turn {
+        Turn {
+            state: Mutex::new((0, vec![true; n])),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, Vec<bool>)> {
+        match self.state.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Wait until it is drive `i`'s turn.
+    pub fn acquire(&self, i: usize) {
+        let mut g = self.lock();
+        while g.0 != i {
+            g = match self.cv.wait(g) {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+        }
+    }
+
+    fn advance(g: &mut (usize, Vec<bool>)) {
+        let n = g.1.len();
+        for k in 1..=n {
+            let j = (g.0 + k) % n;
+            if g.1[j] {
+                g.0 = j;
+                return;
+            }
+        }
+        g.0 = usize::MAX;
+    }
+
+    /// Drive `i` has sent its command: pass the turn on.
+    pub fn release(&self, i: usize) {
+        let mut g = self.lock();
+        if g.0 == i {
+            Self::advance(&mut g);
+        }
+        self.cv.notify_all();
+    }
+
+    /// Drive `i` is finished (done or failed): skip it from now on.
+    pub fn finish(&self, i: usize) {
+        let mut g = self.lock();
+        if i < g.1.len() {
+            g.1[i] = false;
+        }
+        if g.0 == i {
+            Self::advance(&mut g);
+        }
+        self.cv.notify_all();
+    }
+}
+
+/// Phase of one drive, for the progress display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Phase {
+    /// Not started (sequential strategy: waiting for the drives before it).
+    Waiting = 0,
+    /// Writing / erasing.
+    Erasing = 1,
+    /// Reading back.
+    Verifying = 2,
+    /// Finished successfully (possibly with exceptions).
+    Done = 3,
+    /// Failed.
+    Failed = 4,
+    /// Stopped by Ctrl-C (journal kept).
+    Stopped = 5,
+}
+
+impl Phase {
+    fn from_u8(v: u8) -> Phase {
+        match v {
+            1 => Phase::Erasing,
+            2 => Phase::Verifying,
+            3 => Phase::Done,
+            4 => Phase::Failed,
+            5 => Phase::Stopped,
+            _ => Phase::Waiting,
+        }
+    }
+
+    /// Lower-case word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Phase::Waiting => "waiting",
+            Phase::Erasing => "erasing",
+            Phase::Verifying => "verifying",
+            Phase::Done => "done",
+            Phase::Failed => "FAILED",
+            Phase::Stopped => "stopped",
+        }
+    }
+}
+
+/// Live counters of one drive, written by its worker and read by the
+/// display (relaxed atomics; a slightly stale view is fine).
+#[derive(Debug, Default)]
+pub struct Progress {
+    phase: AtomicU8,
+    /// Bytes of the current phase done (erase: all passes; verify: read).
+    pub done: AtomicU64,
+    /// Bytes of the current phase in total.
+    pub total: AtomicU64,
+    /// Current transfer length, bytes (stream).
+    pub transfer: AtomicU64,
+    /// Current queue depth (stream).
+    pub depth: AtomicU64,
+}
+
+impl Progress {
+    /// The phase.
+    pub fn phase(&self) -> Phase {
+        Phase::from_u8(self.phase.load(Ordering::Relaxed))
+    }
+
+    /// Enter a phase with `total` bytes to do, `done` of them already done.
+    pub fn enter(&self, p: Phase, done: u64, total: u64) {
+        self.total.store(total, Ordering::Relaxed);
+        self.done.store(done, Ordering::Relaxed);
+        self.phase.store(p as u8, Ordering::Relaxed);
+    }
+
+    /// Set the phase only.
+    pub fn set_phase(&self, p: Phase) {
+        self.phase.store(p as u8, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn bus_limiter_caps_the_aggregate_and_shares_it() {
+        // Three threads each try to move 1 MiB chunks as fast as they can
+        // through a 20 MiB/s limit for 0.6 s.
+        let rate = 20u64 << 20;
+        let lim = Arc::new(BusLimiter::new(rate));
+        let t0 = Instant::now();
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let lim = lim.clone();
+                std::thread::spawn(move || {
+                    let mut bytes = 0u64;
+                    while t0.elapsed() < Duration::from_millis(600) {
+                        lim.take(256 << 10);
+                        bytes += 256 << 10;
+                    }
+                    bytes
+                })
+            })
+            .collect();
+        let per: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let secs = t0.elapsed().as_secs_f64();
+        let total: u64 = per.iter().sum();
+        let achieved = total as f64 / secs;
+        // Within 25% of the limit (one chunk per thread of slack, burst).
+        assert!(achieved < rate as f64 * 1.25, "{achieved} vs {rate}");
+        assert!(achieved > rate as f64 * 0.6, "{achieved} vs {rate}");
+        let min = *per.iter().min().unwrap() as f64;
+        let max = *per.iter().max().unwrap() as f64;
+        assert!(min / max > 0.6, "unfair shares {per:?}");
+    }
+
+    #[test]
+    fn turn_visits_drives_in_order_and_skips_finished_ones() {
+        let turn = Arc::new(Turn::new(3));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let handles: Vec<_> = (0..3)
+            .map(|i| {
+                let turn = turn.clone();
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    // Drive 1 sends one command, the others three.
+                    let n = if i == 1 { 1 } else { 3 };
+                    for _ in 0..n {
+                        turn.acquire(i);
+                        log.lock().unwrap().push(i);
+                        turn.release(i);
+                    }
+                    turn.finish(i);
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(*log.lock().unwrap(), vec![0, 1, 2, 0, 2, 0, 2]);
+    }
+}
