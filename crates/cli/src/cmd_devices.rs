@@ -14,6 +14,7 @@ use clap::Args;
 use serde::Serialize;
 
 use drivelab_device::blockdev::{BlockDevError, BlockDevice};
+use drivelab_device::caps::{self, Capabilities, Transport};
 use drivelab_device::safety::{self, Finding};
 
 use crate::output::OutputArgs;
@@ -27,6 +28,9 @@ pub struct DevicesArgs {
     /// Also show unattached loop and zram devices (size 0).
     #[arg(long)]
     pub all: bool,
+    /// Do not ask the devices which commands they support (sysfs facts only).
+    #[arg(long)]
+    pub no_probe: bool,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -40,6 +44,13 @@ struct Row<'a> {
     state: String,
     /// Every safety finding (empty when free).
     findings: Vec<Finding>,
+    /// Which commands the device supports, from its own answers (VPD pages
+    /// for SCSI, IDENTIFY for ATA, Identify for NVMe); absent with --no-probe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capabilities: Option<Capabilities>,
+    /// Why the device could not be asked, when it could not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probe_error: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -81,10 +92,20 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<u8> {
         .iter()
         .map(|d| {
             let asm = safety::assess(d);
+            let (capabilities, probe_error) = if a.no_probe || d.is_unattached() {
+                (None, None)
+            } else {
+                match caps::probe(&d.path) {
+                    Ok(c) => (Some(c), None),
+                    Err(e) => (None, Some(e.to_string())),
+                }
+            };
             Row {
                 dev: d,
                 state: asm.state(),
                 findings: asm.findings,
+                capabilities,
+                probe_error,
             }
         })
         .collect();
@@ -142,10 +163,11 @@ fn table(rows: &[Row<'_>]) -> String {
         "SERIAL",
         "WZ MAX",
         "DISCARD MAX",
+        "COMMANDS",
         "STATE",
     ];
     let mut lines: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
-    let cells = |d: &BlockDevice, name: String, state: String| -> Vec<String> {
+    let cells = |d: &BlockDevice, name: String, cmds: String, state: String| -> Vec<String> {
         vec![
             name,
             human_size(d.size.0),
@@ -155,14 +177,20 @@ fn table(rows: &[Row<'_>]) -> String {
             d.serial.clone().unwrap_or_else(|| "-".into()),
             limit(d.write_zeroes_max_bytes.0),
             limit(d.discard_max_bytes.0),
+            cmds,
             state,
         ]
     };
     for r in rows {
-        lines.push(cells(r.dev, r.dev.name.clone(), r.state.clone()));
+        let cmds = match (&r.capabilities, &r.probe_error) {
+            (Some(c), _) => commands(c),
+            (None, Some(_)) => "?".to_string(),
+            (None, None) => "-".to_string(),
+        };
+        lines.push(cells(r.dev, r.dev.name.clone(), cmds, r.state.clone()));
         for p in &r.dev.partitions {
             let st = safety::assess(p).state();
-            lines.push(cells(p, format!("  {}", p.name), st));
+            lines.push(cells(p, format!("  {}", p.name), String::new(), st));
         }
     }
     let ncol = header.len();
@@ -189,6 +217,97 @@ fn table(rows: &[Row<'_>]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The commands a device answered that it supports, compactly: the
+/// transport, then SCSI (WS16, WS10, UNMAP), ATA (SCT-WS, SANITIZE(…),
+/// SEC-ERASE, TRIM), NVMe (WZ, DSM, FORMAT(…), SANITIZE(…)), and the
+/// kernel's offloads (ZEROOUT offload, DISCARD).
+fn commands(c: &Capabilities) -> String {
+    let mut v: Vec<String> = Vec::new();
+    let kinds = |pairs: &[(bool, &str)]| -> String {
+        pairs
+            .iter()
+            .filter(|p| p.0)
+            .map(|p| p.1)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    match c.transport {
+        Transport::Scsi => {
+            v.push("scsi:".into());
+            if c.scsi_write_same_16 {
+                v.push("WS16".into());
+            }
+            if c.scsi_write_same_10 {
+                v.push("WS10".into());
+            }
+            if c.scsi_unmap {
+                v.push("UNMAP".into());
+            }
+        }
+        Transport::AtaViaSat => {
+            v.push("ata:".into());
+            if c.ata_sct_write_same {
+                v.push("SCT-WS".into());
+            }
+            let s = &c.ata_sanitize;
+            let k = kinds(&[
+                (s.overwrite, "ovw"),
+                (s.crypto, "crypto"),
+                (s.block, "block"),
+            ]);
+            if !k.is_empty() {
+                v.push(format!("SANITIZE({k})"));
+            }
+            if c.ata_security_erase {
+                v.push("SEC-ERASE".into());
+            }
+            if c.ata_trim {
+                v.push("TRIM".into());
+            }
+        }
+        Transport::Nvme => {
+            v.push("nvme:".into());
+            if c.nvme_write_zeroes {
+                v.push("WZ".into());
+            }
+            if c.nvme_dsm {
+                v.push("DSM".into());
+            }
+            if c.nvme_format.supported {
+                v.push(
+                    if c.nvme_format.crypto_erase {
+                        "FORMAT(+crypto)"
+                    } else {
+                        "FORMAT"
+                    }
+                    .into(),
+                );
+            }
+            let s = &c.nvme_sanitize;
+            let k = kinds(&[
+                (s.overwrite, "ovw"),
+                (s.crypto, "crypto"),
+                (s.block, "block"),
+            ]);
+            if !k.is_empty() {
+                v.push(format!("SANITIZE({k})"));
+            }
+        }
+        _ => {}
+    }
+    if c.blk_zeroout_offload {
+        v.push("ZEROOUT".into());
+    }
+    if c.discard {
+        v.push("DISCARD".into());
+    }
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.join(" ")
+    }
 }
 
 #[cfg(test)]

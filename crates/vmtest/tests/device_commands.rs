@@ -206,6 +206,63 @@ fn device_commands_do_what_issue_4_says_on_every_controller() {
         || devices.clone(),
     );
 
+    // ... each with the commands it answered that it supports (issue 4:
+    // discovered by asking the device, not guessed from names).
+    let dev_json: Value = serde_json::from_str(&devices).unwrap_or(Value::Null);
+    let rows = dev_json["devices"].as_array().cloned().unwrap_or_default();
+    let caps_of = |pred: &dyn Fn(&Value) -> bool| -> Value {
+        rows.iter()
+            .find(|r| pred(r))
+            .map(|r| r["capabilities"].clone())
+            .unwrap_or(Value::Null)
+    };
+    let by_serial = |serial: &str| {
+        let serial = serial.to_string();
+        caps_of(&move |r: &Value| r["serial"].as_str() == Some(serial.as_str()))
+    };
+    let scsi = by_serial(SCSI);
+    c.check(
+        "devices: scsi-hd is SCSI with WRITE SAME(16)/(10) and UNMAP",
+        scsi["transport"] == "scsi"
+            && scsi["scsi_write_same_16"] == true
+            && scsi["scsi_write_same_10"] == true
+            && scsi["scsi_unmap"] == true,
+        || scsi.to_string(),
+    );
+    let nvme = by_serial(NVME);
+    c.check(
+        "devices: NVMe has Write Zeroes, DSM and Format, no Sanitize",
+        nvme["transport"] == "nvme"
+            && nvme["nvme_write_zeroes"] == true
+            && nvme["nvme_dsm"] == true
+            && nvme["nvme_format"]["supported"] == true
+            && nvme["nvme_sanitize"]["crypto"] == false
+            && nvme["nvme_sanitize"]["block"] == false
+            && nvme["nvme_sanitize"]["overwrite"] == false,
+        || nvme.to_string(),
+    );
+    let sata = by_serial(SATA);
+    c.check(
+        "devices: SATA answers IDENTIFY over SAT, without SCT Write Same",
+        sata["transport"] == "ata-via-sat"
+            && sata["ata_sct_write_same"] == false
+            && sata["identity"]["serial"]
+                .as_str()
+                .map(|s| s.contains(SATA))
+                == Some(true),
+        || sata.to_string(),
+    );
+    let sdebug = caps_of(&|r: &Value| {
+        r["model"]
+            .as_str()
+            .is_some_and(|m| m.contains("scsi_debug"))
+    });
+    c.check(
+        "devices: scsi_debug is SCSI with WRITE SAME",
+        sdebug["transport"] == "scsi" && sdebug["scsi_write_same_16"] == true,
+        || sdebug.to_string(),
+    );
+
     // probe works on every controller.
     for f in std::fs::read_dir(run.out_dir()).unwrap().flatten() {
         let name = f.file_name().to_string_lossy().into_owned();
