@@ -95,6 +95,9 @@ pub struct AnalyzeArgs {
     /// access map) into DIR.
     #[arg(long, value_name = "DIR")]
     pub plots: Option<PathBuf>,
+    /// With --plots, also write a PNG of each plot.
+    #[arg(long, requires = "plots")]
+    pub png: bool,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -332,9 +335,8 @@ fn run_analyze(a: AnalyzeArgs) -> anyhow::Result<u8> {
     let stats = reader.stats();
     let devices = reader.devices();
     let plots = match &a.plots {
-        Some(dir) => {
-            drivelab_trace::plot::write_plots(&analysis, dir).map_err(|e| classify(e, dir))?
-        }
+        Some(dir) => drivelab_trace::plot::write_plots_as(&analysis, dir, a.png)
+            .map_err(|e| classify(e, dir))?,
         None => Vec::new(),
     };
     if a.out.json() {

@@ -114,6 +114,46 @@ fn analyze_writes_five_svg_plots() {
 }
 
 #[test]
+fn analyze_writes_png_plots_when_asked() {
+    let d = TempDir::new("png");
+    let t = Path::new(SAMPLES).join("wsrch-small.trace");
+    let plots = d.path("plots");
+    let out = drivelab(&["trace", "analyze", s(&t), "--plots", s(&plots), "--png"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in [
+        "sizes",
+        "queue_depth",
+        "seek_distance",
+        "service_time",
+        "access_map",
+    ] {
+        let png = std::fs::read(plots.join(format!("{f}.png"))).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{f}.png is not a PNG");
+        // IHDR: width and height, big-endian, at bytes 16..24; twice the SVG's.
+        let w = u32::from_be_bytes(png[16..20].try_into().unwrap());
+        let svg = std::fs::read_to_string(plots.join(format!("{f}.svg"))).unwrap();
+        let svg_w: u32 = svg
+            .split("width=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap();
+        assert_eq!(w, 2 * svg_w, "{f}");
+    }
+    let out = drivelab(&["trace", "analyze", s(&t), "--png"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "--png without --plots is a usage error"
+    );
+}
+
+#[test]
 fn convert_roundtrip_preserves_the_analysis() {
     let d = TempDir::new("convert");
     let src = Path::new(SAMPLES).join("tpcc-small.trace");

@@ -273,29 +273,125 @@ pub fn all_plots(a: &Analysis) -> Vec<(&'static str, String)> {
 
 /// Write every plot into `dir` (created if missing); returns the paths.
 pub fn write_plots(a: &Analysis, dir: &Path) -> Result<Vec<PathBuf>> {
+    write_plots_as(a, dir, false)
+}
+
+/// As [`write_plots`], and with `png` also a PNG beside each SVG (rendered
+/// from the same SVG, 2× scale, with the system's fonts for the labels).
+pub fn write_plots_as(a: &Analysis, dir: &Path, png: bool) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| {
         TraceError::Io(std::io::Error::new(
             e.kind(),
             format!("cannot create {}: {e}", dir.display()),
         ))
     })?;
+    let fonts = if png { Some(system_fonts()) } else { None };
     let mut out = Vec::new();
     for (name, svg) in all_plots(a) {
         let p = dir.join(name);
-        std::fs::write(&p, svg).map_err(|e| {
+        std::fs::write(&p, &svg).map_err(|e| {
             TraceError::Io(std::io::Error::new(
                 e.kind(),
                 format!("cannot write {}: {e}", p.display()),
             ))
         })?;
-        out.push(p);
+        out.push(p.clone());
+        if let Some(fonts) = &fonts {
+            let pp = p.with_extension("png");
+            std::fs::write(&pp, svg_to_png(&svg, fonts, 2.0)?).map_err(|e| {
+                TraceError::Io(std::io::Error::new(
+                    e.kind(),
+                    format!("cannot write {}: {e}", pp.display()),
+                ))
+            })?;
+            out.push(pp);
+        }
     }
     Ok(out)
+}
+
+/// The system's fonts, loaded once for rendering labels.
+pub fn system_fonts() -> std::sync::Arc<resvg::usvg::fontdb::Database> {
+    let mut db = resvg::usvg::fontdb::Database::new();
+    db.load_system_fonts();
+    // The plots ask for the generic "sans-serif"; map it to a sans family
+    // this system has (fontdb's default, Arial, is rarely installed).
+    let families: Vec<String> = db
+        .faces()
+        .flat_map(|f| f.families.iter().map(|(n, _)| n.clone()))
+        .collect();
+    let pick = [
+        "DejaVu Sans",
+        "Liberation Sans",
+        "Noto Sans",
+        "FreeSans",
+        "Arial",
+    ]
+    .iter()
+    .find(|want| families.iter().any(|f| f == *want))
+    .map(|s| s.to_string())
+    .or_else(|| families.iter().find(|f| f.contains("Sans")).cloned())
+    .or_else(|| families.first().cloned());
+    if let Some(f) = pick {
+        db.set_sans_serif_family(f);
+    }
+    std::sync::Arc::new(db)
+}
+
+/// Render an SVG document to PNG bytes at `scale`.
+pub fn svg_to_png(
+    svg: &str,
+    fonts: &std::sync::Arc<resvg::usvg::fontdb::Database>,
+    scale: f32,
+) -> Result<Vec<u8>> {
+    use resvg::{tiny_skia, usvg};
+    let opt = usvg::Options {
+        fontdb: fonts.clone(),
+        ..usvg::Options::default()
+    };
+    let tree = usvg::Tree::from_str(svg, &opt)
+        .map_err(|e| TraceError::BadFormat(format!("cannot render a plot: {e}")))?;
+    let size =
+        tree.size().to_int_size().scale_by(scale).ok_or_else(|| {
+            TraceError::BadFormat("cannot render a plot: it has no size".to_string())
+        })?;
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
+        .ok_or_else(|| TraceError::BadFormat("cannot render a plot: empty image".to_string()))?;
+    pixmap.fill(tiny_skia::Color::WHITE);
+    resvg::render(
+        &tree,
+        tiny_skia::Transform::from_scale(scale, scale),
+        &mut pixmap.as_mut(),
+    );
+    pixmap
+        .encode_png()
+        .map_err(|e| TraceError::BadFormat(format!("cannot encode a PNG: {e}")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn png_renders_shapes_and_text() {
+        let svg = r##"<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect x="0" y="0" width="10" height="20" fill="#000000"/><text x="14" y="15" font-family="sans-serif" font-size="14">Hi</text></svg>"##;
+        let png = svg_to_png(svg, &system_fonts(), 2.0).unwrap();
+        let pm = resvg::tiny_skia::Pixmap::decode_png(&png).unwrap();
+        assert_eq!((pm.width(), pm.height()), (80, 40));
+        let px = |x: u32, y: u32| pm.pixel(x, y).unwrap();
+        assert_eq!(px(5, 20).red(), 0, "the black bar");
+        assert_eq!(px(79, 0).red(), 255, "white background");
+        // The label was drawn: some dark pixels right of the bar. Without a
+        // usable font resvg silently drops text, which this catches.
+        let dark = (24..80)
+            .flat_map(|x| (0..40).map(move |y| (x, y)))
+            .filter(|&(x, y)| px(x, y).red() < 128)
+            .count();
+        assert!(
+            dark > 20,
+            "no text rendered ({dark} dark pixels): install a font such as fonts-dejavu-core"
+        );
+    }
     use crate::analyze::Analyzer;
     use crate::model::Request;
 
