@@ -10,6 +10,7 @@
 //!   PASS-THROUGH, NVMe admin and I/O ioctls), command builders and status
 //!   decoders.
 //! - [`caps`]: which commands a device supports, discovered by asking it.
+//! - [`zero`]: `BLKZEROOUT`, the kernel's zero-out of a byte range.
 
 pub mod ata;
 pub mod blockdev;
@@ -20,3 +21,4 @@ pub mod safety;
 pub mod scsi;
 pub mod sg;
 pub mod units;
+pub mod zero;

@@ -73,7 +73,7 @@ fn partitions_are_children_and_resolve_to_their_parent() {
     let img = dir.path().join("disk.img");
     let table = mbr(&[(0x83, 2048, 4096), (0x83, 8192, 2048)]);
     make_image(&img, 16 * MIB, &[(0, &table)]);
-    let (lo, parts) = LoopDev::attach_partitioned(&img, 2);
+    let (lo, parts) = attach_partitioned(&img, 2);
     let p2 = parts[1].clone();
 
     let disk = BlockDevice::from_path(&lo.path).unwrap();
@@ -162,7 +162,7 @@ fn backing_device_of_a_file_on_root_tmpfs_and_loop_fs() {
     let img = dir.path().join("disk.img");
     let table = mbr(&[(0x83, 2048, 30720)]);
     make_image(&img, 16 * MIB, &[(0, &table)]);
-    let (lo, parts) = LoopDev::attach_partitioned(&img, 1);
+    let (lo, parts) = attach_partitioned(&img, 1);
     let p1 = parts[0].clone();
     sh("mkfs.ext4", &["-q", "-F", p1.to_str().unwrap()]);
     let mnt = dir.path().join("mnt");

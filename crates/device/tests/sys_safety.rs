@@ -216,7 +216,7 @@ fn mounted_partition_refuses_the_whole_disk() {
     let img = dir.path().join("disk.img");
     let table = mbr(&[(0x83, 2048, 30720)]);
     make_image(&img, 16 * MIB, &[(0, &table)]);
-    let (lo, parts) = LoopDev::attach_partitioned(&img, 1);
+    let (lo, parts) = attach_partitioned(&img, 1);
     let p1 = parts[0].clone();
     sh(
         "mkfs.ext4",
@@ -316,7 +316,7 @@ fn system_chain_follows_partitions_and_loop_backing_files() {
     let img = dir.path().join("disk.img");
     let table = mbr(&[(0x83, 2048, 4096)]);
     make_image(&img, 16 * MIB, &[(0, &table)]);
-    let (lo, parts) = LoopDev::attach_partitioned(&img, 1);
+    let (lo, parts) = attach_partitioned(&img, 1);
     let p1 = BlockDevice::from_path(&parts[0]).unwrap();
     let disk = BlockDevice::from_path(&lo.path).unwrap();
     let fake = vec![MountEntry {
