@@ -22,8 +22,8 @@ use crate::EraseError;
 pub enum Method {
     /// Choose per drive (see [`choose`]).
     Auto,
-    /// The kernel's zero-out path (`blkdev_issue_zeroout`, what BLKZEROOUT
-    /// runs): offloaded as REQ_OP_WRITE_ZEROES when the queue's
+    /// The `BLKZEROOUT` ioctl (the kernel's `blkdev_issue_zeroout`):
+    /// offloaded as REQ_OP_WRITE_ZEROES when the queue's
     /// `write_zeroes_max_bytes` > 0, else the kernel writes zero pages.
     Zeroout,
     /// SCSI WRITE SAME(16) (or (10)) through SG_IO with one pattern block.

@@ -155,8 +155,9 @@ pub struct VerifyResult {
 pub struct ReadPolicy {
     /// Retries per failing read.
     pub retries: u32,
-    /// Narrow a failing read down to the unreadable blocks and go on
-    /// (retry-skip), or stop at the first (abort).
+    /// After a read fails its retries it is narrowed down to the unreadable
+    /// blocks either way; then go on (retry-skip, true), or stop (abort,
+    /// false) with the unreadable blocks of that read recorded.
     pub skip: bool,
 }
 
@@ -282,13 +283,14 @@ pub fn verify(
             slot_io[c.slot as usize] = None;
             free.push(c.slot);
             inflight -= 1;
-            if !policy.skip {
-                res.unreadable.push((first, blocks, err));
-                res.stopped = true;
-                continue;
-            }
-            // Narrow down to the unreadable blocks, checking the readable.
+            // Narrow down to the unreadable blocks, checking the readable:
+            // even under abort, so the failure names the first bad LBA and
+            // not the (up to 1 MiB) read that contained it.
+            let before = res.unreadable.len();
             narrow_read(&side, lbs, first, blocks, gen, &mut res);
+            if !policy.skip && res.unreadable.len() > before {
+                res.stopped = true;
+            }
         }
     }
     Ok(res)

@@ -871,6 +871,7 @@ fn stream(ctx: &mut Ctx<'_>, pass: u32, start: u64, gen: &Generator) -> Result<F
 }
 
 fn zeroout(ctx: &mut Ctx<'_>, pass: u32, start: u64) -> Result<Flow, EraseError> {
+    use drivelab_device::zero::blkzeroout;
     let file =
         open_rw(&ctx.drive.dev.path, false).map_err(|e| ctx.io("open O_EXCL for writing", e))?;
     let off = ctx.drive.offers.zeroout_offload;
@@ -878,22 +879,22 @@ fn zeroout(ctx: &mut Ctx<'_>, pass: u32, start: u64) -> Result<Flow, EraseError>
         (
             1u64 << 30,
             format!(
-                "zero-out (fallocate ZERO_RANGE → blkdev_issue_zeroout, as BLKZEROOUT), offloaded as REQ_OP_WRITE_ZEROES (write_zeroes_max_bytes {})",
+                "BLKZEROOUT ioctl (blkdev_issue_zeroout), offloaded as REQ_OP_WRITE_ZEROES (write_zeroes_max_bytes {})",
                 ctx.drive.offers.write_zeroes_max_bytes
             ),
         )
     } else {
         (
             64u64 << 20,
-            "zero-out (fallocate ZERO_RANGE → blkdev_issue_zeroout, as BLKZEROOUT), NOT offloaded: the kernel wrote zero pages".to_string(),
+            "BLKZEROOUT ioctl (blkdev_issue_zeroout), NOT offloaded: the kernel wrote zero pages"
+                .to_string(),
         )
     };
-    let flags = rustix::fs::FallocateFlags::ZERO_RANGE | rustix::fs::FallocateFlags::KEEP_SIZE;
     let first_chunk = start == 0 && pass == 0;
     let flow = ctx.chunked(pass, start, chunk, !off, &name, |o, l| {
-        rustix::fs::fallocate(&file, flags, o, l)
-            .map(|_| 1)
-            .map_err(|e| std::io::Error::from(e).to_string())
+        blkzeroout(&file, o, l)
+            .map(|()| 1)
+            .map_err(|e| e.to_string())
     })?;
     // A device can refuse REQ_OP_WRITE_ZEROES (a loop device over tmpfs
     // does: EOPNOTSUPP); the kernel then sets write_zeroes_max_bytes to 0
@@ -905,7 +906,7 @@ fn zeroout(ctx: &mut Ctx<'_>, pass: u32, start: u64) -> Result<Flow, EraseError>
         ctx.rec.offloaded = Some(false);
         let moved = ctx.rec.commands.remove(&name).unwrap_or((0, 0));
         ctx.rec.command(
-            "zero-out (fallocate ZERO_RANGE → blkdev_issue_zeroout, as BLKZEROOUT): the device refused REQ_OP_WRITE_ZEROES (EOPNOTSUPP), the kernel turned offload off (write_zeroes_max_bytes now 0) and wrote zero pages",
+            "BLKZEROOUT ioctl (blkdev_issue_zeroout): the device refused REQ_OP_WRITE_ZEROES (EOPNOTSUPP), the kernel turned offload off (write_zeroes_max_bytes now 0) and wrote zero pages",
             moved.0,
             moved.1,
         );
