@@ -7,8 +7,8 @@
 //! generic over the engine, so dispatch costs nothing per I/O.
 //!
 //! - [`Uring`]: io_uring with registered files and buffers (`READ_FIXED` /
-//!   `WRITE_FIXED`), single-issuer + deferred task-run rings where the kernel
-//!   has them, one `io_uring_enter` per loop turn that both submits and waits.
+//!   `WRITE_FIXED`), single-issuer + cooperative task-run rings where the
+//!   kernel has them, one `io_uring_enter` per loop turn that both submits and waits.
 //! - [`Psync`]: `pread`/`pwrite`, one I/O at a time, for comparison.
 //! - [`Null`]: completes every I/O at once without touching a target: the
 //!   pipeline's own cost.
@@ -132,12 +132,16 @@ impl Uring {
     ) -> std::io::Result<Uring> {
         let depth = depth.clamp(1, 65536);
         let entries = depth.next_power_of_two().max(2);
-        // Prefer single-issuer + deferred task-run (completions are
-        // processed when we enter, not by interrupting us); fall back for
-        // older kernels.
+        // Single issuer + cooperative task-run (completions are handled when
+        // we next enter the kernel, without interrupting us). Measured against
+        // deferred task-run here: equal or better on every device tried
+        // (4 KiB random read QD32, medians of 3: zram 383k vs 360k IOPS,
+        // loop over tmpfs 336k vs 324k), because work the kernel punts to
+        // io-wq (bio-based devices without NOWAIT, such as zram) completes
+        // without waiting for our next enter. Fall back for older kernels.
         let ring = IoUring::builder()
             .setup_single_issuer()
-            .setup_defer_taskrun()
+            .setup_coop_taskrun()
             .setup_cqsize(entries * 2)
             .build(entries)
             .or_else(|_| {
