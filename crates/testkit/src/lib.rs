@@ -161,8 +161,18 @@ impl Zram {
 
 impl Drop for Zram {
     fn drop(&mut self) {
-        let _ = fs::write(format!("/sys/block/zram{}/reset", self.id), "1");
-        let _ = fs::write("/sys/class/zram-control/hot_remove", self.id.to_string());
+        // udev may still hold the device open for a moment after our last
+        // write (it probes changed devices): reset fails with EBUSY then, so
+        // retry for a few seconds rather than leak the device.
+        for _ in 0..50 {
+            if fs::write(format!("/sys/block/zram{}/reset", self.id), "1").is_ok()
+                && fs::write("/sys/class/zram-control/hot_remove", self.id.to_string()).is_ok()
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        eprintln!("warning: could not remove zram{} (still busy)", self.id);
     }
 }
 
@@ -316,6 +326,17 @@ impl Drop for IssueTrace {
     fn drop(&mut self) {
         let _ = fs::write(self.dir.join("tracing_on"), "0");
         let _ = fs::write(self.dir.join("events/block/block_rq_issue/enable"), "0");
-        let _ = fs::remove_dir(&self.dir);
+        // The kernel refuses (EBUSY) while anything still references the
+        // instance; retry briefly rather than leave it behind.
+        for _ in 0..40 {
+            if fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        eprintln!(
+            "warning: could not remove tracefs instance {}",
+            self.dir.display()
+        );
     }
 }
