@@ -9,6 +9,7 @@
 //!   record latencies, keep to the rate, stop on time or bytes.
 
 pub mod buf;
+pub mod clock;
 pub mod engine;
 pub mod gen;
 pub mod job;

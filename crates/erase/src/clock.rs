@@ -12,25 +12,11 @@ pub fn unix_now() -> (u64, u32) {
     }
 }
 
-/// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 /// RFC 3339 UTC with milliseconds: `2026-11-22T04:25:25.123Z`.
 pub fn rfc3339(secs: u64, nanos: u32) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
-    let (y, m, d) = civil(days);
+    let (y, m, d) = drivelab_engine::clock::civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
         rem / 3600,

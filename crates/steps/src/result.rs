@@ -236,19 +236,7 @@ pub fn grouped(n: u64) -> String {
 
 /// Seconds since the epoch → `MM/DD/YYYY  HH:MM:SS` (UTC), DMM's layout.
 pub fn dmm_time(unix: u64) -> String {
-    // Days to civil date: H. Hinnant, "chrono-Compatible Low-Level Date
-    // Algorithms", civil_from_days.
-    let days = (unix / 86_400) as i64;
-    let secs = unix % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let ((y, m, d), secs) = drivelab_engine::clock::civil_from_unix(unix);
     format!(
         "{m:02}/{d:02}/{y:04}  {:02}:{:02}:{:02}",
         secs / 3600,

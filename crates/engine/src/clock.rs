@@ -1,0 +1,36 @@
+//! Calendar arithmetic for the timestamps reports, logs and certificates
+//! print (all UTC; no time-zone database).
+
+/// Civil date (year, month 1–12, day 1–31) from days since 1970-01-01,
+/// by Howard Hinnant's `civil_from_days` algorithm.
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// (date, seconds into the day) of a Unix time in seconds.
+pub fn civil_from_unix(secs: u64) -> ((i64, u32, u32), u64) {
+    (civil_from_days((secs / 86_400) as i64), secs % 86_400)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        // 2000-02-29 is day 11,016; 2026-11-22 is day 20,779 (counted by `date -d`).
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_779), (2026, 11, 22));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+}
