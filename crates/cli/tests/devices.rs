@@ -1,60 +1,11 @@
 //! `drivelab devices` run as the real binary against a loop device this test
 //! attaches (and detaches on drop).
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use drivelab_testkit::{require_root, LoopDev, TempDir};
+
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
-
-fn require_root() {
-    // /proc/self belongs to the effective user of the process.
-    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
-    assert_eq!(
-        uid, 0,
-        "this test needs root (loop devices); run it as root"
-    );
-}
-
-struct TempDir(PathBuf);
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("drivelab-cli-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-struct LoopDev(PathBuf);
-impl LoopDev {
-    fn attach(file: &Path, extra: &[&str]) -> LoopDev {
-        let out = Command::new("losetup")
-            .args(["-f", "--show"])
-            .args(extra)
-            .arg(file)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        LoopDev(PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()))
-    }
-    fn name(&self) -> String {
-        self.0.file_name().unwrap().to_str().unwrap().to_string()
-    }
-}
-impl Drop for LoopDev {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
-    }
-}
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN).args(args).output().unwrap();
@@ -75,7 +26,7 @@ fn json_row_for_a_fresh_loop_device() {
     f.set_len(size).unwrap();
     drop(f);
     let lo = LoopDev::attach(&img, &["-b", "4096"]);
-    let dev = lo.0.to_str().unwrap();
+    let dev = lo.dev();
 
     let (code, out, err) = run(&["devices", dev, "--output-format", "json"]);
     assert_eq!(code, 0, "{err}");
@@ -83,7 +34,7 @@ fn json_row_for_a_fresh_loop_device() {
     let rows = v["devices"].as_array().unwrap();
     assert_eq!(rows.len(), 1);
     let r = &rows[0];
-    assert_eq!(r["name"], lo.name());
+    assert_eq!(r["name"], lo.name.as_str());
     assert_eq!(r["path"], dev);
     assert_eq!(r["size"], size);
     assert_eq!(r["logical_sector"], 4096);
@@ -103,12 +54,12 @@ fn json_row_for_a_fresh_loop_device() {
         .as_array()
         .unwrap()
         .iter()
-        .any(|r| r["name"] == lo.name() && r["size"] == size));
+        .any(|r| r["name"] == lo.name.as_str() && r["size"] == size));
     let (code, out, _) = run(&["devices", dev]);
     assert_eq!(code, 0);
     let line = out
         .lines()
-        .find(|l| l.starts_with(&lo.name()))
+        .find(|l| l.starts_with(&lo.name))
         .expect("a row for the device");
     assert!(
         line.contains("48 MiB") && line.contains("4096/") && line.ends_with("free"),
@@ -127,7 +78,7 @@ fn state_names_a_signature() {
     std::os::unix::fs::FileExt::write_all_at(&f, b"XFSB", 0).unwrap();
     drop(f);
     let lo = LoopDev::attach(&img, &[]);
-    let (code, out, err) = run(&["devices", lo.0.to_str().unwrap(), "--output-format=json"]);
+    let (code, out, err) = run(&["devices", lo.dev(), "--output-format=json"]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["devices"][0]["state"], "has xfs signature");

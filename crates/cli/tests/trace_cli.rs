@@ -2,32 +2,15 @@
 //! record, with exit statuses and JSON checked against figures computed here
 //! from the raw inputs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
+
+use drivelab_testkit::{require_root, LoopDev, TempDir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
 /// The shared sample traces: `shared/` sits beside the repository.
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces");
-
-struct TempDir(PathBuf);
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p =
-            std::env::temp_dir().join(format!("drivelab-trace-cli-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn drivelab(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
@@ -90,7 +73,7 @@ fn analyze_json_has_the_documented_keys_and_right_numbers() {
 fn analyze_writes_five_svg_plots() {
     let d = TempDir::new("plots");
     let t = Path::new(SAMPLES).join("apress_blktrace.txt");
-    let plots = d.path("plots");
+    let plots = d.join("plots");
     let out = drivelab(&["trace", "analyze", s(&t), "--plots", s(&plots)]);
     assert_eq!(
         out.status.code(),
@@ -117,7 +100,7 @@ fn analyze_writes_five_svg_plots() {
 fn analyze_writes_png_plots_when_asked() {
     let d = TempDir::new("png");
     let t = Path::new(SAMPLES).join("wsrch-small.trace");
-    let plots = d.path("plots");
+    let plots = d.join("plots");
     let out = drivelab(&["trace", "analyze", s(&t), "--plots", s(&plots), "--png"]);
     assert_eq!(
         out.status.code(),
@@ -157,8 +140,8 @@ fn analyze_writes_png_plots_when_asked() {
 fn convert_roundtrip_preserves_the_analysis() {
     let d = TempDir::new("convert");
     let src = Path::new(SAMPLES).join("tpcc-small.trace");
-    let native = d.path("t.dlt");
-    let csv = d.path("t.csv");
+    let native = d.join("t.dlt");
+    let csv = d.join("t.csv");
     let out = drivelab(&["trace", "convert", s(&src), s(&native)]);
     assert_eq!(
         out.status.code(),
@@ -222,7 +205,7 @@ fn convert_roundtrip_preserves_the_analysis() {
     // MSR times are relative to the first request; durations agree.
     assert_eq!(a["duration_s"], b["duration_s"]);
     // An output name that says nothing, without --to: usage error.
-    let out = drivelab(&["trace", "convert", s(&src), s(&d.path("t.unknown"))]);
+    let out = drivelab(&["trace", "convert", s(&src), s(&d.join("t.unknown"))]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--to"));
 }
@@ -247,7 +230,7 @@ fn compare_exit_status_follows_the_verdict() {
         .filter(|(i, _)| i % 10 != 0)
         .map(|(_, l)| *l)
         .collect();
-    let b = d.path("b.trace");
+    let b = d.join("b.trace");
     std::fs::write(&b, kept.join("\n")).unwrap();
     let out = drivelab(&[
         "trace",
@@ -276,7 +259,7 @@ fn compare_exit_status_follows_the_verdict() {
 #[test]
 fn malformed_trace_is_a_usage_error_naming_the_line() {
     let d = TempDir::new("bad");
-    let t = d.path("bad.csv");
+    let t = d.join("bad.csv");
     std::fs::write(
         &t,
         "1,h,0,Read,0,512,1\n2,h,0,Read,0,512,1\n3,h,0,Erase,0,512,1\n",
@@ -312,42 +295,6 @@ fn malformed_trace_is_a_usage_error_naming_the_line() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-fn require_root() {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let uid = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        .unwrap_or("?")
-        .to_string();
-    assert_eq!(
-        uid, "0",
-        "this test needs root (loop devices, tracefs); run it as root"
-    );
-}
-
-struct LoopDev(PathBuf);
-impl LoopDev {
-    fn attach(file: &Path) -> LoopDev {
-        let out = Command::new("losetup")
-            .args(["-f", "--show"])
-            .arg(file)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        LoopDev(PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()))
-    }
-}
-impl Drop for LoopDev {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
-    }
-}
-
 fn instances_of(pid: u32) -> Vec<String> {
     std::fs::read_dir("/sys/kernel/tracing/instances")
         .unwrap()
@@ -361,20 +308,20 @@ fn instances_of(pid: u32) -> Vec<String> {
 fn record_then_analyze_sees_the_writes_and_ctrl_c_cleans_up() {
     require_root();
     let d = TempDir::new("record");
-    let img = d.path("disk.img");
+    let img = d.join("disk.img");
     std::fs::File::create(&img)
         .unwrap()
         .set_len(32 << 20)
         .unwrap();
-    let lo = LoopDev::attach(&img);
+    let lo = LoopDev::attach(&img, &[]);
     let _ = Command::new("udevadm").args(["settle", "-t", "5"]).status();
-    let trace = d.path("rec.dlt");
+    let trace = d.join("rec.dlt");
     // No --duration: stopped by SIGINT, as Ctrl-C would.
     let child = Command::new(BIN)
         .args([
             "trace",
             "record",
-            s(&lo.0),
+            s(&lo.path),
             "--output",
             s(&trace),
             "--output-format",
@@ -392,7 +339,7 @@ fn record_then_analyze_sees_the_writes_and_ctrl_c_cleans_up() {
         let st = Command::new("dd")
             .args([
                 "if=/dev/zero",
-                &format!("of={}", s(&lo.0)),
+                &format!("of={}", s(&lo.path)),
                 "bs=8192",
                 "count=1",
                 "oflag=direct",
@@ -426,9 +373,9 @@ fn record_then_analyze_sees_the_writes_and_ctrl_c_cleans_up() {
     let summary = json(&out);
     assert_eq!(summary["lost_events"], 0);
 
-    let out = drivelab(&["trace", "convert", s(&trace), s(&d.path("rec.iolog"))]);
+    let out = drivelab(&["trace", "convert", s(&trace), s(&d.join("rec.iolog"))]);
     assert_eq!(out.status.code(), Some(0));
-    let log = std::fs::read_to_string(d.path("rec.iolog")).unwrap();
+    let log = std::fs::read_to_string(d.join("rec.iolog")).unwrap();
     let writes: Vec<(u64, u64)> = log
         .lines()
         .filter_map(|l| {
@@ -456,18 +403,18 @@ fn record_then_analyze_sees_the_writes_and_ctrl_c_cleans_up() {
 fn record_with_duration_stops_by_itself() {
     require_root();
     let d = TempDir::new("record-dur");
-    let img = d.path("disk.img");
+    let img = d.join("disk.img");
     std::fs::File::create(&img)
         .unwrap()
         .set_len(8 << 20)
         .unwrap();
-    let lo = LoopDev::attach(&img);
-    let trace = d.path("rec.csv");
+    let lo = LoopDev::attach(&img, &[]);
+    let trace = d.join("rec.csv");
     let t0 = std::time::Instant::now();
     let out = drivelab(&[
         "trace",
         "record",
-        s(&lo.0),
+        s(&lo.path),
         "--output",
         s(&trace),
         "--duration",
@@ -488,7 +435,7 @@ fn record_with_duration_stops_by_itself() {
         "record",
         "/etc/hostname",
         "--output",
-        s(&d.path("x.dlt")),
+        s(&d.join("x.dlt")),
         "--duration",
         "0.1",
     ]);
