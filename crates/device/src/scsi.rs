@@ -214,54 +214,43 @@ impl ReadCapacity16 {
     }
 }
 
-/// READ(10) / READ(16) (SBC-4 5.13, 5.15).
+/// The fields READ and WRITE share: their 10- and 16-byte layouts are the
+/// same but for the opcode (SBC-4 5.13/5.15 and 5.40/5.42: byte 1 DPO bit 4,
+/// FUA bit 3; (10): bytes 2-5 LBA, 7-8 transfer length; (16): bytes 2-9 LBA,
+/// 10-13 transfer length).
 #[derive(Debug, Clone, Copy)]
-pub struct Read {
+struct RwFields {
     lba: u64,
     blocks: u32,
     fua: bool,
     dpo: bool,
 }
 
-impl Read {
-    /// Read `blocks` logical blocks from `lba`.
-    pub fn new(lba: Lba, blocks: u32) -> Self {
-        Read {
+impl RwFields {
+    fn new(lba: Lba, blocks: u32) -> Self {
+        RwFields {
             lba: lba.0,
             blocks,
             fua: false,
             dpo: false,
         }
     }
-    /// Force unit access: read from the medium, not the cache.
-    pub fn fua(mut self, on: bool) -> Self {
-        self.fua = on;
-        self
-    }
-    /// Disable page out: do not keep the data in the cache.
-    pub fn dpo(mut self, on: bool) -> Self {
-        self.dpo = on;
-        self
-    }
     fn flags(&self) -> u8 {
         (u8::from(self.dpo) << 4) | (u8::from(self.fua) << 3)
     }
-    /// READ(10): bytes 2-5 LBA, 7-8 transfer length. `None` when the LBA or
-    /// the length does not fit.
-    pub fn build10(self) -> Option<[u8; 10]> {
+    fn build10(&self, op: u8) -> Option<[u8; 10]> {
         let lba = u32::try_from(self.lba).ok()?;
         let len = u16::try_from(self.blocks).ok()?;
         let mut c = [0u8; 10];
-        c[0] = opcode::READ_10;
+        c[0] = op;
         c[1] = self.flags();
         put_u32(&mut c, 2, lba);
         put_u16(&mut c, 7, len);
         Some(c)
     }
-    /// READ(16): bytes 2-9 LBA, 10-13 transfer length.
-    pub fn build16(self) -> [u8; 16] {
+    fn build16(&self, op: u8) -> [u8; 16] {
         let mut c = [0u8; 16];
-        c[0] = opcode::READ_16;
+        c[0] = op;
         c[1] = self.flags();
         put_u64(&mut c, 2, self.lba);
         put_u32(&mut c, 10, self.blocks);
@@ -269,59 +258,57 @@ impl Read {
     }
 }
 
-/// WRITE(10) / WRITE(16) (SBC-4 5.40, 5.42).
-#[derive(Debug, Clone, Copy)]
-pub struct Write {
-    lba: u64,
-    blocks: u32,
-    fua: bool,
-    dpo: bool,
+/// Defines READ or WRITE over [`RwFields`] with its opcodes.
+macro_rules! rw_cdb {
+    ($(#[$doc:meta])* $name:ident, $op10:expr, $op16:expr, $new_doc:literal, $fua_doc:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name(RwFields);
+
+        impl $name {
+            #[doc = $new_doc]
+            pub fn new(lba: Lba, blocks: u32) -> Self {
+                $name(RwFields::new(lba, blocks))
+            }
+            #[doc = $fua_doc]
+            pub fn fua(mut self, on: bool) -> Self {
+                self.0.fua = on;
+                self
+            }
+            /// Disable page out: do not keep the data in the cache.
+            pub fn dpo(mut self, on: bool) -> Self {
+                self.0.dpo = on;
+                self
+            }
+            /// The 10-byte form; `None` when the LBA or the length does not fit.
+            pub fn build10(self) -> Option<[u8; 10]> {
+                self.0.build10($op10)
+            }
+            /// The 16-byte form.
+            pub fn build16(self) -> [u8; 16] {
+                self.0.build16($op16)
+            }
+        }
+    };
 }
 
-impl Write {
-    /// Write `blocks` logical blocks at `lba`.
-    pub fn new(lba: Lba, blocks: u32) -> Self {
-        Write {
-            lba: lba.0,
-            blocks,
-            fua: false,
-            dpo: false,
-        }
-    }
-    /// Force unit access: complete only when the data is on the medium.
-    pub fn fua(mut self, on: bool) -> Self {
-        self.fua = on;
-        self
-    }
-    /// Disable page out.
-    pub fn dpo(mut self, on: bool) -> Self {
-        self.dpo = on;
-        self
-    }
-    fn flags(&self) -> u8 {
-        (u8::from(self.dpo) << 4) | (u8::from(self.fua) << 3)
-    }
-    /// WRITE(10); `None` when the LBA or the length does not fit.
-    pub fn build10(self) -> Option<[u8; 10]> {
-        let lba = u32::try_from(self.lba).ok()?;
-        let len = u16::try_from(self.blocks).ok()?;
-        let mut c = [0u8; 10];
-        c[0] = opcode::WRITE_10;
-        c[1] = self.flags();
-        put_u32(&mut c, 2, lba);
-        put_u16(&mut c, 7, len);
-        Some(c)
-    }
-    /// WRITE(16).
-    pub fn build16(self) -> [u8; 16] {
-        let mut c = [0u8; 16];
-        c[0] = opcode::WRITE_16;
-        c[1] = self.flags();
-        put_u64(&mut c, 2, self.lba);
-        put_u32(&mut c, 10, self.blocks);
-        c
-    }
-}
+rw_cdb!(
+    /// READ(10) / READ(16) (SBC-4 5.13, 5.15).
+    Read,
+    opcode::READ_10,
+    opcode::READ_16,
+    "Read `blocks` logical blocks from `lba`.",
+    "Force unit access: read from the medium, not the cache."
+);
+
+rw_cdb!(
+    /// WRITE(10) / WRITE(16) (SBC-4 5.40, 5.42).
+    Write,
+    opcode::WRITE_10,
+    opcode::WRITE_16,
+    "Write `blocks` logical blocks at `lba`.",
+    "Force unit access: complete only when the data is on the medium."
+);
 
 /// WRITE SAME(10) (0x41) and WRITE SAME(16) (0x93), SBC-4 5.48 / 5.49: one
 /// logical block of data is written to `blocks` blocks from `lba`.
