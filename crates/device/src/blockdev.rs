@@ -707,6 +707,24 @@ pub fn backing_device_of_file(path: &Path) -> Result<Option<BlockDevice>, BlockD
     }
 }
 
+/// Whether a block device takes non-blocking submissions (REQ_NOWAIT), so
+/// io_uring can issue to it inline: blk-mq devices (they have an `mq`
+/// directory in sysfs) and dm / md devices do. Bio-based drivers such as
+/// zram, brd and pmem do not: io_uring first tries each request
+/// non-blocking, fails, and then hands it to a worker thread, so a caller
+/// is better off asking for the worker at once (IOSQE_ASYNC). For a
+/// partition the answer is its disk's. Unknown devices count as taking it.
+pub fn takes_nowait(major: u32, minor: u32) -> bool {
+    let mut dir = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    if !dir.exists() {
+        return true;
+    }
+    if dir.join("partition").exists() {
+        dir = dir.join("..");
+    }
+    dir.join("mq").exists() || dir.join("dm").exists() || dir.join("md").exists()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -232,3 +232,21 @@ fn root_disk_identity_agrees_with_lsblk() {
         assert_eq!(d.serial.as_deref(), Some(serial.as_str()));
     }
 }
+
+#[test]
+fn nowait_is_known_for_blk_mq_loop_and_not_for_bio_based_zram() {
+    use drivelab_device::blockdev::takes_nowait;
+    let dir = TempDir::new("nowait");
+    let img = dir.path().join("n.img");
+    make_image(&img, 8 << 20, &[]);
+    let lo = LoopDev::attach(&img, &[]);
+    let d = BlockDevice::from_path(&lo.path).unwrap();
+    // loop is a blk-mq driver: sysfs has its mq directory.
+    assert!(std::path::Path::new(&format!("/sys/block/{}/mq", d.name)).is_dir());
+    assert!(takes_nowait(d.major, d.minor));
+    let z = drivelab_testkit::Zram::new(8 << 20).expect("zram-control");
+    let zd = BlockDevice::from_path(&z.path).unwrap();
+    // zram is bio-based: no mq directory, so io_uring cannot submit inline.
+    assert!(!std::path::Path::new(&format!("/sys/block/{}/mq", zd.name)).exists());
+    assert!(!takes_nowait(zd.major, zd.minor));
+}

@@ -116,6 +116,12 @@ pub struct Uring {
     depth: u32,
     fixed_bufs: bool,
     write_flags: i32,
+    /// Per target: hand reads and writes to io-wq at once (IOSQE_ASYNC)
+    /// because the device cannot take them non-blocking (bio-based drivers
+    /// such as zram). Measured on zram, 4 KiB random read QD32: 400–416k
+    /// IOPS with it against 323–354k without; on blk-mq devices it only
+    /// adds a thread hop, so it is off there.
+    punt: Vec<bool>,
     /// Completions produced without the ring (synchronous trims).
     immediate: VecDeque<Completion>,
 }
@@ -152,6 +158,20 @@ impl Uring {
             })
             .or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries))?;
         let fds: Vec<RawFd> = targets.iter().map(|t| t.file.as_raw_fd()).collect();
+        let punt = targets
+            .iter()
+            .map(|t| {
+                use std::os::unix::fs::MetadataExt;
+                t.is_block
+                    && t.file.metadata().is_ok_and(|m| {
+                        let rdev = m.rdev();
+                        !drivelab_device::blockdev::takes_nowait(
+                            libc::major(rdev),
+                            libc::minor(rdev),
+                        )
+                    })
+            })
+            .collect();
         ring.submitter().register_files(&fds)?;
         let pool = BufferPool::new(depth as usize, max_len, seed)?;
         let iovecs = pool.iovecs();
@@ -166,6 +186,7 @@ impl Uring {
             depth,
             fixed_bufs,
             write_flags: if fua { libc::RWF_DSYNC } else { 0 },
+            punt,
             immediate: VecDeque::with_capacity(depth as usize),
         })
     }
@@ -217,7 +238,10 @@ impl Engine for Uring {
                 return;
             }
         };
-        let sqe = sqe.user_data(u64::from(slot));
+        let mut sqe = sqe.user_data(u64::from(slot));
+        if self.punt[io.target as usize] && io.op != Op::Fsync {
+            sqe = sqe.flags(squeue::Flags::ASYNC);
+        }
         // SAFETY: the buffer and the registered file referenced by the SQE
         // stay valid until the completion is reaped: the buffer belongs to
         // the slot, which the job loop does not reuse before its completion.
