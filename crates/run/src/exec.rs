@@ -425,24 +425,8 @@ fn barrier_pending(e: Option<&RunError>) -> bool {
     )
 }
 
-fn lat_report(d: &DirStats) -> LatReport {
-    if d.ios == 0 {
-        return LatReport::default();
-    }
-    let mut percentile = BTreeMap::new();
-    for (p, v) in d.lat.percentiles(&FIO_DEFAULT_PERCENTILES) {
-        percentile.insert(percentile_key(p), v);
-    }
-    LatReport {
-        min: d.lat.min().unwrap_or(0),
-        max: d.lat.max().unwrap_or(0),
-        mean: d.moments.mean(),
-        stddev: d.moments.stddev(),
-        n: d.lat.count(),
-        percentile,
-    }
-}
-
+/// Latency from a histogram alone (min, max and percentiles exact to the
+/// histogram's bound, mean from its exact sum; no stddev).
 fn hist_report(h: &drivelab_stats::LatencyHistogram) -> LatReport {
     let mut percentile = BTreeMap::new();
     for (p, v) in h.percentiles(&FIO_DEFAULT_PERCENTILES) {
@@ -455,6 +439,19 @@ fn hist_report(h: &drivelab_stats::LatencyHistogram) -> LatReport {
         stddev: 0.0,
         n: h.count(),
         percentile,
+    }
+}
+
+/// A direction's latency: the histogram's figures, with mean and stddev
+/// from the running moments.
+fn lat_report(d: &DirStats) -> LatReport {
+    if d.ios == 0 {
+        return LatReport::default();
+    }
+    LatReport {
+        mean: d.moments.mean(),
+        stddev: d.moments.stddev(),
+        ..hist_report(&d.lat)
     }
 }
 

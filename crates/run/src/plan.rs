@@ -131,10 +131,7 @@ fn direct_supported(path: &Path) -> bool {
             .unwrap_or(Path::new("."))
             .to_path_buf()
     };
-    let mut o = OpenOptions::new();
-    o.read(true).custom_flags(libc::O_DIRECT);
     if probe.is_dir() {
-        o.custom_flags(libc::O_DIRECT | libc::O_DIRECTORY);
         // A directory open with O_DIRECT does not prove file support;
         // try a temporary file instead.
         let tmp = probe.join(format!(".drivelab-direct-probe-{}", std::process::id()));
@@ -147,7 +144,11 @@ fn direct_supported(path: &Path) -> bool {
         let _ = std::fs::remove_file(&tmp);
         return r;
     }
-    o.open(&probe).is_ok()
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe)
+        .is_ok()
 }
 
 /// Look at one target path without writing anything.
