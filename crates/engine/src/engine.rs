@@ -103,6 +103,16 @@ fn trim_sync(t: &Target, offset: u64, len: u64) -> i32 {
     len.min(i32::MAX as u64) as i32
 }
 
+/// Hand every queued completion to `f`; returns how many.
+#[inline]
+fn drain<F: FnMut(Completion)>(q: &mut VecDeque<Completion>, mut f: F) -> usize {
+    let n = q.len();
+    while let Some(c) = q.pop_front() {
+        f(c);
+    }
+    n
+}
+
 /// `BLKDISCARD` = _IO(0x12, 119).
 const BLKDISCARD: libc::c_ulong = 0x1277;
 
@@ -283,11 +293,7 @@ impl Engine for Uring {
 
     #[inline]
     fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
-        let mut n = 0;
-        while let Some(c) = self.immediate.pop_front() {
-            f(c);
-            n += 1;
-        }
+        let mut n = drain(&mut self.immediate, &mut f);
         for cqe in self.ring.completion() {
             f(Completion {
                 slot: cqe.user_data() as u32,
@@ -392,12 +398,8 @@ impl Engine for Psync {
         Ok(())
     }
 
-    fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
-        let n = self.done.len();
-        while let Some(c) = self.done.pop_front() {
-            f(c);
-        }
-        n
+    fn reap<F: FnMut(Completion)>(&mut self, f: F) -> usize {
+        drain(&mut self.done, f)
     }
 
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
@@ -454,12 +456,8 @@ impl Engine for Null {
     }
 
     #[inline]
-    fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
-        let n = self.done.len();
-        while let Some(c) = self.done.pop_front() {
-            f(c);
-        }
-        n
+    fn reap<F: FnMut(Completion)>(&mut self, f: F) -> usize {
+        drain(&mut self.done, f)
     }
 
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
