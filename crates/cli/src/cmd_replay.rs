@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Args, ValueEnum};
 use drivelab_device::blockdev::BlockDevice;
 use drivelab_device::safety::check_writable;
+use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Target, Uring};
 use drivelab_replay::{prepass, replay, Remap, ReplayOptions, ReplayReport, Timing};
 use drivelab_trace::record::{RecordOptions, Recorder};
@@ -200,7 +201,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
         depth,
         max_len.max(lb) as usize,
         false,
-        1,
+        Fill::Random(1),
     )
     .map_err(|e| anyhow::anyhow!("cannot set up io_uring: {e}"))?;
     let opts = ReplayOptions {

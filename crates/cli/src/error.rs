@@ -55,14 +55,23 @@ pub fn report(e: &anyhow::Error, json: bool) -> ExitCode {
 
 /// Report a command-line parse error: exit status 2.
 pub fn report_usage(msg: &str, json: bool) -> ExitCode {
-    let first = msg
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("invalid arguments");
-    let line = format!("{first} (see 'drivelab --help')");
+    let line = usage_line(msg);
     emit(&line, 2, json);
     ExitCode::from(2)
+}
+
+/// One line from clap's message: its first line without clap's own
+/// "error: " (ours adds one), clap's tip when it has one (such as the option
+/// meant), and where to read more.
+fn usage_line(msg: &str) -> String {
+    let mut lines = msg.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let tip = lines.find_map(|l| l.strip_prefix("tip: "));
+    match tip {
+        Some(t) => format!("{first}; {t} (see 'drivelab --help')"),
+        None => format!("{first} (see 'drivelab --help')"),
+    }
 }
 
 fn emit(line: &str, code: u8, json: bool) {
@@ -71,5 +80,24 @@ fn emit(line: &str, code: u8, json: bool) {
         println!("{v}");
     } else {
         eprintln!("drivelab: error: {line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::usage_line;
+
+    #[test]
+    fn clap_messages_become_one_line_with_their_tip() {
+        let msg = "error: unexpected argument '--transfer' found\n\n  tip: a similar argument exists: '--transfer-length'\n\nUsage: drivelab erase [OPTIONS] [DEVICES]...\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            usage_line(msg),
+            "unexpected argument '--transfer' found; a similar argument exists: '--transfer-length' (see 'drivelab --help')"
+        );
+        assert_eq!(
+            usage_line("error: a value is required\n"),
+            "a value is required (see 'drivelab --help')"
+        );
+        assert_eq!(usage_line(""), "invalid arguments (see 'drivelab --help')");
     }
 }

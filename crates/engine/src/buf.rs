@@ -2,6 +2,19 @@
 
 use std::ptr::NonNull;
 
+/// What a new pool's buffers hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// Pseudo-random bytes from this seed, so compressing or deduplicating
+    /// devices see incompressible data, as with fio's default.
+    Random(u64),
+    /// Zeroes as the kernel maps them, nothing written: for callers that
+    /// read into the buffers or fill each one themselves (a 64 MiB pool
+    /// costs a pass of page zeroing instead of that plus a pass of random
+    /// numbers).
+    Zeroed,
+}
+
 /// One anonymous mapping holding `count` buffers of `size` bytes each, every
 /// buffer aligned to at least 4096 bytes (so to any logical block size up
 /// to 4 KiB; larger alignments are rounded up to `size`'s page multiple).
@@ -19,9 +32,8 @@ unsafe impl Send for BufferPool {}
 
 impl BufferPool {
     /// Map `count` buffers of `size` bytes, each starting on a page
-    /// boundary, filled with pseudo-random bytes (so compressing or
-    /// deduplicating devices see incompressible data, as with fio's default).
-    pub fn new(count: usize, size: usize, seed: u64) -> std::io::Result<BufferPool> {
+    /// boundary, holding what `fill` says.
+    pub fn new(count: usize, size: usize, fill: Fill) -> std::io::Result<BufferPool> {
         let stride = size.max(1).div_ceil(4096) * 4096;
         let len = stride * count.max(1);
         // SAFETY: an anonymous private mapping with no address hint; the
@@ -46,12 +58,14 @@ impl BufferPool {
             count: count.max(1),
             len,
         };
-        // SAFETY: the mapping is `len` bytes, readable and writable, and
-        // nothing else refers to it yet.
-        let all = unsafe { std::slice::from_raw_parts_mut(base.as_ptr(), len) };
-        let mut s = seed | 1;
-        for chunk in all.chunks_exact_mut(8) {
-            chunk.copy_from_slice(&crate::rng::splitmix64(&mut s).to_le_bytes());
+        if let Fill::Random(seed) = fill {
+            // SAFETY: the mapping is `len` bytes, readable and writable, and
+            // nothing else refers to it yet.
+            let all = unsafe { std::slice::from_raw_parts_mut(base.as_ptr(), len) };
+            let mut s = seed | 1;
+            for chunk in all.chunks_exact_mut(8) {
+                chunk.copy_from_slice(&crate::rng::splitmix64(&mut s).to_le_bytes());
+            }
         }
         Ok(pool)
     }

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use crate::buf::BufferPool;
+use crate::buf::{BufferPool, Fill};
 use crate::gen::{IoDesc, Op};
 
 /// What finished: the slot and the kernel's result (bytes, or −errno).
@@ -136,6 +136,19 @@ pub struct Uring {
     immediate: VecDeque<Completion>,
 }
 
+/// Dropping a ring tears it down in a kernel worker, after the process has
+/// moved on (or exited): the registered files stay referenced until then,
+/// so a device opened O_EXCL (an erase) would still be claimed, and the
+/// next exclusive open of it (the next erase or verification, even in the
+/// same process) would fail with EBUSY. Unregistering the files first
+/// drops those references now; the caller's own descriptors close right
+/// after, with `targets`.
+impl Drop for Uring {
+    fn drop(&mut self) {
+        let _ = self.ring.submitter().unregister_files();
+    }
+}
+
 impl Uring {
     /// A ring of `depth` slots over `targets`, each slot with a buffer of
     /// `max_len` bytes. `fua` makes writes RWF_DSYNC (FUA on direct I/O).
@@ -144,7 +157,7 @@ impl Uring {
         depth: u32,
         max_len: usize,
         fua: bool,
-        seed: u64,
+        fill: Fill,
     ) -> std::io::Result<Uring> {
         let depth = depth.clamp(1, 65536);
         let entries = depth.next_power_of_two().max(2);
@@ -183,7 +196,7 @@ impl Uring {
             })
             .collect();
         ring.submitter().register_files(&fds)?;
-        let pool = BufferPool::new(depth as usize, max_len, seed)?;
+        let pool = BufferPool::new(depth as usize, max_len, fill)?;
         let iovecs = pool.iovecs();
         // SAFETY: the iovecs describe the pool's mapping, which lives as
         // long as `self` and is unmapped only after the ring is dropped
@@ -326,11 +339,11 @@ impl Psync {
         targets: Vec<Target>,
         max_len: usize,
         fua: bool,
-        seed: u64,
+        fill: Fill,
     ) -> std::io::Result<Psync> {
         Ok(Psync {
             targets,
-            pool: BufferPool::new(1, max_len, seed)?,
+            pool: BufferPool::new(1, max_len, fill)?,
             pending: VecDeque::with_capacity(1),
             done: VecDeque::with_capacity(1),
             fua,
@@ -419,11 +432,11 @@ pub struct Null {
 impl Null {
     /// A null engine of `depth` slots (buffers of `max_len` bytes exist so
     /// callers that fill or check buffers behave the same).
-    pub fn new(depth: u32, max_len: usize, seed: u64) -> std::io::Result<Null> {
+    pub fn new(depth: u32, max_len: usize, fill: Fill) -> std::io::Result<Null> {
         let depth = depth.clamp(1, 65536);
         Ok(Null {
             depth,
-            pool: BufferPool::new(depth as usize, max_len, seed)?,
+            pool: BufferPool::new(depth as usize, max_len, fill)?,
             done: VecDeque::with_capacity(depth as usize),
         })
     }

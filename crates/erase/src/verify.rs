@@ -13,6 +13,7 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
+use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Engine, Target, Uring};
 use drivelab_engine::gen::{IoDesc, Op};
 use drivelab_patterns::Generator;
@@ -192,7 +193,8 @@ pub fn verify(
         depth,
         READ_LEN as usize,
         false,
-        1,
+        // Reads land in these buffers: nothing to fill.
+        Fill::Zeroed,
     )?;
     let mut res = VerifyResult::default();
     // Pieces of at most READ_LEN bytes, in plan order.

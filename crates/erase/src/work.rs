@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use drivelab_device::blockdev::{BlockDevice, Kind};
 use drivelab_device::caps::{self, Capabilities};
 use drivelab_device::units::{BlockCount, Lba};
+use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Completion, Engine, Target, Uring};
 use drivelab_engine::gen::{IoDesc, Op};
 use drivelab_patterns::{Generator, Pattern};
@@ -675,12 +676,14 @@ fn stream(ctx: &mut Ctx<'_>, pass: u32, start: u64, gen: &Generator) -> Result<F
         slots,
         max_len,
         false,
-        gen.seed(),
+        // Every buffer gets the pattern below before it is written.
+        Fill::Zeroed,
     )
     .map_err(|e| ctx.io("set up io_uring", e))?;
     let periodic = gen.pattern().is_periodic();
-    if periodic {
-        // Every block is the same: fill each buffer once.
+    // Every block is the same: fill each buffer once (zeroes are there
+    // already: the pool is mapped zeroed).
+    if periodic && *gen.pattern() != Pattern::AllZeros {
         for s in 0..slots {
             gen.fill(&mut eng.buffer(s)[..max_len], 0);
         }
@@ -875,9 +878,15 @@ fn zeroout(ctx: &mut Ctx<'_>, pass: u32, start: u64) -> Result<Flow, EraseError>
     let file =
         open_rw(&ctx.drive.dev.path, false).map_err(|e| ctx.io("open O_EXCL for writing", e))?;
     let off = ctx.drive.offers.zeroout_offload;
+    // Round-robin hands the turn on after each command: one device command
+    // (the kernel's write-zeroes limit) per turn, as the thesis's strategy
+    // sends one command per disk; otherwise 1 GiB per ioctl.
+    let rr = ctx.shared.turn.is_some();
+    let wz_max = ctx.drive.offers.write_zeroes_max_bytes;
+    let offl_chunk = if rr && wz_max > 0 { wz_max } else { 1u64 << 30 };
     let (chunk, name) = if off {
         (
-            1u64 << 30,
+            offl_chunk,
             format!(
                 "BLKZEROOUT ioctl (blkdev_issue_zeroout), offloaded as REQ_OP_WRITE_ZEROES (write_zeroes_max_bytes {})",
                 ctx.drive.offers.write_zeroes_max_bytes
@@ -930,7 +939,8 @@ fn discard_range(ctx: &mut Ctx<'_>, pass: u32, start: u64) -> Result<Flow, Erase
         1,
         4096,
         false,
-        0,
+        // Trims carry no data.
+        Fill::Zeroed,
     )
     .map_err(|e| ctx.io("set up io_uring", e))?;
     let gran = ctx
@@ -1036,10 +1046,12 @@ fn nvme_write_zeroes(ctx: &mut Ctx<'_>, pass: u32, start: u64) -> Result<Flow, E
         why: e.to_string(),
     })?;
     let lbs = u64::from(d.lbs);
+    // One command per chunk (its NLB field holds at most 65,536 blocks), so
+    // progress, the journal and the round-robin turn move per command.
     ctx.chunked(
         pass,
         start,
-        256 << 20,
+        65_536 * lbs,
         false,
         "NVMe Write Zeroes (I/O opcode 08h), up to 65536 blocks per command",
         |o, l| {

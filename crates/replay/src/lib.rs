@@ -420,6 +420,7 @@ pub enum ReplayError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use drivelab_engine::buf::Fill;
     use drivelab_engine::engine::Null;
 
     fn reqs(n: u64, gap_ns: u64) -> Vec<drivelab_trace::Result<Request>> {
@@ -440,7 +441,7 @@ mod tests {
 
     #[test]
     fn original_timing_keeps_the_schedule_without_drift() {
-        let mut e = Null::new(8, 4096, 1).unwrap();
+        let mut e = Null::new(8, 4096, Fill::Random(1)).unwrap();
         let stop = AtomicBool::new(false);
         // 500 requests, 1 ms apart: 499 ms of schedule.
         let t = std::time::Instant::now();
@@ -473,7 +474,7 @@ mod tests {
 
     #[test]
     fn speed_compresses_time() {
-        let mut e = Null::new(8, 4096, 1).unwrap();
+        let mut e = Null::new(8, 4096, Fill::Random(1)).unwrap();
         let stop = AtomicBool::new(false);
         let r = replay(
             &mut e,
@@ -491,7 +492,7 @@ mod tests {
 
     #[test]
     fn closed_loop_ignores_timing() {
-        let mut e = Null::new(4, 4096, 1).unwrap();
+        let mut e = Null::new(4, 4096, Fill::Random(1)).unwrap();
         let stop = AtomicBool::new(false);
         let t = std::time::Instant::now();
         let r = replay(

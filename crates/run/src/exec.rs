@@ -10,6 +10,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use drivelab_device::diskstats::{Delta, Sampler};
+use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Null, Psync, Target, Uring};
 use drivelab_engine::gen::GenConfig;
 use drivelab_engine::job::{now_ns, run_job, DirStats, JobConfig, JobError, JobOutcome};
@@ -186,33 +187,39 @@ fn run_one(
     };
     match spec.ioengine {
         EngineKind::Null => {
-            let mut e = Null::new(spec.iodepth, max_bs, spec.randseed).map_err(|source| {
-                RunError::Engine {
-                    engine: "null",
-                    source,
-                }
-            })?;
+            let mut e =
+                Null::new(spec.iodepth, max_bs, Fill::Random(spec.randseed)).map_err(|source| {
+                    RunError::Engine {
+                        engine: "null",
+                        source,
+                    }
+                })?;
             barrier.wait();
             run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
         }
         EngineKind::Psync => {
             let targets = open_targets(plan, job)?;
-            let mut e = Psync::new(targets, max_bs, spec.fua, spec.randseed).map_err(|source| {
-                RunError::Engine {
+            let mut e = Psync::new(targets, max_bs, spec.fua, Fill::Random(spec.randseed))
+                .map_err(|source| RunError::Engine {
                     engine: "psync",
                     source,
-                }
-            })?;
+                })?;
             barrier.wait();
             run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
         }
         EngineKind::IoUring => {
             let targets = open_targets(plan, job)?;
-            let mut e = Uring::new(targets, spec.iodepth, max_bs, spec.fua, spec.randseed)
-                .map_err(|source| RunError::Engine {
-                    engine: "io_uring",
-                    source,
-                })?;
+            let mut e = Uring::new(
+                targets,
+                spec.iodepth,
+                max_bs,
+                spec.fua,
+                Fill::Random(spec.randseed),
+            )
+            .map_err(|source| RunError::Engine {
+                engine: "io_uring",
+                source,
+            })?;
             barrier.wait();
             run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
         }

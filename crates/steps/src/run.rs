@@ -25,6 +25,7 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Completion, Engine, Target, Uring};
 use drivelab_engine::gen::{IoDesc, Op};
 use drivelab_engine::job::now_ns;
@@ -589,7 +590,7 @@ pub fn run_step(
         spec.qd + 1,
         max_len,
         spec.fua,
-        plan.seed,
+        Fill::Random(plan.seed),
     )?;
     let started_unix = unix_now();
     let mut r = plan.result_shell(started_unix, Status::Passed);

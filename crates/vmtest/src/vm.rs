@@ -38,6 +38,13 @@ pub struct Disk {
     pub size_bytes: u64,
     /// Serial number as QEMU gives it to the guest.
     pub serial: String,
+    /// The rate at which the disk's medium takes writes, bytes per second
+    /// (QEMU's `throttling.bps-write` on its drive), or unlimited.
+    pub write_bytes_per_s: Option<u64>,
+    /// The largest transfer and WRITE SAME the disk accepts, bytes
+    /// (scsi-hd's `max_io_size`, reported in its Block Limits VPD page);
+    /// virtio-scsi disks only. None: QEMU's default.
+    pub max_io_bytes: Option<u64>,
 }
 
 impl Disk {
@@ -46,7 +53,38 @@ impl Disk {
         Self {
             size_bytes,
             serial: serial.to_string(),
+            write_bytes_per_s: None,
+            max_io_bytes: None,
         }
+    }
+
+    /// Makes a virtio-scsi disk report `bytes` as its maximum transfer
+    /// length and maximum WRITE SAME length.
+    pub fn max_io(mut self, bytes: u64) -> Self {
+        self.max_io_bytes = Some(bytes);
+        self
+    }
+
+    /// Makes the disk's medium take writes at `bytes_per_s`, like a drive
+    /// with that sustained write rate: QEMU's block layer throttles every
+    /// write that reaches the image, including the zero-writes that WRITE
+    /// SAME and NVMe Write Zeroes turn into, and waits on a timer, so a
+    /// command's time is spent in the "drive", not on the host's CPUs.
+    pub fn write_limit(mut self, bytes_per_s: u64) -> Self {
+        self.write_bytes_per_s = Some(bytes_per_s);
+        self
+    }
+
+    /// QEMU's `-drive` option value for this disk over `image`.
+    fn drive_opts(&self, id: &str, image: &Path) -> String {
+        let mut o = format!(
+            "if=none,id={id},file={},format=raw,cache=unsafe",
+            image.display()
+        );
+        if let Some(bps) = self.write_bytes_per_s {
+            o.push_str(&format!(",throttling.bps-write={bps}"));
+        }
+        o
     }
 
     fn check(&self) -> Result<(), VmError> {
@@ -57,6 +95,12 @@ impl Disk {
         if self.serial.is_empty() || self.serial.len() > 20 || !ok_chars {
             return Err(VmError::Config(format!(
                 "serial {:?}: use 1-20 characters of A-Z a-z 0-9 _ -",
+                self.serial
+            )));
+        }
+        if self.write_bytes_per_s == Some(0) {
+            return Err(VmError::Config(format!(
+                "disk {}: a write limit of 0 B/s would never finish",
                 self.serial
             )));
         }
@@ -270,6 +314,28 @@ impl Vm {
                 return Err(VmError::Config(format!("serial {} used twice", d.serial)));
             }
         }
+        if let Some(d) = self
+            .nvme
+            .iter()
+            .chain(&self.sata)
+            .chain(self.blkdebug.iter().map(|b| &b.disk))
+            .find(|d| d.max_io_bytes.is_some())
+        {
+            return Err(VmError::Config(format!(
+                "disk {}: a maximum I/O size is for virtio-scsi disks (scsi_hd) only",
+                d.serial
+            )));
+        }
+        if let Some(d) = self
+            .scsi_hd
+            .iter()
+            .find(|d| d.max_io_bytes.is_some_and(|m| m < 512 || m % 512 != 0))
+        {
+            return Err(VmError::Config(format!(
+                "disk {}: maximum I/O size must be a positive multiple of 512",
+                d.serial
+            )));
+        }
         if self.sata.len() > 6 {
             return Err(VmError::Config(
                 "q35's AHCI has 6 ports: at most 6 SATA disks".into(),
@@ -396,17 +462,12 @@ impl Vm {
         for (i, d) in self.scsi_hd.iter().enumerate() {
             let img = dir.join(format!("scsi{i}.img"));
             sparse_image(&img, d.size_bytes)?;
-            push(&[
-                "-drive",
-                &format!(
-                    "if=none,id=dscsi{i},file={},format=raw,cache=unsafe",
-                    p(&img)
-                ),
-            ]);
-            push(&[
-                "-device",
-                &format!("scsi-hd,bus=scsi0.0,drive=dscsi{i},serial={}", d.serial),
-            ]);
+            push(&["-drive", &d.drive_opts(&format!("dscsi{i}"), &img)]);
+            let mut dev = format!("scsi-hd,bus=scsi0.0,drive=dscsi{i},serial={}", d.serial);
+            if let Some(m) = d.max_io_bytes {
+                dev.push_str(&format!(",max_io_size={m}"));
+            }
+            push(&["-device", &dev]);
         }
         for (i, b) in self.blkdebug.iter().enumerate() {
             let img = dir.join(format!("blkdebug{i}.img"));
@@ -432,13 +493,7 @@ impl Vm {
         for (i, d) in self.nvme.iter().enumerate() {
             let img = dir.join(format!("nvme{i}.img"));
             sparse_image(&img, d.size_bytes)?;
-            push(&[
-                "-drive",
-                &format!(
-                    "if=none,id=dnvme{i},file={},format=raw,cache=unsafe",
-                    p(&img)
-                ),
-            ]);
+            push(&["-drive", &d.drive_opts(&format!("dnvme{i}"), &img)]);
             push(&["-device", &format!("nvme,id=nvme{i},serial={}", d.serial)]);
             push(&[
                 "-device",
@@ -448,13 +503,7 @@ impl Vm {
         for (i, d) in self.sata.iter().enumerate() {
             let img = dir.join(format!("sata{i}.img"));
             sparse_image(&img, d.size_bytes)?;
-            push(&[
-                "-drive",
-                &format!(
-                    "if=none,id=dsata{i},file={},format=raw,cache=unsafe",
-                    p(&img)
-                ),
-            ]);
+            push(&["-drive", &d.drive_opts(&format!("dsata{i}"), &img)]);
             push(&[
                 "-device",
                 &format!("ide-hd,bus=ide.{i},drive=dsata{i},serial={}", d.serial),
@@ -723,6 +772,47 @@ mod tests {
             .nvme(Disk::new(MIB, "X"))
             .build();
         assert!(dup.check().unwrap_err().to_string().contains("twice"));
+    }
+
+    #[test]
+    fn a_write_limit_becomes_qemu_throttling() {
+        let img = Path::new("/tmp/x.img");
+        let plain = Disk::new(MIB, "P1").drive_opts("d0", img);
+        assert_eq!(
+            plain,
+            "if=none,id=d0,file=/tmp/x.img,format=raw,cache=unsafe"
+        );
+        let slow = Disk::new(MIB, "S1")
+            .write_limit(64 * MIB)
+            .drive_opts("d1", img);
+        assert!(slow.ends_with(",throttling.bps-write=67108864"), "{slow}");
+        let zero = Vm::builder()
+            .nvme(Disk::new(MIB, "Z1").write_limit(0))
+            .build();
+        assert!(zero
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("never finish"));
+        let nvme_max_io = Vm::builder().nvme(Disk::new(MIB, "N1").max_io(MIB)).build();
+        assert!(nvme_max_io
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("scsi"));
+        let odd = Vm::builder()
+            .scsi_hd(Disk::new(MIB, "O1").max_io(1000))
+            .build();
+        assert!(odd
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("multiple of 512"));
+        assert!(Vm::builder()
+            .scsi_hd(Disk::new(MIB, "S2").max_io(MIB))
+            .build()
+            .check()
+            .is_ok());
     }
 
     #[test]
