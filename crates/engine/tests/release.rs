@@ -27,8 +27,8 @@ fn an_exclusive_open_right_after_the_engine_is_dropped_succeeds() {
     let d = LoopDev::new_in(&dir, 64 << 20);
     for round in 0..20 {
         let file = open_excl(d.dev()).unwrap_or_else(|e| panic!("round {round}: {e}"));
-        // 64 MiB of registered buffers, as an erase stream has: their
-        // unpinning is what keeps the kernel's teardown busy.
+        // 64 MiB of registered buffers, the most an erase stream uses, so
+        // the teardown has as much to undo as there.
         let mut eng = Uring::new(
             vec![Target {
                 file,

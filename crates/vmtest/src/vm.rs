@@ -786,28 +786,13 @@ mod tests {
             .write_limit(64 * MIB)
             .drive_opts("d1", img);
         assert!(slow.ends_with(",throttling.bps-write=67108864"), "{slow}");
-        let zero = Vm::builder()
-            .nvme(Disk::new(MIB, "Z1").write_limit(0))
-            .build();
-        assert!(zero
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("never finish"));
-        let nvme_max_io = Vm::builder().nvme(Disk::new(MIB, "N1").max_io(MIB)).build();
-        assert!(nvme_max_io
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("scsi"));
-        let odd = Vm::builder()
-            .scsi_hd(Disk::new(MIB, "O1").max_io(1000))
-            .build();
-        assert!(odd
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("multiple of 512"));
+        let refusal = |b: VmBuilder| b.build().check().unwrap_err().to_string();
+        let zero = refusal(Vm::builder().nvme(Disk::new(MIB, "Z1").write_limit(0)));
+        assert!(zero.contains("never finish"), "{zero}");
+        let nvme = refusal(Vm::builder().nvme(Disk::new(MIB, "N1").max_io(MIB)));
+        assert!(nvme.contains("scsi"), "{nvme}");
+        let odd = refusal(Vm::builder().scsi_hd(Disk::new(MIB, "O1").max_io(1000)));
+        assert!(odd.contains("multiple of 512"), "{odd}");
         assert!(Vm::builder()
             .scsi_hd(Disk::new(MIB, "S2").max_io(MIB))
             .build()
