@@ -17,22 +17,11 @@ use std::time::Instant;
 
 use drivelab_stats::{LatencyHistogram, Series, TimeSeries, Welford};
 
-use crate::engine::{Completion, Engine};
+use crate::engine::Engine;
 use crate::gen::{GenConfig, Generator, IoDesc, Op};
+use crate::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 
-/// Monotonic time in nanoseconds (CLOCK_MONOTONIC, via the vDSO).
-#[inline]
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec to a valid pointer.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use crate::clock::now_ns;
 
 /// How a job runs.
 #[derive(Debug, Clone)]
@@ -135,16 +124,6 @@ pub struct JobOutcome {
     pub ctx_switches: u64,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct SlotInfo {
-    submit: u64,
-    intended: u64,
-    op: Op,
-    target: u32,
-    offset: u64,
-    len: u32,
-}
-
 fn thread_rusage() -> (u64, u64, u64) {
     // SAFETY: getrusage fills a zeroed rusage struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -158,24 +137,6 @@ fn thread_rusage() -> (u64, u64, u64) {
         tv(ru.ru_stime),
         (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
     )
-}
-
-/// Sleep until the monotonic clock reaches `deadline_ns` (absolute).
-fn sleep_until(deadline_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: an absolute sleep on CLOCK_MONOTONIC with a valid timespec;
-    // EINTR just returns early and the caller re-checks the time.
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        );
-    }
 }
 
 /// Errors that end a job before it starts or while it runs.
@@ -192,6 +153,141 @@ pub enum JobError {
     Engine(#[from] std::io::Error),
 }
 
+/// The job as a driver of the I/O loop: the generator says what comes
+/// next, completions go into the statistics, the ramp and the runtime are
+/// watched once per turn.
+struct JobDriver<'a> {
+    cfg: &'a JobConfig,
+    gen: Generator,
+    rated: bool,
+    dirs: [DirStats; 4],
+    per_target: Vec<[(u64, u64); 3]>,
+    interval_ns: u64,
+    series: TimeSeries,
+    ramp_end: u64,
+    measuring: bool,
+    meas_start: u64,
+    deadline: Option<u64>,
+    issued_bytes: u64,
+    writes_since_sync: u32,
+    last_write_target: u32,
+    error: Option<IoFailure>,
+    short_ios: u64,
+    progress: &'a AtomicU64,
+    config_error: Option<String>,
+}
+
+impl JobDriver<'_> {
+    fn sync_due(&self) -> bool {
+        self.cfg.fsync_every > 0 && self.writes_since_sync >= self.cfg.fsync_every
+    }
+
+    fn budget_spent(&self) -> bool {
+        self.cfg.io_limit.is_some_and(|l| self.issued_bytes >= l)
+    }
+}
+
+impl Driver for JobDriver<'_> {
+    #[inline]
+    fn next(&mut self, _now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
+        if self.error.is_some() {
+            return Next::Done;
+        }
+        let io = if self.sync_due() {
+            self.writes_since_sync = 0;
+            IoDesc {
+                target: self.last_write_target,
+                op: Op::Fsync,
+                offset: 0,
+                len: 0,
+            }
+        } else {
+            if self.budget_spent() {
+                return Next::Done;
+            }
+            let io = self.gen.next_io();
+            if io.op == Op::Write {
+                self.writes_since_sync += 1;
+                self.last_write_target = io.target;
+            }
+            self.issued_bytes += u64::from(io.len);
+            io
+        };
+        Next::Io {
+            io,
+            due: None,
+            tag: 0,
+        }
+    }
+
+    #[inline]
+    fn complete(&mut self, d: &Done, _buf: &[u8]) -> After {
+        let io = d.io;
+        if d.result < 0 {
+            if self.error.is_none() {
+                self.error = Some(IoFailure {
+                    op: io.op,
+                    target: io.target,
+                    offset: io.offset,
+                    len: io.len,
+                    errno: -d.result,
+                });
+            }
+            return After::Release;
+        }
+        let bytes = d.result as u64;
+        if io.op != Op::Fsync && bytes < u64::from(io.len) {
+            self.short_ios += 1;
+        }
+        if self.measuring {
+            let lat = d.latency();
+            let dir = &mut self.dirs[io.op.index()];
+            dir.ios += 1;
+            dir.bytes += bytes;
+            dir.lat.record(lat);
+            dir.moments.record(lat as f64);
+            if let Some(h) = dir.lat_intended.as_mut() {
+                h.record(d.now.saturating_sub(d.intended));
+            }
+            if io.op != Op::Fsync {
+                let pt = &mut self.per_target[io.target as usize][io.op.index()];
+                pt.0 += 1;
+                pt.1 += bytes;
+                self.series
+                    .record(d.now.saturating_sub(self.meas_start), lat, bytes);
+            }
+        }
+        After::Release
+    }
+
+    fn turn(&mut self, now: u64) -> bool {
+        let d = &self.dirs;
+        self.progress
+            .store(d[0].ios + d[1].ios + d[2].ios, Ordering::Relaxed);
+        if !self.measuring && now >= self.ramp_end {
+            self.measuring = true;
+            self.meas_start = now;
+            self.deadline = self.cfg.runtime.map(|r| now + r.as_nanos() as u64);
+            for d in self.dirs.iter_mut() {
+                *d = DirStats::new(self.rated);
+            }
+            for pt in self.per_target.iter_mut() {
+                *pt = [(0, 0); 3];
+            }
+            match TimeSeries::new(self.interval_ns, Instant::now()) {
+                Ok(s) => self.series = s,
+                Err(e) => {
+                    self.config_error = Some(e.to_string());
+                    return true;
+                }
+            }
+        }
+        let time_up = self.deadline.is_some_and(|d| now >= d);
+        let budget_done = self.budget_spent() && !self.sync_due();
+        time_up || budget_done || self.error.is_some()
+    }
+}
+
 /// Run one job to completion on the current thread. `t0` is the common
 /// start time of all jobs (from [`now_ns`]); `stop` ends the job early.
 pub fn run_job<E: Engine>(
@@ -201,179 +297,53 @@ pub fn run_job<E: Engine>(
     stop: &AtomicBool,
     progress: &AtomicU64,
 ) -> Result<JobOutcome, JobError> {
-    let mut gen = Generator::new(&cfg.gen)?;
-    let depth = engine.depth();
+    let gen = Generator::new(&cfg.gen)?;
     let rated = cfg.rate_iops.is_some();
-    let mut dirs = [
-        DirStats::new(rated),
-        DirStats::new(rated),
-        DirStats::new(rated),
-        DirStats::new(rated),
-    ];
-    let mut per_target = vec![[(0u64, 0u64); 3]; cfg.targets.max(1)];
     let interval_ns = cfg.log_interval.as_nanos().max(1) as u64;
-    let mut series = TimeSeries::new(interval_ns, Instant::now())
+    let series = TimeSeries::new(interval_ns, Instant::now())
         .map_err(|e| JobError::Config(e.to_string()))?;
-    let blank = SlotInfo {
-        submit: 0,
-        intended: 0,
-        op: Op::Read,
-        target: 0,
-        offset: 0,
-        len: 0,
-    };
-    let mut slots = vec![blank; depth as usize];
-    let mut free: Vec<u32> = (0..depth).rev().collect();
-    let mut inflight: u32 = 0;
     let ramp_end = t0 + cfg.ramp.as_nanos() as u64;
-    let mut measuring = cfg.ramp.is_zero();
-    let mut meas_start = t0;
-    let mut deadline = cfg.runtime.map(|r| ramp_end + r.as_nanos() as u64);
-    let mut issued_bytes: u64 = 0;
-    let mut writes_since_sync: u32 = 0;
-    let mut last_write_target: u32 = 0;
-    let rate_interval = cfg.rate_iops.map(|r| 1_000_000_000 / r.max(1));
-    let mut next_intended = t0;
-    let mut error: Option<IoFailure> = None;
-    let mut short_ios = 0u64;
-    let mut interrupted = false;
+    let mut drv = JobDriver {
+        cfg,
+        gen,
+        rated,
+        dirs: std::array::from_fn(|_| DirStats::new(rated)),
+        per_target: vec![[(0u64, 0u64); 3]; cfg.targets.max(1)],
+        interval_ns,
+        series,
+        ramp_end,
+        measuring: cfg.ramp.is_zero(),
+        meas_start: t0,
+        deadline: cfg.runtime.map(|r| ramp_end + r.as_nanos() as u64),
+        issued_bytes: 0,
+        writes_since_sync: 0,
+        last_write_target: 0,
+        error: None,
+        short_ios: 0,
+        progress,
+        config_error: None,
+    };
     let (u0, s0, c0) = thread_rusage();
-    let mut now;
-    loop {
-        now = now_ns();
-        // Reap everything that finished.
-        let meas = measuring;
-        let ms = meas_start;
-        engine.reap(|c: Completion| {
-            let s = slots[c.slot as usize];
-            inflight -= 1;
-            free.push(c.slot);
-            if c.result < 0 {
-                if error.is_none() {
-                    error = Some(IoFailure {
-                        op: s.op,
-                        target: s.target,
-                        offset: s.offset,
-                        len: s.len,
-                        errno: -c.result,
-                    });
-                }
-                return;
-            }
-            let bytes = c.result as u64;
-            if s.op != Op::Fsync && bytes < u64::from(s.len) {
-                short_ios += 1;
-            }
-            if meas {
-                let lat = now.saturating_sub(s.submit);
-                let d = &mut dirs[s.op.index()];
-                d.ios += 1;
-                d.bytes += bytes;
-                d.lat.record(lat);
-                d.moments.record(lat as f64);
-                if let Some(h) = d.lat_intended.as_mut() {
-                    h.record(now.saturating_sub(s.intended));
-                }
-                if s.op != Op::Fsync {
-                    let pt = &mut per_target[s.target as usize][s.op.index()];
-                    pt.0 += 1;
-                    pt.1 += bytes;
-                    series.record(now.saturating_sub(ms), lat, bytes);
-                }
-            }
-        });
-        progress.store(dirs[0].ios + dirs[1].ios + dirs[2].ios, Ordering::Relaxed);
-        if !measuring && now >= ramp_end {
-            measuring = true;
-            meas_start = now;
-            deadline = cfg.runtime.map(|r| now + r.as_nanos() as u64);
-            for d in dirs.iter_mut() {
-                *d = DirStats::new(rated);
-            }
-            for pt in per_target.iter_mut() {
-                *pt = [(0, 0); 3];
-            }
-            series = TimeSeries::new(interval_ns, Instant::now())
-                .map_err(|e| JobError::Config(e.to_string()))?;
-        }
-        if stop.load(Ordering::Relaxed) {
-            interrupted = true;
-        }
-        let time_up = deadline.is_some_and(|d| now >= d);
-        let sync_pending = cfg.fsync_every > 0 && writes_since_sync >= cfg.fsync_every;
-        let budget_done = cfg.io_limit.is_some_and(|l| issued_bytes >= l) && !sync_pending;
-        let stopping = interrupted || time_up || budget_done || error.is_some();
-        let mut wake_at: Option<u64> = None;
-        if !stopping {
-            while let Some(slot) = free.pop() {
-                let sync_due = cfg.fsync_every > 0 && writes_since_sync >= cfg.fsync_every;
-                if !sync_due && cfg.io_limit.is_some_and(|l| issued_bytes >= l) {
-                    free.push(slot);
-                    break;
-                }
-                let mut intended = now;
-                if let Some(iv) = rate_interval {
-                    if next_intended > now {
-                        free.push(slot);
-                        wake_at = Some(next_intended);
-                        break;
-                    }
-                    intended = next_intended;
-                    next_intended += iv;
-                }
-                let io = if sync_due {
-                    writes_since_sync = 0;
-                    IoDesc {
-                        target: last_write_target,
-                        op: Op::Fsync,
-                        offset: 0,
-                        len: 0,
-                    }
-                } else {
-                    let io = gen.next_io();
-                    if io.op == Op::Write {
-                        writes_since_sync += 1;
-                        last_write_target = io.target;
-                    }
-                    issued_bytes += u64::from(io.len);
-                    io
-                };
-                slots[slot as usize] = SlotInfo {
-                    submit: now,
-                    intended,
-                    op: io.op,
-                    target: io.target,
-                    offset: io.offset,
-                    len: io.len,
-                };
-                engine.queue(slot, &io);
-                inflight += 1;
-            }
-        }
-        if inflight == 0 {
-            if stopping || wake_at.is_none() {
-                break;
-            }
-            if let Some(w) = wake_at {
-                sleep_until(w);
-            }
-            continue;
-        }
-        let timeout = wake_at.map(|w| Duration::from_nanos(w.saturating_sub(now)));
-        engine.commit(1, timeout)?;
+    let lc = LoopConfig {
+        stop: Some(stop),
+        rate_interval_ns: cfg.rate_iops.map(|r| 1_000_000_000 / r.max(1)),
+        ..LoopConfig::default()
+    };
+    let st = ioloop::run(engine, &mut drv, &lc)?;
+    if let Some(e) = drv.config_error {
+        return Err(JobError::Config(e));
     }
-    let end = now_ns();
-    let runtime_ns = end.saturating_sub(meas_start);
-    let series = series.finish(runtime_ns);
+    let runtime_ns = st.ended.saturating_sub(drv.meas_start);
+    let series = drv.series.finish(runtime_ns);
     let (u1, s1, c1) = thread_rusage();
     Ok(JobOutcome {
-        dirs,
+        dirs: drv.dirs,
         runtime_ns,
-        per_target,
+        per_target: drv.per_target,
         series,
-        error,
-        short_ios,
-        interrupted,
+        error: drv.error,
+        short_ios: drv.short_ios,
+        interrupted: st.interrupted,
         cpu_user_ns: u1.saturating_sub(u0),
         cpu_sys_ns: s1.saturating_sub(s0),
         ctx_switches: c1.saturating_sub(c0),

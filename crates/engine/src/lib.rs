@@ -12,5 +12,7 @@ pub mod buf;
 pub mod clock;
 pub mod engine;
 pub mod gen;
+pub mod io;
+pub mod ioloop;
 pub mod job;
 pub mod rng;

@@ -26,9 +26,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use drivelab_engine::buf::Fill;
-use drivelab_engine::engine::{Completion, Engine, Target, Uring};
+use drivelab_engine::engine::{Engine, Target, Uring};
 use drivelab_engine::gen::{IoDesc, Op};
-use drivelab_engine::job::now_ns;
+use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 use drivelab_patterns::{Generator, Miscompare, MiscompareKind, Pattern};
 use drivelab_stats::{LatencyHistogram, Welford};
 
@@ -263,12 +263,133 @@ pub struct PassOutcome {
     pub interrupted: bool,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct Slot {
-    lba: u64,
+/// One pass as a driver of the engine's I/O loop: the walker says which
+/// blocks come next, writes get the pattern, reads to compare are checked
+/// in their slot's buffer, failures are retried or counted.
+struct PassDriver<'a> {
+    walker: Walker,
+    gen: &'a Generator,
+    cfg: &'a PassConfig,
+    findings: &'a mut Findings,
+    progress: &'a AtomicU64,
+    fill_each: bool,
+    stopping: bool,
+    stopped_on_error: bool,
+    moments: Welford,
+    hist: LatencyHistogram,
+    ios: u64,
     blocks: u64,
-    submit: u64,
-    tries: u32,
+}
+
+impl PassDriver<'_> {
+    fn op_name(&self) -> &'static str {
+        if self.cfg.op == Op::Write {
+            "write"
+        } else {
+            "read"
+        }
+    }
+
+    fn stop_here(&mut self) {
+        if self.cfg.on_error != OnError::Continue {
+            self.stopping = true;
+            self.stopped_on_error = true;
+        }
+    }
+
+    fn failed(&mut self, d: &Done) {
+        self.findings.io_errors += 1;
+        let len = u64::from(d.io.len);
+        let (errno, message) = if d.result < 0 {
+            (
+                -d.result,
+                std::io::Error::from_raw_os_error(-d.result).to_string(),
+            )
+        } else {
+            (0, format!("short transfer: {} of {len} bytes", d.result))
+        };
+        let bs = self.cfg.block_size;
+        self.findings.push(Failure::Io {
+            op: self.op_name(),
+            lba: d.io.offset / bs,
+            blocks: len / bs,
+            errno,
+            message,
+            retries: d.retries,
+        });
+        self.stop_here();
+    }
+}
+
+impl Driver for PassDriver<'_> {
+    fn next(&mut self, _now: u64, _inflight: u32, buf: &mut [u8]) -> Next {
+        if self.stopping {
+            return Next::Done;
+        }
+        let Some((lba, n)) = self.walker.next_transfer() else {
+            return Next::Done;
+        };
+        let bs = self.cfg.block_size;
+        if self.fill_each {
+            self.gen.fill(&mut buf[..(n * bs) as usize], lba);
+        }
+        Next::Io {
+            io: IoDesc {
+                target: 0,
+                op: self.cfg.op,
+                offset: lba * bs,
+                len: (n * bs) as u32,
+            },
+            due: None,
+            tag: 0,
+        }
+    }
+
+    fn inspects(&self, _io: &IoDesc, _tag: u64) -> bool {
+        self.cfg.compare && !self.stopping
+    }
+
+    fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
+        let quiet = self.stopping || d.draining;
+        if !d.is_full() {
+            if quiet {
+                return After::Release;
+            }
+            if d.retries < self.cfg.retries {
+                return After::Retry;
+            }
+            self.failed(d);
+            return After::Release;
+        }
+        let lat = d.latency();
+        self.moments.record(lat as f64);
+        self.hist.record(lat);
+        self.ios += 1;
+        let bs = self.cfg.block_size;
+        self.blocks += u64::from(d.io.len) / bs;
+        if self.cfg.compare && !quiet {
+            let len = d.io.len as usize;
+            let stop_at_first = self.cfg.on_error != OnError::Continue;
+            let findings = &mut *self.findings;
+            let failed = self.gen.verify_each(&buf[..len], d.io.offset / bs, |m| {
+                findings.miscompare(&m, bs);
+                if stop_at_first {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            });
+            if failed > 0 {
+                self.stop_here();
+            }
+        }
+        After::Release
+    }
+
+    fn turn(&mut self, _now: u64) -> bool {
+        self.progress.store(self.blocks, Ordering::Relaxed);
+        self.stopping
+    }
 }
 
 /// Run one pass of `walker`'s transfers on `engine`, at most `cfg.qd`
@@ -279,7 +400,7 @@ struct Slot {
 /// ends the pass early (in-flight commands drained, not checked).
 pub fn run_pass<E: Engine>(
     engine: &mut E,
-    mut walker: Walker,
+    walker: Walker,
     gen: &Generator,
     cfg: &PassConfig,
     findings: &mut Findings,
@@ -287,11 +408,9 @@ pub fn run_pass<E: Engine>(
     progress: &AtomicU64,
 ) -> Result<PassOutcome, StepError> {
     let depth = engine.depth();
-    let limit = cfg.qd.clamp(1, depth.saturating_sub(1).max(1));
     let bs = cfg.block_size;
     let write = cfg.op == Op::Write;
     let periodic = gen.pattern().is_periodic();
-    let fill_each = write && !periodic;
     if write && periodic {
         // Every block alike: fill each slot once, not per command.
         let len = (cfg.max_blocks * bs) as usize;
@@ -299,197 +418,35 @@ pub fn run_pass<E: Engine>(
             gen.fill(&mut engine.buffer(slot)[..len], 0);
         }
     }
-    let mut slots = vec![Slot::default(); depth as usize];
-    let mut free: Vec<u32> = (0..depth).rev().collect();
-    let mut retry: Vec<u32> = Vec::with_capacity(depth as usize);
-    let mut to_check: Vec<u32> = Vec::with_capacity(depth as usize);
-    let mut done: Vec<Completion> = Vec::with_capacity(depth as usize + 8);
-    // A write buffer filled ahead: (slot, lba, blocks).
-    let mut prepared: Option<(u32, u64, u64)> = None;
-    let mut inflight = 0u32;
-    let mut exhausted = false;
-    let mut stopping = false;
-    let mut stopped_on_error = false;
-    let mut interrupted = false;
-    let mut moments = Welford::new();
-    let mut hist = LatencyHistogram::new();
-    let (mut ios, mut blocks) = (0u64, 0u64);
-    let stop_at_first = cfg.on_error != OnError::Continue;
-    let op_name = if write { "write" } else { "read" };
-    let t0 = now_ns();
-    let mut now;
-    loop {
-        now = now_ns();
-        // 1. Account for what completed; reads to compare wait in to_check.
-        done.clear();
-        engine.reap(|c| done.push(c));
-        for c in done.iter() {
-            inflight -= 1;
-            let s = slots[c.slot as usize];
-            let len = s.blocks * bs;
-            if c.result < 0 || (c.result as u64) < len {
-                if stopping {
-                    free.push(c.slot);
-                    continue;
-                }
-                if s.tries < cfg.retries {
-                    slots[c.slot as usize].tries += 1;
-                    retry.push(c.slot);
-                    continue;
-                }
-                findings.io_errors += 1;
-                let (errno, message) = if c.result < 0 {
-                    (
-                        -c.result,
-                        std::io::Error::from_raw_os_error(-c.result).to_string(),
-                    )
-                } else {
-                    (0, format!("short transfer: {} of {len} bytes", c.result))
-                };
-                findings.push(Failure::Io {
-                    op: op_name,
-                    lba: s.lba,
-                    blocks: s.blocks,
-                    errno,
-                    message,
-                    retries: s.tries,
-                });
-                if stop_at_first {
-                    stopping = true;
-                    stopped_on_error = true;
-                }
-                free.push(c.slot);
-                continue;
-            }
-            let lat = now.saturating_sub(s.submit);
-            moments.record(lat as f64);
-            hist.record(lat);
-            ios += 1;
-            blocks += s.blocks;
-            if cfg.compare && !stopping {
-                to_check.push(c.slot);
-            } else {
-                free.push(c.slot);
-            }
-        }
-        progress.store(blocks, Ordering::Relaxed);
-        if !stopping && stop.load(Ordering::Relaxed) {
-            stopping = true;
-            interrupted = true;
-        }
-        // 2. Queue: retries, then the buffer filled ahead, then new
-        // transfers, up to the in-flight limit.
-        let mut queued = 0u32;
-        if stopping {
-            free.append(&mut retry);
-            if let Some((slot, _, _)) = prepared.take() {
-                free.push(slot);
-            }
-        } else {
-            while let Some(slot) = retry.pop() {
-                let s = &mut slots[slot as usize];
-                s.submit = now;
-                let io = IoDesc {
-                    target: 0,
-                    op: cfg.op,
-                    offset: s.lba * bs,
-                    len: (s.blocks * bs) as u32,
-                };
-                engine.queue(slot, &io);
-                inflight += 1;
-                queued += 1;
-            }
-            while inflight < limit {
-                let (slot, lba, n) = match prepared.take() {
-                    Some(p) => p,
-                    None => {
-                        if exhausted {
-                            break;
-                        }
-                        let Some(slot) = free.pop() else { break };
-                        let Some((lba, n)) = walker.next_transfer() else {
-                            free.push(slot);
-                            exhausted = true;
-                            break;
-                        };
-                        if fill_each {
-                            gen.fill(&mut engine.buffer(slot)[..(n * bs) as usize], lba);
-                        }
-                        (slot, lba, n)
-                    }
-                };
-                slots[slot as usize] = Slot {
-                    lba,
-                    blocks: n,
-                    submit: now,
-                    tries: 0,
-                };
-                let io = IoDesc {
-                    target: 0,
-                    op: cfg.op,
-                    offset: lba * bs,
-                    len: (n * bs) as u32,
-                };
-                engine.queue(slot, &io);
-                inflight += 1;
-                queued += 1;
-            }
-        }
-        // 3. Pattern work while the device works: submit first, then
-        // compare completed reads and fill the next write buffer.
-        let ahead = fill_each && !stopping && !exhausted && prepared.is_none();
-        if queued > 0 && (!to_check.is_empty() || ahead) {
-            engine.commit(0, None)?;
-        }
-        if ahead {
-            if let Some(slot) = free.pop() {
-                match walker.next_transfer() {
-                    Some((lba, n)) => {
-                        gen.fill(&mut engine.buffer(slot)[..(n * bs) as usize], lba);
-                        prepared = Some((slot, lba, n));
-                    }
-                    None => {
-                        free.push(slot);
-                        exhausted = true;
-                    }
-                }
-            }
-        }
-        for &slot in to_check.iter() {
-            if !stopping {
-                let s = slots[slot as usize];
-                let buf = &engine.buffer(slot)[..(s.blocks * bs) as usize];
-                let failed = gen.verify_each(buf, s.lba, |m| {
-                    findings.miscompare(&m, bs);
-                    if stop_at_first {
-                        ControlFlow::Break(())
-                    } else {
-                        ControlFlow::Continue(())
-                    }
-                });
-                if failed > 0 && stop_at_first {
-                    stopping = true;
-                    stopped_on_error = true;
-                }
-            }
-            free.push(slot);
-        }
-        to_check.clear();
-        // 4. Wait for a completion, or finish.
-        if inflight == 0 {
-            let more = !stopping && (prepared.is_some() || !exhausted || !retry.is_empty());
-            if more {
-                continue;
-            }
-            break;
-        }
-        engine.commit(1, None)?;
-    }
-    let runtime_ns = now_ns().saturating_sub(t0).max(1);
+    let mut drv = PassDriver {
+        walker,
+        gen,
+        cfg,
+        findings,
+        progress,
+        fill_each: write && !periodic,
+        stopping: false,
+        stopped_on_error: false,
+        moments: Welford::new(),
+        hist: LatencyHistogram::new(),
+        ios: 0,
+        blocks: 0,
+    };
+    // The engine has qd + 1 slots: prepare-ahead keeps qd in flight and
+    // the spare one for the buffer being filled.
+    let lc = LoopConfig {
+        stop: Some(stop),
+        prepare_ahead: depth > 1,
+        ..LoopConfig::default()
+    };
+    let st = ioloop::run(engine, &mut drv, &lc)?;
+    progress.store(drv.blocks, Ordering::Relaxed);
+    let runtime_ns = st.ended.saturating_sub(st.started).max(1);
     let secs = runtime_ns as f64 / 1e9;
+    let (ios, blocks) = (drv.ios, drv.blocks);
     let bytes = blocks * bs;
     let result = PassResult {
-        op: op_name,
+        op: drv.op_name(),
         compared: cfg.compare,
         runtime_ns,
         ios,
@@ -498,8 +455,9 @@ pub fn run_pass<E: Engine>(
         bw_bytes: bytes as f64 / secs,
         mib_per_s: bytes as f64 / secs / 1_048_576.0,
         iops: ios as f64 / secs,
-        clat_ns: moments.summary(),
-        clat_percentiles_ns: hist
+        clat_ns: drv.moments.summary(),
+        clat_percentiles_ns: drv
+            .hist
             .percentiles(&[50.0, 99.0, 99.9])
             .into_iter()
             .map(|(p, v)| (format!("{p:.6}"), v))
@@ -507,10 +465,10 @@ pub fn run_pass<E: Engine>(
     };
     Ok(PassOutcome {
         result,
-        hist,
-        moments,
-        stopped_on_error,
-        interrupted,
+        hist: drv.hist,
+        moments: drv.moments,
+        stopped_on_error: drv.stopped_on_error,
+        interrupted: st.interrupted,
     })
 }
 

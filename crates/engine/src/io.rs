@@ -1,0 +1,36 @@
+//! What one I/O is: the operation, the target index, offset and length.
+//! Every engine queues these and every driver of the I/O loop produces them.
+
+/// What an I/O does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// Read `len` bytes at `offset`.
+    Read,
+    /// Write `len` bytes at `offset`.
+    Write,
+    /// Discard `len` bytes at `offset`.
+    Trim,
+    /// Flush the target's volatile cache (fsync).
+    Fsync,
+}
+
+impl Op {
+    /// Index into per-direction arrays: read 0, write 1, trim 2, sync 3.
+    #[inline]
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One I/O to issue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoDesc {
+    /// Index of the target in the job's target list.
+    pub target: u32,
+    /// The operation.
+    pub op: Op,
+    /// Byte offset on the target.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u32,
+}

@@ -1,0 +1,558 @@
+//! The one I/O loop: every subcommand that moves data (workloads, test
+//! steps, erase streams and verification, trace replay) runs through
+//! [`run`], and says only what the next I/O is ([`Driver::next`]) and what
+//! to make of a completed one ([`Driver::complete`]).
+//!
+//! The loop owns what every caller used to keep a copy of:
+//!
+//! - **Slots.** Slot `i` owns buffer `i` of the engine's pool; a slot is
+//!   free, in flight, held for a retry, prepared ahead, or waiting for its
+//!   completion to be looked at. Nothing is allocated per I/O: the slot
+//!   table and the lists are sized once from the engine's depth.
+//! - **Batching.** Each turn reaps every ready completion, queues I/O into
+//!   every free slot the driver has work for, and enters the kernel once to
+//!   both submit and wait ([`Engine::commit`]).
+//! - **Clock reads.** One monotonic reading per turn, taken right after the
+//!   kernel returns; it stamps every completion reaped and every I/O queued
+//!   in the turn (they go to the kernel by the turn's single enter, right
+//!   after). Latency is therefore measured from just before the submitting
+//!   system call to just after the reaping one — fio's `lat` span — at one
+//!   clock read per turn instead of two per I/O. Only deadline waits read
+//!   the clock more often, while spinning to a deadline.
+//! - **Deadlines.** A driver that has an I/O for later returns
+//!   [`Next::At`]; the loop waits in the kernel for completions until a
+//!   little before the deadline (so reaping is never late) and, with
+//!   [`LoopConfig::spin_ns`], spins on the clock for the last stretch.
+//! - **Rate limits.** With [`LoopConfig::rate_interval_ns`], I/O `n` is not
+//!   issued before `t0 + n × interval` (its *intended* time, handed back in
+//!   [`Done::intended`], so a device that falls behind shows it: no
+//!   coordinated omission).
+//! - **Stall accounting.** An I/O whose due time had passed while every
+//!   slot was busy waited for a slot, not for its deadline: a stall,
+//!   counted in [`LoopStats::stalls`].
+//! - **Overlap of buffer work.** With [`LoopConfig::prepare_ahead`] one
+//!   spare slot's buffer is filled for the next I/O while the others are in
+//!   flight, and completions whose buffers the driver must inspect (reads
+//!   to verify) are handed over only after the turn's new I/O has been
+//!   submitted, so pattern work overlaps device work even at depth 1.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::clock::{now_ns, sleep_until};
+use crate::engine::{Completion, Engine};
+use crate::io::IoDesc;
+
+/// What the driver wants next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Issue this I/O. `due` is its deadline (monotonic ns) when it has
+    /// one: an I/O queued after its due time counts toward lateness, and
+    /// toward stalls when every slot was busy. `tag` comes back in
+    /// [`Done::tag`].
+    Io {
+        /// The I/O (its buffer has been filled by [`Driver::next`]).
+        io: IoDesc,
+        /// Deadline, monotonic ns.
+        due: Option<u64>,
+        /// The driver's own word for this I/O.
+        tag: u64,
+    },
+    /// Nothing is due before this monotonic time, ns.
+    At(u64),
+    /// Nothing to issue until something completes (the driver's own
+    /// in-flight limit, or work that depends on a completion).
+    Idle,
+    /// Nothing more will be issued: drain what is in flight and return.
+    Done,
+}
+
+/// What the loop should do with a completed slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum After {
+    /// The slot is free again.
+    Release,
+    /// Issue the same I/O again from the same buffer (a retry).
+    Retry,
+}
+
+/// One completed I/O, as handed to [`Driver::complete`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Done {
+    /// The I/O as issued.
+    pub io: IoDesc,
+    /// The driver's tag from [`Next::Io`].
+    pub tag: u64,
+    /// Monotonic time it was queued (submitted by that turn's enter), ns.
+    pub submitted: u64,
+    /// Its intended issue time: the rate limiter's slot or its deadline,
+    /// else `submitted`, ns.
+    pub intended: u64,
+    /// Monotonic time it was reaped, ns.
+    pub now: u64,
+    /// Bytes transferred (≥ 0) or a negated errno.
+    pub result: i32,
+    /// How many times it was retried before this completion.
+    pub retries: u32,
+    /// The loop is draining (stop flag or [`Driver::turn`] said stop).
+    pub draining: bool,
+}
+
+impl Done {
+    /// Latency from submission to completion, ns.
+    #[inline]
+    pub fn latency(&self) -> u64 {
+        self.now.saturating_sub(self.submitted)
+    }
+
+    /// Whether it moved every byte it asked for (flushes: no error).
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.result >= 0
+            && (self.io.op == crate::io::Op::Fsync || self.result as u64 >= u64::from(self.io.len))
+    }
+}
+
+/// The part of a subcommand that decides what to issue and what a
+/// completion means. The loop is generic over it, so calls cost nothing.
+pub trait Driver {
+    /// The next I/O, given the turn's clock reading `now`, the number of
+    /// I/Os `inflight`, and the free slot's buffer `buf` (at least the
+    /// engine's largest transfer): fill `buf` for a write.
+    fn next(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next;
+
+    /// An I/O completed; `buf` holds what a read brought in.
+    fn complete(&mut self, done: &Done, buf: &[u8]) -> After;
+
+    /// Whether [`complete`](Driver::complete) needs to read this
+    /// completion's buffer (a read to verify). Such completions are handed
+    /// over after the turn's new I/O is submitted, so the work overlaps the
+    /// device's. Default: no.
+    fn inspects(&self, _io: &IoDesc, _tag: u64) -> bool {
+        false
+    }
+
+    /// Once per turn, after reaping and before issuing. Returning `true`
+    /// stops issuing for good (the loop drains and returns). Default: no.
+    fn turn(&mut self, _now: u64) -> bool {
+        false
+    }
+}
+
+/// How the loop runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoopConfig<'a> {
+    /// Set from another thread (Ctrl-C) to stop issuing and drain.
+    pub stop: Option<&'a AtomicBool>,
+    /// At most one I/O per this many ns (None: as fast as slots allow).
+    pub rate_interval_ns: Option<u64>,
+    /// Spin on the clock for this last stretch before a deadline instead
+    /// of sleeping through it (0: never spin).
+    pub spin_ns: u64,
+    /// Keep one slot's buffer filled ahead for the next I/O while the
+    /// others are in flight: at most `depth − 1` I/Os are then in flight.
+    pub prepare_ahead: bool,
+}
+
+/// What the loop saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopStats {
+    /// Monotonic time of the first turn, ns.
+    pub started: u64,
+    /// Monotonic time the loop returned, ns.
+    pub ended: u64,
+    /// I/Os queued (retries included).
+    pub issued: u64,
+    /// Completions handed to the driver.
+    pub completed: u64,
+    /// Retries issued.
+    pub retries: u64,
+    /// I/Os issued past their due time because every slot was busy.
+    pub stalls: u64,
+    /// Turns of the loop (kernel entries that waited).
+    pub turns: u64,
+    /// Most I/Os in flight at once.
+    pub max_inflight: u32,
+    /// The stop flag ended it.
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    io: IoDesc,
+    tag: u64,
+    submitted: u64,
+    intended: u64,
+    retries: u32,
+}
+
+const BLANK: Slot = Slot {
+    io: IoDesc {
+        target: 0,
+        op: crate::io::Op::Read,
+        offset: 0,
+        len: 0,
+    },
+    tag: 0,
+    submitted: 0,
+    intended: 0,
+    retries: 0,
+};
+
+/// The state of one [`run`]: the slot table and its lists, each sized
+/// once from the engine's depth.
+struct Table {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    retry: Vec<u32>,
+    inspect: Vec<(u32, i32)>,
+    reaped: Vec<Completion>,
+    prepared: Option<u32>,
+    inflight: u32,
+}
+
+impl Table {
+    fn new(depth: u32) -> Table {
+        let n = depth as usize;
+        Table {
+            slots: vec![BLANK; n],
+            free: (0..depth).rev().collect(),
+            retry: Vec::with_capacity(n),
+            inspect: Vec::with_capacity(n),
+            reaped: Vec::with_capacity(n * 2 + 8),
+            prepared: None,
+            inflight: 0,
+        }
+    }
+}
+
+/// Run `driver` on `engine` until the driver says [`Next::Done`] (or
+/// [`Driver::turn`] returns `true`, or the stop flag is set) and every I/O
+/// in flight has completed. Returns what the loop saw; an error only when
+/// the engine's submit/wait call itself fails.
+pub fn run<E: Engine, D: Driver>(
+    engine: &mut E,
+    driver: &mut D,
+    cfg: &LoopConfig,
+) -> std::io::Result<LoopStats> {
+    let depth = engine.depth().max(1);
+    let limit = if cfg.prepare_ahead && depth > 1 {
+        depth - 1
+    } else {
+        depth
+    };
+    let mut t = Table::new(depth);
+    let mut st = LoopStats::default();
+    let mut draining = false;
+    let mut exhausted = false;
+    let mut next_intended: Option<u64> = None;
+    // Every slot was busy when the loop last waited.
+    let mut was_full = false;
+    let mut now = now_ns();
+    st.started = now;
+    loop {
+        // 1. Reap. Completions whose buffers the driver inspects wait in
+        // `inspect` until the turn's new I/O is submitted.
+        t.reaped.clear();
+        engine.reap(|c| t.reaped.push(c));
+        for i in 0..t.reaped.len() {
+            let c = t.reaped[i];
+            t.inflight -= 1;
+            let s = t.slots[c.slot as usize];
+            if !draining && driver.inspects(&s.io, s.tag) {
+                t.inspect.push((c.slot, c.result));
+            } else {
+                finish(
+                    engine, driver, &mut t, &mut st, c.slot, c.result, now, draining,
+                );
+            }
+        }
+        if !draining {
+            let stop_flag = cfg.stop.is_some_and(|s| s.load(Ordering::Relaxed));
+            if stop_flag {
+                st.interrupted = true;
+            }
+            if stop_flag || driver.turn(now) {
+                draining = true;
+            }
+        }
+        if draining {
+            t.free.append(&mut t.retry);
+            if let Some(p) = t.prepared.take() {
+                t.free.push(p);
+            }
+        }
+        // 2. Issue: retries first, then the buffer prepared ahead, then new
+        // I/O while the driver has any and a slot is free.
+        let mut wake: Option<u64> = None;
+        let mut queued = 0u32;
+        if !draining {
+            while let Some(slot) = t.retry.pop() {
+                let s = &mut t.slots[slot as usize];
+                s.submitted = now;
+                s.retries += 1;
+                st.retries += 1;
+                queue(engine, &mut t, &mut st, slot);
+                queued += 1;
+            }
+            if !exhausted {
+                let r = fill_slots(
+                    engine,
+                    driver,
+                    &mut t,
+                    &mut st,
+                    cfg,
+                    limit,
+                    now,
+                    was_full,
+                    &mut next_intended,
+                );
+                queued += r.queued;
+                wake = r.wake;
+                exhausted = r.exhausted;
+            }
+        }
+        // 3. Buffer work while the device works: submit first, then look at
+        // completed reads and fill the spare buffer for the next I/O.
+        let ahead = cfg.prepare_ahead && !draining && !exhausted && t.prepared.is_none();
+        if queued > 0 && (!t.inspect.is_empty() || ahead) {
+            engine.commit(0, None)?;
+        }
+        if !t.inspect.is_empty() {
+            let mut list = std::mem::take(&mut t.inspect);
+            for &(slot, result) in list.iter() {
+                finish(engine, driver, &mut t, &mut st, slot, result, now, draining);
+            }
+            list.clear();
+            t.inspect = list;
+        }
+        if ahead && wake.is_none() {
+            prepare(engine, driver, &mut t, now, &mut exhausted, &mut wake);
+        }
+        // 4. Wait for a completion or a deadline, or finish.
+        was_full = t.free.is_empty() && t.prepared.is_none();
+        if t.inflight == 0 && t.retry.is_empty() {
+            if draining || (exhausted && t.prepared.is_none()) {
+                break;
+            }
+            match wake {
+                Some(w) => {
+                    engine.commit(0, None)?;
+                    wait_until(w, cfg.spin_ns);
+                }
+                // Something freed a slot (a driver Idle with nothing in
+                // flight would spin: treat it as a yield).
+                None if t.prepared.is_some() || !t.free.is_empty() => {
+                    engine.commit(0, None)?;
+                }
+                None => {}
+            }
+            now = now_ns();
+            continue;
+        }
+        st.turns += 1;
+        match wake {
+            Some(w) if w > now => {
+                let left = w - now;
+                if left > cfg.spin_ns {
+                    engine.commit(1, Some(Duration::from_nanos(left - cfg.spin_ns)))?;
+                } else {
+                    engine.commit(0, None)?;
+                    now = spin_until(w);
+                    continue;
+                }
+            }
+            Some(_) => engine.commit(0, None)?,
+            None => engine.commit(1, None)?,
+        }
+        now = now_ns();
+    }
+    st.ended = now_ns();
+    Ok(st)
+}
+
+struct Filled {
+    queued: u32,
+    wake: Option<u64>,
+    exhausted: bool,
+}
+
+/// Queue new I/O into free slots while the driver has some, up to `limit`
+/// in flight and within the rate.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn fill_slots<E: Engine, D: Driver>(
+    engine: &mut E,
+    driver: &mut D,
+    t: &mut Table,
+    st: &mut LoopStats,
+    cfg: &LoopConfig,
+    limit: u32,
+    now: u64,
+    was_full: bool,
+    next_intended: &mut Option<u64>,
+) -> Filled {
+    let mut out = Filled {
+        queued: 0,
+        wake: None,
+        exhausted: false,
+    };
+    while t.inflight < limit {
+        let mut intended = now;
+        if cfg.rate_interval_ns.is_some() {
+            let ni = *next_intended.get_or_insert(now);
+            if ni > now {
+                out.wake = Some(ni);
+                break;
+            }
+            intended = ni;
+        }
+        // A slot whose buffer was filled ahead goes first.
+        let (slot, next) = match t.prepared.take() {
+            Some(p) => {
+                let s = t.slots[p as usize];
+                (
+                    p,
+                    Next::Io {
+                        io: s.io,
+                        due: None,
+                        tag: s.tag,
+                    },
+                )
+            }
+            None => {
+                let Some(slot) = t.free.pop() else { break };
+                let next = driver.next(now, t.inflight, engine.buffer(slot));
+                (slot, next)
+            }
+        };
+        match next {
+            Next::Io { io, due, tag } => {
+                if let Some(d) = due {
+                    if d < now && was_full {
+                        st.stalls += 1;
+                    }
+                    if cfg.rate_interval_ns.is_none() {
+                        intended = d.min(now);
+                    }
+                }
+                if let Some(iv) = cfg.rate_interval_ns {
+                    *next_intended = Some(intended + iv);
+                }
+                t.slots[slot as usize] = Slot {
+                    io,
+                    tag,
+                    submitted: now,
+                    intended,
+                    retries: 0,
+                };
+                queue(engine, t, st, slot);
+                out.queued += 1;
+            }
+            other => {
+                t.free.push(slot);
+                match other {
+                    Next::At(w) => out.wake = Some(w),
+                    Next::Done => out.exhausted = true,
+                    _ => {}
+                }
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Fill the spare slot's buffer for the next I/O while others are in flight.
+#[inline]
+fn prepare<E: Engine, D: Driver>(
+    engine: &mut E,
+    driver: &mut D,
+    t: &mut Table,
+    now: u64,
+    exhausted: &mut bool,
+    wake: &mut Option<u64>,
+) {
+    let Some(slot) = t.free.pop() else { return };
+    match driver.next(now, t.inflight, engine.buffer(slot)) {
+        Next::Io { io, due, tag } => {
+            t.slots[slot as usize] = Slot {
+                io,
+                tag,
+                submitted: now,
+                intended: due.unwrap_or(now),
+                retries: 0,
+            };
+            t.prepared = Some(slot);
+        }
+        other => {
+            t.free.push(slot);
+            match other {
+                Next::At(w) => *wake = Some(w),
+                Next::Done => *exhausted = true,
+                _ => {}
+            }
+        }
+    }
+}
+
+#[inline]
+fn queue<E: Engine>(engine: &mut E, t: &mut Table, st: &mut LoopStats, slot: u32) {
+    let s = &t.slots[slot as usize];
+    engine.queue(slot, &s.io);
+    t.inflight += 1;
+    st.issued += 1;
+    st.max_inflight = st.max_inflight.max(t.inflight);
+}
+
+/// Hand one completion to the driver and put its slot where it belongs.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn finish<E: Engine, D: Driver>(
+    engine: &mut E,
+    driver: &mut D,
+    t: &mut Table,
+    st: &mut LoopStats,
+    slot: u32,
+    result: i32,
+    now: u64,
+    draining: bool,
+) {
+    let s = t.slots[slot as usize];
+    let done = Done {
+        io: s.io,
+        tag: s.tag,
+        submitted: s.submitted,
+        intended: s.intended,
+        now,
+        result,
+        retries: s.retries,
+        draining,
+    };
+    st.completed += 1;
+    match driver.complete(&done, engine.buffer(slot)) {
+        After::Retry if !draining => t.retry.push(slot),
+        _ => t.free.push(slot),
+    }
+}
+
+/// Sleep (or, for the last `spin_ns`, spin) until monotonic time `w`.
+fn wait_until(w: u64, spin_ns: u64) {
+    let now = now_ns();
+    if w > now + spin_ns {
+        sleep_until(w - spin_ns);
+    }
+    spin_until(w);
+}
+
+/// Spin on the clock until monotonic time `w`; returns the time read.
+#[inline]
+fn spin_until(w: u64) -> u64 {
+    loop {
+        let n = now_ns();
+        if n >= w {
+            return n;
+        }
+        std::hint::spin_loop();
+    }
+}
