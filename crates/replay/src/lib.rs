@@ -18,12 +18,11 @@
 //! or scaled (`offset × target / trace extent`), then aligned down to the
 //! target's logical block; lengths are rounded up to it. Both are counted.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::AtomicBool;
 
-use drivelab_engine::engine::{Completion, Engine};
+use drivelab_engine::engine::Engine;
 use drivelab_engine::gen::{IoDesc, Op};
-use drivelab_engine::job::now_ns;
+use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 use drivelab_stats::{LatencyHistogram, Welford};
 use drivelab_trace::{Op as TOp, Request};
 use serde::Serialize;
@@ -190,11 +189,6 @@ pub struct ReplayReport {
     pub interrupted: bool,
 }
 
-#[derive(Clone, Copy)]
-struct Slot {
-    issued: u64,
-}
-
 fn set_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes an integer; it only affects this thread.
     unsafe {
@@ -250,6 +244,98 @@ fn place(r: &Request, o: &ReplayOptions, remapped: &mut u64, aligned: &mut u64) 
     }
 }
 
+/// A replay as a driver of the engine's I/O loop: requests come from the
+/// trace in order, each with its deadline (original timing) or at once.
+struct ReplayDriver<'a, I: Iterator<Item = drivelab_trace::Result<Request>>> {
+    reqs: std::iter::Peekable<I>,
+    o: &'a ReplayOptions,
+    speed: f64,
+    timed: bool,
+    t0: Option<u64>,
+    trace_t0: Option<u64>,
+    first_issue: Option<u64>,
+    last_issue: u64,
+    last_done: u64,
+    rep: ReplayReport,
+    svc: LatencyHistogram,
+    svc_w: Welford,
+    late: LatencyHistogram,
+    late_w: Welford,
+    error: Option<drivelab_trace::TraceError>,
+}
+
+impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDriver<'_, I> {
+    fn next(&mut self, now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
+        let r = match self.reqs.peek() {
+            None => return Next::Done,
+            Some(Err(_)) => {
+                if let Some(Err(e)) = self.reqs.next() {
+                    self.error = Some(e);
+                }
+                return Next::Done;
+            }
+            Some(Ok(r)) => *r,
+        };
+        let t0 = *self.t0.get_or_insert(now);
+        let base = *self.trace_t0.get_or_insert(r.issue_ns);
+        let due = if self.timed {
+            t0 + ((r.issue_ns.saturating_sub(base)) as f64 / self.speed) as u64
+        } else {
+            now
+        };
+        if due > now {
+            return Next::At(due);
+        }
+        self.reqs.next();
+        let rep = &mut self.rep;
+        let io = place(&r, self.o, &mut rep.remapped, &mut rep.aligned);
+        match io.op {
+            Op::Read => {
+                rep.reads += 1;
+                rep.bytes_read += u64::from(io.len);
+            }
+            Op::Write => {
+                rep.writes += 1;
+                rep.bytes_written += u64::from(io.len);
+            }
+            Op::Trim => rep.trims += 1,
+            Op::Fsync => rep.flushes += 1,
+        }
+        if self.timed {
+            let l = now.saturating_sub(due);
+            self.late.record(l);
+            self.late_w.record(l as f64);
+        }
+        self.first_issue.get_or_insert(now);
+        self.last_issue = now;
+        rep.requests += 1;
+        Next::Io {
+            io,
+            due: self.timed.then_some(due),
+            tag: 0,
+        }
+    }
+
+    fn complete(&mut self, d: &Done, _buf: &[u8]) -> After {
+        if d.result < 0 {
+            self.rep.errors += 1;
+            if self.rep.first_error.is_none() {
+                self.rep.first_error = Some(format!(
+                    "a request failed: {}",
+                    std::io::Error::from_raw_os_error(-d.result)
+                ));
+            }
+        } else {
+            self.rep.completed += 1;
+            let l = d.latency();
+            self.svc.record(l);
+            self.svc_w.record(l as f64);
+        }
+        self.last_done = d.now;
+        After::Release
+    }
+}
+
 /// Replay `reqs` on `engine` (one target, slot buffers at least the trace's
 /// largest request). `stop` ends it early.
 pub fn replay<E, I>(
@@ -263,145 +349,54 @@ where
     I: Iterator<Item = drivelab_trace::Result<Request>>,
 {
     set_timer_slack();
-    let depth = engine.depth();
-    let mut free: Vec<u32> = (0..depth).rev().collect();
-    let mut slots = vec![Slot { issued: 0 }; depth as usize];
-    let mut inflight = 0u32;
-    let mut rep = ReplayReport::default();
-    let mut svc = LatencyHistogram::new();
-    let mut svc_w = Welford::new();
-    let mut late = LatencyHistogram::new();
-    let mut late_w = Welford::new();
-    let mut reqs = reqs.peekable();
-    let mut trace_t0: Option<u64> = None;
-    let t0 = now_ns();
-    let mut first_issue: Option<u64> = None;
-    let mut last_issue = 0u64;
-    let mut last_done = t0;
+    let timed = matches!(o.timing, Timing::Original { .. });
     let speed = match o.timing {
         Timing::Original { speed } if speed > 0.0 => speed,
         _ => 1.0,
     };
-    let timed = matches!(o.timing, Timing::Original { .. });
+    let mut drv = ReplayDriver {
+        reqs: reqs.peekable(),
+        o,
+        speed,
+        timed,
+        t0: None,
+        trace_t0: None,
+        first_issue: None,
+        last_issue: 0,
+        last_done: 0,
+        rep: ReplayReport::default(),
+        svc: LatencyHistogram::new(),
+        svc_w: Welford::new(),
+        late: LatencyHistogram::new(),
+        late_w: Welford::new(),
+        error: None,
+    };
     // Spin the last stretch before a deadline rather than sleep through it.
-    const SPIN_NS: u64 = 150_000;
-    loop {
-        let mut now = now_ns();
-        engine.reap(|c: Completion| {
-            inflight -= 1;
-            free.push(c.slot);
-            let s = slots[c.slot as usize];
-            if c.result < 0 {
-                rep.errors += 1;
-                if rep.first_error.is_none() {
-                    rep.first_error = Some(format!(
-                        "a request failed: {}",
-                        std::io::Error::from_raw_os_error(-c.result)
-                    ));
-                }
-            } else {
-                rep.completed += 1;
-                let l = now.saturating_sub(s.issued);
-                svc.record(l);
-                svc_w.record(l as f64);
-            }
-            last_done = now;
-        });
-        if stop.load(Ordering::Relaxed) {
-            rep.interrupted = true;
-        }
-        let mut next_deadline: Option<u64> = None;
-        while !rep.interrupted {
-            let r = match reqs.peek() {
-                None => break,
-                Some(Err(_)) => {
-                    // Surface the parse error.
-                    if let Some(Err(e)) = reqs.next() {
-                        return Err(ReplayError::Trace(e));
-                    }
-                    break;
-                }
-                Some(Ok(r)) => *r,
-            };
-            let base = *trace_t0.get_or_insert(r.issue_ns);
-            let due = if timed {
-                t0 + ((r.issue_ns.saturating_sub(base)) as f64 / speed) as u64
-            } else {
-                now
-            };
-            if due > now {
-                next_deadline = Some(due);
-                break;
-            }
-            let Some(slot) = free.pop() else {
-                rep.stalls += u64::from(timed);
-                break;
-            };
-            reqs.next();
-            let io = place(&r, o, &mut rep.remapped, &mut rep.aligned);
-            match io.op {
-                Op::Read => {
-                    rep.reads += 1;
-                    rep.bytes_read += u64::from(io.len);
-                }
-                Op::Write => {
-                    rep.writes += 1;
-                    rep.bytes_written += u64::from(io.len);
-                }
-                Op::Trim => rep.trims += 1,
-                Op::Fsync => rep.flushes += 1,
-            }
-            if timed {
-                let l = now.saturating_sub(due);
-                late.record(l);
-                late_w.record(l as f64);
-            }
-            slots[slot as usize] = Slot { issued: now };
-            first_issue.get_or_insert(now);
-            last_issue = now;
-            rep.requests += 1;
-            engine.queue(slot, &io);
-            inflight += 1;
-        }
-        let finished = reqs.peek().is_none() || rep.interrupted;
-        if finished && inflight == 0 {
-            break;
-        }
-        match next_deadline {
-            Some(d) if d.saturating_sub(now) > SPIN_NS => {
-                let wait = Duration::from_nanos(d - now - SPIN_NS);
-                if inflight > 0 {
-                    engine.commit(1, Some(wait))?;
-                } else {
-                    engine.commit(0, None)?;
-                    std::thread::sleep(wait);
-                }
-            }
-            Some(d) => {
-                // Submit what is queued, then spin to the deadline.
-                engine.commit(0, None)?;
-                while now < d {
-                    std::hint::spin_loop();
-                    now = now_ns();
-                }
-            }
-            None => engine.commit(if inflight > 0 { 1 } else { 0 }, None)?,
-        }
+    let lc = LoopConfig {
+        stop: Some(stop),
+        spin_ns: if timed { 150_000 } else { 0 },
+        ..LoopConfig::default()
+    };
+    let st = ioloop::run(engine, &mut drv, &lc)?;
+    if let Some(e) = drv.error {
+        return Err(ReplayError::Trace(e));
     }
-    let end = last_done.max(last_issue);
-    rep.duration_s = end.saturating_sub(first_issue.unwrap_or(t0)) as f64 / 1e9;
+    let mut rep = drv.rep;
+    rep.interrupted = st.interrupted;
+    rep.stalls = st.stalls;
+    let first = drv.first_issue.unwrap_or(st.started);
+    let end = drv.last_done.max(drv.last_issue).max(first);
+    rep.duration_s = end.saturating_sub(first) as f64 / 1e9;
     if rep.requests > 1 {
-        let h2h = (last_issue - first_issue.unwrap_or(last_issue)) as f64
-            / (rep.requests - 1) as f64
-            / 1e6;
+        let h2h = (drv.last_issue - first) as f64 / (rep.requests - 1) as f64 / 1e6;
         rep.score = Score {
             head_to_head_ms: h2h,
             iops: if h2h > 0.0 { 1000.0 / h2h } else { 0.0 },
         };
     }
-    rep.service_time_ns = Dist::from(&svc, &svc_w);
+    rep.service_time_ns = Dist::from(&drv.svc, &drv.svc_w);
     if timed {
-        rep.lateness_ns = Dist::from(&late, &late_w);
+        rep.lateness_ns = Dist::from(&drv.late, &drv.late_w);
     }
     Ok(rep)
 }
