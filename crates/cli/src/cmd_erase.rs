@@ -226,7 +226,7 @@ fn verify_cert(file: &Path, public_key: Option<&str>, out: &OutputArgs) -> anyho
 fn parse_bytes(what: &str, s: &str) -> anyhow::Result<u64> {
     let t = s.trim();
     let t = t.strip_suffix("/s").unwrap_or(t);
-    drivelab_spec::parse_bytes(what, t).map_err(|e| usage(e.to_string()))
+    drivelab_workload::parse_bytes(what, t).map_err(|e| usage(e.to_string()))
 }
 
 fn options(a: &EraseArgs) -> anyhow::Result<Options> {

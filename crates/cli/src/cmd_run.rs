@@ -3,7 +3,7 @@
 //! directory (no root needed) and removes it afterwards.
 //!
 //! The options are parsed here by hand rather than by clap so that the one
-//! declaration table in `drivelab_spec::options` drives the command line,
+//! declaration table in `drivelab_workload::options` drives the command line,
 //! the job-file parser and the help text alike.
 
 use std::io::IsTerminal;
@@ -11,9 +11,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 use drivelab_report::{Exporter, Json, Text};
-use drivelab_run::{execute, plan, PlanError, PlanOptions, Progress};
-use drivelab_spec::options::{lookup, OptionKind};
-use drivelab_spec::{jobfile, presets, JobSpec};
+use drivelab_workload::options::{lookup, OptionKind};
+use drivelab_workload::{execute, plan, PlanError, PlanOptions, Progress};
+use drivelab_workload::{jobfile, presets, JobSpec};
 
 use crate::error::usage;
 use crate::output::{Format, OutputArgs};
@@ -52,7 +52,7 @@ drivelab options:
 Workload options (also valid as job-file keys):
 {}",
         presets::PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
-        drivelab_spec::options::help_text()
+        drivelab_workload::options::help_text()
     )
 }
 

@@ -64,7 +64,7 @@ impl BufferPool {
             let all = unsafe { std::slice::from_raw_parts_mut(base.as_ptr(), len) };
             let mut s = seed | 1;
             for chunk in all.chunks_exact_mut(8) {
-                chunk.copy_from_slice(&crate::rng::splitmix64(&mut s).to_le_bytes());
+                chunk.copy_from_slice(&drivelab_patterns::prng::splitmix64(&mut s).to_le_bytes());
             }
         }
         Ok(pool)

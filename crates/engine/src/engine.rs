@@ -24,7 +24,7 @@ use std::time::Duration;
 use io_uring::{opcode, squeue, types, IoUring};
 
 use crate::buf::{BufferPool, Fill};
-use crate::gen::{IoDesc, Op};
+use crate::io::{IoDesc, Op};
 
 /// What finished: the slot and the kernel's result (bytes, or −errno).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,18 +1,17 @@
-//! The I/O engines and the job loop that drives them.
+//! The I/O engines, their buffers, the clock, and the one I/O loop that
+//! every data-moving subcommand runs through.
 //!
-//! - [`gen`]: the offset/operation generator (exact sizes and mixes).
-//! - [`rng`]: fast seeded random numbers, permutations, Zipf.
+//! - [`io`]: what one I/O is ([`io::IoDesc`], [`io::Op`]).
 //! - [`engine`]: the small engine interface (queue, commit, reap) and its
 //!   implementations: io_uring with registered buffers and files, psync,
-//!   null.
-//! - [`job`]: one job's loop on one thread: generate, queue, submit, reap,
-//!   record latencies, keep to the rate, stop on time or bytes.
+//!   null; targets built only from a device claim or a read-only open.
+//! - [`buf`]: page-aligned buffer pools, allocated once.
+//! - [`ioloop`]: the submission loop: slots, batching, clock reads,
+//!   deadlines, rate limits, stall accounting; callers are drivers.
+//! - [`clock`]: the monotonic clock, absolute sleeps, civil dates.
 
 pub mod buf;
 pub mod clock;
 pub mod engine;
-pub mod gen;
 pub mod io;
 pub mod ioloop;
-pub mod job;
-pub mod rng;

@@ -9,7 +9,7 @@ use std::os::unix::fs::OpenOptionsExt;
 
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Engine, Target, Uring};
-use drivelab_engine::gen::{IoDesc, Op};
+use drivelab_engine::io::{IoDesc, Op};
 use drivelab_testkit::{require_root, LoopDev, TempDir};
 
 fn open_excl(path: &str) -> std::io::Result<std::fs::File> {

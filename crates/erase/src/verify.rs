@@ -15,7 +15,7 @@ use std::path::Path;
 
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Engine, Target, Uring};
-use drivelab_engine::gen::{IoDesc, Op};
+use drivelab_engine::io::{IoDesc, Op};
 use drivelab_patterns::Generator;
 
 /// Subsections of a sample.

@@ -23,7 +23,7 @@ use drivelab_device::caps::{self, Capabilities};
 use drivelab_device::units::{BlockCount, Lba};
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Completion, Engine, Target, Uring};
-use drivelab_engine::gen::{IoDesc, Op};
+use drivelab_engine::io::{IoDesc, Op};
 use drivelab_patterns::{Generator, Pattern};
 use ed25519_dalek::SigningKey;
 

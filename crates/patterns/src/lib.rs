@@ -23,6 +23,7 @@ mod error;
 mod generator;
 mod miscompare;
 mod pattern;
+pub mod prng;
 mod rng;
 pub mod stamp;
 

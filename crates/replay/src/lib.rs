@@ -21,7 +21,7 @@
 use std::sync::atomic::AtomicBool;
 
 use drivelab_engine::engine::Engine;
-use drivelab_engine::gen::{IoDesc, Op};
+use drivelab_engine::io::{IoDesc, Op};
 use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 use drivelab_stats::{LatencyHistogram, Welford};
 use drivelab_trace::{Op as TOp, Request};

@@ -15,10 +15,10 @@
 //!   with its own splitter over the gap still left;
 //! - random: the range is cut into cells of the longest transfer; cells are
 //!   visited in a keyed random permutation
-//!   ([`drivelab_engine::rng::Permutation`]) and each cell is split into
+//!   ([`drivelab_patterns::prng::Permutation`]) and each cell is split into
 //!   transfers (with a fixed length, one cell is one transfer).
 
-use drivelab_engine::rng::{Permutation, Rng};
+use drivelab_patterns::prng::{Permutation, Rng};
 
 /// Transfer lengths in blocks: fixed when `lo == hi`, else uniform in
 /// `lo..=hi`.

@@ -27,7 +27,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Engine, Target, Uring};
-use drivelab_engine::gen::{IoDesc, Op};
+use drivelab_engine::io::{IoDesc, Op};
 use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 use drivelab_patterns::{Generator, Miscompare, MiscompareKind, Pattern};
 use drivelab_stats::{LatencyHistogram, Welford};

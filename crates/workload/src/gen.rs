@@ -16,11 +16,11 @@
 //! slots of the largest size and visited in a keyed random permutation, so
 //! one pass touches every slot once and sizes still stay exact.
 
-use drivelab_spec::{AccessLine, Distribution, WriteKind};
+use crate::{AccessLine, Distribution, WriteKind};
 
-use crate::rng::{Permutation, Rng, Zipf};
+use drivelab_patterns::prng::{Permutation, Rng, Zipf};
 
-pub use crate::io::{IoDesc, Op};
+pub use drivelab_engine::io::{IoDesc, Op};
 
 /// A byte range `[start, end)` on one target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

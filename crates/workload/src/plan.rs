@@ -7,10 +7,10 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::gen::Region;
+use crate::{EngineKind, JobSpec, SizeSpec, WriteKind};
 use drivelab_device::blockdev::{backing_device_of_file, BlockDevice};
 use drivelab_device::safety::check_writable;
-use drivelab_engine::gen::Region;
-use drivelab_spec::{EngineKind, JobSpec, SizeSpec, WriteKind};
 
 /// Options that are not part of a job: they govern the whole run.
 #[derive(Debug, Clone, Default)]
@@ -25,7 +25,7 @@ pub struct PlanOptions {
 pub enum PlanError {
     /// The spec itself is wrong.
     #[error(transparent)]
-    Spec(#[from] drivelab_spec::SpecError),
+    Spec(#[from] crate::SpecError),
     /// A target is missing, unreadable or of the wrong kind.
     #[error("{path}: {why}")]
     Target {
@@ -365,7 +365,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 .max()
                 .unwrap_or(512);
             if align % lb != 0 {
-                return Err(PlanError::Spec(drivelab_spec::SpecError::Invalid(format!(
+                return Err(PlanError::Spec(crate::SpecError::Invalid(format!(
                     "blockalign {align} is not a multiple of the logical block size {lb}"
                 ))));
             }
@@ -374,7 +374,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         let explicit_io = spec.io_size.map(|s| s.resolve(region_total));
         let (io_limit, runtime) = if spec.time_based {
             if spec.runtime.is_none() {
-                return Err(PlanError::Spec(drivelab_spec::SpecError::Invalid(
+                return Err(PlanError::Spec(crate::SpecError::Invalid(
                     "time_based needs a runtime (e.g. --runtime=30)".to_string(),
                 )));
             }

@@ -1,22 +1,39 @@
-//! Workload specifications: what the user asked for, validated but not yet
-//! resolved against a device.
+//! Workloads: everything between what the user typed and the I/O loop.
 //!
-//! A [`JobSpec`] is built the same way from command-line flags, fio job-file
-//! keys and Iometer presets: every option is declared once in
-//! [`options::OPTIONS`] (name, kind, default, help) and set through
-//! [`JobSpec::set`]. Resolving sizes against targets, opening devices and
-//! checking safety happen later, in the plan.
+//! - Specification ([`spec`], [`options`], [`jobfile`], [`presets`],
+//!   [`size`]): a [`JobSpec`] is built the same way from command-line flags,
+//!   fio job-file keys and Iometer presets; every option is declared once in
+//!   [`options::OPTIONS`] (name, kind, default, bounds, unit, help) and set
+//!   through [`JobSpec::set`].
+//! - Planning ([`plan`]): specs resolved against their targets — sizes
+//!   known, bounds checked, every target claimed for writing through the
+//!   device crate — nothing written yet.
+//! - Generation ([`gen`], with [`drivelab_patterns::prng`]): the offset/operation stream with exact
+//!   sizes and mixes.
+//! - Running ([`jobloop`], [`exec`]): each job is a driver of the engine's
+//!   one I/O loop; `exec` runs the job threads, the device sampler and the
+//!   progress line and assembles the one result struct
+//!   ([`drivelab_report::RunReport`]) including the device check
+//!   ([`check`]).
 
-mod job;
+pub mod check;
+pub mod exec;
+pub mod gen;
 pub mod jobfile;
+pub mod jobloop;
 pub mod options;
+pub mod plan;
 pub mod presets;
-pub mod size;
 
-pub use job::{
+pub mod size;
+pub mod spec;
+
+pub use exec::{execute, Progress};
+pub use plan::{plan, Plan, PlanError, PlanOptions};
+pub use size::{human_bytes, parse_bytes, parse_duration, SizeSpec};
+pub use spec::{
     AccessLine, Distribution, EngineKind, JobSpec, RwMode, WriteKind, DEFAULT_LOG_INTERVAL,
 };
-pub use size::{human_bytes, parse_bytes, parse_duration, SizeSpec};
 
 /// Why a specification was rejected. Every message names the option (and
 /// for job files the line) and says what would be accepted.

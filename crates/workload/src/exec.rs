@@ -9,15 +9,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::gen::GenConfig;
+use crate::jobloop::{now_ns, run_job, DirStats, JobConfig, JobError, JobOutcome};
+use crate::EngineKind;
 use drivelab_device::diskstats::{Delta, Sampler};
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Null, Psync, Target, Uring};
-use drivelab_engine::gen::GenConfig;
-use drivelab_engine::job::{now_ns, run_job, DirStats, JobConfig, JobError, JobOutcome};
 use drivelab_report::{
     percentile_key, DirReport, DiskUtil, JobReport, LatReport, RunReport, SeriesPoint, SyncReport,
 };
-use drivelab_spec::EngineKind;
 use drivelab_stats::FIO_DEFAULT_PERCENTILES;
 
 use crate::check::{verdict, Reported, Seen};
@@ -103,7 +103,7 @@ fn prepare(plan: &Plan) -> Result<(), RunError> {
             let mut buf = vec![0u8; chunk];
             let mut s = 0x5eed_u64;
             for c in buf.chunks_exact_mut(8) {
-                c.copy_from_slice(&drivelab_engine::rng::splitmix64(&mut s).to_le_bytes());
+                c.copy_from_slice(&drivelab_patterns::prng::splitmix64(&mut s).to_le_bytes());
             }
             f.seek(SeekFrom::Start(t.existing_size)).map_err(err)?;
             let mut left = t.size - t.existing_size;
@@ -491,12 +491,12 @@ fn dir_report(d: &DirStats, runtime_ns: u64, short: u64) -> DirReport {
     }
 }
 
-fn op_name(op: drivelab_engine::gen::Op) -> &'static str {
+fn op_name(op: crate::gen::Op) -> &'static str {
     match op {
-        drivelab_engine::gen::Op::Read => "read",
-        drivelab_engine::gen::Op::Write => "write",
-        drivelab_engine::gen::Op::Trim => "trim",
-        drivelab_engine::gen::Op::Fsync => "fsync",
+        crate::gen::Op::Read => "read",
+        crate::gen::Op::Write => "write",
+        crate::gen::Op::Trim => "trim",
+        crate::gen::Op::Fsync => "fsync",
     }
 }
 

@@ -17,11 +17,11 @@ use std::time::Instant;
 
 use drivelab_stats::{LatencyHistogram, Series, TimeSeries, Welford};
 
-use crate::engine::Engine;
 use crate::gen::{GenConfig, Generator, IoDesc, Op};
-use crate::ioloop::{self, After, Done, Driver, LoopConfig, Next};
+use drivelab_engine::engine::Engine;
+use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 
-pub use crate::clock::now_ns;
+pub use drivelab_engine::clock::now_ns;
 
 /// How a job runs.
 #[derive(Debug, Clone)]
