@@ -6,6 +6,8 @@
 //!   limits), holders and mounts.
 //! - [`diskstats`]: `/proc/diskstats` parsing and sampling.
 //! - [`safety`]: the checks that decide whether a device may be written.
+//! - [`loopdev`]: loop devices as windows onto a backing file's bytes, so
+//!   aliases of one another can be found.
 //! - [`sg`], [`scsi`], [`ata`], [`nvme`]: command passthrough (SG_IO, SAT ATA
 //!   PASS-THROUGH, NVMe admin and I/O ioctls), command builders and status
 //!   decoders.
@@ -16,6 +18,7 @@ pub mod ata;
 pub mod blockdev;
 pub mod caps;
 pub mod diskstats;
+pub mod loopdev;
 pub mod nvme;
 pub mod safety;
 pub mod scsi;
