@@ -6,6 +6,8 @@
 //!   limits), holders and mounts.
 //! - [`diskstats`]: `/proc/diskstats` parsing and sampling.
 //! - [`safety`]: the checks that decide whether a device may be written.
+//! - [`claim`]: the only way to get a writable device or file: assessment,
+//!   consent and an exclusive hold, in one step.
 //! - [`loopdev`]: loop devices as windows onto a backing file's bytes, so
 //!   aliases of one another can be found.
 //! - [`sg`], [`scsi`], [`ata`], [`nvme`]: command passthrough (SG_IO, SAT ATA
@@ -17,6 +19,7 @@
 pub mod ata;
 pub mod blockdev;
 pub mod caps;
+pub mod claim;
 pub mod diskstats;
 pub mod loopdev;
 pub mod nvme;
