@@ -188,10 +188,10 @@ impl Finding {
             Finding::Swap { device } => format!("swap ({device})"),
             Finding::InUse { by } => format!("in use by {}", by.join(",")),
             Finding::HeldExclusively { processes } if processes.is_empty() => {
-                "in use by another process (exclusive open)".into()
+                "in use: held exclusively by another process".into()
             }
             Finding::HeldExclusively { processes } => {
-                format!("in use by {} (exclusive open)", processes.join(","))
+                format!("in use: held exclusively by {}", processes.join(", "))
             }
             Finding::SharesBytes { device, cause, .. } => {
                 format!("in use: shares bytes with {device}, {}", cause.short())

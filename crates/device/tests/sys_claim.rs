@@ -109,7 +109,7 @@ fn a_device_held_exclusively_by_another_process_is_refused_even_with_force() {
     );
     let state = safety::assess(&d).state();
     assert!(
-        state.starts_with("in use by python") && state.contains(&pid),
+        state.starts_with("in use: held exclusively by python") && state.contains(&pid),
         "{state}"
     );
 
