@@ -6,6 +6,14 @@
 //! and the safety state (`free`, `mounted at X`, `in use by Y`, `has
 //! partition table`, ...). Unattached loop and zram devices (size 0) are
 //! skipped unless `--all` is given.
+//!
+//! The state is the one a write would meet ([`safety::assess`], the check
+//! a claim runs): a device another process holds open `O_EXCL` is `in use:
+//! held exclusively by python3 (pid 4242)` (the processes that have it
+//! open, from [`safety::exclusive_holder`]), and one that shares bytes with
+//! a mounted or held loop device is `in use: shares bytes with loop6,
+//! mounted at /mnt (loop6)`. Listing only reads: the exclusive check is an
+//! `O_RDONLY|O_EXCL` open closed at once.
 
 use std::path::PathBuf;
 
@@ -40,7 +48,8 @@ pub struct DevicesArgs {
 struct Row<'a> {
     #[serde(flatten)]
     dev: &'a BlockDevice,
-    /// Short state: "free", "mounted at /mnt (sdb1)", "has ext4 signature", ...
+    /// Short state: "free", "mounted at /mnt (sdb1)", "has ext4 signature",
+    /// "in use: held exclusively by python3 (pid 4242)", ...
     state: String,
     /// Every safety finding (empty when free).
     findings: Vec<Finding>,

@@ -93,3 +93,104 @@ fn a_regular_file_is_a_usage_error() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v["error"].as_str().unwrap().contains("not a block device"));
 }
+
+/// A python3 process holding a device `O_RDONLY|O_EXCL`; killed on drop.
+struct Holder(std::process::Child);
+
+impl Holder {
+    fn hold(dev: &str) -> Holder {
+        use std::io::BufRead;
+        let script = format!(
+            "import os,time\nfd=os.open({dev:?},os.O_RDONLY|os.O_EXCL)\nprint('held',flush=True)\ntime.sleep(60)"
+        );
+        let mut child = Command::new("python3")
+            .args(["-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("cannot run python3");
+        let out = child.stdout.take().expect("piped stdout");
+        let h = Holder(child);
+        let mut line = String::new();
+        std::io::BufReader::new(out).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "held", "python3 did not take the device");
+        h
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn state_of(dev: &str) -> serde_json::Value {
+    let (code, out, err) = run(&["devices", dev, "--no-probe", "--output-format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["devices"][0].clone()
+}
+
+#[test]
+fn a_device_held_open_exclusively_is_in_use_by_its_holder() {
+    require_root();
+    let dir = TempDir::new("held");
+    let img = dir.0.join("disk.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let lo = LoopDev::attach(&img, &[]);
+    let holder = Holder::hold(lo.dev());
+    let pid = format!("(pid {})", holder.0.id());
+    let row = state_of(lo.dev());
+    let state = row["state"].as_str().unwrap();
+    assert!(
+        state.starts_with("in use: held exclusively by python") && state.ends_with(&pid),
+        "{state}"
+    );
+    assert_eq!(row["findings"][0]["reason"], "held_exclusively");
+    drop(holder);
+    assert_eq!(state_of(lo.dev())["state"], "free");
+}
+
+#[test]
+fn a_loop_over_a_mounted_loops_bytes_is_in_use_by_it() {
+    require_root();
+    struct Umount(std::path::PathBuf);
+    impl Drop for Umount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let dir = TempDir::new("alias");
+    let img = dir.0.join("alias.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    let inner = LoopDev::attach(&img, &["-o", "1048576"]);
+    drivelab_testkit::sh("mkfs.ext4", &["-q", "-F", inner.dev()]);
+    let mnt = dir.0.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    drivelab_testkit::sh("mount", &[inner.dev(), mnt.to_str().unwrap()]);
+    let mounted = Umount(mnt.clone());
+    let outer = LoopDev::attach(&img, &[]);
+    let row = state_of(outer.dev());
+    assert_eq!(
+        row["state"],
+        format!(
+            "in use: shares bytes with {}, mounted at {} ({})",
+            inner.name,
+            mnt.display(),
+            inner.name
+        )
+    );
+    let f = &row["findings"][0];
+    assert_eq!(f["reason"], "shares_bytes");
+    assert_eq!(f["device"], inner.name.as_str());
+    assert_eq!(f["start"], 1048576);
+    assert_eq!(f["cause"]["reason"], "mounted");
+    drop(mounted);
+    assert_eq!(state_of(outer.dev())["state"], "free");
+}

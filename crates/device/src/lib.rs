@@ -6,6 +6,10 @@
 //!   limits), holders and mounts.
 //! - [`diskstats`]: `/proc/diskstats` parsing and sampling.
 //! - [`safety`]: the checks that decide whether a device may be written.
+//! - [`claim`]: the only way to get a writable device or file: assessment,
+//!   consent and an exclusive hold, in one step.
+//! - [`loopdev`]: loop devices as windows onto a backing file's bytes, so
+//!   aliases of one another can be found.
 //! - [`sg`], [`scsi`], [`ata`], [`nvme`]: command passthrough (SG_IO, SAT ATA
 //!   PASS-THROUGH, NVMe admin and I/O ioctls), command builders and status
 //!   decoders.
@@ -15,7 +19,9 @@
 pub mod ata;
 pub mod blockdev;
 pub mod caps;
+pub mod claim;
 pub mod diskstats;
+pub mod loopdev;
 pub mod nvme;
 pub mod safety;
 pub mod scsi;

@@ -2,17 +2,24 @@
 //!
 //! Writing destroys data, so before any write the target is assessed: is it
 //! read-only, does it back the running system, is it (or anything stacked on
-//! it) mounted, active swap or held by dm/md/bcache/loop, does it carry a
-//! partition table or a filesystem / RAID / LVM / swap / crypto signature?
-//! Every finding is collected (not just the first), so the refusal names all
-//! of them in one line with what to do.
+//! it) mounted, active swap or held by dm/md/bcache/loop, does another
+//! process hold it open `O_EXCL`, does it share bytes with a loop device
+//! that is in use (two loops over one file, or the file itself), does it
+//! carry a partition table or a filesystem / RAID / LVM / swap / crypto
+//! signature? Every finding is collected (not just the first), so the
+//! refusal names all of them in one line with what to do.
 //!
-//! `--force` overrides everything except two findings: a read-only device
-//! (the write would fail anyway) and a device that backs the running system
-//! (`/`, `/boot`, `/boot/efi`, `/usr`, followed down through partitions,
-//! dm/md slaves and loop backing files). A mounted device *is* overridable:
-//! DESIGN.md says the user may insist, and a scratch filesystem mounted on a
-//! test drive is a legitimate (if unusual) target; the running system never is.
+//! `--force` overrides everything except: a read-only device (the write
+//! would fail anyway), a device that backs the running system (`/`,
+//! `/boot`, `/boot/efi`, `/usr`, followed down through partitions, dm/md
+//! slaves and loop backing files), a device another process holds
+//! exclusively, and a target sharing bytes with a loop device so held. A
+//! mounted device's finding is overridable, but mounting holds a block
+//! device exclusively, so a [`crate::claim::Claim`] of it still fails with
+//! `Busy`; the running system never is writable.
+//!
+//! Writers do not call this module themselves: [`crate::claim::Claim::open`]
+//! runs the assessment, checks consent and holds the device `O_EXCL`.
 //!
 //! The signature probe only reads (`O_RDONLY`, plain `pread`): the first
 //! 256 KiB and the last 256 KiB of the device.
@@ -22,19 +29,24 @@ use std::fs;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::blockdev::{self, split_dev, BlockDevice, MountEntry};
+use crate::loopdev::{self, range_text, Extent};
 
 /// How much of the start and of the end of a device the probe reads.
 const PROBE_SPAN: u64 = 256 * 1024;
+
+/// How a device held open `O_EXCL` by someone else is described, in the
+/// refusal and in a claim's `Busy` error alike.
+pub const HELD_EXCLUSIVELY: &str = "held exclusively by another process (mounted, in use by another program, or being written by another drivelab)";
 
 /// Mount points whose devices make up the running system.
 const SYSTEM_MOUNTS: [&str; 4] = ["/", "/boot", "/boot/efi", "/usr"];
 
 /// One reason a device should not be written. The `Display` form is a
 /// clause for a one-line message ("it is mounted at /mnt").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Finding {
     /// The kernel marks the device read-only (sysfs `ro` = 1). Not overridable.
@@ -83,6 +95,37 @@ pub enum Finding {
         /// Byte offset of the magic on the device.
         offset: u64,
     },
+    /// Another process holds the device open exclusively (`O_EXCL`): a
+    /// filesystem mounted in another namespace, a program such as mkfs, or
+    /// another drivelab writing it. Not overridable.
+    HeldExclusively {
+        /// Processes that have it (or a partition of it) open, as
+        /// "python3 (pid 4242)"; empty when none is visible (the holder is
+        /// in the kernel or in another PID namespace).
+        processes: Vec<String>,
+    },
+    /// A loop device over the same bytes (same backing file or device,
+    /// overlapping offset..offset+sizelimit) is in use: writing this target
+    /// rewrites what that device shows. Refused as that device would be:
+    /// not overridable when it is held exclusively (mounted, swap, dm/md,
+    /// another program), overridable otherwise.
+    SharesBytes {
+        /// Kernel name of the loop device that is in use (`loop6`).
+        device: String,
+        /// Its backing file as the kernel names it.
+        backing: PathBuf,
+        /// First shared byte, as an offset into the backing.
+        start: u64,
+        /// One past the last shared byte; absent = to the end of the backing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        end: Option<u64>,
+        /// How that device is in use (a `mounted`, `swap`, `in_use` or
+        /// `held_exclusively` finding about it).
+        cause: Box<Finding>,
+        /// Whether that device is held exclusively (it cannot be opened
+        /// `O_EXCL`); then `--force` cannot override this.
+        exclusive: bool,
+    },
     /// The device could not be read, so nothing could be ruled out.
     ProbeFailed {
         /// The error.
@@ -93,7 +136,13 @@ pub enum Finding {
 impl Finding {
     /// Whether `--force` overrides this finding.
     pub fn overridable(&self) -> bool {
-        !matches!(self, Finding::ReadOnly | Finding::RunningSystem { .. })
+        match self {
+            Finding::ReadOnly | Finding::RunningSystem { .. } | Finding::HeldExclusively { .. } => {
+                false
+            }
+            Finding::SharesBytes { exclusive, .. } => !exclusive,
+            _ => true,
+        }
     }
 
     /// What the user should do about it (without the `--force` part).
@@ -109,6 +158,15 @@ impl Finding {
             Finding::Mounted { device, .. } => format!("unmount /dev/{device} first"),
             Finding::Swap { device } => format!("run swapoff /dev/{device} first"),
             Finding::InUse { by } => format!("stop {} first", by.join(", ")),
+            Finding::HeldExclusively { processes } if processes.is_empty() => {
+                "wait until whatever holds it lets go (check 'drivelab devices')".to_string()
+            }
+            Finding::HeldExclusively { processes } => {
+                format!("stop {} first", processes.join(", "))
+            }
+            Finding::SharesBytes { device, cause, .. } => {
+                cause.advice(&Path::new("/dev").join(device))
+            }
             Finding::PartitionTable { .. } | Finding::Signature { .. } => {
                 format!("wipe it first (wipefs -a {d})")
             }
@@ -129,9 +187,45 @@ impl Finding {
             } => format!("mounted at {} ({device})", mount_point.display()),
             Finding::Swap { device } => format!("swap ({device})"),
             Finding::InUse { by } => format!("in use by {}", by.join(",")),
+            Finding::HeldExclusively { processes } if processes.is_empty() => {
+                "in use: held exclusively by another process".into()
+            }
+            Finding::HeldExclusively { processes } => {
+                format!("in use: held exclusively by {}", processes.join(", "))
+            }
+            Finding::SharesBytes { device, cause, .. } => {
+                format!("in use: shares bytes with {device}, {}", cause.short())
+            }
             Finding::PartitionTable { scheme, .. } => format!("has partition table ({scheme})"),
             Finding::Signature { name, .. } => format!("has {name} signature"),
             Finding::ProbeFailed { .. } => "unknown (unreadable)".into(),
+        }
+    }
+}
+
+impl Finding {
+    /// This finding about device `name` as the end of "…, which …"
+    /// ("is mounted at /mnt", "has /dev/loop6p1 mounted at /mnt").
+    fn as_state_of(&self, name: &str) -> String {
+        match self {
+            Finding::Mounted {
+                device,
+                mount_point,
+            } if device == name => format!("is mounted at {}", mount_point.display()),
+            Finding::Mounted {
+                device,
+                mount_point,
+            } => format!("has /dev/{device} mounted at {}", mount_point.display()),
+            Finding::Swap { device } if device == name => "is active swap".to_string(),
+            Finding::Swap { device } => format!("has /dev/{device} as active swap"),
+            Finding::InUse { by } => format!("is in use by {}", by.join(", ")),
+            Finding::HeldExclusively { processes } if processes.is_empty() => {
+                format!("is {HELD_EXCLUSIVELY}")
+            }
+            Finding::HeldExclusively { processes } => {
+                format!("is held exclusively by {}", processes.join(", "))
+            }
+            other => format!("is in use ({other})"),
         }
     }
 }
@@ -151,6 +245,28 @@ impl fmt::Display for Finding {
             } => write!(f, "/dev/{device} is mounted at {}", mount_point.display()),
             Finding::Swap { device } => write!(f, "/dev/{device} is active swap"),
             Finding::InUse { by } => write!(f, "it is in use by {}", by.join(", ")),
+            Finding::HeldExclusively { processes } => {
+                write!(f, "it is {HELD_EXCLUSIVELY}")?;
+                match processes.len() {
+                    0 => Ok(()),
+                    1 => write!(f, ": {} has it open", processes[0]),
+                    _ => write!(f, ": {} have it open", processes.join(", ")),
+                }
+            }
+            Finding::SharesBytes {
+                device,
+                backing,
+                start,
+                end,
+                cause,
+                ..
+            } => write!(
+                f,
+                "it shares bytes {} of {} with /dev/{device}, which {}",
+                range_text(*start, *end),
+                backing.display(),
+                cause.as_state_of(device)
+            ),
             Finding::PartitionTable { scheme, detail } => {
                 write!(f, "it holds a {scheme} partition table ({detail})")
             }
@@ -165,7 +281,7 @@ impl fmt::Display for Finding {
 }
 
 /// Everything found about one device, before `--force` is considered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Assessment {
     /// The device node assessed.
     pub device: PathBuf,
@@ -207,7 +323,9 @@ impl Assessment {
         let rank = |f: &Finding| match f {
             Finding::Mounted { .. } => 0,
             Finding::Swap { .. } => 1,
-            Finding::InUse { .. } => 2,
+            Finding::InUse { .. }
+            | Finding::HeldExclusively { .. }
+            | Finding::SharesBytes { .. } => 2,
             Finding::RunningSystem { .. } => 3,
             Finding::PartitionTable { .. } => 4,
             Finding::Signature { .. } => 5,
@@ -224,7 +342,7 @@ impl Assessment {
 
 /// Why a write to a device is refused. `Display` is one line naming the
 /// device, every reason, and what to do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refusal {
     /// The device node.
     pub device: PathBuf,
@@ -277,41 +395,34 @@ pub fn check_writable(dev: &BlockDevice, force: bool) -> Result<(), Refusal> {
 
 /// Gather every finding about `dev` (reads only; never fails: a probe that
 /// cannot read the device becomes a [`Finding::ProbeFailed`]).
+///
+/// Besides reading, it opens the device `O_RDONLY|O_EXCL` for an instant
+/// (when nothing else already explains why it is busy) to learn whether
+/// another process holds it exclusively; a device this process has claimed
+/// counts as held too.
 pub fn assess(dev: &BlockDevice) -> Assessment {
     let mut findings = Vec::new();
     if dev.read_only {
         findings.push(Finding::ReadOnly);
     }
-    let mounts = match blockdev::mounts() {
-        Ok(m) => m,
+    let (ctx, mounts) = match Context::read() {
+        Ok(c) => c,
         Err(e) => {
             // Without the mount table nothing about use can be ruled out.
             findings.push(Finding::ProbeFailed {
                 error: e.to_string(),
             });
-            Vec::new()
+            (Context::without_mounts(), Vec::new())
         }
     };
-    let mount_devs: Vec<((u32, u32), &MountEntry)> = mounts
-        .iter()
-        .filter_map(|m| mount_dev(m).map(|d| (d, m)))
-        .collect();
 
-    // The device and its partitions: what a whole-device write destroys.
-    let mut own: Vec<(u32, u32, String)> = vec![(dev.major, dev.minor, dev.name.clone())];
-    own.extend(
-        dev.partitions
-            .iter()
-            .map(|p| (p.major, p.minor, p.name.clone())),
-    );
-
-    // (f) the running system.
+    // (f) the running system: the device or one of its partitions.
     let system = system_devices(&mounts);
-    for (maj, min, name) in &own {
-        if let Some((_, mp)) = system.iter().find(|(d, _)| *d == (*maj, *min)) {
+    for (maj, min, name) in own_devices(dev) {
+        if let Some((_, mp)) = system.iter().find(|(d, _)| *d == (maj, min)) {
             let f = Finding::RunningSystem {
                 mount_point: mp.clone(),
-                via: name.clone(),
+                via: name,
             };
             if !findings.contains(&f) {
                 findings.push(f);
@@ -319,63 +430,26 @@ pub fn assess(dev: &BlockDevice) -> Assessment {
         }
     }
 
-    // Everything stacked above: holders (recursively) and loops attached.
-    let loops = loop_backings();
-    let mut above: Vec<(u32, u32, String)> = own.clone();
-    let mut users: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < above.len() && above.len() < 256 {
-        let (maj, min, name) = above[i].clone();
-        let mut next: Vec<(u32, u32, String)> = Vec::new();
-        if let Ok(d) = BlockDevice::from_name(&name) {
-            for h in d.holder_devices().unwrap_or_default() {
-                next.push((h.major, h.minor, h.name));
-            }
+    // (a), (d), (e) mounted, swap, holders / attached loops.
+    let (used, above) = usage(dev, &ctx, &[]);
+    // (g) held open O_EXCL by someone else: only asked when nothing above
+    // already says why (a mount, swap or dm/md holder holds it too).
+    if used.is_empty() {
+        if let Some(processes) = exclusive_holder(dev) {
+            findings.push(Finding::HeldExclusively { processes });
         }
-        for (lmaj, lmin, lname, backing) in &loops {
-            if *backing == (maj, min) {
-                next.push((*lmaj, *lmin, lname.clone()));
-            }
-        }
-        for n in next {
-            if !above.iter().any(|a| (a.0, a.1) == (n.0, n.1)) {
-                if i < own.len() {
-                    users.push(n.2.clone());
-                }
-                above.push(n);
-            }
-        }
-        i += 1;
     }
+    findings.extend(used);
 
-    // (a) mounted: one finding per device, naming its shortest mount point
-    // (bind mounts of the same filesystem add nothing).
-    for (maj, min, name) in &above {
-        let first = mount_devs
-            .iter()
-            .filter(|(d, _)| *d == (*maj, *min))
-            .map(|(_, m)| &m.mount_point)
-            .min_by_key(|p| p.as_os_str().len());
-        if let Some(mp) = first {
-            findings.push(Finding::Mounted {
-                device: name.clone(),
-                mount_point: mp.clone(),
-            });
+    // (h) loop devices over the same bytes that are in use. Those stacked
+    // on this device are already named above; a partition's own disk is
+    // not an alias of it.
+    if let Some(ext) = loopdev::device_extent(dev) {
+        let mut skip: Vec<(u32, u32)> = above.iter().map(|a| (a.0, a.1)).collect();
+        if let Ok(Some(p)) = dev.parent_disk() {
+            skip.push((p.major, p.minor));
         }
-    }
-    // (d) swap.
-    for (d, _) in active_swaps() {
-        if let Some((_, _, name)) = above.iter().find(|a| (a.0, a.1) == d) {
-            findings.push(Finding::Swap {
-                device: name.clone(),
-            });
-        }
-    }
-    // (e) holders / attached loops.
-    if !users.is_empty() {
-        users.sort();
-        users.dedup();
-        findings.push(Finding::InUse { by: users });
+        findings.extend(aliases(&ext, &skip, &ctx));
     }
 
     // (b), (c) on-media content.
@@ -401,6 +475,263 @@ pub fn assess(dev: &BlockDevice) -> Assessment {
         device: dev.path.clone(),
         findings,
     }
+}
+
+/// Gather every finding about a regular file: whether it backs a loop
+/// device that is in use (mounted, swap, held by a holder or another
+/// process), over any of its bytes. `md` is the file's metadata.
+pub fn assess_file(path: &Path, md: &fs::Metadata) -> Assessment {
+    let mut findings = Vec::new();
+    let ctx = match Context::read() {
+        Ok((c, _)) => c,
+        Err(e) => {
+            findings.push(Finding::ProbeFailed {
+                error: e.to_string(),
+            });
+            Context::without_mounts()
+        }
+    };
+    findings.extend(aliases(&Extent::whole_file(md), &[], &ctx));
+    Assessment {
+        device: path.to_path_buf(),
+        findings,
+    }
+}
+
+/// Whether another process holds `dev` (or a partition of it) open
+/// exclusively: `None` when an `O_RDONLY|O_EXCL` open succeeds (it is
+/// closed at once) or fails for another reason than `EBUSY`; otherwise the
+/// processes that have it open, as "python3 (pid 4242)" (empty when none is
+/// visible: a mount in another namespace, or a kernel user).
+pub fn exclusive_holder(dev: &BlockDevice) -> Option<Vec<String>> {
+    if !held_exclusively(&dev.path) {
+        return None;
+    }
+    let numbers: Vec<(u32, u32)> = own_devices(dev).into_iter().map(|o| (o.0, o.1)).collect();
+    Some(processes_holding(&numbers))
+}
+
+/// True when opening `path` `O_RDONLY|O_EXCL` fails with `EBUSY`, three
+/// times 10 ms apart (so another program's own brief probe, such as a
+/// `drivelab devices` listing, is not taken for a holder).
+pub fn held_exclusively(path: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    for attempt in 0..3 {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        match fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_EXCL)
+            .open(path)
+        {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => continue,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The processes with an open descriptor on any of these block devices,
+/// as "comm (pid N)", by pid. Only what `/proc` shows this process
+/// (all of it for root).
+fn processes_holding(numbers: &[(u32, u32)]) -> Vec<String> {
+    processes_with_open(|md| {
+        md.file_type().is_block_device() && numbers.contains(&split_dev(md.rdev()))
+    })
+}
+
+/// The processes with the file `md` describes open, as "comm (pid N)".
+pub fn processes_with_file_open(md: &fs::Metadata) -> Vec<String> {
+    let (dev, ino) = (md.dev(), md.ino());
+    processes_with_open(|m| m.is_file() && m.dev() == dev && m.ino() == ino)
+}
+
+/// The processes with a descriptor whose target matches `is_it`.
+fn processes_with_open(is_it: impl Fn(&fs::Metadata) -> bool) -> Vec<String> {
+    let mut out: Vec<(u32, String)> = Vec::new();
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    for e in rd.filter_map(|e| e.ok()) {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(fds) = fs::read_dir(e.path().join("fd")) else {
+            continue;
+        };
+        let holds = fds
+            .filter_map(|f| f.ok())
+            .any(|f| fs::metadata(f.path()).is_ok_and(|md| is_it(&md)));
+        if holds {
+            let comm = fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            out.push((pid, format!("{} (pid {pid})", comm.trim())));
+        }
+    }
+    out.sort();
+    out.into_iter().map(|(_, s)| s).collect()
+}
+
+/// What the use checks share: mounted devices, attached loops, active swap.
+struct Context {
+    /// Block device numbers of each mount.
+    mounts: Vec<((u32, u32), MountEntry)>,
+    /// Loop devices over block devices: (major, minor, name, backing numbers).
+    loops: Vec<(u32, u32, String, (u32, u32))>,
+    /// Active swap devices.
+    swaps: Vec<((u32, u32), PathBuf)>,
+}
+
+impl Context {
+    /// Read the mount table, loops and swaps; also return the raw mounts.
+    fn read() -> Result<(Context, Vec<MountEntry>), blockdev::BlockDevError> {
+        let mounts = blockdev::mounts()?;
+        let ctx = Context {
+            mounts: mounts
+                .iter()
+                .filter_map(|m| mount_dev(m).map(|d| (d, m.clone())))
+                .collect(),
+            loops: loop_backings(),
+            swaps: active_swaps(),
+        };
+        Ok((ctx, mounts))
+    }
+
+    /// Loops and swaps only, for when the mount table cannot be read.
+    fn without_mounts() -> Context {
+        Context {
+            mounts: Vec::new(),
+            loops: loop_backings(),
+            swaps: active_swaps(),
+        }
+    }
+}
+
+/// A device and its partitions, as (major, minor, name): what a
+/// whole-device write destroys.
+fn own_devices(dev: &BlockDevice) -> Vec<(u32, u32, String)> {
+    let mut own: Vec<(u32, u32, String)> = vec![(dev.major, dev.minor, dev.name.clone())];
+    own.extend(
+        dev.partitions
+            .iter()
+            .map(|p| (p.major, p.minor, p.name.clone())),
+    );
+    own
+}
+
+/// How `dev` (or a partition of it, or anything stacked on them) is in
+/// use: [`Finding::Mounted`], [`Finding::Swap`] and [`Finding::InUse`], in
+/// that order; also every device found above it (itself and its
+/// partitions included), as (major, minor, name). Devices in `exclude`
+/// (and what is stacked on them) are not followed.
+fn usage(
+    dev: &BlockDevice,
+    ctx: &Context,
+    exclude: &[(u32, u32)],
+) -> (Vec<Finding>, Vec<(u32, u32, String)>) {
+    let own = own_devices(dev);
+    let mut findings = Vec::new();
+    // Everything stacked above: holders (recursively) and loops attached.
+    let mut above: Vec<(u32, u32, String)> = own.clone();
+    let mut users: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < above.len() && above.len() < 256 {
+        let (maj, min, name) = above[i].clone();
+        let mut next: Vec<(u32, u32, String)> = Vec::new();
+        if let Ok(d) = BlockDevice::from_name(&name) {
+            for h in d.holder_devices().unwrap_or_default() {
+                next.push((h.major, h.minor, h.name));
+            }
+        }
+        for (lmaj, lmin, lname, backing) in &ctx.loops {
+            if *backing == (maj, min) {
+                next.push((*lmaj, *lmin, lname.clone()));
+            }
+        }
+        for n in next {
+            if !above.iter().any(|a| (a.0, a.1) == (n.0, n.1)) && !exclude.contains(&(n.0, n.1)) {
+                if i < own.len() {
+                    users.push(n.2.clone());
+                }
+                above.push(n);
+            }
+        }
+        i += 1;
+    }
+
+    // (a) mounted: one finding per device, naming its shortest mount point
+    // (bind mounts of the same filesystem add nothing).
+    for (maj, min, name) in &above {
+        let first = ctx
+            .mounts
+            .iter()
+            .filter(|(d, _)| *d == (*maj, *min))
+            .map(|(_, m)| &m.mount_point)
+            .min_by_key(|p| p.as_os_str().len());
+        if let Some(mp) = first {
+            findings.push(Finding::Mounted {
+                device: name.clone(),
+                mount_point: mp.clone(),
+            });
+        }
+    }
+    // (d) swap.
+    for (d, _) in &ctx.swaps {
+        if let Some((_, _, name)) = above.iter().find(|a| (a.0, a.1) == *d) {
+            findings.push(Finding::Swap {
+                device: name.clone(),
+            });
+        }
+    }
+    // (e) holders / attached loops.
+    if !users.is_empty() {
+        users.sort();
+        users.dedup();
+        findings.push(Finding::InUse { by: users });
+    }
+    (findings, above)
+}
+
+/// A [`Finding::SharesBytes`] for every attached loop device (other than
+/// those in `skip`) whose bytes overlap `target` and that is in use:
+/// mounted, swap, held by a holder, or held `O_EXCL` by another process.
+/// `skip` holds the target and what is stacked on it: a loop device the
+/// target sits on is not "in use" because of the target itself.
+fn aliases(target: &Extent, skip: &[(u32, u32)], ctx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for l in loopdev::attached() {
+        if skip.contains(&(l.major, l.minor)) {
+            continue;
+        }
+        let Some((start, end)) = l.extent().and_then(|e| target.overlap(&e)) else {
+            continue;
+        };
+        let Ok(ld) = BlockDevice::from_dev_numbers(l.major, l.minor) else {
+            continue;
+        };
+        let (used, _) = usage(&ld, ctx, skip);
+        let exclusive = held_exclusively(&ld.path);
+        let cause = match used.into_iter().next() {
+            Some(f) => f,
+            None if exclusive => {
+                let numbers: Vec<(u32, u32)> =
+                    own_devices(&ld).into_iter().map(|o| (o.0, o.1)).collect();
+                Finding::HeldExclusively {
+                    processes: processes_holding(&numbers),
+                }
+            }
+            None => continue,
+        };
+        out.push(Finding::SharesBytes {
+            device: l.name,
+            backing: l.backing_file,
+            start,
+            end,
+            cause: Box::new(cause),
+            exclusive,
+        });
+    }
+    out
 }
 
 /// The block device numbers of a mount: its `st_dev`, or for an anonymous

@@ -1,0 +1,922 @@
+//! The claim: the one way drivelab gets something it may write.
+//!
+//! Writing destroys data, and a check that each writer must remember to
+//! call is a check some writer forgets. So the device crate hands out a
+//! writable descriptor in exactly one place, [`Claim::open`], which does
+//! the whole job in one step: it runs the safety assessment
+//! ([`crate::safety`]: mounted, partitions, signatures, swap, holders, the
+//! system disk, another process's exclusive hold, loop devices over the
+//! same bytes), checks the user's consent (`--force` overrides what it may;
+//! a confirmation list must name the device's serial or path), and only
+//! then opens the target `O_RDWR` and keeps that descriptor for as long as
+//! the claim lives:
+//!
+//! - a block device is opened `O_EXCL`, so no other process (another
+//!   drivelab, mkfs, a mount) can claim it while we write, and a holder
+//!   that appeared after the assessment makes the open itself fail with
+//!   `EBUSY` (the race-free form of the check); that refusal is never
+//!   overridable by `--force`;
+//! - a regular file is locked with `flock(LOCK_EX|LOCK_NB)` (created, or
+//!   extended, to [`ClaimOptions::create_size`] when asked).
+//!
+//! Engines and other device-crate code take a [`Claim`] (and at most a
+//! descriptor from [`Claim::io_file`]), never a path. What was assessed and
+//! consented to is kept as a [`ClaimRecord`] for the result.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::blockdev::{self, split_dev, BlockDevError, BlockDevice};
+use crate::safety::{self, Assessment, Finding, Refusal};
+
+/// What the user said about writing: `--force`, and for destructive
+/// commands that confirm each drive, the serials (or paths) confirmed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Consent {
+    /// Override every finding that may be overridden (not: read-only, the
+    /// running system, held exclusively by another process).
+    pub force: bool,
+    /// When `Some`, the device's serial, or its path (as given or with
+    /// symlinks resolved), must be in the list; a file's path must be.
+    /// `None`: no confirmation asked.
+    pub confirm: Option<Vec<String>>,
+}
+
+/// How to open the claimed target.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClaimOptions {
+    /// Open the held descriptor `O_DIRECT`.
+    pub direct: bool,
+    /// Regular files only (ignored for a block device): create the file if
+    /// it does not exist, and extend it to this many bytes if it is
+    /// shorter. `None`: the file must exist and keeps its size.
+    pub create_size: Option<u64>,
+}
+
+/// What was claimed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    /// A block device (held `O_EXCL`).
+    Block,
+    /// A regular file (held with `flock`).
+    File,
+}
+
+/// How the claim keeps other writers out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hold {
+    /// An `O_EXCL` open of a block device: the kernel refuses every other
+    /// exclusive open (mounts, mkfs, another drivelab).
+    ExclusiveOpen,
+    /// `flock(LOCK_EX)` on a regular file: other drivelabs' claims fail.
+    Flock,
+}
+
+/// The consent a claim was made under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsentRecord {
+    /// Whether `--force` was given.
+    pub force: bool,
+    /// The confirmation entry that matched (a serial or a path); absent
+    /// when no confirmation was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed_by: Option<String>,
+}
+
+/// The record of a claim's safety assessment, kept in results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimRecord {
+    /// The target as given.
+    pub path: PathBuf,
+    /// The target with symlinks resolved (`/dev/disk/by-id/…` → `/dev/sdb`).
+    pub canonical: PathBuf,
+    /// Block device or regular file.
+    pub kind: TargetKind,
+    /// Kernel name of the block device (`sdb`, `loop3`); absent for a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// The device's serial number, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// Size in bytes when claimed (a file's after creating or extending it).
+    pub size: u64,
+    /// Logical block size in bytes (a file's: that of the device under it,
+    /// or 512).
+    pub logical_block: u32,
+    /// Every finding of the assessment; empty when nothing spoke against
+    /// writing.
+    pub findings: Vec<Finding>,
+    /// The findings `--force` overrode (the whole of `findings` when the
+    /// claim was forced; empty otherwise).
+    pub overridden: Vec<Finding>,
+    /// The consent given.
+    pub consent: ConsentRecord,
+    /// How others are kept out while the claim lives.
+    pub hold: Hold,
+    /// Whether the claim created the file.
+    pub created: bool,
+    /// Whether the held descriptor is `O_DIRECT`.
+    pub direct: bool,
+}
+
+/// Why a target cannot be claimed. Each message is one line that names
+/// the target and says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    /// The assessment found something against writing that the consent
+    /// given does not override.
+    #[error("{0}")]
+    Refused(Refusal),
+    /// The exclusive open (or lock) failed: another process holds the
+    /// target. Never overridable.
+    #[error("{}", busy_line(.path, .reasons))]
+    Busy {
+        /// The target.
+        path: PathBuf,
+        /// [`Finding::HeldExclusively`] (with the processes seen holding
+        /// it), then any use `--force` had overridden that explains the
+        /// hold (such as the device being mounted).
+        reasons: Vec<Finding>,
+    },
+    /// A confirmation list was given and does not name this target.
+    #[error("{} is not confirmed: pass --confirm-serial {token} ({what}); nothing was written", .path.display())]
+    NotConfirmed {
+        /// The target.
+        path: PathBuf,
+        /// What confirms it: the serial, or the path when it has none.
+        token: String,
+        /// What the token is ("the drive's serial", ...).
+        what: String,
+    },
+    /// Nothing at that path (and no size to create a file with).
+    #[error("{} does not exist; give an existing block device (list them with 'drivelab devices') or file, or a size to create the file", .path.display())]
+    NotFound {
+        /// The target.
+        path: PathBuf,
+    },
+    /// Neither a block device nor a regular file.
+    #[error("{} is not a regular file or block device; give a file or a /dev node", .path.display())]
+    NotATarget {
+        /// The target.
+        path: PathBuf,
+    },
+    /// A block device of size 0.
+    #[error("{}: the device has size 0 (an unattached loop device?); attach it or pick another", .path.display())]
+    Empty {
+        /// The target.
+        path: PathBuf,
+    },
+    /// What was opened is not what was assessed (the node or file was
+    /// replaced in between).
+    #[error("{} changed while it was being claimed (replaced by another device or file); check what else is using it and try again", .path.display())]
+    Changed {
+        /// The target.
+        path: PathBuf,
+    },
+    /// The block device could not be described.
+    #[error(transparent)]
+    Device(#[from] BlockDevError),
+    /// A system call failed.
+    #[error("cannot {action} {}: {source}; {}", .path.display(), io_hint(.source))]
+    Io {
+        /// The target.
+        path: PathBuf,
+        /// What was being done ("open for writing", "lock", ...).
+        action: &'static str,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// The one-line `Busy` message: the same form as a refusal.
+fn busy_line(path: &Path, reasons: &[Finding]) -> String {
+    Refusal {
+        device: path.to_path_buf(),
+        reasons: reasons.to_vec(),
+        forced: false,
+    }
+    .to_string()
+}
+
+/// What to do about a failed system call, by errno.
+fn io_hint(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => "run as root, or check its permissions",
+        Some(libc::EINVAL) => {
+            "the filesystem may not support direct I/O (O_DIRECT); run without direct I/O"
+        }
+        Some(libc::ENOENT) => "check that its directory exists",
+        Some(libc::ENOSPC) | Some(libc::EFBIG) => "free some space or give a smaller size",
+        Some(libc::EROFS) => "it is on a read-only filesystem; pick another target",
+        Some(libc::ENXIO) | Some(libc::ENODEV) => "the device is gone or has no medium",
+        _ => "check the target and try again",
+    }
+}
+
+/// A device or file claimed for writing: assessed, consented to, and held
+/// (`O_EXCL` / `flock`) by an `O_RDWR` descriptor until dropped.
+#[derive(Debug)]
+pub struct Claim {
+    /// The target as given.
+    path: PathBuf,
+    /// The held descriptor.
+    file: File,
+    /// The device, for a block device.
+    device: Option<BlockDevice>,
+    /// Bytes.
+    size: u64,
+    /// Bytes.
+    logical_block: u32,
+    /// Whether `file` is `O_DIRECT`.
+    direct: bool,
+    /// What was assessed and consented to.
+    record: ClaimRecord,
+}
+
+impl Claim {
+    /// Claim `path` for writing: assess it, check `consent`, then open it
+    /// `O_RDWR` (plus `O_DIRECT` when `opts.direct`) and hold it — `O_EXCL`
+    /// for a block device, `flock(LOCK_EX|LOCK_NB)` for a regular file
+    /// (created or extended to `opts.create_size` when given).
+    ///
+    /// Nothing is opened for writing unless the assessment and consent
+    /// pass; nothing is written at all (a file may be created or extended).
+    pub fn open(path: &Path, consent: &Consent, opts: &ClaimOptions) -> Result<Claim, ClaimError> {
+        match fs::metadata(path) {
+            Ok(md) if md.file_type().is_block_device() => Claim::open_block(path, consent, opts),
+            Ok(md) if md.is_file() => Claim::open_file(path, Some(md), consent, opts),
+            Ok(_) => Err(ClaimError::NotATarget {
+                path: path.to_path_buf(),
+            }),
+            Err(e)
+                if e.kind() == io::ErrorKind::NotFound
+                    && opts.create_size.is_some()
+                    && !path.starts_with("/dev") =>
+            {
+                Claim::open_file(path, None, consent, opts)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(ClaimError::NotFound {
+                path: path.to_path_buf(),
+            }),
+            Err(source) => Err(ClaimError::Io {
+                path: path.to_path_buf(),
+                action: "inspect",
+                source,
+            }),
+        }
+    }
+
+    fn open_block(
+        path: &Path,
+        consent: &Consent,
+        opts: &ClaimOptions,
+    ) -> Result<Claim, ClaimError> {
+        let dev = BlockDevice::from_path(path)?;
+        if dev.size.0 == 0 {
+            return Err(ClaimError::Empty {
+                path: path.to_path_buf(),
+            });
+        }
+        let asm = safety::assess(&dev);
+        if let Some(r) = asm.refusal(consent.force) {
+            return Err(ClaimError::Refused(r));
+        }
+        let confirmed_by = confirmation(consent, path, dev.serial.as_deref())?;
+        let mut flags = libc::O_EXCL;
+        if opts.direct {
+            flags |= libc::O_DIRECT;
+        }
+        let file = open_exclusive(path, flags).map_err(|source| {
+            if source.raw_os_error() == Some(libc::EBUSY) {
+                busy(path, &dev, &asm)
+            } else {
+                ClaimError::Io {
+                    path: path.to_path_buf(),
+                    action: "open for writing",
+                    source,
+                }
+            }
+        })?;
+        let md = file.metadata().map_err(|source| ClaimError::Io {
+            path: path.to_path_buf(),
+            action: "stat",
+            source,
+        })?;
+        if !md.file_type().is_block_device() || split_dev(md.rdev()) != (dev.major, dev.minor) {
+            return Err(ClaimError::Changed {
+                path: path.to_path_buf(),
+            });
+        }
+        let record = ClaimRecord {
+            path: path.to_path_buf(),
+            canonical: fs::canonicalize(path).unwrap_or_else(|_| dev.path.clone()),
+            kind: TargetKind::Block,
+            device: Some(dev.name.clone()),
+            serial: dev.serial.clone(),
+            size: dev.size.0,
+            logical_block: dev.logical_sector.0,
+            overridden: overridden(&asm, consent),
+            findings: asm.findings,
+            consent: ConsentRecord {
+                force: consent.force,
+                confirmed_by,
+            },
+            hold: Hold::ExclusiveOpen,
+            created: false,
+            direct: opts.direct,
+        };
+        Ok(Claim {
+            path: path.to_path_buf(),
+            file,
+            size: dev.size.0,
+            logical_block: dev.logical_sector.0,
+            device: Some(dev),
+            direct: opts.direct,
+            record,
+        })
+    }
+
+    fn open_file(
+        path: &Path,
+        md: Option<fs::Metadata>,
+        consent: &Consent,
+        opts: &ClaimOptions,
+    ) -> Result<Claim, ClaimError> {
+        let asm = match &md {
+            Some(md) => safety::assess_file(path, md),
+            // A file about to be created backs nothing yet.
+            None => Assessment {
+                device: path.to_path_buf(),
+                findings: Vec::new(),
+            },
+        };
+        if let Some(r) = asm.refusal(consent.force) {
+            return Err(ClaimError::Refused(r));
+        }
+        let confirmed_by = confirmation(consent, path, None)?;
+        let io = |action: &'static str| {
+            move |source: io::Error| ClaimError::Io {
+                path: path.to_path_buf(),
+                action,
+                source,
+            }
+        };
+        let mut o = OpenOptions::new();
+        o.read(true).write(true);
+        if md.is_none() {
+            // Only a file nobody made in the meantime: one that appeared
+            // after the check was not assessed.
+            o.create_new(true);
+        }
+        if opts.direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        let file = o.open(path).map_err(|source| {
+            if source.kind() == io::ErrorKind::AlreadyExists {
+                ClaimError::Changed {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                io("open for writing")(source)
+            }
+        })?;
+        let fmd = file.metadata().map_err(io("stat"))?;
+        let same = md
+            .as_ref()
+            .is_none_or(|m| (m.dev(), m.ino()) == (fmd.dev(), fmd.ino()));
+        if !fmd.is_file() || !same {
+            return Err(ClaimError::Changed {
+                path: path.to_path_buf(),
+            });
+        }
+        if let Err(source) = lock_exclusive(&file) {
+            if source.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(io("lock")(source));
+            }
+            // Let go first, so that this process is named only when it
+            // really holds the file elsewhere (another claim of its own).
+            drop(file);
+            return Err(ClaimError::Busy {
+                path: path.to_path_buf(),
+                reasons: vec![Finding::HeldExclusively {
+                    processes: safety::processes_with_file_open(&fmd),
+                }],
+            });
+        }
+        if let Some(n) = opts.create_size {
+            if fmd.len() < n {
+                file.set_len(n).map_err(io("extend"))?;
+            }
+        }
+        let size = file.metadata().map_err(io("stat"))?.len();
+        let logical_block = blockdev::backing_device_of_file(path)
+            .ok()
+            .flatten()
+            .map(|d| d.logical_sector.0)
+            .unwrap_or(512);
+        let record = ClaimRecord {
+            path: path.to_path_buf(),
+            canonical: fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+            kind: TargetKind::File,
+            device: None,
+            serial: None,
+            size,
+            logical_block,
+            overridden: overridden(&asm, consent),
+            findings: asm.findings,
+            consent: ConsentRecord {
+                force: consent.force,
+                confirmed_by,
+            },
+            hold: Hold::Flock,
+            created: md.is_none(),
+            direct: opts.direct,
+        };
+        Ok(Claim {
+            path: path.to_path_buf(),
+            file,
+            device: None,
+            size,
+            logical_block,
+            direct: opts.direct,
+            record,
+        })
+    }
+
+    /// The target as given.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The block device; `None` for a regular file.
+    pub fn device(&self) -> Option<&BlockDevice> {
+        self.device.as_ref()
+    }
+
+    /// True for a block device.
+    pub fn is_block(&self) -> bool {
+        self.device.is_some()
+    }
+
+    /// Size in bytes when claimed.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Logical block size in bytes (the smallest direct I/O).
+    pub fn logical_block(&self) -> u32 {
+        self.logical_block
+    }
+
+    /// Whether the held descriptor is `O_DIRECT`.
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
+    /// What was assessed and consented to, for the result.
+    pub fn assessment(&self) -> &ClaimRecord {
+        &self.record
+    }
+
+    /// A read-write descriptor on the claimed target for I/O, `O_DIRECT`
+    /// when `direct`. With the held descriptor's own mode it is a duplicate
+    /// of it; otherwise the same object reopened (through
+    /// `/proc/self/fd`, so never another file that took its name) without
+    /// `O_EXCL`, which the claim still holds. Only the engine and the
+    /// device crate call this; dropping it leaves the claim in force.
+    pub fn io_file(&self, direct: bool) -> io::Result<File> {
+        if direct == self.direct {
+            return self.file.try_clone();
+        }
+        let mut o = OpenOptions::new();
+        o.read(true).write(true);
+        if direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        let f = o.open(format!("/proc/self/fd/{}", self.file.as_raw_fd()))?;
+        let (a, b) = (f.metadata()?, self.file.metadata()?);
+        if (a.dev(), a.ino(), a.rdev()) != (b.dev(), b.ino(), b.rdev()) {
+            return Err(io::Error::other(
+                "the reopened descriptor is not the claimed target",
+            ));
+        }
+        Ok(f)
+    }
+
+    /// The held descriptor, for device-crate ioctls on the claimed device.
+    pub fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
+
+/// The findings `--force` overrode: all of them when forced (a finding it
+/// cannot override would have refused the claim).
+fn overridden(asm: &Assessment, consent: &Consent) -> Vec<Finding> {
+    if consent.force {
+        asm.findings
+            .iter()
+            .filter(|f| f.overridable())
+            .cloned()
+            .collect()
+    } else {
+        Vec::new()
+    }
+}
+
+/// The `Busy` error for a device whose `O_EXCL` open failed: who holds
+/// it, and any overridden use that explains why (a mount, swap, holder).
+fn busy(path: &Path, dev: &BlockDevice, asm: &Assessment) -> ClaimError {
+    let mut reasons = vec![Finding::HeldExclusively {
+        processes: safety::exclusive_holder(dev).unwrap_or_default(),
+    }];
+    reasons.extend(
+        asm.findings
+            .iter()
+            .filter(|f| {
+                matches!(
+                    f,
+                    Finding::Mounted { .. }
+                        | Finding::Swap { .. }
+                        | Finding::InUse { .. }
+                        | Finding::SharesBytes { .. }
+                )
+            })
+            .cloned(),
+    );
+    ClaimError::Busy {
+        path: path.to_path_buf(),
+        reasons,
+    }
+}
+
+/// Check the confirmation list, if one was given: it must hold the serial
+/// (when there is one) or the path, as given or resolved. Returns the
+/// entry that matched.
+fn confirmation(
+    consent: &Consent,
+    path: &Path,
+    serial: Option<&str>,
+) -> Result<Option<String>, ClaimError> {
+    let Some(list) = &consent.confirm else {
+        return Ok(None);
+    };
+    let canonical = fs::canonicalize(path).ok();
+    let hit = list.iter().map(|s| s.trim()).find(|s| {
+        !s.is_empty()
+            && (serial == Some(*s)
+                || Path::new(s) == path
+                || canonical.as_deref() == Some(Path::new(s)))
+    });
+    match (hit, serial) {
+        (Some(s), _) => Ok(Some(s.to_string())),
+        (None, Some(serial)) => Err(ClaimError::NotConfirmed {
+            path: path.to_path_buf(),
+            token: serial.to_string(),
+            what: "the drive's serial".into(),
+        }),
+        (None, None) => Err(ClaimError::NotConfirmed {
+            path: path.to_path_buf(),
+            token: path.display().to_string(),
+            what: "its path, as it has no serial".into(),
+        }),
+    }
+}
+
+/// Open a block device `O_RDWR|O_EXCL` (plus `extra` flags). `EBUSY` is
+/// tried five times 20 ms apart: another program's instant `O_EXCL` probe
+/// (a `drivelab devices` listing) must not refuse a claim, a real holder
+/// stays.
+fn open_exclusive(path: &Path, flags: i32) -> io::Result<File> {
+    let mut attempt = 0;
+    loop {
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(flags)
+            .open(path)
+        {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && attempt < 4 => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// `flock(LOCK_EX | LOCK_NB)` on the file's open file description.
+fn lock_exclusive(f: &File) -> io::Result<()> {
+    // SAFETY: flock takes a descriptor and an integer and touches no
+    // memory of ours; `f` keeps the descriptor open for the whole call.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::unix::fs::FileExt;
+
+    /// A fresh directory for this test, removed on drop.
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(tag: &str) -> Dir {
+            let p = std::env::temp_dir()
+                .join(format!("drivelab-claim-unit-{tag}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&p);
+            fs::create_dir_all(&p).unwrap();
+            Dir(p)
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn consent(force: bool, confirm: Option<&[&str]>) -> Consent {
+        Consent {
+            force,
+            confirm: confirm.map(|l| l.iter().map(|s| s.to_string()).collect()),
+        }
+    }
+
+    #[test]
+    fn a_new_file_is_created_at_its_size_and_recorded() {
+        let d = Dir::new("create");
+        let p = d.0.join("t.img");
+        let opts = ClaimOptions {
+            direct: false,
+            create_size: Some(1 << 20),
+        };
+        let c = Claim::open(&p, &Consent::default(), &opts).unwrap();
+        assert!(!c.is_block());
+        assert!(c.device().is_none());
+        assert_eq!(c.size(), 1 << 20);
+        assert_eq!(fs::metadata(&p).unwrap().len(), 1 << 20);
+        let r = c.assessment();
+        assert!(r.created);
+        assert_eq!(r.kind, TargetKind::File);
+        assert_eq!(r.hold, Hold::Flock);
+        let v = serde_json::to_value(r).unwrap();
+        assert_eq!(v["kind"], "file");
+        assert_eq!(v["hold"], "flock");
+        assert_eq!(v["size"], 1 << 20);
+        assert_eq!(v["findings"], serde_json::json!([]));
+        assert_eq!(v["consent"]["force"], false);
+        assert!(v.get("device").is_none());
+        let back: ClaimRecord = serde_json::from_value(v).unwrap();
+        assert_eq!(&back, r);
+    }
+
+    #[test]
+    fn an_existing_file_is_extended_not_truncated() {
+        let d = Dir::new("extend");
+        let p = d.0.join("t.img");
+        fs::write(&p, vec![7u8; 8192]).unwrap();
+        let grow = ClaimOptions {
+            direct: false,
+            create_size: Some(16384),
+        };
+        let c = Claim::open(&p, &Consent::default(), &grow).unwrap();
+        assert_eq!(c.size(), 16384);
+        assert!(!c.assessment().created);
+        drop(c);
+        let shrink = ClaimOptions {
+            direct: false,
+            create_size: Some(4096),
+        };
+        let c = Claim::open(&p, &Consent::default(), &shrink).unwrap();
+        assert_eq!(c.size(), 16384, "a smaller create_size must not truncate");
+        let mut first = [0u8; 8192];
+        fs::File::open(&p).unwrap().read_exact(&mut first).unwrap();
+        assert!(first.iter().all(|b| *b == 7), "existing bytes changed");
+    }
+
+    #[test]
+    fn a_missing_file_without_a_size_is_not_found() {
+        let d = Dir::new("missing");
+        let p = d.0.join("nope.img");
+        let e = Claim::open(&p, &Consent::default(), &ClaimOptions::default()).unwrap_err();
+        assert!(matches!(e, ClaimError::NotFound { .. }), "{e}");
+        assert!(!p.exists());
+        let line = e.to_string();
+        assert!(
+            line.contains("does not exist") && !line.contains('\n'),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_second_claim_of_a_file_is_busy_until_the_first_drops() {
+        let d = Dir::new("twice");
+        let p = d.0.join("t.img");
+        fs::write(&p, vec![0u8; 4096]).unwrap();
+        let first = Claim::open(&p, &Consent::default(), &ClaimOptions::default()).unwrap();
+        let e = Claim::open(&p, &Consent::default(), &ClaimOptions::default()).unwrap_err();
+        let line = e.to_string();
+        assert!(matches!(e, ClaimError::Busy { .. }), "{line}");
+        assert!(line.contains(safety::HELD_EXCLUSIVELY), "{line}");
+        assert!(line.contains("--force cannot override"), "{line}");
+        // Force changes nothing.
+        let e = Claim::open(&p, &consent(true, None), &ClaimOptions::default()).unwrap_err();
+        assert!(matches!(e, ClaimError::Busy { .. }), "{e}");
+        drop(first);
+        Claim::open(&p, &Consent::default(), &ClaimOptions::default()).unwrap();
+    }
+
+    #[test]
+    fn io_file_writes_the_claimed_file_and_outlives_nothing() {
+        let d = Dir::new("io");
+        let p = d.0.join("t.img");
+        fs::write(&p, vec![0u8; 8192]).unwrap();
+        let c = Claim::open(&p, &Consent::default(), &ClaimOptions::default()).unwrap();
+        let f = c.io_file(false).unwrap();
+        f.write_all_at(b"claimed", 4096).unwrap();
+        drop(f);
+        let mut buf = [0u8; 7];
+        fs::File::open(&p)
+            .unwrap()
+            .read_exact_at(&mut buf, 4096)
+            .unwrap();
+        assert_eq!(&buf, b"claimed");
+        // The claim still holds the file after the I/O descriptor is gone.
+        let e = Claim::open(&p, &Consent::default(), &ClaimOptions::default()).unwrap_err();
+        assert!(matches!(e, ClaimError::Busy { .. }), "{e}");
+        // A descriptor in the other mode is a reopen of the same file
+        // (O_DIRECT may be refused by the temp filesystem, e.g. tmpfs).
+        match c.io_file(true) {
+            Ok(g) => {
+                let (a, b) = (g.metadata().unwrap(), fs::metadata(&p).unwrap());
+                assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()));
+            }
+            Err(e) => assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "{e}"),
+        }
+        assert_eq!(c.as_fd().as_raw_fd(), c.file.as_raw_fd());
+    }
+
+    #[test]
+    fn confirmation_takes_the_serial_or_the_path() {
+        let p = Path::new("/dev/loop-test-nonexistent");
+        let c = |l: &[&str]| consent(false, Some(l));
+        assert_eq!(
+            confirmation(&Consent::default(), p, Some("S1")).unwrap(),
+            None
+        );
+        assert_eq!(
+            confirmation(&c(&["x", " S1 "]), p, Some("S1")).unwrap(),
+            Some("S1".into())
+        );
+        assert_eq!(
+            confirmation(&c(&[p.to_str().unwrap()]), p, Some("S1")).unwrap(),
+            Some(p.display().to_string())
+        );
+        let e = confirmation(&c(&["S2", ""]), p, Some("S1")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "/dev/loop-test-nonexistent is not confirmed: pass --confirm-serial S1 \
+             (the drive's serial); nothing was written"
+        );
+        let e = confirmation(&c(&[]), p, None).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "pass --confirm-serial /dev/loop-test-nonexistent (its path, as it has no serial)"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_file_claim_needs_its_path_confirmed_when_asked() {
+        let d = Dir::new("confirm");
+        let p = d.0.join("t.img");
+        fs::write(&p, vec![0u8; 4096]).unwrap();
+        let e = Claim::open(
+            &p,
+            &consent(false, Some(&["nope"])),
+            &ClaimOptions::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(e, ClaimError::NotConfirmed { .. }), "{e}");
+        let given = p.to_str().unwrap();
+        let c = Claim::open(
+            &p,
+            &consent(false, Some(&[given])),
+            &ClaimOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(c.assessment().consent.confirmed_by.as_deref(), Some(given));
+    }
+
+    #[test]
+    fn a_directory_is_not_a_target() {
+        let d = Dir::new("dir");
+        let e = Claim::open(&d.0, &Consent::default(), &ClaimOptions::default()).unwrap_err();
+        assert!(matches!(e, ClaimError::NotATarget { .. }), "{e}");
+    }
+
+    #[test]
+    fn busy_line_names_the_holder_and_what_to_do() {
+        let e = ClaimError::Busy {
+            path: PathBuf::from("/dev/loop6"),
+            reasons: vec![
+                Finding::HeldExclusively {
+                    processes: vec!["python3 (pid 42)".into()],
+                },
+                Finding::Mounted {
+                    device: "loop6".into(),
+                    mount_point: "/mnt/x".into(),
+                },
+            ],
+        };
+        assert_eq!(
+            e.to_string(),
+            "refusing to write to /dev/loop6: it is held exclusively by another process \
+             (mounted, in use by another program, or being written by another drivelab): \
+             python3 (pid 42) has it open; /dev/loop6 is mounted at /mnt/x; \
+             stop python3 (pid 42) first and unmount /dev/loop6 first (--force cannot override this)"
+        );
+    }
+
+    #[test]
+    fn a_shared_byte_range_refusal_names_the_other_device() {
+        let mounted = Finding::SharesBytes {
+            device: "loop6".into(),
+            backing: "/tmp/alias.img".into(),
+            start: 1 << 20,
+            end: None,
+            cause: Box::new(Finding::Mounted {
+                device: "loop6".into(),
+                mount_point: "/mnt/x".into(),
+            }),
+            exclusive: true,
+        };
+        let a = Assessment {
+            device: PathBuf::from("/dev/loop7"),
+            findings: vec![mounted.clone()],
+        };
+        assert_eq!(
+            a.refusal(true).unwrap().to_string(),
+            "refusing to write to /dev/loop7: it shares bytes 1048576.. of /tmp/alias.img \
+             with /dev/loop6, which is mounted at /mnt/x; unmount /dev/loop6 first \
+             (--force cannot override this)"
+        );
+        assert_eq!(
+            a.state(),
+            "in use: shares bytes with loop6, mounted at /mnt/x (loop6)"
+        );
+        // A loop that is only in use by a loop stacked on it (no exclusive
+        // hold) is refused as that device would be: --force may override.
+        let stacked = Finding::SharesBytes {
+            device: "loop6".into(),
+            backing: "/tmp/alias.img".into(),
+            start: 0,
+            end: Some(4096),
+            cause: Box::new(Finding::InUse {
+                by: vec!["loop9".into()],
+            }),
+            exclusive: false,
+        };
+        assert!(stacked.overridable());
+        assert!(!mounted.overridable());
+        assert_eq!(
+            stacked.to_string(),
+            "it shares bytes 0..4096 of /tmp/alias.img with /dev/loop6, which is in use by loop9"
+        );
+        let v = serde_json::to_value(&mounted).unwrap();
+        assert_eq!(v["reason"], "shares_bytes");
+        assert_eq!(v["cause"]["reason"], "mounted");
+        let back: Finding = serde_json::from_value(v).unwrap();
+        assert_eq!(back, mounted);
+    }
+
+    #[test]
+    fn overridden_lists_what_force_let_through() {
+        let sig = Finding::Signature {
+            name: "ext4".into(),
+            description: "an ext4 filesystem".into(),
+            offset: 1080,
+        };
+        let a = Assessment {
+            device: PathBuf::from("/dev/loop9"),
+            findings: vec![sig.clone()],
+        };
+        assert_eq!(overridden(&a, &consent(true, None)), [sig]);
+        assert!(overridden(&a, &Consent::default()).is_empty());
+    }
+}
