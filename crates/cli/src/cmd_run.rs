@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use clap::Args;
 use drivelab_report::{Exporter, Json, Text};
 use drivelab_workload::options::{lookup, OptionKind};
+use drivelab_workload::exec::RunError;
 use drivelab_workload::{execute, plan, PlanError, PlanOptions, Progress};
 use drivelab_workload::{jobfile, presets, JobSpec};
 
@@ -241,7 +242,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     if scratch && !scratch_existed {
         let _ = std::fs::remove_file(&scratch_path);
     }
-    let report = result.map_err(|e| anyhow::anyhow!(e))?;
+    let report = result.map_err(|e| match e {
+        RunError::Claim(_) => usage(e.to_string()),
+        e => anyhow::anyhow!(e),
+    })?;
     let text = if p.out.json() {
         Json.render(&report)
     } else {

@@ -19,9 +19,13 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
+use std::path::Path;
 use std::time::Duration;
 
 use io_uring::{opcode, squeue, types, IoUring};
+
+use drivelab_device::claim::Claim;
+use drivelab_device::zero::discard_range;
 
 use crate::buf::{BufferPool, Fill};
 use crate::io::{IoDesc, Op};
@@ -63,44 +67,56 @@ pub trait Engine {
     fn buffer(&mut self, slot: u32) -> &mut [u8];
 }
 
-/// How a target is opened and what it is.
+/// The most slots an engine has: io_uring rings take at most 32768
+/// submission entries, and every other engine is held to the same bound so
+/// that one limit (the workload option table's `iodepth` maximum) is true
+/// for all of them.
+pub const MAX_DEPTH: u32 = 32768;
+
+/// One file or block device an engine does I/O on. It can only be made
+/// from a device [`Claim`] (reads and writes) or by a read-only open, so
+/// no engine can write to anything that was not claimed.
 #[derive(Debug)]
 pub struct Target {
-    /// The open file or block device.
-    pub file: File,
-    /// Whether it is a block device (trims use BLKDISCARD).
-    pub is_block: bool,
+    file: File,
+    is_block: bool,
+}
+
+impl Target {
+    /// The claimed target, opened for reading and writing (`O_DIRECT` when
+    /// `direct`). The claim stays in force while the target lives.
+    pub fn claimed(claim: &Claim, direct: bool) -> std::io::Result<Target> {
+        Ok(Target {
+            file: claim.io_file(direct)?,
+            is_block: claim.is_block(),
+        })
+    }
+
+    /// `path` opened read-only (`O_DIRECT` when `direct`): writes to it
+    /// fail with EBADF.
+    pub fn read_only(path: &Path, direct: bool) -> std::io::Result<Target> {
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        let mut o = std::fs::OpenOptions::new();
+        o.read(true);
+        if direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        let file = o.open(path)?;
+        let is_block = file.metadata()?.file_type().is_block_device();
+        Ok(Target { file, is_block })
+    }
+
+    /// Whether it is a block device.
+    pub fn is_block(&self) -> bool {
+        self.is_block
+    }
 }
 
 fn trim_sync(t: &Target, offset: u64, len: u64) -> i32 {
-    let fd = t.file.as_raw_fd();
-    if t.is_block {
-        let range: [u64; 2] = [offset, len];
-        // SAFETY: BLKDISCARD reads a [u64; 2] (start, length) from the
-        // pointer; `range` lives across the call.
-        let r = unsafe { libc::ioctl(fd, BLKDISCARD, range.as_ptr()) };
-        if r < 0 {
-            return -std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO);
-        }
-    } else {
-        // SAFETY: fallocate on an owned fd with plain integer arguments.
-        let r = unsafe {
-            libc::fallocate(
-                fd,
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                offset as libc::off_t,
-                len as libc::off_t,
-            )
-        };
-        if r < 0 {
-            return -std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO);
-        }
+    match discard_range(&t.file, t.is_block, offset, len) {
+        Ok(()) => len.min(i32::MAX as u64) as i32,
+        Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
     }
-    len.min(i32::MAX as u64) as i32
 }
 
 /// Hand every queued completion to `f`; returns how many.
@@ -112,9 +128,6 @@ fn drain<F: FnMut(Completion)>(q: &mut VecDeque<Completion>, mut f: F) -> usize 
     }
     n
 }
-
-/// `BLKDISCARD` = _IO(0x12, 119).
-const BLKDISCARD: libc::c_ulong = 0x1277;
 
 // ---------------------------------------------------------------- io_uring
 
@@ -159,7 +172,7 @@ impl Uring {
         fua: bool,
         fill: Fill,
     ) -> std::io::Result<Uring> {
-        let depth = depth.clamp(1, 65536);
+        let depth = depth.clamp(1, MAX_DEPTH);
         let entries = depth.next_power_of_two().max(2);
         // Single issuer + cooperative task-run (completions are handled when
         // we next enter the kernel, without interrupting us). Measured against
@@ -214,6 +227,17 @@ impl Uring {
         })
     }
 
+    /// Whether an I/O may be queued in `slot`: the slot exists, the
+    /// transfer fits its buffer and the target exists. Anything else would
+    /// hand the kernel memory or a file the engine does not own, so it
+    /// completes at once with EINVAL instead.
+    #[inline]
+    fn fits(&self, slot: u32, io: &IoDesc) -> bool {
+        slot < self.depth
+            && (io.len as usize) <= self.pool.stride()
+            && (io.target as usize) < self.targets.len()
+    }
+
     /// Whether the buffers are registered (READ_FIXED/WRITE_FIXED).
     pub fn fixed_buffers(&self) -> bool {
         self.fixed_bufs
@@ -238,6 +262,13 @@ impl Engine for Uring {
 
     #[inline]
     fn queue(&mut self, slot: u32, io: &IoDesc) {
+        if !self.fits(slot, io) {
+            self.immediate.push_back(Completion {
+                slot,
+                result: -libc::EINVAL,
+            });
+            return;
+        }
         let fd = types::Fixed(io.target);
         let buf = self.pool.ptr(slot as usize);
         let sqe: squeue::Entry = match io.op {
@@ -433,7 +464,7 @@ impl Null {
     /// A null engine of `depth` slots (buffers of `max_len` bytes exist so
     /// callers that fill or check buffers behave the same).
     pub fn new(depth: u32, max_len: usize, fill: Fill) -> std::io::Result<Null> {
-        let depth = depth.clamp(1, 65536);
+        let depth = depth.clamp(1, MAX_DEPTH);
         Ok(Null {
             depth,
             pool: BufferPool::new(depth as usize, max_len, fill)?,

@@ -27,6 +27,11 @@ pub struct RunReport {
     pub device_check: Vec<DeviceCheck>,
     /// The run was stopped early (Ctrl-C); numbers cover the time run.
     pub interrupted: bool,
+    /// The write claim of every target the run wrote: the safety
+    /// assessment made before the first write, what `--force` overrode,
+    /// and how the target was held for the run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<drivelab_device::claim::ClaimRecord>,
     /// A run-level error, if the run failed after starting.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -40,9 +40,10 @@ pub enum StepError {
         /// What failed and what to check.
         msg: String,
     },
-    /// The safety check refused a writing step.
+    /// The target could not be claimed for a writing step: refused by the
+    /// safety assessment, held by another process, or not confirmed.
     #[error(transparent)]
-    Refused(#[from] drivelab_device::safety::Refusal),
+    Claim(#[from] drivelab_device::claim::ClaimError),
     /// The I/O engine could not be set up or failed as a whole.
     #[error("the I/O engine failed: {0}; check that the kernel supports io_uring and the device is still there")]
     Engine(#[from] std::io::Error),

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use drivelab_engine::buf::Fill;
-use drivelab_engine::engine::{Engine, Target, Uring};
+use drivelab_engine::engine::{Engine, Uring};
 use drivelab_engine::io::{IoDesc, Op};
 use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 use drivelab_patterns::{Generator, Miscompare, MiscompareKind, Pattern};
@@ -537,14 +537,11 @@ pub fn run_step(
 ) -> Result<StepResult, StepError> {
     let spec = &plan.spec;
     let gen = plan.generator()?;
-    let file = target.open(spec.kind.writes())?;
+    let t = target.engine_target(spec.kind.writes())?;
     let bs = u64::from(plan.block_size);
     let max_len = (plan.hi * bs) as usize;
     let mut engine = Uring::new(
-        vec![Target {
-            file,
-            is_block: target.is_block,
-        }],
+        vec![t],
         spec.qd + 1,
         max_len,
         spec.fua,

@@ -1,18 +1,20 @@
 //! The device (or file) under test: what it is, its logical block size and
-//! capacity, the safety check before any writing step, and opening it for
-//! the engine.
+//! capacity, the claim that any writing step needs (the device crate's
+//! safety assessment, the user's consent and an exclusive hold kept for the
+//! whole sequence), and the engine target built from it.
 //!
 //! Block devices are opened with `O_DIRECT`, so a verify reads the medium,
 //! not the page cache. Regular files use `O_DIRECT` where their filesystem
 //! supports it (tmpfs does not; there the page cache *is* the medium).
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use drivelab_device::blockdev::BlockDevice;
-use drivelab_device::safety::check_writable;
+use drivelab_device::claim::{Claim, ClaimOptions, Consent};
 use drivelab_device::units::{BlockCount, SectorSize};
+use drivelab_engine::engine::Target;
 
 use crate::error::StepError;
 
@@ -32,13 +34,16 @@ pub struct TestTarget {
     pub device: Option<BlockDevice>,
     /// Whether the target is opened with `O_DIRECT`.
     pub direct: bool,
+    /// The write claim, held from inspection to the end of the run, when
+    /// any step writes.
+    pub claim: Option<Claim>,
 }
 
 impl TestTarget {
     /// Inspect `path` (reads only). `file_block_size` is the logical block
     /// size for regular files (ignored for block devices; default 512).
-    /// `writes`: some step writes, so run the safety check; `force`
-    /// overrides what it may.
+    /// `writes`: some step writes, so claim the target (the safety
+    /// assessment; `force` overrides what it may).
     pub fn inspect(
         path: &Path,
         file_block_size: Option<u32>,
@@ -63,9 +68,7 @@ impl TestTarget {
                         .into(),
                 ));
             }
-            if writes {
-                check_writable(&dev, force)?;
-            }
+            let claim = claim_if(path, writes, force, true)?;
             let bs = dev.logical_sector;
             Ok(TestTarget {
                 path: path.to_path_buf(),
@@ -74,6 +77,7 @@ impl TestTarget {
                 blocks: BlockCount(dev.size.0 / u64::from(bs.0.max(1))),
                 device: Some(dev),
                 direct: true,
+                claim,
             })
         } else if md.is_file() {
             let bs = file_block_size.unwrap_or(512);
@@ -95,6 +99,7 @@ impl TestTarget {
                 .custom_flags(libc::O_DIRECT)
                 .open(path)
                 .is_ok();
+            let claim = claim_if(path, writes, force, direct)?;
             Ok(TestTarget {
                 path: path.to_path_buf(),
                 is_block: false,
@@ -102,6 +107,7 @@ impl TestTarget {
                 blocks: BlockCount(blocks),
                 device: None,
                 direct,
+                claim,
             })
         } else {
             Err(err(
@@ -110,17 +116,21 @@ impl TestTarget {
         }
     }
 
-    /// Open for a step: read-write when `write`, `O_DIRECT` where possible.
-    pub fn open(&self, write: bool) -> Result<File, StepError> {
-        let mut o = OpenOptions::new();
-        o.read(true).write(write);
-        if self.direct {
-            o.custom_flags(libc::O_DIRECT);
-        }
-        o.open(&self.path).map_err(|e| StepError::Target {
+    /// The engine target for a step: through the claim when `write`,
+    /// read-only otherwise; `O_DIRECT` where possible.
+    pub fn engine_target(&self, write: bool) -> Result<Target, StepError> {
+        let err = |e: std::io::Error| StepError::Target {
             path: self.path.display().to_string(),
-            msg: format!("cannot open: {e} (run as root?)"),
-        })
+            msg: format!("cannot open: {e}{}", drivelab_device::root_hint()),
+        };
+        match (&self.claim, write) {
+            (Some(c), true) => Target::claimed(c, self.direct).map_err(err),
+            (None, true) => Err(StepError::Target {
+                path: self.path.display().to_string(),
+                msg: "a writing step needs the target claimed for writing; this is a bug".into(),
+            }),
+            _ => Target::read_only(&self.path, self.direct).map_err(err),
+        }
     }
 
     /// The sysfs name (`loop3`, `sdb`), or the file name.
@@ -130,4 +140,20 @@ impl TestTarget {
             None => self.path.display().to_string(),
         }
     }
+}
+
+/// Claim `path` for writing when `writes`.
+fn claim_if(path: &Path, writes: bool, force: bool, direct: bool) -> Result<Option<Claim>, StepError> {
+    if !writes {
+        return Ok(None);
+    }
+    let consent = Consent {
+        force,
+        confirm: None,
+    };
+    let opts = ClaimOptions {
+        direct,
+        create_size: None,
+    };
+    Ok(Some(Claim::open(path, &consent, &opts)?))
 }

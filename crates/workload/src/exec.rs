@@ -2,9 +2,9 @@
 //! devices once a second while they run, and build the report.
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+
+
+
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::gen::GenConfig;
 use crate::jobloop::{now_ns, run_job, DirStats, JobConfig, JobError, JobOutcome};
 use crate::EngineKind;
+use drivelab_device::claim::{Claim, ClaimOptions, Consent};
 use drivelab_device::diskstats::{Delta, Sampler};
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Null, Psync, Target, Uring};
@@ -21,7 +22,7 @@ use drivelab_report::{
 use drivelab_stats::FIO_DEFAULT_PERCENTILES;
 
 use crate::check::{verdict, Reported, Seen};
-use crate::plan::{Plan, PlannedJob};
+use crate::plan::{Plan, PlannedJob, PlannedTarget};
 
 /// What the run reports once a second while it runs.
 #[derive(Debug, Clone, Copy)]
@@ -59,6 +60,10 @@ pub enum RunError {
         /// Advice.
         hint: String,
     },
+    /// A target the run writes could not be claimed (refused by the safety
+    /// assessment, held by another process, or not confirmed).
+    #[error(transparent)]
+    Claim(drivelab_device::claim::ClaimError),
     /// The engine could not be set up.
     #[error("cannot set up the {engine} engine: {source}")]
     Engine {
@@ -77,59 +82,72 @@ pub enum RunError {
     },
 }
 
-/// Create, extend and lay out files as the plan says.
-fn prepare(plan: &Plan) -> Result<(), RunError> {
-    for t in &plan.targets {
-        if t.is_block || t.device.is_none() && t.existing_size == t.size && !t.create {
+/// Claim every target a job writes (the device crate's safety assessment,
+/// the user's consent and an exclusive hold, kept for the whole run), then
+/// create, extend and lay out files as the plan says. Targets only read
+/// are not claimed. Returns one entry per plan target.
+fn claim_targets(plan: &Plan) -> Result<Vec<Option<Claim>>, RunError> {
+    let consent = Consent {
+        force: plan.force,
+        confirm: None,
+    };
+    let mut claims = Vec::with_capacity(plan.targets.len());
+    for (i, t) in plan.targets.iter().enumerate() {
+        let null = plan.jobs.iter().any(|j| j.targets.contains(&i) && j.spec.ioengine == EngineKind::Null);
+        let written = plan.jobs.iter().any(|j| j.writes && j.targets.contains(&i));
+        let grows = !t.is_block && (t.create || t.size > t.existing_size);
+        if null || !(written || grows) {
+            claims.push(None);
             continue;
         }
-        if t.size <= t.existing_size && !t.create {
-            continue;
-        }
-        let err = |source| RunError::Prepare {
-            path: t.path.display().to_string(),
-            source,
+        let opts = ClaimOptions {
+            direct: false,
+            create_size: (!t.is_block).then_some(t.size),
         };
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&t.path)
-            .map_err(err)?;
+        let claim = Claim::open(&t.path, &consent, &opts).map_err(RunError::Claim)?;
         if t.layout {
-            // Write real data into the grown part so reads hit the device.
-            use std::io::{Seek, SeekFrom};
-            let chunk = 1usize << 20;
-            let mut buf = vec![0u8; chunk];
-            let mut s = 0x5eed_u64;
-            for c in buf.chunks_exact_mut(8) {
-                c.copy_from_slice(&drivelab_patterns::prng::splitmix64(&mut s).to_le_bytes());
-            }
-            f.seek(SeekFrom::Start(t.existing_size)).map_err(err)?;
-            let mut left = t.size - t.existing_size;
-            while left > 0 {
-                let n = left.min(chunk as u64) as usize;
-                f.write_all(&buf[..n]).map_err(err)?;
-                left -= n as u64;
-            }
-            f.sync_all().map_err(err)?;
-        } else {
-            f.set_len(t.size).map_err(err)?;
+            lay_out(&claim, t)?;
         }
+        claims.push(Some(claim));
     }
-    Ok(())
+    Ok(claims)
 }
 
-fn open_targets(plan: &Plan, job: &PlannedJob) -> Result<Vec<Target>, RunError> {
+/// Write real data into a file's grown part, so reads hit data rather
+/// than holes.
+fn lay_out(claim: &Claim, t: &PlannedTarget) -> Result<(), RunError> {
+    let err = |source| RunError::Prepare {
+        path: t.path.display().to_string(),
+        source,
+    };
+    let chunk = 1usize << 20;
+    let mut buf = vec![0u8; chunk];
+    let mut s = 0x5eed_u64;
+    for c in buf.chunks_exact_mut(8) {
+        c.copy_from_slice(&drivelab_patterns::prng::splitmix64(&mut s).to_le_bytes());
+    }
+    let mut off = t.existing_size;
+    while off < t.size {
+        let n = (t.size - off).min(chunk as u64) as usize;
+        claim.write_at(&buf[..n], off).map_err(err)?;
+        off += n as u64;
+    }
+    claim.sync().map_err(err)
+}
+
+fn open_targets(
+    plan: &Plan,
+    claims: &[Option<Claim>],
+    job: &PlannedJob,
+) -> Result<Vec<Target>, RunError> {
     let mut out = Vec::with_capacity(job.targets.len());
     for &i in &job.targets {
         let t = &plan.targets[i];
-        let mut o = OpenOptions::new();
-        o.read(true).write(job.writes);
-        if job.direct {
-            o.custom_flags(libc::O_DIRECT);
-        }
-        let file = o.open(&t.path).map_err(|e| {
+        let opened = match (&claims[i], job.writes) {
+            (Some(c), true) => Target::claimed(c, job.direct),
+            _ => Target::read_only(&t.path, job.direct),
+        };
+        let target = opened.map_err(|e| {
             let hint = if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
                 "; this filesystem does not support direct I/O: use --direct=0".to_string()
             } else {
@@ -141,10 +159,7 @@ fn open_targets(plan: &Plan, job: &PlannedJob) -> Result<Vec<Target>, RunError> 
                 hint,
             }
         })?;
-        out.push(Target {
-            file,
-            is_block: t.is_block,
-        });
+        out.push(target);
     }
     Ok(out)
 }
@@ -173,6 +188,7 @@ fn job_config(job: &PlannedJob) -> JobConfig {
 
 fn run_one(
     plan: &Plan,
+    claims: &[Option<Claim>],
     job: &PlannedJob,
     barrier: &Barrier,
     stop: &AtomicBool,
@@ -198,7 +214,7 @@ fn run_one(
             run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
         }
         EngineKind::Psync => {
-            let targets = open_targets(plan, job)?;
+            let targets = open_targets(plan, claims, job)?;
             let mut e = Psync::new(targets, max_bs, spec.fua, Fill::Random(spec.randseed))
                 .map_err(|source| RunError::Engine {
                     engine: "psync",
@@ -208,7 +224,7 @@ fn run_one(
             run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
         }
         EngineKind::IoUring => {
-            let targets = open_targets(plan, job)?;
+            let targets = open_targets(plan, claims, job)?;
             let mut e = Uring::new(
                 targets,
                 spec.iodepth,
@@ -261,7 +277,8 @@ pub fn execute(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunReport, RunError> {
     let started = SystemTime::now();
-    prepare(plan)?;
+    let claims = claim_targets(plan)?;
+    let claims = &claims;
     let names = device_names(plan);
     let mut windows: Vec<DeviceWindow> = names.iter().map(|_| DeviceWindow::default()).collect();
     let mut outcomes: Vec<Option<JobOutcome>> = vec![None; plan.jobs.len()];
@@ -308,7 +325,7 @@ pub fn execute(
                     std::thread::Builder::new()
                         .name(format!("job-{}", job.spec.name))
                         .spawn_scoped(s, move || {
-                            let r = run_one(plan, job, barrier, stop, ctr);
+                            let r = run_one(plan, claims, job, barrier, stop, ctr);
                             if r.is_err() {
                                 // A job that failed before the barrier must not
                                 // leave the others waiting on it.
@@ -416,6 +433,7 @@ pub fn execute(
     }
     Ok(build_report(
         plan,
+        claims,
         &names,
         &windows,
         &outcomes,
@@ -592,6 +610,7 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
 
 fn build_report(
     plan: &Plan,
+    claims: &[Option<Claim>],
     names: &[String],
     windows: &[DeviceWindow],
     outcomes: &[Option<JobOutcome>],
@@ -605,6 +624,11 @@ fn build_report(
         timestamp_ms: since.as_millis() as u64,
         time: format_utc(since.as_secs()),
         interrupted,
+        claims: claims
+            .iter()
+            .flatten()
+            .map(|c| c.assessment().clone())
+            .collect(),
         ..Default::default()
     };
     let mut reported: Vec<Reported> = names.iter().map(|_| Reported::default()).collect();

@@ -105,6 +105,9 @@ pub struct Plan {
     pub targets: Vec<PlannedTarget>,
     /// Jobs in order.
     pub jobs: Vec<PlannedJob>,
+    /// The user overrode the overridable safety refusals (`--force`); the
+    /// claims taken when the run starts carry it.
+    pub force: bool,
 }
 
 /// Default region for the null engine when no size is given: 1 GiB of
@@ -419,5 +422,9 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             });
         }
     }
-    Ok(Plan { targets, jobs: out })
+    Ok(Plan {
+        targets,
+        jobs: out,
+        force: opts.force,
+    })
 }

@@ -1,0 +1,246 @@
+//! One table for every writing subcommand: each refused target (mounted,
+//! partitioned, filesystem signature, active swap, held open O_EXCL by
+//! another process, the running system's disk) is refused by `run`,
+//! `test`, `erase` and `trace replay` alike — the same one-line refusal,
+//! exit status 2, and the target's bytes and write counter unchanged. They
+//! all write through the device claim, so they cannot differ.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+
+use drivelab_testkit::{digest, diskstats, make_image, require_root, run, sh, LoopDev, TempDir};
+
+const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
+const MIB: u64 = 1 << 20;
+
+/// Every writing subcommand, as the argument list for target `dev`.
+fn writers(dev: &str, trace: &Path, dir: &TempDir) -> Vec<(&'static str, Vec<String>)> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    vec![
+        (
+            "run",
+            s(&["run", "--filename", dev, "--rw=write", "--bs=4k", "--size=64k"]),
+        ),
+        (
+            "test",
+            s(&["test", dev, "--step", "write", "--pattern", "0xA5", "--bs", "4k"]),
+        ),
+        (
+            "erase",
+            s(&[
+                "erase",
+                dev,
+                "--yes",
+                "--confirm-serial",
+                dev,
+                "--method",
+                "stream",
+                "--verify",
+                "none",
+                "--cert-dir",
+                dir.join("certs").to_str().unwrap(),
+            ]),
+        ),
+        (
+            "trace replay",
+            s(&[
+                "trace",
+                "replay",
+                trace.to_str().unwrap(),
+                "--target",
+                dev,
+            ]),
+        ),
+    ]
+}
+
+/// The refusal line without the program's prefix, so the lines of
+/// different subcommands compare.
+fn refusal_line(stderr: &str) -> String {
+    let line = stderr.trim();
+    line.strip_prefix("drivelab: ")
+        .or_else(|| line.strip_prefix("error: "))
+        .unwrap_or(line)
+        .to_string()
+}
+
+/// Run every writer against `dev`; each must refuse with exit 2, one line
+/// containing `needle`, the same line for all, and write nothing.
+fn all_refuse(dev: &str, name: Option<&str>, bytes: Option<&Path>, needle: &str, dir: &TempDir) {
+    let trace = dir.join("writes.iolog");
+    std::fs::write(
+        &trace,
+        "fio version 3 iolog\n0 t add\n0 t open\n10 t write 0 4096\n20 t write 4096 4096\n30 t close\n",
+    )
+    .unwrap();
+    let mut lines: Vec<(String, String)> = Vec::new();
+    for (what, args) in writers(dev, &trace, dir) {
+        let before = bytes.map(digest);
+        let writes = name.map(|n| diskstats(n).2);
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = run(BIN, &argv);
+        assert_eq!(code, 2, "{what} on {dev}: exit {code}, stdout {out}, stderr {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{what}: one-line error: {err}");
+        assert!(err.contains(needle), "{what} on {dev}: expected {needle:?} in {err}");
+        if let Some(p) = bytes {
+            assert_eq!(Some(digest(p)), before, "{what} changed the bytes of {dev}");
+        }
+        if let Some(n) = name {
+            assert_eq!(Some(diskstats(n).2), writes, "{what} wrote to {dev}");
+        }
+        lines.push((what.to_string(), refusal_line(&err)));
+    }
+    let first = &lines[0].1;
+    for (what, l) in &lines[1..] {
+        assert_eq!(l, first, "{what} refuses {dev} differently from run");
+    }
+}
+
+/// An MBR with one Linux partition at sector 2048.
+fn mbr() -> Vec<u8> {
+    let mut t = vec![0u8; 512];
+    let e = &mut t[446..462];
+    e[4] = 0x83;
+    e[8..12].copy_from_slice(&2048u32.to_le_bytes());
+    e[12..16].copy_from_slice(&4096u32.to_le_bytes());
+    t[510] = 0x55;
+    t[511] = 0xAA;
+    t
+}
+
+struct Unmount(PathBuf);
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+struct SwapOff(PathBuf);
+impl Drop for SwapOff {
+    fn drop(&mut self) {
+        let _ = Command::new("swapoff").arg(&self.0).status();
+    }
+}
+
+struct Holder(Child);
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A process of its own that holds `dev` open O_EXCL until killed.
+fn hold_exclusively(dev: &Path) -> Holder {
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import os,sys,time;os.open(sys.argv[1],os.O_RDONLY|os.O_EXCL);print('held',flush=True);time.sleep(600)",
+            dev.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "held", "the holder did not take {}", dev.display());
+    Holder(child)
+}
+
+#[test]
+fn every_writer_refuses_a_mounted_device_alike() {
+    require_root();
+    let dir = TempDir::new("claim-mounted");
+    let d = LoopDev::new_in(&dir, 32 * MIB);
+    sh("mkfs.ext4", &["-q", "-F", d.dev()]);
+    let mnt = dir.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    sh("mount", &[d.dev(), mnt.to_str().unwrap()]);
+    let _u = Unmount(mnt.clone());
+    all_refuse(d.dev(), Some(&d.name), None, "mounted", &dir);
+}
+
+#[test]
+fn every_writer_refuses_a_partitioned_device_alike() {
+    require_root();
+    let dir = TempDir::new("claim-mbr");
+    let img = dir.join("mbr.img");
+    make_image(&img, 8 * MIB, &[(0, &mbr())]);
+    let d = LoopDev::attach(&img, &[]);
+    all_refuse(d.dev(), Some(&d.name), Some(&img), "partition table", &dir);
+}
+
+#[test]
+fn every_writer_refuses_a_filesystem_signature_alike() {
+    require_root();
+    let dir = TempDir::new("claim-ext4");
+    let img = dir.join("fs.img");
+    make_image(&img, 16 * MIB, &[]);
+    sh("mkfs.ext4", &["-q", "-F", img.to_str().unwrap()]);
+    let d = LoopDev::attach(&img, &[]);
+    all_refuse(d.dev(), Some(&d.name), Some(&img), "ext4", &dir);
+}
+
+#[test]
+fn every_writer_refuses_active_swap_alike() {
+    require_root();
+    let dir = TempDir::new("claim-swap");
+    let img = dir.join("swap.img");
+    make_image(&img, 16 * MIB, &[]);
+    let d = LoopDev::attach(&img, &[]);
+    sh("mkswap", &[d.dev()]);
+    sh("swapon", &[d.dev()]);
+    let _off = SwapOff(d.path.clone());
+    all_refuse(d.dev(), Some(&d.name), Some(&img), "swap", &dir);
+}
+
+#[test]
+fn every_writer_refuses_a_device_held_open_exclusively_alike() {
+    require_root();
+    let dir = TempDir::new("claim-held");
+    let img = dir.join("held.img");
+    make_image(&img, 8 * MIB, &[(0, &[0x5Au8; 4096])]);
+    let d = LoopDev::attach(&img, &[]);
+    let _h = hold_exclusively(&d.path);
+    all_refuse(
+        d.dev(),
+        Some(&d.name),
+        Some(&img),
+        "held exclusively by another process",
+        &dir,
+    );
+}
+
+#[test]
+fn every_writer_refuses_the_running_system_alike() {
+    require_root();
+    // The device under /. Only the refusal path runs: the claim's
+    // assessment refuses it before anything is opened for writing.
+    let root_dev = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(4) == Some(&"/")).then(|| {
+                let sep = f.iter().position(|x| *x == "-").unwrap();
+                f[sep + 2].to_string()
+            })
+        })
+        .unwrap();
+    assert!(
+        root_dev.starts_with("/dev/"),
+        "root is not on a block device here ({root_dev}); this test needs one"
+    );
+    let dir = TempDir::new("claim-root");
+    let name = Path::new(&root_dev)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let _ = name;
+    all_refuse(&root_dev, None, None, "running system", &dir);
+}
