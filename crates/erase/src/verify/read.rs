@@ -1,0 +1,284 @@
+//! The read-back: O_DIRECT reads of a [`SamplePlan`] through io_uring, each
+//! block checked against the pattern. Reads bypass the page cache, so what
+//! is checked is what the drive returns, not what the kernel remembers
+//! writing. A read that keeps failing is narrowed down to its unreadable
+//! blocks with synchronous reads. The submit/reap loop is one function,
+//! [`submit_reap_loop`]; what to read next and what a completion means are
+//! [`Reader`] methods.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::time::Duration;
+
+use drivelab_engine::buf::Fill;
+use drivelab_engine::engine::{Completion, Engine, Target, Uring};
+use drivelab_engine::gen::{IoDesc, Op};
+use drivelab_patterns::Generator;
+
+use super::SamplePlan;
+use crate::access;
+
+/// Largest single read, bytes.
+pub const READ_LEN: u64 = 1 << 20;
+/// Reads in flight.
+const DEPTH: u32 = 16;
+
+/// What a verification found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyResult {
+    /// Bytes read and checked.
+    pub bytes_read: u64,
+    /// Read commands.
+    pub reads: u64,
+    /// First mismatch: LBA and what differed.
+    pub mismatch: Option<(u64, String)>,
+    /// Blocks that could not be read (first LBA, blocks, error).
+    pub unreadable: Vec<(u64, u64, String)>,
+    /// Errors met, including ones a retry cured.
+    pub errors: Vec<String>,
+    /// Retries that succeeded.
+    pub retried: u64,
+    /// Stopped by the stop flag.
+    pub stopped: bool,
+}
+
+/// How read errors are handled.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadPolicy {
+    /// Retries per failing read.
+    pub retries: u32,
+    /// After a read fails its retries it is narrowed down to the unreadable
+    /// blocks either way; then go on (retry-skip, true), or stop (abort,
+    /// false) with the unreadable blocks of that read recorded.
+    pub skip: bool,
+}
+
+fn errno_text(e: i32) -> String {
+    let s = std::io::Error::from_raw_os_error(e);
+    format!("read error: {s}")
+}
+
+/// The plan's regions in pieces of at most READ_LEN bytes, in plan order:
+/// (first LBA, blocks).
+fn pieces(plan: &SamplePlan, lbs: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+    plan.regions.iter().flat_map(move |r| {
+        let per = READ_LEN / lbs;
+        (0..r.blocks.div_ceil(per)).map(move |k| {
+            let first = r.first + k * per;
+            (first, per.min(r.first + r.blocks - first))
+        })
+    })
+}
+
+fn read_io(first: u64, blocks: u64, lbs: u64) -> IoDesc {
+    IoDesc {
+        target: 0,
+        op: Op::Read,
+        offset: first * lbs,
+        len: (blocks * lbs) as u32,
+    }
+}
+
+/// Read `plan` from `path` with O_DIRECT and check every block against
+/// `gen`. `progress(bytes)` is called as reads complete; `stop()` ends early.
+pub fn read_back(
+    path: &Path,
+    lbs: u32,
+    plan: &SamplePlan,
+    gen: &Generator,
+    policy: ReadPolicy,
+    mut progress: impl FnMut(u64),
+    stop: impl Fn() -> bool,
+) -> std::io::Result<VerifyResult> {
+    let file = access::open_for_read_direct(path)?;
+    let side = file.try_clone()?;
+    let target = Target {
+        file,
+        is_block: true,
+    };
+    // Reads land in these buffers: nothing to fill.
+    let mut eng = Uring::new(vec![target], DEPTH, READ_LEN as usize, false, Fill::Zeroed)?;
+    let lbs = u64::from(lbs);
+    let mut r = Reader {
+        lbs,
+        gen,
+        policy,
+        side,
+        pieces: pieces(plan, lbs),
+        slot_io: vec![None; DEPTH as usize],
+        free: (0..DEPTH).rev().collect(),
+        done_pieces: false,
+        inflight: 0,
+        res: VerifyResult::default(),
+    };
+    submit_reap_loop(&mut eng, &mut r, &mut progress, &stop)?;
+    Ok(r.res)
+}
+
+/// The read-back's submit/reap loop: keep DEPTH reads in flight, reap,
+/// check each completion; until nothing is in flight and nothing more is
+/// to be read (the plan is done, a mismatch was found, or it was stopped).
+fn submit_reap_loop<I: Iterator<Item = (u64, u64)>>(
+    eng: &mut Uring,
+    r: &mut Reader<'_, I>,
+    progress: &mut impl FnMut(u64),
+    stop: &impl Fn() -> bool,
+) -> std::io::Result<()> {
+    let mut comps: Vec<Completion> = Vec::with_capacity(DEPTH as usize);
+    loop {
+        r.issue_more(eng, stop);
+        if r.inflight == 0 {
+            return Ok(());
+        }
+        eng.commit(1, Some(Duration::from_millis(200)))?;
+        comps.clear();
+        eng.reap(|c| comps.push(c));
+        for c in comps.drain(..) {
+            r.complete(eng, &c, progress);
+        }
+    }
+}
+
+/// The state of one read-back.
+struct Reader<'g, I> {
+    lbs: u64,
+    gen: &'g Generator,
+    policy: ReadPolicy,
+    /// A second descriptor for synchronous narrowing reads.
+    side: File,
+    pieces: I,
+    /// Per slot: (first LBA, blocks, retries so far) of the read in it.
+    slot_io: Vec<Option<(u64, u64, u32)>>,
+    free: Vec<u32>,
+    done_pieces: bool,
+    inflight: u32,
+    res: VerifyResult,
+}
+
+impl<I: Iterator<Item = (u64, u64)>> Reader<'_, I> {
+    /// Queue reads while there are free slots and pieces left.
+    fn issue_more(&mut self, eng: &mut Uring, stop: &impl Fn() -> bool) {
+        while !self.done_pieces && self.res.mismatch.is_none() && !self.res.stopped {
+            let Some(&slot) = self.free.last() else { break };
+            if stop() {
+                self.res.stopped = true;
+                break;
+            }
+            match self.pieces.next() {
+                Some((first, blocks)) => {
+                    self.free.pop();
+                    self.slot_io[slot as usize] = Some((first, blocks, 0));
+                    eng.queue(slot, &read_io(first, blocks, self.lbs));
+                    self.inflight += 1;
+                }
+                None => self.done_pieces = true,
+            }
+        }
+    }
+
+    fn release(&mut self, slot: u32) {
+        self.slot_io[slot as usize] = None;
+        self.free.push(slot);
+        self.inflight -= 1;
+    }
+
+    /// One completion: check the data, or retry the read, or narrow it
+    /// down to its unreadable blocks.
+    fn complete(&mut self, eng: &mut Uring, c: &Completion, progress: &mut impl FnMut(u64)) {
+        let Some((first, blocks, attempts)) = self.slot_io[c.slot as usize] else {
+            return;
+        };
+        let len = (blocks * self.lbs) as usize;
+        let res = &mut self.res;
+        if c.result as i64 == len as i64 {
+            res.reads += 1;
+            res.bytes_read += len as u64;
+            progress(len as u64);
+            if res.mismatch.is_none() {
+                if let Err(m) = self.gen.verify(&eng.buffer(c.slot)[..len], first) {
+                    res.mismatch = Some((m.lba, m.to_string()));
+                }
+            }
+            if attempts > 0 {
+                res.retried += 1;
+            }
+            self.release(c.slot);
+            return;
+        }
+        let err = if c.result < 0 {
+            errno_text(-c.result)
+        } else {
+            format!("short read: {} of {len} bytes", c.result)
+        };
+        res.errors.push(format!("LBA {first} +{blocks}: {err}"));
+        if attempts < self.policy.retries {
+            self.slot_io[c.slot as usize] = Some((first, blocks, attempts + 1));
+            eng.queue(c.slot, &read_io(first, blocks, self.lbs));
+            return;
+        }
+        self.release(c.slot);
+        // Narrow down to the unreadable blocks, checking the readable:
+        // even under abort, so the failure names the first bad LBA and not
+        // the (up to 1 MiB) read that contained it.
+        let before = self.res.unreadable.len();
+        narrow_read(&self.side, self.lbs, first, blocks, self.gen, &mut self.res);
+        if !self.policy.skip && self.res.unreadable.len() > before {
+            self.res.stopped = true;
+        }
+    }
+}
+
+/// An aligned scratch buffer for synchronous O_DIRECT reads without unsafe:
+/// over-allocate and start at the first 4096-aligned byte.
+fn aligned(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    buf.resize(len + 4096, 0);
+    let off = (4096 - (buf.as_ptr() as usize % 4096)) % 4096;
+    &mut buf[off..off + len]
+}
+
+/// Read `[first, first + blocks)` synchronously, halving failing reads down
+/// to single blocks: readable blocks are checked, unreadable ones recorded
+/// (adjacent ones with the same error merged).
+fn narrow_read(
+    f: &File,
+    lbs: u64,
+    first: u64,
+    blocks: u64,
+    gen: &Generator,
+    res: &mut VerifyResult,
+) {
+    let mut scratch = Vec::new();
+    let mut stack = vec![(first, blocks)];
+    while let Some((f0, n)) = stack.pop() {
+        let len = (n * lbs) as usize;
+        let buf = aligned(&mut scratch, len);
+        match f.read_at(buf, f0 * lbs) {
+            Ok(k) if k == len => {
+                res.reads += 1;
+                res.bytes_read += len as u64;
+                if res.mismatch.is_none() {
+                    if let Err(m) = gen.verify(buf, f0) {
+                        res.mismatch = Some((m.lba, m.to_string()));
+                    }
+                }
+            }
+            r if n == 1 => {
+                let why = match r {
+                    Ok(k) => format!("short read: {k} of {len} bytes"),
+                    Err(e) => format!("read error: {e}"),
+                };
+                match res.unreadable.last_mut() {
+                    Some(last) if last.0 + last.1 == f0 && last.2 == why => last.1 += 1,
+                    _ => res.unreadable.push((f0, 1, why)),
+                }
+            }
+            _ => {
+                let h = n / 2;
+                // Pop order: the lower half first.
+                stack.push((f0 + h, n - h));
+                stack.push((f0, h));
+            }
+        }
+    }
+}
