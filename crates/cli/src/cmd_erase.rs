@@ -1,14 +1,19 @@
 //! `drivelab erase`: write or erase whole drives, many at once, verified and
 //! certified; and `drivelab erase verify-cert FILE`.
 //!
-//! This module is the command line around `drivelab_erase`: it validates
-//! what was typed, refuses unsafe targets (exit 2, nothing written), asks
-//! for the confirmation erasing needs (`--yes` plus each drive's serial, or
-//! its path when it has none), prints the plan for `--dry-run`, shows live
-//! progress, and ends with the per-drive table of the thesis (method,
-//! bytes, time, MB/s) plus the complete time and the aggregate throughput.
-//! Exit status: 0 when every drive was erased cleanly, 1 when any drive
-//! failed, was stopped, or was erased with exceptions, 2 for refusals.
+//! This module is the command line around `drivelab_erase`: it parses what
+//! was typed into a [`Request`], calls [`drivelab_erase::erase`] (which
+//! plans, refuses unsafe or busy drives, checks the confirmation, erases,
+//! verifies and certifies), and prints: the plan for `--dry-run`, live
+//! progress, and the per-drive table of the thesis (method, bytes, time,
+//! MB/s) plus the complete time and the aggregate throughput. It asks for a
+//! drive's serial on a terminal when `--confirm-serial` lacks it.
+//! Exit status: 0 when every drive did everything asked without exceptions
+//! ("erased", or "overwritten, not verified" under `--verify none`), 1 when
+//! any drive failed, was stopped, or has exceptions, 2 for refusals (bad
+//! input, unsafe or busy drives, no confirmation), before anything is
+//! written. `verify-cert`: 0 valid, 1 not valid (changed, or signed by a key
+//! that is not trusted), 2 bad input.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -16,15 +21,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
-use drivelab_device::blockdev::BlockDevice;
-use drivelab_device::safety;
+use drivelab_erase::cert::{self, TrustSources};
+use drivelab_erase::plan::estimate::DryRun;
 use drivelab_erase::sched::{Phase, Progress};
-use drivelab_erase::work::{self, Drive, Options, Outcome, Strategy, VerifyMode};
-use drivelab_erase::{cert, Method};
+use drivelab_erase::{
+    Consent, Drive, EraseError, Frontend, Method, Options, Report, Request, Strategy, Summary,
+    VerifyMode,
+};
 use drivelab_patterns::Pattern;
 
 use crate::cmd_devices::human_size;
@@ -65,14 +71,21 @@ pub enum OnErrorArg {
 /// `drivelab erase verify-cert`.
 #[derive(Subcommand, Debug)]
 pub enum EraseSub {
-    /// Check a certificate's signature: exit 0 when valid, 1 when not.
+    /// Check a certificate: exit 0 when it is intact and signed by a
+    /// trusted key, 1 when it was changed or its signer is not trusted.
     VerifyCert {
         /// The certificate (.json).
         file: PathBuf,
-        /// Trusted Ed25519 public key (64 hex digits, or a file holding
-        /// them); default: this user's key, when there is one.
+        /// Trust this Ed25519 public key (64 hex digits, or a file holding
+        /// them; repeatable). With --public-key or --trusted-keys only the
+        /// keys they name are trusted; without, this user's own key.
         #[arg(long = "public-key", value_name = "HEX|FILE")]
-        public_key: Option<String>,
+        public_key: Vec<String>,
+        /// Trust every key in a list (one key of 64 hex digits per line,
+        /// optionally followed by a name; '#' comments) or in every *.pub
+        /// file of a directory (repeatable).
+        #[arg(long = "trusted-keys", value_name = "FILE|DIR")]
+        trusted_keys: Vec<PathBuf>,
         #[command(flatten)]
         out: OutputArgs,
     },
@@ -156,71 +169,49 @@ pub fn run(a: EraseArgs) -> anyhow::Result<u8> {
     if let Some(EraseSub::VerifyCert {
         file,
         public_key,
+        trusted_keys,
         out,
     }) = &a.sub
     {
-        return verify_cert(file, public_key.as_deref(), out);
+        let src = TrustSources {
+            public_keys: public_key.clone(),
+            trusted_keys: trusted_keys.clone(),
+            config_dir: cert::config_dir().ok(),
+        };
+        return verify_cert(file, &src, out);
     }
     erase(a)
 }
 
-fn verify_cert(file: &Path, public_key: Option<&str>, out: &OutputArgs) -> anyhow::Result<u8> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
-    let trusted = match public_key {
-        Some(s) => {
-            let hex = if Path::new(s).exists() {
-                std::fs::read_to_string(s)
-                    .map_err(|e| usage(format!("cannot read public key {s}: {e}")))?
-            } else {
-                s.to_string()
-            };
-            Some(cert::parse_public_key(&hex).ok_or_else(|| {
-                usage(format!(
-                    "--public-key {s}: not an Ed25519 public key (64 hex digits)"
-                ))
-            })?)
-        }
-        None => cert::config_dir()
-            .ok()
-            .and_then(|d| cert::local_public_key(&d)),
+fn verify_cert(file: &Path, src: &TrustSources, out: &OutputArgs) -> anyhow::Result<u8> {
+    let v = match cert::verify_file(file, src) {
+        Ok(v) => v,
+        Err(e) if e.is_bad_input() => return Err(usage(e.to_string())),
+        Err(e) => return Err(anyhow::anyhow!("{}: {e}", file.display())),
     };
-    match cert::verify_text(&text, trusted.as_ref()) {
-        Ok(v) => {
-            let c = &v.certificate;
-            let who = match (public_key, v.trusted_key) {
-                (Some(_), _) => "the given key",
-                (None, Some(true)) => "this user's key",
-                _ => "the key embedded in it (no trusted key to compare with)",
-            };
-            if out.json() {
-                out.emit(&format!(
-                    "{}\n",
-                    json!({"valid": true, "file": file, "result": c.result,
-                           "device": c.drive.path, "serial": c.drive.serial,
-                           "public_key": v.public_key, "signed_by": who})
-                ))?;
-            } else {
-                out.emit(&format!(
-                    "{}: valid signature ({}); {} {} serial {}: {}, {} by {}, verification {}\n",
-                    file.display(),
-                    who,
-                    c.drive.path,
-                    c.drive.model.as_deref().unwrap_or("-"),
-                    c.drive.serial.as_deref().unwrap_or("-"),
-                    c.result,
-                    c.timing.end,
-                    c.erase.method,
-                    c.verification.result
-                ))?;
-            }
-            Ok(0)
-        }
-        Err(why) => Err(anyhow::anyhow!(
-            "{}: INVALID certificate: {why}",
-            file.display()
-        )),
+    let c = &v.certificate;
+    if out.json() {
+        out.emit(&format!(
+            "{}\n",
+            json!({"valid": true, "file": file, "result": c.result,
+                   "device": c.drive.path, "serial": c.drive.serial,
+                   "public_key": v.public_key, "signed_by": v.signed_by})
+        ))?;
+    } else {
+        out.emit(&format!(
+            "{}: valid signature ({}); {} {} serial {}: {}, {} by {}, verification {}\n",
+            file.display(),
+            v.signed_by,
+            c.drive.path,
+            c.drive.model.as_deref().unwrap_or("-"),
+            c.drive.serial.as_deref().unwrap_or("-"),
+            c.result,
+            c.timing.end,
+            c.erase.method,
+            c.verification.result
+        ))?;
     }
+    Ok(0)
 }
 
 fn parse_bytes(what: &str, s: &str) -> anyhow::Result<u64> {
@@ -229,43 +220,27 @@ fn parse_bytes(what: &str, s: &str) -> anyhow::Result<u64> {
     drivelab_workload::parse_bytes(what, t).map_err(|e| usage(e.to_string()))
 }
 
-fn options(a: &EraseArgs) -> anyhow::Result<Options> {
+/// What was typed, as the erase library's request (bounds are its to check).
+fn request(a: &EraseArgs) -> anyhow::Result<Request> {
     let method: Method = a
         .method
         .parse()
-        .map_err(|e: drivelab_erase::EraseError| usage(e.to_string()))?;
+        .map_err(|e: EraseError| usage(e.to_string()))?;
     let pattern: Pattern = a
         .pattern
         .parse()
         .map_err(|e: drivelab_patterns::PatternError| usage(format!("--pattern: {e}")))?;
-    if a.passes == 0 {
-        return Err(usage("--passes must be at least 1"));
-    }
     let bus_limit = match &a.bus_limit {
-        Some(s) => {
-            let b = parse_bytes("--bus-limit", s)?;
-            if b == 0 {
-                return Err(usage("--bus-limit must be more than 0 bytes/s"));
-            }
-            Some(b)
-        }
+        Some(s) => Some(parse_bytes("--bus-limit", s)?),
         None => None,
     };
     let transfer = match &a.transfer_length {
-        Some(s) => {
-            let b = parse_bytes("--transfer-length", s)?;
-            if !(512..=64 << 20).contains(&b) {
-                return Err(usage("--transfer-length must be 512 bytes to 64m"));
-            }
-            Some(b as u32)
-        }
+        // Out of u32's range is out of the library's bounds too.
+        Some(s) => Some(u32::try_from(parse_bytes("--transfer-length", s)?).unwrap_or(u32::MAX)),
         None => None,
     };
-    if a.queue_depth == Some(0) || a.queue_depth.is_some_and(|q| q > 64) {
-        return Err(usage("--queue-depth must be 1 to 64"));
-    }
     let key_dir = cert::config_dir().map_err(|e| usage(e.to_string()))?;
-    Ok(Options {
+    let options = Options {
         method,
         pattern,
         passes: a.passes,
@@ -291,104 +266,93 @@ fn options(a: &EraseArgs) -> anyhow::Result<Options> {
         },
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
         version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    Ok(Request {
+        devices: a.devices.clone(),
+        options,
+        consent: Consent {
+            force: a.force,
+            yes: a.yes,
+            confirm: a.confirm_serial.clone(),
+        },
+        dry_run: a.dry_run,
     })
 }
 
-/// Open every device and refuse unsafe ones (exit 2, before anything).
-fn devices(a: &EraseArgs) -> anyhow::Result<Vec<BlockDevice>> {
-    if a.devices.is_empty() {
-        return Err(usage(
-            "no drives given: name the whole drives to erase, e.g. drivelab erase /dev/sdb --yes --confirm-serial SERIAL",
-        ));
+fn erase(a: EraseArgs) -> anyhow::Result<u8> {
+    let req = request(&a)?;
+    let fe = Terminal {
+        json: a.out.json(),
+        tty: std::io::stderr().is_terminal() && !a.out.json(),
+    };
+    let report = drivelab_erase::erase(&req, &fe).map_err(|e| {
+        if e.is_refusal() {
+            usage(e.to_string())
+        } else {
+            anyhow::Error::new(e).context("erase")
+        }
+    })?;
+    match report {
+        Report::DryRun(plan) => {
+            print_dry_run(&a.out, &plan)?;
+            Ok(0)
+        }
+        Report::Erased(summary) => {
+            print_report(&a.out, &summary)?;
+            Ok(if summary.all_clean() { 0 } else { 1 })
+        }
     }
-    let mut devs: Vec<BlockDevice> = Vec::new();
-    let mut refusals = Vec::new();
-    for p in &a.devices {
-        let d = BlockDevice::from_path(p).map_err(|e| usage(format!("{}: {e}", p.display())))?;
-        if devs
-            .iter()
-            .any(|o| o.major == d.major && o.minor == d.minor)
-        {
-            return Err(usage(format!("{} is named twice", p.display())));
-        }
-        if d.size.0 == 0 {
-            return Err(usage(format!(
-                "{}: size 0 (an unattached loop device or empty slot?)",
-                p.display()
-            )));
-        }
-        if d.partition && !a.force {
-            refusals.push(format!(
-                "refusing to erase {}: it is a partition, not a whole drive; name the whole drive, or pass --force",
-                p.display()
-            ));
-        }
-        if let Some(r) = safety::assess(&d).refusal(a.force) {
-            refusals.push(r.to_string());
-        }
-        devs.push(d);
-    }
-    if !refusals.is_empty() {
-        return Err(usage(refusals.join("; ")));
-    }
-    Ok(devs)
 }
 
-/// `--yes` plus the serial (or path) of every drive, typed or given.
-fn confirm(a: &EraseArgs, drives: &[Drive]) -> anyhow::Result<()> {
-    let names: Vec<String> = drives
-        .iter()
-        .map(|d| d.dev.path.display().to_string())
-        .collect();
-    if !a.yes {
-        return Err(usage(format!(
-            "erasing destroys all data on {}: add --yes and confirm each drive with --confirm-serial SERIAL (its path when it has no serial)",
-            names.join(", ")
-        )));
-    }
-    let mut used = vec![false; a.confirm_serial.len()];
-    let interactive = std::io::stdin().is_terminal();
-    for d in drives {
-        let path = d.dev.path.display().to_string();
-        let token = d.serial().map(String::from).unwrap_or_else(|| path.clone());
-        let hit = a.confirm_serial.iter().position(|s| {
-            s.trim() == token || (d.serial().is_none() && Path::new(s.trim()) == d.dev.path)
-        });
-        match hit {
-            Some(i) => used[i] = true,
-            None if interactive => {
-                eprint!(
-                    "Erase {path} ({} {}, {}): type its {} to confirm: ",
-                    d.dev.model.as_deref().unwrap_or("?"),
-                    d.serial().unwrap_or("no serial"),
-                    human_size(d.size),
-                    if d.serial().is_some() { "serial" } else { "path" }
-                );
-                let _ = std::io::stderr().flush();
-                let mut line = String::new();
-                std::io::stdin().lock().read_line(&mut line)?;
-                if line.trim() != token {
-                    return Err(usage(format!(
-                        "{path}: confirmation did not match ({:?}); nothing was written",
-                        line.trim()
-                    )));
-                }
+/// The user at a terminal (or not): confirmation prompts, the method of
+/// each drive, live progress on stderr.
+struct Terminal {
+    json: bool,
+    tty: bool,
+}
+
+impl Frontend for Terminal {
+    fn ask(&self, d: &Drive, _token: &str) -> Option<std::io::Result<String>> {
+        if !std::io::stdin().is_terminal() {
+            return None;
+        }
+        eprint!(
+            "Erase {} ({} {}, {}): type its {} to confirm: ",
+            d.dev.path.display(),
+            d.dev.model.as_deref().unwrap_or("?"),
+            d.serial().unwrap_or("no serial"),
+            human_size(d.size),
+            if d.serial().is_some() {
+                "serial"
+            } else {
+                "path"
             }
-            None => {
-                return Err(usage(format!(
-                    "{path} is not confirmed: pass --confirm-serial {token} (the drive's {}); nothing was written",
-                    if d.serial().is_some() { "serial" } else { "path, as it has no serial" }
-                )))
+        );
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        Some(std::io::stdin().lock().read_line(&mut line).map(|_| line))
+    }
+
+    fn starting(&self, drives: &[Drive]) -> &AtomicBool {
+        if !self.json {
+            for d in drives {
+                eprintln!(
+                    "{}: method {}: {}",
+                    d.dev.path.display(),
+                    d.choice.method,
+                    d.choice.reason
+                );
             }
         }
+        // A second Ctrl-C while stopping kills the process the usual way.
+        crate::signal::stop_flag()
     }
-    if let Some(i) = used.iter().position(|u| !u) {
-        return Err(usage(format!(
-            "--confirm-serial {} matches none of the drives given; check for a typo; nothing was written",
-            a.confirm_serial[i]
-        )));
+
+    fn watch(&self, drives: &[Drive], progress: &[Arc<Progress>], finished: &AtomicBool) {
+        if !self.json {
+            display(drives, progress, finished, self.tty);
+        }
     }
-    Ok(())
 }
 
 fn secs(s: f64) -> String {
@@ -399,63 +363,6 @@ fn secs(s: f64) -> String {
     } else {
         format!("{s:.2}s")
     }
-}
-
-fn dry_run(a: &EraseArgs, drives: &[Drive], opts: &Options) -> anyhow::Result<u8> {
-    let n = drives.len();
-    let est: Vec<(f64, f64, String)> = drives.iter().map(|d| work::estimate(d, opts, n)).collect();
-    let per: Vec<f64> = est.iter().map(|e| e.0 + e.1).collect();
-    let total = match opts.strategy {
-        Strategy::Parallel => per.iter().cloned().fold(0.0, f64::max),
-        _ => per.iter().sum(),
-    };
-    if a.out.json() {
-        let rows: Vec<_> = drives
-            .iter()
-            .zip(&est)
-            .map(|(d, e)| {
-                json!({"device": d.dev.path, "model": d.dev.model, "serial": d.serial(),
-                       "size": d.size, "logical_sector": d.lbs, "method": d.choice.method.name(),
-                       "reason": d.choice.reason, "zeroout_offloaded": d.zeroout_offloaded(),
-                       "estimated_erase_seconds": e.0, "estimated_verify_seconds": e.1,
-                       "estimate_assumes": e.2, "notes": d.notes})
-            })
-            .collect();
-        a.out.emit(&format!(
-            "{}\n",
-            serde_json::to_string_pretty(
-                &json!({"dry_run": true, "strategy": opts.strategy.name(),
-                "pattern": opts.pattern.to_string(), "verify": opts.verify.name(),
-                "drives": rows, "estimated_complete_seconds": total})
-            )?
-        ))?;
-        return Ok(0);
-    }
-    let mut s = format!(
-        "dry run: nothing will be written. Plan ({} strategy, pattern {}, {} pass(es), verify {}):\n",
-        opts.strategy.name(),
-        opts.pattern,
-        opts.passes,
-        opts.verify.name()
-    );
-    for (d, e) in drives.iter().zip(&est) {
-        s.push_str(&format!(
-            "  {}  {} serial {}  {}, {} B sectors\n    method {}: {}\n    estimate: erase {}, verify {} ({})\n",
-            d.dev.path.display(),
-            d.dev.model.as_deref().unwrap_or("-"),
-            d.serial().unwrap_or("(none: confirm by path)"),
-            human_size(d.size),
-            d.lbs,
-            d.choice.method,
-            d.choice.reason,
-            secs(e.0),
-            secs(e.1),
-            e.2
-        ));
-    }
-    s.push_str(&format!("estimated complete time: {}\n", secs(total)));
-    a.out.emit(&s)?;
-    Ok(0)
 }
 
 fn bar(frac: f64) -> String {
@@ -534,47 +441,52 @@ fn display(drives: &[Drive], prog: &[Arc<Progress>], done: &AtomicBool, tty: boo
     }
 }
 
-fn report(a: &EraseArgs, opts: &Options, outs: &[Outcome], complete: f64) -> anyhow::Result<()> {
-    let total_bytes: u64 = outs.iter().map(|o| o.bytes).sum();
-    let agg = if complete > 0.0 {
-        total_bytes as f64 / complete / 1e6
-    } else {
-        0.0
-    };
-    if a.out.json() {
-        let rows: Vec<_> = outs
-            .iter()
-            .map(|o| {
-                json!({"device": o.device, "serial": o.serial, "method": o.method,
-                       "method_reason": o.reason, "result": o.result, "error": o.error,
-                       "bytes": o.bytes, "resumed_bytes": o.resumed_bytes,
-                       "erase_seconds": o.erase_seconds, "verify_seconds": o.verify_seconds,
-                       "mb_per_s": o.mb_per_s(), "verification": o.verification,
-                       "offloaded": o.offloaded,
-                       "stream_transfer_bytes": o.tuning.map(|t| t.0),
-                       "stream_queue_depth": o.tuning.map(|t| t.1),
-                       "stream_tuning_changes": o.tuning.map(|t| t.2),
-                       "stream_io_seconds": o.stream_io_seconds,
-                       "exceptions": o.exceptions, "certificate": o.certificate,
-                       "html": o.html, "journal": o.journal})
-            })
-            .collect();
-        a.out.emit(&format!(
-            "{}\n",
-            serde_json::to_string_pretty(&json!({"strategy": opts.strategy.name(),
-                "pattern": opts.pattern.to_string(), "verify": opts.verify.name(),
-                "bus_limit_bytes_per_s": opts.bus_limit, "drives": rows,
-                "complete_seconds": complete, "total_bytes": total_bytes,
-                "aggregate_mb_per_s": agg}))?
-        ))?;
-        return Ok(());
+fn print_dry_run(out: &OutputArgs, plan: &DryRun) -> anyhow::Result<()> {
+    if out.json() {
+        let v = serde_json::to_value(plan)?;
+        return out.emit(&format!("{}\n", serde_json::to_string_pretty(&v)?));
+    }
+    let mut s = format!(
+        "dry run: nothing will be written. Plan ({} strategy, pattern {}, {} pass(es), verify {}):\n",
+        plan.strategy.name(),
+        plan.pattern,
+        plan.passes,
+        plan.verify.name()
+    );
+    for d in &plan.drives {
+        s.push_str(&format!(
+            "  {}  {} serial {}  {}, {} B sectors\n    method {}: {}\n    estimate: erase {}, verify {} ({})\n",
+            d.device.display(),
+            d.model.as_deref().unwrap_or("-"),
+            d.serial.as_deref().unwrap_or("(none: confirm by path)"),
+            human_size(d.size),
+            d.logical_sector,
+            d.method,
+            d.reason,
+            secs(d.estimated_erase_seconds),
+            secs(d.estimated_verify_seconds),
+            d.estimate_assumes
+        ));
+    }
+    s.push_str(&format!(
+        "estimated complete time: {}\n",
+        secs(plan.estimated_complete_seconds)
+    ));
+    out.emit(&s)
+}
+
+fn print_report(out: &OutputArgs, r: &Summary) -> anyhow::Result<()> {
+    if out.json() {
+        // Through a Value, as every JSON report: keys in sorted order.
+        let v = serde_json::to_value(r)?;
+        return out.emit(&format!("{}\n", serde_json::to_string_pretty(&v)?));
     }
     let mut s = format!(
         "\n{:<14} {:<16} {:<17} {:>12} {:>9} {:>9} {:<24} {}\n",
         "DEVICE", "SERIAL", "METHOD", "BYTES", "TIME", "MB/s", "VERIFY", "RESULT"
     );
-    for o in outs {
-        let mut method = o.method.clone();
+    for o in &r.drives {
+        let mut method = o.method.name().to_string();
         if o.offloaded == Some(true) {
             method.push_str(" (offl.)");
         } else if o.offloaded == Some(false) {
@@ -594,84 +506,41 @@ fn report(a: &EraseArgs, opts: &Options, outs: &[Outcome], complete: f64) -> any
     }
     s.push_str(&format!(
         "complete time: {} ({} strategy); aggregate throughput: {:.1} MB/s ({} bytes)\n",
-        secs(complete),
-        opts.strategy.name(),
-        agg,
-        total_bytes
+        secs(r.complete_seconds),
+        r.strategy.name(),
+        r.aggregate_mb_per_s,
+        r.total_bytes
     ));
-    for o in outs {
-        if let Some((l, q, c)) = o.tuning {
-            s.push_str(&format!(
-                "{}: stream ended at transfer length {} and queue depth {} ({} tuning changes)\n",
-                o.device,
-                human_size(l),
-                q,
-                c
-            ));
-        }
-        if let Some(e) = &o.error {
-            s.push_str(&format!("{}: {e}\n", o.device));
-        }
-        if o.exceptions > 0 {
-            s.push_str(&format!(
-                "{}: {} range(s) not erased or not readable: see the certificate\n",
-                o.device, o.exceptions
-            ));
-        }
-        if let Some(c) = &o.certificate {
-            s.push_str(&format!("{}: certificate {}\n", o.device, c.display()));
-        }
+    for o in &r.drives {
+        s.push_str(&drive_notes(o));
     }
-    a.out.emit(&s)
+    out.emit(&s)
 }
 
-fn erase(a: EraseArgs) -> anyhow::Result<u8> {
-    let opts = options(&a)?;
-    let devs = devices(&a)?;
-    let mut drives = Vec::with_capacity(devs.len());
-    for d in devs {
-        drives.push(work::plan_drive(d, &opts).map_err(|e| usage(e.to_string()))?);
+/// The lines under the table about one drive: tuning, error, exceptions,
+/// certificate.
+fn drive_notes(o: &drivelab_erase::Outcome) -> String {
+    let mut s = String::new();
+    if let Some(t) = o.tuning {
+        s.push_str(&format!(
+            "{}: stream ended at transfer length {} and queue depth {} ({} tuning changes)\n",
+            o.device,
+            human_size(t.transfer),
+            t.depth,
+            t.changes
+        ));
     }
-    if a.dry_run {
-        return dry_run(&a, &drives, &opts);
+    if let Some(e) = &o.error {
+        s.push_str(&format!("{}: {e}\n", o.device));
     }
-    confirm(&a, &drives)?;
-    if !a.out.json() {
-        for d in &drives {
-            eprintln!(
-                "{}: method {}: {}",
-                d.dev.path.display(),
-                d.choice.method,
-                d.choice.reason
-            );
-        }
+    if o.exceptions > 0 {
+        s.push_str(&format!(
+            "{}: {} range(s) not erased or not readable: see the certificate\n",
+            o.device, o.exceptions
+        ));
     }
-    // A second Ctrl-C while stopping kills the process the usual way.
-    let stop = crate::signal::stop_flag();
-    let prog: Vec<Arc<Progress>> = drives
-        .iter()
-        .map(|_| Arc::new(Progress::default()))
-        .collect();
-    let finished = AtomicBool::new(false);
-    let tty = std::io::stderr().is_terminal() && !a.out.json();
-    let t0 = Instant::now();
-    let outs = std::thread::scope(|s| {
-        let show = s.spawn(|| {
-            if !a.out.json() {
-                display(&drives, &prog, &finished, tty)
-            }
-        });
-        let r = work::run_all(&drives, &opts, stop, &prog);
-        finished.store(true, Ordering::Relaxed);
-        let _ = show.join();
-        r
-    })
-    .context("erase")?;
-    let complete = t0.elapsed().as_secs_f64();
-    report(&a, &opts, &outs, complete)?;
-    Ok(if outs.iter().all(|o| o.result == "erased") {
-        0
-    } else {
-        1
-    })
+    if let Some(c) = &o.certificate {
+        s.push_str(&format!("{}: certificate {}\n", o.device, c.display()));
+    }
+    s
 }

@@ -2,13 +2,13 @@
 //! original timing (or faster, or closed-loop), optionally recording the
 //! replay itself for `drivelab trace compare` (the IPEAK audit).
 
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, ValueEnum};
 use drivelab_device::blockdev::BlockDevice;
-use drivelab_device::safety::check_writable;
+use drivelab_device::claim::{Claim, ClaimOptions, Consent};
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Target, Uring};
 use drivelab_replay::{prepass, replay, Remap, ReplayOptions, ReplayReport, Timing};
@@ -152,9 +152,6 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
     let is_block = md.file_type().is_block_device();
     let (size, lb) = if is_block {
         let dev = BlockDevice::from_path(&a.target).map_err(|e| usage(e.to_string()))?;
-        if pre.modifying > 0 {
-            check_writable(&dev, a.force).map_err(|r| usage(r.to_string()))?;
-        }
         (dev.size.0, u64::from(dev.logical_sector.0))
     } else if md.is_file() {
         (md.len(), 512)
@@ -176,12 +173,27 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
             "--record needs a block device target (it records at the block layer)",
         ));
     }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(pre.modifying > 0)
-        .custom_flags(libc::O_DIRECT)
-        .open(&a.target)
-        .map_err(|e| usage(format!("cannot open {}: {e}", a.target.display())))?;
+    // A trace that writes needs the target claimed (safety assessment,
+    // --force, an exclusive hold for the whole replay); one that only reads
+    // opens it read-only.
+    let claim = if pre.modifying > 0 {
+        let consent = Consent {
+            force: a.force,
+            confirm: None,
+        };
+        let opts = ClaimOptions {
+            direct: true,
+            create_size: None,
+        };
+        Some(Claim::open(&a.target, &consent, &opts).map_err(|e| usage(e.to_string()))?)
+    } else {
+        None
+    };
+    let target = match &claim {
+        Some(c) => Target::claimed(c, true),
+        None => Target::read_only(&a.target, true),
+    }
+    .map_err(|e| usage(format!("cannot open {}: {e}", a.target.display())))?;
     let (timing, depth) = match (a.iodepth, a.no_stall) {
         (Some(_), true) => {
             return Err(usage(
@@ -197,7 +209,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
     };
     let max_len = pre.max_len.div_ceil(lb) * lb;
     let mut engine = Uring::new(
-        vec![Target { file, is_block }],
+        vec![target],
         depth,
         max_len.max(lb) as usize,
         false,

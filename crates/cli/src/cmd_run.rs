@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use drivelab_report::{Exporter, Json, Text};
-use drivelab_workload::options::{lookup, OptionKind};
 use drivelab_workload::exec::RunError;
+use drivelab_workload::options::{lookup, OptionKind};
 use drivelab_workload::{execute, plan, PlanError, PlanOptions, Progress};
 use drivelab_workload::{jobfile, presets, JobSpec};
 

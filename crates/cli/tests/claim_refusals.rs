@@ -19,11 +19,27 @@ fn writers(dev: &str, trace: &Path, dir: &TempDir) -> Vec<(&'static str, Vec<Str
     vec![
         (
             "run",
-            s(&["run", "--filename", dev, "--rw=write", "--bs=4k", "--size=64k"]),
+            s(&[
+                "run",
+                "--filename",
+                dev,
+                "--rw=write",
+                "--bs=4k",
+                "--size=64k",
+            ]),
         ),
         (
             "test",
-            s(&["test", dev, "--step", "write", "--pattern", "0xA5", "--bs", "4k"]),
+            s(&[
+                "test",
+                dev,
+                "--step",
+                "write",
+                "--pattern",
+                "fixed:0xA5",
+                "--bs",
+                "4k",
+            ]),
         ),
         (
             "erase",
@@ -37,19 +53,13 @@ fn writers(dev: &str, trace: &Path, dir: &TempDir) -> Vec<(&'static str, Vec<Str
                 "stream",
                 "--verify",
                 "none",
-                "--cert-dir",
+                "--certificate-dir",
                 dir.join("certs").to_str().unwrap(),
             ]),
         ),
         (
             "trace replay",
-            s(&[
-                "trace",
-                "replay",
-                trace.to_str().unwrap(),
-                "--target",
-                dev,
-            ]),
+            s(&["trace", "replay", trace.to_str().unwrap(), "--target", dev]),
         ),
     ]
 }
@@ -79,9 +89,19 @@ fn all_refuse(dev: &str, name: Option<&str>, bytes: Option<&Path>, needle: &str,
         let writes = name.map(|n| diskstats(n).2);
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let (code, out, err) = run(BIN, &argv);
-        assert_eq!(code, 2, "{what} on {dev}: exit {code}, stdout {out}, stderr {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{what}: one-line error: {err}");
-        assert!(err.contains(needle), "{what} on {dev}: expected {needle:?} in {err}");
+        assert_eq!(
+            code, 2,
+            "{what} on {dev}: exit {code}, stdout {out}, stderr {err}"
+        );
+        assert_eq!(
+            err.trim().lines().count(),
+            1,
+            "{what}: one-line error: {err}"
+        );
+        assert!(
+            err.contains(needle),
+            "{what} on {dev}: expected {needle:?} in {err}"
+        );
         if let Some(p) = bytes {
             assert_eq!(Some(digest(p)), before, "{what} changed the bytes of {dev}");
         }
@@ -146,7 +166,12 @@ fn hold_exclusively(dev: &Path) -> Holder {
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    assert_eq!(line.trim(), "held", "the holder did not take {}", dev.display());
+    assert_eq!(
+        line.trim(),
+        "held",
+        "the holder did not take {}",
+        dev.display()
+    );
     Holder(child)
 }
 
@@ -160,7 +185,9 @@ fn every_writer_refuses_a_mounted_device_alike() {
     std::fs::create_dir_all(&mnt).unwrap();
     sh("mount", &[d.dev(), mnt.to_str().unwrap()]);
     let _u = Unmount(mnt.clone());
-    all_refuse(d.dev(), Some(&d.name), None, "mounted", &dir);
+    // The mounted filesystem writes its own journal: no write counter to
+    // compare; the other targets show nothing is written.
+    all_refuse(d.dev(), None, None, "mounted", &dir);
 }
 
 #[test]

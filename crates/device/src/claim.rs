@@ -519,6 +519,18 @@ impl Claim {
         self.file.write_all_at(buf, offset)
     }
 
+    /// Zero `len` bytes at `offset` with the `BLKZEROOUT` ioctl on the
+    /// claimed block device (see [`crate::zero::blkzeroout`]).
+    pub fn zeroout(&self, offset: u64, len: u64) -> io::Result<()> {
+        crate::zero::blkzeroout(&self.file, offset, len)
+    }
+
+    /// Discard `len` bytes at `offset` of the claimed target (see
+    /// [`crate::zero::discard_range`]).
+    pub fn discard(&self, offset: u64, len: u64) -> io::Result<()> {
+        crate::zero::discard_range(&self.file, self.is_block(), offset, len)
+    }
+
     /// Flush what was written through the claim to stable storage.
     pub fn sync(&self) -> io::Result<()> {
         self.file.sync_all()
@@ -584,9 +596,12 @@ fn confirmation(
     let canonical = fs::canonicalize(path).ok();
     let hit = list.iter().map(|s| s.trim()).find(|s| {
         !s.is_empty()
-            && (serial == Some(*s)
-                || Path::new(s) == path
-                || canonical.as_deref() == Some(Path::new(s)))
+            && match serial {
+                // A drive with a serial is confirmed by its serial only: a
+                // path can name another drive after a rescan.
+                Some(serial) => serial == *s,
+                None => Path::new(s) == path || canonical.as_deref() == Some(Path::new(s)),
+            }
     });
     match (hit, serial) {
         (Some(s), _) => Ok(Some(s.to_string())),
@@ -784,7 +799,7 @@ mod tests {
     }
 
     #[test]
-    fn confirmation_takes_the_serial_or_the_path() {
+    fn confirmation_takes_the_serial_or_else_the_path() {
         let p = Path::new("/dev/loop-test-nonexistent");
         let c = |l: &[&str]| consent(false, Some(l));
         assert_eq!(
@@ -795,8 +810,10 @@ mod tests {
             confirmation(&c(&["x", " S1 "]), p, Some("S1")).unwrap(),
             Some("S1".into())
         );
+        // A drive with a serial is not confirmed by its path.
+        assert!(confirmation(&c(&[p.to_str().unwrap()]), p, Some("S1")).is_err());
         assert_eq!(
-            confirmation(&c(&[p.to_str().unwrap()]), p, Some("S1")).unwrap(),
+            confirmation(&c(&[p.to_str().unwrap()]), p, None).unwrap(),
             Some(p.display().to_string())
         );
         let e = confirmation(&c(&["S2", ""]), p, Some("S1")).unwrap_err();

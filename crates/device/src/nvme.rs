@@ -591,6 +591,22 @@ impl NvmeDevice {
                     source: e,
                 },
             })?;
+        Self::from_open_file(file, path)
+    }
+
+    /// The namespace (or controller) the claim holds, for commands that
+    /// write: Write Zeroes, Format, Sanitize. The handle shares the claim's
+    /// exclusive hold.
+    pub fn claimed(claim: &crate::claim::Claim) -> Result<NvmeDevice, NvmeError> {
+        let path = claim.path();
+        let file = claim.io_file(false).map_err(|e| NvmeError::Open {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        Self::from_open_file(file, path)
+    }
+
+    fn from_open_file(file: File, path: &Path) -> Result<NvmeDevice, NvmeError> {
         let is_block = {
             use std::os::unix::fs::FileTypeExt;
             file.metadata()

@@ -432,6 +432,18 @@ impl SgDevice {
         })
     }
 
+    /// The device the claim holds, for commands that write (WRITE SAME,
+    /// SANITIZE, ATA SCT Write Same through SAT): the handle shares the
+    /// claim's exclusive hold.
+    pub fn claimed(claim: &crate::claim::Claim) -> Result<SgDevice, SgError> {
+        let path = claim.path();
+        let file = claim.io_file(false).map_err(|e| SgError::Open {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        Ok(SgDevice::from_file(file, path))
+    }
+
     /// Wrap an already open file.
     pub fn from_file(file: File, path: impl Into<PathBuf>) -> SgDevice {
         SgDevice {

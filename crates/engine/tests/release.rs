@@ -4,20 +4,19 @@
 //! claimed and the next exclusive open (the next erase, or the verification
 //! after an erase) fails with EBUSY. On a loop device, as root.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
-
+use drivelab_device::claim::{Claim, ClaimOptions, Consent};
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Engine, Target, Uring};
 use drivelab_engine::io::{IoDesc, Op};
 use drivelab_testkit::{require_root, LoopDev, TempDir};
 
-fn open_excl(path: &str) -> std::io::Result<std::fs::File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_EXCL | libc::O_DIRECT)
-        .open(path)
+/// The claim: the device opened O_EXCL (and O_DIRECT) for writing.
+fn claim(path: &str) -> Result<Claim, drivelab_device::claim::ClaimError> {
+    let opts = ClaimOptions {
+        direct: true,
+        create_size: None,
+    };
+    Claim::open(path.as_ref(), &Consent::default(), &opts)
 }
 
 #[test]
@@ -26,14 +25,11 @@ fn an_exclusive_open_right_after_the_engine_is_dropped_succeeds() {
     let dir = TempDir::new("engine-release");
     let d = LoopDev::new_in(&dir, 64 << 20);
     for round in 0..20 {
-        let file = open_excl(d.dev()).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let claim = claim(d.dev()).unwrap_or_else(|e| panic!("round {round}: {e}"));
         // 64 MiB of registered buffers, the most an erase stream uses, so
         // the teardown has as much to undo as there.
         let mut eng = Uring::new(
-            vec![Target {
-                file,
-                is_block: true,
-            }],
+            vec![Target::claimed(&claim, true).unwrap()],
             64,
             1 << 20,
             false,
@@ -54,7 +50,8 @@ fn an_exclusive_open_right_after_the_engine_is_dropped_succeeds() {
         eng.reap(|c| res = c.result);
         assert_eq!(res, 1 << 20, "round {round}: write result");
         drop(eng);
+        drop(claim);
     }
     // The last one too.
-    open_excl(d.dev()).expect("device still claimed after the last drop");
+    claim(d.dev()).expect("device still claimed after the last drop");
 }

@@ -15,7 +15,10 @@
 //! ```
 //!
 //! Watermark lines are written at most once a second and fsync'd with them;
-//! skipped ranges are written and fsync'd at once.
+//! skipped ranges are written and fsync'd at once. [`DriveJournal`] is the
+//! journal stage of one drive's erase: begun (or resumed, after checking it
+//! is for the same erase) before the first write, removed once the drive is
+//! certified.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -271,6 +274,106 @@ impl Journal {
     }
 }
 
+/// One drive's journal for this run: begun fresh, or continued from an
+/// interrupted run whose state it keeps. The journal stage of an erase.
+#[derive(Debug)]
+pub struct DriveJournal {
+    /// The file.
+    pub path: PathBuf,
+    /// This run's header.
+    pub header: JournalHeader,
+    /// What earlier runs left (`--resume` and a journal was there).
+    pub earlier: Option<JournalState>,
+    /// The open journal this run appends to.
+    pub journal: Journal,
+}
+
+impl DriveJournal {
+    /// Begin the journal for `header` in `dir`, replacing any old one; with
+    /// `resume`, continue the one there instead, which must be for the same
+    /// erase (size, method, pattern, passes). Records this run's start.
+    pub fn begin(
+        dir: &Path,
+        header: JournalHeader,
+        resume: bool,
+        run_start_unix: u64,
+    ) -> Result<DriveJournal, EraseError> {
+        let device = Path::new(&header.device);
+        let path = path_for(dir, header.serial.as_deref(), device, header.size);
+        let earlier = if resume { load(&path)? } else { None };
+        if let Some(why) = earlier
+            .as_ref()
+            .and_then(|st| mismatch(&st.header, &header))
+        {
+            return Err(EraseError::ResumeMismatch {
+                device: header.device.clone(),
+                path,
+                why,
+            });
+        }
+        let mut journal = match &earlier {
+            Some(_) => Journal::append(&path)?,
+            None => Journal::create(&path, &header)?,
+        };
+        journal.run_started(run_start_unix)?;
+        Ok(DriveJournal {
+            path,
+            header,
+            earlier,
+            journal,
+        })
+    }
+
+    /// Bytes of pass `pass` done by earlier runs.
+    pub fn watermark(&self, pass: u32) -> u64 {
+        self.earlier
+            .as_ref()
+            .map(|s| s.watermark(pass))
+            .unwrap_or(0)
+    }
+
+    /// Bytes of every pass done by earlier runs.
+    pub fn resumed_bytes(&self) -> u64 {
+        (0..self.header.passes)
+            .map(|p| self.watermark(p).min(self.header.size))
+            .sum()
+    }
+
+    /// Ranges earlier runs skipped.
+    pub fn skipped(&self) -> Vec<Skipped> {
+        self.earlier
+            .as_ref()
+            .map(|s| s.skipped.clone())
+            .unwrap_or_default()
+    }
+
+    /// The erase is certified: the journal has done its job.
+    pub fn remove(self) {
+        let path = self.path.clone();
+        drop(self);
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// How a journal's header differs from this run's, in words; None when a
+/// resume may continue it.
+fn mismatch(old: &JournalHeader, new: &JournalHeader) -> Option<String> {
+    let mut diff = Vec::new();
+    if old.size != new.size {
+        diff.push(format!("size {} (drive is {})", old.size, new.size));
+    }
+    if old.method != new.method {
+        diff.push(format!("method {} (now {})", old.method, new.method));
+    }
+    if old.pattern != new.pattern {
+        diff.push(format!("pattern {} (now {})", old.pattern, new.pattern));
+    }
+    if old.passes != new.passes {
+        diff.push(format!("{} passes (now {})", old.passes, new.passes));
+    }
+    (!diff.is_empty()).then(|| diff.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,6 +428,37 @@ mod tests {
         assert_eq!(st.skipped.len(), 1);
         assert_eq!(st.skipped[0].error, "EIO (Input/output error)");
         assert_eq!(st.runs, vec![100]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn resume_continues_the_same_erase_and_refuses_another() {
+        let dir = std::env::temp_dir().join(format!("dl-journal-resume-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut j = DriveJournal::begin(&dir, header(), false, 100).unwrap();
+        j.journal.done(0, 8192).unwrap();
+        j.journal.sync().unwrap();
+        drop(j);
+        let j = DriveJournal::begin(&dir, header(), true, 200).unwrap();
+        assert_eq!(j.watermark(0), 8192);
+        assert_eq!(j.resumed_bytes(), 8192);
+        assert_eq!(j.earlier.as_ref().unwrap().runs, vec![100]);
+        drop(j);
+        let mut other = header();
+        other.pattern = "allones".into();
+        other.passes = 1;
+        let e = DriveJournal::begin(&dir, other, true, 300).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("pattern allzeros (now allones)") && msg.contains("2 passes (now 1)"),
+            "{msg}"
+        );
+        // Without --resume a new journal replaces the old one.
+        let j = DriveJournal::begin(&dir, header(), false, 400).unwrap();
+        assert!(j.earlier.is_none());
+        let p = j.path.clone();
+        j.remove();
+        assert!(!p.exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

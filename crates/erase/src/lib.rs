@@ -6,37 +6,68 @@
 //! the drive executes itself (WRITE SAME, Write Zeroes, an offloaded
 //! BLKZEROOUT) moves one block or none over the bus per range, so N drives
 //! take as long as the slowest; streamed writes move every byte, so once the
-//! bus saturates time grows with N. This crate does the erase and proves it:
+//! bus saturates time grows with N. This crate does the erase and proves it.
 //!
-//! - [`method`]: the methods and `auto`'s choice per drive.
-//! - [`work`]: the per-drive loop for every method (chunked commands, the
-//!   tuned io_uring stream), retries and skipped ranges, the journal.
-//! - [`sched`]: the bus limit, the round-robin turn, live progress.
-//! - [`tune`]: transfer length and queue depth, adjusted while running.
-//! - [`verify`]: NIST SP 800-88 sampling and O_DIRECT read-back.
-//! - [`journal`]: resumable progress on disk.
-//! - [`cert`]: the signed JSON certificate and its HTML page.
+//! Every drive goes through five stages, one module each:
 //!
-//! The command line (safety checks, confirmation, display) lives in the CLI
-//! crate; this crate assumes the drives it is given may be written.
+//! - [`plan`]: the drives (refusals, the exclusive hold, confirmation), the
+//!   method per drive ([`method`]), the strategy, the stream's tuning
+//!   ([`tune`]) and the dry-run estimates.
+//! - [`journal`]: resumable progress on disk, begun or resumed before the
+//!   first write.
+//! - [`issue`]: the method's commands front to back (chunked device
+//!   commands, the io_uring stream, whole-device format and sanitize),
+//!   retries and skipped ranges, the final flush.
+//! - [`verify`]: NIST SP 800-88 sampling and the O_DIRECT read-back.
+//! - [`cert`]: the signed JSON certificate, its HTML page, and which keys a
+//!   verifier trusts.
+//!
+//! [`run`] takes every drive through the stages under the strategy and is
+//! the one entry point ([`erase`]); [`sched`] shares the host link among
+//! the drives; [`outcome`] is what comes back; every write goes through the device crate's claim.
+//! The command line parses, calls [`erase`] (or [`cert::verify_file`]) and
+//! prints; it asks the user through a [`Frontend`].
 
 pub mod cert;
 pub mod clock;
+pub mod issue;
 pub mod journal;
-pub mod method;
+pub mod outcome;
+pub mod plan;
+pub mod run;
 pub mod sched;
-pub mod tune;
 pub mod verify;
-pub mod work;
 
 use std::path::PathBuf;
 
-pub use method::Method;
-pub use work::{plan_drive, run_all, Drive, Options, Outcome, Strategy, VerifyMode};
+pub use outcome::{EraseResult, Outcome, Report, Summary};
+pub use plan::method::{self, Method};
+pub use plan::tune;
+pub use plan::{Consent, Drive, Options, Plan, Request, Strategy, VerifyMode};
+pub use run::{erase, Frontend};
 
 /// Everything that can go wrong in an erase, each saying what to do next.
 #[derive(Debug, thiserror::Error)]
 pub enum EraseError {
+    /// No drives were named.
+    #[error("no drives given: name the whole drives to erase, e.g. drivelab erase /dev/sdb --yes --confirm-serial SERIAL")]
+    NoDrives,
+    /// An option is out of its range.
+    #[error("{0}")]
+    BadOption(String),
+    /// A drive may not be erased (not a whole drive, named twice, unsafe);
+    /// one line naming every reason.
+    #[error("{0}")]
+    Refused(String),
+    /// Another process holds the drive open exclusively.
+    #[error("refusing to erase {device}: another process holds it open exclusively (another drivelab erase, a mount, or a RAID/LVM/device-mapper member); wait for it to finish or stop it; nothing was written")]
+    Busy {
+        /// Device node.
+        device: String,
+    },
+    /// The user did not confirm (or mistyped) a drive.
+    #[error("{0}")]
+    NotConfirmed(String),
     /// `--method` names no method.
     #[error("unknown method '{0}': use auto, zeroout, write-same, sct-write-same, nvme-write-zeroes, nvme-format, nvme-sanitize, ata-sanitize, discard or stream")]
     UnknownMethod(String),
@@ -122,4 +153,22 @@ pub enum EraseError {
     /// The device cannot be probed.
     #[error(transparent)]
     Probe(#[from] drivelab_device::caps::ProbeError),
+}
+
+impl EraseError {
+    /// Whether the error is a refusal of what was asked (bad input, unsafe
+    /// or busy drive, no confirmation), raised before anything was written:
+    /// the command line's exit status 2. Anything else is a failure (1).
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            EraseError::NoDrives
+                | EraseError::BadOption(_)
+                | EraseError::Refused(_)
+                | EraseError::Busy { .. }
+                | EraseError::NotConfirmed(_)
+                | EraseError::UnknownMethod(_)
+                | EraseError::MethodUnavailable { .. }
+        )
+    }
 }

@@ -1,5 +1,6 @@
 //! Sharing one host link among many drives: the bus limit, the round-robin
-//! turn, and the per-drive progress the display reads.
+//! turn ([`Shared`] holds both), and the per-drive progress the display
+//! reads.
 //!
 //! `--bus-limit` is a pacer shared by every drive thread: each command that
 //! carries data reserves its bytes on one virtual clock before it is
@@ -12,9 +13,77 @@
 //! the thesis ("one command per disk, then change the disk") is a turn that
 //! passes from drive to drive after each command.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+use crate::plan::Strategy;
+
+/// What the drives of one erase share: the bus limit, the round-robin
+/// turn, the stop flag (Ctrl-C), and how many drives write at once.
+#[derive(Debug)]
+pub struct Shared<'a> {
+    /// `--bus-limit`, when given.
+    pub bus: Option<BusLimiter>,
+    /// The turn, under the round-robin strategy.
+    pub turn: Option<Turn>,
+    /// Set to stop every drive (its journal kept).
+    pub stop: &'a AtomicBool,
+    /// Drives writing at the same time (1 when sequential).
+    pub drives: usize,
+}
+
+impl<'a> Shared<'a> {
+    /// The sharing of `n` drives under `strategy`.
+    pub fn new(
+        strategy: Strategy,
+        n: usize,
+        bus_limit: Option<u64>,
+        stop: &'a AtomicBool,
+    ) -> Shared<'a> {
+        Shared {
+            bus: bus_limit.map(BusLimiter::new),
+            turn: (strategy == Strategy::RoundRobin).then(|| Turn::new(n)),
+            stop,
+            drives: match strategy {
+                Strategy::Sequential => 1,
+                _ => n,
+            },
+        }
+    }
+
+    /// Whether the erase is being stopped.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Drive `i` is about to send a command carrying `bus_bytes` over the
+    /// link: wait for its turn and its share of the bus.
+    pub fn before_command(&self, i: usize, bus_bytes: u64) {
+        if let Some(t) = &self.turn {
+            t.acquire(i);
+        }
+        if bus_bytes > 0 {
+            if let Some(b) = &self.bus {
+                b.take(bus_bytes);
+            }
+        }
+    }
+
+    /// Drive `i` has sent its command: pass the turn on.
+    pub fn after_command(&self, i: usize) {
+        if let Some(t) = &self.turn {
+            t.release(i);
+        }
+    }
+
+    /// Drive `i` sends no more commands.
+    pub fn finish(&self, i: usize) {
+        if let Some(t) = &self.turn {
+            t.finish(i);
+        }
+    }
+}
 
 /// Caps the aggregate bytes per second of all drives sharing it.
 #[derive(Debug)]

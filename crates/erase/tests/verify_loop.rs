@@ -15,7 +15,7 @@ fn gen() -> Generator {
 }
 
 fn check(dev: &LoopDev, plan: &verify::SamplePlan) -> verify::VerifyResult {
-    verify::verify(
+    verify::read_back(
         &dev.path,
         512,
         plan,

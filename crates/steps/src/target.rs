@@ -143,7 +143,12 @@ impl TestTarget {
 }
 
 /// Claim `path` for writing when `writes`.
-fn claim_if(path: &Path, writes: bool, force: bool, direct: bool) -> Result<Option<Claim>, StepError> {
+fn claim_if(
+    path: &Path,
+    writes: bool,
+    force: bool,
+    direct: bool,
+) -> Result<Option<Claim>, StepError> {
     if !writes {
         return Ok(None);
     }

@@ -246,7 +246,9 @@ fn row(report: &Value) -> Option<Row> {
         .iter()
         .filter_map(|d| d["erase_seconds"].as_f64())
         .fold(0.0, f64::max);
-    let ok = drives.iter().all(|d| d["result"] == "erased");
+    // `--verify none`: a clean drive is "overwritten, not verified".
+    let done = |d: &Value| d["result"] == "overwritten, not verified";
+    let ok = drives.iter().all(done);
     let d0 = &drives[0];
     let mut note = d0["method"].as_str().unwrap_or("?").to_string();
     match d0["offloaded"].as_bool() {
@@ -263,7 +265,7 @@ fn row(report: &Value) -> Option<Row> {
     if !ok {
         let bad: Vec<String> = drives
             .iter()
-            .filter(|d| d["result"] != "erased")
+            .filter(|d| !done(d))
             .map(|d| format!("{}: {}", d["device"], d["error"]))
             .collect();
         note.push_str(&format!(" NOT ERASED: {}", bad.join("; ")));

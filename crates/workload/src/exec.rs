@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-
-
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -93,7 +91,10 @@ fn claim_targets(plan: &Plan) -> Result<Vec<Option<Claim>>, RunError> {
     };
     let mut claims = Vec::with_capacity(plan.targets.len());
     for (i, t) in plan.targets.iter().enumerate() {
-        let null = plan.jobs.iter().any(|j| j.targets.contains(&i) && j.spec.ioengine == EngineKind::Null);
+        let null = plan
+            .jobs
+            .iter()
+            .any(|j| j.targets.contains(&i) && j.spec.ioengine == EngineKind::Null);
         let written = plan.jobs.iter().any(|j| j.writes && j.targets.contains(&i));
         let grows = !t.is_block && (t.create || t.size > t.existing_size);
         if null || !(written || grows) {

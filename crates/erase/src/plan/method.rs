@@ -14,11 +14,14 @@ use std::str::FromStr;
 
 use drivelab_device::caps::{Capabilities, Transport};
 use drivelab_patterns::Pattern;
+use serde::{Deserialize, Serialize};
 
 use crate::EraseError;
 
-/// One way of overwriting or sanitizing a whole drive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// One way of overwriting or sanitizing a whole drive. Serialised (reports,
+/// certificates) by its command-line name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// Choose per drive (see [`choose`]).
     Auto,
@@ -276,152 +279,195 @@ pub fn check_available(
     crypto: bool,
     dev: &str,
 ) -> Result<Choice, EraseError> {
-    let zero = is_zero_pattern(pattern, block_size);
-    let lacks = |what: &str| EraseError::MethodUnavailable {
-        device: dev.to_string(),
-        method: m.name().to_string(),
-        why: what.to_string(),
-    };
-    let needs_zero = |name: &str| -> Result<(), EraseError> {
-        if zero || crypto {
-            Ok(())
-        } else {
-            Err(EraseError::MethodUnavailable {
-                device: dev.to_string(),
-                method: m.name().to_string(),
-                why: format!("{name} writes zeroes only, not pattern {pattern}; use write-same or stream for other patterns"),
-            })
-        }
+    let ask = Ask {
+        o,
+        pattern,
+        block_size,
+        crypto,
+        zero: is_zero_pattern(pattern, block_size),
     };
     let reason = match m {
         Method::Auto => return Ok(choose(o, pattern, block_size)),
-        Method::Stream => "requested: io_uring streamed writes".to_string(),
-        Method::Zeroout => {
-            needs_zero("zeroout")?;
-            if o.zeroout_offload {
-                format!(
-                    "requested; offloaded (write_zeroes_max_bytes = {})",
-                    o.write_zeroes_max_bytes
-                )
-            } else {
-                "requested; NOT offloaded (write_zeroes_max_bytes = 0): the kernel writes zero pages".to_string()
-            }
-        }
-        Method::WriteSame => {
-            if !pattern.is_periodic() {
-                return Err(lacks(&format!(
-                    "pattern {pattern} differs per block; WRITE SAME repeats one block"
-                )));
-            }
-            if !(o.write_same_16 || o.write_same_10) {
-                return Err(lacks(&format!(
-                    "the drive does not take SCSI WRITE SAME (transport {})",
-                    o.transport
-                )));
-            }
-            "requested: SCSI WRITE SAME with one pattern block".to_string()
-        }
-        Method::SctWriteSame => {
-            if !o.sct_write_same {
-                return Err(lacks(&format!(
-                    "the drive does not report SCT Write Same (transport {})",
-                    o.transport
-                )));
-            }
-            if pattern_dword(pattern, block_size).is_none() {
-                return Err(lacks(&format!(
-                    "SCT Write Same repeats a 32-bit word; pattern {pattern} is not one"
-                )));
-            }
-            "requested: ATA SCT Write Same, foreground".to_string()
-        }
-        Method::NvmeWriteZeroes => {
-            needs_zero("nvme-write-zeroes")?;
-            if !o.nvme_write_zeroes {
-                return Err(lacks(&format!(
-                    "the drive does not support NVMe Write Zeroes (transport {})",
-                    o.transport
-                )));
-            }
-            "requested: NVMe Write Zeroes".to_string()
-        }
-        Method::NvmeFormat => {
-            needs_zero("nvme-format")?;
-            if !o.nvme_format {
-                return Err(lacks(&format!(
-                    "the drive does not support NVMe Format NVM (transport {})",
-                    o.transport
-                )));
-            }
-            if crypto && !o.nvme_format_crypto {
-                return Err(lacks("the drive does not support cryptographic erase in Format NVM (FNA bit 2); drop --crypto"));
-            }
-            format!(
-                "requested: NVMe Format NVM, {}",
-                if crypto {
-                    "cryptographic erase (SES 2)"
-                } else {
-                    "user data erase (SES 1)"
-                }
-            )
-        }
-        Method::NvmeSanitize => {
-            let (block, cr, _) = o.nvme_sanitize;
-            if crypto && !cr {
-                return Err(lacks(
-                    "the drive does not support Sanitize crypto erase (SANICAP); drop --crypto",
-                ));
-            }
-            if !crypto && !block {
-                return Err(lacks(&format!(
-                    "the drive does not support Sanitize block erase (SANICAP, transport {})",
-                    o.transport
-                )));
-            }
-            if !crypto {
-                needs_zero("nvme-sanitize block erase")?;
-            }
-            format!(
-                "requested: NVMe Sanitize {}",
-                if crypto {
-                    "crypto erase"
-                } else {
-                    "block erase"
-                }
-            )
-        }
-        Method::AtaSanitize => {
-            let (ow, block, cr) = o.ata_sanitize;
-            if crypto {
-                if !cr {
-                    return Err(lacks(
-                        "the drive does not support CRYPTO SCRAMBLE EXT; drop --crypto",
-                    ));
-                }
-                "requested: ATA SANITIZE CRYPTO SCRAMBLE EXT".to_string()
-            } else if ow && pattern_dword(pattern, block_size).is_some() {
-                "requested: ATA SANITIZE OVERWRITE EXT with the pattern word".to_string()
-            } else if block && zero {
-                "requested: ATA SANITIZE BLOCK ERASE EXT".to_string()
-            } else {
-                return Err(lacks(&format!(
-                    "the drive offers no ATA SANITIZE operation that writes pattern {pattern} (transport {})",
-                    o.transport
-                )));
-            }
-        }
-        Method::Discard => {
-            needs_zero("discard")?;
-            if !o.discard {
-                return Err(lacks("the drive does not support discard"));
-            }
-            if !o.reads_zero_after_discard {
-                return Err(lacks("the drive does not guarantee that discarded blocks read back as zeroes (no LBPRZ/RZAT/DLFEAT); use --discard-first with an overwrite method instead"));
-            }
-            "requested: discard; the drive guarantees zeroes after discard".to_string()
-        }
+        Method::Stream => Ok("requested: io_uring streamed writes".to_string()),
+        Method::Zeroout => ask.zeroout(),
+        Method::WriteSame => ask.write_same(),
+        Method::SctWriteSame => ask.sct_write_same(),
+        Method::NvmeWriteZeroes => ask.nvme_write_zeroes(),
+        Method::NvmeFormat => ask.nvme_format(),
+        Method::NvmeSanitize => ask.nvme_sanitize(),
+        Method::AtaSanitize => ask.ata_sanitize(),
+        Method::Discard => ask.discard(),
     };
-    Ok(Choice { method: m, reason })
+    reason
+        .map(|reason| Choice { method: m, reason })
+        .map_err(|why| EraseError::MethodUnavailable {
+            device: dev.to_string(),
+            method: m.name().to_string(),
+            why,
+        })
+}
+
+/// One explicitly requested method checked against a drive: each check
+/// returns the reason for the certificate, or why the drive cannot.
+struct Ask<'a> {
+    o: &'a Offers,
+    pattern: &'a Pattern,
+    block_size: usize,
+    crypto: bool,
+    zero: bool,
+}
+
+impl Ask<'_> {
+    fn needs_zero(&self, name: &str) -> Result<(), String> {
+        if self.zero || self.crypto {
+            Ok(())
+        } else {
+            Err(format!(
+                "{name} writes zeroes only, not pattern {}; use write-same or stream for other patterns",
+                self.pattern
+            ))
+        }
+    }
+
+    fn dword(&self) -> Option<u32> {
+        pattern_dword(self.pattern, self.block_size)
+    }
+
+    fn zeroout(&self) -> Result<String, String> {
+        self.needs_zero("zeroout")?;
+        Ok(if self.o.zeroout_offload {
+            format!(
+                "requested; offloaded (write_zeroes_max_bytes = {})",
+                self.o.write_zeroes_max_bytes
+            )
+        } else {
+            "requested; NOT offloaded (write_zeroes_max_bytes = 0): the kernel writes zero pages"
+                .to_string()
+        })
+    }
+
+    fn write_same(&self) -> Result<String, String> {
+        if !self.pattern.is_periodic() {
+            return Err(format!(
+                "pattern {} differs per block; WRITE SAME repeats one block",
+                self.pattern
+            ));
+        }
+        if !(self.o.write_same_16 || self.o.write_same_10) {
+            return Err(format!(
+                "the drive does not take SCSI WRITE SAME (transport {})",
+                self.o.transport
+            ));
+        }
+        Ok("requested: SCSI WRITE SAME with one pattern block".to_string())
+    }
+
+    fn sct_write_same(&self) -> Result<String, String> {
+        if !self.o.sct_write_same {
+            return Err(format!(
+                "the drive does not report SCT Write Same (transport {})",
+                self.o.transport
+            ));
+        }
+        if self.dword().is_none() {
+            return Err(format!(
+                "SCT Write Same repeats a 32-bit word; pattern {} is not one",
+                self.pattern
+            ));
+        }
+        Ok("requested: ATA SCT Write Same, foreground".to_string())
+    }
+
+    fn nvme_write_zeroes(&self) -> Result<String, String> {
+        self.needs_zero("nvme-write-zeroes")?;
+        if !self.o.nvme_write_zeroes {
+            return Err(format!(
+                "the drive does not support NVMe Write Zeroes (transport {})",
+                self.o.transport
+            ));
+        }
+        Ok("requested: NVMe Write Zeroes".to_string())
+    }
+
+    fn nvme_format(&self) -> Result<String, String> {
+        self.needs_zero("nvme-format")?;
+        if !self.o.nvme_format {
+            return Err(format!(
+                "the drive does not support NVMe Format NVM (transport {})",
+                self.o.transport
+            ));
+        }
+        if self.crypto && !self.o.nvme_format_crypto {
+            return Err("the drive does not support cryptographic erase in Format NVM (FNA bit 2); drop --crypto".to_string());
+        }
+        Ok(format!(
+            "requested: NVMe Format NVM, {}",
+            if self.crypto {
+                "cryptographic erase (SES 2)"
+            } else {
+                "user data erase (SES 1)"
+            }
+        ))
+    }
+
+    fn nvme_sanitize(&self) -> Result<String, String> {
+        let (block, cr, _) = self.o.nvme_sanitize;
+        if self.crypto && !cr {
+            return Err(
+                "the drive does not support Sanitize crypto erase (SANICAP); drop --crypto"
+                    .to_string(),
+            );
+        }
+        if !self.crypto && !block {
+            return Err(format!(
+                "the drive does not support Sanitize block erase (SANICAP, transport {})",
+                self.o.transport
+            ));
+        }
+        if !self.crypto {
+            self.needs_zero("nvme-sanitize block erase")?;
+        }
+        Ok(format!(
+            "requested: NVMe Sanitize {}",
+            if self.crypto {
+                "crypto erase"
+            } else {
+                "block erase"
+            }
+        ))
+    }
+
+    fn ata_sanitize(&self) -> Result<String, String> {
+        let (ow, block, cr) = self.o.ata_sanitize;
+        if self.crypto {
+            if !cr {
+                return Err(
+                    "the drive does not support CRYPTO SCRAMBLE EXT; drop --crypto".to_string(),
+                );
+            }
+            Ok("requested: ATA SANITIZE CRYPTO SCRAMBLE EXT".to_string())
+        } else if ow && self.dword().is_some() {
+            Ok("requested: ATA SANITIZE OVERWRITE EXT with the pattern word".to_string())
+        } else if block && self.zero {
+            Ok("requested: ATA SANITIZE BLOCK ERASE EXT".to_string())
+        } else {
+            Err(format!(
+                "the drive offers no ATA SANITIZE operation that writes pattern {} (transport {})",
+                self.pattern, self.o.transport
+            ))
+        }
+    }
+
+    fn discard(&self) -> Result<String, String> {
+        self.needs_zero("discard")?;
+        if !self.o.discard {
+            return Err("the drive does not support discard".to_string());
+        }
+        if !self.o.reads_zero_after_discard {
+            return Err("the drive does not guarantee that discarded blocks read back as zeroes (no LBPRZ/RZAT/DLFEAT); use --discard-first with an overwrite method instead".to_string());
+        }
+        Ok("requested: discard; the drive guarantees zeroes after discard".to_string())
+    }
 }
 
 #[cfg(test)]
@@ -436,6 +482,10 @@ mod tests {
     fn names_round_trip() {
         for m in ALL {
             assert_eq!(m.name().parse::<Method>().unwrap(), m);
+            // Reports and certificates carry the same name.
+            let json = serde_json::to_value(m).unwrap();
+            assert_eq!(json, serde_json::Value::from(m.name()));
+            assert_eq!(serde_json::from_value::<Method>(json).unwrap(), m);
         }
         assert!("wipe".parse::<Method>().is_err());
     }

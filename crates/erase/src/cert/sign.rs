@@ -1,0 +1,267 @@
+//! Keys and signatures of certificates.
+//!
+//! The signature is Ed25519 over the canonical JSON of the `certificate`
+//! object (serde_json's compact form of a `Value`, whose object keys are
+//! sorted), so it survives re-indenting but not a changed value. The
+//! signing key is created once, on first use, in `$XDG_CONFIG_HOME/drivelab`
+//! (else `~/.config/drivelab`), mode 0600, with its public half beside it.
+//! [`check_signature`] only says whether a certificate is intact and which
+//! key signed it; whether that key is trusted is [`crate::cert::trust`]'s
+//! question.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+
+use super::{Certificate, FORMAT};
+use crate::EraseError;
+
+/// Name of the secret key file in the config dir.
+pub const KEY_FILE: &str = "erase-signing.key";
+/// Name of the public key file in the config dir.
+pub const PUB_FILE: &str = "erase-signing.pub";
+
+/// The config dir holding the signing key.
+pub fn config_dir() -> Result<PathBuf, EraseError> {
+    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(x).join("drivelab"));
+    }
+    match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h).join(".config").join("drivelab")),
+        None => Err(EraseError::Key {
+            path: PathBuf::from("~/.config/drivelab"),
+            why: "neither XDG_CONFIG_HOME nor HOME is set; set one of them".into(),
+        }),
+    }
+}
+
+fn key_err(path: &Path, e: impl std::fmt::Display) -> EraseError {
+    EraseError::Key {
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    }
+}
+
+/// Bytes as lower-case hex.
+pub(crate) fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim();
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Load the signing key from `dir`, creating it (0600, dir 0700) the first
+/// time from the kernel's random source.
+pub fn load_or_create_key(dir: &Path) -> Result<SigningKey, EraseError> {
+    let path = dir.join(KEY_FILE);
+    match fs::read_to_string(&path) {
+        Ok(text) => {
+            let b = unhex(&text).filter(|b| b.len() == 32).ok_or_else(|| {
+                key_err(&path, "not 64 hex digits; move it away to create a new key")
+            })?;
+            let mut a = [0u8; 32];
+            a.copy_from_slice(&b);
+            return Ok(SigningKey::from_bytes(&a));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(key_err(&path, e)),
+    }
+    fs::create_dir_all(dir).map_err(|e| key_err(dir, e))?;
+    let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
+    let mut seed = [0u8; 32];
+    fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut seed))
+        .map_err(|e| key_err(Path::new("/dev/urandom"), e))?;
+    let key = SigningKey::from_bytes(&seed);
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| key_err(&path, e))?;
+    writeln!(f, "{}", hex(&seed)).map_err(|e| key_err(&path, e))?;
+    f.sync_all().map_err(|e| key_err(&path, e))?;
+    let pub_path = dir.join(PUB_FILE);
+    fs::write(
+        &pub_path,
+        format!("{}\n", hex(key.verifying_key().as_bytes())),
+    )
+    .map_err(|e| key_err(&pub_path, e))?;
+    Ok(key)
+}
+
+/// The public key in the config dir, if one exists.
+pub fn local_public_key(dir: &Path) -> Option<VerifyingKey> {
+    let text = fs::read_to_string(dir.join(PUB_FILE)).ok()?;
+    parse_public_key(&text)
+}
+
+/// A public key from 64 hex digits.
+pub fn parse_public_key(s: &str) -> Option<VerifyingKey> {
+    let b = unhex(s).filter(|b| b.len() == 32)?;
+    let mut a = [0u8; 32];
+    a.copy_from_slice(&b);
+    VerifyingKey::from_bytes(&a).ok()
+}
+
+fn canonical(v: &serde_json::Value) -> Vec<u8> {
+    // serde_json's Value keeps object keys sorted (BTreeMap), so this is
+    // the same bytes whatever the file's layout.
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+/// The signed file's content: `{certificate, signature}` as pretty JSON.
+pub fn sign(cert: &Certificate, key: &SigningKey) -> Result<String, EraseError> {
+    let body = serde_json::to_value(cert).map_err(|e| EraseError::Certificate(e.to_string()))?;
+    let sig = key.sign(&canonical(&body));
+    let doc = serde_json::json!({
+        "certificate": body,
+        "signature": {
+            "algorithm": "ed25519",
+            "signed": "canonical JSON of the certificate object (compact, keys sorted)",
+            "public_key": hex(key.verifying_key().as_bytes()),
+            "value": hex(&sig.to_bytes()),
+        }
+    });
+    serde_json::to_string_pretty(&doc).map_err(|e| EraseError::Certificate(e.to_string()))
+}
+
+/// A certificate whose signature is intact, and the key that made it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Signed {
+    /// The certificate.
+    pub certificate: Certificate,
+    /// The key embedded in the file, which made the signature.
+    pub key: VerifyingKey,
+    /// That key in hex.
+    pub public_key: String,
+}
+
+/// Check a certificate file's text: a drivelab certificate whose signature
+/// matches the key embedded in it. Whether that key is trusted is not
+/// asked here. The error is one line saying what is wrong.
+pub fn check_signature(text: &str) -> Result<Signed, String> {
+    let doc: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not valid JSON ({e})"))?;
+    let body = doc
+        .get("certificate")
+        .ok_or("no \"certificate\" object: not a drivelab erase certificate")?;
+    let sig = doc
+        .get("signature")
+        .ok_or("no \"signature\" object: the certificate is unsigned")?;
+    let alg = sig.get("algorithm").and_then(|v| v.as_str()).unwrap_or("");
+    if alg != "ed25519" {
+        return Err(format!("unknown signature algorithm {alg:?}"));
+    }
+    let pk_hex = sig
+        .get("public_key")
+        .and_then(|v| v.as_str())
+        .ok_or("signature has no public_key")?;
+    let pk = parse_public_key(pk_hex).ok_or("signature public_key is not a valid Ed25519 key")?;
+    let sv = sig
+        .get("value")
+        .and_then(|v| v.as_str())
+        .and_then(unhex)
+        .filter(|b| b.len() == 64)
+        .ok_or("signature value is not 128 hex digits")?;
+    let mut sa = [0u8; 64];
+    sa.copy_from_slice(&sv);
+    let signature = Signature::from_bytes(&sa);
+    pk.verify(&canonical(body), &signature).map_err(|_| {
+        "signature does not match the certificate: it was changed after signing".to_string()
+    })?;
+    let format = body.get("format").and_then(|v| v.as_str()).unwrap_or("");
+    if format != FORMAT {
+        return Err(format!("unknown certificate format {format:?}"));
+    }
+    let certificate: Certificate = serde_json::from_value(body.clone())
+        .map_err(|e| format!("certificate fields are malformed ({e})"))?;
+    Ok(Signed {
+        certificate,
+        key: pk,
+        public_key: hex(pk.as_bytes()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cert::tests::sample;
+
+    #[test]
+    fn signature_survives_layout_but_not_a_changed_value() {
+        let key = SigningKey::from_bytes(&[7u8; 32]);
+        let text = sign(&sample(), &key).unwrap();
+        let v = check_signature(&text).unwrap();
+        assert_eq!(v.certificate, sample());
+        assert_eq!(v.key, key.verifying_key());
+        // Re-indented: still valid.
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(check_signature(&serde_json::to_string(&doc).unwrap()).is_ok());
+        // One changed digit in the capacity.
+        let cap = (1u64 << 30).to_string();
+        let tampered = text.replacen(&cap, &(1u64 << 29).to_string(), 1);
+        assert_ne!(tampered, text);
+        let e = check_signature(&tampered).unwrap_err();
+        assert!(e.contains("changed after signing"), "{e}");
+        // Another key is refused when a trusted key is given.
+        let other = SigningKey::from_bytes(&[8u8; 32]);
+        let mut trust = crate::cert::Trust::none();
+        trust
+            .add_public_key(&hex(other.verifying_key().as_bytes()))
+            .unwrap();
+        let e = trust.judge(v).unwrap_err().to_string();
+        assert!(e.contains("not by the trusted key"), "{e}");
+        assert!(check_signature("{").unwrap_err().contains("not valid JSON"));
+    }
+
+    #[test]
+    fn signature_survives_floats_that_best_effort_parsing_would_round() {
+        // Without serde_json's float_roundtrip, some of these came back one
+        // ulp off after parsing and the signature failed (8-drive test).
+        let key = SigningKey::from_bytes(&[9u8; 32]);
+        let mut x = 0.1f64;
+        for i in 0..150 {
+            let mut c = sample();
+            c.timing.erase_seconds = x;
+            c.timing.verify_seconds = 1.0 / (f64::from(i) + 3.0);
+            c.timing.duration_seconds = x * 1e-7 + 1234.5678;
+            c.verification.coverage_percent = (x * 7.0).sin() * 100.0;
+            let text = sign(&c, &key).unwrap();
+            let v = check_signature(&text).unwrap_or_else(|e| panic!("{x}: {e}"));
+            assert_eq!(v.certificate.timing.erase_seconds.to_bits(), x.to_bits());
+            x = x * 1.618_033_988_749_895 + 0.000_123_456_789;
+            if x > 1e6 {
+                x = x.fract() + 0.3;
+            }
+        }
+    }
+
+    #[test]
+    fn key_is_created_once_with_mode_0600() {
+        let dir = std::env::temp_dir().join(format!("dl-key-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let k1 = load_or_create_key(&dir).unwrap();
+        let k2 = load_or_create_key(&dir).unwrap();
+        assert_eq!(k1.to_bytes(), k2.to_bytes());
+        let mode = fs::metadata(dir.join(KEY_FILE))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(local_public_key(&dir).unwrap(), k1.verifying_key());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

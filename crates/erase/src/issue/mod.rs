@@ -1,0 +1,390 @@
+//! The issue stage: send one drive the commands of its method, pass after
+//! pass, front to back, then flush its cache.
+//!
+//! Every range method is a front-to-back loop of commands over the drive,
+//! so one loop ([`Ctx::chunked`], in [`ranged`]) serves zeroout, discard,
+//! WRITE SAME, SCT Write Same and NVMe Write Zeroes: it takes the
+//! round-robin turn and the bus budget before each command, retries a
+//! failing command, narrows a range that keeps failing down to its bad
+//! blocks (retry-skip) or stops (abort), and moves the journal's watermark.
+//! [`stream`] is the same over io_uring with many writes in flight and a
+//! tuner; [`whole`] sends the one-command format and sanitize methods and
+//! polls them to the end. What was sent is kept in a [`Record`] for the
+//! certificate. A drive that fails returns its error; it never stops the
+//! others.
+
+mod ranged;
+mod stream;
+mod whole;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use drivelab_patterns::{Generator, PatternError};
+
+use crate::journal::{DriveJournal, Journal, JournalState, Skipped};
+use crate::outcome::Tuning;
+use crate::plan::{Drive, Method, Options};
+use crate::run::DriveRun;
+use crate::sched::{Phase, Progress, Shared};
+use crate::EraseError;
+use drivelab_device::claim::Claim;
+
+/// What one run sent a drive, for the certificate.
+#[derive(Debug, Default)]
+pub struct Record {
+    /// Per command description: (count, bytes covered).
+    pub commands: BTreeMap<String, (u64, u64)>,
+    /// Errors met, including ones a retry cured.
+    pub errors: Vec<String>,
+    /// Commands that succeeded on a retry.
+    pub retried: u64,
+    /// Ranges skipped after errors (this run's and earlier runs').
+    pub skipped: Vec<Skipped>,
+    /// Bytes covered by this run, all passes.
+    pub bytes: u64,
+    /// The stream's final setting.
+    pub tuning: Option<Tuning>,
+    /// Whether BLKZEROOUT was offloaded, as found while running.
+    pub offloaded: Option<bool>,
+    /// Stream: seconds from the first write to the last completion.
+    pub io_seconds: f64,
+}
+
+impl Record {
+    /// Count `count` commands named `name` covering `bytes`.
+    pub fn command(&mut self, name: &str, count: u64, bytes: u64) {
+        let e = self.commands.entry(name.to_string()).or_insert((0, 0));
+        e.0 += count;
+        e.1 += bytes;
+    }
+}
+
+/// Whether the passes finished or were stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Every pass is written.
+    Done,
+    /// Stopped (Ctrl-C); the journal has the progress.
+    Stopped,
+}
+
+/// What the issue stage did to one drive.
+#[derive(Debug)]
+pub struct Issued {
+    /// What was sent.
+    pub rec: Record,
+    /// Finished or stopped.
+    pub flow: Flow,
+    /// Seconds of the stage (passes, discard-first, flush).
+    pub seconds: f64,
+}
+
+/// The seed of per-block patterns (random, stamped) for a drive: the same
+/// for every run of the same erase, so a resumed run writes what the first
+/// would have.
+pub fn seed_for(d: &Drive, opts: &Options) -> u64 {
+    let dev = d.dev.path.display().to_string();
+    let key = format!("{}|{}|{}", d.serial().unwrap_or(&dev), d.size, opts.pattern);
+    fnv(&key)
+}
+
+fn fnv(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The pattern generator of pass `pass` (0-based).
+pub fn pass_generator(
+    opts: &Options,
+    lbs: u32,
+    seed: u64,
+    pass: u32,
+) -> Result<Generator, PatternError> {
+    Generator::builder(opts.pattern.clone(), lbs as usize)
+        .seed(seed)
+        .run_id(seed)
+        .sequence(u64::from(pass) + 1)
+        .build()
+}
+
+/// One drive's issue stage, with what it needs.
+pub(crate) struct Ctx<'a> {
+    index: usize,
+    drive: &'a Drive,
+    claim: &'a Claim,
+    opts: &'a Options,
+    shared: &'a Shared<'a>,
+    progress: &'a Progress,
+    journal: &'a mut Journal,
+    rec: Record,
+    /// Bytes of earlier passes (for progress).
+    base: u64,
+}
+
+/// Write every pass of the drive (continuing after what `jr` says earlier
+/// runs did), discard first when asked, and flush the drive.
+pub(crate) fn issue(
+    run: &DriveRun<'_>,
+    jr: &mut DriveJournal,
+    seed: u64,
+) -> Result<Issued, EraseError> {
+    let (d, opts, progress) = (run.drive, run.opts, run.progress);
+    let passes = opts.passes.max(1);
+    progress.enter(
+        Phase::Erasing,
+        jr.resumed_bytes(),
+        d.size * u64::from(passes),
+    );
+    let rec = Record {
+        skipped: jr.skipped(),
+        ..Record::default()
+    };
+    let mut ctx = Ctx {
+        index: run.index,
+        drive: d,
+        claim: run.claim,
+        opts,
+        shared: run.shared,
+        progress,
+        journal: &mut jr.journal,
+        rec,
+        base: 0,
+    };
+    let started = Instant::now();
+    let flow = ctx.passes(jr.earlier.as_ref(), seed)?;
+    ctx.journal.sync()?;
+    // Round-robin: this drive sends no more commands; verifying must not
+    // hold up the others' turns.
+    run.shared.finish(run.index);
+    if flow == Flow::Done {
+        ctx.flush();
+    }
+    Ok(Issued {
+        rec: ctx.rec,
+        flow,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+impl Ctx<'_> {
+    /// Discard first (when asked and nothing is done yet), then every pass
+    /// from where earlier runs stopped, with the method's own loop.
+    fn passes(&mut self, earlier: Option<&JournalState>, seed: u64) -> Result<Flow, EraseError> {
+        let d = self.drive;
+        let watermark = |pass: u32| earlier.map(|s| s.watermark(pass)).unwrap_or(0);
+        let mut flow = Flow::Done;
+        if self.opts.discard_first && watermark(0) == 0 && d.choice.method != Method::Discard {
+            // Not journalled as a pass: a resumed run skips it once pass 0 moved.
+            let saved = self.rec.bytes;
+            flow = self.discard_range(u32::MAX, 0)?;
+            self.rec.bytes = saved;
+        }
+        for pass in 0..self.opts.passes.max(1) {
+            if flow == Flow::Stopped {
+                break;
+            }
+            self.base = d.size * u64::from(pass);
+            let start = watermark(pass);
+            if start >= d.size {
+                continue;
+            }
+            let gen = pass_generator(self.opts, d.lbs, seed, pass)?;
+            flow = match d.choice.method {
+                Method::Stream | Method::Auto => self.stream(pass, start, &gen)?,
+                Method::Zeroout => self.zeroout(pass, start)?,
+                Method::Discard => self.discard_range(pass, start)?,
+                Method::WriteSame => self.write_same(pass, start, &gen)?,
+                Method::SctWriteSame => self.sct_write_same(pass, start)?,
+                Method::NvmeWriteZeroes => self.nvme_write_zeroes(pass, start)?,
+                Method::NvmeFormat | Method::NvmeSanitize | Method::AtaSanitize => {
+                    self.whole_device(pass)?
+                }
+            };
+        }
+        Ok(flow)
+    }
+
+    /// Flush the drive's volatile cache (a failure is recorded, not fatal).
+    fn flush(&mut self) {
+        let fl = self.claim.sync();
+        match fl {
+            Ok(()) => self
+                .rec
+                .command("fsync (flush the drive's volatile write cache)", 1, 0),
+            Err(e) => self.rec.errors.push(format!("fsync failed: {e}")),
+        }
+    }
+
+    fn dev(&self) -> String {
+        self.drive.dev.path.display().to_string()
+    }
+
+    fn stopped(&self) -> bool {
+        self.shared.stopped()
+    }
+
+    fn io(&self, what: &str, e: std::io::Error) -> EraseError {
+        EraseError::Io {
+            device: self.dev(),
+            what: what.to_string(),
+            source: e,
+        }
+    }
+
+    fn command_error(&self, what: &str, why: String) -> EraseError {
+        EraseError::Command {
+            device: self.dev(),
+            what: what.to_string(),
+            why,
+        }
+    }
+
+    fn before_command(&self, bus_bytes: u64) {
+        self.shared.before_command(self.index, bus_bytes);
+    }
+
+    fn after_command(&self) {
+        self.shared.after_command(self.index);
+    }
+
+    /// Pass `pass` is written below byte `watermark`.
+    fn mark(&mut self, pass: u32, watermark: u64) -> Result<(), EraseError> {
+        self.progress
+            .done
+            .store(self.base + watermark, Ordering::Relaxed);
+        self.journal.done(pass, watermark)
+    }
+
+    /// A range failed after its retries: abort, or narrow it down to the
+    /// bad blocks with `op` (one command per half) and record them.
+    fn give_up(
+        &mut self,
+        pass: u32,
+        off: u64,
+        len: u64,
+        attempts: u32,
+        why: String,
+        mut op: impl FnMut(u64, u64) -> Result<(), String>,
+    ) -> Result<(), EraseError> {
+        let lbs = u64::from(self.drive.lbs);
+        if !self.opts.skip_errors {
+            return Err(EraseError::Aborted {
+                device: self.dev(),
+                phase: "erase".into(),
+                lba: off / lbs,
+                blocks: len / lbs,
+                attempts,
+                why,
+            });
+        }
+        let (good, bad) = narrow(off, len, lbs, why, &mut op);
+        self.rec.bytes += good;
+        for (o, l, e) in bad {
+            let s = Skipped {
+                pass,
+                start: o,
+                end: o + l,
+                error: e,
+            };
+            self.journal.skipped(&s)?;
+            self.rec.skipped.push(s);
+        }
+        Ok(())
+    }
+}
+
+/// Narrow a range `[off, off + len)` whose command failed (with `why`)
+/// down to the blocks that keep failing: halve it, retry each half with
+/// `op`, recurse into failing halves down to single `lbs`-byte blocks.
+/// Returns the bytes that succeeded and the failing ranges (byte offset,
+/// length, error), adjacent blocks with the same error merged.
+fn narrow(
+    off: u64,
+    len: u64,
+    lbs: u64,
+    why: String,
+    op: &mut impl FnMut(u64, u64) -> Result<(), String>,
+) -> (u64, Vec<(u64, u64, String)>) {
+    let mut good = 0u64;
+    let mut bad: Vec<(u64, u64, String)> = Vec::new();
+    let push_bad =
+        |bad: &mut Vec<(u64, u64, String)>, o: u64, l: u64, e: String| match bad.last_mut() {
+            Some(b) if b.0 + b.1 == o && b.2 == e => b.1 += l,
+            _ => bad.push((o, l, e)),
+        };
+    let mut stack = Vec::new();
+    if len <= lbs {
+        push_bad(&mut bad, off, len, why);
+    } else {
+        let h = (len / lbs / 2) * lbs;
+        stack.push((off + h, len - h));
+        stack.push((off, h));
+    }
+    while let Some((o, l)) = stack.pop() {
+        match op(o, l) {
+            Ok(()) => good += l,
+            Err(e) if l <= lbs => push_bad(&mut bad, o, l, e),
+            Err(_) => {
+                let h = (l / lbs / 2) * lbs;
+                stack.push((o + h, l - h));
+                stack.push((o, h));
+            }
+        }
+    }
+    (good, bad)
+}
+
+fn errno_str(neg: i32) -> String {
+    std::io::Error::from_raw_os_error(-neg).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrowing_finds_exactly_the_failing_blocks() {
+        // A 64-block range (512-byte blocks) where blocks 5, 6 and 40 fail:
+        // any command touching them fails.
+        let lbs = 512u64;
+        let bad_blocks = [5u64, 6, 40];
+        let mut calls = 0;
+        let mut op = |o: u64, l: u64| {
+            calls += 1;
+            let (first, n) = (o / lbs, l / lbs);
+            if bad_blocks.iter().any(|b| (first..first + n).contains(b)) {
+                Err("EIO".to_string())
+            } else {
+                Ok(())
+            }
+        };
+        let (good, bad) = narrow(0, 64 * lbs, lbs, "EIO".into(), &mut op);
+        assert_eq!(good, 61 * lbs);
+        assert_eq!(
+            bad,
+            vec![
+                (5 * lbs, 2 * lbs, "EIO".into()),
+                (40 * lbs, lbs, "EIO".into())
+            ]
+        );
+        // Far fewer commands than one per block.
+        assert!(calls < 40, "{calls} commands");
+        // A single failing block is not retried again.
+        let mut never = |_: u64, _: u64| -> Result<(), String> { panic!("retried") };
+        let (g, b) = narrow(7 * lbs, lbs, lbs, "EIO".into(), &mut never);
+        assert_eq!((g, b.len()), (0, 1));
+    }
+
+    #[test]
+    fn seed_is_the_fnv1a_hash_of_the_drive_and_pattern() {
+        // FNV-1a 64 reference values.
+        assert_eq!(fnv(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv("a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}

@@ -1,0 +1,147 @@
+//! The one-command methods: NVMe Format NVM, NVMe Sanitize and ATA
+//! SANITIZE. One command covers the whole drive; the sanitize commands are
+//! polled to their end, their progress shown as they go.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::{Ctx, Flow};
+use crate::method::{self, Method};
+use crate::EraseError;
+
+impl Ctx<'_> {
+    /// Send the drive's whole-device command and wait for it to finish.
+    pub(super) fn whole_device(&mut self, pass: u32) -> Result<Flow, EraseError> {
+        let size = self.drive.size;
+        self.before_command(0);
+        let r = match self.drive.choice.method {
+            Method::NvmeFormat => self.nvme_format(),
+            Method::NvmeSanitize => self.nvme_sanitize(),
+            Method::AtaSanitize => self.ata_sanitize(),
+            other => Err(self.command_error(other.name(), "not a whole-device method".into())),
+        };
+        self.after_command();
+        let name = r?;
+        self.rec.command(&name, 1, size);
+        self.rec.bytes += size;
+        self.mark(pass, size)?;
+        Ok(Flow::Done)
+    }
+
+    /// The device reports `progress` of 65,536 done.
+    fn sanitize_progress(&self, progress: u16) {
+        self.progress.done.store(
+            self.drive.size * u64::from(progress) / 65_536,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// NVMe Format NVM with user-data (SES 1) or cryptographic (SES 2)
+    /// erase, keeping the LBA format in use.
+    fn nvme_format(&self) -> Result<String, EraseError> {
+        use drivelab_device::nvme::{self, NvmeCommand, NvmeData, NvmeDevice};
+        let crypto = self.opts.crypto;
+        let dev = NvmeDevice::claimed(self.claim)
+            .map_err(|e| self.command_error("open", e.to_string()))?;
+        let nsid = dev
+            .require_nsid()
+            .map_err(|e| self.command_error("namespace", e.to_string()))?;
+        let ns = nvme::identify_namespace(&dev, nsid)
+            .map_err(|e| self.command_error("Identify Namespace", e.to_string()))?;
+        let ses = if crypto { 2 } else { 1 };
+        let c = NvmeCommand::format_nvm(nsid, ns.lbaf_in_use, ses).timeout_ms(3_600_000);
+        dev.execute(&c, NvmeData::None)
+            .map_err(|e| self.command_error("Format NVM", e.to_string()))?;
+        Ok(format!(
+            "NVMe Format NVM (admin 80h), SES {ses} ({}), LBA format {} kept",
+            if crypto {
+                "cryptographic erase"
+            } else {
+                "user data erase"
+            },
+            ns.lbaf_in_use
+        ))
+    }
+
+    /// NVMe Sanitize, block or crypto erase, polled through the Sanitize
+    /// Status log.
+    fn nvme_sanitize(&self) -> Result<String, EraseError> {
+        use drivelab_device::nvme::{self, NvmeCommand, NvmeData, NvmeDevice, SanitizeAction};
+        let crypto = self.opts.crypto;
+        let dev = NvmeDevice::claimed(self.claim)
+            .map_err(|e| self.command_error("open", e.to_string()))?;
+        let act = if crypto {
+            SanitizeAction::CryptoErase
+        } else {
+            SanitizeAction::BlockErase
+        };
+        dev.execute(&NvmeCommand::sanitize(act), NvmeData::None)
+            .map_err(|e| self.command_error("Sanitize", e.to_string()))?;
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let s = nvme::sanitize_status(&dev)
+                .map_err(|e| self.command_error("Sanitize Status log", e.to_string()))?;
+            self.sanitize_progress(s.progress);
+            match s.status {
+                2 => continue,
+                1 | 4 => break,
+                _ => return Err(self.command_error("Sanitize", s.status_name)),
+            }
+        }
+        Ok(format!(
+            "NVMe Sanitize (admin 84h), {} ; Sanitize Status log 81h polled",
+            if crypto {
+                "crypto erase"
+            } else {
+                "block erase"
+            }
+        ))
+    }
+
+    /// ATA SANITIZE: crypto scramble, overwrite with the pattern word, or
+    /// block erase; polled with SANITIZE STATUS EXT.
+    fn ata_sanitize(&self) -> Result<String, EraseError> {
+        use drivelab_device::ata::{self, AtaSanitize, AtaSanitizeOp, AtaSanitizeStatus};
+        use drivelab_device::sg::SgDevice;
+        let d = self.drive;
+        let mut sg =
+            SgDevice::claimed(self.claim).map_err(|e| self.command_error("open", e.to_string()))?;
+        sg.set_timeout_ms(60_000);
+        let word = method::pattern_dword(&self.opts.pattern, d.lbs as usize);
+        let (op, what) = match word {
+            _ if self.opts.crypto => (
+                AtaSanitize::new(AtaSanitizeOp::CryptoScramble),
+                "CRYPTO SCRAMBLE EXT".to_string(),
+            ),
+            Some(w) if d.offers.ata_sanitize.0 => (
+                AtaSanitize::new(AtaSanitizeOp::Overwrite).pattern(w),
+                format!("OVERWRITE EXT, pattern {w:#010x}"),
+            ),
+            _ => (
+                AtaSanitize::new(AtaSanitizeOp::BlockErase),
+                "BLOCK ERASE EXT".to_string(),
+            ),
+        };
+        ata::sanitize(&sg, &op).map_err(|e| self.command_error("SANITIZE", e.to_string()))?;
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let regs = ata::sanitize(&sg, &AtaSanitize::new(AtaSanitizeOp::Status))
+                .map_err(|e| self.command_error("SANITIZE STATUS EXT", e.to_string()))?;
+            let Some(regs) = regs else { continue };
+            let s = AtaSanitizeStatus::from_registers(&regs);
+            self.sanitize_progress(s.progress);
+            if s.in_progress {
+                continue;
+            }
+            if !s.completed_ok {
+                return Err(
+                    self.command_error("SANITIZE", "the device reports the sanitize failed".into())
+                );
+            }
+            break;
+        }
+        Ok(format!(
+            "ATA SANITIZE {what} (B4h) via ATA PASS-THROUGH(16); SANITIZE STATUS EXT polled"
+        ))
+    }
+}

@@ -1,0 +1,327 @@
+//! What an erase reports: each drive's [`Outcome`] (a row of the table and
+//! of the JSON report), the run's [`Summary`], and the [`Report`] the
+//! command line prints. The JSON field names are the report's; the result
+//! is an [`EraseResult`], serialised as the words the certificate uses.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::plan::estimate::DryRun;
+use crate::plan::{Drive, Method, Strategy, VerifyMode};
+
+/// The result of one drive's erase, as the report and the certificate say
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EraseResult {
+    /// Every block written and the read-back passed (or, for a
+    /// cryptographic erase, cannot apply).
+    #[serde(rename = "erased")]
+    Erased,
+    /// Erased, except ranges that failed after retries (listed).
+    #[serde(rename = "erased with exceptions")]
+    ErasedWithExceptions,
+    /// Every block written (`--verify none`): nothing read back, so not
+    /// certified as erased.
+    #[serde(rename = "overwritten, not verified")]
+    OverwrittenNotVerified,
+    /// Written except listed ranges, nothing read back.
+    #[serde(rename = "overwritten with exceptions, not verified")]
+    OverwrittenWithExceptionsNotVerified,
+    /// A format or sanitize command completed (`--verify none`): nothing
+    /// read back.
+    #[serde(rename = "sanitized, not verified")]
+    SanitizedNotVerified,
+    /// The erase or its verification failed.
+    #[serde(rename = "failed")]
+    Failed,
+    /// Stopped (Ctrl-C); the journal is kept for `--resume`.
+    #[serde(rename = "stopped")]
+    Stopped,
+}
+
+impl EraseResult {
+    /// The words ("erased", "overwritten, not verified", ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EraseResult::Erased => "erased",
+            EraseResult::ErasedWithExceptions => "erased with exceptions",
+            EraseResult::OverwrittenNotVerified => "overwritten, not verified",
+            EraseResult::OverwrittenWithExceptionsNotVerified => {
+                "overwritten with exceptions, not verified"
+            }
+            EraseResult::SanitizedNotVerified => "sanitized, not verified",
+            EraseResult::Failed => "failed",
+            EraseResult::Stopped => "stopped",
+        }
+    }
+
+    /// Whether the drive did everything asked without exceptions (exit
+    /// status 0 when every drive did).
+    pub fn is_clean(self) -> bool {
+        matches!(
+            self,
+            EraseResult::Erased
+                | EraseResult::OverwrittenNotVerified
+                | EraseResult::SanitizedNotVerified
+        )
+    }
+
+    /// The result of a finished erase: `failed` when a failure was found;
+    /// else, when verification ran (`read_back`: any mode but `--verify
+    /// none`), erased with or without exceptions; else what was done, "not
+    /// verified" (a format or sanitize "sanitized", anything else
+    /// "overwritten").
+    pub fn finished(failed: bool, exceptions: bool, read_back: bool, method: Method) -> Self {
+        match (failed, read_back, exceptions) {
+            (true, _, _) => EraseResult::Failed,
+            (false, true, false) => EraseResult::Erased,
+            (false, true, true) => EraseResult::ErasedWithExceptions,
+            (false, false, false) if method.whole_device() => EraseResult::SanitizedNotVerified,
+            (false, false, false) => EraseResult::OverwrittenNotVerified,
+            (false, false, true) => EraseResult::OverwrittenWithExceptionsNotVerified,
+        }
+    }
+}
+
+impl fmt::Display for EraseResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The stream's final setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// Transfer length, bytes.
+    pub transfer: u64,
+    /// Queue depth.
+    pub depth: u32,
+    /// How many times tuning changed the setting.
+    pub changes: u32,
+}
+
+/// What happened to one drive.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Device node.
+    pub device: String,
+    /// Serial.
+    pub serial: Option<String>,
+    /// Method used.
+    pub method: Method,
+    /// Why that method.
+    pub reason: String,
+    /// The result.
+    pub result: EraseResult,
+    /// The error, when failed or stopped.
+    pub error: Option<String>,
+    /// Bytes covered by this run (all passes).
+    pub bytes: u64,
+    /// Bytes covered by earlier runs (journal).
+    pub resumed_bytes: u64,
+    /// Seconds of the erase phase.
+    pub erase_seconds: f64,
+    /// Seconds of verification.
+    pub verify_seconds: f64,
+    /// Verification result in words.
+    pub verification: String,
+    /// Whether BLKZEROOUT was offloaded (zeroout).
+    pub offloaded: Option<bool>,
+    /// The stream's final transfer length and depth, and how many times
+    /// tuning changed them.
+    pub tuning: Option<Tuning>,
+    /// Stream only: seconds from the first write submitted to the last
+    /// completed (no ring or buffer setup, no final flush), as fio counts.
+    pub stream_io_seconds: Option<f64>,
+    /// Skipped ranges.
+    pub exceptions: usize,
+    /// The JSON certificate.
+    pub certificate: Option<PathBuf>,
+    /// The HTML page.
+    pub html: Option<PathBuf>,
+    /// The journal kept for `--resume`, when stopped or failed mid-erase.
+    pub journal: Option<PathBuf>,
+}
+
+impl Outcome {
+    /// A drive that has not got anywhere yet (failed until it does).
+    pub fn new(d: &Drive) -> Outcome {
+        Outcome {
+            device: d.dev.path.display().to_string(),
+            serial: d.serial().map(String::from),
+            method: d.choice.method,
+            reason: d.choice.reason.clone(),
+            result: EraseResult::Failed,
+            error: None,
+            bytes: 0,
+            resumed_bytes: 0,
+            erase_seconds: 0.0,
+            verify_seconds: 0.0,
+            verification: "not performed".into(),
+            offloaded: (d.choice.method == Method::Zeroout).then_some(d.offers.zeroout_offload),
+            tuning: None,
+            stream_io_seconds: None,
+            exceptions: 0,
+            certificate: None,
+            html: None,
+            journal: None,
+        }
+    }
+
+    /// MB/s (10^6) of this run's erase.
+    pub fn mb_per_s(&self) -> f64 {
+        if self.erase_seconds > 0.0 {
+            self.bytes as f64 / self.erase_seconds / 1e6
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The JSON row of an outcome (field names of the report).
+#[derive(Serialize)]
+struct Row<'a> {
+    device: &'a str,
+    serial: &'a Option<String>,
+    method: Method,
+    method_reason: &'a str,
+    result: EraseResult,
+    error: &'a Option<String>,
+    bytes: u64,
+    resumed_bytes: u64,
+    erase_seconds: f64,
+    verify_seconds: f64,
+    mb_per_s: f64,
+    verification: &'a str,
+    offloaded: Option<bool>,
+    stream_transfer_bytes: Option<u64>,
+    stream_queue_depth: Option<u32>,
+    stream_tuning_changes: Option<u32>,
+    stream_io_seconds: Option<f64>,
+    exceptions: usize,
+    certificate: &'a Option<PathBuf>,
+    html: &'a Option<PathBuf>,
+    journal: &'a Option<PathBuf>,
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Row {
+            device: &self.device,
+            serial: &self.serial,
+            method: self.method,
+            method_reason: &self.reason,
+            result: self.result,
+            error: &self.error,
+            bytes: self.bytes,
+            resumed_bytes: self.resumed_bytes,
+            erase_seconds: self.erase_seconds,
+            verify_seconds: self.verify_seconds,
+            mb_per_s: self.mb_per_s(),
+            verification: &self.verification,
+            offloaded: self.offloaded,
+            stream_transfer_bytes: self.tuning.map(|t| t.transfer),
+            stream_queue_depth: self.tuning.map(|t| t.depth),
+            stream_tuning_changes: self.tuning.map(|t| t.changes),
+            stream_io_seconds: self.stream_io_seconds,
+            exceptions: self.exceptions,
+            certificate: &self.certificate,
+            html: &self.html,
+            journal: &self.journal,
+        }
+        .serialize(s)
+    }
+}
+
+/// A finished erase of every drive.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Strategy.
+    pub strategy: Strategy,
+    /// Pattern name.
+    pub pattern: String,
+    /// Verification mode.
+    pub verify: VerifyMode,
+    /// Aggregate bus limit, bytes/s.
+    pub bus_limit_bytes_per_s: Option<u64>,
+    /// One outcome per drive, in the order named.
+    pub drives: Vec<Outcome>,
+    /// Seconds from the first drive's start to the last drive's end.
+    pub complete_seconds: f64,
+    /// Bytes written by this run over all drives.
+    pub total_bytes: u64,
+    /// total_bytes / complete_seconds, MB/s (10^6).
+    pub aggregate_mb_per_s: f64,
+}
+
+impl Summary {
+    /// Whether every drive did everything asked without exceptions.
+    pub fn all_clean(&self) -> bool {
+        self.drives.iter().all(|o| o.result.is_clean())
+    }
+}
+
+/// What `drivelab erase` reports.
+#[derive(Debug, Clone)]
+pub enum Report {
+    /// `--dry-run`: the plan and estimates, nothing written.
+    DryRun(DryRun),
+    /// The drives were erased (or tried to be).
+    Erased(Summary),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_serialise_as_their_words() {
+        for r in [
+            EraseResult::Erased,
+            EraseResult::ErasedWithExceptions,
+            EraseResult::OverwrittenNotVerified,
+            EraseResult::OverwrittenWithExceptionsNotVerified,
+            EraseResult::SanitizedNotVerified,
+            EraseResult::Failed,
+            EraseResult::Stopped,
+        ] {
+            let v = serde_json::to_value(r).unwrap();
+            assert_eq!(v, r.as_str());
+            assert_eq!(serde_json::from_value::<EraseResult>(v).unwrap(), r);
+        }
+    }
+
+    #[test]
+    fn an_erase_without_read_back_is_never_erased() {
+        use EraseResult::*;
+        for m in [Method::Stream, Method::Zeroout, Method::Discard] {
+            assert_eq!(
+                EraseResult::finished(false, false, false, m),
+                OverwrittenNotVerified
+            );
+            assert_eq!(
+                EraseResult::finished(false, true, false, m),
+                OverwrittenWithExceptionsNotVerified
+            );
+        }
+        assert_eq!(
+            EraseResult::finished(false, false, false, Method::NvmeFormat),
+            SanitizedNotVerified
+        );
+        assert_eq!(
+            EraseResult::finished(false, false, true, Method::Stream),
+            Erased
+        );
+        assert_eq!(
+            EraseResult::finished(false, true, true, Method::Stream),
+            ErasedWithExceptions
+        );
+        assert_eq!(
+            EraseResult::finished(true, false, true, Method::Stream),
+            Failed
+        );
+        assert!(OverwrittenNotVerified.is_clean() && !ErasedWithExceptions.is_clean());
+    }
+}

@@ -1,0 +1,507 @@
+//! The plan stage: what is asked for ([`Request`]), which drives may be
+//! erased, and how each one will be.
+//!
+//! [`prepare`] checks the options, describes every named device, refuses
+//! the ones that must not be written (not a whole drive, named twice, empty,
+//! mounted, partitioned, holding a signature, in use or held by another
+//! process), probes it and settles its method ([`method`]). [`confirm`]
+//! checks the user's consent: `--yes` plus each drive's serial (its path
+//! when it has none), given or typed. [`Plan::claim_all`] then takes each
+//! drive's device [`Claim`] — the assessment again, the confirmed serial,
+//! and an exclusive hold kept until every drive is certified — before any
+//! journal or certificate file exists; a drive someone else took in the
+//! meantime is refused there. The
+//! strategy and the stream's starting transfer length and queue depth
+//! ([`tune`]) are part of the plan too; [`estimate`] turns it into a dry run.
+//! Everything that fails here is a refusal: nothing has been written.
+
+pub mod estimate;
+pub mod method;
+pub mod tune;
+
+use std::path::{Path, PathBuf};
+
+use drivelab_device::blockdev::BlockDevice;
+use drivelab_device::caps::{self, Capabilities};
+use drivelab_device::claim::{Claim, ClaimError, ClaimOptions, Consent as ClaimConsent};
+use drivelab_device::safety;
+use drivelab_patterns::Pattern;
+use serde::Serialize;
+
+use crate::EraseError;
+pub use method::{Choice, Method, Offers};
+
+/// How many drives run at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// All drives at once, one thread each (default).
+    Parallel,
+    /// One drive after another.
+    Sequential,
+    /// One command per drive in turn, one command in flight in all.
+    RoundRobin,
+}
+
+impl Strategy {
+    /// Command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Parallel => "parallel",
+            Strategy::Sequential => "sequential",
+            Strategy::RoundRobin => "round-robin",
+        }
+    }
+}
+
+/// How much is read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerifyMode {
+    /// Nothing.
+    None,
+    /// NIST SP 800-88 sample (default).
+    Sample,
+    /// Every block.
+    Full,
+}
+
+impl VerifyMode {
+    /// Command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifyMode::None => "none",
+            VerifyMode::Sample => "sample",
+            VerifyMode::Full => "full",
+        }
+    }
+}
+
+/// What the user asked for, for every drive.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Method (`Auto` = choose per drive).
+    pub method: Method,
+    /// Pattern written (default allzeros).
+    pub pattern: Pattern,
+    /// Passes over the drive (default 1, at least 1).
+    pub passes: u32,
+    /// Verification.
+    pub verify: VerifyMode,
+    /// retry-skip (true) or abort (false).
+    pub skip_errors: bool,
+    /// Retries per failing command (default 3).
+    pub retries: u32,
+    /// Continue from the journal.
+    pub resume: bool,
+    /// Crypto erase for nvme-format / nvme-sanitize / ata-sanitize.
+    pub crypto: bool,
+    /// Discard the whole drive before overwriting it.
+    pub discard_first: bool,
+    /// Where certificates and journals go.
+    pub certificate_dir: PathBuf,
+    /// Where the signing key lives.
+    pub key_dir: PathBuf,
+    /// Fixed stream transfer length, bytes, 512 to 64 MiB (None = tuned).
+    pub transfer: Option<u32>,
+    /// Fixed stream queue depth, 1 to 64 (None = tuned).
+    pub queue_depth: Option<u32>,
+    /// Aggregate bytes per second over all drives (None = unlimited).
+    pub bus_limit: Option<u64>,
+    /// Strategy.
+    pub strategy: Strategy,
+    /// The command line, for the certificate.
+    pub command_line: String,
+    /// Tool version, for the certificate.
+    pub version: String,
+}
+
+impl Options {
+    /// Check the numeric options against their bounds.
+    pub fn check(&self) -> Result<(), EraseError> {
+        let bad = |s: &str| Err(EraseError::BadOption(s.to_string()));
+        if self.passes == 0 {
+            return bad("--passes must be at least 1");
+        }
+        if self.bus_limit == Some(0) {
+            return bad("--bus-limit must be more than 0 bytes/s");
+        }
+        if self
+            .transfer
+            .is_some_and(|t| !(512..=64 << 20).contains(&t))
+        {
+            return bad("--transfer-length must be 512 bytes to 64m");
+        }
+        if self.queue_depth.is_some_and(|q| !(1..=64).contains(&q)) {
+            return bad("--queue-depth must be 1 to 64");
+        }
+        Ok(())
+    }
+}
+
+/// The user's consent to destroy the drives' data.
+#[derive(Debug, Clone, Default)]
+pub struct Consent {
+    /// `--force`: write even to a drive that is mounted, partitioned, holds
+    /// a signature or is in use (never to the running system's).
+    pub force: bool,
+    /// `--yes`.
+    pub yes: bool,
+    /// `--confirm-serial`: each drive's serial, or its path when it has none.
+    pub confirm: Vec<String>,
+}
+
+/// One `drivelab erase`: the drives, the options and the consent.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The whole drives, as named.
+    pub devices: Vec<PathBuf>,
+    /// What to do to each.
+    pub options: Options,
+    /// Consent.
+    pub consent: Consent,
+    /// Plan and estimate only; write nothing.
+    pub dry_run: bool,
+}
+
+/// One drive, planned.
+#[derive(Debug, Clone)]
+pub struct Drive {
+    /// The device.
+    pub dev: BlockDevice,
+    /// Probe result (None when probing failed; the note says why).
+    pub caps: Option<Capabilities>,
+    /// What it offers.
+    pub offers: Offers,
+    /// The method chosen and why.
+    pub choice: Choice,
+    /// Logical block size, bytes.
+    pub lbs: u32,
+    /// Size, bytes.
+    pub size: u64,
+    /// Probe problems.
+    pub notes: Vec<String>,
+}
+
+impl Drive {
+    /// The serial, if the drive has a non-empty one.
+    pub fn serial(&self) -> Option<&str> {
+        self.dev
+            .serial
+            .as_deref()
+            .or_else(|| {
+                self.caps
+                    .as_ref()
+                    .and_then(|c| c.identity.serial.as_deref())
+            })
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// Whether BLKZEROOUT is offloaded.
+    pub fn zeroout_offloaded(&self) -> bool {
+        self.offers.zeroout_offload
+    }
+
+    /// What confirms this drive: its serial, else its path.
+    pub fn confirm_token(&self) -> String {
+        self.serial()
+            .map(String::from)
+            .unwrap_or_else(|| self.dev.path.display().to_string())
+    }
+}
+
+/// The settled plan: every drive with its method and, once
+/// [`Plan::claim_all`] has run, its claim (held until the plan is dropped).
+#[derive(Debug)]
+pub struct Plan {
+    /// The drives, in the order named.
+    pub drives: Vec<Drive>,
+    claims: Vec<Claim>,
+}
+
+impl Plan {
+    /// Claim every drive for writing, each with its confirmed serial (or
+    /// path): the device crate assesses it again and holds it exclusively.
+    /// Any drive that cannot be claimed is a refusal naming every such
+    /// drive; nothing has been written.
+    pub fn claim_all(&mut self, force: bool) -> Result<(), EraseError> {
+        let mut claims = Vec::with_capacity(self.drives.len());
+        let mut refused = Vec::new();
+        for d in &self.drives {
+            let consent = ClaimConsent {
+                force,
+                confirm: Some(vec![d.confirm_token()]),
+            };
+            let opts = ClaimOptions {
+                direct: true,
+                create_size: None,
+            };
+            match Claim::open(&d.dev.path, &consent, &opts) {
+                Ok(c) => claims.push(c),
+                Err(ClaimError::Io {
+                    path,
+                    action,
+                    source,
+                }) => {
+                    return Err(EraseError::Io {
+                        device: path.display().to_string(),
+                        what: action.to_string(),
+                        source,
+                    })
+                }
+                Err(e) => refused.push(e.to_string()),
+            }
+        }
+        if !refused.is_empty() {
+            return Err(EraseError::Refused(refused.join("; ")));
+        }
+        self.claims = claims;
+        Ok(())
+    }
+
+    /// Each drive with its claim (empty before [`Plan::claim_all`]).
+    pub fn drives_claimed(&self) -> impl Iterator<Item = (&Drive, &Claim)> {
+        self.drives.iter().zip(&self.claims)
+    }
+}
+
+/// Check the request, refuse what must not be written and settle every
+/// drive's method. Every error is a refusal; nothing is written.
+pub fn prepare(req: &Request) -> Result<Plan, EraseError> {
+    req.options.check()?;
+    let devs = describe(&req.devices, req.consent.force)?;
+    let drives = devs
+        .into_iter()
+        .map(|d| plan_drive(d, &req.options))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Plan {
+        drives,
+        claims: Vec::new(),
+    })
+}
+
+/// Describe every named device and refuse unsafe ones (every reason of
+/// every drive in one line).
+fn describe(paths: &[PathBuf], force: bool) -> Result<Vec<BlockDevice>, EraseError> {
+    if paths.is_empty() {
+        return Err(EraseError::NoDrives);
+    }
+    let mut devs: Vec<BlockDevice> = Vec::new();
+    let mut refusals = Vec::new();
+    for p in paths {
+        let d = BlockDevice::from_path(p)
+            .map_err(|e| EraseError::Refused(format!("{}: {e}", p.display())))?;
+        if devs
+            .iter()
+            .any(|o| o.major == d.major && o.minor == d.minor)
+        {
+            return Err(EraseError::Refused(format!(
+                "{} is named twice",
+                p.display()
+            )));
+        }
+        if d.size.0 == 0 {
+            return Err(EraseError::Refused(format!(
+                "{}: size 0 (an unattached loop device or empty slot?)",
+                p.display()
+            )));
+        }
+        if d.partition && !force {
+            refusals.push(format!(
+                "refusing to erase {}: it is a partition, not a whole drive; name the whole drive, or pass --force",
+                p.display()
+            ));
+        }
+        if let Some(r) = safety::assess(&d).refusal(force) {
+            refusals.push(r.to_string());
+        }
+        devs.push(d);
+    }
+    if !refusals.is_empty() {
+        return Err(EraseError::Refused(refusals.join("; ")));
+    }
+    Ok(devs)
+}
+
+/// Probe a drive and settle its method.
+pub fn plan_drive(dev: BlockDevice, opts: &Options) -> Result<Drive, EraseError> {
+    let mut notes = Vec::new();
+    let caps = match caps::probe(&dev.path) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            notes.push(format!("probe failed: {e}"));
+            None
+        }
+    };
+    let offers = match &caps {
+        Some(c) => Offers::from_caps(c),
+        None => Offers {
+            transport: "unknown".into(),
+            zeroout_offload: dev.write_zeroes_max_bytes.0 > 0,
+            write_zeroes_max_bytes: dev.write_zeroes_max_bytes.0,
+            discard: dev.discard_max_bytes.0 > 0,
+            ..Offers::default()
+        },
+    };
+    let lbs = dev.logical_sector.0.max(512);
+    let choice = method::check_available(
+        opts.method,
+        &offers,
+        &opts.pattern,
+        lbs as usize,
+        opts.crypto,
+        &dev.path.display().to_string(),
+    )?;
+    if opts.discard_first && !offers.discard {
+        return Err(EraseError::MethodUnavailable {
+            device: dev.path.display().to_string(),
+            method: "discard (--discard-first)".into(),
+            why: "the drive does not support discard; drop --discard-first".into(),
+        });
+    }
+    let size = dev.size.0;
+    Ok(Drive {
+        dev,
+        caps,
+        offers,
+        choice,
+        lbs,
+        size,
+        notes,
+    })
+}
+
+/// Check the consent for every drive: `--yes`, then each drive's serial
+/// (or path) among `--confirm-serial`, else typed in answer to `ask`
+/// (`ask` returns None when nobody can be asked). Every `--confirm-serial`
+/// must match a drive.
+pub fn confirm(
+    drives: &[Drive],
+    consent: &Consent,
+    mut ask: impl FnMut(&Drive, &str) -> Option<std::io::Result<String>>,
+) -> Result<(), EraseError> {
+    if !consent.yes {
+        let names: Vec<String> = drives
+            .iter()
+            .map(|d| d.dev.path.display().to_string())
+            .collect();
+        return Err(EraseError::NotConfirmed(format!(
+            "erasing destroys all data on {}: add --yes and confirm each drive with --confirm-serial SERIAL (its path when it has no serial)",
+            names.join(", ")
+        )));
+    }
+    let mut used = vec![false; consent.confirm.len()];
+    for d in drives {
+        let path = d.dev.path.display().to_string();
+        let token = d.confirm_token();
+        let hit = consent.confirm.iter().position(|s| {
+            s.trim() == token || (d.serial().is_none() && Path::new(s.trim()) == d.dev.path)
+        });
+        if let Some(i) = hit {
+            used[i] = true;
+            continue;
+        }
+        match ask(d, &token) {
+            Some(answer) => {
+                let line = answer.map_err(|e| EraseError::Io {
+                    device: path.clone(),
+                    what: "read the confirmation".into(),
+                    source: e,
+                })?;
+                if line.trim() != token {
+                    return Err(EraseError::NotConfirmed(format!(
+                        "{path}: confirmation did not match ({:?}); nothing was written",
+                        line.trim()
+                    )));
+                }
+            }
+            None => {
+                return Err(EraseError::NotConfirmed(format!(
+                    "{path} is not confirmed: pass --confirm-serial {token} (the drive's {}); nothing was written",
+                    if d.serial().is_some() { "serial" } else { "path, as it has no serial" }
+                )))
+            }
+        }
+    }
+    if let Some(i) = used.iter().position(|u| !u) {
+        return Err(EraseError::NotConfirmed(format!(
+            "--confirm-serial {} matches none of the drives given; check for a typo; nothing was written",
+            consent.confirm[i]
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> Options {
+        Options {
+            method: Method::Auto,
+            pattern: Pattern::AllZeros,
+            passes: 1,
+            verify: VerifyMode::Sample,
+            skip_errors: true,
+            retries: 3,
+            resume: false,
+            crypto: false,
+            discard_first: false,
+            certificate_dir: PathBuf::from("."),
+            key_dir: PathBuf::from("."),
+            transfer: None,
+            queue_depth: None,
+            bus_limit: None,
+            strategy: Strategy::Parallel,
+            command_line: String::new(),
+            version: String::new(),
+        }
+    }
+
+    #[test]
+    fn options_out_of_bounds_are_refused() {
+        assert!(options().check().is_ok());
+        type Set = fn(&mut Options);
+        let cases: [(Set, &str); 5] = [
+            (|o| o.passes = 0, "--passes"),
+            (|o| o.bus_limit = Some(0), "--bus-limit"),
+            (|o| o.transfer = Some(511), "--transfer-length"),
+            (|o| o.queue_depth = Some(0), "--queue-depth"),
+            (|o| o.queue_depth = Some(65), "--queue-depth"),
+        ];
+        for (set, flag) in cases {
+            let mut o = options();
+            set(&mut o);
+            let e = o.check().unwrap_err();
+            assert!(e.is_refusal() && e.to_string().contains(flag), "{e}");
+        }
+    }
+
+    #[test]
+    fn no_drives_is_a_refusal() {
+        let req = Request {
+            devices: vec![],
+            options: options(),
+            consent: Consent::default(),
+            dry_run: true,
+        };
+        let e = prepare(&req).unwrap_err();
+        assert!(e.is_refusal());
+        assert!(e.to_string().starts_with("no drives given"), "{e}");
+    }
+
+    #[test]
+    fn strategy_and_verify_serialise_by_their_names() {
+        for s in [
+            Strategy::Parallel,
+            Strategy::Sequential,
+            Strategy::RoundRobin,
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.name());
+        }
+        for v in [VerifyMode::None, VerifyMode::Sample, VerifyMode::Full] {
+            assert_eq!(serde_json::to_value(v).unwrap(), v.name());
+        }
+    }
+}

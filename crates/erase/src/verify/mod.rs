@@ -1,0 +1,333 @@
+//! The verify stage: read an erased drive back and say what was found.
+//!
+//! [`sample`] decides which blocks (NIST SP 800-88 sampling, or every
+//! block), [`read`] reads them with O_DIRECT and checks each against the
+//! last pass's pattern. Ranges the erase skipped are left out (they are
+//! exceptions already). A cryptographic erase leaves indeterminate data, so
+//! nothing is read after one. What comes back is a [`Verification`]: the
+//! certificate's section, the unreadable ranges, and whether verification
+//! failed or was stopped.
+
+pub mod read;
+pub mod sample;
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+pub use read::{read_back, ReadPolicy, VerifyResult, READ_LEN};
+pub use sample::{full_plan, sample_plan, Region, SamplePlan, REGION_PERCENT, SUBSECTIONS};
+
+use crate::cert::{ExceptionRecord, VerifySection};
+use crate::issue;
+use crate::journal::Skipped;
+use crate::plan::{Drive, Options, VerifyMode};
+use crate::sched::{Phase, Progress, Shared};
+use crate::EraseError;
+
+/// The command record of the verification reads.
+pub const READS_COMMAND: &str = "io_uring READ (O_DIRECT), verification reads";
+
+/// What the verify stage found on one drive.
+#[derive(Debug, Clone)]
+pub struct Verification {
+    /// The certificate's section.
+    pub section: VerifySection,
+    /// Unreadable ranges.
+    pub exceptions: Vec<ExceptionRecord>,
+    /// Read errors met, including ones a retry cured.
+    pub errors: Vec<String>,
+    /// Reads that succeeded on a retry.
+    pub retried: u64,
+    /// Why verification failed, when it did.
+    pub failure: Option<String>,
+    /// Stopped by Ctrl-C before the end.
+    pub stopped: bool,
+    /// Read commands and bytes, when anything was read.
+    pub reads: Option<(u64, u64)>,
+    /// Seconds of the stage.
+    pub seconds: f64,
+}
+
+impl Verification {
+    /// The report's one-line verification result ("full: passed",
+    /// "sample failed at LBA 42").
+    pub fn summary(&self, mode: VerifyMode) -> String {
+        match self.section.mismatch_lba {
+            Some(l) => format!("{} failed at LBA {l}", mode.name()),
+            None => format!("{}: {}", mode.name(), self.section.result),
+        }
+    }
+}
+
+/// `plan` without the LBA ranges `[start, end)` in `skipped`.
+pub fn plan_minus(plan: SamplePlan, skipped: &[(u64, u64)]) -> SamplePlan {
+    if skipped.is_empty() {
+        return plan;
+    }
+    let cut = |(a, b): (u64, u64), &(s, e): &(u64, u64)| -> Vec<(u64, u64)> {
+        if e <= a || s >= b {
+            return vec![(a, b)];
+        }
+        let mut v = Vec::new();
+        if a < s {
+            v.push((a, s));
+        }
+        if e < b {
+            v.push((e, b));
+        }
+        v
+    };
+    let mut out = Vec::new();
+    for r in plan.regions {
+        let mut pieces = vec![(r.first, r.first + r.blocks)];
+        for sk in skipped {
+            pieces = pieces.into_iter().flat_map(|p| cut(p, sk)).collect();
+        }
+        out.extend(pieces.into_iter().map(|(a, b)| Region {
+            first: a,
+            blocks: b - a,
+        }));
+    }
+    SamplePlan {
+        regions: out,
+        ..plan
+    }
+}
+
+/// Verify one drive after its erase: `skipped` are the ranges the erase
+/// gave up (only the last pass's, and discard-first's, are left out).
+pub(crate) fn verify_drive(
+    d: &Drive,
+    opts: &Options,
+    seed: u64,
+    skipped: &[Skipped],
+    shared: &Shared<'_>,
+    progress: &Progress,
+) -> Result<Verification, EraseError> {
+    let started = Instant::now();
+    let mut v = Verification {
+        section: VerifySection {
+            mode: opts.verify.name().into(),
+            result: "not performed".into(),
+            bytes_read: 0,
+            coverage_percent: 0.0,
+            subsections: 0,
+            regions: 0,
+            mismatch_lba: None,
+            detail: None,
+            reads: "io_uring READ (O_DIRECT, bypassing the page cache), 1 MiB at most per read"
+                .into(),
+        },
+        exceptions: Vec::new(),
+        errors: Vec::new(),
+        retried: 0,
+        failure: None,
+        stopped: false,
+        reads: None,
+        seconds: 0.0,
+    };
+    let crypto_purge = opts.crypto && d.choice.method.whole_device();
+    if opts.verify != VerifyMode::None && crypto_purge {
+        v.section.result = "not applicable (cryptographic erase leaves indeterminate data)".into();
+    } else if opts.verify != VerifyMode::None {
+        let res = read_drive(d, opts, seed, skipped, shared, progress, &mut v.section)?;
+        judge(&mut v, res, d.size, opts.skip_errors);
+    }
+    v.seconds = started.elapsed().as_secs_f64();
+    Ok(v)
+}
+
+/// Plan the reads (sample or full, minus skipped ranges) and read them.
+fn read_drive(
+    d: &Drive,
+    opts: &Options,
+    seed: u64,
+    skipped: &[Skipped],
+    shared: &Shared<'_>,
+    progress: &Progress,
+    section: &mut VerifySection,
+) -> Result<VerifyResult, EraseError> {
+    let lbs = u64::from(d.lbs);
+    let passes = opts.passes.max(1);
+    let skipped_lbas: Vec<(u64, u64)> = skipped
+        .iter()
+        .filter(|s| s.pass == passes - 1 || s.pass == u32::MAX)
+        .map(|s| (s.start / lbs, s.end.div_ceil(lbs)))
+        .collect();
+    let total_blocks = d.size / lbs;
+    let plan = match opts.verify {
+        VerifyMode::Full => full_plan(total_blocks),
+        _ => sample_plan(total_blocks, seed),
+    };
+    section.subsections = plan.subsections;
+    section.regions = plan.region_count;
+    let plan = plan_minus(plan, &skipped_lbas);
+    progress.enter(Phase::Verifying, 0, plan.blocks() * lbs);
+    let gen = issue::pass_generator(opts, d.lbs, seed, passes - 1)?;
+    let policy = ReadPolicy {
+        retries: opts.retries,
+        skip: opts.skip_errors,
+    };
+    read_back(
+        &d.dev.path,
+        d.lbs,
+        &plan,
+        &gen,
+        policy,
+        |b| {
+            progress.done.fetch_add(b, Ordering::Relaxed);
+        },
+        || shared.stopped(),
+    )
+    .map_err(|e| EraseError::Io {
+        device: d.dev.path.display().to_string(),
+        what: "verify (O_DIRECT read)".into(),
+        source: e,
+    })
+}
+
+/// Turn what the reads found into the section's result, the exceptions,
+/// and a failure or a stop.
+fn judge(v: &mut Verification, res: VerifyResult, size: u64, skip_errors: bool) {
+    v.reads = Some((res.reads, res.bytes_read));
+    v.section.bytes_read = res.bytes_read;
+    v.section.coverage_percent = res.bytes_read as f64 * 100.0 / size.max(1) as f64;
+    v.errors = res.errors;
+    v.retried = res.retried;
+    v.exceptions = res
+        .unreadable
+        .iter()
+        .map(|(f, n, e)| ExceptionRecord {
+            phase: "verify".into(),
+            first_lba: *f,
+            blocks: *n,
+            error: e.clone(),
+        })
+        .collect();
+    if let Some((lba, what)) = res.mismatch {
+        v.section.result = "failed".into();
+        v.section.mismatch_lba = Some(lba);
+        v.failure = Some(format!("verification failed at LBA {lba}: {what}"));
+        v.section.detail = Some(what);
+    } else if res.stopped && !skip_errors && !res.unreadable.is_empty() {
+        let (f, n, e) = &res.unreadable[0];
+        v.section.result = "failed".into();
+        v.failure = Some(format!(
+            "verification read failed at LBA {f} (+{n} blocks): {e}; --on-error retry-skip would skip it"
+        ));
+    } else if res.stopped {
+        v.stopped = true;
+    } else if res.unreadable.is_empty() {
+        v.section.result = "passed".into();
+    } else {
+        v.section.result = "passed with unreadable ranges".into();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_minus_skipped_ranges() {
+        let plan = SamplePlan {
+            regions: vec![
+                Region {
+                    first: 0,
+                    blocks: 10,
+                },
+                Region {
+                    first: 20,
+                    blocks: 10,
+                },
+            ],
+            subsections: 0,
+            region_count: 2,
+        };
+        let p = plan_minus(plan, &[(5, 7), (18, 22), (29, 40)]);
+        let got: Vec<(u64, u64)> = p.regions.iter().map(|r| (r.first, r.blocks)).collect();
+        assert_eq!(got, vec![(0, 5), (7, 3), (22, 7)]);
+    }
+
+    fn verification() -> Verification {
+        Verification {
+            section: VerifySection {
+                mode: "full".into(),
+                result: "not performed".into(),
+                bytes_read: 0,
+                coverage_percent: 0.0,
+                subsections: 0,
+                regions: 1,
+                mismatch_lba: None,
+                detail: None,
+                reads: String::new(),
+            },
+            exceptions: Vec::new(),
+            errors: Vec::new(),
+            retried: 0,
+            failure: None,
+            stopped: false,
+            reads: None,
+            seconds: 0.0,
+        }
+    }
+
+    #[test]
+    fn judging_what_the_reads_found() {
+        let mut v = verification();
+        let ok = VerifyResult {
+            bytes_read: 4096,
+            reads: 1,
+            ..VerifyResult::default()
+        };
+        judge(&mut v, ok.clone(), 8192, true);
+        assert_eq!(v.section.result, "passed");
+        assert_eq!(v.section.coverage_percent, 50.0);
+        assert_eq!(v.summary(VerifyMode::Full), "full: passed");
+
+        let mut v = verification();
+        let bad = VerifyResult {
+            mismatch: Some((42, "byte 3 is 0x01, not 0x00".into())),
+            ..ok.clone()
+        };
+        judge(&mut v, bad, 8192, true);
+        assert_eq!(v.section.result, "failed");
+        assert_eq!(v.summary(VerifyMode::Sample), "sample failed at LBA 42");
+        assert!(v.failure.as_deref().unwrap().contains("LBA 42"));
+
+        // Abort on an unreadable block fails; retry-skip passes with it.
+        let unreadable = VerifyResult {
+            unreadable: vec![(7, 1, "read error: EIO".into())],
+            stopped: true,
+            ..ok.clone()
+        };
+        let mut v = verification();
+        judge(&mut v, unreadable.clone(), 8192, false);
+        assert!(v.failure.as_deref().unwrap().contains("LBA 7 (+1 blocks)"));
+        assert_eq!(v.exceptions.len(), 1);
+        let mut v = verification();
+        judge(
+            &mut v,
+            VerifyResult {
+                stopped: false,
+                ..unreadable
+            },
+            8192,
+            true,
+        );
+        assert_eq!(v.section.result, "passed with unreadable ranges");
+        // Ctrl-C: stopped, neither passed nor failed.
+        let mut v = verification();
+        judge(
+            &mut v,
+            VerifyResult {
+                stopped: true,
+                ..ok
+            },
+            8192,
+            true,
+        );
+        assert!(v.stopped && v.failure.is_none());
+        assert_eq!(v.section.result, "not performed");
+    }
+}

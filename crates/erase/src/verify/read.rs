@@ -1,0 +1,253 @@
+//! The read-back: O_DIRECT reads of a [`SamplePlan`] through io_uring, each
+//! block checked against the pattern. Reads bypass the page cache, so what
+//! is checked is what the drive returns, not what the kernel remembers
+//! writing. A read that keeps failing is narrowed down to its unreadable
+//! blocks with synchronous reads. The read-back is a [`Reader`], a driver
+//! of the engine's one I/O loop: it says what to read next and what a
+//! completion means; blocks are checked while the next reads are in flight.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+use drivelab_engine::buf::Fill;
+use drivelab_engine::engine::{Target, Uring};
+use drivelab_engine::io::{IoDesc, Op};
+use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
+use drivelab_patterns::Generator;
+
+use super::SamplePlan;
+
+/// Largest single read, bytes.
+pub const READ_LEN: u64 = 1 << 20;
+/// Reads in flight.
+const DEPTH: u32 = 16;
+
+/// What a verification found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyResult {
+    /// Bytes read and checked.
+    pub bytes_read: u64,
+    /// Read commands.
+    pub reads: u64,
+    /// First mismatch: LBA and what differed.
+    pub mismatch: Option<(u64, String)>,
+    /// Blocks that could not be read (first LBA, blocks, error).
+    pub unreadable: Vec<(u64, u64, String)>,
+    /// Errors met, including ones a retry cured.
+    pub errors: Vec<String>,
+    /// Retries that succeeded.
+    pub retried: u64,
+    /// Stopped by the stop flag.
+    pub stopped: bool,
+}
+
+/// How read errors are handled.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadPolicy {
+    /// Retries per failing read.
+    pub retries: u32,
+    /// After a read fails its retries it is narrowed down to the unreadable
+    /// blocks either way; then go on (retry-skip, true), or stop (abort,
+    /// false) with the unreadable blocks of that read recorded.
+    pub skip: bool,
+}
+
+fn errno_text(e: i32) -> String {
+    let s = std::io::Error::from_raw_os_error(e);
+    format!("read error: {s}")
+}
+
+/// The plan's regions in pieces of at most READ_LEN bytes, in plan order:
+/// (first LBA, blocks).
+fn pieces(plan: &SamplePlan, lbs: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+    plan.regions.iter().flat_map(move |r| {
+        let per = READ_LEN / lbs;
+        (0..r.blocks.div_ceil(per)).map(move |k| {
+            let first = r.first + k * per;
+            (first, per.min(r.first + r.blocks - first))
+        })
+    })
+}
+
+fn read_io(first: u64, blocks: u64, lbs: u64) -> IoDesc {
+    IoDesc {
+        target: 0,
+        op: Op::Read,
+        offset: first * lbs,
+        len: (blocks * lbs) as u32,
+    }
+}
+
+/// Read `plan` from `path` with O_DIRECT and check every block against
+/// `gen`. `progress(bytes)` is called as reads complete; `stop()` ends early.
+pub fn read_back(
+    path: &Path,
+    lbs: u32,
+    plan: &SamplePlan,
+    gen: &Generator,
+    policy: ReadPolicy,
+    mut progress: impl FnMut(u64),
+    stop: impl Fn() -> bool,
+) -> std::io::Result<VerifyResult> {
+    // The drive is claimed by the erase; reading needs no claim.
+    let side = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)?;
+    let target = Target::read_only(path, true)?;
+    // Reads land in these buffers: nothing to fill.
+    let mut eng = Uring::new(vec![target], DEPTH, READ_LEN as usize, false, Fill::Zeroed)?;
+    let lbs = u64::from(lbs);
+    let mut r = Reader {
+        lbs,
+        gen,
+        policy,
+        side,
+        pieces: pieces(plan, lbs),
+        progress: &mut progress,
+        stop: &stop,
+        res: VerifyResult::default(),
+    };
+    ioloop::run(&mut eng, &mut r, &LoopConfig::default())?;
+    Ok(r.res)
+}
+
+/// The state of one read-back, as a driver of the I/O loop.
+struct Reader<'g, I, P, S> {
+    lbs: u64,
+    gen: &'g Generator,
+    policy: ReadPolicy,
+    /// A second descriptor for synchronous narrowing reads.
+    side: File,
+    pieces: I,
+    progress: &'g mut P,
+    stop: &'g S,
+    res: VerifyResult,
+}
+
+impl<I, P, S> Driver for Reader<'_, I, P, S>
+where
+    I: Iterator<Item = (u64, u64)>,
+    P: FnMut(u64),
+    S: Fn() -> bool,
+{
+    /// The next piece, until the plan is done, a mismatch was found, or
+    /// it was stopped.
+    fn next(&mut self, _now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
+        if self.res.mismatch.is_some() || self.res.stopped {
+            return Next::Done;
+        }
+        if (self.stop)() {
+            self.res.stopped = true;
+            return Next::Done;
+        }
+        match self.pieces.next() {
+            Some((first, blocks)) => Next::Io {
+                io: read_io(first, blocks, self.lbs),
+                due: None,
+                tag: 0,
+            },
+            None => Next::Done,
+        }
+    }
+
+    /// Every read's data is checked, while the next reads are in flight.
+    fn inspects(&self, _io: &IoDesc, _tag: u64) -> bool {
+        true
+    }
+
+    /// One completion: check the data, or retry the read, or narrow it
+    /// down to its unreadable blocks.
+    fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
+        let (first, blocks) = (d.io.offset / self.lbs, u64::from(d.io.len) / self.lbs);
+        let len = d.io.len as usize;
+        let res = &mut self.res;
+        if d.is_full() {
+            res.reads += 1;
+            res.bytes_read += len as u64;
+            (self.progress)(len as u64);
+            if res.mismatch.is_none() {
+                if let Err(m) = self.gen.verify(&buf[..len], first) {
+                    res.mismatch = Some((m.lba, m.to_string()));
+                }
+            }
+            if d.retries > 0 {
+                res.retried += 1;
+            }
+            return After::Release;
+        }
+        let err = if d.result < 0 {
+            errno_text(-d.result)
+        } else {
+            format!("short read: {} of {len} bytes", d.result)
+        };
+        res.errors.push(format!("LBA {first} +{blocks}: {err}"));
+        if d.retries < self.policy.retries && !d.draining {
+            return After::Retry;
+        }
+        // Narrow down to the unreadable blocks, checking the readable:
+        // even under abort, so the failure names the first bad LBA and not
+        // the (up to 1 MiB) read that contained it.
+        let before = self.res.unreadable.len();
+        narrow_read(&self.side, self.lbs, first, blocks, self.gen, &mut self.res);
+        if !self.policy.skip && self.res.unreadable.len() > before {
+            self.res.stopped = true;
+        }
+        After::Release
+    }
+}
+
+/// An aligned scratch buffer for synchronous O_DIRECT reads without unsafe:
+/// over-allocate and start at the first 4096-aligned byte.
+fn aligned(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    buf.resize(len + 4096, 0);
+    let off = (4096 - (buf.as_ptr() as usize % 4096)) % 4096;
+    &mut buf[off..off + len]
+}
+
+/// Read `[first, first + blocks)` synchronously, halving failing reads down
+/// to single blocks: readable blocks are checked, unreadable ones recorded
+/// (adjacent ones with the same error merged).
+fn narrow_read(
+    f: &File,
+    lbs: u64,
+    first: u64,
+    blocks: u64,
+    gen: &Generator,
+    res: &mut VerifyResult,
+) {
+    let mut scratch = Vec::new();
+    let mut stack = vec![(first, blocks)];
+    while let Some((f0, n)) = stack.pop() {
+        let len = (n * lbs) as usize;
+        let buf = aligned(&mut scratch, len);
+        match f.read_at(buf, f0 * lbs) {
+            Ok(k) if k == len => {
+                res.reads += 1;
+                res.bytes_read += len as u64;
+                if res.mismatch.is_none() {
+                    if let Err(m) = gen.verify(buf, f0) {
+                        res.mismatch = Some((m.lba, m.to_string()));
+                    }
+                }
+            }
+            r if n == 1 => {
+                let why = match r {
+                    Ok(k) => format!("short read: {k} of {len} bytes"),
+                    Err(e) => format!("read error: {e}"),
+                };
+                match res.unreadable.last_mut() {
+                    Some(last) if last.0 + last.1 == f0 && last.2 == why => last.1 += 1,
+                    _ => res.unreadable.push((f0, 1, why)),
+                }
+            }
+            _ => {
+                let h = n / 2;
+                // Pop order: the lower half first.
+                stack.push((f0 + h, n - h));
+                stack.push((f0, h));
+            }
+        }
+    }
+}
