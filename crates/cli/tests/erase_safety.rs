@@ -243,7 +243,7 @@ fn a_device_held_open_exclusively_is_refused() {
             "--certificate-dir",
             certs.to_str().unwrap(),
         ],
-        "holds it open exclusively",
+        "held exclusively by another process",
     );
     // --force does not override it: the kernel would refuse the writes.
     refused(
@@ -258,7 +258,7 @@ fn a_device_held_open_exclusively_is_refused() {
             "--certificate-dir",
             certs.to_str().unwrap(),
         ],
-        "holds it open exclusively",
+        "held exclusively by another process",
     );
     assert!(
         !certs.exists(),
@@ -347,7 +347,7 @@ fn a_second_erase_of_a_device_being_erased_is_refused_and_leaves_no_journal() {
         );
         assert_eq!(err.trim().lines().count(), 1, "one-line refusal: {err}");
         assert!(
-            err.contains("holds it open exclusively") && err.contains("nothing was written"),
+            err.contains("held exclusively by another process") && err.contains("drivelab (pid"),
             "{err}"
         );
         // The first erase's journal is untouched and still moving on.

@@ -59,12 +59,6 @@ pub enum EraseError {
     /// one line naming every reason.
     #[error("{0}")]
     Refused(String),
-    /// Another process holds the drive open exclusively.
-    #[error("refusing to erase {device}: another process holds it open exclusively (another drivelab erase, a mount, or a RAID/LVM/device-mapper member); wait for it to finish or stop it; nothing was written")]
-    Busy {
-        /// Device node.
-        device: String,
-    },
     /// The user did not confirm (or mistyped) a drive.
     #[error("{0}")]
     NotConfirmed(String),
@@ -165,7 +159,6 @@ impl EraseError {
             EraseError::NoDrives
                 | EraseError::BadOption(_)
                 | EraseError::Refused(_)
-                | EraseError::Busy { .. }
                 | EraseError::NotConfirmed(_)
                 | EraseError::UnknownMethod(_)
                 | EraseError::MethodUnavailable { .. }
