@@ -148,7 +148,8 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
 pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let p = parse_args(&a.args)?;
     if p.help {
-        print!("{}", help());
+        // Written, not printed: `drivelab run --help | head` must not panic.
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), help().as_bytes());
         return Ok(0);
     }
     // Build the jobs: from a job file, or one job from the options.

@@ -234,6 +234,7 @@ fn inspect(path: &str, writes: bool, force: bool) -> Result<PlannedTarget, PlanE
 
 /// Resolve jobs (spec, stonewall) into a plan. Reads and probes only.
 pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanError> {
+    drivelab_spec::check_total_jobs(jobs.iter().map(|(spec, _)| spec))?;
     let mut targets: Vec<PlannedTarget> = Vec::new();
     let mut out = Vec::new();
     for (spec, stonewall) in jobs {

@@ -14,7 +14,8 @@ pub mod presets;
 pub mod size;
 
 pub use job::{
-    AccessLine, Distribution, EngineKind, JobSpec, RwMode, WriteKind, DEFAULT_LOG_INTERVAL,
+    check_total_jobs, AccessLine, Distribution, EngineKind, JobSpec, RwMode, WriteKind,
+    DEFAULT_LOG_INTERVAL, MAX_TOTAL_JOBS,
 };
 pub use size::{human_bytes, parse_bytes, parse_duration, SizeSpec};
 
