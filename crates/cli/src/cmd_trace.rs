@@ -169,16 +169,11 @@ pub fn run(a: TraceArgs) -> anyhow::Result<u8> {
 /// Turn input errors (bad format, malformed trace) into usage errors
 /// (exit 2); I/O and kernel errors stay failures (exit 1).
 fn classify(e: TraceError, what: &Path) -> anyhow::Error {
-    let input = matches!(
-        e,
-        TraceError::Parse { .. }
-            | TraceError::Binary { .. }
-            | TraceError::UnknownFormat(_)
-            | TraceError::BadFormat(_)
-            | TraceError::Unrepresentable { .. }
-            | TraceError::Device { .. }
-    );
-    let msg = format!("{}: {e}", what.display());
+    let input = e.is_bad_input();
+    let msg = match e {
+        TraceError::Input { .. } => e.to_string(), // names the file already
+        _ => format!("{}: {e}", what.display()),
+    };
     if input {
         crate::error::usage(msg)
     } else {
