@@ -320,6 +320,10 @@ fn human(a: &Analysis) -> String {
 
 fn run_analyze(a: AnalyzeArgs) -> anyhow::Result<u8> {
     let fmt = parse_format(&a.input.format)?;
+    a.out.check()?;
+    if let Some(dir) = &a.plots {
+        output::check_dir(dir, "--plots")?;
+    }
     let opts = ReadOptions {
         lenient: a.input.lenient,
         use_queue: a.input.use_queue,
@@ -369,6 +373,8 @@ fn run_analyze(a: AnalyzeArgs) -> anyhow::Result<u8> {
 fn run_convert(a: ConvertArgs) -> anyhow::Result<u8> {
     let from = parse_format(&a.from)?;
     let to = write_format(a.to.as_deref(), &a.output_path, None)?;
+    output::check_file(&a.output_path, "OUT")?;
+    a.out.check()?;
     let opts = ReadOptions {
         lenient: a.lenient,
         use_queue: a.use_queue,
@@ -484,6 +490,7 @@ fn run_compare(a: CompareArgs) -> anyhow::Result<u8> {
 
 fn run_record(a: RecordArgs) -> anyhow::Result<u8> {
     let format = write_format(a.to.as_deref(), &a.output, Some(Format::Native))?;
+    output::check_file(&a.output, "--output")?;
     let duration = match a.duration {
         None => None,
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),

@@ -77,10 +77,13 @@ pub fn one_line(e: &anyhow::Error) -> String {
 }
 
 /// Print the error (as JSON on stdout when JSON was asked for, else on
-/// stderr) and return the exit status.
+/// stderr; on stderr after a late write failure) and return the exit status.
 pub fn report(e: &anyhow::Error, json: bool) -> ExitCode {
     let code = exit_status(e);
-    emit(&one_line(e), code, json);
+    // After a late write failure standard output holds the results: the
+    // error goes to stderr alone, even in JSON mode.
+    let late = e.chain().any(|c| c.is::<crate::output::LateWriteError>());
+    emit(&one_line(e), code, json && !late);
     ExitCode::from(code)
 }
 
