@@ -110,3 +110,36 @@ fn a_nonexistent_device_path_is_exit_2() {
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
     assert_eq!(v["exit_status"], 2);
 }
+
+#[test]
+fn a_new_file_under_dev_shm_is_a_file_not_a_missing_device() {
+    // /dev/shm is a tmpfs mounted under /dev: a name missing there is a file
+    // to create, while a name missing in /dev itself is a missing device.
+    assert!(
+        std::path::Path::new("/dev/shm").is_dir(),
+        "/dev/shm is missing; this test needs the usual tmpfs there"
+    );
+    let file = format!("/dev/shm/drivelab-test-{}.bin", std::process::id());
+    let (code, out, err) = run(
+        BIN,
+        &[
+            "run",
+            &format!("--filename={file}"),
+            "--size=1m",
+            "--rw=write",
+            "--output-format=json",
+        ],
+    );
+    let created = std::path::Path::new(&file).exists();
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(code, 0, "{err}");
+    assert!(created, "{file} was not created");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["jobs"][0]["write"]["io_bytes"], 1 << 20);
+    let err = assert_bad_input(&[
+        "run",
+        "--filename=/dev/drivelab-no-such-device",
+        "--rw=read",
+    ]);
+    assert!(err.contains("no such device"), "{err}");
+}

@@ -68,6 +68,9 @@ pub struct DirStats {
     pub moments: Welford,
     /// Latency from the intended issue time, ns (rate-limited runs only).
     pub lat_intended: Option<LatencyHistogram>,
+    /// Running moments of the latency from the intended issue time, ns
+    /// (empty unless rate-limited).
+    pub intended_moments: Welford,
 }
 
 impl DirStats {
@@ -78,6 +81,7 @@ impl DirStats {
             lat: LatencyHistogram::new(),
             moments: Welford::new(),
             lat_intended: rated.then(LatencyHistogram::new),
+            intended_moments: Welford::new(),
         }
     }
 
@@ -87,6 +91,7 @@ impl DirStats {
         self.bytes += o.bytes;
         self.lat.merge(&o.lat);
         self.moments.merge(&o.moments);
+        self.intended_moments.merge(&o.intended_moments);
         match (&mut self.lat_intended, &o.lat_intended) {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.lat_intended = Some(b.clone()),
@@ -272,7 +277,9 @@ pub fn run_job<E: Engine>(
                 d.lat.record(lat);
                 d.moments.record(lat as f64);
                 if let Some(h) = d.lat_intended.as_mut() {
-                    h.record(now.saturating_sub(s.intended));
+                    let v = now.saturating_sub(s.intended);
+                    h.record(v);
+                    d.intended_moments.record(v as f64);
                 }
                 if s.op != Op::Fsync {
                     let pt = &mut per_target[s.target as usize][s.op.index()];

@@ -586,7 +586,11 @@ fn dir_report(d: &DirStats, runtime_ns: u64, short: u64) -> DirReport {
             .lat_intended
             .as_ref()
             .filter(|_| d.ios > 0)
-            .map(hist_report),
+            .map(|h| LatReport {
+                mean: d.intended_moments.mean(),
+                stddev: d.intended_moments.stddev(),
+                ..hist_report(h)
+            }),
     }
 }
 
@@ -807,6 +811,42 @@ mod tests {
             waiter.join().unwrap()
         });
         assert!(went);
+    }
+
+    #[test]
+    fn latency_from_intended_issue_reports_its_stddev() {
+        // It printed stdev=0.00 over thousands of samples: the figures came
+        // from the histogram alone.
+        use drivelab_engine::job::DirStats;
+        use drivelab_stats::{LatencyHistogram, Welford};
+        let mut d = DirStats {
+            ios: 0,
+            bytes: 0,
+            lat: LatencyHistogram::new(),
+            moments: Welford::new(),
+            lat_intended: Some(LatencyHistogram::new()),
+            intended_moments: Welford::new(),
+        };
+        for v in [1_000u64, 2_000, 3_000, 4_000] {
+            d.ios += 1;
+            d.lat.record(v / 10);
+            d.moments.record((v / 10) as f64);
+            if let Some(h) = d.lat_intended.as_mut() {
+                h.record(v);
+            }
+            d.intended_moments.record(v as f64);
+        }
+        let l = super::dir_report(&d, 1_000_000_000, 0)
+            .lat_from_intended_ns
+            .unwrap();
+        // Sample stddev of 1000, 2000, 3000, 4000: sqrt(5e6 / 3).
+        assert!(
+            (l.stddev - (5e6f64 / 3.0).sqrt()).abs() < 1e-6,
+            "{}",
+            l.stddev
+        );
+        assert!((l.mean - 2_500.0).abs() < 1e-9, "{}", l.mean);
+        assert_eq!(l.n, 4);
     }
 
     #[test]

@@ -119,7 +119,10 @@ impl TestTarget {
         }
         o.open(&self.path).map_err(|e| StepError::Target {
             path: self.path.display().to_string(),
-            msg: format!("cannot open: {e} (run as root?)"),
+            msg: format!(
+                "cannot open: {e}{}",
+                drivelab_device::blockdev::unless_root(" (run as root?)")
+            ),
         })
     }
 

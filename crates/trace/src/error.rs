@@ -58,7 +58,7 @@ pub enum TraceError {
         msg: String,
     },
     /// Kernel tracing is unavailable or refused.
-    #[error("tracefs: {what} {}: {source} (run as root with tracefs mounted at /sys/kernel/tracing)", path.display())]
+    #[error("tracefs: {what} {}: {source} ({})", path.display(), if drivelab_device::blockdev::running_as_root() { "is tracefs mounted at /sys/kernel/tracing?" } else { "run as root with tracefs mounted at /sys/kernel/tracing" })]
     Tracefs {
         /// What was being done.
         what: &'static str,
