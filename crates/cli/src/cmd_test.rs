@@ -298,7 +298,9 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
             .iter()
             .map(|p| (p.count, p.spec.kind == StepKind::WriteVerify))
             .collect();
-        std::thread::spawn(move || {
+        // Progress is optional: a thread the system refuses means no
+        // progress line, not a panic.
+        std::thread::Builder::new().spawn(move || {
             while !finished.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(500));
                 let i = current.load(Ordering::Relaxed);
@@ -315,6 +317,7 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
             eprint!("\r{:78}\r", "");
         })
     });
+    let ticker = ticker.and_then(Result::ok);
     let mut sink_err: Option<anyhow::Error> = None;
     let result = run_sequence(&target, &plans, stop, &progress, |r| {
         current.store(r.index, Ordering::Relaxed);
