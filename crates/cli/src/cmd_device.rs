@@ -425,6 +425,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<u8> {
     let (name, common) = op_meta(&a.op);
     // Low args first: consent and safety, before anything is opened.
     validate(&a.op)?;
+    crate::error::device_node(&dev)?;
     if let Some(w) = write_guard(&a.op) {
         check_write_allowed(&dev, name, w)?;
     }

@@ -130,15 +130,26 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// A size for people: binary units (KiB, MiB, GiB, TiB) when the size is a
-/// whole number of MiB (loop files, RAM disks, virtual disks), else decimal
-/// units (kB, MB, GB, TB) as drive labels print them.
+/// A size for people, in fio's convention: binary units (KiB, MiB, GiB,
+/// TiB). See [`human_size_pair`] for the decimal figure beside.
 pub fn human_size(n: u64) -> String {
-    let (base, units): (f64, [&str; 5]) = if n % (1 << 20) == 0 {
-        (1024.0, ["B", "KiB", "MiB", "GiB", "TiB"])
-    } else {
-        (1000.0, ["B", "kB", "MB", "GB", "TB"])
-    };
+    scaled(n, 1024.0, ["B", "KiB", "MiB", "GiB", "TiB"])
+}
+
+/// A capacity as fio prints one: binary, with the decimal figure (as drive
+/// labels give it) beside, "465.8 GiB (500.1 GB)".
+pub fn human_size_pair(n: u64) -> String {
+    if n < 1000 {
+        return human_size(n);
+    }
+    format!(
+        "{} ({})",
+        human_size(n),
+        scaled(n, 1000.0, ["B", "kB", "MB", "GB", "TB"])
+    )
+}
+
+fn scaled(n: u64, base: f64, units: [&str; 5]) -> String {
     let mut v = n as f64;
     let mut i = 0;
     while v >= base && i < units.len() - 1 {
@@ -179,7 +190,7 @@ fn table(rows: &[Row<'_>]) -> String {
     let cells = |d: &BlockDevice, name: String, cmds: String, state: String| -> Vec<String> {
         vec![
             name,
-            human_size(d.size.0),
+            human_size_pair(d.size.0),
             format!("{}/{}", d.logical_sector.0, d.physical_sector.0),
             if d.rotational { "1" } else { "0" }.to_string(),
             d.model.clone().unwrap_or_else(|| "-".into()),
@@ -324,13 +335,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_pick_binary_for_whole_mib_and_decimal_otherwise() {
+    fn sizes_are_binary_with_the_decimal_figure_beside_capacities() {
         assert_eq!(human_size(64 << 20), "64 MiB");
         assert_eq!(human_size(256 << 30), "256 GiB");
-        assert_eq!(human_size(1_000_204_886_016), "1.0 TB");
-        assert_eq!(human_size(500_107_862_016), "500.1 GB");
+        assert_eq!(human_size(500_107_862_016), "465.8 GiB");
         assert_eq!(human_size(1536 << 20), "1.5 GiB");
         assert_eq!(human_size(0), "0 B");
         assert_eq!(human_size(512), "512 B");
+        // A limit such as 4 GiB - 512 (a loop device's write-zeroes maximum)
+        // is binary like every other size, not "4.3 GB".
+        assert_eq!(human_size((4 << 30) - 512), "4.0 GiB");
+        assert_eq!(human_size_pair(500_107_862_016), "465.8 GiB (500.1 GB)");
+        assert_eq!(human_size_pair(1_000_204_886_016), "931.5 GiB (1.0 TB)");
+        assert_eq!(human_size_pair(64 << 20), "64 MiB (67.1 MB)");
+        assert_eq!(human_size_pair(512), "512 B");
     }
 }

@@ -280,6 +280,10 @@ fn request(a: &EraseArgs) -> anyhow::Result<Request> {
 }
 
 fn erase(a: EraseArgs) -> anyhow::Result<u8> {
+    // Where the certificates, the journal and the result go is checked
+    // before any drive is touched.
+    crate::output::check_dir(&a.certificate_dir, "--certificate-dir")?;
+    a.out.check()?;
     let req = request(&a)?;
     let fe = Terminal {
         json: a.out.json(),

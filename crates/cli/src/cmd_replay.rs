@@ -130,6 +130,10 @@ fn text(r: &ReplayReport, target: &str) -> String {
 /// Run `drivelab trace replay`.
 pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
     let (fmt, ropts) = read_opts(&a.input)?;
+    a.out.check()?;
+    if let Some(p) = &a.record {
+        crate::output::check_file(p, "--record")?;
+    }
     if !(a.speed > 0.0 && a.speed.is_finite()) {
         return Err(usage(format!("--speed must be above 0, not {}", a.speed)));
     }

@@ -149,9 +149,12 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
 pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let p = parse_args(&a.args)?;
     if p.help {
-        print!("{}", help());
+        // Written, not printed: `drivelab run --help | head` must not panic.
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), help().as_bytes());
         return Ok(0);
     }
+    // Where the results go, checked before anything runs.
+    p.out.check()?;
     // Build the jobs: from a job file, or one job from the options.
     let mut jobs: Vec<(JobSpec, bool)> = match &p.jobfile {
         Some(path) => {

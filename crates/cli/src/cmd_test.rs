@@ -186,12 +186,14 @@ fn fresh_seed() -> u64 {
 }
 
 /// Where the text goes as the run proceeds: stdout (streamed), a buffer for
-/// `--output`, and the `--log` file.
+/// `--output`, and the `--log` file. A log that fails is closed and its
+/// error kept for the end: the steps and their results go on.
 struct Sinks {
     stream_stdout: bool,
     buffered: String,
     log: Option<File>,
     log_path: Option<PathBuf>,
+    log_error: Option<String>,
 }
 
 impl Sinks {
@@ -203,17 +205,22 @@ impl Sinks {
         } else {
             self.buffered.push_str(text);
         }
-        if let Some(f) = self.log.as_mut() {
+        self.log(text);
+        Ok(())
+    }
+
+    /// Append to the log file only.
+    fn log(&mut self, text: &str) {
+        let Some(f) = self.log.as_mut() else { return };
+        if let Err(e) = f.write_all(text.as_bytes()).and_then(|_| f.flush()) {
             let shown = self
                 .log_path
                 .as_ref()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default();
-            f.write_all(text.as_bytes())
-                .and_then(|_| f.flush())
-                .map_err(|e| anyhow::anyhow!("cannot write the log {shown}: {e}"))?;
+            self.log_error = Some(format!("cannot write the log {shown}: {e}"));
+            self.log = None;
         }
-        Ok(())
     }
 }
 
@@ -235,6 +242,11 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
             ))
         }
     };
+    // Where the results and the log go, checked before anything is opened.
+    a.out.check()?;
+    if let Some(p) = &a.log {
+        crate::output::check_file(p, "--log")?;
+    }
     let seed_given = a.seed.is_some() || file_seed.is_some();
     let seed = a.seed.or(file_seed).unwrap_or_else(fresh_seed);
     // High args: the target, the safety check, the plan.
@@ -254,6 +266,7 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
         buffered: String::new(),
         log,
         log_path: a.log.clone(),
+        log_error: None,
     };
     let mut report = TestReport {
         target: a.dev.display().to_string(),
@@ -269,9 +282,7 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
     ));
     if json {
         // The log file still gets the text.
-        if let Some(f) = sinks.log.as_mut() {
-            f.write_all(header.as_bytes())?;
-        }
+        sinks.log(&header);
     } else {
         sinks.put(&header)?;
     }
@@ -287,7 +298,9 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
             .iter()
             .map(|p| (p.count, p.spec.kind == StepKind::WriteVerify))
             .collect();
-        std::thread::spawn(move || {
+        // Progress is optional: a thread the system refuses means no
+        // progress line, not a panic.
+        std::thread::Builder::new().spawn(move || {
             while !finished.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(500));
                 let i = current.load(Ordering::Relaxed);
@@ -304,15 +317,14 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
             eprint!("\r{:78}\r", "");
         })
     });
+    let ticker = ticker.and_then(Result::ok);
     let mut sink_err: Option<anyhow::Error> = None;
     let result = run_sequence(&target, &plans, stop, &progress, |r| {
         current.store(r.index, Ordering::Relaxed);
         let text = render_step(r);
         let put = if json {
-            match sinks.log.as_mut() {
-                Some(f) => f.write_all(text.as_bytes()).map_err(anyhow::Error::from),
-                None => Ok(()),
-            }
+            sinks.log(&text);
+            Ok(())
         } else {
             if show_progress {
                 eprint!("\r{:78}\r", "");
@@ -342,9 +354,7 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
     };
     let footer = render_footer(&report);
     if json {
-        if let Some(f) = sinks.log.as_mut() {
-            f.write_all(footer.as_bytes())?;
-        }
+        sinks.log(&footer);
         let mut v = serde_json::to_value(&report)?;
         if let Some(o) = v.as_object_mut() {
             o.insert("seed".into(), serde_json::json!(seed));
@@ -357,6 +367,12 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
         if a.out.output.is_some() {
             a.out.emit(&sinks.buffered)?;
         }
+    }
+    // The results are out; a log that failed on the way still fails the run.
+    if let Some(e) = sinks.log_error {
+        return Err(anyhow::Error::new(crate::output::LateWriteError(format!(
+            "{e}; the results were written, the log is incomplete"
+        ))));
     }
     Ok(code)
 }

@@ -169,16 +169,11 @@ pub fn run(a: TraceArgs) -> anyhow::Result<u8> {
 /// Turn input errors (bad format, malformed trace) into usage errors
 /// (exit 2); I/O and kernel errors stay failures (exit 1).
 fn classify(e: TraceError, what: &Path) -> anyhow::Error {
-    let input = matches!(
-        e,
-        TraceError::Parse { .. }
-            | TraceError::Binary { .. }
-            | TraceError::UnknownFormat(_)
-            | TraceError::BadFormat(_)
-            | TraceError::Unrepresentable { .. }
-            | TraceError::Device { .. }
-    );
-    let msg = format!("{}: {e}", what.display());
+    let input = e.is_bad_input();
+    let msg = match e {
+        TraceError::Input { .. } => e.to_string(), // names the file already
+        _ => format!("{}: {e}", what.display()),
+    };
     if input {
         crate::error::usage(msg)
     } else {
@@ -325,6 +320,10 @@ fn human(a: &Analysis) -> String {
 
 fn run_analyze(a: AnalyzeArgs) -> anyhow::Result<u8> {
     let fmt = parse_format(&a.input.format)?;
+    a.out.check()?;
+    if let Some(dir) = &a.plots {
+        output::check_dir(dir, "--plots")?;
+    }
     let opts = ReadOptions {
         lenient: a.input.lenient,
         use_queue: a.input.use_queue,
@@ -374,6 +373,8 @@ fn run_analyze(a: AnalyzeArgs) -> anyhow::Result<u8> {
 fn run_convert(a: ConvertArgs) -> anyhow::Result<u8> {
     let from = parse_format(&a.from)?;
     let to = write_format(a.to.as_deref(), &a.output_path, None)?;
+    output::check_file(&a.output_path, "OUT")?;
+    a.out.check()?;
     let opts = ReadOptions {
         lenient: a.lenient,
         use_queue: a.use_queue,
@@ -489,6 +490,7 @@ fn run_compare(a: CompareArgs) -> anyhow::Result<u8> {
 
 fn run_record(a: RecordArgs) -> anyhow::Result<u8> {
     let format = write_format(a.to.as_deref(), &a.output, Some(Format::Native))?;
+    output::check_file(&a.output, "--output")?;
     let duration = match a.duration {
         None => None,
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),

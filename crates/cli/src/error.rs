@@ -24,12 +24,43 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
 }
 
 /// Exit status for an error: 2 when any cause in the chain is a usage error
-/// (or a library's "invalid input" kind), else 1.
+/// or a library error that says the input was bad, else 1.
 pub fn exit_status(e: &anyhow::Error) -> u8 {
-    if e.chain().any(|c| c.is::<UsageError>()) {
+    let bad_input = |c: &(dyn std::error::Error + 'static)| {
+        c.is::<UsageError>()
+            || c.downcast_ref::<drivelab_trace::TraceError>()
+                .is_some_and(|t| t.is_bad_input())
+    };
+    if e.chain().any(bad_input) {
         2
     } else {
         1
+    }
+}
+
+/// Check that `path` names a device node (block or character device), so
+/// that a missing path or a file given where a device belongs is bad input
+/// (exit status 2) rather than a failed device command.
+pub fn device_node(path: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let md = std::fs::metadata(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            usage(format!(
+                "{}: no such device; list devices with 'drivelab devices'",
+                path.display()
+            ))
+        } else {
+            usage(format!("cannot open {}: {e}", path.display()))
+        }
+    })?;
+    let t = md.file_type();
+    if t.is_block_device() || t.is_char_device() {
+        Ok(())
+    } else {
+        Err(usage(format!(
+            "{} is not a device node; give /dev/sdX, /dev/sgN, /dev/nvmeXnY or /dev/nvmeX",
+            path.display()
+        )))
     }
 }
 
@@ -46,10 +77,13 @@ pub fn one_line(e: &anyhow::Error) -> String {
 }
 
 /// Print the error (as JSON on stdout when JSON was asked for, else on
-/// stderr) and return the exit status.
+/// stderr; on stderr after a late write failure) and return the exit status.
 pub fn report(e: &anyhow::Error, json: bool) -> ExitCode {
     let code = exit_status(e);
-    emit(&one_line(e), code, json);
+    // After a late write failure standard output holds the results: the
+    // error goes to stderr alone, even in JSON mode.
+    let late = e.chain().any(|c| c.is::<crate::output::LateWriteError>());
+    emit(&one_line(e), code, json && !late);
     ExitCode::from(code)
 }
 
@@ -75,17 +109,41 @@ fn usage_line(msg: &str) -> String {
 }
 
 fn emit(line: &str, code: u8, json: bool) {
+    use std::io::Write;
+    // Written, not printed: a closed stdout (`| head`) must not turn an
+    // error report into a panic.
     if json {
         let v = serde_json::json!({ "error": line, "exit_status": code });
-        println!("{v}");
+        let _ = writeln!(std::io::stdout(), "{v}");
     } else {
-        eprintln!("drivelab: error: {line}");
+        let _ = writeln!(std::io::stderr(), "drivelab: error: {line}");
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::usage_line;
+    use super::{device_node, exit_status, usage_line};
+
+    #[test]
+    fn a_missing_or_directory_trace_is_bad_input() {
+        for p in ["/nonexistent/t.trace", "/"] {
+            let e = drivelab_trace::open_file(std::path::Path::new(p), None, Default::default())
+                .err()
+                .unwrap_or_else(|| panic!("{p} opened as a trace"));
+            assert_eq!(exit_status(&anyhow::Error::new(e)), 2, "{p}");
+        }
+        let io = drivelab_trace::TraceError::Io(std::io::Error::other("EIO"));
+        assert_eq!(exit_status(&anyhow::Error::new(io)), 1);
+    }
+
+    #[test]
+    fn a_missing_path_or_a_directory_is_not_a_device() {
+        for p in ["/nonexistent-device", "/", "/etc/hostname"] {
+            let e = device_node(std::path::Path::new(p)).unwrap_err();
+            assert_eq!(exit_status(&e), 2, "{p}");
+        }
+        assert!(device_node(std::path::Path::new("/dev/null")).is_ok());
+    }
 
     #[test]
     fn clap_messages_become_one_line_with_their_tip() {

@@ -517,6 +517,14 @@ fn rate_limited_run_holds_the_rate_and_reports_intended_latency() {
     let iops = r["iops"].as_f64().unwrap();
     assert!((iops - 2000.0).abs() < 60.0, "iops {iops}");
     assert!(r["lat_from_intended_ns"]["mean"].is_number(), "{r}");
+    // The spread is measured, not left at 0 (it was: histogram only).
+    let l = &r["lat_from_intended_ns"];
+    let (sd, min, max) = (
+        l["stddev"].as_f64().unwrap(),
+        l["min"].as_u64().unwrap(),
+        l["max"].as_u64().unwrap(),
+    );
+    assert!(max > min && sd > 0.0 && sd <= (max - min) as f64, "{l}");
 }
 
 #[test]

@@ -9,8 +9,8 @@ use std::time::Duration;
 use drivelab_testkit::{require_root, LoopDev, TempDir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
-/// The shared sample traces: `shared/` sits beside the repository.
-const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces");
+/// The sample traces kept in the repository (see tests/data/traces/README.md).
+const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/traces");
 
 fn drivelab(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()

@@ -32,7 +32,10 @@ const SYS_BLOCK: &str = "/sys/block";
 #[derive(Debug, thiserror::Error)]
 pub enum BlockDevError {
     /// A file or sysfs attribute could not be read.
-    #[error("cannot read {path}: {source}; check that it exists and that you have permission (run as root)")]
+    #[error(
+        "cannot read {path}: {source}; check that it exists{}",
+        unless_root(" and that you have permission (run as root)")
+    )]
     Io {
         /// The path that failed.
         path: PathBuf,
@@ -62,6 +65,23 @@ pub enum BlockDevError {
         /// What it held (trimmed).
         content: String,
     },
+}
+
+/// Whether the process runs with effective user id 0.
+pub fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `hint` (such as " (run as root?)") when the process is not root, else
+/// "": when the kernel refuses root, the cause is another, and telling root
+/// to run as root misleads.
+pub fn unless_root(hint: &str) -> &str {
+    if running_as_root() {
+        ""
+    } else {
+        hint
+    }
 }
 
 fn io_err(path: &Path, source: io::Error) -> BlockDevError {
@@ -728,6 +748,30 @@ pub fn takes_nowait(major: u32, minor: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn root_is_never_told_to_run_as_root() {
+        // The effective uid, read independently from /proc/self/status.
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let euid: u32 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap();
+        let root = euid == 0;
+        assert_eq!(running_as_root(), root);
+        let path = PathBuf::from("/nonexistent-drivelab-node");
+        let messages = [
+            BlockDevice::from_path(&path).unwrap_err().to_string(),
+            crate::sg::SgError::Permission { path: path.clone() }.to_string(),
+            crate::nvme::NvmeError::Permission { path: path.clone() }.to_string(),
+            crate::caps::ProbeError::Permission { path }.to_string(),
+        ];
+        for m in messages {
+            assert_eq!(m.contains("run as root"), !root, "{m}");
+        }
+    }
 
     #[test]
     fn scheduler_takes_the_bracketed_entry() {

@@ -231,8 +231,9 @@ pub enum ProbeError {
         /// The path.
         path: PathBuf,
     },
-    /// Passthrough needs root.
-    #[error("permission denied probing {path}: run as root")]
+    /// Passthrough was refused: it needs root, or (for root) the kernel or a
+    /// security policy refuses it on this node.
+    #[error("permission denied probing {path}{}", if crate::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root" })]
     Permission {
         /// The path.
         path: PathBuf,

@@ -28,14 +28,3 @@ pub mod scsi;
 pub mod sg;
 pub mod units;
 pub mod zero;
-
-/// " (run as root?)" when this process is not root, else nothing: the
-/// hint to add to a permission-like failure, which would only mislead root.
-pub fn root_hint() -> &'static str {
-    // SAFETY: geteuid takes no arguments and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        ""
-    } else {
-        " (run as root?)"
-    }
-}

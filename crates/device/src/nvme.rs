@@ -475,8 +475,9 @@ pub enum NvmeError {
         /// The errno name.
         errno: &'static str,
     },
-    /// Passthrough needs privileges the process lacks.
-    #[error("permission denied for NVMe passthrough on {path}: run as root (CAP_SYS_ADMIN)")]
+    /// Passthrough was refused: privileges the process lacks, or (for root)
+    /// the kernel or a security policy refuses it on this node.
+    #[error("permission denied for NVMe passthrough on {path}{}", if crate::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root (CAP_SYS_ADMIN)" })]
     Permission {
         /// The path.
         path: PathBuf,

@@ -282,8 +282,9 @@ pub enum SgError {
         #[source]
         source: std::io::Error,
     },
-    /// Passthrough needs privileges the process lacks.
-    #[error("permission denied for SCSI passthrough on {path}: run as root (CAP_SYS_RAWIO)")]
+    /// Passthrough was refused: privileges the process lacks, or (for root)
+    /// the kernel or a security policy refuses it on this node.
+    #[error("permission denied for SCSI passthrough on {path}{}", if crate::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root (CAP_SYS_RAWIO)" })]
     Permission {
         /// The path.
         path: PathBuf,

@@ -121,7 +121,10 @@ impl TestTarget {
     pub fn engine_target(&self, write: bool) -> Result<Target, StepError> {
         let err = |e: std::io::Error| StepError::Target {
             path: self.path.display().to_string(),
-            msg: format!("cannot open: {e}{}", drivelab_device::root_hint()),
+            msg: format!(
+                "cannot open: {e}{}",
+                drivelab_device::blockdev::unless_root(" (run as root?)")
+            ),
         };
         match (&self.claim, write) {
             (Some(c), true) => Target::claimed(c, self.direct).map_err(err),

@@ -22,13 +22,19 @@
 //!   difference of consecutive issue times (0 when a trace goes backwards,
 //!   counted in `out_of_order`). Percentiles come from a log-linear
 //!   histogram (±0.4 %).
+//! - **Duration** runs from the earliest issue to the latest issue or
+//!   completion, in whatever order the trace lists them; IOPS is requests
+//!   over that duration.
 //! - **Throughput** is a per-second series by issue time; past
-//!   [`Analyzer::MAX_POINTS`] intervals the interval doubles.
+//!   [`Analyzer::MAX_POINTS`] intervals the interval doubles. Intervals are
+//!   aligned to the first request's issue time; a request issued earlier
+//!   adds whole intervals in front, so the series starts less than one
+//!   interval before the earliest issue.
 //! - **Access map**: a uniform reservoir sample (Vitter's Algorithm R) of at
 //!   most [`Analyzer::MAP_POINTS`] requests, for plots only (not in JSON).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::Serialize;
@@ -100,7 +106,8 @@ pub struct TimeBucket {
 /// One interval of the throughput series.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ThroughputPoint {
-    /// Interval start, seconds from the trace start.
+    /// Interval start, seconds from the start of the series (at most one
+    /// interval before the earliest issue; see the module doc).
     pub t_s: f64,
     /// Requests issued in the interval.
     pub requests: u64,
@@ -122,7 +129,7 @@ pub struct Throughput {
 /// A sampled request for the access map.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct AccessPoint {
-    /// Issue time, ns from the trace start.
+    /// Issue time, ns from the earliest issue.
     pub t_ns: u64,
     /// Offset, bytes.
     pub offset: u64,
@@ -149,7 +156,7 @@ pub struct Analysis {
     pub bytes_written: u64,
     /// Bytes trimmed.
     pub bytes_trimmed: u64,
-    /// From the first issue to the last issue or completion, seconds.
+    /// From the earliest issue to the latest issue or completion, seconds.
     pub duration_s: f64,
     /// reads / (reads + writes); 0 when there are neither.
     pub read_fraction: f64,
@@ -197,8 +204,13 @@ pub struct Analyzer {
     bytes_written: u64,
     bytes_trimmed: u64,
     rw_bytes: u64,
-    first_issue: Option<u64>,
+    /// Earliest issue time seen.
+    min_issue: Option<u64>,
+    /// Latest issue or completion time seen.
     last_time: u64,
+    /// Start of the throughput series' first interval, ns (may lie before
+    /// time 0 after earlier requests were added in front).
+    series_base: Option<i128>,
     prev_issue: Option<u64>,
     out_of_order: u64,
     sizes: FastMap<u64, u64>,
@@ -216,7 +228,8 @@ pub struct Analyzer {
     service: LogHist,
     inter: LogHist,
     interval_s: u64,
-    series: Vec<ThroughputPoint>,
+    series: VecDeque<ThroughputPoint>,
+    /// Access-map sample, with absolute issue times until `finish`.
     map: Vec<AccessPoint>,
     rng: u64,
     max_offset: u64,
@@ -300,8 +313,9 @@ impl Analyzer {
             bytes_written: 0,
             bytes_trimmed: 0,
             rw_bytes: 0,
-            first_issue: None,
+            min_issue: None,
             last_time: 0,
+            series_base: None,
             prev_issue: None,
             out_of_order: 0,
             sizes: FastMap::default(),
@@ -318,7 +332,7 @@ impl Analyzer {
             service: LogHist::new(),
             inter: LogHist::new(),
             interval_s: 1,
-            series: Vec::new(),
+            series: VecDeque::new(),
             map: Vec::new(),
             rng: 0x9E37_79B9_7F4A_7C15,
             max_offset: 0,
@@ -355,7 +369,7 @@ impl Analyzer {
             }
             Op::Flush => self.flushes += 1,
         }
-        let first = *self.first_issue.get_or_insert(r.issue_ns);
+        self.min_issue = Some(self.min_issue.map_or(r.issue_ns, |m| m.min(r.issue_ns)));
         self.last_time = self
             .last_time
             .max(r.issue_ns)
@@ -426,21 +440,7 @@ impl Analyzer {
         }
 
         // throughput
-        let rel = r.issue_ns.saturating_sub(first);
-        let mut idx = (rel / 1_000_000_000 / self.interval_s) as usize;
-        while idx >= Self::MAX_POINTS {
-            self.coarsen();
-            idx = (rel / 1_000_000_000 / self.interval_s) as usize;
-        }
-        if self.series.len() <= idx {
-            let start = self.series.len();
-            for i in start..=idx {
-                self.series.push(ThroughputPoint {
-                    t_s: (i as u64 * self.interval_s) as f64,
-                    ..Default::default()
-                });
-            }
-        }
+        let idx = self.series_slot(r.issue_ns);
         let p = &mut self.series[idx];
         p.requests += 1;
         match r.op {
@@ -452,7 +452,7 @@ impl Analyzer {
         // access map (reservoir)
         if r.op != Op::Flush {
             let pt = AccessPoint {
-                t_ns: rel,
+                t_ns: r.issue_ns,
                 offset: r.offset,
                 op: r.op,
             };
@@ -467,16 +467,47 @@ impl Analyzer {
         }
     }
 
+    /// The index in the throughput series of the interval holding issue
+    /// time `t`: the series grows at either end, coarsening when it would
+    /// pass [`Analyzer::MAX_POINTS`].
+    fn series_slot(&mut self, t: u64) -> usize {
+        let t = i128::from(t);
+        let base = *self.series_base.get_or_insert(t);
+        let interval = |a: &Analyzer| i128::from(a.interval_s) * 1_000_000_000;
+        if t < base {
+            // Whole intervals in front, keeping the alignment.
+            loop {
+                let k = (base - t + interval(self) - 1) / interval(self);
+                if self.series.len() as i128 + k <= Self::MAX_POINTS as i128 {
+                    for _ in 0..k {
+                        self.series.push_front(ThroughputPoint::default());
+                    }
+                    self.series_base = Some(base - k * interval(self));
+                    break;
+                }
+                self.coarsen();
+            }
+        }
+        let base = self.series_base.unwrap_or(t);
+        let mut idx = (t - base) / interval(self);
+        while idx >= Self::MAX_POINTS as i128 {
+            self.coarsen();
+            idx = (t - base) / interval(self);
+        }
+        let idx = idx as usize;
+        while self.series.len() <= idx {
+            self.series.push_back(ThroughputPoint::default());
+        }
+        idx
+    }
+
     fn coarsen(&mut self) {
         self.interval_s *= 2;
         let old = std::mem::take(&mut self.series);
         for (i, p) in old.into_iter().enumerate() {
             let j = i / 2;
             if self.series.len() <= j {
-                self.series.push(ThroughputPoint {
-                    t_s: (j as u64 * self.interval_s) as f64,
-                    ..Default::default()
-                });
+                self.series.push_back(ThroughputPoint::default());
             }
             let q = &mut self.series[j];
             q.requests += p.requests;
@@ -546,12 +577,23 @@ impl Analyzer {
             })
             .collect();
         absolute.sort_by_key(|s| s.bucket);
-        let duration_ns = self
-            .first_issue
-            .map(|f| self.last_time.saturating_sub(f))
-            .unwrap_or(0);
+        let min_issue = self.min_issue.unwrap_or(0);
+        let duration_ns = self.last_time.saturating_sub(min_issue);
         let duration_s = duration_ns as f64 / 1e9;
+        for p in &mut self.map {
+            p.t_ns -= min_issue;
+        }
         self.map.sort_by_key(|p| p.t_ns);
+        let interval_s = self.interval_s;
+        let points: Vec<ThroughputPoint> = self
+            .series
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| ThroughputPoint {
+                t_s: (i as u64 * interval_s) as f64,
+                ..p
+            })
+            .collect();
         Analysis {
             requests: n,
             reads: self.reads,
@@ -597,10 +639,7 @@ impl Analyzer {
                 .collect(),
             interarrival_ns: self.inter.summary(),
             out_of_order: self.out_of_order,
-            throughput: Throughput {
-                interval_s: self.interval_s,
-                points: self.series,
-            },
+            throughput: Throughput { interval_s, points },
             access_map: self.map,
             max_offset: self.max_offset,
         }

@@ -16,9 +16,10 @@ use std::io::{BufRead, Write};
 
 use crate::error::{Result, TraceError};
 use crate::matcher::Matcher;
-use crate::model::{kernel_dev, parse_rwbs, rwbs, split_kernel_dev, Device, Request};
+use crate::model::{kernel_dev, parse_rwbs_sized, rwbs, split_kernel_dev, Device, Request};
 use crate::source::{
-    parse_seconds_ns, parse_u64, show, ws_fields, Lines, ReadOptions, ReadStats, TraceReader,
+    check_request, parse_seconds_ns, parse_u64, show, ws_fields, Lines, ReadOptions, ReadStats,
+    TraceReader,
 };
 use crate::TraceWriter;
 
@@ -107,10 +108,21 @@ impl<R: BufRead> BlkparseReader<R> {
             }
             _ => (0, 0),
         };
-        let Some((op, flags)) = parse_rwbs(rw) else {
+        let Some((op, flags)) = parse_rwbs_sized(rw, nsect) else {
             self.stats.ignored += 1;
             return Ok(());
         };
+        if action != b"C" && action != b"R" {
+            // The request as the matcher will build it, checked like every
+            // reader's.
+            let bytes = |v: u64, what: &str| {
+                v.checked_mul(512)
+                    .ok_or_else(|| format!("{what} {v} overflows 64 bits in bytes"))
+            };
+            let mut r = Request::new(t, op, bytes(sector, "sector")?, bytes(nsect, "nsect")?);
+            r.device = dev;
+            check_request(&r)?;
+        }
         self.note_device(dev, maj, min);
         match action {
             b"C" => self.matcher.complete(t, dev, sector, nsect),

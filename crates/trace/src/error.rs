@@ -7,6 +7,15 @@ use std::path::PathBuf;
 /// trace.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
+    /// A trace file given as input cannot be read: missing, a directory,
+    /// not readable. Bad input, as opposed to [`TraceError::Io`].
+    #[error("cannot read {}: {why}; give an existing, readable trace file", path.display())]
+    Input {
+        /// The path given.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Reading or writing the underlying stream failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
@@ -49,7 +58,7 @@ pub enum TraceError {
         msg: String,
     },
     /// Kernel tracing is unavailable or refused.
-    #[error("tracefs: {what} {}: {source} (run as root with tracefs mounted at /sys/kernel/tracing)", path.display())]
+    #[error("tracefs: {what} {}: {source} ({})", path.display(), if drivelab_device::blockdev::running_as_root() { "is tracefs mounted at /sys/kernel/tracing?" } else { "run as root with tracefs mounted at /sys/kernel/tracing" })]
     Tracefs {
         /// What was being done.
         what: &'static str,
@@ -66,6 +75,24 @@ pub enum TraceError {
         /// What is wrong with it.
         msg: String,
     },
+}
+
+impl TraceError {
+    /// Whether the error is in what the user gave (the trace file, its
+    /// content, a format or device name) rather than a failure of the
+    /// machine: the CLI exits 2 for these, 1 for the others.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            TraceError::Input { .. }
+                | TraceError::Parse { .. }
+                | TraceError::Binary { .. }
+                | TraceError::UnknownFormat(_)
+                | TraceError::BadFormat(_)
+                | TraceError::Unrepresentable { .. }
+                | TraceError::Device { .. }
+        )
+    }
 }
 
 /// Result alias for this crate.

@@ -323,12 +323,15 @@ pub fn open_file(
     format: Option<Format>,
     opts: ReadOptions,
 ) -> Result<(Format, Box<dyn TraceReader>)> {
-    let f = std::fs::File::open(path).map_err(|e| {
-        TraceError::Io(std::io::Error::new(
-            e.kind(),
-            format!("cannot open {}: {e}", path.display()),
-        ))
-    })?;
+    let input = |why: String| TraceError::Input {
+        path: path.to_path_buf(),
+        why,
+    };
+    let f = std::fs::File::open(path).map_err(|e| input(e.to_string()))?;
+    let md = f.metadata().map_err(|e| input(e.to_string()))?;
+    if md.is_dir() {
+        return Err(input("it is a directory".to_string()));
+    }
     open_reader(
         std::io::BufReader::with_capacity(256 * 1024, f),
         format,

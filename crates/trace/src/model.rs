@@ -179,6 +179,18 @@ pub fn parse_rwbs(s: &[u8]) -> Option<(Op, Flags)> {
     Some((op, flags))
 }
 
+/// [`parse_rwbs`] for a request of `nr_sectors` sectors: an empty request
+/// with REQ_PREFLUSH ("FWS" + 0 sectors) is how the kernel sends a cache
+/// flush, and reads as [`Op::Flush`].
+pub fn parse_rwbs_sized(s: &[u8], nr_sectors: u64) -> Option<(Op, Flags)> {
+    let (op, flags) = parse_rwbs(s)?;
+    let preflush = s.len() > 1 && s[0] == b'F' && s[1] != b'F';
+    if nr_sectors == 0 && preflush && op != Op::Flush {
+        return Some((Op::Flush, flags));
+    }
+    Some((op, flags))
+}
+
 /// The rwbs string written for an op and flags (inverse of [`parse_rwbs`]).
 pub fn rwbs(op: Op, flags: Flags) -> String {
     let mut s = String::with_capacity(4);
@@ -238,6 +250,17 @@ mod tests {
                 assert_eq!(parse_rwbs(s.as_bytes()), Some((op, want)), "{s}");
             }
         }
+    }
+
+    #[test]
+    fn an_empty_preflush_write_is_a_flush() {
+        assert_eq!(parse_rwbs_sized(b"FWS", 0), Some((Op::Flush, Flags::SYNC)));
+        assert_eq!(parse_rwbs_sized(b"FWS", 8), Some((Op::Write, Flags::SYNC)));
+        assert_eq!(parse_rwbs_sized(b"WS", 0), Some((Op::Write, Flags::SYNC)));
+        assert_eq!(
+            parse_rwbs_sized(b"FF", 0),
+            Some((Op::Flush, Flags::empty()))
+        );
     }
 
     #[test]

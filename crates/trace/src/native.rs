@@ -32,7 +32,7 @@ use std::io::{BufRead, Write};
 
 use crate::error::{Result, TraceError};
 use crate::model::{Device, Flags, Op, Request};
-use crate::source::{ReadStats, TraceReader};
+use crate::source::{check_request, ReadStats, TraceReader};
 use crate::TraceWriter;
 
 /// The eight magic bytes at the start of a native trace.
@@ -103,6 +103,8 @@ impl NativeHeader {
 /// Streaming writer of the native format.
 pub struct NativeWriter<W: Write> {
     out: W,
+    /// Requests written so far (for error messages).
+    index: u64,
     buf: Vec<u8>,
     prev_issue: u64,
     prev_device: u32,
@@ -115,6 +117,7 @@ impl<W: Write> NativeWriter<W> {
         out.write_all(&NativeHeader::new().devices(devices).build())?;
         Ok(NativeWriter {
             out,
+            index: 0,
             buf: Vec::with_capacity(64 * 1024),
             prev_issue: 0,
             prev_device: 0,
@@ -125,6 +128,13 @@ impl<W: Write> NativeWriter<W> {
 
 impl<W: Write> TraceWriter for NativeWriter<W> {
     fn write(&mut self, r: &Request) -> Result<()> {
+        // Never write what the reader would refuse.
+        check_request(r).map_err(|msg| TraceError::Unrepresentable {
+            format: "native",
+            index: self.index,
+            msg,
+        })?;
+        self.index += 1;
         let mut tag = r.op.code() | ((r.flags.0 & Flags::ALL.0) << 4);
         if r.complete_ns.is_some() {
             tag |= TAG_COMPLETE;
@@ -301,11 +311,7 @@ impl<R: BufRead> NativeReader<R> {
         } else {
             None
         };
-        self.prev_issue = issue;
-        self.prev_device = device;
-        self.prev_end = offset.wrapping_add(len);
-        self.stats.lines += 1;
-        Ok(Some(Request {
+        let req = Request {
             issue_ns: issue,
             complete_ns: complete,
             device,
@@ -313,7 +319,13 @@ impl<R: BufRead> NativeReader<R> {
             offset,
             len,
             flags: Flags((tag >> 4) & Flags::ALL.0),
-        }))
+        };
+        check_request(&req).map_err(|msg| bin(start, msg))?;
+        self.prev_issue = issue;
+        self.prev_device = device;
+        self.prev_end = offset + len;
+        self.stats.lines += 1;
+        Ok(Some(req))
     }
 }
 

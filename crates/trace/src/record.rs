@@ -32,7 +32,7 @@ use serde::Serialize;
 
 use crate::error::{Result, TraceError};
 use crate::matcher::Matcher;
-use crate::model::{kernel_dev, parse_rwbs, Device, Request};
+use crate::model::{kernel_dev, parse_rwbs_sized, Device, Op, Request};
 use crate::source::{parse_seconds_ns, parse_u64, ws_fields, ReadStats};
 use crate::Format;
 
@@ -96,6 +96,8 @@ pub struct Recorder {
     devices: Vec<Device>,
     events: u64,
     errors: u64,
+    /// Issues left out: empty non-flush requests, or beyond MAX_EXTENT.
+    ignored: u64,
     requests: u64,
     completed: u64,
     clock: String,
@@ -113,6 +115,15 @@ fn tfs(what: &'static str, path: &Path, source: std::io::Error) -> TraceError {
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| tfs("cannot write", path, e))
+}
+
+/// Whether an issue of `nr` sectors at `sector` is a request every reader
+/// accepts back (see `source::check_request`): within MAX_EXTENT bytes.
+fn recordable(sector: u64, nr: u64) -> bool {
+    sector
+        .checked_add(nr)
+        .and_then(|s| s.checked_mul(512))
+        .is_some_and(|end| end <= crate::source::MAX_EXTENT)
 }
 
 /// (major, minor) of a block device node.
@@ -275,6 +286,7 @@ impl Recorder {
             devices: devs,
             events: 0,
             errors: 0,
+            ignored: 0,
             requests: 0,
             completed: 0,
             clock: String::new(),
@@ -418,8 +430,14 @@ impl Recorder {
                 rwbs,
             } => {
                 let t = self.rel(t);
-                if let Some((op, flags)) = parse_rwbs(&rwbs) {
-                    self.matcher.issue(t, dev, sector, nr, op, flags);
+                // An empty preflush is the kernel's flush; any other empty
+                // request or one past the largest offset is not a transfer
+                // a reader would accept again: counted, not recorded.
+                match parse_rwbs_sized(&rwbs, nr) {
+                    Some((op, flags)) if (nr > 0 || op == Op::Flush) && recordable(sector, nr) => {
+                        self.matcher.issue(t, dev, sector, nr, op, flags)
+                    }
+                    _ => self.ignored += 1,
                 }
             }
             Event::Complete {
@@ -527,7 +545,10 @@ impl Recorder {
             lost_events: lost,
             events: self.events,
             errors: self.errors,
-            matching: self.matcher.stats(),
+            matching: ReadStats {
+                ignored: self.matcher.stats().ignored + self.ignored,
+                ..self.matcher.stats()
+            },
             duration_s: self.started.elapsed().as_secs_f64(),
             clock: self.clock.clone(),
             instance: self.dir.clone(),

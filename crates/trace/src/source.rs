@@ -8,7 +8,7 @@ use std::io::BufRead;
 use serde::Serialize;
 
 use crate::error::{Result, TraceError};
-use crate::model::{Device, Request};
+use crate::model::{Device, Op, Request};
 
 /// Options common to every reader.
 #[derive(Debug, Clone, Copy, Default)]
@@ -138,9 +138,14 @@ impl<R: BufRead, P: LineParser> Iterator for LineReader<R, P> {
                 Err(e) => return Some(Err(e.into())),
             };
             self.stats.lines += 1;
-            match self.parser.parse(line, &mut self.stats) {
-                Ok(LineOutcome::Request(r)) => return Some(Ok(r)),
-                Ok(LineOutcome::Skip) => continue,
+            let parsed = match self.parser.parse(line, &mut self.stats) {
+                Ok(LineOutcome::Request(r)) => check_request(&r).map(|()| Some(r)),
+                Ok(LineOutcome::Skip) => Ok(None),
+                Err(msg) => Err(msg),
+            };
+            match parsed {
+                Ok(Some(r)) => return Some(Ok(r)),
+                Ok(None) => continue,
                 Err(msg) => {
                     if self.opts.lenient {
                         self.stats.skipped += 1;
@@ -163,6 +168,35 @@ impl<R: BufRead, P: LineParser> TraceReader for LineReader<R, P> {
     }
     fn devices(&self) -> Vec<Device> {
         self.parser.devices()
+    }
+}
+
+/// The largest byte offset a request may reach, exclusive: Linux offsets
+/// are `loff_t` (signed 64-bit), so no device or file extends past
+/// 2^63 − 1 bytes. A request beyond it is malformed, not merely large.
+pub const MAX_EXTENT: u64 = i64::MAX as u64;
+
+/// The checks every reader applies to a request it decoded: reads, writes
+/// and trims have a length, and offset + length neither overflows nor runs
+/// past [`MAX_EXTENT`]. The message names what is wrong.
+pub(crate) fn check_request(r: &Request) -> std::result::Result<(), String> {
+    if r.len == 0 && r.op != Op::Flush {
+        return Err(format!(
+            "zero-length {} at offset {} (only flushes have no length)",
+            r.op.name(),
+            r.offset
+        ));
+    }
+    match r.offset.checked_add(r.len) {
+        Some(end) if end <= MAX_EXTENT => Ok(()),
+        Some(_) => Err(format!(
+            "offset {} + length {} runs past {MAX_EXTENT}, the largest byte offset a device can have",
+            r.offset, r.len
+        )),
+        None => Err(format!(
+            "offset {} + length {} overflows 64 bits",
+            r.offset, r.len
+        )),
     }
 }
 

@@ -15,7 +15,7 @@ use std::io::BufRead;
 
 use crate::error::{Result, TraceError};
 use crate::model::{Flags, Op, Request};
-use crate::source::{ReadOptions, ReadStats, TraceReader};
+use crate::source::{check_request, ReadOptions, ReadStats, TraceReader};
 
 /// Which vscsi record layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,7 +231,7 @@ impl<R: BufRead> Iterator for VscsiReader<R> {
             } else {
                 (r.lbn.saturating_mul(512), u64::from(r.len))
             };
-            return Some(Ok(Request {
+            let req = Request {
                 issue_ns: rel,
                 complete_ns: r
                     .rt_us
@@ -241,7 +241,20 @@ impl<R: BufRead> Iterator for VscsiReader<R> {
                 offset,
                 len: len_b,
                 flags: Flags::empty(),
-            }));
+            };
+            let checked = if r.lbn.checked_mul(512).is_none() {
+                Err(format!("LBA {} overflows 64 bits in bytes", r.lbn))
+            } else {
+                check_request(&req)
+            };
+            if let Err(msg) = checked {
+                if self.opts.lenient {
+                    self.stats.skipped += 1;
+                    continue;
+                }
+                return Some(Err(self.err(at, msg)));
+            }
+            return Some(Ok(req));
         }
     }
 }

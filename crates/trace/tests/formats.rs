@@ -282,8 +282,9 @@ fn native_roundtrip_is_exact() {
         for r in &reqs {
             w.write(r).unwrap();
         }
-        // Out-of-order and extreme values survive too.
-        w.write(&req(5, Some(3), u32::MAX, Op::Write, u64::MAX - 10, 10, 7))
+        // Out-of-order and extreme values survive too (up to the largest
+        // offset a device can have, 2^63 - 1).
+        w.write(&req(5, Some(3), u32::MAX, Op::Write, END - 10, 10, 7))
             .unwrap();
         w.finish().unwrap();
     }
@@ -292,9 +293,69 @@ fn native_roundtrip_is_exact() {
     assert_eq!(&v[..reqs.len()], &reqs[..]);
     assert_eq!(
         v[reqs.len()],
-        req(5, Some(3), u32::MAX, Op::Write, u64::MAX - 10, 10, 7)
+        req(5, Some(3), u32::MAX, Op::Write, END - 10, 10, 7)
     );
     assert_eq!(d, devs);
+}
+
+/// The largest byte offset a request may reach (Linux `loff_t`).
+const END: u64 = i64::MAX as u64;
+
+/// One native record, encoded by hand (tag, zigzag issue delta, zigzag
+/// offset delta, length) after a record whose end is 0.
+fn native_record(op_code: u8, issue_delta: i64, offset_delta: i64, len: u64) -> Vec<u8> {
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    let zz = |d: i64| ((d << 1) ^ (d >> 63)) as u64;
+    let mut out = vec![op_code];
+    varint(&mut out, zz(issue_delta));
+    varint(&mut out, zz(offset_delta));
+    varint(&mut out, len);
+    out
+}
+
+#[test]
+fn native_refuses_requests_past_the_largest_offset_and_zero_lengths() {
+    let bad = [
+        req(5, None, 0, Op::Write, u64::MAX - 10, 10, 0),
+        req(5, None, 0, Op::Read, END - 10, 11, 0),
+        req(5, None, 0, Op::Read, 4096, 0, 0),
+    ];
+    // The writer refuses them...
+    for r in &bad {
+        let mut buf = Vec::new();
+        let mut w = open_writer(&mut buf, Format::Native, &[]).unwrap();
+        match w.write(r) {
+            Err(TraceError::Unrepresentable { index: 0, .. }) => {}
+            other => panic!("{r:?} written: {other:?}"),
+        }
+    }
+    // ...and the reader refuses them in a file made by hand.
+    let mut header = Vec::new();
+    open_writer(&mut header, Format::Native, &[])
+        .unwrap()
+        .finish()
+        .unwrap();
+    for r in &bad {
+        let mut bytes = header.clone();
+        bytes.extend(native_record(r.op as u8, 5, r.offset as i64, r.len));
+        let (_, mut rd) = open_reader(&bytes[..], None, ReadOptions::default()).unwrap();
+        match rd.next() {
+            Some(Err(TraceError::Binary { offset, msg, .. })) => {
+                assert_eq!(offset as usize, header.len(), "{r:?}");
+                assert!(
+                    msg.contains("zero-length") || msg.contains("offset"),
+                    "{msg}"
+                )
+            }
+            other => panic!("{r:?} read back as {other:?}"),
+        }
+    }
 }
 
 #[test]
@@ -441,6 +502,7 @@ fn lenient_mode_skips_and_counts() {
 #[test]
 fn binary_errors_name_the_offset() {
     let mut rec = [0u8; 32];
+    rec[5] = 2; // 512 bytes
     rec[12] = 0x28;
     rec[15] = 1;
     let mut bytes = rec.to_vec();

@@ -1,4 +1,4 @@
-//! Every reader on the real sample traces in shared/traces (beside the repository), checked
+//! Every reader on the real sample traces in tests/data/traces, checked
 //! against figures computed here from the raw files by a separate, plainer
 //! parse (String splitting, no shared code with the readers).
 
@@ -7,8 +7,8 @@ use std::path::Path;
 
 use drivelab_trace::{analyze, open_file, Format, ReadOptions, Request};
 
-/// The shared sample traces: `shared/` sits beside the repository.
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/traces");
+/// The sample traces kept in the repository (see tests/data/traces/README.md).
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/traces");
 
 fn path(name: &str) -> std::path::PathBuf {
     let p = Path::new(DIR).join(name);

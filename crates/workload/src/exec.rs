@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Barrier;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::gen::GenConfig;
@@ -69,6 +69,21 @@ pub enum RunError {
         engine: &'static str,
         /// The cause.
         source: std::io::Error,
+    },
+    /// The operating system would not start a thread for a job.
+    #[error("cannot start a thread for job '{job}': {source}; run fewer jobs (numjobs)")]
+    Spawn {
+        /// Job name.
+        job: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The job was set up but not started, because another job of its
+    /// stonewall group could not be started.
+    #[error("job '{job}' was not started: another job of its group could not be")]
+    NotStarted {
+        /// Job name.
+        job: String,
     },
     /// A job failed while running.
     #[error("job '{job}' failed: {source}")]
@@ -187,11 +202,90 @@ fn job_config(job: &PlannedJob) -> JobConfig {
     }
 }
 
+/// Where the job threads of a group wait once set up, so that they all start
+/// measuring together. The coordinator opens it when every thread it started
+/// has arrived or given up, or calls the start off (when a thread could not
+/// be started): nobody is left waiting for a thread that never came.
+struct StartGate {
+    /// (threads that arrived or gave up, the verdict once given: true = go).
+    state: Mutex<(usize, Option<bool>)>,
+    cv: Condvar,
+}
+
+impl StartGate {
+    fn new() -> StartGate {
+        StartGate {
+            state: Mutex::new((0, None)),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, Option<bool>)> {
+        // The state stays consistent even if a holder panicked.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A place at the gate for one job thread. Dropped unused (the job
+    /// failed while setting up, or panicked), it counts as having arrived.
+    fn ticket(&self) -> Ticket<'_> {
+        Ticket {
+            gate: self,
+            used: false,
+        }
+    }
+
+    fn arrive(&self) {
+        let mut g = self.lock();
+        g.0 += 1;
+        self.cv.notify_all();
+    }
+
+    /// Wait until `n` threads have arrived or given up, then let them go
+    /// (`go`) or call the start off.
+    fn open(&self, n: usize, go: bool) {
+        let mut g = self.lock();
+        while g.0 < n {
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        g.1 = Some(go);
+        self.cv.notify_all();
+    }
+}
+
+/// One job thread's place at a [`StartGate`].
+struct Ticket<'a> {
+    gate: &'a StartGate,
+    used: bool,
+}
+
+impl Ticket<'_> {
+    /// Arrive and wait for the verdict: true = start, false = called off.
+    fn wait(mut self) -> bool {
+        self.used = true;
+        self.gate.arrive();
+        let mut g = self.gate.lock();
+        loop {
+            if let Some(go) = g.1 {
+                return go;
+            }
+            g = self.gate.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if !self.used {
+            self.gate.arrive();
+        }
+    }
+}
+
 fn run_one(
     plan: &Plan,
     claims: &[Option<Claim>],
     job: &PlannedJob,
-    barrier: &Barrier,
+    ticket: Ticket<'_>,
     stop: &AtomicBool,
     progress: &AtomicU64,
 ) -> Result<JobOutcome, RunError> {
@@ -202,6 +296,9 @@ fn run_one(
         job: spec.name.clone(),
         source,
     };
+    let not_started = || RunError::NotStarted {
+        job: spec.name.clone(),
+    };
     match spec.ioengine {
         EngineKind::Null => {
             let mut e =
@@ -211,7 +308,9 @@ fn run_one(
                         source,
                     }
                 })?;
-            barrier.wait();
+            if !ticket.wait() {
+                return Err(not_started());
+            }
             run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
         }
         EngineKind::Psync => {
@@ -221,7 +320,9 @@ fn run_one(
                     engine: "psync",
                     source,
                 })?;
-            barrier.wait();
+            if !ticket.wait() {
+                return Err(not_started());
+            }
             run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
         }
         EngineKind::IoUring => {
@@ -237,7 +338,9 @@ fn run_one(
                 engine: "io_uring",
                 source,
             })?;
-            barrier.wait();
+            if !ticket.wait() {
+                return Err(not_started());
+            }
             run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
         }
     }
@@ -296,10 +399,10 @@ pub fn execute(
     }
     let run_start = Instant::now();
     for group in &groups {
-        if stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) || matches!(first_error, Some(RunError::Spawn { .. })) {
             break;
         }
-        let barrier = Barrier::new(group.len() + 1);
+        let gate = StartGate::new();
         let counters: Vec<AtomicU64> = group.iter().map(|_| AtomicU64::new(0)).collect();
         let done = AtomicUsize::new(0);
         let ramp = group
@@ -316,40 +419,41 @@ pub fn execute(
             })
             .try_fold(0.0f64, |m, r| r.map(|r| m.max(r)));
         let results: Vec<Result<JobOutcome, RunError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = group
-                .iter()
-                .zip(&counters)
-                .map(|(&i, ctr)| {
-                    let job = &plan.jobs[i];
-                    let barrier = &barrier;
-                    let done = &done;
-                    std::thread::Builder::new()
-                        .name(format!("job-{}", job.spec.name))
-                        .spawn_scoped(s, move || {
-                            let r = run_one(plan, claims, job, barrier, stop, ctr);
-                            if r.is_err() {
-                                // A job that failed before the barrier must not
-                                // leave the others waiting on it.
-                                if barrier_pending(r.as_ref().err()) {
-                                    barrier.wait();
-                                }
-                            }
-                            done.fetch_add(1, Ordering::Release);
-                            r
-                        })
-                })
-                .collect();
-            // A thread that failed to spawn never reaches the barrier.
-            let spawned: Vec<_> = handles.into_iter().collect();
-            let missing = spawned.iter().filter(|h| h.is_err()).count();
+            // Start one thread per job; stop at the first the system refuses.
+            let mut handles = Vec::with_capacity(group.len());
+            let mut spawn_error: Option<RunError> = None;
+            for (&i, ctr) in group.iter().zip(&counters) {
+                let job = &plan.jobs[i];
+                let gate = &gate;
+                let done = &done;
+                let spawned = std::thread::Builder::new()
+                    .name(format!("job-{}", job.spec.name))
+                    .spawn_scoped(s, move || {
+                        let r = run_one(plan, claims, job, gate.ticket(), stop, ctr);
+                        done.fetch_add(1, Ordering::Release);
+                        r
+                    });
+                match spawned {
+                    Ok(h) => handles.push(h),
+                    Err(source) => {
+                        spawn_error = Some(RunError::Spawn {
+                            job: job.spec.name.clone(),
+                            source,
+                        });
+                        break;
+                    }
+                }
+            }
+            let started = handles.len();
+            // Jobs never started count as done for the progress loop.
+            let missing = group.len() - started;
+            // Start them all together, or none when one could not be started.
+            gate.open(started, spawn_error.is_none());
             let mut sampler = if ramp.is_zero() {
                 Sampler::new(names.clone()).ok()
             } else {
                 None
             };
-            if missing == 0 {
-                barrier.wait();
-            }
             let t_start = Instant::now();
             let mut last_sample = t_start;
             let mut last_ios: u64 = 0;
@@ -388,7 +492,7 @@ pub fn execute(
                         elapsed_s: now.duration_since(t_start).as_secs_f64(),
                         planned_s: planned,
                         iops: ios.saturating_sub(last_ios) as f64 / dt,
-                        running: group.len() - done.load(Ordering::Acquire),
+                        running: started.saturating_sub(done.load(Ordering::Acquire)),
                         ramping: now < measure_from,
                     });
                     last_ios = ios;
@@ -399,27 +503,29 @@ pub fn execute(
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            spawned
+            let mut results: Vec<Result<JobOutcome, RunError>> = handles
                 .into_iter()
-                .map(|h| match h {
-                    Ok(h) => h.join().unwrap_or_else(|_| {
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
                         Err(RunError::Engine {
                             engine: "job thread",
                             source: std::io::Error::other("the job thread panicked"),
                         })
-                    }),
-                    Err(e) => Err(RunError::Engine {
-                        engine: "job thread",
-                        source: e,
-                    }),
+                    })
                 })
-                .collect()
+                .collect();
+            results.extend(spawn_error.map(Err));
+            results
         });
         for (&i, r) in group.iter().zip(results) {
             match r {
                 Ok(o) => outcomes[i] = Some(o),
                 Err(e) => {
-                    if first_error.is_none() {
+                    // Report the cause, not the jobs called off because of it.
+                    let called_off = matches!(e, RunError::NotStarted { .. });
+                    if first_error.is_none()
+                        || !called_off && matches!(first_error, Some(RunError::NotStarted { .. }))
+                    {
                         first_error = Some(e);
                     }
                 }
@@ -428,7 +534,8 @@ pub fn execute(
     }
     let _ = run_start;
     if let Some(e) = first_error {
-        if outcomes.iter().all(Option::is_none) {
+        // A job the system would not start leaves the run incomplete.
+        if outcomes.iter().all(Option::is_none) || matches!(e, RunError::Spawn { .. }) {
             return Err(e);
         }
     }
@@ -441,14 +548,6 @@ pub fn execute(
         started,
         stop.load(Ordering::Relaxed),
     ))
-}
-
-/// Whether a job error happened before the job reached the start barrier.
-fn barrier_pending(e: Option<&RunError>) -> bool {
-    matches!(
-        e,
-        Some(RunError::Open { .. }) | Some(RunError::Engine { .. })
-    )
 }
 
 /// Latency from a histogram alone (min, max and percentiles exact to the
@@ -506,7 +605,11 @@ fn dir_report(d: &DirStats, runtime_ns: u64, short: u64) -> DirReport {
             .lat_intended
             .as_ref()
             .filter(|_| d.ios > 0)
-            .map(hist_report),
+            .map(|h| LatReport {
+                mean: d.intended_moments.mean(),
+                stddev: d.intended_moments.stddev(),
+                ..hist_report(h)
+            }),
     }
 }
 
@@ -691,6 +794,86 @@ pub fn format_utc(secs: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::StartGate;
+
+    #[test]
+    fn start_gate_lets_every_arrived_thread_go() {
+        let gate = StartGate::new();
+        let went = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4).map(|_| s.spawn(|| gate.ticket().wait())).collect();
+            gate.open(4, true);
+            hs.into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(went, vec![true; 4]);
+    }
+
+    #[test]
+    fn start_gate_called_off_when_a_thread_could_not_start_leaves_nobody_waiting() {
+        // Three threads started; a fourth could not be: the three are told
+        // not to start instead of waiting for it forever.
+        let gate = StartGate::new();
+        let went = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..3).map(|_| s.spawn(|| gate.ticket().wait())).collect();
+            gate.open(3, false);
+            hs.into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(went, vec![false; 3]);
+    }
+
+    #[test]
+    fn start_gate_counts_a_ticket_dropped_unused() {
+        // A job that fails while setting up drops its ticket: the gate must
+        // still open for the others.
+        let gate = StartGate::new();
+        let went = std::thread::scope(|s| {
+            let waiter = s.spawn(|| gate.ticket().wait());
+            s.spawn(|| drop(gate.ticket()));
+            gate.open(2, true);
+            waiter.join().unwrap()
+        });
+        assert!(went);
+    }
+
+    #[test]
+    fn latency_from_intended_issue_reports_its_stddev() {
+        // It printed stdev=0.00 over thousands of samples: the figures came
+        // from the histogram alone.
+        use crate::jobloop::DirStats;
+        use drivelab_stats::{LatencyHistogram, Welford};
+        let mut d = DirStats {
+            ios: 0,
+            bytes: 0,
+            lat: LatencyHistogram::new(),
+            moments: Welford::new(),
+            lat_intended: Some(LatencyHistogram::new()),
+            intended_moments: Welford::new(),
+        };
+        for v in [1_000u64, 2_000, 3_000, 4_000] {
+            d.ios += 1;
+            d.lat.record(v / 10);
+            d.moments.record((v / 10) as f64);
+            if let Some(h) = d.lat_intended.as_mut() {
+                h.record(v);
+            }
+            d.intended_moments.record(v as f64);
+        }
+        let l = super::dir_report(&d, 1_000_000_000, 0)
+            .lat_from_intended_ns
+            .unwrap();
+        // Sample stddev of 1000, 2000, 3000, 4000: sqrt(5e6 / 3).
+        assert!(
+            (l.stddev - (5e6f64 / 3.0).sqrt()).abs() < 1e-6,
+            "{}",
+            l.stddev
+        );
+        assert!((l.mean - 2_500.0).abs() < 1e-9, "{}", l.mean);
+        assert_eq!(l.n, 4);
+    }
+
     #[test]
     fn utc_formatting() {
         assert_eq!(super::format_utc(0), "1970-01-01 00:00:00 UTC");

@@ -57,6 +57,9 @@ pub struct DirStats {
     pub moments: Welford,
     /// Latency from the intended issue time, ns (rate-limited runs only).
     pub lat_intended: Option<LatencyHistogram>,
+    /// Running moments of the latency from the intended issue time, ns
+    /// (empty unless rate-limited).
+    pub intended_moments: Welford,
 }
 
 impl DirStats {
@@ -67,6 +70,7 @@ impl DirStats {
             lat: LatencyHistogram::new(),
             moments: Welford::new(),
             lat_intended: rated.then(LatencyHistogram::new),
+            intended_moments: Welford::new(),
         }
     }
 
@@ -76,6 +80,7 @@ impl DirStats {
         self.bytes += o.bytes;
         self.lat.merge(&o.lat);
         self.moments.merge(&o.moments);
+        self.intended_moments.merge(&o.intended_moments);
         match (&mut self.lat_intended, &o.lat_intended) {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.lat_intended = Some(b.clone()),
@@ -247,7 +252,9 @@ impl Driver for JobDriver<'_> {
             dir.lat.record(lat);
             dir.moments.record(lat as f64);
             if let Some(h) = dir.lat_intended.as_mut() {
-                h.record(d.now.saturating_sub(d.intended));
+                let v = d.now.saturating_sub(d.intended);
+                h.record(v);
+                dir.intended_moments.record(v as f64);
             }
             if io.op != Op::Fsync {
                 let pt = &mut self.per_target[io.target as usize][io.op.index()];

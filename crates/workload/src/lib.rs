@@ -32,7 +32,8 @@ pub use exec::{execute, Progress};
 pub use plan::{plan, Plan, PlanError, PlanOptions};
 pub use size::{human_bytes, parse_bytes, parse_duration, SizeSpec};
 pub use spec::{
-    AccessLine, Distribution, EngineKind, JobSpec, RwMode, WriteKind, DEFAULT_LOG_INTERVAL,
+    check_total_jobs, AccessLine, Distribution, EngineKind, JobSpec, RwMode, WriteKind,
+    DEFAULT_LOG_INTERVAL, MAX_TOTAL_JOBS,
 };
 
 /// Why a specification was rejected. Every message names the option (and

@@ -154,6 +154,17 @@ fn direct_supported(path: &Path) -> bool {
         .is_ok()
 }
 
+/// Whether `dir` is on the filesystem of /dev (devtmpfs), where a missing
+/// name is a missing device. /dev/shm and other mounts under /dev hold
+/// ordinary files, which a run may create.
+fn in_devtmpfs(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(dir), std::fs::metadata("/dev")) {
+        (Ok(d), Ok(dev)) => d.dev() == dev.dev(),
+        _ => false,
+    }
+}
+
 /// Look at one target path without writing anything.
 fn inspect(path: &str, writes: bool, force: bool) -> Result<PlannedTarget, PlanError> {
     let p = Path::new(path);
@@ -171,10 +182,10 @@ fn inspect(path: &str, writes: bool, force: bool) -> Result<PlannedTarget, PlanE
                 check_writable(&dev, force).map_err(|r| PlanError::Refused(r.to_string()))?;
             }
             // Opening read-only proves we may read it at all.
-            OpenOptions::new()
-                .read(true)
-                .open(p)
-                .map_err(|e| PlanError::target(path, format!("cannot open: {e} (run as root?)")))?;
+            OpenOptions::new().read(true).open(p).map_err(|e| {
+                let hint = drivelab_device::blockdev::unless_root(" (run as root?)");
+                PlanError::target(path, format!("cannot open: {e}{hint}"))
+            })?;
             Ok(PlannedTarget {
                 path: p.to_path_buf(),
                 is_block: true,
@@ -212,7 +223,7 @@ fn inspect(path: &str, writes: bool, force: bool) -> Result<PlannedTarget, PlanE
             if !parent.is_dir() {
                 return Err(PlanError::target(path, "does not exist and its directory does not either; create the directory or fix the path"));
             }
-            if path.starts_with("/dev/") {
+            if in_devtmpfs(parent) {
                 return Err(PlanError::target(
                     path,
                     "no such device; list devices with 'drivelab devices'",
@@ -237,6 +248,7 @@ fn inspect(path: &str, writes: bool, force: bool) -> Result<PlannedTarget, PlanE
 
 /// Resolve jobs (spec, stonewall) into a plan. Reads and probes only.
 pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanError> {
+    crate::check_total_jobs(jobs.iter().map(|(spec, _)| spec))?;
     let mut targets: Vec<PlannedTarget> = Vec::new();
     let mut out = Vec::new();
     for (spec, stonewall) in jobs {

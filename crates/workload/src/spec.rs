@@ -213,7 +213,8 @@ pub struct JobSpec {
     pub access: Option<Vec<AccessLine>>,
     /// Outstanding I/Os per job (`iodepth`); default 1.
     pub iodepth: u32,
-    /// Number of clones of this job (`numjobs`); default 1.
+    /// Number of clones of this job (`numjobs`); default 1, at most
+    /// [`MAX_TOTAL_JOBS`] (which also bounds the sum over all jobs of a run).
     pub numjobs: u32,
     /// Run time limit (`runtime`).
     pub runtime: Option<Duration>,
@@ -282,6 +283,34 @@ impl Default for JobSpec {
             blockalign: None,
         }
     }
+}
+
+/// The most job threads one run may start, summed over its jobs' `numjobs`
+/// (fio's limit too). Each job is a thread with its own buffers and engine;
+/// far more than this exhausts the process's memory maps and the thread
+/// start-up aborts.
+pub const MAX_TOTAL_JOBS: u32 = 4096;
+
+/// Check that the jobs of one run ask for at most [`MAX_TOTAL_JOBS`] job
+/// threads in all (the sum of their `numjobs`).
+pub fn check_total_jobs<'a>(jobs: impl IntoIterator<Item = &'a JobSpec>) -> Result<(), SpecError> {
+    let mut total: u64 = 0;
+    let mut sections = 0usize;
+    let mut largest: Option<(&str, u32)> = None;
+    for j in jobs {
+        total += u64::from(j.numjobs);
+        sections += 1;
+        if largest.is_none_or(|(_, n)| j.numjobs > n) {
+            largest = Some((&j.name, j.numjobs));
+        }
+    }
+    if total <= u64::from(MAX_TOTAL_JOBS) {
+        return Ok(());
+    }
+    let (name, n) = largest.unwrap_or(("", 0));
+    Err(SpecError::Invalid(format!(
+        "the run asks for {total} job threads in all (numjobs summed over {sections} jobs; '{name}' alone has {n}); at most {MAX_TOTAL_JOBS} may run: lower numjobs or use fewer job sections"
+    )))
 }
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, SpecError> {
@@ -420,7 +449,7 @@ impl JobSpec {
             "rwmixwrite" => self.rwmixread = 100 - parse_uint(key, v, 0, 100)? as u8,
             "percentage_random" => self.percentage_random = parse_uint(key, v, 0, 100)? as u8,
             "iodepth" => self.iodepth = parse_uint(key, v, 1, 65536)? as u32,
-            "numjobs" => self.numjobs = parse_uint(key, v, 1, 4096)? as u32,
+            "numjobs" => self.numjobs = parse_uint(key, v, 1, u64::from(MAX_TOTAL_JOBS))? as u32,
             "runtime" => {
                 let d = parse_duration(key, v)?;
                 self.runtime = if d.is_zero() { None } else { Some(d) };
@@ -627,6 +656,28 @@ mod tests {
         assert_eq!(j.random_distribution, Distribution::Normal(10.0));
         assert!(j.set("random_distribution", Some("zipf")).is_err());
         assert!(j.set("random_distribution", Some("pareto:2")).is_err());
+    }
+
+    #[test]
+    fn numjobs_in_three_sections_over_the_total_is_an_error() {
+        let mut jobs = Vec::new();
+        for name in ["a", "b", "c"] {
+            let mut j = JobSpec {
+                name: name.to_string(),
+                ..JobSpec::default()
+            };
+            j.set("numjobs", Some("4096")).unwrap();
+            jobs.push(j);
+        }
+        let e = check_total_jobs(&jobs).unwrap_err().to_string();
+        assert!(e.contains("12288 job threads"), "{e}");
+        assert!(e.contains("at most 4096"), "{e}");
+        assert!(check_total_jobs(&jobs[..1]).is_ok());
+        jobs[1].set("numjobs", Some("4095")).unwrap();
+        jobs[2].set("numjobs", Some("1")).unwrap();
+        assert!(check_total_jobs(&jobs[1..]).is_ok());
+        assert!(check_total_jobs(&jobs).is_err());
+        assert!(JobSpec::default().set("numjobs", Some("4097")).is_err());
     }
 
     #[test]
