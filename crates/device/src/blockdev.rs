@@ -745,6 +745,46 @@ pub fn takes_nowait(major: u32, minor: u32) -> bool {
     dir.join("mq").exists() || dir.join("dm").exists() || dir.join("md").exists()
 }
 
+/// Whether a file at `path` (existing, or to be created there) can be
+/// opened with O_DIRECT: its filesystem supports direct I/O (tmpfs does
+/// not). A probe file is created and removed in the directory when the
+/// file does not exist yet.
+pub fn direct_supported(path: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let probe = if path.exists() {
+        path.to_path_buf()
+    } else {
+        path.parent()
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
+            .unwrap_or(Path::new("."))
+            .to_path_buf()
+    };
+    if probe.is_dir() {
+        // A directory open with O_DIRECT does not prove file support;
+        // try a temporary file instead.
+        let tmp = probe.join(format!(".drivelab-direct-probe-{}", std::process::id()));
+        let r = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&tmp)
+            .is_ok();
+        let _ = std::fs::remove_file(&tmp);
+        return r;
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe)
+        .is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

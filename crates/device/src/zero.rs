@@ -39,6 +39,37 @@ pub fn blkzeroout(file: &File, offset: u64, len: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// `BLKDISCARD` = _IO(0x12, 119).
+const BLKDISCARD: libc::c_ulong = 0x1277;
+
+/// Discard `len` bytes at `offset`: the `BLKDISCARD` ioctl on a block
+/// device, `fallocate(PUNCH_HOLE | KEEP_SIZE)` on a regular file (as fio's
+/// trims do). Synchronous.
+pub fn discard_range(file: &File, is_block: bool, offset: u64, len: u64) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    let r = if is_block {
+        let range: [u64; 2] = [offset, len];
+        // SAFETY: BLKDISCARD reads a [u64; 2] (start, length) through the
+        // pointer; `range` lives across the call and `fd` is open.
+        unsafe { libc::ioctl(fd, BLKDISCARD, range.as_ptr()) }
+    } else {
+        // SAFETY: fallocate on an open descriptor with plain integer
+        // arguments; no memory is passed.
+        unsafe {
+            libc::fallocate(
+                fd,
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        }
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,35 +129,4 @@ mod tests {
             assert!(bytes[8192 + 65536..].iter().all(|&b| b == 0x5A));
         }
     }
-}
-
-/// `BLKDISCARD` = _IO(0x12, 119).
-const BLKDISCARD: libc::c_ulong = 0x1277;
-
-/// Discard `len` bytes at `offset`: the `BLKDISCARD` ioctl on a block
-/// device, `fallocate(PUNCH_HOLE | KEEP_SIZE)` on a regular file (as fio's
-/// trims do). Synchronous.
-pub fn discard_range(file: &File, is_block: bool, offset: u64, len: u64) -> io::Result<()> {
-    let fd = file.as_raw_fd();
-    let r = if is_block {
-        let range: [u64; 2] = [offset, len];
-        // SAFETY: BLKDISCARD reads a [u64; 2] (start, length) through the
-        // pointer; `range` lives across the call and `fd` is open.
-        unsafe { libc::ioctl(fd, BLKDISCARD, range.as_ptr()) }
-    } else {
-        // SAFETY: fallocate on an open descriptor with plain integer
-        // arguments; no memory is passed.
-        unsafe {
-            libc::fallocate(
-                fd,
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                offset as libc::off_t,
-                len as libc::off_t,
-            )
-        }
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }

@@ -3,7 +3,7 @@
 //! device and file exactly as it was.
 
 use std::fs::OpenOptions;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -116,42 +116,6 @@ pub const NULL_DEFAULT_SIZE: u64 = 1 << 30;
 
 fn job_writes(spec: &JobSpec) -> bool {
     spec.access_lines().iter().any(|l| l.read_pct < 100) || spec.fsync > 0
-}
-
-/// Whether a file on this filesystem can be opened with O_DIRECT.
-fn direct_supported(path: &Path) -> bool {
-    let probe = if path.exists() {
-        path.to_path_buf()
-    } else {
-        path.parent()
-            .map(|p| {
-                if p.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    p
-                }
-            })
-            .unwrap_or(Path::new("."))
-            .to_path_buf()
-    };
-    if probe.is_dir() {
-        // A directory open with O_DIRECT does not prove file support;
-        // try a temporary file instead.
-        let tmp = probe.join(format!(".drivelab-direct-probe-{}", std::process::id()));
-        let r = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(&tmp)
-            .is_ok();
-        let _ = std::fs::remove_file(&tmp);
-        return r;
-    }
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&probe)
-        .is_ok()
 }
 
 /// Whether `dir` is on the filesystem of /dev (devtmpfs), where a missing
@@ -294,9 +258,10 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         let direct = match spec.direct {
             Some(d) => d,
             None => {
-                null || idx
-                    .iter()
-                    .all(|&i| targets[i].is_block || direct_supported(&targets[i].path))
+                null || idx.iter().all(|&i| {
+                    targets[i].is_block
+                        || drivelab_device::blockdev::direct_supported(&targets[i].path)
+                })
             }
         };
         let mut regions = Vec::new();
