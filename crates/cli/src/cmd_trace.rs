@@ -17,6 +17,7 @@ use drivelab_trace::{
 use serde_json::json;
 
 use crate::output::{self, OutputArgs};
+use crate::trace_input::{parse_format, InputArgs};
 
 /// Arguments of `drivelab trace`.
 #[derive(Args, Debug)]
@@ -66,21 +67,6 @@ pub struct RecordArgs {
     /// Output format of the summary: normal or json.
     #[arg(long = "output-format", value_enum, default_value_t = output::Format::Normal)]
     pub output_format: output::Format,
-}
-
-/// Input options shared by the commands that read traces.
-#[derive(Args, Debug, Clone)]
-pub struct InputArgs {
-    /// Trace format: auto (detect from content), native, blkparse, fio,
-    /// msr, spc, mqsim, vscsi1, vscsi2.
-    #[arg(long, value_name = "FMT", default_value = "auto")]
-    pub format: String,
-    /// Skip and count malformed lines instead of stopping at the first.
-    #[arg(long)]
-    pub lenient: bool,
-    /// blkparse: build requests from Q (queue) events instead of D (issue).
-    #[arg(long)]
-    pub use_queue: bool,
 }
 
 /// `drivelab trace analyze`.
@@ -184,15 +170,6 @@ fn classify(e: TraceError, what: &Path) -> anyhow::Error {
     } else {
         anyhow::anyhow!(msg)
     }
-}
-
-fn parse_format(s: &str) -> anyhow::Result<Option<Format>> {
-    if s.eq_ignore_ascii_case("auto") {
-        return Ok(None);
-    }
-    Format::from_name(s)
-        .map(Some)
-        .map_err(|e| crate::error::usage(e.to_string()))
 }
 
 fn write_format(
@@ -325,12 +302,8 @@ fn human(a: &Analysis) -> String {
 
 fn run_analyze(a: AnalyzeArgs) -> anyhow::Result<u8> {
     let fmt = parse_format(&a.input.format)?;
-    let opts = ReadOptions {
-        lenient: a.input.lenient,
-        use_queue: a.input.use_queue,
-    };
-    let (format, mut reader) =
-        drivelab_trace::open_file(&a.trace, fmt, opts).map_err(|e| classify(e, &a.trace))?;
+    let (format, mut reader) = drivelab_trace::open_file(&a.trace, fmt, a.input.read_options())
+        .map_err(|e| classify(e, &a.trace))?;
     let analysis = drivelab_trace::analyze(&mut reader).map_err(|e| classify(e, &a.trace))?;
     let stats = reader.stats();
     let devices = reader.devices();
