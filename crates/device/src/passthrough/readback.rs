@@ -26,9 +26,9 @@ pub struct ReadBack {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transport: Option<&'static str>,
     /// First logical block.
-    pub lba: u64,
+    pub lba: Lba,
     /// Logical blocks asked for.
-    pub count: u64,
+    pub count: BlockCount,
     /// Logical block length, bytes.
     pub block_length: u32,
     /// Bytes transferred.
@@ -83,8 +83,8 @@ pub fn read(
     write_dump(dump, data)?;
     Ok(ReadBack {
         transport: None,
-        lba: range.lba.0,
-        count: range.count.0,
+        lba: range.lba,
+        count: range.count,
         block_length: bl,
         bytes: got as u64,
         commands: cmds,
@@ -118,8 +118,8 @@ fn read_nvme(d: &NvmeDevice, range: BlockRange, dump: Option<&Path>) -> Result<R
     write_dump(dump, &buf)?;
     Ok(ReadBack {
         transport: Some("nvme"),
-        lba: range.lba.0,
-        count: range.count.0,
+        lba: range.lba,
+        count: range.count,
         block_length: bs,
         bytes: buf.len() as u64,
         commands: n,

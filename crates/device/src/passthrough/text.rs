@@ -280,7 +280,7 @@ impl Display for ReadBack {
         write!(
             f,
             "{what} of {} blocks at LBA {}: {ok}, {} bytes, {} command(s), {} ms\nsha256 {}\n",
-            self.count, self.lba, self.bytes, self.commands, self.duration_ms, self.sha256
+            self.count.0, self.lba.0, self.bytes, self.commands, self.duration_ms, self.sha256
         )
     }
 }
@@ -290,7 +290,7 @@ impl Display for WriteSame {
         writeln!(
             f,
             "WRITE SAME({}) of {} blocks at LBA {}: GOOD ({} ms)",
-            self.cdb, self.count, self.lba, self.duration_ms
+            self.cdb, self.count.0, self.lba.0, self.duration_ms
         )
     }
 }
@@ -300,7 +300,7 @@ impl Display for Unmap {
         writeln!(
             f,
             "UNMAP of {} blocks at LBA {}: GOOD ({} ms)",
-            self.count, self.lba, self.duration_ms
+            self.count.0, self.lba.0, self.duration_ms
         )
     }
 }
@@ -311,8 +311,8 @@ impl Display for SctWriteSame {
             f,
             "SCT Write Same (function 0x{:04x}) of {} blocks at LBA {} with pattern 0x{:08x}: {} ({} ms)",
             self.function,
-            self.count,
-            self.lba,
+            self.count.0,
+            self.lba.0,
             self.pattern,
             if self.started_only { "started" } else { "done" },
             self.duration_ms
@@ -345,8 +345,8 @@ impl Display for NvmeWriteZeroes {
         writeln!(
             f,
             "Write Zeroes of {} blocks at LBA {}{}: success, {} command(s), {} ms",
-            self.count,
-            self.lba,
+            self.count.0,
+            self.lba.0,
             if self.deac { " (DEAC)" } else { "" },
             self.commands,
             self.duration_ms
@@ -359,7 +359,7 @@ impl Display for NvmeDsm {
         writeln!(
             f,
             "Dataset Management deallocate of {} blocks at LBA {}: success",
-            self.count, self.lba
+            self.count.0, self.lba.0
         )
     }
 }
@@ -394,13 +394,14 @@ impl Display for NvmeSanitize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::{BlockCount, Lba};
 
     #[test]
     fn read_back_text_names_the_command_and_the_digest() {
         let mut r = ReadBack {
             transport: None,
-            lba: 8,
-            count: 2,
+            lba: Lba(8),
+            count: BlockCount(2),
             block_length: 512,
             bytes: 1024,
             commands: 1,

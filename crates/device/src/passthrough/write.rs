@@ -20,6 +20,7 @@ use crate::ata::{
 };
 use crate::nvme::{self, NvmeCommand, NvmeData, NvmeDevice, SanitizeAction, SanitizeStatusLog};
 use crate::scsi::{self, WriteSameOptions};
+use crate::units::{BlockCount, Lba};
 
 /// The block WRITE SAME repeats.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,9 +76,9 @@ impl WriteSameRequest {
 #[derive(Debug, Clone, Serialize)]
 pub struct WriteSame {
     /// First logical block.
-    pub lba: u64,
+    pub lba: Lba,
     /// Logical blocks written.
-    pub count: u64,
+    pub count: BlockCount,
     /// CDB size: 10 or 16.
     pub cdb: u8,
     /// Whether UNMAP was set.
@@ -131,8 +132,8 @@ pub fn write_same(
         },
     )?;
     Ok(WriteSame {
-        lba: req.range.lba.0,
-        count: req.range.count.0,
+        lba: req.range.lba,
+        count: req.range.count,
         cdb: if req.use16 { 16 } else { 10 },
         unmap: req.unmap,
         ndob: req.ndob,
@@ -146,9 +147,9 @@ pub fn write_same(
 #[derive(Debug, Clone, Serialize)]
 pub struct Unmap {
     /// First logical block.
-    pub lba: u64,
+    pub lba: Lba,
     /// Logical blocks unmapped.
-    pub count: u64,
+    pub count: BlockCount,
     /// Command time as the kernel measured it, ms.
     pub duration_ms: u32,
 }
@@ -165,8 +166,8 @@ pub fn unmap(
     let d = open_sg(dev, timeout_ms.unwrap_or(SHORT_TIMEOUT_MS), true)?;
     let r = scsi::unmap(&d, &[(range.lba, range.count)])?;
     Ok(Unmap {
-        lba: range.lba.0,
-        count: range.count.0,
+        lba: range.lba,
+        count: range.count,
         duration_ms: r.duration_ms,
     })
 }
@@ -189,9 +190,9 @@ pub struct SctWriteSameRequest {
 #[derive(Debug, Clone, Serialize)]
 pub struct SctWriteSame {
     /// First logical block.
-    pub lba: u64,
+    pub lba: Lba,
     /// Logical blocks.
-    pub count: u64,
+    pub count: BlockCount,
     /// The 32-bit pattern.
     pub pattern: u32,
     /// SCT function code (0001h background, 0101h foreground).
@@ -268,8 +269,8 @@ pub fn sct_write_same(
         }
     }
     Ok(SctWriteSame {
-        lba: req.range.lba.0,
-        count: req.range.count.0,
+        lba: req.range.lba,
+        count: req.range.count,
         pattern: req.pattern,
         function: f.code(),
         registers,
@@ -344,9 +345,9 @@ pub fn ata_sanitize(
 #[derive(Debug, Clone, Serialize)]
 pub struct NvmeWriteZeroes {
     /// First logical block.
-    pub lba: u64,
+    pub lba: Lba,
     /// Logical blocks zeroed.
-    pub count: u64,
+    pub count: BlockCount,
     /// Whether DEAC was set.
     pub deac: bool,
     /// Commands sent (one per 65536 blocks).
@@ -376,8 +377,8 @@ pub fn nvme_write_zeroes(
         timeout_ms.unwrap_or(SHORT_TIMEOUT_MS),
     )?;
     Ok(NvmeWriteZeroes {
-        lba: range.lba.0,
-        count: range.count.0,
+        lba: range.lba,
+        count: range.count,
         deac,
         commands,
         duration_ms: elapsed_ms(t0),
@@ -388,9 +389,9 @@ pub fn nvme_write_zeroes(
 #[derive(Debug, Clone, Serialize)]
 pub struct NvmeDsm {
     /// First logical block.
-    pub lba: u64,
+    pub lba: Lba,
     /// Logical blocks deallocated.
-    pub count: u64,
+    pub count: BlockCount,
 }
 
 /// NVMe Dataset Management (deallocate) of a range.
@@ -400,8 +401,8 @@ pub fn nvme_dsm(dev: &Path, range: BlockRange, consent: &WriteConsent) -> Result
     let d = NvmeDevice::open(dev)?;
     nvme::dsm_deallocate(&d, &[(range.lba, range.count)])?;
     Ok(NvmeDsm {
-        lba: range.lba.0,
-        count: range.count.0,
+        lba: range.lba,
+        count: range.count,
     })
 }
 
@@ -528,6 +529,34 @@ mod tests {
         assert!(e.is_input());
         assert!(ws(0, 65535, false, false).check().is_ok());
         assert!(ws(0, 1 << 20, true, true).check().is_ok());
+    }
+
+    #[test]
+    fn answers_serialise_to_the_documented_fields() {
+        let w = WriteSame {
+            lba: Lba(2048),
+            count: BlockCount(256),
+            cdb: 16,
+            unmap: false,
+            ndob: false,
+            block_length: 512,
+            block_sha256: sha256_hex(&[0xA5; 512]),
+            duration_ms: 3,
+        };
+        assert_eq!(
+            serde_json::to_value(&w).unwrap(),
+            serde_json::json!({
+                "lba": 2048, "count": 256, "cdb": 16, "unmap": false, "ndob": false,
+                "block_length": 512, "block_sha256": sha256_hex(&[0xA5; 512]), "duration_ms": 3,
+            })
+        );
+        let s = NvmeSanitize::Started {
+            action: SanitizeAction::BlockErase,
+        };
+        assert_eq!(
+            serde_json::to_value(&s).unwrap(),
+            serde_json::json!({ "action": "block-erase" })
+        );
     }
 
     #[test]
