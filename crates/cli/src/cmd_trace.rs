@@ -9,14 +9,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
+use drivelab_trace::files::{self, Analyzed, Converted, FileError};
 use drivelab_trace::{
-    analyze::Analysis, compare::Comparison, record, Format, ReadOptions, ReadStats, TraceError,
+    analyze::Analysis, compare::Comparison, record, Format, ReadOptions, ReadStats,
 };
 use serde_json::json;
 
 use crate::output::{self, OutputArgs};
+use crate::trace_input::{parse_format, InputArgs};
 
 /// Arguments of `drivelab trace`.
 #[derive(Args, Debug)]
@@ -66,21 +67,6 @@ pub struct RecordArgs {
     /// Output format of the summary: normal or json.
     #[arg(long = "output-format", value_enum, default_value_t = output::Format::Normal)]
     pub output_format: output::Format,
-}
-
-/// Input options shared by the commands that read traces.
-#[derive(Args, Debug, Clone)]
-pub struct InputArgs {
-    /// Trace format: auto (detect from content), native, blkparse, fio,
-    /// msr, spc, mqsim, vscsi1, vscsi2.
-    #[arg(long, value_name = "FMT", default_value = "auto")]
-    pub format: String,
-    /// Skip and count malformed lines instead of stopping at the first.
-    #[arg(long)]
-    pub lenient: bool,
-    /// blkparse: build requests from Q (queue) events instead of D (issue).
-    #[arg(long)]
-    pub use_queue: bool,
 }
 
 /// `drivelab trace analyze`.
@@ -166,28 +152,14 @@ pub fn run(a: TraceArgs) -> anyhow::Result<u8> {
     }
 }
 
-/// Turn input errors (bad format, malformed trace) into usage errors
-/// (exit 2); I/O and kernel errors stay failures (exit 1).
-fn classify(e: TraceError, what: &Path) -> anyhow::Error {
-    let input = e.is_bad_input();
-    let msg = match e {
-        TraceError::Input { .. } => e.to_string(), // names the file already
-        _ => format!("{}: {e}", what.display()),
-    };
-    if input {
-        crate::error::usage(msg)
+/// Input errors (bad format, malformed trace) are usage errors (exit 2);
+/// I/O and kernel errors stay failures (exit 1).
+fn file_error(e: FileError) -> anyhow::Error {
+    if e.is_input() {
+        crate::error::usage(e.to_string())
     } else {
-        anyhow::anyhow!(msg)
+        anyhow::Error::new(e)
     }
-}
-
-fn parse_format(s: &str) -> anyhow::Result<Option<Format>> {
-    if s.eq_ignore_ascii_case("auto") {
-        return Ok(None);
-    }
-    Format::from_name(s)
-        .map(Some)
-        .map_err(|e| crate::error::usage(e.to_string()))
 }
 
 fn write_format(
@@ -324,20 +296,14 @@ fn run_analyze(a: AnalyzeArgs) -> anyhow::Result<u8> {
     if let Some(dir) = &a.plots {
         output::check_dir(dir, "--plots")?;
     }
-    let opts = ReadOptions {
-        lenient: a.input.lenient,
-        use_queue: a.input.use_queue,
-    };
-    let (format, mut reader) =
-        drivelab_trace::open_file(&a.trace, fmt, opts).map_err(|e| classify(e, &a.trace))?;
-    let analysis = drivelab_trace::analyze(&mut reader).map_err(|e| classify(e, &a.trace))?;
-    let stats = reader.stats();
-    let devices = reader.devices();
-    let plots = match &a.plots {
-        Some(dir) => drivelab_trace::plot::write_plots_as(&analysis, dir, a.png)
-            .map_err(|e| classify(e, dir))?,
-        None => Vec::new(),
-    };
+    let plots = a.plots.as_deref().map(|dir| (dir, a.png));
+    let Analyzed {
+        analysis,
+        format,
+        reader: stats,
+        devices,
+        plots,
+    } = files::analyze_file(&a.trace, fmt, a.input.read_options(), plots).map_err(file_error)?;
     if a.out.json() {
         let mut v = serde_json::to_value(&analysis)?;
         if let Some(o) = v.as_object_mut() {
@@ -374,22 +340,16 @@ fn run_convert(a: ConvertArgs) -> anyhow::Result<u8> {
     let from = parse_format(&a.from)?;
     let to = write_format(a.to.as_deref(), &a.output_path, None)?;
     output::check_file(&a.output_path, "OUT")?;
-    a.out.check()?;
     let opts = ReadOptions {
         lenient: a.lenient,
         use_queue: a.use_queue,
     };
-    let (format, mut reader) = drivelab_trace::open_file(&a.input_path, from, opts)
-        .map_err(|e| classify(e, &a.input_path))?;
-    // Devices known up front (native, fio headers) are passed to the writer.
-    let devices = reader.devices();
-    let file = std::fs::File::create(&a.output_path)
-        .with_context(|| format!("cannot create {}", a.output_path.display()))?;
-    let mut writer = drivelab_trace::open_writer(std::io::BufWriter::new(file), to, &devices)
-        .map_err(|e| classify(e, &a.output_path))?;
-    let n = drivelab_trace::convert(reader.as_mut(), writer.as_mut())
-        .map_err(|e| classify(e, &a.input_path))?;
-    let stats = reader.stats();
+    let Converted {
+        from: format,
+        requests: n,
+        reader: stats,
+        ..
+    } = files::convert_file(&a.input_path, from, opts, &a.output_path, to).map_err(file_error)?;
     if a.out.json() {
         let v = json!({
             "input": a.input_path.display().to_string(),
@@ -473,12 +433,13 @@ fn run_compare(a: CompareArgs) -> anyhow::Result<u8> {
         lenient: a.lenient,
         use_queue: false,
     };
-    let (_, mut ra) = drivelab_trace::open_file(&a.a, parse_format(&a.format)?, opts)
-        .map_err(|e| classify(e, &a.a))?;
-    let (_, mut rb) = drivelab_trace::open_file(&a.b, parse_format(&a.format2)?, opts)
-        .map_err(|e| classify(e, &a.b))?;
-    let c =
-        drivelab_trace::compare(&mut ra, &mut rb, a.tolerance).map_err(|e| classify(e, &a.a))?;
+    let c = files::compare_files(
+        (&a.a, parse_format(&a.format)?),
+        (&a.b, parse_format(&a.format2)?),
+        opts,
+        a.tolerance,
+    )
+    .map_err(file_error)?;
     if a.out.json() {
         a.out
             .emit(&format!("{}\n", serde_json::to_string_pretty(&c)?))?;
@@ -516,8 +477,13 @@ fn run_record(a: RecordArgs) -> anyhow::Result<u8> {
             a.devices.len()
         );
     }
-    let summary = record::record(&a.devices, &a.output, format, duration, stop, &opts)
-        .map_err(|e| classify(e, &a.output))?;
+    let summary =
+        record::record(&a.devices, &a.output, format, duration, stop, &opts).map_err(|error| {
+            file_error(FileError::Trace {
+                path: a.output.clone(),
+                error,
+            })
+        })?;
     let out = OutputArgs {
         output_format: a.output_format,
         output: None,

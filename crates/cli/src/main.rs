@@ -12,6 +12,7 @@ mod cmd_trace;
 mod error;
 mod output;
 mod signal;
+mod trace_input;
 
 use std::process::ExitCode;
 

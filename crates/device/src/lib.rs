@@ -14,6 +14,8 @@
 //!   PASS-THROUGH, NVMe admin and I/O ioctls), command builders and status
 //!   decoders.
 //! - [`caps`]: which commands a device supports, discovered by asking it.
+//! - [`passthrough`]: one device command per call (probe, INQUIRY,
+//!   IDENTIFY, READ, WRITE SAME, SANITIZE, …) with its answer decoded.
 //! - [`zero`]: `BLKZEROOUT`, the kernel's zero-out of a byte range.
 
 pub mod ata;
@@ -23,6 +25,7 @@ pub mod claim;
 pub mod diskstats;
 pub mod loopdev;
 pub mod nvme;
+pub mod passthrough;
 pub mod safety;
 pub mod scsi;
 pub mod sg;

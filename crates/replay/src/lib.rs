@@ -17,6 +17,11 @@
 //! Offsets past the end of a smaller target are wrapped (`offset mod room`)
 //! or scaled (`offset × target / trace extent`), then aligned down to the
 //! target's logical block; lengths are rounded up to it. Both are counted.
+//!
+//! [`session`] runs a whole replay from paths: trace, target checks,
+//! optional recording of the replay, report.
+
+pub mod session;
 
 use std::sync::atomic::AtomicBool;
 

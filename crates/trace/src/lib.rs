@@ -8,12 +8,13 @@
 //! the analyzer and comparison keep bounded state, so traces of any length
 //! run in constant memory. Replay lives elsewhere (it needs the I/O engine);
 //! it consumes [`Request`]s from these readers and can run a [`record::Recorder`]
-//! alongside.
+//! alongside. [`files`] runs analyze, convert and compare on files by path.
 
 pub mod analyze;
 pub mod blkparse;
 pub mod compare;
 pub mod error;
+pub mod files;
 pub mod fio;
 mod hist;
 pub mod matcher;

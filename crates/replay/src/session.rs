@@ -1,0 +1,451 @@
+//! A whole `trace replay`: read the trace once to size the replay, check
+//! and open the target, optionally record the replay at the block layer
+//! while it plays (the IPEAK audit: compare the recording with the
+//! original), play it, and report.
+//!
+//! Every check that can refuse runs before the target is opened for
+//! writing: the trace must hold requests, the target must exist and be big
+//! enough for the largest request, and a trace that writes or trims passes
+//! the safety check of a block device target (`force` overrides what it
+//! can).
+
+use std::fmt;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use drivelab_device::blockdev::BlockDevice;
+use drivelab_device::claim::{Claim, ClaimError, ClaimOptions, Consent};
+use drivelab_engine::buf::Fill;
+use drivelab_engine::engine::{Target, Uring};
+use drivelab_trace::record::{RecordOptions, RecordSummary, Recorder};
+use drivelab_trace::{Format, ReadOptions, TraceError};
+use serde::Serialize;
+
+use crate::{prepass, replay, Remap, ReplayError, ReplayOptions, ReplayReport, Timing};
+
+/// What to replay, where and how.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// The trace to play.
+    pub trace: PathBuf,
+    /// Its format; `None` detects it from the content.
+    pub format: Option<Format>,
+    /// How the trace is read (lenient, blkparse Q events).
+    pub read: ReadOptions,
+    /// The device or file to play it on.
+    pub target: PathBuf,
+    /// Timing: original (with a speed above 0), no-stall or closed loop.
+    pub timing: Timing,
+    /// Requests in flight at most (the closed loop's depth); at least 1.
+    pub depth: u32,
+    /// Placement of offsets beyond the target.
+    pub remap: Remap,
+    /// Record the replay as it plays into this file (native format; block
+    /// device targets only).
+    pub record: Option<PathBuf>,
+    /// Write to a block device the safety checks refuse, except a read-only
+    /// one or one the running system uses.
+    pub force: bool,
+}
+
+/// What a session did: the replay's figures, and the recording's summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionReport {
+    /// The replay.
+    #[serde(flatten)]
+    pub replay: ReplayReport,
+    /// The target, as given.
+    pub target: String,
+    /// The trace, as given.
+    pub trace: String,
+    /// The recording of the replay, when one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<RecordSummary>,
+    /// Where the recording went.
+    #[serde(skip)]
+    pub record_path: Option<PathBuf>,
+}
+
+/// Why a session did not run to its report.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// What was asked cannot be done (an empty or unreadable trace, a
+    /// missing or too small target, a bad option); nothing was written.
+    #[error("{0}")]
+    Input(String),
+    /// The target could not be claimed for writing (refused by the safety
+    /// assessment, held by another process); nothing was written.
+    #[error(transparent)]
+    Unsafe(ClaimError),
+    /// io_uring could not be set up.
+    #[error("cannot set up io_uring: {0}")]
+    Engine(std::io::Error),
+    /// Reading the trace again, or recording, failed.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// The recording file cannot be created.
+    #[error("cannot create {}: {error}", .path.display())]
+    CreateRecording {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The thread that drains the recorder panicked.
+    #[error("the recorder thread panicked")]
+    RecorderPanicked,
+    /// The replay failed.
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+}
+
+impl SessionError {
+    /// Whether the request was refused before anything was written.
+    pub fn is_input(&self) -> bool {
+        matches!(self, SessionError::Input(_) | SessionError::Unsafe(_))
+    }
+}
+
+/// The target as the replay sees it.
+struct TargetFacts {
+    size: u64,
+    logical_block: u64,
+    is_block: bool,
+}
+
+/// Run a session: open the trace, prepass it, check and open the target,
+/// start the recorder if asked, replay (until done or `stop`), and report.
+pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, SessionError> {
+    if let Timing::Original { speed } = o.timing {
+        if !(speed > 0.0 && speed.is_finite()) {
+            return Err(SessionError::Input(format!(
+                "--speed must be above 0, not {speed}"
+            )));
+        }
+    }
+    let (_, reader) = drivelab_trace::open_file(&o.trace, o.format, o.read)
+        .map_err(|e| SessionError::Input(e.to_string()))?;
+    let pre =
+        prepass(reader).map_err(|e| SessionError::Input(format!("{}: {e}", o.trace.display())))?;
+    if pre.requests == 0 {
+        return Err(SessionError::Input(format!(
+            "{} holds no requests to replay",
+            o.trace.display()
+        )));
+    }
+    let t = target_facts(&o.target)?;
+    if t.size < pre.max_len.max(t.logical_block) {
+        return Err(SessionError::Input(format!(
+            "{} ({} bytes) is smaller than the trace's largest request ({} bytes)",
+            o.target.display(),
+            t.size,
+            pre.max_len
+        )));
+    }
+    if o.record.is_some() && !t.is_block {
+        return Err(SessionError::Input(
+            "--record needs a block device target (it records at the block layer)".into(),
+        ));
+    }
+    // A trace that writes needs the target claimed (the safety assessment,
+    // --force, an exclusive hold for the whole replay); one that only reads
+    // opens it read-only.
+    let claim = if pre.modifying > 0 {
+        let consent = Consent {
+            force: o.force,
+            confirm: None,
+        };
+        let opts = ClaimOptions {
+            direct: true,
+            create_size: None,
+        };
+        Some(Claim::open(&o.target, &consent, &opts).map_err(SessionError::Unsafe)?)
+    } else {
+        None
+    };
+    let target = match &claim {
+        Some(c) => Target::claimed(c, true),
+        None => Target::read_only(&o.target, true),
+    }
+    .map_err(|e| SessionError::Input(format!("cannot open {}: {e}", o.target.display())))?;
+    let lb = t.logical_block;
+    let max_len = pre.max_len.div_ceil(lb) * lb;
+    let mut engine = Uring::new(
+        vec![target],
+        o.depth.max(1),
+        max_len.max(lb) as usize,
+        false,
+        Fill::Random(1),
+    )
+    .map_err(SessionError::Engine)?;
+    let opts = ReplayOptions {
+        timing: o.timing,
+        remap: o.remap,
+        target_size: t.size,
+        logical_block: lb,
+        trace_extent: pre.extent,
+    };
+    // Record while playing: start the recorder first, drain it from a thread.
+    let recorder = match &o.record {
+        Some(out) => Some((
+            Recorder::start(std::slice::from_ref(&o.target), &RecordOptions::default())?,
+            out.as_path(),
+        )),
+        None => None,
+    };
+    let (_, reader) = drivelab_trace::open_file(&o.trace, o.format, o.read)?;
+    let rec_stop = AtomicBool::new(false);
+    let (replay, record) = std::thread::scope(|s| -> Result<_, SessionError> {
+        let drain = recorder.map(|(rec, out)| {
+            let rec_stop = &rec_stop;
+            s.spawn(move || record_until(rec, out, rec_stop))
+        });
+        let result = replay(&mut engine, reader, &opts, stop);
+        rec_stop.store(true, Ordering::Relaxed);
+        let record = match drain {
+            Some(h) => Some(h.join().map_err(|_| SessionError::RecorderPanicked)??),
+            None => None,
+        };
+        Ok((result?, record))
+    })?;
+    Ok(SessionReport {
+        replay,
+        target: o.target.display().to_string(),
+        trace: o.trace.display().to_string(),
+        record,
+        record_path: o.record.clone(),
+    })
+}
+
+/// Size and logical block of `target` (reads only; a replay that writes
+/// claims the target afterwards).
+fn target_facts(target: &Path) -> Result<TargetFacts, SessionError> {
+    let md = std::fs::metadata(target).map_err(|e| {
+        SessionError::Input(format!(
+            "{}: {e}; give an existing device or file as --target",
+            target.display()
+        ))
+    })?;
+    if md.file_type().is_block_device() {
+        let dev = BlockDevice::from_path(target).map_err(|e| SessionError::Input(e.to_string()))?;
+        Ok(TargetFacts {
+            size: dev.size.0,
+            logical_block: u64::from(dev.logical_sector.0),
+            is_block: true,
+        })
+    } else if md.is_file() {
+        Ok(TargetFacts {
+            size: md.len(),
+            logical_block: 512,
+            is_block: false,
+        })
+    } else {
+        Err(SessionError::Input(format!(
+            "{} is neither a block device nor a file",
+            target.display()
+        )))
+    }
+}
+
+/// Drain `rec` into a native trace at `out` every 20 ms until `stop`, then
+/// stop it and write what was left.
+fn record_until(
+    mut rec: Recorder,
+    out: &Path,
+    stop: &AtomicBool,
+) -> Result<RecordSummary, SessionError> {
+    let file = std::fs::File::create(out).map_err(|error| SessionError::CreateRecording {
+        path: out.to_path_buf(),
+        error,
+    })?;
+    let mut w =
+        drivelab_trace::open_writer(std::io::BufWriter::new(file), Format::Native, rec.devices())?;
+    loop {
+        for r in rec.poll()? {
+            w.write(&r)?;
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (rest, summary) = rec.stop()?;
+    for r in rest {
+        w.write(&r)?;
+    }
+    w.finish()?;
+    Ok(summary)
+}
+
+impl fmt::Display for SessionReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = &self.replay;
+        let ms = |ns: f64| ns / 1e6;
+        writeln!(
+            f,
+            "replay on {}: {} requests ({} reads, {} writes, {} trims, {} flushes) in {:.3} s, {} errors",
+            self.target, r.requests, r.reads, r.writes, r.trims, r.flushes, r.duration_s, r.errors
+        )?;
+        writeln!(
+            f,
+            "  score: {:.3} ms head-to-head = {:.2} IO/s",
+            r.score.head_to_head_ms, r.score.iops
+        )?;
+        let d = &r.service_time_ns;
+        writeln!(
+            f,
+            "  service time (ms): mean {:.3}, stdev {:.3}, min {:.3}, p50 {:.3}, p99 {:.3}, max {:.3}",
+            ms(d.mean),
+            ms(d.stddev),
+            ms(d.min as f64),
+            ms(d.p50 as f64),
+            ms(d.p99 as f64),
+            ms(d.max as f64)
+        )?;
+        if r.lateness_ns.count > 0 {
+            let l = &r.lateness_ns;
+            writeln!(
+                f,
+                "  issue lateness (us): mean {:.1}, p50 {:.1}, p90 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}; {} stalls (all slots busy)",
+                l.mean / 1e3,
+                l.p50 as f64 / 1e3,
+                l.p90 as f64 / 1e3,
+                l.p99 as f64 / 1e3,
+                l.p999 as f64 / 1e3,
+                l.max as f64 / 1e3,
+                r.stalls
+            )?;
+        }
+        if r.remapped + r.aligned > 0 {
+            writeln!(
+                f,
+                "  {} requests remapped into the target, {} aligned to its logical block",
+                r.remapped, r.aligned
+            )?;
+        }
+        if let Some(e) = &r.first_error {
+            writeln!(f, "  first error: {e}")?;
+        }
+        if r.interrupted {
+            writeln!(f, "  INTERRUPTED: the figures cover the part played")?;
+        }
+        if let (Some(s), Some(p)) = (&self.record, &self.record_path) {
+            writeln!(
+                f,
+                "  recorded the replay into {}: {} requests, {} lost events",
+                p.display(),
+                s.requests,
+                s.lost_events
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("drivelab-session-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn opts(trace: &Path, target: &Path) -> SessionOptions {
+        SessionOptions {
+            trace: trace.to_path_buf(),
+            format: Some(Format::Fio),
+            read: ReadOptions::default(),
+            target: target.to_path_buf(),
+            timing: Timing::NoStall,
+            depth: 4,
+            remap: Remap::Wrap,
+            record: None,
+            force: false,
+        }
+    }
+
+    /// A fio iolog with `n` requests of `bs` bytes on one file.
+    fn iolog(path: &Path, op: &str, n: u64, bs: u64) {
+        let mut s = String::from("fio version 3 iolog\n0 dev add\n0 dev open\n");
+        for i in 0..n {
+            s += &format!("{} dev {op} {} {bs}\n", i * 10, i * bs);
+        }
+        s += &format!("{} dev close\n", n * 10);
+        std::fs::write(path, s).unwrap();
+    }
+
+    #[test]
+    fn a_file_target_replays_the_trace_and_the_report_names_both() {
+        let d = dir("file");
+        let (trace, target) = (d.join("t.iolog"), d.join("target.img"));
+        iolog(&trace, "write", 16, 4096);
+        std::fs::File::create(&target)
+            .unwrap()
+            .set_len(1 << 20)
+            .unwrap();
+        let r = run(&opts(&trace, &target), &AtomicBool::new(false)).unwrap();
+        assert_eq!(r.replay.requests, 16);
+        assert_eq!(r.replay.writes, 16);
+        assert_eq!(r.replay.bytes_written, 16 * 4096);
+        assert_eq!(r.replay.errors, 0);
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["requests"], 16);
+        assert_eq!(v["target"], target.display().to_string());
+        assert_eq!(v["trace"], trace.display().to_string());
+        assert!(v.get("record").is_none());
+        assert!(r.to_string().starts_with(&format!(
+            "replay on {}: 16 requests (0 reads, 16 writes, 0 trims, 0 flushes)",
+            target.display()
+        )));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn refusals_come_before_the_target_is_written() {
+        let d = dir("refuse");
+        let (trace, target) = (d.join("t.iolog"), d.join("target.img"));
+        iolog(&trace, "write", 4, 8192);
+        std::fs::write(&target, vec![0x5Au8; 4096]).unwrap();
+        let e = run(&opts(&trace, &target), &AtomicBool::new(false)).unwrap_err();
+        assert!(e.is_input());
+        assert!(
+            e.to_string()
+                .contains("is smaller than the trace's largest request (8192 bytes)"),
+            "{e}"
+        );
+        let mut o = opts(&trace, &target);
+        o.record = Some(d.join("rec.dlt"));
+        std::fs::File::options()
+            .write(true)
+            .open(&target)
+            .unwrap()
+            .set_len(1 << 20)
+            .unwrap();
+        let e = run(&o, &AtomicBool::new(false)).unwrap_err();
+        assert!(
+            e.to_string().starts_with("--record needs a block device"),
+            "{e}"
+        );
+        let mut o = opts(&trace, &target);
+        o.timing = Timing::Original { speed: 0.0 };
+        let e = run(&o, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(e.to_string(), "--speed must be above 0, not 0");
+        let e = run(&opts(&trace, &d.join("missing")), &AtomicBool::new(false)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("give an existing device or file as --target"),
+            "{e}"
+        );
+        let data = std::fs::read(&target).unwrap();
+        assert!(
+            data[..4096].iter().all(|&b| b == 0x5A),
+            "the target changed"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
