@@ -211,11 +211,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     }
     let scratch_path = PathBuf::from(SCRATCH_FILE);
     let scratch_existed = scratch && scratch_path.exists();
-    let planned = plan(&jobs, &PlanOptions { force: p.force }).map_err(|e| match e {
-        PlanError::Spec(_) | PlanError::Target { .. } | PlanError::Refused(_) => {
-            usage(e.to_string())
-        }
-    })?;
+    // Every plan error is in what was asked: bad input, nothing written.
+    let planned = plan(&jobs, &PlanOptions { force: p.force })
+        .map_err(|e: PlanError| usage(e.to_string()))?;
     let stop = crate::signal::stop_flag();
     let show_progress = std::io::stderr().is_terminal() && !p.out.json();
     let mut progress = |pr: &Progress| {

@@ -221,7 +221,10 @@ fn every_writer_refuses_active_swap_alike() {
     sh("mkswap", &[d.dev()]);
     sh("swapon", &[d.dev()]);
     let _off = SwapOff(d.path.clone());
-    all_refuse(d.dev(), Some(&d.name), Some(&img), "swap", &dir);
+    // Active swap is the kernel's to write (it may swap out pages while
+    // the test runs): no bytes or counter to compare; the other targets
+    // show that a refusal writes nothing.
+    all_refuse(d.dev(), None, None, "swap", &dir);
 }
 
 #[test]

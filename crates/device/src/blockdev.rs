@@ -785,6 +785,17 @@ pub fn direct_supported(path: &Path) -> bool {
         .is_ok()
 }
 
+/// Whether `dir` is on the filesystem of /dev (devtmpfs), where a missing
+/// name is a missing device. /dev/shm and other mounts under /dev hold
+/// ordinary files, which a run may create.
+pub fn in_devtmpfs(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(dir), std::fs::metadata("/dev")) {
+        (Ok(d), Ok(dev)) => d.dev() == dev.dev(),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

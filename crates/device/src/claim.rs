@@ -259,7 +259,7 @@ impl Claim {
             Err(e)
                 if e.kind() == io::ErrorKind::NotFound
                     && opts.create_size.is_some()
-                    && !path.starts_with("/dev") =>
+                    && !missing_device(path) =>
             {
                 Claim::open_file(path, None, consent, opts)
             }
@@ -580,6 +580,17 @@ fn busy(path: &Path, dev: &BlockDevice, asm: &Assessment) -> ClaimError {
         path: path.to_path_buf(),
         reasons,
     }
+}
+
+/// Whether a missing `path` names a missing device rather than a file to
+/// create: its directory is on /dev's own filesystem (devtmpfs), not a
+/// tmpfs mounted under it such as /dev/shm.
+fn missing_device(path: &Path) -> bool {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    crate::blockdev::in_devtmpfs(dir)
 }
 
 /// Check the confirmation list, if one was given: it must hold the serial

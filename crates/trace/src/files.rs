@@ -168,7 +168,8 @@ mod tests {
         let missing = d.join("missing.iolog");
         let e = compare_files((&bad, None), (&missing, None), ReadOptions::default(), 0.05)
             .unwrap_err();
-        assert!(!e.is_input(), "{e}");
+        // A missing trace is the user's input (exit status 2), named once.
+        assert!(e.is_input(), "{e}");
         assert!(e.to_string().contains("missing.iolog"), "{e}");
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -1,6 +1,8 @@
 //! From specs to a plan: every target looked at, every size resolved,
-//! every check made — and nothing written. A plan that fails leaves every
-//! device and file exactly as it was.
+//! every bound checked — and nothing written. A plan that fails leaves
+//! every device and file exactly as it was. The safety assessment of the
+//! targets a run writes is the device claim's, taken when the run starts
+//! ([`crate::exec`]), once per target.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileTypeExt;
@@ -10,7 +12,6 @@ use std::time::Duration;
 use crate::gen::Region;
 use crate::{EngineKind, JobSpec, SizeSpec, WriteKind};
 use drivelab_device::blockdev::{backing_device_of_file, BlockDevice};
-use drivelab_device::safety::check_writable;
 
 /// Options that are not part of a job: they govern the whole run.
 #[derive(Debug, Clone, Default)]
@@ -34,9 +35,6 @@ pub enum PlanError {
         /// What is wrong and what to do.
         why: String,
     },
-    /// Writing this device is refused by the safety checks.
-    #[error("{0}")]
-    Refused(String),
 }
 
 impl PlanError {
@@ -118,19 +116,8 @@ fn job_writes(spec: &JobSpec) -> bool {
     spec.access_lines().iter().any(|l| l.read_pct < 100) || spec.fsync > 0
 }
 
-/// Whether `dir` is on the filesystem of /dev (devtmpfs), where a missing
-/// name is a missing device. /dev/shm and other mounts under /dev hold
-/// ordinary files, which a run may create.
-fn in_devtmpfs(dir: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(dir), std::fs::metadata("/dev")) {
-        (Ok(d), Ok(dev)) => d.dev() == dev.dev(),
-        _ => false,
-    }
-}
-
 /// Look at one target path without writing anything.
-fn inspect(path: &str, writes: bool, force: bool) -> Result<PlannedTarget, PlanError> {
+fn inspect(path: &str, writes: bool) -> Result<PlannedTarget, PlanError> {
     let p = Path::new(path);
     match std::fs::metadata(p) {
         Ok(md) if md.file_type().is_block_device() => {
@@ -142,14 +129,15 @@ fn inspect(path: &str, writes: bool, force: bool) -> Result<PlannedTarget, PlanE
                     "the device has size 0 (an unattached loop device?); attach it or pick another",
                 ));
             }
-            if writes {
-                check_writable(&dev, force).map_err(|r| PlanError::Refused(r.to_string()))?;
+            // Opening read-only proves we may read it at all. A device a
+            // job writes is opened by its claim instead, which assesses it
+            // first, so a refusal names the reason, not a failed open.
+            if !writes {
+                OpenOptions::new().read(true).open(p).map_err(|e| {
+                    let hint = drivelab_device::blockdev::unless_root(" (run as root?)");
+                    PlanError::target(path, format!("cannot open: {e}{hint}"))
+                })?;
             }
-            // Opening read-only proves we may read it at all.
-            OpenOptions::new().read(true).open(p).map_err(|e| {
-                let hint = drivelab_device::blockdev::unless_root(" (run as root?)");
-                PlanError::target(path, format!("cannot open: {e}{hint}"))
-            })?;
             Ok(PlannedTarget {
                 path: p.to_path_buf(),
                 is_block: true,
@@ -187,7 +175,7 @@ fn inspect(path: &str, writes: bool, force: bool) -> Result<PlannedTarget, PlanE
             if !parent.is_dir() {
                 return Err(PlanError::target(path, "does not exist and its directory does not either; create the directory or fix the path"));
             }
-            if in_devtmpfs(parent) {
+            if drivelab_device::blockdev::in_devtmpfs(parent) {
                 return Err(PlanError::target(
                     path,
                     "no such device; list devices with 'drivelab devices'",
@@ -241,17 +229,10 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 continue;
             }
             if let Some(i) = targets.iter().position(|t| t.path == Path::new(f)) {
-                if writes && targets[i].is_block {
-                    // Checked when first seen only if that job wrote; check now.
-                    if let Some(d) = &targets[i].device {
-                        check_writable(d, opts.force)
-                            .map_err(|r| PlanError::Refused(r.to_string()))?;
-                    }
-                }
                 idx.push(i);
                 continue;
             }
-            targets.push(inspect(f, writes, opts.force)?);
+            targets.push(inspect(f, writes)?);
             idx.push(targets.len() - 1);
         }
         // Direct I/O: on for block devices; for files where the filesystem takes it.
