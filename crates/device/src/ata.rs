@@ -35,6 +35,65 @@ pub mod command {
     pub const SECURITY_ERASE_UNIT: u8 = 0xF4;
 }
 
+/// Whether the ATA command `command` with FEATURE bits 7:0 `feature`
+/// changes the medium or the drive's lasting state (ACS-4 command tables):
+/// data writes, TRIM, SANITIZE, the security erase and password commands,
+/// capacity changes (SET MAX, DCO SET/RESTORE), microcode download, log
+/// writes (SCT commands, including SCT Write Same, go through them) and
+/// SMART EXECUTE OFF-LINE IMMEDIATE (a self-test). [`crate::sg::SgDevice`]
+/// refuses these on a handle that is not claimed for writing.
+///
+/// Reads, IDENTIFY, SMART READ LOG / READ DATA and SANITIZE STATUS EXT
+/// (feature 0000h) do not.
+pub fn modifies_medium(command: u8, feature: u8) -> bool {
+    match command {
+        // DATA SET MANAGEMENT (TRIM), DATA SET MANAGEMENT XL.
+        0x06 | 0x07 => true,
+        // WRITE SECTOR(S), WRITE SECTOR(S) without retry (obsolete).
+        0x30 | 0x31 => true,
+        // WRITE SECTOR(S) EXT, WRITE DMA EXT, WRITE DMA QUEUED EXT (obsolete).
+        0x34..=0x36 => true,
+        // SET MAX ADDRESS EXT.
+        0x37 => true,
+        // CFA WRITE SECTORS WITHOUT ERASE, WRITE MULTIPLE EXT, WRITE STREAM
+        // DMA EXT, WRITE STREAM EXT, WRITE VERIFY (obsolete), WRITE DMA FUA
+        // EXT, WRITE DMA QUEUED FUA EXT (obsolete), WRITE LOG EXT.
+        0x38..=0x3F => true,
+        // WRITE UNCORRECTABLE EXT.
+        0x45 => true,
+        // WRITE LOG DMA EXT.
+        0x57 => true,
+        // TRUSTED SEND, TRUSTED SEND DMA (TCG: locking ranges, crypto erase).
+        0x5E | 0x5F => true,
+        // WRITE FPDMA QUEUED.
+        0x61 => true,
+        // NCQ NON-DATA (ZERO EXT, ZAC MANAGEMENT OUT subcommands), SEND
+        // FPDMA QUEUED (DATA SET MANAGEMENT subcommand).
+        0x63 | 0x64 => true,
+        // DOWNLOAD MICROCODE, DOWNLOAD MICROCODE DMA.
+        0x92 | 0x93 => true,
+        // ZAC MANAGEMENT OUT (RESET WRITE POINTER and friends).
+        0x9F => true,
+        // SMART: EXECUTE OFF-LINE IMMEDIATE (D4h), WRITE LOG (D6h).
+        command::SMART => matches!(feature, 0xD4 | 0xD6),
+        // DEVICE CONFIGURATION OVERLAY: RESTORE (C0h), SET (C3h), SET DMA (C5h).
+        0xB1 => matches!(feature, 0xC0 | 0xC3 | 0xC5),
+        // SANITIZE DEVICE: everything but SANITIZE STATUS EXT (0000h).
+        command::SANITIZE_DEVICE => feature != 0x00,
+        // CFA ERASE SECTORS.
+        0xC0 => true,
+        // WRITE MULTIPLE, WRITE DMA, WRITE DMA without retry (obsolete),
+        // WRITE DMA QUEUED (obsolete), CFA WRITE MULTIPLE WITHOUT ERASE,
+        // WRITE MULTIPLE FUA EXT.
+        0xC5 | 0xCA..=0xCE => true,
+        // SECURITY SET PASSWORD, SECURITY ERASE PREPARE, SECURITY ERASE UNIT.
+        0xF1 | 0xF3 | 0xF4 => true,
+        // SET MAX ADDRESS (and its SET PASSWORD / LOCK / UNLOCK / FREEZE LOCK).
+        0xF9 => true,
+        _ => false,
+    }
+}
+
 /// SAT PROTOCOL field values (SAT-5 table "PROTOCOL field").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -993,6 +1052,79 @@ pub fn sanitize(dev: &SgDevice, s: &AtaSanitize) -> Result<Option<AtaRegisters>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_class_ata_commands_match_acs_tables() {
+        // (command, feature) pairs that change the medium or the drive.
+        let writes: &[(u8, u8, &str)] = &[
+            (0x06, 0x00, "DATA SET MANAGEMENT"),
+            (0x30, 0x00, "WRITE SECTOR(S)"),
+            (0x31, 0x00, "WRITE SECTOR(S) without retry"),
+            (0x34, 0x00, "WRITE SECTOR(S) EXT"),
+            (0x35, 0x00, "WRITE DMA EXT"),
+            (0x37, 0x00, "SET MAX ADDRESS EXT"),
+            (0x39, 0x00, "WRITE MULTIPLE EXT"),
+            (0x3D, 0x00, "WRITE DMA FUA EXT"),
+            (0x3F, 0x00, "WRITE LOG EXT"),
+            (0x45, 0x00, "WRITE UNCORRECTABLE EXT"),
+            (0x57, 0x00, "WRITE LOG DMA EXT"),
+            (0x61, 0x00, "WRITE FPDMA QUEUED"),
+            (0x64, 0x00, "SEND FPDMA QUEUED"),
+            (0x92, 0x00, "DOWNLOAD MICROCODE"),
+            (0x93, 0x00, "DOWNLOAD MICROCODE DMA"),
+            (0xB0, 0xD4, "SMART EXECUTE OFF-LINE IMMEDIATE"),
+            (0xB0, 0xD6, "SMART WRITE LOG"),
+            (0xB1, 0xC0, "DEVICE CONFIGURATION RESTORE"),
+            (0xB1, 0xC3, "DEVICE CONFIGURATION SET"),
+            (0xB4, 0x11, "SANITIZE CRYPTO SCRAMBLE EXT"),
+            (0xB4, 0x12, "SANITIZE BLOCK ERASE EXT"),
+            (0xB4, 0x14, "SANITIZE OVERWRITE EXT"),
+            (0xB4, 0x20, "SANITIZE FREEZE LOCK EXT"),
+            (0xC5, 0x00, "WRITE MULTIPLE"),
+            (0xCA, 0x00, "WRITE DMA"),
+            (0xCE, 0x00, "WRITE MULTIPLE FUA EXT"),
+            (0xF1, 0x00, "SECURITY SET PASSWORD"),
+            (0xF3, 0x00, "SECURITY ERASE PREPARE"),
+            (0xF4, 0x00, "SECURITY ERASE UNIT"),
+            (0xF9, 0x00, "SET MAX ADDRESS"),
+        ];
+        for &(c, f, name) in writes {
+            assert!(modifies_medium(c, f), "{name} ({c:02X}h/{f:02X}h)");
+        }
+        let reads: &[(u8, u8, &str)] = &[
+            (0x20, 0x00, "READ SECTOR(S)"),
+            (0x24, 0x00, "READ SECTOR(S) EXT"),
+            (0x25, 0x00, "READ DMA EXT"),
+            (0x2F, 0x00, "READ LOG EXT"),
+            (0x40, 0x00, "READ VERIFY SECTOR(S)"),
+            (0x47, 0x00, "READ LOG DMA EXT"),
+            (0x60, 0x00, "READ FPDMA QUEUED"),
+            (0xB0, 0xD0, "SMART READ DATA"),
+            (0xB0, 0xD5, "SMART READ LOG"),
+            (0xB0, 0xDA, "SMART RETURN STATUS"),
+            (0xB1, 0xC2, "DEVICE CONFIGURATION IDENTIFY"),
+            (0xB4, 0x00, "SANITIZE STATUS EXT"),
+            (0xC8, 0x00, "READ DMA"),
+            (0xE5, 0x00, "CHECK POWER MODE"),
+            (0xE7, 0x00, "FLUSH CACHE"),
+            (0xEA, 0x00, "FLUSH CACHE EXT"),
+            (0xEC, 0x00, "IDENTIFY DEVICE"),
+            (0xF8, 0x00, "READ NATIVE MAX ADDRESS"),
+            (0x27, 0x00, "READ NATIVE MAX ADDRESS EXT"),
+        ];
+        for &(c, f, name) in reads {
+            assert!(!modifies_medium(c, f), "{name} ({c:02X}h/{f:02X}h)");
+        }
+        // The taskfiles this module builds classify as what they do.
+        assert!(modifies_medium(
+            command::SMART,
+            smart_write_log(0xE0, 1).feature as u8
+        ));
+        assert!(!modifies_medium(
+            command::SMART,
+            smart_read_log(0xE0, 1).feature as u8
+        ));
+    }
 
     #[test]
     fn pass_through_16_layout_matches_sat5() {

@@ -109,6 +109,27 @@ pub mod io {
     pub const DATASET_MANAGEMENT: u8 = 0x09;
 }
 
+/// Whether the NVMe command `opcode` on `queue` changes the medium or the
+/// controller's lasting state (NVMe Base 2.0 admin opcode table, NVM
+/// Command Set and Zoned Namespace Command Set I/O opcode tables).
+/// [`NvmeDevice::execute`] refuses these on a handle not claimed for
+/// writing.
+///
+/// Admin: Namespace Management 0Dh, Firmware Commit 10h, Firmware Image
+/// Download 11h, Device Self-test 14h, Namespace Attachment 15h, Capacity
+/// Management 20h, Format NVM 80h, Security Send 81h, Sanitize 84h.
+/// I/O: Write 01h, Write Uncorrectable 04h, Write Zeroes 08h, Dataset
+/// Management 09h, Copy 19h, Zone Management Send 79h, Zone Append 7Dh.
+pub fn modifies_medium(queue: Queue, opcode: u8) -> bool {
+    match queue {
+        Queue::Admin => matches!(
+            opcode,
+            0x0D | 0x10 | 0x11 | 0x14 | 0x15 | 0x20 | 0x80 | 0x81 | 0x84
+        ),
+        Queue::Io => matches!(opcode, 0x01 | 0x04 | 0x08 | 0x09 | 0x19 | 0x79 | 0x7D),
+    }
+}
+
 /// Sanitize actions (SANACT, CDW10 bits 2:0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -534,6 +555,27 @@ pub enum NvmeError {
     /// The request cannot be expressed.
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// A command that changes the medium ([`modifies_medium`]) on a handle
+    /// not built from a [`crate::claim::Claim`] (nor a forced controller
+    /// device): refused before anything is sent.
+    #[error("{}: NVMe {command} ({queue} opcode {opcode:02X}h) changes the medium and needs the device claimed for writing (drivelab's safety checks); this is a bug in the caller", .path.display(), queue = if *.queue == Queue::Admin { "admin" } else { "I/O" })]
+    Unclaimed {
+        /// The path.
+        path: PathBuf,
+        /// The command's name.
+        command: &'static str,
+        /// Its queue.
+        queue: Queue,
+        /// Its opcode.
+        opcode: u8,
+    },
+    /// [`NvmeDevice::open_forced_char`] was given something that is not a
+    /// character device.
+    #[error("{} is not a character device (/dev/nvmeX); a namespace is written through its claim", .path.display())]
+    NotCharDevice {
+        /// The path.
+        path: PathBuf,
+    },
 }
 
 impl NvmeError {
@@ -566,19 +608,61 @@ pub enum NvmeData<'a> {
 }
 
 /// An open NVMe namespace block device or controller character device.
+///
+/// Only a handle built by [`NvmeDevice::claimed`] (or, for a controller
+/// device the safety checks cannot see into, [`NvmeDevice::open_forced_char`])
+/// may send a command that changes the medium; any other handle refuses
+/// one with [`NvmeError::Unclaimed`] before it reaches the kernel.
 #[derive(Debug)]
 pub struct NvmeDevice {
     file: File,
     path: PathBuf,
     nsid: Option<u32>,
+    /// Built from a claim: shares its exclusive hold.
+    claimed: bool,
+    /// A character device opened for writing after the user's `--force`.
+    forced_char: bool,
 }
 
 impl NvmeDevice {
     /// Open `path` and learn its namespace ID (NVME_IOCTL_ID; none for the
     /// controller device /dev/nvmeX). Fails with [`NvmeError::NotNvme`] for
-    /// a block device that is not an NVMe namespace.
+    /// a block device that is not an NVMe namespace. The handle is for
+    /// commands that change nothing: one that changes the medium is refused
+    /// (use [`NvmeDevice::claimed`]).
     pub fn open(path: impl AsRef<Path>) -> Result<NvmeDevice, NvmeError> {
+        Self::open_path(path.as_ref())
+    }
+
+    /// Open the character device `path` (the controller /dev/nvmeX, or a
+    /// generic namespace node /dev/ngXnY) for commands that change the
+    /// medium. Such a node cannot be claimed, so only a caller holding the
+    /// user's `--force` for it may use this. Anything but a character
+    /// device is refused with [`NvmeError::NotCharDevice`].
+    pub fn open_forced_char(path: impl AsRef<Path>) -> Result<NvmeDevice, NvmeError> {
+        use std::os::unix::fs::FileTypeExt;
         let path = path.as_ref();
+        let mut d = Self::open_path(path)?;
+        // Checked on the open descriptor, so the node cannot be swapped
+        // between the check and the open.
+        let is_char = d
+            .file
+            .metadata()
+            .map(|m| m.file_type().is_char_device())
+            .map_err(|e| NvmeError::Open {
+                path: path.to_path_buf(),
+                source: e,
+            })?;
+        if !is_char {
+            return Err(NvmeError::NotCharDevice {
+                path: path.to_path_buf(),
+            });
+        }
+        d.forced_char = true;
+        Ok(d)
+    }
+
+    fn open_path(path: &Path) -> Result<NvmeDevice, NvmeError> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_CLOEXEC)
@@ -604,7 +688,21 @@ impl NvmeDevice {
             path: path.to_path_buf(),
             source: e,
         })?;
-        Self::from_open_file(file, path)
+        let mut d = Self::from_open_file(file, path)?;
+        d.claimed = true;
+        Ok(d)
+    }
+
+    /// Whether the handle was built from a [`crate::claim::Claim`].
+    pub fn is_claimed(&self) -> bool {
+        self.claimed
+    }
+
+    /// Whether the handle may send commands that change the medium: built
+    /// from a claim, or a character device opened with
+    /// [`NvmeDevice::open_forced_char`].
+    pub fn may_change_medium(&self) -> bool {
+        self.claimed || self.forced_char
     }
 
     fn from_open_file(file: File, path: &Path) -> Result<NvmeDevice, NvmeError> {
@@ -636,6 +734,8 @@ impl NvmeDevice {
             file,
             path: path.to_path_buf(),
             nsid,
+            claimed: false,
+            forced_char: false,
         })
     }
 
@@ -658,8 +758,19 @@ impl NvmeDevice {
 
     /// Execute `c`; returns completion DW0 on success. A nonzero NVMe
     /// status becomes [`NvmeError::NotSupported`] (invalid opcode/field) or
-    /// [`NvmeError::Status`].
+    /// [`NvmeError::Status`]. A command that changes the medium
+    /// ([`modifies_medium`]) on a handle that [may
+    /// not](NvmeDevice::may_change_medium) is refused with
+    /// [`NvmeError::Unclaimed`] before anything is sent.
     pub fn execute(&self, c: &NvmeCommand, data: NvmeData<'_>) -> Result<u32, NvmeError> {
+        if !self.may_change_medium() && modifies_medium(c.queue, c.cmd.opcode) {
+            return Err(NvmeError::Unclaimed {
+                path: self.path.clone(),
+                command: c.name,
+                queue: c.queue,
+                opcode: c.cmd.opcode,
+            });
+        }
         let mut cmd = c.cmd;
         let (addr, len) = match data {
             NvmeData::None => (0u64, 0usize),
@@ -1228,6 +1339,79 @@ mod tests {
         let g = NvmeCommand::get_log_page(0x81, 0xFFFF_FFFF, 512);
         assert_eq!(g.cmd.cdw10, 0x81 | (127 << 16));
         assert_eq!(g.cmd.cdw11, 0);
+    }
+
+    #[test]
+    fn write_class_opcodes_match_nvme_tables() {
+        let admin_writes: &[(u8, &str)] = &[
+            (0x0D, "Namespace Management"),
+            (0x10, "Firmware Commit"),
+            (0x11, "Firmware Image Download"),
+            (0x14, "Device Self-test"),
+            (0x15, "Namespace Attachment"),
+            (0x20, "Capacity Management"),
+            (0x80, "Format NVM"),
+            (0x81, "Security Send"),
+            (0x84, "Sanitize"),
+        ];
+        let admin_reads: &[(u8, &str)] = &[
+            (0x02, "Get Log Page"),
+            (0x06, "Identify"),
+            (0x0A, "Get Features"),
+            (0x0C, "Asynchronous Event Request"),
+            (0x18, "Keep Alive"),
+            (0x82, "Security Receive"),
+        ];
+        let io_writes: &[(u8, &str)] = &[
+            (0x01, "Write"),
+            (0x04, "Write Uncorrectable"),
+            (0x08, "Write Zeroes"),
+            (0x09, "Dataset Management"),
+            (0x19, "Copy"),
+            (0x79, "Zone Management Send"),
+            (0x7D, "Zone Append"),
+        ];
+        let io_reads: &[(u8, &str)] = &[
+            (0x00, "Flush"),
+            (0x02, "Read"),
+            (0x05, "Compare"),
+            (0x0C, "Verify"),
+            (0x7A, "Zone Management Receive"),
+        ];
+        for &(op, name) in admin_writes {
+            assert!(modifies_medium(Queue::Admin, op), "admin {name} {op:02X}h");
+        }
+        for &(op, name) in admin_reads {
+            assert!(!modifies_medium(Queue::Admin, op), "admin {name} {op:02X}h");
+        }
+        for &(op, name) in io_writes {
+            assert!(modifies_medium(Queue::Io, op), "I/O {name} {op:02X}h");
+        }
+        for &(op, name) in io_reads {
+            assert!(!modifies_medium(Queue::Io, op), "I/O {name} {op:02X}h");
+        }
+        // The queue matters: admin 09h is Set Features, not Dataset
+        // Management; 84h on an I/O queue is not Sanitize.
+        assert!(!modifies_medium(Queue::Admin, 0x09));
+        assert!(!modifies_medium(Queue::Io, 0x84));
+        // The commands this module builds classify as what they do.
+        for c in [
+            NvmeCommand::write(1, Lba(0), 1),
+            NvmeCommand::write_zeroes(1, Lba(0), 1),
+            NvmeCommand::dsm_deallocate(1, 1),
+            NvmeCommand::format_nvm(1, 0, 1),
+            NvmeCommand::sanitize(SanitizeAction::BlockErase),
+        ] {
+            assert!(modifies_medium(c.queue, c.cmd.opcode), "{}", c.name);
+        }
+        for c in [
+            NvmeCommand::read(1, Lba(0), 1),
+            NvmeCommand::flush(1),
+            NvmeCommand::identify(1, 0),
+            NvmeCommand::get_log_page(0x81, 0xFFFF_FFFF, 512),
+        ] {
+            assert!(!modifies_medium(c.queue, c.cmd.opcode), "{}", c.name);
+        }
     }
 
     #[test]

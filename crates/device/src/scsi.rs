@@ -80,6 +80,82 @@ pub fn command_name(cdb: &[u8]) -> String {
     name.to_string()
 }
 
+/// The ATA command and FEATURE 7:0 an ATA PASS-THROUGH(16) (85h: COMMAND
+/// in byte 14, FEATURES 7:0 in byte 4) or (12) (A1h: byte 9, byte 3) CDB
+/// carries (SAT-5); `None` for another CDB or one too short to hold them.
+pub fn ata_in_pass_through(cdb: &[u8]) -> Option<(u8, u8)> {
+    match *cdb.first()? {
+        opcode::ATA_PASS_THROUGH_16 if cdb.len() >= 16 => Some((cdb[14], cdb[4])),
+        opcode::ATA_PASS_THROUGH_12 if cdb.len() >= 12 => Some((cdb[9], cdb[3])),
+        _ => None,
+    }
+}
+
+/// Whether the SCSI command `cdb` changes the medium or the device's
+/// lasting state (SBC-4 / SPC-5 / ZBC opcode tables): every WRITE, WRITE
+/// AND VERIFY, WRITE SAME, WRITE ATOMIC, WRITE STREAM, WRITE LONG and
+/// COMPARE AND WRITE; UNMAP, SANITIZE, FORMAT UNIT, FORMAT WITH PRESET,
+/// REASSIGN BLOCKS, ZBC OUT; WRITE BUFFER (microcode download); SECURITY
+/// PROTOCOL OUT (TCG locking and crypto erase); and an ATA PASS-THROUGH
+/// whose ATA command does ([`crate::ata::modifies_medium`]).
+/// [`crate::sg::SgDevice::execute`] refuses these on a handle that is not
+/// claimed for writing.
+///
+/// A CDB too short to show its ATA command or service action counts as
+/// changing the medium: the check must not be dodged by a malformed CDB.
+pub fn modifies_medium(cdb: &[u8]) -> bool {
+    let Some(&op) = cdb.first() else {
+        return false;
+    };
+    match op {
+        // FORMAT UNIT, REASSIGN BLOCKS, WRITE(6).
+        0x04 | 0x07 | 0x0A => true,
+        // WRITE(10), WRITE AND VERIFY(10).
+        0x2A | 0x2E => true,
+        // FORMAT WITH PRESET, WRITE BUFFER, WRITE LONG(10).
+        0x38 | 0x3B | 0x3F => true,
+        // WRITE SAME(10), UNMAP, SANITIZE.
+        0x41 | 0x42 | 0x48 => true,
+        // XDWRITEREAD(10) (obsolete).
+        0x53 => true,
+        // Variable length: all but READ(32) (0009h) and VERIFY(32) (000Ah)
+        // write (WRITE(32), WRITE AND VERIFY(32), WRITE SAME(32), ORWRITE(32),
+        // WRITE ATOMIC(32), WRITE STREAM(32), WRITE SCATTERED(32), ...).
+        0x7F => !matches!(cdb.get(8..10), Some([0x00, 0x09]) | Some([0x00, 0x0A])),
+        // ATA PASS-THROUGH(16) / (12): the ATA command decides.
+        opcode::ATA_PASS_THROUGH_16 | opcode::ATA_PASS_THROUGH_12 => match ata_in_pass_through(cdb)
+        {
+            Some((command, feature)) => crate::ata::modifies_medium(command, feature),
+            None => true,
+        },
+        // COMPARE AND WRITE, WRITE(16), ORWRITE(16), WRITE AND VERIFY(16).
+        0x89 | 0x8A | 0x8B | 0x8E => true,
+        // WRITE SAME(16), ZBC OUT, WRITE STREAM(16), WRITE ATOMIC(16).
+        0x93 | 0x94 | 0x9A | 0x9C => true,
+        // SERVICE ACTION OUT(16): WRITE LONG(16), WRITE SCATTERED(16).
+        0x9F => true,
+        // WRITE(12), WRITE AND VERIFY(12), SECURITY PROTOCOL OUT.
+        0xAA | 0xAE | 0xB5 => true,
+        _ => false,
+    }
+}
+
+/// `cdb`'s command for a refusal message: its name and opcode, and for an
+/// ATA PASS-THROUGH the ATA command and feature it carries
+/// ("ATA PASS-THROUGH(16) (opcode 85h) carrying ATA command B0h feature D6h").
+pub fn command_with_opcode(cdb: &[u8]) -> String {
+    let Some(&op) = cdb.first() else {
+        return command_name(cdb);
+    };
+    let mut s = format!("{} (opcode {op:02X}h)", command_name(cdb));
+    if let Some((command, feature)) = ata_in_pass_through(cdb) {
+        s.push_str(&format!(
+            " carrying ATA command {command:02X}h feature {feature:02X}h"
+        ));
+    }
+    s
+}
+
 fn put_u16(b: &mut [u8], at: usize, v: u16) {
     b[at..at + 2].copy_from_slice(&v.to_be_bytes());
 }
@@ -1584,6 +1660,134 @@ mod tests {
 
     // Each test writes the expected bytes from the standard's table, field by
     // field, rather than from the builder.
+
+    /// A 16-byte CDB with `op` in byte 0, the rest zero.
+    fn cdb(op: u8) -> [u8; 16] {
+        let mut c = [0u8; 16];
+        c[0] = op;
+        c
+    }
+
+    #[test]
+    fn write_class_scsi_opcodes_match_sbc4_spc5_tables() {
+        let writes: &[(u8, &str)] = &[
+            (0x04, "FORMAT UNIT"),
+            (0x07, "REASSIGN BLOCKS"),
+            (0x0A, "WRITE(6)"),
+            (0x2A, "WRITE(10)"),
+            (0x2E, "WRITE AND VERIFY(10)"),
+            (0x38, "FORMAT WITH PRESET"),
+            (0x3B, "WRITE BUFFER"),
+            (0x3F, "WRITE LONG(10)"),
+            (0x41, "WRITE SAME(10)"),
+            (0x42, "UNMAP"),
+            (0x48, "SANITIZE"),
+            (0x89, "COMPARE AND WRITE"),
+            (0x8A, "WRITE(16)"),
+            (0x8B, "ORWRITE(16)"),
+            (0x8E, "WRITE AND VERIFY(16)"),
+            (0x93, "WRITE SAME(16)"),
+            (0x94, "ZBC OUT"),
+            (0x9A, "WRITE STREAM(16)"),
+            (0x9C, "WRITE ATOMIC(16)"),
+            (0x9F, "SERVICE ACTION OUT(16)"),
+            (0xAA, "WRITE(12)"),
+            (0xAE, "WRITE AND VERIFY(12)"),
+            (0xB5, "SECURITY PROTOCOL OUT"),
+        ];
+        for &(op, name) in writes {
+            assert!(modifies_medium(&cdb(op)), "{name} ({op:02X}h)");
+        }
+        let reads: &[(u8, &str)] = &[
+            (0x00, "TEST UNIT READY"),
+            (0x03, "REQUEST SENSE"),
+            (0x08, "READ(6)"),
+            (0x12, "INQUIRY"),
+            (0x1A, "MODE SENSE(6)"),
+            (0x25, "READ CAPACITY(10)"),
+            (0x28, "READ(10)"),
+            (0x2F, "VERIFY(10)"),
+            (0x35, "SYNCHRONIZE CACHE(10)"),
+            (0x3C, "READ BUFFER"),
+            (0x4D, "LOG SENSE"),
+            (0x5A, "MODE SENSE(10)"),
+            (0x88, "READ(16)"),
+            (0x8F, "VERIFY(16)"),
+            (0x91, "SYNCHRONIZE CACHE(16)"),
+            (0x95, "ZBC IN"),
+            (0x9E, "SERVICE ACTION IN(16)"),
+            (0xA0, "REPORT LUNS"),
+            (0xA2, "SECURITY PROTOCOL IN"),
+            (0xA3, "MAINTENANCE IN"),
+            (0xA8, "READ(12)"),
+        ];
+        for &(op, name) in reads {
+            assert!(!modifies_medium(&cdb(op)), "{name} ({op:02X}h)");
+        }
+        assert!(!modifies_medium(&[]));
+        // Variable length (7Fh): service action in bytes 8-9.
+        let mut v = [0u8; 32];
+        v[0] = 0x7F;
+        for (sa, writes) in [(0x09, false), (0x0A, false), (0x0B, true), (0x0D, true)] {
+            v[9] = sa;
+            assert_eq!(modifies_medium(&v), writes, "7Fh service action {sa:02X}h");
+        }
+        // The CDBs this module builds classify as what they do.
+        let ws = WriteSame::new(Lba(0), 8);
+        assert!(modifies_medium(&ws.build16()));
+        assert!(modifies_medium(&ws.build10().unwrap()));
+        assert!(!modifies_medium(&Inquiry::new(96).build()));
+    }
+
+    #[test]
+    fn ata_pass_through_is_classified_by_the_ata_command_it_carries() {
+        use crate::ata::{smart_read_log, smart_write_log, AtaPassThrough, Protocol, Taskfile};
+        // SCT Write Same goes as SMART WRITE LOG (B0h/D6h); SCT status as
+        // SMART READ LOG (B0h/D5h): same ATA command, the feature decides.
+        let w = AtaPassThrough::new(Protocol::PioDataOut, smart_write_log(0xE0, 1));
+        let r = AtaPassThrough::new(Protocol::PioDataIn, smart_read_log(0xE0, 1));
+        assert!(modifies_medium(&w.build16()));
+        assert!(!modifies_medium(&r.build16()));
+        assert!(modifies_medium(&w.build12().unwrap()));
+        assert!(!modifies_medium(&r.build12().unwrap()));
+        // Check the byte positions against SAT-5, not the builder: PT16
+        // COMMAND byte 14, FEATURES 7:0 byte 4; PT12 COMMAND byte 9,
+        // FEATURES byte 3.
+        let mut p16 = cdb(0x85);
+        p16[14] = 0x35; // WRITE DMA EXT
+        assert!(modifies_medium(&p16));
+        p16[14] = 0x25; // READ DMA EXT
+        assert!(!modifies_medium(&p16));
+        p16[14] = 0xB4; // SANITIZE DEVICE
+        assert!(!modifies_medium(&p16)); // feature 0000h: SANITIZE STATUS EXT
+        p16[4] = 0x14; // OVERWRITE EXT
+        assert!(modifies_medium(&p16));
+        let mut p12 = [0u8; 12];
+        p12[0] = 0xA1;
+        p12[9] = 0xB0;
+        p12[3] = 0xD4; // SMART EXECUTE OFF-LINE IMMEDIATE
+        assert!(modifies_medium(&p12));
+        p12[3] = 0xD0; // SMART READ DATA
+        assert!(!modifies_medium(&p12));
+        p12[9] = 0xF4; // SECURITY ERASE UNIT
+        assert!(modifies_medium(&p12));
+        let identify = AtaPassThrough::new(Protocol::PioDataIn, Taskfile::new(0xEC));
+        assert!(!modifies_medium(&identify.build16()));
+        // Too short to show its ATA command: refused rather than guessed.
+        assert!(modifies_medium(&p16[..10]));
+        assert_eq!(
+            command_with_opcode(&w.build16()),
+            "ATA PASS-THROUGH(16) (opcode 85h) carrying ATA command B0h feature D6h"
+        );
+        assert_eq!(
+            command_with_opcode(&ws_cdb()),
+            "WRITE SAME(16) (opcode 93h)"
+        );
+    }
+
+    fn ws_cdb() -> [u8; 16] {
+        WriteSame::new(Lba(0), 1).build16()
+    }
 
     #[test]
     fn inquiry_cdb_matches_spc5_table() {

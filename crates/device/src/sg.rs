@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::scsi::{command_name, Sense};
+use crate::scsi::{command_name, command_with_opcode, modifies_medium, Sense};
 
 /// The SG_IO ioctl request number (`include/scsi/sg.h`).
 pub const SG_IO: libc::c_ulong = 0x2285;
@@ -363,6 +363,23 @@ pub enum SgError {
     /// The request cannot be expressed (count too large for the CDB, ...).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// A command that changes the medium ([`crate::scsi::modifies_medium`])
+    /// on a handle not built from a [`crate::claim::Claim`] (nor a forced
+    /// character device): refused before anything is sent.
+    #[error("{}: {command} changes the medium and needs the device claimed for writing (drivelab's safety checks); this is a bug in the caller", .path.display())]
+    Unclaimed {
+        /// The path.
+        path: PathBuf,
+        /// The command's name and opcode.
+        command: String,
+    },
+    /// [`SgDevice::open_forced_char`] was given something that is not a
+    /// character device.
+    #[error("{} is not a character device (/dev/sgN); a block device is written through its claim", .path.display())]
+    NotCharDevice {
+        /// The path.
+        path: PathBuf,
+    },
 }
 
 impl SgError {
@@ -392,23 +409,62 @@ fn errno_name(e: i32) -> &'static str {
 }
 
 /// An open device that SCSI commands can be sent to.
+///
+/// Only a handle built by [`SgDevice::claimed`] (or, for a character device
+/// the safety checks cannot see into, [`SgDevice::open_forced_char`]) may
+/// send a command that changes the medium; any other handle refuses one
+/// with [`SgError::Unclaimed`] before it reaches the kernel (which, for
+/// root, would allow it on a read-only descriptor).
 #[derive(Debug)]
 pub struct SgDevice {
     file: File,
     path: PathBuf,
     timeout_ms: u32,
+    /// Built from a claim: shares its exclusive hold.
+    claimed: bool,
+    /// A character device opened for writing after the user's `--force`.
+    forced_char: bool,
 }
 
 impl SgDevice {
-    /// Open `path` read-only (enough for reads and, as root, for writes too:
-    /// the kernel lets CAP_SYS_RAWIO send any command).
+    /// Open `path` read-only, for commands that change nothing (a command
+    /// that changes the medium is refused: use [`SgDevice::claimed`]).
     pub fn open(path: impl AsRef<Path>) -> Result<SgDevice, SgError> {
         Self::open_mode(path.as_ref(), false)
     }
 
-    /// Open `path` read-write (for commands that write).
+    /// Open `path` read-write. Like [`SgDevice::open`], the handle refuses
+    /// commands that change the medium.
     pub fn open_rw(path: impl AsRef<Path>) -> Result<SgDevice, SgError> {
         Self::open_mode(path.as_ref(), true)
+    }
+
+    /// Open the character device `path` (/dev/sgN) read-write for commands
+    /// that change the medium. Such a node cannot be claimed (the safety
+    /// checks cannot see mounts or partitions through it), so only a caller
+    /// holding the user's `--force` for it may use this. Anything but a
+    /// character device is refused with [`SgError::NotCharDevice`].
+    pub fn open_forced_char(path: impl AsRef<Path>) -> Result<SgDevice, SgError> {
+        use std::os::unix::fs::FileTypeExt;
+        let path = path.as_ref();
+        let mut d = Self::open_mode(path, true)?;
+        // Checked on the open descriptor, so the node cannot be swapped
+        // between the check and the open.
+        let is_char = d
+            .file
+            .metadata()
+            .map(|m| m.file_type().is_char_device())
+            .map_err(|e| SgError::Open {
+                path: path.to_path_buf(),
+                source: e,
+            })?;
+        if !is_char {
+            return Err(SgError::NotCharDevice {
+                path: path.to_path_buf(),
+            });
+        }
+        d.forced_char = true;
+        Ok(d)
     }
 
     fn open_mode(path: &Path, rw: bool) -> Result<SgDevice, SgError> {
@@ -426,11 +482,7 @@ impl SgDevice {
                     source: e,
                 },
             })?;
-        Ok(SgDevice {
-            file,
-            path: path.to_path_buf(),
-            timeout_ms: DEFAULT_TIMEOUT_MS,
-        })
+        Ok(SgDevice::from_file(file, path))
     }
 
     /// The device the claim holds, for commands that write (WRITE SAME,
@@ -442,16 +494,33 @@ impl SgDevice {
             path: path.to_path_buf(),
             source: e,
         })?;
-        Ok(SgDevice::from_file(file, path))
+        let mut d = SgDevice::from_file(file, path);
+        d.claimed = true;
+        Ok(d)
     }
 
-    /// Wrap an already open file.
+    /// Wrap an already open file. The handle is not claimed: it refuses
+    /// commands that change the medium.
     pub fn from_file(file: File, path: impl Into<PathBuf>) -> SgDevice {
         SgDevice {
             file,
             path: path.into(),
             timeout_ms: DEFAULT_TIMEOUT_MS,
+            claimed: false,
+            forced_char: false,
         }
+    }
+
+    /// Whether the handle was built from a [`crate::claim::Claim`].
+    pub fn is_claimed(&self) -> bool {
+        self.claimed
+    }
+
+    /// Whether the handle may send commands that change the medium: built
+    /// from a claim, or a character device opened with
+    /// [`SgDevice::open_forced_char`].
+    pub fn may_change_medium(&self) -> bool {
+        self.claimed || self.forced_char
     }
 
     /// The path it was opened with.
@@ -492,8 +561,17 @@ impl SgDevice {
     }
 
     /// Execute one command. Returns the result for any SCSI status (check it
-    /// with [`ScsiResult::check`]); errors only when SG_IO itself fails.
+    /// with [`ScsiResult::check`]); errors when SG_IO itself fails, and
+    /// with [`SgError::Unclaimed`], before anything is sent, for a command
+    /// that changes the medium ([`crate::scsi::modifies_medium`]) on a
+    /// handle that [may not](SgDevice::may_change_medium).
     pub fn execute(&self, cmd: &mut ScsiCommand<'_>) -> Result<ScsiResult, SgError> {
+        if !self.may_change_medium() && modifies_medium(cmd.cdb) {
+            return Err(SgError::Unclaimed {
+                path: self.path.clone(),
+                command: command_with_opcode(cmd.cdb),
+            });
+        }
         let cmd_len = u8::try_from(cmd.cdb.len())
             .ok()
             .filter(|&n| n >= 6)

@@ -213,22 +213,24 @@ impl WriteConsent {
 }
 
 /// The SG_IO handle for a writing op: through the claim of a block device,
-/// else (a forced character device) opened read-write.
+/// else (a character device the user forced, see [`WriteConsent::claim`])
+/// opened read-write as one.
 fn sg_for_write(dev: &Path, claim: Option<&Claim>, timeout_ms: u32) -> Result<SgDevice, OpError> {
     let mut d = match claim {
         Some(c) => SgDevice::claimed(c)?,
-        None => SgDevice::open_rw(dev)?,
+        None => SgDevice::open_forced_char(dev)?,
     };
     d.set_timeout_ms(timeout_ms);
     Ok(d)
 }
 
 /// The NVMe handle for a writing op: through the claim of a namespace's
-/// block device, else (a forced controller device) opened directly.
+/// block device, else (a controller device the user forced, see
+/// [`WriteConsent::claim`]) opened as one.
 fn nvme_for_write(dev: &Path, claim: Option<&Claim>) -> Result<NvmeDevice, OpError> {
     Ok(match claim {
         Some(c) => NvmeDevice::claimed(c)?,
-        None => NvmeDevice::open(dev)?,
+        None => NvmeDevice::open_forced_char(dev)?,
     })
 }
 
