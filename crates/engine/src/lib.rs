@@ -7,6 +7,13 @@
 //!   null.
 //! - [`job`]: one job's loop on one thread: generate, queue, submit, reap,
 //!   record latencies, keep to the rate, stop on time or bytes.
+//! - [`buf`]: the page-aligned buffer pool the engines do I/O from.
+//! - [`clock`]: the monotonic clock and absolute sleeps; calendar dates.
+//! - [`sys`]: the other system calls the bench needs (thread CPU time,
+//!   timer slack, stop signals), as safe functions.
+//!
+//! This crate and `drivelab-device` are the only ones allowed `unsafe`;
+//! every other crate reaches the system through them.
 
 pub mod buf;
 pub mod clock;
@@ -14,3 +21,4 @@ pub mod engine;
 pub mod gen;
 pub mod job;
 pub mod rng;
+pub mod sys;
