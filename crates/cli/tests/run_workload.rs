@@ -550,10 +550,7 @@ fn ctrl_c_stops_cleanly_and_still_reports() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(2500));
-    // SAFETY: kill with a pid we spawned.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
+    drivelab_engine::sys::interrupt(child.id()).unwrap();
     let t = std::time::Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(t.elapsed().as_secs() < 5, "did not stop promptly");

@@ -45,11 +45,11 @@ pub struct NvmePassthruCmd {
     pub cdw2: u32,
     /// CDW3.
     pub cdw3: u32,
-    /// Metadata buffer address.
+    /// Metadata buffer address ([`NvmeDevice::execute`] always sends 0).
     pub metadata: u64,
     /// Data buffer address.
     pub addr: u64,
-    /// Metadata length in bytes.
+    /// Metadata length in bytes ([`NvmeDevice::execute`] always sends 0).
     pub metadata_len: u32,
     /// Data length in bytes.
     pub data_len: u32,
@@ -162,7 +162,8 @@ impl SanitizeAction {
 pub struct NvmeCommand {
     /// Which queue it goes to.
     pub queue: Queue,
-    /// The command (addr/data_len are filled at execution).
+    /// The command (addr/data_len are filled and metadata cleared at
+    /// execution).
     pub cmd: NvmePassthruCmd,
     /// A name for messages.
     pub name: &'static str,
@@ -624,6 +625,20 @@ pub struct NvmeDevice {
     forced_char: bool,
 }
 
+/// The passthrough struct for `c` with a data buffer of `len` bytes at
+/// `addr`: the only pointers it carries are those two, whatever the caller
+/// put in `c.cmd` (no metadata buffer is ever passed: a caller-set address
+/// there would let the controller write anywhere in this process).
+fn passthru_cmd(c: &NvmeCommand, addr: u64, len: usize) -> Result<NvmePassthruCmd, NvmeError> {
+    let mut cmd = c.cmd;
+    cmd.addr = addr;
+    cmd.data_len = u32::try_from(len)
+        .map_err(|_| NvmeError::InvalidRequest(format!("transfer of {len} bytes exceeds 4 GiB")))?;
+    cmd.metadata = 0;
+    cmd.metadata_len = 0;
+    Ok(cmd)
+}
+
 impl NvmeDevice {
     /// Open `path` and learn its namespace ID (NVME_IOCTL_ID; none for the
     /// controller device /dev/nvmeX). Fails with [`NvmeError::NotNvme`] for
@@ -771,25 +786,22 @@ impl NvmeDevice {
                 opcode: c.cmd.opcode,
             });
         }
-        let mut cmd = c.cmd;
         let (addr, len) = match data {
             NvmeData::None => (0u64, 0usize),
             NvmeData::In(b) => (b.as_mut_ptr() as u64, b.len()),
             NvmeData::Out(b) => (b.as_ptr() as u64, b.len()),
         };
-        cmd.addr = addr;
-        cmd.data_len = u32::try_from(len).map_err(|_| {
-            NvmeError::InvalidRequest(format!("transfer of {len} bytes exceeds 4 GiB"))
-        })?;
+        let mut cmd = passthru_cmd(c, addr, len)?;
         let req = match c.queue {
             Queue::Admin => NVME_IOCTL_ADMIN_CMD,
             Queue::Io => NVME_IOCTL_IO_CMD,
         };
         // SAFETY: `cmd` is a correctly laid out nvme_passthru_cmd (see the
-        // layout test). `addr`/`data_len` describe a live buffer borrowed
-        // for this call (mutable when the controller writes it, since it came
-        // from `&mut [u8]`); the ioctl is synchronous, so the buffer outlives
-        // the DMA.
+        // layout test). `passthru_cmd` set its pointers, whatever the caller
+        // put there: no metadata, and `addr`/`data_len` describe a live
+        // buffer borrowed for this call (mutable when the controller writes
+        // it, since it came from `&mut [u8]`); the ioctl is synchronous, so
+        // the buffer outlives the DMA.
         let rc = unsafe {
             libc::ioctl(
                 self.file.as_raw_fd(),
@@ -1287,6 +1299,23 @@ mod tests {
         assert_eq!(NvmeCommand::flush(3).cmd.opcode, 0x00);
         let d = NvmeCommand::dsm_deallocate(1, 3);
         assert_eq!((d.cmd.opcode, d.cmd.cdw10, d.cmd.cdw11), (0x09, 2, 0x4));
+    }
+
+    #[test]
+    fn passthru_carries_only_the_given_buffer_whatever_the_caller_set() {
+        let mut c = NvmeCommand::identify(1, 0);
+        c.cmd.metadata = 0xdead_beef;
+        c.cmd.metadata_len = 4096;
+        c.cmd.addr = 0x1234;
+        c.cmd.data_len = 1 << 20;
+        let p = passthru_cmd(&c, 0x5000, 4096).unwrap();
+        assert_eq!((p.metadata, p.metadata_len), (0, 0));
+        assert_eq!((p.addr, p.data_len), (0x5000, 4096));
+        assert_eq!((p.opcode, p.cdw10), (c.cmd.opcode, 1));
+        assert!(matches!(
+            passthru_cmd(&c, 0x5000, 1 << 32),
+            Err(NvmeError::InvalidRequest(_))
+        ));
     }
 
     #[test]

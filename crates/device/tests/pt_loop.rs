@@ -22,12 +22,7 @@ struct Loop {
 
 impl Loop {
     fn new(tag: &str, bytes: u64) -> Loop {
-        // SAFETY: geteuid has no preconditions.
-        assert_eq!(
-            unsafe { libc::geteuid() },
-            0,
-            "this test needs root to attach a loop device (losetup); run it as root"
-        );
+        drivelab_testkit::require_root();
         let dir = std::env::temp_dir().join(format!("drivelab-pt-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("disk.img");

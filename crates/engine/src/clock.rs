@@ -63,6 +63,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn monotonic_clock_moves_forward_and_sleep_until_waits() {
+        let a = now_ns();
+        let b = now_ns();
+        assert!(b >= a);
+        let deadline = b + 2_000_000;
+        sleep_until(deadline);
+        assert!(now_ns() >= deadline, "woke before the deadline");
+        // A deadline in the past returns at once.
+        let t = now_ns();
+        sleep_until(t.saturating_sub(1_000_000_000));
+        assert!(now_ns() - t < 1_000_000_000);
+    }
+
+    #[test]
     fn known_dates() {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         // 2000-02-29 is day 11,016; 2026-11-22 is day 20,779 (counted by `date -d`).

@@ -18,6 +18,7 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
+use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::time::Duration;
@@ -135,7 +136,12 @@ fn drain<F: FnMut(Completion)>(q: &mut VecDeque<Completion>, mut f: F) -> usize 
 pub struct Uring {
     ring: IoUring,
     targets: Vec<Target>,
-    pool: BufferPool,
+    /// Dropped by hand in `Drop`, only once no I/O can still reach it.
+    pool: ManuallyDrop<BufferPool>,
+    /// Per slot: an SQE naming the slot's buffer is with the kernel.
+    busy: Vec<bool>,
+    /// How many slots are busy.
+    in_flight: u32,
     depth: u32,
     fixed_bufs: bool,
     write_flags: i32,
@@ -149,6 +155,11 @@ pub struct Uring {
     immediate: VecDeque<Completion>,
 }
 
+/// First every I/O still with the kernel completes: until then the kernel
+/// may write into the buffers (a dropped ring is torn down later, in a
+/// kernel worker), so they are unmapped only after. If waiting fails the
+/// buffers are leaked rather than unmapped under the kernel.
+///
 /// Dropping a ring tears it down in a kernel worker, after the process has
 /// moved on (or exited): the registered files stay referenced until then,
 /// so a device opened O_EXCL (an erase) would still be claimed, and the
@@ -158,7 +169,13 @@ pub struct Uring {
 /// after, with `targets`.
 impl Drop for Uring {
     fn drop(&mut self) {
+        let settled = self.settle();
         let _ = self.ring.submitter().unregister_files();
+        if settled {
+            // SAFETY: no I/O is in flight, so nothing but the pool refers to
+            // its memory, and `pool` is not used after this line.
+            unsafe { ManuallyDrop::drop(&mut self.pool) };
+        }
     }
 }
 
@@ -218,13 +235,32 @@ impl Uring {
         Ok(Uring {
             ring,
             targets,
-            pool,
+            pool: ManuallyDrop::new(pool),
+            busy: vec![false; depth as usize],
+            in_flight: 0,
             depth,
             fixed_bufs,
             write_flags: if fua { libc::RWF_DSYNC } else { 0 },
             punt,
             immediate: VecDeque::with_capacity(depth as usize),
         })
+    }
+
+    /// Wait for every I/O still with the kernel and drop its completion;
+    /// false if the ring failed first.
+    fn settle(&mut self) -> bool {
+        while self.in_flight > 0 {
+            if let Err(e) = self.ring.submit_and_wait(1) {
+                if !matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN)
+                ) {
+                    return false;
+                }
+            }
+            self.reap(|_| {});
+        }
+        true
     }
 
     /// Whether an I/O may be queued in `slot`: the slot exists, the
@@ -260,8 +296,14 @@ impl Engine for Uring {
         self.depth
     }
 
+    /// # Panics
+    /// If `slot` is already queued and not yet reaped.
     #[inline]
     fn queue(&mut self, slot: u32, io: &IoDesc) {
+        assert!(
+            !self.busy.get(slot as usize).copied().unwrap_or(false),
+            "slot {slot} queued again before its completion was reaped"
+        );
         if !self.fits(slot, io) {
             self.immediate.push_back(Completion {
                 slot,
@@ -270,7 +312,10 @@ impl Engine for Uring {
             return;
         }
         let fd = types::Fixed(io.target);
-        let buf = self.pool.ptr(slot as usize);
+        let buf = match io.op {
+            Op::Read | Op::Write => self.pool.ptr(slot as usize),
+            Op::Fsync | Op::Trim => std::ptr::null_mut(),
+        };
         let sqe: squeue::Entry = match io.op {
             Op::Read if self.fixed_bufs => opcode::ReadFixed::new(fd, buf, io.len, slot as u16)
                 .offset(io.offset)
@@ -297,16 +342,21 @@ impl Engine for Uring {
             sqe = sqe.flags(squeue::Flags::ASYNC);
         }
         // SAFETY: the buffer and the registered file referenced by the SQE
-        // stay valid until the completion is reaped: the buffer belongs to
-        // the slot, which the job loop does not reuse before its completion.
-        // The SQ has `entries >= depth` places and at most `depth` I/Os are
-        // outstanding, so it cannot be full; if it were, commit first.
+        // stay valid until the completion is reaped: `fits` checked the slot
+        // and that the transfer fits its buffer; the slot is marked busy
+        // below, so it is not queued again, its buffer is not lent out
+        // (`buffer` panics) and the pool is not unmapped (`Drop` waits)
+        // before then. The SQ has `entries >= depth` places and at most
+        // `depth` I/Os are outstanding, so it cannot be full; if it were,
+        // commit first.
         unsafe {
             if self.ring.submission().push(&sqe).is_err() {
                 let _ = self.ring.submit();
                 let _ = self.ring.submission().push(&sqe);
             }
         }
+        self.busy[slot as usize] = true;
+        self.in_flight += 1;
     }
 
     fn commit(&mut self, wait: u32, timeout: Option<Duration>) -> std::io::Result<()> {
@@ -339,8 +389,14 @@ impl Engine for Uring {
     fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
         let mut n = drain(&mut self.immediate, &mut f);
         for cqe in self.ring.completion() {
+            let slot = cqe.user_data() as u32;
+            if let Some(b) = self.busy.get_mut(slot as usize) {
+                if std::mem::take(b) {
+                    self.in_flight -= 1;
+                }
+            }
             f(Completion {
-                slot: cqe.user_data() as u32,
+                slot,
                 result: cqe.result(),
             });
             n += 1;
@@ -348,7 +404,13 @@ impl Engine for Uring {
         n
     }
 
+    /// # Panics
+    /// If the slot does not exist or its I/O is still with the kernel.
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
+        assert!(
+            !self.busy.get(slot as usize).copied().unwrap_or(false),
+            "buffer of slot {slot} asked for while its I/O is in flight"
+        );
         self.pool.slice(slot as usize)
     }
 }
@@ -384,11 +446,17 @@ impl Psync {
     fn run_one(&mut self, slot: u32, io: &IoDesc) -> i32 {
         let t = &self.targets[io.target as usize];
         let fd = t.file.as_raw_fd();
-        let buf = self.pool.ptr(slot as usize);
         let len = io.len as usize;
+        let buf = match io.op {
+            Op::Read | Op::Write => match self.pool.io_ptr(slot as usize, len) {
+                Some(p) => p,
+                None => return -libc::EINVAL,
+            },
+            Op::Fsync | Op::Trim => std::ptr::null_mut(),
+        };
         let off = io.offset as libc::off_t;
-        // SAFETY: `buf` points at slot buffer `slot`, at least `len` bytes
-        // (the pool was sized for the largest transfer); the fd is open.
+        // SAFETY: for reads and writes `buf` points at slot buffer `slot`,
+        // which `io_ptr` checked holds `len` bytes; the fd is open.
         let r: isize = unsafe {
             match io.op {
                 Op::Read => libc::pread(fd, buf.cast(), len, off),
@@ -506,5 +574,108 @@ impl Engine for Null {
 
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
         self.pool.slice(slot as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 64 KiB scratch file (removed on drop) as a psync/io_uring target.
+    struct Scratch(std::path::PathBuf);
+
+    impl Scratch {
+        fn new(tag: &str) -> Scratch {
+            let p =
+                std::env::temp_dir().join(format!("drivelab-engine-{tag}-{}", std::process::id()));
+            std::fs::write(&p, vec![7u8; 65536]).unwrap();
+            Scratch(p)
+        }
+        fn target(&self) -> Vec<Target> {
+            use drivelab_device::claim::{ClaimOptions, Consent};
+            let c = Claim::open(&self.0, &Consent::default(), &ClaimOptions::default()).unwrap();
+            vec![Target::claimed(&c, false).unwrap()]
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    fn read(len: u32) -> IoDesc {
+        IoDesc {
+            target: 0,
+            op: Op::Read,
+            offset: 0,
+            len,
+        }
+    }
+
+    /// Queue `io` on slot 0, commit, and return its result.
+    fn one<E: Engine>(e: &mut E, io: IoDesc) -> i32 {
+        e.queue(0, &io);
+        e.commit(1, Some(Duration::from_secs(5))).unwrap();
+        let mut got = Vec::new();
+        e.reap(|c| got.push(c));
+        assert_eq!(got.len(), 1, "one completion for one I/O");
+        got[0].result
+    }
+
+    #[test]
+    fn transfers_longer_than_a_buffer_are_refused_not_issued() {
+        let f = Scratch::new("long");
+        let mut p = Psync::new(f.target(), 4096, false, Fill::Zeroed).unwrap();
+        assert_eq!(one(&mut p, read(4096)), 4096);
+        assert_eq!(p.buffer(0)[..4096], [7u8; 4096]);
+        assert_eq!(one(&mut p, read(8192)), -libc::EINVAL);
+        let mut u = Uring::new(f.target(), 2, 4096, false, Fill::Zeroed).unwrap();
+        assert_eq!(one(&mut u, read(4096)), 4096);
+        assert_eq!(u.buffer(0)[..4096], [7u8; 4096]);
+        assert_eq!(one(&mut u, read(8192)), -libc::EINVAL);
+        // A trim's length is not a buffer's: a 32 KiB hole is punched.
+        let trim = IoDesc {
+            op: Op::Trim,
+            len: 32768,
+            ..read(0)
+        };
+        assert_eq!(one(&mut u, trim), 32768);
+    }
+
+    #[test]
+    #[should_panic(expected = "slot 0 queued again before its completion was reaped")]
+    fn uring_refuses_a_slot_still_in_flight() {
+        let f = Scratch::new("twice");
+        let mut u = Uring::new(f.target(), 2, 4096, false, Fill::Zeroed).unwrap();
+        u.queue(0, &read(4096));
+        u.queue(0, &read(4096));
+    }
+
+    #[test]
+    #[should_panic(expected = "buffer of slot 1 asked for while its I/O is in flight")]
+    fn uring_does_not_lend_a_buffer_the_kernel_may_write() {
+        let f = Scratch::new("lend");
+        let mut u = Uring::new(f.target(), 2, 4096, false, Fill::Zeroed).unwrap();
+        u.queue(1, &read(4096));
+        u.commit(0, None).unwrap();
+        let _ = u.buffer(1);
+    }
+
+    #[test]
+    fn uring_reuses_a_slot_once_reaped_and_drops_with_io_in_flight() {
+        let f = Scratch::new("reuse");
+        let mut u = Uring::new(f.target(), 2, 4096, false, Fill::Zeroed).unwrap();
+        for _ in 0..3 {
+            assert_eq!(one(&mut u, read(4096)), 4096);
+        }
+        u.queue(0, &read(4096));
+        u.queue(1, &read(4096));
+        u.commit(0, None).unwrap();
+        assert_eq!(u.in_flight, 2);
+        // Drop waits for both before unmapping their buffers.
+        assert!(u.settle());
+        assert_eq!(u.in_flight, 0);
+        assert!(!u.busy.iter().any(|&b| b));
     }
 }

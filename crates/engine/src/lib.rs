@@ -9,9 +9,15 @@
 //! - [`ioloop`]: the submission loop: slots, batching, clock reads,
 //!   deadlines, rate limits, stall accounting; callers are drivers.
 //! - [`clock`]: the monotonic clock, absolute sleeps, civil dates.
+//! - [`sys`]: the other system calls the bench needs (thread CPU time,
+//!   timer slack, stop signals), as safe functions.
+//!
+//! This crate and `drivelab-device` are the only ones allowed `unsafe`;
+//! every other crate reaches the system through them.
 
 pub mod buf;
 pub mod clock;
 pub mod engine;
 pub mod io;
 pub mod ioloop;
+pub mod sys;

@@ -195,10 +195,7 @@ pub struct ReplayReport {
 }
 
 fn set_timer_slack() {
-    // SAFETY: PR_SET_TIMERSLACK takes an integer; it only affects this thread.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-    }
+    let _ = drivelab_engine::sys::set_timer_slack(1);
 }
 
 /// Map a trace request onto the target: remap and align.

@@ -14,12 +14,25 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Fail (not skip) when not root: device tests need it.
 pub fn require_root() {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
+    let uid = effective_uid();
     assert_eq!(
         uid, 0,
         "this test needs root (loop devices, zram, tracefs); run the tests as root"
     );
+}
+
+/// This process's effective user id, from the second field of the `Uid:`
+/// line of /proc/self/status (real, effective, saved, filesystem), which
+/// needs no `unsafe`.
+pub fn effective_uid() -> u32 {
+    let status = fs::read_to_string("/proc/self/status")
+        .unwrap_or_else(|e| panic!("cannot read /proc/self/status: {e}"));
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        .and_then(|euid| euid.parse().ok())
+        .unwrap_or_else(|| panic!("no effective uid in /proc/self/status:\n{status}"))
 }
 
 /// Run a command; panic with its stderr if it fails; return stdout.
@@ -338,5 +351,20 @@ impl Drop for IssueTrace {
             "warning: could not remove tracefs instance {}",
             self.dir.display()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn effective_uid_owns_the_files_this_process_creates() {
+        let dir = std::env::temp_dir().join(format!("drivelab-euid-{}", std::process::id()));
+        fs::write(&dir, b"x").unwrap();
+        let owner = fs::metadata(&dir).unwrap().uid();
+        fs::remove_file(&dir).unwrap();
+        assert_eq!(effective_uid(), owner);
     }
 }

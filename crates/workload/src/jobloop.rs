@@ -130,18 +130,8 @@ pub struct JobOutcome {
 }
 
 fn thread_rusage() -> (u64, u64, u64) {
-    // SAFETY: getrusage fills a zeroed rusage struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_THREAD with a valid pointer.
-    unsafe {
-        libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
-    }
-    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-    (
-        tv(ru.ru_utime),
-        tv(ru.ru_stime),
-        (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
-    )
+    let u = drivelab_engine::sys::thread_usage();
+    (u.user_ns, u.system_ns, u.context_switches)
 }
 
 /// Errors that end a job before it starts or while it runs.
