@@ -116,6 +116,13 @@ impl Done {
 /// The part of a subcommand that decides what to issue and what a
 /// completion means. The loop is generic over it, so calls cost nothing.
 pub trait Driver {
+    /// Whether the driver reads or writes the slot buffers it is handed
+    /// (test patterns, verification). A driver that does not (a workload
+    /// whose buffers were filled once, a replay) says `false`, and the loop
+    /// hands it empty slices and its completions straight from the
+    /// completion queue: no buffer lookups on the hot path.
+    const BUFFERS: bool = true;
+
     /// The next I/O, given the turn's clock reading `now`, the number of
     /// I/Os `inflight`, and the free slot's buffer `buf` (at least the
     /// engine's largest transfer): fill `buf` for a write.
@@ -253,8 +260,20 @@ pub fn run<E: Engine, D: Driver>(
     loop {
         // 1. Reap. Completions whose buffers the driver inspects wait in
         // `inspect` until the turn's new I/O is submitted.
+        if !D::BUFFERS {
+            // No buffers to look at: hand each completion over as it is
+            // reaped.
+            let tt = &mut t;
+            let sst = &mut st;
+            engine.reap(|c| {
+                tt.inflight -= 1;
+                finish_unbuffered(driver, tt, sst, c.slot, c.result, now, draining);
+            });
+        }
         t.reaped.clear();
-        engine.reap(|c| t.reaped.push(c));
+        if D::BUFFERS {
+            engine.reap(|c| t.reaped.push(c));
+        }
         for i in 0..t.reaped.len() {
             let c = t.reaped[i];
             t.inflight -= 1;
@@ -422,7 +441,11 @@ fn fill_slots<E: Engine, D: Driver>(
             }
             None => {
                 let Some(slot) = t.free.pop() else { break };
-                let next = driver.next(now, t.inflight, engine.buffer(slot));
+                let next = if D::BUFFERS {
+                    driver.next(now, t.inflight, engine.buffer(slot))
+                } else {
+                    driver.next(now, t.inflight, &mut [])
+                };
                 (slot, next)
             }
         };
@@ -531,6 +554,36 @@ fn finish<E: Engine, D: Driver>(
     };
     st.completed += 1;
     match driver.complete(&done, engine.buffer(slot)) {
+        After::Retry if !draining => t.retry.push(slot),
+        _ => t.free.push(slot),
+    }
+}
+
+/// [`finish`] for a driver that does not look at buffers
+/// ([`Driver::BUFFERS`] false): no engine borrow, so it runs inside the reap.
+#[inline(always)]
+fn finish_unbuffered<D: Driver>(
+    driver: &mut D,
+    t: &mut Table,
+    st: &mut LoopStats,
+    slot: u32,
+    result: i32,
+    now: u64,
+    draining: bool,
+) {
+    let s = &t.slots[slot as usize];
+    let done = Done {
+        io: s.io,
+        tag: s.tag,
+        submitted: s.submitted,
+        intended: s.intended,
+        now,
+        result,
+        retries: s.retries,
+        draining,
+    };
+    st.completed += 1;
+    match driver.complete(&done, &[]) {
         After::Retry if !draining => t.retry.push(slot),
         _ => t.free.push(slot),
     }

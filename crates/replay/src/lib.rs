@@ -267,6 +267,9 @@ struct ReplayDriver<'a, I: Iterator<Item = drivelab_trace::Result<Request>>> {
 }
 
 impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDriver<'_, I> {
+    // Buffers were filled once (random data, as fio's); never looked at.
+    const BUFFERS: bool = false;
+
     fn next(&mut self, now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
         let r = match self.reqs.peek() {
             None => return Next::Done,

@@ -1,6 +1,11 @@
-//! Every workload option, declared once: name, aliases, kind, default, unit
-//! and help. The command line, the job-file parser and `drivelab run --help`
-//! all read this table, so they cannot disagree.
+//! Every workload option, declared once: name, aliases, kind, default,
+//! bounds, unit and help. The command line, the job-file parser, validation
+//! and `drivelab run --help` all read this table, so they cannot disagree.
+//! Bounds are the limits of what runs the option: `iodepth` stops at the
+//! engine's [`MAX_DEPTH`] (io_uring's 32768 entries), `numjobs` at the total
+//! job-thread cap.
+
+use drivelab_engine::engine::MAX_DEPTH;
 
 use crate::SpecError;
 
@@ -32,8 +37,25 @@ pub struct OptionDecl {
     pub kind: OptionKind,
     /// Default, as the user would type it ("" = none).
     pub default: &'static str,
+    /// Smallest and largest value of a whole-number option, inclusive.
+    pub bounds: Option<(u64, u64)>,
+    /// Unit of the value ("" for none or a kind's own: sizes are bytes
+    /// with k = 1024, bare times are seconds).
+    pub unit: &'static str,
     /// One line of help.
     pub help: &'static str,
+}
+
+impl OptionDecl {
+    /// The unit as the help shows it.
+    pub fn unit_text(&self) -> &'static str {
+        match (self.unit, self.kind) {
+            ("", OptionKind::Size) => "bytes, k = 1024",
+            ("", OptionKind::SizeOrPercent) => "bytes (k = 1024) or N%",
+            ("", OptionKind::Time) => "s when bare",
+            (u, _) => u,
+        }
+    }
 }
 
 macro_rules! opt {
@@ -43,6 +65,20 @@ macro_rules! opt {
             aliases: &[$($alias),*],
             kind: OptionKind::$kind,
             default: $default,
+            bounds: None,
+            unit: "",
+            help: $help,
+        }
+    };
+    ($name:literal, [$($alias:literal),*], $kind:ident, $default:literal, $help:literal,
+     $min:expr, $max:expr, $unit:literal) => {
+        OptionDecl {
+            name: $name,
+            aliases: &[$($alias),*],
+            kind: OptionKind::$kind,
+            default: $default,
+            bounds: Some(($min, $max)),
+            unit: $unit,
             help: $help,
         }
     };
@@ -73,28 +109,55 @@ pub const OPTIONS: &[OptionDecl] = &[
         "",
         "size mix, fio syntax: 512/10:4k/60:64k/30 (percent of I/Os)"
     ),
-    opt!("rwmixread", [], Int, "50", "percent of reads in rw/randrw"),
+    opt!(
+        "rwmixread",
+        [],
+        Int,
+        "50",
+        "percent of reads in rw/randrw",
+        0,
+        100,
+        "%"
+    ),
     opt!(
         "rwmixwrite",
         [],
         Int,
         "50",
-        "percent of writes in rw/randrw"
+        "percent of writes in rw/randrw",
+        0,
+        100,
+        "%"
     ),
     opt!(
         "percentage_random",
         [],
         Int,
         "100",
-        "percent of random offsets in random modes"
+        "percent of random offsets in random modes",
+        0,
+        100,
+        "%"
     ),
-    opt!("iodepth", [], Int, "1", "outstanding I/Os per job"),
+    opt!(
+        "iodepth",
+        [],
+        Int,
+        "1",
+        "outstanding I/Os per job",
+        1,
+        MAX_DEPTH as u64,
+        "I/Os in flight"
+    ),
     opt!(
         "numjobs",
         [],
         Int,
         "1",
-        "number of clones of the job (one thread each)"
+        "number of clones of the job (one thread each)",
+        1,
+        crate::MAX_TOTAL_JOBS as u64,
+        "threads"
     ),
     opt!(
         "runtime",
@@ -146,7 +209,10 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Int,
         "0 (no cap)",
-        "cap in I/O per second per job; latency is also measured from the intended issue time"
+        "cap in I/O per second per job; latency is also measured from the intended issue time",
+        0,
+        u64::MAX,
+        "I/O per second"
     ),
     opt!(
         "random_distribution",
@@ -169,7 +235,16 @@ pub const OPTIONS: &[OptionDecl] = &[
         "1",
         "the opposite of randommap (drivelab's default)"
     ),
-    opt!("fsync", [], Int, "0", "fsync after every N writes"),
+    opt!(
+        "fsync",
+        [],
+        Int,
+        "0",
+        "fsync after every N writes",
+        0,
+        u32::MAX as u64,
+        "writes"
+    ),
     opt!(
         "fua",
         [],
@@ -184,7 +259,16 @@ pub const OPTIONS: &[OptionDecl] = &[
         "1000",
         "interval of the timeseries (bare = ms)"
     ),
-    opt!("randseed", [], Int, "fixed", "seed of the offset generator"),
+    opt!(
+        "randseed",
+        [],
+        Int,
+        "fixed",
+        "seed of the offset generator",
+        0,
+        u64::MAX,
+        ""
+    ),
     opt!(
         "blockalign",
         ["ba"],
@@ -193,6 +277,14 @@ pub const OPTIONS: &[OptionDecl] = &[
         "alignment of random offsets"
     ),
 ];
+
+/// The declared bounds of whole-number option `key` (its name or alias).
+pub fn bounds(key: &str) -> (u64, u64) {
+    lookup(key)
+        .ok()
+        .and_then(|d| d.bounds)
+        .unwrap_or((0, u64::MAX))
+}
 
 /// Find an option by name or alias; unknown names get a typed error with a
 /// suggestion when one is close.
@@ -244,7 +336,15 @@ pub fn help_text() -> String {
             .collect::<Vec<_>>()
             .join(", ");
         let def = if d.default.is_empty() { "-" } else { d.default };
-        s.push_str(&format!("  --{names:<26} {} [default: {def}]\n", d.help));
+        let mut extra = format!("default: {def}");
+        if let Some((lo, hi)) = d.bounds {
+            extra.push_str(&format!("; {lo}..={hi}"));
+        }
+        let unit = d.unit_text();
+        if !unit.is_empty() {
+            extra.push_str(&format!("; {unit}"));
+        }
+        s.push_str(&format!("  --{names:<26} {} [{extra}]\n", d.help));
     }
     s
 }
@@ -252,6 +352,19 @@ pub fn help_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iodepth_is_bounded_by_what_the_engine_takes() {
+        assert_eq!(bounds("iodepth"), (1, u64::from(MAX_DEPTH)));
+        let mut j = crate::JobSpec::default();
+        assert!(j.set("iodepth", Some(&MAX_DEPTH.to_string())).is_ok());
+        let e = j
+            .set("iodepth", Some(&(MAX_DEPTH + 1).to_string()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("from 1 to {MAX_DEPTH}")), "{e}");
+        assert!(help_text().contains(&format!("1..={MAX_DEPTH}")));
+    }
 
     #[test]
     fn every_declared_option_is_handled_by_set() {

@@ -325,6 +325,12 @@ fn parse_bool(key: &str, v: &str) -> Result<bool, SpecError> {
     }
 }
 
+/// A whole number within the bounds the option table declares for `key`.
+fn parse_declared(key: &str, v: &str) -> Result<u64, SpecError> {
+    let (min, max) = crate::options::bounds(key);
+    parse_uint(key, v, min, max)
+}
+
 fn parse_uint(key: &str, v: &str, min: u64, max: u64) -> Result<u64, SpecError> {
     let n: u64 = v.trim().parse().map_err(|_| SpecError::BadValue {
         key: key.to_string(),
@@ -445,10 +451,10 @@ impl JobSpec {
                 self.bs = b;
             }
             "bssplit" => self.bssplit = parse_bssplit(key, v)?,
-            "rwmixread" => self.rwmixread = parse_uint(key, v, 0, 100)? as u8,
-            "rwmixwrite" => self.rwmixread = 100 - parse_uint(key, v, 0, 100)? as u8,
-            "percentage_random" => self.percentage_random = parse_uint(key, v, 0, 100)? as u8,
-            "iodepth" => self.iodepth = parse_uint(key, v, 1, 65536)? as u32,
+            "rwmixread" => self.rwmixread = parse_declared(key, v)? as u8,
+            "rwmixwrite" => self.rwmixread = 100 - parse_declared(key, v)? as u8,
+            "percentage_random" => self.percentage_random = parse_declared(key, v)? as u8,
+            "iodepth" => self.iodepth = parse_declared(key, v)? as u32,
             "numjobs" => self.numjobs = parse_uint(key, v, 1, u64::from(MAX_TOTAL_JOBS))? as u32,
             "runtime" => {
                 let d = parse_duration(key, v)?;
@@ -476,13 +482,13 @@ impl JobSpec {
                 }
             }
             "rate_iops" => {
-                let n = parse_uint(key, v, 0, u64::MAX)?;
+                let n = parse_declared(key, v)?;
                 self.rate_iops = if n == 0 { None } else { Some(n) };
             }
             "random_distribution" => self.random_distribution = Distribution::parse(key, v)?,
             "norandommap" => self.randommap = !parse_bool(key, v)?,
             "randommap" => self.randommap = parse_bool(key, v)?,
-            "fsync" => self.fsync = parse_uint(key, v, 0, u32::MAX as u64)? as u32,
+            "fsync" => self.fsync = parse_declared(key, v)? as u32,
             "fua" => self.fua = parse_bool(key, v)?,
             "log_interval" => {
                 // fio's log_avg_msec / log_interval is in ms when bare.
@@ -500,7 +506,7 @@ impl JobSpec {
                 }
                 self.log_interval = d;
             }
-            "randseed" => self.randseed = parse_uint(key, v, 0, u64::MAX)?,
+            "randseed" => self.randseed = parse_declared(key, v)?,
             "blockalign" | "ba" => self.blockalign = Some(parse_bytes(key, v)?),
             other => {
                 // Every declared option must be handled above.
