@@ -275,6 +275,7 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
         direct: target.direct,
         steps: Vec::new(),
         passed: false,
+        claim: target.claim.as_ref().map(|c| c.assessment().clone()),
     };
     let mut header = render_header(&report);
     header.push_str(&format!(

@@ -274,3 +274,85 @@ fn every_writer_refuses_the_running_system_alike() {
     let _ = name;
     all_refuse(&root_dev, None, None, "running system", &dir);
 }
+
+/// The claim each writer took is in its JSON result: what was assessed and
+/// how the target was held.
+#[test]
+fn every_writer_records_its_claim_in_the_result() {
+    require_root();
+    let dir = TempDir::new("claim-record");
+    let d = LoopDev::new_in(&dir, 16 * MIB);
+    let dev = d.dev();
+    let trace = dir.join("writes.iolog");
+    std::fs::write(
+        &trace,
+        "fio version 3 iolog\n0 t add\n0 t open\n10 t write 0 4096\n30 t close\n",
+    )
+    .unwrap();
+    let certs = dir.join("certs");
+    let json = |args: &[&str]| -> serde_json::Value {
+        let (code, out, err) = run(BIN, args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"))
+    };
+    let run_doc = json(&[
+        "run",
+        "--filename",
+        dev,
+        "--rw=write",
+        "--bs=4k",
+        "--size=64k",
+        "--output-format=json",
+    ]);
+    let test_doc = json(&[
+        "test",
+        dev,
+        "--step",
+        "write",
+        "--pattern",
+        "fixed:0xA5",
+        "--bs",
+        "4k",
+        "--count",
+        "64",
+        "--output-format",
+        "json",
+    ]);
+    let erase_doc = json(&[
+        "erase",
+        dev,
+        "--yes",
+        "--confirm-serial",
+        dev,
+        "--verify",
+        "none",
+        "--certificate-dir",
+        certs.to_str().unwrap(),
+        "--output-format",
+        "json",
+    ]);
+    let replay_doc = json(&[
+        "trace",
+        "replay",
+        trace.to_str().unwrap(),
+        "--target",
+        dev,
+        "--output-format",
+        "json",
+    ]);
+    for (what, c) in [
+        ("run", &run_doc["claims"][0]),
+        ("test", &test_doc["claim"]),
+        ("erase", &erase_doc["drives"][0]["claim"]),
+        ("trace replay", &replay_doc["claim"]),
+    ] {
+        assert_eq!(c["path"], dev, "{what}: {c}");
+        assert_eq!(c["kind"], "block", "{what}: {c}");
+        assert_eq!(c["hold"], "exclusive_open", "{what}: {c}");
+        assert!(c["findings"].as_array().is_some(), "{what}: {c}");
+    }
+    assert_eq!(
+        erase_doc["drives"][0]["claim"]["consent"]["confirmed_by"], dev,
+        "the erase's claim carries the confirmation"
+    );
+}

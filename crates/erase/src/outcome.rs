@@ -143,6 +143,9 @@ pub struct Outcome {
     pub html: Option<PathBuf>,
     /// The journal kept for `--resume`, when stopped or failed mid-erase.
     pub journal: Option<PathBuf>,
+    /// The drive's write claim: the safety assessment made before the
+    /// first write, the confirmed serial, and how it was held.
+    pub claim: Option<drivelab_device::claim::ClaimRecord>,
 }
 
 impl Outcome {
@@ -167,6 +170,7 @@ impl Outcome {
             certificate: None,
             html: None,
             journal: None,
+            claim: None,
         }
     }
 
@@ -204,6 +208,8 @@ struct Row<'a> {
     certificate: &'a Option<PathBuf>,
     html: &'a Option<PathBuf>,
     journal: &'a Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    claim: &'a Option<drivelab_device::claim::ClaimRecord>,
 }
 
 impl Serialize for Outcome {
@@ -230,6 +236,7 @@ impl Serialize for Outcome {
             certificate: &self.certificate,
             html: &self.html,
             journal: &self.journal,
+            claim: &self.claim,
         }
         .serialize(s)
     }

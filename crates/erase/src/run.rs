@@ -173,6 +173,7 @@ pub(crate) struct DriveRun<'a> {
 /// drive's failure, in its outcome.
 fn erase_one(run: &DriveRun<'_>) -> Outcome {
     let mut out = Outcome::new(run.drive);
+    out.claim = Some(run.claim.assessment().clone());
     if let Err(e) = stages(run, clock::unix_now(), &mut out) {
         run.progress.set_phase(Phase::Failed);
         out.result = EraseResult::Failed;

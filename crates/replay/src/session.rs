@@ -63,6 +63,10 @@ pub struct SessionReport {
     /// The recording of the replay, when one was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub record: Option<RecordSummary>,
+    /// The write claim when the trace writes: the safety assessment made
+    /// before the first write and how the target was held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim: Option<drivelab_device::claim::ClaimRecord>,
     /// Where the recording went.
     #[serde(skip)]
     pub record_path: Option<PathBuf>,
@@ -216,6 +220,7 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
         trace: o.trace.display().to_string(),
         record,
         record_path: o.record.clone(),
+        claim: claim.as_ref().map(|c| c.assessment().clone()),
     })
 }
 

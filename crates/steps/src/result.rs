@@ -219,6 +219,10 @@ pub struct TestReport {
     pub steps: Vec<StepResult>,
     /// Every step passed.
     pub passed: bool,
+    /// The write claim when a step writes: the safety assessment made
+    /// before the first write and how the target was held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim: Option<drivelab_device::claim::ClaimRecord>,
 }
 
 /// `1234567` → `1,234,567` (as DMM prints block counts).
