@@ -249,29 +249,8 @@ fn every_writer_refuses_the_running_system_alike() {
     require_root();
     // The device under /. Only the refusal path runs: the claim's
     // assessment refuses it before anything is opened for writing.
-    let root_dev = std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.get(4) == Some(&"/")).then(|| {
-                let sep = f.iter().position(|x| *x == "-").unwrap();
-                f[sep + 2].to_string()
-            })
-        })
-        .unwrap();
-    assert!(
-        root_dev.starts_with("/dev/"),
-        "root is not on a block device here ({root_dev}); this test needs one"
-    );
+    let root_dev = drivelab_testkit::root_device();
     let dir = TempDir::new("claim-root");
-    let name = Path::new(&root_dev)
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string();
-    let _ = name;
     all_refuse(&root_dev, None, None, "running system", &dir);
 }
 

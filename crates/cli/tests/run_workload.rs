@@ -408,20 +408,7 @@ fn running_system_device_is_refused_even_with_force() {
     require_root();
     // The device under / backs the running system. Only the refusal path is
     // exercised: the plan fails before anything is opened for writing.
-    let root_dev = std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.get(4) == Some(&"/")).then(|| {
-                let sep = f.iter().position(|x| *x == "-").unwrap();
-                f[sep + 2].to_string()
-            })
-        })
-        .unwrap();
-    if !root_dev.starts_with("/dev/") {
-        panic!("root is not on a block device here ({root_dev}); this test needs one");
-    }
+    let root_dev = drivelab_testkit::root_device();
     let (code, _, err) = run(
         BIN,
         &[

@@ -528,7 +528,8 @@ fn queue<E: Engine>(engine: &mut E, t: &mut Table, st: &mut LoopStats, slot: u32
     st.max_inflight = st.max_inflight.max(t.inflight);
 }
 
-/// Hand one completion to the driver and put its slot where it belongs.
+/// Hand one completion to the driver, with its slot's buffer, and put the
+/// slot where it belongs.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn finish<E: Engine, D: Driver>(
@@ -541,22 +542,16 @@ fn finish<E: Engine, D: Driver>(
     now: u64,
     draining: bool,
 ) {
-    let s = t.slots[slot as usize];
-    let done = Done {
-        io: s.io,
-        tag: s.tag,
-        submitted: s.submitted,
-        intended: s.intended,
-        now,
+    hand_over(
+        driver,
+        t,
+        st,
+        slot,
         result,
-        retries: s.retries,
+        now,
         draining,
-    };
-    st.completed += 1;
-    match driver.complete(&done, engine.buffer(slot)) {
-        After::Retry if !draining => t.retry.push(slot),
-        _ => t.free.push(slot),
-    }
+        engine.buffer(slot),
+    );
 }
 
 /// [`finish`] for a driver that does not look at buffers
@@ -571,6 +566,21 @@ fn finish_unbuffered<D: Driver>(
     now: u64,
     draining: bool,
 ) {
+    hand_over(driver, t, st, slot, result, now, draining, &[]);
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn hand_over<D: Driver>(
+    driver: &mut D,
+    t: &mut Table,
+    st: &mut LoopStats,
+    slot: u32,
+    result: i32,
+    now: u64,
+    draining: bool,
+    buf: &[u8],
+) {
     let s = &t.slots[slot as usize];
     let done = Done {
         io: s.io,
@@ -583,7 +593,7 @@ fn finish_unbuffered<D: Driver>(
         draining,
     };
     st.completed += 1;
-    match driver.complete(&done, &[]) {
+    match driver.complete(&done, buf) {
         After::Retry if !draining => t.retry.push(slot),
         _ => t.free.push(slot),
     }

@@ -12,6 +12,28 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// The block device mounted at `/` (from /proc/self/mountinfo): the
+/// running system's disk, for tests that show it is refused. Panics when
+/// `/` is not on a block device, which such a test needs.
+pub fn root_device() -> String {
+    let dev = fs::read_to_string("/proc/self/mountinfo")
+        .expect("read /proc/self/mountinfo")
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(4) == Some(&"/")).then(|| {
+                let sep = f.iter().position(|x| *x == "-")?;
+                f.get(sep + 2).map(|s| s.to_string())
+            })?
+        })
+        .expect("a mount at /");
+    assert!(
+        dev.starts_with("/dev/"),
+        "root is not on a block device here ({dev}); this test needs one"
+    );
+    dev
+}
+
 /// Fail (not skip) when not root: device tests need it.
 pub fn require_root() {
     let uid = effective_uid();
