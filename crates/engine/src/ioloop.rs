@@ -267,7 +267,7 @@ pub fn run<E: Engine, D: Driver>(
             let sst = &mut st;
             engine.reap(|c| {
                 tt.inflight -= 1;
-                finish_unbuffered(driver, tt, sst, c.slot, c.result, now, draining);
+                hand_over(driver, tt, sst, c.slot, c.result, now, draining, &[]);
             });
         }
         t.reaped.clear();
@@ -281,8 +281,15 @@ pub fn run<E: Engine, D: Driver>(
             if !draining && driver.inspects(&s.io, s.tag) {
                 t.inspect.push((c.slot, c.result));
             } else {
-                finish(
-                    engine, driver, &mut t, &mut st, c.slot, c.result, now, draining,
+                hand_over(
+                    driver,
+                    &mut t,
+                    &mut st,
+                    c.slot,
+                    c.result,
+                    now,
+                    draining,
+                    engine.buffer(c.slot),
                 );
             }
         }
@@ -340,7 +347,16 @@ pub fn run<E: Engine, D: Driver>(
         if !t.inspect.is_empty() {
             let mut list = std::mem::take(&mut t.inspect);
             for &(slot, result) in list.iter() {
-                finish(engine, driver, &mut t, &mut st, slot, result, now, draining);
+                hand_over(
+                    driver,
+                    &mut t,
+                    &mut st,
+                    slot,
+                    result,
+                    now,
+                    draining,
+                    engine.buffer(slot),
+                );
             }
             list.clear();
             t.inspect = list;
@@ -528,47 +544,9 @@ fn queue<E: Engine>(engine: &mut E, t: &mut Table, st: &mut LoopStats, slot: u32
     st.max_inflight = st.max_inflight.max(t.inflight);
 }
 
-/// Hand one completion to the driver, with its slot's buffer, and put the
-/// slot where it belongs.
-#[allow(clippy::too_many_arguments)]
-#[inline]
-fn finish<E: Engine, D: Driver>(
-    engine: &mut E,
-    driver: &mut D,
-    t: &mut Table,
-    st: &mut LoopStats,
-    slot: u32,
-    result: i32,
-    now: u64,
-    draining: bool,
-) {
-    hand_over(
-        driver,
-        t,
-        st,
-        slot,
-        result,
-        now,
-        draining,
-        engine.buffer(slot),
-    );
-}
-
-/// [`finish`] for a driver that does not look at buffers
-/// ([`Driver::BUFFERS`] false): no engine borrow, so it runs inside the reap.
-#[inline(always)]
-fn finish_unbuffered<D: Driver>(
-    driver: &mut D,
-    t: &mut Table,
-    st: &mut LoopStats,
-    slot: u32,
-    result: i32,
-    now: u64,
-    draining: bool,
-) {
-    hand_over(driver, t, st, slot, result, now, draining, &[]);
-}
-
+/// Hand one completion to the driver, with its slot's buffer (empty for a
+/// driver that does not look at buffers, [`Driver::BUFFERS`] false, which
+/// then gets it straight from the reap), and put the slot where it belongs.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn hand_over<D: Driver>(

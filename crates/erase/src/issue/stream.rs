@@ -23,7 +23,7 @@ use drivelab_patterns::{Generator, Pattern};
 use super::{errno_str, Ctx, Flow};
 use crate::outcome::Tuning;
 use crate::tune::{self, Start, Tuner};
-use crate::EraseError;
+use crate::{aligned, EraseError};
 
 /// One write in flight (or finished but not yet below the watermark).
 #[derive(Clone, Copy)]
@@ -65,13 +65,6 @@ fn write_io(off: u64, len: u64) -> IoDesc {
         offset: off,
         len: len as u32,
     }
-}
-
-/// An aligned scratch slice inside `buf` (O_DIRECT without unsafe).
-fn aligned(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
-    buf.resize(len + 4096, 0);
-    let off = (4096 - (buf.as_ptr() as usize % 4096)) % 4096;
-    &mut buf[off..off + len]
 }
 
 impl Ctx<'_> {

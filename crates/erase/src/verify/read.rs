@@ -17,6 +17,7 @@ use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 use drivelab_patterns::Generator;
 
 use super::SamplePlan;
+use crate::aligned;
 
 /// Largest single read, bytes.
 pub const READ_LEN: u64 = 1 << 20;
@@ -196,14 +197,6 @@ where
         }
         After::Release
     }
-}
-
-/// An aligned scratch buffer for synchronous O_DIRECT reads without unsafe:
-/// over-allocate and start at the first 4096-aligned byte.
-fn aligned(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
-    buf.resize(len + 4096, 0);
-    let off = (4096 - (buf.as_ptr() as usize % 4096)) % 4096;
-    &mut buf[off..off + len]
 }
 
 /// Read `[first, first + blocks)` synchronously, halving failing reads down
