@@ -32,6 +32,7 @@ use drivelab_erase::{
     VerifyMode,
 };
 use drivelab_patterns::Pattern;
+use drivelab_report::text::bw_pair;
 
 use crate::cmd_devices::human_size;
 use crate::error::usage;
@@ -391,8 +392,8 @@ fn progress_line(d: &Drive, p: &Progress, started: Instant) -> String {
     );
     if p.phase() == Phase::Erasing && d.choice.method == Method::Stream {
         s.push_str(&format!(
-            "  {:.0} MB/s  xfer {}  qd {}",
-            done as f64 / el / 1e6,
+            "  {}  xfer {}  qd {}",
+            bw_pair(done as f64 / el),
             human_size(p.transfer.load(Ordering::Relaxed)),
             p.depth.load(Ordering::Relaxed)
         ));
@@ -486,8 +487,8 @@ fn print_report(out: &OutputArgs, r: &Summary) -> anyhow::Result<()> {
         return out.emit(&format!("{}\n", serde_json::to_string_pretty(&v)?));
     }
     let mut s = format!(
-        "\n{:<14} {:<16} {:<17} {:>12} {:>9} {:>9} {:<24} {}\n",
-        "DEVICE", "SERIAL", "METHOD", "BYTES", "TIME", "MB/s", "VERIFY", "RESULT"
+        "\n{:<14} {:<16} {:<17} {:>12} {:>9} {:>26} {:<24} {}\n",
+        "DEVICE", "SERIAL", "METHOD", "BYTES", "TIME", "RATE", "VERIFY", "RESULT"
     );
     for o in &r.drives {
         let mut method = o.method.name().to_string();
@@ -497,22 +498,22 @@ fn print_report(out: &OutputArgs, r: &Summary) -> anyhow::Result<()> {
             method.push_str(" (no offl.)");
         }
         s.push_str(&format!(
-            "{:<14} {:<16} {:<17} {:>12} {:>9} {:>9.1} {:<24} {}\n",
+            "{:<14} {:<16} {:<17} {:>12} {:>9} {:>26} {:<24} {}\n",
             o.device,
             o.serial.as_deref().unwrap_or("-"),
             method,
             o.bytes,
             secs(o.erase_seconds),
-            o.mb_per_s(),
+            bw_pair(o.mb_per_s() * 1e6),
             o.verification,
             o.result
         ));
     }
     s.push_str(&format!(
-        "complete time: {} ({} strategy); aggregate throughput: {:.1} MB/s ({} bytes)\n",
+        "complete time: {} ({} strategy); aggregate throughput: {} ({} bytes)\n",
         secs(r.complete_seconds),
         r.strategy.name(),
-        r.aggregate_mb_per_s,
+        bw_pair(r.aggregate_mb_per_s * 1e6),
         r.total_bytes
     ));
     for o in &r.drives {

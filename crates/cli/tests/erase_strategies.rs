@@ -202,3 +202,38 @@ fn bus_limit_caps_the_aggregate_and_shares_it() {
     let b = v["drives"][1]["mb_per_s"].as_f64().unwrap();
     assert!(a.min(b) / a.max(b) > 0.7, "unfair shares {a} vs {b}");
 }
+
+/// The text summary gives every rate as fio does: binary units first, the
+/// decimal figure beside it, never a bare decimal "MB/s" column.
+#[test]
+fn text_summary_rates_are_binary_with_decimal_beside() {
+    require_root();
+    let dir = TempDir::new("erase-text-units");
+    let d = LoopDev::new_in(&dir, 8 << 20);
+    let certs = dir.join("certs");
+    let (code, out, err) = erase(
+        &dir,
+        &[
+            d.dev(),
+            "--method",
+            "stream",
+            "--yes",
+            "--confirm-serial",
+            d.dev(),
+            "--certificate-dir",
+            certs.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with(d.dev()))
+        .unwrap_or_else(|| panic!("no row for {}: {out}", d.dev()));
+    assert!(row.contains("iB/s (") && row.contains("B/s)"), "{row}");
+    let agg = out
+        .lines()
+        .find(|l| l.starts_with("complete time"))
+        .unwrap_or_else(|| panic!("no summary line: {out}"));
+    assert!(agg.contains("iB/s (") && agg.contains("B/s)"), "{agg}");
+    assert!(!out.contains(" MB/s "), "a bare decimal rate: {out}");
+}

@@ -15,12 +15,13 @@ use super::{Drive, Options, Strategy, VerifyMode};
 /// A rough rate for estimates, bytes/s, and what it assumes.
 fn assumed_rate(d: &Drive) -> (f64, &'static str) {
     match d.dev.kind {
-        Kind::Loop | Kind::Ram | Kind::Zram => {
-            (2e9, "memory-backed/virtual device, assumed 2 GB/s")
-        }
-        Kind::Nvme => (2e9, "NVMe, assumed 2 GB/s"),
-        _ if d.dev.rotational => (180e6, "rotating disk, assumed 180 MB/s"),
-        _ => (450e6, "SATA/SAS SSD, assumed 450 MB/s"),
+        Kind::Loop | Kind::Ram | Kind::Zram => (
+            2e9,
+            "memory-backed/virtual device, assumed 1.9 GiB/s (2 GB/s)",
+        ),
+        Kind::Nvme => (2e9, "NVMe, assumed 1.9 GiB/s (2 GB/s)"),
+        _ if d.dev.rotational => (180e6, "rotating disk, assumed 172 MiB/s (180 MB/s)"),
+        _ => (450e6, "SATA/SAS SSD, assumed 429 MiB/s (450 MB/s)"),
     }
 }
 
@@ -41,12 +42,16 @@ pub fn estimate(d: &Drive, opts: &Options, n: usize) -> (f64, f64, String) {
             };
             if share < erase_rate {
                 erase_rate = share;
-                note.push_str(&format!("; bus limit share {:.0} MB/s", share / 1e6));
+                note.push_str(&format!(
+                    "; bus limit share {:.0} MiB/s ({:.0} MB/s)",
+                    share / 1048576.0,
+                    share / 1e6
+                ));
             }
         }
     } else if matches!(d.dev.kind, Kind::Loop | Kind::Ram | Kind::Zram) {
         erase_rate = 20e9;
-        note = "offloaded on a virtual device, assumed 20 GB/s".into();
+        note = "offloaded on a virtual device, assumed 18.6 GiB/s (20 GB/s)".into();
     }
     let erase = match m {
         Method::NvmeFormat | Method::NvmeSanitize | Method::AtaSanitize if opts.crypto => 10.0,
