@@ -57,13 +57,14 @@
 
 pub mod error;
 pub mod layout;
+pub mod narrow;
 pub mod result;
 pub mod run;
 pub mod spec;
 pub mod target;
 
 pub use error::StepError;
-pub use result::{Failure, PassResult, Status, StepResult, TestReport};
+pub use result::{BadRange, Failure, PassResult, Status, StepResult, TestReport};
 pub use run::{plan_steps, run_sequence, run_step, StepPlan};
 pub use spec::{parse_sequence, Count, OnError, Order, Sequence, StepKind, StepSpec, Transfer};
 pub use target::TestTarget;

@@ -34,6 +34,7 @@ use drivelab_stats::{LatencyHistogram, Welford};
 
 use crate::error::StepError;
 use crate::layout::Walker;
+use crate::narrow::{add_read_sense, reissue, Reissue};
 use crate::result::{dmm_time, Failure, PassResult, Status, StepResult, FAILURE_LIMIT};
 use crate::spec::{Count, OnError, Order, StepKind, StepSpec};
 use crate::target::TestTarget;
@@ -179,6 +180,8 @@ pub struct Findings {
     pub io_errors: u64,
     /// Miscompared blocks.
     pub miscompares: u64,
+    /// Blocks narrowing found bad.
+    pub bad_blocks: u64,
 }
 
 impl Findings {
@@ -248,6 +251,15 @@ pub struct PassConfig {
     pub retries: u32,
 }
 
+/// How a pass narrows a failed command down to its bad blocks.
+pub struct Narrowing<'a> {
+    /// How the pieces are re-issued.
+    pub how: Reissue<'a>,
+    /// The block device to ask for the sense of bad reads (SCSI READ of one
+    /// block); `None` for writes and targets that are not block devices.
+    pub sense_of: Option<&'a std::path::Path>,
+}
+
 /// How a pass ended.
 #[derive(Debug, Clone)]
 pub struct PassOutcome {
@@ -272,6 +284,8 @@ struct PassDriver<'a> {
     cfg: &'a PassConfig,
     findings: &'a mut Findings,
     progress: &'a AtomicU64,
+    narrowing: Option<&'a Narrowing<'a>>,
+    scratch: Vec<u8>,
     fill_each: bool,
     stopping: bool,
     stopped_on_error: bool,
@@ -309,14 +323,53 @@ impl PassDriver<'_> {
             (0, format!("short transfer: {} of {len} bytes", d.result))
         };
         let bs = self.cfg.block_size;
+        let (lba, blocks) = (d.io.offset / bs, len / bs);
+        let mut bad_ranges = Vec::new();
+        let mut found = Vec::new();
+        if let Some(nw) = self.narrowing {
+            let (gen, compare) = (self.gen, self.cfg.compare);
+            let first_only = self.cfg.on_error != OnError::Continue;
+            let r = reissue(
+                &nw.how,
+                &mut self.scratch,
+                gen,
+                bs,
+                lba,
+                blocks,
+                errno,
+                message.clone(),
+                |buf, first| {
+                    if compare && !(first_only && !found.is_empty()) {
+                        gen.verify_each(buf, first, |m| {
+                            found.push(m);
+                            if first_only {
+                                ControlFlow::Break(())
+                            } else {
+                                ControlFlow::Continue(())
+                            }
+                        });
+                    }
+                },
+            );
+            self.blocks += r.good_blocks;
+            bad_ranges = r.bad;
+            if let Some(path) = nw.sense_of {
+                add_read_sense(path, bs, &mut bad_ranges);
+            }
+            self.findings.bad_blocks += bad_ranges.iter().map(|b| b.count).sum::<u64>();
+        }
         self.findings.push(Failure::Io {
             op: self.op_name(),
-            lba: d.io.offset / bs,
-            blocks: len / bs,
+            lba,
+            blocks,
             errno,
             message,
             retries: d.retries,
+            bad_ranges,
         });
+        for m in &found {
+            self.findings.miscompare(m, bs);
+        }
         self.stop_here();
     }
 }
@@ -397,13 +450,16 @@ impl Driver for PassDriver<'_> {
 /// buffer is filled ahead (writes of non-periodic patterns) or compared
 /// (reads) while the device works on the others, so pattern work overlaps
 /// I/O even at queue depth 1. `progress` counts blocks completed; `stop`
-/// ends the pass early (in-flight commands drained, not checked).
+/// ends the pass early (in-flight commands drained, not checked). A
+/// command that fails its retries is narrowed down to its bad blocks with
+/// `narrowing` (when given) before the pass goes on or stops.
 pub fn run_pass<E: Engine>(
     engine: &mut E,
     walker: Walker,
     gen: &Generator,
     cfg: &PassConfig,
     findings: &mut Findings,
+    narrowing: Option<&Narrowing<'_>>,
     stop: &AtomicBool,
     progress: &AtomicU64,
 ) -> Result<PassOutcome, StepError> {
@@ -424,6 +480,8 @@ pub fn run_pass<E: Engine>(
         cfg,
         findings,
         progress,
+        narrowing,
+        scratch: Vec::new(),
         fill_each: write && !periodic,
         stopping: false,
         stopped_on_error: false,
@@ -513,6 +571,7 @@ impl StepPlan {
             passes: Vec::new(),
             io_errors: 0,
             miscompares: 0,
+            bad_blocks: 0,
             failures: Vec::new(),
             error: None,
             note: None,
@@ -524,6 +583,25 @@ impl StepPlan {
         let mut r = self.result_shell(unix_now(), Status::Skipped);
         r.note = Some(why.to_string());
         r
+    }
+}
+
+/// How a pass of `op` on `target` narrows its failed commands: reads on a
+/// second read-only descriptor (with the sense of bad blocks of a block
+/// device), writes through the claim. `None` when that cannot be set up
+/// (the failure is then reported for the whole command).
+fn narrowing_for(target: &TestTarget, op: Op) -> Option<Narrowing<'_>> {
+    match op {
+        Op::Write => target.claim.as_ref().map(|c| Narrowing {
+            how: Reissue::Write(c),
+            sense_of: None,
+        }),
+        _ => Reissue::reader(&target.path, target.direct)
+            .ok()
+            .map(|how| Narrowing {
+                how,
+                sense_of: target.is_block.then_some(target.path.as_path()),
+            }),
     }
 }
 
@@ -573,12 +651,14 @@ pub fn run_step(
             on_error: spec.on_error,
             retries: spec.retries,
         };
+        let narrowing = narrowing_for(target, op);
         let out = run_pass(
             &mut engine,
             plan.walker(),
             &gen,
             &cfg,
             &mut findings,
+            narrowing.as_ref(),
             stop,
             progress,
         )?;
@@ -602,6 +682,7 @@ pub fn run_step(
     r.finished = dmm_time(unix_now());
     r.io_errors = findings.io_errors;
     r.miscompares = findings.miscompares;
+    r.bad_blocks = findings.bad_blocks;
     r.error = findings.failures.first().map(Failure::line);
     r.failures = findings.failures;
     r.status = if interrupted {
