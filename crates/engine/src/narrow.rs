@@ -37,12 +37,11 @@ pub fn narrow(
     op: &mut impl FnMut(u64, u64) -> Result<(), String>,
 ) -> Narrowed {
     let mut out = Narrowed::default();
-    let push_bad = |bad: &mut Vec<(u64, u64, String)>, o: u64, l: u64, e: String| match bad
-        .last_mut()
-    {
-        Some(b) if b.0 + b.1 == o && b.2 == e => b.1 += l,
-        _ => bad.push((o, l, e)),
-    };
+    let push_bad =
+        |bad: &mut Vec<(u64, u64, String)>, o: u64, l: u64, e: String| match bad.last_mut() {
+            Some(b) if b.0 + b.1 == o && b.2 == e => b.1 += l,
+            _ => bad.push((o, l, e)),
+        };
     let lbs = lbs.max(1);
     let mut stack = Vec::new();
     if len <= lbs {

@@ -244,6 +244,9 @@ pub struct StepResult {
     /// Blocks found bad (unreadable or unwritable) by narrowing the failed
     /// commands, over every failure listed.
     pub bad_blocks: u64,
+    /// The command a write-same step sent (absent for the other kinds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// The first failures in the order found (at most [`FAILURE_LIMIT`]).
     pub failures: Vec<Failure>,
     /// The first failure as one line; absent when the step passed.
@@ -340,7 +343,15 @@ pub fn render_step(s: &StepResult) -> String {
         pattern_title(s.order),
         grouped(s.block_count)
     );
-    if s.transfer_min_blocks == s.transfer_max_blocks {
+    if let Some(cmd) = &s.command {
+        let _ = writeln!(
+            o,
+            " Write Same Commands of up to {} ({:#06X}) Blocks",
+            grouped(s.transfer_max_blocks),
+            s.transfer_max_blocks
+        );
+        let _ = writeln!(o, " Command: {cmd}");
+    } else if s.transfer_min_blocks == s.transfer_max_blocks {
         let _ = writeln!(
             o,
             " Fixed-Length Transfers of {} ({:#06X}) Blocks",
@@ -479,6 +490,61 @@ pub fn render_header(r: &TestReport) -> String {
     )
 }
 
+/// The steps side by side (when there are several): blocks, time, rate
+/// and commands of each, and how a write-same compared with a streamed
+/// write of the same drive.
+pub fn render_summary(r: &TestReport) -> String {
+    let mut o = String::new();
+    if r.steps.len() < 2 {
+        return o;
+    }
+    let _ = writeln!(o, "Summary, side by side (same target):");
+    let _ = writeln!(
+        o,
+        " {:>4}  {:<13} {:>15} {:>11} {:>13} {:>11}  {}",
+        "TEST", "kind", "blocks", "time (s)", "MiB/sec", "commands", "result"
+    );
+    for s in &r.steps {
+        let ios: u64 = s.passes.iter().map(|p| p.ios).sum();
+        let status = match s.status {
+            Status::Passed => "passed",
+            Status::Failed => "failed",
+            Status::Skipped => "skipped",
+            Status::Interrupted => "interrupted",
+        };
+        let _ = writeln!(
+            o,
+            " {:>4}  {:<13} {:>15} {:>11.3} {:>13.2} {:>11}  {status}",
+            s.index,
+            s.kind,
+            grouped(s.blocks_transferred),
+            s.runtime_ns as f64 / 1e9,
+            s.mib_per_s,
+            grouped(ios),
+        );
+    }
+    let done = |k: &str| {
+        r.steps
+            .iter()
+            .find(|s| s.kind == k && s.status == Status::Passed && s.blocks_transferred > 0)
+    };
+    if let (Some(w), Some(ws)) = (done("write"), done("write-same")) {
+        let _ = writeln!(
+            o,
+            " write-same (test {}) vs streamed write (test {}): {:.2} vs {:.2} MiB/sec, {:.2}x the rate; {} vs {} commands",
+            ws.index,
+            w.index,
+            ws.mib_per_s,
+            w.mib_per_s,
+            ws.bw_bytes / w.bw_bytes.max(f64::MIN_POSITIVE),
+            grouped(ws.passes.iter().map(|p| p.ios).sum()),
+            grouped(w.passes.iter().map(|p| p.ios).sum()),
+        );
+    }
+    let _ = writeln!(o, "{RULE}");
+    o
+}
+
 /// The last line: overall verdict.
 pub fn render_footer(r: &TestReport) -> String {
     let failed = r
@@ -486,11 +552,12 @@ pub fn render_footer(r: &TestReport) -> String {
         .iter()
         .filter(|s| matches!(s.status, Status::Failed | Status::Interrupted))
         .count();
+    let summary = render_summary(r);
     if r.passed {
-        format!("All {} test(s) PASSED\n", r.steps.len())
+        format!("{summary}All {} test(s) PASSED\n", r.steps.len())
     } else {
         format!(
-            "{failed} of {} test(s) FAILED or interrupted, {} skipped\n",
+            "{summary}{failed} of {} test(s) FAILED or interrupted, {} skipped\n",
             r.steps.len(),
             r.steps
                 .iter()

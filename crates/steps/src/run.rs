@@ -36,6 +36,7 @@ use crate::error::StepError;
 use crate::layout::Walker;
 use crate::narrow::{add_read_sense, reissue, Reissue};
 use crate::result::{dmm_time, Failure, PassResult, Status, StepResult, FAILURE_LIMIT};
+use crate::same::{self, SameMethod, SameRun};
 use crate::spec::{Count, OnError, Order, StepKind, StepSpec};
 use crate::target::TestTarget;
 
@@ -64,6 +65,8 @@ pub struct StepPlan {
     pub hi: u64,
     /// Logical block size, bytes.
     pub block_size: u32,
+    /// The command of a write-same step, as the drive supports it.
+    pub same: Option<SameMethod>,
 }
 
 /// Resolve `specs` against `target`. `seed` is the sequence's seed;
@@ -131,6 +134,18 @@ pub fn plan_steps(
             .seed(step_seed)
             .build()
             .map_err(|e| perr(e.to_string()))?;
+        let (mut lo, mut hi) = (s.transfer.min / bs, s.transfer.max / bs);
+        let same = if s.kind == StepKind::WriteSame {
+            let refuse = |why: String| perr(format!("write-same: {why}"));
+            same::check_pattern(&s.pattern).map_err(refuse)?;
+            let m = SameMethod::probe(&target.path, target.block_size.0, s.start + count)
+                .map_err(refuse)?;
+            lo = m.chunk().min(count);
+            hi = lo;
+            Some(m)
+        } else {
+            None
+        };
         out.push(StepPlan {
             index: step,
             of: specs.len(),
@@ -138,9 +153,10 @@ pub fn plan_steps(
             seed: step_seed,
             start: s.start,
             count,
-            lo: s.transfer.min / bs,
-            hi: s.transfer.max / bs,
+            lo,
+            hi,
             block_size: target.block_size.0,
+            same,
         });
     }
     Ok(out)
@@ -185,7 +201,7 @@ pub struct Findings {
 }
 
 impl Findings {
-    fn push(&mut self, f: Failure) {
+    pub(crate) fn push(&mut self, f: Failure) {
         if self.failures.len() < FAILURE_LIMIT {
             self.failures.push(f);
         }
@@ -572,6 +588,7 @@ impl StepPlan {
             io_errors: 0,
             miscompares: 0,
             bad_blocks: 0,
+            command: self.same.map(|m| m.describe(self.block_size)),
             failures: Vec::new(),
             error: None,
             note: None,
@@ -613,6 +630,9 @@ pub fn run_step(
     stop: &AtomicBool,
     progress: &AtomicU64,
 ) -> Result<StepResult, StepError> {
+    if let Some(m) = plan.same {
+        return run_write_same(target, plan, m, stop, progress);
+    }
     let spec = &plan.spec;
     let gen = plan.generator()?;
     let t = target.engine_target(spec.kind.writes())?;
@@ -635,6 +655,12 @@ pub fn run_step(
         StepKind::WriteVerify => {
             passes.push((Op::Write, false));
             passes.push((Op::Read, true));
+        }
+        StepKind::WriteSame => {
+            return Err(StepError::Plan {
+                step: plan.index,
+                msg: "a write-same step was not planned with its command; this is a bug".into(),
+            })
         }
     }
     let mut findings = Findings::default();
@@ -693,6 +719,72 @@ pub fn run_step(
         Status::Passed
     };
     if stopped {
+        r.note = Some(format!(
+            "stopped at the first error ({})",
+            spec.on_error.name()
+        ));
+    }
+    Ok(r)
+}
+
+/// Run a write-same step: the pattern rendered into one logical block
+/// (that of the first LBA), sent with `m` through the claim.
+fn run_write_same(
+    target: &TestTarget,
+    plan: &StepPlan,
+    m: SameMethod,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+) -> Result<StepResult, StepError> {
+    let spec = &plan.spec;
+    let gen = plan.generator()?;
+    let terr = |msg: String| StepError::Target {
+        path: target.path.display().to_string(),
+        msg,
+    };
+    let claim = target.claim.as_ref().ok_or_else(|| {
+        terr("a write-same step needs the target claimed for writing; this is a bug".into())
+    })?;
+    let mut dev = drivelab_device::sg::SgDevice::claimed(claim)
+        .map_err(|e| terr(format!("cannot open it for SCSI passthrough: {e}")))?;
+    dev.set_timeout_ms(same::COMMAND_TIMEOUT_MS);
+    let mut block = vec![0u8; plan.block_size as usize];
+    gen.fill(&mut block, plan.start);
+    let run = SameRun {
+        dev: &dev,
+        method: m,
+        block: &block,
+        start: plan.start,
+        count: plan.count,
+        on_error: spec.on_error,
+        retries: spec.retries,
+    };
+    let started_unix = unix_now();
+    let mut r = plan.result_shell(started_unix, Status::Passed);
+    let mut findings = Findings::default();
+    let out = run.run(&mut findings, stop, progress);
+    let p = out.result;
+    r.runtime_ns = p.runtime_ns;
+    r.blocks_transferred = p.blocks;
+    r.bw_bytes = p.bw_bytes;
+    r.mib_per_s = p.mib_per_s;
+    r.iops = p.iops;
+    r.clat_ns = out.moments.summary();
+    r.passes.push(p);
+    r.finished = dmm_time(unix_now());
+    r.io_errors = findings.io_errors;
+    r.miscompares = findings.miscompares;
+    r.bad_blocks = findings.bad_blocks;
+    r.error = findings.failures.first().map(Failure::line);
+    r.failures = findings.failures;
+    r.status = if out.interrupted {
+        Status::Interrupted
+    } else if r.io_errors > 0 {
+        Status::Failed
+    } else {
+        Status::Passed
+    };
+    if out.stopped_on_error {
         r.note = Some(format!(
             "stopped at the first error ({})",
             spec.on_error.name()
