@@ -47,11 +47,12 @@ A=$(disk_by_serial {SATA})
 SD=$(disk_by_model scsi_debug)
 cat > seq.toml <<'EOF'
 {SEQ}EOF
+# (lib.sh's run_json sets $name: use another variable.)
 for d in scsi:$S sdebug:$SD; do
-    name=${{d%%:*}}; dev=${{d#*:}}
-    run_json seq_$name drivelab test /dev/$dev --sequence seq.toml --output-format json
-    dd if=/dev/$dev bs=512 count=1 skip={PROBE_LBA} iflag=direct 2>/dev/null | od -An -tx1 -v | head -1 > od_$name.txt
-    run_json side_$name drivelab test /dev/$dev {SIDE}
+    tag=${{d%%:*}}; dev=${{d#*:}}
+    run_json seq_$tag drivelab test /dev/$dev --sequence seq.toml --output-format json
+    dd if=/dev/$dev bs=512 count=1 skip={PROBE_LBA} iflag=direct 2>/dev/null | od -An -tx1 -v | head -1 > od_$tag.txt
+    run_json side_$tag drivelab test /dev/$dev {SIDE}
 done
 run_json sata {SATA_CMD}
 dd if=/dev/$A bs=512 count=1 iflag=direct 2>/dev/null | od -An -tx1 -v | head -1 > od_sata.txt
