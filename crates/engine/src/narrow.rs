@@ -118,7 +118,7 @@ mod tests {
     fn odd_lengths_split_on_block_boundaries() {
         // 7 blocks, block 6 bad: every tried range is whole blocks.
         let lbs = 4096u64;
-        let mut op = |o: u64, l: u64| {
+        let op = |o: u64, l: u64| {
             assert_eq!((o % lbs, l % lbs), (0, 0));
             if (o..o + l).contains(&(6 * lbs)) {
                 Err("ENODATA".to_string())

@@ -501,8 +501,8 @@ pub fn render_summary(r: &TestReport) -> String {
     let _ = writeln!(o, "Summary, side by side (same target):");
     let _ = writeln!(
         o,
-        " {:>4}  {:<13} {:>15} {:>11} {:>13} {:>11}  {}",
-        "TEST", "kind", "blocks", "time (s)", "MiB/sec", "commands", "result"
+        " {:>4}  {:<13} {:>15} {:>11} {:>13} {:>11}  result",
+        "TEST", "kind", "blocks", "time (s)", "MiB/sec", "commands"
     );
     for s in &r.steps {
         let ios: u64 = s.passes.iter().map(|p| p.ios).sum();

@@ -355,7 +355,7 @@ impl PassDriver<'_> {
                 errno,
                 message.clone(),
                 |buf, first| {
-                    if compare && !(first_only && !found.is_empty()) {
+                    if compare && (found.is_empty() || !first_only) {
                         gen.verify_each(buf, first, |m| {
                             found.push(m);
                             if first_only {
@@ -469,6 +469,7 @@ impl Driver for PassDriver<'_> {
 /// ends the pass early (in-flight commands drained, not checked). A
 /// command that fails its retries is narrowed down to its bad blocks with
 /// `narrowing` (when given) before the pass goes on or stops.
+#[allow(clippy::too_many_arguments)] // each is a distinct part the caller owns
 pub fn run_pass<E: Engine>(
     engine: &mut E,
     walker: Walker,
