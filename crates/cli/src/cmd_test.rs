@@ -26,10 +26,11 @@ Examples:
   drivelab test /dev/sdX --step write-verify --pattern incrementing --bs 64k
   drivelab test /dev/sdX --step verify --pattern random --seed 42 --order butterfly --qd 8
   drivelab test /dev/sdX --sequence steps.toml --log test.log
+  drivelab test /dev/sdX --step write --step write-same --step verify --pattern incrementing
 
 Sequence file (TOML): an optional top-level `seed`, then one [[step]] table
 per step, run in order. Keys (all optional except kind):
-  kind      write | read | verify | write-verify
+  kind      write | read | verify | write-verify | write-same
   pattern   allzeros allones altzeroandone altoneandzero incrementing
             decrementing walkingones walkingzeros alt1and0thenalt0and1
             alt0and1thenalt1and0 random stamped fixed:0xHH.. file:PATH
@@ -57,7 +58,13 @@ per step, run in order. Keys (all optional except kind):
   qd = 8
 
 write-verify writes the whole range, then reads the whole range back and
-compares it (as DMM). LBAs are in the device's logical blocks; for a regular
+compares it (as DMM). write-same sends one block of the pattern and has the
+drive write it over the range: SCSI WRITE SAME(10)/(16), cut to the
+drive's MAXIMUM WRITE SAME LENGTH, or for SATA SCT Write Same of one whole
+sector; bs, order and qd do not apply to it; patterns must be alike in every
+block (not random/stamped); a drive without either command is refused.
+A command that fails is re-issued in halves down to single blocks and the
+exact bad LBAs are listed. LBAs are in the device's logical blocks; for a regular
 file, 512 bytes unless --block-size says otherwise. Exit status: 0 all steps
 PASSED, 1 any FAILED, 2 bad input or refused (nothing written), 130
 interrupted.";
@@ -95,9 +102,11 @@ pub struct TestArgs {
 /// combined with `--sequence`.
 #[derive(Args, Debug)]
 pub struct StepFlags {
-    /// One step: write, read, verify or write-verify.
+    /// A step: write, read, verify, write-verify or write-same; repeat it
+    /// for a sequence of steps sharing the other flags
+    /// (`--step write --step write-same`).
     #[arg(long, value_name = "KIND", conflicts_with = "sequence")]
-    pub step: Option<String>,
+    pub step: Vec<String>,
     /// Data pattern (DMM names, random, stamped, fixed:0xHH…, file:PATH) [default: incrementing].
     #[arg(long, value_name = "NAME", conflicts_with = "sequence")]
     pub pattern: Option<String>,
@@ -227,9 +236,17 @@ impl Sinks {
 /// Run the subcommand.
 pub fn run(a: TestArgs) -> anyhow::Result<u8> {
     // Low args: what the user typed.
-    let (specs, file_seed) = match (&a.one.step, &a.sequence) {
-        (Some(kind), None) => (vec![step_from_flags(&a.one, kind).map_err(step_error)?], None),
-        (None, Some(path)) => {
+    let (specs, file_seed) = match (a.one.step.is_empty(), &a.sequence) {
+        (false, None) => (
+            a.one
+                .step
+                .iter()
+                .map(|kind| step_from_flags(&a.one, kind))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(step_error)?,
+            None,
+        ),
+        (true, Some(path)) => {
             let text = std::fs::read_to_string(path).map_err(|e| {
                 usage(format!("cannot read sequence file {}: {e}", path.display()))
             })?;
@@ -238,7 +255,7 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
         }
         _ => {
             return Err(usage(
-                "give one step with --step KIND (write, read, verify, write-verify) or a sequence with --sequence FILE.toml",
+                "give steps with --step KIND (write, read, verify, write-verify, write-same; repeatable) or a sequence with --sequence FILE.toml",
             ))
         }
     };

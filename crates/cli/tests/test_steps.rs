@@ -771,3 +771,75 @@ fn fua_reaches_the_block_layer_only_when_asked() {
         assert!(fua.iter().any(|r| r.rwbs.starts_with("FF")), "{fua:?}");
     }
 }
+
+#[test]
+fn write_same_on_a_loop_device_is_refused_before_any_step_writes() {
+    // A loop device answers no SCSI or ATA command: a sequence whose second
+    // step is write-same is refused whole (exit 2, one line naming what the
+    // device lacks and suggesting --step write), the first step unwritten.
+    let dir = TempDir::new("steps-ws-refuse");
+    let lo = LoopDev::new_in(&dir, 1 << 20);
+    let before = digest(&lo.backing);
+    let (code, out, err) = dl(&[
+        "test",
+        lo.dev(),
+        "--step",
+        "write",
+        "--step",
+        "write-same",
+        "--pattern",
+        "allones",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("step 2: write-same"), "{err}");
+    assert!(err.contains("neither SCSI nor ATA"), "{err}");
+    assert!(err.contains("use --step write"), "{err}");
+    assert_eq!(digest(&lo.backing), before, "a refused sequence wrote");
+    // A pattern that differs per block is refused before the device is asked.
+    let (code, _, err) = dl(&[
+        "test",
+        lo.dev(),
+        "--step",
+        "write-same",
+        "--pattern",
+        "random",
+        "--seed",
+        "1",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("differs in every block"), "{err}");
+    assert_eq!(digest(&lo.backing), before);
+}
+
+#[test]
+fn repeated_step_flags_run_in_order_and_are_shown_side_by_side() {
+    let dir = TempDir::new("steps-repeat");
+    let lo = LoopDev::new_in(&dir, 1 << 20);
+    let (code, out, err) = dl(&[
+        "test",
+        lo.dev(),
+        "--step",
+        "write",
+        "--step",
+        "verify",
+        "--pattern",
+        "decrementing",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let a = out.find("TEST 1 of 2").expect("TEST 1 of 2");
+    let b = out.find("TEST 2 of 2").expect("TEST 2 of 2");
+    assert!(a < b);
+    let s = out.find("Summary, side by side").expect("summary");
+    assert!(s > b, "{out}");
+    let rows: Vec<&str> = out[s..].lines().skip(2).take(2).collect();
+    assert!(
+        rows[0].contains(" write ") && rows[0].contains("2,048"),
+        "{rows:?}"
+    );
+    assert!(
+        rows[1].contains(" verify ") && rows[1].contains("passed"),
+        "{rows:?}"
+    );
+}

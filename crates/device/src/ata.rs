@@ -823,8 +823,8 @@ pub fn smart_read_log(log: u8, sectors: u8) -> Taskfile {
 }
 
 /// Send an SCT Write Same command. For the pattern functions no further
-/// data is sent; for the sector functions this sends only the command (the
-/// caller writes log E1h). Returns the registers the device returned.
+/// data is sent; for the sector functions this sends only the command (use
+/// [`sct_write_same_sector`], which also sends the data). Returns the registers the device returned.
 pub fn sct_write_same(dev: &SgDevice, ws: &SctWriteSame) -> Result<Option<AtaRegisters>, AtaError> {
     let key = ws.build();
     let pt = AtaPassThrough::new(Protocol::PioDataOut, smart_write_log(SCT_COMMAND_LOG, 1))
@@ -834,6 +834,57 @@ pub fn sct_write_same(dev: &SgDevice, ws: &SctWriteSame) -> Result<Option<AtaReg
         &pt,
         "SCT Write Same (SMART WRITE LOG E0h)",
         AtaData::Out(&key),
+    )
+}
+
+/// The SCT data transfer of a sector-pattern SCT Write Same: `sector`
+/// (one logical sector, a whole number of 512-byte log pages, at most 255
+/// of them) written to the SCT data log E1h with SMART WRITE LOG, the
+/// pass-through built. `None` when the sector's length does not fit.
+pub fn sct_data_out(sector_len: usize) -> Option<AtaPassThrough> {
+    if sector_len == 0 || sector_len % 512 != 0 {
+        return None;
+    }
+    let pages = u8::try_from(sector_len / 512).ok()?;
+    Some(
+        AtaPassThrough::new(Protocol::PioDataOut, smart_write_log(SCT_DATA_LOG, pages))
+            .ck_cond(true),
+    )
+}
+
+/// SCT Write Same repeating one whole logical sector (function 0102h in the
+/// foreground, 0002h in the background): the key sector to log E0h, then
+/// `sector` to the SCT data log E1h ([`sct_data_out`]), after which the
+/// device writes it to every sector of the range. In the foreground the
+/// data transfer completes when the range is written. Returns the
+/// registers of the data transfer.
+pub fn sct_write_same_sector(
+    dev: &SgDevice,
+    ws: &SctWriteSame,
+    sector: &[u8],
+) -> Result<Option<AtaRegisters>, AtaError> {
+    let f = ws.function();
+    if !matches!(
+        f,
+        SctWriteSameFunction::SectorForeground | SctWriteSameFunction::SectorBackground
+    ) {
+        return Err(AtaError::BadData(format!(
+            "SCT Write Same function {:#06x} does not take one sector of data",
+            f.code()
+        )));
+    }
+    let data = sct_data_out(sector.len()).ok_or_else(|| {
+        AtaError::BadData(format!(
+            "an SCT Write Same sector of {} bytes is not 1 to 255 whole 512-byte log pages",
+            sector.len()
+        ))
+    })?;
+    sct_write_same(dev, ws)?;
+    execute(
+        dev,
+        &data,
+        "SCT Write Same data (SMART WRITE LOG E1h)",
+        AtaData::Out(sector),
     )
 }
 
@@ -1329,6 +1380,36 @@ mod tests {
         assert_eq!(c[2], 0x26); // CK_COND, T_DIR out, BYT_BLOK, T_LENGTH count
         let r = smart_read_log(0xE0, 1);
         assert_eq!(r.feature, 0xD5);
+    }
+
+    #[test]
+    fn sct_write_same_of_one_sector_key_and_data_transfer() {
+        // ACS-4 SCT Write Same: function 0102h = repeat the one logical
+        // sector sent through the SCT data transfer, foreground; the
+        // pattern and pattern-length words stay zero.
+        let k = SctWriteSame::new(
+            SctWriteSameFunction::SectorForeground,
+            Lba(80_000),
+            BlockCount(2_048),
+        )
+        .build();
+        assert_eq!(&k[0..4], &[0x02, 0x00, 0x02, 0x01]);
+        assert_eq!(&k[4..12], &[0x80, 0x38, 0x01, 0, 0, 0, 0, 0]);
+        assert_eq!(&k[12..20], &[0x00, 0x08, 0, 0, 0, 0, 0, 0]);
+        assert!(k[20..].iter().all(|&x| x == 0));
+        // The data: SMART WRITE LOG (B0h/D6h) to log E1h, one 512-byte
+        // page per 512 bytes of the sector, PIO data-out, CK_COND.
+        let c = sct_data_out(512).unwrap().build16();
+        assert_eq!(c[0], 0x85);
+        assert_eq!(c[1] >> 1 & 0x0F, 5, "PIO data-out");
+        assert_eq!(c[2], 0x26);
+        assert_eq!((c[4], c[6], c[14]), (0xD6, 0x01, 0xB0));
+        assert_eq!((c[8], c[10], c[12]), (0xE1, 0x4F, 0xC2));
+        // A 4096-byte sector is eight pages; no page, or a part, is refused.
+        assert_eq!(sct_data_out(4096).unwrap().build16()[6], 8);
+        assert!(sct_data_out(0).is_none());
+        assert!(sct_data_out(520).is_none());
+        assert!(sct_data_out(256 * 512).is_none());
     }
 
     #[test]

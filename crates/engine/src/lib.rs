@@ -9,6 +9,8 @@
 //! - [`ioloop`]: the submission loop: slots, batching, clock reads,
 //!   deadlines, rate limits, stall accounting; callers are drivers.
 //! - [`clock`]: the monotonic clock, absolute sleeps, civil dates.
+//! - [`narrow`]: narrowing a failed command down to its failing blocks
+//!   (exact LBAs of medium errors), with aligned scratch for O_DIRECT.
 //! - [`sys`]: the other system calls the bench needs (thread CPU time,
 //!   timer slack, stop signals), as safe functions.
 //!
@@ -20,4 +22,5 @@ pub mod clock;
 pub mod engine;
 pub mod io;
 pub mod ioloop;
+pub mod narrow;
 pub mod sys;

@@ -166,11 +166,4 @@ impl EraseError {
     }
 }
 
-/// An aligned scratch slice of `len` bytes inside `buf`, for synchronous
-/// O_DIRECT reads and writes without unsafe: over-allocate and start at the
-/// first 4096-aligned byte.
-pub(crate) fn aligned(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
-    buf.resize(len + 4096, 0);
-    let off = (4096 - (buf.as_ptr() as usize % 4096)) % 4096;
-    &mut buf[off..off + len]
-}
+pub(crate) use drivelab_engine::narrow::aligned;

@@ -9,6 +9,9 @@
 //! - [`layout`]: which transfers, in which order (constant memory);
 //! - [`run`]: the step loop on the engine (fill before write, verify after
 //!   read, in the registered slot buffers);
+//! - [`narrow`]: the exact bad LBAs of a failed command (re-issued in
+//!   halves down to single blocks);
+//! - [`same`]: the write-same step (SCSI WRITE SAME, SATA SCT Write Same);
 //! - [`result`]: the result model (JSON) and the text log.
 //!
 //! # Sequence files
@@ -20,7 +23,7 @@
 //!
 //! | key | values | default |
 //! |---|---|---|
-//! | `kind` | `write`, `read`, `verify`, `write-verify` | — |
+//! | `kind` | `write`, `read`, `verify`, `write-verify`, `write-same` | — |
 //! | `pattern` | a DMM name (`allzeros`, `incrementing`, …), `random`, `stamped`, `fixed:0xHH…`, `file:PATH` | `incrementing` |
 //! | `bs` | transfer length, `64k`, or a range `4k-128k` (k = 1024; whole logical blocks) | `64k` |
 //! | `order` | `sequential`, `random`, `butterfly` | `sequential` |
@@ -57,13 +60,15 @@
 
 pub mod error;
 pub mod layout;
+pub mod narrow;
 pub mod result;
 pub mod run;
+pub mod same;
 pub mod spec;
 pub mod target;
 
 pub use error::StepError;
-pub use result::{Failure, PassResult, Status, StepResult, TestReport};
+pub use result::{BadRange, Failure, PassResult, Status, StepResult, TestReport};
 pub use run::{plan_steps, run_sequence, run_step, StepPlan};
 pub use spec::{parse_sequence, Count, OnError, Order, Sequence, StepKind, StepSpec, Transfer};
 pub use target::TestTarget;

@@ -59,6 +59,38 @@ pub struct PassResult {
     pub clat_percentiles_ns: std::collections::BTreeMap<String, u64>,
 }
 
+/// Contiguous logical blocks that failed the same way when re-issued one
+/// piece at a time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BadRange {
+    /// First bad LBA.
+    pub first: u64,
+    /// Last bad LBA (inclusive).
+    pub last: u64,
+    /// Blocks in the range (`last - first + 1`).
+    pub count: u64,
+    /// errno of the failing piece (0 for a short transfer).
+    pub errno: i32,
+    /// What failed, e.g. "No data available (os error 61)".
+    pub message: String,
+    /// The device's sense for a one-block SCSI READ of `first`, decoded
+    /// ("MEDIUM ERROR: Unrecovered read error (03/11/00) …"), when the device
+    /// answers SCSI commands and the range was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sense: Option<String>,
+}
+
+impl BadRange {
+    /// `LBA 80000..80015 (16 blocks)` or `LBA 80000 (1 block)`.
+    pub fn span(&self) -> String {
+        if self.count == 1 {
+            format!("LBA {} (1 block)", self.first)
+        } else {
+            format!("LBA {}..{} ({} blocks)", self.first, self.last, self.count)
+        }
+    }
+}
+
 /// One error a step found.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -77,6 +109,12 @@ pub enum Failure {
         message: String,
         /// Retries spent on it.
         retries: u32,
+        /// The blocks of the command that still fail when it is re-issued
+        /// in smaller pieces (halved down to single blocks, synchronous,
+        /// O_DIRECT): the exact bad LBAs, contiguous ones as one range.
+        /// Empty when narrowing found no failing block (the error did not
+        /// repeat) or could not run.
+        bad_ranges: Vec<BadRange>,
     },
     /// A block read back differs from the pattern.
     Miscompare {
@@ -110,11 +148,23 @@ impl Failure {
                 blocks,
                 message,
                 retries,
+                bad_ranges,
                 ..
-            } => format!(
-                "I/O error on {op} of LBA {lba}-{} ({blocks} blocks): {message}, after {retries} retries",
-                lba + blocks.saturating_sub(1)
-            ),
+            } => {
+                let cmd = format!(
+                    "{op} of LBA {lba}-{} ({blocks} blocks)",
+                    lba + blocks.saturating_sub(1)
+                );
+                if bad_ranges.is_empty() {
+                    format!("I/O error on {cmd}: {message}, after {retries} retries")
+                } else {
+                    let spans: Vec<String> = bad_ranges.iter().map(BadRange::span).collect();
+                    format!(
+                        "I/O error at {}: {message} (the failed command: {cmd}, after {retries} retries)",
+                        spans.join(", ")
+                    )
+                }
+            }
             Failure::Miscompare {
                 lba,
                 block_offset,
@@ -191,6 +241,12 @@ pub struct StepResult {
     pub io_errors: u64,
     /// Blocks that miscompared.
     pub miscompares: u64,
+    /// Blocks found bad (unreadable or unwritable) by narrowing the failed
+    /// commands, over every failure listed.
+    pub bad_blocks: u64,
+    /// The command a write-same step sent (absent for the other kinds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// The first failures in the order found (at most [`FAILURE_LIMIT`]).
     pub failures: Vec<Failure>,
     /// The first failure as one line; absent when the step passed.
@@ -287,7 +343,15 @@ pub fn render_step(s: &StepResult) -> String {
         pattern_title(s.order),
         grouped(s.block_count)
     );
-    if s.transfer_min_blocks == s.transfer_max_blocks {
+    if let Some(cmd) = &s.command {
+        let _ = writeln!(
+            o,
+            " Write Same Commands of up to {} ({:#06X}) Blocks",
+            grouped(s.transfer_max_blocks),
+            s.transfer_max_blocks
+        );
+        let _ = writeln!(o, " Command: {cmd}");
+    } else if s.transfer_min_blocks == s.transfer_max_blocks {
         let _ = writeln!(
             o,
             " Fixed-Length Transfers of {} ({:#06X}) Blocks",
@@ -368,11 +432,19 @@ pub fn render_step(s: &StepResult) -> String {
         let _ = writeln!(o);
         let _ = writeln!(
             o,
-            " Errors: {} failed command(s), {} miscompared block(s)",
-            s.io_errors, s.miscompares
+            " Errors: {} failed command(s), {} miscompared block(s), {} bad block(s)",
+            s.io_errors, s.miscompares, s.bad_blocks
         );
         for f in &s.failures {
             let _ = writeln!(o, " ERROR: {}", f.line());
+            if let Failure::Io { bad_ranges, .. } = f {
+                for b in bad_ranges {
+                    let _ = writeln!(o, "   Bad: {}: {}", b.span(), b.message);
+                    if let Some(sense) = &b.sense {
+                        let _ = writeln!(o, "        sense: {sense}");
+                    }
+                }
+            }
             if let Failure::Miscompare {
                 expected, found, ..
             } = f
@@ -418,6 +490,61 @@ pub fn render_header(r: &TestReport) -> String {
     )
 }
 
+/// The steps side by side (when there are several): blocks, time, rate
+/// and commands of each, and how a write-same compared with a streamed
+/// write of the same drive.
+pub fn render_summary(r: &TestReport) -> String {
+    let mut o = String::new();
+    if r.steps.len() < 2 {
+        return o;
+    }
+    let _ = writeln!(o, "Summary, side by side (same target):");
+    let _ = writeln!(
+        o,
+        " {:>4}  {:<13} {:>15} {:>11} {:>13} {:>11}  result",
+        "TEST", "kind", "blocks", "time (s)", "MiB/sec", "commands"
+    );
+    for s in &r.steps {
+        let ios: u64 = s.passes.iter().map(|p| p.ios).sum();
+        let status = match s.status {
+            Status::Passed => "passed",
+            Status::Failed => "failed",
+            Status::Skipped => "skipped",
+            Status::Interrupted => "interrupted",
+        };
+        let _ = writeln!(
+            o,
+            " {:>4}  {:<13} {:>15} {:>11.3} {:>13.2} {:>11}  {status}",
+            s.index,
+            s.kind,
+            grouped(s.blocks_transferred),
+            s.runtime_ns as f64 / 1e9,
+            s.mib_per_s,
+            grouped(ios),
+        );
+    }
+    let done = |k: &str| {
+        r.steps
+            .iter()
+            .find(|s| s.kind == k && s.status == Status::Passed && s.blocks_transferred > 0)
+    };
+    if let (Some(w), Some(ws)) = (done("write"), done("write-same")) {
+        let _ = writeln!(
+            o,
+            " write-same (test {}) vs streamed write (test {}): {:.2} vs {:.2} MiB/sec, {:.2}x the rate; {} vs {} commands",
+            ws.index,
+            w.index,
+            ws.mib_per_s,
+            w.mib_per_s,
+            ws.bw_bytes / w.bw_bytes.max(f64::MIN_POSITIVE),
+            grouped(ws.passes.iter().map(|p| p.ios).sum()),
+            grouped(w.passes.iter().map(|p| p.ios).sum()),
+        );
+    }
+    let _ = writeln!(o, "{RULE}");
+    o
+}
+
 /// The last line: overall verdict.
 pub fn render_footer(r: &TestReport) -> String {
     let failed = r
@@ -425,11 +552,12 @@ pub fn render_footer(r: &TestReport) -> String {
         .iter()
         .filter(|s| matches!(s.status, Status::Failed | Status::Interrupted))
         .count();
+    let summary = render_summary(r);
     if r.passed {
-        format!("All {} test(s) PASSED\n", r.steps.len())
+        format!("{summary}All {} test(s) PASSED\n", r.steps.len())
     } else {
         format!(
-            "{failed} of {} test(s) FAILED or interrupted, {} skipped\n",
+            "{summary}{failed} of {} test(s) FAILED or interrupted, {} skipped\n",
             r.steps.len(),
             r.steps
                 .iter()

@@ -34,7 +34,9 @@ use drivelab_stats::{LatencyHistogram, Welford};
 
 use crate::error::StepError;
 use crate::layout::Walker;
+use crate::narrow::{add_read_sense, reissue, Reissue};
 use crate::result::{dmm_time, Failure, PassResult, Status, StepResult, FAILURE_LIMIT};
+use crate::same::{self, SameMethod, SameRun};
 use crate::spec::{Count, OnError, Order, StepKind, StepSpec};
 use crate::target::TestTarget;
 
@@ -63,6 +65,8 @@ pub struct StepPlan {
     pub hi: u64,
     /// Logical block size, bytes.
     pub block_size: u32,
+    /// The command of a write-same step, as the drive supports it.
+    pub same: Option<SameMethod>,
 }
 
 /// Resolve `specs` against `target`. `seed` is the sequence's seed;
@@ -130,6 +134,18 @@ pub fn plan_steps(
             .seed(step_seed)
             .build()
             .map_err(|e| perr(e.to_string()))?;
+        let (mut lo, mut hi) = (s.transfer.min / bs, s.transfer.max / bs);
+        let same = if s.kind == StepKind::WriteSame {
+            let refuse = |why: String| perr(format!("write-same: {why}"));
+            same::check_pattern(&s.pattern).map_err(refuse)?;
+            let m = SameMethod::probe(&target.path, target.block_size.0, s.start + count)
+                .map_err(refuse)?;
+            lo = m.chunk().min(count);
+            hi = lo;
+            Some(m)
+        } else {
+            None
+        };
         out.push(StepPlan {
             index: step,
             of: specs.len(),
@@ -137,9 +153,10 @@ pub fn plan_steps(
             seed: step_seed,
             start: s.start,
             count,
-            lo: s.transfer.min / bs,
-            hi: s.transfer.max / bs,
+            lo,
+            hi,
             block_size: target.block_size.0,
+            same,
         });
     }
     Ok(out)
@@ -179,10 +196,12 @@ pub struct Findings {
     pub io_errors: u64,
     /// Miscompared blocks.
     pub miscompares: u64,
+    /// Blocks narrowing found bad.
+    pub bad_blocks: u64,
 }
 
 impl Findings {
-    fn push(&mut self, f: Failure) {
+    pub(crate) fn push(&mut self, f: Failure) {
         if self.failures.len() < FAILURE_LIMIT {
             self.failures.push(f);
         }
@@ -248,6 +267,15 @@ pub struct PassConfig {
     pub retries: u32,
 }
 
+/// How a pass narrows a failed command down to its bad blocks.
+pub struct Narrowing<'a> {
+    /// How the pieces are re-issued.
+    pub how: Reissue<'a>,
+    /// The block device to ask for the sense of bad reads (SCSI READ of one
+    /// block); `None` for writes and targets that are not block devices.
+    pub sense_of: Option<&'a std::path::Path>,
+}
+
 /// How a pass ended.
 #[derive(Debug, Clone)]
 pub struct PassOutcome {
@@ -272,6 +300,8 @@ struct PassDriver<'a> {
     cfg: &'a PassConfig,
     findings: &'a mut Findings,
     progress: &'a AtomicU64,
+    narrowing: Option<&'a Narrowing<'a>>,
+    scratch: Vec<u8>,
     fill_each: bool,
     stopping: bool,
     stopped_on_error: bool,
@@ -309,14 +339,53 @@ impl PassDriver<'_> {
             (0, format!("short transfer: {} of {len} bytes", d.result))
         };
         let bs = self.cfg.block_size;
+        let (lba, blocks) = (d.io.offset / bs, len / bs);
+        let mut bad_ranges = Vec::new();
+        let mut found = Vec::new();
+        if let Some(nw) = self.narrowing {
+            let (gen, compare) = (self.gen, self.cfg.compare);
+            let first_only = self.cfg.on_error != OnError::Continue;
+            let r = reissue(
+                &nw.how,
+                &mut self.scratch,
+                gen,
+                bs,
+                lba,
+                blocks,
+                errno,
+                message.clone(),
+                |buf, first| {
+                    if compare && (found.is_empty() || !first_only) {
+                        gen.verify_each(buf, first, |m| {
+                            found.push(m);
+                            if first_only {
+                                ControlFlow::Break(())
+                            } else {
+                                ControlFlow::Continue(())
+                            }
+                        });
+                    }
+                },
+            );
+            self.blocks += r.good_blocks;
+            bad_ranges = r.bad;
+            if let Some(path) = nw.sense_of {
+                add_read_sense(path, bs, &mut bad_ranges);
+            }
+            self.findings.bad_blocks += bad_ranges.iter().map(|b| b.count).sum::<u64>();
+        }
         self.findings.push(Failure::Io {
             op: self.op_name(),
-            lba: d.io.offset / bs,
-            blocks: len / bs,
+            lba,
+            blocks,
             errno,
             message,
             retries: d.retries,
+            bad_ranges,
         });
+        for m in &found {
+            self.findings.miscompare(m, bs);
+        }
         self.stop_here();
     }
 }
@@ -397,13 +466,17 @@ impl Driver for PassDriver<'_> {
 /// buffer is filled ahead (writes of non-periodic patterns) or compared
 /// (reads) while the device works on the others, so pattern work overlaps
 /// I/O even at queue depth 1. `progress` counts blocks completed; `stop`
-/// ends the pass early (in-flight commands drained, not checked).
+/// ends the pass early (in-flight commands drained, not checked). A
+/// command that fails its retries is narrowed down to its bad blocks with
+/// `narrowing` (when given) before the pass goes on or stops.
+#[allow(clippy::too_many_arguments)] // each is a distinct part the caller owns
 pub fn run_pass<E: Engine>(
     engine: &mut E,
     walker: Walker,
     gen: &Generator,
     cfg: &PassConfig,
     findings: &mut Findings,
+    narrowing: Option<&Narrowing<'_>>,
     stop: &AtomicBool,
     progress: &AtomicU64,
 ) -> Result<PassOutcome, StepError> {
@@ -424,6 +497,8 @@ pub fn run_pass<E: Engine>(
         cfg,
         findings,
         progress,
+        narrowing,
+        scratch: Vec::new(),
         fill_each: write && !periodic,
         stopping: false,
         stopped_on_error: false,
@@ -513,6 +588,8 @@ impl StepPlan {
             passes: Vec::new(),
             io_errors: 0,
             miscompares: 0,
+            bad_blocks: 0,
+            command: self.same.map(|m| m.describe(self.block_size)),
             failures: Vec::new(),
             error: None,
             note: None,
@@ -527,6 +604,25 @@ impl StepPlan {
     }
 }
 
+/// How a pass of `op` on `target` narrows its failed commands: reads on a
+/// second read-only descriptor (with the sense of bad blocks of a block
+/// device), writes through the claim. `None` when that cannot be set up
+/// (the failure is then reported for the whole command).
+fn narrowing_for(target: &TestTarget, op: Op) -> Option<Narrowing<'_>> {
+    match op {
+        Op::Write => target.claim.as_ref().map(|c| Narrowing {
+            how: Reissue::Write(c),
+            sense_of: None,
+        }),
+        _ => Reissue::reader(&target.path, target.direct)
+            .ok()
+            .map(|how| Narrowing {
+                how,
+                sense_of: target.is_block.then_some(target.path.as_path()),
+            }),
+    }
+}
+
 /// Run one step on `target` with the io_uring engine. `progress` counts
 /// blocks completed in the current pass.
 pub fn run_step(
@@ -535,6 +631,9 @@ pub fn run_step(
     stop: &AtomicBool,
     progress: &AtomicU64,
 ) -> Result<StepResult, StepError> {
+    if let Some(m) = plan.same {
+        return run_write_same(target, plan, m, stop, progress);
+    }
     let spec = &plan.spec;
     let gen = plan.generator()?;
     let t = target.engine_target(spec.kind.writes())?;
@@ -558,6 +657,12 @@ pub fn run_step(
             passes.push((Op::Write, false));
             passes.push((Op::Read, true));
         }
+        StepKind::WriteSame => {
+            return Err(StepError::Plan {
+                step: plan.index,
+                msg: "a write-same step was not planned with its command; this is a bug".into(),
+            })
+        }
     }
     let mut findings = Findings::default();
     let mut moments = Welford::new();
@@ -573,12 +678,14 @@ pub fn run_step(
             on_error: spec.on_error,
             retries: spec.retries,
         };
+        let narrowing = narrowing_for(target, op);
         let out = run_pass(
             &mut engine,
             plan.walker(),
             &gen,
             &cfg,
             &mut findings,
+            narrowing.as_ref(),
             stop,
             progress,
         )?;
@@ -602,6 +709,7 @@ pub fn run_step(
     r.finished = dmm_time(unix_now());
     r.io_errors = findings.io_errors;
     r.miscompares = findings.miscompares;
+    r.bad_blocks = findings.bad_blocks;
     r.error = findings.failures.first().map(Failure::line);
     r.failures = findings.failures;
     r.status = if interrupted {
@@ -612,6 +720,72 @@ pub fn run_step(
         Status::Passed
     };
     if stopped {
+        r.note = Some(format!(
+            "stopped at the first error ({})",
+            spec.on_error.name()
+        ));
+    }
+    Ok(r)
+}
+
+/// Run a write-same step: the pattern rendered into one logical block
+/// (that of the first LBA), sent with `m` through the claim.
+fn run_write_same(
+    target: &TestTarget,
+    plan: &StepPlan,
+    m: SameMethod,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+) -> Result<StepResult, StepError> {
+    let spec = &plan.spec;
+    let gen = plan.generator()?;
+    let terr = |msg: String| StepError::Target {
+        path: target.path.display().to_string(),
+        msg,
+    };
+    let claim = target.claim.as_ref().ok_or_else(|| {
+        terr("a write-same step needs the target claimed for writing; this is a bug".into())
+    })?;
+    let mut dev = drivelab_device::sg::SgDevice::claimed(claim)
+        .map_err(|e| terr(format!("cannot open it for SCSI passthrough: {e}")))?;
+    dev.set_timeout_ms(same::COMMAND_TIMEOUT_MS);
+    let mut block = vec![0u8; plan.block_size as usize];
+    gen.fill(&mut block, plan.start);
+    let run = SameRun {
+        dev: &dev,
+        method: m,
+        block: &block,
+        start: plan.start,
+        count: plan.count,
+        on_error: spec.on_error,
+        retries: spec.retries,
+    };
+    let started_unix = unix_now();
+    let mut r = plan.result_shell(started_unix, Status::Passed);
+    let mut findings = Findings::default();
+    let out = run.run(&mut findings, stop, progress);
+    let p = out.result;
+    r.runtime_ns = p.runtime_ns;
+    r.blocks_transferred = p.blocks;
+    r.bw_bytes = p.bw_bytes;
+    r.mib_per_s = p.mib_per_s;
+    r.iops = p.iops;
+    r.clat_ns = out.moments.summary();
+    r.passes.push(p);
+    r.finished = dmm_time(unix_now());
+    r.io_errors = findings.io_errors;
+    r.miscompares = findings.miscompares;
+    r.bad_blocks = findings.bad_blocks;
+    r.error = findings.failures.first().map(Failure::line);
+    r.failures = findings.failures;
+    r.status = if out.interrupted {
+        Status::Interrupted
+    } else if r.io_errors > 0 {
+        Status::Failed
+    } else {
+        Status::Passed
+    };
+    if out.stopped_on_error {
         r.note = Some(format!(
             "stopped at the first error ({})",
             spec.on_error.name()

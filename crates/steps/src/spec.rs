@@ -27,12 +27,18 @@ pub enum StepKind {
     /// whole range (as DMM does), so every block is read back after all
     /// writes of the step landed.
     WriteVerify,
+    /// One block of the pattern sent with WRITE SAME (SCSI) or SCT Write
+    /// Same (SATA), the drive writing it to every block of the range.
+    WriteSame,
 }
 
 impl StepKind {
     /// Whether the step writes (and so needs the safety check).
     pub fn writes(self) -> bool {
-        matches!(self, StepKind::Write | StepKind::WriteVerify)
+        matches!(
+            self,
+            StepKind::Write | StepKind::WriteVerify | StepKind::WriteSame
+        )
     }
 
     /// Whether the step compares data read against the pattern.
@@ -47,6 +53,7 @@ impl StepKind {
             StepKind::Read => "read",
             StepKind::Verify => "verify",
             StepKind::WriteVerify => "write-verify",
+            StepKind::WriteSame => "write-same",
         }
     }
 
@@ -57,6 +64,7 @@ impl StepKind {
             StepKind::Read => "Read Test",
             StepKind::Verify => "Read-Compare Test",
             StepKind::WriteVerify => "Write-Read-Compare Test",
+            StepKind::WriteSame => "Write Same Test",
         }
     }
 }
@@ -69,10 +77,11 @@ impl FromStr for StepKind {
             "read" => Ok(StepKind::Read),
             "verify" | "read-verify" | "compare" => Ok(StepKind::Verify),
             "write-verify" | "writeverify" | "write-read-compare" => Ok(StepKind::WriteVerify),
+            "write-same" | "writesame" => Ok(StepKind::WriteSame),
             _ => Err(StepError::bad(
                 "step",
                 s,
-                "write, read, verify or write-verify",
+                "write, read, verify, write-verify or write-same",
             )),
         }
     }

@@ -122,6 +122,9 @@ pub struct BlkdebugDisk {
     pub disk: Disk,
     /// The 512-byte sector whose reads fail with EIO (every time).
     pub read_error_sector: u64,
+    /// The rule fails writes touching the sector instead of reads
+    /// ([`VmBuilder::blkdebug_writes`]).
+    pub fail_writes: bool,
 }
 
 /// How the guest gets drivelab.
@@ -201,6 +204,18 @@ impl VmBuilder {
         self.vm.blkdebug.push(BlkdebugDisk {
             disk,
             read_error_sector,
+            fail_writes: false,
+        });
+        self
+    }
+
+    /// Adds a virtio-scsi disk whose writes touching `sector` (512-byte
+    /// units) fail with EIO (reads work), through QEMU's blkdebug driver.
+    pub fn blkdebug_writes(mut self, disk: Disk, sector: u64) -> Self {
+        self.vm.blkdebug.push(BlkdebugDisk {
+            disk,
+            read_error_sector: sector,
+            fail_writes: true,
         });
         self
     }
@@ -478,9 +493,14 @@ impl Vm {
                 "-blockdev",
                 &format!(
                     "driver=raw,node-name=bdbg{i},file.driver=blkdebug,\
-                     file.inject-error.0.event=read_aio,file.inject-error.0.errno=5,\
+                     file.inject-error.0.event={},file.inject-error.0.errno=5,\
                      file.inject-error.0.sector={},file.inject-error.0.once=off,\
                      file.image.driver=file,file.image.filename={}",
+                    if b.fail_writes {
+                        "write_aio"
+                    } else {
+                        "read_aio"
+                    },
                     b.read_error_sector,
                     p(&img)
                 ),

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use drivelab_engine::narrow::narrow;
 use drivelab_patterns::{Generator, PatternError};
 
 use crate::journal::{DriveJournal, Journal, JournalState, Skipped};
@@ -283,9 +284,9 @@ impl Ctx<'_> {
                 why,
             });
         }
-        let (good, bad) = narrow(off, len, lbs, why, &mut op);
-        self.rec.bytes += good;
-        for (o, l, e) in bad {
+        let n = narrow(off, len, lbs, why, &mut op);
+        self.rec.bytes += n.good;
+        for (o, l, e) in n.bad {
             let s = Skipped {
                 pass,
                 start: o,
@@ -299,47 +300,6 @@ impl Ctx<'_> {
     }
 }
 
-/// Narrow a range `[off, off + len)` whose command failed (with `why`)
-/// down to the blocks that keep failing: halve it, retry each half with
-/// `op`, recurse into failing halves down to single `lbs`-byte blocks.
-/// Returns the bytes that succeeded and the failing ranges (byte offset,
-/// length, error), adjacent blocks with the same error merged.
-fn narrow(
-    off: u64,
-    len: u64,
-    lbs: u64,
-    why: String,
-    op: &mut impl FnMut(u64, u64) -> Result<(), String>,
-) -> (u64, Vec<(u64, u64, String)>) {
-    let mut good = 0u64;
-    let mut bad: Vec<(u64, u64, String)> = Vec::new();
-    let push_bad =
-        |bad: &mut Vec<(u64, u64, String)>, o: u64, l: u64, e: String| match bad.last_mut() {
-            Some(b) if b.0 + b.1 == o && b.2 == e => b.1 += l,
-            _ => bad.push((o, l, e)),
-        };
-    let mut stack = Vec::new();
-    if len <= lbs {
-        push_bad(&mut bad, off, len, why);
-    } else {
-        let h = (len / lbs / 2) * lbs;
-        stack.push((off + h, len - h));
-        stack.push((off, h));
-    }
-    while let Some((o, l)) = stack.pop() {
-        match op(o, l) {
-            Ok(()) => good += l,
-            Err(e) if l <= lbs => push_bad(&mut bad, o, l, e),
-            Err(_) => {
-                let h = (l / lbs / 2) * lbs;
-                stack.push((o + h, l - h));
-                stack.push((o, h));
-            }
-        }
-    }
-    (good, bad)
-}
-
 fn errno_str(neg: i32) -> String {
     std::io::Error::from_raw_os_error(-neg).to_string()
 }
@@ -347,39 +307,6 @@ fn errno_str(neg: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn narrowing_finds_exactly_the_failing_blocks() {
-        // A 64-block range (512-byte blocks) where blocks 5, 6 and 40 fail:
-        // any command touching them fails.
-        let lbs = 512u64;
-        let bad_blocks = [5u64, 6, 40];
-        let mut calls = 0;
-        let mut op = |o: u64, l: u64| {
-            calls += 1;
-            let (first, n) = (o / lbs, l / lbs);
-            if bad_blocks.iter().any(|b| (first..first + n).contains(b)) {
-                Err("EIO".to_string())
-            } else {
-                Ok(())
-            }
-        };
-        let (good, bad) = narrow(0, 64 * lbs, lbs, "EIO".into(), &mut op);
-        assert_eq!(good, 61 * lbs);
-        assert_eq!(
-            bad,
-            vec![
-                (5 * lbs, 2 * lbs, "EIO".into()),
-                (40 * lbs, lbs, "EIO".into())
-            ]
-        );
-        // Far fewer commands than one per block.
-        assert!(calls < 40, "{calls} commands");
-        // A single failing block is not retried again.
-        let mut never = |_: u64, _: u64| -> Result<(), String> { panic!("retried") };
-        let (g, b) = narrow(7 * lbs, lbs, lbs, "EIO".into(), &mut never);
-        assert_eq!((g, b.len()), (0, 1));
-    }
 
     #[test]
     fn seed_is_the_fnv1a_hash_of_the_drive_and_pattern() {

@@ -14,6 +14,7 @@ use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Target, Uring};
 use drivelab_engine::io::{IoDesc, Op};
 use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
+use drivelab_engine::narrow::narrow;
 use drivelab_patterns::Generator;
 
 use super::SamplePlan;
@@ -199,9 +200,10 @@ where
     }
 }
 
-/// Read `[first, first + blocks)` synchronously, halving failing reads down
-/// to single blocks: readable blocks are checked, unreadable ones recorded
-/// (adjacent ones with the same error merged).
+/// Read `[first, first + blocks)` synchronously once more; if it still
+/// fails, narrow it down to single blocks ([`narrow`]): readable pieces are
+/// checked, unreadable blocks recorded (adjacent ones with the same error
+/// merged).
 fn narrow_read(
     f: &File,
     lbs: u64,
@@ -211,36 +213,32 @@ fn narrow_read(
     res: &mut VerifyResult,
 ) {
     let mut scratch = Vec::new();
-    let mut stack = vec![(first, blocks)];
-    while let Some((f0, n)) = stack.pop() {
-        let len = (n * lbs) as usize;
+    let mut op = |o: u64, l: u64| -> Result<(), String> {
+        let len = l as usize;
         let buf = aligned(&mut scratch, len);
-        match f.read_at(buf, f0 * lbs) {
+        match f.read_at(buf, o) {
             Ok(k) if k == len => {
                 res.reads += 1;
-                res.bytes_read += len as u64;
+                res.bytes_read += l;
                 if res.mismatch.is_none() {
-                    if let Err(m) = gen.verify(buf, f0) {
+                    if let Err(m) = gen.verify(buf, o / lbs) {
                         res.mismatch = Some((m.lba, m.to_string()));
                     }
                 }
+                Ok(())
             }
-            r if n == 1 => {
-                let why = match r {
-                    Ok(k) => format!("short read: {k} of {len} bytes"),
-                    Err(e) => format!("read error: {e}"),
-                };
-                match res.unreadable.last_mut() {
-                    Some(last) if last.0 + last.1 == f0 && last.2 == why => last.1 += 1,
-                    _ => res.unreadable.push((f0, 1, why)),
-                }
-            }
-            _ => {
-                let h = n / 2;
-                // Pop order: the lower half first.
-                stack.push((f0 + h, n - h));
-                stack.push((f0, h));
-            }
+            Ok(k) => Err(format!("short read: {k} of {len} bytes")),
+            Err(e) => Err(format!("read error: {e}")),
+        }
+    };
+    let (off, len) = (first * lbs, blocks * lbs);
+    let Err(why) = op(off, len) else { return };
+    let n = narrow(off, len, lbs, why, &mut op);
+    for (o, l, why) in n.bad {
+        let (f0, k) = (o / lbs, l / lbs);
+        match res.unreadable.last_mut() {
+            Some(last) if last.0 + last.1 == f0 && last.2 == why => last.1 += k,
+            _ => res.unreadable.push((f0, k, why)),
         }
     }
 }
