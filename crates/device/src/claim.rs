@@ -536,6 +536,22 @@ impl Claim {
         self.file.sync_all()
     }
 
+    /// Drop the kernel's cached pages of the target. A command sent by
+    /// passthrough (WRITE SAME, SCT Write Same, a sanitize) changes the
+    /// medium behind the page cache, so a buffered reader would otherwise
+    /// see the old data.
+    pub fn drop_cached(&self) -> io::Result<()> {
+        // SAFETY: posix_fadvise only reads its integer arguments; the
+        // descriptor is open for the life of `self`.
+        let rc =
+            unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::from_raw_os_error(rc))
+        }
+    }
+
     /// The held descriptor, for device-crate ioctls on the claimed device.
     pub fn as_fd(&self) -> BorrowedFd<'_> {
         self.file.as_fd()

@@ -386,3 +386,38 @@ fn a_regular_file_backing_a_held_loop_is_refused() {
     let path: PathBuf = lo.backing.clone();
     Claim::open(&path, &consent(false), &ClaimOptions::default()).unwrap();
 }
+
+/// Data changed behind the page cache (here: in the loop device's backing
+/// file, as a passthrough command changes the medium) is seen by a buffered
+/// reader only after the claim drops the cached pages.
+#[test]
+fn drop_cached_makes_a_buffered_reader_see_the_medium() {
+    require_root();
+    let dir = TempDir::new("cl-dropcache");
+    let lo = LoopDev::new_in(&dir, 8 * MIB);
+    std::fs::write(&lo.backing, vec![0x11u8; 8 * MIB as usize]).unwrap();
+    let claim = Claim::open(&lo.path, &consent(false), &ClaimOptions::default()).unwrap();
+    let reader = std::fs::File::open(&lo.path).unwrap();
+    let mut b = [0u8; 4096];
+    claim.drop_cached().unwrap();
+    reader.read_exact_at(&mut b, 0).unwrap();
+    assert_eq!(b[0], 0x11);
+    // Behind the loop device's page cache.
+    let backing = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lo.backing)
+        .unwrap();
+    backing.write_all_at(&[0x22u8; 4096], 0).unwrap();
+    backing.sync_all().unwrap();
+    reader.read_exact_at(&mut b, 0).unwrap();
+    assert_eq!(
+        b[0], 0x11,
+        "the first read was not cached; the test shows nothing"
+    );
+    claim.drop_cached().unwrap();
+    reader.read_exact_at(&mut b, 0).unwrap();
+    assert_eq!(
+        b[0], 0x22,
+        "a buffered read after drop_cached still saw the old data"
+    );
+}

@@ -211,6 +211,13 @@ fn stages(run: &DriveRun<'_>, t0: (u64, u32), out: &mut Outcome) -> Result<(), E
     out.resumed_bytes = jr.resumed_bytes();
 
     let issued = issue::issue(run, &mut jr, seed)?;
+    // Offloaded and passthrough methods change the medium behind the page
+    // cache: drop it, so that no buffered reader sees the old data.
+    run.claim.drop_cached().map_err(|source| EraseError::Io {
+        device: d.dev.path.display().to_string(),
+        what: "dropping the cached pages after the erase".into(),
+        source,
+    })?;
     let mut rec = issued.rec;
     out.bytes = rec.bytes;
     out.tuning = rec.tuning;

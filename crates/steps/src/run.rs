@@ -764,6 +764,11 @@ fn run_write_same(
     let mut r = plan.result_shell(started_unix, Status::Passed);
     let mut findings = Findings::default();
     let out = run.run(&mut findings, stop, progress);
+    // The commands wrote behind the page cache: a buffered reader after
+    // this step must see the pattern, not the old data.
+    claim
+        .drop_cached()
+        .map_err(|e| terr(format!("cannot drop its cached pages: {e}")))?;
     let p = out.result;
     r.runtime_ns = p.runtime_ns;
     r.blocks_transferred = p.blocks;
