@@ -31,7 +31,7 @@
 //!   adds whole intervals in front, so the series starts less than one
 //!   interval before the earliest issue.
 //! - **Access map**: a uniform reservoir sample (Vitter's Algorithm R) of at
-//!   most [`Analyzer::MAP_POINTS`] requests, for plots only (not in JSON).
+//!   most [`Analyzer::MAP_POINTS`] requests, for plots (JSON carries an even sample of at most `Analysis::JSON_MAP_POINTS`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -185,11 +185,30 @@ pub struct Analysis {
     pub out_of_order: u64,
     /// Throughput over time.
     pub throughput: Throughput,
-    /// Access-map sample (plots only; not serialized).
-    #[serde(skip)]
+    /// Access-map sample for plots. JSON carries at most
+    /// [`Analysis::JSON_MAP_POINTS`] of them, evenly spaced, each as
+    /// `[t_ns, offset, op]` (for the HTML report's access map).
+    #[serde(serialize_with = "json_access_map")]
     pub access_map: Vec<AccessPoint>,
     /// Largest offset + length seen, bytes (the access map's y range).
     pub max_offset: u64,
+}
+
+impl Analysis {
+    /// Most access-map points written to JSON.
+    pub const JSON_MAP_POINTS: usize = 2000;
+}
+
+fn json_access_map<S: serde::Serializer>(map: &[AccessPoint], s: S) -> std::result::Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let n = map.len().min(Analysis::JSON_MAP_POINTS);
+    let mut seq = s.serialize_seq(Some(n))?;
+    for i in 0..n {
+        // Evenly spaced over the sample: index i * len / n.
+        let p = &map[i * map.len() / n];
+        seq.serialize_element(&(p.t_ns, p.offset, p.op))?;
+    }
+    seq.end()
 }
 
 /// The streaming analyzer: [`Analyzer::add`] each request in issue order,
