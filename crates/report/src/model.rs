@@ -30,7 +30,7 @@ pub struct RunReport {
     /// The write claim of every target the run wrote: the safety
     /// assessment made before the first write, what `--force` overrode,
     /// and how the target was held for the run.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claims: Vec<drivelab_device::claim::ClaimRecord>,
     /// A run-level error, if the run failed after starting.
     #[serde(skip_serializing_if = "Option::is_none")]
