@@ -282,7 +282,7 @@ impl Progress {
 pub const TIMELINE_POINTS: usize = 512;
 
 /// Sample every drive's progress until `finished` is set (first every
-/// 100 ms, slower as the timeline fills, see [`TIMELINE_POINTS`]), then
+/// 10 ms, slower as the timeline fills, see [`TIMELINE_POINTS`]), then
 /// once more. A drive still waiting gets no point; a point is added only
 /// when its phase or bytes changed.
 pub fn record_timeline(
@@ -290,7 +290,7 @@ pub fn record_timeline(
     finished: &std::sync::atomic::AtomicBool,
 ) -> Vec<Vec<crate::outcome::TimelinePoint>> {
     let t0 = Instant::now();
-    let mut every = Duration::from_millis(100);
+    let mut every = Duration::from_millis(10);
     let mut lines: Vec<Vec<crate::outcome::TimelinePoint>> = progress.iter().map(|_| Vec::new()).collect();
     loop {
         let last = finished.load(Ordering::Relaxed);
@@ -333,8 +333,12 @@ pub fn record_timeline(
             return lines;
         }
         let until = Instant::now() + every;
-        while Instant::now() < until && !finished.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(20));
+        loop {
+            let now = Instant::now();
+            if now >= until || finished.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep((until - now).min(Duration::from_millis(20)));
         }
     }
 }

@@ -1,4 +1,4 @@
-// drivelab charts: draws every <div class="chart"> of the page from the
+// drivelab charts: draws every div.chart of the page from the
 // JSON inside it with uPlot (see crates/plot/src/html.rs). Once a chart is
 // drawn its container gets data-points="N"; any error is listed in #errors.
 (function () {
@@ -141,7 +141,7 @@
     if (!anyPoints) scales.y.range = fromZero;
     var axes = [xAxis, {
       label: spec.y.label,
-      size: 70,
+      size: 86,
       values: function (u, splits) { return splits.map(function (v) { return fmt(spec.y.unit, v); }); }
     }];
     if (spec.y2) {
@@ -150,7 +150,7 @@
         scale: "y2",
         side: 1,
         label: spec.y2.label,
-        size: 70,
+        size: 86,
         grid: { show: false },
         values: function (u, splits) { return splits.map(function (v) { return fmt(spec.y2.unit, v); }); }
       });

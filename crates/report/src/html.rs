@@ -109,13 +109,14 @@ h3 { font-size: 1.05em; margin: 1.4em 0 0.4em; }
 .scroll { overflow-x: auto; -webkit-overflow-scrolling: touch; }
 table { border-collapse: collapse; font-size: 0.9em; margin: 0.4em 0; }
 th, td { padding: 0.25em 0.6em; border-bottom: 1px solid #ddd; text-align: right; white-space: nowrap; }
-th:first-child, td:first-child { text-align: left; }
+th:first-child, td:first-child, th.text { text-align: left; }
 td.text { text-align: left; white-space: normal; min-width: 14em; }
 th { background: #f3f6f9; }
 .ok { color: #06702c; font-weight: 600; }
 .bad { color: #a00000; font-weight: 600; }
-.charts { display: grid; grid-template-columns: 1fr; gap: 0 1.2em; }
-@media (min-width: 1000px) { .charts.two { grid-template-columns: 1fr 1fr; } }
+.charts { display: grid; grid-template-columns: minmax(0, 1fr); gap: 0 1.2em; }
+.charts > div { min-width: 0; }
+@media (min-width: 1000px) { .charts.two { grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); } }
 @media (max-width: 600px) { body { padding: 0 8px 2em; } table { font-size: 0.8em; } h1 { font-size: 1.3em; } }
 </style>
 "#;
@@ -387,7 +388,7 @@ fn run_section(r: &RunReport, next_id: &mut impl FnMut() -> String) -> Markup {
             p { "No device was sampled (the targets are not block devices or files on one)." }
         } @else {
             div.scroll { table {
-                tr { th { "device" } th { "verdict" } th { "reported" } th { "device saw" } th { "ratio" } th { "I/Os reported" } th { "device I/Os" } th { "idle s" } th { "samples" } th { "throughput CoV" } }
+                tr { th { "device" } th.text { "verdict" } th { "reported" } th { "device saw" } th { "ratio" } th { "I/Os reported" } th { "device I/Os" } th { "idle s" } th { "samples" } th { "throughput CoV" } }
                 @for c in &r.device_check {
                     tr {
                         td { (c.device) }
@@ -420,24 +421,24 @@ fn comparison(runs: &[(&str, RunReport)], next_id: &mut impl FnMut() -> String) 
     let total = |r: &RunReport, g: &dyn Fn(&crate::DirReport) -> f64| {
         r.jobs.iter().map(|j| g(&j.read) + g(&j.write) + g(&j.trim)).sum::<f64>()
     };
-    let metrics: Vec<(&str, Unit, Vec<f64>)> = vec![
-        ("read IOPS", Unit::Number, sum(&|r| r.jobs.iter().map(|j| j.read.iops).sum())),
-        ("write IOPS", Unit::Number, sum(&|r| r.jobs.iter().map(|j| j.write.iops).sum())),
-        ("read bandwidth", Unit::BytesPerSec, sum(&|r| r.jobs.iter().map(|j| j.read.bw_bytes as f64).sum())),
-        ("write bandwidth", Unit::BytesPerSec, sum(&|r| r.jobs.iter().map(|j| j.write.bw_bytes as f64).sum())),
-        ("mean completion latency", Unit::Ns, sum(&|r| {
+    let metrics: Vec<(&str, &str, Unit, Vec<f64>)> = vec![
+        ("read IOPS", "IOPS", Unit::Number, sum(&|r| r.jobs.iter().map(|j| j.read.iops).sum())),
+        ("write IOPS", "IOPS", Unit::Number, sum(&|r| r.jobs.iter().map(|j| j.write.iops).sum())),
+        ("read bandwidth", "bandwidth", Unit::BytesPerSec, sum(&|r| r.jobs.iter().map(|j| j.read.bw_bytes as f64).sum())),
+        ("write bandwidth", "bandwidth", Unit::BytesPerSec, sum(&|r| r.jobs.iter().map(|j| j.write.bw_bytes as f64).sum())),
+        ("mean completion latency", "latency", Unit::Ns, sum(&|r| {
             let n = total(r, &|d| d.total_ios as f64);
             if n > 0.0 { total(r, &|d| d.clat_ns.mean * d.total_ios as f64) / n } else { 0.0 }
         })),
-        ("99th percentile completion latency", Unit::Ns, sum(&|r| {
+        ("99th percentile completion latency", "latency", Unit::Ns, sum(&|r| {
             r.jobs.iter().flat_map(|j| [&j.read, &j.write, &j.trim]).filter_map(|d| p99(&d.clat_ns)).max().unwrap_or(0) as f64
         })),
     ];
     let bars: Vec<Chart> = metrics
         .into_iter()
-        .filter(|(_, _, v)| v.iter().any(|x| *x > 0.0))
-        .map(|(name, unit, v)| {
-            Chart::new(name, Axis::new("run", Unit::Number), Axis::new(name, unit))
+        .filter(|(_, _, _, v)| v.iter().any(|x| *x > 0.0))
+        .map(|(name, y, unit, v)| {
+            Chart::new(name, Axis::new("run", Unit::Number), Axis::new(y, unit))
                 .categories(labels.clone())
                 .with(Series::bars(name, &v))
         })
