@@ -96,7 +96,12 @@ fn load(page: &Path) -> Vec<Drawn> {
     assert!(
         !dom.contains("data-errors="),
         "{url}: script errors in the page: {}",
-        dom.split("<ul id=\"errors\"").nth(1).unwrap_or("").chars().take(600).collect::<String>()
+        dom.split("<ul id=\"errors\"")
+            .nth(1)
+            .unwrap_or("")
+            .chars()
+            .take(600)
+            .collect::<String>()
     );
     let attr = |chunk: &str, name: &str| -> Option<String> {
         let start = chunk.find(&format!("{name}=\""))? + name.len() + 2;
@@ -123,7 +128,11 @@ fn load(page: &Path) -> Vec<Drawn> {
         .nth(1)
         .and_then(|r| r.split('"').next())
         .and_then(|n| n.parse::<usize>().ok());
-    assert_eq!(drawn_attr, Some(charts.len()), "{url}: charts not all set up");
+    assert_eq!(
+        drawn_attr,
+        Some(charts.len()),
+        "{url}: charts not all set up"
+    );
     for c in &charts {
         assert!(c.expect > 0, "{url}: empty chart {:?}", c.title);
         assert_eq!(
@@ -169,7 +178,12 @@ fn screenshots(page: &Path, name: &str) -> Vec<PathBuf> {
             .expect("run chromium");
         assert!(out.status.success(), "screenshot of {name} failed");
         let bytes = std::fs::read(&png).unwrap();
-        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{} is not a PNG", png.display());
+        assert_eq!(
+            &bytes[..8],
+            b"\x89PNG\r\n\x1a\n",
+            "{} is not a PNG",
+            png.display()
+        );
         shots.push(png);
     }
     shots
@@ -208,7 +222,12 @@ fn check_device_series(v: &Value) {
         let bw = s["r_bw_bytes"].as_f64().unwrap() + s["w_bw_bytes"].as_f64().unwrap();
         bytes += bw * (end - t).max(0.0);
         for k in [
-            "r_iops", "w_iops", "util_pct", "aqu_sz", "r_await_ms", "w_await_ms",
+            "r_iops",
+            "w_iops",
+            "util_pct",
+            "aqu_sz",
+            "r_await_ms",
+            "w_await_ms",
         ] {
             assert!(s[k].as_f64().unwrap() >= 0.0, "{k}");
         }
@@ -231,16 +250,30 @@ fn every_report_kind_draws_all_its_points_in_chromium() {
     let lo = LoopDev::new_in(&dir, 64 << 20);
     let run1 = drivelab_json(
         &[
-            "run", "--filename", lo.dev(), "--rw=randrw", "--bs=4k", "--iodepth=4",
-            "--runtime=3", "--time_based", "--name=mixed",
+            "run",
+            "--filename",
+            lo.dev(),
+            "--rw=randrw",
+            "--bs=4k",
+            "--iodepth=4",
+            "--runtime=3",
+            "--time_based",
+            "--name=mixed",
         ],
         &[],
     );
     check_device_series(&run1);
     let run2 = drivelab_json(
         &[
-            "run", "--filename", lo.dev(), "--rw=randread", "--bs=16k", "--iodepth=8",
-            "--runtime=2", "--time_based", "--name=reads",
+            "run",
+            "--filename",
+            lo.dev(),
+            "--rw=randread",
+            "--bs=16k",
+            "--iodepth=8",
+            "--runtime=2",
+            "--time_based",
+            "--name=reads",
         ],
         &[],
     );
@@ -249,19 +282,41 @@ fn every_report_kind_draws_all_its_points_in_chromium() {
     let page = dir.join("run.html");
     report(&[&run1_path], &page);
     let charts = load(&page);
-    let engine: usize = run1["jobs"].as_array().unwrap().iter().map(|j| len(&j["timeseries"])).sum();
-    let device: usize = run1["device_check"].as_array().unwrap().iter().map(|c| len(&c["series"])).sum();
+    let engine: usize = run1["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| len(&j["timeseries"]))
+        .sum();
+    let device: usize = run1["device_check"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| len(&c["series"]))
+        .sum();
     assert!(engine > 0 && device > 0);
     assert_eq!(chart(&charts, "IOPS per second").expect, engine + device);
-    assert_eq!(chart(&charts, "Bandwidth per second").expect, engine + device);
+    assert_eq!(
+        chart(&charts, "Bandwidth per second").expect,
+        engine + device
+    );
     assert_eq!(chart(&charts, "Device utilisation").expect, 2 * device);
     let percentiles: usize = run1["jobs"]
         .as_array()
         .unwrap()
         .iter()
-        .flat_map(|j| ["read", "write"].map(|d| j[d]["clat_ns"]["percentile"].as_object().map_or(0, |m| m.len())))
+        .flat_map(|j| {
+            ["read", "write"].map(|d| {
+                j[d]["clat_ns"]["percentile"]
+                    .as_object()
+                    .map_or(0, |m| m.len())
+            })
+        })
         .sum();
-    assert_eq!(chart(&charts, "Completion latency percentiles").expect, percentiles);
+    assert_eq!(
+        chart(&charts, "Completion latency percentiles").expect,
+        percentiles
+    );
     shots.extend(screenshots(&page, "run"));
 
     // The comparison of the two runs.
@@ -270,9 +325,18 @@ fn every_report_kind_draws_all_its_points_in_chromium() {
     let charts = load(&page);
     let both: usize = [&run1, &run2]
         .iter()
-        .flat_map(|r| r["jobs"].as_array().unwrap().iter().map(|j| len(&j["timeseries"])))
+        .flat_map(|r| {
+            r["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|j| len(&j["timeseries"]))
+        })
         .sum();
-    assert_eq!(chart(&charts, "IOPS per second, runs overlaid").expect, both);
+    assert_eq!(
+        chart(&charts, "IOPS per second, runs overlaid").expect,
+        both
+    );
     assert_eq!(chart(&charts, "read IOPS").expect, 2);
     shots.extend(screenshots(&page, "compare"));
     drop(lo);
@@ -283,8 +347,21 @@ fn every_report_kind_draws_all_its_points_in_chromium() {
     let certs = dir.join("certs");
     let erase = drivelab_json(
         &[
-            "erase", lo.dev(), "--yes", "--confirm-serial", lo.dev(), "--certificate-dir",
+            "erase",
+            lo.dev(),
+            "--yes",
+            "--confirm-serial",
+            lo.dev(),
+            "--certificate-dir",
             certs.to_str().unwrap(),
+            "--method",
+            "stream",
+            "--pattern",
+            "random",
+            "--verify",
+            "full",
+            "--bus-limit",
+            "96m",
         ],
         &[("XDG_CONFIG_HOME", &cfg)],
     );
@@ -314,19 +391,28 @@ fn every_report_kind_draws_all_its_points_in_chromium() {
          [[step]]\nkind = \"read\"\nbs = \"16k\"\n[[step]]\nkind = \"write-verify\"\norder = \"random\"\nqd = 4\n",
     )
     .unwrap();
-    let test = drivelab_json(&["test", lo.dev(), "--sequence", seq.to_str().unwrap()], &[]);
+    let test = drivelab_json(
+        &["test", lo.dev(), "--sequence", seq.to_str().unwrap()],
+        &[],
+    );
     let test_path = save(&dir, "test.json", &test);
     let page = dir.join("test.html");
     report(&[&test_path], &page);
     let charts = load(&page);
     assert_eq!(chart(&charts, "Throughput per step").expect, 3);
-    let passes: usize = test["steps"].as_array().unwrap().iter().map(|s| len(&s["passes"])).sum();
+    let passes: usize = test["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| len(&s["passes"]))
+        .sum();
     assert_eq!(chart(&charts, "Throughput per pass").expect, passes);
     shots.extend(screenshots(&page, "test"));
     drop(lo);
 
     // A trace analysis (a trace with completions: every distribution).
-    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/traces/apress_blktrace.txt");
+    let trace =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/traces/apress_blktrace.txt");
     let ta = drivelab_json(&["trace", "analyze", trace.to_str().unwrap()], &[]);
     let ta_path = save(&dir, "trace-analyze.json", &ta);
     let page = dir.join("trace.html");
@@ -341,8 +427,14 @@ fn every_report_kind_draws_all_its_points_in_chromium() {
         .collect();
     assert!(!dots.is_empty());
     assert_eq!(chart(&charts, "Disk access sequence").expect, dots.len());
-    assert_eq!(chart(&charts, "Distribution of transfer sizes").expect, len(&ta["sizes"]));
-    assert_eq!(chart(&charts, "Distribution of queue depth").expect, len(&ta["queue_depth"]));
+    assert_eq!(
+        chart(&charts, "Distribution of transfer sizes").expect,
+        len(&ta["sizes"])
+    );
+    assert_eq!(
+        chart(&charts, "Distribution of queue depth").expect,
+        len(&ta["queue_depth"])
+    );
     assert_eq!(
         chart(&charts, "Distribution of service times").expect,
         len(&ta["service_time_histogram"])
@@ -365,7 +457,12 @@ fn bad_inputs_write_nothing_and_say_what_to_give() {
     for input in [&not_json, &other, &dir.join("missing.json")] {
         let (code, out, err) = run(
             BIN,
-            &["report", input.to_str().unwrap(), "--html", html.to_str().unwrap()],
+            &[
+                "report",
+                input.to_str().unwrap(),
+                "--html",
+                html.to_str().unwrap(),
+            ],
         );
         assert_eq!(code, 2, "{input:?}: {out}{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");

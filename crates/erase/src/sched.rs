@@ -291,7 +291,8 @@ pub fn record_timeline(
 ) -> Vec<Vec<crate::outcome::TimelinePoint>> {
     let t0 = Instant::now();
     let mut every = Duration::from_millis(10);
-    let mut lines: Vec<Vec<crate::outcome::TimelinePoint>> = progress.iter().map(|_| Vec::new()).collect();
+    let mut lines: Vec<Vec<crate::outcome::TimelinePoint>> =
+        progress.iter().map(|_| Vec::new()).collect();
     loop {
         let last = finished.load(Ordering::Relaxed);
         let t_s = t0.elapsed().as_secs_f64();
@@ -372,7 +373,9 @@ mod tests {
         assert!(lines[1].is_empty());
         let l = &lines[0];
         assert!(l.windows(2).all(|w| w[0].t_s <= w[1].t_s));
-        assert!(l.iter().any(|q| q.phase == "erasing" && q.done_bytes == 1000));
+        assert!(l
+            .iter()
+            .any(|q| q.phase == "erasing" && q.done_bytes == 1000));
         assert!(l.iter().any(|q| q.phase == "verifying"));
         let end = l.last().unwrap();
         assert_eq!((end.phase, end.done_bytes), ("done", 1000));

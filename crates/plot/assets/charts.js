@@ -60,7 +60,7 @@
       case "bytes_per_sec": return binary(v, "/s");
       case "ns": return dur(v);
       case "ms": return dur(v * 1e6);
-      case "seconds": return num(v) + " s";
+      case "seconds": return v !== 0 && Math.abs(v) < 1 ? dur(v * 1e9) : num(v) + " s";
       case "percent": return num(v) + "%";
       case "fraction": return num(v * 100) + "%";
       default: return num(v);
@@ -126,7 +126,9 @@
         o.paths = function () { return null; };
         o.points = { show: true, size: 3, width: 0, stroke: c, fill: c };
       } else {
-        o.points = { show: false };
+        // uPlot's default: dots on a line only where they are sparse (a
+        // one-point line is a dot).
+        o.points = { size: 5, fill: c };
       }
       series.push(o);
     });

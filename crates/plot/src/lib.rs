@@ -275,6 +275,7 @@ pub fn format(unit: Unit, v: f64) -> String {
         Unit::BytesPerSec => binary(v, "/s"),
         Unit::Ns => duration_ns(v),
         Unit::Ms => duration_ns(v * 1e6),
+        Unit::Seconds if v != 0.0 && v.abs() < 1.0 => duration_ns(v * 1e9),
         Unit::Seconds => format!("{} s", number(v)),
         Unit::Percent => format!("{}%", number(v)),
         Unit::Fraction => format!("{}%", number(v * 100.0)),
@@ -339,9 +340,16 @@ mod tests {
 
     #[test]
     fn aligned_merges_the_xs_of_every_series() {
-        let c = Chart::new("t", Axis::new("s", Unit::Seconds), Axis::new("n", Unit::Number))
-            .with(Series::line("a", vec![(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]))
-            .with(Series::line("b", vec![(0.5, 10.0), (2.0, 30.0), (f64::NAN, 1.0)]));
+        let c = Chart::new(
+            "t",
+            Axis::new("s", Unit::Seconds),
+            Axis::new("n", Unit::Number),
+        )
+        .with(Series::line("a", vec![(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]))
+        .with(Series::line(
+            "b",
+            vec![(0.5, 10.0), (2.0, 30.0), (f64::NAN, 1.0)],
+        ));
         let (xs, ys) = c.aligned();
         assert_eq!(xs, vec![0.0, 0.5, 1.0, 2.0]);
         assert_eq!(ys[0], vec![Some(1.0), None, Some(2.0), Some(3.0)]);
@@ -365,6 +373,8 @@ mod tests {
         assert_eq!(format(Unit::BytesPerSec, 1.5 * 1048576.0), "1.5 MiB/s");
         assert_eq!(format(Unit::Ns, 1500.0), "1.5 µs");
         assert_eq!(format(Unit::Ms, 2.0), "2 ms");
+        assert_eq!(format(Unit::Seconds, 0.00958), "9.58 ms");
+        assert_eq!(format(Unit::Seconds, 12.5), "12.5 s");
         assert_eq!(format(Unit::Fraction, 0.25), "25%");
         assert_eq!(format(Unit::Number, 12345.0), "12.3k");
         assert_eq!(format(Unit::Number, 0.0), "0");

@@ -65,7 +65,10 @@ pub fn render(chart: &Chart) -> String {
     let (x0, x1) = match cats {
         Some(l) => (-0.5, l.len().max(1) as f64 - 0.5),
         None => range(
-            chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
+            chart
+                .series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.0)),
             false,
         ),
     };
@@ -135,7 +138,7 @@ pub fn render(chart: &Chart) -> String {
             for i in 0..=4 {
                 let v = x0 + (x1 - x0) * f64::from(i) / 4.0;
                 let label = match chart.x_scale {
-                    XScale::Nines => format!("{}", format(Unit::Number, percentile_at(v))),
+                    XScale::Nines => format(Unit::Number, percentile_at(v)),
                     _ => format(chart.x.unit, v),
                 };
                 let anchor = match i {
@@ -266,9 +269,13 @@ mod tests {
         assert!(svg.contains("a &lt;b&gt; &amp; c"));
         assert!(svg.contains("&lt;8&gt;: 25%"));
         assert!(!svg.contains("<8>"));
-        let p = Chart::new("m", Axis::new("t", Unit::Seconds), Axis::new("o", Unit::Bytes))
-            .with(Series::points("reads", vec![(0.0, 1.0), (1.0, 2.0)]))
-            .with(Series::line("l", vec![(0.0, 1.0), (1.0, 2.0)]));
+        let p = Chart::new(
+            "m",
+            Axis::new("t", Unit::Seconds),
+            Axis::new("o", Unit::Bytes),
+        )
+        .with(Series::points("reads", vec![(0.0, 1.0), (1.0, 2.0)]))
+        .with(Series::line("l", vec![(0.0, 1.0), (1.0, 2.0)]));
         let svg = render(&p);
         assert_eq!(svg.matches("<rect").count(), 1 + 2);
         assert_eq!(svg.matches("<polyline").count(), 1);
@@ -276,9 +283,13 @@ mod tests {
 
     #[test]
     fn bars_scale_to_the_tallest() {
-        let c = Chart::new("t", Axis::new("x", Unit::Number), Axis::new("y", Unit::Number))
-            .categories(vec!["a".into(), "b".into()])
-            .with(Series::bars("v", &[1.0, 2.0]));
+        let c = Chart::new(
+            "t",
+            Axis::new("x", Unit::Number),
+            Axis::new("y", Unit::Number),
+        )
+        .categories(vec!["a".into(), "b".into()])
+        .with(Series::bars("v", &[1.0, 2.0]));
         let svg = render(&c);
         let heights: Vec<f64> = svg
             .split("height=\"")

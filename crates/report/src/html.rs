@@ -57,7 +57,12 @@ impl Kind {
     /// The kind named `name` (as [`Kind::name`]; "trace analyze",
     /// "analyze", "trace-replay" and "trace replay" are accepted too).
     pub fn from_name(name: &str) -> Option<Kind> {
-        match name.trim().to_ascii_lowercase().replace(['_', ' '], "-").as_str() {
+        match name
+            .trim()
+            .to_ascii_lowercase()
+            .replace(['_', ' '], "-")
+            .as_str()
+        {
             "run" => Some(Kind::Run),
             "test" => Some(Kind::Test),
             "erase" => Some(Kind::Erase),
@@ -110,7 +115,7 @@ h3 { font-size: 1.05em; margin: 1.4em 0 0.4em; }
 table { border-collapse: collapse; font-size: 0.9em; margin: 0.4em 0; }
 th, td { padding: 0.25em 0.6em; border-bottom: 1px solid #ddd; text-align: right; white-space: nowrap; }
 th:first-child, td:first-child, th.text { text-align: left; }
-td.text { text-align: left; white-space: normal; min-width: 14em; }
+td.text { text-align: left; white-space: normal; min-width: 12em; overflow-wrap: anywhere; }
 th { background: #f3f6f9; }
 .ok { color: #06702c; font-weight: 600; }
 .bad { color: #a00000; font-weight: 600; }
@@ -142,10 +147,7 @@ pub fn render(inputs: &[Input]) -> String {
     } else {
         None
     };
-    let sections: Vec<Markup> = inputs
-        .iter()
-        .map(|i| section(i, &mut next_id))
-        .collect();
+    let sections: Vec<Markup> = inputs.iter().map(|i| section(i, &mut next_id)).collect();
     let title = match inputs {
         [one] => format!("drivelab {} report: {}", one.kind.name(), one.label),
         _ => format!("drivelab report: {} results", inputs.len()),
@@ -315,15 +317,17 @@ fn run_section(r: &RunReport, next_id: &mut impl FnMut() -> String) -> Markup {
         ));
         bw.push(Series::line(
             format!("{} (device) bandwidth", c.device),
-            s.iter().map(|d| (d.t_s, d.r_bw_bytes + d.w_bw_bytes)).collect(),
+            s.iter()
+                .map(|d| (d.t_s, d.r_bw_bytes + d.w_bw_bytes))
+                .collect(),
         ));
         lat.push(Series::line(
             format!("{} (device) await", c.device),
             s.iter()
                 .filter(|d| d.r_iops + d.w_iops > 0.0)
                 .map(|d| {
-                    let w = (d.r_await_ms * d.r_iops + d.w_await_ms * d.w_iops)
-                        / (d.r_iops + d.w_iops);
+                    let w =
+                        (d.r_await_ms * d.r_iops + d.w_await_ms * d.w_iops) / (d.r_iops + d.w_iops);
                     (d.t_s, w * 1e6)
                 })
                 .collect(),
@@ -419,20 +423,62 @@ fn comparison(runs: &[(&str, RunReport)], next_id: &mut impl FnMut() -> String) 
     // run's I/Os of both directions (mean weighted by I/Os, p99 the larger).
     let sum = |f: &dyn Fn(&RunReport) -> f64| runs.iter().map(|(_, r)| f(r)).collect::<Vec<f64>>();
     let total = |r: &RunReport, g: &dyn Fn(&crate::DirReport) -> f64| {
-        r.jobs.iter().map(|j| g(&j.read) + g(&j.write) + g(&j.trim)).sum::<f64>()
+        r.jobs
+            .iter()
+            .map(|j| g(&j.read) + g(&j.write) + g(&j.trim))
+            .sum::<f64>()
     };
     let metrics: Vec<(&str, &str, Unit, Vec<f64>)> = vec![
-        ("read IOPS", "IOPS", Unit::Number, sum(&|r| r.jobs.iter().map(|j| j.read.iops).sum())),
-        ("write IOPS", "IOPS", Unit::Number, sum(&|r| r.jobs.iter().map(|j| j.write.iops).sum())),
-        ("read bandwidth", "bandwidth", Unit::BytesPerSec, sum(&|r| r.jobs.iter().map(|j| j.read.bw_bytes as f64).sum())),
-        ("write bandwidth", "bandwidth", Unit::BytesPerSec, sum(&|r| r.jobs.iter().map(|j| j.write.bw_bytes as f64).sum())),
-        ("mean completion latency", "latency", Unit::Ns, sum(&|r| {
-            let n = total(r, &|d| d.total_ios as f64);
-            if n > 0.0 { total(r, &|d| d.clat_ns.mean * d.total_ios as f64) / n } else { 0.0 }
-        })),
-        ("99th percentile completion latency", "latency", Unit::Ns, sum(&|r| {
-            r.jobs.iter().flat_map(|j| [&j.read, &j.write, &j.trim]).filter_map(|d| p99(&d.clat_ns)).max().unwrap_or(0) as f64
-        })),
+        (
+            "read IOPS",
+            "IOPS",
+            Unit::Number,
+            sum(&|r| r.jobs.iter().map(|j| j.read.iops).sum()),
+        ),
+        (
+            "write IOPS",
+            "IOPS",
+            Unit::Number,
+            sum(&|r| r.jobs.iter().map(|j| j.write.iops).sum()),
+        ),
+        (
+            "read bandwidth",
+            "bandwidth",
+            Unit::BytesPerSec,
+            sum(&|r| r.jobs.iter().map(|j| j.read.bw_bytes as f64).sum()),
+        ),
+        (
+            "write bandwidth",
+            "bandwidth",
+            Unit::BytesPerSec,
+            sum(&|r| r.jobs.iter().map(|j| j.write.bw_bytes as f64).sum()),
+        ),
+        (
+            "mean completion latency",
+            "latency",
+            Unit::Ns,
+            sum(&|r| {
+                let n = total(r, &|d| d.total_ios as f64);
+                if n > 0.0 {
+                    total(r, &|d| d.clat_ns.mean * d.total_ios as f64) / n
+                } else {
+                    0.0
+                }
+            }),
+        ),
+        (
+            "99th percentile completion latency",
+            "latency",
+            Unit::Ns,
+            sum(&|r| {
+                r.jobs
+                    .iter()
+                    .flat_map(|j| [&j.read, &j.write, &j.trim])
+                    .filter_map(|d| p99(&d.clat_ns))
+                    .max()
+                    .unwrap_or(0) as f64
+            }),
+        ),
     ];
     let bars: Vec<Chart> = metrics
         .into_iter()
@@ -461,7 +507,10 @@ fn comparison(runs: &[(&str, RunReport)], next_id: &mut impl FnMut() -> String) 
             ));
             over_p99.push(Series::line(
                 format!("{l}: {}", j.jobname),
-                j.timeseries.iter().map(|p| (p.t_s, p.lat_p99_ns as f64)).collect(),
+                j.timeseries
+                    .iter()
+                    .map(|p| (p.t_s, p.lat_p99_ns as f64))
+                    .collect(),
             ));
         }
     }
@@ -480,7 +529,10 @@ fn comparison(runs: &[(&str, RunReport)], next_id: &mut impl FnMut() -> String) 
 // ---------------------------------------------------------------- tests
 
 fn test_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
-    let steps: &[Value] = v.get("steps").and_then(Value::as_array).map_or(&[], Vec::as_slice);
+    let steps: &[Value] = v
+        .get("steps")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
     let step_label = |s: &Value| format!("{} {}", u64_of(s, "index"), str_of(s, "kind"));
     let labels: Vec<String> = steps.iter().map(step_label).collect();
     let thr = Chart::new(
@@ -489,24 +541,37 @@ fn test_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
         Axis::new("throughput", Unit::BytesPerSec),
     )
     .categories(labels.clone())
-    .with(Series::bars("throughput", &steps.iter().map(|s| f64_of(s, "bw_bytes")).collect::<Vec<_>>()));
+    .with(Series::bars(
+        "throughput",
+        &steps
+            .iter()
+            .map(|s| f64_of(s, "bw_bytes"))
+            .collect::<Vec<_>>(),
+    ));
     let iops = Chart::new(
         "IOPS per step",
         Axis::new("step", Unit::Number),
         Axis::new("IOPS", Unit::Number),
     )
     .categories(labels)
-    .with(Series::bars("IOPS", &steps.iter().map(|s| f64_of(s, "iops")).collect::<Vec<_>>()));
+    .with(Series::bars(
+        "IOPS",
+        &steps.iter().map(|s| f64_of(s, "iops")).collect::<Vec<_>>(),
+    ));
     let mut pass_labels = Vec::new();
     let mut pass_bw = Vec::new();
     for s in steps {
-        for p in s.get("passes").and_then(Value::as_array).map_or(&[][..], Vec::as_slice) {
-            pass_labels.push(format!("{} pass {}", step_label(s), str_of(p, "op")));
+        for p in s
+            .get("passes")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+        {
+            pass_labels.push(format!("{} {}", u64_of(s, "index"), str_of(p, "op")));
             pass_bw.push(f64_of(p, "bw_bytes"));
         }
     }
     let passes = Chart::new(
-        "Throughput per pass",
+        "Throughput per pass (step, direction)",
         Axis::new("pass", Unit::Number),
         Axis::new("throughput", Unit::BytesPerSec),
     )
@@ -548,21 +613,25 @@ fn test_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
 // ---------------------------------------------------------------- erase
 
 fn erase_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
-    let drives: &[Value] = v.get("drives").and_then(Value::as_array).map_or(&[], Vec::as_slice);
+    let drives: &[Value] = v
+        .get("drives")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
     let mut timeline = Chart::new(
         "Per-drive timeline: bytes done in each phase",
         Axis::new("time since the erase started", Unit::Seconds),
         Axis::new("bytes done", Unit::Bytes),
     );
     for d in drives {
-        let pts: &[Value] = d.get("timeline").and_then(Value::as_array).map_or(&[], Vec::as_slice);
+        let pts: &[Value] = d
+            .get("timeline")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice);
         let mut phases: Vec<&str> = Vec::new();
         for p in pts {
             let ph = str_of(p, "phase");
-            if ph == "erasing" || ph == "verifying" {
-                if !phases.contains(&ph) {
-                    phases.push(ph);
-                }
+            if (ph == "erasing" || ph == "verifying") && !phases.contains(&ph) {
+                phases.push(ph);
             }
         }
         for ph in phases {
@@ -583,7 +652,7 @@ fn erase_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
         }
         h3 { "Certificates" }
         div.scroll { table {
-            tr { th { "device" } th { "serial" } th { "method" } th { "result" } th { "bytes" } th { "MB/s" } th { "erase" } th { "verify" } th { "verification" } th { "exceptions" } th { "certificate" } }
+            tr { th { "device" } th { "serial" } th { "method" } th { "result" } th { "bytes" } th { "MB/s" } th { "erase" } th { "verify" } th.text { "verification" } th { "exceptions" } th.text { "certificate" } }
             @for d in drives {
                 @let result = str_of(d, "result");
                 tr {
@@ -609,14 +678,20 @@ fn erase_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
 
 // ---------------------------------------------------------------- traces
 
-fn trace_section(a: &drivelab_trace::analyze::Analysis, next_id: &mut impl FnMut() -> String) -> Markup {
+fn trace_section(
+    a: &drivelab_trace::analyze::Analysis,
+    next_id: &mut impl FnMut() -> String,
+) -> Markup {
     let charts: Vec<Chart> = drivelab_trace::plot::charts(a)
         .into_iter()
         .map(|(_, c)| c)
         .filter(|c| c.point_count() > 0)
         .collect();
     let thr = Chart::new(
-        format!("Throughput over time ({} s intervals)", a.throughput.interval_s),
+        format!(
+            "Throughput over time ({} s intervals)",
+            a.throughput.interval_s
+        ),
         Axis::new("time", Unit::Seconds),
         Axis::new("throughput", Unit::BytesPerSec),
     )
@@ -625,7 +700,12 @@ fn trace_section(a: &drivelab_trace::analyze::Analysis, next_id: &mut impl FnMut
         a.throughput
             .points
             .iter()
-            .map(|p| (p.t_s, p.bytes_read as f64 / a.throughput.interval_s.max(1) as f64))
+            .map(|p| {
+                (
+                    p.t_s,
+                    p.bytes_read as f64 / a.throughput.interval_s.max(1) as f64,
+                )
+            })
             .collect(),
     ))
     .with(Series::line(
@@ -633,11 +713,19 @@ fn trace_section(a: &drivelab_trace::analyze::Analysis, next_id: &mut impl FnMut
         a.throughput
             .points
             .iter()
-            .map(|p| (p.t_s, p.bytes_written as f64 / a.throughput.interval_s.max(1) as f64))
+            .map(|p| {
+                (
+                    p.t_s,
+                    p.bytes_written as f64 / a.throughput.interval_s.max(1) as f64,
+                )
+            })
             .collect(),
     ));
     let st = &a.service_time_ns;
-    let ns = |v: Option<u64>| v.map(|x| fmt(Unit::Ns, x as f64)).unwrap_or_else(|| "–".into());
+    let ns = |v: Option<u64>| {
+        v.map(|x| fmt(Unit::Ns, x as f64))
+            .unwrap_or_else(|| "–".into())
+    };
     html! {
         div.scroll { table {
             tr { th { "requests" } th { "reads" } th { "writes" } th { "trims" } th { "flushes" } th { "read" } th { "written" } th { "duration" } th { "IOPS" } th { "mean size" } th { "mean queue depth" } }
@@ -675,7 +763,10 @@ fn replay_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
         Axis::new("time", Unit::Ns),
     )
     .nines();
-    for (k, label) in [("service_time_ns", "service time"), ("lateness_ns", "lateness")] {
+    for (k, label) in [
+        ("service_time_ns", "service time"),
+        ("lateness_ns", "lateness"),
+    ] {
         let d = dist(k);
         let pts: Vec<(f64, f64)> = [(50.0, "p50"), (90.0, "p90"), (99.0, "p99"), (99.9, "p999")]
             .iter()
@@ -686,7 +777,11 @@ fn replay_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
     }
     let scalars: Vec<(&String, &Value)> = v
         .as_object()
-        .map(|o| o.iter().filter(|(_, x)| !x.is_object() && !x.is_array() && !x.is_null()).collect())
+        .map(|o| {
+            o.iter()
+                .filter(|(_, x)| !x.is_object() && !x.is_array() && !x.is_null())
+                .collect()
+        })
         .unwrap_or_default();
     html! {
         div.scroll { table {
@@ -711,8 +806,14 @@ mod tests {
         };
         j.read.total_ios = 100;
         j.read.iops = iops;
-        j.read.clat_ns.percentile.insert(crate::percentile_key(50.0), 1000);
-        j.read.clat_ns.percentile.insert(crate::percentile_key(99.0), 5000);
+        j.read
+            .clat_ns
+            .percentile
+            .insert(crate::percentile_key(50.0), 1000);
+        j.read
+            .clat_ns
+            .percentile
+            .insert(crate::percentile_key(99.0), 5000);
         j.timeseries = (0..3)
             .map(|i| SeriesPoint {
                 t_s: f64::from(i),
@@ -751,7 +852,11 @@ mod tests {
 
     #[test]
     fn every_string_from_a_result_is_escaped() {
-        let page = render(&[run("<script>x</script>", "<img src=x onerror=alert(1)>", 10.0)]);
+        let page = render(&[run(
+            "<script>x</script>",
+            "<img src=x onerror=alert(1)>",
+            10.0,
+        )]);
         assert!(!page.contains("could not be read"));
         assert!(!page.contains("<img src=x"), "job name not escaped");
         assert!(!page.contains("<script>x</script>"), "label not escaped");
@@ -777,10 +882,22 @@ mod tests {
 
     #[test]
     fn kinds_are_recognised_by_their_fields_and_names() {
-        assert_eq!(Kind::detect(&serde_json::json!({"steps": [], "target": "x"})), Some(Kind::Test));
-        assert_eq!(Kind::detect(&serde_json::json!({"drives": [], "strategy": "parallel"})), Some(Kind::Erase));
-        assert_eq!(Kind::detect(&serde_json::json!({"sizes": [], "seek_distance": {}})), Some(Kind::TraceAnalyze));
-        assert_eq!(Kind::detect(&serde_json::json!({"score": {}, "lateness_ns": {}})), Some(Kind::Replay));
+        assert_eq!(
+            Kind::detect(&serde_json::json!({"steps": [], "target": "x"})),
+            Some(Kind::Test)
+        );
+        assert_eq!(
+            Kind::detect(&serde_json::json!({"drives": [], "strategy": "parallel"})),
+            Some(Kind::Erase)
+        );
+        assert_eq!(
+            Kind::detect(&serde_json::json!({"sizes": [], "seek_distance": {}})),
+            Some(Kind::TraceAnalyze)
+        );
+        assert_eq!(
+            Kind::detect(&serde_json::json!({"score": {}, "lateness_ns": {}})),
+            Some(Kind::Replay)
+        );
         assert_eq!(Kind::detect(&serde_json::json!({"what": 1})), None);
         for k in Kind::ALL {
             assert_eq!(Kind::from_name(k.name()), Some(k));

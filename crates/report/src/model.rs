@@ -296,8 +296,12 @@ mod tests {
         assert!((s.r_await_ms - 1.0).abs() < 1e-9);
         assert!((s.w_await_ms - 3.0).abs() < 1e-9);
         // An idle interval: no division by zero.
-        let idle = DeviceSecond::from_delta(0.0, &before.delta_since(&before, Duration::from_secs(1)));
-        assert_eq!((idle.r_iops, idle.r_await_ms, idle.util_pct), (0.0, 0.0, 0.0));
+        let idle =
+            DeviceSecond::from_delta(0.0, &before.delta_since(&before, Duration::from_secs(1)));
+        assert_eq!(
+            (idle.r_iops, idle.r_await_ms, idle.util_pct),
+            (0.0, 0.0, 0.0)
+        );
     }
 
     #[test]

@@ -203,7 +203,10 @@ impl Analysis {
     pub const JSON_MAP_POINTS: usize = 2000;
 }
 
-fn json_access_map<S: serde::Serializer>(map: &[AccessPoint], s: S) -> std::result::Result<S::Ok, S::Error> {
+fn json_access_map<S: serde::Serializer>(
+    map: &[AccessPoint],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
     use serde::ser::SerializeSeq;
     let n = map.len().min(Analysis::JSON_MAP_POINTS);
     let mut seq = s.serialize_seq(Some(n))?;

@@ -15,7 +15,8 @@ use drivelab_device::diskstats::{Delta, Sampler};
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Null, Psync, Target, Uring};
 use drivelab_report::{
-    percentile_key, DeviceSecond, DirReport, DiskUtil, JobReport, LatReport, RunReport, SeriesPoint, SyncReport,
+    percentile_key, DeviceSecond, DirReport, DiskUtil, JobReport, LatReport, RunReport,
+    SeriesPoint, SyncReport,
 };
 use drivelab_stats::FIO_DEFAULT_PERCENTILES;
 
