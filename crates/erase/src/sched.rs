@@ -361,6 +361,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(120));
                 p.done.store(i * 200, Ordering::Relaxed);
             }
+            std::thread::sleep(Duration::from_millis(150));
             p.enter(Phase::Verifying, 0, 1000);
             std::thread::sleep(Duration::from_millis(150));
             p.done.store(1000, Ordering::Relaxed);
