@@ -53,6 +53,13 @@ fn report(inputs: &[&Path], html: &Path) {
     assert_eq!(code, 0, "drivelab {a:?}: {out}{err}");
 }
 
+/// Chromium's profile for these tests (not the user's; a fresh one per
+/// process, so that parallel runs do not share it).
+fn profile() -> String {
+    let dir = std::env::temp_dir().join(format!("drivelab-report-chromium-{}", std::process::id()));
+    format!("--user-data-dir={}", dir.display())
+}
+
 fn chromium() -> &'static str {
     let found = Command::new("chromium").arg("--version").output();
     assert!(
@@ -85,6 +92,7 @@ fn load(page: &Path) -> Vec<Drawn> {
     let url = format!("file://{}", page.display());
     let out = Command::new(chromium())
         .args(HEADLESS)
+        .arg(profile())
         .args(["--enable-logging=stderr", "--v=0", "--dump-dom", &url])
         .output()
         .expect("run chromium");
@@ -171,6 +179,7 @@ fn screenshots(page: &Path, name: &str) -> Vec<PathBuf> {
         let _ = std::fs::remove_file(&png);
         let out = Command::new(chromium())
             .args(HEADLESS)
+            .arg(profile())
             .arg(format!("--window-size={size}"))
             .arg(format!("--screenshot={}", png.display()))
             .arg(format!("file://{}", target.display()))
@@ -444,6 +453,7 @@ fn every_report_kind_draws_all_its_points_in_chromium() {
     for s in &shots {
         eprintln!("screenshot: {}", s.display());
     }
+    let _ = std::fs::remove_dir_all(profile().trim_start_matches("--user-data-dir="));
 }
 
 #[test]
