@@ -1,6 +1,6 @@
-//! `drivelab report --html` in a real browser: real results (a run and an
-//! erase on loop devices made here, a `test` sequence, a trace analysis of
-//! a sample trace, a two-run comparison) are rendered, each page is loaded
+//! `drivelab report --html` in a real browser: real results (a run, an
+//! erase, a `test` sequence and a trace replay on loop devices made here, a
+//! trace analysis of a sample trace, a two-run comparison) are rendered, each page is loaded
 //! by headless Chromium (Debian's `chromium`, installed by tests/run), and
 //! the DOM it leaves is checked: no script errors, every chart drawn with
 //! the number of points the result holds (counted here from the result
@@ -449,6 +449,34 @@ fn every_report_kind_draws_all_its_points_in_chromium() {
         len(&ta["service_time_histogram"])
     );
     shots.extend(screenshots(&page, "trace"));
+
+    // A replay of the same trace onto a loop device.
+    let lo = LoopDev::new_in(&dir, 64 << 20);
+    let replay = drivelab_json(
+        &[
+            "trace",
+            "replay",
+            trace.to_str().unwrap(),
+            "--target",
+            lo.dev(),
+            "--remap",
+            "wrap",
+            "--speed",
+            "10",
+        ],
+        &[],
+    );
+    let replay_path = save(&dir, "replay.json", &replay);
+    let page = dir.join("replay.html");
+    report(&[&replay_path], &page);
+    let charts = load(&page);
+    // p50, p90, p99, p99.9 of service time and of lateness.
+    assert_eq!(
+        chart(&charts, "Service time and lateness percentiles").expect,
+        8
+    );
+    shots.extend(screenshots(&page, "replay"));
+    drop(lo);
 
     for s in &shots {
         eprintln!("screenshot: {}", s.display());
