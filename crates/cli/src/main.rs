@@ -6,6 +6,7 @@ mod cmd_device;
 mod cmd_devices;
 mod cmd_erase;
 mod cmd_replay;
+mod cmd_report;
 mod cmd_run;
 mod cmd_test;
 mod cmd_trace;
@@ -41,6 +42,9 @@ enum Command {
     Erase(cmd_erase::EraseArgs),
     /// Block traces: record, analyze, convert, compare.
     Trace(cmd_trace::TraceArgs),
+    /// One self-contained HTML page with interactive charts from result
+    /// JSON files (run, test, erase, trace analyze, trace replay).
+    Report(cmd_report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
         Command::Test(a) => cmd_test::run(a),
         Command::Erase(a) => cmd_erase::run(a),
         Command::Trace(a) => cmd_trace::run(a),
+        Command::Report(a) => cmd_report::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -146,6 +146,22 @@ pub struct Outcome {
     /// The drive's write claim: the safety assessment made before the
     /// first write, the confirmed serial, and how it was held.
     pub claim: Option<drivelab_device::claim::ClaimRecord>,
+    /// Bytes done against time, sampled while the drive ran (see
+    /// [`crate::sched::record_timeline`]); empty until then.
+    pub timeline: Vec<TimelinePoint>,
+}
+
+/// One sample of a drive's progress.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TimelinePoint {
+    /// Seconds since the erase started (all drives share the origin).
+    pub t_s: f64,
+    /// The phase: "erasing", "verifying", "done", "FAILED", "stopped".
+    pub phase: &'static str,
+    /// Bytes of the phase done (erase: all passes; verify: read back).
+    pub done_bytes: u64,
+    /// Bytes of the phase in total.
+    pub total_bytes: u64,
 }
 
 impl Outcome {
@@ -171,6 +187,7 @@ impl Outcome {
             html: None,
             journal: None,
             claim: None,
+            timeline: Vec::new(),
         }
     }
 
@@ -210,6 +227,8 @@ struct Row<'a> {
     journal: &'a Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     claim: &'a Option<drivelab_device::claim::ClaimRecord>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    timeline: &'a [TimelinePoint],
 }
 
 impl Serialize for Outcome {
@@ -237,6 +256,7 @@ impl Serialize for Outcome {
             html: &self.html,
             journal: &self.journal,
             claim: &self.claim,
+            timeline: &self.timeline,
         }
         .serialize(s)
     }

@@ -66,10 +66,17 @@ pub fn erase(req: &Request, fe: &dyn Frontend) -> Result<Report, EraseError> {
     let t0 = Instant::now();
     let outcomes = std::thread::scope(|s| {
         let show = s.spawn(|| fe.watch(&plan.drives, &progress, &finished));
+        let timeline = s.spawn(|| crate::sched::record_timeline(&progress, &finished));
         let r = run_all(&plan, &req.options, stop, &progress);
         finished.store(true, Ordering::Relaxed);
         let _ = show.join();
-        r
+        r.map(|o| (o, timeline.join().unwrap_or_default()))
+    })
+    .map(|(mut o, lines)| {
+        for (out, line) in o.iter_mut().zip(lines) {
+            out.timeline = line;
+        }
+        o
     })?;
     let complete = t0.elapsed().as_secs_f64();
     // The drives stay held until every one is certified.

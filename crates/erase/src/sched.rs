@@ -276,10 +276,116 @@ impl Progress {
     }
 }
 
+/// Most points kept per drive by [`record_timeline`]: when full, every
+/// other point is dropped and the sampling interval doubles, so a timeline
+/// of any length stays this small and evenly spaced.
+pub const TIMELINE_POINTS: usize = 512;
+
+/// Sample every drive's progress until `finished` is set (first every
+/// 10 ms, slower as the timeline fills, see [`TIMELINE_POINTS`]), then
+/// once more. A drive still waiting gets no point; a point is added only
+/// when its phase or bytes changed.
+pub fn record_timeline(
+    progress: &[std::sync::Arc<Progress>],
+    finished: &std::sync::atomic::AtomicBool,
+) -> Vec<Vec<crate::outcome::TimelinePoint>> {
+    let t0 = Instant::now();
+    let mut every = Duration::from_millis(10);
+    let mut lines: Vec<Vec<crate::outcome::TimelinePoint>> =
+        progress.iter().map(|_| Vec::new()).collect();
+    loop {
+        let last = finished.load(Ordering::Relaxed);
+        let t_s = t0.elapsed().as_secs_f64();
+        for (p, line) in progress.iter().zip(lines.iter_mut()) {
+            let phase = p.phase();
+            if phase == Phase::Waiting {
+                continue;
+            }
+            let point = crate::outcome::TimelinePoint {
+                t_s,
+                phase: phase.word(),
+                done_bytes: p.done.load(Ordering::Relaxed),
+                total_bytes: p.total.load(Ordering::Relaxed),
+            };
+            let changed = line
+                .last()
+                .is_none_or(|q| q.phase != point.phase || q.done_bytes != point.done_bytes);
+            if changed || last {
+                line.push(point);
+            }
+        }
+        if lines.iter().any(|l| l.len() >= TIMELINE_POINTS) {
+            for l in &mut lines {
+                let keep_last = l.last().copied();
+                let mut i = 0;
+                l.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                if let (Some(k), Some(now)) = (keep_last, l.last()) {
+                    if now.t_s != k.t_s {
+                        l.push(k);
+                    }
+                }
+            }
+            every *= 2;
+        }
+        if last {
+            return lines;
+        }
+        let until = Instant::now() + every;
+        loop {
+            let now = Instant::now();
+            if now >= until || finished.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep((until - now).min(Duration::from_millis(20)));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn timeline_follows_progress_and_ends_with_the_final_state() {
+        let p = Arc::new(Progress::default());
+        let finished = std::sync::atomic::AtomicBool::new(false);
+        let progress = vec![p.clone(), Arc::new(Progress::default())];
+        let lines = std::thread::scope(|s| {
+            let rec = s.spawn(|| record_timeline(&progress, &finished));
+            p.enter(Phase::Erasing, 0, 1000);
+            for i in 1..=5u64 {
+                std::thread::sleep(Duration::from_millis(120));
+                p.done.store(i * 200, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(150));
+            p.enter(Phase::Verifying, 0, 1000);
+            std::thread::sleep(Duration::from_millis(150));
+            p.done.store(1000, Ordering::Relaxed);
+            p.set_phase(Phase::Done);
+            std::thread::sleep(Duration::from_millis(150));
+            finished.store(true, Ordering::Relaxed);
+            rec.join().unwrap()
+        });
+        // The second drive never left "waiting": no points.
+        assert!(lines[1].is_empty());
+        let l = &lines[0];
+        assert!(l.windows(2).all(|w| w[0].t_s <= w[1].t_s));
+        assert!(l
+            .iter()
+            .any(|q| q.phase == "erasing" && q.done_bytes == 1000));
+        assert!(l.iter().any(|q| q.phase == "verifying"));
+        let end = l.last().unwrap();
+        assert_eq!((end.phase, end.done_bytes), ("done", 1000));
+        // Within a phase, bytes done only grow.
+        assert!(l
+            .windows(2)
+            .filter(|w| w[0].phase == w[1].phase)
+            .all(|w| w[0].done_bytes <= w[1].done_bytes));
+    }
 
     #[test]
     fn bus_limiter_caps_the_aggregate_and_shares_it() {

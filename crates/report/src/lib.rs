@@ -1,7 +1,10 @@
 //! Results and how they are shown: one serde struct ([`model::RunReport`])
 //! and exporters over it (human text shaped like fio's, JSON with fio's
-//! field names). Nothing here measures anything.
+//! field names, a self-contained HTML page with interactive charts, which
+//! also shows the other kinds of result: see [`html`]). Nothing here
+//! measures anything.
 
+pub mod html;
 pub mod model;
 pub mod text;
 

@@ -30,7 +30,7 @@ pub struct RunReport {
     /// The write claim of every target the run wrote: the safety
     /// assessment made before the first write, what `--force` overrode,
     /// and how the target was held for the run.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claims: Vec<drivelab_device::claim::ClaimRecord>,
     /// A run-level error, if the run failed after starting.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -202,4 +202,114 @@ pub struct DeviceCheck {
     pub verdict: String,
     /// Whether the verdict is "agrees".
     pub agrees: bool,
+    /// The device's own per-second series, one entry per diskstats sample
+    /// (iostat's fields); empty when the device was not sampled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<DeviceSecond>,
+}
+
+/// One diskstats sample of a device: what iostat prints for one interval
+/// (sysstat's `iostat -x` definitions, from the deltas of two
+/// `/proc/diskstats` readings over the interval's wall time).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DeviceSecond {
+    /// Interval start, seconds from the start of measurement (the engine
+    /// series' convention, so the two overlay).
+    pub t_s: f64,
+    /// Reads completed per second (iostat `r/s`).
+    pub r_iops: f64,
+    /// Writes completed per second (iostat `w/s`).
+    pub w_iops: f64,
+    /// Bytes read per second (iostat `rkB/s` × 1024).
+    pub r_bw_bytes: f64,
+    /// Bytes written per second (iostat `wkB/s` × 1024).
+    pub w_bw_bytes: f64,
+    /// Percent of the interval with at least one I/O in flight (iostat
+    /// `%util`: `io_ticks` delta over the interval, at most 100).
+    pub util_pct: f64,
+    /// Average number of requests in flight (iostat `aqu-sz`: weighted
+    /// time-in-queue delta over the interval).
+    pub aqu_sz: f64,
+    /// Mean read time, ms (iostat `r_await`: read ticks delta over reads
+    /// completed; 0 with no reads).
+    pub r_await_ms: f64,
+    /// Mean write time, ms (iostat `w_await`: write ticks delta over writes
+    /// completed; 0 with no writes).
+    pub w_await_ms: f64,
+}
+
+impl DeviceSecond {
+    /// The iostat figures of one diskstats interval that started `t_s`
+    /// seconds after the start of measurement.
+    pub fn from_delta(t_s: f64, d: &drivelab_device::diskstats::Delta) -> DeviceSecond {
+        let secs = d.elapsed.as_secs_f64();
+        let per_sec = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        DeviceSecond {
+            t_s,
+            r_iops: per_sec(d.read_ios),
+            w_iops: per_sec(d.write_ios),
+            r_bw_bytes: d.read_bytes_per_sec(),
+            w_bw_bytes: d.write_bytes_per_sec(),
+            util_pct: d.util() * 100.0,
+            aqu_sz: d.avg_queue_size(),
+            r_await_ms: d.read_await_ms(),
+            w_await_ms: d.write_await_ms(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drivelab_device::diskstats::DiskStats;
+    use std::time::Duration;
+
+    /// Two readings of /proc/diskstats 2 s apart, and what `iostat -x 2`
+    /// prints for them, worked out by hand from sysstat's definitions:
+    /// r/s = Δreads/Δt, rkB/s = Δsectors_read/2/Δt, r_await = Δread_ticks/Δreads,
+    /// aqu-sz = Δtime_in_queue/Δt(ms), %util = Δio_ticks/Δt(ms)×100.
+    #[test]
+    fn device_second_is_iostat_x() {
+        let before = DiskStats::parse_line(
+            "259 0 nvme0n1 1000 10 80000 500 2000 20 160000 3000 0 4000 9000 0 0 0 0 0 0",
+        )
+        .unwrap();
+        let after = DiskStats::parse_line(
+            "259 0 nvme0n1 1400 10 86400 900 2600 20 185600 4800 3 5500 12300 0 0 0 0 0 0",
+        )
+        .unwrap();
+        let d = after.delta_since(&before, Duration::from_secs(2));
+        let s = DeviceSecond::from_delta(4.0, &d);
+        assert_eq!(s.t_s, 4.0);
+        // 400 reads, 600 writes in 2 s.
+        assert!((s.r_iops - 200.0).abs() < 1e-9);
+        assert!((s.w_iops - 300.0).abs() < 1e-9);
+        // 6400 sectors read = 3200 KiB in 2 s = 1600 KiB/s.
+        assert!((s.r_bw_bytes - 1600.0 * 1024.0).abs() < 1e-6);
+        // 25600 sectors written = 12800 KiB in 2 s = 6400 KiB/s.
+        assert!((s.w_bw_bytes - 6400.0 * 1024.0).abs() < 1e-6);
+        // 1500 ms busy in 2000 ms.
+        assert!((s.util_pct - 75.0).abs() < 1e-9);
+        // 3300 weighted ms over 2000 ms.
+        assert!((s.aqu_sz - 1.65).abs() < 1e-9);
+        // 400 ms over 400 reads; 1800 ms over 600 writes.
+        assert!((s.r_await_ms - 1.0).abs() < 1e-9);
+        assert!((s.w_await_ms - 3.0).abs() < 1e-9);
+        // An idle interval: no division by zero.
+        let idle =
+            DeviceSecond::from_delta(0.0, &before.delta_since(&before, Duration::from_secs(1)));
+        assert_eq!(
+            (idle.r_iops, idle.r_await_ms, idle.util_pct),
+            (0.0, 0.0, 0.0)
+        );
+    }
+
+    #[test]
+    fn device_check_without_series_reads_and_writes_as_before() {
+        let c = DeviceCheck::default();
+        let v = serde_json::to_value(&c).unwrap();
+        assert!(v.get("series").is_none());
+        let back: DeviceCheck = serde_json::from_value(v).unwrap();
+        assert_eq!(back, c);
+    }
 }

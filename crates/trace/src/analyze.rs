@@ -31,20 +31,20 @@
 //!   adds whole intervals in front, so the series starts less than one
 //!   interval before the earliest issue.
 //! - **Access map**: a uniform reservoir sample (Vitter's Algorithm R) of at
-//!   most [`Analyzer::MAP_POINTS`] requests, for plots only (not in JSON).
+//!   most [`Analyzer::MAP_POINTS`] requests, for plots (JSON carries an even sample of at most `Analysis::JSON_MAP_POINTS`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::hist::LogHist;
 pub use crate::hist::Summary;
 use crate::model::{Op, Request};
 
 /// One bar of the size distribution.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SizeBucket {
     /// Transfer size, bytes.
     pub bytes: u64,
@@ -55,7 +55,7 @@ pub struct SizeBucket {
 }
 
 /// One bar of the queue-depth distribution.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DepthBucket {
     /// Queue depth seen by the arriving request (itself included).
     pub depth: u64,
@@ -66,7 +66,7 @@ pub struct DepthBucket {
 }
 
 /// One bar of a seek-distance distribution.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SeekBucket {
     /// Signed bucket: 0 for distance 0, ±k for 2^(k-1) <= |d| < 2^k sectors.
     pub bucket: i32,
@@ -81,7 +81,7 @@ pub struct SeekBucket {
 }
 
 /// Seek-distance results.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SeekDistance {
     /// Share of requests that start where the previous one (same device)
     /// ended.
@@ -95,7 +95,7 @@ pub struct SeekDistance {
 }
 
 /// One bar of a log2 time histogram.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimeBucket {
     /// Lower bound, ns (0, then powers of two).
     pub from_ns: u64,
@@ -104,7 +104,7 @@ pub struct TimeBucket {
 }
 
 /// One interval of the throughput series.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThroughputPoint {
     /// Interval start, seconds from the start of the series (at most one
     /// interval before the earliest issue; see the module doc).
@@ -118,7 +118,7 @@ pub struct ThroughputPoint {
 }
 
 /// Throughput over time.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
     /// Interval length, seconds (1 unless the trace is very long).
     pub interval_s: u64,
@@ -127,7 +127,7 @@ pub struct Throughput {
 }
 
 /// A sampled request for the access map.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AccessPoint {
     /// Issue time, ns from the earliest issue.
     pub t_ns: u64,
@@ -138,7 +138,7 @@ pub struct AccessPoint {
 }
 
 /// The result of an analysis: one serde struct.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Analysis {
     /// Requests of every kind.
     pub requests: u64,
@@ -185,11 +185,46 @@ pub struct Analysis {
     pub out_of_order: u64,
     /// Throughput over time.
     pub throughput: Throughput,
-    /// Access-map sample (plots only; not serialized).
-    #[serde(skip)]
+    /// Access-map sample for plots. JSON carries at most
+    /// [`Analysis::JSON_MAP_POINTS`] of them, evenly spaced, each as
+    /// `[t_ns, offset, op]` (for the HTML report's access map).
+    #[serde(
+        serialize_with = "json_access_map",
+        deserialize_with = "json_access_map_back",
+        default
+    )]
     pub access_map: Vec<AccessPoint>,
     /// Largest offset + length seen, bytes (the access map's y range).
     pub max_offset: u64,
+}
+
+impl Analysis {
+    /// Most access-map points written to JSON.
+    pub const JSON_MAP_POINTS: usize = 2000;
+}
+
+fn json_access_map<S: serde::Serializer>(
+    map: &[AccessPoint],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let n = map.len().min(Analysis::JSON_MAP_POINTS);
+    let mut seq = s.serialize_seq(Some(n))?;
+    for i in 0..n {
+        // Evenly spaced over the sample: index i * len / n.
+        let p = &map[i * map.len() / n];
+        seq.serialize_element(&(p.t_ns, p.offset, p.op))?;
+    }
+    seq.end()
+}
+
+fn json_access_map_back<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<AccessPoint>, D::Error> {
+    let v: Vec<(u64, u64, Op)> = Deserialize::deserialize(d)?;
+    Ok(v.into_iter()
+        .map(|(t_ns, offset, op)| AccessPoint { t_ns, offset, op })
+        .collect())
 }
 
 /// The streaming analyzer: [`Analyzer::add`] each request in issue order,

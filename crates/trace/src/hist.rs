@@ -8,7 +8,7 @@
 //! (drivelab-stats will provide the shared LatencyHistogram; this one is
 //! private to the trace crate until then.)
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const SUB_BITS: u32 = 7;
 const SUB: u64 = 1 << SUB_BITS;
@@ -16,7 +16,7 @@ const GROUPS: usize = 64 - SUB_BITS as usize + 1;
 
 /// Summary of a distribution in nanoseconds. Fields are `null` (None) when
 /// no value was recorded.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Number of values.
     pub count: u64,

@@ -1,194 +1,70 @@
-//! Hand-written SVG plots of an [`Analysis`], the AnalyzeTrace screens:
-//! transfer sizes, queue depth, seek distance, service time (bar charts)
-//! and the access map (offset against time, reads blue, writes red). Plain
-//! SVG 1.1 text with no dependencies; any browser shows it.
+//! The AnalyzeTrace screens of an [`Analysis`] as charts: transfer sizes,
+//! queue depth, seek distance, service time (bar charts) and the access
+//! map (offset against time, reads, writes and trims as dots). The charts
+//! are built once here ([`charts`]) on the shared plot model
+//! (`drivelab_plot`); `--plots` writes them as SVG (and PNG) files, and the
+//! HTML report draws the same charts interactively.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+use drivelab_plot::{Axis, Chart, Series, Unit};
 
 use crate::analyze::Analysis;
 use crate::error::{Result, TraceError};
 use crate::model::Op;
 
-const W: f64 = 800.0;
-const H: f64 = 400.0;
-const ML: f64 = 70.0;
-const MR: f64 = 20.0;
-const MT: f64 = 40.0;
-const MB: f64 = 90.0;
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-fn header(title: &str) -> String {
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<?xml version="1.0" encoding="UTF-8"?>
-<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="11">
-<rect width="{W}" height="{H}" fill="white"/>
-<text x="{}" y="22" text-anchor="middle" font-size="15">{}</text>
-"#,
-        W / 2.0,
-        esc(title)
-    );
-    s
-}
-
-/// A bar chart of (label, value) with `y_label` on the axis.
-pub fn bar_chart(title: &str, x_label: &str, y_label: &str, bars: &[(String, f64)]) -> String {
-    let mut s = header(title);
-    let pw = W - ML - MR;
-    let ph = H - MT - MB;
-    let max = bars.iter().map(|b| b.1).fold(0.0f64, f64::max);
-    let max = if max > 0.0 { max } else { 1.0 };
-    let _ = writeln!(
-        s,
-        r##"<line x1="{ML}" y1="{}" x2="{}" y2="{}" stroke="black"/><line x1="{ML}" y1="{MT}" x2="{ML}" y2="{}" stroke="black"/>"##,
-        MT + ph,
-        ML + pw,
-        MT + ph,
-        MT + ph
-    );
-    for i in 0..=4 {
-        let v = max * f64::from(i) / 4.0;
-        let y = MT + ph - ph * f64::from(i) / 4.0;
-        let _ = writeln!(
-            s,
-            r##"<text x="{}" y="{}" text-anchor="end">{}</text><line x1="{ML}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/>"##,
-            ML - 5.0,
-            y + 4.0,
-            fmt_num(v),
-            ML + pw
-        );
-    }
-    let n = bars.len().max(1) as f64;
-    let bw = pw / n;
-    let label_every = (bars.len() / 40).max(1);
-    for (i, (label, v)) in bars.iter().enumerate() {
-        let h = ph * v / max;
-        let x = ML + bw * i as f64;
-        let _ = writeln!(
-            s,
-            r##"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="#4a78b5"><title>{}: {}</title></rect>"##,
-            x + bw * 0.1,
-            MT + ph - h,
-            bw * 0.8,
-            h,
-            esc(label),
-            fmt_num(*v)
-        );
-        if i % label_every == 0 {
-            let lx = x + bw / 2.0;
-            let ly = MT + ph + 12.0;
-            let _ = writeln!(
-                s,
-                r##"<text x="{lx:.2}" y="{ly:.2}" text-anchor="end" transform="rotate(-45 {lx:.2} {ly:.2})">{}</text>"##,
-                esc(label)
-            );
-        }
-    }
-    let _ = writeln!(
-        s,
-        r##"<text x="{}" y="{}" text-anchor="middle">{}</text><text x="16" y="{}" text-anchor="middle" transform="rotate(-90 16 {})">{}</text>"##,
-        ML + pw / 2.0,
-        H - 8.0,
-        esc(x_label),
-        MT + ph / 2.0,
-        MT + ph / 2.0,
-        esc(y_label)
-    );
-    s.push_str("</svg>\n");
-    s
-}
-
-fn fmt_num(v: f64) -> String {
-    if v == 0.0 {
-        "0".into()
-    } else if v.abs() >= 1e6 || v.abs() < 1e-2 {
-        format!("{v:.2e}")
-    } else if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
 fn human_bytes(b: u64) -> String {
-    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i < U.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if v.fract() == 0.0 {
-        format!("{v:.0} {}", U[i])
-    } else {
-        format!("{v:.1} {}", U[i])
-    }
+    drivelab_plot::format(Unit::Bytes, b as f64)
 }
 
 fn human_ns(ns: u64) -> String {
-    if ns >= 1_000_000_000 {
-        format!("{:.3} s", ns as f64 / 1e9)
-    } else if ns >= 1_000_000 {
-        format!("{:.3} ms", ns as f64 / 1e6)
-    } else if ns >= 1_000 {
-        format!("{:.3} µs", ns as f64 / 1e3)
-    } else {
-        format!("{ns} ns")
-    }
+    drivelab_plot::format(Unit::Ns, ns as f64)
 }
 
-/// The access map: a scatter of sampled requests.
-pub fn access_map(a: &Analysis) -> String {
-    let mut s = header("Disk access sequence (offset vs time)");
-    let pw = W - ML - MR;
-    let ph = H - MT - MB;
-    let tmax = a.access_map.last().map(|p| p.t_ns).unwrap_or(0).max(1) as f64;
-    let omax = a.max_offset.max(1) as f64;
-    let _ = writeln!(
-        s,
-        r##"<rect x="{ML}" y="{MT}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"##
-    );
-    for p in &a.access_map {
-        let x = ML + pw * p.t_ns as f64 / tmax;
-        let y = MT + ph - ph * p.offset as f64 / omax;
-        let color = match p.op {
-            Op::Read => "#2860c0",
-            Op::Write => "#c03030",
-            _ => "#30a030",
-        };
-        let _ = writeln!(
-            s,
-            r#"<rect x="{x:.1}" y="{y:.1}" width="1.5" height="1.5" fill="{color}"/>"#
-        );
-    }
-    let _ = writeln!(
-        s,
-        r##"<text x="{ML}" y="{}">0</text><text x="{}" y="{}" text-anchor="end">{:.3} s</text><text x="{}" y="{}" text-anchor="end">{}</text><text x="{}" y="{}" text-anchor="middle">time (reads blue, writes red, trims green; {} of {} requests sampled)</text>"##,
-        MT + ph + 14.0,
-        ML + pw,
-        MT + ph + 14.0,
-        tmax / 1e9,
-        ML - 4.0,
-        MT + 10.0,
-        human_bytes(a.max_offset),
-        ML + pw / 2.0,
-        H - 30.0,
-        a.access_map.len(),
-        a.requests
-    );
-    s.push_str("</svg>\n");
-    s
+fn bars(title: String, x_label: &str, bars: Vec<(String, f64)>) -> Chart {
+    let (labels, values): (Vec<String>, Vec<f64>) = bars.into_iter().unzip();
+    Chart::new(
+        title,
+        Axis::new(x_label, Unit::Number),
+        Axis::new("fraction of requests", Unit::Fraction),
+    )
+    .categories(labels)
+    .with(Series::bars("requests", &values))
 }
 
-/// Every plot as (file name, SVG text).
-pub fn all_plots(a: &Analysis) -> Vec<(&'static str, String)> {
+/// The access map: a scatter of the sampled requests, one series per
+/// operation (reads, writes, trims).
+pub fn access_map_chart(a: &Analysis) -> Chart {
+    let mut c = Chart::new(
+        format!(
+            "Disk access sequence (offset vs time; {} of {} requests sampled)",
+            a.access_map.len(),
+            a.requests
+        ),
+        Axis::new("time", Unit::Seconds),
+        Axis::new("offset", Unit::Bytes),
+    );
+    for (op, label, color) in [
+        (Op::Read, "reads", "#2860c0"),
+        (Op::Write, "writes", "#c03030"),
+        (Op::Trim, "trims", "#30a030"),
+    ] {
+        let pts: Vec<(f64, f64)> = a
+            .access_map
+            .iter()
+            .filter(|p| p.op == op)
+            .map(|p| (p.t_ns as f64 / 1e9, p.offset as f64))
+            .collect();
+        if !pts.is_empty() {
+            c.push(Series::points(label, pts).color(color));
+        }
+    }
+    c
+}
+
+/// Every chart as (file stem, chart): sizes, queue_depth, seek_distance,
+/// service_time, access_map.
+pub fn charts(a: &Analysis) -> Vec<(&'static str, Chart)> {
     let sizes: Vec<(String, f64)> = a
         .sizes
         .iter()
@@ -220,42 +96,39 @@ pub fn all_plots(a: &Analysis) -> Vec<(&'static str, String)> {
         .collect();
     vec![
         (
-            "sizes.svg",
-            bar_chart(
-                &format!(
+            "sizes",
+            bars(
+                format!(
                     "Distribution of transfer sizes (mean {})",
                     human_bytes(a.mean_size_bytes as u64)
                 ),
                 "transfer size",
-                "fraction of requests",
-                &sizes,
+                sizes,
             ),
         ),
         (
-            "queue_depth.svg",
-            bar_chart(
-                "Distribution of queue depth (seen by arriving requests)",
+            "queue_depth",
+            bars(
+                "Distribution of queue depth (seen by arriving requests)".into(),
                 "queue depth",
-                "fraction of requests",
-                &depth,
+                depth,
             ),
         ),
         (
-            "seek_distance.svg",
-            bar_chart(
-                &format!(
+            "seek_distance",
+            bars(
+                format!(
                     "Distribution of seek distances ({:.1} % sequential)",
                     a.seek_distance.zero_fraction * 100.0
                 ),
                 "distance from the previous request's end (log2 buckets)",
-                "fraction of requests",
-                &seek,
+                seek,
             ),
         ),
         (
-            "service_time.svg",
-            bar_chart(
-                &format!(
+            "service_time",
+            bars(
+                format!(
                     "Distribution of service times (mean {})",
                     a.service_time_ns
                         .mean
@@ -263,12 +136,19 @@ pub fn all_plots(a: &Analysis) -> Vec<(&'static str, String)> {
                         .unwrap_or_else(|| "unknown".into())
                 ),
                 "service time (log2 buckets)",
-                "fraction of requests",
-                &service,
+                service,
             ),
         ),
-        ("access_map.svg", access_map(a)),
+        ("access_map", access_map_chart(a)),
     ]
+}
+
+/// Every plot as (file name, SVG text).
+pub fn all_plots(a: &Analysis) -> Vec<(String, String)> {
+    charts(a)
+        .into_iter()
+        .map(|(stem, c)| (format!("{stem}.svg"), drivelab_plot::svg::render(&c)))
+        .collect()
 }
 
 /// Write every plot into `dir` (created if missing); returns the paths.
@@ -418,6 +298,10 @@ mod tests {
         // one <rect> background + one per size bucket
         assert_eq!(sizes.matches("<rect").count(), 1 + a.sizes.len());
         let map = &all_plots(&a)[4].1;
-        assert_eq!(map.matches("<rect").count(), 2 + a.access_map.len());
+        // one <rect> background + one per sampled request
+        assert_eq!(map.matches("<rect").count(), 1 + a.access_map.len());
+        // The charts survive the analysis' JSON (as the HTML report reads it).
+        let back: Analysis = serde_json::from_value(serde_json::to_value(&a).unwrap()).unwrap();
+        assert_eq!(charts(&back), charts(&a));
     }
 }

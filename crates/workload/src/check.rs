@@ -158,6 +158,7 @@ pub fn verdict(
         throughput_cov: cov,
         verdict,
         agrees,
+        series: Vec::new(),
     }
 }
 

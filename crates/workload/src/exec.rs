@@ -15,7 +15,8 @@ use drivelab_device::diskstats::{Delta, Sampler};
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Null, Psync, Target, Uring};
 use drivelab_report::{
-    percentile_key, DirReport, DiskUtil, JobReport, LatReport, RunReport, SeriesPoint, SyncReport,
+    percentile_key, DeviceSecond, DirReport, DiskUtil, JobReport, LatReport, RunReport,
+    SeriesPoint, SyncReport,
 };
 use drivelab_stats::FIO_DEFAULT_PERCENTILES;
 
@@ -363,6 +364,8 @@ fn device_names(plan: &Plan) -> Vec<String> {
 struct DeviceWindow {
     total: Option<Delta>,
     per_second: Vec<(u64, u64)>,
+    /// Every sample (the short last one too, so the series sums to `total`).
+    series: Vec<DeviceSecond>,
 }
 
 fn add_delta(acc: &mut Option<Delta>, d: &Delta) {
@@ -398,6 +401,9 @@ pub fn execute(
         }
     }
     let run_start = Instant::now();
+    // The device series' time zero: when measurement starts (the first
+    // sampler), as the engine series counts from its measurement start.
+    let mut series_origin: Option<Instant> = None;
     for group in &groups {
         if stop.load(Ordering::Relaxed) || matches!(first_error, Some(RunError::Spawn { .. })) {
             break;
@@ -454,6 +460,9 @@ pub fn execute(
             } else {
                 None
             };
+            if sampler.is_some() {
+                series_origin.get_or_insert_with(Instant::now);
+            }
             let t_start = Instant::now();
             let mut last_sample = t_start;
             let mut last_ios: u64 = 0;
@@ -465,13 +474,24 @@ pub fn execute(
                 if sampler.is_none() && now >= measure_from {
                     sampler = Sampler::new(names.clone()).ok();
                     last_sample = now;
+                    if sampler.is_some() {
+                        series_origin.get_or_insert(now);
+                    }
                 }
                 if let Some(sm) = sampler.as_mut() {
                     let since = now.duration_since(last_sample);
                     if since >= Duration::from_secs(1) || all_done {
                         if let Ok(ds) = sm.sample() {
+                            let sampled = Instant::now();
                             for (w, d) in windows.iter_mut().zip(&ds) {
                                 add_delta(&mut w.total, d);
+                                if !d.elapsed.is_zero() {
+                                    let from = sampled.checked_sub(d.elapsed).unwrap_or(sampled);
+                                    let t_s = series_origin
+                                        .map(|o| from.saturating_duration_since(o).as_secs_f64())
+                                        .unwrap_or(0.0);
+                                    w.series.push(DeviceSecond::from_delta(t_s, d));
+                                }
                                 // A final sample shorter than half a second says
                                 // little about idleness; leave it out.
                                 if d.elapsed >= Duration::from_millis(500) {
@@ -774,9 +794,9 @@ fn build_report(
             discard_bytes: d.bytes_discarded,
             ios: d.read_ios + d.write_ios + d.discard_ios,
         };
-        report
-            .device_check
-            .push(verdict(name, rep, &seen, &w.per_second));
+        let mut check = verdict(name, rep, &seen, &w.per_second);
+        check.series = w.series.clone();
+        report.device_check.push(check);
     }
     report
 }

@@ -1,0 +1,907 @@
+//! The HTML report: one self-contained page (every script and style
+//! inline, nothing fetched; it opens from a USB stick and reads on a
+//! phone) over one or more results, each a result JSON as drivelab printed
+//! it (`run`, `test`, `erase`, `trace analyze`, `trace replay`). Each result
+//! gets its tables and interactive charts; two or more runs also get
+//! comparison charts.
+//!
+//! Charts come from the shared plot model (`drivelab_plot`); trace charts
+//! are `drivelab_trace::plot::charts`, the same ones `trace analyze --plots`
+//! writes as SVG. Markup is written with maud, which escapes every
+//! interpolated value unless it is marked pre-escaped: only the chart
+//! divisions (escaped by `drivelab_plot::html`) and the fixed style are.
+
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+use serde_json::Value;
+
+use drivelab_plot::{format as fmt, nines, Axis, Chart, Series, Unit};
+
+use crate::{Exporter, RunReport};
+
+/// The kind of a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `drivelab run`.
+    Run,
+    /// `drivelab test`.
+    Test,
+    /// `drivelab erase`.
+    Erase,
+    /// `drivelab trace analyze`.
+    TraceAnalyze,
+    /// `drivelab trace replay`.
+    Replay,
+}
+
+impl Kind {
+    /// Every kind, in the order named in messages.
+    pub const ALL: [Kind; 5] = [
+        Kind::Run,
+        Kind::Test,
+        Kind::Erase,
+        Kind::TraceAnalyze,
+        Kind::Replay,
+    ];
+
+    /// The kind's name: "run", "test", "erase", "trace-analyze", "replay".
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Run => "run",
+            Kind::Test => "test",
+            Kind::Erase => "erase",
+            Kind::TraceAnalyze => "trace-analyze",
+            Kind::Replay => "replay",
+        }
+    }
+
+    /// The kind named `name` (as [`Kind::name`]; "trace analyze",
+    /// "analyze", "trace-replay" and "trace replay" are accepted too).
+    pub fn from_name(name: &str) -> Option<Kind> {
+        match name
+            .trim()
+            .to_ascii_lowercase()
+            .replace(['_', ' '], "-")
+            .as_str()
+        {
+            "run" => Some(Kind::Run),
+            "test" => Some(Kind::Test),
+            "erase" => Some(Kind::Erase),
+            "trace-analyze" | "analyze" => Some(Kind::TraceAnalyze),
+            "replay" | "trace-replay" => Some(Kind::Replay),
+            _ => None,
+        }
+    }
+
+    /// Recognise a result JSON by the fields only its kind has.
+    pub fn detect(v: &Value) -> Option<Kind> {
+        let has = |k: &str| v.get(k).is_some();
+        if has("jobs") && has("device_check") {
+            Some(Kind::Run)
+        } else if has("steps") && has("target") {
+            Some(Kind::Test)
+        } else if has("drives") && has("strategy") {
+            Some(Kind::Erase)
+        } else if has("sizes") && has("seek_distance") {
+            Some(Kind::TraceAnalyze)
+        } else if has("score") && has("lateness_ns") {
+            Some(Kind::Replay)
+        } else {
+            None
+        }
+    }
+}
+
+/// One result to show.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// How the page names it (a file name, a store ID).
+    pub label: String,
+    /// Its kind.
+    pub kind: Kind,
+    /// The result JSON, as drivelab printed it.
+    pub value: Value,
+}
+
+/// The page's own style: a single column that narrows to a phone's width,
+/// tables that scroll sideways rather than overflow.
+const STYLE: &str = r#"<style>
+:root { color-scheme: light; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d1d1d; margin: 0 auto; max-width: 1100px; padding: 0 14px 3em; line-height: 1.4; }
+h1 { font-size: 1.6em; margin: 0.8em 0 0.2em; }
+h2 { font-size: 1.3em; margin-top: 2em; border-bottom: 2px solid #0072b2; padding-bottom: 0.2em; }
+h3 { font-size: 1.05em; margin: 1.4em 0 0.4em; }
+.meta { color: #555; font-size: 0.9em; }
+.scroll { overflow-x: auto; -webkit-overflow-scrolling: touch; }
+table { border-collapse: collapse; font-size: 0.9em; margin: 0.4em 0; }
+th, td { padding: 0.25em 0.6em; border-bottom: 1px solid #ddd; text-align: right; white-space: nowrap; }
+th:first-child, td:first-child, th.text { text-align: left; }
+td.text { text-align: left; white-space: normal; min-width: 12em; overflow-wrap: anywhere; }
+th { background: #f3f6f9; }
+.ok { color: #06702c; font-weight: 600; }
+.bad { color: #a00000; font-weight: 600; }
+.charts { display: grid; grid-template-columns: minmax(0, 1fr); gap: 0 1.2em; }
+.charts > div { min-width: 0; }
+@media (min-width: 1000px) { .charts.two { grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); } }
+@media (max-width: 600px) { body { padding: 0 8px 2em; } table { font-size: 0.8em; } h1 { font-size: 1.3em; } }
+</style>
+"#;
+
+/// Render the page for `inputs` (at least one).
+pub fn render(inputs: &[Input]) -> String {
+    let mut ids = 0usize;
+    let mut next_id = move || {
+        ids += 1;
+        format!("chart-{ids}")
+    };
+    let runs: Vec<(&str, RunReport)> = inputs
+        .iter()
+        .filter(|i| i.kind == Kind::Run)
+        .filter_map(|i| {
+            serde_json::from_value::<RunReport>(i.value.clone())
+                .ok()
+                .map(|r| (i.label.as_str(), r))
+        })
+        .collect();
+    let compare = if runs.len() >= 2 {
+        Some(comparison(&runs, &mut next_id))
+    } else {
+        None
+    };
+    let sections: Vec<Markup> = inputs.iter().map(|i| section(i, &mut next_id)).collect();
+    let title = match inputs {
+        [one] => format!("drivelab {} report: {}", one.kind.name(), one.label),
+        _ => format!("drivelab report: {} results", inputs.len()),
+    };
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) }
+                (PreEscaped(STYLE))
+                (PreEscaped(drivelab_plot::html::head()))
+            }
+            body {
+                ul #errors hidden {}
+                h1 { (title) }
+                p.meta {
+                    "Made by drivelab " (env!("CARGO_PKG_VERSION"))
+                    ". Charts: drag across a chart to zoom in, double-click to zoom out; hover (or touch) for values."
+                }
+                ul {
+                    @for i in inputs {
+                        li { (i.kind.name()) ": " (i.label) @if let Some(t) = when(i) { " — " (t) } }
+                    }
+                }
+                @if let Some(c) = compare { (c) }
+                @for s in sections { (s) }
+                (PreEscaped(drivelab_plot::html::script()))
+            }
+        }
+    };
+    page.into_string()
+}
+
+/// The HTML page of one run, as an [`Exporter`].
+pub struct Html;
+
+impl Exporter for Html {
+    fn render(&self, report: &RunReport) -> String {
+        let value = serde_json::to_value(report).unwrap_or(Value::Null);
+        render(&[Input {
+            label: "run".into(),
+            kind: Kind::Run,
+            value,
+        }])
+    }
+}
+
+fn when(i: &Input) -> Option<String> {
+    let v = &i.value;
+    v.get("time")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| {
+            v.get("steps")?
+                .get(0)?
+                .get("started")?
+                .as_str()
+                .map(str::to_string)
+        })
+}
+
+fn chart(c: &Chart, next_id: &mut impl FnMut() -> String) -> Markup {
+    PreEscaped(drivelab_plot::html::chart(c, &next_id()))
+}
+
+fn section(i: &Input, next_id: &mut impl FnMut() -> String) -> Markup {
+    let body = match i.kind {
+        Kind::Run => match serde_json::from_value::<RunReport>(i.value.clone()) {
+            Ok(r) => run_section(&r, next_id),
+            Err(e) => unreadable(&e),
+        },
+        Kind::TraceAnalyze => {
+            match serde_json::from_value::<drivelab_trace::analyze::Analysis>(i.value.clone()) {
+                Ok(a) => trace_section(&a, next_id),
+                Err(e) => unreadable(&e),
+            }
+        }
+        Kind::Test => test_section(&i.value, next_id),
+        Kind::Erase => erase_section(&i.value, next_id),
+        Kind::Replay => replay_section(&i.value, next_id),
+    };
+    html! {
+        section {
+            h2 { (i.label) " (" (i.kind.name()) ")" }
+            (body)
+        }
+    }
+}
+
+fn unreadable(e: &serde_json::Error) -> Markup {
+    html! { p.bad { "This result could not be read: " (e.to_string()) } }
+}
+
+fn u64_of(v: &Value, k: &str) -> u64 {
+    v.get(k).and_then(Value::as_u64).unwrap_or(0)
+}
+
+fn f64_of(v: &Value, k: &str) -> f64 {
+    v.get(k).and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+// ---------------------------------------------------------------- runs
+
+fn p99(l: &crate::LatReport) -> Option<u64> {
+    l.percentile.get(&crate::percentile_key(99.0)).copied()
+}
+
+fn run_section(r: &RunReport, next_id: &mut impl FnMut() -> String) -> Markup {
+    let dirs = |j: &crate::JobReport| {
+        [("read", &j.read), ("write", &j.write), ("trim", &j.trim)]
+            .into_iter()
+            .filter(|(_, d)| d.total_ios > 0)
+            .map(|(n, d)| (n, d.clone()))
+            .collect::<Vec<_>>()
+    };
+    let mut iops = Chart::new(
+        "IOPS per second (drivelab's jobs and the device's own count)",
+        Axis::new("time", Unit::Seconds),
+        Axis::new("IOPS", Unit::Number),
+    );
+    let mut bw = Chart::new(
+        "Bandwidth per second (drivelab's jobs and the device's own count)",
+        Axis::new("time", Unit::Seconds),
+        Axis::new("bandwidth", Unit::BytesPerSec),
+    );
+    let mut lat = Chart::new(
+        "Latency per second: mean and 99th percentile (the device's await beside)",
+        Axis::new("time", Unit::Seconds),
+        Axis::new("latency", Unit::Ns),
+    );
+    for j in &r.jobs {
+        let ts = &j.timeseries;
+        iops.push(Series::line(
+            format!("{} IOPS", j.jobname),
+            ts.iter().map(|p| (p.t_s, p.iops)).collect(),
+        ));
+        bw.push(Series::line(
+            format!("{} bandwidth", j.jobname),
+            ts.iter().map(|p| (p.t_s, p.bw_bytes)).collect(),
+        ));
+        lat.push(Series::line(
+            format!("{} mean", j.jobname),
+            ts.iter().map(|p| (p.t_s, p.lat_mean_ns)).collect(),
+        ));
+        lat.push(Series::line(
+            format!("{} p99", j.jobname),
+            ts.iter().map(|p| (p.t_s, p.lat_p99_ns as f64)).collect(),
+        ));
+    }
+    let mut util = Chart::new(
+        "Device utilisation and queue (iostat %util, aqu-sz)",
+        Axis::new("time", Unit::Seconds),
+        Axis::new("utilisation", Unit::Percent),
+    )
+    .right_axis(Axis::new("average queue size", Unit::Number));
+    for c in &r.device_check {
+        let s = &c.series;
+        iops.push(Series::line(
+            format!("{} (device) IOPS", c.device),
+            s.iter().map(|d| (d.t_s, d.r_iops + d.w_iops)).collect(),
+        ));
+        bw.push(Series::line(
+            format!("{} (device) bandwidth", c.device),
+            s.iter()
+                .map(|d| (d.t_s, d.r_bw_bytes + d.w_bw_bytes))
+                .collect(),
+        ));
+        lat.push(Series::line(
+            format!("{} (device) await", c.device),
+            s.iter()
+                .filter(|d| d.r_iops + d.w_iops > 0.0)
+                .map(|d| {
+                    let w =
+                        (d.r_await_ms * d.r_iops + d.w_await_ms * d.w_iops) / (d.r_iops + d.w_iops);
+                    (d.t_s, w * 1e6)
+                })
+                .collect(),
+        ));
+        util.push(Series::line(
+            format!("{} %util", c.device),
+            s.iter().map(|d| (d.t_s, d.util_pct)).collect(),
+        ));
+        util.push(
+            Series::line(
+                format!("{} aqu-sz", c.device),
+                s.iter().map(|d| (d.t_s, d.aqu_sz)).collect(),
+            )
+            .on_right(),
+        );
+    }
+    let mut pct = Chart::new(
+        "Completion latency percentiles",
+        Axis::new("percentile", Unit::Number),
+        Axis::new("latency", Unit::Ns),
+    )
+    .nines();
+    for j in &r.jobs {
+        for (n, d) in dirs(j) {
+            let pts: Vec<(f64, f64)> = d
+                .clat_ns
+                .percentile
+                .iter()
+                .filter_map(|(k, v)| Some((nines(k.parse::<f64>().ok()?), *v as f64)))
+                .collect();
+            pct.push(Series::line(format!("{} {n}", j.jobname), pts));
+        }
+    }
+    let has = |c: &Chart| c.point_count() > 0;
+    html! {
+        p.meta {
+            (r.time) @if r.interrupted { " — " span.bad { "interrupted" } }
+            @if let Some(e) = &r.error { " — " span.bad { (e) } }
+        }
+        h3 { "Jobs" }
+        div.scroll { table {
+            tr { th { "job" } th { "dir" } th { "IOPS" } th { "bandwidth" } th { "I/Os" } th { "clat mean" } th { "clat p99" } th { "clat max" } th { "runtime" } th { "engine" } }
+            @for j in &r.jobs {
+                @for (n, d) in dirs(j) {
+                    tr {
+                        td { (j.jobname) } td { (n) }
+                        td { (fmt(Unit::Number, d.iops)) }
+                        td { (fmt(Unit::BytesPerSec, d.bw_bytes as f64)) }
+                        td { (d.total_ios) }
+                        td { (fmt(Unit::Ns, d.clat_ns.mean)) }
+                        td { (p99(&d.clat_ns).map(|v| fmt(Unit::Ns, v as f64)).unwrap_or_default()) }
+                        td { (fmt(Unit::Ns, d.clat_ns.max as f64)) }
+                        td { (fmt(Unit::Ms, d.runtime as f64)) }
+                        td { (j.ioengine) }
+                    }
+                }
+                @if let Some(e) = &j.error_detail { tr { td.text.bad colspan="10" { (j.jobname) ": " (e) } } }
+            }
+        } }
+        h3 { "Device check" }
+        @if r.device_check.is_empty() {
+            p { "No device was sampled (the targets are not block devices or files on one)." }
+        } @else {
+            div.scroll { table {
+                tr { th { "device" } th.text { "verdict" } th { "reported" } th { "device saw" } th { "ratio" } th { "I/Os reported" } th { "device I/Os" } th { "idle s" } th { "samples" } th { "throughput CoV" } }
+                @for c in &r.device_check {
+                    tr {
+                        td { (c.device) }
+                        td.text.ok[c.agrees].bad[!c.agrees] { (c.verdict) }
+                        td { (fmt(Unit::Bytes, c.reported_bytes as f64)) }
+                        td { (fmt(Unit::Bytes, c.device_bytes as f64)) }
+                        td { (format!("{:.4}", c.ratio)) }
+                        td { (c.reported_ios) } td { (c.device_ios) }
+                        td { (c.idle_seconds) } td { (c.samples) }
+                        td { (format!("{:.3}", c.throughput_cov)) }
+                    }
+                }
+            } }
+        }
+        div.charts.two {
+            @if has(&iops) { (chart(&iops, next_id)) }
+            @if has(&bw) { (chart(&bw, next_id)) }
+            @if has(&lat) { (chart(&lat, next_id)) }
+            @if has(&util) { (chart(&util, next_id)) }
+            @if has(&pct) { (chart(&pct, next_id)) }
+        }
+    }
+}
+
+fn comparison(runs: &[(&str, RunReport)], next_id: &mut impl FnMut() -> String) -> Markup {
+    let labels: Vec<String> = runs.iter().map(|(l, _)| l.to_string()).collect();
+    // Sum over jobs (and directions where it is a rate); latency over the
+    // run's I/Os of both directions (mean weighted by I/Os, p99 the larger).
+    let sum = |f: &dyn Fn(&RunReport) -> f64| runs.iter().map(|(_, r)| f(r)).collect::<Vec<f64>>();
+    let total = |r: &RunReport, g: &dyn Fn(&crate::DirReport) -> f64| {
+        r.jobs
+            .iter()
+            .map(|j| g(&j.read) + g(&j.write) + g(&j.trim))
+            .sum::<f64>()
+    };
+    let metrics: Vec<(&str, &str, Unit, Vec<f64>)> = vec![
+        (
+            "read IOPS",
+            "IOPS",
+            Unit::Number,
+            sum(&|r| r.jobs.iter().map(|j| j.read.iops).sum()),
+        ),
+        (
+            "write IOPS",
+            "IOPS",
+            Unit::Number,
+            sum(&|r| r.jobs.iter().map(|j| j.write.iops).sum()),
+        ),
+        (
+            "read bandwidth",
+            "bandwidth",
+            Unit::BytesPerSec,
+            sum(&|r| r.jobs.iter().map(|j| j.read.bw_bytes as f64).sum()),
+        ),
+        (
+            "write bandwidth",
+            "bandwidth",
+            Unit::BytesPerSec,
+            sum(&|r| r.jobs.iter().map(|j| j.write.bw_bytes as f64).sum()),
+        ),
+        (
+            "mean completion latency",
+            "latency",
+            Unit::Ns,
+            sum(&|r| {
+                let n = total(r, &|d| d.total_ios as f64);
+                if n > 0.0 {
+                    total(r, &|d| d.clat_ns.mean * d.total_ios as f64) / n
+                } else {
+                    0.0
+                }
+            }),
+        ),
+        (
+            "99th percentile completion latency",
+            "latency",
+            Unit::Ns,
+            sum(&|r| {
+                r.jobs
+                    .iter()
+                    .flat_map(|j| [&j.read, &j.write, &j.trim])
+                    .filter_map(|d| p99(&d.clat_ns))
+                    .max()
+                    .unwrap_or(0) as f64
+            }),
+        ),
+    ];
+    let bars: Vec<Chart> = metrics
+        .into_iter()
+        .filter(|(_, _, _, v)| v.iter().any(|x| *x > 0.0))
+        .map(|(name, y, unit, v)| {
+            Chart::new(name, Axis::new("run", Unit::Number), Axis::new(y, unit))
+                .categories(labels.clone())
+                .with(Series::bars(name, &v))
+        })
+        .collect();
+    let mut over_iops = Chart::new(
+        "IOPS per second, runs overlaid",
+        Axis::new("time", Unit::Seconds),
+        Axis::new("IOPS", Unit::Number),
+    );
+    let mut over_p99 = Chart::new(
+        "99th percentile latency per second, runs overlaid",
+        Axis::new("time", Unit::Seconds),
+        Axis::new("latency", Unit::Ns),
+    );
+    for (l, r) in runs {
+        for j in &r.jobs {
+            over_iops.push(Series::line(
+                format!("{l}: {}", j.jobname),
+                j.timeseries.iter().map(|p| (p.t_s, p.iops)).collect(),
+            ));
+            over_p99.push(Series::line(
+                format!("{l}: {}", j.jobname),
+                j.timeseries
+                    .iter()
+                    .map(|p| (p.t_s, p.lat_p99_ns as f64))
+                    .collect(),
+            ));
+        }
+    }
+    html! {
+        section {
+            h2 { "Comparison of " (runs.len()) " runs" }
+            div.charts.two {
+                @for b in &bars { (chart(b, next_id)) }
+                @if over_iops.point_count() > 0 { (chart(&over_iops, next_id)) }
+                @if over_p99.point_count() > 0 { (chart(&over_p99, next_id)) }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- tests
+
+fn test_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
+    let steps: &[Value] = v
+        .get("steps")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    let step_label = |s: &Value| format!("{} {}", u64_of(s, "index"), str_of(s, "kind"));
+    let labels: Vec<String> = steps.iter().map(step_label).collect();
+    let thr = Chart::new(
+        "Throughput per step",
+        Axis::new("step", Unit::Number),
+        Axis::new("throughput", Unit::BytesPerSec),
+    )
+    .categories(labels.clone())
+    .with(Series::bars(
+        "throughput",
+        &steps
+            .iter()
+            .map(|s| f64_of(s, "bw_bytes"))
+            .collect::<Vec<_>>(),
+    ));
+    let iops = Chart::new(
+        "IOPS per step",
+        Axis::new("step", Unit::Number),
+        Axis::new("IOPS", Unit::Number),
+    )
+    .categories(labels)
+    .with(Series::bars(
+        "IOPS",
+        &steps.iter().map(|s| f64_of(s, "iops")).collect::<Vec<_>>(),
+    ));
+    let mut pass_labels = Vec::new();
+    let mut pass_bw = Vec::new();
+    for s in steps {
+        for p in s
+            .get("passes")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+        {
+            pass_labels.push(format!("{} {}", u64_of(s, "index"), str_of(p, "op")));
+            pass_bw.push(f64_of(p, "bw_bytes"));
+        }
+    }
+    let passes = Chart::new(
+        "Throughput per pass (step, direction)",
+        Axis::new("pass", Unit::Number),
+        Axis::new("throughput", Unit::BytesPerSec),
+    )
+    .categories(pass_labels)
+    .with(Series::bars("throughput", &pass_bw));
+    let passed = v.get("passed").and_then(Value::as_bool).unwrap_or(false);
+    html! {
+        p {
+            "Target " b { (str_of(v, "target")) } ", block size " (u64_of(v, "block_size")) " B, "
+            (u64_of(v, "capacity_blocks")) " blocks. Result: "
+            @if passed { span.ok { "passed" } } @else { span.bad { "failed" } }
+        }
+        div.scroll { table {
+            tr { th { "step" } th { "kind" } th { "type" } th { "order" } th { "pattern" } th { "blocks" } th { "status" } th { "throughput" } th { "IOPS" } th { "clat mean" } th { "I/O errors" } th { "miscompares" } th { "runtime" } }
+            @for s in steps {
+                @let status = str_of(s, "status");
+                tr {
+                    td { (u64_of(s, "index")) "/" (u64_of(s, "of")) }
+                    td { (str_of(s, "kind")) } td { (str_of(s, "test_type")) } td { (str_of(s, "order")) }
+                    td { (str_of(s, "pattern")) } td { (u64_of(s, "block_count")) }
+                    td.ok[status == "passed"].bad[status == "failed"] { (status) }
+                    td { (fmt(Unit::BytesPerSec, f64_of(s, "bw_bytes"))) }
+                    td { (fmt(Unit::Number, f64_of(s, "iops"))) }
+                    td { (s.get("clat_ns").and_then(|c| c.get("mean")).and_then(Value::as_f64).map(|m| fmt(Unit::Ns, m)).unwrap_or_default()) }
+                    td { (u64_of(s, "io_errors")) } td { (u64_of(s, "miscompares")) }
+                    td { (fmt(Unit::Ns, u64_of(s, "runtime_ns") as f64)) }
+                }
+                @if let Some(e) = s.get("error").and_then(Value::as_str) { tr { td.text.bad colspan="13" { (e) } } }
+            }
+        } }
+        div.charts.two {
+            @if thr.point_count() > 0 { (chart(&thr, next_id)) }
+            @if iops.point_count() > 0 { (chart(&iops, next_id)) }
+            @if passes.point_count() > 0 { (chart(&passes, next_id)) }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- erase
+
+fn erase_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
+    let drives: &[Value] = v
+        .get("drives")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    let mut timeline = Chart::new(
+        "Per-drive timeline: bytes done in each phase",
+        Axis::new("time since the erase started", Unit::Seconds),
+        Axis::new("bytes done", Unit::Bytes),
+    );
+    for d in drives {
+        let pts: &[Value] = d
+            .get("timeline")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice);
+        let mut phases: Vec<&str> = Vec::new();
+        for p in pts {
+            let ph = str_of(p, "phase");
+            if (ph == "erasing" || ph == "verifying") && !phases.contains(&ph) {
+                phases.push(ph);
+            }
+        }
+        for ph in phases {
+            timeline.push(Series::line(
+                format!("{} {ph}", str_of(d, "device")),
+                pts.iter()
+                    .filter(|p| str_of(p, "phase") == ph)
+                    .map(|p| (f64_of(p, "t_s"), u64_of(p, "done_bytes") as f64))
+                    .collect(),
+            ));
+        }
+    }
+    html! {
+        p {
+            "Strategy " (str_of(v, "strategy")) ", pattern " (str_of(v, "pattern")) ", verification " (str_of(v, "verify"))
+            ": " (fmt(Unit::Bytes, u64_of(v, "total_bytes") as f64)) " in " (fmt(Unit::Seconds, f64_of(v, "complete_seconds")))
+            " (" (format!("{:.1}", f64_of(v, "aggregate_mb_per_s"))) " MB/s over all drives)."
+        }
+        h3 { "Certificates" }
+        div.scroll { table {
+            tr { th { "device" } th { "serial" } th { "method" } th { "result" } th { "bytes" } th { "MB/s" } th { "erase" } th { "verify" } th.text { "verification" } th { "exceptions" } th.text { "certificate" } }
+            @for d in drives {
+                @let result = str_of(d, "result");
+                tr {
+                    td { (str_of(d, "device")) }
+                    td { (str_of(d, "serial")) }
+                    td { (str_of(d, "method")) }
+                    td.ok[result == "erased"].bad[result == "failed" || result == "stopped"] { (result) }
+                    td { (fmt(Unit::Bytes, u64_of(d, "bytes") as f64)) }
+                    td { (format!("{:.1}", f64_of(d, "mb_per_s"))) }
+                    td { (fmt(Unit::Seconds, f64_of(d, "erase_seconds"))) }
+                    td { (fmt(Unit::Seconds, f64_of(d, "verify_seconds"))) }
+                    td.text { (str_of(d, "verification")) }
+                    td { (u64_of(d, "exceptions")) }
+                    td.text { (str_of(d, "certificate")) }
+                }
+                @if let Some(e) = d.get("error").and_then(Value::as_str) { tr { td.text.bad colspan="11" { (e) } } }
+            }
+        } }
+        @if timeline.point_count() > 0 { div.charts { (chart(&timeline, next_id)) } }
+        @else { p.meta { "This erase result has no per-drive timeline (made by an older drivelab)." } }
+    }
+}
+
+// ---------------------------------------------------------------- traces
+
+fn trace_section(
+    a: &drivelab_trace::analyze::Analysis,
+    next_id: &mut impl FnMut() -> String,
+) -> Markup {
+    let charts: Vec<Chart> = drivelab_trace::plot::charts(a)
+        .into_iter()
+        .map(|(_, c)| c)
+        .filter(|c| c.point_count() > 0)
+        .collect();
+    let thr = Chart::new(
+        format!(
+            "Throughput over time ({} s intervals)",
+            a.throughput.interval_s
+        ),
+        Axis::new("time", Unit::Seconds),
+        Axis::new("throughput", Unit::BytesPerSec),
+    )
+    .with(Series::line(
+        "read",
+        a.throughput
+            .points
+            .iter()
+            .map(|p| {
+                (
+                    p.t_s,
+                    p.bytes_read as f64 / a.throughput.interval_s.max(1) as f64,
+                )
+            })
+            .collect(),
+    ))
+    .with(Series::line(
+        "write",
+        a.throughput
+            .points
+            .iter()
+            .map(|p| {
+                (
+                    p.t_s,
+                    p.bytes_written as f64 / a.throughput.interval_s.max(1) as f64,
+                )
+            })
+            .collect(),
+    ));
+    let st = &a.service_time_ns;
+    let ns = |v: Option<u64>| {
+        v.map(|x| fmt(Unit::Ns, x as f64))
+            .unwrap_or_else(|| "–".into())
+    };
+    html! {
+        div.scroll { table {
+            tr { th { "requests" } th { "reads" } th { "writes" } th { "trims" } th { "flushes" } th { "read" } th { "written" } th { "duration" } th { "IOPS" } th { "mean size" } th { "mean queue depth" } }
+            tr {
+                td { (a.requests) } td { (a.reads) } td { (a.writes) } td { (a.trims) } td { (a.flushes) }
+                td { (fmt(Unit::Bytes, a.bytes_read as f64)) } td { (fmt(Unit::Bytes, a.bytes_written as f64)) }
+                td { (fmt(Unit::Seconds, a.duration_s)) } td { (fmt(Unit::Number, a.iops)) }
+                td { (fmt(Unit::Bytes, a.mean_size_bytes)) }
+                td { (a.queue_depth_mean.map(|q| fmt(Unit::Number, q)).unwrap_or_else(|| "–".into())) }
+            }
+        } }
+        div.scroll { table {
+            tr { th { "service time" } th { "count" } th { "mean" } th { "min" } th { "p50" } th { "p90" } th { "p99" } th { "max" } }
+            tr {
+                td { "complete − issue" } td { (st.count) }
+                td { (st.mean.map(|m| fmt(Unit::Ns, m)).unwrap_or_else(|| "–".into())) }
+                td { (ns(st.min)) } td { (ns(st.p50)) } td { (ns(st.p90)) } td { (ns(st.p99)) } td { (ns(st.max)) }
+            }
+        } }
+        @if st.count == 0 { p.meta { "The trace has no completion times: no queue-depth or service-time distributions." } }
+        div.charts.two {
+            @for c in &charts { (chart(c, next_id)) }
+            @if thr.point_count() > 0 { (chart(&thr, next_id)) }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- replay
+
+fn replay_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
+    let dist = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+    let mut pct = Chart::new(
+        "Service time and lateness percentiles",
+        Axis::new("percentile", Unit::Number),
+        Axis::new("time", Unit::Ns),
+    )
+    .nines();
+    for (k, label) in [
+        ("service_time_ns", "service time"),
+        ("lateness_ns", "lateness"),
+    ] {
+        let d = dist(k);
+        let pts: Vec<(f64, f64)> = [(50.0, "p50"), (90.0, "p90"), (99.0, "p99"), (99.9, "p999")]
+            .iter()
+            .filter(|_| u64_of(&d, "count") > 0)
+            .map(|(p, f)| (nines(*p), u64_of(&d, f) as f64))
+            .collect();
+        pct.push(Series::line(label, pts));
+    }
+    let scalars: Vec<(&String, &Value)> = v
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(_, x)| !x.is_object() && !x.is_array() && !x.is_null())
+                .collect()
+        })
+        .unwrap_or_default();
+    html! {
+        div.scroll { table {
+            @for (k, x) in &scalars {
+                tr { td { (k) } td.text { (match x { Value::String(s) => s.clone(), other => other.to_string() }) } }
+            }
+            tr { td { "score (head-to-head)" } td.text { (format!("{:.3} ms, {:.1} IOPS", f64_of(&dist("score"), "head_to_head_ms"), f64_of(&dist("score"), "iops"))) } }
+        } }
+        @if pct.point_count() > 0 { div.charts { (chart(&pct, next_id)) } }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DeviceCheck, DeviceSecond, JobReport, SeriesPoint};
+
+    fn run(label: &str, jobname: &str, iops: f64) -> Input {
+        let mut j = JobReport {
+            jobname: jobname.into(),
+            ..Default::default()
+        };
+        j.read.total_ios = 100;
+        j.read.iops = iops;
+        j.read
+            .clat_ns
+            .percentile
+            .insert(crate::percentile_key(50.0), 1000);
+        j.read
+            .clat_ns
+            .percentile
+            .insert(crate::percentile_key(99.0), 5000);
+        j.timeseries = (0..3)
+            .map(|i| SeriesPoint {
+                t_s: f64::from(i),
+                iops,
+                bw_bytes: iops * 4096.0,
+                lat_mean_ns: 900.0,
+                lat_p99_ns: 5000,
+            })
+            .collect();
+        let r = RunReport {
+            time: "<b>now</b>".into(),
+            jobs: vec![j],
+            device_check: vec![DeviceCheck {
+                device: "loop9".into(),
+                verdict: "agrees".into(),
+                agrees: true,
+                series: (0..3)
+                    .map(|i| DeviceSecond {
+                        t_s: f64::from(i) + 0.01,
+                        r_iops: iops,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let value = serde_json::to_value(&r).unwrap();
+        assert_eq!(Kind::detect(&value), Some(Kind::Run));
+        Input {
+            label: label.into(),
+            kind: Kind::Run,
+            value,
+        }
+    }
+
+    #[test]
+    fn every_string_from_a_result_is_escaped() {
+        let page = render(&[run(
+            "<script>x</script>",
+            "<img src=x onerror=alert(1)>",
+            10.0,
+        )]);
+        assert!(!page.contains("could not be read"));
+        assert!(!page.contains("<img src=x"), "job name not escaped");
+        assert!(!page.contains("<script>x</script>"), "label not escaped");
+        assert!(!page.contains("<b>now</b>"));
+        assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;"));
+        // Self-contained: nothing is loaded from elsewhere.
+        assert!(!page.contains("src=\"http") && !page.contains("href=\"http"));
+        assert!(page.contains("name=\"viewport\""));
+    }
+
+    #[test]
+    fn a_run_has_its_series_overlaid_and_two_runs_are_compared() {
+        let page = render(&[run("a", "j", 10.0)]);
+        // IOPS, bandwidth, latency, utilisation, percentiles.
+        assert_eq!(page.matches(" data-expect=").count(), 5);
+        // IOPS: 3 engine points and 3 device points.
+        assert!(page.contains("data-expect=\"6\""));
+        let two = render(&[run("a", "j", 10.0), run("b", "j", 20.0)]);
+        assert!(two.contains("Comparison of 2 runs"));
+        // read IOPS bars, mean (0) left out, p99 bars, two overlays; then 5 per run.
+        assert_eq!(two.matches(" data-expect=").count(), 4 + 10);
+    }
+
+    #[test]
+    fn kinds_are_recognised_by_their_fields_and_names() {
+        assert_eq!(
+            Kind::detect(&serde_json::json!({"steps": [], "target": "x"})),
+            Some(Kind::Test)
+        );
+        assert_eq!(
+            Kind::detect(&serde_json::json!({"drives": [], "strategy": "parallel"})),
+            Some(Kind::Erase)
+        );
+        assert_eq!(
+            Kind::detect(&serde_json::json!({"sizes": [], "seek_distance": {}})),
+            Some(Kind::TraceAnalyze)
+        );
+        assert_eq!(
+            Kind::detect(&serde_json::json!({"score": {}, "lateness_ns": {}})),
+            Some(Kind::Replay)
+        );
+        assert_eq!(Kind::detect(&serde_json::json!({"what": 1})), None);
+        for k in Kind::ALL {
+            assert_eq!(Kind::from_name(k.name()), Some(k));
+        }
+        assert_eq!(Kind::from_name("trace analyze"), Some(Kind::TraceAnalyze));
+    }
+}
