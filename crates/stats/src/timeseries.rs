@@ -68,6 +68,10 @@ struct Interval {
     buckets: Box<[u8]>,
 }
 
+/// A last interval shorter than `interval / SLIVER_DIVISOR` is folded into
+/// the one before it when the series finishes.
+const SLIVER_DIVISOR: u64 = 10;
+
 /// Records completions into consecutive intervals of one run.
 pub struct TimeSeries {
     interval_ns: u64,
@@ -188,10 +192,23 @@ impl TimeSeries {
             // interval's full length.
             self.close_current();
         }
+        let mut intervals = self.closed;
+        // A sliver of an interval at the end (the drain of the I/O still in
+        // flight when the run stopped, a burst of completions with nothing
+        // issued) is no rate of its own: it joins the interval before it,
+        // which then reports over its full, longer length.
+        if last_len_ns < self.interval_ns / SLIVER_DIVISOR && intervals.len() >= 2 {
+            if let Some(tail) = intervals.pop() {
+                if let Some(prev) = intervals.last_mut() {
+                    prev.absorb(&tail);
+                }
+                last_len_ns += self.interval_ns;
+            }
+        }
         Series {
             interval_ns: self.interval_ns,
             start: self.start,
-            intervals: self.closed,
+            intervals,
             last_len_ns,
         }
     }
@@ -279,19 +296,8 @@ impl Series {
             }
             std::cmp::Ordering::Greater => {}
         }
-        let mut scratch = vec![0u64; BUCKETS];
         for (a, b) in self.intervals.iter_mut().zip(&other.intervals) {
-            if b.ios == 0 {
-                continue;
-            }
-            a.ios += b.ios;
-            a.bytes = a.bytes.saturating_add(b.bytes);
-            a.lat_sum_ns = a.lat_sum_ns.saturating_add(b.lat_sum_ns);
-            for (i, c) in decode(&a.buckets).chain(decode(&b.buckets)) {
-                scratch[i] += c;
-            }
-            a.buckets = encode(&scratch);
-            scratch.fill(0);
+            a.absorb(b);
         }
         Ok(())
     }
@@ -315,6 +321,21 @@ impl Series {
 }
 
 impl Interval {
+    /// Adds `other`'s I/Os, bytes, latency sum and histogram to this one.
+    fn absorb(&mut self, other: &Interval) {
+        if other.ios == 0 {
+            return;
+        }
+        self.ios += other.ios;
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        self.lat_sum_ns = self.lat_sum_ns.saturating_add(other.lat_sum_ns);
+        let mut scratch = vec![0u64; BUCKETS];
+        for (i, c) in decode(&self.buckets).chain(decode(&other.buckets)) {
+            scratch[i] += c;
+        }
+        self.buckets = encode(&scratch);
+    }
+
     fn point(&self, i: usize, interval_ns: u64, len_ns: u64) -> TimePoint {
         let len_s = len_ns as f64 / 1e9;
         let t_s = (i as f64 * interval_ns as f64) / 1e9;
@@ -469,6 +490,25 @@ mod tests {
         let s = ts.finish(5 * SEC);
         assert_eq!(s.len(), 5);
         assert!(s.points()[1..].iter().all(|p| p.iops == 0.0));
+    }
+
+    #[test]
+    fn a_sliver_at_the_end_joins_the_interval_before_it() {
+        let mut ts = TimeSeries::new(SEC, Instant::now()).unwrap();
+        // 1000 I/O per second for 3 s, then the drain: 16 completions in
+        // 200 us, which alone would read as 80,000 IOPS.
+        for i in 0..3000u64 {
+            ts.record(i * SEC / 1000, 1_000, 4096);
+        }
+        for j in 0..16u64 {
+            ts.record(3 * SEC + j * 12_500, 1_000, 4096);
+        }
+        let points = ts.finish(3 * SEC + 200_000).points();
+        assert_eq!(points.len(), 3, "{points:?}");
+        let last = points[2];
+        let want = 1016.0 / 1.0002;
+        assert!((last.iops - want).abs() < 1e-6, "{} vs {want}", last.iops);
+        assert!(points.iter().all(|p| p.iops < 1020.0), "{points:?}");
     }
 
     #[test]
