@@ -145,6 +145,20 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
     Ok(p)
 }
 
+/// The one line saying which drivelab engine ran each fio engine name
+/// given (empty when none needed mapping).
+fn engine_note(r: &drivelab_report::RunReport) -> String {
+    if r.ioengine_map.is_empty() {
+        return String::new();
+    }
+    let pairs: Vec<String> = r
+        .ioengine_map
+        .iter()
+        .map(|(fio, dl)| format!("{fio} runs on drivelab's {dl}"))
+        .collect();
+    format!("ioengine: {}\n", pairs.join(", "))
+}
+
 /// Run the subcommand.
 pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let p = parse_args(&a.args)?;
@@ -250,7 +264,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let text = if p.out.json() {
         Json.render(&report)
     } else {
-        Text.render(&report)
+        engine_note(&report) + &Text.render(&report)
     };
     p.out.emit(&text)?;
     if report.interrupted {

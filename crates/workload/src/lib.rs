@@ -24,6 +24,8 @@ pub mod jobloop;
 pub mod options;
 pub mod plan;
 pub mod presets;
+pub mod rate;
+pub mod verify;
 
 pub mod size;
 pub mod spec;
