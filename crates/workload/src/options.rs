@@ -270,6 +270,30 @@ pub const OPTIONS: &[OptionDecl] = &[
     ),
     opt!("description", [], Text, "", "free text, shown in the job options"),
     opt!(
+        "loops",
+        [],
+        Int,
+        "1",
+        "do the job's I/O (size or io_size) this many times over",
+        1,
+        u32::MAX as u64,
+        "passes"
+    ),
+    opt!(
+        "gtod_reduce",
+        [],
+        Bool,
+        "0",
+        "accepted: drivelab already reads the clock once per loop turn, not per I/O"
+    ),
+    opt!(
+        "create_serialize",
+        [],
+        Bool,
+        "1",
+        "accepted: drivelab lays out every file before any job starts"
+    ),
+    opt!(
         "new_group",
         [],
         Bool,

@@ -463,7 +463,11 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             // drivelab: a runtime alone means time-based over the whole target.
             (None, spec.runtime)
         } else {
-            (Some(explicit_io.unwrap_or(region_total)), spec.runtime)
+            let once = explicit_io.unwrap_or(region_total);
+            (
+                Some(once.saturating_mul(u64::from(spec.loops))),
+                spec.runtime,
+            )
         };
         if spec.rw.write_kind() == WriteKind::Trim {
             for &i in &idx {

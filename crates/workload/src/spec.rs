@@ -394,6 +394,8 @@ pub struct JobSpec {
     pub ioengine_as_written: Option<String>,
     /// Start a new reporting group with this job (`new_group`).
     pub new_group: bool,
+    /// Do the job's I/O this many times over (`loops`); default 1.
+    pub loops: u32,
 }
 
 impl Default for JobSpec {
@@ -446,6 +448,7 @@ impl Default for JobSpec {
             filename_format: None,
             ioengine_as_written: None,
             new_group: false,
+            loops: 1,
         }
     }
 }
@@ -824,6 +827,12 @@ impl JobSpec {
             "description" => self.description = Some(v.trim().to_string()),
             "group_reporting" => self.group_reporting = parse_bool(key, v)?,
             "new_group" => self.new_group = parse_bool(key, v)?,
+            "loops" => self.loops = parse_declared(key, v)? as u32,
+            // Accepted with no change: drivelab reads the clock once per loop
+            // turn, and lays out every file before any job starts.
+            "gtod_reduce" | "create_serialize" => {
+                parse_bool(key, v)?;
+            }
             "fill_device" | "fill_fs" => self.fill_device = parse_bool(key, v)?,
             "verify" => self.verify = crate::verify::VerifyKind::parse(key, v)?,
             "do_verify" => self.do_verify = parse_bool(key, v)?,
