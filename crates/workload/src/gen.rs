@@ -463,4 +463,69 @@ mod tests {
         let t: Vec<u32> = (0..4).map(|_| g.next_io().target).collect();
         assert_eq!(t, vec![0, 1, 0, 1]);
     }
+
+    #[test]
+    fn zoned_sends_each_zone_its_share() {
+        use crate::spec::Zone;
+        let mut c = cfg(vec![line(4096, 100, 100, 100)], 4096 * 1000);
+        c.align = 4096;
+        // 50% of the accesses to the first 5%, 30% to the next 15%, 20% to the rest.
+        c.distribution = Distribution::Zoned(vec![
+            Zone {
+                access_pct: 50.0,
+                len: crate::SizeSpec::Percent(5.0),
+            },
+            Zone {
+                access_pct: 30.0,
+                len: crate::SizeSpec::Percent(15.0),
+            },
+            Zone {
+                access_pct: 20.0,
+                len: crate::SizeSpec::Percent(80.0),
+            },
+        ]);
+        let mut g = Generator::new(&c).unwrap();
+        let n = 100_000;
+        let mut zone = [0u32; 3];
+        for _ in 0..n {
+            let b = g.next_io().offset / 4096;
+            zone[if b < 50 {
+                0
+            } else if b < 200 {
+                1
+            } else {
+                2
+            }] += 1;
+        }
+        for (got, want) in zone.iter().zip([50_000i64, 30_000, 20_000]) {
+            assert!((i64::from(*got) - want).abs() < 1_000, "{zone:?}");
+        }
+    }
+
+    #[test]
+    fn negative_offset_modifier_reads_backwards_once_over_the_region() {
+        let mut c = cfg(vec![line(4096, 100, 100, 0)], 4096 * 4);
+        c.seq_delta = -8192;
+        let mut g = Generator::new(&c).unwrap();
+        let offs: Vec<u64> = (0..5).map(|_| g.next_io().offset).collect();
+        assert_eq!(offs, vec![0, 12288, 8192, 4096, 0]);
+        // A positive one leaves holes.
+        c.seq_delta = 4096;
+        let mut g = Generator::new(&c).unwrap();
+        let offs: Vec<u64> = (0..3).map(|_| g.next_io().offset).collect();
+        assert_eq!(offs, vec![0, 8192, 0]);
+    }
+
+    #[test]
+    fn random_with_a_count_runs_sequentially_from_each_random_offset() {
+        let mut c = cfg(vec![line(4096, 100, 100, 100)], 1 << 30);
+        c.seq_run = 4;
+        let mut g = Generator::new(&c).unwrap();
+        let offs: Vec<u64> = (0..8).map(|_| g.next_io().offset).collect();
+        for run in offs.chunks(4) {
+            assert_eq!(run[1], run[0] + 4096);
+            assert_eq!(run[3], run[0] + 3 * 4096);
+        }
+        assert_ne!(offs[4], offs[3] + 4096);
+    }
 }

@@ -324,4 +324,93 @@ filename=/tmp/b
         assert!(parse("j.fio", "[global]\nbs=4k\n").is_err());
         assert!(parse("j.fio", "bs=4k\n[j]\n").is_err());
     }
+
+    fn env(k: &str) -> Option<String> {
+        (k == "SCRATCH").then(|| "/scratch".to_string())
+    }
+
+    fn no_files(p: &Path) -> std::io::Result<String> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            p.display().to_string(),
+        ))
+    }
+
+    #[test]
+    fn inline_comment_after_a_file_name_is_not_part_of_it() {
+        let text = "[j]\nfilename=/tmp/x.dat   # the scratch file\nnumjobs=4\t; four clones\nruntime=3600  # an hour\n";
+        let jobs = parse_with("j.fio", text, &env, &no_files).unwrap();
+        assert_eq!(jobs[0].spec.filenames, vec!["/tmp/x.dat"]);
+        assert_eq!(jobs[0].spec.numjobs, 4);
+        assert_eq!(
+            jobs[0].spec.runtime,
+            Some(std::time::Duration::from_secs(3600))
+        );
+        // A '#' inside a value (no space before it) stays.
+        let jobs = parse_with(
+            "j.fio",
+            "[j]\ndescription=disk#1\nfilename=a\n",
+            &env,
+            &no_files,
+        )
+        .unwrap();
+        assert_eq!(jobs[0].spec.description.as_deref(), Some("disk#1"));
+    }
+
+    #[test]
+    fn environment_variables_expand_and_an_unset_one_is_named() {
+        let jobs = parse_with("j.fio", "[j]\ndirectory=${SCRATCH}/d\n", &env, &no_files).unwrap();
+        assert_eq!(jobs[0].spec.directory.as_deref(), Some("/scratch/d"));
+        let e = parse_with("j.fio", "[j]\nfilename=${NOPE}\n", &env, &no_files)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("j.fio:2:") && e.contains("NOPE"), "{e}");
+    }
+
+    #[test]
+    fn include_reads_the_file_beside_the_job_file() {
+        let read = |p: &Path| -> std::io::Result<String> {
+            assert_eq!(p, Path::new("/jobs/common.inc"));
+            Ok("bs=64k   ; shared\nrw=write\n".to_string())
+        };
+        let jobs = parse_with(
+            "/jobs/a.fio",
+            "[global]\ninclude common.inc\n[j]\nfilename=x\n",
+            &env,
+            &read,
+        )
+        .unwrap();
+        assert_eq!(jobs[0].spec.bs, 65536);
+        assert_eq!(jobs[0].spec.rw, RwMode::Write);
+        let e = parse_with("/jobs/a.fio", "[j]\ninclude missing.inc\n", &env, &no_files)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing.inc"), "{e}");
+        let looped = |_: &Path| -> std::io::Result<String> { Ok("include self.inc\n".to_string()) };
+        let e = parse_with("/jobs/a.fio", "[j]\ninclude self.inc\n", &env, &looped)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nested"), "{e}");
+    }
+
+    #[test]
+    fn fio_defaults_apply_in_job_files() {
+        let jobs = parse_with(
+            "j.fio",
+            "[global]\nstonewall\n[a]\nrw=randread\n[b]\nrw=randread\nrandom_distribution=zipf:1.1\n[c]\nrandom_distribution=zipf:1.1\nrandommap\n",
+            &env,
+            &no_files,
+        )
+        .unwrap();
+        // Files named by fio's default; random map on unless non-uniform.
+        assert_eq!(
+            jobs[0].spec.filename_format.as_deref(),
+            Some(DEFAULT_FILENAME_FORMAT)
+        );
+        assert!(jobs[0].spec.randommap);
+        assert!(!jobs[1].spec.randommap);
+        assert!(jobs[2].spec.randommap);
+        // A stonewall in [global] applies to every job.
+        assert!(jobs.iter().all(|j| j.stonewall));
+    }
 }

@@ -1104,4 +1104,102 @@ mod tests {
         let j = JobSpec::default();
         assert!(j.validate().unwrap_err().to_string().contains("--filename"));
     }
+
+    #[test]
+    fn per_direction_sizes_split_the_mix_by_direction() {
+        let mut j = JobSpec::default();
+        j.set("rw", Some("randrw")).unwrap();
+        j.set("rwmixread", Some("70")).unwrap();
+        j.set("bs", Some("4k,64k")).unwrap();
+        let l = j.access_lines();
+        assert_eq!(l.len(), 2);
+        assert_eq!((l[0].size, l[0].read_pct), (4096, 100));
+        assert_eq!((l[1].size, l[1].read_pct), (65536, 0));
+        assert_eq!(l[0].weight * 30, l[1].weight * 70);
+        // bssplit per direction; writes only: the write split alone.
+        j.set("bssplit", Some("64k/40:1m/60,1m/100")).unwrap();
+        assert_eq!(j.bssplit, vec![(65536, 40), (1 << 20, 60)]);
+        j.set("rw", Some("write")).unwrap();
+        assert_eq!(
+            j.access_lines().iter().map(|l| l.size).collect::<Vec<_>>(),
+            vec![1 << 20]
+        );
+        // One value: every direction.
+        j.set("bs", Some("8k")).unwrap();
+        assert_eq!(j.access_lines().len(), 1);
+        assert_eq!(j.max_bs(), 8192);
+        // ",16k": reads keep theirs.
+        j.set("bs", Some(",16k")).unwrap();
+        assert_eq!((j.bs, j.bs_dir[0]), (8192, Some(16384)));
+    }
+
+    #[test]
+    fn rw_modifiers_rates_and_ranges_parse() {
+        let mut j = JobSpec::default();
+        j.set("rw", Some("read:-8k")).unwrap();
+        assert_eq!((j.rw, j.rw_delta), (RwMode::Read, -8192));
+        j.set("rw", Some("randread:8")).unwrap();
+        assert_eq!((j.rw_seq_run, j.rw_delta), (8, 0));
+        assert!(j.set("rw", Some("randread:x")).is_err());
+        j.set("rate", Some("500k,1m")).unwrap();
+        assert_eq!(j.rate, [500 << 10, 1 << 20]);
+        j.set("rate", Some(",1m")).unwrap();
+        assert_eq!(j.rate, [0, 1 << 20]);
+        j.set("rate_iops", Some("300,300")).unwrap();
+        assert_eq!((j.rate_iops, j.rate_iops_dir), (None, Some([300, 300])));
+        assert!(j.set("rate_process", Some("bursty")).is_err());
+        j.set("bsrange", Some("4k-16k")).unwrap();
+        assert_eq!(
+            j.bssplit,
+            vec![(4096, 1), (8192, 1), (12288, 1), (16384, 1)]
+        );
+        assert!(j.set("bsrange", Some("16k-4k")).is_err());
+        j.set("timeout", Some("60")).unwrap();
+        assert_eq!(j.runtime, Some(Duration::from_secs(60)));
+        j.set("ioengine", Some("libaio")).unwrap();
+        assert_eq!(
+            (j.ioengine, j.ioengine_as_written.as_deref()),
+            (EngineKind::IoUring, Some("libaio"))
+        );
+        j.set("ioengine", Some("pvsync2")).unwrap();
+        assert_eq!(j.ioengine, EngineKind::Psync);
+        j.set("ioengine", Some("psync")).unwrap();
+        assert_eq!(j.ioengine_as_written, None);
+        let e = j
+            .set("ioengine", Some("windowsaio"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ioengine") && e.contains("libaio"), "{e}");
+    }
+
+    #[test]
+    fn zoned_distributions_parse_and_must_add_up() {
+        let mut j = JobSpec::default();
+        j.set("random_distribution", Some("zoned:50/5:30/15:20/"))
+            .unwrap();
+        let Distribution::Zoned(z) = &j.random_distribution else {
+            panic!("{:?}", j.random_distribution)
+        };
+        assert_eq!(z.len(), 3);
+        assert_eq!(z[2].len, SizeSpec::Percent(80.0));
+        j.set("random_distribution", Some("zoned_abs:60/1m:40/3m"))
+            .unwrap();
+        assert!(j
+            .set("random_distribution", Some("zoned:50/5:30/15"))
+            .is_err());
+        assert!(j
+            .set("random_distribution", Some("zoned:50/5:40/95"))
+            .is_err());
+    }
+
+    #[test]
+    fn verify_pattern_alone_means_verify_pattern() {
+        let mut j = JobSpec::default();
+        j.set("verify_pattern", Some("0xaa555aa5")).unwrap();
+        assert_eq!(j.verify_pattern, Some(vec![0xaa, 0x55, 0x5a, 0xa5]));
+        assert_eq!(j.verify, Some(crate::verify::VerifyKind::Pattern));
+        j.set("verify_pattern", Some("\"ab\"")).unwrap();
+        assert_eq!(j.verify_pattern, Some(b"ab".to_vec()));
+        assert!(j.set("verify_interval", Some("100")).is_err());
+    }
 }
