@@ -48,6 +48,7 @@ drivelab options:
   --output-format FMT        normal or json (fio's field names)
   --output FILE              write the results to FILE
   --force                    write to a device the safety checks refuse (not the running system)
+  --parse-only               check the options and job file, run nothing (fio's --parse-only)
   --help                     this text
 
 Workload options (also valid as job-file keys):
@@ -67,6 +68,7 @@ struct Parsed {
     /// fio options in order: (key, value).
     opts: Vec<(String, Option<String>)>,
     help: bool,
+    parse_only: bool,
 }
 
 fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
@@ -108,6 +110,7 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
         match key.as_str() {
             "help" => p.help = true,
             "force" => p.force = true,
+            "parse-only" => p.parse_only = true,
             "preset" => p.preset = Some(take_value("a preset name")?),
             "output-format" => {
                 let v = take_value("normal or json")?;
@@ -222,6 +225,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         for (k, v) in &p.opts {
             job.set(k, v.as_deref()).map_err(|e| usage(e.to_string()))?;
         }
+    }
+    if p.parse_only {
+        drivelab_workload::check_total_jobs(jobs.iter().map(|(j, _)| j))
+            .map_err(|e| usage(e.to_string()))?;
+        return Ok(0);
     }
     let scratch_path = PathBuf::from(SCRATCH_FILE);
     let scratch_existed = scratch && scratch_path.exists();
