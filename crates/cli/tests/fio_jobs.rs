@@ -302,3 +302,30 @@ fn unsupported_fio_keys_are_refused_naming_the_key() {
         assert!(!dir.join("x").exists(), "{key}: a refused job wrote");
     }
 }
+
+#[test]
+fn wait_for_starts_a_job_only_after_the_named_one_finished() {
+    require_root();
+    let dir = TempDir::new("fio-jobs-waitfor");
+    let target = dir.join("w.bin");
+    // The reader checks blocks only the (slow, rate-capped) writer writes:
+    // started with it, it meets laid-out data and fails; after it, it passes.
+    let job = |wait: &str| {
+        format!(
+            "[global]\nfilename={}\nsize=256k\nbs=4k\nverify=crc32c\nioengine=psync\n\
+             [writer]\nrw=write\nrate=1m\ndo_verify=0\n[reader]\n{wait}rw=read\n",
+            target.display()
+        )
+    };
+    let together = write(&dir, "t.fio", &job(""));
+    let (code, out, _) = drivelab(&together, &dir);
+    assert_eq!(code, 1, "the reader ran alongside the writer: {out}");
+    std::fs::remove_file(&target).unwrap();
+    let waiting = write(&dir, "w.fio", &job("wait_for=writer\n"));
+    let (code, out, err) = drivelab(&waiting, &dir);
+    assert_eq!(code, 0, "{err}\n{out}");
+    let nobody = write(&dir, "n.fio", &job("wait_for=nobody\n"));
+    let (code, _, err) = drivelab(&nobody, &dir);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("wait_for=nobody"), "{err}");
+}

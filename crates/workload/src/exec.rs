@@ -231,7 +231,17 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
     cfg: &JobConfig,
     stop: &AtomicBool,
     progress: &AtomicU64,
+    finished: &[AtomicBool],
 ) -> Result<JobOutcome, JobError> {
+    // wait_for: until every clone of the named job has finished.
+    while !stop.load(Ordering::Relaxed)
+        && !job
+            .wait_for
+            .iter()
+            .all(|&i| finished[i].load(Ordering::Acquire))
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     start_delay(job.spec.startdelay, stop);
     let mut o = run_job(engine, cfg, now_ns(), stop, progress)?;
     let clean = o.error.is_none() && o.verify_failure.is_none() && !o.interrupted;
@@ -356,6 +366,7 @@ fn run_one(
     ticket: Ticket<'_>,
     stop: &AtomicBool,
     progress: &AtomicU64,
+    finished: &[AtomicBool],
 ) -> Result<JobOutcome, RunError> {
     let spec = &job.spec;
     let max_bs = spec.max_bs() as usize;
@@ -379,7 +390,7 @@ fn run_one(
             if !ticket.wait() {
                 return Err(not_started());
             }
-            run_checked(&mut e, job, &cfg, stop, progress).map_err(fail)
+            run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
         }
         EngineKind::Psync => {
             let targets = open_targets(plan, claims, job)?;
@@ -391,7 +402,7 @@ fn run_one(
             if !ticket.wait() {
                 return Err(not_started());
             }
-            run_checked(&mut e, job, &cfg, stop, progress).map_err(fail)
+            run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
         }
         EngineKind::IoUring => {
             let targets = open_targets(plan, claims, job)?;
@@ -409,7 +420,7 @@ fn run_one(
             if !ticket.wait() {
                 return Err(not_started());
             }
-            run_checked(&mut e, job, &cfg, stop, progress).map_err(fail)
+            run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
         }
     }
 }
@@ -454,6 +465,8 @@ pub fn execute(
     let names = device_names(plan);
     let mut windows: Vec<DeviceWindow> = names.iter().map(|_| DeviceWindow::default()).collect();
     let mut outcomes: Vec<Option<JobOutcome>> = vec![None; plan.jobs.len()];
+    let finished: Vec<AtomicBool> = plan.jobs.iter().map(|_| AtomicBool::new(false)).collect();
+    let finished = &finished[..];
     let mut first_error: Option<RunError> = None;
     // Stonewall groups: a job with stonewall starts a new group.
     let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -497,7 +510,8 @@ pub fn execute(
                 let spawned = std::thread::Builder::new()
                     .name(format!("job-{}", job.spec.name))
                     .spawn_scoped(s, move || {
-                        let r = run_one(plan, claims, job, gate.ticket(), stop, ctr);
+                        let r = run_one(plan, claims, job, gate.ticket(), stop, ctr, finished);
+                        finished[i].store(true, Ordering::Release);
                         done.fetch_add(1, Ordering::Release);
                         r
                     });

@@ -270,6 +270,20 @@ pub const OPTIONS: &[OptionDecl] = &[
     ),
     opt!("description", [], Text, "", "free text, shown in the job options"),
     opt!(
+        "wait_for",
+        [],
+        Text,
+        "",
+        "start once every clone of the earlier job NAME has finished"
+    ),
+    opt!(
+        "filesize",
+        [],
+        Size,
+        "size / files",
+        "size of each file; size (the I/O to do) defaults to it times the files"
+    ),
+    opt!(
         "loops",
         [],
         Int,

@@ -98,6 +98,9 @@ pub struct PlannedJob {
     pub group: u32,
     /// Content of written blocks and what reads check (`verify`).
     pub verify: Option<crate::verify::Content>,
+    /// Jobs (indices into [`Plan::jobs`]) that must finish before this one
+    /// starts (`wait_for`).
+    pub wait_for: Vec<usize>,
 }
 
 /// A resolved run.
@@ -359,6 +362,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         for &i in &idx {
             let t = &mut targets[i];
             let total = match spec.size {
+                _ if spec.filesize.is_some() => spec.filesize.unwrap_or(0),
                 _ if spec.fill_device => {
                     if !t.is_block {
                         return Err(PlanError::target(
@@ -451,7 +455,11 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             }
         }
         let region_total: u64 = regions.iter().map(|r| r.end - r.start).sum();
-        let explicit_io = spec.io_size.map(|s| s.resolve(region_total));
+        // With filesize, size is the I/O to do (fio), the files' sizes aside.
+        let explicit_io = spec
+            .io_size
+            .or(spec.size.filter(|_| spec.filesize.is_some()))
+            .map(|s| s.resolve(region_total));
         let (io_limit, runtime) = if spec.time_based {
             if spec.runtime.is_none() {
                 return Err(PlanError::Spec(crate::SpecError::Invalid(
@@ -459,7 +467,11 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 )));
             }
             (None, spec.runtime)
-        } else if spec.runtime.is_some() && spec.size.is_none() && explicit_io.is_none() {
+        } else if spec.runtime.is_some()
+            && spec.size.is_none()
+            && spec.filesize.is_none()
+            && explicit_io.is_none()
+        {
             // drivelab: a runtime alone means time-based over the whole target.
             (None, spec.runtime)
         } else {
@@ -485,6 +497,24 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             }
         }
         let verify = verify_content(spec, align)?;
+        let wait_for: Vec<usize> = match &spec.wait_for {
+            None => Vec::new(),
+            Some(name) => {
+                let v: Vec<usize> = out
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, j)| j.spec.name == *name)
+                    .map(|(i, _)| i)
+                    .collect();
+                if v.is_empty() {
+                    return Err(PlanError::Spec(crate::SpecError::Invalid(format!(
+                        "job '{}': wait_for={name} names no job before it; wait_for takes the name of an earlier job",
+                        spec.name
+                    ))));
+                }
+                v
+            }
+        };
         for clone in clones.clone() {
             let mut s = spec.clone();
             let base = if spec.randrepeat {
@@ -506,6 +536,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 writes,
                 group,
                 verify: verify.clone(),
+                wait_for: wait_for.clone(),
             });
         }
     }

@@ -396,6 +396,11 @@ pub struct JobSpec {
     pub new_group: bool,
     /// Do the job's I/O this many times over (`loops`); default 1.
     pub loops: u32,
+    /// Start only once every clone of the earlier job of this name has
+    /// finished (`wait_for`).
+    pub wait_for: Option<String>,
+    /// Size of each file (`filesize`); `size` then defaults to it times the files.
+    pub filesize: Option<u64>,
 }
 
 impl Default for JobSpec {
@@ -449,6 +454,8 @@ impl Default for JobSpec {
             ioengine_as_written: None,
             new_group: false,
             loops: 1,
+            wait_for: None,
+            filesize: None,
         }
     }
 }
@@ -828,6 +835,24 @@ impl JobSpec {
             "group_reporting" => self.group_reporting = parse_bool(key, v)?,
             "new_group" => self.new_group = parse_bool(key, v)?,
             "loops" => self.loops = parse_declared(key, v)? as u32,
+            "wait_for" => {
+                let n = v.trim();
+                if n.is_empty() {
+                    return Err(SpecError::MissingValue(key.to_string()));
+                }
+                self.wait_for = Some(n.to_string());
+            }
+            "filesize" => {
+                let b = parse_bytes(key, v)?;
+                if b == 0 {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "a size above 0 (fio's ranges are not supported)".to_string(),
+                    });
+                }
+                self.filesize = Some(b);
+            }
             // Accepted with no change: drivelab reads the clock once per loop
             // turn, and lays out every file before any job starts.
             "gtod_reduce" | "create_serialize" => {
