@@ -301,6 +301,13 @@ pub const OPTIONS: &[OptionDecl] = &[
         "accepted: drivelab already reads the clock once per loop turn, not per I/O"
     ),
     opt!(
+        "io_submit_mode",
+        [],
+        Text,
+        "inline",
+        "inline or offload, accepted: drivelab's loop always issues each I/O at its scheduled time and measures latency from it, which is what offload is for in fio"
+    ),
+    opt!(
         "create_serialize",
         [],
         Bool,
@@ -551,6 +558,8 @@ mod tests {
                 "verify_pattern" => "0xaa55",
                 "random_generator" => "lfsr",
                 "bsrange" => "4k-16k",
+                "io_submit_mode" => "offload",
+                "wait_for" => "x",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

@@ -858,6 +858,19 @@ impl JobSpec {
             "gtod_reduce" | "create_serialize" => {
                 parse_bool(key, v)?;
             }
+            // What offload buys in fio — I/Os issued at their scheduled
+            // times, latency counted from them — is how drivelab's loop
+            // always issues; its submissions stay on the job's thread.
+            "io_submit_mode" => match v.trim() {
+                "inline" | "offload" => {}
+                _ => {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "inline or offload".to_string(),
+                    })
+                }
+            },
             "fill_device" | "fill_fs" => self.fill_device = parse_bool(key, v)?,
             "verify" => self.verify = crate::verify::VerifyKind::parse(key, v)?,
             "do_verify" => self.do_verify = parse_bool(key, v)?,
