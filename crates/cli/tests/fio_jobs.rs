@@ -284,7 +284,7 @@ fn unsupported_fio_keys_are_refused_naming_the_key() {
     for (key, line) in [
         ("flow", "flow=2"),
         ("verify", "verify=md5"),
-        ("io_submit_mode", "io_submit_mode=offload"),
+        ("thinktime", "thinktime=2000"),
         ("DL_UNSET_VARIABLE", "filename=${DL_UNSET_VARIABLE}/x"),
     ] {
         let job = write(
