@@ -48,6 +48,7 @@ drivelab options:
   --output-format FMT        normal or json (fio's field names)
   --output FILE              write the results to FILE
   --force                    write to a device the safety checks refuse (not the running system)
+  --parse-only               check the options and job file, run nothing (fio's --parse-only)
   --help                     this text
 
 Workload options (also valid as job-file keys):
@@ -67,6 +68,7 @@ struct Parsed {
     /// fio options in order: (key, value).
     opts: Vec<(String, Option<String>)>,
     help: bool,
+    parse_only: bool,
 }
 
 fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
@@ -108,6 +110,7 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
         match key.as_str() {
             "help" => p.help = true,
             "force" => p.force = true,
+            "parse-only" => p.parse_only = true,
             "preset" => p.preset = Some(take_value("a preset name")?),
             "output-format" => {
                 let v = take_value("normal or json")?;
@@ -143,6 +146,20 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
         }
     }
     Ok(p)
+}
+
+/// The one line saying which drivelab engine ran each fio engine name
+/// given (empty when none needed mapping).
+fn engine_note(r: &drivelab_report::RunReport) -> String {
+    if r.ioengine_map.is_empty() {
+        return String::new();
+    }
+    let pairs: Vec<String> = r
+        .ioengine_map
+        .iter()
+        .map(|(fio, dl)| format!("{fio} runs on drivelab's {dl}"))
+        .collect();
+    format!("ioengine: {}\n", pairs.join(", "))
 }
 
 /// Run the subcommand.
@@ -209,6 +226,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             job.set(k, v.as_deref()).map_err(|e| usage(e.to_string()))?;
         }
     }
+    if p.parse_only {
+        drivelab_workload::check_total_jobs(jobs.iter().map(|(j, _)| j))
+            .map_err(|e| usage(e.to_string()))?;
+        return Ok(0);
+    }
     let scratch_path = PathBuf::from(SCRATCH_FILE);
     let scratch_existed = scratch && scratch_path.exists();
     // Every plan error is in what was asked: bad input, nothing written.
@@ -250,7 +272,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let text = if p.out.json() {
         Json.render(&report)
     } else {
-        Text.render(&report)
+        engine_note(&report) + &Text.render(&report)
     };
     p.out.emit(&text)?;
     if report.interrupted {

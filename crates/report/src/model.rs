@@ -35,6 +35,10 @@ pub struct RunReport {
     /// A run-level error, if the run failed after starting.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// fio engine names the run was given and the drivelab engine each ran
+    /// on (`libaio` → `io_uring`); empty when every name was drivelab's.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub ioengine_map: BTreeMap<String, String>,
 }
 
 /// One job's results.

@@ -189,9 +189,11 @@ fn job_config(job: &PlannedJob) -> JobConfig {
             write_kind: spec.rw.write_kind(),
             regions: job.regions.clone(),
             align: job.align,
-            distribution: spec.random_distribution,
+            distribution: spec.random_distribution.clone(),
             randommap: spec.randommap,
             seed: spec.randseed,
+            seq_delta: spec.rw_delta,
+            seq_run: spec.rw_seq_run,
         },
         runtime: job.runtime,
         io_limit: job.io_limit,
@@ -200,7 +202,83 @@ fn job_config(job: &PlannedJob) -> JobConfig {
         fsync_every: spec.fsync,
         log_interval: spec.log_interval,
         targets: job.targets.len(),
+        pace: crate::rate::RateConfig {
+            bytes: spec.rate,
+            iops: spec.rate_iops_dir.unwrap_or([0, 0]),
+            poisson: spec.rate_poisson,
+        },
+        verify: job.verify.clone(),
+        check_reads: spec.do_verify && job.verify.is_some(),
     }
+}
+
+/// Sleep `d` (`startdelay`), waking early when the run is stopped.
+fn start_delay(d: Duration, stop: &AtomicBool) {
+    let end = Instant::now() + d;
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(20)));
+    }
+}
+
+/// Run the job, then what fio does after it: read back and check what it
+/// wrote (`verify` with `do_verify`), and hold it to `ratemin`.
+fn run_checked<E: drivelab_engine::engine::Engine>(
+    engine: &mut E,
+    job: &PlannedJob,
+    cfg: &JobConfig,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+    finished: &[AtomicBool],
+) -> Result<JobOutcome, JobError> {
+    // wait_for: until every clone of the named job has finished.
+    while !stop.load(Ordering::Relaxed)
+        && !job
+            .wait_for
+            .iter()
+            .all(|&i| finished[i].load(Ordering::Acquire))
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    start_delay(job.spec.startdelay, stop);
+    let mut o = run_job(engine, cfg, now_ns(), stop, progress)?;
+    let clean = o.error.is_none() && o.verify_failure.is_none() && !o.interrupted;
+    if let (Some(content), true) = (&cfg.verify, clean && job.spec.do_verify && job.writes) {
+        let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
+        let extents = crate::verify::written_extents(&cfg.gen, issued)?;
+        let mut rb = crate::verify::ReadBack::new(&extents, content);
+        let lc = drivelab_engine::ioloop::LoopConfig {
+            stop: Some(stop),
+            ..Default::default()
+        };
+        let t = now_ns();
+        let st = drivelab_engine::ioloop::run(engine, &mut rb, &lc)?;
+        // fio counts its verify phase as the job's reads, and its time.
+        o.dirs[0].merge(&rb.stats);
+        o.runtime_ns += st.ended.saturating_sub(t);
+        o.verify_failure = rb.failure;
+        o.interrupted |= st.interrupted;
+    }
+    if o.verify_failure.is_none() && !o.interrupted && o.error.is_none() {
+        let secs = o.runtime_ns as f64 / 1e9;
+        let read_pct = job.spec.rw.read_pct(job.spec.rwmixread);
+        for (d, name) in [(0usize, "read"), (1, "write")] {
+            // Only a direction the job does is held to its minimum.
+            let does = if d == 0 { read_pct > 0 } else { read_pct < 100 };
+            let min = if does { job.spec.ratemin[d] } else { 0 };
+            let bytes = o.dirs[d].bytes + if d == 1 { o.dirs[2].bytes } else { 0 };
+            if min > 0 && secs > 0.0 && (bytes as f64 / secs) < min as f64 {
+                o.verify_failure = Some(format!(
+                    "ratemin not met: {name} ran at {:.0} bytes/s, below ratemin {min} bytes/s",
+                    bytes as f64 / secs
+                ));
+            }
+        }
+    }
+    Ok(o)
 }
 
 /// Where the job threads of a group wait once set up, so that they all start
@@ -289,6 +367,7 @@ fn run_one(
     ticket: Ticket<'_>,
     stop: &AtomicBool,
     progress: &AtomicU64,
+    finished: &[AtomicBool],
 ) -> Result<JobOutcome, RunError> {
     let spec = &job.spec;
     let max_bs = spec.max_bs() as usize;
@@ -312,7 +391,7 @@ fn run_one(
             if !ticket.wait() {
                 return Err(not_started());
             }
-            run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
+            run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
         }
         EngineKind::Psync => {
             let targets = open_targets(plan, claims, job)?;
@@ -324,7 +403,7 @@ fn run_one(
             if !ticket.wait() {
                 return Err(not_started());
             }
-            run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
+            run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
         }
         EngineKind::IoUring => {
             let targets = open_targets(plan, claims, job)?;
@@ -342,7 +421,7 @@ fn run_one(
             if !ticket.wait() {
                 return Err(not_started());
             }
-            run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
+            run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
         }
     }
 }
@@ -389,6 +468,8 @@ pub fn execute(
     let names = device_names(plan);
     let mut windows: Vec<DeviceWindow> = names.iter().map(|_| DeviceWindow::default()).collect();
     let mut outcomes: Vec<Option<JobOutcome>> = vec![None; plan.jobs.len()];
+    let finished: Vec<AtomicBool> = plan.jobs.iter().map(|_| AtomicBool::new(false)).collect();
+    let finished = &finished[..];
     let mut first_error: Option<RunError> = None;
     // Stonewall groups: a job with stonewall starts a new group.
     let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -435,7 +516,8 @@ pub fn execute(
                 let spawned = std::thread::Builder::new()
                     .name(format!("job-{}", job.spec.name))
                     .spawn_scoped(s, move || {
-                        let r = run_one(plan, claims, job, gate.ticket(), stop, ctr);
+                        let r = run_one(plan, claims, job, gate.ticket(), stop, ctr, finished);
+                        finished[i].store(true, Ordering::Release);
                         done.fetch_add(1, Ordering::Release);
                         r
                     });
@@ -694,11 +776,30 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
             std::io::Error::from_raw_os_error(e.errno)
         )
     });
+    if let Some(d) = &spec.description {
+        opts.insert("description".to_string(), d.clone());
+    }
+    if let Some(v) = spec.verify {
+        opts.insert("verify".to_string(), v.name().to_string());
+    }
+    // fio's verify failures are EILSEQ; a missed ratemin is a timeout.
+    let failure_errno = |m: &String| {
+        if m.starts_with("verify") {
+            libc::EILSEQ
+        } else {
+            libc::ETIMEDOUT
+        }
+    };
     JobReport {
         jobname: spec.name.clone(),
-        groupid: 0,
-        error: o.error.as_ref().map(|e| e.errno).unwrap_or(0),
-        error_detail,
+        groupid: job.group,
+        error: o
+            .error
+            .as_ref()
+            .map(|e| e.errno)
+            .or_else(|| o.verify_failure.as_ref().map(failure_errno))
+            .unwrap_or(0),
+        error_detail: error_detail.or_else(|| o.verify_failure.clone()),
         job_options: opts,
         read: dir_report(&o.dirs[0], rt, 0),
         write: dir_report(&o.dirs[1], rt, 0),
@@ -755,10 +856,35 @@ fn build_report(
             .collect(),
         ..Default::default()
     };
+    for j in &plan.jobs {
+        if let Some(w) = &j.spec.ioengine_as_written {
+            report
+                .ioengine_map
+                .insert(w.clone(), j.spec.ioengine.name().to_string());
+        }
+    }
     let mut reported: Vec<Reported> = names.iter().map(|_| Reported::default()).collect();
+    // group_reporting: one report per reporting group, its jobs summed.
+    let mut merged: Vec<(usize, JobOutcome)> = Vec::new();
+    for (i, (job, o)) in plan.jobs.iter().zip(outcomes).enumerate() {
+        let Some(o) = o else { continue };
+        let grouped = job.spec.group_reporting;
+        match merged.last_mut() {
+            Some((first, acc))
+                if grouped
+                    && plan.jobs[*first].spec.group_reporting
+                    && plan.jobs[*first].group == job.group =>
+            {
+                merge_outcome(acc, o)
+            }
+            _ => merged.push((i, o.clone())),
+        }
+    }
+    for (i, o) in &merged {
+        report.jobs.push(job_report(plan, &plan.jobs[*i], o));
+    }
     for (job, o) in plan.jobs.iter().zip(outcomes) {
         let Some(o) = o else { continue };
-        report.jobs.push(job_report(plan, job, o));
         for (k, &ti) in job.targets.iter().enumerate() {
             let t = &plan.targets[ti];
             let Some(dev) = &t.device else { continue };
@@ -799,6 +925,26 @@ fn build_report(
         report.device_check.push(check);
     }
     report
+}
+
+/// Add one job's outcome to its reporting group's (fio's group_reporting):
+/// I/Os, bytes and latencies summed, the longest runtime, the first error.
+fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
+    for (a, b) in acc.dirs.iter_mut().zip(&o.dirs) {
+        a.merge(b);
+    }
+    acc.runtime_ns = acc.runtime_ns.max(o.runtime_ns);
+    acc.short_ios += o.short_ios;
+    acc.interrupted |= o.interrupted;
+    acc.cpu_user_ns += o.cpu_user_ns;
+    acc.cpu_sys_ns += o.cpu_sys_ns;
+    acc.ctx_switches += o.ctx_switches;
+    if acc.error.is_none() {
+        acc.error = o.error.clone();
+    }
+    if acc.verify_failure.is_none() {
+        acc.verify_failure = o.verify_failure.clone();
+    }
 }
 
 /// "2026-11-22 04:05:06 UTC" from Unix seconds.

@@ -48,6 +48,10 @@ pub struct GenConfig {
     pub randommap: bool,
     /// Seed.
     pub seed: u64,
+    /// Bytes added after each sequential I/O (`rw=read:-8k`); 0 = contiguous.
+    pub seq_delta: i64,
+    /// Sequential I/Os per random offset (`rw=randread:8`); 1 = every I/O random.
+    pub seq_run: u32,
 }
 
 /// A shuffled deck of small values, reshuffled when exhausted.
@@ -96,6 +100,8 @@ enum Picker {
     Zipf(Zipf, Permutation),
     Pareto(f64, Permutation),
     Normal(f64),
+    /// Zones of slots: (cumulative access share in [0, 1], first slot, slots).
+    Zoned(Vec<(f64, u64, u64)>),
     Map {
         perm: Permutation,
         next: u64,
@@ -109,6 +115,8 @@ struct TargetState {
     region: Region,
     /// Next sequential offset for reads, writes/trims.
     seq: [u64; 2],
+    /// I/Os left to issue sequentially from the last random offset, and where.
+    run: (u32, u64),
     picker: Picker,
 }
 
@@ -123,6 +131,8 @@ pub struct Generator {
     write_op: Op,
     seed: u64,
     rng: Rng,
+    seq_delta: i64,
+    seq_run: u32,
 }
 
 /// Why a generator could not be built.
@@ -187,18 +197,35 @@ impl Generator {
                     slot: max_size,
                 }
             } else {
-                match cfg.distribution {
+                match &cfg.distribution {
+                    Distribution::Zoned(zones) => {
+                        let mut v = Vec::with_capacity(zones.len());
+                        let (mut cum, mut first) = (0.0, 0u64);
+                        for z in zones {
+                            let want = (z.len.resolve(len) / align).min(n - first.min(n));
+                            cum += z.access_pct / 100.0;
+                            if want > 0 {
+                                v.push((cum, first, want));
+                            }
+                            first += want;
+                        }
+                        if v.is_empty() {
+                            v.push((1.0, 0, n));
+                        }
+                        Picker::Zoned(v)
+                    }
                     Distribution::Random => Picker::Uniform,
                     Distribution::Zipf(th) => {
-                        Picker::Zipf(Zipf::new(n, th), Permutation::new(n, key))
+                        Picker::Zipf(Zipf::new(n, *th), Permutation::new(n, key))
                     }
-                    Distribution::Pareto(h) => Picker::Pareto(h, Permutation::new(n, key)),
+                    Distribution::Pareto(h) => Picker::Pareto(*h, Permutation::new(n, key)),
                     Distribution::Normal(sigma) => Picker::Normal(sigma / 100.0),
                 }
             };
             targets.push(TargetState {
                 region: *r,
                 seq: [r.start, r.start],
+                run: (0, 0),
                 picker,
             });
         }
@@ -214,6 +241,8 @@ impl Generator {
             },
             seed: cfg.seed,
             rng: Rng::new(cfg.seed),
+            seq_delta: cfg.seq_delta,
+            seq_run: cfg.seq_run.max(1),
         })
     }
 
@@ -232,15 +261,38 @@ impl Generator {
         }
         let op = if read { Op::Read } else { self.write_op };
         let offset = if random {
-            self.random_offset(t, size)
+            let ts = &mut self.targets[t];
+            if ts.run.0 > 0 && ts.run.1 + size <= ts.region.end {
+                // rw=randread:N: continue sequentially from the random offset.
+                ts.run.0 -= 1;
+                let off = ts.run.1;
+                ts.run.1 += size;
+                off
+            } else {
+                let off = self.random_offset(t, size);
+                let ts = &mut self.targets[t];
+                ts.run = (self.seq_run - 1, off + size);
+                off
+            }
         } else {
             let ts = &mut self.targets[t];
             let d = usize::from(!read);
+            let r = ts.region;
             let mut off = ts.seq[d];
-            if off + size > ts.region.end {
-                off = ts.region.start;
+            if off + size > r.end {
+                off = r.start;
             }
-            ts.seq[d] = off + size;
+            // Next offset: after this I/O plus the rw=MODE:N modifier,
+            // wrapping to the end when it runs back before the start.
+            let len = (r.end - r.start) as i128;
+            let mut next = off as i128 + size as i128 + i128::from(self.seq_delta);
+            if next < r.start as i128 {
+                next += ((r.start as i128 - next + len - 1) / len) * len;
+                if next + size as i128 > r.end as i128 {
+                    next = r.end as i128 - size as i128;
+                }
+            }
+            ts.seq[d] = next as u64;
             off
         };
         IoDesc {
@@ -267,6 +319,14 @@ impl Generator {
             Picker::Pareto(h, p) => {
                 let x = rng.unit().powf(1.0 / (1.0 - *h));
                 clamp(p.get(((x * all as f64) as u64).min(all - 1)))
+            }
+            Picker::Zoned(zones) => {
+                let u = rng.unit() * zones.last().map_or(1.0, |z| z.0);
+                let &(_, first, n) = zones
+                    .iter()
+                    .find(|z| u < z.0)
+                    .unwrap_or(&zones[zones.len() - 1]);
+                clamp(first + rng.below(n))
             }
             Picker::Normal(sigma) => {
                 let x = all as f64 / 2.0 + rng.normal() * *sigma * all as f64;
@@ -307,6 +367,8 @@ mod tests {
             distribution: Distribution::Random,
             randommap: false,
             seed: 1,
+            seq_delta: 0,
+            seq_run: 1,
         }
     }
 
@@ -400,5 +462,70 @@ mod tests {
         let mut g = Generator::new(&c).unwrap();
         let t: Vec<u32> = (0..4).map(|_| g.next_io().target).collect();
         assert_eq!(t, vec![0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn zoned_sends_each_zone_its_share() {
+        use crate::spec::Zone;
+        let mut c = cfg(vec![line(4096, 100, 100, 100)], 4096 * 1000);
+        c.align = 4096;
+        // 50% of the accesses to the first 5%, 30% to the next 15%, 20% to the rest.
+        c.distribution = Distribution::Zoned(vec![
+            Zone {
+                access_pct: 50.0,
+                len: crate::SizeSpec::Percent(5.0),
+            },
+            Zone {
+                access_pct: 30.0,
+                len: crate::SizeSpec::Percent(15.0),
+            },
+            Zone {
+                access_pct: 20.0,
+                len: crate::SizeSpec::Percent(80.0),
+            },
+        ]);
+        let mut g = Generator::new(&c).unwrap();
+        let n = 100_000;
+        let mut zone = [0u32; 3];
+        for _ in 0..n {
+            let b = g.next_io().offset / 4096;
+            zone[if b < 50 {
+                0
+            } else if b < 200 {
+                1
+            } else {
+                2
+            }] += 1;
+        }
+        for (got, want) in zone.iter().zip([50_000i64, 30_000, 20_000]) {
+            assert!((i64::from(*got) - want).abs() < 1_000, "{zone:?}");
+        }
+    }
+
+    #[test]
+    fn negative_offset_modifier_reads_backwards_once_over_the_region() {
+        let mut c = cfg(vec![line(4096, 100, 100, 0)], 4096 * 4);
+        c.seq_delta = -8192;
+        let mut g = Generator::new(&c).unwrap();
+        let offs: Vec<u64> = (0..5).map(|_| g.next_io().offset).collect();
+        assert_eq!(offs, vec![0, 12288, 8192, 4096, 0]);
+        // A positive one leaves holes.
+        c.seq_delta = 4096;
+        let mut g = Generator::new(&c).unwrap();
+        let offs: Vec<u64> = (0..3).map(|_| g.next_io().offset).collect();
+        assert_eq!(offs, vec![0, 8192, 0]);
+    }
+
+    #[test]
+    fn random_with_a_count_runs_sequentially_from_each_random_offset() {
+        let mut c = cfg(vec![line(4096, 100, 100, 100)], 1 << 30);
+        c.seq_run = 4;
+        let mut g = Generator::new(&c).unwrap();
+        let offs: Vec<u64> = (0..8).map(|_| g.next_io().offset).collect();
+        for run in offs.chunks(4) {
+            assert_eq!(run[1], run[0] + 4096);
+            assert_eq!(run[3], run[0] + 3 * 4096);
+        }
+        assert_ne!(offs[4], offs[3] + 4096);
     }
 }

@@ -1,14 +1,29 @@
-//! fio job files: `[global]` plus job sections, `key=value` or bare `key`
-//! lines, comments starting with `#` or `;`.
+//! fio job files, in fio's syntax: `[global]` plus job sections,
+//! `key=value` or bare `key` lines, comments starting with `#` or `;` — on
+//! their own line or after a value (`runtime=30  # seconds`) —,
+//! `include FILE` (relative to the including file) and `${VAR}` replaced by
+//! the environment variable VAR.
 //!
-//! Supported subset: the keys in [`crate::options::OPTIONS`] (see
-//! `drivelab run --help`), plus `stonewall`/`wait_for_previous` (start this
-//! job after the ones before it finish) and `thread` (accepted: drivelab
-//! always runs jobs as threads). A `[global]` section applies to the jobs
-//! after it. Any other key is an error naming the key and its line: a job
-//! file that silently did less than it says would lie.
+//! Keys are the ones in [`crate::options::OPTIONS`] (see `drivelab run
+//! --help`), plus `stonewall`/`wait_for_previous` (start this job after the
+//! ones before it finish). A `[global]` section applies to the jobs after it.
+//! Where fio's defaults differ from drivelab's command line, a job file gets
+//! fio's: `randommap` on (unless a non-uniform `random_distribution` is
+//! asked for), and a job without `filename` works on its own file
+//! `$jobname.$jobnum.$filenum` (in `directory` when given). Any other key is
+//! an error naming the key and its line: a job file that silently did less
+//! than it says would lie.
 
-use crate::{JobSpec, SpecError};
+use std::collections::HashSet;
+use std::path::Path;
+
+use crate::{Distribution, JobSpec, SpecError};
+
+/// fio's name for the files of a job without `filename`.
+pub const DEFAULT_FILENAME_FORMAT: &str = "$jobname.$jobnum.$filenum";
+
+/// How deep `include` may nest (an include loop stops here).
+const MAX_INCLUDE_DEPTH: usize = 16;
 
 /// One job from a job file, with whether it waits for the jobs before it.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,10 +34,136 @@ pub struct FileJob {
     pub stonewall: bool,
 }
 
-/// Parse job-file text. `path` is only used in error messages.
+/// One logical line: where it came from and its text, comments stripped
+/// and variables expanded.
+struct Line {
+    path: String,
+    lineno: usize,
+    text: String,
+}
+
+fn wrap(path: &str, line: usize, e: SpecError) -> SpecError {
+    SpecError::JobFile {
+        path: path.to_string(),
+        line,
+        source: Box::new(e),
+    }
+}
+
+/// Cut a comment: `#` or `;` at the start or after white space.
+fn strip_comment(raw: &str) -> &str {
+    let mut prev_space = true;
+    for (i, c) in raw.char_indices() {
+        if (c == '#' || c == ';') && prev_space {
+            return &raw[..i];
+        }
+        prev_space = c.is_whitespace();
+    }
+    raw
+}
+
+/// Replace `${VAR}` by the environment variable VAR; an unset one is an error.
+fn expand_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, SpecError> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let end = after.find('}').ok_or_else(|| {
+            SpecError::Invalid(format!("'${{' without a closing '}}' in '{text}'"))
+        })?;
+        let name = &after[..end];
+        let value = env(name).ok_or_else(|| {
+            SpecError::Invalid(format!(
+                "environment variable {name} is not set; set it (export {name}=...) or write the value"
+            ))
+        })?;
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Read the lines of `path`'s `text`, following includes.
+fn collect_lines(
+    path: &str,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    read: &dyn Fn(&Path) -> std::io::Result<String>,
+    depth: usize,
+    out: &mut Vec<Line>,
+) -> Result<(), SpecError> {
+    for (i, raw) in text.lines().enumerate() {
+        let lineno = i + 1;
+        let line = strip_comment(raw).trim();
+        if line.is_empty() {
+            continue;
+        }
+        let line = expand_env(line, env).map_err(|e| wrap(path, lineno, e))?;
+        if let Some(file) = line.strip_prefix("include ").map(str::trim) {
+            if depth >= MAX_INCLUDE_DEPTH {
+                return Err(wrap(
+                    path,
+                    lineno,
+                    SpecError::Invalid(format!(
+                        "include nested more than {MAX_INCLUDE_DEPTH} deep (does it include itself?)"
+                    )),
+                ));
+            }
+            let base = Path::new(path).parent().unwrap_or(Path::new(""));
+            let inc = base.join(file);
+            let inc_text = read(&inc).map_err(|e| {
+                wrap(
+                    path,
+                    lineno,
+                    SpecError::Invalid(format!("cannot read included file {}: {e}", inc.display())),
+                )
+            })?;
+            collect_lines(
+                &inc.display().to_string(),
+                &inc_text,
+                env,
+                read,
+                depth + 1,
+                out,
+            )?;
+            continue;
+        }
+        out.push(Line {
+            path: path.to_string(),
+            lineno,
+            text: line,
+        });
+    }
+    Ok(())
+}
+
+/// Parse job-file text. `path` names it in messages and anchors includes;
+/// variables come from the process environment.
 pub fn parse(path: &str, text: &str) -> Result<Vec<FileJob>, SpecError> {
-    let mut global = JobSpec::default();
+    parse_with(path, text, &|k| std::env::var(k).ok(), &|p| {
+        std::fs::read_to_string(p)
+    })
+}
+
+/// [`parse`] with the environment and the file reader given.
+pub fn parse_with(
+    path: &str,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    read: &dyn Fn(&Path) -> std::io::Result<String>,
+) -> Result<Vec<FileJob>, SpecError> {
+    let mut lines = Vec::new();
+    collect_lines(path, text, env, read, 0, &mut lines)?;
+    // fio's defaults where they differ from drivelab's command line.
+    let mut global = JobSpec {
+        randommap: true,
+        ..JobSpec::default()
+    };
+    let mut global_keys: HashSet<&'static str> = HashSet::new();
     let mut jobs: Vec<FileJob> = Vec::new();
+    let mut job_keys: Vec<HashSet<&'static str>> = Vec::new();
     // Section being filled: None before the first header.
     enum Sec {
         None,
@@ -30,20 +171,12 @@ pub fn parse(path: &str, text: &str) -> Result<Vec<FileJob>, SpecError> {
         Job(usize),
     }
     let mut sec = Sec::None;
-    let wrap = |line: usize, e: SpecError| SpecError::JobFile {
-        path: path.to_string(),
-        line,
-        source: Box::new(e),
-    };
-    for (i, raw) in text.lines().enumerate() {
-        let lineno = i + 1;
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
+    for Line { path, lineno, text } in &lines {
+        let (path, lineno, line) = (path.as_str(), *lineno, text.as_str());
         if let Some(rest) = line.strip_prefix('[') {
             let name = rest.strip_suffix(']').ok_or_else(|| {
                 wrap(
+                    path,
                     lineno,
                     SpecError::Invalid(format!("section header '{line}' lacks ']'")),
                 )
@@ -51,6 +184,7 @@ pub fn parse(path: &str, text: &str) -> Result<Vec<FileJob>, SpecError> {
             let name = name.trim();
             if name.is_empty() {
                 return Err(wrap(
+                    path,
                     lineno,
                     SpecError::Invalid("empty section name".to_string()),
                 ));
@@ -64,6 +198,7 @@ pub fn parse(path: &str, text: &str) -> Result<Vec<FileJob>, SpecError> {
                     spec,
                     stonewall: false,
                 });
+                job_keys.push(global_keys.clone());
                 sec = Sec::Job(jobs.len() - 1);
             }
             continue;
@@ -72,36 +207,60 @@ pub fn parse(path: &str, text: &str) -> Result<Vec<FileJob>, SpecError> {
             Some((k, v)) => (k.trim(), Some(v.trim())),
             None => (line, None),
         };
-        let target: &mut JobSpec = match sec {
+        let (target, keys): (&mut JobSpec, &mut HashSet<&'static str>) = match sec {
             Sec::None => {
                 return Err(wrap(
+                    path,
                     lineno,
                     SpecError::Invalid(format!(
                         "'{key}' comes before any section; start with [global] or [jobname]"
                     )),
                 ))
             }
-            Sec::Global => &mut global,
-            Sec::Job(j) => &mut jobs[j].spec,
+            Sec::Global => (&mut global, &mut global_keys),
+            Sec::Job(j) => (&mut jobs[j].spec, &mut job_keys[j]),
         };
         match key {
-            "stonewall" | "wait_for_previous" => match sec {
-                Sec::Job(j) => jobs[j].stonewall = true,
-                _ => {
-                    return Err(wrap(
-                        lineno,
-                        SpecError::Invalid("stonewall belongs in a job section".to_string()),
-                    ))
+            "stonewall" | "wait_for_previous" => {
+                let on = value.is_none_or(|v| !matches!(v.trim(), "0" | "false" | "off"));
+                match sec {
+                    Sec::Job(j) => jobs[j].stonewall = on,
+                    // fio: a stonewall in [global] makes every job wait for the ones before.
+                    _ => {
+                        if on {
+                            global_keys.insert("stonewall");
+                        }
+                    }
                 }
-            },
-            "thread" => {}
-            _ => target.set(key, value).map_err(|e| wrap(lineno, e))?,
+            }
+            _ => {
+                target.set(key, value).map_err(|e| wrap(path, lineno, e))?;
+                if let Ok(d) = crate::options::lookup(key) {
+                    keys.insert(d.name);
+                }
+            }
         }
     }
     if jobs.is_empty() {
         return Err(SpecError::Invalid(format!(
             "{path}: no job sections; add one such as [job1] after [global]"
         )));
+    }
+    for (job, keys) in jobs.iter_mut().zip(&job_keys) {
+        let spec = &mut job.spec;
+        if keys.contains("stonewall") && !job.stonewall {
+            job.stonewall = true;
+        }
+        // fio turns its random map off for non-uniform distributions.
+        let map_given = ["randommap", "norandommap", "random_generator"]
+            .iter()
+            .any(|k| keys.contains(k));
+        if !map_given && spec.random_distribution != Distribution::Random {
+            spec.randommap = false;
+        }
+        if spec.filenames.is_empty() && spec.filename_format.is_none() {
+            spec.filename_format = Some(DEFAULT_FILENAME_FORMAT.to_string());
+        }
     }
     Ok(jobs)
 }
@@ -164,5 +323,94 @@ filename=/tmp/b
     fn no_jobs_is_an_error() {
         assert!(parse("j.fio", "[global]\nbs=4k\n").is_err());
         assert!(parse("j.fio", "bs=4k\n[j]\n").is_err());
+    }
+
+    fn env(k: &str) -> Option<String> {
+        (k == "SCRATCH").then(|| "/scratch".to_string())
+    }
+
+    fn no_files(p: &Path) -> std::io::Result<String> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            p.display().to_string(),
+        ))
+    }
+
+    #[test]
+    fn inline_comment_after_a_file_name_is_not_part_of_it() {
+        let text = "[j]\nfilename=/tmp/x.dat   # the scratch file\nnumjobs=4\t; four clones\nruntime=3600  # an hour\n";
+        let jobs = parse_with("j.fio", text, &env, &no_files).unwrap();
+        assert_eq!(jobs[0].spec.filenames, vec!["/tmp/x.dat"]);
+        assert_eq!(jobs[0].spec.numjobs, 4);
+        assert_eq!(
+            jobs[0].spec.runtime,
+            Some(std::time::Duration::from_secs(3600))
+        );
+        // A '#' inside a value (no space before it) stays.
+        let jobs = parse_with(
+            "j.fio",
+            "[j]\ndescription=disk#1\nfilename=a\n",
+            &env,
+            &no_files,
+        )
+        .unwrap();
+        assert_eq!(jobs[0].spec.description.as_deref(), Some("disk#1"));
+    }
+
+    #[test]
+    fn environment_variables_expand_and_an_unset_one_is_named() {
+        let jobs = parse_with("j.fio", "[j]\ndirectory=${SCRATCH}/d\n", &env, &no_files).unwrap();
+        assert_eq!(jobs[0].spec.directory.as_deref(), Some("/scratch/d"));
+        let e = parse_with("j.fio", "[j]\nfilename=${NOPE}\n", &env, &no_files)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("j.fio:2:") && e.contains("NOPE"), "{e}");
+    }
+
+    #[test]
+    fn include_reads_the_file_beside_the_job_file() {
+        let read = |p: &Path| -> std::io::Result<String> {
+            assert_eq!(p, Path::new("/jobs/common.inc"));
+            Ok("bs=64k   ; shared\nrw=write\n".to_string())
+        };
+        let jobs = parse_with(
+            "/jobs/a.fio",
+            "[global]\ninclude common.inc\n[j]\nfilename=x\n",
+            &env,
+            &read,
+        )
+        .unwrap();
+        assert_eq!(jobs[0].spec.bs, 65536);
+        assert_eq!(jobs[0].spec.rw, RwMode::Write);
+        let e = parse_with("/jobs/a.fio", "[j]\ninclude missing.inc\n", &env, &no_files)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing.inc"), "{e}");
+        let looped = |_: &Path| -> std::io::Result<String> { Ok("include self.inc\n".to_string()) };
+        let e = parse_with("/jobs/a.fio", "[j]\ninclude self.inc\n", &env, &looped)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nested"), "{e}");
+    }
+
+    #[test]
+    fn fio_defaults_apply_in_job_files() {
+        let jobs = parse_with(
+            "j.fio",
+            "[global]\nstonewall\n[a]\nrw=randread\n[b]\nrw=randread\nrandom_distribution=zipf:1.1\n[c]\nrandom_distribution=zipf:1.1\nrandommap\n",
+            &env,
+            &no_files,
+        )
+        .unwrap();
+        // Files named by fio's default; random map on unless non-uniform.
+        assert_eq!(
+            jobs[0].spec.filename_format.as_deref(),
+            Some(DEFAULT_FILENAME_FORMAT)
+        );
+        assert!(jobs[0].spec.randommap);
+        assert!(!jobs[1].spec.randommap);
+        assert!(jobs[2].spec.randommap);
+        // A stonewall in [global] applies to every job.
+        assert!(jobs.iter().all(|j| j.stonewall));
     }
 }

@@ -42,6 +42,12 @@ pub struct JobConfig {
     pub log_interval: Duration,
     /// Number of targets (for per-target byte counts).
     pub targets: usize,
+    /// Per-direction caps (`rate`, `rate_iops=R,W`, `rate_process`).
+    pub pace: crate::rate::RateConfig,
+    /// Content of written blocks (`verify`); None: buffers filled once.
+    pub verify: Option<crate::verify::Content>,
+    /// Check each read against `verify` (`do_verify` on a reading job).
+    pub check_reads: bool,
 }
 
 /// Per-direction statistics of one job.
@@ -63,7 +69,7 @@ pub struct DirStats {
 }
 
 impl DirStats {
-    fn new(rated: bool) -> DirStats {
+    pub(crate) fn new(rated: bool) -> DirStats {
         DirStats {
             ios: 0,
             bytes: 0,
@@ -127,6 +133,9 @@ pub struct JobOutcome {
     pub cpu_sys_ns: u64,
     /// Voluntary plus involuntary context switches.
     pub ctx_switches: u64,
+    /// The first failed verify check (or the run's failure), in words; the
+    /// job stops at it.
+    pub verify_failure: Option<String>,
 }
 
 fn thread_rusage() -> (u64, u64, u64) {
@@ -151,8 +160,11 @@ pub enum JobError {
 /// The job as a driver of the I/O loop: the generator says what comes
 /// next, completions go into the statistics, the ramp and the runtime are
 /// watched once per turn.
-struct JobDriver<'a> {
+struct JobDriver<'a, const FILL: bool> {
     cfg: &'a JobConfig,
+    pacer: Option<crate::rate::Pacer>,
+    pending: Option<IoDesc>,
+    verify_failure: Option<String>,
     gen: Generator,
     rated: bool,
     dirs: [DirStats; 4],
@@ -172,7 +184,7 @@ struct JobDriver<'a> {
     config_error: Option<String>,
 }
 
-impl JobDriver<'_> {
+impl<const FILL: bool> JobDriver<'_, FILL> {
     fn sync_due(&self) -> bool {
         self.cfg.fsync_every > 0 && self.writes_since_sync >= self.cfg.fsync_every
     }
@@ -182,44 +194,92 @@ impl JobDriver<'_> {
     }
 }
 
-impl Driver for JobDriver<'_> {
-    // Buffers were filled once (random data, as fio's); never looked at.
-    const BUFFERS: bool = false;
-
+impl<const FILL: bool> JobDriver<'_, FILL> {
+    /// The next I/O when nothing is paced (or a sync, or the end).
     #[inline]
-    fn next(&mut self, _now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
-        if self.error.is_some() {
-            return Next::Done;
-        }
-        let io = if self.sync_due() {
+    fn unpaced(&mut self, buf: &mut [u8]) -> Next {
+        if self.sync_due() {
             self.writes_since_sync = 0;
-            IoDesc {
+            let io = IoDesc {
                 target: self.last_write_target,
                 op: Op::Fsync,
                 offset: 0,
                 len: 0,
-            }
-        } else {
-            if self.budget_spent() {
-                return Next::Done;
-            }
-            let io = self.gen.next_io();
-            if io.op == Op::Write {
-                self.writes_since_sync += 1;
-                self.last_write_target = io.target;
-            }
-            self.issued_bytes += u64::from(io.len);
-            io
-        };
-        Next::Io {
-            io,
-            due: None,
-            tag: 0,
+            };
+            return Next::Io {
+                io,
+                due: None,
+                tag: 0,
+            };
         }
+        if self.budget_spent() {
+            return Next::Done;
+        }
+        let io = self.gen.next_io();
+        self.issue(io, None, buf)
+    }
+
+    /// Account a generated I/O as issued (and fill its buffer under verify).
+    #[inline]
+    fn issue(&mut self, io: IoDesc, due: Option<u64>, buf: &mut [u8]) -> Next {
+        if io.op == Op::Write {
+            self.writes_since_sync += 1;
+            self.last_write_target = io.target;
+            if FILL {
+                if let Some(c) = &self.cfg.verify {
+                    c.fill(&mut buf[..io.len as usize], io.offset);
+                }
+            }
+        }
+        self.issued_bytes += u64::from(io.len);
+        Next::Io { io, due, tag: 0 }
+    }
+}
+
+impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
+    // Without verify, buffers were filled once (random data, as fio's) and
+    // are never looked at; with it, each write is filled by its offset.
+    const BUFFERS: bool = FILL;
+
+    #[inline]
+    fn next(&mut self, now: u64, _inflight: u32, buf: &mut [u8]) -> Next {
+        if self.error.is_some() || self.verify_failure.is_some() {
+            return Next::Done;
+        }
+        let Some(mut p) = self.pacer.take() else {
+            return self.unpaced(buf);
+        };
+        let io = match self.pending.take() {
+            Some(io) => Some(io),
+            None if self.sync_due() || self.budget_spent() => None,
+            None => Some(self.gen.next_io()),
+        };
+        let next = match io {
+            None => self.unpaced(buf),
+            Some(io) => {
+                let due = p.slot(io.op, now);
+                match due.filter(|&at| at > now) {
+                    Some(at) => {
+                        self.pending = Some(io);
+                        Next::At(at)
+                    }
+                    None => {
+                        p.advance(io.op, io.len);
+                        self.issue(io, due, buf)
+                    }
+                }
+            }
+        };
+        self.pacer = Some(p);
+        next
+    }
+
+    fn inspects(&self, io: &IoDesc, _tag: u64) -> bool {
+        FILL && self.cfg.check_reads && io.op == Op::Read
     }
 
     #[inline]
-    fn complete(&mut self, d: &Done, _buf: &[u8]) -> After {
+    fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
         let io = d.io;
         if d.result < 0 {
             if self.error.is_none() {
@@ -236,6 +296,12 @@ impl Driver for JobDriver<'_> {
         let bytes = d.result as u64;
         if io.op != Op::Fsync && bytes < u64::from(io.len) {
             self.short_ios += 1;
+        }
+        if FILL && self.cfg.check_reads && io.op == Op::Read && self.verify_failure.is_none() {
+            if let Some(c) = &self.cfg.verify {
+                let got = &buf[..(bytes as usize).min(buf.len())];
+                self.verify_failure = c.check(got, io.offset).err();
+            }
         }
         if self.measuring {
             let lat = d.latency();
@@ -283,8 +349,8 @@ impl Driver for JobDriver<'_> {
             }
         }
         let time_up = self.deadline.is_some_and(|d| now >= d);
-        let budget_done = self.budget_spent() && !self.sync_due();
-        time_up || budget_done || self.error.is_some()
+        let budget_done = self.budget_spent() && !self.sync_due() && self.pending.is_none();
+        time_up || budget_done || self.error.is_some() || self.verify_failure.is_some()
     }
 }
 
@@ -297,14 +363,32 @@ pub fn run_job<E: Engine>(
     stop: &AtomicBool,
     progress: &AtomicU64,
 ) -> Result<JobOutcome, JobError> {
+    if cfg.verify.is_some() {
+        run_with::<E, true>(engine, cfg, t0, stop, progress)
+    } else {
+        run_with::<E, false>(engine, cfg, t0, stop, progress)
+    }
+}
+
+fn run_with<E: Engine, const FILL: bool>(
+    engine: &mut E,
+    cfg: &JobConfig,
+    t0: u64,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+) -> Result<JobOutcome, JobError> {
     let gen = Generator::new(&cfg.gen)?;
-    let rated = cfg.rate_iops.is_some();
+    let pacer = crate::rate::Pacer::new(cfg.pace, cfg.gen.seed);
+    let rated = cfg.rate_iops.is_some() || pacer.is_some();
     let interval_ns = cfg.log_interval.as_nanos().max(1) as u64;
     let series = TimeSeries::new(interval_ns, Instant::now())
         .map_err(|e| JobError::Config(e.to_string()))?;
     let ramp_end = t0 + cfg.ramp.as_nanos() as u64;
-    let mut drv = JobDriver {
+    let mut drv = JobDriver::<FILL> {
         cfg,
+        pacer,
+        pending: None,
+        verify_failure: None,
         gen,
         rated,
         dirs: std::array::from_fn(|_| DirStats::new(rated)),
@@ -347,5 +431,6 @@ pub fn run_job<E: Engine>(
         cpu_user_ns: u1.saturating_sub(u0),
         cpu_sys_ns: s1.saturating_sub(s0),
         ctx_switches: c1.saturating_sub(c0),
+        verify_failure: drv.verify_failure,
     })
 }

@@ -10,6 +10,9 @@
 //!   device crate — nothing written yet.
 //! - Generation ([`gen`], with [`drivelab_patterns::prng`]): the offset/operation stream with exact
 //!   sizes and mixes.
+//! - Pacing and checking ([`rate`], [`verify`]): fio's per-direction
+//!   `rate`/`rate_process=poisson` clocks, and the `verify` content rule
+//!   with the read-back pass of a writing job.
 //! - Running ([`jobloop`], [`exec`]): each job is a driver of the engine's
 //!   one I/O loop; `exec` runs the job threads, the device sampler and the
 //!   progress line and assembles the one result struct
@@ -24,6 +27,8 @@ pub mod jobloop;
 pub mod options;
 pub mod plan;
 pub mod presets;
+pub mod rate;
+pub mod verify;
 
 pub mod size;
 pub mod spec;

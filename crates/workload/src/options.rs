@@ -99,15 +99,28 @@ pub const OPTIONS: &[OptionDecl] = &[
         ["readwrite"],
         Text,
         "read",
-        "read, write, randread, randwrite, rw/readwrite, randrw, trim, randtrim"
+        "read, write, randread, randwrite, rw/readwrite, randrw, trim, randtrim; MODE:N adds N bytes after each sequential I/O (read:-8k runs backwards), or issues N sequential I/Os per random offset"
     ),
-    opt!("bs", ["blocksize"], Size, "4k", "transfer size (k = 1024)"),
+    opt!(
+        "bs",
+        ["blocksize"],
+        Size,
+        "4k",
+        "transfer size; READ,WRITE[,TRIM] sizes each direction (bs=4k,64k)"
+    ),
+    opt!(
+        "bsrange",
+        ["blocksize_range"],
+        Text,
+        "",
+        "MIN-MAX: every multiple of MIN up to MAX, equally often; READ,WRITE per direction"
+    ),
     opt!(
         "bssplit",
         [],
         Text,
         "",
-        "size mix, fio syntax: 512/10:4k/60:64k/30 (percent of I/Os)"
+        "size mix, fio syntax: 512/10:4k/60:64k/30 (percent of I/Os); READ,WRITE per direction"
     ),
     opt!(
         "rwmixread",
@@ -161,7 +174,7 @@ pub const OPTIONS: &[OptionDecl] = &[
     ),
     opt!(
         "runtime",
-        [],
+        ["timeout"],
         Time,
         "",
         "run time limit (bare = seconds); alone, the run is time-based"
@@ -203,13 +216,19 @@ pub const OPTIONS: &[OptionDecl] = &[
         "O_DIRECT: bypass the page cache"
     ),
     opt!("buffered", [], Bool, "0", "the opposite of direct"),
-    opt!("ioengine", [], Text, "io_uring", "io_uring, psync or null"),
+    opt!(
+        "ioengine",
+        [],
+        Text,
+        "io_uring",
+        "io_uring, psync or null; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync (the run says so once)"
+    ),
     opt!(
         "rate_iops",
         [],
         Int,
         "0 (no cap)",
-        "cap in I/O per second per job; latency is also measured from the intended issue time",
+        "cap in I/O per second per job (READ,WRITE: per direction); latency is also measured from the intended issue time",
         0,
         u64::MAX,
         "I/O per second"
@@ -219,7 +238,165 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Text,
         "random",
-        "random, zipf:THETA, pareto:H, normal[:SIGMA%]"
+        "random, zipf:THETA, pareto:H, normal[:SIGMA%], zoned:ACCESS%/RANGE%:… (e.g. zoned:50/5:30/15:20/), zoned_abs:ACCESS%/SIZE:…"
+    ),
+    opt!(
+        "rate",
+        [],
+        Text,
+        "0 (no cap)",
+        "bandwidth cap per direction, READ[,WRITE] in bytes/s (k = 1024)"
+    ),
+    opt!(
+        "ratemin",
+        [],
+        Text,
+        "0 (none)",
+        "fail the job when its average bandwidth over the run falls below this, READ[,WRITE] in bytes/s"
+    ),
+    opt!(
+        "rate_process",
+        [],
+        Text,
+        "linear",
+        "linear (evenly spaced I/Os) or poisson (exponential gaps with the same mean)"
+    ),
+    opt!(
+        "startdelay",
+        [],
+        Time,
+        "0",
+        "start the job this long after the others of its group"
+    ),
+    opt!("description", [], Text, "", "free text, shown in the job options"),
+    opt!(
+        "wait_for",
+        [],
+        Text,
+        "",
+        "start once every clone of the earlier job NAME has finished"
+    ),
+    opt!(
+        "filesize",
+        [],
+        Size,
+        "size / files",
+        "size of each file; size (the I/O to do) defaults to it times the files"
+    ),
+    opt!(
+        "loops",
+        [],
+        Int,
+        "1",
+        "do the job's I/O (size or io_size) this many times over",
+        1,
+        u32::MAX as u64,
+        "passes"
+    ),
+    opt!(
+        "gtod_reduce",
+        [],
+        Bool,
+        "0",
+        "accepted: drivelab already reads the clock once per loop turn, not per I/O"
+    ),
+    opt!(
+        "io_submit_mode",
+        [],
+        Text,
+        "inline",
+        "inline or offload, accepted: drivelab's loop always issues each I/O at its scheduled time and measures latency from it, which is what offload is for in fio"
+    ),
+    opt!(
+        "create_serialize",
+        [],
+        Bool,
+        "1",
+        "accepted: drivelab lays out every file before any job starts"
+    ),
+    opt!(
+        "new_group",
+        [],
+        Bool,
+        "0",
+        "start a new reporting group with this job (as a stonewall does)"
+    ),
+    opt!(
+        "group_reporting",
+        [],
+        Bool,
+        "0",
+        "report each reporting group (jobs up to a stonewall or new_group) as one job, summed"
+    ),
+    opt!(
+        "fill_device",
+        ["fill_fs"],
+        Bool,
+        "0",
+        "write the whole block device (the job's size is the device's)"
+    ),
+    opt!(
+        "verify",
+        [],
+        Text,
+        "0 (off)",
+        "crc32c (alias crc32c-intel), meta or pattern: written blocks carry a header and checksum, offset or pattern that reads check"
+    ),
+    opt!(
+        "do_verify",
+        [],
+        Bool,
+        "1",
+        "with verify: read back and check what a writing job wrote; check what a reading job reads"
+    ),
+    opt!(
+        "verify_pattern",
+        [],
+        Text,
+        "",
+        "data of written blocks: 0xHEX, a number or a \"string\"; alone it means verify=pattern"
+    ),
+    opt!(
+        "verify_interval",
+        [],
+        Size,
+        "smallest block size",
+        "bytes covered by one verify header (a multiple of 512)"
+    ),
+    opt!(
+        "randrepeat",
+        [],
+        Bool,
+        "1",
+        "the same random offsets every run (0: seeded from the clock)"
+    ),
+    opt!(
+        "random_generator",
+        [],
+        Text,
+        "tausworthe",
+        "accepted for fio's names: tausworthe, tausworthe64 (drivelab's xoshiro generator either way), lfsr (each block once per pass, as randommap)"
+    ),
+    opt!(
+        "thread",
+        ["threads"],
+        Bool,
+        "1",
+        "accepted: drivelab runs every job as a thread of one process anyway"
+    ),
+    opt!(
+        "directory",
+        [],
+        Text,
+        ".",
+        "directory of the job's files (with filename, or fio's default names)"
+    ),
+    opt!(
+        "filename_format",
+        [],
+        Text,
+        "$jobname.$jobnum.$filenum",
+        "name of files when no filename is given ($jobname, $jobnum, $filenum)"
     ),
     opt!(
         "randommap",
@@ -375,6 +552,14 @@ mod tests {
                 "bssplit" => "4k/100",
                 "ioengine" => "null",
                 "random_distribution" => "zipf:1.1",
+                "rate" | "ratemin" => "1m,2m",
+                "rate_process" => "poisson",
+                "verify" => "crc32c",
+                "verify_pattern" => "0xaa55",
+                "random_generator" => "lfsr",
+                "bsrange" => "4k-16k",
+                "io_submit_mode" => "offload",
+                "wait_for" => "x",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

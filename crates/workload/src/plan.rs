@@ -94,6 +94,13 @@ pub struct PlannedJob {
     pub stonewall: bool,
     /// Whether the job writes or trims (opens targets read-write).
     pub writes: bool,
+    /// Reporting group (fio's `groupid`): a new one at each stonewall or `new_group`.
+    pub group: u32,
+    /// Content of written blocks and what reads check (`verify`).
+    pub verify: Option<crate::verify::Content>,
+    /// Jobs (indices into [`Plan::jobs`]) that must finish before this one
+    /// starts (`wait_for`).
+    pub wait_for: Vec<usize>,
 }
 
 /// A resolved run.
@@ -198,13 +205,119 @@ fn inspect(path: &str, writes: bool) -> Result<PlannedTarget, PlanError> {
     }
 }
 
+/// Replace fio's `$jobname`, `$jobnum` and `$filenum` in a file name format.
+pub fn format_filename(fmt: &str, jobname: &str, jobnum: u32, filenum: u32) -> String {
+    fmt.replace("$jobname", jobname)
+        .replace("$jobnum", &jobnum.to_string())
+        .replace("$filenum", &filenum.to_string())
+}
+
+/// Put a relative file name under `directory`.
+fn in_directory(dir: Option<&str>, name: &str) -> String {
+    match dir {
+        Some(d) if !Path::new(name).is_absolute() => Path::new(d).join(name).display().to_string(),
+        _ => name.to_string(),
+    }
+}
+
+/// Jobs with their file names resolved: `directory` applied, and a job
+/// without `filename` but with a `filename_format` split into one job per
+/// clone, each on its own file (fio's `jobname.N.0`). Each entry carries the
+/// clones it stands for.
+fn with_file_names(jobs: &[(JobSpec, bool)]) -> Vec<(JobSpec, bool, std::ops::Range<u32>)> {
+    let mut units = Vec::new();
+    for (spec, stonewall) in jobs {
+        let mut spec = spec.clone();
+        let dir = spec.directory.clone();
+        for f in spec.filenames.iter_mut() {
+            *f = in_directory(dir.as_deref(), f);
+        }
+        match (&spec.filename_format, spec.filenames.is_empty()) {
+            (Some(fmt), true) => {
+                for c in 0..spec.numjobs {
+                    let mut s = spec.clone();
+                    let name = format_filename(fmt, &spec.name, c, 0);
+                    s.filenames = vec![in_directory(dir.as_deref(), &name)];
+                    units.push((s, *stonewall && c == 0, c..c + 1));
+                }
+            }
+            _ => {
+                let n = spec.numjobs;
+                units.push((spec, *stonewall, 0..n));
+            }
+        }
+    }
+    units
+}
+
+/// The content rule of a job with `verify`, checked against its sizes.
+fn verify_content(spec: &JobSpec, align: u64) -> Result<Option<crate::verify::Content>, PlanError> {
+    use crate::verify::{Content, VerifyKind, HEADER};
+    let Some(kind) = spec.verify else {
+        return Ok(None);
+    };
+    let bad = |why: String| PlanError::Spec(crate::SpecError::Invalid(why));
+    let interval = spec.verify_interval.unwrap_or_else(|| spec.min_bs());
+    if spec.access_lines().iter().any(|l| l.size % interval != 0) || align % interval != 0 {
+        return Err(bad(format!(
+            "job '{}': verify_interval {interval} must divide every block size and the block alignment; use a smaller verify_interval",
+            spec.name
+        )));
+    }
+    if kind != VerifyKind::Pattern && interval < 2 * HEADER as u64 {
+        return Err(bad(format!(
+            "job '{}': verify={} needs verify blocks of at least {} bytes; raise verify_interval or bs",
+            spec.name,
+            kind.name(),
+            2 * HEADER
+        )));
+    }
+    if kind == VerifyKind::Pattern && spec.verify_pattern.is_none() {
+        return Err(bad(format!(
+            "job '{}': verify=pattern needs verify_pattern (e.g. verify_pattern=0xaa555aa5)",
+            spec.name
+        )));
+    }
+    if spec.rw.write_kind() == WriteKind::Trim {
+        return Err(bad(format!(
+            "job '{}': verify checks data, and trims write none; drop verify or use a write mode",
+            spec.name
+        )));
+    }
+    if spec.ioengine == EngineKind::Null {
+        return Err(bad(format!(
+            "job '{}': the null engine moves no data, so there is nothing to verify; use io_uring or psync",
+            spec.name
+        )));
+    }
+    if !spec.ramp_time.is_zero() && job_writes(spec) && spec.do_verify {
+        return Err(bad(format!(
+            "job '{}': verify reads back what the whole job wrote, ramp_time included; drop ramp_time or verify",
+            spec.name
+        )));
+    }
+    Ok(Some(Content {
+        kind,
+        interval: interval as usize,
+        pattern: spec.verify_pattern.clone(),
+    }))
+}
+
 /// Resolve jobs (spec, stonewall) into a plan. Reads and probes only.
 pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanError> {
     crate::check_total_jobs(jobs.iter().map(|(spec, _)| spec))?;
     let mut targets: Vec<PlannedTarget> = Vec::new();
-    let mut out = Vec::new();
-    for (spec, stonewall) in jobs {
+    let mut out: Vec<PlannedJob> = Vec::new();
+    let mut group = 0u32;
+    let clock_seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    for (spec, stonewall, clones) in &with_file_names(jobs) {
         spec.validate()?;
+        if !out.is_empty() && (*stonewall || spec.new_group) && clones.start == 0 {
+            group += 1;
+        }
         let writes = job_writes(spec);
         let null = spec.ioengine == EngineKind::Null;
         let nfiles = spec.filenames.len() as u64;
@@ -249,6 +362,16 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         for &i in &idx {
             let t = &mut targets[i];
             let total = match spec.size {
+                _ if spec.filesize.is_some() => spec.filesize.unwrap_or(0),
+                _ if spec.fill_device => {
+                    if !t.is_block {
+                        return Err(PlanError::target(
+                            &t.path.display().to_string(),
+                            "fill_device on a regular file would fill its whole filesystem; give a block device, or size= for the file",
+                        ));
+                    }
+                    t.size.saturating_sub(spec.offset.resolve(t.size))
+                }
                 Some(s) => {
                     let base = if t.is_block || t.size > 0 { t.size } else { 0 };
                     if let (SizeSpec::Percent(_), 0) = (s, base) {
@@ -332,7 +455,11 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             }
         }
         let region_total: u64 = regions.iter().map(|r| r.end - r.start).sum();
-        let explicit_io = spec.io_size.map(|s| s.resolve(region_total));
+        // With filesize, size is the I/O to do (fio), the files' sizes aside.
+        let explicit_io = spec
+            .io_size
+            .or(spec.size.filter(|_| spec.filesize.is_some()))
+            .map(|s| s.resolve(region_total));
         let (io_limit, runtime) = if spec.time_based {
             if spec.runtime.is_none() {
                 return Err(PlanError::Spec(crate::SpecError::Invalid(
@@ -340,11 +467,19 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 )));
             }
             (None, spec.runtime)
-        } else if spec.runtime.is_some() && spec.size.is_none() && explicit_io.is_none() {
+        } else if spec.runtime.is_some()
+            && spec.size.is_none()
+            && spec.filesize.is_none()
+            && explicit_io.is_none()
+        {
             // drivelab: a runtime alone means time-based over the whole target.
             (None, spec.runtime)
         } else {
-            (Some(explicit_io.unwrap_or(region_total)), spec.runtime)
+            let once = explicit_io.unwrap_or(region_total);
+            (
+                Some(once.saturating_mul(u64::from(spec.loops))),
+                spec.runtime,
+            )
         };
         if spec.rw.write_kind() == WriteKind::Trim {
             for &i in &idx {
@@ -361,11 +496,33 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 }
             }
         }
-        for clone in 0..spec.numjobs {
+        let verify = verify_content(spec, align)?;
+        let wait_for: Vec<usize> = match &spec.wait_for {
+            None => Vec::new(),
+            Some(name) => {
+                let v: Vec<usize> = out
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, j)| j.spec.name == *name)
+                    .map(|(i, _)| i)
+                    .collect();
+                if v.is_empty() {
+                    return Err(PlanError::Spec(crate::SpecError::Invalid(format!(
+                        "job '{}': wait_for={name} names no job before it; wait_for takes the name of an earlier job",
+                        spec.name
+                    ))));
+                }
+                v
+            }
+        };
+        for clone in clones.clone() {
             let mut s = spec.clone();
-            s.randseed = spec
-                .randseed
-                .wrapping_add(u64::from(clone).wrapping_mul(0x9E37_79B9));
+            let base = if spec.randrepeat {
+                spec.randseed
+            } else {
+                spec.randseed ^ clock_seed
+            };
+            s.randseed = base.wrapping_add(u64::from(clone).wrapping_mul(0x9E37_79B9));
             out.push(PlannedJob {
                 spec: s,
                 clone,
@@ -377,6 +534,9 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 align,
                 stonewall: *stonewall && clone == 0,
                 writes,
+                group,
+                verify: verify.clone(),
+                wait_for: wait_for.clone(),
             });
         }
     }

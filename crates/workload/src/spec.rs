@@ -95,8 +95,19 @@ pub enum WriteKind {
     Trim,
 }
 
-/// How random offsets are distributed over the range (`random_distribution`).
+/// One zone of a `zoned`/`zoned_abs` distribution: this share of the
+/// accesses goes to this much of the range (the zones follow each other
+/// from the start of the range).
 #[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Zone {
+    /// Share of the accesses, percent.
+    pub access_pct: f64,
+    /// Length of the zone.
+    pub len: SizeSpec,
+}
+
+/// How random offsets are distributed over the range (`random_distribution`).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Distribution {
     /// Uniform.
     Random,
@@ -106,6 +117,10 @@ pub enum Distribution {
     Pareto(f64),
     /// Normal around the middle of the range, σ in percent of the range.
     Normal(f64),
+    /// fio's `zoned:` (zone lengths in percent of the range) and
+    /// `zoned_abs:` (zone lengths in bytes): uniform within a zone, zones
+    /// drawn by their access share.
+    Zoned(Vec<Zone>),
 }
 
 impl Distribution {
@@ -126,6 +141,9 @@ impl Distribution {
                 .map_err(|_| bad(what))
         };
         Ok(match name.as_str() {
+            "zoned" | "zoned_abs" => {
+                Distribution::Zoned(parse_zones(key, s, &arg.unwrap_or_default(), name == "zoned_abs")?)
+            }
             "random" => Distribution::Random,
             "zipf" => {
                 let v = num(arg, "zipf:THETA with THETA > 0, e.g. zipf:1.2")?;
@@ -151,9 +169,77 @@ impl Distribution {
                 }
                 Distribution::Normal(v)
             }
-            _ => return Err(bad("random, zipf:THETA, pareto:H or normal[:SIGMA%]")),
+            _ => {
+                return Err(bad(
+                    "random, zipf:THETA, pareto:H, normal[:SIGMA%], zoned:ACCESS%/RANGE%:… or zoned_abs:ACCESS%/SIZE:…",
+                ))
+            }
         })
     }
+}
+
+/// Parse the zones of `zoned:` / `zoned_abs:`: `ACCESS/RANGE` pairs
+/// separated by `:`; a last pair may leave RANGE empty for the rest of
+/// the range (`zoned` only). The access shares must add up to 100, as must
+/// the range percentages of `zoned`.
+fn parse_zones(key: &str, whole: &str, arg: &str, abs: bool) -> Result<Vec<Zone>, SpecError> {
+    let bad = |why: &str| SpecError::BadValue {
+        key: key.to_string(),
+        value: whole.to_string(),
+        expect: format!(
+            "{} ({why})",
+            if abs {
+                "zoned_abs:ACCESS%/SIZE:… e.g. zoned_abs:60/10m:40/50m"
+            } else {
+                "zoned:ACCESS%/RANGE%:… e.g. zoned:50/5:30/15:20/80"
+            }
+        ),
+    };
+    let mut zones = Vec::new();
+    let parts: Vec<&str> = arg.split(':').filter(|p| !p.trim().is_empty()).collect();
+    if parts.is_empty() {
+        return Err(bad("no zones"));
+    }
+    let mut access = 0.0;
+    let mut range = 0.0f64;
+    for (i, part) in parts.iter().enumerate() {
+        let (a, r) = part
+            .split_once('/')
+            .ok_or_else(|| bad("each zone is ACCESS/RANGE"))?;
+        let a: f64 = a
+            .trim()
+            .parse()
+            .map_err(|_| bad("access share not a number"))?;
+        if !(0.0..=100.0).contains(&a) {
+            return Err(bad("access share outside 0..100"));
+        }
+        access += a;
+        let len = if abs {
+            SizeSpec::Bytes(parse_bytes(key, r)?)
+        } else if r.trim().is_empty() {
+            if i + 1 != parts.len() {
+                return Err(bad("only the last zone may leave its range empty"));
+            }
+            SizeSpec::Percent((100.0f64 - range).max(0.0))
+        } else {
+            let v: f64 = r
+                .trim()
+                .parse()
+                .map_err(|_| bad("range share not a number"))?;
+            SizeSpec::Percent(v)
+        };
+        if let SizeSpec::Percent(v) = len {
+            range += v;
+        }
+        zones.push(Zone { access_pct: a, len });
+    }
+    if (access - 100.0).abs() > 1e-6 {
+        return Err(bad("access shares must add up to 100"));
+    }
+    if !abs && (range - 100.0).abs() > 1e-6 {
+        return Err(bad("range shares must add up to 100"));
+    }
+    Ok(zones)
 }
 
 /// The I/O engine (`ioengine`).
@@ -168,6 +254,18 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
+    /// drivelab's engine for a name fio users write: io_uring for the
+    /// asynchronous engines (`libaio`, `posixaio`, `io_uring`), psync for
+    /// the synchronous ones (`sync`, `psync`, `vsync`, `pvsync`, `pvsync2`).
+    pub fn from_fio(name: &str) -> Option<EngineKind> {
+        Some(match name.trim().to_ascii_lowercase().as_str() {
+            "io_uring" | "libaio" | "posixaio" => EngineKind::IoUring,
+            "psync" | "sync" | "vsync" | "pvsync" | "pvsync2" => EngineKind::Psync,
+            "null" => EngineKind::Null,
+            _ => return None,
+        })
+    }
+
     /// The name fio uses.
     pub fn name(self) -> &'static str {
         match self {
@@ -250,6 +348,59 @@ pub struct JobSpec {
     pub randseed: u64,
     /// Block alignment of random offsets (`blockalign`); default: the smallest size.
     pub blockalign: Option<u64>,
+    /// Per-direction block sizes after the first (`bs=R,W,T`): write, trim.
+    pub bs_dir: [Option<u64>; 2],
+    /// Per-direction size mixes after the first (`bssplit=R,W,T`): write, trim.
+    pub bssplit_dir: [Option<Vec<(u64, u32)>>; 2],
+    /// `rw=MODE:N`: for sequential modes bytes added after each I/O (negative
+    /// runs backwards); 0 = contiguous.
+    pub rw_delta: i64,
+    /// `rw=MODE:N` for random modes: I/Os issued sequentially from each
+    /// random offset; 1 = a new random offset for every I/O.
+    pub rw_seq_run: u32,
+    /// Bandwidth cap per direction (`rate=R,W`), bytes/s; 0 = none.
+    pub rate: [u64; 2],
+    /// Per-direction IOPS caps (`rate_iops=R,W` with a comma).
+    pub rate_iops_dir: Option<[u64; 2]>,
+    /// Smallest average bandwidth per direction (`ratemin`), bytes/s; 0 = none.
+    pub ratemin: [u64; 2],
+    /// `rate_process=poisson`: exponential gaps between I/Os with the rate's mean.
+    pub rate_poisson: bool,
+    /// Wait this long after the run starts before starting the job (`startdelay`).
+    pub startdelay: Duration,
+    /// Free text describing the job (`description`).
+    pub description: Option<String>,
+    /// Report the jobs of this job's reporting group as one (`group_reporting`).
+    pub group_reporting: bool,
+    /// Write until the device is full (`fill_device`): the whole block device.
+    pub fill_device: bool,
+    /// What written data carries and reads check (`verify`).
+    pub verify: Option<crate::verify::VerifyKind>,
+    /// Read back and check what a writing job wrote; check what a reading
+    /// job reads (`do_verify`); default on.
+    pub do_verify: bool,
+    /// Data pattern of written blocks (`verify_pattern`).
+    pub verify_pattern: Option<Vec<u8>>,
+    /// Bytes covered by one verification header (`verify_interval`); default: the smallest block size.
+    pub verify_interval: Option<u64>,
+    /// The same offsets every run (`randrepeat`); default on.
+    pub randrepeat: bool,
+    /// Files go in this directory (`directory`).
+    pub directory: Option<String>,
+    /// Name of files the job makes itself when no `filename` is given
+    /// (`filename_format`); `$jobname`, `$jobnum`, `$filenum` are replaced.
+    pub filename_format: Option<String>,
+    /// The `ioengine` name as written, when it differs from drivelab's engine's.
+    pub ioengine_as_written: Option<String>,
+    /// Start a new reporting group with this job (`new_group`).
+    pub new_group: bool,
+    /// Do the job's I/O this many times over (`loops`); default 1.
+    pub loops: u32,
+    /// Start only once every clone of the earlier job of this name has
+    /// finished (`wait_for`).
+    pub wait_for: Option<String>,
+    /// Size of each file (`filesize`); `size` then defaults to it times the files.
+    pub filesize: Option<u64>,
 }
 
 impl Default for JobSpec {
@@ -281,8 +432,116 @@ impl Default for JobSpec {
             log_interval: DEFAULT_LOG_INTERVAL,
             randseed: 0x6472_6976_656c_6162, // "drivelab"
             blockalign: None,
+            bs_dir: [None, None],
+            bssplit_dir: [None, None],
+            rw_delta: 0,
+            rw_seq_run: 1,
+            rate: [0, 0],
+            rate_iops_dir: None,
+            ratemin: [0, 0],
+            rate_poisson: false,
+            startdelay: Duration::ZERO,
+            description: None,
+            group_reporting: false,
+            fill_device: false,
+            verify: None,
+            do_verify: true,
+            verify_pattern: None,
+            verify_interval: None,
+            randrepeat: true,
+            directory: None,
+            filename_format: None,
+            ioengine_as_written: None,
+            new_group: false,
+            loops: 1,
+            wait_for: None,
+            filesize: None,
         }
     }
+}
+
+/// Split fio's per-direction value `READ[,WRITE[,TRIM]]`. One value applies
+/// to every direction; an empty part leaves that direction as it was; a
+/// missing trim part follows the write part.
+pub(crate) fn per_direction(v: &str) -> [Option<&str>; 3] {
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    fn some(s: &str) -> Option<&str> {
+        (!s.is_empty()).then_some(s)
+    }
+    match parts.as_slice() {
+        [one] => [some(one), some(one), some(one)],
+        [r, w] => [some(r), some(w), some(w)],
+        [r, w, t, ..] => [some(r), some(w), some(t).or(some(w))],
+        [] => [None, None, None],
+    }
+}
+
+/// A signed byte count (`-8k`).
+fn parse_signed_bytes(key: &str, v: &str) -> Result<i64, SpecError> {
+    let t = v.trim();
+    let (neg, body) = match t.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let b = parse_bytes(key, body)? as i64;
+    Ok(if neg { -b } else { b })
+}
+
+/// fio's `bsrange=MIN-MAX`: every multiple of MIN from MIN to MAX, equally likely.
+fn parse_bsrange(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecError> {
+    let bad = |why: &str| SpecError::BadValue {
+        key: key.to_string(),
+        value: v.to_string(),
+        expect: format!("MIN-MAX such as 4k-64k ({why})"),
+    };
+    let (lo, hi) = v.split_once('-').ok_or_else(|| bad("no '-'"))?;
+    let lo = parse_bytes(key, lo)?;
+    let hi = parse_bytes(key, hi)?;
+    if lo == 0 || hi < lo {
+        return Err(bad("MIN must be above 0 and at most MAX"));
+    }
+    let n = hi / lo;
+    if n > 4096 {
+        return Err(bad("more than 4096 sizes between MIN and MAX"));
+    }
+    Ok((1..=n).map(|k| (k * lo, 1)).collect())
+}
+
+/// fio's `verify_pattern`: `0xHEX`, a decimal number (its bytes, least
+/// significant first) or a quoted string.
+fn parse_pattern(key: &str, v: &str) -> Result<Vec<u8>, SpecError> {
+    let bad = || SpecError::BadValue {
+        key: key.to_string(),
+        value: v.to_string(),
+        expect: "0xHEX (e.g. 0xaa555aa5), a decimal number or a \"quoted string\"".to_string(),
+    };
+    let t = v.trim();
+    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        if h.is_empty() || !h.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        let h = if h.len() % 2 == 1 {
+            format!("0{h}")
+        } else {
+            h.to_string()
+        };
+        return (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).map_err(|_| bad()))
+            .collect();
+    }
+    if let Some(q) = t.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+        if q.is_empty() {
+            return Err(bad());
+        }
+        return Ok(q.as_bytes().to_vec());
+    }
+    let n: u64 = t.parse().map_err(|_| bad())?;
+    let mut b = n.to_le_bytes().to_vec();
+    while b.len() > 1 && b.last() == Some(&0) {
+        b.pop();
+    }
+    Ok(b)
 }
 
 /// The most job threads one run may start, summed over its jobs' `numjobs`
@@ -431,26 +690,79 @@ impl JobSpec {
                 }
             }
             "rw" | "readwrite" => {
-                self.rw = RwMode::parse(v).ok_or_else(|| SpecError::BadValue {
+                let (mode, modifier) = match v.split_once(':') {
+                    Some((m, n)) => (m, Some(n)),
+                    None => (v, None),
+                };
+                self.rw = RwMode::parse(mode).ok_or_else(|| SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
                     expect:
-                        "read, write, randread, randwrite, rw, readwrite, randrw, trim or randtrim"
+                        "read, write, randread, randwrite, rw, readwrite, randrw, trim or randtrim, optionally :N"
                             .to_string(),
-                })?
+                })?;
+                self.rw_delta = 0;
+                self.rw_seq_run = 1;
+                if let Some(n) = modifier {
+                    if self.rw.is_random() {
+                        self.rw_seq_run = parse_uint(key, n, 1, u64::from(u32::MAX))? as u32;
+                    } else {
+                        self.rw_delta = parse_signed_bytes(key, n)?;
+                    }
+                }
             }
             "bs" | "blocksize" => {
-                let b = parse_bytes(key, v)?;
-                if b == 0 {
-                    return Err(SpecError::BadValue {
-                        key: key.to_string(),
-                        value: v.to_string(),
-                        expect: "a block size above 0".to_string(),
-                    });
+                let dirs = per_direction(v);
+                let mut got = [None; 3];
+                for (i, d) in dirs.iter().enumerate() {
+                    if let Some(d) = d {
+                        let b = parse_bytes(key, d)?;
+                        if b == 0 {
+                            return Err(SpecError::BadValue {
+                                key: key.to_string(),
+                                value: v.to_string(),
+                                expect: "a block size above 0".to_string(),
+                            });
+                        }
+                        got[i] = Some(b);
+                    }
                 }
-                self.bs = b;
+                if let Some(b) = got[0] {
+                    self.bs = b;
+                    self.bssplit.clear();
+                }
+                for k in 0..2 {
+                    if got[k + 1].is_some() {
+                        self.bs_dir[k] = got[k + 1];
+                        self.bssplit_dir[k] = None;
+                    }
+                }
+                if dirs[0].is_some() && dirs[1].is_some() && got[0] == got[1] && got[1] == got[2] {
+                    self.bs_dir = [None, None];
+                }
             }
-            "bssplit" => self.bssplit = parse_bssplit(key, v)?,
+            "bssplit" | "bsrange" => {
+                let dirs = per_direction(v);
+                let parse = |d: &str| {
+                    if key == "bsrange" {
+                        parse_bsrange(key, d)
+                    } else {
+                        parse_bssplit(key, d)
+                    }
+                };
+                let same = dirs[0] == dirs[1] && dirs[1] == dirs[2];
+                if let Some(d) = dirs[0] {
+                    self.bssplit = parse(d)?;
+                }
+                for k in 0..2 {
+                    if same {
+                        self.bssplit_dir[k] = None;
+                        self.bs_dir[k] = None;
+                    } else if let Some(d) = dirs[k + 1] {
+                        self.bssplit_dir[k] = Some(parse(d)?);
+                    }
+                }
+            }
             "rwmixread" => self.rwmixread = parse_declared(key, v)? as u8,
             "rwmixwrite" => self.rwmixread = 100 - parse_declared(key, v)? as u8,
             "percentage_random" => self.percentage_random = parse_declared(key, v)? as u8,
@@ -468,23 +780,136 @@ impl JobSpec {
             "direct" => self.direct = Some(parse_bool(key, v)?),
             "buffered" => self.direct = Some(!parse_bool(key, v)?),
             "ioengine" => {
-                self.ioengine = match v.trim().to_ascii_lowercase().as_str() {
-                    "io_uring" => EngineKind::IoUring,
-                    "psync" | "sync" | "pvsync" => EngineKind::Psync,
-                    "null" => EngineKind::Null,
+                let name = v.trim().to_ascii_lowercase();
+                self.ioengine = EngineKind::from_fio(&name).ok_or_else(|| SpecError::BadValue {
+                    key: key.to_string(),
+                    value: v.to_string(),
+                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync) or null".to_string(),
+                })?;
+                self.ioengine_as_written = (name != self.ioengine.name()).then_some(name);
+            }
+            "rate_iops" => {
+                if v.contains(',') {
+                    let mut r = [0u64; 2];
+                    for (k, d) in per_direction(v).iter().take(2).enumerate() {
+                        if let Some(d) = d {
+                            r[k] = parse_declared(key, d)?;
+                        }
+                    }
+                    self.rate_iops = None;
+                    self.rate_iops_dir = (r != [0, 0]).then_some(r);
+                } else {
+                    let n = parse_declared(key, v)?;
+                    self.rate_iops = if n == 0 { None } else { Some(n) };
+                    self.rate_iops_dir = None;
+                }
+            }
+            "rate" | "ratemin" => {
+                let mut r = [0u64; 2];
+                for (k, d) in per_direction(v).iter().take(2).enumerate() {
+                    if let Some(d) = d {
+                        r[k] = parse_bytes(key, d)?;
+                    }
+                }
+                if key == "rate" {
+                    self.rate = r;
+                } else {
+                    self.ratemin = r;
+                }
+            }
+            "rate_process" => {
+                self.rate_poisson = match v.trim() {
+                    "linear" => false,
+                    "poisson" => true,
                     _ => {
                         return Err(SpecError::BadValue {
                             key: key.to_string(),
                             value: v.to_string(),
-                            expect: "io_uring, psync or null".to_string(),
+                            expect: "linear or poisson".to_string(),
                         })
                     }
                 }
             }
-            "rate_iops" => {
-                let n = parse_declared(key, v)?;
-                self.rate_iops = if n == 0 { None } else { Some(n) };
+            "startdelay" => self.startdelay = parse_duration(key, v)?,
+            "description" => self.description = Some(v.trim().to_string()),
+            "group_reporting" => self.group_reporting = parse_bool(key, v)?,
+            "new_group" => self.new_group = parse_bool(key, v)?,
+            "loops" => self.loops = parse_declared(key, v)? as u32,
+            "wait_for" => {
+                let n = v.trim();
+                if n.is_empty() {
+                    return Err(SpecError::MissingValue(key.to_string()));
+                }
+                self.wait_for = Some(n.to_string());
             }
+            "filesize" => {
+                let b = parse_bytes(key, v)?;
+                if b == 0 {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "a size above 0 (fio's ranges are not supported)".to_string(),
+                    });
+                }
+                self.filesize = Some(b);
+            }
+            // Accepted with no change: drivelab reads the clock once per loop
+            // turn, and lays out every file before any job starts.
+            "gtod_reduce" | "create_serialize" => {
+                parse_bool(key, v)?;
+            }
+            // What offload buys in fio — I/Os issued at their scheduled
+            // times, latency counted from them — is how drivelab's loop
+            // always issues; its submissions stay on the job's thread.
+            "io_submit_mode" => match v.trim() {
+                "inline" | "offload" => {}
+                _ => {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "inline or offload".to_string(),
+                    })
+                }
+            },
+            "fill_device" | "fill_fs" => self.fill_device = parse_bool(key, v)?,
+            "verify" => self.verify = crate::verify::VerifyKind::parse(key, v)?,
+            "do_verify" => self.do_verify = parse_bool(key, v)?,
+            "verify_pattern" => {
+                self.verify_pattern = Some(parse_pattern(key, v)?);
+                if self.verify.is_none() {
+                    // fio: a pattern alone means verify=pattern.
+                    self.verify = Some(crate::verify::VerifyKind::Pattern);
+                }
+            }
+            "verify_interval" => {
+                let b = parse_bytes(key, v)?;
+                if b == 0 || b % 512 != 0 {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "a multiple of 512 bytes".to_string(),
+                    });
+                }
+                self.verify_interval = Some(b);
+            }
+            "randrepeat" => self.randrepeat = parse_bool(key, v)?,
+            "random_generator" => match v.trim() {
+                "tausworthe" | "tausworthe64" => {}
+                // lfsr's point is a sequence that visits every block once.
+                "lfsr" => self.randommap = true,
+                _ => {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "tausworthe, tausworthe64 or lfsr".to_string(),
+                    })
+                }
+            },
+            "thread" | "threads" => {
+                parse_bool(key, v)?;
+            }
+            "directory" => self.directory = Some(v.trim().to_string()),
+            "filename_format" => self.filename_format = Some(v.trim().to_string()),
             "random_distribution" => self.random_distribution = Distribution::parse(key, v)?,
             "norandommap" => self.randommap = !parse_bool(key, v)?,
             "randommap" => self.randommap = parse_bool(key, v)?,
@@ -530,25 +955,51 @@ impl JobSpec {
         } else {
             0
         };
-        let sizes: Vec<(u64, u32)> = if self.bssplit.is_empty() {
+        let reads: Vec<(u64, u32)> = if self.bssplit.is_empty() {
             vec![(self.bs, 100)]
         } else {
             self.bssplit.clone()
         };
-        sizes
+        // The non-read direction: trims take the third value, writes the second.
+        let k = usize::from(self.rw.write_kind() == WriteKind::Trim);
+        let others: Vec<(u64, u32)> = match (&self.bssplit_dir[k], self.bs_dir[k]) {
+            (Some(split), _) => split.clone(),
+            (None, Some(b)) => vec![(b, 100)],
+            (None, None) => reads.clone(),
+        };
+        let line = |(size, weight): (u64, u32), read_pct| AccessLine {
+            size,
+            weight,
+            read_pct,
+            random_pct,
+        };
+        if others == reads || read_pct == 100 || read_pct == 0 {
+            let sizes = if read_pct == 0 { others } else { reads };
+            return sizes.into_iter().map(|s| line(s, read_pct)).collect();
+        }
+        // Different sizes per direction: each direction's lines carry its
+        // share of the mix, and the shares within a direction its split.
+        let rsum: u32 = reads.iter().map(|s| s.1).sum::<u32>().max(1);
+        let osum: u32 = others.iter().map(|s| s.1).sum::<u32>().max(1);
+        let scale = |w: u32, sum: u32, pct: u8| {
+            (u64::from(w) * u64::from(pct) * 100 / u64::from(sum)) as u32
+        };
+        let mut out: Vec<AccessLine> = reads
             .into_iter()
-            .map(|(size, weight)| AccessLine {
-                size,
-                weight,
-                read_pct,
-                random_pct,
-            })
-            .collect()
+            .map(|(s, w)| line((s, scale(w, rsum, read_pct)), 100))
+            .collect();
+        out.extend(
+            others
+                .into_iter()
+                .map(|(s, w)| line((s, scale(w, osum, 100 - read_pct)), 0)),
+        );
+        out.retain(|l| l.weight > 0);
+        out
     }
 
     /// Checks that need no target: the job can be planned.
     pub fn validate(&self) -> Result<(), SpecError> {
-        if self.filenames.is_empty() {
+        if self.filenames.is_empty() && self.filename_format.is_none() {
             return Err(SpecError::Invalid(format!(
                 "job '{}' has no target: give --filename=PATH (a file or block device)",
                 self.name
@@ -690,5 +1141,103 @@ mod tests {
     fn validate_requires_a_target() {
         let j = JobSpec::default();
         assert!(j.validate().unwrap_err().to_string().contains("--filename"));
+    }
+
+    #[test]
+    fn per_direction_sizes_split_the_mix_by_direction() {
+        let mut j = JobSpec::default();
+        j.set("rw", Some("randrw")).unwrap();
+        j.set("rwmixread", Some("70")).unwrap();
+        j.set("bs", Some("4k,64k")).unwrap();
+        let l = j.access_lines();
+        assert_eq!(l.len(), 2);
+        assert_eq!((l[0].size, l[0].read_pct), (4096, 100));
+        assert_eq!((l[1].size, l[1].read_pct), (65536, 0));
+        assert_eq!(l[0].weight * 30, l[1].weight * 70);
+        // bssplit per direction; writes only: the write split alone.
+        j.set("bssplit", Some("64k/40:1m/60,1m/100")).unwrap();
+        assert_eq!(j.bssplit, vec![(65536, 40), (1 << 20, 60)]);
+        j.set("rw", Some("write")).unwrap();
+        assert_eq!(
+            j.access_lines().iter().map(|l| l.size).collect::<Vec<_>>(),
+            vec![1 << 20]
+        );
+        // One value: every direction.
+        j.set("bs", Some("8k")).unwrap();
+        assert_eq!(j.access_lines().len(), 1);
+        assert_eq!(j.max_bs(), 8192);
+        // ",16k": reads keep theirs.
+        j.set("bs", Some(",16k")).unwrap();
+        assert_eq!((j.bs, j.bs_dir[0]), (8192, Some(16384)));
+    }
+
+    #[test]
+    fn rw_modifiers_rates_and_ranges_parse() {
+        let mut j = JobSpec::default();
+        j.set("rw", Some("read:-8k")).unwrap();
+        assert_eq!((j.rw, j.rw_delta), (RwMode::Read, -8192));
+        j.set("rw", Some("randread:8")).unwrap();
+        assert_eq!((j.rw_seq_run, j.rw_delta), (8, 0));
+        assert!(j.set("rw", Some("randread:x")).is_err());
+        j.set("rate", Some("500k,1m")).unwrap();
+        assert_eq!(j.rate, [500 << 10, 1 << 20]);
+        j.set("rate", Some(",1m")).unwrap();
+        assert_eq!(j.rate, [0, 1 << 20]);
+        j.set("rate_iops", Some("300,300")).unwrap();
+        assert_eq!((j.rate_iops, j.rate_iops_dir), (None, Some([300, 300])));
+        assert!(j.set("rate_process", Some("bursty")).is_err());
+        j.set("bsrange", Some("4k-16k")).unwrap();
+        assert_eq!(
+            j.bssplit,
+            vec![(4096, 1), (8192, 1), (12288, 1), (16384, 1)]
+        );
+        assert!(j.set("bsrange", Some("16k-4k")).is_err());
+        j.set("timeout", Some("60")).unwrap();
+        assert_eq!(j.runtime, Some(Duration::from_secs(60)));
+        j.set("ioengine", Some("libaio")).unwrap();
+        assert_eq!(
+            (j.ioengine, j.ioengine_as_written.as_deref()),
+            (EngineKind::IoUring, Some("libaio"))
+        );
+        j.set("ioengine", Some("pvsync2")).unwrap();
+        assert_eq!(j.ioengine, EngineKind::Psync);
+        j.set("ioengine", Some("psync")).unwrap();
+        assert_eq!(j.ioengine_as_written, None);
+        let e = j
+            .set("ioengine", Some("windowsaio"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ioengine") && e.contains("libaio"), "{e}");
+    }
+
+    #[test]
+    fn zoned_distributions_parse_and_must_add_up() {
+        let mut j = JobSpec::default();
+        j.set("random_distribution", Some("zoned:50/5:30/15:20/"))
+            .unwrap();
+        let Distribution::Zoned(z) = &j.random_distribution else {
+            panic!("{:?}", j.random_distribution)
+        };
+        assert_eq!(z.len(), 3);
+        assert_eq!(z[2].len, SizeSpec::Percent(80.0));
+        j.set("random_distribution", Some("zoned_abs:60/1m:40/3m"))
+            .unwrap();
+        assert!(j
+            .set("random_distribution", Some("zoned:50/5:30/15"))
+            .is_err());
+        assert!(j
+            .set("random_distribution", Some("zoned:50/5:40/95"))
+            .is_err());
+    }
+
+    #[test]
+    fn verify_pattern_alone_means_verify_pattern() {
+        let mut j = JobSpec::default();
+        j.set("verify_pattern", Some("0xaa555aa5")).unwrap();
+        assert_eq!(j.verify_pattern, Some(vec![0xaa, 0x55, 0x5a, 0xa5]));
+        assert_eq!(j.verify, Some(crate::verify::VerifyKind::Pattern));
+        j.set("verify_pattern", Some("\"ab\"")).unwrap();
+        assert_eq!(j.verify_pattern, Some(b"ab".to_vec()));
+        assert!(j.set("verify_interval", Some("100")).is_err());
     }
 }

@@ -1,0 +1,358 @@
+//! fio's verify family on drivelab's terms: what written blocks carry
+//! (`verify`, `verify_pattern`, `verify_interval`) and the checks reads make
+//! (`do_verify`).
+//!
+//! Data is laid out per *verify block* of `verify_interval` bytes (default:
+//! the job's smallest transfer size) at its absolute offset, so a block's
+//! content depends only on where it is: overwrites, overlapping sizes and
+//! other jobs reading it later all agree on what it must hold.
+//!
+//! - `pattern`: the block is `verify_pattern` repeated from its first byte.
+//! - `meta`: a 24-byte header (magic, block length, the block's own offset)
+//!   then the payload (the pattern, or bytes keyed by the offset); a read
+//!   checks header and payload, so a block written to the wrong place or
+//!   never written is caught.
+//! - `crc32c` (`crc32c-intel`): the same header plus the CRC-32C
+//!   (Castagnoli) of the whole block with the CRC field zeroed.
+//!
+//! A writing job with `do_verify=1` reads back every extent it wrote once it
+//! is done ([`ReadBack`], replaying the job's generator), and those reads are
+//! counted as the job's reads, as fio counts its verify phase. A reading job
+//! checks each block as it comes in. A failed check ends the job with fio's
+//! verify error (EILSEQ) and says where and what.
+
+use drivelab_engine::ioloop::{After, Done, Driver, Next};
+use drivelab_patterns::prng::splitmix64;
+
+use crate::gen::{GenConfig, Generator, IoDesc, Op};
+use crate::jobloop::DirStats;
+use crate::SpecError;
+
+/// What written blocks carry (`verify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyKind {
+    /// Header with CRC-32C of the block.
+    Crc32c,
+    /// Header with the block's offset and length.
+    Meta,
+    /// `verify_pattern` repeated.
+    Pattern,
+}
+
+impl VerifyKind {
+    /// Parse fio's `verify=` value; `0`/`null`/`none` turn verification off.
+    pub fn parse(key: &str, v: &str) -> Result<Option<VerifyKind>, SpecError> {
+        Ok(Some(match v.trim().to_ascii_lowercase().as_str() {
+            "0" | "null" | "none" => return Ok(None),
+            "crc32c" | "crc32c-intel" => VerifyKind::Crc32c,
+            "meta" => VerifyKind::Meta,
+            "pattern" => VerifyKind::Pattern,
+            _ => {
+                return Err(SpecError::BadValue {
+                    key: key.to_string(),
+                    value: v.to_string(),
+                    expect: "crc32c, crc32c-intel, meta or pattern (drivelab does not implement fio's other checksums)".to_string(),
+                })
+            }
+        }))
+    }
+
+    /// fio's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifyKind::Crc32c => "crc32c",
+            VerifyKind::Meta => "meta",
+            VerifyKind::Pattern => "pattern",
+        }
+    }
+}
+
+const MAGIC: u32 = 0x4456_4c44; // "DLVD"
+/// Bytes of the header of `meta` and `crc32c` blocks.
+pub const HEADER: usize = 24;
+/// Seed of the payload of blocks without a pattern: fixed, so any job can
+/// check what another wrote.
+const PAYLOAD_SEED: u64 = 0x5645_5249_4659_0001;
+
+/// The content rule of one job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Content {
+    /// What blocks carry.
+    pub kind: VerifyKind,
+    /// Bytes per verify block.
+    pub interval: usize,
+    /// Payload pattern (none: bytes keyed by the offset).
+    pub pattern: Option<Vec<u8>>,
+}
+
+fn crc32c_table() -> &'static [u32; 256] {
+    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = [0u32; 256];
+        for (i, e) in t.iter_mut().enumerate() {
+            let mut c = i as u32;
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    0x82F6_3B78 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+            }
+            *e = c;
+        }
+        t
+    })
+}
+
+/// CRC-32C (Castagnoli, reflected, init and final xor all ones).
+pub fn crc32c(data: &[u8]) -> u32 {
+    let t = crc32c_table();
+    let mut c = !0u32;
+    for &b in data {
+        c = t[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8);
+    }
+    !c
+}
+
+impl Content {
+    fn payload(&self, block: &mut [u8], offset: u64) {
+        match &self.pattern {
+            Some(p) => {
+                for (i, b) in block.iter_mut().enumerate() {
+                    *b = p[i % p.len()];
+                }
+            }
+            None => {
+                let mut s = PAYLOAD_SEED ^ offset;
+                for c in block.chunks_mut(8) {
+                    let v = splitmix64(&mut s).to_le_bytes();
+                    c.copy_from_slice(&v[..c.len()]);
+                }
+            }
+        }
+    }
+
+    /// Fill `buf` (a multiple of the interval) for a write at `offset`.
+    pub fn fill(&self, buf: &mut [u8], offset: u64) {
+        let n = self.interval;
+        for (i, block) in buf.chunks_mut(n).enumerate() {
+            let off = offset + (i * n) as u64;
+            self.fill_block(block, off);
+        }
+    }
+
+    fn fill_block(&self, block: &mut [u8], off: u64) {
+        self.payload(block, off);
+        if self.kind == VerifyKind::Pattern || block.len() < HEADER {
+            return;
+        }
+        block[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        let len = block.len() as u32;
+        block[4..8].copy_from_slice(&len.to_le_bytes());
+        block[8..16].copy_from_slice(&off.to_le_bytes());
+        block[16..24].fill(0);
+        if self.kind == VerifyKind::Crc32c {
+            let c = crc32c(block);
+            block[16..20].copy_from_slice(&c.to_le_bytes());
+        }
+    }
+
+    /// Check what a read at `offset` brought in; the message says which
+    /// block and what was wrong.
+    pub fn check(&self, buf: &[u8], offset: u64) -> Result<(), String> {
+        let n = self.interval;
+        let mut want = vec![0u8; n];
+        for (i, block) in buf.chunks(n).enumerate() {
+            let off = offset + (i * n) as u64;
+            let want = &mut want[..block.len()];
+            self.fill_block(want, off);
+            if block == &want[..] {
+                continue;
+            }
+            let what = self.kind.name();
+            if self.kind != VerifyKind::Pattern && block.len() >= HEADER {
+                let word = |r: std::ops::Range<usize>| {
+                    let mut b = [0u8; 8];
+                    b[..r.len()].copy_from_slice(&block[r]);
+                    u64::from_le_bytes(b)
+                };
+                if word(0..4) != u64::from(MAGIC) {
+                    return Err(format!(
+                        "verify ({what}) failed at offset {off}: bad header magic {:#x} (never written, or not by this rule)",
+                        word(0..4)
+                    ));
+                }
+                if word(8..16) != off {
+                    return Err(format!(
+                        "verify ({what}) failed at offset {off}: the block holds the header of offset {}",
+                        word(8..16)
+                    ));
+                }
+                if self.kind == VerifyKind::Crc32c {
+                    let stored = word(16..20) as u32;
+                    let mut copy = block.to_vec();
+                    copy[16..20].fill(0);
+                    let got = crc32c(&copy);
+                    if stored != got {
+                        return Err(format!(
+                            "verify (crc32c) failed at offset {off}: checksum {got:#010x}, header says {stored:#010x}"
+                        ));
+                    }
+                }
+            }
+            let at = block
+                .iter()
+                .zip(want.iter())
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
+            return Err(format!(
+                "verify ({what}) failed at offset {}: byte {:#04x}, expected {:#04x}",
+                off + at as u64,
+                block[at],
+                want[at]
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The distinct extents a job wrote: its generator replayed for the `ios`
+/// I/Os it issued (a job's generator is deterministic for its seed).
+pub fn written_extents(gen: &GenConfig, ios: u64) -> Result<Vec<IoDesc>, crate::gen::GenError> {
+    let mut g = Generator::new(gen)?;
+    let mut v: Vec<IoDesc> = (0..ios)
+        .map(|_| g.next_io())
+        .filter(|io| io.op == Op::Write)
+        .collect();
+    v.sort_by_key(|io| (io.target, io.offset, io.len));
+    v.dedup();
+    Ok(v)
+}
+
+/// The read-back pass of a writing job: read each written extent and check it.
+pub struct ReadBack<'a> {
+    extents: &'a [IoDesc],
+    next: usize,
+    content: &'a Content,
+    /// The reads, as the job's read statistics count them.
+    pub stats: DirStats,
+    /// The first failed check or read, in words.
+    pub failure: Option<String>,
+}
+
+impl<'a> ReadBack<'a> {
+    /// A pass over `extents`.
+    pub fn new(extents: &'a [IoDesc], content: &'a Content) -> ReadBack<'a> {
+        ReadBack {
+            extents,
+            next: 0,
+            content,
+            stats: DirStats::new(false),
+            failure: None,
+        }
+    }
+}
+
+impl Driver for ReadBack<'_> {
+    fn next(&mut self, _now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
+        if self.failure.is_some() || self.next == self.extents.len() {
+            return Next::Done;
+        }
+        let mut io = self.extents[self.next];
+        self.next += 1;
+        io.op = Op::Read;
+        Next::Io {
+            io,
+            due: None,
+            tag: 0,
+        }
+    }
+
+    fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
+        if d.result < 0 {
+            self.failure.get_or_insert_with(|| {
+                format!(
+                    "verify read of {} bytes at offset {} failed: {}",
+                    d.io.len,
+                    d.io.offset,
+                    std::io::Error::from_raw_os_error(-d.result)
+                )
+            });
+            return After::Release;
+        }
+        let lat = d.latency();
+        self.stats.ios += 1;
+        self.stats.bytes += d.result as u64;
+        self.stats.lat.record(lat);
+        self.stats.moments.record(lat as f64);
+        let got = &buf[..(d.result as usize).min(buf.len())];
+        if let Err(e) = self.content.check(got, d.io.offset) {
+            self.failure.get_or_insert(e);
+        }
+        After::Release
+    }
+
+    fn inspects(&self, _io: &IoDesc, _tag: u64) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32c_matches_the_standard_check_value() {
+        // RFC 3720 / iSCSI check value of "123456789".
+        assert_eq!(crc32c(b"123456789"), 0xE306_9283);
+        assert_eq!(crc32c(&[0u8; 32]), 0x8A91_36AA);
+    }
+
+    fn content(kind: VerifyKind, pattern: Option<Vec<u8>>) -> Content {
+        Content {
+            kind,
+            interval: 512,
+            pattern,
+        }
+    }
+
+    #[test]
+    fn every_kind_accepts_its_own_blocks_and_catches_a_flipped_byte() {
+        for (kind, pat) in [
+            (VerifyKind::Crc32c, None),
+            (VerifyKind::Meta, None),
+            (VerifyKind::Meta, Some(vec![0xaa, 0x55, 0x5a, 0xa5])),
+            (VerifyKind::Pattern, Some(vec![0xaa, 0x55, 0x5a, 0xa5])),
+        ] {
+            let c = content(kind, pat);
+            let mut buf = vec![0u8; 4096];
+            c.fill(&mut buf, 8192);
+            assert_eq!(c.check(&buf, 8192), Ok(()), "{kind:?}");
+            buf[1000] ^= 1;
+            let e = c.check(&buf, 8192).unwrap_err();
+            assert!(e.contains(kind.name()), "{e}");
+            assert!(e.contains("8704") || e.contains("9192"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_block_read_from_the_wrong_place_names_its_offset() {
+        let c = content(VerifyKind::Crc32c, None);
+        let mut buf = vec![0u8; 512];
+        c.fill(&mut buf, 4096);
+        let e = c.check(&buf, 0).unwrap_err();
+        assert!(e.contains("header of offset 4096"), "{e}");
+        let e = c.check(&[0u8; 512], 0).unwrap_err();
+        assert!(e.contains("bad header magic"), "{e}");
+    }
+
+    #[test]
+    fn other_fio_checksums_are_refused_naming_the_supported_ones() {
+        let e = VerifyKind::parse("verify", "md5").unwrap_err().to_string();
+        assert!(
+            e.contains("verify") && e.contains("crc32c") && e.contains("pattern"),
+            "{e}"
+        );
+        assert_eq!(VerifyKind::parse("verify", "0"), Ok(None));
+    }
+}
