@@ -8,14 +8,19 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::gen::GenConfig;
-use crate::jobloop::{now_ns, run_job, DirStats, JobConfig, JobError, JobOutcome};
+use std::fs::OpenOptions;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+
+use crate::gen::Op;
+use crate::jobloop::{now_ns, run_job, DirStats, IoFailure, JobConfig, JobError, JobOutcome};
 use crate::EngineKind;
 use drivelab_device::claim::{Claim, ClaimOptions, Consent};
 use drivelab_device::diskstats::{Delta, Sampler};
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Null, Psync, Target, Uring};
 use drivelab_report::{
-    percentile_key, DirReport, DiskUtil, JobReport, LatReport, RunReport, SeriesPoint, SyncReport,
+    percentile_key, DirReport, DiskUtil, IoErrorReport, JobReport, LatReport, LbaRange, RunReport,
+    SeriesPoint, SyncReport,
 };
 use drivelab_stats::FIO_DEFAULT_PERCENTILES;
 
@@ -313,6 +318,39 @@ fn run_one(
             }
             run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
         }
+        EngineKind::Psync | EngineKind::IoUring => {
+            let mut o = run_on_targets(plan, claims, job, &cfg, ticket, stop, progress)?;
+            for e in o.errors.iter_mut() {
+                if let Some(&ti) = job.targets.get(e.target as usize) {
+                    e.unreadable = narrow_failed_read(&plan.targets[ti], e);
+                }
+            }
+            Ok(o)
+        }
+    }
+}
+
+/// A job on real targets, with the psync or io_uring engine.
+fn run_on_targets(
+    plan: &Plan,
+    claims: &[Option<Claim>],
+    job: &PlannedJob,
+    cfg: &JobConfig,
+    ticket: Ticket<'_>,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+) -> Result<JobOutcome, RunError> {
+    let spec = &job.spec;
+    let max_bs = spec.max_bs() as usize;
+    let fail = |source| RunError::Job {
+        job: spec.name.clone(),
+        source,
+    };
+    let not_started = || RunError::NotStarted {
+        job: spec.name.clone(),
+    };
+    match spec.ioengine {
+        EngineKind::Null => unreachable!("the null engine has no targets"),
         EngineKind::Psync => {
             let targets = open_targets(plan, claims, job)?;
             let mut e = Psync::new(targets, max_bs, spec.fua, Fill::Random(spec.randseed))
@@ -323,7 +361,7 @@ fn run_one(
             if !ticket.wait() {
                 return Err(not_started());
             }
-            run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
+            run_job(&mut e, cfg, now_ns(), stop, progress).map_err(fail)
         }
         EngineKind::IoUring => {
             let targets = open_targets(plan, claims, job)?;
@@ -341,9 +379,55 @@ fn run_one(
             if !ticket.wait() {
                 return Err(not_started());
             }
-            run_job(&mut e, &cfg, now_ns(), stop, progress).map_err(fail)
+            run_job(&mut e, cfg, now_ns(), stop, progress).map_err(fail)
         }
     }
+}
+
+/// The exact unreadable blocks of a failed read on a block device: the
+/// read's range read again with synchronous O_DIRECT reads (a descriptor of
+/// its own, read-only), failing pieces halved down to single blocks by
+/// erase's narrowing ([`drivelab_erase::issue::narrow`]), as inclusive LBA
+/// ranges. None for writes, trims and syncs (a run does not rewrite a
+/// drive to find its bad blocks), for files, and when the device cannot be
+/// opened again (it is gone).
+fn narrow_failed_read(t: &PlannedTarget, e: &IoFailure) -> Option<Vec<(u64, u64)>> {
+    let lbs = u64::from(t.logical_block.max(1));
+    let (off, len) = (e.offset, u64::from(e.len));
+    if e.op != Op::Read || !t.is_block || len == 0 || off % lbs != 0 || len % lbs != 0 {
+        return None;
+    }
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&t.path)
+        .ok()?;
+    let mut scratch = Vec::new();
+    let mut read = |o: u64, l: u64| -> Result<(), String> {
+        let buf = drivelab_erase::aligned(&mut scratch, l as usize);
+        match f.read_at(buf, o) {
+            Ok(k) if k as u64 == l => Ok(()),
+            Ok(k) => Err(format!("short read: {k} of {l} bytes")),
+            Err(err) => Err(err.to_string()),
+        }
+    };
+    let why = std::io::Error::from_raw_os_error(e.errno).to_string();
+    let (_, bad) = drivelab_erase::issue::narrow(off, len, lbs, why, &mut read);
+    Some(lba_ranges(&bad, lbs))
+}
+
+/// Failed byte ranges (offset, length, error) as inclusive LBA ranges;
+/// adjacent ones are one range whatever their errors.
+fn lba_ranges(bad: &[(u64, u64, String)], lbs: u64) -> Vec<(u64, u64)> {
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for &(o, l, _) in bad {
+        let (first, last) = (o / lbs, (o + l) / lbs - 1);
+        match ranges.last_mut() {
+            Some(r) if r.1 + 1 == first => r.1 = last,
+            _ => ranges.push((first, last)),
+        }
+    }
+    ranges
 }
 
 /// Device names to sample: every distinct device under a target.
@@ -622,6 +706,63 @@ fn op_name(op: crate::gen::Op) -> &'static str {
     }
 }
 
+/// A failed I/O for the report: its device, LBA range (in the target's
+/// logical block size) and errno, with the narrowed unreadable blocks.
+fn io_error_report(plan: &Plan, job: &PlannedJob, e: &IoFailure) -> IoErrorReport {
+    let t = job
+        .targets
+        .get(e.target as usize)
+        .map(|&i| &plan.targets[i]);
+    let lbs = t.map_or(512, |t| u64::from(t.logical_block.max(1)));
+    let len = u64::from(e.len);
+    IoErrorReport {
+        op: op_name(e.op).to_string(),
+        device: t.map(|t| t.path.display().to_string()).unwrap_or_default(),
+        offset: e.offset,
+        len,
+        first_lba: e.offset / lbs,
+        last_lba: (e.offset + len.max(1) - 1) / lbs,
+        errno: e.errno,
+        error: std::io::Error::from_raw_os_error(e.errno).to_string(),
+        unreadable: e.unreadable.as_ref().map(|v| {
+            v.iter()
+                .map(|&(first_lba, last_lba)| LbaRange {
+                    first_lba,
+                    last_lba,
+                })
+                .collect()
+        }),
+    }
+}
+
+/// A failed I/O in one line: "read of LBA 4992-5119 (65536 bytes at
+/// offset 2555904) on /dev/sdb failed: No data available (os error 61);
+/// unreadable: LBA 5000-5003".
+pub fn error_words(e: &IoErrorReport) -> String {
+    let mut s = format!(
+        "{} of LBA {}-{} ({} bytes at offset {}) on {} failed: {}",
+        e.op, e.first_lba, e.last_lba, e.len, e.offset, e.device, e.error
+    );
+    match e.unreadable.as_deref() {
+        Some([]) => s.push_str("; every block read fine when read again"),
+        Some(v) => {
+            let r: Vec<String> = v
+                .iter()
+                .map(|r| {
+                    if r.first_lba == r.last_lba {
+                        r.first_lba.to_string()
+                    } else {
+                        format!("{}-{}", r.first_lba, r.last_lba)
+                    }
+                })
+                .collect();
+            s.push_str(&format!("; unreadable: LBA {}", r.join(", ")));
+        }
+        None => {}
+    }
+    s
+}
+
 fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
     let spec = &job.spec;
     let mut opts = BTreeMap::new();
@@ -659,26 +800,35 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
             0.0
         }
     };
-    let error_detail = o.error.as_ref().map(|e| {
-        let path = job
-            .targets
-            .get(e.target as usize)
-            .map(|&i| plan.targets[i].path.display().to_string())
-            .unwrap_or_default();
-        format!(
-            "{} of {} bytes at offset {} on {} failed: {}",
-            op_name(e.op),
-            e.len,
-            e.offset,
-            path,
-            std::io::Error::from_raw_os_error(e.errno)
-        )
+    let errors: Vec<IoErrorReport> = o
+        .errors
+        .iter()
+        .map(|e| io_error_report(plan, job, e))
+        .collect();
+    // In words: the failed I/O that holds blocks that cannot be read (an
+    // I/O in flight with it may have failed with it and read fine again),
+    // else the first.
+    let headline = errors
+        .iter()
+        .find(|e| e.unreadable.as_ref().is_some_and(|u| !u.is_empty()))
+        .or(errors.first());
+    let error_detail = headline.map(|e| {
+        let more = errors.len() - 1;
+        let mut s = error_words(e);
+        if more > 0 {
+            s.push_str(&format!(
+                " ({more} more failed I/O{} listed)",
+                if more == 1 { "" } else { "s" }
+            ));
+        }
+        s
     });
     JobReport {
         jobname: spec.name.clone(),
         groupid: 0,
-        error: o.error.as_ref().map(|e| e.errno).unwrap_or(0),
+        error: headline.map_or(0, |e| e.errno),
         error_detail,
+        errors,
         job_options: opts,
         read: dir_report(&o.dirs[0], rt, 0),
         write: dir_report(&o.dirs[1], rt, 0),
@@ -795,6 +945,105 @@ pub fn format_utc(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::StartGate;
+    use super::{error_words, lba_ranges, narrow_failed_read, IoFailure, Op, PlannedTarget};
+    use drivelab_report::{IoErrorReport, LbaRange};
+
+    fn failure(op: Op, offset: u64, len: u32) -> IoFailure {
+        IoFailure {
+            op,
+            target: 0,
+            offset,
+            len,
+            errno: 61,
+            unreadable: None,
+        }
+    }
+
+    fn target(path: &std::path::Path, is_block: bool, size: u64) -> PlannedTarget {
+        PlannedTarget {
+            path: path.to_path_buf(),
+            is_block,
+            size,
+            logical_block: 512,
+            device: None,
+            create: false,
+            existing_size: size,
+            layout: false,
+        }
+    }
+
+    #[test]
+    fn failed_blocks_become_inclusive_lba_ranges() {
+        let e = |o: u64, l: u64, w: &str| (o * 512, l * 512, w.to_string());
+        // Adjacent ranges with different errors join; a gap splits.
+        let bad = [e(5000, 2, "EIO"), e(5002, 2, "ENODATA"), e(5010, 1, "EIO")];
+        assert_eq!(lba_ranges(&bad, 512), vec![(5000, 5003), (5010, 5010)]);
+        assert!(lba_ranges(&[], 512).is_empty());
+    }
+
+    #[test]
+    fn error_words_name_the_lbas_and_what_narrowing_found() {
+        let mut r = IoErrorReport {
+            op: "read".into(),
+            device: "/dev/sdx".into(),
+            offset: 4992 * 512,
+            len: 65536,
+            first_lba: 4992,
+            last_lba: 5119,
+            errno: 61,
+            error: "No data available (os error 61)".into(),
+            unreadable: None,
+        };
+        assert_eq!(
+            error_words(&r),
+            "read of LBA 4992-5119 (65536 bytes at offset 2555904) on /dev/sdx failed: No data available (os error 61)"
+        );
+        r.unreadable = Some(vec![
+            LbaRange {
+                first_lba: 5000,
+                last_lba: 5003,
+            },
+            LbaRange {
+                first_lba: 5010,
+                last_lba: 5010,
+            },
+        ]);
+        assert!(error_words(&r).ends_with("; unreadable: LBA 5000-5003, 5010"));
+        r.unreadable = Some(Vec::new());
+        assert!(error_words(&r).ends_with("; every block read fine when read again"));
+    }
+
+    #[test]
+    fn only_reads_of_block_devices_are_narrowed() {
+        let dir = drivelab_testkit::TempDir::new("narrow");
+        let file = dir.join("f.bin");
+        std::fs::write(&file, vec![0u8; 65536]).unwrap();
+        // A file: not a drive's blocks.
+        let f = target(&file, false, 65536);
+        assert_eq!(narrow_failed_read(&f, &failure(Op::Read, 0, 4096)), None);
+        // A write is not rewritten; a misaligned read is not narrowed.
+        let b = target(&file, true, 65536);
+        assert_eq!(narrow_failed_read(&b, &failure(Op::Write, 0, 4096)), None);
+        assert_eq!(narrow_failed_read(&b, &failure(Op::Read, 100, 4096)), None);
+        // A target that is gone cannot be read again.
+        let gone = target(&dir.join("gone"), true, 65536);
+        assert_eq!(narrow_failed_read(&gone, &failure(Op::Read, 0, 4096)), None);
+    }
+
+    #[test]
+    fn a_read_that_reads_fine_again_narrows_to_nothing() {
+        // A real block device (a loop device this test made) whose blocks
+        // all read: the failed read is read again, piece by piece, and no
+        // block is unreadable.
+        drivelab_testkit::require_root();
+        let dir = drivelab_testkit::TempDir::new("narrow-loop");
+        let dev = drivelab_testkit::LoopDev::new_in(&dir, 1 << 20);
+        let t = target(std::path::Path::new(dev.dev()), true, 1 << 20);
+        assert_eq!(
+            narrow_failed_read(&t, &failure(Op::Read, 8192, 65536)),
+            Some(Vec::new())
+        );
+    }
 
     #[test]
     fn start_gate_lets_every_arrived_thread_go() {
