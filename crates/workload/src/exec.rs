@@ -321,8 +321,18 @@ fn run_one(
         EngineKind::Psync | EngineKind::IoUring => {
             let mut o = run_on_targets(plan, claims, job, &cfg, ticket, stop, progress)?;
             for e in o.errors.iter_mut() {
-                if let Some(&ti) = job.targets.get(e.target as usize) {
-                    e.unreadable = narrow_failed_read(&plan.targets[ti], e);
+                let Some(&ti) = job.targets.get(e.target as usize) else {
+                    continue;
+                };
+                e.unreadable = narrow_failed_read(&plan.targets[ti], e);
+                // Every block of it failed again: the device no longer
+                // answers, and narrowing the other failed reads would only
+                // take time (they stay listed, not narrowed).
+                if e.unreadable
+                    .as_ref()
+                    .is_some_and(|u| wholly(u, e, plan.targets[ti].logical_block))
+                {
+                    break;
                 }
             }
             Ok(o)
@@ -414,6 +424,14 @@ fn narrow_failed_read(t: &PlannedTarget, e: &IoFailure) -> Option<Vec<(u64, u64)
     let why = std::io::Error::from_raw_os_error(e.errno).to_string();
     let (_, bad) = drivelab_erase::issue::narrow(off, len, lbs, why, &mut read);
     Some(lba_ranges(&bad, lbs))
+}
+
+/// Whether `unreadable` is every block of the failed I/O `e` (more than
+/// one block: a single bad block is a medium error like any other).
+fn wholly(unreadable: &[(u64, u64)], e: &IoFailure, lbs: u32) -> bool {
+    let lbs = u64::from(lbs.max(1));
+    let (first, blocks) = (e.offset / lbs, u64::from(e.len) / lbs);
+    blocks > 1 && unreadable == [(first, first + blocks - 1)]
 }
 
 /// Failed byte ranges (offset, length, error) as inclusive LBA ranges;
@@ -945,7 +963,9 @@ pub fn format_utc(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::StartGate;
-    use super::{error_words, lba_ranges, narrow_failed_read, IoFailure, Op, PlannedTarget};
+    use super::{
+        error_words, lba_ranges, narrow_failed_read, wholly, IoFailure, Op, PlannedTarget,
+    };
     use drivelab_report::{IoErrorReport, LbaRange};
 
     fn failure(op: Op, offset: u64, len: u32) -> IoFailure {
@@ -979,6 +999,16 @@ mod tests {
         let bad = [e(5000, 2, "EIO"), e(5002, 2, "ENODATA"), e(5010, 1, "EIO")];
         assert_eq!(lba_ranges(&bad, 512), vec![(5000, 5003), (5010, 5010)]);
         assert!(lba_ranges(&[], 512).is_empty());
+    }
+
+    #[test]
+    fn a_read_failing_in_every_block_is_wholly_bad() {
+        let e = failure(Op::Read, 1168 * 512, 4096);
+        assert!(wholly(&[(1168, 1175)], &e, 512));
+        assert!(!wholly(&[(1168, 1174)], &e, 512));
+        assert!(!wholly(&[(1168, 1170), (1172, 1175)], &e, 512));
+        // One block: a medium error, not a dead device.
+        assert!(!wholly(&[(7, 7)], &failure(Op::Read, 7 * 512, 512), 512));
     }
 
     #[test]
