@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs and caches everything the QEMU test harness (crates/vmtest) needs:
-#   - qemu-system-x86 and busybox-static from Debian (apt, as root),
+#   - qemu-system-x86, busybox-static and dmsetup from Debian (apt, as root),
 #   - the kernel that linux-image-amd64 depends on, downloaded (not installed)
 #     and unpacked into the cache dir, plus its uncompressed vmlinux.
 # Idempotent: a second run checks and returns in about a second.
@@ -15,6 +15,8 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install o
 need_apt=()
 installed qemu-system-x86 || need_apt+=(qemu-system-x86)
 installed busybox-static || need_apt+=(busybox-static)
+# dmsetup: copied into guests with its libraries (crates/vmtest/src/tools.rs).
+installed dmsetup || need_apt+=(dmsetup)
 
 updated=0
 apt_update_once() {

@@ -304,6 +304,17 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
         }
         Report::Erased(summary) => {
             print_report(&a.out, &summary)?;
+            // Each drive that failed: one line on stderr, in JSON mode
+            // too (stdout holds only the report, which has the same error).
+            for o in &summary.drives {
+                if let Some(e) = &o.error {
+                    if e.starts_with(&o.device) {
+                        eprintln!("drivelab: {e}");
+                    } else {
+                        eprintln!("drivelab: {}: {e}", o.device);
+                    }
+                }
+            }
             Ok(if summary.all_clean() { 0 } else { 1 })
         }
     }

@@ -275,6 +275,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         engine_note(&report) + &Text.render(&report)
     };
     p.out.emit(&text)?;
+    // A failed job: one line on stderr, in JSON mode too (stdout holds
+    // only the results, which carry the same error).
+    for j in report.jobs.iter().filter(|j| j.error != 0) {
+        if let Some(d) = &j.error_detail {
+            eprintln!("drivelab: job '{}': {d}", j.jobname);
+        }
+    }
     if report.interrupted {
         return Ok(130);
     }

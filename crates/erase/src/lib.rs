@@ -141,6 +141,22 @@ pub enum EraseError {
         /// The error.
         why: String,
     },
+    /// Under retry-skip, whole commands in a row failed block by block:
+    /// the drive (gone, or replaced by one that fails everything) takes no
+    /// writes, and narrowing the rest of it would write nothing.
+    #[error("{device}: erase failed: every block of LBA {lba} (+{blocks} blocks) failed to write, as did every block of the {before} failed command(s) before it: {why}; the drive no longer takes writes")]
+    Unwritable {
+        /// Device node.
+        device: String,
+        /// First LBA of the last failed command.
+        lba: u64,
+        /// Its blocks.
+        blocks: u64,
+        /// Wholly failed commands before it.
+        before: u32,
+        /// The error.
+        why: String,
+    },
     /// The pattern cannot be generated.
     #[error(transparent)]
     Pattern(#[from] drivelab_patterns::PatternError),
@@ -166,4 +182,4 @@ impl EraseError {
     }
 }
 
-pub(crate) use drivelab_engine::narrow::aligned;
+pub use drivelab_engine::narrow::aligned;

@@ -182,6 +182,15 @@ fn erase_one(run: &DriveRun<'_>) -> Outcome {
     let mut out = Outcome::new(run.drive);
     out.claim = Some(run.claim.assessment().clone());
     if let Err(e) = stages(run, clock::unix_now(), &mut out) {
+        if run.progress.phase() == Phase::Erasing {
+            // Failed while writing: what the journal's watermark holds
+            // (every byte below it is written), this run's part of it.
+            out.bytes = run
+                .progress
+                .done
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .saturating_sub(out.resumed_bytes);
+        }
         run.progress.set_phase(Phase::Failed);
         out.result = EraseResult::Failed;
         out.error = Some(e.to_string());

@@ -53,6 +53,10 @@ pub struct JobReport {
     /// The first I/O error in words (op, target, offset, errno text).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_detail: Option<String>,
+    /// The I/O errors the job met (it stops at the first, as fio does):
+    /// device, LBA range, errno, and for reads the exact unreadable LBAs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<IoErrorReport>,
     /// The job's resolved options (fio's `job options`).
     #[serde(rename = "job options")]
     pub job_options: BTreeMap<String, String>,
@@ -78,6 +82,42 @@ pub struct JobReport {
     pub timeseries: Vec<SeriesPoint>,
     /// The I/O engine used.
     pub ioengine: String,
+}
+
+/// One failed I/O of a job.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct IoErrorReport {
+    /// read, write, trim or fsync.
+    pub op: String,
+    /// The target's path.
+    pub device: String,
+    /// Byte offset of the failed I/O.
+    pub offset: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// First logical block it covered (in the target's logical block size).
+    pub first_lba: u64,
+    /// Last logical block it covered.
+    pub last_lba: u64,
+    /// errno.
+    pub errno: i32,
+    /// The errno in words.
+    pub error: String,
+    /// A failed read re-read in ever smaller pieces: the blocks that still
+    /// cannot be read, as inclusive LBA ranges (empty when every piece read
+    /// fine the second time). Absent when not narrowed (writes, or the
+    /// target could not be reopened for direct reads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<Vec<LbaRange>>,
+}
+
+/// An inclusive range of logical blocks.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LbaRange {
+    /// First block.
+    pub first_lba: u64,
+    /// Last block.
+    pub last_lba: u64,
 }
 
 /// One direction's results (fio's `read` / `write` / `trim` objects).

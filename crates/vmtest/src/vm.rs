@@ -143,6 +143,8 @@ pub struct Vm {
     sata: Vec<Disk>,
     blkdebug: Vec<BlkdebugDisk>,
     scsi_debug: Option<String>,
+    extra_modules: Vec<String>,
+    host_tools: Vec<PathBuf>,
     script: String,
     timeout: Duration,
     memory_mib: u32,
@@ -167,6 +169,8 @@ impl Vm {
                 sata: Vec::new(),
                 blkdebug: Vec::new(),
                 scsi_debug: None,
+                extra_modules: Vec::new(),
+                host_tools: Vec::new(),
                 script: String::new(),
                 timeout: Duration::from_secs(120),
                 memory_mib: 512,
@@ -226,6 +230,33 @@ impl VmBuilder {
     pub fn scsi_debug(mut self, params: &str) -> Self {
         self.vm.scsi_debug = Some(params.to_string());
         self
+    }
+
+    /// Also loads these kernel modules (by name, with their dependencies),
+    /// without parameters, after the base modules.
+    pub fn modules(mut self, names: &[&str]) -> Self {
+        self.vm
+            .extra_modules
+            .extend(names.iter().map(|n| n.to_string()));
+        self
+    }
+
+    /// Copies the host program `path` into the guest at the same path, with
+    /// the shared libraries it loads (see [`crate::tools`]).
+    pub fn host_tool(mut self, path: &str) -> Self {
+        self.vm.host_tools.push(PathBuf::from(path));
+        self
+    }
+
+    /// Device-mapper in the guest: the modules `dm_mod` (whose built-in
+    /// targets include `linear` and `error`) and `dm_flakey`, and the
+    /// host's `/sbin/dmsetup` (package `dmsetup`; `bash tests/vm/setup.sh`
+    /// installs it). With no udev in the guest, scripts run it as
+    /// `DM_DISABLE_UDEV=1 dmsetup --noudevsync ...`, so that it makes the
+    /// `/dev/mapper` nodes itself.
+    pub fn with_device_mapper(self) -> Self {
+        self.modules(&["dm_mod", "dm_flakey"])
+            .host_tool("/sbin/dmsetup")
     }
 
     /// The guest test script (busybox sh), run in `/out` with
@@ -375,6 +406,7 @@ impl Vm {
         if self.scsi_debug.is_some() {
             wanted.push("scsi_debug");
         }
+        wanted.extend(self.extra_modules.iter().map(String::as_str));
         let order = deps.load_order(&wanted)?;
 
         let mut w = CpioWriter::new();
@@ -431,6 +463,24 @@ impl Vm {
 
         if let Some(bin) = drivelab {
             w.file("bin/drivelab", 0o755, &Host::read(bin)?);
+        }
+        let mut dirs: Vec<String> = ["bin", "sbin", "lib"].map(String::from).to_vec();
+        let mut files: Vec<PathBuf> = Vec::new();
+        for tool in &self.host_tools {
+            for f in crate::tools::closure(tool)? {
+                if files.contains(&f) {
+                    continue;
+                }
+                for d in crate::tools::parent_dirs(&f) {
+                    if !dirs.contains(&d) {
+                        w.dir(&d, 0o755);
+                        dirs.push(d);
+                    }
+                }
+                let rel = f.to_string_lossy().trim_start_matches('/').to_string();
+                w.file(&rel, 0o755, &Host::read(&f)?);
+                files.push(f);
+            }
         }
         Ok(w.finish())
     }

@@ -8,15 +8,19 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::gen::GenConfig;
-use crate::jobloop::{now_ns, run_job, DirStats, JobConfig, JobError, JobOutcome};
+use std::fs::OpenOptions;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+
+use crate::gen::Op;
+use crate::jobloop::{now_ns, run_job, DirStats, IoFailure, JobConfig, JobError, JobOutcome};
 use crate::EngineKind;
 use drivelab_device::claim::{Claim, ClaimOptions, Consent};
 use drivelab_device::diskstats::{Delta, Sampler};
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Null, Psync, Target, Uring};
 use drivelab_report::{
-    percentile_key, DeviceSecond, DirReport, DiskUtil, JobReport, LatReport, RunReport,
-    SeriesPoint, SyncReport,
+    percentile_key, DeviceSecond, DirReport, DiskUtil, IoErrorReport, JobReport, LatReport,
+    LbaRange, RunReport, SeriesPoint, SyncReport,
 };
 use drivelab_stats::FIO_DEFAULT_PERCENTILES;
 
@@ -245,7 +249,7 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
     }
     start_delay(job.spec.startdelay, stop);
     let mut o = run_job(engine, cfg, now_ns(), stop, progress)?;
-    let clean = o.error.is_none() && o.verify_failure.is_none() && !o.interrupted;
+    let clean = o.errors.is_empty() && o.verify_failure.is_none() && !o.interrupted;
     if let (Some(content), true) = (&cfg.verify, clean && job.spec.do_verify && job.writes) {
         let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
         let extents = crate::verify::written_extents(&cfg.gen, issued)?;
@@ -262,7 +266,7 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
         o.verify_failure = rb.failure;
         o.interrupted |= st.interrupted;
     }
-    if o.verify_failure.is_none() && !o.interrupted && o.error.is_none() {
+    if o.verify_failure.is_none() && !o.interrupted && o.errors.is_empty() {
         let secs = o.runtime_ns as f64 / 1e9;
         let read_pct = job.spec.rw.read_pct(job.spec.rwmixread);
         for (d, name) in [(0usize, "read"), (1, "write")] {
@@ -393,6 +397,66 @@ fn run_one(
             }
             run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
         }
+        EngineKind::Psync | EngineKind::IoUring => {
+            let ctl = Ctl {
+                stop,
+                progress,
+                finished,
+            };
+            let mut o = run_on_targets(plan, claims, job, &cfg, ticket, ctl)?;
+            for e in o.errors.iter_mut() {
+                let Some(&ti) = job.targets.get(e.target as usize) else {
+                    continue;
+                };
+                e.unreadable = narrow_failed_read(&plan.targets[ti], e);
+                // Every block of it failed again: the device no longer
+                // answers, and narrowing the other failed reads would only
+                // take time (they stay listed, not narrowed).
+                if e.unreadable
+                    .as_ref()
+                    .is_some_and(|u| wholly(u, e, plan.targets[ti].logical_block))
+                {
+                    break;
+                }
+            }
+            Ok(o)
+        }
+    }
+}
+
+/// What a running job watches and reports to: the stop flag, its progress
+/// counter and which jobs have finished (for `wait_for`).
+struct Ctl<'a> {
+    stop: &'a AtomicBool,
+    progress: &'a AtomicU64,
+    finished: &'a [AtomicBool],
+}
+
+/// A job on real targets, with the psync or io_uring engine.
+fn run_on_targets(
+    plan: &Plan,
+    claims: &[Option<Claim>],
+    job: &PlannedJob,
+    cfg: &JobConfig,
+    ticket: Ticket<'_>,
+    ctl: Ctl<'_>,
+) -> Result<JobOutcome, RunError> {
+    let Ctl {
+        stop,
+        progress,
+        finished,
+    } = ctl;
+    let spec = &job.spec;
+    let max_bs = spec.max_bs() as usize;
+    let fail = |source| RunError::Job {
+        job: spec.name.clone(),
+        source,
+    };
+    let not_started = || RunError::NotStarted {
+        job: spec.name.clone(),
+    };
+    match spec.ioengine {
+        EngineKind::Null => unreachable!("the null engine has no targets"),
         EngineKind::Psync => {
             let targets = open_targets(plan, claims, job)?;
             let mut e = Psync::new(targets, max_bs, spec.fua, Fill::Random(spec.randseed))
@@ -403,7 +467,7 @@ fn run_one(
             if !ticket.wait() {
                 return Err(not_started());
             }
-            run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
+            run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
         }
         EngineKind::IoUring => {
             let targets = open_targets(plan, claims, job)?;
@@ -421,9 +485,63 @@ fn run_one(
             if !ticket.wait() {
                 return Err(not_started());
             }
-            run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
+            run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
         }
     }
+}
+
+/// The exact unreadable blocks of a failed read on a block device: the
+/// read's range read again with synchronous O_DIRECT reads (a descriptor of
+/// its own, read-only), failing pieces halved down to single blocks by
+/// the engine's narrowing ([`drivelab_engine::narrow::narrow`]), as inclusive LBA
+/// ranges. None for writes, trims and syncs (a run does not rewrite a
+/// drive to find its bad blocks), for files, and when the device cannot be
+/// opened again (it is gone).
+fn narrow_failed_read(t: &PlannedTarget, e: &IoFailure) -> Option<Vec<(u64, u64)>> {
+    let lbs = u64::from(t.logical_block.max(1));
+    let (off, len) = (e.offset, u64::from(e.len));
+    if e.op != Op::Read || !t.is_block || len == 0 || off % lbs != 0 || len % lbs != 0 {
+        return None;
+    }
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&t.path)
+        .ok()?;
+    let mut scratch = Vec::new();
+    let mut read = |o: u64, l: u64| -> Result<(), String> {
+        let buf = drivelab_engine::narrow::aligned(&mut scratch, l as usize);
+        match f.read_at(buf, o) {
+            Ok(k) if k as u64 == l => Ok(()),
+            Ok(k) => Err(format!("short read: {k} of {l} bytes")),
+            Err(err) => Err(err.to_string()),
+        }
+    };
+    let why = std::io::Error::from_raw_os_error(e.errno).to_string();
+    let n = drivelab_engine::narrow::narrow(off, len, lbs, why, &mut read);
+    Some(lba_ranges(&n.bad, lbs))
+}
+
+/// Whether `unreadable` is every block of the failed I/O `e` (more than
+/// one block: a single bad block is a medium error like any other).
+fn wholly(unreadable: &[(u64, u64)], e: &IoFailure, lbs: u32) -> bool {
+    let lbs = u64::from(lbs.max(1));
+    let (first, blocks) = (e.offset / lbs, u64::from(e.len) / lbs);
+    blocks > 1 && unreadable == [(first, first + blocks - 1)]
+}
+
+/// Failed byte ranges (offset, length, error) as inclusive LBA ranges;
+/// adjacent ones are one range whatever their errors.
+fn lba_ranges(bad: &[(u64, u64, String)], lbs: u64) -> Vec<(u64, u64)> {
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for &(o, l, _) in bad {
+        let (first, last) = (o / lbs, (o + l) / lbs - 1);
+        match ranges.last_mut() {
+            Some(r) if r.1 + 1 == first => r.1 = last,
+            _ => ranges.push((first, last)),
+        }
+    }
+    ranges
 }
 
 /// Device names to sample: every distinct device under a target.
@@ -724,6 +842,63 @@ fn op_name(op: crate::gen::Op) -> &'static str {
     }
 }
 
+/// A failed I/O for the report: its device, LBA range (in the target's
+/// logical block size) and errno, with the narrowed unreadable blocks.
+fn io_error_report(plan: &Plan, job: &PlannedJob, e: &IoFailure) -> IoErrorReport {
+    let t = job
+        .targets
+        .get(e.target as usize)
+        .map(|&i| &plan.targets[i]);
+    let lbs = t.map_or(512, |t| u64::from(t.logical_block.max(1)));
+    let len = u64::from(e.len);
+    IoErrorReport {
+        op: op_name(e.op).to_string(),
+        device: t.map(|t| t.path.display().to_string()).unwrap_or_default(),
+        offset: e.offset,
+        len,
+        first_lba: e.offset / lbs,
+        last_lba: (e.offset + len.max(1) - 1) / lbs,
+        errno: e.errno,
+        error: std::io::Error::from_raw_os_error(e.errno).to_string(),
+        unreadable: e.unreadable.as_ref().map(|v| {
+            v.iter()
+                .map(|&(first_lba, last_lba)| LbaRange {
+                    first_lba,
+                    last_lba,
+                })
+                .collect()
+        }),
+    }
+}
+
+/// A failed I/O in one line: "read of LBA 4992-5119 (65536 bytes at
+/// offset 2555904) on /dev/sdb failed: No data available (os error 61);
+/// unreadable: LBA 5000-5003".
+pub fn error_words(e: &IoErrorReport) -> String {
+    let mut s = format!(
+        "{} of LBA {}-{} ({} bytes at offset {}) on {} failed: {}",
+        e.op, e.first_lba, e.last_lba, e.len, e.offset, e.device, e.error
+    );
+    match e.unreadable.as_deref() {
+        Some([]) => s.push_str("; every block read fine when read again"),
+        Some(v) => {
+            let r: Vec<String> = v
+                .iter()
+                .map(|r| {
+                    if r.first_lba == r.last_lba {
+                        r.first_lba.to_string()
+                    } else {
+                        format!("{}-{}", r.first_lba, r.last_lba)
+                    }
+                })
+                .collect();
+            s.push_str(&format!("; unreadable: LBA {}", r.join(", ")));
+        }
+        None => {}
+    }
+    s
+}
+
 fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
     let spec = &job.spec;
     let mut opts = BTreeMap::new();
@@ -761,20 +936,28 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
             0.0
         }
     };
-    let error_detail = o.error.as_ref().map(|e| {
-        let path = job
-            .targets
-            .get(e.target as usize)
-            .map(|&i| plan.targets[i].path.display().to_string())
-            .unwrap_or_default();
-        format!(
-            "{} of {} bytes at offset {} on {} failed: {}",
-            op_name(e.op),
-            e.len,
-            e.offset,
-            path,
-            std::io::Error::from_raw_os_error(e.errno)
-        )
+    let errors: Vec<IoErrorReport> = o
+        .errors
+        .iter()
+        .map(|e| io_error_report(plan, job, e))
+        .collect();
+    // In words: the failed I/O that holds blocks that cannot be read (an
+    // I/O in flight with it may have failed with it and read fine again),
+    // else the first.
+    let headline = errors
+        .iter()
+        .find(|e| e.unreadable.as_ref().is_some_and(|u| !u.is_empty()))
+        .or(errors.first());
+    let error_detail = headline.map(|e| {
+        let more = errors.len() - 1;
+        let mut s = error_words(e);
+        if more > 0 {
+            s.push_str(&format!(
+                " ({more} more failed I/O{} listed)",
+                if more == 1 { "" } else { "s" }
+            ));
+        }
+        s
     });
     if let Some(d) = &spec.description {
         opts.insert("description".to_string(), d.clone());
@@ -793,13 +976,12 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
     JobReport {
         jobname: spec.name.clone(),
         groupid: job.group,
-        error: o
-            .error
-            .as_ref()
+        error: headline
             .map(|e| e.errno)
             .or_else(|| o.verify_failure.as_ref().map(failure_errno))
             .unwrap_or(0),
         error_detail: error_detail.or_else(|| o.verify_failure.clone()),
+        errors,
         job_options: opts,
         read: dir_report(&o.dirs[0], rt, 0),
         write: dir_report(&o.dirs[1], rt, 0),
@@ -939,9 +1121,7 @@ fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
     acc.cpu_user_ns += o.cpu_user_ns;
     acc.cpu_sys_ns += o.cpu_sys_ns;
     acc.ctx_switches += o.ctx_switches;
-    if acc.error.is_none() {
-        acc.error = o.error.clone();
-    }
+    acc.errors.extend(o.errors.iter().cloned());
     if acc.verify_failure.is_none() {
         acc.verify_failure = o.verify_failure.clone();
     }
@@ -961,6 +1141,117 @@ pub fn format_utc(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::StartGate;
+    use super::{
+        error_words, lba_ranges, narrow_failed_read, wholly, IoFailure, Op, PlannedTarget,
+    };
+    use drivelab_report::{IoErrorReport, LbaRange};
+
+    fn failure(op: Op, offset: u64, len: u32) -> IoFailure {
+        IoFailure {
+            op,
+            target: 0,
+            offset,
+            len,
+            errno: 61,
+            unreadable: None,
+        }
+    }
+
+    fn target(path: &std::path::Path, is_block: bool, size: u64) -> PlannedTarget {
+        PlannedTarget {
+            path: path.to_path_buf(),
+            is_block,
+            size,
+            logical_block: 512,
+            device: None,
+            create: false,
+            existing_size: size,
+            layout: false,
+        }
+    }
+
+    #[test]
+    fn failed_blocks_become_inclusive_lba_ranges() {
+        let e = |o: u64, l: u64, w: &str| (o * 512, l * 512, w.to_string());
+        // Adjacent ranges with different errors join; a gap splits.
+        let bad = [e(5000, 2, "EIO"), e(5002, 2, "ENODATA"), e(5010, 1, "EIO")];
+        assert_eq!(lba_ranges(&bad, 512), vec![(5000, 5003), (5010, 5010)]);
+        assert!(lba_ranges(&[], 512).is_empty());
+    }
+
+    #[test]
+    fn a_read_failing_in_every_block_is_wholly_bad() {
+        let e = failure(Op::Read, 1168 * 512, 4096);
+        assert!(wholly(&[(1168, 1175)], &e, 512));
+        assert!(!wholly(&[(1168, 1174)], &e, 512));
+        assert!(!wholly(&[(1168, 1170), (1172, 1175)], &e, 512));
+        // One block: a medium error, not a dead device.
+        assert!(!wholly(&[(7, 7)], &failure(Op::Read, 7 * 512, 512), 512));
+    }
+
+    #[test]
+    fn error_words_name_the_lbas_and_what_narrowing_found() {
+        let mut r = IoErrorReport {
+            op: "read".into(),
+            device: "/dev/sdx".into(),
+            offset: 4992 * 512,
+            len: 65536,
+            first_lba: 4992,
+            last_lba: 5119,
+            errno: 61,
+            error: "No data available (os error 61)".into(),
+            unreadable: None,
+        };
+        assert_eq!(
+            error_words(&r),
+            "read of LBA 4992-5119 (65536 bytes at offset 2555904) on /dev/sdx failed: No data available (os error 61)"
+        );
+        r.unreadable = Some(vec![
+            LbaRange {
+                first_lba: 5000,
+                last_lba: 5003,
+            },
+            LbaRange {
+                first_lba: 5010,
+                last_lba: 5010,
+            },
+        ]);
+        assert!(error_words(&r).ends_with("; unreadable: LBA 5000-5003, 5010"));
+        r.unreadable = Some(Vec::new());
+        assert!(error_words(&r).ends_with("; every block read fine when read again"));
+    }
+
+    #[test]
+    fn only_reads_of_block_devices_are_narrowed() {
+        let dir = drivelab_testkit::TempDir::new("narrow");
+        let file = dir.join("f.bin");
+        std::fs::write(&file, vec![0u8; 65536]).unwrap();
+        // A file: not a drive's blocks.
+        let f = target(&file, false, 65536);
+        assert_eq!(narrow_failed_read(&f, &failure(Op::Read, 0, 4096)), None);
+        // A write is not rewritten; a misaligned read is not narrowed.
+        let b = target(&file, true, 65536);
+        assert_eq!(narrow_failed_read(&b, &failure(Op::Write, 0, 4096)), None);
+        assert_eq!(narrow_failed_read(&b, &failure(Op::Read, 100, 4096)), None);
+        // A target that is gone cannot be read again.
+        let gone = target(&dir.join("gone"), true, 65536);
+        assert_eq!(narrow_failed_read(&gone, &failure(Op::Read, 0, 4096)), None);
+    }
+
+    #[test]
+    fn a_read_that_reads_fine_again_narrows_to_nothing() {
+        // A real block device (a loop device this test made) whose blocks
+        // all read: the failed read is read again, piece by piece, and no
+        // block is unreadable.
+        drivelab_testkit::require_root();
+        let dir = drivelab_testkit::TempDir::new("narrow-loop");
+        let dev = drivelab_testkit::LoopDev::new_in(&dir, 1 << 20);
+        let t = target(std::path::Path::new(dev.dev()), true, 1 << 20);
+        assert_eq!(
+            narrow_failed_read(&t, &failure(Op::Read, 8192, 65536)),
+            Some(Vec::new())
+        );
+    }
 
     #[test]
     fn start_gate_lets_every_arrived_thread_go() {

@@ -95,7 +95,10 @@ impl DirStats {
     }
 }
 
-/// The first I/O error a job met.
+/// Failed I/Os kept per job.
+pub const MAX_ERRORS: usize = 16;
+
+/// An I/O error a job met.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IoFailure {
     /// The operation.
@@ -108,6 +111,10 @@ pub struct IoFailure {
     pub len: u32,
     /// errno.
     pub errno: i32,
+    /// A failed read narrowed down after the job ended: the blocks that
+    /// still cannot be read, as inclusive (first, last) LBA ranges. None
+    /// when not narrowed (see `exec::narrow_failed_read`).
+    pub unreadable: Option<Vec<(u64, u64)>>,
 }
 
 /// What a job did.
@@ -121,8 +128,10 @@ pub struct JobOutcome {
     pub per_target: Vec<[(u64, u64); 3]>,
     /// Per-interval series.
     pub series: Series,
-    /// The first error, if any (the job stops at it, as fio does by default).
-    pub error: Option<IoFailure>,
+    /// The failed I/Os, in completion order: the job stops at the first,
+    /// as fio does by default, and the I/Os in flight with it complete,
+    /// so more than one may fail (at most [`MAX_ERRORS`] are kept).
+    pub errors: Vec<IoFailure>,
     /// I/Os that moved fewer bytes than asked.
     pub short_ios: u64,
     /// Stopped early by the stop flag (Ctrl-C).
@@ -178,7 +187,7 @@ struct JobDriver<'a, const FILL: bool> {
     issued_bytes: u64,
     writes_since_sync: u32,
     last_write_target: u32,
-    error: Option<IoFailure>,
+    errors: Vec<IoFailure>,
     short_ios: u64,
     progress: &'a AtomicU64,
     config_error: Option<String>,
@@ -243,7 +252,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
 
     #[inline]
     fn next(&mut self, now: u64, _inflight: u32, buf: &mut [u8]) -> Next {
-        if self.error.is_some() || self.verify_failure.is_some() {
+        if !self.errors.is_empty() || self.verify_failure.is_some() {
             return Next::Done;
         }
         let Some(mut p) = self.pacer.take() else {
@@ -282,13 +291,14 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
     fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
         let io = d.io;
         if d.result < 0 {
-            if self.error.is_none() {
-                self.error = Some(IoFailure {
+            if self.errors.len() < MAX_ERRORS {
+                self.errors.push(IoFailure {
                     op: io.op,
                     target: io.target,
                     offset: io.offset,
                     len: io.len,
                     errno: -d.result,
+                    unreadable: None,
                 });
             }
             return After::Release;
@@ -350,7 +360,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         }
         let time_up = self.deadline.is_some_and(|d| now >= d);
         let budget_done = self.budget_spent() && !self.sync_due() && self.pending.is_none();
-        time_up || budget_done || self.error.is_some() || self.verify_failure.is_some()
+        time_up || budget_done || !self.errors.is_empty() || self.verify_failure.is_some()
     }
 }
 
@@ -402,7 +412,7 @@ fn run_with<E: Engine, const FILL: bool>(
         issued_bytes: 0,
         writes_since_sync: 0,
         last_write_target: 0,
-        error: None,
+        errors: Vec::new(),
         short_ios: 0,
         progress,
         config_error: None,
@@ -425,7 +435,7 @@ fn run_with<E: Engine, const FILL: bool>(
         runtime_ns,
         per_target: drv.per_target,
         series,
-        error: drv.error,
+        errors: drv.errors,
         short_ios: drv.short_ios,
         interrupted: st.interrupted,
         cpu_user_ns: u1.saturating_sub(u0),

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::clock;
 use crate::issue::Record;
-use crate::journal::{self, DriveJournal};
+use crate::journal::{self, DriveJournal, Skipped};
 use crate::outcome::EraseResult;
 use crate::plan::{Drive, Method, Options, VerifyMode};
 use crate::verify::Verification;
@@ -168,10 +168,33 @@ fn exceptions(e: &Evidence<'_>) -> Vec<ExceptionRecord> {
     v
 }
 
+/// Whether some pass had every byte skipped after errors: nothing of it is
+/// on the drive (a drive that is gone, or whose every block fails, fails
+/// every write), so "erased with exceptions" would certify a drive that was
+/// not written at all, its read-back "passed" over no block. Says which
+/// pass and the first error.
+pub(crate) fn nothing_written(skipped: &[Skipped], size: u64, passes: u32) -> Option<String> {
+    (0..passes.max(1)).find_map(|p| {
+        let mine = skipped.iter().filter(|s| s.pass == p);
+        let bytes: u64 = mine.clone().map(|s| s.end.saturating_sub(s.start)).sum();
+        (size > 0 && bytes >= size).then(|| {
+            let first = mine.map(|s| s.error.as_str()).next().unwrap_or("");
+            format!("every write of erase pass {} failed ({first})", p + 1)
+        })
+    })
+}
+
 /// The certificate of a finished erase that ended at `end`.
 pub(crate) fn certificate(e: &Evidence<'_>, end: (u64, u32)) -> Certificate {
     let exceptions = exceptions(e);
-    let failure = e.verification.failure.clone();
+    let failure = e.verification.failure.clone().or_else(|| {
+        nothing_written(&e.rec.skipped, e.drive.size, e.opts.passes).map(|why| {
+            format!(
+                "{}: {why}; the drive is not erased",
+                e.drive.dev.path.display()
+            )
+        })
+    });
     let result = EraseResult::finished(
         failure.is_some(),
         !exceptions.is_empty(),
@@ -231,4 +254,39 @@ pub fn write(
     let pk = hex(key.verifying_key().as_bytes());
     wr(&hfile, &super::html(c, &name, &pk))?;
     Ok((jfile, hfile))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nothing_written;
+    use crate::journal::Skipped;
+
+    fn skip(pass: u32, start: u64, end: u64) -> Skipped {
+        Skipped {
+            pass,
+            start,
+            end,
+            error: "Input/output error (os error 5)".into(),
+        }
+    }
+
+    #[test]
+    fn a_pass_with_every_byte_skipped_wrote_nothing() {
+        let mib = 1u64 << 20;
+        // A drive that went away: every 1 MiB write of pass 1 skipped.
+        let all: Vec<Skipped> = (0..8)
+            .rev()
+            .map(|k| skip(0, k * mib, (k + 1) * mib))
+            .collect();
+        assert_eq!(
+            nothing_written(&all, 8 * mib, 1).as_deref(),
+            Some("every write of erase pass 1 failed (Input/output error (os error 5))")
+        );
+        // A few bad blocks: erased with exceptions, not failed.
+        assert_eq!(nothing_written(&[skip(0, 4096, 8192)], 8 * mib, 1), None);
+        // Pass 2 of 2 lost entirely, pass 1 complete.
+        let second: Vec<Skipped> = (0..8).map(|k| skip(1, k * mib, (k + 1) * mib)).collect();
+        assert!(nothing_written(&second, 8 * mib, 2).is_some_and(|w| w.contains("pass 2")));
+        assert_eq!(nothing_written(&[], 8 * mib, 1), None);
+    }
 }

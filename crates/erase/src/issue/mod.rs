@@ -126,7 +126,14 @@ pub(crate) struct Ctx<'a> {
     rec: Record,
     /// Bytes of earlier passes (for progress).
     base: u64,
+    /// Failed commands in a row whose every block failed again.
+    wholly_failed: u32,
 }
+
+/// Commands in a row whose every block fails when written one by one that
+/// end a drive under retry-skip: real medium errors come in clusters far
+/// smaller than a command; a drive that is gone fails everything.
+const WHOLLY_FAILED_GONE: u32 = 2;
 
 /// Write every pass of the drive (continuing after what `jr` says earlier
 /// runs did), discard first when asked, and flush the drive.
@@ -156,6 +163,7 @@ pub(crate) fn issue(
         journal: &mut jr.journal,
         rec,
         base: 0,
+        wholly_failed: 0,
     };
     let started = Instant::now();
     let flow = ctx.passes(jr.earlier.as_ref(), seed)?;
@@ -262,8 +270,15 @@ impl Ctx<'_> {
         self.journal.done(pass, watermark)
     }
 
-    /// A range failed after its retries: abort, or narrow it down to the
-    /// bad blocks with `op` (one command per half) and record them.
+    /// A range failed after its retries: narrow it down to the bad blocks
+    /// with `op` (one command per half), even under abort, so that the
+    /// failure names the blocks that cannot be written rather than the (up
+    /// to 1 MiB) command that held them; then abort, or record them and go
+    /// on (retry-skip) unless the drive takes no writes at all. Under abort
+    /// only commands up to the stream's longest tuned write
+    /// ([`crate::tune::MAX_LEN`]) are narrowed: a wholly failing one costs
+    /// about twice as many single-block commands as it has blocks; a longer
+    /// one is reported as the command's range.
     fn give_up(
         &mut self,
         pass: u32,
@@ -274,7 +289,7 @@ impl Ctx<'_> {
         mut op: impl FnMut(u64, u64) -> Result<(), String>,
     ) -> Result<(), EraseError> {
         let lbs = u64::from(self.drive.lbs);
-        if !self.opts.skip_errors {
+        if !self.opts.skip_errors && len > u64::from(crate::tune::MAX_LEN) {
             return Err(EraseError::Aborted {
                 device: self.dev(),
                 phase: "erase".into(),
@@ -284,9 +299,38 @@ impl Ctx<'_> {
                 why,
             });
         }
-        let n = narrow(off, len, lbs, why, &mut op);
-        self.rec.bytes += n.good;
-        for (o, l, e) in n.bad {
+        let n = narrow(off, len, lbs, why.clone(), &mut op);
+        let (good, bad) = (n.good, n.bad);
+        self.rec.bytes += good;
+        if !self.opts.skip_errors {
+            // Every piece written the second time: nothing to abort for.
+            let Some((o, l, w)) = bad.first().cloned() else {
+                return Ok(());
+            };
+            return Err(EraseError::Aborted {
+                device: self.dev(),
+                phase: "erase".into(),
+                lba: o / lbs,
+                blocks: l / lbs,
+                attempts,
+                why: w,
+            });
+        }
+        self.wholly_failed = if good == 0 && len > lbs {
+            self.wholly_failed + 1
+        } else {
+            0
+        };
+        if self.wholly_failed >= WHOLLY_FAILED_GONE {
+            return Err(EraseError::Unwritable {
+                device: self.dev(),
+                lba: off / lbs,
+                blocks: len / lbs,
+                before: self.wholly_failed - 1,
+                why,
+            });
+        }
+        for (o, l, e) in bad {
             let s = Skipped {
                 pass,
                 start: o,

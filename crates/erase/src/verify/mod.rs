@@ -215,6 +215,13 @@ fn judge(v: &mut Verification, res: VerifyResult, size: u64, skip_errors: bool) 
         v.failure = Some(format!(
             "verification read failed at LBA {f} (+{n} blocks): {e}; --on-error retry-skip would skip it"
         ));
+    } else if res.gone {
+        let (f, n, e) = res.unreadable.last().cloned().unwrap_or_default();
+        v.section.result = "failed".into();
+        v.failure = Some(format!(
+            "verification stopped at LBA {f} (+{n} blocks): every block of the last {WHOLLY} reads failed ({e}); the drive no longer answers",
+            WHOLLY = read::WHOLLY_FAILED_GONE
+        ));
     } else if res.stopped {
         v.stopped = true;
     } else if res.unreadable.is_empty() {
@@ -310,12 +317,35 @@ mod tests {
             &mut v,
             VerifyResult {
                 stopped: false,
-                ..unreadable
+                ..unreadable.clone()
             },
             8192,
             true,
         );
         assert_eq!(v.section.result, "passed with unreadable ranges");
+        // A drive that stopped answering under retry-skip: failed, not
+        // "passed with unreadable ranges" over what little was read.
+        let mut v = verification();
+        judge(
+            &mut v,
+            VerifyResult {
+                unreadable: vec![
+                    (0, 2048, "read error: EIO".into()),
+                    (2048, 2048, "read error: EIO".into()),
+                ],
+                gone: true,
+                ..unreadable
+            },
+            8192,
+            true,
+        );
+        assert_eq!(v.section.result, "failed");
+        assert!(!v.stopped);
+        let f = v.failure.as_deref().unwrap();
+        assert!(
+            f.contains("LBA 2048 (+2048 blocks)") && f.contains("no longer answers"),
+            "{f}"
+        );
         // Ctrl-C: stopped, neither passed nor failed.
         let mut v = verification();
         judge(

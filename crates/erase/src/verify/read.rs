@@ -42,7 +42,16 @@ pub struct VerifyResult {
     pub retried: u64,
     /// Stopped by the stop flag.
     pub stopped: bool,
+    /// Stopped because reads in a row failed in every block: the drive
+    /// no longer answers (gone, or failing everything), and narrowing the
+    /// rest of it block by block would only take time.
+    pub gone: bool,
 }
+
+/// Reads in a row whose every block fails when read one by one that stop
+/// the read-back (real medium errors come in clusters far smaller than a
+/// read).
+pub(crate) const WHOLLY_FAILED_GONE: u32 = 2;
 
 /// How read errors are handled.
 #[derive(Debug, Clone, Copy)]
@@ -110,6 +119,7 @@ pub fn read_back(
         progress: &mut progress,
         stop: &stop,
         res: VerifyResult::default(),
+        wholly_failed: 0,
     };
     ioloop::run(&mut eng, &mut r, &LoopConfig::default())?;
     Ok(r.res)
@@ -126,6 +136,8 @@ struct Reader<'g, I, P, S> {
     progress: &'g mut P,
     stop: &'g S,
     res: VerifyResult,
+    /// Failed reads in a row whose every block failed again.
+    wholly_failed: u32,
 }
 
 impl<I, P, S> Driver for Reader<'_, I, P, S>
@@ -192,8 +204,18 @@ where
         // even under abort, so the failure names the first bad LBA and not
         // the (up to 1 MiB) read that contained it.
         let before = self.res.unreadable.len();
+        let read_before = self.res.bytes_read;
         narrow_read(&self.side, self.lbs, first, blocks, self.gen, &mut self.res);
         if !self.policy.skip && self.res.unreadable.len() > before {
+            self.res.stopped = true;
+        }
+        self.wholly_failed = if self.res.bytes_read == read_before && blocks > 1 {
+            self.wholly_failed + 1
+        } else {
+            0
+        };
+        if self.wholly_failed >= WHOLLY_FAILED_GONE {
+            self.res.gone = true;
             self.res.stopped = true;
         }
         After::Release
