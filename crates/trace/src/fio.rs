@@ -160,17 +160,17 @@ pub struct FioWriter<W: Write> {
 }
 
 impl<W: Write> FioWriter<W> {
-    /// A writer; file names come from `devices` (whitespace replaced by `_`).
+    /// A writer; file names come from `devices` (whitespace and control
+    /// characters replaced by `_`: a name is one field of a text line, and
+    /// a control byte would make the file read as binary).
     pub fn new(out: W, devices: &[Device]) -> Self {
         FioWriter {
             out,
             names: devices
                 .iter()
                 .map(|d| {
-                    (
-                        d.id,
-                        d.name.split_whitespace().collect::<Vec<_>>().join("_"),
-                    )
+                    let name = d.name.split_whitespace().collect::<Vec<_>>().join("_");
+                    (d.id, name.replace(|c: char| c.is_control(), "_"))
                 })
                 .collect(),
             opened: Vec::new(),

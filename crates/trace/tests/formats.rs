@@ -420,6 +420,31 @@ fn fio_roundtrip_keeps_ops_offsets_lengths_and_times() {
 }
 
 #[test]
+fn fio_output_of_a_file_name_with_control_bytes_is_still_text() {
+    // Found by the fuzz target `trace`: an iolog whose file name holds a NUL
+    // ("/dev/s\0b") read fine, but the iolog written from it kept the NUL,
+    // so the output was detected as binary and could not be read back
+    // without --format.
+    let input = b"fio version 3 iolog\n0 /dev/s\0b add\n10 /dev/s\0b read 0 4096\n20 /dev/s\x01c write 4096 512\n";
+    let (f, reqs, _, devs) = read(input, None, ReadOptions::default());
+    assert_eq!(f, Format::Fio);
+    let mut out = Vec::new();
+    let mut w = open_writer(&mut out, Format::Fio, &devs).unwrap();
+    for r in &reqs {
+        w.write(r).unwrap();
+    }
+    w.finish().unwrap();
+    drop(w);
+    let text = String::from_utf8(out.clone()).unwrap();
+    assert!(text.contains(" /dev/s_b read 0 4096\n"), "{text}");
+    assert!(text.contains(" /dev/s_c write 4096 512\n"), "{text}");
+    let (f, back, _, _) = read(&out, None, ReadOptions::default());
+    assert_eq!(f, Format::Fio);
+    assert_eq!(back.len(), 2);
+    assert_eq!((back[1].op, back[1].offset, back[1].len), (Op::Write, 4096, 512));
+}
+
+#[test]
 fn msr_roundtrip_keeps_reads_and_writes() {
     let reqs: Vec<Request> = sample_requests()
         .into_iter()
