@@ -441,7 +441,10 @@ fn fio_output_of_a_file_name_with_control_bytes_is_still_text() {
     let (f, back, _, _) = read(&out, None, ReadOptions::default());
     assert_eq!(f, Format::Fio);
     assert_eq!(back.len(), 2);
-    assert_eq!((back[1].op, back[1].offset, back[1].len), (Op::Write, 4096, 512));
+    assert_eq!(
+        (back[1].op, back[1].offset, back[1].len),
+        (Op::Write, 4096, 512)
+    );
 }
 
 #[test]
