@@ -489,7 +489,12 @@ pub fn execute(
     interpret(&r.sense, r.status, name, || r.check(&cdb))
 }
 
-fn interpret(
+/// What the answer to an ATA PASS-THROUGH command means, from its sense
+/// bytes and SCSI status (the decoding half of [`execute`]): the ATA
+/// registers on success with CK_COND, `None` for a plain GOOD, an ATA
+/// error as [`AtaError::Device`]; `check` turns any other failure into a
+/// SCSI error. Public so the fuzz targets reach it.
+pub fn interpret(
     sense_bytes: &[u8],
     status: u8,
     name: &str,
@@ -644,13 +649,23 @@ impl IdentifyDevice {
         let cap28 = u64::from(w[60]) | (u64::from(w[61]) << 16);
         let capacity_sectors = if lba48 && cap48 != 0 { cap48 } else { cap28 };
         let w106_valid = w[106] & 0xC000 == 0x4000;
+        // Words 117-118 count 16-bit words; ACS-4 requires at least 256 (a
+        // 512-byte sector). A smaller or overflowing value is not a size
+        // (and a sector size of 0 would divide by zero later): 512.
         let logical_sector_size = if w106_valid && w[106] & (1 << 12) != 0 {
-            (u32::from(w[117]) | (u32::from(w[118]) << 16)) * 2
+            (u32::from(w[117]) | (u32::from(w[118]) << 16))
+                .checked_mul(2)
+                .filter(|&b| b >= 512)
+                .unwrap_or(512)
         } else {
             512
         };
+        // 2^(bits 3:0) logical sectors per physical one; a product that
+        // does not fit 32 bits is not a size either.
         let physical_sector_size = if w106_valid && w[106] & (1 << 13) != 0 {
-            logical_sector_size << (w[106] & 0x0F)
+            logical_sector_size
+                .checked_mul(1 << (w[106] & 0x0F))
+                .unwrap_or(logical_sector_size)
         } else {
             logical_sector_size
         };
@@ -1322,6 +1337,32 @@ mod tests {
         assert!(!id.sct_write_same);
         assert_eq!(id.checksum_ok, None);
         assert!(IdentifyDevice::parse(&d[..500]).is_none());
+    }
+
+    #[test]
+    fn identify_device_sector_sizes_that_are_not_sizes() {
+        // Found by the fuzz target `device_data`: words 117-118 of 0 gave a
+        // logical sector of 0 bytes; 0x8000_0000 words overflowed (a panic
+        // in debug builds, 0 bytes in release); a large exponent shifted
+        // the physical size past 32 bits, below the logical size.
+        let mut d = vec![0u8; 512];
+        put_word(&mut d, 106, 0x4000 | (1 << 13) | (1 << 12) | 3);
+        for (w117, w118, logical, physical) in [
+            (0u16, 0u16, 512, 4096),
+            (0x0000, 0x8000, 512, 4096),
+            (0xFFFF, 0xFFFF, 512, 4096),
+            (100, 0, 512, 4096),
+            (0x0000, 0x1000, 0x2000_0000, 0x2000_0000),
+        ] {
+            put_word(&mut d, 117, w117);
+            put_word(&mut d, 118, w118);
+            let id = IdentifyDevice::parse(&d).unwrap();
+            assert_eq!(
+                (id.logical_sector_size, id.physical_sector_size),
+                (logical, physical),
+                "words {w117:#x} {w118:#x}"
+            );
+        }
     }
 
     #[test]

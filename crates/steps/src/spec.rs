@@ -401,7 +401,7 @@ pub fn parse_pattern(s: &str) -> Result<Pattern, StepError> {
 pub fn parse_sequence(name: &str, text: &str) -> Result<Sequence, StepError> {
     let raw: RawSequence = toml::from_str(text).map_err(|e| StepError::Sequence {
         file: name.to_string(),
-        msg: e.message().to_string(),
+        msg: toml_message(text, &e),
     })?;
     if raw.step.is_empty() {
         return Err(StepError::Sequence {
@@ -456,6 +456,29 @@ pub fn parse_sequence(name: &str, text: &str) -> Result<Sequence, StepError> {
         seed: raw.seed,
         steps,
     })
+}
+
+/// A TOML error as one line, with the line it is on: toml's messages may
+/// span lines ("invalid table header\nexpected `.`, `]`"), and an error
+/// drivelab prints is one line.
+fn toml_message(text: &str, e: &toml::de::Error) -> String {
+    let msg = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(": ");
+    match e.span() {
+        Some(span) => {
+            let line = text
+                .get(..span.start)
+                .map_or(0, |head| head.matches('\n').count())
+                + 1;
+            format!("line {line}: {msg}")
+        }
+        None => msg,
+    }
 }
 
 impl Count {
@@ -566,5 +589,19 @@ seed = 99
         assert!(e.to_string().contains("bogus"), "{e}");
         assert!(parse_sequence("t.toml", "seed = 1\n").is_err());
         assert!(parse_sequence("t.toml", "[[step]]\nkind = \"read\"\nqd = 0\n").is_err());
+    }
+
+    #[test]
+    fn toml_syntax_errors_are_one_line_with_the_line_number() {
+        // Found by the fuzz target `sequence` (a mutation of a corpus file):
+        // toml's message was two lines, "invalid table header\nexpected
+        // `.`, `]`", printed as is.
+        let e = parse_sequence("t.toml", "[as[step=]\nkind = \"eras").unwrap_err();
+        let m = e.to_string();
+        assert!(!m.contains('\n'), "{m:?}");
+        assert!(m.starts_with("sequence file t.toml: line 1: "), "{m}");
+        assert!(m.contains("invalid table header"), "{m}");
+        let e = parse_sequence("t.toml", "seed = 1\n\n[[step]]\nkind = \n").unwrap_err();
+        assert!(e.to_string().contains("line 4: "), "{e}");
     }
 }

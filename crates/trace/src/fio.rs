@@ -18,6 +18,8 @@ use crate::TraceWriter;
 
 /// Most distinct file names a fio log may name.
 const MAX_FILES: usize = 4096;
+/// Longest file name, bytes (PATH_MAX less its NUL).
+const MAX_NAME: usize = 4095;
 
 pub(crate) struct FioParser {
     version: Option<u8>,
@@ -35,7 +37,14 @@ impl FioParser {
     }
 
     fn file_id(&mut self, name: &[u8]) -> std::result::Result<u32, String> {
+        // Checked as stored (invalid UTF-8 becomes U+FFFD, 3 bytes each).
         let name = String::from_utf8_lossy(name);
+        if name.len() > MAX_NAME {
+            return Err(format!(
+                "file name of {} bytes; a Linux path has at most {MAX_NAME}",
+                name.len()
+            ));
+        }
         if let Some(i) = self.files.iter().position(|f| *f == name) {
             return Ok(i as u32);
         }
@@ -160,17 +169,17 @@ pub struct FioWriter<W: Write> {
 }
 
 impl<W: Write> FioWriter<W> {
-    /// A writer; file names come from `devices` (whitespace replaced by `_`).
+    /// A writer; file names come from `devices` (whitespace and control
+    /// characters replaced by `_`: a name is one field of a text line, and
+    /// a control byte would make the file read as binary).
     pub fn new(out: W, devices: &[Device]) -> Self {
         FioWriter {
             out,
             names: devices
                 .iter()
                 .map(|d| {
-                    (
-                        d.id,
-                        d.name.split_whitespace().collect::<Vec<_>>().join("_"),
-                    )
+                    let name = d.name.split_whitespace().collect::<Vec<_>>().join("_");
+                    (d.id, name.replace(|c: char| c.is_control(), "_"))
                 })
                 .collect(),
             opened: Vec::new(),

@@ -39,6 +39,8 @@ use crate::TraceWriter;
 pub const MAGIC: &[u8; 8] = b"DLTRACE\0";
 /// The version this crate writes and reads.
 pub const VERSION: u16 = 1;
+/// Longest device name in the header, bytes (Linux's PATH_MAX).
+pub const MAX_NAME: usize = 4096;
 
 const TAG_COMPLETE: u8 = 1 << 2;
 const TAG_DEVICE: u8 = 1 << 3;
@@ -114,6 +116,18 @@ pub struct NativeWriter<W: Write> {
 impl<W: Write> NativeWriter<W> {
     /// Write the header (with the device table) and return the writer.
     pub fn new(mut out: W, devices: &[Device]) -> Result<Self> {
+        // Never write a header the reader would refuse.
+        if let Some(d) = devices.iter().find(|d| d.name.len() > MAX_NAME) {
+            return Err(TraceError::Unrepresentable {
+                format: "native",
+                index: 0,
+                msg: format!(
+                    "device {} has a name of {} bytes; the format holds at most {MAX_NAME}",
+                    d.id,
+                    d.name.len()
+                ),
+            });
+        }
         out.write_all(&NativeHeader::new().devices(devices).build())?;
         Ok(NativeWriter {
             out,
@@ -230,7 +244,7 @@ impl<R: BufRead> NativeReader<R> {
             let id = u32::try_from(id)
                 .map_err(|_| bin(r.pos, format!("device id {id} exceeds 32 bits")))?;
             let len = r.varint_required("device name length")?;
-            if len > 4096 {
+            if len > MAX_NAME as u64 {
                 return Err(bin(
                     r.pos,
                     format!("device name length {len} is implausible"),

@@ -420,6 +420,74 @@ fn fio_roundtrip_keeps_ops_offsets_lengths_and_times() {
 }
 
 #[test]
+fn a_file_name_longer_than_a_path_is_malformed_and_never_written_to_native() {
+    // Found by the fuzz harness: an iolog line naming a 5000-byte file read
+    // fine, converted to native, and the native file was then refused
+    // ("device name length 5000 is implausible").
+    let long = "a".repeat(5000);
+    let text = format!("fio version 3 iolog\n0 {long} read 0 512\n10 /dev/sdb read 0 512\n");
+    let e = first_error(text.as_bytes(), None);
+    assert!(
+        matches!(&e, TraceError::Parse { line: 2, .. }) && e.to_string().contains("5000 bytes"),
+        "{e}"
+    );
+    let (_, reqs, stats, devs) = read(
+        text.as_bytes(),
+        None,
+        ReadOptions {
+            lenient: true,
+            ..ReadOptions::default()
+        },
+    );
+    assert_eq!((reqs.len(), stats.skipped), (1, 1));
+    assert_eq!(devs.len(), 1);
+    // A name of 4095 bytes is a path; its invalid UTF-8 counts as stored.
+    let ok = format!("fio version 3 iolog\n0 {} read 0 512\n", "b".repeat(4095));
+    assert_eq!(read(ok.as_bytes(), None, ReadOptions::default()).1.len(), 1);
+    let mut lossy = b"fio version 3 iolog\n0 ".to_vec();
+    lossy.extend(std::iter::repeat_n(0xFFu8, 2000));
+    lossy.extend_from_slice(b" read 0 512\n");
+    assert!(matches!(
+        first_error(&lossy, None),
+        TraceError::Parse { line: 2, .. }
+    ));
+    // The native writer refuses a device table it could not read back.
+    let devices = [Device { id: 0, name: long }];
+    match open_writer(Vec::new(), Format::Native, &devices) {
+        Err(TraceError::Unrepresentable { .. }) => {}
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("a 5000-byte device name written to native"),
+    }
+}
+
+#[test]
+fn fio_output_of_a_file_name_with_control_bytes_is_still_text() {
+    // Found by the fuzz target `trace`: an iolog whose file name holds a NUL
+    // ("/dev/s\0b") read fine, but the iolog written from it kept the NUL,
+    // so the output was detected as binary and could not be read back
+    // without --format.
+    let input = b"fio version 3 iolog\n0 /dev/s\0b add\n10 /dev/s\0b read 0 4096\n20 /dev/s\x01c write 4096 512\n";
+    let (_, reqs, _, devs) = read(input, Some(Format::Fio), ReadOptions::default());
+    let mut out = Vec::new();
+    let mut w = open_writer(&mut out, Format::Fio, &devs).unwrap();
+    for r in &reqs {
+        w.write(r).unwrap();
+    }
+    w.finish().unwrap();
+    drop(w);
+    let text = String::from_utf8(out.clone()).unwrap();
+    assert!(text.contains(" /dev/s_b read 0 4096\n"), "{text}");
+    assert!(text.contains(" /dev/s_c write 4096 512\n"), "{text}");
+    let (f, back, _, _) = read(&out, None, ReadOptions::default());
+    assert_eq!(f, Format::Fio);
+    assert_eq!(back.len(), 2);
+    assert_eq!(
+        (back[1].op, back[1].offset, back[1].len),
+        (Op::Write, 4096, 512)
+    );
+}
+
+#[test]
 fn msr_roundtrip_keeps_reads_and_writes() {
     let reqs: Vec<Request> = sample_requests()
         .into_iter()

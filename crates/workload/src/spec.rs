@@ -625,11 +625,16 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
             return Err(bad("a size of 0"));
         }
         let pct = match p {
-            Some(p) if !p.trim().is_empty() => Some(
-                p.trim()
+            Some(p) if !p.trim().is_empty() => {
+                let v = p
+                    .trim()
                     .parse::<u32>()
-                    .map_err(|_| bad("percent not a whole number"))?,
-            ),
+                    .map_err(|_| bad("percent not a whole number"))?;
+                if v > 100 {
+                    return Err(bad("a percentage above 100"));
+                }
+                Some(v)
+            }
             _ => None,
         };
         out.push((size, pct));
@@ -637,12 +642,14 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
     if out.is_empty() {
         return Err(bad("empty"));
     }
-    let given: u32 = out.iter().filter_map(|(_, p)| *p).sum();
+    // Each share is at most 100, so the sum fits easily; summed in u64 all
+    // the same, as the count of entries is the user's.
+    let given: u64 = out.iter().filter_map(|(_, p)| *p).map(u64::from).sum();
     if given > 100 {
         return Err(bad("percentages add up to more than 100"));
     }
     let open = out.iter().filter(|(_, p)| p.is_none()).count() as u32;
-    let rest = 100 - given;
+    let rest = 100 - given as u32;
     if open == 0 && given != 100 {
         return Err(bad("percentages must add up to 100"));
     }
@@ -1059,6 +1066,26 @@ mod tests {
         assert!(parse_bssplit("bssplit", "4k/50:8k/60").is_err());
         assert!(parse_bssplit("bssplit", "4k/50:8k/40").is_err());
         assert!(parse_bssplit("bssplit", "").is_err());
+    }
+
+    #[test]
+    fn bssplit_shares_that_overflow_are_refused_not_a_panic() {
+        // Found by the fuzz target `jobfile`: the shares were summed in u32,
+        // so 4294967295 + 1 overflowed (a panic in debug builds; in release
+        // the sum wrapped to 0).
+        for v in [
+            "4k/4294967295:8k/1",
+            "4k/101",
+            "4k/4294967296",
+            "4k/100:8k/4294967295",
+        ] {
+            let e = parse_bssplit("bssplit", v).unwrap_err().to_string();
+            assert!(e.contains("bssplit"), "{v}: {e}");
+        }
+        let e = parse_bssplit("bssplit", "4k/4294967295:8k/1").unwrap_err();
+        assert!(e.to_string().contains("above 100"), "{e}");
+        let many = vec!["512/1"; 100].join(":");
+        assert_eq!(parse_bssplit("bssplit", &many).unwrap().len(), 100);
     }
 
     #[test]
