@@ -20,6 +20,7 @@
 pub mod analytic;
 pub mod error;
 pub mod ftl;
+pub mod nbd;
 pub mod rng;
 pub mod ssd;
 pub mod wa;
