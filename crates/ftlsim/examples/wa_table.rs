@@ -52,11 +52,12 @@ fn main() -> ExitCode {
             let pages = (1 + warm + measure) * blocks * np;
             let rate = pages as f64 / t.elapsed().as_secs_f64() / 1e6;
             println!(
-                "{name:7} {op:5.2} {:7.4} {:9.3} {:10.3} {:+7.2} {rate:8.1}",
+                "{name:7} {op:5.2} {:7.4} {:9.3} {:10.3} {:+7.2} {:9.3} {rate:8.1}",
                 row.alpha,
                 row.analytic,
                 row.simulated,
-                row.error_pct()
+                row.error_pct(),
+                row.analytic_fifo
             );
         }
     }

@@ -11,12 +11,18 @@
 //! (u − 1)/ln u = 1/α, and each host page costs A = 1/(1 − u) flash pages
 //! (equivalently A = α / (α + W₀(−α e^{−α})) with Lambert's W).
 //!
-//! Greedy cleaning can only pick a block with at most as many valid pages
-//! as FIFO's, so its A is at most FIFO's; for uniform traffic the gap is
-//! small and vanishes as blocks grow (Desnoyers 2012; Xiang and Kurkoski,
-//! arXiv 1110.4245, whose greedy expression gives 2.36 at ρ = 0.3 against a
-//! simulated 2.35 — the same value as the expression above). The FIFO value
-//! is therefore both the FIFO prediction and the greedy upper bound.
+//! Greedy cleaning (the steady-state argument of Desnoyers 2012, with
+//! N_p pages per block kept finite): a closed block with i valid pages
+//! loses one at rate i/U per host write, so it spends U/i host writes at
+//! each level i; greedy cleans blocks when they reach the level j it needs,
+//! one cleaning per N_p − j host writes. Little's law over the T/N_p blocks
+//! gives (U/(N_p − j))·(H(N_p) − H(j)) = T/N_p, i.e.
+//! H(N_p) − H(j) = α(N_p − j)/N_p with H the harmonic numbers, and
+//! A = N_p/(N_p − j). As N_p grows, H(N_p) − H(j) → ln(N_p/j) and this
+//! becomes the FIFO equation above: greedy's advantage vanishes for large
+//! blocks (Xiang and Kurkoski, arXiv 1110.4245, likewise report 2.36 for
+//! greedy at ρ = 0.3, the FIFO value). j is found between integers by
+//! linear interpolation.
 //!
 //! Over-provisioning here is ρ = (T − U)/U (so α = 1 + ρ); some papers
 //! call (T − U)/T the spare factor instead: ρ = 0.1 is a spare factor of
@@ -48,6 +54,28 @@ pub fn fifo_cleaned_utilization(alpha: f64) -> Option<f64> {
 /// Write amplification of FIFO cleaning at α = T/U: 1/(1 − u).
 pub fn fifo_write_amplification(alpha: f64) -> Option<f64> {
     fifo_cleaned_utilization(alpha).map(|u| 1.0 / (1.0 - u))
+}
+
+/// Write amplification of greedy cleaning at α = T/U with `pages_per_block`
+/// pages per block (see the module doc). `None` if α ≤ 1 or N_p < 2.
+pub fn greedy_write_amplification(alpha: f64, pages_per_block: u32) -> Option<f64> {
+    if !(alpha.is_finite() && alpha > 1.0) || pages_per_block < 2 {
+        return None;
+    }
+    let np = f64::from(pages_per_block);
+    let n = pages_per_block as usize;
+    // harmonic[i] = H(i).
+    let mut harmonic = vec![0.0; n + 1];
+    for i in 1..=n {
+        harmonic[i] = harmonic[i - 1] + 1.0 / i as f64;
+    }
+    // f(j) = H(Np) − H(j) − α(Np − j)/Np: f(Np) = 0, negative just below
+    // N_p (the slope there is 1/N_p − α/N_p < 0), +∞ at j = 0.
+    let f = |j: usize| harmonic[n] - harmonic[j] - alpha * (np - j as f64) / np;
+    let j = (0..n).rev().find(|&j| f(j) > 0.0)?;
+    let (f0, f1) = (f(j), f(j + 1));
+    let x = j as f64 + f0 / (f0 - f1);
+    Some(np / (np - x))
 }
 
 /// The α = T/U a configuration cleans with: the physical pages outside the
@@ -89,5 +117,21 @@ mod tests {
         assert!((w * w.exp() + alpha * (-alpha).exp()).abs() < 1e-9);
         // More spare, less amplification.
         assert!(fifo_write_amplification(1.2).unwrap() < a);
+    }
+
+    #[test]
+    fn greedy_is_below_fifo_and_meets_it_as_blocks_grow() {
+        for alpha in [1.07, 1.1, 1.2, 1.3, 1.5] {
+            let fifo = fifo_write_amplification(alpha).unwrap();
+            let g64 = greedy_write_amplification(alpha, 64).unwrap();
+            let g_big = greedy_write_amplification(alpha, 1 << 16).unwrap();
+            assert!(g64 < fifo, "α {alpha}: greedy {g64} fifo {fifo}");
+            assert!(
+                (g_big / fifo - 1.0).abs() < 0.002,
+                "α {alpha}: {g_big} vs {fifo}"
+            );
+        }
+        assert_eq!(greedy_write_amplification(1.0, 64), None);
+        assert_eq!(greedy_write_amplification(1.2, 1), None);
     }
 }

@@ -15,8 +15,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
-use std::path::PathBuf;
 use std::path::Path;
+use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -81,6 +81,7 @@ const EINVAL: u32 = 22;
 /// A request larger than this is refused (EINVAL) instead of buffered.
 pub const MAX_REQUEST_BYTES: u32 = 32 << 20;
 
+#[cfg(test)]
 fn read_u16(r: &mut impl Read) -> io::Result<u16> {
     let mut b = [0; 2];
     r.read_exact(&mut b)?;
@@ -145,7 +146,9 @@ pub fn handshake(s: &mut (impl Read + Write), size: u64, block: u32) -> io::Resu
             Err(e) => return Err(e),
         };
         if magic != IHAVEOPT {
-            return Err(protocol(format!("option magic {magic:#x}, expected IHAVEOPT")));
+            return Err(protocol(format!(
+                "option magic {magic:#x}, expected IHAVEOPT"
+            )));
         }
         let opt = read_u32(s)?;
         let len = read_u32(s)?;
@@ -476,7 +479,6 @@ pub fn serve(
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -525,7 +527,11 @@ mod tests {
     /// (option, reply type, data) of the next option reply.
     fn opt_reply(s: &mut UnixStream) -> (u32, u32, Vec<u8>) {
         assert_eq!(read_u64(s).unwrap(), REPLY_MAGIC);
-        let (o, t, n) = (read_u32(s).unwrap(), read_u32(s).unwrap(), read_u32(s).unwrap());
+        let (o, t, n) = (
+            read_u32(s).unwrap(),
+            read_u32(s).unwrap(),
+            read_u32(s).unwrap(),
+        );
         let mut d = vec![0; n as usize];
         s.read_exact(&mut d).unwrap();
         (o, t, d)
@@ -571,7 +577,10 @@ mod tests {
         assert_eq!(u64::from_be_bytes(d[2..10].try_into().unwrap()), 256 * 4096);
         assert_eq!(u16::from_be_bytes([d[10], d[11]]), TRANSMISSION_FLAGS);
         let (_, t2, d) = opt_reply(&mut client);
-        assert_eq!((t2, u16::from_be_bytes([d[0], d[1]])), (REP_INFO, INFO_BLOCK_SIZE));
+        assert_eq!(
+            (t2, u16::from_be_bytes([d[0], d[1]])),
+            (REP_INFO, INFO_BLOCK_SIZE)
+        );
         assert_eq!(opt_reply(&mut client), (OPT_GO, REP_ACK, vec![]));
 
         // Write two pages: the reply waits at least one program time (2 ms).

@@ -1,8 +1,9 @@
 //! The model against the literature: under uniform random page writes at
 //! steady state, measured write amplification is within 10 % of the
-//! analytic FIFO/LRW value (Hu et al. SYSTOR 2009; Desnoyers SYSTOR 2012)
-//! at three over-provisioning levels, for FIFO and for greedy cleaning;
-//! greedy is at or below FIFO.
+//! analytic value at three over-provisioning levels: FIFO/LRW cleaning
+//! against Hu et al. SYSTOR 2009 / Desnoyers SYSTOR 2012, greedy against
+//! the finite-block steady-state model (crate::analytic); greedy is below
+//! the FIFO value, which bounds it.
 
 use drivelab_ftlsim::wa::steady_state;
 use drivelab_ftlsim::{FtlConfig, Policy};
@@ -17,26 +18,34 @@ fn cfg(op: f64, policy: Policy) -> FtlConfig {
 
 #[test]
 fn write_amplification_matches_the_analytic_value_at_three_over_provisioning_levels() {
-    println!("policy  OP    alpha   analytic  simulated  error%");
+    println!("policy  OP    alpha   analytic  simulated  error%  fifo-analytic");
     for op in [0.1, 0.2, 0.3] {
         let fifo = steady_state(&cfg(op, Policy::Fifo), 4, 4, 1).unwrap();
         let greedy = steady_state(&cfg(op, Policy::Greedy), 4, 4, 1).unwrap();
         for (name, row) in [("fifo", &fifo), ("greedy", &greedy)] {
             println!(
-                "{name:7} {:.2}  {:.4}  {:8.3}  {:9.3}  {:+6.2}",
+                "{name:7} {:.2}  {:.4}  {:8.3}  {:9.3}  {:+6.2}  {:8.3}",
                 row.over_provisioning,
                 row.alpha,
                 row.analytic,
                 row.simulated,
-                row.error_pct()
+                row.error_pct(),
+                row.analytic_fifo
             );
+            // Issue 14 asks for 10 %; the model meets 3 % (seeded: deterministic).
             assert!(
-                row.error_pct().abs() < 10.0,
+                row.error_pct().abs() < 3.0,
                 "{name} at OP {op}: simulated {} vs analytic {}",
                 row.simulated,
                 row.analytic
             );
         }
+        assert!(
+            greedy.simulated < greedy.analytic_fifo,
+            "greedy {} not below the FIFO value {} at OP {op}",
+            greedy.simulated,
+            greedy.analytic_fifo
+        );
         assert!(
             greedy.simulated <= fifo.simulated * 1.01,
             "greedy {} above FIFO {} at OP {op}",
