@@ -106,17 +106,29 @@ impl NbdDevice {
     /// takes its own reference: the caller may close its descriptor after
     /// `NBD_DO_IT` returns.
     pub fn set_sock(&self, sock: BorrowedFd<'_>) -> Result<(), NbdError> {
-        self.ioctl("NBD_SET_SOCK", NBD_SET_SOCK, sock.as_raw_fd() as libc::c_ulong)
+        self.ioctl(
+            "NBD_SET_SOCK",
+            NBD_SET_SOCK,
+            sock.as_raw_fd() as libc::c_ulong,
+        )
     }
 
     /// Sets the logical block size in bytes (512 to the page size, a power of two).
     pub fn set_block_size(&self, bytes: u32) -> Result<(), NbdError> {
-        self.ioctl("NBD_SET_BLKSIZE", NBD_SET_BLKSIZE, libc::c_ulong::from(bytes))
+        self.ioctl(
+            "NBD_SET_BLKSIZE",
+            NBD_SET_BLKSIZE,
+            libc::c_ulong::from(bytes),
+        )
     }
 
     /// Sets the size in blocks of the block size set before.
     pub fn set_size_blocks(&self, blocks: u64) -> Result<(), NbdError> {
-        self.ioctl("NBD_SET_SIZE_BLOCKS", NBD_SET_SIZE_BLOCKS, blocks as libc::c_ulong)
+        self.ioctl(
+            "NBD_SET_SIZE_BLOCKS",
+            NBD_SET_SIZE_BLOCKS,
+            blocks as libc::c_ulong,
+        )
     }
 
     /// Sets the transmission flags (see [`flags`]).
@@ -126,7 +138,11 @@ impl NbdDevice {
 
     /// Sets the per-command timeout in seconds (0: none).
     pub fn set_timeout(&self, seconds: u32) -> Result<(), NbdError> {
-        self.ioctl("NBD_SET_TIMEOUT", NBD_SET_TIMEOUT, libc::c_ulong::from(seconds))
+        self.ioctl(
+            "NBD_SET_TIMEOUT",
+            NBD_SET_TIMEOUT,
+            libc::c_ulong::from(seconds),
+        )
     }
 
     /// Starts the device and blocks until the socket closes or
