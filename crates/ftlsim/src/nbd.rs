@@ -394,8 +394,7 @@ pub fn serve(
             let now_ns = start.elapsed().as_nanos() as u64;
             let in_range = offset
                 .checked_add(u64::from(len))
-                .is_some_and(|end| end <= export.size())
-                && len <= MAX_REQUEST_BYTES;
+                .is_some_and(|end| end <= export.size());
             let mut reply = Vec::with_capacity(16);
             reply.extend_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
             let mut error = 0u32;
@@ -420,7 +419,9 @@ pub fn serve(
                     }
                 }
                 CMD_READ => {
-                    if in_range {
+                    // Reads are bounded (the reply carries the data); a trim is
+                    // not, and may cover the whole device.
+                    if in_range && len <= MAX_REQUEST_BYTES {
                         let o = offset as usize;
                         payload = export.data[o..o + len as usize].to_vec();
                         for p in export.pages(offset, len) {

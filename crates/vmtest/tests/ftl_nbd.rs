@@ -6,7 +6,10 @@
 //! capacity, then random 4 KiB writes again. The used drive is slower than
 //! the fresh one by about the factor the model predicts from the write
 //! amplification it counted during the last run: fresh = one page program
-//! per write; used = program + (WA − 1) copies + WA/N_p erases.
+//! per write; used = program + (WA − 1) copies + WA/N_p erases. A
+//! whole-device discard (NBD TRIM) then unmaps every page, and random
+//! writes are back near the fresh rate: cleaning copies nothing, only the
+//! erases of the emptied blocks remain, as the model predicts.
 //!
 //! Needs root, QEMU and the cached kernel: `bash tests/vm/setup.sh`.
 
@@ -55,6 +58,10 @@ run_json season {rw} --io_size=$(({SIZE_MIB} * 2))m
 sleep 1; cp /tmp/ftl.json stats_seasoned.json
 run_json used {rw} --io_size=2m
 sleep 1; cp /tmp/ftl.json stats_used.json
+blkdiscard /dev/nbd0 > discard.out 2>&1
+echo $? > discard.status
+run_json purged {rw} --io_size=1m
+sleep 1; cp /tmp/ftl.json stats_purged.json
 drivelab-ftl-nbd detach /dev/nbd0 > detach.out 2>&1
 echo $? > detach.status
 wait $server
@@ -178,6 +185,46 @@ fn simulated_ssd_on_nbd_is_slower_used_than_fresh_by_the_modelled_factor() {
         "fresh/used within 30% of the model's factor",
         (measured / predicted - 1.0).abs() < 0.3,
         || format!("measured {measured:.2}, predicted {predicted:.2}"),
+    );
+
+    // After a whole-device discard: every mapped page trimmed, no copies,
+    // the rate back near fresh by the model's own account of the erases.
+    let st = run.file("discard.status").unwrap_or_default();
+    c.check("blkdiscard of /dev/nbd0 exit 0", st.trim() == "0", || {
+        format!("{st:?}: {}", run.file("discard.out").unwrap_or_default())
+    });
+    let s3 = json(&run, "stats_purged.json");
+    let trimmed = count(&s3, "trimmed") - count(&s2, "trimmed");
+    let logical = (SIZE_MIB << 20) as f64 / 4096.0;
+    c.check(
+        "the discard trimmed every logical page",
+        trimmed == logical,
+        || format!("{trimmed} of {logical}: {s2} -> {s3}"),
+    );
+    let p_host = count(&s3, "host_writes") - count(&s2, "host_writes");
+    let p_copies = count(&s3, "gc_copies") - count(&s2, "gc_copies");
+    let p_erases = count(&s3, "erases") - count(&s2, "erases");
+    c.check(
+        "after the discard cleaning copies nothing",
+        p_host == 256.0 && p_copies == 0.0,
+        || format!("{s2} -> {s3}"),
+    );
+    let purged = write_iops(&json(&run, "purged.out"));
+    let p_cost = (p_host * fresh_cost + p_erases * (ERASE_US * 1000) as f64) / p_host;
+    let p_predicted = p_cost / fresh_cost;
+    let p_measured = fresh / purged;
+    println!(
+        "after discard: {purged:.0} IOPS, fresh/purged {p_measured:.2}, predicted {p_predicted:.2} ({p_erases} erases)"
+    );
+    c.check(
+        "after the discard the drive is much faster than used",
+        purged > 2.0 * used,
+        || format!("purged {purged} used {used}"),
+    );
+    c.check(
+        "fresh/after-discard within 30% of the model's factor",
+        (p_measured / p_predicted - 1.0).abs() < 0.3,
+        || format!("measured {p_measured:.2}, predicted {p_predicted:.2}"),
     );
     let nbd = run.file("nbd.status").unwrap_or_default();
     c.check(
