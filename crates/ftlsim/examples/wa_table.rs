@@ -31,9 +31,10 @@ fn main() -> ExitCode {
     println!(
         "# OP = (physical - logical) / logical; alpha = cleaned physical pages / logical pages"
     );
+    println!("# analytic: fifo 1/(1-u) with (u-1)/ln u = 1/alpha; greedy Np/(Np-j) with H(Np)-H(j) = alpha(Np-j)/Np");
     println!(
-        "{:7} {:>5} {:>7} {:>9} {:>10} {:>7} {:>8}",
-        "policy", "OP", "alpha", "analytic", "simulated", "error%", "Mpages/s"
+        "{:7} {:>5} {:>7} {:>9} {:>10} {:>7} {:>9} {:>8}",
+        "policy", "OP", "alpha", "analytic", "simulated", "error%", "fifo-anal", "Mpages/s"
     );
     for op in [0.07, 0.1, 0.2, 0.3, 0.5] {
         for (name, policy) in [("fifo", Policy::Fifo), ("greedy", Policy::Greedy)] {
