@@ -16,6 +16,8 @@
 //! - [`caps`]: which commands a device supports, discovered by asking it.
 //! - [`passthrough`]: one device command per call (probe, INQUIRY,
 //!   IDENTIFY, READ, WRITE SAME, SANITIZE, …) with its answer decoded.
+//! - [`nbd`]: the kernel NBD client's ioctls, to back `/dev/nbdN` with a
+//!   user-space server over a socket pair.
 //! - [`zero`]: `BLKZEROOUT`, the kernel's zero-out of a byte range.
 
 pub mod ata;
@@ -24,6 +26,7 @@ pub mod caps;
 pub mod claim;
 pub mod diskstats;
 pub mod loopdev;
+pub mod nbd;
 pub mod nvme;
 pub mod passthrough;
 pub mod safety;

@@ -113,6 +113,21 @@ fn build_command_text() -> String {
 }
 
 fn build() -> Result<PathBuf, String> {
+    build_package("drivelab-cli", "drivelab")
+}
+
+/// Another static executable of the workspace for the guest: binary `bin`
+/// of package `package`, built like [`static_drivelab`] (same flags,
+/// profile and target dir; cargo makes a rebuild a no-op).
+pub fn static_package_binary(package: &str, bin: &str) -> Result<PathBuf, VmError> {
+    let p = build_package(package, bin).map_err(|detail| VmError::Build {
+        command: build_command_text().replace("drivelab-cli", package),
+        detail,
+    })?;
+    check_static(p)
+}
+
+fn build_package(package: &str, bin: &str) -> Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let target_dir = static_target_dir();
     let out = Command::new(&cargo)
@@ -120,7 +135,15 @@ fn build() -> Result<PathBuf, String> {
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_BUILD_RUSTFLAGS")
         .env("RUSTFLAGS", RUSTFLAGS)
-        .args(["build", "--profile", profile().0, "-p", "drivelab-cli"])
+        .args([
+            "build",
+            "--profile",
+            profile().0,
+            "-p",
+            package,
+            "--bin",
+            bin,
+        ])
         .args(["--target", STATIC_TARGET, "--target-dir"])
         .arg(&target_dir)
         .output()
@@ -131,10 +154,7 @@ fn build() -> Result<PathBuf, String> {
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         return Err(format!("{}: {}", out.status, tail.join("\n")));
     }
-    Ok(target_dir
-        .join(STATIC_TARGET)
-        .join(profile().1)
-        .join("drivelab"))
+    Ok(target_dir.join(STATIC_TARGET).join(profile().1).join(bin))
 }
 
 #[cfg(test)]

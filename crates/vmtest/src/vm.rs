@@ -143,13 +143,16 @@ pub struct Vm {
     sata: Vec<Disk>,
     blkdebug: Vec<BlkdebugDisk>,
     scsi_debug: Option<String>,
-    extra_modules: Vec<String>,
     host_tools: Vec<PathBuf>,
     script: String,
     timeout: Duration,
     memory_mib: u32,
     disk_wait: Duration,
     drivelab: Drivelab,
+    /// Extra kernel modules (name, parameters), loaded after the base ones.
+    modules: Vec<(String, String)>,
+    /// Extra static binaries: guest path under `/bin`, host file.
+    binaries: Vec<(String, PathBuf)>,
 }
 
 /// Builder for [`Vm`]. Defaults: no disks, empty script, 120 s timeout,
@@ -169,13 +172,14 @@ impl Vm {
                 sata: Vec::new(),
                 blkdebug: Vec::new(),
                 scsi_debug: None,
-                extra_modules: Vec::new(),
                 host_tools: Vec::new(),
                 script: String::new(),
                 timeout: Duration::from_secs(120),
                 memory_mib: 512,
                 disk_wait: Duration::from_secs(30),
                 drivelab: Drivelab::None,
+                modules: Vec::new(),
+                binaries: Vec::new(),
             },
         }
     }
@@ -236,8 +240,8 @@ impl VmBuilder {
     /// without parameters, after the base modules.
     pub fn modules(mut self, names: &[&str]) -> Self {
         self.vm
-            .extra_modules
-            .extend(names.iter().map(|n| n.to_string()));
+            .modules
+            .extend(names.iter().map(|n| (n.to_string(), String::new())));
         self
     }
 
@@ -288,6 +292,22 @@ impl VmBuilder {
     /// (built on first use, or `DRIVELAB_VM_BINARY`).
     pub fn with_drivelab(mut self) -> Self {
         self.vm.drivelab = Drivelab::Static;
+        self
+    }
+
+    /// Loads the kernel module `name` (and what it needs) in the guest with
+    /// these parameters, e.g. `module("nbd", "nbds_max=1")`.
+    pub fn module(mut self, name: &str, params: &str) -> Self {
+        self.vm.modules.push((name.to_string(), params.to_string()));
+        self
+    }
+
+    /// Puts the static executable `host_path` at `/bin/NAME` in the guest
+    /// (see [`crate::drivelab_bin::static_package_binary`]).
+    pub fn binary(mut self, name: &str, host_path: &Path) -> Self {
+        self.vm
+            .binaries
+            .push((name.to_string(), host_path.to_path_buf()));
         self
     }
 
@@ -406,7 +426,7 @@ impl Vm {
         if self.scsi_debug.is_some() {
             wanted.push("scsi_debug");
         }
-        wanted.extend(self.extra_modules.iter().map(String::as_str));
+        wanted.extend(self.modules.iter().map(|(n, _)| n.as_str()));
         let order = deps.load_order(&wanted)?;
 
         let mut w = CpioWriter::new();
@@ -457,6 +477,14 @@ impl Vm {
                     list.push_str(p);
                 }
             }
+            let extra = self
+                .modules
+                .iter()
+                .find(|(n, _)| n.replace('-', "_") == module_name(path));
+            if let Some((_, p)) = extra.filter(|(_, p)| !p.is_empty()) {
+                list.push(' ');
+                list.push_str(p);
+            }
             list.push('\n');
         }
         w.file("etc/vm/modules", 0o644, list.as_bytes());
@@ -481,6 +509,9 @@ impl Vm {
                 w.file(&rel, 0o755, &Host::read(&f)?);
                 files.push(f);
             }
+        }
+        for (name, bin) in &self.binaries {
+            w.file(&format!("bin/{name}"), 0o755, &Host::read(bin)?);
         }
         Ok(w.finish())
     }
