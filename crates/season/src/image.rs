@@ -25,9 +25,8 @@ use crate::SeasonError;
 /// image no larger than the drive.
 pub fn check(image: Option<&Path>, trace: Option<&Path>, size: u64) -> Result<(), SeasonError> {
     if let Some(p) = image {
-        let md = std::fs::metadata(p).map_err(|e| {
-            SeasonError::BadOption(format!("--image {}: {e}", p.display()))
-        })?;
+        let md = std::fs::metadata(p)
+            .map_err(|e| SeasonError::BadOption(format!("--image {}: {e}", p.display())))?;
         if !md.is_file() {
             return Err(SeasonError::BadOption(format!(
                 "--image {}: not a regular file; give an image file",
@@ -113,12 +112,18 @@ pub fn replay_trace(
         what: "open for writing".into(),
         source: e,
     })?;
-    let mut engine = Uring::new(vec![target], 32, max_len as usize, false, Fill::Random(0x5ea5))
-        .map_err(|e| SeasonError::Io {
-            device: dev.clone(),
-            what: "set up io_uring".into(),
-            source: e,
-        })?;
+    let mut engine = Uring::new(
+        vec![target],
+        32,
+        max_len as usize,
+        false,
+        Fill::Random(0x5ea5),
+    )
+    .map_err(|e| SeasonError::Io {
+        device: dev.clone(),
+        what: "set up io_uring".into(),
+        source: e,
+    })?;
     let o = ReplayOptions {
         timing: Timing::NoStall,
         remap: Remap::Wrap,

@@ -54,12 +54,18 @@ pub fn charts(d: &DriveSeason) -> Vec<(&'static str, Chart)> {
         .with(Series::points("IOPS", pts).color("#0072b2"))
         .with(Series::line("average", vec![(a, w.average), (b, w.average)]).color("#000000"))
         .with(
-            Series::line("average +10% (band: 20% of the average)", vec![(a, w.average + band), (b, w.average + band)])
-                .color("#999999"),
+            Series::line(
+                "average +10% (band: 20% of the average)",
+                vec![(a, w.average + band), (b, w.average + band)],
+            )
+            .color("#999999"),
         )
         .with(
-            Series::line("average -10%", vec![(a, w.average - band), (b, w.average - band)])
-                .color("#999999"),
+            Series::line(
+                "average -10%",
+                vec![(a, w.average - band), (b, w.average - band)],
+            )
+            .color("#999999"),
         )
         .with(Series::line("best-fit slope", vec![(a, line(a)), (b, line(b))]).color("#d55e00"));
         out.push(("steady-window", c));
@@ -68,11 +74,7 @@ pub fn charts(d: &DriveSeason) -> Vec<(&'static str, Chart)> {
         if !cmp.change.is_empty() {
             let labels: Vec<String> = cmp.change.iter().map(|c| c.metric.clone()).collect();
             let fresh: Vec<f64> = cmp.change.iter().map(|_| 100.0).collect();
-            let used: Vec<f64> = cmp
-                .change
-                .iter()
-                .map(|c| 100.0 + c.change_pct)
-                .collect();
+            let used: Vec<f64> = cmp.change.iter().map(|c| 100.0 + c.change_pct).collect();
             let c = Chart::new(
                 format!("{}: fresh vs used ({})", d.identity.device, cmp.workload),
                 Axis::new("metric", Unit::Number),

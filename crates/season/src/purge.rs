@@ -53,7 +53,14 @@ pub fn choose(o: &Offers, ata_security: bool, frozen: bool) -> PurgeChoice {
     let mut pick: Option<(Method, bool, bool, String)> = None;
     let mut consider = |name: &str, ok: Result<(Method, bool, bool, String), String>| match ok {
         Ok(p) => {
-            methods.push((name.to_string(), if pick.is_none() { "yes".to_string() } else { "offered (a stronger method is used)".to_string() }));
+            methods.push((
+                name.to_string(),
+                if pick.is_none() {
+                    "yes".to_string()
+                } else {
+                    "offered (a stronger method is used)".to_string()
+                },
+            ));
             if pick.is_none() {
                 pick = Some(p);
             }
@@ -64,9 +71,19 @@ pub fn choose(o: &Offers, ata_security: bool, frozen: bool) -> PurgeChoice {
     consider(
         "nvme-sanitize",
         if nb {
-            Ok((Method::NvmeSanitize, false, false, "NVMe Sanitize block erase (SANICAP)".into()))
+            Ok((
+                Method::NvmeSanitize,
+                false,
+                false,
+                "NVMe Sanitize block erase (SANICAP)".into(),
+            ))
         } else if nc {
-            Ok((Method::NvmeSanitize, true, false, "NVMe Sanitize crypto erase (SANICAP)".into()))
+            Ok((
+                Method::NvmeSanitize,
+                true,
+                false,
+                "NVMe Sanitize crypto erase (SANICAP)".into(),
+            ))
         } else {
             Err("not offered".into())
         },
@@ -74,7 +91,12 @@ pub fn choose(o: &Offers, ata_security: bool, frozen: bool) -> PurgeChoice {
     consider(
         "nvme-format",
         if o.nvme_format {
-            Ok((Method::NvmeFormat, false, false, "NVMe Format NVM, secure erase setting 1 (user data erase)".into()))
+            Ok((
+                Method::NvmeFormat,
+                false,
+                false,
+                "NVMe Format NVM, secure erase setting 1 (user data erase)".into(),
+            ))
         } else {
             Err("not offered".into())
         },
@@ -86,9 +108,19 @@ pub fn choose(o: &Offers, ata_security: bool, frozen: bool) -> PurgeChoice {
     consider(
         "ata-sanitize",
         if blk {
-            Ok((Method::AtaSanitize, false, true, "ATA SANITIZE BLOCK ERASE EXT".into()))
+            Ok((
+                Method::AtaSanitize,
+                false,
+                true,
+                "ATA SANITIZE BLOCK ERASE EXT".into(),
+            ))
         } else if cr {
-            Ok((Method::AtaSanitize, true, false, "ATA SANITIZE CRYPTO SCRAMBLE EXT".into()))
+            Ok((
+                Method::AtaSanitize,
+                true,
+                false,
+                "ATA SANITIZE CRYPTO SCRAMBLE EXT".into(),
+            ))
         } else if ow {
             Err("overwrite only: it leaves every block written, not fresh".into())
         } else {
@@ -98,7 +130,12 @@ pub fn choose(o: &Offers, ata_security: bool, frozen: bool) -> PurgeChoice {
     consider(
         "discard",
         if o.discard {
-            Ok((Method::Discard, false, false, "whole-device discard (BLKDISCARD): the drive is told no LBA holds data".into()))
+            Ok((
+                Method::Discard,
+                false,
+                false,
+                "whole-device discard (BLKDISCARD): the drive is told no LBA holds data".into(),
+            ))
         } else {
             Err("the drive does not support discard".into())
         },
@@ -138,7 +175,12 @@ pub fn choose(o: &Offers, ata_security: bool, frozen: bool) -> PurgeChoice {
 
 /// Erase options for a sanitize or format purge: no read-back, results
 /// (certificate, erase journal) in `dir`.
-fn erase_options(c: &PurgeChoice, dir: &std::path::Path, command_line: &str, version: &str) -> Result<drivelab_erase::Options, SeasonError> {
+fn erase_options(
+    c: &PurgeChoice,
+    dir: &std::path::Path,
+    command_line: &str,
+    version: &str,
+) -> Result<drivelab_erase::Options, SeasonError> {
     Ok(drivelab_erase::Options {
         method: c.method.unwrap_or(Method::Auto),
         pattern: Pattern::AllZeros,
@@ -219,7 +261,10 @@ pub fn purge(
             }
             let prog = [Arc::new(Progress::default())];
             let out = drivelab_erase::run::run_all(plan, &opts, stop, &prog)?;
-            let o = out.into_iter().next().ok_or_else(|| SeasonError::BadOption("no drive purged".into()))?;
+            let o = out
+                .into_iter()
+                .next()
+                .ok_or_else(|| SeasonError::BadOption("no drive purged".into()))?;
             if o.result == drivelab_erase::EraseResult::Stopped {
                 return Ok(None);
             }
@@ -275,7 +320,10 @@ mod tests {
         };
         let c = choose(&nvme, false, false);
         assert_eq!((c.method, c.crypto), (Some(Method::NvmeSanitize), true));
-        assert!(c.methods.iter().any(|(n, v)| n == "nvme-format" && v.contains("stronger")));
+        assert!(c
+            .methods
+            .iter()
+            .any(|(n, v)| n == "nvme-format" && v.contains("stronger")));
         let fmt = Offers {
             nvme_sanitize: (false, false, false),
             ..nvme.clone()
@@ -310,7 +358,11 @@ mod tests {
         assert!(!c.methods.iter().any(|(n, _)| n == "ata-security-erase"));
         let c = choose(&none, true, true);
         assert!(c.reason.contains("not yet"), "{}", c.reason);
-        let (_, why) = c.methods.iter().find(|(n, _)| n == "ata-security-erase").unwrap();
+        let (_, why) = c
+            .methods
+            .iter()
+            .find(|(n, _)| n == "ata-security-erase")
+            .unwrap();
         assert!(why.contains("frozen") && why.contains("not yet"), "{why}");
     }
 }

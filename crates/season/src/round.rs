@@ -52,9 +52,14 @@ pub fn parse(what: &str, text: &str) -> Result<JobSpec, SeasonError> {
             spec.set(k, Some(v)).map_err(|e| bad(e.to_string()))?;
         } else if Path::new(tok).is_file() {
             let t = std::fs::read_to_string(tok).map_err(|e| bad(e.to_string()))?;
-            let jobs = drivelab_workload::jobfile::parse(tok, &t).map_err(|e| bad(e.to_string()))?;
-            let [job] = <[_; 1]>::try_from(jobs)
-                .map_err(|j| bad(format!("the job file has {} jobs; season runs one", j.len())))?;
+            let jobs =
+                drivelab_workload::jobfile::parse(tok, &t).map_err(|e| bad(e.to_string()))?;
+            let [job] = <[_; 1]>::try_from(jobs).map_err(|j| {
+                bad(format!(
+                    "the job file has {} jobs; season runs one",
+                    j.len()
+                ))
+            })?;
             spec = job.spec;
             spec.filenames.clear();
         } else if let Ok(p) = drivelab_workload::presets::find(tok) {
@@ -65,10 +70,13 @@ pub fn parse(what: &str, text: &str) -> Result<JobSpec, SeasonError> {
     }
     if spec.numjobs > 1 {
         return Err(bad(
-            "numjobs must be 1 (season runs one job per drive)".into(),
+            "numjobs must be 1 (season runs one job per drive)".into()
         ));
     }
-    spec.validate().map_err(|e| bad(e.to_string()))?;
+    // The drive is named per run; any name satisfies the check here.
+    let mut named = spec.clone();
+    named.filenames = vec!["drive".into()];
+    named.validate().map_err(|e| bad(e.to_string()))?;
     Ok(spec)
 }
 

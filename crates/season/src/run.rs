@@ -478,7 +478,17 @@ fn season_one(
         .drives_claimed()
         .next()
         .map(|(_, c)| c.assessment().clone());
-    let r = stages(&mut plan, &d, o, specs, stop, st, &mut journal, &earlier, &mut out);
+    let r = stages(
+        &mut plan,
+        &d,
+        o,
+        specs,
+        stop,
+        st,
+        &mut journal,
+        &earlier,
+        &mut out,
+    );
     match r {
         Ok(()) => {
             out.state = State::Done;
@@ -591,7 +601,11 @@ fn stages(
                 continue;
             }
             let start = earlier.fill_mark(pass).min(d.size);
-            st.enter(&format!("fill {}/{}", pass + 1, o.fill_passes), d.size, start);
+            st.enter(
+                &format!("fill {}/{}", pass + 1, o.fill_passes),
+                d.size,
+                start,
+            );
             let job = SeqJob {
                 claim,
                 start,
@@ -650,7 +664,11 @@ fn stages(
             Some(i) => i.clone(),
             None => {
                 let i = if let Some(p) = &o.image {
-                    st.enter("image", std::fs::metadata(p).map(|m| m.len()).unwrap_or(0), 0);
+                    st.enter(
+                        "image",
+                        std::fs::metadata(p).map(|m| m.len()).unwrap_or(0),
+                        0,
+                    );
                     image::restore_image(claim, p, stop, &st.done)?
                 } else if let Some(t) = &o.image_trace {
                     st.enter("trace", 0, 0);

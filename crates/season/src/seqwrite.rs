@@ -154,12 +154,13 @@ impl Driver for SeqDriver<'_, '_> {
             return After::Release;
         }
         self.completed += u64::from(d.io.len);
-        self.job.done.fetch_add(u64::from(d.io.len), Ordering::Relaxed);
+        self.job
+            .done
+            .fetch_add(u64::from(d.io.len), Ordering::Relaxed);
         self.last = d.now;
         let bucket = self.job.bucket.max(1);
         while self.completed - self.mark_bytes >= bucket
-            || (self.job.start + self.completed >= self.job.end
-                && self.completed > self.mark_bytes)
+            || (self.job.start + self.completed >= self.job.end && self.completed > self.mark_bytes)
         {
             let n = (self.completed - self.mark_bytes).min(bucket);
             let t0 = self.mark_ns.unwrap_or(d.now);
