@@ -271,8 +271,8 @@ mod tests {
     #[test]
     fn buckets_are_a_gib_or_a_percent() {
         assert_eq!(bucket_for(500 << 30, 128 << 10), 1 << 30);
-        // 1 GiB drive: 1 % = 10.24 MiB -> 80 transfers of 128 KiB = 10 MiB.
-        assert_eq!(bucket_for(1 << 30, 128 << 10), 80 * (128 << 10));
+        // 1 GiB drive: 1 % = 10,737,418 bytes -> 81 whole transfers of 128 KiB.
+        assert_eq!(bucket_for(1 << 30, 128 << 10), 81 * (128 << 10));
         assert_eq!(bucket_for(1 << 20, 128 << 10), 128 << 10);
     }
 }
