@@ -8,6 +8,7 @@ mod cmd_erase;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_run;
+mod cmd_season;
 mod cmd_test;
 mod cmd_trace;
 mod error;
@@ -40,6 +41,8 @@ enum Command {
     Test(cmd_test::TestArgs),
     /// Write or erase whole drives, many at once, verified and certified.
     Erase(cmd_erase::EraseArgs),
+    /// Precondition SSDs to their used, steady state (SNIA PTS); fresh vs used.
+    Season(cmd_season::SeasonArgs),
     /// Block traces: record, analyze, convert, compare.
     Trace(cmd_trace::TraceArgs),
     /// One self-contained HTML page with interactive charts from result
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Device(a) => cmd_device::run(a),
         Command::Test(a) => cmd_test::run(a),
         Command::Erase(a) => cmd_erase::run(a),
+        Command::Season(a) => cmd_season::run(a),
         Command::Trace(a) => cmd_trace::run(a),
         Command::Report(a) => cmd_report::run(a),
     };

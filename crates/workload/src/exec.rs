@@ -185,7 +185,8 @@ fn open_targets(
     Ok(out)
 }
 
-fn job_config(job: &PlannedJob) -> JobConfig {
+/// The job loop's configuration of a planned job (season runs jobs on its own claim).
+pub fn job_config(job: &PlannedJob) -> JobConfig {
     let spec = &job.spec;
     JobConfig {
         gen: GenConfig {

@@ -1,0 +1,368 @@
+//! The purge stage: the strongest purge a drive offers, by the erase
+//! crate's methods and capability probe, reported by name.
+//!
+//! Order of preference (each only when the drive reports it):
+//!
+//! 1. NVMe Sanitize, block erase (crypto erase when only that is offered);
+//! 2. NVMe Format NVM with secure-erase setting 1 (user data erase);
+//! 3. ATA SANITIZE, block erase (crypto scramble when only that is
+//!    offered; overwrite alone is not a purge for this purpose: it leaves
+//!    every block written, the opposite of fresh);
+//! 4. a whole-device discard (BLKDISCARD through the claim): the drive
+//!    learns that no LBA holds data, which is what a fresh drive is;
+//! 5. nothing: "not purged: <why>", and the measurements after it are not
+//!    called fresh.
+//!
+//! SCSI SANITIZE and ATA SECURITY ERASE UNIT are not drivelab methods yet;
+//! a drive that offers only them is told so in the method list.
+//! Sanitize and format run through [`drivelab_erase::run::run_all`] (with
+//! no read-back), so they are the erase command's own code and leave its
+//! signed certificate.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use drivelab_erase::plan::{Choice, Drive, Offers};
+use drivelab_erase::sched::Progress;
+use drivelab_erase::{Method, Plan, Strategy, VerifyMode};
+use drivelab_patterns::Pattern;
+
+use crate::result::Purge;
+use crate::SeasonError;
+
+/// What the purge will do to a drive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PurgeChoice {
+    /// The method, or None (not purged).
+    pub method: Option<Method>,
+    /// Crypto variant (sanitize crypto erase / crypto scramble).
+    pub crypto: bool,
+    /// Use ATA block erase even when overwrite is offered.
+    pub ata_block: bool,
+    /// Why (the chosen method, or why none).
+    pub reason: String,
+    /// Every method considered: (name, "yes" or why not).
+    pub methods: Vec<(String, String)>,
+}
+
+/// Choose the purge for a drive offering `o` (ATA security erase offered:
+/// `ata_security`, frozen: `frozen`).
+pub fn choose(o: &Offers, ata_security: bool, frozen: bool) -> PurgeChoice {
+    let mut methods = Vec::new();
+    let mut pick: Option<(Method, bool, bool, String)> = None;
+    let mut consider = |name: &str, ok: Result<(Method, bool, bool, String), String>| match ok {
+        Ok(p) => {
+            methods.push((
+                name.to_string(),
+                if pick.is_none() {
+                    "yes".to_string()
+                } else {
+                    "offered (a stronger method is used)".to_string()
+                },
+            ));
+            if pick.is_none() {
+                pick = Some(p);
+            }
+        }
+        Err(why) => methods.push((name.to_string(), why)),
+    };
+    let (nb, nc, _) = o.nvme_sanitize;
+    consider(
+        "nvme-sanitize",
+        if nb {
+            Ok((
+                Method::NvmeSanitize,
+                false,
+                false,
+                "NVMe Sanitize block erase (SANICAP)".into(),
+            ))
+        } else if nc {
+            Ok((
+                Method::NvmeSanitize,
+                true,
+                false,
+                "NVMe Sanitize crypto erase (SANICAP)".into(),
+            ))
+        } else {
+            Err("not offered".into())
+        },
+    );
+    consider(
+        "nvme-format",
+        if o.nvme_format {
+            Ok((
+                Method::NvmeFormat,
+                false,
+                false,
+                "NVMe Format NVM, secure erase setting 1 (user data erase)".into(),
+            ))
+        } else {
+            Err("not offered".into())
+        },
+    );
+    if o.transport == "scsi" {
+        consider("scsi-sanitize", Err("not yet a drivelab method".into()));
+    }
+    let (ow, blk, cr) = o.ata_sanitize;
+    consider(
+        "ata-sanitize",
+        if blk {
+            Ok((
+                Method::AtaSanitize,
+                false,
+                true,
+                "ATA SANITIZE BLOCK ERASE EXT".into(),
+            ))
+        } else if cr {
+            Ok((
+                Method::AtaSanitize,
+                true,
+                false,
+                "ATA SANITIZE CRYPTO SCRAMBLE EXT".into(),
+            ))
+        } else if ow {
+            Err("overwrite only: it leaves every block written, not fresh".into())
+        } else {
+            Err("not offered".into())
+        },
+    );
+    consider(
+        "discard",
+        if o.discard {
+            Ok((
+                Method::Discard,
+                false,
+                false,
+                "whole-device discard (BLKDISCARD): the drive is told no LBA holds data".into(),
+            ))
+        } else {
+            Err("the drive does not support discard".into())
+        },
+    );
+    match pick {
+        Some((m, crypto, ata_block, reason)) => PurgeChoice {
+            method: Some(m),
+            crypto,
+            ata_block,
+            reason,
+            methods,
+        },
+        None => {
+            let mut why = "the drive offers no sanitize, secure format or discard".to_string();
+            if ata_security || frozen {
+                let state = if frozen {
+                    " (its security is frozen: a power cycle or hot-plug unfreezes it)"
+                } else {
+                    ""
+                };
+                methods.push((
+                    "ata-security-erase".into(),
+                    format!("offered by the drive{state}, not yet a drivelab method"),
+                ));
+                why.push_str("; ATA SECURITY ERASE UNIT is not yet supported by drivelab");
+            }
+            PurgeChoice {
+                method: None,
+                crypto: false,
+                ata_block: false,
+                reason: why,
+                methods,
+            }
+        }
+    }
+}
+
+/// Erase options for a sanitize or format purge: no read-back, results
+/// (certificate, erase journal) in `dir`.
+fn erase_options(
+    c: &PurgeChoice,
+    dir: &std::path::Path,
+    command_line: &str,
+    version: &str,
+) -> Result<drivelab_erase::Options, SeasonError> {
+    Ok(drivelab_erase::Options {
+        method: c.method.unwrap_or(Method::Auto),
+        pattern: Pattern::AllZeros,
+        passes: 1,
+        verify: VerifyMode::None,
+        skip_errors: false,
+        retries: 3,
+        resume: false,
+        crypto: c.crypto,
+        discard_first: false,
+        certificate_dir: dir.to_path_buf(),
+        key_dir: drivelab_erase::cert::config_dir()?,
+        transfer: None,
+        queue_depth: None,
+        bus_limit: None,
+        strategy: Strategy::Sequential,
+        command_line: command_line.to_string(),
+        version: version.to_string(),
+    })
+}
+
+/// Purge the one drive of `plan` (held by its claim) as `c` says.
+/// Returns the stage's record; None when stopped.
+pub fn purge(
+    plan: &mut Plan,
+    c: &PurgeChoice,
+    dir: &std::path::Path,
+    stop: &AtomicBool,
+    command_line: &str,
+    version: &str,
+) -> Result<Option<Purge>, SeasonError> {
+    let t0 = Instant::now();
+    let mut rec = Purge {
+        method: c.method.map(|m| m.name().to_string()),
+        result: String::new(),
+        reason: c.reason.clone(),
+        methods: c.methods.clone(),
+        seconds: 0.0,
+        certificate: None,
+    };
+    match c.method {
+        None => {
+            rec.result = format!("not purged: {}", c.reason);
+        }
+        Some(Method::Discard) => {
+            let (_, claim) = plan
+                .drives_claimed()
+                .next()
+                .ok_or_else(|| SeasonError::BadOption("no drive claimed".into()))?;
+            let size = claim.size();
+            let dev = claim.path().display().to_string();
+            let mut off = 0u64;
+            while off < size {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(None);
+                }
+                let len = (size - off).min(1 << 30);
+                claim.discard(off, len).map_err(|e| SeasonError::Io {
+                    device: dev.clone(),
+                    what: format!("discard of {len} bytes at byte {off}"),
+                    source: e,
+                })?;
+                off += len;
+            }
+            rec.result = format!("purged: whole-device discard of {size} bytes");
+        }
+        Some(m) => {
+            let opts = erase_options(c, dir, command_line, version)?;
+            if let Some(d) = plan.drives.first_mut() {
+                if c.ata_block {
+                    // Erase picks overwrite when offered; a fresh SSD wants block erase.
+                    d.offers.ata_sanitize.0 = false;
+                }
+                d.choice = Choice {
+                    method: m,
+                    reason: format!("drivelab season purge: {}", c.reason),
+                };
+            }
+            let prog = [Arc::new(Progress::default())];
+            let out = drivelab_erase::run::run_all(plan, &opts, stop, &prog)?;
+            let o = out
+                .into_iter()
+                .next()
+                .ok_or_else(|| SeasonError::BadOption("no drive purged".into()))?;
+            if o.result == drivelab_erase::EraseResult::Stopped {
+                return Ok(None);
+            }
+            if let Some(e) = o.error {
+                return Err(SeasonError::Command {
+                    device: o.device,
+                    what: format!("purge by {m}"),
+                    why: e,
+                });
+            }
+            rec.result = format!("purged: {} ({})", c.reason, o.result);
+            rec.certificate = o.certificate;
+        }
+    }
+    rec.seconds = t0.elapsed().as_secs_f64();
+    Ok(Some(rec))
+}
+
+/// The identity of a planned drive.
+pub fn identity(d: &Drive) -> crate::result::Identity {
+    let caps_id = d.caps.as_ref().map(|c| &c.identity);
+    crate::result::Identity {
+        device: d.dev.path.display().to_string(),
+        model: d
+            .dev
+            .model
+            .clone()
+            .or_else(|| caps_id.and_then(|i| i.model.clone())),
+        serial: d.serial().map(String::from),
+        firmware: d
+            .dev
+            .firmware
+            .clone()
+            .or_else(|| caps_id.and_then(|i| i.firmware.clone())),
+        capacity_bytes: d.size,
+        logical_block: d.lbs,
+        transport: d.offers.transport.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_strongest_offered_method_wins() {
+        let nvme = Offers {
+            transport: "nvme".into(),
+            nvme_format: true,
+            nvme_sanitize: (false, true, false),
+            discard: true,
+            ..Offers::default()
+        };
+        let c = choose(&nvme, false, false);
+        assert_eq!((c.method, c.crypto), (Some(Method::NvmeSanitize), true));
+        assert!(c
+            .methods
+            .iter()
+            .any(|(n, v)| n == "nvme-format" && v.contains("stronger")));
+        let fmt = Offers {
+            nvme_sanitize: (false, false, false),
+            ..nvme.clone()
+        };
+        assert_eq!(choose(&fmt, false, false).method, Some(Method::NvmeFormat));
+        let ata = Offers {
+            transport: "ata-via-sat".into(),
+            ata_sanitize: (true, true, false),
+            discard: true,
+            ..Offers::default()
+        };
+        let c = choose(&ata, false, false);
+        assert_eq!(c.method, Some(Method::AtaSanitize));
+        assert!(c.ata_block && !c.crypto);
+        // Overwrite alone is no purge for seasoning: discard is used.
+        let ow = Offers {
+            ata_sanitize: (true, false, false),
+            ..ata.clone()
+        };
+        assert_eq!(choose(&ow, false, false).method, Some(Method::Discard));
+    }
+
+    #[test]
+    fn nothing_offered_is_not_purged_and_says_why() {
+        let none = Offers {
+            transport: "ata-via-sat".into(),
+            ..Offers::default()
+        };
+        let c = choose(&none, false, false);
+        assert_eq!(c.method, None);
+        assert!(c.reason.contains("no sanitize"), "{}", c.reason);
+        assert!(!c.methods.iter().any(|(n, _)| n == "ata-security-erase"));
+        let c = choose(&none, true, true);
+        assert!(c.reason.contains("not yet"), "{}", c.reason);
+        let (_, why) = c
+            .methods
+            .iter()
+            .find(|(n, _)| n == "ata-security-erase")
+            .unwrap();
+        assert!(why.contains("frozen") && why.contains("not yet"), "{why}");
+    }
+}
