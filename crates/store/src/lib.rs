@@ -532,6 +532,11 @@ pub struct Filter {
 pub trait Store {
     /// Keep a record; returns its new ID. All of it or nothing is stored.
     fn put(&mut self, record: &NewRecord) -> Result<RecordId>;
+    /// Keep many records (an import), in as few transactions as the
+    /// backend likes; returns their IDs in order. The default puts each.
+    fn put_all(&mut self, records: &[NewRecord]) -> Result<Vec<RecordId>> {
+        records.iter().map(|r| self.put(r)).collect()
+    }
     /// A record by ID.
     fn get(&mut self, id: RecordId) -> Result<Record>;
     /// Records matching `filter`, newest first.
@@ -667,17 +672,15 @@ enum Param {
 const SUMMARY_COLUMNS: &str =
     "id, kind, time_ms, host, drive_summary, verdict, exit_status, headline, spec_key";
 
-/// The columns a record is written with, in [`NewRecord`] order.
-const RECORD_COLUMNS: [&str; 14] = [
+/// The columns of `records` a record is written with (its large texts go
+/// to `record_texts`).
+const RECORD_COLUMNS: [&str; 11] = [
     "kind",
     "time_ms",
     "host",
     "kernel",
     "version",
-    "spec_json",
     "spec_key",
-    "result_json",
-    "result_text",
     "printed",
     "verdict",
     "exit_status",
@@ -689,7 +692,7 @@ const RECORD_COLUMNS: [&str; 14] = [
 const DRIVE_COLUMNS: &str = "position, path, model, serial, firmware, wwn, capacity_bytes, logical_sector, physical_sector, transport";
 
 /// The columns of a record read back (after `id`), in [`Record`] order.
-const RECORD_READ: &str = "kind, time_ms, host, kernel, version, spec_json, spec_key, result_json, result_text, printed, verdict, exit_status, headline";
+const RECORD_READ: &str = "r.kind, r.time_ms, r.host, r.kernel, r.version, t.spec_json, r.spec_key, t.result_json, t.result_text, r.printed, r.verdict, r.exit_status, r.headline FROM records r JOIN record_texts t ON t.record_id = r.id";
 
 /// `history`'s query for `f`, with placeholders made by `ph(n)` (n from 1),
 /// and its parameters.

@@ -211,10 +211,7 @@ impl Store for PgStore {
                 &rec.host,
                 &rec.kernel,
                 &rec.version,
-                &spec,
                 &key,
-                &rec.result_json,
-                &rec.result_text,
                 &rec.printed.as_str(),
                 &rec.verdict,
                 &rec.exit_status,
@@ -223,6 +220,10 @@ impl Store for PgStore {
             ],
         )?;
         let id: i64 = row.try_get(0)?;
+        tx.execute(
+            "INSERT INTO record_texts (record_id, spec_json, result_json, result_text) VALUES ($1, $2, $3, $4)",
+            &[&id, &spec, &rec.result_json, &rec.result_text],
+        )?;
         if !rec.drives.is_empty() {
             let st = tx.prepare(&format!(
                 "INSERT INTO drives (record_id, {DRIVE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
@@ -281,10 +282,9 @@ impl Store for PgStore {
     }
 
     fn get(&mut self, id: RecordId) -> Result<Record> {
-        let rows = self.client.query(
-            &format!("SELECT {RECORD_READ} FROM records WHERE id = $1"),
-            &[&id.0],
-        )?;
+        let rows = self
+            .client
+            .query(&format!("SELECT {RECORD_READ} WHERE r.id = $1"), &[&id.0])?;
         let r = rows.first().ok_or(StoreError::NotFound(id))?;
         let kind: String = r.try_get(0)?;
         let printed: String = r.try_get(9)?;
