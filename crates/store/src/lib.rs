@@ -721,9 +721,16 @@ fn history_query(f: &Filter, ph: impl Fn(usize) -> String) -> (String, Vec<Param
     }
     if let Some(m) = &f.model {
         // A part of the model, any case: labs type "MZ7L3" for "SAMSUNG MZ7L3480HCHQ".
-        let pat = format!("%{}%", m.to_lowercase().replace('%', "").replace('_', ""));
+        let mut pat = String::from("%");
+        for c in m.to_lowercase().chars() {
+            if matches!(c, '%' | '_' | '\\') {
+                pat.push('\\');
+            }
+            pat.push(c);
+        }
+        pat.push('%');
         add(
-            " AND id IN (SELECT record_id FROM drives WHERE LOWER(model) LIKE ?)",
+            " AND id IN (SELECT record_id FROM drives WHERE LOWER(model) LIKE ? ESCAPE '\\')",
             Param::Text(pat),
             &mut sql,
         );

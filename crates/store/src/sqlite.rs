@@ -472,8 +472,7 @@ mod tests {
         std::fs::write(&f, vec![b'x'; 4096]).unwrap();
         let e = SqliteStore::open(&f)
             .and_then(|mut s| s.migrate())
-            .err()
-            .expect("a text file opened as a store");
+            .expect_err("a text file opened as a store");
         assert!(e.is_bad_input(), "{e}");
         let e = SqliteStore::open(&dir)
             .err()

@@ -380,21 +380,6 @@ impl Drop for IssueTrace {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::MetadataExt;
-
-    #[test]
-    fn effective_uid_owns_the_files_this_process_creates() {
-        let dir = std::env::temp_dir().join(format!("drivelab-euid-{}", std::process::id()));
-        fs::write(&dir, b"x").unwrap();
-        let owner = fs::metadata(&dir).unwrap().uid();
-        fs::remove_file(&dir).unwrap();
-        assert_eq!(effective_uid(), owner);
-    }
-}
-
 /// Keep the results of the drivelab processes a test starts out of the
 /// user's store: point `DRIVELAB_STORE` (for this test process and every
 /// child) at a store of this process's own under the temp dir, unless the
@@ -585,4 +570,19 @@ fn sh_ok(cmd: &str, args: &[&str]) -> bool {
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn effective_uid_owns_the_files_this_process_creates() {
+        let dir = std::env::temp_dir().join(format!("drivelab-euid-{}", std::process::id()));
+        fs::write(&dir, b"x").unwrap();
+        let owner = fs::metadata(&dir).unwrap().uid();
+        fs::remove_file(&dir).unwrap();
+        assert_eq!(effective_uid(), owner);
+    }
 }
