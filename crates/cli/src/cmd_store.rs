@@ -6,8 +6,9 @@
 //! A store failure never costs the result: it has been printed already;
 //! the failure is one warning line on stderr and the command's exit status
 //! is unchanged (the work it reports did succeed or fail on its own). A
-//! stored result is announced on stderr with its ID.
+//! stored result is announced with its ID when stderr is a terminal.
 
+use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -94,10 +95,13 @@ pub fn save(o: Outcome<'_>) {
         Ok((id, s.location()))
     });
     match stored {
-        Ok((id, at)) => eprintln!(
+        // On a terminal only: stderr of a script keeps to warnings and
+        // errors (one line each); scripts find the ID with `history`.
+        Ok((id, at)) if std::io::stderr().is_terminal() => eprintln!(
             "drivelab: stored as {} {id} in {at} (drivelab show {id})",
             rec.kind
         ),
+        Ok(_) => {}
         Err(e) => eprintln!(
             "drivelab: warning: the result was not stored: {}; it was printed above (--no-store skips the store)",
             e.to_string().replace('\n', " ")
