@@ -303,7 +303,7 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
             Ok(0)
         }
         Report::Erased(summary) => {
-            print_report(&a.out, &summary)?;
+            let printed = print_report(&a.out, &summary)?;
             // Each drive that failed: one line on stderr, in JSON mode
             // too (stdout holds only the report, which has the same error).
             for o in &summary.drives {
@@ -315,7 +315,9 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
                     }
                 }
             }
-            Ok(if summary.all_clean() { 0 } else { 1 })
+            let code = if summary.all_clean() { 0 } else { 1 };
+            store(&a, &summary, &printed, code)?;
+            Ok(code)
         }
     }
 }
@@ -491,11 +493,56 @@ fn print_dry_run(out: &OutputArgs, plan: &DryRun) -> anyhow::Result<()> {
     out.emit(&s)
 }
 
-fn print_report(out: &OutputArgs, r: &Summary) -> anyhow::Result<()> {
+/// Keep the erase in the store, with each drive's certificate (JSON and
+/// HTML) as it was written.
+fn store(a: &EraseArgs, r: &Summary, printed: &str, code: u8) -> anyhow::Result<()> {
+    let rendered;
+    let (json, text) = if a.out.json() {
+        (printed, None)
+    } else {
+        rendered = format!(
+            "{}\n",
+            serde_json::to_string_pretty(&serde_json::to_value(r)?)?
+        );
+        (rendered.as_str(), Some(printed))
+    };
+    let mut artifacts = Vec::new();
+    for o in &r.drives {
+        for p in [&o.certificate, &o.html].into_iter().flatten() {
+            if let Ok(content) = std::fs::read_to_string(p) {
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| p.display().to_string());
+                artifacts.push(drivelab_store::Artifact { name, content });
+            }
+        }
+    }
+    crate::cmd_store::save(crate::cmd_store::Outcome {
+        kind: drivelab_store::Kind::Erase,
+        json,
+        text,
+        exit_status: code,
+        options: json!({
+            "devices": a.devices, "method": a.method, "pattern": a.pattern, "passes": a.passes,
+            "strategy": format!("{:?}", a.strategy), "verify": format!("{:?}", a.verify),
+            "on_error": format!("{:?}", a.on_error), "retries": a.retries, "crypto": a.crypto,
+            "discard_first": a.discard_first, "bus_limit": a.bus_limit,
+            "transfer_length": a.transfer_length, "queue_depth": a.queue_depth,
+        }),
+        artifacts,
+    });
+    Ok(())
+}
+
+/// Print the per-drive table (or the JSON); returns what was printed.
+fn print_report(out: &OutputArgs, r: &Summary) -> anyhow::Result<String> {
     if out.json() {
         // Through a Value, as every JSON report: keys in sorted order.
         let v = serde_json::to_value(r)?;
-        return out.emit(&format!("{}\n", serde_json::to_string_pretty(&v)?));
+        let text = format!("{}\n", serde_json::to_string_pretty(&v)?);
+        out.emit(&text)?;
+        return Ok(text);
     }
     let mut s = format!(
         "\n{:<14} {:<16} {:<17} {:>12} {:>9} {:>26} {:<24} {}\n",
@@ -530,7 +577,8 @@ fn print_report(out: &OutputArgs, r: &Summary) -> anyhow::Result<()> {
     for o in &r.drives {
         s.push_str(&drive_notes(o));
     }
-    out.emit(&s)
+    out.emit(&s)?;
+    Ok(s)
 }
 
 /// The lines under the table about one drive: tuning, error, exceptions,

@@ -89,6 +89,10 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
         (None, true) => (Timing::NoStall, a.max_outstanding),
         (None, false) => (Timing::Original { speed: a.speed }, a.max_outstanding),
     };
+    let opts_trace = a.trace.display().to_string();
+    let opts_target = a.target.display().to_string();
+    let timing_word = format!("{timing:?}");
+    let remap_word = format!("{:?}", a.remap);
     let opts = SessionOptions {
         trace: a.trace,
         format,
@@ -113,11 +117,36 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
         report.to_string()
     };
     a.out.emit(&out)?;
-    Ok(if report.replay.interrupted {
+    let code = if report.replay.interrupted {
         130
     } else if report.replay.errors > 0 {
         1
     } else {
         0
-    })
+    };
+    let rendered;
+    let (json, text) = if a.out.json() {
+        (out.as_str(), None)
+    } else {
+        rendered = format!(
+            "{}\n",
+            serde_json::to_string_pretty(&serde_json::to_value(&report)?)?
+        );
+        (rendered.as_str(), Some(out.as_str()))
+    };
+    crate::cmd_store::save(crate::cmd_store::Outcome {
+        kind: drivelab_store::Kind::Replay,
+        json,
+        text,
+        exit_status: code,
+        options: serde_json::json!({
+            "trace": opts_trace,
+            "target": opts_target,
+            "timing": timing_word,
+            "depth": depth,
+            "remap": remap_word,
+        }),
+        artifacts: Vec::new(),
+    });
+    Ok(code)
 }

@@ -49,6 +49,9 @@ drivelab options:
   --output FILE              write the results to FILE
   --force                    write to a device the safety checks refuse (not the running system)
   --parse-only               check the options and job file, run nothing (fio's --parse-only)
+  --store PATH|URL           keep the result in this store (default: $DRIVELAB_STORE, else
+                             ~/.local/share/drivelab/results.db)
+  --no-store                 do not keep the result
   --help                     this text
 
 Workload options (also valid as job-file keys):
@@ -69,6 +72,10 @@ struct Parsed {
     opts: Vec<(String, Option<String>)>,
     help: bool,
     parse_only: bool,
+    /// `--store` after `run` (the global flag, parsed here with the rest).
+    store: Option<String>,
+    /// `--no-store` after `run`.
+    no_store: bool,
 }
 
 fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
@@ -111,6 +118,8 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
             "help" => p.help = true,
             "force" => p.force = true,
             "parse-only" => p.parse_only = true,
+            "no-store" => p.no_store = true,
+            "store" => p.store = Some(take_value("a file path or postgres://…")?),
             "preset" => p.preset = Some(take_value("a preset name")?),
             "output-format" => {
                 let v = take_value("normal or json")?;
@@ -170,6 +179,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         let _ = std::io::Write::write_all(&mut std::io::stdout(), help().as_bytes());
         return Ok(0);
     }
+    crate::cmd_store::choose(p.store.clone(), p.no_store);
     // Where the results go, checked before anything runs.
     p.out.check()?;
     // Build the jobs: from a job file, or one job from the options.
@@ -282,11 +292,29 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             eprintln!("drivelab: job '{}': {d}", j.jobname);
         }
     }
-    if report.interrupted {
-        return Ok(130);
-    }
-    if report.jobs.iter().any(|j| j.error != 0) {
-        return Ok(1);
-    }
-    Ok(0)
+    let code = if report.interrupted {
+        130
+    } else if report.jobs.iter().any(|j| j.error != 0) {
+        1
+    } else {
+        0
+    };
+    let rendered;
+    let (json, printed_text) = if p.out.json() {
+        (text.as_str(), None)
+    } else {
+        rendered = Json.render(&report);
+        (rendered.as_str(), Some(text.as_str()))
+    };
+    crate::cmd_store::save(crate::cmd_store::Outcome {
+        kind: drivelab_store::Kind::Run,
+        json,
+        text: printed_text,
+        exit_status: code,
+        options: serde_json::json!({
+            "jobs": report.jobs.iter().map(|j| &j.job_options).collect::<Vec<_>>(),
+        }),
+        artifacts: Vec::new(),
+    });
+    Ok(code)
 }

@@ -203,6 +203,8 @@ struct Sinks {
     log: Option<File>,
     log_path: Option<PathBuf>,
     log_error: Option<String>,
+    /// Everything put, for the store.
+    printed: String,
 }
 
 impl Sinks {
@@ -214,6 +216,7 @@ impl Sinks {
         } else {
             self.buffered.push_str(text);
         }
+        self.printed.push_str(text);
         self.log(text);
         Ok(())
     }
@@ -284,6 +287,7 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
         log,
         log_path: a.log.clone(),
         log_error: None,
+        printed: String::new(),
     };
     let mut report = TestReport {
         target: a.dev.display().to_string(),
@@ -371,21 +375,33 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
         1
     };
     let footer = render_footer(&report);
+    let mut v = serde_json::to_value(&report)?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("seed".into(), serde_json::json!(seed));
+        o.insert("exit_status".into(), serde_json::json!(code));
+    }
+    let json_text = format!("{}\n", serde_json::to_string_pretty(&v)?);
     if json {
         sinks.log(&footer);
-        let mut v = serde_json::to_value(&report)?;
-        if let Some(o) = v.as_object_mut() {
-            o.insert("seed".into(), serde_json::json!(seed));
-            o.insert("exit_status".into(), serde_json::json!(code));
-        }
-        a.out
-            .emit(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+        a.out.emit(&json_text)?;
     } else {
         sinks.put(&footer)?;
         if a.out.output.is_some() {
             a.out.emit(&sinks.buffered)?;
         }
     }
+    crate::cmd_store::save(crate::cmd_store::Outcome {
+        kind: drivelab_store::Kind::Test,
+        json: &json_text,
+        text: (!json).then_some(sinks.printed.as_str()),
+        exit_status: code,
+        options: serde_json::json!({
+            "target": a.dev.display().to_string(),
+            "steps": plans.iter().map(|p| format!("{:?}", p.spec)).collect::<Vec<_>>(),
+            "seed": seed_given.then_some(seed),
+        }),
+        artifacts: Vec::new(),
+    });
     // The results are out; a log that failed on the way still fails the run.
     if let Some(e) = sinks.log_error {
         return Err(anyhow::Error::new(crate::output::LateWriteError(format!(

@@ -2,13 +2,16 @@
 //! map the outcome onto an exit status. Nothing below this crate knows about
 //! the command line.
 
+mod cmd_compare;
 mod cmd_device;
 mod cmd_devices;
 mod cmd_erase;
+mod cmd_history;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_run;
 mod cmd_season;
+mod cmd_store;
 mod cmd_test;
 mod cmd_trace;
 mod error;
@@ -25,6 +28,15 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "drivelab", version, about, long_about = None)]
 struct Cli {
+    /// Keep results in this store: an SQLite file, or postgres://… /
+    /// postgresql://… [default: $DRIVELAB_STORE, else
+    /// ~/.local/share/drivelab/results.db]. A store that fails is a warning:
+    /// the result is printed and the exit status unchanged.
+    #[arg(long, global = true, value_name = "PATH|URL")]
+    store: Option<String>,
+    /// Do not keep the results of run, test, erase and trace replay.
+    #[arg(long, global = true)]
+    no_store: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -48,6 +60,14 @@ enum Command {
     /// One self-contained HTML page with interactive charts from result
     /// JSON files (run, test, erase, trace analyze, trace replay).
     Report(cmd_report::ReportArgs),
+    /// Stored results, newest first: by drive, model, kind, date.
+    History(cmd_history::HistoryArgs),
+    /// One stored result (JSON: exactly as the command printed it).
+    Show(cmd_history::ShowArgs),
+    /// Stored results side by side: change per metric, noise of repeats.
+    Compare(cmd_compare::CompareArgs),
+    /// A stored result's summary and per-second series as CSV files.
+    Export(cmd_history::ExportArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +84,7 @@ fn main() -> ExitCode {
             return error::report_usage(&e.to_string(), json);
         }
     };
+    cmd_store::choose(cli.store, cli.no_store);
     let result = match cli.command {
         Command::Run(a) => cmd_run::run(a),
         Command::Devices(a) => cmd_devices::run(a),
@@ -73,6 +94,10 @@ fn main() -> ExitCode {
         Command::Season(a) => cmd_season::run(a),
         Command::Trace(a) => cmd_trace::run(a),
         Command::Report(a) => cmd_report::run(a),
+        Command::History(a) => cmd_history::history(a),
+        Command::Show(a) => cmd_history::show(a),
+        Command::Compare(a) => cmd_compare::run(a),
+        Command::Export(a) => cmd_history::export(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

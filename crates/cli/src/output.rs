@@ -12,8 +12,9 @@ use clap::{Args, ValueEnum};
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum Format {
-    /// Human-readable text (default).
+    /// Human-readable text (default; also called text).
     #[default]
+    #[value(alias = "text")]
     Normal,
     /// One JSON document, with fio's field names where fio has one.
     Json,

@@ -79,6 +79,7 @@ pub struct TempDir(pub PathBuf);
 impl TempDir {
     /// A fresh, empty directory tagged with `tag`.
     pub fn new(tag: &str) -> TempDir {
+        isolate_store();
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let p = std::env::temp_dir().join(format!("drivelab-{tag}-{}-{n}", std::process::id()));
         let _ = fs::remove_dir_all(&p);
@@ -106,6 +107,7 @@ impl Drop for TempDir {
 /// Create a zero-filled (sparse) file of `size` bytes with `patches`
 /// (offset, bytes) written into it.
 pub fn make_image(path: &Path, size: u64, patches: &[(u64, &[u8])]) {
+    isolate_store();
     let f =
         fs::File::create(path).unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
     f.set_len(size).unwrap();
@@ -128,6 +130,7 @@ pub struct LoopDev {
 impl LoopDev {
     /// `losetup -f --show [extra…] FILE`.
     pub fn attach(file: &Path, extra: &[&str]) -> LoopDev {
+        isolate_store();
         require_root();
         let mut args = vec!["-f", "--show"];
         args.extend_from_slice(extra);
@@ -247,6 +250,7 @@ pub fn diskstats(name: &str) -> (u64, u64, u64, u64, u64, u64) {
 
 /// Run a command and return (exit status, stdout, stderr).
 pub fn run(bin: &str, args: &[&str]) -> (i32, String, String) {
+    isolate_store();
     let out = Command::new(bin)
         .args(args)
         .output()
@@ -374,6 +378,198 @@ impl Drop for IssueTrace {
             self.dir.display()
         );
     }
+}
+
+/// Keep the results of the drivelab processes a test starts out of the
+/// user's store: point `DRIVELAB_STORE` (for this test process and every
+/// child) at a store of this process's own under the temp dir, unless the
+/// test set it already. The fixtures above call it, so a test that makes a
+/// temp dir, an image or a loop device, or uses [`run`], is covered; stores
+/// left by test processes that have exited are removed on the way.
+pub fn isolate_store() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os("DRIVELAB_STORE").is_some() {
+            return;
+        }
+        let tmp = std::env::temp_dir();
+        if let Ok(entries) = fs::read_dir(&tmp) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Some(pid) = name.strip_prefix("drivelab-test-store-") else {
+                    continue;
+                };
+                if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+                    let _ = fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let dir = tmp.join(format!("drivelab-test-store-{}", std::process::id()));
+        let _ = fs::create_dir_all(&dir);
+        std::env::set_var("DRIVELAB_STORE", dir.join("results.db"));
+    });
+}
+
+/// A PostgreSQL server of the test's own: `initdb` into a temp dir (as the
+/// `postgres` user, or `nobody`: the server refuses to run as root), a unix
+/// socket in that dir and no TCP, trust authentication for the user
+/// `drivelab`. Stopped and removed on drop. Panics when PostgreSQL is not
+/// installed (tests/run installs the Debian package `postgresql`).
+pub struct PgServer {
+    dir: TempDir,
+    child: std::process::Child,
+    bin: PathBuf,
+}
+
+impl PgServer {
+    /// The newest installed PostgreSQL's bin directory.
+    fn bin_dir() -> PathBuf {
+        let mut found: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|e| {
+                        let v = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+                        let bin = e.path().join("bin");
+                        bin.join("initdb").exists().then_some((v, bin))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort();
+        found.pop().map(|(_, b)| b).unwrap_or_else(|| {
+            panic!("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): install the Debian package postgresql (tests/run does)")
+        })
+    }
+
+    /// Start a fresh server.
+    pub fn start() -> PgServer {
+        let bin = Self::bin_dir();
+        let dir = TempDir::new("pg");
+        let user = if sh_ok("id", &["-u", "postgres"]) {
+            "postgres"
+        } else {
+            "nobody"
+        };
+        sh("chown", &[user, &dir.path().display().to_string()]);
+        let data = dir.join("data");
+        // setpriv execs the program itself: the child's pid is the server's,
+        // so that the signal on drop reaches it.
+        let group = sh("id", &["-gn", user]).trim().to_string();
+        let as_user = |prog: &str, args: &[&str]| -> Command {
+            let mut c = Command::new("setpriv");
+            c.arg(format!("--reuid={user}"))
+                .arg(format!("--regid={group}"))
+                .arg("--clear-groups")
+                .arg(bin.join(prog))
+                .args(args)
+                .current_dir(dir.path());
+            c
+        };
+        let out = as_user(
+            "initdb",
+            &[
+                "-D",
+                &data.display().to_string(),
+                "-A",
+                "trust",
+                "-U",
+                "drivelab",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        )
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run initdb: {e}"));
+        assert!(
+            out.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let sock = dir.path().display().to_string();
+        let child = as_user(
+            "postgres",
+            &[
+                "-D",
+                &data.display().to_string(),
+                "-k",
+                &sock,
+                "-c",
+                "listen_addresses=",
+                "-c",
+                "fsync=off",
+                "-c",
+                "max_connections=100",
+            ],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(dir.join("server.log")).expect("server log"))
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start postgres: {e}"));
+        let server = PgServer { dir, child, bin };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let ready = Command::new(server.bin.join("pg_isready"))
+                .args(["-h", &sock, "-U", "drivelab", "-d", "postgres", "-q"])
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            if ready {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "postgres did not start: {}",
+                fs::read_to_string(server.dir.join("server.log")).unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        server
+    }
+
+    /// A new, empty database `name` on this server; returns its connection
+    /// string (`postgresql:///NAME?host=DIR&user=drivelab`).
+    pub fn database(&self, name: &str) -> String {
+        let sock = self.dir.path().display().to_string();
+        let out = Command::new(self.bin.join("createdb"))
+            .args(["-h", &sock, "-U", "drivelab", name])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run createdb: {e}"));
+        assert!(
+            out.status.success(),
+            "createdb {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        format!("postgresql:///{name}?host={sock}&user=drivelab")
+    }
+
+    /// Run one SQL command on database `name` with psql; its output.
+    pub fn psql(&self, name: &str, sql: &str) -> String {
+        let sock = self.dir.path().display().to_string();
+        sh(
+            &self.bin.join("psql").display().to_string(),
+            &["-h", &sock, "-U", "drivelab", "-d", name, "-tAc", sql],
+        )
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        // SIGINT: PostgreSQL's fast shutdown (ends the sessions, no wait).
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether a command runs and succeeds.
+fn sh_ok(cmd: &str, args: &[&str]) -> bool {
+    Command::new(cmd)
+        .args(args)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
 }
 
 #[cfg(test)]

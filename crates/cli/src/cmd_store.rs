@@ -1,0 +1,343 @@
+//! The result store from the command line: where results go (`--store
+//! PATH|postgres://…`, `$DRIVELAB_STORE`, the default file in the user's
+//! data directory; `--no-store` for none), and the one hook every command
+//! that produces a result calls after printing it.
+//!
+//! A store failure never costs the result: it has been printed already;
+//! the failure is one warning line on stderr and the command's exit status
+//! is unchanged (the work it reports did succeed or fail on its own). A
+//! stored result is announced with its ID when stderr is a terminal.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::Mutex;
+
+use drivelab_device::blockdev::{backing_device_of_file, BlockDevice};
+use drivelab_store::{Artifact, Drive, Kind, NewRecord, Printed, Store};
+use serde_json::Value;
+
+use crate::error::usage;
+
+/// Where results go, from the global flags (or `run`'s own).
+#[derive(Debug, Clone, Default)]
+struct Choice {
+    spec: Option<String>,
+    disabled: bool,
+}
+
+static CHOICE: Mutex<Choice> = Mutex::new(Choice {
+    spec: None,
+    disabled: false,
+});
+
+/// Record `--store` / `--no-store` (called by `main`, and by `run`, whose
+/// options are parsed by hand). A later call only adds what it names.
+pub fn choose(spec: Option<String>, disabled: bool) {
+    if let Ok(mut c) = CHOICE.lock() {
+        if spec.is_some() {
+            c.spec = spec;
+        }
+        c.disabled |= disabled;
+    }
+}
+
+fn choice() -> Choice {
+    CHOICE.lock().map(|c| c.clone()).unwrap_or_default()
+}
+
+/// Open the chosen store for reading (history, show, compare, export):
+/// an unreachable or refused store is bad input (exit status 2).
+pub fn open() -> anyhow::Result<Box<dyn Store>> {
+    let c = choice();
+    if c.disabled {
+        return Err(usage(
+            "--no-store: this command reads the store; drop --no-store",
+        ));
+    }
+    drivelab_store::open(c.spec.as_deref()).map_err(store_error)
+}
+
+/// A store error for the user: bad input (exit 2) or a failure (exit 1).
+pub fn store_error(e: drivelab_store::StoreError) -> anyhow::Error {
+    if e.is_bad_input() {
+        usage(e.to_string())
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+/// What a command printed, for the store.
+pub struct Outcome<'a> {
+    /// The kind of command.
+    pub kind: Kind,
+    /// The result's JSON rendering: exactly what was printed in JSON mode.
+    pub json: &'a str,
+    /// The text printed, when text was printed (then `json` was not).
+    pub text: Option<&'a str>,
+    /// The exit status the command is about to return.
+    pub exit_status: u8,
+    /// The options that define the workload (equal options: a repeat).
+    pub options: Value,
+    /// Files to keep with the record (an erase's certificates).
+    pub artifacts: Vec<Artifact>,
+}
+
+/// Store a printed result unless `--no-store`. Never fails: a store that
+/// cannot be opened or written is a warning.
+pub fn save(o: Outcome<'_>) {
+    let c = choice();
+    if c.disabled {
+        return;
+    }
+    let rec = record(&o);
+    let stored = drivelab_store::open(c.spec.as_deref()).and_then(|mut s| {
+        let id = s.put(&rec)?;
+        Ok((id, s.location()))
+    });
+    match stored {
+        // On a terminal only: stderr of a script keeps to warnings and
+        // errors (one line each); scripts find the ID with `history`.
+        Ok((id, at)) if std::io::stderr().is_terminal() => eprintln!(
+            "drivelab: stored as {} {id} in {at} (drivelab show {id})",
+            rec.kind
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!(
+            "drivelab: warning: the result was not stored: {}; it was printed above (--no-store skips the store)",
+            e.to_string().replace('\n', " ")
+        ),
+    }
+}
+
+/// The record for what was printed.
+fn record(o: &Outcome<'_>) -> NewRecord {
+    let v: Value = serde_json::from_str(o.json).unwrap_or(Value::Null);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let time_ms = v
+        .get("timestamp_ms")
+        .and_then(Value::as_i64)
+        .filter(|t| *t > 0)
+        .unwrap_or(now);
+    let argv: Vec<String> = std::env::args().collect();
+    let cwd = std::env::current_dir()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    NewRecord {
+        kind: o.kind,
+        time_ms,
+        host: proc_line("/proc/sys/kernel/hostname"),
+        kernel: proc_line("/proc/sys/kernel/osrelease"),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        spec: serde_json::json!({"command_line": argv, "cwd": cwd, "options": o.options}),
+        result_json: o.json.to_string(),
+        result_text: o.text.map(str::to_string),
+        printed: if o.text.is_some() {
+            Printed::Text
+        } else {
+            Printed::Json
+        },
+        verdict: verdict(o.kind, &v, o.exit_status),
+        exit_status: i32::from(o.exit_status),
+        headline: crate::cmd_compare::headline(o.kind, &v),
+        drives: drives(&v),
+        series: drivelab_store::extract::series(&v),
+        artifacts: o.artifacts.clone(),
+    }
+}
+
+fn proc_line(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The verdict in a few words.
+fn verdict(kind: Kind, v: &Value, code: u8) -> String {
+    let mut words = Vec::new();
+    if code == 130 {
+        words.push("interrupted".to_string());
+    }
+    match kind {
+        Kind::Run | Kind::Replay => {
+            if let Some(e) = v.get("error").and_then(Value::as_str) {
+                words.push(format!("error: {e}"));
+            }
+            if let Some(n) = v.get("errors").and_then(Value::as_u64).filter(|n| *n > 0) {
+                words.push(format!("{n} I/O errors"));
+            }
+            let checks = v
+                .get("device_check")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            if checks.is_empty() && kind == Kind::Run {
+                words.push("no device check".into());
+            } else if !checks.is_empty() {
+                let bad: Vec<String> = checks
+                    .iter()
+                    .filter(|c| c.get("agrees").and_then(Value::as_bool) != Some(true))
+                    .map(|c| {
+                        format!(
+                            "{}: {}",
+                            c.get("device").and_then(Value::as_str).unwrap_or("?"),
+                            c.get("verdict").and_then(Value::as_str).unwrap_or("?")
+                        )
+                    })
+                    .collect();
+                if bad.is_empty() {
+                    words.push("device check agrees".into());
+                } else {
+                    words.extend(bad);
+                }
+            }
+        }
+        Kind::Test => words.push(
+            if v.get("passed").and_then(Value::as_bool) == Some(true) {
+                "passed"
+            } else {
+                "failed"
+            }
+            .into(),
+        ),
+        Kind::Erase | Kind::Audit | Kind::Season => {
+            let results: Vec<String> = v
+                .get("drives")
+                .and_then(Value::as_array)
+                .map(|ds| {
+                    ds.iter()
+                        .filter_map(|d| d.get("result").and_then(Value::as_str))
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut uniq = results.clone();
+            uniq.dedup();
+            if uniq.len() == 1 {
+                words.push(uniq.remove(0));
+            } else {
+                words.extend(results);
+            }
+        }
+    }
+    if words.is_empty() {
+        words.push(if code == 0 { "ok" } else { "failed" }.into());
+    }
+    words.join("; ")
+}
+
+/// The drives a result names: the devices of its device check and claims,
+/// an erase's drives, a test's or replay's target. Each is described as the
+/// kernel has it now (a partition by its disk's model and serial; a file by
+/// the device under it).
+fn drives(v: &Value) -> Vec<Drive> {
+    let mut refs: Vec<String> = Vec::new();
+    let mut push = |x: Option<&Value>| {
+        if let Some(s) = x.and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            refs.push(s.to_string());
+        }
+    };
+    let list = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    for c in list("device_check") {
+        push(c.get("device"));
+    }
+    for c in list("claims") {
+        push(c.get("device").or(c.get("canonical")));
+    }
+    if let Some(c) = v.get("claim") {
+        push(c.get("device").or(c.get("canonical")));
+    }
+    for d in list("drives") {
+        push(d.get("device"));
+    }
+    push(v.get("target"));
+    let mut out: Vec<Drive> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for r in refs {
+        let dev = resolve(&r);
+        let key = dev.as_ref().map(|d| d.name.clone()).unwrap_or(r.clone());
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        out.push(match dev {
+            Some(d) => identity(&d),
+            None => Drive {
+                path: r,
+                ..Drive::default()
+            },
+        });
+    }
+    out
+}
+
+fn resolve(r: &str) -> Option<BlockDevice> {
+    use std::os::unix::fs::FileTypeExt;
+    if !r.starts_with('/') {
+        return BlockDevice::from_name(r).ok();
+    }
+    let md = std::fs::metadata(r).ok()?;
+    if md.file_type().is_block_device() {
+        BlockDevice::from_path(Path::new(r)).ok()
+    } else {
+        backing_device_of_file(Path::new(r)).ok().flatten()
+    }
+}
+
+/// A drive's identity; a partition's from its disk.
+fn identity(d: &BlockDevice) -> Drive {
+    let disk = if d.partition {
+        d.parent_disk().ok().flatten()
+    } else {
+        None
+    };
+    let id = disk.as_ref().unwrap_or(d);
+    Drive {
+        path: d.path.display().to_string(),
+        model: id.model.clone(),
+        serial: id.serial.clone(),
+        firmware: id.firmware.clone(),
+        wwn: id.wwid.clone(),
+        capacity_bytes: Some(id.size.0),
+        logical_sector: Some(id.logical_sector.0),
+        physical_sector: Some(id.physical_sector.0),
+        transport: serde_json::to_value(id.kind)
+            .ok()
+            .and_then(|k| k.as_str().map(String::from)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict;
+    use drivelab_store::Kind;
+    use serde_json::json;
+
+    #[test]
+    fn verdicts_say_what_the_result_says() {
+        let run =
+            json!({"device_check": [{"device": "loop1", "agrees": true, "verdict": "agrees"}]});
+        assert_eq!(verdict(Kind::Run, &run, 0), "device check agrees");
+        let bad = json!({"device_check": [{"device": "loop1", "agrees": false, "verdict": "device moved 2x the bytes"}]});
+        assert_eq!(
+            verdict(Kind::Run, &bad, 0),
+            "loop1: device moved 2x the bytes"
+        );
+        assert_eq!(
+            verdict(Kind::Run, &json!({}), 130),
+            "interrupted; no device check"
+        );
+        assert_eq!(verdict(Kind::Test, &json!({"passed": true}), 0), "passed");
+        let erase = json!({"drives": [{"result": "erased"}, {"result": "erased"}]});
+        assert_eq!(verdict(Kind::Erase, &erase, 0), "erased");
+        let mixed = json!({"drives": [{"result": "erased"}, {"result": "failed"}]});
+        assert_eq!(verdict(Kind::Erase, &mixed, 1), "erased; failed");
+    }
+}
