@@ -178,6 +178,10 @@ impl<T> Answer<T> {
     }
 }
 
+/// Why DCO was not asked: the drive does not claim the feature set.
+pub const NO_DCO: &str =
+    "not supported by this drive (IDENTIFY DEVICE word 83 bit 11 clear: no Device Configuration Overlay feature set)";
+
 fn not_supported_reason(e: &AtaError) -> String {
     match e {
         AtaError::Device { regs, .. } => {
@@ -259,19 +263,28 @@ pub fn ata_capacity(dev: &SgDevice) -> Result<AtaCapacity, AtaError> {
         ("read-native-max-address", read_native_max(), false)
     };
     let native = Answer::from_ata(native_max_lba(dev, &pt, method, lba48));
-    let mut dco_buf = vec![0u8; 512];
-    let dco = Answer::from_ata(
-        execute(
-            dev,
-            &dco_identify(),
-            "DEVICE CONFIGURATION IDENTIFY",
-            AtaData::In(&mut dco_buf),
+    // DCO IDENTIFY only where IDENTIFY claims the feature set: an obsolete
+    // command sent to every drive would be aborted by most, and some
+    // controllers (QEMU's AHCI) then fail the next queued read.
+    let dco = if support.dco {
+        let mut dco_buf = vec![0u8; 512];
+        Answer::from_ata(
+            execute(
+                dev,
+                &dco_identify(),
+                "DEVICE CONFIGURATION IDENTIFY",
+                AtaData::In(&mut dco_buf),
+            )
+            .and_then(|_| {
+                DcoIdentify::parse(&dco_buf)
+                    .ok_or_else(|| AtaError::BadData("DCO IDENTIFY data too short".into()))
+            }),
         )
-        .and_then(|_| {
-            DcoIdentify::parse(&dco_buf)
-                .ok_or_else(|| AtaError::BadData("DCO IDENTIFY data too short".into()))
-        }),
-    );
+    } else {
+        Answer::NotSupported {
+            reason: NO_DCO.to_string(),
+        }
+    };
     Ok(AtaCapacity::assemble(
         id.logical_sector_size,
         id.capacity_sectors,
@@ -460,6 +473,35 @@ mod tests {
         assert_eq!(
             (dco.revision, dco.max_lba, dco.checksum_ok),
             (2, max, Some(true))
+        );
+    }
+
+    #[test]
+    fn an_aborted_command_reads_not_supported_with_its_registers() {
+        // Descriptor sense with an ATA Status Return descriptor (09h):
+        // ERROR 04h (ABRT), STATUS 51h.
+        let mut s = vec![0x72, 0x0B, 0x00, 0x00, 0, 0, 0, 14];
+        s.extend_from_slice(&[0x09, 0x0C, 0x00, 0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0x40, 0x51]);
+        let sense = crate::scsi::Sense::parse(&s).unwrap();
+        let regs = ata::AtaRegisters::from_return(sense.ata.as_ref().unwrap());
+        let e = AtaError::Device {
+            name: "DEVICE CONFIGURATION IDENTIFY".into(),
+            regs,
+            sense: Box::new(sense),
+        };
+        match Answer::<u64>::from_ata(Err(e)) {
+            Answer::NotSupported { reason } => assert_eq!(
+                reason,
+                "not supported by this drive (ATA status 0x51 error 0x04 (ABRT command aborted))"
+            ),
+            other => panic!("{other:?}"),
+        }
+        let bad = Answer::<u64>::from_ata(Err(AtaError::BadData("short".into())));
+        assert_eq!(
+            bad,
+            Answer::Failed {
+                error: "short".into()
+            }
         );
     }
 

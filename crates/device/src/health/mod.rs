@@ -112,6 +112,9 @@ pub struct ScsiHealth {
     pub non_medium_errors: Option<u64>,
     /// Temperature (0Dh).
     pub temperature: Option<Temperature>,
+    /// Environmental reports (0Dh subpage 01h), when the drive lists that
+    /// subpage (page 00h subpage FFh).
+    pub environment: Option<scsi_log::Environment>,
     /// Start-stop cycles (0Eh).
     pub start_stop: Option<StartStop>,
     /// Self-test results (10h), most recent first.
@@ -350,6 +353,23 @@ fn scsi_health_of(dev: &Path, sg: &SgDevice) -> Result<Health, OpError> {
     s.self_tests = read(p::SELF_TEST).map(|l| scsi_log::self_test_results(&l));
     s.informational_exceptions =
         read(p::INFORMATIONAL_EXCEPTIONS).and_then(|l| InformationalExceptions::of(&l));
+    // Subpages are listed by page 00h subpage FFh; a drive without
+    // subpages refuses that request, which is an answer, not a problem.
+    let subpages = scsi_log::log_sense_sub(sg, 0x00, 0xFF)
+        .ok()
+        .and_then(|d| scsi_log::supported_subpages(&d))
+        .unwrap_or_default();
+    if subpages.contains(&(p::TEMPERATURE, 0x01)) {
+        match scsi_log::log_sense_sub(sg, p::TEMPERATURE, 0x01) {
+            Ok(d) => {
+                s.environment = scsi_log::LogPage::parse(&d).map(|l| scsi_log::Environment::of(&l))
+            }
+            Err(e) => h.problems.push(Problem::new(
+                "LOG SENSE page 0x0D subpage 0x01",
+                Failure::from(e),
+            )),
+        }
+    }
     h.verdict = match &s.informational_exceptions {
         Some(ie) if ie.ok => Verdict::Passed,
         Some(_) => Verdict::Failed,

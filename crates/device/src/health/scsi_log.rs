@@ -185,6 +185,76 @@ pub fn supported_pages(d: &[u8]) -> Option<Vec<u8>> {
     Some(d[4..end].iter().map(|b| b & 0x3F).collect())
 }
 
+/// The (page, subpage) pairs of the Supported Log Pages and Subpages page
+/// (00h / FFh): two bytes each after the header.
+pub fn supported_subpages(d: &[u8]) -> Option<Vec<(u8, u8)>> {
+    if d.len() < 4 || d[0] & 0x3F != 0 || d[1] != 0xFF {
+        return None;
+    }
+    let end = (4 + usize::from(u16::from_be_bytes([d[2], d[3]]))).min(d.len());
+    Some(
+        d[4..end]
+            .chunks_exact(2)
+            .map(|c| (c[0] & 0x3F, c[1]))
+            .collect(),
+    )
+}
+
+/// One report of the Environmental Reporting page (0Dh / 01h, SPC-5): a
+/// temperature (parameters 0000h-00FFh, °C, signed) or a relative humidity
+/// (0100h-01FFh, percent). Value byte 1 current, 2 lifetime maximum, 3
+/// lifetime minimum, 4 maximum since power on, 5 minimum since power on;
+/// 80h = not available.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EnvReport {
+    /// Current value.
+    pub current: Option<i8>,
+    /// Lifetime maximum.
+    pub lifetime_maximum: Option<i8>,
+    /// Lifetime minimum.
+    pub lifetime_minimum: Option<i8>,
+    /// Maximum since power on.
+    pub maximum_since_power_on: Option<i8>,
+    /// Minimum since power on.
+    pub minimum_since_power_on: Option<i8>,
+}
+
+impl EnvReport {
+    fn of(value: &[u8]) -> Option<EnvReport> {
+        if value.len() < 6 {
+            return None;
+        }
+        let v = |i: usize| (value[i] != 0x80).then_some(value[i] as i8);
+        Some(EnvReport {
+            current: v(1),
+            lifetime_maximum: v(2),
+            lifetime_minimum: v(3),
+            maximum_since_power_on: v(4),
+            minimum_since_power_on: v(5),
+        })
+    }
+}
+
+/// The Environmental Reporting page (0Dh / 01h): the first temperature
+/// and relative humidity reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Environment {
+    /// Temperature report 0000h, °C.
+    pub temperature: Option<EnvReport>,
+    /// Relative humidity report 0100h, percent.
+    pub relative_humidity: Option<EnvReport>,
+}
+
+impl Environment {
+    /// Decode the page.
+    pub fn of(p: &LogPage) -> Environment {
+        Environment {
+            temperature: p.param(0).and_then(|q| EnvReport::of(&q.value)),
+            relative_humidity: p.param(0x100).and_then(|q| EnvReport::of(&q.value)),
+        }
+    }
+}
+
 /// An error counter page (02h, 03h, 05h; SBC-4 / SPC-5 parameter codes
 /// 0000h-0006h).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -380,14 +450,19 @@ impl InformationalExceptions {
 /// Read log page `page` (cumulative values), up to 4 KiB; the returned
 /// bytes are cut to the page's own length.
 pub fn log_sense(dev: &SgDevice, page: u8) -> Result<Vec<u8>, SgError> {
+    log_sense_sub(dev, page, 0)
+}
+
+/// Read subpage `subpage` of log page `page` (see [`log_sense`]).
+pub fn log_sense_sub(dev: &SgDevice, page: u8, subpage: u8) -> Result<Vec<u8>, SgError> {
     let mut buf = vec![0u8; 4096];
-    let cdb = LogSense::new(page, 4096).build();
+    let cdb = LogSense::new(page, 4096).subpage(subpage).build();
     let r = dev.execute(&mut ScsiCommand::new(&cdb).data_in(&mut buf))?;
     r.check(&cdb)?;
     let got = r.transferred(buf.len());
-    if got < 4 || buf[0] & 0x3F != page {
+    if got < 4 || buf[0] & 0x3F != page || (subpage != 0 && buf[1] != subpage) {
         return Err(SgError::ShortData {
-            command: format!("LOG SENSE page 0x{page:02X}"),
+            command: format!("LOG SENSE page 0x{page:02X} subpage 0x{subpage:02X}"),
             got,
         });
     }
@@ -490,6 +565,37 @@ mod tests {
             (ss.specified_cycles, ss.accumulated_cycles),
             (Some(50_000), Some(123))
         );
+    }
+
+    #[test]
+    fn subpage_list_and_environmental_reports() {
+        let d = vec![0x40, 0xFF, 0, 6, 0x00, 0x00, 0x0D, 0x00, 0x0D, 0x01];
+        assert_eq!(
+            supported_subpages(&d),
+            Some(vec![(0x00, 0x00), (0x0D, 0x00), (0x0D, 0x01)])
+        );
+        assert_eq!(supported_subpages(&d[..2]), None);
+        let mut e = page(
+            0x0D,
+            &[
+                param(0, 3, &[0, 40, 72, 0xFF, 45, 18, 0x80, 0x80]),
+                param(0x100, 3, &[0, 55, 72, 35, 55, 0x80, 0, 0]),
+            ],
+        );
+        e[0] |= 0x40;
+        e[1] = 1;
+        let env = Environment::of(&LogPage::parse(&e).unwrap());
+        let t = env.temperature.unwrap();
+        assert_eq!(
+            (t.current, t.lifetime_maximum, t.lifetime_minimum),
+            (Some(40), Some(72), Some(-1))
+        );
+        assert_eq!(
+            (t.maximum_since_power_on, t.minimum_since_power_on),
+            (Some(45), Some(18))
+        );
+        let h = env.relative_humidity.unwrap();
+        assert_eq!((h.current, h.minimum_since_power_on), (Some(55), None));
     }
 
     #[test]

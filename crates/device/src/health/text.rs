@@ -21,7 +21,7 @@ fn answer<T: Display>(a: &Answer<T>) -> String {
 }
 
 fn row(f: &mut Formatter<'_>, k: &str, v: impl Display) -> fmt::Result {
-    writeln!(f, "  {k:<34}{v}")
+    writeln!(f, "  {k:<38}{v}")
 }
 
 impl Display for Health {
@@ -112,6 +112,18 @@ impl Display for Health {
             if let Some(t) = &s.temperature {
                 row(f, "temperature °C", opt(&t.current_c))?;
                 row(f, "reference temperature °C", opt(&t.reference_c))?;
+            }
+            if let Some(t) = s.environment.as_ref().and_then(|e| e.temperature.as_ref()) {
+                row(
+                    f,
+                    "temperature °C now / max / min (env.)",
+                    format!(
+                        "{} / {} / {}",
+                        opt(&t.current),
+                        opt(&t.lifetime_maximum),
+                        opt(&t.lifetime_minimum)
+                    ),
+                )?;
             }
             for (name, c) in [
                 ("write", &s.write_errors),
@@ -283,13 +295,13 @@ impl Display for Health {
 fn ata_capacity(f: &mut Formatter<'_>, c: &AtaCapacity) -> fmt::Result {
     row(
         f,
-        "accessible sectors (words 100-103)",
+        "accessible sectors (IDENTIFY)",
         format!("{} x {} bytes", c.accessible_sectors, c.logical_sector_size),
     )?;
     row(
         f,
-        &format!("native max LBA ({})", c.native_max_method),
-        answer(&c.native_max_lba),
+        "native max LBA",
+        format!("{} ({})", answer(&c.native_max_lba), c.native_max_method),
     )?;
     row(
         f,
