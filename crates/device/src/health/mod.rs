@@ -1,7 +1,7 @@
 //! A drive's own view of its health, and capacity hidden from the host:
 //! what `drivelab health DEV...` prints.
 //!
-//! Everything here only reads, on handles that are not claimed (the
+//! Everything but [`selftest`] only reads, on handles that are not claimed (the
 //! passthrough guard lets every command used here through, and refuses the
 //! ones that would change the drive): no consent is needed.
 //!
@@ -11,6 +11,8 @@
 //! - [`nvme_health`]: the SMART / Health and Error Information logs.
 //! - [`hidden`]: native vs accessible capacity (HPA, AMA, DCO; NVMe
 //!   namespaces and unallocated capacity).
+//! - [`selftest`]: the drive's own self-test, the one thing here that
+//!   changes the drive's state: started through a claim, with consent.
 //!
 //! [`health`] asks one device everything that applies to it. A command the
 //! drive refuses is recorded in [`Health::problems`] with its decoded
@@ -21,6 +23,7 @@ pub mod ata_smart;
 pub mod hidden;
 pub mod nvme_health;
 pub mod scsi_log;
+pub mod selftest;
 mod text;
 
 use std::path::Path;

@@ -372,3 +372,34 @@ fn nvme_capacity(f: &mut Formatter<'_>, c: &NvmeCapacity) -> fmt::Result {
         },
     )
 }
+
+impl Display for super::selftest::Outcome {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let kind = match self.kind {
+            super::selftest::Kind::Short => "short",
+            super::selftest::Kind::Extended => "extended",
+        };
+        let state = if self.running {
+            "started, still running (--no-wait)".to_string()
+        } else if self.aborted {
+            "aborted (Ctrl-C)".to_string()
+        } else {
+            "finished".to_string()
+        };
+        writeln!(f, "{}: {kind} self-test {state}", self.device)?;
+        match &self.result {
+            Some(r) => writeln!(
+                f,
+                "  newest log entry: {} (code {}, result {}, at {} power-on hours{})",
+                r.result_name,
+                r.code,
+                r.result,
+                r.power_on_hours,
+                r.failing_lba
+                    .map(|l| format!(", first failing LBA {l}"))
+                    .unwrap_or_default()
+            ),
+            None => writeln!(f, "  the drive keeps no self-test log drivelab can read"),
+        }
+    }
+}
