@@ -11,6 +11,8 @@
 //! - [`nvme_health`]: the SMART / Health and Error Information logs.
 //! - [`hidden`]: native vs accessible capacity (HPA, AMA, DCO; NVMe
 //!   namespaces and unallocated capacity).
+//! - [`delta`]: what changed between two snapshots (new reallocations,
+//!   media errors, temperature peak, bytes the drive counts as written).
 //! - [`selftest`]: the drive's own self-test, the one thing here that
 //!   changes the drive's state: started through a claim, with consent.
 //!
@@ -20,6 +22,7 @@
 //! cannot be asked at all is an error.
 
 pub mod ata_smart;
+pub mod delta;
 pub mod hidden;
 pub mod nvme_health;
 pub mod scsi_log;
