@@ -357,7 +357,10 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<u8> {
         out: &common.out,
     };
     match a.op {
-        Op::Probe(_) => p.print(pt::probe(dev)),
+        Op::Probe(_) => p.print(pt::probe(dev).map(|probe| ProbeAnswer {
+            hidden_area: drivelab_device::health::hidden_area_note(dev),
+            probe,
+        })),
         Op::Inquiry(a) => p.print(pt::inquiry(dev, a.page, t)),
         Op::ReadCapacity(_) => p.print(pt::read_capacity(dev, t)),
         Op::Identify(_) => p.print(pt::identify(dev, t)),
@@ -444,6 +447,26 @@ fn op_meta(op: &Op) -> (&'static str, Common) {
         Op::NvmeDsm(a) => ("nvme-dsm", a.c.clone()),
         Op::NvmeFormat(a) => ("nvme-format", a.c.clone()),
         Op::NvmeSanitize(a) => ("nvme-sanitize", a.c.clone()),
+    }
+}
+
+/// `probe`'s answer with the hidden area, when the drive has one.
+#[derive(Serialize)]
+struct ProbeAnswer {
+    #[serde(flatten)]
+    probe: pt::inspect::Probe,
+    /// "hidden area: N bytes (HPA/AMA)"; absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hidden_area: Option<String>,
+}
+
+impl Display for ProbeAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.probe.fmt(f)?;
+        match &self.hidden_area {
+            Some(h) => writeln!(f, "{:<30}{h}", "hidden area"),
+            None => Ok(()),
+        }
     }
 }
 

@@ -23,6 +23,7 @@ use serde::Serialize;
 
 use drivelab_device::blockdev::{BlockDevError, BlockDevice};
 use drivelab_device::caps::{self, Capabilities, Transport};
+use drivelab_device::health;
 use drivelab_device::safety::{self, Finding};
 
 use crate::output::OutputArgs;
@@ -60,6 +61,11 @@ struct Row<'a> {
     /// Why the device could not be asked, when it could not.
     #[serde(skip_serializing_if = "Option::is_none")]
     probe_error: Option<String>,
+    /// "hidden area: N bytes (HPA/AMA)" when the drive's native capacity
+    /// exceeds what the host sees (see `drivelab health`); absent otherwise
+    /// and with --no-probe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hidden_area: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -109,12 +115,16 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<u8> {
                     Err(e) => (None, Some(e.to_string())),
                 }
             };
+            let hidden_area = capabilities
+                .as_ref()
+                .and_then(|_| health::hidden_area_note(&d.path));
             Row {
                 dev: d,
                 state: asm.state(),
                 findings: asm.findings,
                 capabilities,
                 probe_error,
+                hidden_area,
             }
         })
         .collect();
@@ -207,7 +217,11 @@ fn table(rows: &[Row<'_>]) -> String {
             (None, Some(_)) => "?".to_string(),
             (None, None) => "-".to_string(),
         };
-        lines.push(cells(r.dev, r.dev.name.clone(), cmds, r.state.clone()));
+        let state = match &r.hidden_area {
+            Some(h) => format!("{}; {h}", r.state),
+            None => r.state.clone(),
+        };
+        lines.push(cells(r.dev, r.dev.name.clone(), cmds, state));
         for p in &r.dev.partitions {
             let st = safety::assess(p).state();
             lines.push(cells(p, format!("  {}", p.name), String::new(), st));

@@ -6,6 +6,7 @@ mod cmd_compare;
 mod cmd_device;
 mod cmd_devices;
 mod cmd_erase;
+mod cmd_health;
 mod cmd_history;
 mod cmd_replay;
 mod cmd_report;
@@ -51,6 +52,9 @@ enum Command {
     Device(cmd_device::DeviceArgs),
     /// DMM-style test steps: write / read / verify with data patterns.
     Test(cmd_test::TestArgs),
+    /// Drive health (SMART, SCSI log pages, NVMe health) and hidden capacity
+    /// (HPA, AMA, DCO, NVMe namespaces); reads only.
+    Health(cmd_health::HealthArgs),
     /// Write or erase whole drives, many at once, verified and certified.
     Erase(cmd_erase::EraseArgs),
     /// Precondition SSDs to their used, steady state (SNIA PTS); fresh vs used.
@@ -92,6 +96,7 @@ fn main() -> ExitCode {
         Command::Test(a) => cmd_test::run(a),
         Command::Erase(a) => cmd_erase::run(a),
         Command::Season(a) => cmd_season::run(a),
+        Command::Health(a) => cmd_health::run(a),
         Command::Trace(a) => cmd_trace::run(a),
         Command::Report(a) => cmd_report::run(a),
         Command::History(a) => cmd_history::history(a),

@@ -43,8 +43,9 @@ pub mod command {
 /// SMART EXECUTE OFF-LINE IMMEDIATE (a self-test). [`crate::sg::SgDevice`]
 /// refuses these on a handle that is not claimed for writing.
 ///
-/// Reads, IDENTIFY, SMART READ LOG / READ DATA and SANITIZE STATUS EXT
-/// (feature 0000h) do not.
+/// Reads, IDENTIFY, SMART READ LOG / READ DATA / RETURN STATUS, SANITIZE
+/// STATUS EXT (feature 0000h), READ NATIVE MAX ADDRESS (EXT), GET NATIVE MAX
+/// ADDRESS EXT (78h/0000h) and DEVICE CONFIGURATION IDENTIFY (B1h/C2h) do not.
 pub fn modifies_medium(command: u8, feature: u8) -> bool {
     match command {
         // DATA SET MANAGEMENT (TRIM), DATA SET MANAGEMENT XL.
@@ -76,8 +77,13 @@ pub fn modifies_medium(command: u8, feature: u8) -> bool {
         0x9F => true,
         // SMART: EXECUTE OFF-LINE IMMEDIATE (D4h), WRITE LOG (D6h).
         command::SMART => matches!(feature, 0xD4 | 0xD6),
-        // DEVICE CONFIGURATION OVERLAY: RESTORE (C0h), SET (C3h), SET DMA (C5h).
-        0xB1 => matches!(feature, 0xC0 | 0xC3 | 0xC5),
+        // ACCESSIBLE MAX ADDRESS CONFIGURATION: all but GET NATIVE MAX
+        // ADDRESS EXT (0000h): SET ACCESSIBLE MAX ADDRESS EXT (0001h) changes
+        // the capacity, FREEZE ACCESSIBLE MAX ADDRESS EXT (0002h) the state.
+        0x78 => feature != 0x00,
+        // DEVICE CONFIGURATION OVERLAY: RESTORE (C0h), FREEZE LOCK (C1h),
+        // SET (C3h), SET DMA (C5h).
+        0xB1 => matches!(feature, 0xC0 | 0xC1 | 0xC3 | 0xC5),
         // SANITIZE DEVICE: everything but SANITIZE STATUS EXT (0000h).
         command::SANITIZE_DEVICE => feature != 0x00,
         // CFA ERASE SECTORS.

@@ -13,6 +13,8 @@
 //! - [`sg`], [`scsi`], [`ata`], [`nvme`]: command passthrough (SG_IO, SAT ATA
 //!   PASS-THROUGH, NVMe admin and I/O ioctls), command builders and status
 //!   decoders.
+//! - [`health`]: SMART, SCSI log pages, NVMe health and error logs, and
+//!   capacity hidden from the host (HPA, AMA, DCO, NVMe namespaces); reads only.
 //! - [`caps`]: which commands a device supports, discovered by asking it.
 //! - [`passthrough`]: one device command per call (probe, INQUIRY,
 //!   IDENTIFY, READ, WRITE SAME, SANITIZE, …) with its answer decoded.
@@ -25,6 +27,7 @@ pub mod blockdev;
 pub mod caps;
 pub mod claim;
 pub mod diskstats;
+pub mod health;
 pub mod loopdev;
 pub mod nbd;
 pub mod nvme;

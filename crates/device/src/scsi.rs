@@ -110,6 +110,8 @@ pub fn modifies_medium(cdb: &[u8]) -> bool {
     match op {
         // FORMAT UNIT, REASSIGN BLOCKS, WRITE(6).
         0x04 | 0x07 | 0x0A => true,
+        // SEND DIAGNOSTIC: starts or aborts a self-test (the drive's state).
+        0x1D => true,
         // WRITE(10), WRITE AND VERIFY(10).
         0x2A | 0x2E => true,
         // FORMAT WITH PRESET, WRITE BUFFER, WRITE LONG(10).
