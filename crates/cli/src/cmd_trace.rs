@@ -41,9 +41,14 @@ pub enum TraceCmd {
     /// Compare two traces (e.g. an original and the capture of its replay);
     /// exit status 1 when they differ beyond the tolerance.
     Compare(CompareArgs),
-    /// Replay a trace on a device or file with its original timing;
-    /// --record captures the replay for compare.
+    /// Replay a trace on a device or file, keeping its dependencies (the
+    /// default), its original timing, or as fast as possible; --record
+    /// captures the replay for compare.
     Replay(crate::cmd_replay::ReplayArgs),
+    /// The IPEAK audit in one command: replay TRACE on --target while
+    /// recording the replay, compare the recording with TRACE and give the
+    /// seed's verdict per criterion; exit status 1 when one fails.
+    Audit(crate::cmd_replay::AuditArgs),
 }
 
 /// `drivelab trace record`.
@@ -151,6 +156,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<u8> {
         TraceCmd::Convert(r) => run_convert(r),
         TraceCmd::Compare(r) => run_compare(r),
         TraceCmd::Replay(r) => crate::cmd_replay::run(r),
+        TraceCmd::Audit(r) => crate::cmd_replay::run_audit(r),
     }
 }
 
