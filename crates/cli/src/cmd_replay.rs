@@ -59,6 +59,11 @@ pub struct PlayArgs {
     /// after a completion depends on it.
     #[arg(long, value_name = "US", default_value_t = 1000)]
     pub dep_window_us: u64,
+    /// Dependency timing: take this many microseconds off each think time
+    /// (the recording host's own completion-to-issue path, which the replay
+    /// goes through again).
+    #[arg(long, value_name = "US", default_value_t = 0)]
+    pub reaction_us: u64,
     /// Original timing: time compression, 2 plays twice as fast.
     #[arg(long, value_name = "X")]
     pub speed: Option<f64>,
@@ -165,6 +170,7 @@ fn session_options(a: PlayArgs, record: Option<PathBuf>) -> anyhow::Result<Sessi
         (None, ModeArg::Dependency) => (
             Timing::Dependency {
                 window_ns: a.dep_window_us.saturating_mul(1000),
+                reaction_ns: a.reaction_us.saturating_mul(1000),
             },
             a.max_outstanding,
         ),

@@ -41,7 +41,7 @@
 pub mod deps;
 pub mod session;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use std::sync::atomic::AtomicBool;
 
@@ -69,6 +69,10 @@ pub enum Timing {
         /// A request issued at most this long after a completion depends
         /// on it, ns.
         window_ns: u64,
+        /// The host's own reaction to a completion, ns: this much of each
+        /// think time is taken off (the replay's own completion-to-issue
+        /// path stands in for it).
+        reaction_ns: u64,
     },
 }
 
@@ -78,6 +82,7 @@ impl Timing {
     /// request, far below the gaps of requests that arrive on their own.
     pub const DEPENDENCY: Timing = Timing::Dependency {
         window_ns: 1_000_000,
+        reaction_ns: 0,
     };
 
     /// The mode's name in reports: "dependency", "original", "afap",
@@ -324,8 +329,15 @@ struct ReplayDriver<'a, I: Iterator<Item = drivelab_trace::Result<Request>>> {
     /// waited for, by index; and the indices in flight.
     done_at: HashMap<u64, u64>,
     inflight: HashSet<u64>,
-    /// The request whose dependency was in flight, and since when.
-    waiting: Option<(u64, u64)>,
+    /// Dependency timing: issue times by index (recent ones), the
+    /// lookahead (each with when it began to wait for its dependency), and
+    /// the index below which times were dropped.
+    issued_at: HashMap<u64, u64>,
+    ahead: VecDeque<(deps::Planned, Option<u64>)>,
+    forgotten_below: u64,
+    /// Dependency timing: the part of each think time that is the host's
+    /// own completion-to-issue path, which the replay incurs again, ns.
+    reaction_ns: u64,
     rep: ReplayReport,
     svc: LatencyHistogram,
     svc_w: Welford,
@@ -341,84 +353,105 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
     /// nobody waited for them (bounds memory; far beyond any depth).
     const KEEP: u64 = 1 << 16;
 
-    /// When `p` is due in dependency timing; `None` while its dependency
-    /// is in flight.
-    fn dependency_due(&mut self, p: &deps::Planned, now: u64) -> Option<u64> {
-        let after_pred = self.first_issue.map_or(now, |_| self.last_issue);
-        match p.anchor {
-            deps::Anchor::Issue { gap_ns } => Some(after_pred + gap_ns),
-            deps::Anchor::Completion { of, think_ns } => match self.done_at.get(&of) {
-                Some(&c) => {
-                    if let Some((idx, since)) = self.waiting.take() {
-                        if idx == p.idx {
-                            let w = c.saturating_sub(since);
-                            self.wait.record(w);
-                            self.wait_w.record(w as f64);
-                        }
-                    }
-                    Some((c + think_ns).max(after_pred))
-                }
-                None if self.inflight.contains(&of) => {
-                    if self.waiting.is_none_or(|(i, _)| i != p.idx) {
-                        self.waiting = Some((p.idx, now));
-                        self.rep.dependency_waits += 1;
-                    }
-                    None
-                }
-                // Forgotten (far behind): due at once.
-                None => Some(after_pred),
-            },
-        }
-    }
-}
+    /// Requests looked at ahead in dependency timing: a request whose
+    /// dependency has completed is issued even while an earlier one still
+    /// waits for its own (the device may complete in another order than in
+    /// the trace; in-order issue would then idle the queue).
+    const LOOKAHEAD: usize = 512;
 
-impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDriver<'_, I> {
-    // Buffers were filled once (random data, as fio's); never looked at.
-    const BUFFERS: bool = false;
-
-    fn next(&mut self, now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
-        if self.peeked.is_none() {
-            self.peeked = self.reqs.next();
-        }
-        let p = match self.peeked.as_ref() {
-            None => return Next::Done,
-            Some(Err(_)) => {
-                if let Some(Err(e)) = self.peeked.take() {
+    /// Dependency timing: the first request of the lookahead that is due,
+    /// or when to look again.
+    fn next_dep(&mut self, now: u64) -> Next {
+        while self.ahead.len() < Self::LOOKAHEAD {
+            match self.reqs.next() {
+                Some(Ok(p)) => self.ahead.push_back((p, None)),
+                Some(Err(e)) => {
                     self.error = Some(e);
+                    break;
                 }
-                return Next::Done;
-            }
-            Some(Ok(p)) => *p,
-        };
-        let r = p.req;
-        let t0 = *self.t0.get_or_insert(now);
-        let base = *self.trace_t0.get_or_insert(r.issue_ns);
-        let due = if self.timed {
-            t0 + ((r.issue_ns.saturating_sub(base)) as f64 / self.speed) as u64
-        } else if self.dep {
-            match self.dependency_due(&p, now) {
-                Some(d) => d,
-                None => return Next::Idle,
-            }
-        } else {
-            now
-        };
-        if due > now {
-            return Next::At(due);
-        }
-        self.peeked = None;
-        if self.dep {
-            if let deps::Anchor::Completion { of, .. } = p.anchor {
-                self.done_at.remove(&of);
-            }
-            self.inflight.insert(p.idx);
-            if self.done_at.len() as u64 > Self::KEEP {
-                let keep_from = p.idx.saturating_sub(Self::KEEP);
-                self.done_at.retain(|&i, _| i >= keep_from);
+                None => break,
             }
         }
+        if self.error.is_some() && self.ahead.is_empty() {
+            return Next::Done;
+        }
+        let mut wake: Option<u64> = None;
+        let mut found = None;
+        for pos in 0..self.ahead.len() {
+            let (p, since) = self.ahead[pos];
+            let due = match p.anchor {
+                deps::Anchor::Issue { gap_ns } => {
+                    if p.idx == 0 {
+                        Some(now)
+                    } else if pos > 0 && self.ahead[pos - 1].0.idx + 1 == p.idx {
+                        // Its predecessor is not issued yet.
+                        None
+                    } else {
+                        Some(
+                            self.issued_at
+                                .get(&(p.idx - 1))
+                                .map_or(now, |&t| t + gap_ns),
+                        )
+                    }
+                }
+                deps::Anchor::Completion { of, think_ns } => match self.done_at.get(&of) {
+                    Some(&c) => Some(c + think_ns.saturating_sub(self.reaction_ns)),
+                    None if self.inflight.contains(&of) => {
+                        if since.is_none() {
+                            self.ahead[pos].1 = Some(now);
+                            self.rep.dependency_waits += 1;
+                        }
+                        None
+                    }
+                    // Forgotten (far behind) or not issued (its own
+                    // dependency pending): at once once issued.
+                    None if self.issued_at.contains_key(&of) || of < self.forgotten_below => {
+                        Some(now)
+                    }
+                    None => None,
+                },
+            };
+            match due {
+                Some(d) if d <= now => {
+                    found = Some((pos, d));
+                    break;
+                }
+                Some(d) => wake = Some(wake.map_or(d, |w: u64| w.min(d))),
+                None => {}
+            }
+        }
+        let Some((pos, due)) = found else {
+            return match wake {
+                Some(w) => Next::At(w),
+                None if self.ahead.is_empty() => Next::Done,
+                None => Next::Idle,
+            };
+        };
+        let Some((p, since)) = self.ahead.remove(pos) else {
+            return Next::Idle;
+        };
+        if let deps::Anchor::Completion { of, .. } = p.anchor {
+            if let (Some(c), Some(since)) = (self.done_at.remove(&of), since) {
+                let w = c.saturating_sub(since);
+                self.wait.record(w);
+                self.wait_w.record(w as f64);
+            }
+        }
+        self.inflight.insert(p.idx);
+        self.issued_at.insert(p.idx, now);
+        if (self.done_at.len() + self.issued_at.len()) as u64 > 2 * Self::KEEP {
+            let keep_from = p.idx.saturating_sub(Self::KEEP);
+            self.done_at.retain(|&i, _| i >= keep_from);
+            self.issued_at.retain(|&i, _| i >= keep_from);
+            self.forgotten_below = self.forgotten_below.max(keep_from);
+        }
+        self.issue(p, due, now)
+    }
+
+    /// Account and hand over request `p`, due at `due`, issued `now`.
+    fn issue(&mut self, p: deps::Planned, due: u64, now: u64) -> Next {
         let rep = &mut self.rep;
-        let io = place(&r, self.o, &mut rep.remapped, &mut rep.aligned);
+        let io = place(&p.req, self.o, &mut rep.remapped, &mut rep.aligned);
         match io.op {
             Op::Read => {
                 rep.reads += 1;
@@ -444,6 +477,43 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDrive
             due: (self.timed || self.dep).then_some(due),
             tag: p.idx,
         }
+    }
+}
+
+impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDriver<'_, I> {
+    // Buffers were filled once (random data, as fio's); never looked at.
+    const BUFFERS: bool = false;
+
+    fn next(&mut self, now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
+        self.t0.get_or_insert(now);
+        if self.dep {
+            return self.next_dep(now);
+        }
+        if self.peeked.is_none() {
+            self.peeked = self.reqs.next();
+        }
+        let p = match self.peeked.as_ref() {
+            None => return Next::Done,
+            Some(Err(_)) => {
+                if let Some(Err(e)) = self.peeked.take() {
+                    self.error = Some(e);
+                }
+                return Next::Done;
+            }
+            Some(Ok(p)) => *p,
+        };
+        let t0 = self.t0.unwrap_or(now);
+        let base = *self.trace_t0.get_or_insert(p.req.issue_ns);
+        let due = if self.timed {
+            t0 + ((p.req.issue_ns.saturating_sub(base)) as f64 / self.speed) as u64
+        } else {
+            now
+        };
+        if due > now {
+            return Next::At(due);
+        }
+        self.peeked = None;
+        self.issue(p, due, now)
     }
 
     fn complete(&mut self, d: &Done, _buf: &[u8]) -> After {
@@ -485,7 +555,7 @@ where
     set_timer_slack();
     let timed = matches!(o.timing, Timing::Original { .. });
     let window = match o.timing {
-        Timing::Dependency { window_ns } => Some(window_ns),
+        Timing::Dependency { window_ns, .. } => Some(window_ns),
         _ => None,
     };
     let speed = match o.timing {
@@ -506,7 +576,13 @@ where
         last_done: 0,
         done_at: HashMap::new(),
         inflight: HashSet::new(),
-        waiting: None,
+        issued_at: HashMap::new(),
+        ahead: VecDeque::new(),
+        forgotten_below: 0,
+        reaction_ns: match o.timing {
+            Timing::Dependency { reaction_ns, .. } => reaction_ns,
+            _ => 0,
+        },
         rep: ReplayReport {
             mode: o.timing.name(),
             ..ReplayReport::default()
@@ -522,7 +598,7 @@ where
     // Spin the last stretch before a deadline rather than sleep through it.
     let lc = LoopConfig {
         stop: Some(stop),
-        spin_ns: if timed || window.is_some() {
+        spin_ns: if timed {
             150_000
         } else {
             0
