@@ -598,11 +598,7 @@ where
     // Spin the last stretch before a deadline rather than sleep through it.
     let lc = LoopConfig {
         stop: Some(stop),
-        spin_ns: if timed {
-            150_000
-        } else {
-            0
-        },
+        spin_ns: if timed { 150_000 } else { 0 },
         ..LoopConfig::default()
     };
     let st = ioloop::run(engine, &mut drv, &lc)?;
