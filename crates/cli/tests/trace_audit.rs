@@ -167,7 +167,10 @@ fn fileserver_record_analyze_replay_compare() {
         "json",
     ]);
     assert_eq!(c["match_fraction"].as_f64(), Some(1.0), "{c}");
-    assert!(c["order_agreement"].as_f64().unwrap() > 0.95, "{c}");
+    // (Order agreement is a figure, not a criterion: the dependency replay
+    // issues a request as soon as its own dependency has completed, so the
+    // order follows the drive's completions, not the trace's.)
+    assert_eq!(c["extra_in_b"].as_u64(), Some(0), "{c}");
 }
 
 /// A directory in /dev/shm (memory: the loop device's backing file costs no

@@ -357,7 +357,7 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
     /// dependency has completed is issued even while an earlier one still
     /// waits for its own (the device may complete in another order than in
     /// the trace; in-order issue would then idle the queue).
-    const LOOKAHEAD: usize = 512;
+    const LOOKAHEAD: usize = 64;
 
     /// Dependency timing: the first request of the lookahead that is due,
     /// or when to look again.
