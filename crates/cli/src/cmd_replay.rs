@@ -61,9 +61,10 @@ pub struct PlayArgs {
     pub dep_window_us: u64,
     /// Dependency timing: take this many microseconds off each think time
     /// (the recording host's own completion-to-issue path, which the replay
-    /// goes through again).
-    #[arg(long, value_name = "US", default_value_t = 0)]
-    pub reaction_us: u64,
+    /// goes through again). Default: the trace's median think time; 0
+    /// keeps think times whole.
+    #[arg(long, value_name = "US")]
+    pub reaction_us: Option<u64>,
     /// Original timing: time compression, 2 plays twice as fast.
     #[arg(long, value_name = "X")]
     pub speed: Option<f64>,
@@ -170,7 +171,7 @@ fn session_options(a: PlayArgs, record: Option<PathBuf>) -> anyhow::Result<Sessi
         (None, ModeArg::Dependency) => (
             Timing::Dependency {
                 window_ns: a.dep_window_us.saturating_mul(1000),
-                reaction_ns: a.reaction_us.saturating_mul(1000),
+                reaction_ns: a.reaction_us.map(|us| us.saturating_mul(1000)),
             },
             a.max_outstanding,
         ),

@@ -69,10 +69,13 @@ pub enum Timing {
         /// A request issued at most this long after a completion depends
         /// on it, ns.
         window_ns: u64,
-        /// The host's own reaction to a completion, ns: this much of each
-        /// think time is taken off (the replay's own completion-to-issue
-        /// path stands in for it).
-        reaction_ns: u64,
+        /// The recording host's own reaction to a completion, ns: this much
+        /// of each think time is taken off, since the replay goes through
+        /// its own completion-to-issue path (reaping, submitting, the block
+        /// layer) again. `None`: the median think time of the trace's
+        /// dependent requests ([`think_median`]; 0 when [`replay`] is
+        /// called without it).
+        reaction_ns: Option<u64>,
     },
 }
 
@@ -82,7 +85,7 @@ impl Timing {
     /// request, far below the gaps of requests that arrive on their own.
     pub const DEPENDENCY: Timing = Timing::Dependency {
         window_ns: 1_000_000,
-        reaction_ns: 0,
+        reaction_ns: None,
     };
 
     /// The mode's name in reports: "dependency", "original", "afap",
@@ -152,6 +155,22 @@ pub fn prepass<I: Iterator<Item = drivelab_trace::Result<Request>>>(
         p.span_ns = p.span_ns.max(r.issue_ns.saturating_sub(f));
     }
     Ok(p)
+}
+
+/// The median think time (a dependent request's issue minus the
+/// completion it waited for) of a trace under dependency window
+/// `window_ns`; `None` when no request depends on a completion.
+pub fn think_median<I: Iterator<Item = drivelab_trace::Result<Request>>>(
+    reqs: I,
+    window_ns: u64,
+) -> drivelab_trace::Result<Option<u64>> {
+    let mut h = LatencyHistogram::new();
+    for p in deps::Infer::new(reqs, Some(window_ns)) {
+        if let deps::Anchor::Completion { think_ns, .. } = p?.anchor {
+            h.record(think_ns);
+        }
+    }
+    Ok(h.percentile(50.0))
 }
 
 /// Latency-like statistics, ns.
@@ -248,6 +267,13 @@ pub struct ReplayReport {
     pub dependency_waits: u64,
     /// Dependency timing: how long those waited for it, ns.
     pub dependency_wait_ns: Dist,
+    /// Dependency timing: the window and the reaction taken off think
+    /// times, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependency_window_ns: Option<u64>,
+    /// See [`Timing::Dependency::reaction_ns`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_ns: Option<u64>,
     /// Requests moved by the remap because they lay beyond the target.
     pub remapped: u64,
     /// Requests whose offset or length was aligned to the logical block.
@@ -580,7 +606,7 @@ where
         ahead: VecDeque::new(),
         forgotten_below: 0,
         reaction_ns: match o.timing {
-            Timing::Dependency { reaction_ns, .. } => reaction_ns,
+            Timing::Dependency { reaction_ns, .. } => reaction_ns.unwrap_or(0),
             _ => 0,
         },
         rep: ReplayReport {
@@ -624,6 +650,10 @@ where
         rep.lateness_ns = Dist::from(&drv.late, &drv.late_w);
     }
     rep.dependency_wait_ns = Dist::from(&drv.wait, &drv.wait_w);
+    if window.is_some() {
+        rep.dependency_window_ns = window;
+        rep.reaction_ns = Some(drv.reaction_ns);
+    }
     Ok(rep)
 }
 
@@ -862,6 +892,11 @@ mod tests {
         // completes: they wait, and it is counted.
         assert!(slow.dependency_waits > 30, "{}", slow.dependency_waits);
         assert_eq!(slow.dependency_wait_ns.count, slow.dependency_waits);
+        // The trace's host reacted to each completion in 20 us.
+        let m = think_median(closed_loop_trace(40).into_iter(), 1_000_000)
+            .unwrap()
+            .unwrap();
+        assert!(m.abs_diff(20_000) <= 200, "{m}");
         // Original timing plays the trace's pace on both: the schedule, not
         // the drive, sets the score.
         let fast_o = play(1_000_000, Timing::Original { speed: 1.0 });

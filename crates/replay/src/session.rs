@@ -192,8 +192,24 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
         Fill::Random(1),
     )
     .map_err(SessionError::Engine)?;
+    // Dependency timing with the reaction left to the trace: its median
+    // think time (one more pass over the trace, before anything is opened
+    // for recording).
+    let timing = match o.timing {
+        Timing::Dependency {
+            window_ns,
+            reaction_ns: None,
+        } => {
+            let (_, reader) = drivelab_trace::open_file(&o.trace, o.format, o.read)?;
+            Timing::Dependency {
+                window_ns,
+                reaction_ns: Some(crate::think_median(reader, window_ns)?.unwrap_or(0)),
+            }
+        }
+        t => t,
+    };
     let opts = ReplayOptions {
-        timing: o.timing,
+        timing,
         remap: o.remap,
         target_size: t.size,
         logical_block: lb,
@@ -455,7 +471,9 @@ impl fmt::Display for SessionReport {
             let w = &r.dependency_wait_ns;
             writeln!(
                 f,
-                "  dependencies: {} requests waited for a completion, {} kept their gap; {} dependency waits (dependency still in flight: mean {:.3} ms, max {:.3} ms)",
+                "  dependencies (window {:.3} ms, host reaction {:.3} ms taken off think times): {} requests waited for a completion, {} kept their gap; {} dependency waits (dependency still in flight: mean {:.3} ms, max {:.3} ms)",
+                ms(r.dependency_window_ns.unwrap_or(0) as f64),
+                ms(r.reaction_ns.unwrap_or(0) as f64),
                 r.dependencies.dependent,
                 r.dependencies.independent,
                 r.dependency_waits,
