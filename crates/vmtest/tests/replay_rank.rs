@@ -105,6 +105,15 @@ fn dependency_replay_scores_rank_the_disks_and_match_the_original_run() {
     println!(
         "original run {orig_iops:.2} IO/s; dependency replay: slow {slow_iops:.2} IO/s, fast {fast_iops:.2} IO/s"
     );
+    for (name, v) in [
+        ("slow", &audit_v["replay"]),
+        ("fast", fast.as_ref().map(|x| &x.1).unwrap_or(&Value::Null)),
+    ] {
+        println!(
+            "{name}: dependencies {}, waits {}, reaction {} ns, lateness p50 {} ns p99 {} ns, stalls {}, duration {} s",
+            v["dependencies"], v["dependency_waits"], v["reaction_ns"], v["lateness_ns"]["p50"], v["lateness_ns"]["p99"], v["stalls"], v["duration_s"]
+        );
+    }
     if let Ok((_, v)) = &audit {
         for k in v["criteria"].as_array().into_iter().flatten() {
             println!("audit: {} {}: {}", k["pass"], k["name"], k["figure"]);
