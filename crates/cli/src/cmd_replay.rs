@@ -56,9 +56,10 @@ pub struct PlayArgs {
     #[arg(long, value_enum, default_value_t = ModeArg::Dependency)]
     pub mode: ModeArg,
     /// Dependency timing: a request issued at most this many microseconds
-    /// after a completion depends on it.
-    #[arg(long, value_name = "US", default_value_t = 1000)]
-    pub dep_window_us: u64,
+    /// after a completion depends on it. Default: a quarter of the trace's
+    /// mean service time, at least 1000.
+    #[arg(long, value_name = "US")]
+    pub dep_window_us: Option<u64>,
     /// Dependency timing: take this many microseconds off each think time
     /// (the recording host's own completion-to-issue path, which the replay
     /// goes through again). Default: the trace's median think time; 0
@@ -151,7 +152,7 @@ fn session_options(a: PlayArgs, record: Option<PathBuf>) -> anyhow::Result<Sessi
     } else {
         a.mode
     };
-    if a.dep_window_us == 0 {
+    if a.dep_window_us == Some(0) {
         return Err(usage("--dep-window-us must be at least 1"));
     }
     if a.iodepth.is_some() && mode != ModeArg::Dependency {
@@ -170,7 +171,7 @@ fn session_options(a: PlayArgs, record: Option<PathBuf>) -> anyhow::Result<Sessi
         ),
         (None, ModeArg::Dependency) => (
             Timing::Dependency {
-                window_ns: a.dep_window_us.saturating_mul(1000),
+                window_ns: a.dep_window_us.map(|us| us.saturating_mul(1000)),
                 reaction_ns: a.reaction_us.map(|us| us.saturating_mul(1000)),
             },
             a.max_outstanding,

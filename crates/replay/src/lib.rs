@@ -67,8 +67,9 @@ pub enum Timing {
     /// Keep the trace's dependencies and think times (see [`deps`]).
     Dependency {
         /// A request issued at most this long after a completion depends
-        /// on it, ns.
-        window_ns: u64,
+        /// on it, ns. `None`: [`default_window`] of the trace (1 ms when
+        /// [`replay`] is called without it).
+        window_ns: Option<u64>,
         /// The recording host's own reaction to a completion, ns: this much
         /// of each think time is taken off, since the replay goes through
         /// its own completion-to-issue path (reaping, submitting, the block
@@ -80,11 +81,10 @@ pub enum Timing {
 }
 
 impl Timing {
-    /// The dependency mode with its default window, 1 ms: far above the
-    /// few microseconds an application takes to replace a completed
-    /// request, far below the gaps of requests that arrive on their own.
+    /// The dependency mode with the window and reaction taken from the
+    /// trace.
     pub const DEPENDENCY: Timing = Timing::Dependency {
-        window_ns: 1_000_000,
+        window_ns: None,
         reaction_ns: None,
     };
 
@@ -137,6 +137,8 @@ pub struct Prepass {
     pub span_ns: u64,
     /// Requests that modify the target (writes and trims).
     pub modifying: u64,
+    /// Mean service time of the requests with a completion, ns.
+    pub mean_service_ns: Option<f64>,
 }
 
 /// Scan a trace once.
@@ -145,8 +147,13 @@ pub fn prepass<I: Iterator<Item = drivelab_trace::Result<Request>>>(
 ) -> drivelab_trace::Result<Prepass> {
     let mut p = Prepass::default();
     let mut first: Option<u64> = None;
+    let (mut svc_sum, mut svc_n) = (0.0f64, 0u64);
     for r in reqs {
         let r = r?;
+        if let Some(t) = r.service_ns() {
+            svc_sum += t as f64;
+            svc_n += 1;
+        }
         p.requests += 1;
         p.max_len = p.max_len.max(r.len);
         p.extent = p.extent.max(r.offset + r.len);
@@ -154,7 +161,19 @@ pub fn prepass<I: Iterator<Item = drivelab_trace::Result<Request>>>(
         let f = *first.get_or_insert(r.issue_ns);
         p.span_ns = p.span_ns.max(r.issue_ns.saturating_sub(f));
     }
+    p.mean_service_ns = (svc_n > 0).then(|| svc_sum / svc_n as f64);
     Ok(p)
+}
+
+/// The dependency window for a trace whose mean service time is
+/// `mean_service_ns`: a quarter of it, at least 1 ms. A host replaces a
+/// completed request in microseconds on a fast machine, in milliseconds on
+/// a slow or emulated one; either is short beside the drive's own service
+/// time, and a request that arrives on its own seldom follows a completion
+/// that closely.
+pub fn default_window(mean_service_ns: Option<f64>) -> u64 {
+    let q = mean_service_ns.map_or(0.0, |m| m / 4.0);
+    (q as u64).max(1_000_000)
 }
 
 /// The median think time (a dependent request's issue minus the
@@ -581,7 +600,7 @@ where
     set_timer_slack();
     let timed = matches!(o.timing, Timing::Original { .. });
     let window = match o.timing {
-        Timing::Dependency { window_ns, .. } => Some(window_ns),
+        Timing::Dependency { window_ns, .. } => Some(window_ns.unwrap_or(1_000_000)),
         _ => None,
     };
     let speed = match o.timing {
@@ -905,6 +924,15 @@ mod tests {
         assert_eq!(fast_o.dependency_waits, 0);
         let ratio = fast_o.score.iops / slow_o.score.iops;
         assert!((0.8..1.25).contains(&ratio), "{fast_o:?} {slow_o:?}");
+    }
+
+    #[test]
+    fn the_default_window_is_a_quarter_of_the_service_time_at_least_1_ms() {
+        assert_eq!(default_window(None), 1_000_000);
+        assert_eq!(default_window(Some(8_000.0)), 1_000_000);
+        assert_eq!(default_window(Some(49_660_000.0)), 12_415_000);
+        let p = prepass(closed_loop_trace(10).into_iter()).unwrap();
+        assert_eq!(p.mean_service_ns, Some(4_000_000.0));
     }
 
     #[test]

@@ -192,18 +192,25 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
         Fill::Random(1),
     )
     .map_err(SessionError::Engine)?;
-    // Dependency timing with the reaction left to the trace: its median
-    // think time (one more pass over the trace, before anything is opened
-    // for recording).
+    // Dependency timing with the window or reaction left to the trace: a
+    // quarter of its mean service time (at least 1 ms), its median think
+    // time (one more pass over the trace, before the recording begins).
     let timing = match o.timing {
         Timing::Dependency {
             window_ns,
-            reaction_ns: None,
+            reaction_ns,
         } => {
-            let (_, reader) = drivelab_trace::open_file(&o.trace, o.format, o.read)?;
+            let w = window_ns.unwrap_or_else(|| crate::default_window(pre.mean_service_ns));
+            let r = match reaction_ns {
+                Some(r) => r,
+                None => {
+                    let (_, reader) = drivelab_trace::open_file(&o.trace, o.format, o.read)?;
+                    crate::think_median(reader, w)?.unwrap_or(0)
+                }
+            };
             Timing::Dependency {
-                window_ns,
-                reaction_ns: Some(crate::think_median(reader, window_ns)?.unwrap_or(0)),
+                window_ns: Some(w),
+                reaction_ns: Some(r),
             }
         }
         t => t,
