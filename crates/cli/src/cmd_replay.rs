@@ -62,7 +62,8 @@ pub struct PlayArgs {
     pub dep_window_us: Option<u64>,
     /// Dependency timing: take this many microseconds off each think time
     /// (the recording host's own completion-to-issue path, which the replay
-    /// goes through again). Default: the trace's median think time; 0
+    /// goes through again). Default: the 90th percentile of the trace's
+    /// think times (a closed loop's think time is that path alone); 0
     /// keeps think times whole.
     #[arg(long, value_name = "US")]
     pub reaction_us: Option<u64>,

@@ -193,8 +193,8 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
     )
     .map_err(SessionError::Engine)?;
     // Dependency timing with the window or reaction left to the trace: a
-    // quarter of its mean service time (at least 1 ms), its median think
-    // time (one more pass over the trace, before the recording begins).
+    // quarter of its mean service time (at least 1 ms), the 90th
+    // percentile of its think times (one more pass over the trace, before the recording begins).
     let timing = match o.timing {
         Timing::Dependency {
             window_ns,
@@ -205,7 +205,7 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
                 Some(r) => r,
                 None => {
                     let (_, reader) = drivelab_trace::open_file(&o.trace, o.format, o.read)?;
-                    crate::think_median(reader, w)?.unwrap_or(0)
+                    crate::think_p90(reader, w)?.unwrap_or(0)
                 }
             };
             Timing::Dependency {
