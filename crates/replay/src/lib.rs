@@ -9,7 +9,10 @@
 //!   completes sooner, so its dependents start sooner and the replay ends
 //!   sooner: the score ranks drives. A request whose dependency was still in
 //!   flight when its turn came is a *dependency wait* (counted, with the
-//!   time waited).
+//!   time waited). Defaults taken from the trace: the window is a quarter
+//!   of its mean service time (at least 1 ms), and the 90th percentile of
+//!   its think times is taken off each think time as the recording host's
+//!   own completion-to-issue path, which the replay goes through again.
 //! - **Original** (open loop): request i is due at
 //!   `t0 + (issue_i − issue_0) / speed`, an absolute deadline, so
 //!   per-request errors never accumulate into drift. The score is then the
