@@ -787,9 +787,14 @@ mod tests {
     /// A drive that serves every I/O in `service_ns`, all in parallel.
     struct Slow {
         service_ns: u64,
+        /// I/O at offsets below this take `slow_ns` instead.
+        slow_below: u64,
+        slow_ns: u64,
         depth: u32,
         buf: Vec<u8>,
         out: Vec<(u64, Completion)>,
+        /// Offsets in the order they were queued.
+        queued: Vec<u64>,
     }
 
     use drivelab_engine::clock::now_ns;
@@ -799,9 +804,12 @@ mod tests {
         fn new(service_ns: u64, depth: u32) -> Slow {
             Slow {
                 service_ns,
+                slow_below: 0,
+                slow_ns: service_ns,
                 depth,
                 buf: vec![0; 4096],
                 out: Vec::new(),
+                queued: Vec::new(),
             }
         }
     }
@@ -824,7 +832,13 @@ mod tests {
                 slot,
                 result: io.len as i32,
             };
-            self.out.push((now_ns() + self.service_ns, c));
+            let t = if io.offset < self.slow_below {
+                self.slow_ns
+            } else {
+                self.service_ns
+            };
+            self.queued.push(io.offset);
+            self.out.push((now_ns() + t, c));
         }
         fn commit(
             &mut self,
@@ -928,6 +942,43 @@ mod tests {
         assert_eq!(fast_o.dependency_waits, 0);
         let ratio = fast_o.score.iops / slow_o.score.iops;
         assert!((0.8..1.25).contains(&ratio), "{fast_o:?} {slow_o:?}");
+    }
+
+    #[test]
+    fn a_request_whose_dependency_completed_passes_one_still_waiting() {
+        // The closed loop at depth 2 again, but in the replay the chain at
+        // odd trace indices (offsets from 4 KiB, 8 KiB apart) is slow
+        // (20 ms) and the chain at even ones fast (1 ms). Issued strictly in
+        // trace order, each fast request would wait behind the slow one
+        // before it; with the lookahead the fast chain runs ahead: all its
+        // 20 requests are queued before the slow chain's 5th.
+        let stop = AtomicBool::new(false);
+        let trace: Vec<_> = closed_loop_trace(40)
+            .into_iter()
+            .map(|r| {
+                r.map(|mut r| {
+                    // Odd-index requests: offsets below 1 MiB (slow).
+                    let i = r.offset / 4096;
+                    r.offset = if i % 2 == 1 {
+                        i * 4096
+                    } else {
+                        (1 << 20) + i * 4096
+                    };
+                    r
+                })
+            })
+            .collect();
+        let mut e = Slow::new(1_000_000, 16);
+        e.slow_below = 1 << 20;
+        e.slow_ns = 20_000_000;
+        let r = replay(&mut e, trace.into_iter(), &opts(Timing::DEPENDENCY), &stop).unwrap();
+        assert_eq!(r.completed, 40);
+        let fast_done = e.queued.iter().rposition(|&o| o >= 1 << 20).unwrap();
+        let slow_before = e.queued[..fast_done]
+            .iter()
+            .filter(|&&o| o < 1 << 20)
+            .count();
+        assert!(slow_before < 5, "queue order: {:?}", e.queued);
     }
 
     #[test]
