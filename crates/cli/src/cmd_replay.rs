@@ -1,9 +1,13 @@
-//! `drivelab trace replay`: play a trace against a device or file with its
-//! original timing (or faster, or closed-loop), optionally recording the
-//! replay itself for `drivelab trace compare` (the IPEAK audit).
+//! `drivelab trace replay`: play a trace against a device or file keeping
+//! its dependencies (the default: the score ranks drives), with its
+//! original timing, as fast as possible or closed-loop, optionally
+//! recording the replay itself for `drivelab trace compare`; and
+//! `drivelab trace audit`, the IPEAK audit in one command (replay while
+//! recording, compare, the seed's verdict).
 //!
-//! The work (trace prepass, target checks, recording, replay) is
-//! `drivelab_replay::session::run`; this module parses flags and prints.
+//! The work (trace prepass, target checks, recording, replay, comparison)
+//! is `drivelab_replay::session::{run, audit}`; this module parses flags
+//! and prints.
 
 use std::path::PathBuf;
 
@@ -24,9 +28,22 @@ pub enum RemapArg {
     Scale,
 }
 
-/// `drivelab trace replay`.
+/// How requests are timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Keep the trace's dependencies and think times (hfplayer): a request
+    /// issued shortly after a completion waits for that completion in the
+    /// replay; a faster drive finishes sooner. The mode for scores.
+    Dependency,
+    /// Open loop: every request at its original time (divided by --speed).
+    Original,
+    /// As fast as free slots allow, in trace order.
+    Afap,
+}
+
+/// How a trace is played: the flags `trace replay` and `trace audit` share.
 #[derive(Args, Debug)]
-pub struct ReplayArgs {
+pub struct PlayArgs {
     /// The trace to play.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
@@ -35,27 +52,71 @@ pub struct ReplayArgs {
     pub target: PathBuf,
     #[command(flatten)]
     pub input: InputArgs,
-    /// Time compression: 2 plays twice as fast (original timing).
-    #[arg(long, value_name = "X", default_value_t = 1.0)]
-    pub speed: f64,
-    /// Ignore timing: issue as fast as free slots allow, in trace order.
+    /// Timing: dependency (default), original or afap.
+    #[arg(long, value_enum, default_value_t = ModeArg::Dependency)]
+    pub mode: ModeArg,
+    /// Dependency timing: a request issued at most this many microseconds
+    /// after a completion depends on it. Default: a quarter of the trace's
+    /// mean service time, at least 1000.
+    #[arg(long, value_name = "US")]
+    pub dep_window_us: Option<u64>,
+    /// Dependency timing: take this many microseconds off each think time
+    /// (the recording host's own completion-to-issue path, which the replay
+    /// goes through again). Default: the 90th percentile of the trace's
+    /// think times (a closed loop's think time is that path alone); 0
+    /// keeps think times whole.
+    #[arg(long, value_name = "US")]
+    pub reaction_us: Option<u64>,
+    /// Original timing: time compression, 2 plays twice as fast.
+    #[arg(long, value_name = "X")]
+    pub speed: Option<f64>,
+    /// The same as --mode afap.
     #[arg(long)]
     pub no_stall: bool,
     /// Closed loop: keep N requests outstanding, ignoring timing.
     #[arg(long, value_name = "N")]
     pub iodepth: Option<u32>,
-    /// Most requests in flight with original timing or --no-stall.
+    /// Most requests in flight (every mode but the closed loop).
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub max_outstanding: u32,
     /// Place offsets beyond the target by wrapping or scaling.
     #[arg(long, value_enum, default_value_t = RemapArg::Wrap)]
     pub remap: RemapArg,
-    /// Record the replay as it plays into TRACE2 (native format; block devices only).
-    #[arg(long, value_name = "TRACE2")]
-    pub record: Option<PathBuf>,
     /// Write to a device the safety checks refuse (never the running system).
     #[arg(long)]
     pub force: bool,
+}
+
+/// `drivelab trace replay`.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub play: PlayArgs,
+    /// Record the replay as it plays into TRACE2 (native format; block devices only).
+    #[arg(long, value_name = "TRACE2")]
+    pub record: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// `drivelab trace audit`.
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    #[command(flatten)]
+    pub play: PlayArgs,
+    /// Keep the recording of the replay in TRACE2 (native format). Default:
+    /// a temporary file, removed afterwards.
+    #[arg(long, value_name = "TRACE2")]
+    pub record: Option<PathBuf>,
+    /// The seed's limits, as a fraction: the time-weighted queue-depth
+    /// distance and the score may differ this much, the mean service time
+    /// twice as much.
+    #[arg(long, value_name = "X", default_value_t = 0.05)]
+    pub tolerance: f64,
+    /// The original run's IO/s (e.g. Iometer's figure) the score is held
+    /// against. Default: the trace's own head-to-head score.
+    #[arg(long, value_name = "IOPS")]
+    pub original_iops: Option<f64>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -69,31 +130,55 @@ fn session_error(e: SessionError) -> anyhow::Error {
     }
 }
 
-/// Run `drivelab trace replay`.
-pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
+/// The session these flags ask for (the recording set by the caller).
+fn session_options(a: PlayArgs, record: Option<PathBuf>) -> anyhow::Result<SessionOptions> {
     let format = parse_format(&a.input.format)?;
-    a.out.check()?;
-    if let Some(p) = &a.record {
-        crate::output::check_file(p, "--record")?;
-    }
-    if !(a.speed > 0.0 && a.speed.is_finite()) {
-        return Err(usage(format!("--speed must be above 0, not {}", a.speed)));
-    }
-    let (timing, depth) = match (a.iodepth, a.no_stall) {
-        (Some(_), true) => {
-            return Err(usage(
-                "--iodepth (closed loop) and --no-stall exclude each other",
-            ))
+    if let Some(speed) = a.speed {
+        if !(speed > 0.0 && speed.is_finite()) {
+            return Err(usage(format!("--speed must be above 0, not {speed}")));
         }
-        (Some(n), false) => (Timing::ClosedLoop, n),
-        (None, true) => (Timing::NoStall, a.max_outstanding),
-        (None, false) => (Timing::Original { speed: a.speed }, a.max_outstanding),
+    }
+    let mode = if a.no_stall {
+        if a.mode == ModeArg::Original || a.speed.is_some() {
+            return Err(usage(
+                "--no-stall and original timing (--mode original, --speed) exclude each other",
+            ));
+        }
+        ModeArg::Afap
+    } else if a.speed.is_some() {
+        if a.mode == ModeArg::Afap {
+            return Err(usage("--speed applies to --mode original, not afap"));
+        }
+        ModeArg::Original
+    } else {
+        a.mode
     };
-    let opts_trace = a.trace.display().to_string();
-    let opts_target = a.target.display().to_string();
-    let timing_word = format!("{timing:?}");
-    let remap_word = format!("{:?}", a.remap);
-    let opts = SessionOptions {
+    if a.dep_window_us == Some(0) {
+        return Err(usage("--dep-window-us must be at least 1"));
+    }
+    if a.iodepth.is_some() && mode != ModeArg::Dependency {
+        return Err(usage(
+            "--iodepth (closed loop) excludes --mode original/afap, --no-stall and --speed",
+        ));
+    }
+    let (timing, depth) = match (a.iodepth, mode) {
+        (Some(n), _) => (Timing::ClosedLoop, n),
+        (None, ModeArg::Afap) => (Timing::NoStall, a.max_outstanding),
+        (None, ModeArg::Original) => (
+            Timing::Original {
+                speed: a.speed.unwrap_or(1.0),
+            },
+            a.max_outstanding,
+        ),
+        (None, ModeArg::Dependency) => (
+            Timing::Dependency {
+                window_ns: a.dep_window_us.map(|us| us.saturating_mul(1000)),
+                reaction_ns: a.reaction_us.map(|us| us.saturating_mul(1000)),
+            },
+            a.max_outstanding,
+        ),
+    };
+    Ok(SessionOptions {
         trace: a.trace,
         format,
         read: a.input.read_options(),
@@ -104,9 +189,19 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
             RemapArg::Wrap => Remap::Wrap,
             RemapArg::Scale => Remap::Scale,
         },
-        record: a.record,
+        record,
         force: a.force,
-    };
+    })
+}
+
+/// Run `drivelab trace replay`.
+pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
+    a.out.check()?;
+    if let Some(p) = &a.record {
+        crate::output::check_file(p, "--record")?;
+    }
+    let opts = session_options(a.play, a.record)?;
+    let spec = spec_json(&opts);
     let report = session::run(&opts, crate::signal::stop_flag()).map_err(session_error)?;
     let out = if a.out.json() {
         format!(
@@ -124,29 +219,167 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
     } else {
         0
     };
+    store(
+        drivelab_store::Kind::Replay,
+        &out,
+        a.out.json(),
+        &report,
+        code,
+        spec,
+    )?;
+    Ok(code)
+}
+
+/// What a stored replay or audit was asked to do.
+fn spec_json(o: &SessionOptions) -> serde_json::Value {
+    serde_json::json!({
+        "trace": o.trace.display().to_string(),
+        "target": o.target.display().to_string(),
+        "timing": format!("{:?}", o.timing),
+        "depth": o.depth,
+        "remap": format!("{:?}", o.remap),
+    })
+}
+
+/// Keep a replay's or audit's result in the store: the JSON as printed, or
+/// when text was printed, the text and the JSON rendering beside it.
+fn store<R: serde::Serialize>(
+    kind: drivelab_store::Kind,
+    printed: &str,
+    json_mode: bool,
+    report: &R,
+    code: u8,
+    spec: serde_json::Value,
+) -> anyhow::Result<()> {
     let rendered;
-    let (json, text) = if a.out.json() {
-        (out.as_str(), None)
+    let (json, text) = if json_mode {
+        (printed, None)
     } else {
         rendered = format!(
             "{}\n",
-            serde_json::to_string_pretty(&serde_json::to_value(&report)?)?
+            serde_json::to_string_pretty(&serde_json::to_value(report)?)?
         );
-        (rendered.as_str(), Some(out.as_str()))
+        (rendered.as_str(), Some(printed))
     };
     crate::cmd_store::save(crate::cmd_store::Outcome {
-        kind: drivelab_store::Kind::Replay,
+        kind,
         json,
         text,
         exit_status: code,
-        options: serde_json::json!({
-            "trace": opts_trace,
-            "target": opts_target,
-            "timing": timing_word,
-            "depth": depth,
-            "remap": remap_word,
-        }),
+        options: spec,
         artifacts: Vec::new(),
     });
+    Ok(())
+}
+
+/// Removes a temporary recording when dropped.
+struct TempRecording(Option<PathBuf>);
+
+impl Drop for TempRecording {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Run `drivelab trace audit`: exit status 0 when every criterion passed,
+/// 1 when one failed (or the replay had errors), 2 on bad input.
+pub fn run_audit(a: AuditArgs) -> anyhow::Result<u8> {
+    a.out.check()?;
+    if !(0.0..=1.0).contains(&a.tolerance) {
+        return Err(usage(format!(
+            "--tolerance {} is outside 0..1 (it is a fraction: 0.05 = 5 %)",
+            a.tolerance
+        )));
+    }
+    if let Some(v) = a.original_iops {
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(usage(format!("--original-iops must be above 0, not {v}")));
+        }
+    }
+    let (record, _temp) = match a.record {
+        Some(p) => {
+            crate::output::check_file(&p, "--record")?;
+            (p, TempRecording(None))
+        }
+        None => {
+            let p = std::env::temp_dir().join(format!(
+                "drivelab-audit-{}-{}.dlt",
+                std::process::id(),
+                drivelab_engine::clock::now_ns()
+            ));
+            (p.clone(), TempRecording(Some(p)))
+        }
+    };
+    let opts = session_options(a.play, Some(record))?;
+    let spec = spec_json(&opts);
+    let report = session::audit(
+        &opts,
+        a.tolerance,
+        a.original_iops,
+        crate::signal::stop_flag(),
+    )
+    .map_err(session_error)?;
+    let out = if a.out.json() {
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&serde_json::to_value(&report)?)?
+        )
+    } else {
+        human_audit(&report, _temp.0.is_some())
+    };
+    a.out.emit(&out)?;
+    let code = if report.replay.replay.interrupted {
+        130
+    } else if report.pass && report.replay.replay.errors == 0 {
+        0
+    } else {
+        1
+    };
+    store(
+        drivelab_store::Kind::Audit,
+        &out,
+        a.out.json(),
+        &report,
+        code,
+        spec,
+    )?;
     Ok(code)
+}
+
+fn human_audit(r: &session::AuditReport, temporary: bool) -> String {
+    let mut s = r.replay.to_string();
+    if !temporary {
+        s.push_str(&format!("recording kept in {}\n", r.recording));
+    }
+    s.push_str(&format!(
+        "audit of the recording against {} (original {}: {}):\n",
+        r.replay.trace,
+        r.original_iops_from,
+        r.original_iops
+            .map(|v| format!("{v:.2} IO/s"))
+            .unwrap_or_else(|| "unknown".into())
+    ));
+    let w = r
+        .criteria
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for c in &r.criteria {
+        s.push_str(&format!(
+            "  {:4} {:w$}  {}  (limit: {})\n",
+            c.verdict(),
+            c.name,
+            c.figure,
+            c.limit
+        ));
+    }
+    s.push_str(if r.pass {
+        "PASS: every criterion of the seed that could be checked passed\n"
+    } else {
+        "FAIL: see the criteria marked FAIL\n"
+    });
+    s
 }

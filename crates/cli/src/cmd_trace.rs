@@ -12,7 +12,9 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use drivelab_trace::files::{self, Analyzed, Converted, FileError};
 use drivelab_trace::{
-    analyze::Analysis, compare::Comparison, record, Format, ReadOptions, ReadStats,
+    analyze::Analysis,
+    compare::{Comparison, Criterion},
+    record, Format, ReadOptions, ReadStats,
 };
 use serde_json::json;
 
@@ -39,9 +41,14 @@ pub enum TraceCmd {
     /// Compare two traces (e.g. an original and the capture of its replay);
     /// exit status 1 when they differ beyond the tolerance.
     Compare(CompareArgs),
-    /// Replay a trace on a device or file with its original timing;
-    /// --record captures the replay for compare.
+    /// Replay a trace on a device or file, keeping its dependencies (the
+    /// default), its original timing, or as fast as possible; --record
+    /// captures the replay for compare.
     Replay(crate::cmd_replay::ReplayArgs),
+    /// The IPEAK audit in one command: replay TRACE on --target while
+    /// recording the replay, compare the recording with TRACE and give the
+    /// seed's verdict per criterion; exit status 1 when one fails.
+    Audit(crate::cmd_replay::AuditArgs),
 }
 
 /// `drivelab trace record`.
@@ -123,9 +130,9 @@ pub struct CompareArgs {
     /// The trace compared with it (B).
     #[arg(value_name = "TRACE2")]
     pub b: PathBuf,
-    /// Allowed difference, as a fraction (0.05 = 5 %): match and order
-    /// shares may fall this far below 1, distribution distances and the
-    /// inter-arrival error may reach it.
+    /// The seed's limits, as a fraction (0.05 = 5 %): the time-weighted
+    /// queue-depth distance and the score may differ this much, the mean
+    /// service time twice as much.
     #[arg(long, value_name = "X", default_value_t = 0.05)]
     pub tolerance: f64,
     /// Format of A (default auto).
@@ -149,6 +156,7 @@ pub fn run(a: TraceArgs) -> anyhow::Result<u8> {
         TraceCmd::Convert(r) => run_convert(r),
         TraceCmd::Compare(r) => run_compare(r),
         TraceCmd::Replay(r) => crate::cmd_replay::run(r),
+        TraceCmd::Audit(r) => crate::cmd_replay::run_audit(r),
     }
 }
 
@@ -405,21 +413,32 @@ fn human_compare(c: &Comparison) -> String {
         c.distances.seek_distance,
         opt4(c.distances.service_time)
     ));
-    s.push_str(&format!(
-        "service time mean: A {}, B {}\n",
-        ns(c.a.service_time_ns.mean),
-        ns(c.b.service_time_ns.mean)
-    ));
+    s.push_str(&criteria_lines(&c.criteria));
     if c.differs {
         s.push_str(&format!(
-            "DIFFER (tolerance {}): {}\n",
-            c.tolerance,
-            c.reasons.join("; ")
+            "DIFFER: {} of the seed's criteria failed\n",
+            c.criteria.iter().filter(|x| x.pass == Some(false)).count()
         ));
     } else {
-        s.push_str(&format!("SAME within tolerance {}\n", c.tolerance));
+        s.push_str("SAME: every criterion of the seed that could be checked passed\n");
     }
     s
+}
+
+/// One line per criterion: verdict, name, figure, limit.
+fn criteria_lines(cs: &[Criterion]) -> String {
+    let w = cs.iter().map(|c| c.name.chars().count()).max().unwrap_or(0);
+    cs.iter()
+        .map(|c| {
+            format!(
+                "  {:4} {:w$}  {}  (limit: {})\n",
+                c.verdict(),
+                c.name,
+                c.figure,
+                c.limit
+            )
+        })
+        .collect()
 }
 
 fn run_compare(a: CompareArgs) -> anyhow::Result<u8> {

@@ -246,14 +246,19 @@ fn compare_exit_status_follows_the_verdict() {
     assert!((v["match_fraction"].as_f64().unwrap() - want).abs() < 1e-12);
     assert_eq!(v["differs"], true);
     assert_eq!(v["extra_in_b"], 0);
-    // Loose enough tolerance: same.
+    // The tolerance loosens the distances, never the counts: a missing
+    // access fails the seed's audit at any tolerance, with its figure.
     let out = drivelab(&["trace", "compare", s(&src), s(&b), "--tolerance", "0.5"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let missing = lines.len() - kept.len();
+    assert!(
+        text.contains(&format!(
+            "FAIL missing accesses (in A, not in B)  {missing}  (limit: 0)"
+        )),
+        "{text}"
     );
+    assert!(text.contains("PASS stray accesses"), "{text}");
 }
 
 #[test]

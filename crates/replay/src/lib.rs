@@ -1,9 +1,29 @@
 //! Trace replay, RankDisk-style: play a recorded block trace against a
-//! target with the original inter-arrival times (or faster, or closed-loop),
-//! and score it.
+//! target and score it. Four modes:
 //!
-//! Timing: request i is due at `t0 + (issue_i − issue_0) / speed`, an
-//! absolute deadline, so per-request errors never accumulate into drift.
+//! - **Dependency** (the default for scores; hfplayer, FAST'17): each
+//!   request waits for the completion it waited for in the trace (inferred
+//!   by [`deps`]: issued within a window after a completion), then its
+//!   think time; a request that waited for none keeps its gap to its
+//!   predecessor's issue. Requests are issued in trace order. A faster drive
+//!   completes sooner, so its dependents start sooner and the replay ends
+//!   sooner: the score ranks drives. A request whose dependency was still in
+//!   flight when its turn came is a *dependency wait* (counted, with the
+//!   time waited). Defaults taken from the trace: the window is a quarter
+//!   of its mean service time (at least 1 ms), and the 90th percentile of
+//!   its think times is taken off each think time as the recording host's
+//!   own completion-to-issue path, which the replay goes through again.
+//! - **Original** (open loop): request i is due at
+//!   `t0 + (issue_i − issue_0) / speed`, an absolute deadline, so
+//!   per-request errors never accumulate into drift. The score is then the
+//!   trace's own pace, whatever the drive.
+//! - **As fast as possible** (no stall): in trace order, as fast as slots
+//!   allow.
+//! - **Closed loop**: exactly the engine's depth outstanding.
+//!
+//! Lateness is the actual issue time minus the intended one (the deadline,
+//! or the dependency's completion plus think time, or the predecessor's
+//! issue plus gap).
 //! While a request is not yet due the loop waits in the kernel for
 //! completions (so latency is not inflated by late reaping) with a timeout
 //! that ends a little before the deadline, then spins on the clock for the
@@ -21,7 +41,10 @@
 //! [`session`] runs a whole replay from paths: trace, target checks,
 //! optional recording of the replay, report.
 
+pub mod deps;
 pub mod session;
+
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use std::sync::atomic::AtomicBool;
 
@@ -44,6 +67,41 @@ pub enum Timing {
     NoStall,
     /// Closed loop: keep exactly the engine's depth outstanding.
     ClosedLoop,
+    /// Keep the trace's dependencies and think times (see [`deps`]).
+    Dependency {
+        /// A request issued at most this long after a completion depends
+        /// on it, ns. `None`: [`default_window`] of the trace (1 ms when
+        /// [`replay`] is called without it).
+        window_ns: Option<u64>,
+        /// The recording host's own reaction to a completion, ns: this much
+        /// of each think time is taken off, since the replay goes through
+        /// its own completion-to-issue path (reaping, submitting, the block
+        /// layer) again. `None`: the 90th percentile of the think times of
+        /// the trace's dependent requests ([`think_p90`]: most of them are
+        /// that path and nothing else; 0 when [`replay`] is
+        /// called without it).
+        reaction_ns: Option<u64>,
+    },
+}
+
+impl Timing {
+    /// The dependency mode with the window and reaction taken from the
+    /// trace.
+    pub const DEPENDENCY: Timing = Timing::Dependency {
+        window_ns: None,
+        reaction_ns: None,
+    };
+
+    /// The mode's name in reports: "dependency", "original", "afap",
+    /// "closed-loop".
+    pub fn name(&self) -> &'static str {
+        match self {
+            Timing::Dependency { .. } => "dependency",
+            Timing::Original { .. } => "original",
+            Timing::NoStall => "afap",
+            Timing::ClosedLoop => "closed-loop",
+        }
+    }
 }
 
 /// What to do with offsets beyond the target.
@@ -83,6 +141,8 @@ pub struct Prepass {
     pub span_ns: u64,
     /// Requests that modify the target (writes and trims).
     pub modifying: u64,
+    /// Mean service time of the requests with a completion, ns.
+    pub mean_service_ns: Option<f64>,
 }
 
 /// Scan a trace once.
@@ -91,8 +151,13 @@ pub fn prepass<I: Iterator<Item = drivelab_trace::Result<Request>>>(
 ) -> drivelab_trace::Result<Prepass> {
     let mut p = Prepass::default();
     let mut first: Option<u64> = None;
+    let (mut svc_sum, mut svc_n) = (0.0f64, 0u64);
     for r in reqs {
         let r = r?;
+        if let Some(t) = r.service_ns() {
+            svc_sum += t as f64;
+            svc_n += 1;
+        }
         p.requests += 1;
         p.max_len = p.max_len.max(r.len);
         p.extent = p.extent.max(r.offset + r.len);
@@ -100,7 +165,35 @@ pub fn prepass<I: Iterator<Item = drivelab_trace::Result<Request>>>(
         let f = *first.get_or_insert(r.issue_ns);
         p.span_ns = p.span_ns.max(r.issue_ns.saturating_sub(f));
     }
+    p.mean_service_ns = (svc_n > 0).then(|| svc_sum / svc_n as f64);
     Ok(p)
+}
+
+/// The dependency window for a trace whose mean service time is
+/// `mean_service_ns`: a quarter of it, at least 1 ms. A host replaces a
+/// completed request in microseconds on a fast machine, in milliseconds on
+/// a slow or emulated one; either is short beside the drive's own service
+/// time, and a request that arrives on its own seldom follows a completion
+/// that closely.
+pub fn default_window(mean_service_ns: Option<f64>) -> u64 {
+    let q = mean_service_ns.map_or(0.0, |m| m / 4.0);
+    (q as u64).max(1_000_000)
+}
+
+/// The 90th percentile of the think times (a dependent request's issue minus the
+/// completion it waited for) of a trace under dependency window
+/// `window_ns`; `None` when no request depends on a completion.
+pub fn think_p90<I: Iterator<Item = drivelab_trace::Result<Request>>>(
+    reqs: I,
+    window_ns: u64,
+) -> drivelab_trace::Result<Option<u64>> {
+    let mut h = LatencyHistogram::new();
+    for p in deps::Infer::new(reqs, Some(window_ns)) {
+        if let deps::Anchor::Completion { think_ns, .. } = p?.anchor {
+            h.record(think_ns);
+        }
+    }
+    Ok(h.percentile(90.0))
 }
 
 /// Latency-like statistics, ns.
@@ -155,6 +248,8 @@ pub struct Score {
 /// What a replay did.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct ReplayReport {
+    /// Timing mode: dependency, original, afap or closed-loop.
+    pub mode: &'static str,
     /// Requests issued.
     pub requests: u64,
     /// Requests completed without error.
@@ -182,10 +277,26 @@ pub struct ReplayReport {
     pub score: Score,
     /// Service time (issue to completion), ns.
     pub service_time_ns: Dist,
-    /// Issue lateness (actual − intended issue time), ns; Original timing only.
+    /// Issue lateness (actual − intended issue time), ns; original and
+    /// dependency timing.
     pub lateness_ns: Dist,
     /// Requests that were due while every slot was busy.
     pub stalls: u64,
+    /// Dependency timing: requests that waited for a completion, and those
+    /// timed from their predecessor's issue.
+    pub dependencies: deps::DepCounts,
+    /// Dependency timing: requests whose dependency was still in flight
+    /// when their turn came.
+    pub dependency_waits: u64,
+    /// Dependency timing: how long those waited for it, ns.
+    pub dependency_wait_ns: Dist,
+    /// Dependency timing: the window and the reaction taken off think
+    /// times, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependency_window_ns: Option<u64>,
+    /// See [`Timing::Dependency::reaction_ns`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reaction_ns: Option<u64>,
     /// Requests moved by the remap because they lay beyond the target.
     pub remapped: u64,
     /// Requests whose offset or length was aligned to the logical block.
@@ -247,53 +358,149 @@ fn place(r: &Request, o: &ReplayOptions, remapped: &mut u64, aligned: &mut u64) 
 }
 
 /// A replay as a driver of the engine's I/O loop: requests come from the
-/// trace in order, each with its deadline (original timing) or at once.
+/// trace in order, each when its mode says it is due.
 struct ReplayDriver<'a, I: Iterator<Item = drivelab_trace::Result<Request>>> {
-    reqs: std::iter::Peekable<I>,
+    reqs: deps::Infer<I>,
+    /// The next request, looked at and not yet issued.
+    peeked: Option<drivelab_trace::Result<deps::Planned>>,
     o: &'a ReplayOptions,
     speed: f64,
+    /// Original timing: absolute deadlines.
     timed: bool,
+    /// Dependency timing.
+    dep: bool,
     t0: Option<u64>,
     trace_t0: Option<u64>,
     first_issue: Option<u64>,
     last_issue: u64,
     last_done: u64,
+    /// Dependency timing: completion times of trace requests not yet
+    /// waited for, by index; and the indices in flight.
+    done_at: HashMap<u64, u64>,
+    inflight: HashSet<u64>,
+    /// Dependency timing: issue times by index (recent ones), the
+    /// lookahead (each with when it began to wait for its dependency), and
+    /// the index below which times were dropped.
+    issued_at: HashMap<u64, u64>,
+    ahead: VecDeque<(deps::Planned, Option<u64>)>,
+    forgotten_below: u64,
+    /// Dependency timing: the part of each think time that is the host's
+    /// own completion-to-issue path, which the replay incurs again, ns.
+    reaction_ns: u64,
     rep: ReplayReport,
     svc: LatencyHistogram,
     svc_w: Welford,
     late: LatencyHistogram,
     late_w: Welford,
+    wait: LatencyHistogram,
+    wait_w: Welford,
     error: Option<drivelab_trace::TraceError>,
 }
 
-impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDriver<'_, I> {
-    // Buffers were filled once (random data, as fio's); never looked at.
-    const BUFFERS: bool = false;
+impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
+    /// Completion times older than this many requests are dropped when
+    /// nobody waited for them (bounds memory; far beyond any depth).
+    const KEEP: u64 = 1 << 16;
 
-    fn next(&mut self, now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
-        let r = match self.reqs.peek() {
-            None => return Next::Done,
-            Some(Err(_)) => {
-                if let Some(Err(e)) = self.reqs.next() {
+    /// Requests looked at ahead in dependency timing: a request whose
+    /// dependency has completed is issued even while an earlier one still
+    /// waits for its own (the device may complete in another order than in
+    /// the trace; in-order issue would then idle the queue).
+    const LOOKAHEAD: usize = 64;
+
+    /// Dependency timing: the first request of the lookahead that is due,
+    /// or when to look again.
+    fn next_dep(&mut self, now: u64) -> Next {
+        while self.ahead.len() < Self::LOOKAHEAD {
+            match self.reqs.next() {
+                Some(Ok(p)) => self.ahead.push_back((p, None)),
+                Some(Err(e)) => {
                     self.error = Some(e);
+                    break;
                 }
-                return Next::Done;
+                None => break,
             }
-            Some(Ok(r)) => *r,
-        };
-        let t0 = *self.t0.get_or_insert(now);
-        let base = *self.trace_t0.get_or_insert(r.issue_ns);
-        let due = if self.timed {
-            t0 + ((r.issue_ns.saturating_sub(base)) as f64 / self.speed) as u64
-        } else {
-            now
-        };
-        if due > now {
-            return Next::At(due);
         }
-        self.reqs.next();
+        if self.error.is_some() && self.ahead.is_empty() {
+            return Next::Done;
+        }
+        let mut wake: Option<u64> = None;
+        let mut found = None;
+        for pos in 0..self.ahead.len() {
+            let (p, since) = self.ahead[pos];
+            let due = match p.anchor {
+                deps::Anchor::Issue { gap_ns } => {
+                    if p.idx == 0 {
+                        Some(now)
+                    } else if pos > 0 && self.ahead[pos - 1].0.idx + 1 == p.idx {
+                        // Its predecessor is not issued yet.
+                        None
+                    } else {
+                        Some(
+                            self.issued_at
+                                .get(&(p.idx - 1))
+                                .map_or(now, |&t| t + gap_ns),
+                        )
+                    }
+                }
+                deps::Anchor::Completion { of, think_ns } => match self.done_at.get(&of) {
+                    Some(&c) => Some(c + think_ns.saturating_sub(self.reaction_ns)),
+                    None if self.inflight.contains(&of) => {
+                        if since.is_none() {
+                            self.ahead[pos].1 = Some(now);
+                            self.rep.dependency_waits += 1;
+                        }
+                        None
+                    }
+                    // Forgotten (far behind) or not issued (its own
+                    // dependency pending): at once once issued.
+                    None if self.issued_at.contains_key(&of) || of < self.forgotten_below => {
+                        Some(now)
+                    }
+                    None => None,
+                },
+            };
+            match due {
+                Some(d) if d <= now => {
+                    found = Some((pos, d));
+                    break;
+                }
+                Some(d) => wake = Some(wake.map_or(d, |w: u64| w.min(d))),
+                None => {}
+            }
+        }
+        let Some((pos, due)) = found else {
+            return match wake {
+                Some(w) => Next::At(w),
+                None if self.ahead.is_empty() => Next::Done,
+                None => Next::Idle,
+            };
+        };
+        let Some((p, since)) = self.ahead.remove(pos) else {
+            return Next::Idle;
+        };
+        if let deps::Anchor::Completion { of, .. } = p.anchor {
+            if let (Some(c), Some(since)) = (self.done_at.remove(&of), since) {
+                let w = c.saturating_sub(since);
+                self.wait.record(w);
+                self.wait_w.record(w as f64);
+            }
+        }
+        self.inflight.insert(p.idx);
+        self.issued_at.insert(p.idx, now);
+        if (self.done_at.len() + self.issued_at.len()) as u64 > 2 * Self::KEEP {
+            let keep_from = p.idx.saturating_sub(Self::KEEP);
+            self.done_at.retain(|&i, _| i >= keep_from);
+            self.issued_at.retain(|&i, _| i >= keep_from);
+            self.forgotten_below = self.forgotten_below.max(keep_from);
+        }
+        self.issue(p, due, now)
+    }
+
+    /// Account and hand over request `p`, due at `due`, issued `now`.
+    fn issue(&mut self, p: deps::Planned, due: u64, now: u64) -> Next {
         let rep = &mut self.rep;
-        let io = place(&r, self.o, &mut rep.remapped, &mut rep.aligned);
+        let io = place(&p.req, self.o, &mut rep.remapped, &mut rep.aligned);
         match io.op {
             Op::Read => {
                 rep.reads += 1;
@@ -306,7 +513,7 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDrive
             Op::Trim => rep.trims += 1,
             Op::Fsync => rep.flushes += 1,
         }
-        if self.timed {
+        if self.timed || self.dep {
             let l = now.saturating_sub(due);
             self.late.record(l);
             self.late_w.record(l as f64);
@@ -316,9 +523,46 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDrive
         rep.requests += 1;
         Next::Io {
             io,
-            due: self.timed.then_some(due),
-            tag: 0,
+            due: (self.timed || self.dep).then_some(due),
+            tag: p.idx,
         }
+    }
+}
+
+impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDriver<'_, I> {
+    // Buffers were filled once (random data, as fio's); never looked at.
+    const BUFFERS: bool = false;
+
+    fn next(&mut self, now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
+        self.t0.get_or_insert(now);
+        if self.dep {
+            return self.next_dep(now);
+        }
+        if self.peeked.is_none() {
+            self.peeked = self.reqs.next();
+        }
+        let p = match self.peeked.as_ref() {
+            None => return Next::Done,
+            Some(Err(_)) => {
+                if let Some(Err(e)) = self.peeked.take() {
+                    self.error = Some(e);
+                }
+                return Next::Done;
+            }
+            Some(Ok(p)) => *p,
+        };
+        let t0 = self.t0.unwrap_or(now);
+        let base = *self.trace_t0.get_or_insert(p.req.issue_ns);
+        let due = if self.timed {
+            t0 + ((p.req.issue_ns.saturating_sub(base)) as f64 / self.speed) as u64
+        } else {
+            now
+        };
+        if due > now {
+            return Next::At(due);
+        }
+        self.peeked = None;
+        self.issue(p, due, now)
     }
 
     fn complete(&mut self, d: &Done, _buf: &[u8]) -> After {
@@ -335,6 +579,10 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDrive
             let l = d.latency();
             self.svc.record(l);
             self.svc_w.record(l as f64);
+        }
+        if self.dep {
+            self.inflight.remove(&d.tag);
+            self.done_at.insert(d.tag, d.now);
         }
         self.last_done = d.now;
         After::Release
@@ -355,25 +603,45 @@ where
 {
     set_timer_slack();
     let timed = matches!(o.timing, Timing::Original { .. });
+    let window = match o.timing {
+        Timing::Dependency { window_ns, .. } => Some(window_ns.unwrap_or(1_000_000)),
+        _ => None,
+    };
     let speed = match o.timing {
         Timing::Original { speed } if speed > 0.0 => speed,
         _ => 1.0,
     };
     let mut drv = ReplayDriver {
-        reqs: reqs.peekable(),
+        reqs: deps::Infer::new(reqs, window),
+        peeked: None,
         o,
         speed,
         timed,
+        dep: window.is_some(),
         t0: None,
         trace_t0: None,
         first_issue: None,
         last_issue: 0,
         last_done: 0,
-        rep: ReplayReport::default(),
+        done_at: HashMap::new(),
+        inflight: HashSet::new(),
+        issued_at: HashMap::new(),
+        ahead: VecDeque::new(),
+        forgotten_below: 0,
+        reaction_ns: match o.timing {
+            Timing::Dependency { reaction_ns, .. } => reaction_ns.unwrap_or(0),
+            _ => 0,
+        },
+        rep: ReplayReport {
+            mode: o.timing.name(),
+            ..ReplayReport::default()
+        },
         svc: LatencyHistogram::new(),
         svc_w: Welford::new(),
         late: LatencyHistogram::new(),
         late_w: Welford::new(),
+        wait: LatencyHistogram::new(),
+        wait_w: Welford::new(),
         error: None,
     };
     // Spin the last stretch before a deadline rather than sleep through it.
@@ -389,6 +657,7 @@ where
     let mut rep = drv.rep;
     rep.interrupted = st.interrupted;
     rep.stalls = st.stalls;
+    rep.dependencies = drv.reqs.counts;
     let first = drv.first_issue.unwrap_or(st.started);
     let end = drv.last_done.max(drv.last_issue).max(first);
     rep.duration_s = end.saturating_sub(first) as f64 / 1e9;
@@ -400,8 +669,13 @@ where
         };
     }
     rep.service_time_ns = Dist::from(&drv.svc, &drv.svc_w);
-    if timed {
+    if timed || window.is_some() {
         rep.lateness_ns = Dist::from(&drv.late, &drv.late_w);
+    }
+    rep.dependency_wait_ns = Dist::from(&drv.wait, &drv.wait_w);
+    if window.is_some() {
+        rep.dependency_window_ns = window;
+        rep.reaction_ns = Some(drv.reaction_ns);
     }
     Ok(rep)
 }
@@ -508,6 +782,212 @@ mod tests {
             "closed loop waited for the 10 s schedule"
         );
         assert_eq!(r.lateness_ns.count, 0);
+    }
+
+    /// A drive that serves every I/O in `service_ns`, all in parallel.
+    struct Slow {
+        service_ns: u64,
+        /// I/O at offsets below this take `slow_ns` instead.
+        slow_below: u64,
+        slow_ns: u64,
+        depth: u32,
+        buf: Vec<u8>,
+        out: Vec<(u64, Completion)>,
+        /// Offsets in the order they were queued.
+        queued: Vec<u64>,
+    }
+
+    use drivelab_engine::clock::now_ns;
+    use drivelab_engine::engine::{Caps, Completion};
+
+    impl Slow {
+        fn new(service_ns: u64, depth: u32) -> Slow {
+            Slow {
+                service_ns,
+                slow_below: 0,
+                slow_ns: service_ns,
+                depth,
+                buf: vec![0; 4096],
+                out: Vec::new(),
+                queued: Vec::new(),
+            }
+        }
+    }
+
+    impl Engine for Slow {
+        fn name(&self) -> &'static str {
+            "slow"
+        }
+        fn caps(&self) -> Caps {
+            Caps {
+                asynchronous: true,
+                real_io: false,
+            }
+        }
+        fn depth(&self) -> u32 {
+            self.depth
+        }
+        fn queue(&mut self, slot: u32, io: &IoDesc) {
+            let c = Completion {
+                slot,
+                result: io.len as i32,
+            };
+            let t = if io.offset < self.slow_below {
+                self.slow_ns
+            } else {
+                self.service_ns
+            };
+            self.queued.push(io.offset);
+            self.out.push((now_ns() + t, c));
+        }
+        fn commit(
+            &mut self,
+            wait: u32,
+            timeout: Option<std::time::Duration>,
+        ) -> std::io::Result<()> {
+            if wait == 0 {
+                return Ok(());
+            }
+            let first = self.out.iter().map(|x| x.0).min();
+            let limit = timeout.map(|t| now_ns() + t.as_nanos() as u64);
+            if let Some(t) = match (first, limit) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            } {
+                drivelab_engine::clock::sleep_until(t);
+            }
+            Ok(())
+        }
+        fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
+            let now = now_ns();
+            let (ready, rest): (Vec<_>, Vec<_>) = self.out.drain(..).partition(|x| x.0 <= now);
+            self.out = rest;
+            for (_, c) in &ready {
+                f(*c);
+            }
+            ready.len()
+        }
+        fn buffer(&mut self, _slot: u32) -> &mut [u8] {
+            &mut self.buf
+        }
+    }
+
+    /// A closed loop at depth 2 recorded on a drive of 4 ms service time:
+    /// each completion replaced 20 us later.
+    fn closed_loop_trace(n: u64) -> Vec<drivelab_trace::Result<Request>> {
+        let (svc, think) = (4_000_000, 20_000);
+        let mut v = Vec::new();
+        for i in 0..n {
+            let chain = i % 2;
+            let k = i / 2;
+            let issue = chain * 1_000_000 + k * (svc + think);
+            let mut r = Request::new(issue, TOp::Read, i * 4096, 4096);
+            r.complete_ns = Some(issue + svc);
+            v.push(r);
+        }
+        v.sort_by_key(|r| r.issue_ns);
+        v.into_iter().map(Ok).collect()
+    }
+
+    #[test]
+    fn dependency_timing_ranks_a_faster_and_a_slower_drive() {
+        let stop = AtomicBool::new(false);
+        let play = |service_ns: u64, timing: Timing| {
+            let mut e = Slow::new(service_ns, 16);
+            replay(
+                &mut e,
+                closed_loop_trace(40).into_iter(),
+                &opts(timing),
+                &stop,
+            )
+            .unwrap()
+        };
+        let fast = play(1_000_000, Timing::DEPENDENCY);
+        let slow = play(8_000_000, Timing::DEPENDENCY);
+        for r in [&fast, &slow] {
+            assert_eq!(r.mode, "dependency");
+            assert_eq!(r.completed, 40);
+            // Two chains: the first of each is timed from the trace start,
+            // the other 38 wait for a completion.
+            assert_eq!(
+                r.dependencies,
+                deps::DepCounts {
+                    dependent: 38,
+                    independent: 2
+                }
+            );
+        }
+        // The drive 8 times slower takes longer per request (by far more
+        // than any scheduling noise: 4 ms against 0.5 ms head-to-head).
+        assert!(
+            fast.score.iops > 2.0 * slow.score.iops,
+            "fast {:?}, slow {:?}",
+            fast.score,
+            slow.score
+        );
+        // On the slow drive dependents come due before their dependency
+        // completes: they wait, and it is counted.
+        assert!(slow.dependency_waits > 30, "{}", slow.dependency_waits);
+        assert_eq!(slow.dependency_wait_ns.count, slow.dependency_waits);
+        // The trace's host reacted to every completion in 20 us.
+        let m = think_p90(closed_loop_trace(40).into_iter(), 1_000_000)
+            .unwrap()
+            .unwrap();
+        assert!(m.abs_diff(20_000) <= 200, "{m}");
+        // Original timing plays the trace's pace on both: the schedule, not
+        // the drive, sets the score.
+        let fast_o = play(1_000_000, Timing::Original { speed: 1.0 });
+        let slow_o = play(8_000_000, Timing::Original { speed: 1.0 });
+        assert_eq!(fast_o.mode, "original");
+        assert_eq!(fast_o.dependency_waits, 0);
+        let ratio = fast_o.score.iops / slow_o.score.iops;
+        assert!((0.8..1.25).contains(&ratio), "{fast_o:?} {slow_o:?}");
+    }
+
+    #[test]
+    fn a_request_whose_dependency_completed_passes_one_still_waiting() {
+        // The closed loop at depth 2 again, but in the replay the chain at
+        // odd trace indices (offsets from 4 KiB, 8 KiB apart) is slow
+        // (20 ms) and the chain at even ones fast (1 ms). Issued strictly in
+        // trace order, each fast request would wait behind the slow one
+        // before it; with the lookahead the fast chain runs ahead: all its
+        // 20 requests are queued before the slow chain's 5th.
+        let stop = AtomicBool::new(false);
+        let trace: Vec<_> = closed_loop_trace(40)
+            .into_iter()
+            .map(|r| {
+                r.map(|mut r| {
+                    // Odd-index requests: offsets below 1 MiB (slow).
+                    let i = r.offset / 4096;
+                    r.offset = if i % 2 == 1 {
+                        i * 4096
+                    } else {
+                        (1 << 20) + i * 4096
+                    };
+                    r
+                })
+            })
+            .collect();
+        let mut e = Slow::new(1_000_000, 16);
+        e.slow_below = 1 << 20;
+        e.slow_ns = 20_000_000;
+        let r = replay(&mut e, trace.into_iter(), &opts(Timing::DEPENDENCY), &stop).unwrap();
+        assert_eq!(r.completed, 40);
+        let fast_done = e.queued.iter().rposition(|&o| o >= 1 << 20).unwrap();
+        let slow_before = e.queued[..fast_done]
+            .iter()
+            .filter(|&&o| o < 1 << 20)
+            .count();
+        assert!(slow_before < 5, "queue order: {:?}", e.queued);
+    }
+
+    #[test]
+    fn the_default_window_is_a_quarter_of_the_service_time_at_least_1_ms() {
+        assert_eq!(default_window(None), 1_000_000);
+        assert_eq!(default_window(Some(8_000.0)), 1_000_000);
+        assert_eq!(default_window(Some(49_660_000.0)), 12_415_000);
+        let p = prepass(closed_loop_trace(10).into_iter()).unwrap();
+        assert_eq!(p.mean_service_ns, Some(4_000_000.0));
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub struct SessionOptions {
     pub read: ReadOptions,
     /// The device or file to play it on.
     pub target: PathBuf,
-    /// Timing: original (with a speed above 0), no-stall or closed loop.
+    /// Timing: dependency (the default for scores), original (with a speed
+    /// above 0), no-stall or closed loop.
     pub timing: Timing,
     /// Requests in flight at most (the closed loop's depth); at least 1.
     pub depth: u32,
@@ -63,6 +64,11 @@ pub struct SessionReport {
     /// The recording of the replay, when one was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub record: Option<RecordSummary>,
+    /// With a recording: whether the target was quiet (nothing in flight,
+    /// no I/O for 150 ms) when the recording began; `false` after 5 s of
+    /// waiting for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quiet_before_recording: Option<bool>,
     /// The write claim when the trace writes: the safety assessment made
     /// before the first write and how the target was held.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -114,6 +120,8 @@ impl SessionError {
 
 /// The target as the replay sees it.
 struct TargetFacts {
+    /// Kernel name of a block device.
+    name: Option<String>,
     size: u64,
     logical_block: u64,
     is_block: bool,
@@ -184,14 +192,46 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
         Fill::Random(1),
     )
     .map_err(SessionError::Engine)?;
+    // Dependency timing with the window or reaction left to the trace: a
+    // quarter of its mean service time (at least 1 ms), the 90th
+    // percentile of its think times (one more pass over the trace, before the recording begins).
+    let timing = match o.timing {
+        Timing::Dependency {
+            window_ns,
+            reaction_ns,
+        } => {
+            let w = window_ns.unwrap_or_else(|| crate::default_window(pre.mean_service_ns));
+            let r = match reaction_ns {
+                Some(r) => r,
+                None => {
+                    let (_, reader) = drivelab_trace::open_file(&o.trace, o.format, o.read)?;
+                    crate::think_p90(reader, w)?.unwrap_or(0)
+                }
+            };
+            Timing::Dependency {
+                window_ns: Some(w),
+                reaction_ns: Some(r),
+            }
+        }
+        t => t,
+    };
     let opts = ReplayOptions {
-        timing: o.timing,
+        timing,
         remap: o.remap,
         target_size: t.size,
         logical_block: lb,
         trace_extent: pre.extent,
     };
-    // Record while playing: start the recorder first, drain it from a thread.
+    // Record while playing: every probe of the target (its size, the
+    // safety assessment's signature reads) is done by now; wait until the
+    // device is quiet (another program's probe, such as udev's after an
+    // earlier writer closed it, has finished) so the recording window
+    // holds the replay and nothing else; then start the recorder first and
+    // drain it from a thread.
+    let quiet = match (&o.record, &t.name) {
+        (Some(_), Some(name)) => Some(wait_quiet(name)),
+        _ => None,
+    };
     let recorder = match &o.record {
         Some(out) => Some((
             Recorder::start(std::slice::from_ref(&o.target), &RecordOptions::default())?,
@@ -216,11 +256,92 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
     })?;
     Ok(SessionReport {
         replay,
+        quiet_before_recording: quiet,
         target: o.target.display().to_string(),
         trace: o.trace.display().to_string(),
         record,
         record_path: o.record.clone(),
         claim: claim.as_ref().map(|c| c.assessment().clone()),
+    })
+}
+
+/// What `trace audit` found: the replay (recorded) and the seed's verdict
+/// on the recording against the trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditReport {
+    /// The replay, with its recording's summary.
+    pub replay: SessionReport,
+    /// Where the recording of the replay is.
+    pub recording: String,
+    /// The original run's IO/s the score is held against, and where it
+    /// came from ("given" or "trace head-to-head").
+    pub original_iops: Option<f64>,
+    /// Source of `original_iops`.
+    pub original_iops_from: &'static str,
+    /// The seed's criteria, each with its figure; the score criterion is the
+    /// replay's own score against `original_iops`.
+    pub criteria: Vec<drivelab_trace::compare::Criterion>,
+    /// Every criterion that could be checked passed.
+    pub pass: bool,
+    /// The whole comparison of the recording with the trace.
+    pub comparison: drivelab_trace::Comparison,
+}
+
+/// `trace audit`: replay `o.trace` on `o.target` while recording the replay
+/// into `o.record` (which must be set), then compare the recording with
+/// the trace. `tolerance` is the seed's 5 % (service time: twice that);
+/// `original_iops` is the original run's IO/s (default: the trace's own
+/// head-to-head score).
+pub fn audit(
+    o: &SessionOptions,
+    tolerance: f64,
+    original_iops: Option<f64>,
+    stop: &AtomicBool,
+) -> Result<AuditReport, SessionError> {
+    let Some(rec) = o.record.clone() else {
+        return Err(SessionError::Input(
+            "an audit records its replay: give the recording's path".into(),
+        ));
+    };
+    if !(0.0..=1.0).contains(&tolerance) {
+        return Err(SessionError::Input(format!(
+            "--tolerance {tolerance} is outside 0..1 (it is a fraction: 0.05 = 5 %)"
+        )));
+    }
+    if let Some(v) = original_iops {
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(SessionError::Input(format!(
+                "--original-iops must be above 0, not {v}"
+            )));
+        }
+    }
+    let replay = run(o, stop)?;
+    let (_, mut a) = drivelab_trace::open_file(&o.trace, o.format, o.read)?;
+    let (_, mut b) = drivelab_trace::open_file(&rec, Some(Format::Native), ReadOptions::default())?;
+    let comparison = drivelab_trace::compare(&mut a, &mut b, tolerance)?;
+    let (orig, from) = match original_iops {
+        Some(v) => (Some(v), "given"),
+        None => (comparison.score_a.map(|s| s.iops), "trace head-to-head"),
+    };
+    let mut criteria = comparison.criteria.clone();
+    let score = drivelab_trace::compare::score_criterion(
+        orig,
+        (replay.replay.requests > 1).then_some(replay.replay.score.iops),
+        tolerance,
+    );
+    match criteria.iter_mut().find(|c| c.name == "score") {
+        Some(c) => *c = score,
+        None => criteria.push(score),
+    }
+    let pass = !criteria.iter().any(|c| c.pass == Some(false)) && !replay.replay.interrupted;
+    Ok(AuditReport {
+        recording: rec.display().to_string(),
+        replay,
+        original_iops: orig,
+        original_iops_from: from,
+        criteria,
+        pass,
+        comparison,
     })
 }
 
@@ -236,12 +357,14 @@ fn target_facts(target: &Path) -> Result<TargetFacts, SessionError> {
     if md.file_type().is_block_device() {
         let dev = BlockDevice::from_path(target).map_err(|e| SessionError::Input(e.to_string()))?;
         Ok(TargetFacts {
+            name: Some(dev.name.clone()),
             size: dev.size.0,
             logical_block: u64::from(dev.logical_sector.0),
             is_block: true,
         })
     } else if md.is_file() {
         Ok(TargetFacts {
+            name: None,
             size: md.len(),
             logical_block: 512,
             is_block: false,
@@ -252,6 +375,35 @@ fn target_facts(target: &Path) -> Result<TargetFacts, SessionError> {
             target.display()
         )))
     }
+}
+
+/// Wait until block device `name` is quiet: nothing in flight and its I/O
+/// counters unchanged over three readings 50 ms apart. `false` when it is
+/// not within 5 s (or its statistics cannot be read).
+fn wait_quiet(name: &str) -> bool {
+    use drivelab_device::diskstats::DiskStats;
+    let count =
+        |d: &DiskStats| d.reads + d.writes + d.discards.unwrap_or(0) + d.flushes.unwrap_or(0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut last = None;
+    let mut still = 0;
+    while std::time::Instant::now() < deadline {
+        let Ok(d) = DiskStats::read(name) else {
+            return false;
+        };
+        let now = (count(&d), d.in_flight);
+        if now.1 == 0 && last == Some(now.0) {
+            still += 1;
+            if still >= 3 {
+                return true;
+            }
+        } else {
+            still = 0;
+        }
+        last = Some(now.0);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
 }
 
 /// Drain `rec` into a native trace at `out` every 20 ms until `stop`, then
@@ -290,8 +442,8 @@ impl fmt::Display for SessionReport {
         let ms = |ns: f64| ns / 1e6;
         writeln!(
             f,
-            "replay on {}: {} requests ({} reads, {} writes, {} trims, {} flushes) in {:.3} s, {} errors",
-            self.target, r.requests, r.reads, r.writes, r.trims, r.flushes, r.duration_s, r.errors
+            "replay on {} ({} timing): {} requests ({} reads, {} writes, {} trims, {} flushes) in {:.3} s, {} errors",
+            self.target, r.mode, r.requests, r.reads, r.writes, r.trims, r.flushes, r.duration_s, r.errors
         )?;
         writeln!(
             f,
@@ -313,16 +465,30 @@ impl fmt::Display for SessionReport {
             let l = &r.lateness_ns;
             writeln!(
                 f,
-                "  issue lateness (us): mean {:.1}, p50 {:.1}, p90 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}; {} stalls (all slots busy)",
+                "  issue lateness (us): mean {:.1}, p50 {:.1}, p90 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}",
                 l.mean / 1e3,
                 l.p50 as f64 / 1e3,
                 l.p90 as f64 / 1e3,
                 l.p99 as f64 / 1e3,
                 l.p999 as f64 / 1e3,
                 l.max as f64 / 1e3,
-                r.stalls
             )?;
         }
+        if r.mode == "dependency" {
+            let w = &r.dependency_wait_ns;
+            writeln!(
+                f,
+                "  dependencies (window {:.3} ms, host reaction {:.3} ms taken off think times): {} requests waited for a completion, {} kept their gap; {} dependency waits (dependency still in flight: mean {:.3} ms, max {:.3} ms)",
+                ms(r.dependency_window_ns.unwrap_or(0) as f64),
+                ms(r.reaction_ns.unwrap_or(0) as f64),
+                r.dependencies.dependent,
+                r.dependencies.independent,
+                r.dependency_waits,
+                ms(w.mean),
+                ms(w.max as f64)
+            )?;
+        }
+        writeln!(f, "  stalls (due while every slot was busy): {}", r.stalls)?;
         if r.remapped + r.aligned > 0 {
             writeln!(
                 f,
@@ -344,6 +510,12 @@ impl fmt::Display for SessionReport {
                 s.requests,
                 s.lost_events
             )?;
+            if self.quiet_before_recording == Some(false) {
+                writeln!(
+                    f,
+                    "  warning: the target was not quiet when the recording began (another program's I/O may be in it)"
+                )?;
+            }
         }
         Ok(())
     }
@@ -404,7 +576,7 @@ mod tests {
         assert_eq!(v["trace"], trace.display().to_string());
         assert!(v.get("record").is_none());
         assert!(r.to_string().starts_with(&format!(
-            "replay on {}: 16 requests (0 reads, 16 writes, 0 trims, 0 flushes)",
+            "replay on {} (afap timing): 16 requests (0 reads, 16 writes, 0 trims, 0 flushes)",
             target.display()
         )));
         let _ = std::fs::remove_dir_all(&d);

@@ -1,15 +1,16 @@
 //! The IPEAK audit: compare a trace with a second-generation capture of its
-//! replay (or any two traces) and say whether they differ.
+//! replay (or any two traces) and give the seed's verdict, criterion by
+//! criterion, each with its figure.
 //!
 //! One streaming pass reads both traces merged by issue time (each relative
 //! to its own start).
-//! - **Matching**: a request of A matches one of B with the same
-//!   (op, offset, length), as a multiset; among several unmatched
-//!   candidates the one closest in issue time is taken. The search
-//!   is windowed: a request still unmatched after [`WINDOW`] further
-//!   requests of its own trace is counted unmatched. For a replay (same
-//!   order up to reordering by the device queue) this equals the exact
-//!   multiset match and keeps memory bounded.
+//! - **Pairing**: a request of A pairs with one of B with the same
+//!   (op, offset, length). Within one such key the pairing is in order: the
+//!   k-th request of A with that key pairs with the k-th of B, so duplicates
+//!   (the same sector read twice) never cross and inter-arrival errors are
+//!   those of the replay, not of the pairing. The search is windowed: a
+//!   request still unpaired after [`WINDOW`] further requests of its own
+//!   trace is counted unpaired (missing from B, or stray in B).
 //! - **Order agreement**: walking A's matched requests in A's order, the
 //!   share of consecutive pairs whose partners in B are in the same order
 //!   (1.0 = identical order; an adjacent-pair Kendall-tau concordance).
@@ -17,15 +18,29 @@
 //!   (B's issue gap) − (A's issue gap), ns, summarised; `interarrival_error`
 //!   is mean |error| / mean A gap.
 //! - **Distribution distances**: total variation distance (½ Σ |p − q|,
-//!   0 = identical, 1 = disjoint) between the two traces' size, queue-depth,
-//!   signed seek-distance and service-time (log2 buckets) distributions;
-//!   queue depth and service time only when both traces have completions.
+//!   0 = identical, 1 = disjoint) between the two traces' size, queue-depth
+//!   (per arrival, as AnalyzeTrace counts it), signed seek-distance and
+//!   service-time (log2 buckets) distributions, and the **time-weighted**
+//!   queue depth (the share of the trace's time spent at each depth, from
+//!   the first issue to the last completion, idle time at depth 0 included);
+//!   depths and service times only when both traces have completions.
+//! - **Score**: head-to-head time (the mean time from the start of one
+//!   request to the start of the next: (last issue − first issue) / (n − 1))
+//!   in ms, and 1000 / that in IO/s (Intel RankDisk's score, seed 001).
 //!
-//! `differs` is true when match_fraction or order_agreement fall below
-//! 1 − tolerance, or a distance or the inter-arrival error exceeds it;
-//! `reasons` says which.
+//! The verdict is the seed's list ([`Criterion`]): counts and bytes per op
+//! identical; no stray and no missing access; the size distribution
+//! identical; time-weighted queue-depth distributions within a total
+//! variation distance of `tolerance` (the seed: 0.05); mean service time
+//! within `2 × tolerance` (10 %); the score of B within `tolerance` (5 %) of
+//! A's. A criterion whose figure is unknown (no completions) is shown and
+//! does not decide. `differs` is true when a criterion fails; `reasons`
+//! names them. Order agreement and the inter-arrival error are figures, not
+//! criteria: a replay that keeps dependencies on a faster drive moves the
+//! issue times on purpose.
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use serde::Serialize;
 
@@ -52,6 +67,100 @@ pub struct Distances {
     /// Service time, log2 buckets; `None` when either trace lacks
     /// completions.
     pub service_time: Option<f64>,
+    /// Time-weighted queue depth; `None` when either trace lacks
+    /// completions.
+    pub queue_depth_time: Option<f64>,
+}
+
+/// The share of a trace's time spent at one queue depth.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct DepthShare {
+    /// Requests outstanding.
+    pub depth: u64,
+    /// Share of the time from the first issue to the last completion.
+    pub fraction: f64,
+}
+
+/// Time-weighted queue depth of one trace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TimeDepth {
+    /// Time-weighted mean depth.
+    pub mean: f64,
+    /// Shares by depth, ascending; empty without completions.
+    pub shares: Vec<DepthShare>,
+}
+
+/// Intel RankDisk's score of a trace (seed 001).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct HeadToHead {
+    /// Mean time from the start of one request to the start of the next, ms.
+    pub head_to_head_ms: f64,
+    /// 1000 / head_to_head_ms.
+    pub iops: f64,
+}
+
+impl HeadToHead {
+    /// The score of `n` requests issued from `first_ns` to `last_ns`;
+    /// `None` for fewer than two requests or no time between them.
+    pub fn of(n: u64, first_ns: u64, last_ns: u64) -> Option<HeadToHead> {
+        if n < 2 || last_ns <= first_ns {
+            return None;
+        }
+        let ms = (last_ns - first_ns) as f64 / (n - 1) as f64 / 1e6;
+        Some(HeadToHead {
+            head_to_head_ms: ms,
+            iops: 1000.0 / ms,
+        })
+    }
+}
+
+/// One of the seed's audit criteria, with its figure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Criterion {
+    /// What is checked ("reads", "stray accesses", "score", …).
+    pub name: String,
+    /// The figure, in words ("A 39043 / 159.9 MB, B 39043 / 159.9 MB").
+    pub figure: String,
+    /// The limit ("identical", "0", "<= 0.05", "within 10 %").
+    pub limit: String,
+    /// Passed; `None` when the figure is unknown (it does not decide).
+    pub pass: Option<bool>,
+}
+
+impl Criterion {
+    /// The verdict word: PASS, FAIL or "n/a".
+    pub fn verdict(&self) -> &'static str {
+        match self.pass {
+            Some(true) => "PASS",
+            Some(false) => "FAIL",
+            None => "n/a",
+        }
+    }
+}
+
+/// The score criterion: `replay` within `limit` (a fraction) of `original`,
+/// both in IO/s. Unknown when either is.
+pub fn score_criterion(original: Option<f64>, replay: Option<f64>, limit: f64) -> Criterion {
+    let (figure, pass) = match (original, replay) {
+        (Some(o), Some(r)) if o > 0.0 => {
+            let dev = (r - o) / o;
+            (
+                format!(
+                    "replay {r:.2} IO/s ({:.3} ms head-to-head), original {o:.2} IO/s: {:+.2} %",
+                    1000.0 / r.max(f64::MIN_POSITIVE),
+                    dev * 100.0
+                ),
+                Some(dev.abs() <= limit),
+            )
+        }
+        _ => ("unknown (fewer than two requests)".into(), None),
+    };
+    Criterion {
+        name: "score".into(),
+        figure,
+        limit: format!("within {:.0} % of the original IO/s", limit * 100.0),
+        pass,
+    }
 }
 
 /// The comparison result.
@@ -78,11 +187,23 @@ pub struct Comparison {
     pub interarrival_error: f64,
     /// Distribution distances.
     pub distances: Distances,
+    /// Time-weighted queue depth of A.
+    pub queue_depth_time_a: TimeDepth,
+    /// Time-weighted queue depth of B.
+    pub queue_depth_time_b: TimeDepth,
+    /// RankDisk score of A.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score_a: Option<HeadToHead>,
+    /// RankDisk score of B.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score_b: Option<HeadToHead>,
+    /// The seed's criteria, each with its figure and verdict.
+    pub criteria: Vec<Criterion>,
     /// Tolerance applied.
     pub tolerance: f64,
-    /// Whether A and B differ beyond the tolerance.
+    /// Whether a criterion failed.
     pub differs: bool,
-    /// What exceeded the tolerance.
+    /// The failed criteria, each with its figure.
     pub reasons: Vec<String>,
     /// Analysis of A.
     pub a: Analysis,
@@ -115,15 +236,92 @@ struct State {
     err_n: u64,
 }
 
-/// Remove and return the entry whose issue time is closest to `t` (the
-/// earliest of equals).
-fn take_closest(q: &mut VecDeque<(u64, u64)>, t: u64) -> Option<(u64, u64)> {
-    let best = q
-        .iter()
-        .enumerate()
-        .min_by_key(|(_, e)| e.1.abs_diff(t))
-        .map(|(i, _)| i)?;
-    q.remove(best)
+/// Time-weighted queue depth and the issue span of one trace, streaming
+/// (requests in issue order; completions kept in a heap until passed).
+#[derive(Default)]
+struct DepthClock {
+    out: BinaryHeap<Reverse<u64>>,
+    /// ns spent at each depth.
+    at: Vec<u64>,
+    last: Option<u64>,
+    n: u64,
+    first_issue: Option<u64>,
+    last_issue: u64,
+}
+
+impl DepthClock {
+    /// Most requests counted outstanding at once (as the analyzer's cap).
+    const MAX_DEPTH: usize = 1 << 16;
+
+    fn advance(&mut self, t: u64) {
+        if let Some(l) = self.last {
+            if t > l {
+                let d = self.out.len();
+                if self.at.len() <= d {
+                    self.at.resize(d + 1, 0);
+                }
+                self.at[d] += t - l;
+            }
+        }
+        self.last = Some(self.last.map_or(t, |l| l.max(t)));
+    }
+
+    fn add(&mut self, r: &Request) {
+        self.n += 1;
+        self.first_issue.get_or_insert(r.issue_ns);
+        self.last_issue = self.last_issue.max(r.issue_ns);
+        // A request without a completion (cut off at the end of a
+        // recording) is not counted in flight.
+        let Some(c) = r.complete_ns else { return };
+        while let Some(&Reverse(t)) = self.out.peek() {
+            if t > r.issue_ns {
+                break;
+            }
+            self.advance(t);
+            self.out.pop();
+        }
+        self.advance(r.issue_ns);
+        if self.out.len() >= Self::MAX_DEPTH {
+            self.out.pop();
+        }
+        self.out.push(Reverse(c.max(r.issue_ns)));
+    }
+
+    /// (depth, ns) pairs and the summary.
+    fn finish(&mut self) -> (Vec<(u64, u64)>, TimeDepth) {
+        while let Some(&Reverse(t)) = self.out.peek() {
+            self.advance(t);
+            self.out.pop();
+        }
+        let total: u64 = self.at.iter().sum();
+        if total == 0 {
+            return (Vec::new(), TimeDepth::default());
+        }
+        let pairs: Vec<(u64, u64)> = self
+            .at
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| **t > 0)
+            .map(|(d, t)| (d as u64, *t))
+            .collect();
+        let mean = pairs
+            .iter()
+            .map(|(d, t)| *d as f64 * *t as f64)
+            .sum::<f64>()
+            / total as f64;
+        let shares = pairs
+            .iter()
+            .map(|(d, t)| DepthShare {
+                depth: *d,
+                fraction: *t as f64 / total as f64,
+            })
+            .collect();
+        (pairs, TimeDepth { mean, shares })
+    }
+
+    fn score(&self) -> Option<HeadToHead> {
+        HeadToHead::of(self.n, self.first_issue?, self.last_issue)
+    }
 }
 
 fn key(r: &Request) -> Key {
@@ -136,7 +334,8 @@ impl State {
         let k = key(r);
         let mut partner = None;
         if let Some(q) = self.unmatched_b.get_mut(&k) {
-            partner = take_closest(q, r.issue_ns);
+            // In order within the key: the earliest unpaired B.
+            partner = q.pop_front();
             if q.is_empty() {
                 self.unmatched_b.remove(&k);
             }
@@ -163,7 +362,8 @@ impl State {
         let k = key(r);
         let mut hit = None;
         if let Some(q) = self.unmatched_a.get_mut(&k) {
-            hit = take_closest(q, r.issue_ns).map(|(i, _)| i);
+            // In order within the key: the earliest unpaired A.
+            hit = q.pop_front().map(|(i, _)| i);
             if q.is_empty() {
                 self.unmatched_a.remove(&k);
             }
@@ -272,6 +472,110 @@ fn tvd<K: std::hash::Hash + Eq + Copy>(a: &[(K, u64)], b: &[(K, u64)]) -> f64 {
     0.5 * m.values().map(|(p, q)| (p - q).abs()).sum::<f64>()
 }
 
+/// The seed's criteria (see the module doc) for analyses `a` and `b`.
+fn criteria(
+    a: &Analysis,
+    b: &Analysis,
+    d: &Distances,
+    (missing, stray): (u64, u64),
+    (qa, qb): (&TimeDepth, &TimeDepth),
+    (sa, sb): (Option<HeadToHead>, Option<HeadToHead>),
+    tolerance: f64,
+) -> Vec<Criterion> {
+    let mut out = Vec::new();
+    let ops = [
+        ("reads", (a.reads, a.bytes_read), (b.reads, b.bytes_read)),
+        (
+            "writes",
+            (a.writes, a.bytes_written),
+            (b.writes, b.bytes_written),
+        ),
+        (
+            "trims",
+            (a.trims, a.bytes_trimmed),
+            (b.trims, b.bytes_trimmed),
+        ),
+        ("flushes", (a.flushes, 0), (b.flushes, 0)),
+    ];
+    for (name, x, y) in ops {
+        if matches!(name, "trims" | "flushes") && x.0 == 0 && y.0 == 0 {
+            continue;
+        }
+        out.push(Criterion {
+            name: format!("{name}: count and bytes"),
+            figure: format!("A {} / {} B, B {} / {} B", x.0, x.1, y.0, y.1),
+            limit: "identical".into(),
+            pass: Some(x == y),
+        });
+    }
+    out.push(Criterion {
+        name: "stray accesses (in B, not in A)".into(),
+        figure: stray.to_string(),
+        limit: "0".into(),
+        pass: Some(stray == 0),
+    });
+    out.push(Criterion {
+        name: "missing accesses (in A, not in B)".into(),
+        figure: missing.to_string(),
+        limit: "0".into(),
+        pass: Some(missing == 0),
+    });
+    let sizes = |x: &Analysis| {
+        x.sizes
+            .iter()
+            .map(|s| (s.bytes, s.count))
+            .collect::<Vec<_>>()
+    };
+    let sectors = |x: &Analysis| x.mean_size_bytes / 512.0;
+    out.push(Criterion {
+        name: "size distribution".into(),
+        figure: format!(
+            "mean A {:.4} sectors, B {:.4} sectors; TV distance {:.4}",
+            sectors(a),
+            sectors(b),
+            d.sizes
+        ),
+        limit: "identical".into(),
+        pass: Some(sizes(a) == sizes(b) && a.sizes_exact && b.sizes_exact),
+    });
+    out.push(Criterion {
+        name: "queue depth (time-weighted)".into(),
+        figure: match d.queue_depth_time {
+            Some(v) => format!(
+                "mean A {:.2}, B {:.2}; TV distance {v:.4}",
+                qa.mean, qb.mean
+            ),
+            None => "unknown (a trace without completions)".into(),
+        },
+        limit: format!("TV distance <= {tolerance}"),
+        pass: d.queue_depth_time.map(|v| v <= tolerance),
+    });
+    let svc = match (a.service_time_ns.mean, b.service_time_ns.mean) {
+        (Some(x), Some(y)) if x > 0.0 => Some((x, y, (y - x) / x)),
+        _ => None,
+    };
+    out.push(Criterion {
+        name: "mean service time".into(),
+        figure: match svc {
+            Some((x, y, r)) => format!(
+                "A {:.3} ms, B {:.3} ms: {:+.2} %",
+                x / 1e6,
+                y / 1e6,
+                r * 100.0
+            ),
+            None => "unknown (a trace without completions)".into(),
+        },
+        limit: format!("within {:.0} %", 2.0 * tolerance * 100.0),
+        pass: svc.map(|(_, _, r)| r.abs() <= 2.0 * tolerance),
+    });
+    out.push(score_criterion(
+        sa.map(|s| s.iops),
+        sb.map(|s| s.iops),
+        tolerance,
+    ));
+    out
+}
+
 /// Compare two request streams (see the module doc). `tolerance` is a
 /// fraction, e.g. 0.05.
 pub fn compare(
@@ -299,6 +603,8 @@ pub fn compare(
     };
     let mut an_a = Analyzer::new();
     let mut an_b = Analyzer::new();
+    let mut clock_a = DepthClock::default();
+    let mut clock_b = DepthClock::default();
     // Merge the two streams by issue time (each relative to its own start),
     // so a request and its counterpart arrive close together.
     let mut na = a.next().transpose()?;
@@ -313,12 +619,14 @@ pub fn compare(
         if take_a {
             if let Some(r) = na.take() {
                 an_a.add(&r);
+                clock_a.add(&r);
                 st.push_a(&r);
             }
             na = a.next().transpose()?;
         } else {
             if let Some(r) = nb.take() {
                 an_b.add(&r);
+                clock_b.add(&r);
                 st.push_b(&r);
             }
             nb = b.next().transpose()?;
@@ -357,11 +665,17 @@ pub fn compare(
             .map(|s| (s.from_ns, s.count))
             .collect::<Vec<_>>()
     };
+    let (time_pairs_a, queue_depth_time_a) = clock_a.finish();
+    let (time_pairs_b, queue_depth_time_b) = clock_b.finish();
     let distances = Distances {
         sizes: tvd(&size_pairs(&a_an), &size_pairs(&b_an)),
         queue_depth: known(&a_an, &b_an).then(|| tvd(&depth_pairs(&a_an), &depth_pairs(&b_an))),
         seek_distance: tvd(&seek_pairs(&a_an), &seek_pairs(&b_an)),
         service_time: known(&a_an, &b_an).then(|| tvd(&svc_pairs(&a_an), &svc_pairs(&b_an))),
+        queue_depth_time: (known(&a_an, &b_an)
+            && !time_pairs_a.is_empty()
+            && !time_pairs_b.is_empty())
+        .then(|| tvd(&time_pairs_a, &time_pairs_b)),
     };
     let requests_a = a_an.requests;
     let match_fraction = if requests_a == 0 {
@@ -385,37 +699,23 @@ pub fn compare(
     } else {
         0.0
     };
-    let mut reasons = Vec::new();
-    if match_fraction < 1.0 - tolerance {
-        reasons.push(format!(
-            "match_fraction {match_fraction:.4} < {:.4}",
-            1.0 - tolerance
-        ));
-    }
-    if extra_in_b as f64 > tolerance * requests_a.max(1) as f64 {
-        reasons.push(format!("{extra_in_b} requests of B are not in A"));
-    }
-    if order_agreement < 1.0 - tolerance {
-        reasons.push(format!(
-            "order_agreement {order_agreement:.4} < {:.4}",
-            1.0 - tolerance
-        ));
-    }
-    if interarrival_error > tolerance {
-        reasons.push(format!(
-            "interarrival_error {interarrival_error:.4} > {tolerance}"
-        ));
-    }
-    for (name, d) in [
-        ("sizes", Some(distances.sizes)),
-        ("queue_depth", distances.queue_depth),
-        ("seek_distance", Some(distances.seek_distance)),
-        ("service_time", distances.service_time),
-    ] {
-        if let Some(d) = d.filter(|d| *d > tolerance) {
-            reasons.push(format!("{name} distance {d:.4} > {tolerance}"));
-        }
-    }
+    let score_a = clock_a.score();
+    let score_b = clock_b.score();
+    let missing = requests_a.saturating_sub(st.matched);
+    let criteria = criteria(
+        &a_an,
+        &b_an,
+        &distances,
+        (missing, extra_in_b),
+        (&queue_depth_time_a, &queue_depth_time_b),
+        (score_a, score_b),
+        tolerance,
+    );
+    let reasons: Vec<String> = criteria
+        .iter()
+        .filter(|c| c.pass == Some(false))
+        .map(|c| format!("{}: {} (limit: {})", c.name, c.figure, c.limit))
+        .collect();
     Ok(Comparison {
         requests_a,
         requests_b: b_an.requests,
@@ -427,6 +727,11 @@ pub fn compare(
         interarrival_mean_error_ns: (st.err_n > 0).then(|| st.err_sum / st.err_n as f64),
         interarrival_error,
         distances,
+        queue_depth_time_a,
+        queue_depth_time_b,
+        score_a,
+        score_b,
+        criteria,
         tolerance,
         differs: !reasons.is_empty(),
         reasons,
@@ -488,7 +793,8 @@ mod tests {
         assert_eq!(c.matched, 80);
         assert_eq!(c.match_fraction, 0.8);
         assert!(c.differs);
-        assert!(c.reasons.iter().any(|r| r.contains("match_fraction")));
+        assert!(c.reasons.iter().any(|r| r.starts_with("missing accesses")));
+        assert!(c.reasons.iter().any(|r| r.starts_with("writes: count")));
     }
 
     #[test]
@@ -529,6 +835,160 @@ mod tests {
             (c.distances.queue_depth, c.distances.service_time),
             (Some(0.0), Some(0.0))
         );
+    }
+
+    /// The criterion named `name` (starting with it).
+    fn crit<'a>(c: &'a Comparison, name: &str) -> &'a Criterion {
+        c.criteria
+            .iter()
+            .find(|x| x.name.starts_with(name))
+            .unwrap_or_else(|| panic!("no criterion {name}: {:?}", c.criteria))
+    }
+
+    /// Requests at the same (op, offset, len): a closed loop at depth 1
+    /// reading sector 0 over and over.
+    fn duplicates(n: u64, gap: u64, svc: u64) -> Vec<Request> {
+        (0..n)
+            .map(|i| {
+                let mut r = Request::new(i * gap, Op::Read, 0, 4096);
+                r.complete_ns = Some(i * gap + svc);
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn duplicates_pair_in_order_so_inter_arrival_errors_are_the_replays() {
+        // B plays the same requests 1 us later each (a constant lateness):
+        // every gap is the original's, so paired in order the error is 0.
+        // Pairing each with the closest in time would cross them
+        // wherever B drifts by more than half a gap.
+        let a = duplicates(200, 1000, 800);
+        let b: Vec<Request> = a
+            .iter()
+            .map(|r| Request {
+                issue_ns: r.issue_ns + 1000 * 3 / 2,
+                complete_ns: r.complete_ns.map(|c| c + 1000 * 3 / 2),
+                ..*r
+            })
+            .collect();
+        let c = compare(&mut ok(&a), &mut ok(&b), 0.05).unwrap();
+        assert_eq!(c.matched, 200);
+        assert_eq!(c.order_agreement, 1.0);
+        assert_eq!(c.interarrival_abs_error_ns.max, Some(0));
+        assert_eq!(c.interarrival_error, 0.0);
+        assert!(!c.differs, "{:?}", c.reasons);
+    }
+
+    #[test]
+    fn a_shifted_copy_passes_every_criterion() {
+        // The whole capture starts 7 ms later: every figure is relative to
+        // each trace's own start, so nothing differs.
+        let a = trace(500);
+        let b: Vec<Request> = a
+            .iter()
+            .map(|r| Request {
+                issue_ns: r.issue_ns + 7_000_000,
+                complete_ns: r.complete_ns.map(|c| c + 7_000_000),
+                ..*r
+            })
+            .collect();
+        let c = compare(&mut ok(&a), &mut ok(&b), 0.05).unwrap();
+        assert!(!c.differs, "{:?}", c.reasons);
+        for x in &c.criteria {
+            assert_eq!(x.pass, Some(true), "{x:?}");
+        }
+        assert_eq!(c.distances.queue_depth_time, Some(0.0));
+        assert_eq!(c.score_a, c.score_b);
+        // 500 requests 1 us apart: 1 us head-to-head, 1,000,000 IO/s.
+        let s = c.score_a.unwrap();
+        assert!((s.head_to_head_ms - 0.001).abs() < 1e-12, "{s:?}");
+    }
+
+    #[test]
+    fn a_stray_access_fails_stray_counts_and_sizes_but_nothing_is_missing() {
+        let a = trace(300);
+        let mut b = a.clone();
+        // A 512 KiB read in the middle (a probe of the target).
+        let mut probe = Request::new(150_500, Op::Read, 1 << 30, 512 << 10);
+        probe.complete_ns = Some(150_700);
+        b.insert(151, probe);
+        let c = compare(&mut ok(&a), &mut ok(&b), 0.05).unwrap();
+        assert_eq!(c.matched, 300);
+        assert_eq!(c.extra_in_b, 1);
+        assert!(c.differs);
+        assert_eq!(crit(&c, "stray").pass, Some(false));
+        assert_eq!(crit(&c, "stray").figure, "1");
+        assert_eq!(crit(&c, "missing").pass, Some(true));
+        assert_eq!(crit(&c, "reads").pass, Some(false));
+        assert_eq!(crit(&c, "writes").pass, Some(true));
+        assert_eq!(crit(&c, "size distribution").pass, Some(false));
+        assert!(crit(&c, "reads").figure.contains(&format!(
+            "B {} / {} B",
+            c.a.reads + 1,
+            c.a.bytes_read + (512 << 10)
+        )));
+    }
+
+    #[test]
+    fn time_weighted_depth_counts_time_not_arrivals() {
+        // Depth 2 for 1 ms, then depth 1 for 9 ms: per arrival the depths
+        // are 1 and 2 (half each), by time 10 % at 2 and 90 % at 1.
+        let mut r1 = Request::new(0, Op::Read, 0, 4096);
+        r1.complete_ns = Some(10_000_000);
+        let mut r2 = Request::new(0, Op::Read, 8192, 4096);
+        r2.complete_ns = Some(1_000_000);
+        let a = vec![r1, r2];
+        let c = compare(&mut ok(&a), &mut ok(&a), 0.05).unwrap();
+        let q = &c.queue_depth_time_a;
+        assert_eq!(
+            q.shares,
+            vec![
+                DepthShare {
+                    depth: 1,
+                    fraction: 0.9
+                },
+                DepthShare {
+                    depth: 2,
+                    fraction: 0.1
+                }
+            ]
+        );
+        assert!((q.mean - 1.1).abs() < 1e-12);
+        // A copy with depth 1 throughout (r2 after r1) is 0.1 away.
+        let mut s2 = Request::new(10_000_000, Op::Read, 8192, 4096);
+        s2.complete_ns = Some(11_000_000);
+        let b = vec![r1, s2];
+        let c = compare(&mut ok(&a), &mut ok(&b), 0.05).unwrap();
+        let d = c.distances.queue_depth_time.unwrap();
+        assert!((d - 0.1).abs() < 1e-9, "{d}");
+        assert_eq!(crit(&c, "queue depth").pass, Some(false));
+    }
+
+    #[test]
+    fn slower_service_and_score_fail_with_their_figures() {
+        let a = trace(100);
+        // Same issue times, service 20 % longer.
+        let b: Vec<Request> = a
+            .iter()
+            .map(|r| Request {
+                complete_ns: Some(r.issue_ns + 360),
+                ..*r
+            })
+            .collect();
+        let c = compare(&mut ok(&a), &mut ok(&b), 0.05).unwrap();
+        let s = crit(&c, "mean service time");
+        assert_eq!(s.pass, Some(false));
+        assert!(s.figure.ends_with("+20.00 %"), "{}", s.figure);
+        assert_eq!(crit(&c, "score").pass, Some(true));
+        let sc = score_criterion(Some(80.83), Some(80.84), 0.05);
+        assert_eq!(sc.pass, Some(true));
+        assert!(sc.figure.contains("12.370 ms"), "{}", sc.figure);
+        assert_eq!(
+            score_criterion(Some(100.0), Some(94.0), 0.05).pass,
+            Some(false)
+        );
+        assert_eq!(score_criterion(None, Some(94.0), 0.05).pass, None);
     }
 
     #[test]

@@ -1,0 +1,240 @@
+//! Which completion each request of a trace waited for (the idea of
+//! hfplayer, Haghdoost et al., FAST'17: "On the accuracy and scalability of
+//! intensive I/O workload replay").
+//!
+//! A request issued at most `window` after a completion (of a request issued
+//! before it) is taken to have waited for that completion: it depends on
+//! it, and the time between the two is its think time. Each completion is
+//! the cause of at most one request — the latest completion not yet claimed
+//! is taken — so a closed loop at depth N (every completion replaced by one
+//! new request) is inferred as N chains and replays at depth N. A request
+//! with no unclaimed completion in the window is independent: it keeps its
+//! issue time relative to its predecessor's.
+//!
+//! The inference streams: it holds only the completions still ahead of the
+//! current issue time and those within the window behind it.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use drivelab_trace::Request;
+use serde::Serialize;
+
+/// What a request waits for before it is issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Anchor {
+    /// The completion of request `of` (an index in the trace), then
+    /// `think_ns`.
+    Completion {
+        /// Index of the request whose completion it waited for.
+        of: u64,
+        /// Time from that completion to this issue in the trace, ns.
+        think_ns: u64,
+    },
+    /// The issue of its predecessor, then `gap_ns` (0 for the first).
+    Issue {
+        /// Time from the predecessor's issue to this one in the trace, ns.
+        gap_ns: u64,
+    },
+}
+
+/// A trace request with its place and what it waits for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Planned {
+    /// The request.
+    pub req: Request,
+    /// Its index in the trace (0-based).
+    pub idx: u64,
+    /// What it waits for.
+    pub anchor: Anchor,
+}
+
+/// Counts of the inference.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct DepCounts {
+    /// Requests that depend on a completion.
+    pub dependent: u64,
+    /// Requests timed from their predecessor's issue.
+    pub independent: u64,
+}
+
+/// The inference over a stream of requests in issue order; `window_ns`
+/// `None` makes every request independent.
+pub struct Infer<I> {
+    inner: I,
+    window_ns: Option<u64>,
+    idx: u64,
+    prev_issue: Option<u64>,
+    /// Completions after the current issue time: (time, index).
+    ahead: BinaryHeap<Reverse<(u64, u64)>>,
+    /// Completions at or before the current issue time, within the
+    /// window, in completion order: (time, index, claimed).
+    recent: VecDeque<(u64, u64, bool)>,
+    /// What was inferred so far.
+    pub counts: DepCounts,
+}
+
+impl<I> Infer<I> {
+    /// Infer over `inner` with the given window.
+    pub fn new(inner: I, window_ns: Option<u64>) -> Self {
+        Infer {
+            inner,
+            window_ns,
+            idx: 0,
+            prev_issue: None,
+            ahead: BinaryHeap::new(),
+            recent: VecDeque::new(),
+            counts: DepCounts::default(),
+        }
+    }
+
+    fn plan(&mut self, req: Request) -> Planned {
+        let t = req.issue_ns;
+        let idx = self.idx;
+        self.idx += 1;
+        let mut anchor = Anchor::Issue {
+            gap_ns: self.prev_issue.map_or(0, |p| t.saturating_sub(p)),
+        };
+        if let Some(w) = self.window_ns {
+            while let Some(&Reverse((c, j))) = self.ahead.peek() {
+                if c > t {
+                    break;
+                }
+                self.ahead.pop();
+                self.recent.push_back((c, j, false));
+            }
+            while self
+                .recent
+                .front()
+                .is_some_and(|&(c, _, claimed)| claimed || c.saturating_add(w) < t)
+            {
+                self.recent.pop_front();
+            }
+            if let Some(e) = self.recent.iter_mut().rev().find(|e| !e.2) {
+                e.2 = true;
+                anchor = Anchor::Completion {
+                    of: e.1,
+                    think_ns: t - e.0,
+                };
+            }
+            if let Some(c) = req.complete_ns {
+                self.ahead.push(Reverse((c.max(t), idx)));
+            }
+        }
+        match anchor {
+            Anchor::Completion { .. } => self.counts.dependent += 1,
+            Anchor::Issue { .. } => self.counts.independent += 1,
+        }
+        self.prev_issue = Some(self.prev_issue.map_or(t, |p| p.max(t)));
+        Planned { req, idx, anchor }
+    }
+}
+
+impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Iterator for Infer<I> {
+    type Item = drivelab_trace::Result<Planned>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.inner.next()?.map(|r| self.plan(r)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drivelab_trace::Op;
+
+    fn req(issue: u64, complete: u64) -> Request {
+        let mut r = Request::new(issue, Op::Read, issue * 8, 4096);
+        r.complete_ns = Some(complete);
+        r
+    }
+
+    fn infer(v: &[Request], w: Option<u64>) -> (Vec<Anchor>, DepCounts) {
+        let mut it = Infer::new(v.iter().map(|r| Ok(*r)), w);
+        let a = it.by_ref().map(|p| p.unwrap().anchor).collect();
+        (a, it.counts)
+    }
+
+    #[test]
+    fn a_closed_loop_at_depth_two_is_two_chains() {
+        // Two requests at 0; each completion (10 ms service) is followed
+        // 5 us later by the next request.
+        let us = 1000;
+        let v = [
+            req(0, 10_000 * us),
+            req(0, 12_000 * us),
+            req(10_005 * us, 20_005 * us),
+            req(12_005 * us, 22_005 * us),
+            req(20_010 * us, 30_010 * us),
+        ];
+        let (a, n) = infer(&v, Some(1000 * us));
+        assert_eq!(
+            a,
+            vec![
+                Anchor::Issue { gap_ns: 0 },
+                Anchor::Issue { gap_ns: 0 },
+                Anchor::Completion {
+                    of: 0,
+                    think_ns: 5 * us
+                },
+                Anchor::Completion {
+                    of: 1,
+                    think_ns: 5 * us
+                },
+                Anchor::Completion {
+                    of: 2,
+                    think_ns: 5 * us
+                },
+            ]
+        );
+        assert_eq!(
+            n,
+            DepCounts {
+                dependent: 3,
+                independent: 2
+            }
+        );
+    }
+
+    #[test]
+    fn a_request_long_after_every_completion_keeps_its_gap() {
+        // The second request comes 50 ms after the first completed: beyond
+        // a 1 ms window, so it is timed from the first's issue.
+        let ms = 1_000_000;
+        let v = [req(0, ms), req(51 * ms, 52 * ms)];
+        let (a, _) = infer(&v, Some(ms));
+        assert_eq!(a[1], Anchor::Issue { gap_ns: 51 * ms });
+        // Without a window nothing depends.
+        let (a, n) = infer(&v, None);
+        assert_eq!(a[1], Anchor::Issue { gap_ns: 51 * ms });
+        assert_eq!(n.dependent, 0);
+    }
+
+    #[test]
+    fn each_completion_causes_at_most_one_request() {
+        // Two completions close together, then three issues: the first two
+        // take the latest unclaimed completion each, the third has none
+        // left and keeps its gap.
+        let v = [
+            req(0, 100),
+            req(1, 102),
+            req(105, 1000),
+            req(106, 1001),
+            req(107, 1002),
+        ];
+        let (a, _) = infer(&v, Some(50));
+        assert_eq!(a[2], Anchor::Completion { of: 1, think_ns: 3 });
+        assert_eq!(a[3], Anchor::Completion { of: 0, think_ns: 6 });
+        assert_eq!(a[4], Anchor::Issue { gap_ns: 1 });
+    }
+
+    #[test]
+    fn requests_without_completions_are_never_waited_for() {
+        let v = [
+            Request::new(0, Op::Write, 0, 512),
+            Request::new(10, Op::Write, 512, 512),
+        ];
+        let (a, _) = infer(&v, Some(1_000_000));
+        assert_eq!(a[1], Anchor::Issue { gap_ns: 10 });
+    }
+}
