@@ -96,13 +96,13 @@ pub struct JobReport {
     /// Minor page faults of the job's thread (fio's `minf`).
     #[serde(default)]
     pub minf: u64,
-    /// Percent of I/Os queued at each depth: keys 1, 2, 4, 8, 16, 32,
-    /// >=64, each counting depths from its key to the next (fio's
+    /// Percent of I/Os queued at each depth: keys 1, 2, 4, 8, 16, 32 and
+    /// `>=64`, each counting depths from its key to the next (fio's
     /// `iodepth_level`).
     #[serde(default)]
     pub iodepth_level: OrderedMap<f64>,
     /// Percent of submitting calls by the I/Os they submitted: key K counts
-    /// calls of more than the previous key and at most K (0 = none, >=64
+    /// calls of more than the previous key and at most K (0 = none, `>=64`
     /// above 64; fio's `iodepth_submit`).
     #[serde(default)]
     pub iodepth_submit: OrderedMap<f64>,
@@ -116,7 +116,7 @@ pub struct JobReport {
     /// The same in µs (fio's `latency_us`: 2 … 1000).
     #[serde(default)]
     pub latency_us: OrderedMap<f64>,
-    /// The same in ms (fio's `latency_ms`: 2 … 2000, then >=2000).
+    /// The same in ms (fio's `latency_ms`: 2 … 2000, then `>=2000`).
     #[serde(default)]
     pub latency_ms: OrderedMap<f64>,
     /// Queue depth the job ran at (fio's `latency_depth`).

@@ -107,7 +107,7 @@ fn lat_unit(min: u64, max: u64) -> (&'static str, f64) {
     }
 }
 
-fn write_lat(out: &mut String, label: &str, l: &LatReport, percentiles: bool) {
+fn write_lat(out: &mut String, label: &str, l: &LatReport) {
     if l.n == 0 {
         return;
     }
@@ -120,7 +120,11 @@ fn write_lat(out: &mut String, label: &str, l: &LatReport, percentiles: bool) {
         l.mean / div,
         l.stddev / div
     );
-    if !percentiles || l.percentile.is_empty() {
+}
+
+/// "    clat percentiles (usec):" and its rows of four.
+fn write_percentiles(out: &mut String, label: &str, l: &LatReport) {
+    if l.n == 0 || l.percentile.is_empty() {
         return;
     }
     let mut entries: Vec<(f64, u64)> = l
@@ -137,8 +141,7 @@ fn write_lat(out: &mut String, label: &str, l: &LatReport, percentiles: bool) {
     } else {
         ("nsec", 1.0)
     };
-    let name = label.trim();
-    let _ = writeln!(out, "    {name} percentiles ({unit}):");
+    let _ = writeln!(out, "    {label} percentiles ({unit}):");
     let rows: Vec<String> = entries
         .chunks(4)
         .map(|row| {
@@ -171,11 +174,12 @@ fn write_dir(out: &mut String, name: &str, d: &DirReport) {
             ""
         }
     );
-    write_lat(out, "    slat", &d.slat_ns, false);
-    write_lat(out, "    clat", &d.clat_ns, true);
-    write_lat(out, "     lat", &d.lat_ns, false);
+    write_lat(out, "    slat", &d.slat_ns);
+    write_lat(out, "    clat", &d.clat_ns);
+    write_lat(out, "     lat", &d.lat_ns);
+    write_percentiles(out, "clat", &d.clat_ns);
     if let Some(l) = &d.lat_from_intended_ns {
-        write_lat(out, "    lat from intended issue", l, false);
+        write_lat(out, "    lat from intended issue", l);
     }
     if d.bw_samples > 0 {
         let _ = writeln!(
@@ -261,7 +265,7 @@ fn write_job(out: &mut String, j: &JobReport, time: &str) {
     write_dir(out, "trim", &j.trim);
     if j.sync.total_ios > 0 {
         let _ = writeln!(out, "  sync: {} fsyncs", j.sync.total_ios);
-        write_lat(out, "    sync", &j.sync.lat_ns, false);
+        write_lat(out, "    sync", &j.sync.lat_ns);
     }
     write_lat_dist(out, "nsec", &j.latency_ns);
     write_lat_dist(out, "usec", &j.latency_us);

@@ -970,6 +970,7 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
     // resolved values above, so a value the user wrote is shown as written).
     opts.insert("name".to_string(), spec.name.clone());
     opts.insert("bs".to_string(), spec.bs.to_string());
+    opts.insert("numjobs".to_string(), spec.numjobs.to_string());
     for (k, v) in &spec.given[spec.global_given.min(spec.given.len())..] {
         if k != "filename" {
             opts.insert(k.clone(), v.clone());

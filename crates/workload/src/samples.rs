@@ -113,7 +113,7 @@ impl RateSampler {
     pub fn close(&mut self) -> (u64, WindowRates) {
         let spent_ms = self.window_ns / 1_000_000;
         let mut out: WindowRates = [None; 3];
-        for d in 0..3 {
+        for (d, slot) in out.iter_mut().enumerate() {
             if self.bytes[d] == 0 && self.ios[d] == 0 {
                 continue;
             }
@@ -121,7 +121,7 @@ impl RateSampler {
             let iops = self.ios[d] * 1000 / spent_ms;
             self.bw[d].record(bw);
             self.iops[d].record(iops);
-            out[d] = Some((bw, iops));
+            *slot = Some((bw, iops));
         }
         self.bytes = [0; 3];
         self.ios = [0; 3];
