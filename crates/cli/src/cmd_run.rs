@@ -157,6 +157,9 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
             Some((k, v)) => (k.to_string(), Some(v.to_string())),
             None => (body.to_string(), None),
         };
+        // Whether an option without `=` is followed by another option (or
+        // nothing), for the options that may stand bare.
+        let next_is_option = args.get(i).is_none_or(|a| a.starts_with("--"));
         let mut take_value = |what: &str| -> anyhow::Result<String> {
             if let Some(v) = &inline {
                 return Ok(v.clone());
@@ -200,6 +203,8 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
                             _ => None,
                         }
                     }
+                    // A bare --write_bw_log: the logs are named after the job.
+                    (_, None) if decl.name.starts_with("write_") && next_is_option => None,
                     (_, None) => Some(take_value("see 'drivelab run --help'")?),
                 };
                 p.opts.push((decl.name.to_string(), value));
@@ -297,6 +302,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     // Every plan error is in what was asked: bad input, nothing written.
     let planned = plan(&jobs, &PlanOptions { force: p.force })
         .map_err(|e: PlanError| usage(e.to_string()))?;
+    // fio's log files (write_*_log), checked like --output before any I/O.
+    for (i, j) in planned.jobs.iter().enumerate() {
+        for path in j.spec.logs.paths(&j.spec.name, i + 1) {
+            crate::output::check_file(&path, "log file")?;
+        }
+    }
     let stop = crate::signal::stop_flag();
     let show_progress = std::io::stderr().is_terminal() && !p.formats.machine();
     let mut progress = |pr: &Progress| {

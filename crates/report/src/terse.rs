@@ -27,8 +27,18 @@ fn lat_fields(f: &mut Vec<String>, l: &LatReport) {
 fn dir_fields(f: &mut Vec<String>, d: &DirReport) {
     let rt = d.runtime;
     f.push(d.io_kbytes.to_string());
-    f.push((d.io_kbytes * 1000).checked_div(rt).unwrap_or(0).to_string());
-    f.push((d.total_ios * 1000).checked_div(rt).unwrap_or(0).to_string());
+    f.push(
+        (d.io_kbytes * 1000)
+            .checked_div(rt)
+            .unwrap_or(0)
+            .to_string(),
+    );
+    f.push(
+        (d.total_ios * 1000)
+            .checked_div(rt)
+            .unwrap_or(0)
+            .to_string(),
+    );
     f.push(rt.to_string());
     lat_fields(f, &d.slat_ns);
     lat_fields(f, &d.clat_ns);

@@ -240,7 +240,7 @@ impl JobLogs {
             return;
         }
         while t_ns >= self.next_ns {
-            self.close_window(self.next_ns, self.avg_ns);
+            self.close_window(self.next_ns, self.avg_ns, true);
             self.next_ns += self.avg_ns;
         }
         let w = &mut self.win[dir];
@@ -249,8 +249,9 @@ impl JobLogs {
         w.lat_sum += u128::from(lat_ns);
     }
 
-    /// Write the averaged lines of the window ending at `end_ns`, `len_ns` long.
-    fn close_window(&mut self, end_ns: u64, len_ns: u64) {
+    /// Write the averaged lines of the window ending at `end_ns`, `len_ns`
+    /// long; the rates (bw, iops) only when `rates`.
+    fn close_window(&mut self, end_ns: u64, len_ns: u64, rates: bool) {
         let t = end_ns / 1_000_000;
         let ms = (len_ns / 1_000_000).max(1);
         let o = self.offset;
@@ -262,10 +263,14 @@ impl JobLogs {
             let bw = w.bytes * 1000 / ms / 1024;
             let iops = w.ios * 1000 / ms;
             let mean = ((w.lat_sum + u128::from(w.ios) / 2) / u128::from(w.ios)) as u64;
-            Self::line(&mut self.bw, &mut self.error, o, (t, bw, d, 0, 0));
+            if rates {
+                Self::line(&mut self.bw, &mut self.error, o, (t, bw, d, 0, 0));
+            }
             Self::line(&mut self.lat, &mut self.error, o, (t, mean, d, 0, 0));
             Self::line(&mut self.clat, &mut self.error, o, (t, mean, d, 0, 0));
-            Self::line(&mut self.iops, &mut self.error, o, (t, iops, d, 0, 0));
+            if rates {
+                Self::line(&mut self.iops, &mut self.error, o, (t, iops, d, 0, 0));
+            }
         }
     }
 
@@ -288,11 +293,13 @@ impl JobLogs {
     }
 
     /// The job ended `end_ns` after the start of measurement: write the
-    /// last, partial window and flush. The first write error, if any.
+    /// last, partial window's mean latencies (as fio does; not its rates,
+    /// which a short window would overstate) and flush. The first write
+    /// error, if any.
     pub fn finish(mut self, end_ns: u64) -> Result<(), String> {
         if self.avg_ns > 0 && end_ns > self.next_ns - self.avg_ns {
             let start = self.next_ns - self.avg_ns;
-            self.close_window(end_ns, end_ns - start);
+            self.close_window(end_ns, end_ns - start, false);
         }
         for (path, mut w) in [self.bw, self.lat, self.clat, self.iops]
             .into_iter()
@@ -353,15 +360,22 @@ mod tests {
         for i in 0..50u64 {
             l.io(i * 1_000_000, 0, 4096, 100 + i, i * 4096);
         }
-        // Nothing in 200..400 ms; one write at 450 ms; the job ends at 500 ms.
+        // Nothing in 200..400 ms; two writes in 400..600 ms; one at 650 ms,
+        // and the job ends at 700 ms.
         l.io(450_000_000, 1, 4096, 10, 0);
-        l.finish(500_000_000).unwrap();
+        l.io(550_000_000, 1, 4096, 20, 0);
+        l.io(650_000_000, 1, 4096, 31, 0);
+        l.finish(700_000_000).unwrap();
         let bw = std::fs::read_to_string(dir.join("t_bw.1.log")).unwrap();
-        // The last window (400..500 ms) is 100 ms long: 40 KiB/s.
-        assert_eq!(bw, "200, 1000, 0, 0, 0, 0\n500, 40, 1, 0, 0, 0\n");
+        // 8 KiB in 200 ms: 40 KiB/s. The last, partial window has no rate.
+        assert_eq!(bw, "200, 1000, 0, 0, 0, 0\n600, 40, 1, 0, 0, 0\n");
         let lat = std::fs::read_to_string(dir.join("t_lat.1.log")).unwrap();
-        // Mean of 100..=149 is 124.5, rounded half up.
-        assert_eq!(lat.lines().next(), Some("200, 125, 0, 0, 0, 0"));
+        // Mean of 100..=149 is 124.5, rounded half up; the partial window
+        // ends at the job's end.
+        assert_eq!(
+            lat,
+            "200, 125, 0, 0, 0, 0\n600, 15, 1, 0, 0, 0\n700, 31, 1, 0, 0, 0\n"
+        );
         let iops = std::fs::read_to_string(dir.join("t_iops.1.log")).unwrap();
         assert_eq!(iops.lines().next(), Some("200, 250, 0, 0, 0, 0"));
     }
