@@ -21,6 +21,13 @@
 //! it did I/O: KiB/s, I/O per second, mean latency in ns, with bs and
 //! offset 0, as fio writes averaged entries.
 //!
+//! `write_hist_log` writes `PREFIX_clat_hist.N.log`: every `log_hist_msec`
+//! ms, for each direction that did I/O, `time, ddir, bs, c0, c1, …`: the
+//! I/Os of the window counted in fio's latency buckets (1856, see
+//! [`drivelab_report::jsonplus`]), `2^log_hist_coarseness` buckets summed
+//! per field, bs the size of the direction's last I/O. No line for the
+//! last, partial window, and none at all with `log_hist_msec=0`, as fio.
+//!
 //! drivelab measures latency from just before the submitting system call
 //! (see [`crate::jobloop`]), so `clat` is the whole latency and the `slat`
 //! log stays empty, as fio's is for its synchronous engines.
@@ -59,6 +66,12 @@ pub struct LogSpec {
     pub bw_avg_msec: u64,
     /// `iopsavgtime`, ms (default 500).
     pub iops_avg_msec: u64,
+    /// `write_hist_log`: the prefix ("" = the job's name).
+    pub hist: Option<String>,
+    /// `log_hist_msec`: window of the histogram log, ms (0 = no entries).
+    pub hist_msec: u64,
+    /// `log_hist_coarseness`: 2^N fio buckets per field (0..=6).
+    pub hist_coarseness: u32,
 }
 
 impl Default for LogSpec {
@@ -72,6 +85,9 @@ impl Default for LogSpec {
             prio: false,
             bw_avg_msec: DEFAULT_AVG_MSEC,
             iops_avg_msec: DEFAULT_AVG_MSEC,
+            hist: None,
+            hist_msec: 0,
+            hist_coarseness: 0,
         }
     }
 }
@@ -79,7 +95,7 @@ impl Default for LogSpec {
 impl LogSpec {
     /// Whether any log is written.
     pub fn any(&self) -> bool {
-        self.bw.is_some() || self.lat.is_some() || self.iops.is_some()
+        self.bw.is_some() || self.lat.is_some() || self.iops.is_some() || self.hist.is_some()
     }
 
     /// The window of the JSON bandwidth and IOPS samples, ms: `bwavgtime`
@@ -110,6 +126,7 @@ impl LogSpec {
             v.extend(name(&self.lat, kind));
         }
         v.extend(name(&self.iops, "iops"));
+        v.extend(name(&self.hist, "clat_hist"));
         v
     }
 }
@@ -132,7 +149,71 @@ pub struct JobLogs {
     offset: bool,
     next_ns: u64,
     win: [Window; 3],
+    hist: Option<HistLog>,
     error: Option<String>,
+}
+
+/// fio's number of latency buckets (`FIO_IO_U_PLAT_NR`).
+const PLAT_NR: usize = 1856;
+
+/// The histogram log: the open window's counts per direction.
+struct HistLog {
+    path: PathBuf,
+    w: BufWriter<File>,
+    counts: Box<[[u64; PLAT_NR]; 3]>,
+    used: [bool; 3],
+    bs: [u64; 3],
+    window_ns: u64,
+    next_ns: u64,
+    stride: usize,
+}
+
+impl HistLog {
+    fn new(path: PathBuf, w: BufWriter<File>, msec: u64, coarseness: u32) -> HistLog {
+        HistLog {
+            path,
+            w,
+            counts: Box::new([[0; PLAT_NR]; 3]),
+            used: [false; 3],
+            bs: [0; 3],
+            window_ns: msec * 1_000_000,
+            next_ns: msec * 1_000_000,
+            stride: 1 << coarseness.min(6),
+        }
+    }
+
+    #[inline]
+    fn io(&mut self, t_ns: u64, dir: usize, bytes: u64, lat_ns: u64) -> std::io::Result<()> {
+        if self.window_ns == 0 {
+            return Ok(());
+        }
+        while t_ns >= self.next_ns {
+            self.close()?;
+            self.next_ns += self.window_ns;
+        }
+        let idx = drivelab_report::jsonplus::plat_val_to_idx(lat_ns) as usize;
+        self.counts[dir][idx.min(PLAT_NR - 1)] += 1;
+        self.used[dir] = true;
+        self.bs[dir] = bytes;
+        Ok(())
+    }
+
+    fn close(&mut self) -> std::io::Result<()> {
+        let t = self.next_ns / 1_000_000;
+        for d in 0..3 {
+            if !self.used[d] {
+                continue;
+            }
+            write!(self.w, "{t}, {d}, {}", self.bs[d])?;
+            for chunk in self.counts[d].chunks(self.stride) {
+                write!(self.w, ", {}", chunk.iter().sum::<u64>())?;
+            }
+            writeln!(self.w)?;
+            self.counts[d] = [0; PLAT_NR];
+            self.used[d] = false;
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for JobLogs {
@@ -172,6 +253,8 @@ impl JobLogs {
             offset: spec.offset,
             next_ns: spec.avg_msec * 1_000_000,
             win: [Window::default(); 3],
+            hist: open(path(&spec.hist, "clat_hist"))?
+                .map(|(p, w)| HistLog::new(p, w, spec.hist_msec, spec.hist_coarseness)),
             error: None,
         };
         // The submission latency log: created, left empty (see the module doc).
@@ -209,6 +292,17 @@ impl JobLogs {
     /// latency and offset.
     #[inline]
     pub fn io(&mut self, t_ns: u64, dir: usize, bytes: u64, lat_ns: u64, offset: u64) {
+        if let Some(h) = self.hist.as_mut() {
+            if let Err(e) = h.io(t_ns, dir, bytes, lat_ns) {
+                if self.error.is_none() {
+                    self.error = Some(format!("cannot write log file {}: {e}", h.path.display()));
+                }
+                self.hist = None;
+            }
+        }
+        if self.bw.is_none() && self.lat.is_none() && self.iops.is_none() {
+            return;
+        }
         if self.avg_ns == 0 {
             let t = t_ns / 1_000_000;
             let o = self.offset;
@@ -277,6 +371,17 @@ impl JobLogs {
     /// Between turns of the loop: flush a buffer that is three quarters full.
     #[inline]
     pub fn between_turns(&mut self) {
+        if let Some(h) = self.hist.as_mut() {
+            if h.w.buffer().len() > BUF_BYTES / 4 * 3 {
+                if let Err(e) = h.w.flush() {
+                    if self.error.is_none() {
+                        self.error =
+                            Some(format!("cannot write log file {}: {e}", h.path.display()));
+                    }
+                    self.hist = None;
+                }
+            }
+        }
         for slot in [&mut self.bw, &mut self.lat, &mut self.clat, &mut self.iops] {
             if let Some((path, w)) = slot.as_mut() {
                 if w.buffer().len() > BUF_BYTES / 4 * 3 {
@@ -301,7 +406,8 @@ impl JobLogs {
             let start = self.next_ns - self.avg_ns;
             self.close_window(end_ns, end_ns - start, false);
         }
-        for (path, mut w) in [self.bw, self.lat, self.clat, self.iops]
+        let hist = self.hist.map(|h| (h.path, h.w));
+        for (path, mut w) in [self.bw, self.lat, self.clat, self.iops, hist]
             .into_iter()
             .flatten()
         {
@@ -378,6 +484,41 @@ mod tests {
         );
         let iops = std::fs::read_to_string(dir.join("t_iops.1.log")).unwrap();
         assert_eq!(iops.lines().next(), Some("200, 250, 0, 0, 0, 0"));
+    }
+
+    #[test]
+    fn histogram_log_counts_each_window_in_fios_buckets() {
+        let dir = drivelab_testkit::TempDir::new("logs-hist");
+        let s = LogSpec {
+            hist: Some(dir.join("h").display().to_string()),
+            hist_msec: 100,
+            hist_coarseness: 2,
+            ..LogSpec::default()
+        };
+        let mut l = JobLogs::create(&s, "job", 1).unwrap().unwrap();
+        // Two reads in the first window: 50 ns (bucket 50) and 130 ns
+        // (bucket 129: [128, 130) is bucket 128, 130 is bucket 129).
+        l.io(10_000_000, 0, 4096, 50, 0);
+        l.io(20_000_000, 0, 4096, 130, 0);
+        // A write in the second; the third is partial and not written.
+        l.io(150_000_000, 1, 512, 1_000_000, 0);
+        l.io(250_000_000, 1, 512, 10, 0);
+        l.finish(260_000_000).unwrap();
+        let text = std::fs::read_to_string(dir.join("h_clat_hist.1.log")).unwrap();
+        let lines: Vec<Vec<u64>> = text
+            .lines()
+            .map(|l| l.split(", ").map(|v| v.parse().unwrap()).collect())
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        // time, ddir, bs, then 1856 / 4 fields.
+        assert_eq!(&lines[0][..3], [100, 0, 4096]);
+        assert_eq!(lines[0].len(), 3 + 464);
+        // 50 ns: bucket 50, field 12; 130 ns: bucket 129, field 32.
+        assert_eq!(lines[0][3 + 12], 1);
+        assert_eq!(lines[0][3 + 32], 1);
+        assert_eq!(lines[0][3..].iter().sum::<u64>(), 2);
+        assert_eq!(&lines[1][..3], [200, 1, 512]);
+        assert_eq!(lines[1][3..].iter().sum::<u64>(), 1);
     }
 
     #[test]

@@ -458,6 +458,33 @@ pub const OPTIONS: &[OptionDecl] = &[
         "write fio's IOPS log PREFIX_iops.N.log (bare: the job name)"
     ),
     opt!(
+        "write_hist_log",
+        [],
+        Text,
+        "",
+        "write fio's latency histogram log PREFIX_clat_hist.N.log every log_hist_msec (bare: the job name)"
+    ),
+    opt!(
+        "log_hist_msec",
+        [],
+        Int,
+        "0",
+        "window of the histogram log (0: no entries, as fio)",
+        0,
+        86_400_000,
+        "ms"
+    ),
+    opt!(
+        "log_hist_coarseness",
+        [],
+        Int,
+        "0",
+        "sum 2^N of fio's 1856 latency buckets per histogram log field",
+        0,
+        6,
+        ""
+    ),
+    opt!(
         "log_avg_msec",
         [],
         Int,

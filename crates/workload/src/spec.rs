@@ -964,7 +964,7 @@ impl JobSpec {
                 }
                 self.log_interval = d;
             }
-            "write_bw_log" | "write_lat_log" | "write_iops_log" => {
+            "write_bw_log" | "write_lat_log" | "write_iops_log" | "write_hist_log" => {
                 // Bare (or 1, as fio's examples write it): the job's name,
                 // decided when the job is run.
                 let prefix = match v.trim() {
@@ -974,12 +974,15 @@ impl JobSpec {
                 let slot = match key {
                     "write_bw_log" => &mut self.logs.bw,
                     "write_lat_log" => &mut self.logs.lat,
+                    "write_hist_log" => &mut self.logs.hist,
                     _ => &mut self.logs.iops,
                 };
                 *slot = Some(prefix);
             }
             "log_avg_msec" => self.logs.avg_msec = parse_declared(key, v)?,
             "log_offset" => self.logs.offset = parse_bool(key, v)?,
+            "log_hist_msec" => self.logs.hist_msec = parse_declared(key, v)?,
+            "log_hist_coarseness" => self.logs.hist_coarseness = parse_declared(key, v)? as u32,
             "log_prio" => self.logs.prio = parse_bool(key, v)?,
             "bwavgtime" => self.logs.bw_avg_msec = parse_declared(key, v)?,
             "iopsavgtime" => self.logs.iops_avg_msec = parse_declared(key, v)?,
