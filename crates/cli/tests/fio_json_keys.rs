@@ -237,6 +237,33 @@ fn terse_v3_has_fios_fields_and_formats_combine() {
     assert!(json_at < text_at);
     let end = both[json_at..].find("\n}\n").expect("end of JSON") + json_at + 3;
     let _: Value = serde_json::from_str(&both[json_at..end]).expect("the JSON part parses");
+    // The text has fio's lines, in fio's order.
+    let text = &both[end..];
+    let order = [
+        "keys: (g=0): rw=randread, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=psync, iodepth=1",
+        "keys: (groupid=0, jobs=1): err= 0:",
+        "  read: IOPS=",
+        "    clat (",
+        "     lat (",
+        "    clat percentiles (",
+        "   bw (  KiB/s): min=",
+        "   iops        : min=",
+        "  cpu          : usr=",
+        "  IO depths    : 1=100.0%",
+        "     submit    : 0=",
+        "     complete  : 0=",
+        "     issued rwts: total=",
+        "     latency   : target=0, window=0, percentile=100.00%, depth=1",
+        "Run status group 0 (all jobs):",
+        "   READ: bw=",
+    ];
+    let mut at = 0;
+    for line in order {
+        let found = text[at..]
+            .find(line)
+            .unwrap_or_else(|| panic!("'{line}' not in order in:\n{text}"));
+        at += found + line.len();
+    }
     // A format fio does not have: one line, exit 2.
     let (code, _, err) = run(BIN, &["run", "--output-format=xml"]);
     assert_eq!(code, 2);
