@@ -10,14 +10,14 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
-use drivelab_report::{Exporter, Json, Text};
+use drivelab_report::{Exporter, Json, JsonPlus, Terse, Text};
 use drivelab_workload::exec::RunError;
 use drivelab_workload::options::{lookup, OptionKind};
 use drivelab_workload::{execute, plan, PlanError, PlanOptions, Progress};
 use drivelab_workload::{jobfile, presets, JobSpec};
 
 use crate::error::usage;
-use crate::output::{Format, OutputArgs};
+use crate::output::OutputArgs;
 
 /// `drivelab run [JOBFILE] [--preset NAME] [--OPTION=VALUE …]`
 #[derive(Args, Debug)]
@@ -45,7 +45,9 @@ Default workload: 4 KiB random I/O, 70% reads, iodepth 16.
 
 drivelab options:
   --preset NAME              an Iometer access specification: {}
-  --output-format FMT        normal or json (fio's field names)
+  --output-format FMT        normal, json (fio's field names), json+ (with fio's latency bins),
+                             terse (fio's terse v3), or several: normal,json
+  --minimal                  terse v3 lines (fio's --minimal)
   --output FILE              write the results to FILE
   --force                    write to a device the safety checks refuse (not the running system)
   --parse-only               check the options and job file, run nothing (fio's --parse-only)
@@ -76,6 +78,64 @@ struct Parsed {
     store: Option<String>,
     /// `--no-store` after `run`.
     no_store: bool,
+    formats: RunFormats,
+}
+
+/// The output formats asked for (`--output-format=normal,json`,
+/// `--minimal`); printed in fio's order: terse, then JSON, then text.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct RunFormats {
+    normal: bool,
+    json: bool,
+    json_plus: bool,
+    terse: bool,
+}
+
+impl RunFormats {
+    fn parse(v: &str) -> anyhow::Result<RunFormats> {
+        let mut f = RunFormats::default();
+        for name in v.split(',') {
+            match name.trim() {
+                "normal" => f.normal = true,
+                "json" => f.json = true,
+                "json+" => f.json_plus = true,
+                "terse" => f.terse = true,
+                other => {
+                    return Err(usage(format!(
+                        "--output-format: '{other}' is not a format; use normal, json, json+ or terse, or several separated by commas (normal,json)"
+                    )))
+                }
+            }
+        }
+        Ok(f)
+    }
+
+    /// Only machine-readable output (no progress line, no notes on stderr).
+    fn machine(&self) -> bool {
+        !self.wants_normal()
+    }
+
+    fn wants_normal(&self) -> bool {
+        self.normal || !(self.json || self.json_plus || self.terse)
+    }
+
+    /// The whole output for `report`.
+    fn render(&self, report: &drivelab_report::RunReport) -> String {
+        let mut out = String::new();
+        if self.terse {
+            out.push_str(&Terse.render(report));
+        }
+        if self.json_plus {
+            out.push_str(&JsonPlus.render(report));
+        } else if self.json {
+            out.push_str(&Json.render(report));
+        }
+        if self.wants_normal() {
+            out.push_str(&engine_note(report));
+            out.push_str(&Text.render(report));
+        }
+        out
+    }
 }
 
 fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
@@ -104,6 +164,9 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
             Some((k, v)) => (k.to_string(), Some(v.to_string())),
             None => (body.to_string(), None),
         };
+        // Whether an option without `=` is followed by another option (or
+        // nothing), for the options that may stand bare.
+        let next_is_option = args.get(i).is_none_or(|a| a.starts_with("--"));
         let mut take_value = |what: &str| -> anyhow::Result<String> {
             if let Some(v) = &inline {
                 return Ok(v.clone());
@@ -122,15 +185,16 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
             "store" => p.store = Some(take_value("a file path or postgres://…")?),
             "preset" => p.preset = Some(take_value("a preset name")?),
             "output-format" => {
-                let v = take_value("normal or json")?;
-                p.out.output_format = match v.as_str() {
-                    "normal" => Format::Normal,
-                    "json" => Format::Json,
-                    _ => {
-                        return Err(usage(format!(
-                            "--output-format takes normal or json, not '{v}'"
-                        )))
-                    }
+                let v = take_value("normal, json, json+ or terse, or several: normal,json")?;
+                p.formats = RunFormats::parse(&v)?;
+            }
+            "minimal" => p.formats.terse = true,
+            "terse-version" => {
+                let v = take_value("3")?;
+                if v.trim() != "3" {
+                    return Err(usage(format!(
+                        "--terse-version {v}: drivelab writes terse version 3 only; use --terse-version=3"
+                    )));
                 }
             }
             "output" => p.out.output = Some(PathBuf::from(take_value("a file path")?)),
@@ -148,6 +212,8 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
                             _ => None,
                         }
                     }
+                    // A bare --write_bw_log: the logs are named after the job.
+                    (_, None) if decl.name.starts_with("write_") && next_is_option => None,
                     (_, None) => Some(take_value("see 'drivelab run --help'")?),
                 };
                 p.opts.push((decl.name.to_string(), value));
@@ -246,8 +312,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     // Every plan error is in what was asked: bad input, nothing written.
     let planned = plan(&jobs, &PlanOptions { force: p.force })
         .map_err(|e: PlanError| usage(e.to_string()))?;
+    // fio's log files (write_*_log), checked like --output before any I/O.
+    for (i, j) in planned.jobs.iter().enumerate() {
+        for path in j.spec.logs.paths(&j.spec.name, i + 1) {
+            crate::output::check_file(&path, "log file")?;
+        }
+    }
     let stop = crate::signal::stop_flag();
-    let show_progress = std::io::stderr().is_terminal() && !p.out.json();
+    let show_progress = std::io::stderr().is_terminal() && !p.formats.machine();
     let mut progress = |pr: &Progress| {
         if !show_progress {
             return;
@@ -265,7 +337,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             if pr.running == 1 { "" } else { "s" }
         );
     };
-    if scratch && !p.out.json() {
+    if scratch && !p.formats.machine() {
         eprintln!("drivelab: no --filename given; running on the scratch file ./{SCRATCH_FILE} (removed afterwards)");
     }
     let result = execute(&planned, stop, &mut progress);
@@ -279,11 +351,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         RunError::Claim(_) => usage(e.to_string()),
         e => anyhow::anyhow!(e),
     })?;
-    let text = if p.out.json() {
-        Json.render(&report)
-    } else {
-        engine_note(&report) + &Text.render(&report)
-    };
+    let text = p.formats.render(&report);
     p.out.emit(&text)?;
     // A failed job: one line on stderr, in JSON mode too (stdout holds
     // only the results, which carry the same error).
@@ -299,8 +367,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     } else {
         0
     };
+    // What was printed is the JSON to keep when it was JSON alone; else the
+    // printed text is kept with the JSON rendering beside it.
+    let only_json = p.formats
+        == RunFormats {
+            json: true,
+            ..RunFormats::default()
+        };
     let rendered;
-    let (json, printed_text) = if p.out.json() {
+    let (json, printed_text) = if only_json {
         (text.as_str(), None)
     } else {
         rendered = Json.render(&report);

@@ -5,7 +5,9 @@
 //! measures anything.
 
 pub mod html;
+pub mod jsonplus;
 pub mod model;
+pub mod terse;
 pub mod text;
 
 pub use model::*;
@@ -16,17 +18,40 @@ pub trait Exporter {
     fn render(&self, report: &RunReport) -> String;
 }
 
-/// JSON, pretty-printed, with fio's field names.
+/// JSON, pretty-printed, with fio's field names (no latency `bins`).
 pub struct Json;
+
+fn to_json(report: &RunReport) -> String {
+    // Serialising plain data structs with string keys cannot fail.
+    let mut s = serde_json::to_string_pretty(report).unwrap_or_else(|e| {
+        serde_json::json!({ "error": format!("cannot serialise the report: {e}") }).to_string()
+    });
+    s.push('\n');
+    s
+}
 
 impl Exporter for Json {
     fn render(&self, report: &RunReport) -> String {
-        // Serialising plain data structs with string keys cannot fail.
-        let mut s = serde_json::to_string_pretty(report).unwrap_or_else(|e| {
-            serde_json::json!({ "error": format!("cannot serialise the report: {e}") }).to_string()
-        });
-        s.push('\n');
-        s
+        to_json(&jsonplus::without_bins(report))
+    }
+}
+
+/// fio's `json+`: the JSON with each completion latency histogram as
+/// `bins` in fio's buckets (see [`jsonplus`]).
+pub struct JsonPlus;
+
+impl Exporter for JsonPlus {
+    fn render(&self, report: &RunReport) -> String {
+        to_json(report)
+    }
+}
+
+/// fio's terse v3 lines (see [`terse`]).
+pub struct Terse;
+
+impl Exporter for Terse {
+    fn render(&self, report: &RunReport) -> String {
+        terse::render(report)
     }
 }
 

@@ -19,6 +19,10 @@ pub struct RunReport {
     pub timestamp_ms: u64,
     /// The same, human-readable (UTC).
     pub time: String,
+    /// The options of the job file's `[global]` section, as written
+    /// (fio's `global options`; empty without a job file).
+    #[serde(rename = "global options", default)]
+    pub global_options: BTreeMap<String, String>,
     /// One entry per job (per clone with numjobs > 1).
     pub jobs: Vec<JobReport>,
     /// Device counters over the measured window, fio's `disk_util`.
@@ -57,7 +61,17 @@ pub struct JobReport {
     /// device, LBA range, errno, and for reads the exact unreadable LBAs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<IoErrorReport>,
-    /// The job's resolved options (fio's `job options`).
+    /// Seconds left when the report was made (always 0: reports are made
+    /// at the end; fio's `eta`).
+    #[serde(default)]
+    pub eta: u64,
+    /// Wall time of the job from its start, ramp included, in whole
+    /// seconds rounded up (fio's `elapsed`).
+    #[serde(default)]
+    pub elapsed: u64,
+    /// The job's options: fio's `job options`, the options set for this
+    /// job as written (the job file's section or the command line), plus
+    /// what drivelab resolved (`filename`, `access`, `direct`…).
     #[serde(rename = "job options")]
     pub job_options: BTreeMap<String, String>,
     /// Reads.
@@ -76,6 +90,47 @@ pub struct JobReport {
     pub sys_cpu: f64,
     /// Context switches.
     pub ctx: u64,
+    /// Major page faults of the job's thread (fio's `majf`).
+    #[serde(default)]
+    pub majf: u64,
+    /// Minor page faults of the job's thread (fio's `minf`).
+    #[serde(default)]
+    pub minf: u64,
+    /// Percent of I/Os queued at each depth: keys 1, 2, 4, 8, 16, 32 and
+    /// `>=64`, each counting depths from its key to the next (fio's
+    /// `iodepth_level`).
+    #[serde(default)]
+    pub iodepth_level: OrderedMap<f64>,
+    /// Percent of submitting calls by the I/Os they submitted: key K counts
+    /// calls of more than the previous key and at most K (0 = none, `>=64`
+    /// above 64; fio's `iodepth_submit`).
+    #[serde(default)]
+    pub iodepth_submit: OrderedMap<f64>,
+    /// The same for reaping calls (fio's `iodepth_complete`).
+    #[serde(default)]
+    pub iodepth_complete: OrderedMap<f64>,
+    /// Percent of I/Os whose latency is below each key, ns, and at least
+    /// the previous key (fio's `latency_ns`: 2 … 1000).
+    #[serde(default)]
+    pub latency_ns: OrderedMap<f64>,
+    /// The same in µs (fio's `latency_us`: 2 … 1000).
+    #[serde(default)]
+    pub latency_us: OrderedMap<f64>,
+    /// The same in ms (fio's `latency_ms`: 2 … 2000, then `>=2000`).
+    #[serde(default)]
+    pub latency_ms: OrderedMap<f64>,
+    /// Queue depth the job ran at (fio's `latency_depth`).
+    #[serde(default)]
+    pub latency_depth: u32,
+    /// `latency_target`, ns (0 = none).
+    #[serde(default)]
+    pub latency_target: u64,
+    /// `latency_percentile`, percent (100 without a target).
+    #[serde(default)]
+    pub latency_percentile: f64,
+    /// `latency_window`, µs (0 = none).
+    #[serde(default)]
+    pub latency_window: u64,
     /// CPU time per I/O, ns (user + system) — drivelab-only.
     pub cpu_ns_per_io: f64,
     /// Per-interval series (drivelab-only).
@@ -149,6 +204,41 @@ pub struct DirReport {
     pub clat_ns: LatReport,
     /// Total latency, ns (equal to clat_ns, see slat_ns).
     pub lat_ns: LatReport,
+    /// Smallest bandwidth sample, KiB/s. Samples are taken every 500 ms
+    /// (fio's `bwavgtime`; a window in which the direction moved nothing
+    /// adds none).
+    #[serde(default)]
+    pub bw_min: u64,
+    /// Largest bandwidth sample, KiB/s.
+    #[serde(default)]
+    pub bw_max: u64,
+    /// This job's share of its group's bandwidth, percent (fio's `bw_agg`).
+    #[serde(default)]
+    pub bw_agg: f64,
+    /// Mean bandwidth sample, KiB/s.
+    #[serde(default)]
+    pub bw_mean: f64,
+    /// Standard deviation of the bandwidth samples, KiB/s.
+    #[serde(default)]
+    pub bw_dev: f64,
+    /// Number of bandwidth samples.
+    #[serde(default)]
+    pub bw_samples: u64,
+    /// Smallest IOPS sample (every 500 ms, fio's `iopsavgtime`).
+    #[serde(default)]
+    pub iops_min: u64,
+    /// Largest IOPS sample.
+    #[serde(default)]
+    pub iops_max: u64,
+    /// Mean IOPS sample.
+    #[serde(default)]
+    pub iops_mean: f64,
+    /// Standard deviation of the IOPS samples.
+    #[serde(default)]
+    pub iops_stddev: f64,
+    /// Number of IOPS samples.
+    #[serde(default)]
+    pub iops_samples: u64,
     /// Latency from the intended issue time, ns (rate-limited runs only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lat_from_intended_ns: Option<LatReport>,
@@ -180,6 +270,68 @@ pub struct LatReport {
     /// Percentiles, keyed as fio does ("99.000000"), ns.
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub percentile: BTreeMap<String, u64>,
+    /// `json+` only: the latency histogram in fio's buckets, keyed by the
+    /// value fio's `plat_idx_to_val` gives each bucket (ns), in order;
+    /// empty (left out) otherwise. See [`crate::jsonplus`].
+    #[serde(skip_serializing_if = "OrderedMap::is_empty", default)]
+    pub bins: OrderedMap<u64>,
+}
+
+/// A JSON object whose keys keep the order they were inserted in (fio's
+/// fixed key lists: `iodepth_level`, `latency_us`, `bins`…).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderedMap<V>(pub Vec<(String, V)>);
+
+impl<V> Default for OrderedMap<V> {
+    fn default() -> Self {
+        OrderedMap(Vec::new())
+    }
+}
+
+impl<V> OrderedMap<V> {
+    /// No keys.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&V> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
+
+impl<V: Serialize> Serialize for OrderedMap<V> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for OrderedMap<V> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<V>(std::marker::PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Visit<V> {
+            type Value = OrderedMap<V>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut v = Vec::new();
+                while let Some(e) = a.next_entry()? {
+                    v.push(e);
+                }
+                Ok(OrderedMap(v))
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData))
+    }
 }
 
 /// One interval of the series.

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::model::{DirReport, JobReport, LatReport, RunReport};
+use crate::model::{DirReport, JobReport, LatReport, OrderedMap, RunReport};
 
 /// Bandwidth as fio prints it: binary and decimal units side by side.
 pub fn bw_pair(bytes_per_s: f64) -> String {
@@ -53,13 +53,57 @@ pub fn bytes_short(b: u64) -> String {
     }
 }
 
-fn lat_unit(l: &LatReport) -> (&'static str, f64) {
-    if l.mean < 10_000.0 {
-        ("nsec", 1.0)
-    } else if l.mean < 10_000_000.0 {
+/// A number as fio's `num2str` shows it: divided by `base` until it is
+/// below 10000, with one decimal when divided and below 100 ("14.5MiB/s",
+/// "3916KiB/s", "128MiB/s"); `units` from the undivided unit up.
+pub fn fio_num(v: f64, base: f64, units: &[&str]) -> String {
+    let mut v = v;
+    let mut i = 0;
+    while v >= 10_000.0 && i + 1 < units.len() {
+        v /= base;
+        i += 1;
+    }
+    if i > 0 && v < 100.0 {
+        format!("{v:.1}{}", units[i])
+    } else {
+        format!("{}{}", v.round() as u64, units[i])
+    }
+}
+
+/// Bandwidth as fio prints it: "14.5MiB/s (15.2MB/s)".
+pub fn fio_bw(bytes_per_s: f64) -> String {
+    format!(
+        "{} ({})",
+        fio_num(
+            bytes_per_s,
+            1024.0,
+            &["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"]
+        ),
+        fio_num(
+            bytes_per_s,
+            1000.0,
+            &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]
+        )
+    )
+}
+
+fn fio_bytes_bin(b: u64) -> String {
+    fio_num(b as f64, 1024.0, &["B", "KiB", "MiB", "GiB", "TiB", "PiB"])
+}
+
+fn fio_bytes_dec(b: u64) -> String {
+    fio_num(b as f64, 1000.0, &["B", "kB", "MB", "GB", "TB", "PB"])
+}
+
+/// fio's unit for a latency line: msec or usec once the figures are large
+/// enough (fio's `nsec_to_msec` / `nsec_to_usec` thresholds), else nsec.
+fn lat_unit(min: u64, max: u64) -> (&'static str, f64) {
+    if min > 2_000_000 && max > 99_999_999 {
+        ("msec", 1e6)
+    } else if min > 2000 && max > 99_999 {
         ("usec", 1e3)
     } else {
-        ("msec", 1e6)
+        ("nsec", 1.0)
     }
 }
 
@@ -67,39 +111,49 @@ fn write_lat(out: &mut String, label: &str, l: &LatReport) {
     if l.n == 0 {
         return;
     }
-    let (unit, div) = lat_unit(l);
+    let (unit, div) = lat_unit(l.min, l.max);
     let _ = writeln!(
         out,
-        "    {label} ({unit}): min={}, max={}, avg={:.2}, stdev={:.2}",
-        fmt_num(l.min as f64 / div),
-        fmt_num(l.max as f64 / div),
+        "{label} ({unit}): min={}, max={}, avg={:5.2}, stdev={:5.2}",
+        (l.min as f64 / div) as u64,
+        (l.max as f64 / div) as u64,
         l.mean / div,
         l.stddev / div
     );
-    if l.percentile.is_empty() {
+}
+
+/// "    clat percentiles (usec):" and its rows of four.
+fn write_percentiles(out: &mut String, label: &str, l: &LatReport) {
+    if l.n == 0 || l.percentile.is_empty() {
         return;
     }
-    let _ = writeln!(out, "     {label} percentiles ({unit}):");
     let mut entries: Vec<(f64, u64)> = l
         .percentile
         .iter()
         .filter_map(|(k, v)| k.parse::<f64>().ok().map(|p| (p, *v)))
         .collect();
     entries.sort_by(|a, b| a.0.total_cmp(&b.0));
-    for row in entries.chunks(4) {
-        let cells: Vec<String> = row
-            .iter()
-            .map(|(p, v)| format!("{p:5.2}th=[{:>6}]", fmt_num(*v as f64 / div)))
-            .collect();
-        let _ = writeln!(out, "     | {},", cells.join(", "));
-    }
-}
-
-fn fmt_num(v: f64) -> String {
-    if v >= 100.0 || v.fract() == 0.0 {
-        format!("{:.0}", v)
+    let top = entries.last().map_or(0, |e| e.1);
+    let (unit, div) = if top > 99_999_999 {
+        ("msec", 1e6)
+    } else if top > 99_999 {
+        ("usec", 1e3)
     } else {
-        format!("{v:.2}")
+        ("nsec", 1.0)
+    };
+    let _ = writeln!(out, "    {label} percentiles ({unit}):");
+    let rows: Vec<String> = entries
+        .chunks(4)
+        .map(|row| {
+            row.iter()
+                .map(|(p, v)| format!("{p:5.2}th=[{:5}]", (*v as f64 / div).round() as u64))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .collect();
+    let last = rows.len().saturating_sub(1);
+    for (i, r) in rows.iter().enumerate() {
+        let _ = writeln!(out, "     | {r}{}", if i < last { "," } else { "" });
     }
 }
 
@@ -109,23 +163,99 @@ fn write_dir(out: &mut String, name: &str, d: &DirReport) {
     }
     let _ = writeln!(
         out,
-        "  {name}: IOPS={}, BW={}({}/{}msec)",
-        iops_short(d.iops),
-        bw_pair(d.bw_bytes as f64),
-        bytes_short(d.io_bytes),
-        d.runtime
+        "  {name}: IOPS={}, BW={}({}/{}msec){}",
+        fio_num(d.iops, 1000.0, &["", "k", "M", "G"]),
+        fio_bw(d.bw_bytes as f64),
+        fio_bytes_bin(d.io_bytes),
+        d.runtime,
+        if name == "write" {
+            "; 0 zone resets"
+        } else {
+            ""
+        }
     );
-    write_lat(out, "clat", &d.clat_ns);
+    write_lat(out, "    slat", &d.slat_ns);
+    write_lat(out, "    clat", &d.clat_ns);
+    write_lat(out, "     lat", &d.lat_ns);
+    write_percentiles(out, "clat", &d.clat_ns);
     if let Some(l) = &d.lat_from_intended_ns {
-        write_lat(out, "lat from intended issue", l);
+        write_lat(out, "    lat from intended issue", l);
+    }
+    if d.bw_samples > 0 {
+        let _ = writeln!(
+            out,
+            "   bw (  KiB/s): min={:5}, max={:5}, per={:3.2}%, avg={:5.2}, stdev={:5.2}, samples={}",
+            d.bw_min, d.bw_max, d.bw_agg, d.bw_mean, d.bw_dev, d.bw_samples
+        );
+    }
+    if d.iops_samples > 0 {
+        let _ = writeln!(
+            out,
+            "   iops        : min={:5}, max={:5}, avg={:5.2}, stdev={:5.2}, samples={}",
+            d.iops_min, d.iops_max, d.iops_mean, d.iops_stddev, d.iops_samples
+        );
     }
 }
 
-fn write_job(out: &mut String, j: &JobReport) {
+/// "  lat (usec)   : 4=0.67%, 10=41.35%" lines: the ranges holding I/Os,
+/// five to a line, as fio prints them.
+fn write_lat_dist(out: &mut String, unit: &str, m: &OrderedMap<f64>) {
+    let cells: Vec<String> =
+        m.0.iter()
+            .filter(|(_, v)| *v > 0.0)
+            .map(|(k, v)| format!("{k}={:.2}%", v.max(0.01)))
+            .collect();
+    for row in cells.chunks(5) {
+        let _ = writeln!(out, "  lat ({unit})   : {}", row.join(", "));
+    }
+}
+
+fn dist_line(m: &OrderedMap<f64>) -> String {
+    m.0.iter()
+        .map(|(k, v)| format!("{k}={v:.1}%"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn bs_range(j: &JobReport) -> String {
+    // The access lines say each size: "size/weight/read%r/random%rand".
+    let sizes: Vec<u64> = j
+        .job_options
+        .get("access")
+        .map(|a| {
+            a.split(':')
+                .filter_map(|l| l.split('/').next()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let (lo, hi) = (
+        sizes.iter().copied().min().unwrap_or(0),
+        sizes.iter().copied().max().unwrap_or(0),
+    );
+    let r = format!("{}-{}", fio_bytes_bin(lo), fio_bytes_bin(hi));
+    format!("(R) {r}, (W) {r}, (T) {r}")
+}
+
+/// fio's first line for a job: "name: (g=0): rw=randread, bs=(R) …,
+/// ioengine=…, iodepth=…".
+pub fn header_line(j: &JobReport) -> String {
+    let opt = |k: &str| j.job_options.get(k).cloned().unwrap_or_default();
+    format!(
+        "{}: (g={}): rw={}, bs={}, ioengine={}, iodepth={}",
+        j.jobname,
+        j.groupid,
+        opt("rw"),
+        bs_range(j),
+        j.ioengine,
+        j.latency_depth.max(1)
+    )
+}
+
+fn write_job(out: &mut String, j: &JobReport, time: &str) {
     let _ = writeln!(
         out,
-        "{}: (groupid={}, jobs=1): err={:>2}: ioengine={}",
-        j.jobname, j.groupid, j.error, j.ioengine
+        "{}: (groupid={}, jobs=1): err={:>2}: {}",
+        j.jobname, j.groupid, j.error, time
     );
     if let Some(e) = &j.error_detail {
         let _ = writeln!(out, "  error: {e}");
@@ -135,43 +265,105 @@ fn write_job(out: &mut String, j: &JobReport) {
     write_dir(out, "trim", &j.trim);
     if j.sync.total_ios > 0 {
         let _ = writeln!(out, "  sync: {} fsyncs", j.sync.total_ios);
-        write_lat(out, "sync lat", &j.sync.lat_ns);
+        write_lat(out, "    sync", &j.sync.lat_ns);
+    }
+    write_lat_dist(out, "nsec", &j.latency_ns);
+    write_lat_dist(out, "usec", &j.latency_us);
+    write_lat_dist(out, "msec", &j.latency_ms);
+    let _ = writeln!(
+        out,
+        "  cpu          : usr={:.2}%, sys={:.2}%, ctx={}, majf={}, minf={}",
+        j.usr_cpu, j.sys_cpu, j.ctx, j.majf, j.minf
+    );
+    let _ = writeln!(out, "  cpu per I/O  : {:.0} ns", j.cpu_ns_per_io);
+    if !j.iodepth_level.is_empty() {
+        let _ = writeln!(out, "  IO depths    : {}", dist_line(&j.iodepth_level));
+        let _ = writeln!(out, "     submit    : {}", dist_line(&j.iodepth_submit));
+        let _ = writeln!(out, "     complete  : {}", dist_line(&j.iodepth_complete));
     }
     let _ = writeln!(
         out,
-        "  cpu          : usr={:.2}%, sys={:.2}%, ctx={}, {:.0} ns CPU per I/O",
-        j.usr_cpu, j.sys_cpu, j.ctx, j.cpu_ns_per_io
+        "     issued rwts: total={},{},{},{} short={},{},{},0 dropped={},{},{},0",
+        j.read.total_ios,
+        j.write.total_ios,
+        j.trim.total_ios,
+        j.sync.total_ios,
+        j.read.short_ios,
+        j.write.short_ios,
+        j.trim.short_ios,
+        j.read.drop_ios,
+        j.write.drop_ios,
+        j.trim.drop_ios
+    );
+    let _ = writeln!(
+        out,
+        "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
+        j.latency_target, j.latency_window, j.latency_percentile, j.latency_depth
     );
 }
 
-/// Render the whole report.
-pub fn render(r: &RunReport) -> String {
-    let mut out = String::new();
-    for j in &r.jobs {
-        write_job(&mut out, j);
-    }
-    if r.jobs.len() > 1 {
-        let _ = writeln!(out, "\nRun status (all jobs):");
+/// "Run status group N (all jobs):" and its READ/WRITE/TRIM lines: the
+/// group's bandwidth (its bytes over its longest runtime), the slowest and
+/// fastest job, the bytes moved and the shortest and longest runtime.
+fn write_groups(out: &mut String, jobs: &[JobReport]) {
+    let mut groups: Vec<u32> = jobs.iter().map(|j| j.groupid).collect();
+    groups.dedup();
+    for g in groups {
+        let _ = writeln!(out, "\nRun status group {g} (all jobs):");
         for (name, pick) in [("READ", 0usize), ("WRITE", 1), ("TRIM", 2)] {
-            let (bytes, bw, ms) = r.jobs.iter().fold((0u64, 0u64, 0u64), |acc, j| {
-                let d = match pick {
+            let dirs: Vec<&DirReport> = jobs
+                .iter()
+                .filter(|j| j.groupid == g)
+                .map(|j| match pick {
                     0 => &j.read,
                     1 => &j.write,
                     _ => &j.trim,
-                };
-                (acc.0 + d.io_bytes, acc.1 + d.bw_bytes, acc.2.max(d.runtime))
-            });
-            if bytes > 0 {
-                let _ = writeln!(
-                    out,
-                    "  {name:>5}: bw={}, io={}, run={}msec",
-                    bw_pair(bw as f64),
-                    bytes_short(bytes),
-                    ms
-                );
+                })
+                .filter(|d| d.total_ios > 0)
+                .collect();
+            if dirs.is_empty() {
+                continue;
             }
+            let bytes: u64 = dirs.iter().map(|d| d.io_bytes).sum();
+            let run_min = dirs.iter().map(|d| d.runtime).min().unwrap_or(0);
+            let run_max = dirs.iter().map(|d| d.runtime).max().unwrap_or(0);
+            let agg = if run_max > 0 {
+                bytes as f64 * 1000.0 / run_max as f64
+            } else {
+                0.0
+            };
+            let bw_min = dirs.iter().map(|d| d.bw_bytes).min().unwrap_or(0) as f64;
+            let bw_max = dirs.iter().map(|d| d.bw_bytes).max().unwrap_or(0) as f64;
+            let bin = |v: f64| fio_num(v, 1024.0, &["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"]);
+            let dec = |v: f64| fio_num(v, 1000.0, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]);
+            let _ = writeln!(
+                out,
+                "{name:>7}: bw={}, {}-{} ({}-{}), io={} ({}), run={run_min}-{run_max}msec",
+                fio_bw(agg),
+                bin(bw_min),
+                bin(bw_max),
+                dec(bw_min),
+                dec(bw_max),
+                fio_bytes_bin(bytes),
+                fio_bytes_dec(bytes)
+            );
         }
     }
+}
+
+/// Render the whole report: each job's header line, each job's results,
+/// the group summaries, the disk stats, then drivelab's device check.
+pub fn render(r: &RunReport) -> String {
+    let mut out = String::new();
+    for j in &r.jobs {
+        let _ = writeln!(out, "{}", header_line(j));
+    }
+    let _ = writeln!(out, "{}", r.drivelab_version);
+    let _ = writeln!(out);
+    for j in &r.jobs {
+        write_job(&mut out, j, &r.time);
+    }
+    write_groups(&mut out, &r.jobs);
     if !r.disk_util.is_empty() {
         let _ = writeln!(out, "\nDisk stats (read/write):");
         for d in &r.disk_util {
@@ -237,34 +429,76 @@ mod tests {
     }
 
     #[test]
+    fn numbers_are_fios_num2str() {
+        assert_eq!(fio_bw(15_204_352.0), "14.5MiB/s (15.2MB/s)");
+        assert_eq!(fio_bw(4_010_069.0), "3916KiB/s (4010kB/s)");
+        assert_eq!(fio_num(3723.4, 1000.0, &["", "k"]), "3723");
+        assert_eq!(fio_num(12_345.0, 1000.0, &["", "k"]), "12.3k");
+        assert_eq!(fio_bytes_bin(4096), "4096B");
+        assert_eq!(fio_bytes_bin(65536), "64.0KiB");
+        assert_eq!(fio_bytes_bin(131_072), "128KiB");
+    }
+
+    #[test]
     fn job_text_has_fio_lines() {
-        let mut r = RunReport::default();
+        let mut r = RunReport {
+            drivelab_version: "drivelab-0.1.0".into(),
+            ..Default::default()
+        };
         let mut j = JobReport {
             jobname: "j".into(),
             ioengine: "io_uring".into(),
+            latency_depth: 16,
             ..Default::default()
         };
+        j.job_options.insert("rw".into(), "randread".into());
+        j.job_options
+            .insert("access".into(), "4096/100/100r/100rand".into());
         j.read.total_ios = 10;
         j.read.iops = 1000.0;
         j.read.bw_bytes = 4_096_000;
         j.read.io_bytes = 40960;
         j.read.runtime = 10;
         j.read.clat_ns = LatReport {
-            min: 1000,
-            max: 90_000,
+            min: 3000,
+            max: 190_000,
             mean: 20_000.0,
             stddev: 5.0,
             n: 10,
             ..Default::default()
         };
         j.read.clat_ns.percentile.insert("99.000000".into(), 80_000);
+        j.read.clat_ns.percentile.insert("1.000000".into(), 3_000);
+        j.read
+            .clat_ns
+            .percentile
+            .insert("99.990000".into(), 190_000);
+        j.read.bw_samples = 2;
+        j.read.bw_min = 3900;
+        j.read.bw_max = 4100;
+        j.read.bw_agg = 100.0;
+        j.read.bw_mean = 4000.0;
+        j.latency_us = OrderedMap(vec![("4".into(), 10.0), ("50".into(), 90.0)]);
+        j.iodepth_level = OrderedMap(vec![("1".into(), 0.0), (">=64".into(), 100.0)]);
         r.jobs.push(j);
         let t = render(&r);
         assert!(
-            t.contains("read: IOPS=1.00k, BW=3.9MiB/s (4.1MB/s)(40.0KiB/10msec)"),
+            t.starts_with("j: (g=0): rw=randread, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=io_uring, iodepth=16\n"),
             "{t}"
         );
-        assert!(t.contains("clat (usec): min=1, max=90, avg=20.00"), "{t}");
-        assert!(t.contains("99.00th=[    80]"), "{t}");
+        assert!(
+            t.contains("  read: IOPS=1000, BW=4000KiB/s (4096kB/s)(40.0KiB/10msec)\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("    clat (usec): min=3, max=190, avg=20.00, stdev= 0.01"),
+            "{t}"
+        );
+        assert!(t.contains("    clat percentiles (usec):\n     |  1.00th=[    3], 99.00th=[   80], 99.99th=[  190]\n"), "{t}");
+        assert!(t.contains("   bw (  KiB/s): min= 3900, max= 4100, per=100.00%, avg=4000.00, stdev= 0.00, samples=2"), "{t}");
+        assert!(t.contains("  lat (usec)   : 4=10.00%, 50=90.00%\n"), "{t}");
+        assert!(t.contains("  IO depths    : 1=0.0%, >=64=100.0%\n"), "{t}");
+        assert!(t.contains("     issued rwts: total=10,0,0,0"), "{t}");
+        assert!(t.contains("Run status group 0 (all jobs):\n   READ: bw=4000KiB/s (4096kB/s), 4000KiB/s-4000KiB/s (4096kB/s-4096kB/s), io=40.0KiB (41.0kB), run=10-10msec\n"), "{t}");
     }
 }

@@ -101,7 +101,7 @@ pub fn run(
         .jobs
         .first()
         .ok_or_else(|| bad("the workload plans no job".into()))?;
-    let cfg = drivelab_workload::exec::job_config(job);
+    let cfg = drivelab_workload::exec::job_config(job, 1);
     let io_err = |what: &str, e: std::io::Error| SeasonError::Io {
         device: dev.clone(),
         what: what.to_string(),

@@ -24,6 +24,9 @@ use drivelab_report::{
 };
 use drivelab_stats::FIO_DEFAULT_PERCENTILES;
 
+use crate::samples::{SampleStat, DEPTH_BATCH_KEYS, DEPTH_LEVEL_KEYS, LAT_BOUNDS};
+use drivelab_report::OrderedMap;
+
 use crate::check::{verdict, Reported, Seen};
 use crate::plan::{Plan, PlannedJob, PlannedTarget};
 
@@ -185,8 +188,10 @@ fn open_targets(
     Ok(out)
 }
 
-/// The job loop's configuration of a planned job (season runs jobs on its own claim).
-pub fn job_config(job: &PlannedJob) -> JobConfig {
+/// The job loop's configuration of a planned job (season runs jobs on its
+/// own claim). `number`: the job's place in the run, from 1 (fio's thread
+/// number, which names its log files).
+pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
     let spec = &job.spec;
     JobConfig {
         gen: GenConfig {
@@ -214,6 +219,8 @@ pub fn job_config(job: &PlannedJob) -> JobConfig {
         },
         verify: job.verify.clone(),
         check_reads: spec.do_verify && job.verify.is_some(),
+        logs: spec.logs.clone(),
+        log_name: (spec.name.clone(), number),
     }
 }
 
@@ -376,7 +383,12 @@ fn run_one(
 ) -> Result<JobOutcome, RunError> {
     let spec = &job.spec;
     let max_bs = spec.max_bs() as usize;
-    let cfg = job_config(job);
+    let number = plan
+        .jobs
+        .iter()
+        .position(|j| std::ptr::eq(j, job))
+        .map_or(1, |i| i + 1);
+    let cfg = job_config(job, number);
     let fail = |source| RunError::Job {
         job: spec.name.clone(),
         source,
@@ -785,6 +797,7 @@ fn hist_report(h: &drivelab_stats::LatencyHistogram) -> LatReport {
         stddev: 0.0,
         n: h.count(),
         percentile,
+        bins: drivelab_report::jsonplus::fio_bins(h),
     }
 }
 
@@ -801,7 +814,18 @@ fn lat_report(d: &DirStats) -> LatReport {
     }
 }
 
-fn dir_report(d: &DirStats, runtime_ns: u64, short: u64) -> DirReport {
+/// A direction's report; `samples`: its bandwidth (KiB/s) and IOPS
+/// samples, when taken.
+fn dir_report(
+    d: &DirStats,
+    runtime_ns: u64,
+    short: u64,
+    samples: Option<(&SampleStat, &SampleStat)>,
+) -> DirReport {
+    let (bw_s, iops_s) = match samples {
+        Some((b, i)) => (b.clone(), i.clone()),
+        None => (SampleStat::default(), SampleStat::default()),
+    };
     let secs = runtime_ns as f64 / 1e9;
     let bw_bytes = if secs > 0.0 {
         (d.bytes as f64 / secs) as u64
@@ -821,7 +845,24 @@ fn dir_report(d: &DirStats, runtime_ns: u64, short: u64) -> DirReport {
         drop_ios: 0,
         slat_ns: LatReport::default(),
         clat_ns: lat.clone(),
-        lat_ns: lat,
+        // fio keeps bins and percentiles for clat only (lat_percentiles=0).
+        lat_ns: LatReport {
+            percentile: BTreeMap::new(),
+            bins: Default::default(),
+            ..lat
+        },
+        bw_min: bw_s.min,
+        bw_max: bw_s.max,
+        // Set against the group's total once every job is known.
+        bw_agg: 0.0,
+        bw_mean: bw_s.moments.mean(),
+        bw_dev: bw_s.moments.stddev(),
+        bw_samples: bw_s.samples(),
+        iops_min: iops_s.min,
+        iops_max: iops_s.max,
+        iops_mean: iops_s.moments.mean(),
+        iops_stddev: iops_s.moments.stddev(),
+        iops_samples: iops_s.samples(),
         lat_from_intended_ns: d
             .lat_intended
             .as_ref()
@@ -927,8 +968,26 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
     if let Some(r) = spec.rate_iops {
         opts.insert("rate_iops".to_string(), r.to_string());
     }
+    // fio's job options: what was set for the job, as written (after the
+    // resolved values above, so a value the user wrote is shown as written).
+    opts.insert("name".to_string(), spec.name.clone());
+    opts.insert("bs".to_string(), spec.bs.to_string());
+    opts.insert("numjobs".to_string(), spec.numjobs.to_string());
+    for (k, v) in &spec.given[spec.global_given.min(spec.given.len())..] {
+        if k != "filename" {
+            opts.insert(k.clone(), v.clone());
+        }
+    }
     let rt = o.runtime_ns;
     let total_ios = o.dirs[0].ios + o.dirs[1].ios + o.dirs[2].ios;
+    let sm = &o.samples;
+    let rates = |d: usize| (&sm.rates.bw[d], &sm.rates.iops[d]);
+    let lat_total: u64 = sm.lat.ns.iter().sum::<u64>()
+        + sm.lat.us.iter().sum::<u64>()
+        + sm.lat.ms.iter().sum::<u64>();
+    let mut ms_keys: Vec<String> = LAT_BOUNDS.iter().map(|b| b.to_string()).collect();
+    ms_keys.push("2000".to_string());
+    ms_keys.push(">=2000".to_string());
     let cpu = o.cpu_user_ns + o.cpu_sys_ns;
     let pct = |ns: u64| {
         if rt > 0 {
@@ -984,9 +1043,9 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         error_detail: error_detail.or_else(|| o.verify_failure.clone()),
         errors,
         job_options: opts,
-        read: dir_report(&o.dirs[0], rt, 0),
-        write: dir_report(&o.dirs[1], rt, 0),
-        trim: dir_report(&o.dirs[2], rt, 0),
+        read: dir_report(&o.dirs[0], rt, 0, Some(rates(0))),
+        write: dir_report(&o.dirs[1], rt, 0, Some(rates(1))),
+        trim: dir_report(&o.dirs[2], rt, 0, Some(rates(2))),
         sync: SyncReport {
             total_ios: o.dirs[3].ios,
             lat_ns: lat_report(&o.dirs[3]),
@@ -995,6 +1054,20 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         usr_cpu: pct(o.cpu_user_ns),
         sys_cpu: pct(o.cpu_sys_ns),
         ctx: o.ctx_switches,
+        eta: 0,
+        elapsed: o.samples.elapsed_ns.div_ceil(1_000_000_000),
+        majf: o.samples.majf,
+        minf: o.samples.minf,
+        iodepth_level: percents(&DEPTH_LEVEL_KEYS, &sm.depth.level),
+        iodepth_submit: percents(&DEPTH_BATCH_KEYS, &sm.depth.submit),
+        iodepth_complete: percents(&DEPTH_BATCH_KEYS, &sm.depth.complete),
+        latency_ns: lat_percents(&LAT_BOUNDS.map(|b| b.to_string()), &sm.lat.ns, lat_total),
+        latency_us: lat_percents(&LAT_BOUNDS.map(|b| b.to_string()), &sm.lat.us, lat_total),
+        latency_ms: lat_percents(&ms_keys, &sm.lat.ms, lat_total),
+        latency_depth: spec.iodepth,
+        latency_target: 0,
+        latency_percentile: 100.0,
+        latency_window: 0,
         cpu_ns_per_io: if total_ios > 0 {
             cpu as f64 / total_ios as f64
         } else {
@@ -1066,6 +1139,15 @@ fn build_report(
     for (i, o) in &merged {
         report.jobs.push(job_report(plan, &plan.jobs[*i], o));
     }
+    set_bw_agg(&mut report.jobs);
+    // fio's `global options`: a job file's [global] section (the same for
+    // every job), as written.
+    if let Some(j) = plan.jobs.first() {
+        report.global_options = j.spec.given[..j.spec.global_given.min(j.spec.given.len())]
+            .iter()
+            .cloned()
+            .collect();
+    }
     for (job, o) in plan.jobs.iter().zip(outcomes) {
         let Some(o) = o else { continue };
         for (k, &ti) in job.targets.iter().enumerate() {
@@ -1122,9 +1204,77 @@ fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
     acc.cpu_user_ns += o.cpu_user_ns;
     acc.cpu_sys_ns += o.cpu_sys_ns;
     acc.ctx_switches += o.ctx_switches;
+    acc.samples.merge(&o.samples);
     acc.errors.extend(o.errors.iter().cloned());
     if acc.verify_failure.is_none() {
         acc.verify_failure = o.verify_failure.clone();
+    }
+}
+
+/// Counts as percentages of their sum, under fio's keys.
+fn percents(keys: &[&str], counts: &[u64]) -> OrderedMap<f64> {
+    let total: u64 = counts.iter().sum();
+    OrderedMap(
+        keys.iter()
+            .zip(counts)
+            .map(|(k, &c)| (k.to_string(), pct_of(c, total)))
+            .collect(),
+    )
+}
+
+/// Latency range counts as percentages of all I/Os.
+fn lat_percents(keys: &[String], counts: &[u64], total: u64) -> OrderedMap<f64> {
+    OrderedMap(
+        keys.iter()
+            .zip(counts)
+            .map(|(k, &c)| (k.clone(), pct_of(c, total)))
+            .collect(),
+    )
+}
+
+fn pct_of(c: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        c as f64 * 100.0 / total as f64
+    }
+}
+
+/// fio's `bw_agg`: each job's mean bandwidth sample as a percentage of its
+/// group's aggregate bandwidth (the group's bytes over its longest
+/// runtime), at most 100.
+fn set_bw_agg(jobs: &mut [JobReport]) {
+    let groups: Vec<u32> = jobs.iter().map(|j| j.groupid).collect();
+    for g in groups {
+        for d in 0..3 {
+            fn pick(j: &JobReport, d: usize) -> &DirReport {
+                match d {
+                    0 => &j.read,
+                    1 => &j.write,
+                    _ => &j.trim,
+                }
+            }
+            let (bytes, ms) = jobs
+                .iter()
+                .filter(|j| j.groupid == g)
+                .fold((0u64, 0u64), |(b, m), j| {
+                    (b + pick(j, d).io_bytes, m.max(pick(j, d).runtime))
+                });
+            if bytes == 0 || ms == 0 {
+                continue;
+            }
+            let agg_kib = bytes as f64 * 1000.0 / ms as f64 / 1024.0;
+            for j in jobs.iter_mut().filter(|j| j.groupid == g) {
+                let dir = match d {
+                    0 => &mut j.read,
+                    1 => &mut j.write,
+                    _ => &mut j.trim,
+                };
+                if dir.bw_samples > 0 {
+                    dir.bw_agg = (dir.bw_mean * 100.0 / agg_kib).min(100.0);
+                }
+            }
+        }
     }
 }
 
@@ -1319,7 +1469,7 @@ mod tests {
             }
             d.intended_moments.record(v as f64);
         }
-        let l = super::dir_report(&d, 1_000_000_000, 0)
+        let l = super::dir_report(&d, 1_000_000_000, 0, None)
             .lat_from_intended_ns
             .unwrap();
         // Sample stddev of 1000, 2000, 3000, 4000: sqrt(5e6 / 3).

@@ -194,6 +194,7 @@ pub fn parse_with(
             } else {
                 let mut spec = global.clone();
                 spec.name = name.to_string();
+                spec.global_given = spec.given.len();
                 jobs.push(FileJob {
                     spec,
                     stonewall: false,

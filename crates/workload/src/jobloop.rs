@@ -18,6 +18,8 @@ use std::time::Instant;
 use drivelab_stats::{LatencyHistogram, Series, TimeSeries, Welford};
 
 use crate::gen::{GenConfig, Generator, IoDesc, Op};
+use crate::logs::JobLogs;
+use crate::samples::JobSamples;
 use drivelab_engine::engine::Engine;
 use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 
@@ -48,6 +50,10 @@ pub struct JobConfig {
     pub verify: Option<crate::verify::Content>,
     /// Check each read against `verify` (`do_verify` on a reading job).
     pub check_reads: bool,
+    /// fio's log files and the window of the rate samples.
+    pub logs: crate::logs::LogSpec,
+    /// The job's name and number in the run (from 1), naming its log files.
+    pub log_name: (String, usize),
 }
 
 /// Per-direction statistics of one job.
@@ -145,6 +151,8 @@ pub struct JobOutcome {
     /// The first failed verify check (or the run's failure), in words; the
     /// job stops at it.
     pub verify_failure: Option<String>,
+    /// fio's rate samples, latency ranges, depth distributions, page faults.
+    pub samples: crate::samples::JobSamples,
 }
 
 fn thread_rusage() -> (u64, u64, u64) {
@@ -191,6 +199,8 @@ struct JobDriver<'a, const FILL: bool> {
     short_ios: u64,
     progress: &'a AtomicU64,
     config_error: Option<String>,
+    samples: JobSamples,
+    logs: Option<JobLogs>,
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
@@ -204,6 +214,40 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
+    /// What to issue next (see [`Driver::next`]).
+    #[inline]
+    fn next_io(&mut self, now: u64, buf: &mut [u8]) -> Next {
+        if !self.errors.is_empty() || self.verify_failure.is_some() {
+            return Next::Done;
+        }
+        let Some(mut p) = self.pacer.take() else {
+            return self.unpaced(buf);
+        };
+        let io = match self.pending.take() {
+            Some(io) => Some(io),
+            None if self.sync_due() || self.budget_spent() => None,
+            None => Some(self.gen.next_io()),
+        };
+        let next = match io {
+            None => self.unpaced(buf),
+            Some(io) => {
+                let due = p.slot(io.op, now);
+                match due.filter(|&at| at > now) {
+                    Some(at) => {
+                        self.pending = Some(io);
+                        Next::At(at)
+                    }
+                    None => {
+                        p.advance(io.op, io.len);
+                        self.issue(io, due, buf)
+                    }
+                }
+            }
+        };
+        self.pacer = Some(p);
+        next
+    }
+
     /// The next I/O when nothing is paced (or a sync, or the end).
     #[inline]
     fn unpaced(&mut self, buf: &mut [u8]) -> Next {
@@ -251,35 +295,11 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
     const BUFFERS: bool = FILL;
 
     #[inline]
-    fn next(&mut self, now: u64, _inflight: u32, buf: &mut [u8]) -> Next {
-        if !self.errors.is_empty() || self.verify_failure.is_some() {
-            return Next::Done;
+    fn next(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
+        let next = self.next_io(now, buf);
+        if self.measuring && matches!(next, Next::Io { .. }) {
+            self.samples.depth.queued(inflight + 1);
         }
-        let Some(mut p) = self.pacer.take() else {
-            return self.unpaced(buf);
-        };
-        let io = match self.pending.take() {
-            Some(io) => Some(io),
-            None if self.sync_due() || self.budget_spent() => None,
-            None => Some(self.gen.next_io()),
-        };
-        let next = match io {
-            None => self.unpaced(buf),
-            Some(io) => {
-                let due = p.slot(io.op, now);
-                match due.filter(|&at| at > now) {
-                    Some(at) => {
-                        self.pending = Some(io);
-                        Next::At(at)
-                    }
-                    None => {
-                        p.advance(io.op, io.len);
-                        self.issue(io, due, buf)
-                    }
-                }
-            }
-        };
-        self.pacer = Some(p);
         next
     }
 
@@ -325,18 +345,34 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 h.record(v);
                 dir.intended_moments.record(v as f64);
             }
+            self.samples.depth.reaped();
             if io.op != Op::Fsync {
                 let pt = &mut self.per_target[io.target as usize][io.op.index()];
                 pt.0 += 1;
                 pt.1 += bytes;
-                self.series
-                    .record(d.now.saturating_sub(self.meas_start), lat, bytes);
+                let t = d.now.saturating_sub(self.meas_start);
+                self.series.record(t, lat, bytes);
+                let s = &mut self.samples;
+                while s.rates.due(t) {
+                    s.rates.close();
+                }
+                s.rates.add(io.op.index(), bytes);
+                s.lat.record(lat);
+                if let Some(l) = self.logs.as_mut() {
+                    l.io(t, io.op.index(), bytes, lat, io.offset);
+                }
             }
         }
         After::Release
     }
 
     fn turn(&mut self, now: u64) -> bool {
+        if self.measuring {
+            self.samples.depth.turn();
+        }
+        if let Some(l) = self.logs.as_mut() {
+            l.between_turns();
+        }
         let d = &self.dirs;
         self.progress
             .store(d[0].ios + d[1].ios + d[2].ios, Ordering::Relaxed);
@@ -350,6 +386,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             for pt in self.per_target.iter_mut() {
                 *pt = [(0, 0); 3];
             }
+            self.samples = JobSamples::new(self.samples.rates.window_ms());
             match TimeSeries::new(self.interval_ns, Instant::now()) {
                 Ok(s) => self.series = s,
                 Err(e) => {
@@ -416,7 +453,11 @@ fn run_with<E: Engine, const FILL: bool>(
         short_ios: 0,
         progress,
         config_error: None,
+        samples: JobSamples::new(cfg.logs.sample_window_ms()),
+        logs: JobLogs::create(&cfg.logs, &cfg.log_name.0, cfg.log_name.1)
+            .map_err(JobError::Config)?,
     };
+    let (minf0, majf0) = crate::samples::thread_faults();
     let (u0, s0, c0) = thread_rusage();
     let lc = LoopConfig {
         stop: Some(stop),
@@ -430,6 +471,14 @@ fn run_with<E: Engine, const FILL: bool>(
     let runtime_ns = st.ended.saturating_sub(drv.meas_start);
     let series = drv.series.finish(runtime_ns);
     let (u1, s1, c1) = thread_rusage();
+    let (minf1, majf1) = crate::samples::thread_faults();
+    let mut samples = drv.samples;
+    samples.minf = minf1.saturating_sub(minf0);
+    samples.majf = majf1.saturating_sub(majf0);
+    samples.elapsed_ns = st.ended.saturating_sub(t0);
+    if let Some(l) = drv.logs {
+        l.finish(runtime_ns).map_err(JobError::Config)?;
+    }
     Ok(JobOutcome {
         dirs: drv.dirs,
         runtime_ns,
@@ -442,5 +491,6 @@ fn run_with<E: Engine, const FILL: bool>(
         cpu_sys_ns: s1.saturating_sub(s0),
         ctx_switches: c1.saturating_sub(c0),
         verify_failure: drv.verify_failure,
+        samples,
     })
 }

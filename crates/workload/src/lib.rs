@@ -24,10 +24,12 @@ pub mod exec;
 pub mod gen;
 pub mod jobfile;
 pub mod jobloop;
+pub mod logs;
 pub mod options;
 pub mod plan;
 pub mod presets;
 pub mod rate;
+pub mod samples;
 pub mod verify;
 
 pub mod size;

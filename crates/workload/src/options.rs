@@ -437,6 +437,98 @@ pub const OPTIONS: &[OptionDecl] = &[
         "interval of the timeseries (bare = ms)"
     ),
     opt!(
+        "write_bw_log",
+        [],
+        Text,
+        "",
+        "write fio's bandwidth log PREFIX_bw.N.log (bare: the job name); KiB/s per I/O, or per log_avg_msec"
+    ),
+    opt!(
+        "write_lat_log",
+        [],
+        Text,
+        "",
+        "write fio's latency logs PREFIX_lat.N.log, _clat and _slat (bare: the job name); ns"
+    ),
+    opt!(
+        "write_iops_log",
+        [],
+        Text,
+        "",
+        "write fio's IOPS log PREFIX_iops.N.log (bare: the job name)"
+    ),
+    opt!(
+        "write_hist_log",
+        [],
+        Text,
+        "",
+        "write fio's latency histogram log PREFIX_clat_hist.N.log every log_hist_msec (bare: the job name)"
+    ),
+    opt!(
+        "log_hist_msec",
+        [],
+        Int,
+        "0",
+        "window of the histogram log (0: no entries, as fio)",
+        0,
+        86_400_000,
+        "ms"
+    ),
+    opt!(
+        "log_hist_coarseness",
+        [],
+        Int,
+        "0",
+        "sum 2^N of fio's 1856 latency buckets per histogram log field",
+        0,
+        6,
+        ""
+    ),
+    opt!(
+        "log_avg_msec",
+        [],
+        Int,
+        "0",
+        "average the bw/iops/lat logs over this many ms (0: one entry per I/O)",
+        0,
+        86_400_000,
+        "ms"
+    ),
+    opt!(
+        "log_offset",
+        [],
+        Bool,
+        "0",
+        "add each I/O's offset to the log entries"
+    ),
+    opt!(
+        "log_prio",
+        [],
+        Bool,
+        "0",
+        "log each I/O's priority value instead of whether it is real-time class (drivelab issues every I/O at the default priority: 0)"
+    ),
+    opt!(
+        "bwavgtime",
+        [],
+        Int,
+        "500",
+        "window of the bandwidth samples (bw_min/max/mean/dev)",
+        1,
+        86_400_000,
+        "ms"
+    ),
+    opt!(
+        "iopsavgtime",
+        [],
+        Int,
+        "500",
+        "window of the IOPS samples (iops_min/max/mean/stddev)",
+        1,
+        86_400_000,
+        "ms"
+    ),
+    opt!(
         "randseed",
         [],
         Int,

@@ -344,6 +344,14 @@ pub struct JobSpec {
     pub fua: bool,
     /// Interval of the per-interval series (`log_interval`); default 1 s.
     pub log_interval: Duration,
+    /// fio's log files and rate samples (`write_*_log`, `log_*`,
+    /// `bwavgtime`, `iopsavgtime`).
+    pub logs: crate::logs::LogSpec,
+    /// The options set for this job, as written, in order (fio's `job
+    /// options`); the first `global_given` came from `[global]`.
+    pub given: Vec<(String, String)>,
+    /// How many of `given` a job file's `[global]` section set.
+    pub global_given: usize,
     /// Seed for the offset generator (`randseed`); default fixed so runs repeat.
     pub randseed: u64,
     /// Block alignment of random offsets (`blockalign`); default: the smallest size.
@@ -430,6 +438,9 @@ impl Default for JobSpec {
             fsync: 0,
             fua: false,
             log_interval: DEFAULT_LOG_INTERVAL,
+            logs: crate::logs::LogSpec::default(),
+            given: Vec::new(),
+            global_given: 0,
             randseed: 0x6472_6976_656c_6162, // "drivelab"
             blockalign: None,
             bs_dir: [None, None],
@@ -677,11 +688,26 @@ impl JobSpec {
     /// Set one option by its fio name. `value` is `None` for a bare flag
     /// (`--time_based`, `time_based` in a job file).
     pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), SpecError> {
+        self.set_value(key, value)?;
+        let name = lookup(key)?.name;
+        let shown = value.unwrap_or("").trim().to_string();
+        // Set again in the same section: fio shows the last value once.
+        let start = self.global_given.min(self.given.len());
+        if let Some(at) = self.given[start..].iter().position(|(k, _)| k == name) {
+            self.given.remove(start + at);
+        }
+        self.given.push((name.to_string(), shown));
+        Ok(())
+    }
+
+    fn set_value(&mut self, key: &str, value: Option<&str>) -> Result<(), SpecError> {
         let decl = lookup(key)?;
         let key = decl.name;
         let v = match (value, decl.kind) {
             (Some(v), _) => v,
             (None, OptionKind::Bool) => "1",
+            // fio: a bare write_*_log names the logs after the job.
+            (None, _) if key.starts_with("write_") && key.ends_with("_log") => "",
             (None, _) => return Err(SpecError::MissingValue(key.to_string())),
         };
         match key {
@@ -938,6 +964,28 @@ impl JobSpec {
                 }
                 self.log_interval = d;
             }
+            "write_bw_log" | "write_lat_log" | "write_iops_log" | "write_hist_log" => {
+                // Bare (or 1, as fio's examples write it): the job's name,
+                // decided when the job is run.
+                let prefix = match v.trim() {
+                    "" | "1" => String::new(),
+                    p => p.to_string(),
+                };
+                let slot = match key {
+                    "write_bw_log" => &mut self.logs.bw,
+                    "write_lat_log" => &mut self.logs.lat,
+                    "write_hist_log" => &mut self.logs.hist,
+                    _ => &mut self.logs.iops,
+                };
+                *slot = Some(prefix);
+            }
+            "log_avg_msec" => self.logs.avg_msec = parse_declared(key, v)?,
+            "log_offset" => self.logs.offset = parse_bool(key, v)?,
+            "log_hist_msec" => self.logs.hist_msec = parse_declared(key, v)?,
+            "log_hist_coarseness" => self.logs.hist_coarseness = parse_declared(key, v)? as u32,
+            "log_prio" => self.logs.prio = parse_bool(key, v)?,
+            "bwavgtime" => self.logs.bw_avg_msec = parse_declared(key, v)?,
+            "iopsavgtime" => self.logs.iops_avg_msec = parse_declared(key, v)?,
             "randseed" => self.randseed = parse_declared(key, v)?,
             "blockalign" | "ba" => self.blockalign = Some(parse_bytes(key, v)?),
             other => {
