@@ -58,7 +58,7 @@ pub struct ExportArgs {
     pub csv: PathBuf,
 }
 
-fn parse_id(s: &str) -> anyhow::Result<RecordId> {
+pub fn parse_id(s: &str) -> anyhow::Result<RecordId> {
     s.parse::<RecordId>().map_err(usage)
 }
 

@@ -1,7 +1,8 @@
 //! `drivelab report`: one self-contained HTML page (interactive charts,
-//! no network) from result JSON files as `drivelab run|test|erase|trace
-//! analyze|trace replay --output-format json` printed them. Two or more
-//! runs are also compared. The page is `drivelab_report::html`'s; this
+//! no network) from stored results (by ID, see `drivelab history`) or
+//! result JSON files as `drivelab run|test|erase|trace analyze|trace
+//! replay --output-format json` printed them. Two or more runs are also
+//! compared. The page is `drivelab_report::html`'s; this
 //! module reads the inputs and writes the file.
 
 use std::path::{Path, PathBuf};
@@ -16,10 +17,11 @@ use crate::output::check_file;
 /// Arguments of `drivelab report`.
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// Result JSON files (from `--output-format json` of run, test, erase,
-    /// trace analyze or trace replay).
+    /// Stored result IDs (`17` or `#17`, from `drivelab history`) or result
+    /// JSON files (from `--output-format json` of run, test, erase, trace
+    /// analyze or trace replay). An existing file wins over an ID.
     #[arg(required = true, value_name = "INPUT")]
-    pub inputs: Vec<PathBuf>,
+    pub inputs: Vec<String>,
     /// The HTML file to write.
     #[arg(long, value_name = "FILE", required = true)]
     pub html: PathBuf,
@@ -49,13 +51,57 @@ fn read_input(path: &Path) -> anyhow::Result<Input> {
     Ok(Input { label, kind, value })
 }
 
+/// Read one stored result by its ID: its JSON exactly as printed.
+fn read_stored(
+    store: &mut Option<Box<dyn drivelab_store::Store>>,
+    arg: &str,
+) -> anyhow::Result<Input> {
+    let id = crate::cmd_history::parse_id(arg).map_err(|_| {
+        usage(format!(
+            "{arg} is neither a file nor a stored result ID: give a result JSON file, or an ID from drivelab history"
+        ))
+    })?;
+    if store.is_none() {
+        *store = Some(crate::cmd_store::open()?);
+    }
+    let Some(s) = store.as_mut() else {
+        unreachable!("opened just above")
+    };
+    let r = s.get(id).map_err(crate::cmd_store::store_error)?;
+    let value: Value = serde_json::from_str(&r.result_json)
+        .map_err(|e| anyhow::anyhow!("stored result {id} holds no JSON ({e})"))?;
+    let kind = Kind::detect(&value)
+        .or_else(|| Kind::from_name(r.kind.as_str()))
+        .ok_or_else(|| {
+            usage(format!(
+                "stored result {id} is a {}, which the HTML report does not draw yet",
+                r.kind
+            ))
+        })?;
+    let label = format!(
+        "#{} {} {}",
+        r.id,
+        r.kind,
+        crate::cmd_history::utc(r.time_ms)
+    );
+    Ok(Input { label, kind, value })
+}
+
 /// Run `drivelab report`.
 pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
     check_file(&a.html, "--html")?;
+    let mut store = None;
     let inputs = a
         .inputs
         .iter()
-        .map(|p| read_input(p))
+        .map(|arg| {
+            let p = Path::new(arg);
+            if p.exists() {
+                read_input(p)
+            } else {
+                read_stored(&mut store, arg)
+            }
+        })
         .collect::<anyhow::Result<Vec<Input>>>()?;
     let page = html::render(&inputs);
     std::fs::write(&a.html, page)

@@ -432,3 +432,46 @@ fn postgres_store_from_the_command_line() {
         .unwrap();
     assert!(rows >= 2, "series rows in PostgreSQL: {rows}");
 }
+
+/// `drivelab report` takes stored IDs as well as files: the page of a stored
+/// run holds its charts; an ID the store lacks is one line, exit 2, and no
+/// file is written.
+#[test]
+fn report_draws_stored_results_by_id() {
+    let dir = TempDir::new("store-report");
+    let store = dir.join("s.db");
+    let store = store.to_str().unwrap();
+    let (code, _, err) = dl(&dir, store, &refs(&quick(&[])));
+    assert_eq!(code, 0, "{err}");
+    let first = newest(&dir, store);
+    let (code, _, err) = dl(&dir, store, &refs(&quick(&[])));
+    assert_eq!(code, 0, "{err}");
+    let second = newest(&dir, store);
+    let page = dir.join("r.html");
+    let (code, _, err) = dl(
+        &dir,
+        store,
+        &[
+            "report",
+            &first,
+            &format!("#{second}"),
+            "--html",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(&format!("#{first} run")), "labelled by ID");
+    assert!(html.contains(&format!("#{second} run")), "labelled by ID");
+    assert!(html.contains("data-points"), "charts in the page");
+
+    let missing = dir.join("m.html");
+    let (code, out, err) = dl(
+        &dir,
+        store,
+        &["report", "999999", "--html", missing.to_str().unwrap()],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!missing.exists());
+}
