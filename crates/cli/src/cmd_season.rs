@@ -144,13 +144,32 @@ pub fn run(a: SeasonArgs) -> anyhow::Result<u8> {
             anyhow::Error::new(e).context("season")
         }
     })?;
-    print_report(&a.out, &report)?;
+    let printed = print_report(&a.out, &report)?;
     for d in &report.drives {
         if let Some(e) = &d.error {
             eprintln!("drivelab: {}: {e}", d.identity.device);
         }
     }
-    Ok(if report.all_done() { 0 } else { 1 })
+    let code = if report.all_done() { 0 } else { 1 };
+    let rendered;
+    let (json, text) = if a.out.json() {
+        (printed.as_str(), None)
+    } else {
+        rendered = format!(
+            "{}\n",
+            serde_json::to_string_pretty(&serde_json::to_value(&report)?)?
+        );
+        (rendered.as_str(), Some(printed.as_str()))
+    };
+    crate::cmd_store::save(crate::cmd_store::Outcome {
+        kind: drivelab_store::Kind::Season,
+        json,
+        text,
+        exit_status: code,
+        options: serde_json::json!({ "arguments": std::env::args().skip(2).collect::<Vec<_>>() }),
+        artifacts: Vec::new(),
+    });
+    Ok(code)
 }
 
 struct Terminal {
@@ -235,17 +254,21 @@ fn us(ns: f64) -> String {
     format!("{:.1} us", ns / 1000.0)
 }
 
-fn print_report(out: &OutputArgs, r: &SeasonReport) -> anyhow::Result<()> {
+/// Print the report; returns what was printed.
+fn print_report(out: &OutputArgs, r: &SeasonReport) -> anyhow::Result<String> {
     if out.json() {
         let v = serde_json::to_value(r)?;
-        return out.emit(&format!("{}\n", serde_json::to_string_pretty(&v)?));
+        let text = format!("{}\n", serde_json::to_string_pretty(&v)?);
+        out.emit(&text)?;
+        return Ok(text);
     }
     let mut s = String::new();
     for d in &r.drives {
         s.push_str(&drive_text(d));
     }
     s.push_str(&format!("complete time: {:.1}s\n", r.complete_seconds));
-    out.emit(&s)
+    out.emit(&s)?;
+    Ok(s)
 }
 
 fn drive_text(d: &DriveSeason) -> String {

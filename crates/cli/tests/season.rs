@@ -221,6 +221,16 @@ fn every_stage_runs_to_steady_state_with_plots_and_a_complete_result() {
     }
     // A finished season leaves no journal.
     assert!(journal_in(dir.path()).is_none());
+    // It is in the store (the test's own, see testkit::isolate_store).
+    let h = Command::new(BIN)
+        .args(["history", "--kind", "season", "--output-format", "json"])
+        .output()
+        .expect("run drivelab history");
+    let v: serde_json::Value = serde_json::from_slice(&h.stdout).expect("history JSON");
+    assert!(
+        v.as_array().is_some_and(|a| !a.is_empty()),
+        "the season was not stored: {v}"
+    );
 }
 
 #[test]
