@@ -136,10 +136,18 @@ pub struct VerifySection {
     pub regions: u64,
     /// First mismatching LBA, if any.
     pub mismatch_lba: Option<u64>,
-    /// What differed.
+    /// What differed, or what was not read.
     pub detail: Option<String>,
+    /// Blocks the erase skipped as unwritable, left out of the read-back
+    /// (they are the exceptions); absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub excepted_blocks: u64,
     /// How reads were made.
     pub reads: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A range not erased (or not verified) after errors.
@@ -253,6 +261,7 @@ pub(crate) mod tests {
                 regions: 2002,
                 mismatch_lba: None,
                 detail: None,
+                excepted_blocks: 0,
                 reads: "O_DIRECT".into(),
             },
             exceptions: vec![],

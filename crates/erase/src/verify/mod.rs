@@ -54,6 +54,12 @@ impl Verification {
     pub fn summary(&self, mode: VerifyMode) -> String {
         match self.section.mismatch_lba {
             Some(l) => format!("{} failed at LBA {l}", mode.name()),
+            None if self.section.excepted_blocks > 0 => format!(
+                "{}: {} except {} skipped blocks",
+                mode.name(),
+                self.section.result,
+                self.section.excepted_blocks
+            ),
             None => format!("{}: {}", mode.name(), self.section.result),
         }
     }
@@ -115,6 +121,7 @@ pub(crate) fn verify_drive(
             regions: 0,
             mismatch_lba: None,
             detail: None,
+            excepted_blocks: 0,
             reads: "io_uring READ (O_DIRECT, bypassing the page cache), 1 MiB at most per read"
                 .into(),
         },
@@ -161,7 +168,16 @@ fn read_drive(
     };
     section.subsections = plan.subsections;
     section.regions = plan.region_count;
+    let planned = plan.blocks();
     let plan = plan_minus(plan, &skipped_lbas);
+    let excepted = planned - plan.blocks();
+    if excepted > 0 {
+        section.excepted_blocks = excepted;
+        section.detail = Some(format!(
+            "{excepted} blocks ({} bytes) the erase skipped as unwritable were not read back; they are the certificate's exceptions",
+            excepted * lbs
+        ));
+    }
     progress.enter(Phase::Verifying, 0, plan.blocks() * lbs);
     let gen = issue::pass_generator(opts, d.lbs, seed, passes - 1)?;
     let policy = ReadPolicy {
@@ -267,6 +283,7 @@ mod tests {
                 regions: 1,
                 mismatch_lba: None,
                 detail: None,
+                excepted_blocks: 0,
                 reads: String::new(),
             },
             exceptions: Vec::new(),
@@ -291,6 +308,13 @@ mod tests {
         assert_eq!(v.section.result, "passed");
         assert_eq!(v.section.coverage_percent, 50.0);
         assert_eq!(v.summary(VerifyMode::Full), "full: passed");
+        // Skipped ranges left out of the read-back are said in the summary.
+        v.section.excepted_blocks = 8;
+        assert_eq!(
+            v.summary(VerifyMode::Full),
+            "full: passed except 8 skipped blocks"
+        );
+        v.section.excepted_blocks = 0;
 
         let mut v = verification();
         let bad = VerifyResult {
