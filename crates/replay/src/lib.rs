@@ -757,8 +757,11 @@ mod tests {
             &stop,
         )
         .unwrap();
+        // 1 ms apart at 4x: 0.25 ms. A loaded host can issue the last
+        // request a few ms late (0.02 ms over 199 gaps per 4 ms); 2x (0.5)
+        // and 8x (0.125) stay far outside.
         assert!(
-            (r.score.head_to_head_ms - 0.25).abs() < 0.02,
+            (r.score.head_to_head_ms - 0.25).abs() < 0.05,
             "{:?}",
             r.score
         );
