@@ -310,12 +310,17 @@ mod tests {
         let c = verdict("loop0", &r, &seen_q(100_000, 26_000, 26_000), &[]);
         assert!(!c.holds_depth);
         assert!(
-            c.depth_verdict
-                .starts_with("device saw only 2.6 of 4 asked: the engine does not keep the queue full"),
+            c.depth_verdict.starts_with(
+                "device saw only 2.6 of 4 asked: the engine does not keep the queue full"
+            ),
             "{}",
             c.depth_verdict
         );
-        assert!(c.depth_verdict.contains("under 1 ms"), "{}", c.depth_verdict);
+        assert!(
+            c.depth_verdict.contains("under 1 ms"),
+            "{}",
+            c.depth_verdict
+        );
     }
 
     #[test]
@@ -325,7 +330,11 @@ mod tests {
         r.paced = true;
         let c = verdict("loop0", &r, &seen_q(100, 1000, 1000), &[]);
         assert!(!c.holds_depth);
-        assert!(c.depth_verdict.contains("rate limit"), "{}", c.depth_verdict);
+        assert!(
+            c.depth_verdict.contains("rate limit"),
+            "{}",
+            c.depth_verdict
+        );
     }
 
     #[test]
