@@ -9,6 +9,9 @@
 //! when offered (so times line up with CLOCK_MONOTONIC), filters each event
 //! to the devices' kernel `dev_t` (`dev == …`), writes a start marker into
 //! the instance (time zero of the recording) and enables the events.
+//! Bio-based devices (zram, device-mapper, md: no `mq` directory in sysfs)
+//! never make requests, so for them `block_bio_queue` and
+//! `block_bio_complete` stand for issue and completion.
 //! Issues and completions are matched by (dev, sector) with partial
 //! completions and requeues handled (see [`crate::matcher`]). Lost events
 //! (the per-CPU `overrun` and `dropped events` counters) are summed and
@@ -53,8 +56,20 @@ use crate::model::{kernel_dev, parse_rwbs_sized, Device, Op, Request};
 use crate::source::{parse_seconds_ns, parse_u64, ws_fields, ReadStats};
 use crate::Format;
 
-/// Events enabled in the instance.
+/// Events enabled in the instance for request-based (blk-mq) devices.
 pub const EVENTS: [&str; 3] = ["block_rq_issue", "block_rq_complete", "block_rq_requeue"];
+
+/// Events enabled for bio-based devices (zram, device-mapper, md, brd),
+/// which never make requests, so `block_rq_*` never fires for them: a
+/// bio's queueing stands for its issue, its end for its completion.
+pub const BIO_EVENTS: [&str; 2] = ["block_bio_queue", "block_bio_complete"];
+
+/// Whether the device `maj:min` is bio-based: it has no blk-mq queue
+/// (`/sys/dev/block/MAJ:MIN/mq`).
+fn bio_based(maj: u32, min: u32) -> bool {
+    let d = PathBuf::from(format!("/sys/dev/block/{maj}:{min}"));
+    d.is_dir() && !d.join("mq").exists()
+}
 
 const MARKER: &str = "drivelab-record-start";
 
@@ -139,6 +154,8 @@ pub struct Recorder {
     t0: Option<u64>,
     partial: Vec<u8>,
     devices: Vec<Device>,
+    /// Per device: bio-based (recorded through [`BIO_EVENTS`]).
+    bio: Vec<bool>,
     events: u64,
     errors: u64,
     /// Issues left out: empty non-flush requests, or beyond MAX_EXTENT.
@@ -241,7 +258,7 @@ pub(crate) enum Event {
 /// that do not parse.
 pub(crate) fn parse_event(line: &[u8]) -> Option<Event> {
     let text = std::str::from_utf8(line).ok()?;
-    let (idx, kind) = if let Some(i) = text.find(": block_rq_") {
+    let (idx, kind) = if let Some(i) = text.find(": block_") {
         (i, 0)
     } else if let Some(i) = text.find(": tracing_mark_write: ") {
         (i, 1)
@@ -270,14 +287,14 @@ pub(crate) fn parse_event(line: &[u8]) -> Option<Event> {
     let sector = parse_u64(toks.get(plus.checked_sub(1)?)?, "sector").ok()?;
     let nr = parse_u64(toks.get(plus + 1)?, "nr_sector").ok()?;
     match name {
-        "block_rq_issue" => Some(Event::Issue {
+        "block_rq_issue" | "block_bio_queue" => Some(Event::Issue {
             t,
             dev,
             sector,
             nr,
             rwbs: toks.get(1)?.to_vec(),
         }),
-        "block_rq_complete" => {
+        "block_rq_complete" | "block_bio_complete" => {
             let last = toks.last()?;
             let error = std::str::from_utf8(last)
                 .ok()
@@ -306,12 +323,14 @@ impl Recorder {
             });
         }
         let mut devs = Vec::new();
+        let mut bio = Vec::new();
         for p in devices {
             let (maj, min) = block_dev_numbers(p)?;
             devs.push(Device {
                 id: kernel_dev(maj, min),
                 name: p.display().to_string(),
             });
+            bio.push(bio_based(maj, min));
         }
         let root = tracefs_root(opts)?;
         let n = INSTANCES.fetch_add(1, Ordering::Relaxed);
@@ -330,6 +349,7 @@ impl Recorder {
             t0: None,
             partial: Vec::new(),
             devices: devs,
+            bio,
             events: 0,
             errors: 0,
             ignored: 0,
@@ -364,13 +384,7 @@ impl Recorder {
                 .map(|c| c.trim_matches(['[', ']']).to_string())
                 .unwrap_or_else(|| "local".into());
         }
-        let filter = self
-            .devices
-            .iter()
-            .map(|d| format!("dev == {}", d.id))
-            .collect::<Vec<_>>()
-            .join(" || ");
-        for ev in EVENTS {
+        for (ev, filter) in self.enabled() {
             let e = d.join("events/block").join(ev);
             if !e.is_dir() {
                 if ev == "block_rq_requeue" {
@@ -412,7 +426,7 @@ impl Recorder {
         if let Some(r) = self.raw.as_mut() {
             r.marker_written = Instant::now();
         }
-        for ev in EVENTS {
+        for (ev, _) in self.enabled() {
             let e = d.join("events/block").join(ev).join("enable");
             if e.exists() {
                 write_file(&e, "1")?;
@@ -420,6 +434,28 @@ impl Recorder {
         }
         self.started = Instant::now();
         Ok(())
+    }
+
+    /// The events to enable, each with its filter: the request events for
+    /// request-based devices, the bio events for bio-based ones.
+    fn enabled(&self) -> Vec<(&'static str, String)> {
+        let filter = |bio: bool| {
+            self.devices
+                .iter()
+                .zip(&self.bio)
+                .filter(|(_, &b)| b == bio)
+                .map(|(d, _)| format!("dev == {}", d.id))
+                .collect::<Vec<_>>()
+                .join(" || ")
+        };
+        let mut out = Vec::new();
+        for (events, bio) in [(&EVENTS[..], false), (&BIO_EVENTS[..], true)] {
+            let f = filter(bio);
+            if !f.is_empty() {
+                out.extend(events.iter().map(|e| (*e, f.clone())));
+            }
+        }
+        out
     }
 
     /// The tracefs instance directory.
@@ -572,7 +608,7 @@ impl Recorder {
 
     fn disable(&self) {
         let _ = std::fs::write(self.dir.join("tracing_on"), "0");
-        for ev in EVENTS {
+        for ev in EVENTS.iter().chain(&BIO_EVENTS) {
             let _ = std::fs::write(self.dir.join("events/block").join(ev).join("enable"), "0");
         }
     }
@@ -728,6 +764,8 @@ struct Layout {
     issue: Fields,
     complete: Fields,
     requeue: Option<Fields>,
+    bio_queue: Option<Fields>,
+    bio_complete: Option<Fields>,
     print: u16,
 }
 
@@ -767,6 +805,7 @@ impl Layout {
         issue: &str,
         complete: &str,
         requeue: Option<&str>,
+        bio: Option<(&str, &str)>,
         print: &str,
     ) -> Option<Layout> {
         let (ts_off, ts_size) = field(header_page, "timestamp")?;
@@ -793,12 +832,17 @@ impl Layout {
         if complete.extra_len != 4 {
             return None;
         }
+        let bio_complete = bio
+            .and_then(|(_, c)| block(c, "error"))
+            .filter(|c| c.extra_len == 4);
         Some(Layout {
             data,
             page: data + data_size,
             issue: block(issue, "rwbs")?,
             complete,
             requeue: requeue.and_then(|f| block(f, "dev").map(|b| Fields { extra_len: 0, ..b })),
+            bio_queue: bio.and_then(|(q, _)| block(q, "rwbs")),
+            bio_complete,
             print: event_id(print)?,
         })
     }
@@ -877,9 +921,16 @@ impl Layout {
         let block = |f: &Fields| -> Option<(u32, u64, u64)> {
             Some((u(f.dev, 4)? as u32, u(f.sector, 8)?, u(f.nr_sector, 4)?))
         };
-        if id == self.issue.id {
-            let (dev, sector, nr) = block(&self.issue)?;
-            let f = &self.issue;
+        let issue = [Some(self.issue), self.bio_queue]
+            .into_iter()
+            .flatten()
+            .find(|f| f.id == id);
+        let complete = [Some(self.complete), self.bio_complete]
+            .into_iter()
+            .flatten()
+            .find(|f| f.id == id);
+        if let Some(f) = issue.as_ref() {
+            let (dev, sector, nr) = block(f)?;
             let raw = rec.get(f.extra..f.extra + f.extra_len)?;
             let n = raw.iter().position(|&c| c == 0).unwrap_or(raw.len());
             Some(Event::Issue {
@@ -889,9 +940,9 @@ impl Layout {
                 nr,
                 rwbs: raw[..n].to_vec(),
             })
-        } else if id == self.complete.id {
-            let (dev, sector, nr) = block(&self.complete)?;
-            let error = i64::from(u(self.complete.extra, 4)? as u32 as i32);
+        } else if let Some(f) = complete.as_ref() {
+            let (dev, sector, nr) = block(f)?;
+            let error = i64::from(u(f.extra, 4)? as u32 as i32);
             Some(Event::Complete {
                 t,
                 dev,
@@ -911,6 +962,30 @@ impl Layout {
             None
         }
     }
+}
+
+/// A tracefs text file in one read: `header_page` answers only the first
+/// read(2) (a second, at a non-zero offset, returns nothing), so the small
+/// probe read `read_to_string` starts with would cut it at 32 bytes.
+fn read_whole(path: &Path) -> std::io::Result<String> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut f = File::open(path)?;
+    let mut n = 0;
+    loop {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => {
+                n += k;
+                if n == buf.len() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(n);
+    String::from_utf8(buf).map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e))
 }
 
 /// How far behind the moment every CPU was drained the merge releases
@@ -948,13 +1023,15 @@ fn event_time(e: &Event) -> u64 {
 impl Raw {
     fn open(dir: &Path) -> Option<Raw> {
         let root = dir.parent()?.parent()?;
-        let rd = |p: PathBuf| std::fs::read_to_string(p).ok();
+        let rd = |p: PathBuf| read_whole(&p).ok();
         let ev = |name: &str| rd(root.join("events/block").join(name).join("format"));
+        let bio = ev("block_bio_queue").zip(ev("block_bio_complete"));
         let layout = Layout::parse(
             &rd(root.join("events/header_page"))?,
             &ev("block_rq_issue")?,
             &ev("block_rq_complete")?,
             ev("block_rq_requeue").as_deref(),
+            bio.as_ref().map(|(q, c)| (q.as_str(), c.as_str())),
             &rd(root.join("events/ftrace/print/format"))?,
         )?;
         let mut cpus = Vec::new();
@@ -1082,7 +1159,7 @@ mod tests {
     const PRINT: &str = "name: print\nID: 5\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:0;\n";
 
     fn layout() -> Layout {
-        Layout::parse(HEADER_PAGE, ISSUE, COMPLETE, None, PRINT).expect("6.18 layout")
+        Layout::parse(HEADER_PAGE, ISSUE, COMPLETE, None, None, PRINT).expect("6.18 layout")
     }
 
     /// A record of `len` bytes with `common_type` `id`.
@@ -1111,6 +1188,7 @@ mod tests {
             &HEADER_PAGE.replace("offset:16", "offset:24"),
             ISSUE,
             COMPLETE,
+            None,
             None,
             PRINT
         )
@@ -1188,6 +1266,28 @@ mod tests {
         out.clear();
         assert!(l.page(&page, &mut out));
         assert_eq!(out.len(), 3);
+    }
+
+    #[test]
+    fn the_running_kernels_layout_is_known() {
+        let root = Path::new("/sys/kernel/tracing");
+        let rd = |p: &str| read_whole(&root.join(p)).unwrap();
+        if !root.join("events/header_page").exists() {
+            return;
+        }
+        let l = Layout::parse(
+            &rd("events/header_page"),
+            &rd("events/block/block_rq_issue/format"),
+            &rd("events/block/block_rq_complete/format"),
+            None,
+            Some((
+                &rd("events/block/block_bio_queue/format"),
+                &rd("events/block/block_bio_complete/format"),
+            )),
+            &rd("events/ftrace/print/format"),
+        );
+        let l = l.unwrap_or_else(|| panic!("{}", rd("events/header_page")));
+        assert!(l.bio_queue.is_some() && l.bio_complete.is_some());
     }
 
     #[test]
