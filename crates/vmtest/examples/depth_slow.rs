@@ -9,7 +9,11 @@
 //! 4) for `RUNTIME` seconds (default 10) while `drivelab trace record`
 //! records the disk; the host computes from the recording the time-weighted
 //! mean number of requests in flight and the share of the run with DEPTH or
-//! more, and prints them beside the device check's aqu-sz. fio is not in the
+//! more, and prints them beside the device check's aqu-sz. A first run of
+//! the same workload, not recorded, gives the device check alone (what the
+//! recorder itself costs a one-CPU emulated guest). The trace is written to
+//! the guest's memory and copied to the 9p share after: written straight to
+//! the share, each flush was a round trip through QEMU's main loop. fio is not in the
 //! guest (a static busybox initramfs), so no fio line here.
 //!
 //! Run: `cargo run --release -p drivelab-vmtest --example depth_slow`
@@ -68,7 +72,10 @@ fn main() -> ExitCode {
     let script = format!(
         r#"
 D=/dev/$(disk_by_serial DLNVME0001)
-drivelab trace record "$D" --output /out/rec.blkparse --output-format json > /out/rec.json 2> /out/rec.err &
+[ -d /sys/kernel/tracing/instances ] || mount -t tracefs nodev /sys/kernel/tracing
+drivelab run --name=plain --filename="$D" --rw=randwrite --bs=4k --iodepth={qd} --runtime={runtime} \
+    --output-format=json > /out/plain.json 2> /out/plain.err
+drivelab trace record "$D" --output /tmp/rec.blkparse --output-format json > /out/rec.json 2> /out/rec.err &
 RP=$!
 sleep 1
 drivelab run --name=slow --filename="$D" --rw=randwrite --bs=4k --iodepth={qd} --runtime={runtime} \
@@ -76,6 +83,7 @@ drivelab run --name=slow --filename="$D" --rw=randwrite --bs=4k --iodepth={qd} -
 echo $? > /out/run.status
 sleep 0.5
 kill -INT $RP; wait $RP; echo $? > /out/rec.status
+cp /tmp/rec.blkparse /out/
 "#
     );
     let run = Vm::builder()
@@ -96,9 +104,17 @@ kill -INT $RP; wait $RP; echo $? > /out/rec.status
     let rec = run.json("rec.json").unwrap_or_default();
     let job = &report["jobs"][0]["write"];
     let dc = &report["device_check"][0];
+    let plain = run.json("plain.json").unwrap_or_default();
+    let pc = &plain["device_check"][0];
+    println!(
+        "slow NVMe ({rate_kb} KiB/s write limit), 4 KiB random writes, iodepth {qd}, {runtime} s, not recorded: drivelab {:.0} IOPS; device check aqu-sz {:.2}: {}",
+        plain["jobs"][0]["write"]["iops"].as_f64().unwrap_or(0.0),
+        pc["device_depth"].as_f64().unwrap_or(0.0),
+        pc["depth_verdict"].as_str().unwrap_or("-"),
+    );
     match depth(&text, qd as i64) {
         Some((mean, pct, count)) => println!(
-            "slow NVMe ({rate_kb} KiB/s write limit), 4 KiB random writes, iodepth {qd}, {runtime} s: drivelab {:.0} IOPS; drivelab record: mean in flight {mean:.2}, >= {qd} {pct:.1}% of the time ({count} requests, lost {}); device check aqu-sz {:.2}: {}",
+            "the same, recorded in the guest: drivelab {:.0} IOPS; drivelab record: mean in flight {mean:.2}, >= {qd} {pct:.1}% of the time ({count} requests, lost {}); device check aqu-sz {:.2}: {}",
             job["iops"].as_f64().unwrap_or(0.0),
             rec["lost_events"],
             dc["device_depth"].as_f64().unwrap_or(0.0),
