@@ -61,7 +61,8 @@ fn a_full_speed_zram_run_is_recorded_without_losing_an_event() {
     assert_eq!(
         rec.status.code(),
         Some(0),
-        "the recorder failed (lost events exit non-zero): {}",
+        "the recorder failed (lost events exit non-zero): {} {}",
+        String::from_utf8_lossy(&rec.stdout),
         String::from_utf8_lossy(&rec.stderr)
     );
     let summary: serde_json::Value = serde_json::from_slice(&rec.stdout).unwrap();
