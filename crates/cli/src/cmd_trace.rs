@@ -68,8 +68,9 @@ pub struct RecordArgs {
     /// .blkparse blkparse), else native.
     #[arg(long, value_name = "FMT")]
     pub to: Option<String>,
-    /// Kernel ring buffer per CPU, KiB.
-    #[arg(long, value_name = "KIB", default_value_t = 16384)]
+    /// Kernel ring buffer per CPU, KiB. Default: one second of events at
+    /// 500k IOPS spread over the CPUs, at least 16 MiB per CPU.
+    #[arg(long, value_name = "KIB", default_value_t = drivelab_trace::record::default_buffer_kb())]
     pub buffer_kb: u64,
     /// Output format of the summary: normal or json.
     #[arg(long = "output-format", value_enum, default_value_t = output::Format::Normal)]

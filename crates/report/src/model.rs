@@ -402,6 +402,25 @@ pub struct DeviceCheck {
     /// (iostat's fields); empty when the device was not sampled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<DeviceSecond>,
+    /// Requests the run asked to keep in flight on this device: the
+    /// `iodepth` of every job on it (1 for psync), a job spread over
+    /// several devices counting each its share; with stonewall groups, the
+    /// largest group's. 0 when no job used it.
+    #[serde(default)]
+    pub asked_depth: f64,
+    /// The device's own time-weighted mean queue depth over the window:
+    /// diskstats' weighted time in queue (field 11) delta over the elapsed
+    /// milliseconds (iostat `aqu-sz`).
+    #[serde(default)]
+    pub device_depth: f64,
+    /// Whether `device_depth` reached 90% of `asked_depth` (the tolerance
+    /// is argued in `drivelab_workload::check`).
+    #[serde(default)]
+    pub holds_depth: bool,
+    /// The depth verdict in words: "holds depth 31.6 of 32", or how much
+    /// the device saw and why not more.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub depth_verdict: String,
 }
 
 /// One diskstats sample of a device: what iostat prints for one interval

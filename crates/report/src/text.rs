@@ -402,6 +402,13 @@ pub fn render(r: &RunReport) -> String {
                 c.throughput_cov,
                 c.verdict
             );
+            if !c.depth_verdict.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "    queue depth: asked {:.1}, device mean {:.2} (aqu-sz): {}",
+                    c.asked_depth, c.device_depth, c.depth_verdict
+                );
+            }
         }
     }
     if r.interrupted {

@@ -57,6 +57,17 @@ pub enum TraceError {
         /// Why.
         msg: String,
     },
+    /// The kernel dropped trace events while recording (ring-buffer
+    /// overrun): the trace written is incomplete.
+    #[error("the kernel lost {lost} trace events while recording ({requests} requests recorded): the trace is incomplete; record again with a larger --buffer-kb (was {buffer_kb} KiB per CPU) or on a less loaded machine")]
+    LostEvents {
+        /// Events lost, summed over CPUs.
+        lost: u64,
+        /// Requests recorded all the same.
+        requests: u64,
+        /// The per-CPU buffer used, KiB.
+        buffer_kb: u64,
+    },
     /// Kernel tracing is unavailable or refused.
     #[error("tracefs: {what} {}: {source} ({})", path.display(), if drivelab_device::blockdev::running_as_root() { "is tracefs mounted at /sys/kernel/tracing?" } else { "run as root with tracefs mounted at /sys/kernel/tracing" })]
     Tracefs {

@@ -8,11 +8,30 @@
 //! Rules: bytes agree when the device's count is within 2% of drivelab's;
 //! a 1-second sample in which the device completed nothing is "idle". The
 //! verdict is `agrees` when bytes agree and no sample was idle.
+//!
+//! Depth: beside the depth the run asked for (`iodepth` of the jobs on the
+//! device) the check puts the device's own time-weighted mean queue depth,
+//! diskstats' weighted time in queue over the window (iostat's `aqu-sz`:
+//! by Little's law, the mean number of requests the block layer had in
+//! flight). The device holds the depth when it saw at least 90% of it
+//! ([`DEPTH_TOLERANCE`]). Why 90%: the window runs from the first sample
+//! to the last, so it holds the ramp up of the first I/Os, the drain of
+//! the last ones and up to a sampler tick of nothing (about 1% of a 10 s
+//! run), and an engine that keeps N outstanding 95% of the time (the
+//! bench's target on a device of 1 ms or more) averages at least 0.95 N;
+//! below 90% something real keeps the queue short. When it does not hold,
+//! the verdict names the likely cause: a rate limit, buffered I/O, merged
+//! requests, or the engine's turnaround between a completion and the next
+//! submission (visible when the device's service time is under 1 ms).
 
 use drivelab_report::DeviceCheck;
 
 /// Tolerance on bytes: 2%.
 pub const BYTES_TOLERANCE: f64 = 0.02;
+
+/// The share of the asked depth the device must see on average to hold
+/// it: 90% (see the module doc).
+pub const DEPTH_TOLERANCE: f64 = 0.9;
 
 /// What drivelab reported for one device.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -29,6 +48,12 @@ pub struct Reported {
     pub buffered: bool,
     /// Whether the target is a file on this device (not the device itself).
     pub via_filesystem: bool,
+    /// Requests asked in flight on the device (`iodepth` of its jobs; a
+    /// job over several devices counts its share on each).
+    pub asked_depth: f64,
+    /// Whether a rate limit paced a job on it (the queue is then not asked
+    /// to stay full).
+    pub paced: bool,
 }
 
 /// What the device counted over the window.
@@ -42,6 +67,12 @@ pub struct Seen {
     pub discard_bytes: u64,
     /// I/Os completed (reads + writes + discards).
     pub ios: u64,
+    /// Weighted milliseconds in queue (diskstats field 11 delta).
+    pub queue_ms: u64,
+    /// Milliseconds the completed I/Os took (read + write + discard ticks).
+    pub ticks_ms: u64,
+    /// Length of the window, ms.
+    pub elapsed_ms: f64,
 }
 
 /// Decide the verdict. `per_second` holds the device's bytes+I/O counts of
@@ -130,6 +161,7 @@ pub fn verdict(
         ));
     }
     let agrees = problems.is_empty();
+    let held = depth_verdict(rep, seen);
     let mut verdict = if agrees {
         "agrees".to_string()
     } else {
@@ -159,6 +191,71 @@ pub fn verdict(
         verdict,
         agrees,
         series: Vec::new(),
+        asked_depth: rep.asked_depth,
+        device_depth: device_depth(seen),
+        holds_depth: held.0,
+        depth_verdict: held.1,
+    }
+}
+
+/// The device's time-weighted mean queue depth over the window (iostat
+/// `aqu-sz`); 0 for an empty window.
+pub fn device_depth(seen: &Seen) -> f64 {
+    if seen.elapsed_ms > 0.0 {
+        seen.queue_ms as f64 / seen.elapsed_ms
+    } else {
+        0.0
+    }
+}
+
+/// Whether the device held the asked depth, and the verdict in words.
+pub fn depth_verdict(rep: &Reported, seen: &Seen) -> (bool, String) {
+    let asked = rep.asked_depth;
+    let held = device_depth(seen);
+    if asked <= 0.0 || rep.ios == 0 {
+        return (true, String::new());
+    }
+    let asked_s = depth_words(asked);
+    if held >= asked * DEPTH_TOLERANCE {
+        let mut v = format!("holds depth {held:.1} of {asked_s}");
+        if held > asked * (1.0 + DEPTH_TOLERANCE_ABOVE) {
+            v.push_str(": more than asked, so other programs used the device, or the block layer split requests");
+        }
+        return (true, v);
+    }
+    let mut v = format!("device saw only {held:.1} of {asked_s} asked: ");
+    let service_ms = if seen.ios > 0 {
+        seen.ticks_ms as f64 / seen.ios as f64
+    } else {
+        0.0
+    };
+    if rep.paced {
+        v.push_str("a rate limit paces the run, so the queue is not kept full");
+    } else if rep.buffered {
+        v.push_str("buffered I/O: the page cache, not the engine, decides what reaches the device");
+    } else if seen.ios > 0 && (seen.ios as f64) < rep.ios as f64 * (1.0 - BYTES_TOLERANCE) {
+        v.push_str("the block layer merged requests, so fewer, larger ones were in flight");
+    } else {
+        v.push_str("the engine does not keep the queue full");
+        if service_ms < 1.0 {
+            v.push_str(
+                " (the device serves an I/O in under 1 ms, so the time from a completion to the next submission is a visible share of each I/O's)",
+            );
+        }
+    }
+    (false, v)
+}
+
+/// How far above the asked depth the device may go before the verdict
+/// says something else used it: 10%.
+const DEPTH_TOLERANCE_ABOVE: f64 = 0.1;
+
+/// "32" for a whole depth, "2.5" for a share.
+fn depth_words(d: f64) -> String {
+    if (d - d.round()).abs() < 1e-9 {
+        format!("{}", d.round() as u64)
+    } else {
+        format!("{d:.1}")
     }
 }
 
@@ -174,7 +271,78 @@ mod tests {
             ios,
             buffered,
             via_filesystem: false,
+            asked_depth: 0.0,
+            paced: false,
         }
+    }
+
+    /// A device that completed `ios` I/Os taking `ticks` ms, with `queue`
+    /// weighted ms over a 10 s window.
+    fn seen_q(ios: u64, ticks: u64, queue: u64) -> Seen {
+        Seen {
+            read_bytes: ios * 4096,
+            ios,
+            queue_ms: queue,
+            ticks_ms: ticks,
+            elapsed_ms: 10_000.0,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_full_queue_holds_depth() {
+        let mut r = rep(1000 * 4096, 0, 1000, false);
+        r.asked_depth = 32.0;
+        let c = verdict("sdb", &r, &seen_q(1000, 316_000, 316_000), &[]);
+        assert!((c.device_depth - 31.6).abs() < 1e-9);
+        assert_eq!(c.asked_depth, 32.0);
+        assert!(c.holds_depth);
+        assert_eq!(c.depth_verdict, "holds depth 31.6 of 32");
+        // The bytes verdict is unchanged by depth.
+        assert!(c.agrees, "{}", c.verdict);
+    }
+
+    #[test]
+    fn a_short_queue_on_a_fast_device_blames_the_engine() {
+        let mut r = rep(100_000 * 4096, 0, 100_000, false);
+        r.asked_depth = 4.0;
+        // 26,000 weighted ms in 10 s: 2.6 deep; 100k I/Os in 26 s of ticks.
+        let c = verdict("loop0", &r, &seen_q(100_000, 26_000, 26_000), &[]);
+        assert!(!c.holds_depth);
+        assert!(
+            c.depth_verdict.starts_with(
+                "device saw only 2.6 of 4 asked: the engine does not keep the queue full"
+            ),
+            "{}",
+            c.depth_verdict
+        );
+        assert!(
+            c.depth_verdict.contains("under 1 ms"),
+            "{}",
+            c.depth_verdict
+        );
+    }
+
+    #[test]
+    fn a_short_queue_under_a_rate_limit_is_the_limit() {
+        let mut r = rep(100 * 4096, 0, 100, false);
+        r.asked_depth = 8.0;
+        r.paced = true;
+        let c = verdict("loop0", &r, &seen_q(100, 1000, 1000), &[]);
+        assert!(!c.holds_depth);
+        assert!(
+            c.depth_verdict.contains("rate limit"),
+            "{}",
+            c.depth_verdict
+        );
+    }
+
+    #[test]
+    fn no_depth_asked_gives_no_depth_verdict() {
+        let c = verdict("loop0", &rep(0, 0, 0, false), &Seen::default(), &[]);
+        assert_eq!(c.device_depth, 0.0);
+        assert!(c.depth_verdict.is_empty());
+        assert!(c.holds_depth);
     }
 
     #[test]

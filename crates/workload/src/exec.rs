@@ -1148,8 +1148,37 @@ fn build_report(
             .cloned()
             .collect();
     }
+    // Asked depth per device and stonewall group; the device's is its
+    // largest group's (groups run one after another).
+    let mut asked: BTreeMap<(usize, u32), f64> = BTreeMap::new();
+    for (job, o) in plan.jobs.iter().zip(outcomes) {
+        if o.is_none() {
+            continue;
+        }
+        let depth = match job.spec.ioengine {
+            EngineKind::IoUring => f64::from(job.spec.iodepth.max(1)),
+            EngineKind::Psync => 1.0,
+            EngineKind::Null => continue,
+        };
+        let share = depth / job.targets.len().max(1) as f64;
+        for &ti in &job.targets {
+            let Some(dev) = &plan.targets[ti].device else {
+                continue;
+            };
+            if let Some(di) = names.iter().position(|n| *n == dev.name) {
+                *asked.entry((di, job.group)).or_default() += share;
+            }
+        }
+    }
+    for ((di, _), d) in asked {
+        reported[di].asked_depth = reported[di].asked_depth.max(d);
+    }
     for (job, o) in plan.jobs.iter().zip(outcomes) {
         let Some(o) = o else { continue };
+        let spec = &job.spec;
+        let paced = spec.rate_iops.is_some()
+            || spec.rate_iops_dir.is_some_and(|r| r != [0, 0])
+            || spec.rate != [0, 0];
         for (k, &ti) in job.targets.iter().enumerate() {
             let t = &plan.targets[ti];
             let Some(dev) = &t.device else { continue };
@@ -1164,6 +1193,7 @@ fn build_report(
             r.ios += pt[0].0 + pt[1].0 + pt[2].0;
             r.buffered |= !job.direct;
             r.via_filesystem |= !t.is_block;
+            r.paced |= paced;
         }
     }
     for ((name, w), rep) in names.iter().zip(windows).zip(&reported) {
@@ -1184,6 +1214,9 @@ fn build_report(
             write_bytes: d.bytes_written,
             discard_bytes: d.bytes_discarded,
             ios: d.read_ios + d.write_ios + d.discard_ios,
+            queue_ms: d.time_in_queue_ms,
+            ticks_ms: d.read_ticks_ms + d.write_ticks_ms + d.discard_ticks_ms,
+            elapsed_ms: d.elapsed.as_secs_f64() * 1000.0,
         };
         let mut check = verdict(name, rep, &seen, &w.per_second);
         check.series = w.series.clone();
