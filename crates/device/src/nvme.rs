@@ -851,13 +851,14 @@ impl NvmeDevice {
     }
 }
 
-fn le16(d: &[u8], at: usize) -> u16 {
+/// Little-endian fields of NVMe data structures (identify, log pages).
+pub(crate) fn le16(d: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([d[at], d[at + 1]])
 }
-fn le32(d: &[u8], at: usize) -> u32 {
+pub(crate) fn le32(d: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]])
 }
-fn le64(d: &[u8], at: usize) -> u64 {
+pub(crate) fn le64(d: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&d[at..at + 8]);
     u64::from_le_bytes(a)

@@ -9,7 +9,7 @@
 
 use serde::{Serialize, Serializer};
 
-use crate::nvme::{NvmeCommand, NvmeData, NvmeDevice, NvmeError};
+use crate::nvme::{le16, le32, le64, NvmeCommand, NvmeData, NvmeDevice, NvmeError};
 
 /// Log identifiers.
 pub mod log_id {
@@ -44,17 +44,6 @@ impl std::fmt::Display for Counter {
     }
 }
 
-fn le16(d: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([d[at], d[at + 1]])
-}
-fn le32(d: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]])
-}
-fn le64(d: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&d[at..at + 8]);
-    u64::from_le_bytes(a)
-}
 fn le128(d: &[u8], at: usize) -> Counter {
     let mut a = [0u8; 16];
     a.copy_from_slice(&d[at..at + 16]);
