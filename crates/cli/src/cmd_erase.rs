@@ -322,6 +322,34 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
     }
 }
 
+/// Ask at the terminal for `d`'s serial (or path, when it has none) before
+/// a destructive command: "{verb} /dev/sdb (model serial, size){warning}:
+/// type its serial to confirm: ". None when stdin is not a terminal.
+pub(crate) fn ask_to_confirm(
+    verb: &str,
+    warning: &str,
+    d: &Drive,
+) -> Option<std::io::Result<String>> {
+    if !std::io::stdin().is_terminal() {
+        return None;
+    }
+    eprint!(
+        "{verb} {} ({} {}, {}){warning}: type its {} to confirm: ",
+        d.dev.path.display(),
+        d.dev.model.as_deref().unwrap_or("?"),
+        d.serial().unwrap_or("no serial"),
+        human_size(d.size),
+        if d.serial().is_some() {
+            "serial"
+        } else {
+            "path"
+        }
+    );
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    Some(std::io::stdin().lock().read_line(&mut line).map(|_| line))
+}
+
 /// The user at a terminal (or not): confirmation prompts, the method of
 /// each drive, live progress on stderr.
 struct Terminal {
@@ -331,24 +359,7 @@ struct Terminal {
 
 impl Frontend for Terminal {
     fn ask(&self, d: &Drive, _token: &str) -> Option<std::io::Result<String>> {
-        if !std::io::stdin().is_terminal() {
-            return None;
-        }
-        eprint!(
-            "Erase {} ({} {}, {}): type its {} to confirm: ",
-            d.dev.path.display(),
-            d.dev.model.as_deref().unwrap_or("?"),
-            d.serial().unwrap_or("no serial"),
-            human_size(d.size),
-            if d.serial().is_some() {
-                "serial"
-            } else {
-                "path"
-            }
-        );
-        let _ = std::io::stderr().flush();
-        let mut line = String::new();
-        Some(std::io::stdin().lock().read_line(&mut line).map(|_| line))
+        ask_to_confirm("Erase", "", d)
     }
 
     fn starting(&self, drives: &[Drive]) -> &AtomicBool {

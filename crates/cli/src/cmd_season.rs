@@ -9,7 +9,7 @@
 //! failed or was stopped (its journal is kept for `--resume`), 2 for bad
 //! input and refusals, before anything is written.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -179,24 +179,7 @@ struct Terminal {
 
 impl Frontend for Terminal {
     fn ask(&self, d: &Drive, _token: &str) -> Option<std::io::Result<String>> {
-        if !std::io::stdin().is_terminal() {
-            return None;
-        }
-        eprint!(
-            "Season {} ({} {}, {}): its data will be destroyed; type its {} to confirm: ",
-            d.dev.path.display(),
-            d.dev.model.as_deref().unwrap_or("?"),
-            d.serial().unwrap_or("no serial"),
-            human_size(d.size),
-            if d.serial().is_some() {
-                "serial"
-            } else {
-                "path"
-            }
-        );
-        let _ = std::io::stderr().flush();
-        let mut line = String::new();
-        Some(std::io::stdin().lock().read_line(&mut line).map(|_| line))
+        crate::cmd_erase::ask_to_confirm("Season", ": its data will be destroyed", d)
     }
 
     fn starting(&self, _drives: &[Drive]) -> &AtomicBool {
