@@ -75,7 +75,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `run` parses its own (fio) options and prints its own help: `drivelab
+    // help run` is `drivelab run --help`, not clap's summary of it.
+    if argv.len() >= 3 && argv[1] == "help" && argv[2] == "run" {
+        argv = vec![argv[0].clone(), "run".into(), "--help".into()];
+    }
     let json = output::argv_wants_json(&argv);
     let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,

@@ -143,3 +143,17 @@ fn a_new_file_under_dev_shm_is_a_file_not_a_missing_device() {
     ]);
     assert!(err.contains("no such device"), "{err}");
 }
+
+/// `drivelab help run` prints what `drivelab run --help` prints: the fio
+/// option table with its defaults, not clap's one-line summary of `run`.
+#[test]
+fn help_run_is_run_help() {
+    let (c1, a, _) = run(BIN, &["help", "run"]);
+    let (c2, b, _) = run(BIN, &["run", "--help"]);
+    assert_eq!((c1, c2), (0, 0));
+    assert_eq!(a, b);
+    assert!(
+        a.contains("--iodepth") && a.contains("Default workload"),
+        "{a}"
+    );
+}
