@@ -427,6 +427,32 @@ impl Sampler {
         &self.names
     }
 
+    /// Wait (at most `max`) until the devices are settled: nothing in
+    /// flight and every counter unchanged over a millisecond; say whether
+    /// that was reached. The kernel completes a request's bios (an io_uring
+    /// completion) before it counts the request in diskstats, so a final
+    /// sample taken the moment the last completion arrives can miss it.
+    pub fn wait_idle(&self, max: Duration) -> bool {
+        let until = Instant::now() + max;
+        let mut prev: Option<Vec<DiskStats>> = None;
+        loop {
+            let snap = read_proc()
+                .ok()
+                .and_then(|t| snapshot(&self.names, &t).ok());
+            if let Some(snap) = snap {
+                let idle = snap.iter().all(|d| d.in_flight == 0);
+                if idle && prev.as_ref() == Some(&snap) {
+                    return true;
+                }
+                prev = idle.then_some(snap);
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Read `/proc/diskstats` once and return, per device (in [`names`]
     /// order), what changed since the previous call (or since [`new`]).
     ///

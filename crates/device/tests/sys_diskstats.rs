@@ -70,6 +70,8 @@ fn o_direct_writes_are_counted_exactly() {
             assert_eq!(buf[a + 4096], 0);
         }
     }
+    // Nothing of ours is in flight: the device settles at once.
+    assert!(sampler.wait_idle(Duration::from_secs(1)));
     let d = &sampler.sample().unwrap()[0];
     assert_eq!(d.read_ios, 3);
     assert_eq!(d.bytes_read, 3 * 65536);

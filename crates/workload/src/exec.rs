@@ -694,6 +694,10 @@ pub fn execute(
                 if let Some(sm) = sampler.as_mut() {
                     let since = now.duration_since(last_sample);
                     if since >= Duration::from_secs(1) || all_done {
+                        if all_done {
+                            // The last completions may not be counted yet.
+                            sm.wait_idle(Duration::from_millis(200));
+                        }
                         if let Ok(ds) = sm.sample() {
                             let sampled = Instant::now();
                             for (w, d) in windows.iter_mut().zip(&ds) {
