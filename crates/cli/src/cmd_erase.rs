@@ -507,16 +507,6 @@ fn print_dry_run(out: &OutputArgs, plan: &DryRun) -> anyhow::Result<()> {
 /// Keep the erase in the store, with each drive's certificate (JSON and
 /// HTML) as it was written.
 fn store(a: &EraseArgs, r: &Summary, printed: &str, code: u8) -> anyhow::Result<()> {
-    let rendered;
-    let (json, text) = if a.out.json() {
-        (printed, None)
-    } else {
-        rendered = format!(
-            "{}\n",
-            serde_json::to_string_pretty(&serde_json::to_value(r)?)?
-        );
-        (rendered.as_str(), Some(printed))
-    };
     let mut artifacts = Vec::new();
     for o in &r.drives {
         for p in [&o.certificate, &o.html].into_iter().flatten() {
@@ -529,12 +519,13 @@ fn store(a: &EraseArgs, r: &Summary, printed: &str, code: u8) -> anyhow::Result<
             }
         }
     }
-    crate::cmd_store::save(crate::cmd_store::Outcome {
-        kind: drivelab_store::Kind::Erase,
-        json,
-        text,
-        exit_status: code,
-        options: json!({
+    crate::cmd_store::save_printed(
+        drivelab_store::Kind::Erase,
+        printed,
+        a.out.json(),
+        r,
+        code,
+        json!({
             "devices": a.devices, "method": a.method, "pattern": a.pattern, "passes": a.passes,
             "strategy": format!("{:?}", a.strategy), "verify": format!("{:?}", a.verify),
             "on_error": format!("{:?}", a.on_error), "retries": a.retries, "crypto": a.crypto,
@@ -542,7 +533,7 @@ fn store(a: &EraseArgs, r: &Summary, printed: &str, code: u8) -> anyhow::Result<
             "transfer_length": a.transfer_length, "queue_depth": a.queue_depth,
         }),
         artifacts,
-    });
+    )?;
     Ok(())
 }
 

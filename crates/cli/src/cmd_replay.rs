@@ -219,13 +219,14 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
     } else {
         0
     };
-    store(
+    crate::cmd_store::save_printed(
         drivelab_store::Kind::Replay,
         &out,
         a.out.json(),
         &report,
         code,
         spec,
+        Vec::new(),
     )?;
     Ok(code)
 }
@@ -239,37 +240,6 @@ fn spec_json(o: &SessionOptions) -> serde_json::Value {
         "depth": o.depth,
         "remap": format!("{:?}", o.remap),
     })
-}
-
-/// Keep a replay's or audit's result in the store: the JSON as printed, or
-/// when text was printed, the text and the JSON rendering beside it.
-fn store<R: serde::Serialize>(
-    kind: drivelab_store::Kind,
-    printed: &str,
-    json_mode: bool,
-    report: &R,
-    code: u8,
-    spec: serde_json::Value,
-) -> anyhow::Result<()> {
-    let rendered;
-    let (json, text) = if json_mode {
-        (printed, None)
-    } else {
-        rendered = format!(
-            "{}\n",
-            serde_json::to_string_pretty(&serde_json::to_value(report)?)?
-        );
-        (rendered.as_str(), Some(printed))
-    };
-    crate::cmd_store::save(crate::cmd_store::Outcome {
-        kind,
-        json,
-        text,
-        exit_status: code,
-        options: spec,
-        artifacts: Vec::new(),
-    });
-    Ok(())
 }
 
 /// Removes a temporary recording when dropped.
@@ -337,13 +307,14 @@ pub fn run_audit(a: AuditArgs) -> anyhow::Result<u8> {
     } else {
         1
     };
-    store(
+    crate::cmd_store::save_printed(
         drivelab_store::Kind::Audit,
         &out,
         a.out.json(),
         &report,
         code,
         spec,
+        Vec::new(),
     )?;
     Ok(code)
 }

@@ -151,24 +151,15 @@ pub fn run(a: SeasonArgs) -> anyhow::Result<u8> {
         }
     }
     let code = if report.all_done() { 0 } else { 1 };
-    let rendered;
-    let (json, text) = if a.out.json() {
-        (printed.as_str(), None)
-    } else {
-        rendered = format!(
-            "{}\n",
-            serde_json::to_string_pretty(&serde_json::to_value(&report)?)?
-        );
-        (rendered.as_str(), Some(printed.as_str()))
-    };
-    crate::cmd_store::save(crate::cmd_store::Outcome {
-        kind: drivelab_store::Kind::Season,
-        json,
-        text,
-        exit_status: code,
-        options: serde_json::json!({ "arguments": std::env::args().skip(2).collect::<Vec<_>>() }),
-        artifacts: Vec::new(),
-    });
+    crate::cmd_store::save_printed(
+        drivelab_store::Kind::Season,
+        &printed,
+        a.out.json(),
+        &report,
+        code,
+        serde_json::json!({ "arguments": std::env::args().skip(2).collect::<Vec<_>>() }),
+        Vec::new(),
+    )?;
     Ok(code)
 }
 

@@ -109,6 +109,39 @@ pub fn save(o: Outcome<'_>) {
     }
 }
 
+/// Store a result that was printed as `printed`: in JSON mode that is the
+/// JSON kept; after text, the report's JSON rendering (as JSON mode would
+/// have printed it) is kept with the text beside it.
+pub fn save_printed<R: serde::Serialize>(
+    kind: Kind,
+    printed: &str,
+    json_mode: bool,
+    report: &R,
+    exit_status: u8,
+    options: Value,
+    artifacts: Vec<Artifact>,
+) -> anyhow::Result<()> {
+    let rendered;
+    let (json, text) = if json_mode {
+        (printed, None)
+    } else {
+        rendered = format!(
+            "{}\n",
+            serde_json::to_string_pretty(&serde_json::to_value(report)?)?
+        );
+        (rendered.as_str(), Some(printed))
+    };
+    save(Outcome {
+        kind,
+        json,
+        text,
+        exit_status,
+        options,
+        artifacts,
+    });
+    Ok(())
+}
+
 /// The record for what was printed.
 fn record(o: &Outcome<'_>) -> NewRecord {
     let v: Value = serde_json::from_str(o.json).unwrap_or(Value::Null);
