@@ -366,7 +366,13 @@ pub fn run<E: Engine, D: Driver>(
         }
         // 4. Wait for a completion or a deadline, or finish.
         was_full = t.free.is_empty() && t.prepared.is_none();
-        if t.inflight == 0 && t.retry.is_empty() {
+        if t.inflight == 0 && !t.retry.is_empty() {
+            // A retry decided in step 3 (an inspected completion, the last
+            // one in flight): nothing is left to wait for, so issue it
+            // now. Waiting for a completion here would wait forever.
+            continue;
+        }
+        if t.inflight == 0 {
             if draining || (exhausted && t.prepared.is_none()) {
                 break;
             }
@@ -595,5 +601,143 @@ fn spin_until(w: u64) -> u64 {
             return n;
         }
         std::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Caps;
+    use crate::io::Op;
+    use std::collections::VecDeque;
+
+    /// An engine that behaves as a ring does where it matters here: a
+    /// queued I/O completes only at the next commit, and a commit that
+    /// waits for a completion when nothing is in flight is an error (a
+    /// real ring would block forever). The first I/O at offset 0 fails
+    /// once with EIO.
+    struct Ring {
+        queued: Vec<(u32, IoDesc)>,
+        done: VecDeque<Completion>,
+        failed_once: bool,
+        buf: Vec<u8>,
+    }
+
+    impl Engine for Ring {
+        fn name(&self) -> &'static str {
+            "test-ring"
+        }
+        fn caps(&self) -> Caps {
+            Caps {
+                asynchronous: true,
+                real_io: false,
+            }
+        }
+        fn depth(&self) -> u32 {
+            4
+        }
+        fn queue(&mut self, slot: u32, io: &IoDesc) {
+            self.queued.push((slot, *io));
+        }
+        fn commit(&mut self, wait: u32, _timeout: Option<Duration>) -> std::io::Result<()> {
+            for (slot, io) in self.queued.drain(..) {
+                let result = if io.offset == 0 && !self.failed_once {
+                    self.failed_once = true;
+                    -libc::EIO
+                } else {
+                    io.len as i32
+                };
+                self.done.push_back(Completion { slot, result });
+            }
+            if wait > 0 && self.done.is_empty() {
+                return Err(std::io::Error::other("waited with nothing in flight"));
+            }
+            Ok(())
+        }
+        fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
+            let n = self.done.len();
+            self.done.drain(..).for_each(&mut f);
+            n
+        }
+        fn buffer(&mut self, _slot: u32) -> &mut [u8] {
+            &mut self.buf
+        }
+    }
+
+    /// Reads `n` blocks of 4 KiB, inspecting every completion, retrying
+    /// a failed one once.
+    struct Reads {
+        n: u64,
+        issued: u64,
+        ok: u64,
+        retried: u64,
+    }
+
+    impl Driver for Reads {
+        fn next(&mut self, _now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
+            if self.issued == self.n {
+                return Next::Done;
+            }
+            self.issued += 1;
+            Next::Io {
+                io: IoDesc {
+                    target: 0,
+                    op: Op::Read,
+                    offset: (self.issued - 1) * 4096,
+                    len: 4096,
+                },
+                due: None,
+                tag: 0,
+            }
+        }
+        fn inspects(&self, _io: &IoDesc, _tag: u64) -> bool {
+            true
+        }
+        fn complete(&mut self, d: &Done, _buf: &[u8]) -> After {
+            if d.is_full() {
+                self.ok += 1;
+                After::Release
+            } else if d.retries == 0 {
+                self.retried += 1;
+                After::Retry
+            } else {
+                After::Release
+            }
+        }
+    }
+
+    fn ring() -> Ring {
+        Ring {
+            queued: Vec::new(),
+            done: VecDeque::new(),
+            failed_once: false,
+            buf: vec![0; 4096],
+        }
+    }
+
+    #[test]
+    fn a_retry_of_the_last_io_in_flight_is_issued_not_waited_for() {
+        // One read, failing once: when its completion is inspected nothing
+        // else is in flight, and the retry must still go out.
+        let mut d = Reads {
+            n: 1,
+            issued: 0,
+            ok: 0,
+            retried: 0,
+        };
+        let st = run(&mut ring(), &mut d, &LoopConfig::default()).expect("loop");
+        assert_eq!((d.ok, d.retried, st.retries), (1, 1, 1));
+    }
+
+    #[test]
+    fn a_retry_among_others_completes_every_read() {
+        let mut d = Reads {
+            n: 9,
+            issued: 0,
+            ok: 0,
+            retried: 0,
+        };
+        let st = run(&mut ring(), &mut d, &LoopConfig::default()).expect("loop");
+        assert_eq!((d.ok, d.retried, st.retries), (9, 1, 1));
     }
 }
