@@ -150,10 +150,13 @@ pub struct IoErrorReport {
     pub offset: u64,
     /// Its length in bytes.
     pub len: u64,
-    /// First logical block it covered (in the target's logical block size).
-    pub first_lba: u64,
-    /// Last logical block it covered.
-    pub last_lba: u64,
+    /// First logical block it covered (in the target's logical block
+    /// size); absent for a flush, which covers no blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_lba: Option<u64>,
+    /// Last logical block it covered; absent for a flush.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_lba: Option<u64>,
     /// errno.
     pub errno: i32,
     /// The errno in words.

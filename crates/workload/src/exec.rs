@@ -897,13 +897,14 @@ fn io_error_report(plan: &Plan, job: &PlannedJob, e: &IoFailure) -> IoErrorRepor
         .map(|&i| &plan.targets[i]);
     let lbs = t.map_or(512, |t| u64::from(t.logical_block.max(1)));
     let len = u64::from(e.len);
+    let span = lba_span(e.op, e.offset, len, lbs);
     IoErrorReport {
         op: op_name(e.op).to_string(),
         device: t.map(|t| t.path.display().to_string()).unwrap_or_default(),
         offset: e.offset,
         len,
-        first_lba: e.offset / lbs,
-        last_lba: (e.offset + len.max(1) - 1) / lbs,
+        first_lba: span.map(|s| s.0),
+        last_lba: span.map(|s| s.1),
         errno: e.errno,
         error: std::io::Error::from_raw_os_error(e.errno).to_string(),
         unreadable: e.unreadable.as_ref().map(|v| {
@@ -917,14 +918,23 @@ fn io_error_report(plan: &Plan, job: &PlannedJob, e: &IoFailure) -> IoErrorRepor
     }
 }
 
+/// The inclusive LBA range an I/O covered; none for a flush, which covers
+/// no blocks (not "LBA 0-0").
+fn lba_span(op: crate::gen::Op, offset: u64, len: u64, lbs: u64) -> Option<(u64, u64)> {
+    (op != crate::gen::Op::Fsync).then(|| (offset / lbs, (offset + len.max(1) - 1) / lbs))
+}
+
 /// A failed I/O in one line: "read of LBA 4992-5119 (65536 bytes at
 /// offset 2555904) on /dev/sdb failed: No data available (os error 61);
 /// unreadable: LBA 5000-5003".
 pub fn error_words(e: &IoErrorReport) -> String {
-    let mut s = format!(
-        "{} of LBA {}-{} ({} bytes at offset {}) on {} failed: {}",
-        e.op, e.first_lba, e.last_lba, e.len, e.offset, e.device, e.error
-    );
+    let mut s = match (e.first_lba, e.last_lba) {
+        (Some(first), Some(last)) => format!(
+            "{} of LBA {}-{} ({} bytes at offset {}) on {} failed: {}",
+            e.op, first, last, e.len, e.offset, e.device, e.error
+        ),
+        _ => format!("{} on {} failed: {}", e.op, e.device, e.error),
+    };
     match e.unreadable.as_deref() {
         Some([]) => s.push_str("; every block read fine when read again"),
         Some(v) => {
@@ -1384,8 +1394,8 @@ mod tests {
             device: "/dev/sdx".into(),
             offset: 4992 * 512,
             len: 65536,
-            first_lba: 4992,
-            last_lba: 5119,
+            first_lba: Some(4992),
+            last_lba: Some(5119),
             errno: 61,
             error: "No data available (os error 61)".into(),
             unreadable: None,
@@ -1407,6 +1417,30 @@ mod tests {
         assert!(error_words(&r).ends_with("; unreadable: LBA 5000-5003, 5010"));
         r.unreadable = Some(Vec::new());
         assert!(error_words(&r).ends_with("; every block read fine when read again"));
+    }
+
+    #[test]
+    fn a_failed_flush_names_no_blocks() {
+        assert_eq!(crate::exec::lba_span(Op::Fsync, 0, 0, 512), None);
+        assert_eq!(
+            crate::exec::lba_span(Op::Write, 8192, 4096, 512),
+            Some((16, 23))
+        );
+        let plan_free = IoErrorReport {
+            op: "fsync".into(),
+            device: "/dev/sdx".into(),
+            offset: 0,
+            len: 0,
+            first_lba: None,
+            last_lba: None,
+            errno: 5,
+            error: "Input/output error (os error 5)".into(),
+            unreadable: None,
+        };
+        assert_eq!(
+            error_words(&plan_free),
+            "fsync on /dev/sdx failed: Input/output error (os error 5)"
+        );
     }
 
     #[test]
