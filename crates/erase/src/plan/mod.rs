@@ -24,7 +24,10 @@ use std::path::{Path, PathBuf};
 use drivelab_device::blockdev::BlockDevice;
 use drivelab_device::caps::{self, Capabilities};
 use drivelab_device::claim::{Claim, ClaimError, ClaimOptions, Consent as ClaimConsent};
+use drivelab_device::ata;
+use drivelab_device::health::around::{self, HiddenArea, Remedy};
 use drivelab_device::safety;
+use drivelab_device::sg::SgDevice;
 use drivelab_patterns::Pattern;
 use serde::Serialize;
 
@@ -149,6 +152,10 @@ pub struct Consent {
     pub yes: bool,
     /// `--confirm-serial`: each drive's serial, or its path when it has none.
     pub confirm: Vec<String>,
+    /// `--restore-native-max`: restore an ATA drive's full capacity (SET
+    /// MAX ADDRESS, volatile) before erasing it, instead of refusing a
+    /// drive with a Host Protected Area / accessible max address limit.
+    pub restore_native_max: bool,
 }
 
 /// One `drivelab erase`: the drives, the options and the consent.
@@ -181,6 +188,27 @@ pub struct Drive {
     pub size: u64,
     /// Probe problems.
     pub notes: Vec<String>,
+    /// Hidden areas found before the erase (only ones `--restore-native-max`
+    /// restores, or ones the method reaches anyway, are left here).
+    pub hidden: Vec<HiddenArea>,
+    /// The capacity restored before the erase, when it was.
+    pub restored: Option<Restored>,
+}
+
+/// A drive's full capacity, restored before its erase.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Restored {
+    /// What was hidden.
+    pub hidden: Vec<HiddenArea>,
+    /// Bytes the host reached before.
+    pub bytes_before: u64,
+    /// Bytes it reaches now (the erase covers them all).
+    pub bytes_after: u64,
+    /// The native max LBA set with SET MAX ADDRESS.
+    pub native_max_lba: u64,
+    /// Whether the drive returns to its old limit at power-off (the
+    /// volatile bit was set).
+    pub volatile: bool,
 }
 
 impl Drive {
@@ -261,6 +289,46 @@ impl Plan {
     }
 
     /// Each drive with its claim (empty before [`Plan::claim_all`]).
+    /// Restore the full capacity of every drive with a hidden area left
+    /// by [`check_hidden`] (`--restore-native-max`), through its claim:
+    /// SET MAX ADDRESS (EXT), volatile, to the native max; then the kernel
+    /// re-reads the capacity and the drive's size is the new one.
+    pub fn restore_hidden(&mut self) -> Result<(), EraseError> {
+        for (d, c) in self.drives.iter_mut().zip(&self.claims) {
+            if d.hidden.is_empty() {
+                continue;
+            }
+            let path = d.dev.path.display().to_string();
+            let fail = |what: &str, why: String| EraseError::Command {
+                device: path.clone(),
+                what: what.into(),
+                why,
+            };
+            let sg = SgDevice::claimed(c).map_err(|e| fail("open for SET MAX ADDRESS", e.to_string()))?;
+            let id = ata::identify_device(&sg).map_err(|e| fail("IDENTIFY DEVICE", e.to_string()))?;
+            let native = around::restore_native_max(&sg, id.lba48)
+                .map_err(|e| fail("SET MAX ADDRESS (--restore-native-max)", e.to_string()))?;
+            let before = d.size;
+            d.size = reread_size(&d.dev)
+                .map_err(|e| fail("re-reading the capacity after SET MAX ADDRESS", e))?;
+            let want = (native + 1) * u64::from(d.lbs);
+            if d.size != want {
+                return Err(fail(
+                    "re-reading the capacity after SET MAX ADDRESS",
+                    format!("the kernel sees {} bytes, the native max is {want} bytes; nothing was written", d.size),
+                ));
+            }
+            d.restored = Some(Restored {
+                hidden: std::mem::take(&mut d.hidden),
+                bytes_before: before,
+                bytes_after: d.size,
+                native_max_lba: native,
+                volatile: true,
+            });
+        }
+        Ok(())
+    }
+
     pub fn drives_claimed(&self) -> impl Iterator<Item = (&Drive, &Claim)> {
         self.drives.iter().zip(&self.claims)
     }
@@ -369,7 +437,59 @@ pub fn plan_drive(dev: BlockDevice, opts: &Options) -> Result<Drive, EraseError>
         lbs,
         size,
         notes,
+        hidden: Vec::new(),
+        restored: None,
     })
+}
+
+/// Look for capacity the host cannot reach on every drive (reads only):
+/// a drive with one is refused, every reason in one line, unless
+/// `--restore-native-max` can restore it (ATA HPA / AMA) or the method
+/// reaches it anyway (NVMe sanitize and unallocated capacity). A drive
+/// that cannot be asked gets a note and is not refused.
+pub fn check_hidden(drives: &mut [Drive], consent: &Consent) -> Result<(), EraseError> {
+    let mut refusals = Vec::new();
+    for d in drives.iter_mut() {
+        let areas = match around::hidden_areas(&d.dev.path, d.dev.kind) {
+            Ok(a) => a,
+            Err(e) => {
+                d.notes.push(e);
+                continue;
+            }
+        };
+        let left: Vec<HiddenArea> = areas
+            .into_iter()
+            .filter(|a| {
+                !(d.choice.method == Method::NvmeSanitize && a.kind == "unallocated NVM capacity")
+            })
+            .collect();
+        if left.is_empty() {
+            continue;
+        }
+        let restorable = left.iter().all(|a| a.remedy == Remedy::SetMaxAddress);
+        if restorable && consent.restore_native_max {
+            d.hidden = left;
+        } else {
+            refusals.push(around::refusal(&d.dev.path, &left));
+        }
+    }
+    if !refusals.is_empty() {
+        return Err(EraseError::Refused(refusals.join("; ")));
+    }
+    Ok(())
+}
+
+/// Have the kernel re-read `dev`'s capacity (SCSI rescan) and return it.
+fn reread_size(dev: &BlockDevice) -> Result<u64, String> {
+    let name = dev
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let rescan = PathBuf::from(format!("/sys/block/{name}/device/rescan"));
+    std::fs::write(&rescan, "1").map_err(|e| format!("{}: {e}", rescan.display()))?;
+    let now = BlockDevice::from_path(&dev.path).map_err(|e| e.to_string())?;
+    Ok(now.size.0)
 }
 
 /// Check the consent for every drive: `--yes`, then each drive's serial
