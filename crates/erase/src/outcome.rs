@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::plan::estimate::DryRun;
-use drivelab_device::health::around::AroundWork;
 use crate::plan::{Drive, Method, Strategy, VerifyMode};
+use drivelab_device::health::around::AroundWork;
 
 /// The result of one drive's erase, as the report and the certificate say
 /// it.

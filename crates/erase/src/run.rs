@@ -185,8 +185,7 @@ fn erase_one(run: &DriveRun<'_>) -> Outcome {
     let mut out = Outcome::new(run.drive);
     out.claim = Some(run.claim.assessment().clone());
     let path = &run.drive.dev.path;
-    let mut before = around::has_health(run.drive.dev.kind)
-        .then(|| Before::take(path, now_text()));
+    let mut before = around::has_health(run.drive.dev.kind).then(|| Before::take(path, now_text()));
     let r = stages(run, clock::unix_now(), &mut out, &mut before);
     if let Some(b) = before {
         // Stopped or failed before the certificate: the reading after is

@@ -103,7 +103,9 @@ impl WriteCheck {
     /// did the writing itself (write zeroes, WRITE SAME, format, sanitize,
     /// discard), which drives need not count.
     pub fn judge(delta: &HealthDelta, expected: u64, offloaded: bool) -> WriteCheck {
-        let counted = delta.written_bytes.map(|b| u64::try_from(b).unwrap_or(u64::MAX));
+        let counted = delta
+            .written_bytes
+            .map(|b| u64::try_from(b).unwrap_or(u64::MAX));
         let unit = delta
             .written_unit_bytes
             .map(|b| u64::try_from(b).unwrap_or(u64::MAX));
@@ -439,7 +441,12 @@ pub fn restore_native_max(sg: &SgDevice, lba48: bool) -> Result<u64, ata::AtaErr
     } else {
         (regs.lba & 0xFF_FFFF) | (u64::from(regs.device & 0x0F) << 24)
     };
-    ata::execute(sg, &set_max_address(native, lba48), "SET MAX ADDRESS", AtaData::None)?;
+    ata::execute(
+        sg,
+        &set_max_address(native, lba48),
+        "SET MAX ADDRESS",
+        AtaData::None,
+    )?;
     Ok(native)
 }
 
@@ -535,7 +542,10 @@ mod tests {
         assert_eq!(areas[0].kind, "DCO");
         assert_eq!(areas[0].lbas, 500_000);
         let line = refusal(Path::new("/dev/sdc"), &areas);
-        assert!(line.contains("DCO hides 500000 LBAs (256000000 bytes)"), "{line}");
+        assert!(
+            line.contains("DCO hides 500000 LBAs (256000000 bytes)"),
+            "{line}"
+        );
         assert!(line.contains("hdparm --dco-restore"), "{line}");
         assert!(!line.contains("--restore-native-max"), "{line}");
         // Nothing hidden: nothing to refuse.
@@ -588,7 +598,11 @@ mod tests {
         assert_eq!(none.verdict, WriteVerdict::NotCounted);
         // Text lines name the verdict.
         let aw = AroundWork {
-            before: Reading { taken: "a".into(), health: None, error: None },
+            before: Reading {
+                taken: "a".into(),
+                health: None,
+                error: None,
+            },
             after: Reading {
                 taken: "b".into(),
                 health: None,

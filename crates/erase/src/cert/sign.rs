@@ -299,9 +299,15 @@ mod tests {
             // The peak temperature lowered.
             ("\"temperature_peak_c\": 51", "\"temperature_peak_c\": 41"),
             // The write counter's verdict turned.
-            ("\"verdict\": \"corroborated\"", "\"verdict\": \"not-counted\""),
+            (
+                "\"verdict\": \"corroborated\"",
+                "\"verdict\": \"not-counted\"",
+            ),
             // A raw counter in the reading after the erase.
-            ("\"data_units_written\": 2108", "\"data_units_written\": 2109"),
+            (
+                "\"data_units_written\": 2108",
+                "\"data_units_written\": 2109",
+            ),
         ] {
             assert!(text.contains(from), "{from}");
             let tampered = text.replacen(from, to, 1);

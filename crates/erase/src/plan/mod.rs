@@ -21,10 +21,10 @@ pub mod tune;
 
 use std::path::{Path, PathBuf};
 
+use drivelab_device::ata;
 use drivelab_device::blockdev::BlockDevice;
 use drivelab_device::caps::{self, Capabilities};
 use drivelab_device::claim::{Claim, ClaimError, ClaimOptions, Consent as ClaimConsent};
-use drivelab_device::ata;
 use drivelab_device::health::around::{self, HiddenArea, Remedy};
 use drivelab_device::safety;
 use drivelab_device::sg::SgDevice;
@@ -304,8 +304,10 @@ impl Plan {
                 what: what.into(),
                 why,
             };
-            let sg = SgDevice::claimed(c).map_err(|e| fail("open for SET MAX ADDRESS", e.to_string()))?;
-            let id = ata::identify_device(&sg).map_err(|e| fail("IDENTIFY DEVICE", e.to_string()))?;
+            let sg = SgDevice::claimed(c)
+                .map_err(|e| fail("open for SET MAX ADDRESS", e.to_string()))?;
+            let id =
+                ata::identify_device(&sg).map_err(|e| fail("IDENTIFY DEVICE", e.to_string()))?;
             let native = around::restore_native_max(&sg, id.lba48)
                 .map_err(|e| fail("SET MAX ADDRESS (--restore-native-max)", e.to_string()))?;
             let before = d.size;
