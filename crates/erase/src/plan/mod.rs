@@ -459,26 +459,42 @@ pub fn check_hidden(drives: &mut [Drive], consent: &Consent) -> Result<(), Erase
                 continue;
             }
         };
-        let left: Vec<HiddenArea> = areas
-            .into_iter()
-            .filter(|a| {
-                !(d.choice.method == Method::NvmeSanitize && a.kind == "unallocated NVM capacity")
-            })
-            .collect();
-        if left.is_empty() {
-            continue;
-        }
-        let restorable = left.iter().all(|a| a.remedy == Remedy::SetMaxAddress);
-        if restorable && consent.restore_native_max {
-            d.hidden = left;
-        } else {
-            refusals.push(around::refusal(&d.dev.path, &left));
+        match hidden_decision(
+            &d.dev.path,
+            areas,
+            d.choice.method,
+            consent.restore_native_max,
+        ) {
+            Ok(keep) => d.hidden = keep,
+            Err(why) => refusals.push(why),
         }
     }
     if !refusals.is_empty() {
         return Err(EraseError::Refused(refusals.join("; ")));
     }
     Ok(())
+}
+
+/// What an erase by `method` does about `areas`: the ones to restore
+/// first (`--restore-native-max` and all restorable), or the refusal.
+/// Unallocated NVMe capacity is no obstacle to a sanitize, which acts on
+/// the whole NVM subsystem.
+fn hidden_decision(
+    dev: &Path,
+    areas: Vec<HiddenArea>,
+    method: Method,
+    restore: bool,
+) -> Result<Vec<HiddenArea>, String> {
+    let left: Vec<HiddenArea> = areas
+        .into_iter()
+        .filter(|a| !(method == Method::NvmeSanitize && a.kind == "unallocated NVM capacity"))
+        .collect();
+    let restorable = left.iter().all(|a| a.remedy == Remedy::SetMaxAddress);
+    if left.is_empty() || (restorable && restore) {
+        Ok(left)
+    } else {
+        Err(around::refusal(dev, &left))
+    }
 }
 
 /// Have the kernel re-read `dev`'s capacity (SCSI rescan) and return it.
@@ -579,6 +595,57 @@ mod tests {
             command_line: String::new(),
             version: String::new(),
         }
+    }
+
+    fn area(kind: &str, remedy: Remedy) -> HiddenArea {
+        HiddenArea {
+            kind: kind.into(),
+            lbas: 2048,
+            bytes: 2048 * 512,
+            accessible_sectors: Some(1_000_000),
+            native_max_lba: Some(1_002_047),
+            remedy,
+        }
+    }
+
+    #[test]
+    fn hidden_areas_refuse_unless_restorable_and_asked() {
+        let dev = Path::new("/dev/sdb");
+        let hpa = || area("HPA/AMA", Remedy::SetMaxAddress);
+        let dco = || area("DCO", Remedy::Manual("use hdparm --dco-restore".into()));
+        // An HPA without the flag: refused, the flag named.
+        let e = hidden_decision(dev, vec![hpa()], Method::Stream, false).unwrap_err();
+        assert!(e.contains("HPA/AMA hides 2048 LBAs (1048576 bytes)"), "{e}");
+        assert!(e.contains("--restore-native-max") && e.ends_with("nothing was written"));
+        // With it: kept for the restore.
+        assert_eq!(
+            hidden_decision(dev, vec![hpa()], Method::Stream, true).unwrap(),
+            vec![hpa()]
+        );
+        // A DCO cannot be restored by the flag: refused either way.
+        for flag in [false, true] {
+            let e = hidden_decision(dev, vec![hpa(), dco()], Method::Auto, flag).unwrap_err();
+            assert!(
+                e.contains("DCO hides") && e.contains("hdparm --dco-restore"),
+                "{e}"
+            );
+        }
+        // Unallocated NVMe capacity: refused for an overwrite, reached by
+        // a sanitize.
+        let un = || {
+            area(
+                "unallocated NVM capacity",
+                Remedy::Manual("nvme create-ns".into()),
+            )
+        };
+        let nv = Path::new("/dev/nvme0n1");
+        assert!(hidden_decision(nv, vec![un()], Method::Stream, true).is_err());
+        assert!(hidden_decision(nv, vec![un()], Method::NvmeSanitize, false)
+            .unwrap()
+            .is_empty());
+        assert!(hidden_decision(dev, vec![], Method::Stream, false)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]
