@@ -288,7 +288,6 @@ impl Plan {
         Ok(())
     }
 
-    /// Each drive with its claim (empty before [`Plan::claim_all`]).
     /// Restore the full capacity of every drive with a hidden area left
     /// by [`check_hidden`] (`--restore-native-max`), through its claim:
     /// SET MAX ADDRESS (EXT), volatile, to the native max; then the kernel
@@ -331,6 +330,7 @@ impl Plan {
         Ok(())
     }
 
+    /// Each drive with its claim (empty before [`Plan::claim_all`]).
     pub fn drives_claimed(&self) -> impl Iterator<Item = (&Drive, &Claim)> {
         self.drives.iter().zip(&self.claims)
     }
