@@ -158,6 +158,12 @@ pub struct EraseArgs {
     /// once per drive.
     #[arg(long = "confirm-serial", value_name = "SERIAL")]
     pub confirm_serial: Vec<String>,
+    /// Restore an ATA drive's full capacity first when a Host Protected
+    /// Area or accessible max address limit hides part of it (SET MAX
+    /// ADDRESS, volatile), then erase all of it; without it such a drive
+    /// is refused.
+    #[arg(long = "restore-native-max")]
+    pub restore_native_max: bool,
     /// Print the plan (methods, estimated times) and touch nothing.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
@@ -275,6 +281,7 @@ fn request(a: &EraseArgs) -> anyhow::Result<Request> {
             force: a.force,
             yes: a.yes,
             confirm: a.confirm_serial.clone(),
+            restore_native_max: a.restore_native_max,
         },
         dry_run: a.dry_run,
     })
@@ -530,6 +537,7 @@ fn store(a: &EraseArgs, r: &Summary, printed: &str, code: u8) -> anyhow::Result<
             "strategy": format!("{:?}", a.strategy), "verify": format!("{:?}", a.verify),
             "on_error": format!("{:?}", a.on_error), "retries": a.retries, "crypto": a.crypto,
             "discard_first": a.discard_first, "bus_limit": a.bus_limit,
+            "restore_native_max": a.restore_native_max,
             "transfer_length": a.transfer_length, "queue_depth": a.queue_depth,
         }),
         artifacts,
@@ -604,6 +612,22 @@ fn drive_notes(o: &drivelab_erase::Outcome) -> String {
             "{}: {} range(s) not erased or not readable: see the certificate\n",
             o.device, o.exceptions
         ));
+    }
+    if let Some(r) = &o.restored {
+        s.push_str(&format!(
+            "{}: hidden area restored before the erase: {} bytes reachable before, {} erased (native max LBA {}{})\n",
+            o.device,
+            r.bytes_before,
+            r.bytes_after,
+            r.native_max_lba,
+            if r.volatile { ", volatile" } else { "" }
+        ));
+    }
+    if let Some(h) = &o.health {
+        for l in h.lines(&o.device) {
+            s.push_str(&l);
+            s.push('\n');
+        }
     }
     if let Some(c) = &o.certificate {
         s.push_str(&format!("{}: certificate {}\n", o.device, c.display()));

@@ -131,6 +131,7 @@ pub fn run(a: SeasonArgs) -> anyhow::Result<u8> {
             force: a.force,
             yes: a.yes,
             confirm: a.confirm_serial.clone(),
+            restore_native_max: false,
         },
     };
     let fe = Terminal {
@@ -353,6 +354,11 @@ fn drive_text(d: &DriveSeason) -> String {
     }
     for p in &d.plots {
         s.push_str(&format!("  plot {}\n", p.display()));
+    }
+    if let Some(h) = &d.health {
+        for l in h.lines("health") {
+            s.push_str(&format!("  {l}\n"));
+        }
     }
     s
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::plan::estimate::DryRun;
 use crate::plan::{Drive, Method, Strategy, VerifyMode};
+use drivelab_device::health::around::AroundWork;
 
 /// The result of one drive's erase, as the report and the certificate say
 /// it.
@@ -149,6 +150,12 @@ pub struct Outcome {
     /// Bytes done against time, sampled while the drive ran (see
     /// [`crate::sched::record_timeline`]); empty until then.
     pub timeline: Vec<TimelinePoint>,
+    /// The drive's health before and after its erase, what changed, and
+    /// whether its write counter corroborates the overwrite (`None` for
+    /// devices without health of their own: loop, zram, ...).
+    pub health: Option<AroundWork>,
+    /// The capacity restored before the erase (`--restore-native-max`).
+    pub restored: Option<crate::plan::Restored>,
 }
 
 /// One sample of a drive's progress.
@@ -188,6 +195,8 @@ impl Outcome {
             journal: None,
             claim: None,
             timeline: Vec::new(),
+            health: None,
+            restored: d.restored.clone(),
         }
     }
 
@@ -229,6 +238,10 @@ struct Row<'a> {
     claim: &'a Option<drivelab_device::claim::ClaimRecord>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     timeline: &'a [TimelinePoint],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    health: &'a Option<AroundWork>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capacity_restored: &'a Option<crate::plan::Restored>,
 }
 
 impl Serialize for Outcome {
@@ -257,6 +270,8 @@ impl Serialize for Outcome {
             journal: &self.journal,
             claim: &self.claim,
             timeline: &self.timeline,
+            health: &self.health,
+            capacity_restored: &self.restored,
         }
         .serialize(s)
     }

@@ -26,6 +26,7 @@ use crate::sched::{Phase, Progress, Shared};
 use crate::verify::{self, READS_COMMAND};
 use crate::EraseError;
 use drivelab_device::claim::Claim;
+use drivelab_device::health::around::{self, Before};
 
 /// What an erase asks of its user interface.
 pub trait Frontend: Sync {
@@ -48,6 +49,7 @@ pub trait Frontend: Sync {
 /// touched; a drive's own failure is in its outcome.
 pub fn erase(req: &Request, fe: &dyn Frontend) -> Result<Report, EraseError> {
     let mut plan = plan::prepare(req)?;
+    plan::check_hidden(&mut plan.drives, &req.consent)?;
     if req.dry_run {
         return Ok(Report::DryRun(estimate::dry_run(
             &plan.drives,
@@ -56,6 +58,7 @@ pub fn erase(req: &Request, fe: &dyn Frontend) -> Result<Report, EraseError> {
     }
     plan::confirm(&plan.drives, &req.consent, |d, token| fe.ask(d, token))?;
     plan.claim_all(req.consent.force)?;
+    plan.restore_hidden()?;
     let stop = fe.starting(&plan.drives);
     let progress: Vec<Arc<Progress>> = plan
         .drives
@@ -181,7 +184,15 @@ pub(crate) struct DriveRun<'a> {
 fn erase_one(run: &DriveRun<'_>) -> Outcome {
     let mut out = Outcome::new(run.drive);
     out.claim = Some(run.claim.assessment().clone());
-    if let Err(e) = stages(run, clock::unix_now(), &mut out) {
+    let path = &run.drive.dev.path;
+    let mut before = around::has_health(run.drive.dev.kind).then(|| Before::take(path, now_text()));
+    let r = stages(run, clock::unix_now(), &mut out, &mut before);
+    if let Some(b) = before {
+        // Stopped or failed before the certificate: the reading after is
+        // still kept with the result.
+        out.health = Some(b.after(path, now_text(), None));
+    }
+    if let Err(e) = r {
         if run.progress.phase() == Phase::Erasing {
             // Failed while writing: what the journal's watermark holds
             // (every byte below it is written), this run's part of it.
@@ -214,7 +225,12 @@ fn header(d: &Drive, opts: &Options, seed: u64, t0: (u64, u32)) -> JournalHeader
 
 /// The stages of one drive, filling `out` as they go; returns early (Ok)
 /// when stopped, with the journal kept for `--resume`.
-fn stages(run: &DriveRun<'_>, t0: (u64, u32), out: &mut Outcome) -> Result<(), EraseError> {
+fn stages(
+    run: &DriveRun<'_>,
+    t0: (u64, u32),
+    out: &mut Outcome,
+    before: &mut Option<Before>,
+) -> Result<(), EraseError> {
     let (d, opts, progress) = (run.drive, run.opts, run.progress);
     let seed = issue::seed_for(d, opts);
     let mut jr = DriveJournal::begin(
@@ -268,6 +284,13 @@ fn stages(run: &DriveRun<'_>, t0: (u64, u32), out: &mut Outcome) -> Result<(), E
     }
     out.verification = v.summary(opts.verify);
 
+    // The reading after the erase, with the bytes this run wrote for the
+    // drive's write counter to corroborate.
+    let offloaded = !(d.choice.method == crate::Method::Stream
+        || (d.choice.method == crate::Method::Zeroout && out.offloaded == Some(false)));
+    out.health = before
+        .take()
+        .map(|b| b.after(&d.dev.path, now_text(), Some((rec.bytes, offloaded))));
     let evidence = Evidence {
         drive: d,
         opts,
@@ -278,6 +301,7 @@ fn stages(run: &DriveRun<'_>, t0: (u64, u32), out: &mut Outcome) -> Result<(), E
         started: t0,
         erase_seconds: out.erase_seconds,
         offloaded: out.offloaded,
+        health: out.health.as_ref(),
     };
     let c = cert::build::certificate(&evidence, clock::unix_now());
     out.result = c.result;
@@ -293,6 +317,11 @@ fn stages(run: &DriveRun<'_>, t0: (u64, u32), out: &mut Outcome) -> Result<(), E
         Phase::Done
     });
     Ok(())
+}
+
+fn now_text() -> String {
+    let (s, n) = clock::unix_now();
+    clock::rfc3339(s, n)
 }
 
 fn stopped(out: &mut Outcome, progress: &Progress, why: String) {

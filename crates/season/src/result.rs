@@ -108,6 +108,10 @@ pub struct DriveSeason {
     /// The write claim: safety assessment, consent, hold.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub claim: Option<drivelab_device::claim::ClaimRecord>,
+    /// The drive's health before and after this season, and what changed
+    /// (drives with health of their own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<drivelab_device::health::around::AroundWork>,
 }
 
 /// The purge stage.

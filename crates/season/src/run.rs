@@ -444,6 +444,7 @@ fn blank(d: &Drive, resumed: bool) -> DriveSeason {
         journal: None,
         plots: Vec::new(),
         claim: None,
+        health: None,
     }
 }
 
@@ -478,6 +479,13 @@ fn season_one(
         .drives_claimed()
         .next()
         .map(|(_, c)| c.assessment().clone());
+    // Health before and after the whole season (reads only).
+    let now = || {
+        let (s, n) = drivelab_erase::clock::unix_now();
+        drivelab_erase::clock::rfc3339(s, n)
+    };
+    let before = drivelab_device::health::around::has_health(d.dev.kind)
+        .then(|| drivelab_device::health::around::Before::take(&d.dev.path, now()));
     let r = stages(
         &mut plan,
         &d,
@@ -489,6 +497,7 @@ fn season_one(
         &earlier,
         &mut out,
     );
+    out.health = before.map(|b| b.after(&d.dev.path, now(), None));
     match r {
         Ok(()) => {
             out.state = State::Done;

@@ -255,6 +255,11 @@ pub struct StepResult {
     /// Why the step was skipped or stopped early, if it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// A write step on a drive with health of its own: its health before
+    /// and after the step, what changed, and whether its write counter
+    /// corroborates the bytes written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<drivelab_device::health::around::AroundWork>,
 }
 
 /// Most failures kept in detail per step (all are counted).
@@ -464,6 +469,11 @@ pub fn render_step(s: &StepResult) -> String {
     }
     if let Some(n) = &s.note {
         let _ = writeln!(o, " Note: {n}");
+    }
+    if let Some(h) = &s.health {
+        for l in h.lines("drive") {
+            let _ = writeln!(o, " Health: {}", l.trim_start_matches("drive: "));
+        }
     }
     let verdict = match s.status {
         Status::Passed => "PASSED",

@@ -21,6 +21,7 @@
 //! (without checking it) and end the step; `continue` goes on and reports
 //! every error (the first [`FAILURE_LIMIT`] in detail, all counted).
 
+use drivelab_device::health::around;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -593,6 +594,7 @@ impl StepPlan {
             failures: Vec::new(),
             error: None,
             note: None,
+            health: None,
         }
     }
 
@@ -799,6 +801,36 @@ fn run_write_same(
     Ok(r)
 }
 
+/// The drive's health before a write step on a drive that has health of
+/// its own (reads only; a drive that does not answer is recorded, never
+/// an error).
+fn health_before(target: &TestTarget, p: &StepPlan) -> Option<around::Before> {
+    let dev = target.device.as_ref()?;
+    (p.spec.kind.writes() && around::has_health(dev.kind))
+        .then(|| around::Before::take(&target.path, dmm_time(unix_now())))
+}
+
+/// The reading after the step, judged against the bytes its write pass
+/// sent (a write-same step's command is executed by the drive itself).
+fn health_after(
+    target: &TestTarget,
+    p: &StepPlan,
+    r: &StepResult,
+    before: around::Before,
+) -> around::AroundWork {
+    let bs = u64::from(p.block_size);
+    let written = if p.same.is_some() {
+        r.block_count * bs
+    } else {
+        r.passes.first().map(|w| w.blocks * bs).unwrap_or(0)
+    };
+    before.after(
+        &target.path,
+        dmm_time(unix_now()),
+        Some((written, p.same.is_some())),
+    )
+}
+
 /// Run every step in order, handing each finished entry to `on_step` (for
 /// a log written as the run goes). A step that fails with `stop-sequence`
 /// skips the rest; an interruption skips the rest. Returns every entry.
@@ -816,7 +848,11 @@ pub fn run_sequence(
             Some(why) => p.skipped(why),
             None => {
                 progress.store(0, Ordering::Relaxed);
-                let r = run_step(target, p, stop, progress)?;
+                let before = health_before(target, p);
+                let mut r = run_step(target, p, stop, progress)?;
+                if let Some(b) = before {
+                    r.health = Some(health_after(target, p, &r, b));
+                }
                 if r.status == Status::Interrupted {
                     skip = Some("the run was interrupted".into());
                 } else if r.status == Status::Failed && p.spec.on_error == OnError::StopSequence {

@@ -21,6 +21,7 @@
 //! sense / registers / status, and the rest still runs; only a device that
 //! cannot be asked at all is an error.
 
+pub mod around;
 pub mod ata_smart;
 pub mod delta;
 pub mod hidden;

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use drivelab_device::blockdev::Kind;
+use drivelab_device::health::around::AroundWork;
 use drivelab_patterns::Pattern;
 use ed25519_dalek::SigningKey;
 
@@ -41,6 +42,8 @@ pub(crate) struct Evidence<'a> {
     pub erase_seconds: f64,
     /// Whether BLKZEROOUT was offloaded.
     pub offloaded: Option<bool>,
+    /// Health before and after, what changed, the write corroboration.
+    pub health: Option<&'a AroundWork>,
 }
 
 fn media(d: &Drive) -> String {
@@ -215,6 +218,8 @@ pub(crate) fn certificate(e: &Evidence<'_>, end: (u64, u32)) -> Certificate {
         exceptions,
         errors,
         retried: e.rec.retried + e.verification.retried,
+        health: e.health.cloned(),
+        capacity_restored: e.drive.restored.clone(),
         tool: ToolSection {
             name: "drivelab".into(),
             version: e.opts.version.clone(),

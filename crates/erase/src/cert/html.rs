@@ -30,6 +30,7 @@ pub fn html(c: &Certificate, json_file: &str, public_key: &str) -> String {
     drive_rows(&mut rows, c);
     erase_rows(&mut rows, c);
     check_rows(&mut rows, c);
+    health_rows(&mut rows, c);
     tool_rows(&mut rows, c, json_file, public_key);
     let rows = rows.0;
     let d = &c.drive;
@@ -128,6 +129,39 @@ fn erase_rows(r: &mut Rows, c: &Certificate) {
 }
 
 /// Timing, verification, exceptions, errors.
+/// The drive's health before and after, and a restored capacity.
+fn health_rows(r: &mut Rows, c: &Certificate) {
+    if let Some(x) = &c.capacity_restored {
+        let what: Vec<String> = x
+            .hidden
+            .iter()
+            .map(|a| format!("{} {} LBAs ({} bytes)", a.kind, a.lbas, a.bytes))
+            .collect();
+        r.row(
+            "Hidden area restored",
+            esc(&format!(
+                "{}: {} bytes reachable before, {} after (native max LBA {}, {})",
+                what.join(", "),
+                x.bytes_before,
+                x.bytes_after,
+                x.native_max_lba,
+                if x.volatile { "volatile" } else { "lasting" }
+            )),
+        );
+    }
+    if let Some(h) = &c.health {
+        let lines = h.lines("drive");
+        r.row(
+            "Health",
+            lines
+                .iter()
+                .map(|l| esc(l.trim_start_matches("drive: ")))
+                .collect::<Vec<_>>()
+                .join("<br>"),
+        );
+    }
+}
+
 fn check_rows(r: &mut Rows, c: &Certificate) {
     let mut row = |k: &str, v: String| r.row(k, v);
     let t = &c.timing;

@@ -18,7 +18,8 @@ pub mod trust;
 use serde::{Deserialize, Serialize};
 
 use crate::outcome::EraseResult;
-use crate::plan::Method;
+use crate::plan::{Method, Restored};
+use drivelab_device::health::around::AroundWork;
 
 pub use build::write;
 pub use html::html;
@@ -204,6 +205,16 @@ pub struct Certificate {
     pub retried: u64,
     /// The tool.
     pub tool: ToolSection,
+    /// The drive's health before and after the erase (its own SMART /
+    /// log pages / NVMe health, as `drivelab health` shows them), what
+    /// changed, and whether its write counter corroborates the overwrite;
+    /// absent for devices without health of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<AroundWork>,
+    /// Capacity hidden from the host that was restored before the erase
+    /// (`--restore-native-max`), and the erase then covered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_restored: Option<Restored>,
 }
 
 #[cfg(test)]
@@ -274,6 +285,8 @@ pub(crate) mod tests {
                 kernel: "k".into(),
                 command_line: "x".into(),
             },
+            health: None,
+            capacity_restored: None,
         }
     }
 }

@@ -248,6 +248,83 @@ mod tests {
         }
     }
 
+    /// A certificate with health before and after: an NVMe drive whose
+    /// Data Units Written grew by 2098 (1 GiB written), 45 -> 51 °C.
+    fn with_health() -> Certificate {
+        use drivelab_device::health::around::{
+            AroundWork, DeltaRecord, Reading, WriteCheck, WriteVerdict,
+        };
+        let reading = |units: u64, kelvin: u64| Reading {
+            taken: "t".into(),
+            health: Some(serde_json::json!({
+                "device": "/dev/nvme0n1",
+                "nvme": {"smart": {"data_units_written": units, "temperature_k": kelvin, "media_errors": 0}},
+            })),
+            error: None,
+        };
+        let mut c = sample();
+        c.health = Some(AroundWork {
+            before: reading(10, 318),
+            after: reading(2108, 324),
+            delta: Some(DeltaRecord {
+                verdict_before: "passed".into(),
+                verdict_after: "passed".into(),
+                counters: vec![("media_errors".into(), 0, 0)],
+                temperature_peak_c: Some(51),
+                percentage_used: Some((3, 3)),
+                written_bytes: Some(2098 * 512_000),
+                written_unit_bytes: Some(512_000),
+                changes: vec![],
+            }),
+            writes: Some(WriteCheck {
+                expected_bytes: 1 << 30,
+                counted_bytes: Some(2098 * 512_000),
+                unit_bytes: Some(512_000),
+                verdict: WriteVerdict::Corroborated,
+                detail: "x".into(),
+            }),
+        });
+        c
+    }
+
+    #[test]
+    fn health_is_signed_and_a_changed_health_field_is_caught() {
+        let key = SigningKey::from_bytes(&[5u8; 32]);
+        let c = with_health();
+        let text = sign(&c, &key).unwrap();
+        let v = check_signature(&text).unwrap();
+        assert_eq!(v.certificate, c, "health read back as signed");
+        assert!(text.contains("\"temperature_peak_c\": 51"));
+        for (from, to) in [
+            // The peak temperature lowered.
+            ("\"temperature_peak_c\": 51", "\"temperature_peak_c\": 41"),
+            // The write counter's verdict turned.
+            (
+                "\"verdict\": \"corroborated\"",
+                "\"verdict\": \"not-counted\"",
+            ),
+            // A raw counter in the reading after the erase.
+            (
+                "\"data_units_written\": 2108",
+                "\"data_units_written\": 2109",
+            ),
+        ] {
+            assert!(text.contains(from), "{from}");
+            let tampered = text.replacen(from, to, 1);
+            let e = check_signature(&tampered).unwrap_err();
+            assert!(e.contains("changed after signing"), "{from}: {e}");
+        }
+        // Health removed altogether: also a change.
+        let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        doc["certificate"].as_object_mut().unwrap().remove("health");
+        let e = check_signature(&doc.to_string()).unwrap_err();
+        assert!(e.contains("changed after signing"), "{e}");
+        // A certificate made before health existed still verifies.
+        let old = sign(&sample(), &key).unwrap();
+        assert!(!old.contains("\"health\""));
+        assert_eq!(check_signature(&old).unwrap().certificate.health, None);
+    }
+
     #[test]
     fn key_is_created_once_with_mode_0600() {
         let dir = std::env::temp_dir().join(format!("dl-key-{}", std::process::id()));

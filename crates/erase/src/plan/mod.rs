@@ -21,10 +21,13 @@ pub mod tune;
 
 use std::path::{Path, PathBuf};
 
+use drivelab_device::ata;
 use drivelab_device::blockdev::BlockDevice;
 use drivelab_device::caps::{self, Capabilities};
 use drivelab_device::claim::{Claim, ClaimError, ClaimOptions, Consent as ClaimConsent};
+use drivelab_device::health::around::{self, HiddenArea, Remedy};
 use drivelab_device::safety;
+use drivelab_device::sg::SgDevice;
 use drivelab_patterns::Pattern;
 use serde::Serialize;
 
@@ -149,6 +152,10 @@ pub struct Consent {
     pub yes: bool,
     /// `--confirm-serial`: each drive's serial, or its path when it has none.
     pub confirm: Vec<String>,
+    /// `--restore-native-max`: restore an ATA drive's full capacity (SET
+    /// MAX ADDRESS, volatile) before erasing it, instead of refusing a
+    /// drive with a Host Protected Area / accessible max address limit.
+    pub restore_native_max: bool,
 }
 
 /// One `drivelab erase`: the drives, the options and the consent.
@@ -181,6 +188,27 @@ pub struct Drive {
     pub size: u64,
     /// Probe problems.
     pub notes: Vec<String>,
+    /// Hidden areas found before the erase (only ones `--restore-native-max`
+    /// restores, or ones the method reaches anyway, are left here).
+    pub hidden: Vec<HiddenArea>,
+    /// The capacity restored before the erase, when it was.
+    pub restored: Option<Restored>,
+}
+
+/// A drive's full capacity, restored before its erase.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Restored {
+    /// What was hidden.
+    pub hidden: Vec<HiddenArea>,
+    /// Bytes the host reached before.
+    pub bytes_before: u64,
+    /// Bytes it reaches now (the erase covers them all).
+    pub bytes_after: u64,
+    /// The native max LBA set with SET MAX ADDRESS.
+    pub native_max_lba: u64,
+    /// Whether the drive returns to its old limit at power-off (the
+    /// volatile bit was set).
+    pub volatile: bool,
 }
 
 impl Drive {
@@ -257,6 +285,48 @@ impl Plan {
             return Err(EraseError::Refused(refused.join("; ")));
         }
         self.claims = claims;
+        Ok(())
+    }
+
+    /// Restore the full capacity of every drive with a hidden area left
+    /// by [`check_hidden`] (`--restore-native-max`), through its claim:
+    /// SET MAX ADDRESS (EXT), volatile, to the native max; then the kernel
+    /// re-reads the capacity and the drive's size is the new one.
+    pub fn restore_hidden(&mut self) -> Result<(), EraseError> {
+        for (d, c) in self.drives.iter_mut().zip(&self.claims) {
+            if d.hidden.is_empty() {
+                continue;
+            }
+            let path = d.dev.path.display().to_string();
+            let fail = |what: &str, why: String| EraseError::Command {
+                device: path.clone(),
+                what: what.into(),
+                why,
+            };
+            let sg = SgDevice::claimed(c)
+                .map_err(|e| fail("open for SET MAX ADDRESS", e.to_string()))?;
+            let id =
+                ata::identify_device(&sg).map_err(|e| fail("IDENTIFY DEVICE", e.to_string()))?;
+            let native = around::restore_native_max(&sg, id.lba48)
+                .map_err(|e| fail("SET MAX ADDRESS (--restore-native-max)", e.to_string()))?;
+            let before = d.size;
+            d.size = reread_size(&d.dev)
+                .map_err(|e| fail("re-reading the capacity after SET MAX ADDRESS", e))?;
+            let want = (native + 1) * u64::from(d.lbs);
+            if d.size != want {
+                return Err(fail(
+                    "re-reading the capacity after SET MAX ADDRESS",
+                    format!("the kernel sees {} bytes, the native max is {want} bytes; nothing was written", d.size),
+                ));
+            }
+            d.restored = Some(Restored {
+                hidden: std::mem::take(&mut d.hidden),
+                bytes_before: before,
+                bytes_after: d.size,
+                native_max_lba: native,
+                volatile: true,
+            });
+        }
         Ok(())
     }
 
@@ -369,7 +439,75 @@ pub fn plan_drive(dev: BlockDevice, opts: &Options) -> Result<Drive, EraseError>
         lbs,
         size,
         notes,
+        hidden: Vec::new(),
+        restored: None,
     })
+}
+
+/// Look for capacity the host cannot reach on every drive (reads only):
+/// a drive with one is refused, every reason in one line, unless
+/// `--restore-native-max` can restore it (ATA HPA / AMA) or the method
+/// reaches it anyway (NVMe sanitize and unallocated capacity). A drive
+/// that cannot be asked gets a note and is not refused.
+pub fn check_hidden(drives: &mut [Drive], consent: &Consent) -> Result<(), EraseError> {
+    let mut refusals = Vec::new();
+    for d in drives.iter_mut() {
+        let areas = match around::hidden_areas(&d.dev.path, d.dev.kind) {
+            Ok(a) => a,
+            Err(e) => {
+                d.notes.push(e);
+                continue;
+            }
+        };
+        match hidden_decision(
+            &d.dev.path,
+            areas,
+            d.choice.method,
+            consent.restore_native_max,
+        ) {
+            Ok(keep) => d.hidden = keep,
+            Err(why) => refusals.push(why),
+        }
+    }
+    if !refusals.is_empty() {
+        return Err(EraseError::Refused(refusals.join("; ")));
+    }
+    Ok(())
+}
+
+/// What an erase by `method` does about `areas`: the ones to restore
+/// first (`--restore-native-max` and all restorable), or the refusal.
+/// Unallocated NVMe capacity is no obstacle to a sanitize, which acts on
+/// the whole NVM subsystem.
+fn hidden_decision(
+    dev: &Path,
+    areas: Vec<HiddenArea>,
+    method: Method,
+    restore: bool,
+) -> Result<Vec<HiddenArea>, String> {
+    let left: Vec<HiddenArea> = areas
+        .into_iter()
+        .filter(|a| !(method == Method::NvmeSanitize && a.kind == "unallocated NVM capacity"))
+        .collect();
+    let restorable = left.iter().all(|a| a.remedy == Remedy::SetMaxAddress);
+    if left.is_empty() || (restorable && restore) {
+        Ok(left)
+    } else {
+        Err(around::refusal(dev, &left))
+    }
+}
+
+/// Have the kernel re-read `dev`'s capacity (SCSI rescan) and return it.
+fn reread_size(dev: &BlockDevice) -> Result<u64, String> {
+    let name = dev
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let rescan = PathBuf::from(format!("/sys/block/{name}/device/rescan"));
+    std::fs::write(&rescan, "1").map_err(|e| format!("{}: {e}", rescan.display()))?;
+    let now = BlockDevice::from_path(&dev.path).map_err(|e| e.to_string())?;
+    Ok(now.size.0)
 }
 
 /// Check the consent for every drive: `--yes`, then each drive's serial
@@ -457,6 +595,57 @@ mod tests {
             command_line: String::new(),
             version: String::new(),
         }
+    }
+
+    fn area(kind: &str, remedy: Remedy) -> HiddenArea {
+        HiddenArea {
+            kind: kind.into(),
+            lbas: 2048,
+            bytes: 2048 * 512,
+            accessible_sectors: Some(1_000_000),
+            native_max_lba: Some(1_002_047),
+            remedy,
+        }
+    }
+
+    #[test]
+    fn hidden_areas_refuse_unless_restorable_and_asked() {
+        let dev = Path::new("/dev/sdb");
+        let hpa = || area("HPA/AMA", Remedy::SetMaxAddress);
+        let dco = || area("DCO", Remedy::Manual("use hdparm --dco-restore".into()));
+        // An HPA without the flag: refused, the flag named.
+        let e = hidden_decision(dev, vec![hpa()], Method::Stream, false).unwrap_err();
+        assert!(e.contains("HPA/AMA hides 2048 LBAs (1048576 bytes)"), "{e}");
+        assert!(e.contains("--restore-native-max") && e.ends_with("nothing was written"));
+        // With it: kept for the restore.
+        assert_eq!(
+            hidden_decision(dev, vec![hpa()], Method::Stream, true).unwrap(),
+            vec![hpa()]
+        );
+        // A DCO cannot be restored by the flag: refused either way.
+        for flag in [false, true] {
+            let e = hidden_decision(dev, vec![hpa(), dco()], Method::Auto, flag).unwrap_err();
+            assert!(
+                e.contains("DCO hides") && e.contains("hdparm --dco-restore"),
+                "{e}"
+            );
+        }
+        // Unallocated NVMe capacity: refused for an overwrite, reached by
+        // a sanitize.
+        let un = || {
+            area(
+                "unallocated NVM capacity",
+                Remedy::Manual("nvme create-ns".into()),
+            )
+        };
+        let nv = Path::new("/dev/nvme0n1");
+        assert!(hidden_decision(nv, vec![un()], Method::Stream, true).is_err());
+        assert!(hidden_decision(nv, vec![un()], Method::NvmeSanitize, false)
+            .unwrap()
+            .is_empty());
+        assert!(hidden_decision(dev, vec![], Method::Stream, false)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]
