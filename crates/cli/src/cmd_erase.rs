@@ -484,13 +484,14 @@ fn print_dry_run(out: &OutputArgs, plan: &DryRun) -> anyhow::Result<()> {
     );
     for d in &plan.drives {
         s.push_str(&format!(
-            "  {}  {} serial {}  {}, {} B sectors\n    method {}: {}\n    estimate: erase {}, verify {} ({})\n",
+            "  {}  {} serial {}  {}, {} B sectors\n    method {} (NIST SP 800-88 {}): {}\n    estimate: erase {}, verify {} ({})\n",
             d.device.display(),
             d.model.as_deref().unwrap_or("-"),
             d.serial.as_deref().unwrap_or("(none: confirm by path)"),
             human_size(d.size),
             d.logical_sector,
             d.method,
+            d.nist_category,
             d.reason,
             secs(d.estimated_erase_seconds),
             secs(d.estimated_verify_seconds),
