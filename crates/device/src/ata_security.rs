@@ -488,7 +488,7 @@ pub enum SecurityEraseError {
         /// The command that failed.
         command: &'static str,
         /// The drive's or the host's answer.
-        error: AtaError,
+        error: Box<AtaError>,
         /// The password afterwards.
         cleanup: Cleanup,
         /// Every command sent.
@@ -606,7 +606,7 @@ pub fn security_erase(
     if let Err(error) = seq.run(SecurityCommand::SetPassword, &user, SHORT_TIMEOUT_MS) {
         return Err(SecurityEraseError::Failed {
             command: SecurityCommand::SetPassword.name(),
-            error,
+            error: Box::new(error),
             cleanup: Cleanup::NothingSet,
             steps: seq.steps,
         });
@@ -616,7 +616,7 @@ pub fn security_erase(
         let cleanup = seq.remove_password(&user);
         SecurityEraseError::Failed {
             command: c.name(),
-            error,
+            error: Box::new(error),
             cleanup,
             steps: std::mem::take(&mut seq.steps),
         }
@@ -655,7 +655,9 @@ pub fn security_erase(
         if cleanup != Cleanup::Removed {
             return Err(SecurityEraseError::Failed {
                 command: "SECURITY ERASE UNIT (password still enabled afterwards)",
-                error: AtaError::BadData("the drive kept security enabled after the erase".into()),
+                error: Box::new(AtaError::BadData(
+                    "the drive kept security enabled after the erase".into(),
+                )),
                 cleanup,
                 steps: seq.steps,
             });
