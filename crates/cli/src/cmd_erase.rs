@@ -103,7 +103,8 @@ pub struct EraseArgs {
     pub devices: Vec<PathBuf>,
     /// auto (default: the fastest method that writes the pattern), zeroout,
     /// write-same, sct-write-same, nvme-write-zeroes, nvme-format,
-    /// nvme-sanitize, ata-sanitize, discard or stream.
+    /// nvme-sanitize, ata-sanitize, ata-security-erase,
+    /// ata-security-erase-enhanced, discard or stream.
     #[arg(long, default_value = "auto")]
     pub method: String,
     /// Pattern to leave on every block (DMM names, fixed:0xHH.., file:PATH,
