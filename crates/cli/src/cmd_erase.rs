@@ -103,7 +103,8 @@ pub struct EraseArgs {
     pub devices: Vec<PathBuf>,
     /// auto (default: the fastest method that writes the pattern), zeroout,
     /// write-same, sct-write-same, nvme-write-zeroes, nvme-format,
-    /// nvme-sanitize, ata-sanitize, discard or stream.
+    /// nvme-sanitize, ata-sanitize, ata-security-erase,
+    /// ata-security-erase-enhanced, discard or stream.
     #[arg(long, default_value = "auto")]
     pub method: String,
     /// Pattern to leave on every block (DMM names, fixed:0xHH.., file:PATH,
@@ -491,13 +492,14 @@ fn print_dry_run(out: &OutputArgs, plan: &DryRun) -> anyhow::Result<()> {
     );
     for d in &plan.drives {
         s.push_str(&format!(
-            "  {}  {} serial {}  {}, {} B sectors\n    method {}: {}\n    estimate: erase {}, verify {} ({})\n",
+            "  {}  {} serial {}  {}, {} B sectors\n    method {} (NIST SP 800-88 {}): {}\n    estimate: erase {}, verify {} ({})\n",
             d.device.display(),
             d.model.as_deref().unwrap_or("-"),
             d.serial.as_deref().unwrap_or("(none: confirm by path)"),
             human_size(d.size),
             d.logical_sector,
             d.method,
+            d.nist_category,
             d.reason,
             secs(d.estimated_erase_seconds),
             secs(d.estimated_verify_seconds),

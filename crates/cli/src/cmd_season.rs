@@ -36,6 +36,12 @@ pub struct SeasonArgs {
     /// image runs only with --image or --image-trace).
     #[arg(long, default_value = "all")]
     pub stages: String,
+    /// Purge by this method instead of the strongest the drive offers:
+    /// nvme-sanitize, nvme-format, ata-sanitize, ata-security-erase-enhanced,
+    /// ata-security-erase or discard (refused, nothing written, when the
+    /// drive cannot).
+    #[arg(long, value_name = "METHOD", default_value = "auto")]
+    pub purge: String,
     /// Sequential fill passes of 128 KiB writes over every LBA.
     #[arg(long = "fill-passes", default_value_t = 2)]
     pub fill_passes: u32,
@@ -103,6 +109,20 @@ pub fn run(a: SeasonArgs) -> anyhow::Result<u8> {
         ));
     }
     let stages = Stages::parse(&a.stages).map_err(|e| usage(e.to_string()))?;
+    let purge = match a.purge.as_str() {
+        "auto" => None,
+        m => Some(
+            m.parse::<drivelab_erase::Method>()
+                .ok()
+                .filter(|m| drivelab_season::purge::PURGE_METHODS.contains(&m.name()))
+                .ok_or_else(|| {
+                    usage(format!(
+                        "--purge {m}: not a purge method; use auto or one of {}",
+                        drivelab_season::purge::PURGE_METHODS.join(", ")
+                    ))
+                })?,
+        ),
+    };
     let round_seconds = seconds("--round-time", &a.round_time)?;
     let compare_seconds = match &a.compare_time {
         Some(s) => seconds("--compare-time", s)?,
@@ -112,6 +132,7 @@ pub fn run(a: SeasonArgs) -> anyhow::Result<u8> {
         devices: a.devices.clone(),
         options: Options {
             stages,
+            purge,
             image_required: a.stages.split(',').any(|s| s.trim() == "image"),
             fill_passes: a.fill_passes,
             workload: a.workload.clone(),

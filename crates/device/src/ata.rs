@@ -31,8 +31,18 @@ pub mod command {
     pub const WRITE_LOG_EXT: u8 = 0x3F;
     /// DATA SET MANAGEMENT (TRIM).
     pub const DATA_SET_MANAGEMENT: u8 = 0x06;
+    /// SECURITY SET PASSWORD.
+    pub const SECURITY_SET_PASSWORD: u8 = 0xF1;
+    /// SECURITY UNLOCK.
+    pub const SECURITY_UNLOCK: u8 = 0xF2;
+    /// SECURITY ERASE PREPARE.
+    pub const SECURITY_ERASE_PREPARE: u8 = 0xF3;
     /// SECURITY ERASE UNIT.
     pub const SECURITY_ERASE_UNIT: u8 = 0xF4;
+    /// SECURITY FREEZE LOCK.
+    pub const SECURITY_FREEZE_LOCK: u8 = 0xF5;
+    /// SECURITY DISABLE PASSWORD.
+    pub const SECURITY_DISABLE_PASSWORD: u8 = 0xF6;
 }
 
 /// Whether the ATA command `command` with FEATURE bits 7:0 `feature`
@@ -92,8 +102,10 @@ pub fn modifies_medium(command: u8, feature: u8) -> bool {
         // WRITE DMA QUEUED (obsolete), CFA WRITE MULTIPLE WITHOUT ERASE,
         // WRITE MULTIPLE FUA EXT.
         0xC5 | 0xCA..=0xCE => true,
-        // SECURITY SET PASSWORD, SECURITY ERASE PREPARE, SECURITY ERASE UNIT.
-        0xF1 | 0xF3 | 0xF4 => true,
+        // The Security feature set (ACS-3): SET PASSWORD, UNLOCK, ERASE
+        // PREPARE, ERASE UNIT, FREEZE LOCK, DISABLE PASSWORD; each changes
+        // the drive's security state or (ERASE UNIT) its every block.
+        0xF1..=0xF6 => true,
         // SET MAX ADDRESS (and its SET PASSWORD / LOCK / UNLOCK / FREEZE LOCK).
         0xF9 => true,
         _ => false,
@@ -484,8 +496,24 @@ pub fn execute(
     name: &str,
     data: AtaData<'_>,
 ) -> Result<Option<AtaRegisters>, AtaError> {
+    execute_with_timeout(dev, pt, name, data, None)
+}
+
+/// [`execute`] with this command's own timeout in ms (`None`: the
+/// handle's default).
+pub fn execute_with_timeout(
+    dev: &SgDevice,
+    pt: &AtaPassThrough,
+    name: &str,
+    data: AtaData<'_>,
+    timeout_ms: Option<u32>,
+) -> Result<Option<AtaRegisters>, AtaError> {
     let cdb = pt.build16();
     let cmd = ScsiCommand::new(&cdb);
+    let cmd = match timeout_ms {
+        Some(t) => cmd.timeout_ms(t),
+        None => cmd,
+    };
     let mut cmd = match data {
         AtaData::None => cmd,
         AtaData::In(b) => cmd.data_in(b),
@@ -610,6 +638,9 @@ pub struct IdentifyDevice {
     pub security_erase_minutes: Option<u32>,
     /// Enhanced security erase time in minutes (word 90), when reported.
     pub enhanced_erase_minutes: Option<u32>,
+    /// The whole Security feature set state (words 82, 89, 90, 128),
+    /// including count expired and the "more than" erase times.
+    pub security: crate::ata_security::SecurityState,
     /// DATA SET MANAGEMENT TRIM supported (word 169 bit 0).
     pub trim: bool,
     /// Deterministic read after TRIM (word 69 bit 14).
@@ -699,6 +730,7 @@ impl IdentifyDevice {
             security_enhanced_erase: w[128] & (1 << 5) != 0,
             security_erase_minutes: erase_minutes(w[89]),
             enhanced_erase_minutes: erase_minutes(w[90]),
+            security: crate::ata_security::SecurityState::from_words(w[82], w[89], w[90], w[128]),
             trim: w[169] & 1 != 0,
             trim_deterministic: w[69] & (1 << 14) != 0,
             trim_reads_zero: w[69] & (1 << 5) != 0,
@@ -1158,6 +1190,9 @@ mod tests {
             (0xF1, 0x00, "SECURITY SET PASSWORD"),
             (0xF3, 0x00, "SECURITY ERASE PREPARE"),
             (0xF4, 0x00, "SECURITY ERASE UNIT"),
+            (0xF2, 0x00, "SECURITY UNLOCK"),
+            (0xF5, 0x00, "SECURITY FREEZE LOCK"),
+            (0xF6, 0x00, "SECURITY DISABLE PASSWORD"),
             (0xF9, 0x00, "SET MAX ADDRESS"),
         ];
         for &(c, f, name) in writes {

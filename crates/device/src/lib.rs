@@ -12,7 +12,8 @@
 //!   aliases of one another can be found.
 //! - [`sg`], [`scsi`], [`ata`], [`nvme`]: command passthrough (SG_IO, SAT ATA
 //!   PASS-THROUGH, NVMe admin and I/O ioctls), command builders and status
-//!   decoders.
+//!   decoders; [`ata_security`]: ATA SECURITY ERASE UNIT with its temporary
+//!   password, never left set.
 //! - [`health`]: SMART, SCSI log pages, NVMe health and error logs, and
 //!   capacity hidden from the host (HPA, AMA, DCO, NVMe namespaces); reads only.
 //! - [`caps`]: which commands a device supports, discovered by asking it.
@@ -23,6 +24,7 @@
 //! - [`zero`]: `BLKZEROOUT`, the kernel's zero-out of a byte range.
 
 pub mod ata;
+pub mod ata_security;
 pub mod blockdev;
 pub mod caps;
 pub mod claim;

@@ -8,16 +8,20 @@
 //! 3. ATA SANITIZE, block erase (crypto scramble when only that is
 //!    offered; overwrite alone is not a purge for this purpose: it leaves
 //!    every block written, the opposite of fresh);
-//! 4. a whole-device discard (BLKDISCARD through the claim): the drive
+//! 4. ATA SECURITY ERASE UNIT, enhanced mode when offered, else normal
+//!    (a temporary password, never left set); a frozen, locked or
+//!    password-protected drive is listed with the reason and how to fix it;
+//! 5. a whole-device discard (BLKDISCARD through the claim): the drive
 //!    learns that no LBA holds data, which is what a fresh drive is;
-//! 5. nothing: "not purged: <why>", and the measurements after it are not
+//! 6. nothing: "not purged: <why>", and the measurements after it are not
 //!    called fresh.
 //!
-//! SCSI SANITIZE and ATA SECURITY ERASE UNIT are not drivelab methods yet;
-//! a drive that offers only them is told so in the method list.
-//! Sanitize and format run through [`drivelab_erase::run::run_all`] (with
-//! no read-back), so they are the erase command's own code and leave its
-//! signed certificate.
+//! `--purge METHOD` asks for one of them by name; a drive that cannot run
+//! it is refused before anything is written ([`choose_requested`]).
+//! SCSI SANITIZE is not a drivelab method yet; a SCSI drive is told so in
+//! the method list. Sanitize, format and security erase run through
+//! [`drivelab_erase::run::run_all`] (with no read-back), so they are the
+//! erase command's own code and leave its signed certificate.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -46,29 +50,15 @@ pub struct PurgeChoice {
     pub methods: Vec<(String, String)>,
 }
 
-/// Choose the purge for a drive offering `o` (ATA security erase offered:
-/// `ata_security`, frozen: `frozen`).
-pub fn choose(o: &Offers, ata_security: bool, frozen: bool) -> PurgeChoice {
-    let mut methods = Vec::new();
-    let mut pick: Option<(Method, bool, bool, String)> = None;
-    let mut consider = |name: &str, ok: Result<(Method, bool, bool, String), String>| match ok {
-        Ok(p) => {
-            methods.push((
-                name.to_string(),
-                if pick.is_none() {
-                    "yes".to_string()
-                } else {
-                    "offered (a stronger method is used)".to_string()
-                },
-            ));
-            if pick.is_none() {
-                pick = Some(p);
-            }
-        }
-        Err(why) => methods.push((name.to_string(), why)),
-    };
+/// A purge the drive offers: method, crypto, ATA block erase, reason.
+type Candidate = (Method, bool, bool, String);
+
+/// Every purge method for a drive offering `o`, strongest first, each
+/// with what it would do or why the drive cannot.
+fn candidates(o: &Offers) -> Vec<(&'static str, Result<Candidate, String>)> {
+    let mut v: Vec<(&'static str, Result<Candidate, String>)> = Vec::new();
     let (nb, nc, _) = o.nvme_sanitize;
-    consider(
+    v.push((
         "nvme-sanitize",
         if nb {
             Ok((
@@ -85,10 +75,13 @@ pub fn choose(o: &Offers, ata_security: bool, frozen: bool) -> PurgeChoice {
                 "NVMe Sanitize crypto erase (SANICAP)".into(),
             ))
         } else {
-            Err("not offered".into())
+            Err(format!(
+                "the drive does not support NVMe Sanitize (SANICAP, transport {})",
+                o.transport
+            ))
         },
-    );
-    consider(
+    ));
+    v.push((
         "nvme-format",
         if o.nvme_format {
             Ok((
@@ -98,14 +91,17 @@ pub fn choose(o: &Offers, ata_security: bool, frozen: bool) -> PurgeChoice {
                 "NVMe Format NVM, secure erase setting 1 (user data erase)".into(),
             ))
         } else {
-            Err("not offered".into())
+            Err(format!(
+                "the drive does not support NVMe Format NVM (transport {})",
+                o.transport
+            ))
         },
-    );
+    ));
     if o.transport == "scsi" {
-        consider("scsi-sanitize", Err("not yet a drivelab method".into()));
+        v.push(("scsi-sanitize", Err("not yet a drivelab method".into())));
     }
     let (ow, blk, cr) = o.ata_sanitize;
-    consider(
+    v.push((
         "ata-sanitize",
         if blk {
             Ok((
@@ -124,10 +120,54 @@ pub fn choose(o: &Offers, ata_security: bool, frozen: bool) -> PurgeChoice {
         } else if ow {
             Err("overwrite only: it leaves every block written, not fresh".into())
         } else {
-            Err("not offered".into())
+            Err(format!(
+                "the drive does not support ATA SANITIZE (transport {})",
+                o.transport
+            ))
         },
-    );
-    consider(
+    ));
+    // ATA security erase: below SANITIZE (whose block erase is the
+    // dependable purge of flash), above a discard. Enhanced when offered
+    // (it reaches reallocated sectors too), else normal.
+    let sec = |enhanced: bool| -> Result<Candidate, String> {
+        let Some(s) = o.ata_security else {
+            return Err(format!(
+                "ATA security erase is not supported by this drive (transport {}: no ATA IDENTIFY)",
+                o.transport
+            ));
+        };
+        if let Some(r) = s.refusal(enhanced) {
+            return Err(r.to_string());
+        }
+        let (m, mode) = if enhanced {
+            (Method::AtaSecurityEraseEnhanced, "enhanced")
+        } else {
+            (Method::AtaSecurityErase, "normal")
+        };
+        Ok((
+            m,
+            false,
+            false,
+            format!(
+                "ATA SECURITY ERASE UNIT, {mode} mode (the drive estimates {})",
+                s.erase_time(enhanced)
+            ),
+        ))
+    };
+    let enhanced = o.ata_security.is_some_and(|s| s.enhanced_erase_supported);
+    v.push((
+        "ata-security-erase-enhanced",
+        if enhanced || o.ata_security.is_none() {
+            sec(true)
+        } else {
+            Err(
+                "the drive does not support enhanced security erase (IDENTIFY word 128 bit 5)"
+                    .into(),
+            )
+        },
+    ));
+    v.push(("ata-security-erase", sec(false)));
+    v.push((
         "discard",
         if o.discard {
             Ok((
@@ -139,7 +179,69 @@ pub fn choose(o: &Offers, ata_security: bool, frozen: bool) -> PurgeChoice {
         } else {
             Err("the drive does not support discard".into())
         },
-    );
+    ));
+    v
+}
+
+/// The `--purge` names: every method [`candidates`] knows.
+pub const PURGE_METHODS: [&str; 6] = [
+    "nvme-sanitize",
+    "nvme-format",
+    "ata-sanitize",
+    "ata-security-erase-enhanced",
+    "ata-security-erase",
+    "discard",
+];
+
+/// Choose the purge for a drive offering `o`: the strongest it offers
+/// (`requested` None), or exactly `requested` — an error saying why when
+/// the drive cannot (a refusal: nothing is written).
+pub fn choose_requested(o: &Offers, requested: Option<Method>) -> Result<PurgeChoice, String> {
+    let all = candidates(o);
+    if let Some(m) = requested {
+        let name = m.name();
+        let Some((_, c)) = all.iter().find(|(n, _)| *n == name) else {
+            return Err(format!(
+                "--purge {name} is not a purge method; use one of {}",
+                PURGE_METHODS.join(", ")
+            ));
+        };
+        return match c {
+            Ok((m, crypto, ata_block, reason)) => Ok(PurgeChoice {
+                method: Some(*m),
+                crypto: *crypto,
+                ata_block: *ata_block,
+                reason: format!("requested: {reason}"),
+                methods: vec![(name.to_string(), "yes (requested)".to_string())],
+            }),
+            Err(why) => Err(format!("--purge {name}: {why}")),
+        };
+    }
+    Ok(choose(o))
+}
+
+/// Choose the strongest purge a drive offering `o` supports.
+pub fn choose(o: &Offers) -> PurgeChoice {
+    let mut methods = Vec::new();
+    let mut pick: Option<Candidate> = None;
+    for (name, c) in candidates(o) {
+        match c {
+            Ok(p) => {
+                methods.push((
+                    name.to_string(),
+                    if pick.is_none() {
+                        "yes".to_string()
+                    } else {
+                        "offered (a stronger method is used)".to_string()
+                    },
+                ));
+                if pick.is_none() {
+                    pick = Some(p);
+                }
+            }
+            Err(why) => methods.push((name.to_string(), why)),
+        }
+    }
     match pick {
         Some((m, crypto, ata_block, reason)) => PurgeChoice {
             method: Some(m),
@@ -148,28 +250,14 @@ pub fn choose(o: &Offers, ata_security: bool, frozen: bool) -> PurgeChoice {
             reason,
             methods,
         },
-        None => {
-            let mut why = "the drive offers no sanitize, secure format or discard".to_string();
-            if ata_security || frozen {
-                let state = if frozen {
-                    " (its security is frozen: a power cycle or hot-plug unfreezes it)"
-                } else {
-                    ""
-                };
-                methods.push((
-                    "ata-security-erase".into(),
-                    format!("offered by the drive{state}, not yet a drivelab method"),
-                ));
-                why.push_str("; ATA SECURITY ERASE UNIT is not yet supported by drivelab");
-            }
-            PurgeChoice {
-                method: None,
-                crypto: false,
-                ata_block: false,
-                reason: why,
-                methods,
-            }
-        }
+        None => PurgeChoice {
+            method: None,
+            crypto: false,
+            ata_block: false,
+            reason: "the drive offers no sanitize, secure format, security erase or discard"
+                .to_string(),
+            methods,
+        },
     }
 }
 
@@ -308,6 +396,7 @@ pub fn identity(d: &Drive) -> crate::result::Identity {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use drivelab_device::ata_security::SecurityState;
 
     #[test]
     fn the_strongest_offered_method_wins() {
@@ -318,7 +407,7 @@ mod tests {
             discard: true,
             ..Offers::default()
         };
-        let c = choose(&nvme, false, false);
+        let c = choose(&nvme);
         assert_eq!((c.method, c.crypto), (Some(Method::NvmeSanitize), true));
         assert!(c
             .methods
@@ -328,41 +417,99 @@ mod tests {
             nvme_sanitize: (false, false, false),
             ..nvme.clone()
         };
-        assert_eq!(choose(&fmt, false, false).method, Some(Method::NvmeFormat));
+        assert_eq!(choose(&fmt).method, Some(Method::NvmeFormat));
         let ata = Offers {
             transport: "ata-via-sat".into(),
             ata_sanitize: (true, true, false),
+            ata_security: Some(SecurityState::from_words(2, 1, 1, 0x21)),
             discard: true,
             ..Offers::default()
         };
-        let c = choose(&ata, false, false);
+        let c = choose(&ata);
         assert_eq!(c.method, Some(Method::AtaSanitize));
         assert!(c.ata_block && !c.crypto);
-        // Overwrite alone is no purge for seasoning: discard is used.
+        // Overwrite alone is no purge for seasoning: security erase is used,
+        // enhanced when offered, reported by name.
         let ow = Offers {
             ata_sanitize: (true, false, false),
             ..ata.clone()
         };
-        assert_eq!(choose(&ow, false, false).method, Some(Method::Discard));
+        let c = choose(&ow);
+        assert_eq!(c.method, Some(Method::AtaSecurityEraseEnhanced));
+        assert!(
+            c.reason.contains("ATA SECURITY ERASE UNIT, enhanced"),
+            "{}",
+            c.reason
+        );
+        let normal = Offers {
+            ata_security: Some(SecurityState::from_words(2, 1, 1, 0x01)),
+            ..ow.clone()
+        };
+        assert_eq!(choose(&normal).method, Some(Method::AtaSecurityErase));
+        // Frozen: discard, and the list says how to unfreeze.
+        let frozen = Offers {
+            ata_security: Some(SecurityState::from_words(2, 1, 1, 0x09)),
+            ..ow.clone()
+        };
+        let c = choose(&frozen);
+        assert_eq!(c.method, Some(Method::Discard));
+        let (_, why) = c
+            .methods
+            .iter()
+            .find(|(n, _)| n == "ata-security-erase")
+            .unwrap();
+        assert!(why.contains("frozen") && why.contains("hot-plug"), "{why}");
     }
 
     #[test]
     fn nothing_offered_is_not_purged_and_says_why() {
         let none = Offers {
             transport: "ata-via-sat".into(),
+            ata_security: Some(SecurityState::default()),
             ..Offers::default()
         };
-        let c = choose(&none, false, false);
+        let c = choose(&none);
         assert_eq!(c.method, None);
         assert!(c.reason.contains("no sanitize"), "{}", c.reason);
-        assert!(!c.methods.iter().any(|(n, _)| n == "ata-security-erase"));
-        let c = choose(&none, true, true);
-        assert!(c.reason.contains("not yet"), "{}", c.reason);
         let (_, why) = c
             .methods
             .iter()
             .find(|(n, _)| n == "ata-security-erase")
             .unwrap();
-        assert!(why.contains("frozen") && why.contains("not yet"), "{why}");
+        assert!(why.contains("not supported by this drive"), "{why}");
+    }
+
+    #[test]
+    fn a_requested_purge_the_drive_lacks_is_refused_by_name() {
+        // QEMU's NVMe disk: Format NVM, no Sanitize.
+        let qemu_nvme = Offers {
+            transport: "nvme".into(),
+            nvme_format: true,
+            discard: true,
+            ..Offers::default()
+        };
+        let c = choose_requested(&qemu_nvme, Some(Method::NvmeFormat)).unwrap();
+        assert_eq!(c.method, Some(Method::NvmeFormat));
+        assert!(
+            c.reason.starts_with("requested: NVMe Format NVM"),
+            "{}",
+            c.reason
+        );
+        let e = choose_requested(&qemu_nvme, Some(Method::NvmeSanitize)).unwrap_err();
+        assert!(
+            e.starts_with("--purge nvme-sanitize: the drive does not support NVMe Sanitize"),
+            "{e}"
+        );
+        let e = choose_requested(&qemu_nvme, Some(Method::AtaSecurityErase)).unwrap_err();
+        assert!(e.contains("not supported by this drive"), "{e}");
+        let e = choose_requested(&qemu_nvme, Some(Method::Stream)).unwrap_err();
+        assert!(e.contains("not a purge method"), "{e}");
+        assert_eq!(
+            choose_requested(&qemu_nvme, None).unwrap().method,
+            Some(Method::NvmeFormat)
+        );
+        for n in PURGE_METHODS {
+            assert!(n.parse::<Method>().is_ok(), "{n}");
+        }
     }
 }

@@ -98,6 +98,8 @@ impl Stages {
 pub struct Options {
     /// Stages.
     pub stages: Stages,
+    /// The purge method (`--purge`); None = the strongest the drive offers.
+    pub purge: Option<Method>,
     /// The image stage was named explicitly (so a missing image is an error).
     pub image_required: bool,
     /// Fill passes (default 2).
@@ -283,6 +285,9 @@ fn check(o: &Options) -> Result<(JobSpec, Option<JobSpec>), SeasonError> {
     if !(o.compare_seconds.is_finite() && o.compare_seconds > 0.0) {
         return bad("--compare-time must be more than 0 seconds");
     }
+    if o.purge.is_some() && !o.stages.purge {
+        return bad("--purge names a purge method, but --stages leaves out purge");
+    }
     if o.max_rounds == 0 {
         return bad("--max-rounds must be at least 1 (PTS: 25; the steady-state window needs 5)");
     }
@@ -363,6 +368,12 @@ pub fn season(req: &Request, fe: &dyn Frontend) -> Result<SeasonReport, SeasonEr
     };
     // Refusals (every drive, one line) and consent, as erase does.
     let all = plan::prepare(&ereq)?;
+    if o.stages.purge {
+        for d in &all.drives {
+            purge::choose_requested(&d.offers, o.purge)
+                .map_err(|e| SeasonError::Refused(format!("{}: {e}", d.dev.path.display())))?;
+        }
+    }
     for d in &all.drives {
         image::check(o.image.as_deref(), o.image_trace.as_deref(), d.size)?;
     }
@@ -556,12 +567,8 @@ fn stages(
             Some(p) => p.clone(),
             None => {
                 st.enter("purge", 0, 0);
-                let caps = d.caps.as_ref();
-                let c = purge::choose(
-                    &d.offers,
-                    caps.is_some_and(|c| c.ata_security_erase),
-                    caps.is_some_and(|c| c.ata_security_frozen),
-                );
+                let c =
+                    purge::choose_requested(&d.offers, o.purge).map_err(SeasonError::Refused)?;
                 let p = purge::purge(plan, &c, &o.state_dir, stop, &o.command_line, &o.version)?
                     .ok_or(Halt::Stopped)?;
                 journal.add(&Entry::Purge(p.clone()))?;

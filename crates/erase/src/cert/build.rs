@@ -62,6 +62,8 @@ fn technique(m: Method, crypto: bool, pattern: &Pattern) -> String {
         Method::NvmeFormat => "user data erase (format)".into(),
         Method::NvmeSanitize => "block erase (sanitize)".into(),
         Method::AtaSanitize => "sanitize (overwrite or block erase)".into(),
+        Method::AtaSecurityErase => "ATA security erase, normal mode (zeroes)".into(),
+        Method::AtaSecurityEraseEnhanced => "ATA enhanced security erase (vendor pattern)".into(),
         Method::Discard => "discard (drive guarantees zeroes)".into(),
         _ => format!("overwrite with {pattern}"),
     }

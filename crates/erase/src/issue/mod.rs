@@ -211,9 +211,11 @@ impl Ctx<'_> {
                 Method::WriteSame => self.write_same(pass, start, &gen)?,
                 Method::SctWriteSame => self.sct_write_same(pass, start)?,
                 Method::NvmeWriteZeroes => self.nvme_write_zeroes(pass, start)?,
-                Method::NvmeFormat | Method::NvmeSanitize | Method::AtaSanitize => {
-                    self.whole_device(pass)?
-                }
+                Method::NvmeFormat
+                | Method::NvmeSanitize
+                | Method::AtaSanitize
+                | Method::AtaSecurityErase
+                | Method::AtaSecurityEraseEnhanced => self.whole_device(pass)?,
             };
         }
         Ok(flow)

@@ -1,6 +1,7 @@
-//! The one-command methods: NVMe Format NVM, NVMe Sanitize and ATA
-//! SANITIZE. One command covers the whole drive; the sanitize commands are
-//! polled to their end, their progress shown as they go.
+//! The one-command methods: NVMe Format NVM, NVMe Sanitize, ATA SANITIZE
+//! and ATA SECURITY ERASE UNIT. One command covers the whole drive; the
+//! sanitize commands are polled to their end, their progress shown as they
+//! go (security erase reports none: it returns when it is done).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -15,13 +16,17 @@ impl Ctx<'_> {
         let size = self.drive.size;
         self.before_command(0);
         let r = match self.drive.choice.method {
-            Method::NvmeFormat => self.nvme_format(),
-            Method::NvmeSanitize => self.nvme_sanitize(),
-            Method::AtaSanitize => self.ata_sanitize(),
+            Method::NvmeFormat => self.nvme_format().map(Some),
+            Method::NvmeSanitize => self.nvme_sanitize().map(Some),
+            Method::AtaSanitize => self.ata_sanitize().map(Some),
+            Method::AtaSecurityErase => self.ata_security_erase(false),
+            Method::AtaSecurityEraseEnhanced => self.ata_security_erase(true),
             other => Err(self.command_error(other.name(), "not a whole-device method".into())),
         };
         self.after_command();
-        let name = r?;
+        let Some(name) = r? else {
+            return Ok(Flow::Stopped);
+        };
         self.rec.command(&name, 1, size);
         self.rec.bytes += size;
         self.mark(pass, size)?;
@@ -143,5 +148,37 @@ impl Ctx<'_> {
         Ok(format!(
             "ATA SANITIZE {what} (B4h) via ATA PASS-THROUGH(16); SANITIZE STATUS EXT polled"
         ))
+    }
+
+    /// ATA SECURITY ERASE UNIT (normal or enhanced) through the claimed
+    /// SG_IO handle, with drivelab's temporary user password, removed
+    /// again after any failure or a stop. `None` when stopped before the
+    /// erase was sent (the password removed).
+    fn ata_security_erase(&self, enhanced: bool) -> Result<Option<String>, EraseError> {
+        use drivelab_device::ata_security::{self, SecurityEraseError};
+        use drivelab_device::sg::SgDevice;
+        let sg =
+            SgDevice::claimed(self.claim).map_err(|e| self.command_error("open", e.to_string()))?;
+        let what = if enhanced {
+            "SECURITY ERASE UNIT (enhanced)"
+        } else {
+            "SECURITY ERASE UNIT"
+        };
+        match ata_security::security_erase(&sg, enhanced, self.shared.stop) {
+            Ok(done) => Ok(Some(format!(
+                "ATA {what} (F4h) via ATA PASS-THROUGH(16), after SECURITY SET PASSWORD (F1h, temporary user password) and SECURITY ERASE PREPARE (F3h); erase took {:.0} s (the drive estimated {}); security {} afterwards (IDENTIFY word 128)",
+                done.erase_seconds,
+                done.estimate,
+                if done.after.enabled { "still enabled" } else { "disabled, no password" }
+            ))),
+            Err(SecurityEraseError::Stopped { cleanup, .. }) => {
+                if matches!(cleanup, ata_security::Cleanup::StillSet { .. }) {
+                    Err(self.command_error(what, format!("stopped; {cleanup}")))
+                } else {
+                    Ok(None)
+                }
+            }
+            Err(e) => Err(self.command_error(what, e.to_string())),
+        }
     }
 }

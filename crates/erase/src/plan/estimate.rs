@@ -55,6 +55,23 @@ pub fn estimate(d: &Drive, opts: &Options, n: usize) -> (f64, f64, String) {
     }
     let erase = match m {
         Method::NvmeFormat | Method::NvmeSanitize | Method::AtaSanitize if opts.crypto => 10.0,
+        Method::AtaSecurityErase | Method::AtaSecurityEraseEnhanced => {
+            let enhanced = m == Method::AtaSecurityEraseEnhanced;
+            match d
+                .offers
+                .ata_security
+                .and_then(|s| s.erase_time(enhanced).minutes())
+            {
+                Some(min) => {
+                    note = format!(
+                        "the drive's own estimate (IDENTIFY word {})",
+                        if enhanced { 90 } else { 89 }
+                    );
+                    f64::from(min) * 60.0
+                }
+                None => bytes / erase_rate,
+            }
+        }
         _ => bytes / erase_rate,
     };
     let verify_share = match opts.verify {
@@ -82,6 +99,8 @@ pub struct DryRunDrive {
     pub method: Method,
     /// Why.
     pub reason: String,
+    /// NIST SP 800-88 category of the method ("Clear" or "Purge").
+    pub nist_category: &'static str,
     /// Whether BLKZEROOUT is offloaded.
     pub zeroout_offloaded: bool,
     /// Estimated erase time (all passes), seconds.
@@ -129,6 +148,7 @@ pub fn dry_run(drives: &[Drive], opts: &Options) -> DryRun {
                 logical_sector: d.lbs,
                 method: d.choice.method,
                 reason: d.choice.reason.clone(),
+                nist_category: d.choice.method.nist_category(opts.crypto),
                 zeroout_offloaded: d.zeroout_offloaded(),
                 estimated_erase_seconds: erase,
                 estimated_verify_seconds: verify,

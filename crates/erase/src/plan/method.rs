@@ -12,6 +12,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use drivelab_device::ata_security::SecurityState;
 use drivelab_device::caps::{Capabilities, Transport};
 use drivelab_patterns::Pattern;
 use serde::{Deserialize, Serialize};
@@ -43,6 +44,13 @@ pub enum Method {
     /// ATA SANITIZE (overwrite with a 32-bit pattern, block erase, or crypto
     /// scramble with `crypto`).
     AtaSanitize,
+    /// ATA SECURITY ERASE UNIT, normal mode, through SAT (temporary user
+    /// password, ERASE PREPARE, ERASE UNIT): the drive writes zeroes over
+    /// every user-addressable sector.
+    AtaSecurityErase,
+    /// ATA SECURITY ERASE UNIT, enhanced mode: the drive's own pattern over
+    /// all user data, reallocated sectors included.
+    AtaSecurityEraseEnhanced,
     /// BLKDISCARD over the whole drive: only where the drive guarantees that
     /// discarded blocks read back as zeroes.
     Discard,
@@ -51,7 +59,7 @@ pub enum Method {
 }
 
 /// Every concrete method, in the order `--help` lists them.
-pub const ALL: [Method; 10] = [
+pub const ALL: [Method; 12] = [
     Method::Auto,
     Method::Zeroout,
     Method::WriteSame,
@@ -60,6 +68,8 @@ pub const ALL: [Method; 10] = [
     Method::NvmeFormat,
     Method::NvmeSanitize,
     Method::AtaSanitize,
+    Method::AtaSecurityErase,
+    Method::AtaSecurityEraseEnhanced,
     Method::Discard,
     Method::Stream,
 ];
@@ -76,6 +86,8 @@ impl Method {
             Method::NvmeFormat => "nvme-format",
             Method::NvmeSanitize => "nvme-sanitize",
             Method::AtaSanitize => "ata-sanitize",
+            Method::AtaSecurityErase => "ata-security-erase",
+            Method::AtaSecurityEraseEnhanced => "ata-security-erase-enhanced",
             Method::Discard => "discard",
             Method::Stream => "stream",
         }
@@ -86,16 +98,36 @@ impl Method {
     pub fn whole_device(self) -> bool {
         matches!(
             self,
-            Method::NvmeFormat | Method::NvmeSanitize | Method::AtaSanitize
+            Method::NvmeFormat
+                | Method::NvmeSanitize
+                | Method::AtaSanitize
+                | Method::AtaSecurityErase
+                | Method::AtaSecurityEraseEnhanced
         )
+    }
+
+    /// Whether the data the method leaves is the drive's choice, not the
+    /// pattern (so a read-back has nothing to compare against).
+    pub fn leaves_indeterminate_data(self, crypto: bool) -> bool {
+        (crypto && self.whole_device()) || self == Method::AtaSecurityEraseEnhanced
     }
 
     /// NIST SP 800-88 category of the method ("Clear" for overwrites the
     /// host can address, "Purge" for device sanitize commands).
+    ///
+    /// ATA security erase: SP 800-88 Rev. 1 (glossary, "Secure Erase";
+    /// Appendix A) describes the normal mode as covering only LBA 0 to the
+    /// native max address — the sectors an overwrite reaches, so Clear —
+    /// and the enhanced mode as overwriting all user data including
+    /// reallocated sectors, listed as a Purge for ATA drives, with the
+    /// caution that what it does is vendor- and model-specific (on flash,
+    /// SANITIZE BLOCK ERASE / CRYPTO SCRAMBLE are the dependable purge).
+    /// So: normal = Clear, enhanced = Purge.
     pub fn nist_category(self, crypto: bool) -> &'static str {
         match self {
             Method::NvmeSanitize | Method::AtaSanitize => "Purge",
             Method::NvmeFormat if crypto => "Purge",
+            Method::AtaSecurityEraseEnhanced => "Purge",
             _ => "Clear",
         }
     }
@@ -145,6 +177,9 @@ pub struct Offers {
     pub nvme_sanitize: (bool, bool, bool),
     /// ATA Sanitize overwrite / block erase / crypto scramble.
     pub ata_sanitize: (bool, bool, bool),
+    /// The ATA Security feature set state (IDENTIFY words 82, 89, 90,
+    /// 128); None when the drive is not ATA or IDENTIFY failed.
+    pub ata_security: Option<SecurityState>,
     /// Discard works.
     pub discard: bool,
     /// Discarded blocks read back as zeroes.
@@ -185,6 +220,7 @@ impl Offers {
                 c.ata_sanitize.block,
                 c.ata_sanitize.crypto,
             ),
+            ata_security: c.ata_identify.as_ref().map(|i| i.security),
             discard: c.discard,
             reads_zero_after_discard: c.reads_zero_after_unmap,
         }
@@ -224,6 +260,14 @@ pub fn is_zero_pattern(p: &Pattern, block_size: usize) -> bool {
 /// Pick the fastest method that writes `pattern` on a drive with `offers`.
 /// Device sanitize and format commands are never picked automatically: they
 /// purge (and may leave indeterminate data), so they must be asked for.
+///
+/// Nor is ATA security erase, though its normal mode writes zeroes: it
+/// must set a user password on the drive (a power loss mid-erase leaves
+/// the drive locked with it), cannot be stopped once sent, gives no
+/// progress, and on flash its effect is vendor-specific; an offloaded
+/// zero-write (or SCT Write Same) reaches the same blocks without any of
+/// that. It is there for the user who asks for it, and for `season`'s
+/// purge when nothing stronger exists.
 pub fn choose(o: &Offers, pattern: &Pattern, block_size: usize) -> Choice {
     let zero = is_zero_pattern(pattern, block_size);
     if zero && o.nvme_write_zeroes {
@@ -296,6 +340,8 @@ pub fn check_available(
         Method::NvmeFormat => ask.nvme_format(),
         Method::NvmeSanitize => ask.nvme_sanitize(),
         Method::AtaSanitize => ask.ata_sanitize(),
+        Method::AtaSecurityErase => ask.ata_security_erase(false),
+        Method::AtaSecurityEraseEnhanced => ask.ata_security_erase(true),
         Method::Discard => ask.discard(),
     };
     reason
@@ -458,6 +504,44 @@ impl Ask<'_> {
         }
     }
 
+    fn ata_security_erase(&self, enhanced: bool) -> Result<String, String> {
+        let name = if enhanced {
+            "ata-security-erase-enhanced"
+        } else {
+            "ata-security-erase"
+        };
+        if self.crypto {
+            return Err(format!(
+                "--crypto does not apply to {name}; drop it (ata-sanitize --crypto is the ATA crypto scramble)"
+            ));
+        }
+        if !self.zero {
+            return Err(format!(
+                "{name} leaves {} on the drive, not pattern {}; use --pattern allzeros",
+                if enhanced {
+                    "the drive's own pattern"
+                } else {
+                    "zeroes"
+                },
+                self.pattern
+            ));
+        }
+        let Some(s) = self.o.ata_security else {
+            return Err(format!(
+                "ATA security erase is not supported by this drive (transport {}: no ATA IDENTIFY DEVICE through SAT)",
+                self.o.transport
+            ));
+        };
+        if let Some(r) = s.refusal(enhanced) {
+            return Err(r.to_string());
+        }
+        Ok(format!(
+            "requested: ATA SECURITY ERASE UNIT, {} mode, with a temporary user password (the drive estimates {})",
+            if enhanced { "enhanced" } else { "normal" },
+            s.erase_time(enhanced)
+        ))
+    }
+
     fn discard(&self) -> Result<String, String> {
         self.needs_zero("discard")?;
         if !self.o.discard {
@@ -575,6 +659,8 @@ mod tests {
             Method::NvmeFormat,
             Method::NvmeSanitize,
             Method::AtaSanitize,
+            Method::AtaSecurityErase,
+            Method::AtaSecurityEraseEnhanced,
             Method::Discard,
         ] {
             let e = check_available(m, &loopish, &z, 512, false, "/dev/loop9").unwrap_err();
@@ -585,5 +671,126 @@ mod tests {
         );
         assert!(check_available(Method::Zeroout, &loopish, &z, 512, false, "x").is_ok());
         assert!(check_available(Method::Stream, &loopish, &p("random"), 512, false, "x").is_ok());
+    }
+
+    fn ata_with(w128: u16) -> Offers {
+        Offers {
+            transport: "ata-via-sat".into(),
+            ata_security: Some(SecurityState::from_words(0, 0x0010, 0x0020, w128)),
+            zeroout_offload: true,
+            ..Offers::default()
+        }
+    }
+
+    #[test]
+    fn ata_security_erase_is_checked_against_the_identify_state() {
+        let z = p("allzeros");
+        // QEMU's AHCI disk: no Security feature set.
+        let e = check_available(
+            Method::AtaSecurityErase,
+            &ata_with(0),
+            &z,
+            512,
+            false,
+            "/dev/sda",
+        )
+        .unwrap_err();
+        assert!(e.is_refusal());
+        assert!(e.to_string().contains("not supported by this drive"), "{e}");
+        // Frozen: one line saying how to unfreeze.
+        let e = check_available(
+            Method::AtaSecurityErase,
+            &ata_with(0x0009),
+            &z,
+            512,
+            false,
+            "d",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("frozen") && e.contains("suspend") && !e.contains('\n'),
+            "{e}"
+        );
+        // Locked / enabled with a password drivelab does not know.
+        for w in [0x0007, 0x0003] {
+            let e = check_available(Method::AtaSecurityErase, &ata_with(w), &z, 512, false, "d")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("password drivelab does not know"), "{e}");
+        }
+        // Supported: normal yes; enhanced only with word 128 bit 5.
+        let c =
+            check_available(Method::AtaSecurityErase, &ata_with(1), &z, 512, false, "d").unwrap();
+        assert!(
+            c.reason.contains("normal mode") && c.reason.contains("about 32 min"),
+            "{}",
+            c.reason
+        );
+        assert!(check_available(
+            Method::AtaSecurityEraseEnhanced,
+            &ata_with(1),
+            &z,
+            512,
+            false,
+            "d"
+        )
+        .is_err());
+        let c = check_available(
+            Method::AtaSecurityEraseEnhanced,
+            &ata_with(0x21),
+            &z,
+            512,
+            false,
+            "d",
+        )
+        .unwrap();
+        assert!(
+            c.reason.contains("enhanced mode") && c.reason.contains("about 64 min"),
+            "{}",
+            c.reason
+        );
+        // A pattern it cannot leave, or --crypto: refused.
+        assert!(check_available(
+            Method::AtaSecurityErase,
+            &ata_with(1),
+            &p("allones"),
+            512,
+            false,
+            "d"
+        )
+        .is_err());
+        assert!(
+            check_available(Method::AtaSecurityErase, &ata_with(1), &z, 512, true, "d").is_err()
+        );
+        // Not ATA at all.
+        let nvme = Offers {
+            transport: "nvme".into(),
+            ..Offers::default()
+        };
+        let e = check_available(Method::AtaSecurityErase, &nvme, &z, 512, false, "d").unwrap_err();
+        assert!(e.to_string().contains("not supported by this drive"), "{e}");
+    }
+
+    #[test]
+    fn ata_security_erase_classes_and_auto() {
+        assert_eq!(Method::AtaSecurityErase.nist_category(false), "Clear");
+        assert_eq!(
+            Method::AtaSecurityEraseEnhanced.nist_category(false),
+            "Purge"
+        );
+        assert!(Method::AtaSecurityErase.whole_device());
+        assert!(!Method::AtaSecurityErase.leaves_indeterminate_data(false));
+        assert!(Method::AtaSecurityEraseEnhanced.leaves_indeterminate_data(false));
+        // auto never picks it, even on a drive with nothing else.
+        let only = Offers {
+            zeroout_offload: false,
+            ..ata_with(0x21)
+        };
+        assert_eq!(choose(&only, &p("allzeros"), 512).method, Method::Stream);
+        assert_eq!(
+            choose(&ata_with(0x21), &p("allzeros"), 512).method,
+            Method::Zeroout
+        );
     }
 }

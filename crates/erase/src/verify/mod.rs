@@ -133,9 +133,13 @@ pub(crate) fn verify_drive(
         reads: None,
         seconds: 0.0,
     };
-    let crypto_purge = opts.crypto && d.choice.method.whole_device();
-    if opts.verify != VerifyMode::None && crypto_purge {
-        v.section.result = "not applicable (cryptographic erase leaves indeterminate data)".into();
+    let m = d.choice.method;
+    if opts.verify != VerifyMode::None && m.leaves_indeterminate_data(opts.crypto) {
+        v.section.result = if opts.crypto {
+            "not applicable (cryptographic erase leaves indeterminate data)".into()
+        } else {
+            format!("not applicable ({m} leaves the drive's own pattern)")
+        };
     } else if opts.verify != VerifyMode::None {
         let res = read_drive(d, opts, seed, skipped, shared, progress, &mut v.section)?;
         judge(&mut v, res, d.size, opts.skip_errors);
