@@ -708,7 +708,8 @@ fn stages(
             while rounds.len() < o.max_rounds && !steady::assess(&values(&rounds), &PTS).steady {
                 let n = rounds.len() + 1;
                 st.round(n, o.max_rounds, o.round_seconds);
-                let (m, written) = round::run(claim, workload, o.round_seconds, stop, &st.done)?
+                let spec = round::for_round(workload, n);
+                let (m, written) = round::run(claim, &spec, o.round_seconds, stop, &st.done)?
                     .ok_or(Halt::Stopped)?;
                 let r = Round {
                     round: n,
