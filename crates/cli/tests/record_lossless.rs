@@ -1,16 +1,21 @@
 //! `drivelab trace record` loses nothing at full speed (issue 15 item 5):
-//! a 10 s run of 4 KiB random reads at QD32 on zram, as fast as the machine
+//! a 60 s run of 4 KiB random reads at QD32 on zram, as fast as the machine
 //! goes, recorded with default settings. Every I/O drivelab reports is in
 //! the trace, one request each, and the kernel reports no lost event.
-//! Correctness only: the IOPS reached are printed, never asserted.
+//! Correctness only: the IOPS reached are printed, never asserted. This is
+//! the workspace's one long test (about 62 s); the trace (some 10 million
+//! requests) is counted straight from the native file, not converted.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use drivelab_testkit::{require_root, TempDir, Zram};
+use drivelab_trace::{open_file, Op, ReadOptions};
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
+/// The run's length, seconds: the issue's 60.
+const RUNTIME_S: u64 = 60;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -42,7 +47,8 @@ fn a_full_speed_zram_run_is_recorded_without_losing_an_event() {
             "--iodepth=32",
         ])
         .arg(format!("--filename={}", s(&z.path)))
-        .args(["--runtime=10", "--output-format=json"])
+        .arg(format!("--runtime={RUNTIME_S}"))
+        .arg("--output-format=json")
         .output()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
@@ -72,26 +78,12 @@ fn a_full_speed_zram_run_is_recorded_without_losing_an_event() {
     let ios = read["total_ios"].as_u64().unwrap();
     assert!(ios > 0, "{report}");
 
-    // Every 4 KiB read in the trace, through the fio iolog conversion.
-    let log = d.join("rec.iolog");
-    let out = Command::new(BIN)
-        .args(["trace", "convert", s(&trace), s(&log)])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = std::fs::read_to_string(&log).unwrap();
+    // Every 4 KiB read in the trace, counted as the native file streams.
+    let (_, reader) = open_file(&trace, None, ReadOptions::default()).unwrap();
     let (mut reads_4k, mut other) = (0u64, 0u64);
-    for l in text.lines() {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if f.len() != 5 {
-            continue;
-        }
-        if f[2] == "read" && f[4] == "4096" {
+    for r in reader {
+        let r = r.unwrap();
+        if r.op == Op::Read && r.len == 4096 {
             reads_4k += 1;
         } else {
             other += 1;
