@@ -417,7 +417,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         }
     }
     let result = execute(&planned, stop, &mut progress);
-    drop(progress);
     display.finish();
     if scratch && !scratch_existed {
         let _ = std::fs::remove_file(&scratch_path);

@@ -390,8 +390,7 @@ fn run_one(
     job: &PlannedJob,
     ticket: Ticket<'_>,
     stop: &AtomicBool,
-    progress: &AtomicU64,
-    live: &Arc<LiveCounters>,
+    (progress, live): (&AtomicU64, &Arc<LiveCounters>),
     finished: &[AtomicBool],
 ) -> Result<JobOutcome, RunError> {
     let spec = &job.spec;
@@ -668,8 +667,15 @@ pub fn execute(
                 let spawned = std::thread::Builder::new()
                     .name(format!("job-{}", job.spec.name))
                     .spawn_scoped(s, move || {
-                        let r =
-                            run_one(plan, claims, job, gate.ticket(), stop, ctr, live, finished);
+                        let r = run_one(
+                            plan,
+                            claims,
+                            job,
+                            gate.ticket(),
+                            stop,
+                            (ctr, live),
+                            finished,
+                        );
                         finished[i].store(true, Ordering::Release);
                         done.fetch_add(1, Ordering::Release);
                         r
