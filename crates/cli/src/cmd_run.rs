@@ -28,37 +28,106 @@ pub struct RunArgs {
     pub args: Vec<String>,
 }
 
-/// The default scratch workload: file name, size, and what it runs.
+/// The scratch target: with no job file and no --filename, a file of this
+/// name and size in the current directory, removed afterwards.
 pub const SCRATCH_FILE: &str = "drivelab-scratch.bin";
 const SCRATCH_SIZE: &str = "256m";
-const SCRATCH_RUNTIME: &str = "5";
+
+/// The preset a bare `drivelab run` (no job file, no --preset, no workload
+/// option) runs; also `--preset quick`.
+pub const QUICK: &str = "quick";
+/// What [`QUICK`] sets, as the user would type it.
+pub const QUICK_OPTIONS: &[(&str, &str)] = &[
+    ("rw", "randrw"),
+    ("rwmixread", "70"),
+    ("bs", "4k"),
+    ("iodepth", "16"),
+    ("size", SCRATCH_SIZE),
+    ("runtime", "5"),
+    ("time_based", "1"),
+];
+
+/// One of `run`'s own flags (not a workload option): name, the value it
+/// takes (None for a bare flag), its choices when fixed, and help.
+pub struct RunFlag {
+    /// The flag without its dashes.
+    pub name: &'static str,
+    /// What the value is, e.g. "FILE" (None: takes no value).
+    pub value: Option<&'static str>,
+    /// The values it accepts, when a fixed set.
+    pub choices: &'static [&'static str],
+    /// One line of help.
+    pub help: &'static str,
+}
+
+/// `run`'s own flags, for the help, completions and man page.
+pub const RUN_FLAGS: &[RunFlag] = &[
+    RunFlag { name: "preset", value: Some("NAME"), choices: &[], help: "an Iometer access specification, or quick (what a bare `drivelab run` runs)" },
+    RunFlag { name: "output-format", value: Some("FMT"), choices: &["normal", "json", "json+", "terse", "normal,json"], help: "normal, json (fio's field names), json+ (with fio's latency bins), terse (fio's terse v3), or several: normal,json" },
+    RunFlag { name: "minimal", value: None, choices: &[], help: "terse v3 lines (fio's --minimal)" },
+    RunFlag { name: "output", value: Some("FILE"), choices: &[], help: "write the results to FILE" },
+    RunFlag { name: "eta", value: Some("WHEN"), choices: &["auto", "always", "never"], help: "the progress line on stderr: auto (when stderr is a terminal), always, never [default: auto]" },
+    RunFlag { name: "eta-newline", value: Some("TIME"), choices: &[], help: "end the progress line with a newline every TIME (s when bare) instead of overwriting it" },
+    RunFlag { name: "force", value: None, choices: &[], help: "write to a device the safety checks refuse (not the running system)" },
+    RunFlag { name: "parse-only", value: None, choices: &[], help: "check the options and job file, run nothing (fio's --parse-only)" },
+    RunFlag { name: "store", value: Some("PATH|URL"), choices: &[], help: "keep the result in this store (default: $DRIVELAB_STORE, else ~/.local/share/drivelab/results.db)" },
+    RunFlag { name: "no-store", value: None, choices: &[], help: "do not keep the result" },
+    RunFlag { name: "help", value: None, choices: &[], help: "this text" },
+];
+
+/// The names `--preset` takes: the Iometer presets and [`QUICK`].
+pub fn preset_names() -> Vec<&'static str> {
+    std::iter::once(QUICK)
+        .chain(presets::PRESETS.iter().map(|p| p.name))
+        .collect()
+}
+
+/// The quick preset as options on one line.
+pub fn quick_line() -> String {
+    QUICK_OPTIONS
+        .iter()
+        .map(|(k, v)| format!("--{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The paragraph on defaults, shared by the help and the man page.
+pub fn defaults_text() -> String {
+    format!(
+        "Defaults: every workload option not given has fio's default, listed below.
+With no job file and no --filename, the target is a scratch file
+'{SCRATCH_FILE}' in the current directory (--size={SCRATCH_SIZE} unless given),
+removed after the run. With no job file, no --preset and no workload option
+at all, `drivelab run` runs the preset {QUICK}:
+  {QUICK}: {}",
+        quick_line()
+    )
+}
 
 fn help() -> String {
+    let mut flags = String::new();
+    for f in RUN_FLAGS {
+        let left = match f.value {
+            Some(v) => format!("--{} {v}", f.name),
+            None => format!("--{}", f.name),
+        };
+        flags.push_str(&format!("  {left:<26} {}\n", f.help));
+    }
     format!(
         "Run a workload. Options take fio's names and units (k = 1024).
 
 Usage: drivelab run [JOBFILE.fio] [--preset NAME] [--OPTION=VALUE ...]
 
-With no --filename, drivelab runs on a scratch file '{SCRATCH_FILE}' in the
-current directory ({SCRATCH_SIZE}, {SCRATCH_RUNTIME} s unless --size/--runtime say otherwise) and removes it after.
-Default workload: 4 KiB random I/O, 70% reads, iodepth 16.
+{}
+
+Presets (--preset NAME): {}
 
 drivelab options:
-  --preset NAME              an Iometer access specification: {}
-  --output-format FMT        normal, json (fio's field names), json+ (with fio's latency bins),
-                             terse (fio's terse v3), or several: normal,json
-  --minimal                  terse v3 lines (fio's --minimal)
-  --output FILE              write the results to FILE
-  --force                    write to a device the safety checks refuse (not the running system)
-  --parse-only               check the options and job file, run nothing (fio's --parse-only)
-  --store PATH|URL           keep the result in this store (default: $DRIVELAB_STORE, else
-                             ~/.local/share/drivelab/results.db)
-  --no-store                 do not keep the result
-  --help                     this text
-
+{flags}
 Workload options (also valid as job-file keys):
 {}",
-        presets::PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
+        defaults_text(),
+        preset_names().join(", "),
         drivelab_workload::options::help_text()
     )
 }
@@ -79,6 +148,10 @@ struct Parsed {
     /// `--no-store` after `run`.
     no_store: bool,
     formats: RunFormats,
+    /// `--eta`: when to show the progress line.
+    eta: crate::progress::Eta,
+    /// `--eta-newline`: end the line with a newline this often.
+    eta_newline: Option<std::time::Duration>,
 }
 
 /// The output formats asked for (`--output-format=normal,json`,
@@ -189,6 +262,11 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
                 p.formats = RunFormats::parse(&v)?;
             }
             "minimal" => p.formats.terse = true,
+            "eta" => p.eta = crate::progress::Eta::parse(&take_value("always, never or auto")?)?,
+            "eta-newline" => {
+                let v = take_value("a time, e.g. 2 or 500ms")?;
+                p.eta_newline = Some(crate::progress::parse_interval("--eta-newline", &v)?);
+            }
             "terse-version" => {
                 let v = take_value("3")?;
                 if v.trim() != "3" {
@@ -263,38 +341,25 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     };
     let given = |k: &str| p.opts.iter().any(|(key, _)| key == k);
     let scratch = p.jobfile.is_none() && !given("filename");
+    // The bare run is the quick preset; anything else starts from fio's
+    // defaults (see `defaults_text`).
+    let quick = p.preset.as_deref() == Some(QUICK)
+        || (p.preset.is_none() && p.jobfile.is_none() && p.opts.is_empty());
     for (job, _) in jobs.iter_mut() {
-        if let Some(name) = &p.preset {
+        if quick {
+            for (k, v) in QUICK_OPTIONS {
+                job.set(k, Some(v)).map_err(|e| usage(e.to_string()))?;
+            }
+        } else if let Some(name) = &p.preset {
             presets::find(name)
                 .map_err(|e| usage(e.to_string()))?
                 .apply(job);
         }
         if scratch {
-            let defaults: &[(&str, &str)] = &[
-                ("filename", SCRATCH_FILE),
-                ("size", SCRATCH_SIZE),
-                ("runtime", SCRATCH_RUNTIME),
-                ("time_based", "1"),
-            ];
-            for (k, v) in defaults {
-                if !given(k) {
-                    job.set(k, Some(v)).map_err(|e| usage(e.to_string()))?;
-                }
-            }
-            if p.preset.is_none() {
-                for (k, v) in [
-                    ("rw", "randrw"),
-                    ("rwmixread", "70"),
-                    ("bs", "4k"),
-                    ("iodepth", "16"),
-                ] {
-                    if !given(k) {
-                        job.set(k, Some(v)).map_err(|e| usage(e.to_string()))?;
-                    }
-                }
-            }
-            if p.preset.is_some() && !given("iodepth") {
-                job.set("iodepth", Some("16"))
+            job.set("filename", Some(SCRATCH_FILE))
+                .map_err(|e| usage(e.to_string()))?;
+            if !quick && !given("size") {
+                job.set("size", Some(SCRATCH_SIZE))
                     .map_err(|e| usage(e.to_string()))?;
             }
         }
@@ -319,31 +384,40 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         }
     }
     let stop = crate::signal::stop_flag();
-    let show_progress = std::io::stderr().is_terminal() && !p.formats.machine();
+    let show_progress = p
+        .eta
+        .show(std::io::stderr().is_terminal(), p.formats.machine());
+    let letters: Vec<char> = planned
+        .jobs
+        .iter()
+        .map(|j| crate::progress::state_letter(j.spec.rw.name()))
+        .collect();
+    let dirs = [
+        planned.jobs.iter().any(|j| {
+            let trim = j.spec.rw.name().contains("trim");
+            !trim && j.spec.access_lines().iter().any(|l| l.read_pct > 0)
+        }),
+        planned.jobs.iter().any(|j| j.writes),
+        planned
+            .jobs
+            .iter()
+            .any(|j| j.spec.rw.name().contains("trim")),
+    ];
+    let mut display = crate::progress::Display::new(letters, dirs, p.eta_newline);
     let mut progress = |pr: &Progress| {
-        if !show_progress {
-            return;
+        if show_progress {
+            display.update(pr);
         }
-        let planned = pr
-            .planned_s
-            .map(|s| format!("/{s:.0}s"))
-            .unwrap_or_default();
-        let phase = if pr.ramping { " (ramp)" } else { "" };
-        eprint!(
-            "\r[{:>5.1}s{planned}] {} IOPS, {} job{} running{phase}    ",
-            pr.elapsed_s,
-            drivelab_report::text::iops_short(pr.iops),
-            pr.running,
-            if pr.running == 1 { "" } else { "s" }
-        );
     };
     if scratch && !p.formats.machine() {
-        eprintln!("drivelab: no --filename given; running on the scratch file ./{SCRATCH_FILE} (removed afterwards)");
+        if quick && p.preset.is_none() {
+            eprintln!("drivelab: no options given; running the {QUICK} preset ({}) on the scratch file ./{SCRATCH_FILE} (removed afterwards)", quick_line());
+        } else {
+            eprintln!("drivelab: no --filename given; running on the scratch file ./{SCRATCH_FILE} (removed afterwards)");
+        }
     }
     let result = execute(&planned, stop, &mut progress);
-    if show_progress {
-        eprint!("\r{:70}\r", "");
-    }
+    display.finish();
     if scratch && !scratch_existed {
         let _ = std::fs::remove_file(&scratch_path);
     }

@@ -89,7 +89,8 @@ pub struct AnalyzeArgs {
     /// access map) into DIR.
     #[arg(long, value_name = "DIR")]
     pub plots: Option<PathBuf>,
-    /// With --plots, also write a PNG of each plot.
+    /// With --plots, also write a PNG of each plot (a build with
+    /// `--features png`).
     #[arg(long, requires = "plots")]
     pub png: bool,
     #[command(flatten)]
@@ -301,6 +302,9 @@ fn human(a: &Analysis) -> String {
 
 fn run_analyze(a: AnalyzeArgs) -> anyhow::Result<u8> {
     let fmt = parse_format(&a.input.format)?;
+    if a.png && !drivelab_trace::plot::PNG_BUILT {
+        return Err(crate::error::usage(drivelab_trace::plot::PNG_MISSING));
+    }
     a.out.check()?;
     if let Some(dir) = &a.plots {
         output::check_dir(dir, "--plots")?;

@@ -12,17 +12,19 @@ mod cmd_replay;
 mod cmd_report;
 mod cmd_run;
 mod cmd_season;
+mod cmd_shell;
 mod cmd_store;
 mod cmd_test;
 mod cmd_trace;
 mod error;
 mod output;
+mod progress;
 mod signal;
 mod trace_input;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// drivelab: a storage test bench. Workloads, test steps, whole-drive
 /// erase, block traces and device checks in one binary.
@@ -72,6 +74,10 @@ enum Command {
     Compare(cmd_compare::CompareArgs),
     /// A stored result's summary and per-second series as CSV files.
     Export(cmd_history::ExportArgs),
+    /// Shell completions on stdout: bash, zsh, fish.
+    Completions(cmd_shell::CompletionsArgs),
+    /// Man pages: one on stdout, or every page into --dir.
+    Man(cmd_shell::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -108,6 +114,8 @@ fn main() -> ExitCode {
         Command::Show(a) => cmd_history::show(a),
         Command::Compare(a) => cmd_compare::run(a),
         Command::Export(a) => cmd_history::export(a),
+        Command::Completions(a) => cmd_shell::completions(a, Cli::command()),
+        Command::Man(a) => cmd_shell::man(a, Cli::command()),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -96,6 +96,21 @@ fn analyze_writes_five_svg_plots() {
     }
 }
 
+#[cfg(not(feature = "png"))]
+#[test]
+fn png_without_the_feature_says_how_to_get_it_and_writes_nothing() {
+    let d = TempDir::new("nopng");
+    let t = Path::new(SAMPLES).join("wsrch-small.trace");
+    let plots = d.join("plots");
+    let out = drivelab(&["trace", "analyze", s(&t), "--plots", s(&plots), "--png"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("--features png"), "{err}");
+    assert!(!plots.exists(), "nothing written");
+}
+
+#[cfg(feature = "png")]
 #[test]
 fn analyze_writes_png_plots_when_asked() {
     let d = TempDir::new("png");

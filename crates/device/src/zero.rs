@@ -51,7 +51,7 @@ pub fn discard_range(file: &File, is_block: bool, offset: u64, len: u64) -> io::
         let range: [u64; 2] = [offset, len];
         // SAFETY: BLKDISCARD reads a [u64; 2] (start, length) through the
         // pointer; `range` lives across the call and `fd` is open.
-        unsafe { libc::ioctl(fd, BLKDISCARD, range.as_ptr()) }
+        unsafe { libc::ioctl(fd, BLKDISCARD as _, range.as_ptr()) }
     } else {
         // SAFETY: fallocate on an open descriptor with plain integer
         // arguments; no memory is passed.

@@ -156,16 +156,24 @@ pub fn write_plots(a: &Analysis, dir: &Path) -> Result<Vec<PathBuf>> {
     write_plots_as(a, dir, false)
 }
 
+/// Whether this build renders PNG plots (the `png` cargo feature).
+pub const PNG_BUILT: bool = cfg!(feature = "png");
+
+/// What to say when PNG plots are asked of a build without them.
+pub const PNG_MISSING: &str = "--png: this drivelab is built without PNG plots (the SVG files are written); to get them, build with `cargo build --release --features png`";
+
 /// As [`write_plots`], and with `png` also a PNG beside each SVG (rendered
 /// from the same SVG, 2× scale, with the system's fonts for the labels).
+/// PNGs need the `png` feature; without it `png` is an error
+/// ([`PNG_MISSING`]) and nothing is written.
 pub fn write_plots_as(a: &Analysis, dir: &Path, png: bool) -> Result<Vec<PathBuf>> {
+    let to_png = if png { Some(png_renderer()?) } else { None };
     std::fs::create_dir_all(dir).map_err(|e| {
         TraceError::Io(std::io::Error::new(
             e.kind(),
             format!("cannot create {}: {e}", dir.display()),
         ))
     })?;
-    let fonts = if png { Some(system_fonts()) } else { None };
     let mut out = Vec::new();
     for (name, svg) in all_plots(a) {
         let p = dir.join(name);
@@ -176,9 +184,9 @@ pub fn write_plots_as(a: &Analysis, dir: &Path, png: bool) -> Result<Vec<PathBuf
             ))
         })?;
         out.push(p.clone());
-        if let Some(fonts) = &fonts {
+        if let Some(to_png) = &to_png {
             let pp = p.with_extension("png");
-            std::fs::write(&pp, svg_to_png(&svg, fonts, 2.0)?).map_err(|e| {
+            std::fs::write(&pp, to_png(&svg)?).map_err(|e| {
                 TraceError::Io(std::io::Error::new(
                     e.kind(),
                     format!("cannot write {}: {e}", pp.display()),
@@ -190,7 +198,24 @@ pub fn write_plots_as(a: &Analysis, dir: &Path, png: bool) -> Result<Vec<PathBuf
     Ok(out)
 }
 
+/// SVG text to PNG bytes.
+type PngRenderer = Box<dyn Fn(&str) -> Result<Vec<u8>>>;
+
+/// The PNG renderer: resvg at 2× scale with the system's fonts.
+#[cfg(feature = "png")]
+fn png_renderer() -> Result<PngRenderer> {
+    let fonts = system_fonts();
+    Ok(Box::new(move |svg| svg_to_png(svg, &fonts, 2.0)))
+}
+
+/// Without the `png` feature there is no renderer: say how to get one.
+#[cfg(not(feature = "png"))]
+fn png_renderer() -> Result<PngRenderer> {
+    Err(TraceError::BadFormat(PNG_MISSING.to_string()))
+}
+
 /// The system's fonts, loaded once for rendering labels.
+#[cfg(feature = "png")]
 pub fn system_fonts() -> std::sync::Arc<resvg::usvg::fontdb::Database> {
     let mut db = resvg::usvg::fontdb::Database::new();
     db.load_system_fonts();
@@ -219,6 +244,7 @@ pub fn system_fonts() -> std::sync::Arc<resvg::usvg::fontdb::Database> {
 }
 
 /// Render an SVG document to PNG bytes at `scale`.
+#[cfg(feature = "png")]
 pub fn svg_to_png(
     svg: &str,
     fonts: &std::sync::Arc<resvg::usvg::fontdb::Database>,
@@ -252,6 +278,7 @@ pub fn svg_to_png(
 mod tests {
     use super::*;
 
+    #[cfg(feature = "png")]
     #[test]
     fn png_renders_shapes_and_text() {
         let svg = r##"<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect x="0" y="0" width="10" height="20" fill="#000000"/><text x="14" y="15" font-family="sans-serif" font-size="14">Hi</text></svg>"##;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::gen::GenConfig;
@@ -12,7 +12,9 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 
 use crate::gen::Op;
-use crate::jobloop::{now_ns, run_job, DirStats, IoFailure, JobConfig, JobError, JobOutcome};
+use crate::jobloop::{
+    now_ns, run_job, DirStats, IoFailure, JobConfig, JobError, JobOutcome, LiveCounters,
+};
 use crate::EngineKind;
 use drivelab_device::claim::{Claim, ClaimOptions, Consent};
 use drivelab_device::diskstats::{Delta, Sampler};
@@ -43,6 +45,15 @@ pub struct Progress {
     pub running: usize,
     /// Still in the ramp (not measuring).
     pub ramping: bool,
+    /// Bytes per second in the last second, per direction (read, write, trim).
+    pub dir_bw: [f64; 3],
+    /// I/Os per second in the last second, per direction.
+    pub dir_iops: [f64; 3],
+    /// Bytes moved since measuring started, all jobs of the group.
+    pub bytes_done: u64,
+    /// Bytes the group's jobs are to move at most, when every job has a
+    /// size limit (a runtime may end them sooner).
+    pub bytes_planned: Option<u64>,
 }
 
 /// Why a run failed to start or finish.
@@ -221,6 +232,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         check_reads: spec.do_verify && job.verify.is_some(),
         logs: spec.logs.clone(),
         log_name: (spec.name.clone(), number),
+        live: None,
     }
 }
 
@@ -378,7 +390,7 @@ fn run_one(
     job: &PlannedJob,
     ticket: Ticket<'_>,
     stop: &AtomicBool,
-    progress: &AtomicU64,
+    (progress, live): (&AtomicU64, &Arc<LiveCounters>),
     finished: &[AtomicBool],
 ) -> Result<JobOutcome, RunError> {
     let spec = &job.spec;
@@ -388,7 +400,8 @@ fn run_one(
         .iter()
         .position(|j| std::ptr::eq(j, job))
         .map_or(1, |i| i + 1);
-    let cfg = job_config(job, number);
+    let mut cfg = job_config(job, number);
+    cfg.live = Some(live.clone());
     let fail = |source| RunError::Job {
         job: spec.name.clone(),
         source,
@@ -622,6 +635,9 @@ pub fn execute(
         }
         let gate = StartGate::new();
         let counters: Vec<AtomicU64> = group.iter().map(|_| AtomicU64::new(0)).collect();
+        let live: Vec<Arc<LiveCounters>> = group.iter().map(|_| Arc::default()).collect();
+        let mut last_bytes = [0u64; 3];
+        let mut last_dir_ios = [0u64; 3];
         let done = AtomicUsize::new(0);
         let ramp = group
             .iter()
@@ -636,18 +652,30 @@ pub fn execute(
                     .map(|r| (r + plan.jobs[i].spec.ramp_time).as_secs_f64())
             })
             .try_fold(0.0f64, |m, r| r.map(|r| m.max(r)));
+        let bytes_planned = group
+            .iter()
+            .map(|&i| plan.jobs[i].io_limit)
+            .sum::<Option<u64>>();
         let results: Vec<Result<JobOutcome, RunError>> = std::thread::scope(|s| {
             // Start one thread per job; stop at the first the system refuses.
             let mut handles = Vec::with_capacity(group.len());
             let mut spawn_error: Option<RunError> = None;
-            for (&i, ctr) in group.iter().zip(&counters) {
+            for ((&i, ctr), live) in group.iter().zip(&counters).zip(&live) {
                 let job = &plan.jobs[i];
                 let gate = &gate;
                 let done = &done;
                 let spawned = std::thread::Builder::new()
                     .name(format!("job-{}", job.spec.name))
                     .spawn_scoped(s, move || {
-                        let r = run_one(plan, claims, job, gate.ticket(), stop, ctr, finished);
+                        let r = run_one(
+                            plan,
+                            claims,
+                            job,
+                            gate.ticket(),
+                            stop,
+                            (ctr, live),
+                            finished,
+                        );
                         finished[i].store(true, Ordering::Release);
                         done.fetch_add(1, Ordering::Release);
                         r
@@ -725,13 +753,26 @@ pub fn execute(
                 if now.duration_since(last_progress) >= Duration::from_secs(1) {
                     let ios: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
                     let dt = now.duration_since(last_progress).as_secs_f64();
+                    let sum = |f: fn(&LiveCounters) -> &[AtomicU64; 3]| -> [u64; 3] {
+                        std::array::from_fn(|k| {
+                            live.iter().map(|l| f(l)[k].load(Ordering::Relaxed)).sum()
+                        })
+                    };
+                    let (bytes, dir_ios) = (sum(|l| &l.bytes), sum(|l| &l.ios));
+                    let rate = |now: u64, before: u64| now.saturating_sub(before) as f64 / dt;
                     on_progress(&Progress {
                         elapsed_s: now.duration_since(t_start).as_secs_f64(),
                         planned_s: planned,
                         iops: ios.saturating_sub(last_ios) as f64 / dt,
                         running: started.saturating_sub(done.load(Ordering::Acquire)),
                         ramping: now < measure_from,
+                        dir_bw: std::array::from_fn(|k| rate(bytes[k], last_bytes[k])),
+                        dir_iops: std::array::from_fn(|k| rate(dir_ios[k], last_dir_ios[k])),
+                        bytes_done: bytes.iter().sum(),
+                        bytes_planned,
                     });
+                    last_bytes = bytes;
+                    last_dir_ios = dir_ios;
                     last_ios = ios;
                     last_progress = now;
                 }

@@ -54,6 +54,21 @@ pub struct JobConfig {
     pub logs: crate::logs::LogSpec,
     /// The job's name and number in the run (from 1), naming its log files.
     pub log_name: (String, usize),
+    /// Where the job publishes its per-direction counts for a progress
+    /// display (None: nobody watches).
+    pub live: Option<std::sync::Arc<LiveCounters>>,
+}
+
+/// A running job's counts per direction (read, write, trim) since
+/// measuring started, stored where the loop already publishes its I/O count
+/// (once per turn, relaxed): no clock read or lock is added to the loop. A
+/// side thread reads them for the progress line.
+#[derive(Debug, Default)]
+pub struct LiveCounters {
+    /// Completed I/Os per direction.
+    pub ios: [AtomicU64; 3],
+    /// Bytes moved per direction.
+    pub bytes: [AtomicU64; 3],
 }
 
 /// Per-direction statistics of one job.
@@ -376,6 +391,12 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         let d = &self.dirs;
         self.progress
             .store(d[0].ios + d[1].ios + d[2].ios, Ordering::Relaxed);
+        if let Some(l) = &self.cfg.live {
+            for (k, d) in d.iter().enumerate().take(3) {
+                l.ios[k].store(d.ios, Ordering::Relaxed);
+                l.bytes[k].store(d.bytes, Ordering::Relaxed);
+            }
+        }
         if !self.measuring && now >= self.ramp_end {
             self.measuring = true;
             self.meas_start = now;
