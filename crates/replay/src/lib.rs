@@ -454,8 +454,7 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
         // Whoever waited for this issue: its successor (timed from it) and
         // the request that waits for its completion (now in flight).
         if let Some(next) = self.by_pred.remove(&p.idx) {
-            if let Some(deps::Anchor::Issue { gap_ns }) =
-                self.pending.get(&next).map(|q| q.anchor)
+            if let Some(deps::Anchor::Issue { gap_ns }) = self.pending.get(&next).map(|q| q.anchor)
             {
                 self.ready.push(Reverse((now + gap_ns, next)));
             }

@@ -464,9 +464,7 @@ impl DepthClock {
     fn plots(&self) -> PlotSeries {
         PlotSeries {
             bucket_s: self.series.width as f64 / 1e9,
-            depth_over_time: self
-                .series
-                .points(self.first_issue.unwrap_or(0)),
+            depth_over_time: self.series.points(self.first_issue.unwrap_or(0)),
             service_time_cdf: cdf(&self.svc),
         }
     }
@@ -1181,8 +1179,20 @@ mod tests {
         // Service times 10 ms and 20 ms: the CDF steps at each, ends at 1.
         let cdf = &p.service_time_cdf;
         // (between them, the histogram's estimates of 20 ms, ±0.4 %).
-        assert_eq!(cdf[0], CdfPoint { ns: 10 * ms, fraction: 0.5 });
-        assert_eq!(cdf.last(), Some(&CdfPoint { ns: 20 * ms, fraction: 1.0 }));
+        assert_eq!(
+            cdf[0],
+            CdfPoint {
+                ns: 10 * ms,
+                fraction: 0.5
+            }
+        );
+        assert_eq!(
+            cdf.last(),
+            Some(&CdfPoint {
+                ns: 20 * ms,
+                fraction: 1.0
+            })
+        );
         for p in &cdf[1..] {
             assert!(p.ns.abs_diff(20 * ms) * 250 < 20 * ms, "{cdf:?}");
         }
