@@ -22,8 +22,15 @@
 //!   (per arrival, as AnalyzeTrace counts it), signed seek-distance and
 //!   service-time (log2 buckets) distributions, and the **time-weighted**
 //!   queue depth (the share of the trace's time spent at each depth, from
-//!   the first issue to the last completion, idle time at depth 0 included);
-//!   depths and service times only when both traces have completions.
+//!   the first issue to the last issue, idle time at depth 0 included);
+//!   depths and service times only when both traces have completions. The
+//!   window ends at the last issue because a capture cut from a running
+//!   workload (the seed's original) stops with requests in flight, while
+//!   its replay runs to the end and drains: the drain (depth N down to 0
+//!   over N service times) is in one and not the other. A request without
+//!   a completion (in flight when the capture stopped) counts as
+//!   outstanding to the window's end. When every request is issued at
+//!   once, the window runs to the last completion.
 //! - **Score**: head-to-head time (the mean time from the start of one
 //!   request to the start of the next: (last issue − first issue) / (n − 1))
 //!   in ms, and 1000 / that in IO/s (Intel RankDisk's score, seed 001).
@@ -384,6 +391,7 @@ struct DepthClock {
     n: u64,
     first_issue: Option<u64>,
     last_issue: u64,
+    last_complete: u64,
     series: DepthSeries,
     svc: LogHist,
 }
@@ -411,9 +419,15 @@ impl DepthClock {
         self.first_issue.get_or_insert(r.issue_ns);
         self.last_issue = self.last_issue.max(r.issue_ns);
         // A request without a completion (cut off at the end of a
-        // recording) is not counted in flight.
-        let Some(c) = r.complete_ns else { return };
-        self.svc.record(c.saturating_sub(r.issue_ns));
+        // recording) is in flight to the end.
+        let c = match r.complete_ns {
+            Some(c) => {
+                self.svc.record(c.saturating_sub(r.issue_ns));
+                self.last_complete = self.last_complete.max(c);
+                c
+            }
+            None => u64::MAX,
+        };
         while let Some(&Reverse(t)) = self.out.peek() {
             if t > r.issue_ns {
                 break;
@@ -430,10 +444,21 @@ impl DepthClock {
 
     /// (depth, ns) pairs and the summary.
     fn finish(&mut self) -> (Vec<(u64, u64)>, TimeDepth) {
+        // The window's end: the last issue (see the module doc), or the
+        // last completion when every request was issued at once.
+        let end = match self.first_issue {
+            Some(f) if self.last_issue > f => self.last_issue,
+            _ => self.last_complete,
+        };
         while let Some(&Reverse(t)) = self.out.peek() {
+            if t > end {
+                break;
+            }
             self.advance(t);
             self.out.pop();
         }
+        self.advance(end);
+        self.out.clear();
         let total: u64 = self.at.iter().sum();
         if total == 0 {
             return (Vec::new(), TimeDepth::default());
@@ -1221,6 +1246,35 @@ mod tests {
             .service_time_cdf
             .windows(2)
             .all(|w| w[0].ns < w[1].ns && w[0].fraction < w[1].fraction));
+    }
+
+    #[test]
+    fn a_capture_cut_in_flight_and_its_drained_replay_have_one_depth() {
+        // A closed loop at depth 2 (a request every 5 us, each 10 us):
+        // the original capture stops with the last two in flight (no
+        // completions); the replay of it runs them to completion and
+        // drains. Over the window to the last issue both are at depth 2
+        // but for the first 5 us.
+        let trace = |cut: bool| -> Vec<Request> {
+            (0..100u64)
+                .map(|i| {
+                    let mut r = Request::new(i * 5_000, Op::Read, i * 4096, 4096);
+                    r.complete_ns = (!cut || i < 98).then_some(i * 5_000 + 10_000);
+                    r
+                })
+                .collect()
+        };
+        let (a, b) = (trace(true), trace(false));
+        let c = compare(&mut ok(&a), &mut ok(&b), 0.05).unwrap();
+        assert_eq!(c.distances.queue_depth_time, Some(0.0));
+        assert_eq!(c.queue_depth_time_a, c.queue_depth_time_b);
+        let q = &c.queue_depth_time_a;
+        assert_eq!(q.shares.len(), 2, "{q:?}");
+        assert!(
+            (q.shares[1].fraction - 490.0 / 495.0).abs() < 1e-12,
+            "{q:?}"
+        );
+        assert_eq!(crit(&c, "queue depth").pass, Some(true));
     }
 
     #[test]
