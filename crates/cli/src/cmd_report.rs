@@ -40,7 +40,7 @@ fn read_input(path: &Path) -> anyhow::Result<Input> {
     })?;
     let kind = Kind::detect(&value).ok_or_else(|| {
         usage(format!(
-            "{} is not a drivelab result: expected the JSON of run, test, erase, trace analyze or trace replay (--output-format json)",
+            "{} is not a drivelab result: expected the JSON of run, test, erase, trace analyze, trace replay or trace audit (--output-format json)",
             path.display()
         ))
     })?;

@@ -1,5 +1,6 @@
 //! `drivelab report --html` in a real browser: real results (a run, an
-//! erase, a `test` sequence and a trace replay on loop devices made here, a
+//! erase, a `test` sequence, a trace replay and a trace audit on loop
+//! devices made here, a
 //! trace analysis of a sample trace, a two-run comparison) are rendered, each page is loaded
 //! by headless Chromium (Debian's `chromium`, installed by tests/run), and
 //! the DOM it leaves is checked: no script errors, every chart drawn with
@@ -476,6 +477,112 @@ fn every_report_kind_draws_all_its_points_in_chromium() {
         8
     );
     shots.extend(screenshots(&page, "replay"));
+
+    // An audit: record a replay of the trace on the loop device (offsets
+    // then fit it), and audit that recording on the same device. Whether
+    // the timing criteria pass does not matter here (exit status 0 or 1);
+    // the page draws the original against the replay.
+    let recorded = dir.join("recorded.dlt");
+    let (code, out, err) = run(
+        BIN,
+        &[
+            "trace",
+            "replay",
+            trace.to_str().unwrap(),
+            "--target",
+            lo.dev(),
+            "--remap",
+            "wrap",
+            "--speed",
+            "10",
+            "--record",
+            recorded.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let out = Command::new(BIN)
+        .args([
+            "trace",
+            "audit",
+            recorded.to_str().unwrap(),
+            "--target",
+            lo.dev(),
+            "--output-format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let audit: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let audit_path = save(&dir, "audit.json", &audit);
+    let page = dir.join("audit.html");
+    report(&[&audit_path], &page);
+    let charts = load(&page);
+    let c = &audit["comparison"];
+    let both = |k: &str| len(&c["plot_a"][k]) + len(&c["plot_b"][k]);
+    assert!(both("depth_over_time") > 2 && both("service_time_cdf") > 2);
+    assert_eq!(
+        chart(&charts, "Queue depth over time").expect,
+        both("depth_over_time")
+    );
+    assert_eq!(
+        chart(&charts, "Service time CDF").expect,
+        both("service_time_cdf")
+    );
+    // Distributions: one bar per category of either trace, for each.
+    let union = |a: &Value, b: &Value, key: &str| -> usize {
+        let keys: HashSet<String> = [a, b]
+            .iter()
+            .flat_map(|v| v.as_array().unwrap().iter().map(|x| x[key].to_string()))
+            .collect();
+        2 * keys.len()
+    };
+    assert_eq!(
+        chart(&charts, "Time-weighted queue depth").expect,
+        union(
+            &c["queue_depth_time_a"]["shares"],
+            &c["queue_depth_time_b"]["shares"],
+            "depth"
+        )
+    );
+    assert_eq!(
+        chart(&charts, "Transfer sizes").expect,
+        union(&c["a"]["sizes"], &c["b"]["sizes"], "bytes")
+    );
+    assert_eq!(
+        chart(&charts, "Queue depth seen by arriving requests").expect,
+        union(&c["a"]["queue_depth"], &c["b"]["queue_depth"], "depth")
+    );
+    assert_eq!(
+        chart(&charts, "Seek distances").expect,
+        union(
+            &c["a"]["seek_distance"]["signed"],
+            &c["b"]["seek_distance"]["signed"],
+            "bucket"
+        )
+    );
+    assert_eq!(
+        chart(&charts, "Service times").expect,
+        union(
+            &c["a"]["service_time_histogram"],
+            &c["b"]["service_time_histogram"],
+            "from_ns"
+        )
+    );
+    // The verdict and every criterion, with its figure, are on the page.
+    let html = std::fs::read_to_string(&page).unwrap();
+    for k in audit["criteria"].as_array().unwrap() {
+        let figure = k["figure"].as_str().unwrap();
+        assert!(
+            html.contains(&figure.replace('&', "&amp;")),
+            "criterion figure {figure:?} not on the page"
+        );
+    }
+    shots.extend(screenshots(&page, "audit"));
     drop(lo);
 
     for s in &shots {

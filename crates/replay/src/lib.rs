@@ -44,7 +44,8 @@
 pub mod deps;
 pub mod session;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use std::sync::atomic::AtomicBool;
 
@@ -378,12 +379,21 @@ struct ReplayDriver<'a, I: Iterator<Item = drivelab_trace::Result<Request>>> {
     /// waited for, by index; and the indices in flight.
     done_at: HashMap<u64, u64>,
     inflight: HashSet<u64>,
-    /// Dependency timing: issue times by index (recent ones), the
-    /// lookahead (each with when it began to wait for its dependency), and
-    /// the index below which times were dropped.
+    /// Dependency timing: issue times by index (recent ones), and the
+    /// index below which times were dropped.
     issued_at: HashMap<u64, u64>,
-    ahead: VecDeque<(deps::Planned, Option<u64>)>,
     forgotten_below: u64,
+    /// Dependency timing: the lookahead (requests pulled from the trace,
+    /// not yet issued) by index; those due, by due time; who waits for
+    /// whose completion (dependency → dependent) and for whose issue
+    /// (predecessor → successor); when each dependency wait began; whether
+    /// the trace is exhausted.
+    pending: HashMap<u64, deps::Planned>,
+    ready: BinaryHeap<Reverse<(u64, u64)>>,
+    by_dep: HashMap<u64, u64>,
+    by_pred: HashMap<u64, u64>,
+    wait_since: HashMap<u64, u64>,
+    exhausted: bool,
     /// Dependency timing: the part of each think time that is the host's
     /// own completion-to-issue path, which the replay incurs again, ns.
     reaction_ns: u64,
@@ -408,86 +418,51 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
     /// the trace; in-order issue would then idle the queue).
     const LOOKAHEAD: usize = 64;
 
-    /// Dependency timing: the first request of the lookahead that is due,
-    /// or when to look again.
+    /// Dependency timing: pull requests into the lookahead (each placed at
+    /// once: due, waiting for its dependency's completion, or waiting for
+    /// its predecessor's issue), then issue the earliest due, or say when
+    /// to look again. Every step is a map or heap operation: the replay's
+    /// own completion-to-issue path must stay as short as the recording
+    /// host's, or it holds fewer requests outstanding than the trace did.
     fn next_dep(&mut self, now: u64) -> Next {
-        while self.ahead.len() < Self::LOOKAHEAD {
+        while self.pending.len() < Self::LOOKAHEAD && self.error.is_none() && !self.exhausted {
             match self.reqs.next() {
-                Some(Ok(p)) => self.ahead.push_back((p, None)),
-                Some(Err(e)) => {
-                    self.error = Some(e);
-                    break;
-                }
-                None => break,
+                Some(Ok(p)) => self.plan_dep(p, now),
+                Some(Err(e)) => self.error = Some(e),
+                None => self.exhausted = true,
             }
         }
-        if self.error.is_some() && self.ahead.is_empty() {
+        if self.error.is_some() && self.pending.is_empty() {
             return Next::Done;
         }
-        let mut wake: Option<u64> = None;
-        let mut found = None;
-        for pos in 0..self.ahead.len() {
-            let (p, since) = self.ahead[pos];
-            let due = match p.anchor {
-                deps::Anchor::Issue { gap_ns } => {
-                    if p.idx == 0 {
-                        Some(now)
-                    } else if pos > 0 && self.ahead[pos - 1].0.idx + 1 == p.idx {
-                        // Its predecessor is not issued yet.
-                        None
-                    } else {
-                        Some(
-                            self.issued_at
-                                .get(&(p.idx - 1))
-                                .map_or(now, |&t| t + gap_ns),
-                        )
-                    }
-                }
-                deps::Anchor::Completion { of, think_ns } => match self.done_at.get(&of) {
-                    Some(&c) => Some(c + think_ns.saturating_sub(self.reaction_ns)),
-                    None if self.inflight.contains(&of) => {
-                        if since.is_none() {
-                            self.ahead[pos].1 = Some(now);
-                            self.rep.dependency_waits += 1;
-                        }
-                        None
-                    }
-                    // Forgotten (far behind) or not issued (its own
-                    // dependency pending): at once once issued.
-                    None if self.issued_at.contains_key(&of) || of < self.forgotten_below => {
-                        Some(now)
-                    }
-                    None => None,
-                },
-            };
-            match due {
-                Some(d) if d <= now => {
-                    found = Some((pos, d));
-                    break;
-                }
-                Some(d) => wake = Some(wake.map_or(d, |w: u64| w.min(d))),
-                None => {}
-            }
-        }
-        let Some((pos, due)) = found else {
-            return match wake {
-                Some(w) => Next::At(w),
-                None if self.ahead.is_empty() => Next::Done,
-                None => Next::Idle,
+        let Some(&Reverse((due, idx))) = self.ready.peek() else {
+            return if self.pending.is_empty() {
+                Next::Done
+            } else {
+                Next::Idle
             };
         };
-        let Some((p, since)) = self.ahead.remove(pos) else {
+        if due > now {
+            return Next::At(due);
+        }
+        self.ready.pop();
+        let Some(p) = self.pending.remove(&idx) else {
             return Next::Idle;
         };
-        if let deps::Anchor::Completion { of, .. } = p.anchor {
-            if let (Some(c), Some(since)) = (self.done_at.remove(&of), since) {
-                let w = c.saturating_sub(since);
-                self.wait.record(w);
-                self.wait_w.record(w as f64);
-            }
-        }
         self.inflight.insert(p.idx);
         self.issued_at.insert(p.idx, now);
+        // Whoever waited for this issue: its successor (timed from it) and
+        // the request that waits for its completion (now in flight).
+        if let Some(next) = self.by_pred.remove(&p.idx) {
+            if let Some(deps::Anchor::Issue { gap_ns }) = self.pending.get(&next).map(|q| q.anchor)
+            {
+                self.ready.push(Reverse((now + gap_ns, next)));
+            }
+        }
+        if let Some(&dep) = self.by_dep.get(&p.idx) {
+            self.wait_since.insert(dep, now);
+            self.rep.dependency_waits += 1;
+        }
         if (self.done_at.len() + self.issued_at.len()) as u64 > 2 * Self::KEEP {
             let keep_from = p.idx.saturating_sub(Self::KEEP);
             self.done_at.retain(|&i, _| i >= keep_from);
@@ -495,6 +470,63 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
             self.forgotten_below = self.forgotten_below.max(keep_from);
         }
         self.issue(p, due, now)
+    }
+
+    /// Dependency timing: place a request just pulled from the trace.
+    fn plan_dep(&mut self, p: deps::Planned, now: u64) {
+        let idx = p.idx;
+        self.pending.insert(idx, p);
+        match p.anchor {
+            deps::Anchor::Issue { gap_ns } => {
+                if idx == 0 || idx - 1 < self.forgotten_below {
+                    self.ready.push(Reverse((now, idx)));
+                } else if let Some(&t) = self.issued_at.get(&(idx - 1)) {
+                    self.ready.push(Reverse((t + gap_ns, idx)));
+                } else {
+                    self.by_pred.insert(idx - 1, idx);
+                }
+            }
+            deps::Anchor::Completion { of, think_ns } => {
+                if let Some(c) = self.done_at.remove(&of) {
+                    let due = c + think_ns.saturating_sub(self.reaction_ns);
+                    self.ready.push(Reverse((due, idx)));
+                } else if self.inflight.contains(&of) {
+                    // Its dependency is still in flight: a dependency wait.
+                    self.by_dep.insert(of, idx);
+                    self.wait_since.insert(idx, now);
+                    self.rep.dependency_waits += 1;
+                } else if self.issued_at.contains_key(&of) || of < self.forgotten_below {
+                    // Completed and forgotten (far behind): at once.
+                    self.ready.push(Reverse((now, idx)));
+                } else {
+                    // Not issued yet (its own dependency pending).
+                    self.by_dep.insert(of, idx);
+                }
+            }
+        }
+    }
+
+    /// Dependency timing: request `tag` completed at `at`.
+    fn done_dep(&mut self, tag: u64, at: u64) {
+        self.inflight.remove(&tag);
+        match self.by_dep.remove(&tag) {
+            Some(idx) => {
+                if let Some(since) = self.wait_since.remove(&idx) {
+                    let w = at.saturating_sub(since);
+                    self.wait.record(w);
+                    self.wait_w.record(w as f64);
+                }
+                if let Some(deps::Anchor::Completion { think_ns, .. }) =
+                    self.pending.get(&idx).map(|q| q.anchor)
+                {
+                    let due = at + think_ns.saturating_sub(self.reaction_ns);
+                    self.ready.push(Reverse((due, idx)));
+                }
+            }
+            None => {
+                self.done_at.insert(tag, at);
+            }
+        }
     }
 
     /// Account and hand over request `p`, due at `due`, issued `now`.
@@ -581,8 +613,7 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDrive
             self.svc_w.record(l as f64);
         }
         if self.dep {
-            self.inflight.remove(&d.tag);
-            self.done_at.insert(d.tag, d.now);
+            self.done_dep(d.tag, d.now);
         }
         self.last_done = d.now;
         After::Release
@@ -626,8 +657,13 @@ where
         done_at: HashMap::new(),
         inflight: HashSet::new(),
         issued_at: HashMap::new(),
-        ahead: VecDeque::new(),
         forgotten_below: 0,
+        pending: HashMap::new(),
+        ready: BinaryHeap::new(),
+        by_dep: HashMap::new(),
+        by_pred: HashMap::new(),
+        wait_since: HashMap::new(),
+        exhausted: false,
         reaction_ns: match o.timing {
             Timing::Dependency { reaction_ns, .. } => reaction_ns.unwrap_or(0),
             _ => 0,

@@ -1,7 +1,8 @@
 //! The HTML report: one self-contained page (every script and style
 //! inline, nothing fetched; it opens from a USB stick and reads on a
 //! phone) over one or more results, each a result JSON as drivelab printed
-//! it (`run`, `test`, `erase`, `trace analyze`, `trace replay`). Each result
+//! it (`run`, `test`, `erase`, `trace analyze`, `trace replay`, `trace
+//! audit`). Each result
 //! gets its tables and interactive charts; two or more runs also get
 //! comparison charts.
 //!
@@ -31,19 +32,23 @@ pub enum Kind {
     TraceAnalyze,
     /// `drivelab trace replay`.
     Replay,
+    /// `drivelab trace audit`.
+    Audit,
 }
 
 impl Kind {
     /// Every kind, in the order named in messages.
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::Run,
         Kind::Test,
         Kind::Erase,
         Kind::TraceAnalyze,
         Kind::Replay,
+        Kind::Audit,
     ];
 
-    /// The kind's name: "run", "test", "erase", "trace-analyze", "replay".
+    /// The kind's name: "run", "test", "erase", "trace-analyze", "replay",
+    /// "audit".
     pub fn name(self) -> &'static str {
         match self {
             Kind::Run => "run",
@@ -51,11 +56,13 @@ impl Kind {
             Kind::Erase => "erase",
             Kind::TraceAnalyze => "trace-analyze",
             Kind::Replay => "replay",
+            Kind::Audit => "audit",
         }
     }
 
     /// The kind named `name` (as [`Kind::name`]; "trace analyze",
-    /// "analyze", "trace-replay" and "trace replay" are accepted too).
+    /// "analyze", "trace-replay", "trace replay" and "trace audit" are
+    /// accepted too).
     pub fn from_name(name: &str) -> Option<Kind> {
         match name
             .trim()
@@ -68,6 +75,7 @@ impl Kind {
             "erase" => Some(Kind::Erase),
             "trace-analyze" | "analyze" => Some(Kind::TraceAnalyze),
             "replay" | "trace-replay" => Some(Kind::Replay),
+            "audit" | "trace-audit" => Some(Kind::Audit),
             _ => None,
         }
     }
@@ -83,6 +91,8 @@ impl Kind {
             Some(Kind::Erase)
         } else if has("sizes") && has("seek_distance") {
             Some(Kind::TraceAnalyze)
+        } else if has("criteria") && has("comparison") && has("replay") {
+            Some(Kind::Audit)
         } else if has("score") && has("lateness_ns") {
             Some(Kind::Replay)
         } else {
@@ -230,6 +240,7 @@ fn section(i: &Input, next_id: &mut impl FnMut() -> String) -> Markup {
         Kind::Test => test_section(&i.value, next_id),
         Kind::Erase => erase_section(&i.value, next_id),
         Kind::Replay => replay_section(&i.value, next_id),
+        Kind::Audit => audit_section(&i.value, next_id),
     };
     html! {
         section {
@@ -794,6 +805,69 @@ fn replay_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
     }
 }
 
+// ---------------------------------------------------------------- audit
+
+/// A `trace audit`: the verdict, each criterion with its figure, the
+/// replay's own figures, and the original against the replay in charts
+/// (queue depth over time, service-time CDF, the distributions).
+fn audit_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
+    let cmp = serde_json::from_value::<drivelab_trace::Comparison>(
+        v.get("comparison").cloned().unwrap_or(Value::Null),
+    );
+    let crit: Vec<&Value> = v
+        .get("criteria")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let pass = v.get("pass").and_then(Value::as_bool);
+    let original = v
+        .get("original_iops")
+        .and_then(Value::as_f64)
+        .map(|x| format!("{x:.2} IO/s ({})", str_of(v, "original_iops_from")))
+        .unwrap_or_else(|| "unknown".into());
+    let replay = v.get("replay").cloned().unwrap_or(Value::Null);
+    html! {
+        p {
+            "Verdict: "
+            @match pass {
+                Some(true) => span.ok { "PASS" },
+                Some(false) => span.bad { "FAIL" },
+                None => span { "unknown" },
+            }
+            " — the recording of the replay of " (str_of(&replay, "trace")) " on " (str_of(&replay, "target"))
+            " against the trace (original: " (original) ")."
+        }
+        div.scroll { table {
+            tr { th { "verdict" } th.text { "criterion" } th.text { "figure" } th.text { "limit" } }
+            @for c in &crit {
+                tr {
+                    td {
+                        @match c.get("pass").and_then(Value::as_bool) {
+                            Some(true) => span.ok { "PASS" },
+                            Some(false) => span.bad { "FAIL" },
+                            None => span { "n/a" },
+                        }
+                    }
+                    td.text { (str_of(c, "name")) } td.text { (str_of(c, "figure")) } td.text { (str_of(c, "limit")) }
+                }
+            }
+        } }
+        h3 { "The replay" }
+        (replay_section(&replay, next_id))
+        h3 { "Original against replay" }
+        @match &cmp {
+            Ok(c) => {
+                div.charts.two {
+                    @for (_, ch) in drivelab_trace::plot::audit_charts(c) {
+                        @if ch.point_count() > 0 { (chart(&ch, next_id)) }
+                    }
+                }
+            }
+            Err(e) => (unreadable(e)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -898,6 +972,14 @@ mod tests {
             Kind::detect(&serde_json::json!({"score": {}, "lateness_ns": {}})),
             Some(Kind::Replay)
         );
+        // An audit carries a replay (with its score) under "replay".
+        assert_eq!(
+            Kind::detect(
+                &serde_json::json!({"criteria": [], "comparison": {}, "replay": {"score": {}, "lateness_ns": {}}})
+            ),
+            Some(Kind::Audit)
+        );
+        assert_eq!(Kind::from_name("trace audit"), Some(Kind::Audit));
         assert_eq!(Kind::detect(&serde_json::json!({"what": 1})), None);
         for k in Kind::ALL {
             assert_eq!(Kind::from_name(k.name()), Some(k));

@@ -22,11 +22,25 @@
 //!   (per arrival, as AnalyzeTrace counts it), signed seek-distance and
 //!   service-time (log2 buckets) distributions, and the **time-weighted**
 //!   queue depth (the share of the trace's time spent at each depth, from
-//!   the first issue to the last completion, idle time at depth 0 included);
-//!   depths and service times only when both traces have completions.
+//!   the first issue to the last issue, idle time at depth 0 included);
+//!   depths and service times only when both traces have completions. The
+//!   window ends at the last issue because a capture cut from a running
+//!   workload (the seed's original) stops with requests in flight, while
+//!   its replay runs to the end and drains: the drain (depth N down to 0
+//!   over N service times) is in one and not the other. A request without
+//!   a completion (in flight when the capture stopped) counts as
+//!   outstanding to the window's end. When every request is issued at
+//!   once, the window runs to the last completion.
 //! - **Score**: head-to-head time (the mean time from the start of one
 //!   request to the start of the next: (last issue − first issue) / (n − 1))
 //!   in ms, and 1000 / that in IO/s (Intel RankDisk's score, seed 001).
+//!
+//! - **Plot series** (constant memory, for the audit's charts): each
+//!   trace's time-weighted queue depth over time, in at most
+//!   [`SERIES_BUCKETS`] buckets of equal width from its first issue (the
+//!   width doubles, neighbours merged, as the trace grows), and its
+//!   service-time CDF as [`CDF_POINTS`] quantiles of a log-linear
+//!   histogram (±0.4 %).
 //!
 //! The verdict is the seed's list ([`Criterion`]): counts and bytes per op
 //! identical; no stray and no missing access; the size distribution
@@ -42,7 +56,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::analyze::{Analysis, Analyzer};
 use crate::error::Result;
@@ -55,7 +69,7 @@ pub const WINDOW: usize = 1 << 20;
 type Key = (Op, u64, u64);
 
 /// Distances between the two traces' distributions (total variation).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Distances {
     /// Transfer sizes.
     pub sizes: f64,
@@ -73,7 +87,7 @@ pub struct Distances {
 }
 
 /// The share of a trace's time spent at one queue depth.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct DepthShare {
     /// Requests outstanding.
     pub depth: u64,
@@ -82,7 +96,7 @@ pub struct DepthShare {
 }
 
 /// Time-weighted queue depth of one trace.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimeDepth {
     /// Time-weighted mean depth.
     pub mean: f64,
@@ -90,8 +104,132 @@ pub struct TimeDepth {
     pub shares: Vec<DepthShare>,
 }
 
+/// Buckets of the queue-depth-over-time series, at most.
+pub const SERIES_BUCKETS: usize = 400;
+
+/// Points of a service-time CDF: the quantiles 0, 0.01 … 0.99, 0.995,
+/// 0.999 and 1 (fewer when values repeat).
+pub const CDF_POINTS: usize = 103;
+
+/// One bucket of a trace's queue depth over time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct DepthPoint {
+    /// The bucket's middle, seconds from the trace's first issue.
+    pub t_s: f64,
+    /// Time-weighted mean depth over the bucket.
+    pub depth: f64,
+}
+
+/// One point of a service-time CDF.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CdfPoint {
+    /// Service time, ns.
+    pub ns: u64,
+    /// Share of requests served within `ns`.
+    pub fraction: f64,
+}
+
+/// What the audit's charts draw for one trace, bucketed (constant memory
+/// whatever the trace's length).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlotSeries {
+    /// Width of a depth bucket, seconds.
+    pub bucket_s: f64,
+    /// Time-weighted queue depth over time, one point per bucket.
+    pub depth_over_time: Vec<DepthPoint>,
+    /// Service-time CDF; empty without completions.
+    pub service_time_cdf: Vec<CdfPoint>,
+}
+
+/// Time-weighted depth in equal buckets from a start time; when a bucket
+/// past [`SERIES_BUCKETS`] is needed the width doubles and neighbours are
+/// merged, so memory is constant.
+struct DepthSeries {
+    start: Option<u64>,
+    width: u64,
+    /// depth × ns per bucket.
+    area: Vec<f64>,
+    end: u64,
+}
+
+impl Default for DepthSeries {
+    fn default() -> Self {
+        DepthSeries {
+            start: None,
+            width: 1_000,
+            area: Vec::new(),
+            end: 0,
+        }
+    }
+}
+
+impl DepthSeries {
+    /// Depth `d` from `from` to `to`.
+    fn add(&mut self, mut from: u64, to: u64, d: usize) {
+        let start = *self.start.get_or_insert(from);
+        self.end = self.end.max(to);
+        while from < to {
+            let mut idx = ((from - start) / self.width) as usize;
+            while idx >= SERIES_BUCKETS {
+                self.width *= 2;
+                let merged: Vec<f64> = self.area.chunks(2).map(|c| c.iter().sum()).collect();
+                self.area = merged;
+                idx = ((from - start) / self.width) as usize;
+            }
+            if self.area.len() <= idx {
+                self.area.resize(idx + 1, 0.0);
+            }
+            let bucket_end = start + (idx as u64 + 1) * self.width;
+            let seg = to.min(bucket_end) - from;
+            self.area[idx] += d as f64 * seg as f64;
+            from += seg;
+        }
+    }
+
+    fn points(&self, first_issue: u64) -> Vec<DepthPoint> {
+        let Some(start) = self.start else {
+            return Vec::new();
+        };
+        self.area
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| {
+                let b0 = start + i as u64 * self.width;
+                let b1 = (b0 + self.width).min(self.end);
+                (b1 > b0).then(|| DepthPoint {
+                    t_s: ((b0 + b1) as f64 / 2.0 - first_issue as f64) / 1e9,
+                    depth: a / (b1 - b0) as f64,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The CDF of `h` at [`CDF_POINTS`] quantiles (0 and 1 exact: the least
+/// and the greatest value), one point per distinct value.
+fn cdf(h: &LogHist) -> Vec<CdfPoint> {
+    let Some((min, max)) = h.range() else {
+        return Vec::new();
+    };
+    let mut qs: Vec<f64> = (0..100).map(|k| k as f64 / 100.0).collect();
+    qs.extend([0.995, 0.999, 1.0]);
+    let mut out: Vec<CdfPoint> = Vec::with_capacity(qs.len());
+    for q in qs {
+        let ns = match q {
+            0.0 => min,
+            1.0 => max,
+            _ => h.quantile(q).unwrap_or(max),
+        };
+        match out.last_mut() {
+            Some(p) if p.ns >= ns => p.fraction = q,
+            _ => out.push(CdfPoint { ns, fraction: q }),
+        }
+    }
+    out
+}
+
 /// Intel RankDisk's score of a trace (seed 001).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct HeadToHead {
     /// Mean time from the start of one request to the start of the next, ms.
     pub head_to_head_ms: f64,
@@ -115,7 +253,7 @@ impl HeadToHead {
 }
 
 /// One of the seed's audit criteria, with its figure.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Criterion {
     /// What is checked ("reads", "stray accesses", "score", …).
     pub name: String,
@@ -164,7 +302,7 @@ pub fn score_criterion(original: Option<f64>, replay: Option<f64>, limit: f64) -
 }
 
 /// The comparison result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     /// Requests in A.
     pub requests_a: u64,
@@ -197,6 +335,12 @@ pub struct Comparison {
     /// RankDisk score of B.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score_b: Option<HeadToHead>,
+    /// What the audit's charts draw for A.
+    #[serde(default)]
+    pub plot_a: PlotSeries,
+    /// What the audit's charts draw for B.
+    #[serde(default)]
+    pub plot_b: PlotSeries,
     /// The seed's criteria, each with its figure and verdict.
     pub criteria: Vec<Criterion>,
     /// Tolerance applied.
@@ -247,6 +391,9 @@ struct DepthClock {
     n: u64,
     first_issue: Option<u64>,
     last_issue: u64,
+    last_complete: u64,
+    series: DepthSeries,
+    svc: LogHist,
 }
 
 impl DepthClock {
@@ -261,6 +408,7 @@ impl DepthClock {
                     self.at.resize(d + 1, 0);
                 }
                 self.at[d] += t - l;
+                self.series.add(l, t, d);
             }
         }
         self.last = Some(self.last.map_or(t, |l| l.max(t)));
@@ -271,8 +419,15 @@ impl DepthClock {
         self.first_issue.get_or_insert(r.issue_ns);
         self.last_issue = self.last_issue.max(r.issue_ns);
         // A request without a completion (cut off at the end of a
-        // recording) is not counted in flight.
-        let Some(c) = r.complete_ns else { return };
+        // recording) is in flight to the end.
+        let c = match r.complete_ns {
+            Some(c) => {
+                self.svc.record(c.saturating_sub(r.issue_ns));
+                self.last_complete = self.last_complete.max(c);
+                c
+            }
+            None => u64::MAX,
+        };
         while let Some(&Reverse(t)) = self.out.peek() {
             if t > r.issue_ns {
                 break;
@@ -289,10 +444,21 @@ impl DepthClock {
 
     /// (depth, ns) pairs and the summary.
     fn finish(&mut self) -> (Vec<(u64, u64)>, TimeDepth) {
+        // The window's end: the last issue (see the module doc), or the
+        // last completion when every request was issued at once.
+        let end = match self.first_issue {
+            Some(f) if self.last_issue > f => self.last_issue,
+            _ => self.last_complete,
+        };
         while let Some(&Reverse(t)) = self.out.peek() {
+            if t > end {
+                break;
+            }
             self.advance(t);
             self.out.pop();
         }
+        self.advance(end);
+        self.out.clear();
         let total: u64 = self.at.iter().sum();
         if total == 0 {
             return (Vec::new(), TimeDepth::default());
@@ -317,6 +483,15 @@ impl DepthClock {
             })
             .collect();
         (pairs, TimeDepth { mean, shares })
+    }
+
+    /// The plot series (after [`DepthClock::finish`]).
+    fn plots(&self) -> PlotSeries {
+        PlotSeries {
+            bucket_s: self.series.width as f64 / 1e9,
+            depth_over_time: self.series.points(self.first_issue.unwrap_or(0)),
+            service_time_cdf: cdf(&self.svc),
+        }
     }
 
     fn score(&self) -> Option<HeadToHead> {
@@ -701,6 +876,7 @@ pub fn compare(
     };
     let score_a = clock_a.score();
     let score_b = clock_b.score();
+    let (plot_a, plot_b) = (clock_a.plots(), clock_b.plots());
     let missing = requests_a.saturating_sub(st.matched);
     let criteria = criteria(
         &a_an,
@@ -731,6 +907,8 @@ pub fn compare(
         queue_depth_time_b,
         score_a,
         score_b,
+        plot_a,
+        plot_b,
         criteria,
         tolerance,
         differs: !reasons.is_empty(),
@@ -989,6 +1167,114 @@ mod tests {
             Some(false)
         );
         assert_eq!(score_criterion(None, Some(94.0), 0.05).pass, None);
+    }
+
+    #[test]
+    fn plot_series_hold_the_depth_over_time_and_the_service_cdf() {
+        // Depth 2 for the first 10 ms, depth 1 for the next 10 ms.
+        let ms = 1_000_000;
+        let mut r1 = Request::new(0, Op::Read, 0, 4096);
+        r1.complete_ns = Some(20 * ms);
+        let mut r2 = Request::new(0, Op::Read, 8192, 4096);
+        r2.complete_ns = Some(10 * ms);
+        let a = vec![r1, r2];
+        let c = compare(&mut ok(&a), &mut ok(&a), 0.05).unwrap();
+        let p = &c.plot_a;
+        assert!(p.depth_over_time.len() <= SERIES_BUCKETS);
+        assert!(p.depth_over_time.len() > SERIES_BUCKETS / 4);
+        // Each bucket but the one across 10 ms lies wholly in one phase:
+        // depth 2 before, 1 after.
+        for d in &p.depth_over_time {
+            let half = p.bucket_s / 2.0;
+            if d.t_s + half <= 0.010 {
+                assert_eq!(d.depth, 2.0, "{d:?}");
+            } else if d.t_s - half >= 0.010 {
+                assert_eq!(d.depth, 1.0, "{d:?}");
+            } else {
+                assert!(d.depth > 1.0 && d.depth < 2.0, "{d:?}");
+            }
+        }
+        // The last bucket ends with the trace (it may be cut short), and
+        // the buckets average to the clock's mean depth, 1.5.
+        let last = p.depth_over_time.last().unwrap();
+        assert!(last.t_s < 0.020 && last.t_s + p.bucket_s / 2.0 >= 0.020);
+        let w: f64 = p.depth_over_time.iter().map(|d| d.depth).sum::<f64>();
+        assert!((w / p.depth_over_time.len() as f64 - 1.5).abs() < 0.01);
+        assert_eq!(c.plot_a, c.plot_b);
+        // Service times 10 ms and 20 ms: the CDF steps at each, ends at 1.
+        let cdf = &p.service_time_cdf;
+        // (between them, the histogram's estimates of 20 ms, ±0.4 %).
+        assert_eq!(
+            cdf[0],
+            CdfPoint {
+                ns: 10 * ms,
+                fraction: 0.5
+            }
+        );
+        assert_eq!(
+            cdf.last(),
+            Some(&CdfPoint {
+                ns: 20 * ms,
+                fraction: 1.0
+            })
+        );
+        for p in &cdf[1..] {
+            assert!(p.ns.abs_diff(20 * ms) * 250 < 20 * ms, "{cdf:?}");
+        }
+    }
+
+    #[test]
+    fn a_long_trace_keeps_its_series_bounded() {
+        // 200,000 requests, 1 ms apart, each 300 us: 200 s of trace.
+        let a: Vec<Request> = (0..200_000u64)
+            .map(|i| {
+                let mut r = Request::new(i * 1_000_000, Op::Read, i * 4096, 4096);
+                r.complete_ns = Some(i * 1_000_000 + 300_000);
+                r
+            })
+            .collect();
+        let c = compare(&mut ok(&a), &mut ok(&a), 0.05).unwrap();
+        let p = &c.plot_a;
+        assert!(p.depth_over_time.len() <= SERIES_BUCKETS);
+        assert!(p.depth_over_time.len() > SERIES_BUCKETS / 2);
+        // Busy 30 % of every millisecond: a mean depth of 0.3 per bucket.
+        for d in &p.depth_over_time {
+            assert!((d.depth - 0.3).abs() < 0.01, "{d:?}");
+        }
+        assert!(p.service_time_cdf.len() <= CDF_POINTS);
+        assert!(p
+            .service_time_cdf
+            .windows(2)
+            .all(|w| w[0].ns < w[1].ns && w[0].fraction < w[1].fraction));
+    }
+
+    #[test]
+    fn a_capture_cut_in_flight_and_its_drained_replay_have_one_depth() {
+        // A closed loop at depth 2 (a request every 5 us, each 10 us):
+        // the original capture stops with the last two in flight (no
+        // completions); the replay of it runs them to completion and
+        // drains. Over the window to the last issue both are at depth 2
+        // but for the first 5 us.
+        let trace = |cut: bool| -> Vec<Request> {
+            (0..100u64)
+                .map(|i| {
+                    let mut r = Request::new(i * 5_000, Op::Read, i * 4096, 4096);
+                    r.complete_ns = (!cut || i < 98).then_some(i * 5_000 + 10_000);
+                    r
+                })
+                .collect()
+        };
+        let (a, b) = (trace(true), trace(false));
+        let c = compare(&mut ok(&a), &mut ok(&b), 0.05).unwrap();
+        assert_eq!(c.distances.queue_depth_time, Some(0.0));
+        assert_eq!(c.queue_depth_time_a, c.queue_depth_time_b);
+        let q = &c.queue_depth_time_a;
+        assert_eq!(q.shares.len(), 2, "{q:?}");
+        assert!(
+            (q.shares[1].fraction - 490.0 / 495.0).abs() < 1e-12,
+            "{q:?}"
+        );
+        assert_eq!(crit(&c, "queue depth").pass, Some(true));
     }
 
     #[test]

@@ -103,6 +103,11 @@ impl LogHist {
         (self.n > 0).then_some(self.mean)
     }
 
+    /// The smallest and the largest value recorded.
+    pub(crate) fn range(&self) -> Option<(u64, u64)> {
+        (self.n > 0).then_some((self.min, self.max))
+    }
+
     /// Value at quantile `q` in [0, 1].
     pub(crate) fn quantile(&self, q: f64) -> Option<u64> {
         if self.n == 0 {

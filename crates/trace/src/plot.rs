@@ -3,13 +3,15 @@
 //! map (offset against time, reads, writes and trims as dots). The charts
 //! are built once here ([`charts`]) on the shared plot model
 //! (`drivelab_plot`); `--plots` writes them as SVG (and PNG) files, and the
-//! HTML report draws the same charts interactively.
+//! HTML report draws the same charts interactively. [`audit_charts`] lays
+//! the original and its replay side by side for the IPEAK audit.
 
 use std::path::{Path, PathBuf};
 
 use drivelab_plot::{Axis, Chart, Series, Unit};
 
 use crate::analyze::Analysis;
+use crate::compare::Comparison;
 use crate::error::{Result, TraceError};
 use crate::model::Op;
 
@@ -140,6 +142,189 @@ pub fn charts(a: &Analysis) -> Vec<(&'static str, Chart)> {
             ),
         ),
         ("access_map", access_map_chart(a)),
+    ]
+}
+
+/// Two distributions over shared categories, as bars side by side: every
+/// key of either (ascending), 0 where one has none.
+fn overlay(
+    title: String,
+    x_label: &str,
+    a: Vec<(i128, String, f64)>,
+    b: Vec<(i128, String, f64)>,
+) -> Chart {
+    let mut keys: Vec<(i128, String)> = a
+        .iter()
+        .chain(b.iter())
+        .map(|(k, l, _)| (*k, l.clone()))
+        .collect();
+    keys.sort_by_key(|k| k.0);
+    keys.dedup_by_key(|k| k.0);
+    let col = |v: &[(i128, String, f64)]| -> Vec<f64> {
+        keys.iter()
+            .map(|(k, _)| v.iter().find(|x| x.0 == *k).map_or(0.0, |x| x.2))
+            .collect()
+    };
+    Chart::new(
+        title,
+        Axis::new(x_label, Unit::Number),
+        Axis::new("fraction", Unit::Fraction),
+    )
+    .categories(keys.iter().map(|k| k.1.clone()).collect())
+    .with(Series::bars("original", &col(&a)))
+    .with(Series::bars("replay", &col(&b)))
+}
+
+/// The audit's charts, original (A) against replay (B), as (file stem,
+/// chart): queue depth over time, service-time CDF, time-weighted queue
+/// depth, transfer sizes, queue depth seen by arrivals, seek distances,
+/// service-time histogram. Built from the comparison's bucketed series and
+/// the two analyses, so the same charts come from a stored audit result.
+pub fn audit_charts(c: &Comparison) -> Vec<(&'static str, Chart)> {
+    let depth_line = |p: &crate::compare::PlotSeries| -> Vec<(f64, f64)> {
+        p.depth_over_time.iter().map(|d| (d.t_s, d.depth)).collect()
+    };
+    let over_time = Chart::new(
+        format!(
+            "Queue depth over time (time-weighted, {} buckets; mean original {:.2}, replay {:.2})",
+            drivelab_plot::format(Unit::Seconds, c.plot_a.bucket_s.max(c.plot_b.bucket_s)),
+            c.queue_depth_time_a.mean,
+            c.queue_depth_time_b.mean
+        ),
+        Axis::new("time from the first issue", Unit::Seconds),
+        Axis::new("requests outstanding", Unit::Number),
+    )
+    .with(Series::line("original", depth_line(&c.plot_a)))
+    .with(Series::line("replay", depth_line(&c.plot_b)));
+    let cdf_line = |p: &crate::compare::PlotSeries| -> Vec<(f64, f64)> {
+        p.service_time_cdf
+            .iter()
+            .map(|q| (q.ns as f64, q.fraction))
+            .collect()
+    };
+    let mean = |a: &Analysis| {
+        a.service_time_ns
+            .mean
+            .map(|m| human_ns(m as u64))
+            .unwrap_or_else(|| "unknown".into())
+    };
+    let cdf = Chart::new(
+        format!(
+            "Service time CDF (mean original {}, replay {})",
+            mean(&c.a),
+            mean(&c.b)
+        ),
+        Axis::new("service time (complete − issue)", Unit::Ns),
+        Axis::new("share of requests within", Unit::Fraction),
+    )
+    .with(Series::line("original", cdf_line(&c.plot_a)))
+    .with(Series::line("replay", cdf_line(&c.plot_b)));
+    let time_depth = |t: &crate::compare::TimeDepth| -> Vec<(i128, String, f64)> {
+        t.shares
+            .iter()
+            .map(|s| (s.depth as i128, s.depth.to_string(), s.fraction))
+            .collect()
+    };
+    let sizes = |a: &Analysis| -> Vec<(i128, String, f64)> {
+        a.sizes
+            .iter()
+            .map(|b| (b.bytes as i128, human_bytes(b.bytes), b.fraction))
+            .collect()
+    };
+    let arrivals = |a: &Analysis| -> Vec<(i128, String, f64)> {
+        a.queue_depth
+            .iter()
+            .map(|b| (b.depth as i128, b.depth.to_string(), b.fraction))
+            .collect()
+    };
+    let seeks = |a: &Analysis| -> Vec<(i128, String, f64)> {
+        a.seek_distance
+            .signed
+            .iter()
+            .map(|b| {
+                let label = match b.bucket.signum() {
+                    0 => "0".to_string(),
+                    1 => format!("+{}", human_bytes(b.from_sectors * 512)),
+                    _ => format!("-{}", human_bytes(b.from_sectors * 512)),
+                };
+                (b.bucket as i128, label, b.fraction)
+            })
+            .collect()
+    };
+    let service = |a: &Analysis| -> Vec<(i128, String, f64)> {
+        let total = a.service_time_ns.count.max(1) as f64;
+        a.service_time_histogram
+            .iter()
+            .map(|b| {
+                (
+                    b.from_ns as i128,
+                    format!("≥{}", human_ns(b.from_ns)),
+                    b.count as f64 / total,
+                )
+            })
+            .collect()
+    };
+    let tvd = |d: Option<f64>| {
+        d.map(|v| format!("TV distance {v:.4}"))
+            .unwrap_or_else(|| "not compared".into())
+    };
+    vec![
+        ("audit_queue_depth_over_time", over_time),
+        ("audit_service_time_cdf", cdf),
+        (
+            "audit_queue_depth_time",
+            overlay(
+                format!(
+                    "Time-weighted queue depth ({})",
+                    tvd(c.distances.queue_depth_time)
+                ),
+                "requests outstanding",
+                time_depth(&c.queue_depth_time_a),
+                time_depth(&c.queue_depth_time_b),
+            ),
+        ),
+        (
+            "audit_sizes",
+            overlay(
+                format!("Transfer sizes (TV distance {:.4})", c.distances.sizes),
+                "transfer size",
+                sizes(&c.a),
+                sizes(&c.b),
+            ),
+        ),
+        (
+            "audit_queue_depth",
+            overlay(
+                format!(
+                    "Queue depth seen by arriving requests ({})",
+                    tvd(c.distances.queue_depth)
+                ),
+                "queue depth",
+                arrivals(&c.a),
+                arrivals(&c.b),
+            ),
+        ),
+        (
+            "audit_seek_distance",
+            overlay(
+                format!(
+                    "Seek distances (TV distance {:.4})",
+                    c.distances.seek_distance
+                ),
+                "distance from the previous request's end (log2 buckets)",
+                seeks(&c.a),
+                seeks(&c.b),
+            ),
+        ),
+        (
+            "audit_service_time",
+            overlay(
+                format!("Service times ({})", tvd(c.distances.service_time)),
+                "service time (log2 buckets)",
+                service(&c.a),
+                service(&c.b),
+            ),
+        ),
     ]
 }
 
