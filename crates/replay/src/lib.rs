@@ -765,8 +765,11 @@ mod tests {
         let el = t.elapsed().as_secs_f64();
         assert_eq!(r.requests, 500);
         assert_eq!(r.completed, 500);
+        // Never early; the upper bound only catches a schedule abandoned
+        // (drift shows in head-to-head below, which a loaded host's
+        // scheduling delays barely move).
         assert!(
-            (0.49..0.9).contains(&el),
+            (0.49..3.0).contains(&el),
             "took {el}s for a 0.499 s schedule"
         );
         // Head-to-head is the original gap.
@@ -817,7 +820,7 @@ mod tests {
         .unwrap();
         assert_eq!(r.completed, 1000);
         assert!(
-            t.elapsed().as_secs_f64() < 1.0,
+            t.elapsed().as_secs_f64() < 5.0,
             "closed loop waited for the 10 s schedule"
         );
         assert_eq!(r.lateness_ns.count, 0);
