@@ -818,6 +818,31 @@ impl GuestRun {
         std::fs::read_to_string(&p).map_err(io_err("read", &p))
     }
 
+    /// What the guest's `run_json NAME COMMAND…` kept: the exit status
+    /// (-1 when missing), stdout and stderr.
+    pub fn outcome(&self, name: &str) -> (i64, String, String) {
+        let status = self
+            .file(&format!("{name}.status"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(-1);
+        let out = self.file(&format!("{name}.out")).unwrap_or_default();
+        let err = self.file(&format!("{name}.err")).unwrap_or_default();
+        (status, out, err)
+    }
+
+    /// [`GuestRun::outcome`] with stdout parsed as JSON; an error says
+    /// what is missing or not JSON, with stderr.
+    pub fn outcome_json(&self, name: &str) -> Result<(i64, serde_json::Value), String> {
+        let (status, out, err) = self.outcome(name);
+        if status < 0 {
+            return Err(format!("{name}: no exit status ({err})"));
+        }
+        let v = serde_json::from_str(&out)
+            .map_err(|e| format!("{name}: not JSON ({e}): {out}{err}"))?;
+        Ok((status, v))
+    }
+
     /// A result file parsed as JSON.
     pub fn json(&self, name: &str) -> Result<serde_json::Value, VmError> {
         let text = self.file(name)?;

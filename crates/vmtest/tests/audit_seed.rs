@@ -66,19 +66,7 @@ fn boot() -> GuestRun {
 
 /// (exit status, stdout as JSON) of the guest command saved as `name`.
 fn outcome(run: &GuestRun, name: &str) -> Result<(i64, Value), String> {
-    let status: i64 = run
-        .file(&format!("{name}.status"))
-        .map_err(|e| e.to_string())?
-        .trim()
-        .parse()
-        .map_err(|e| format!("{name}.status: {e}"))?;
-    let out = run
-        .file(&format!("{name}.out"))
-        .map_err(|e| e.to_string())?;
-    let err = run.file(&format!("{name}.err")).unwrap_or_default();
-    let v =
-        serde_json::from_str(&out).map_err(|e| format!("{name}: not JSON ({e}): {out}{err}"))?;
-    Ok((status, v))
+    run.outcome_json(name)
 }
 
 /// The criteria of an audit result by name: (name, pass, figure).

@@ -67,14 +67,7 @@ fn boot() -> GuestRun {
 
 /// The exit status, stdout (parsed as JSON when `json`) of a `run_json`.
 fn outcome(run: &GuestRun, name: &str) -> (i64, String, String) {
-    let status = run
-        .file(&format!("{name}.status"))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(-1);
-    let out = run.file(&format!("{name}.out")).unwrap_or_default();
-    let err = run.file(&format!("{name}.err")).unwrap_or_default();
-    (status, out, err)
+    run.outcome(name)
 }
 
 fn parsed(out: &str) -> Value {
