@@ -29,8 +29,9 @@ pub struct HistoryArgs {
     /// for a duration back from now (90m, 12h, 7d, 2w).
     #[arg(long, value_name = "DATE|DURATION")]
     pub since: Option<String>,
-    /// At most N records, the newest (0 = all).
-    #[arg(long, value_name = "N", default_value_t = 50)]
+    /// At most N records, the newest (0 = all); a last line says how many
+    /// more match.
+    #[arg(long, value_name = "N", default_value_t = drivelab_store::DEFAULT_HISTORY_LIMIT)]
     pub limit: u64,
     #[command(flatten)]
     pub out: OutputArgs,
@@ -192,7 +193,13 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<u8> {
                 ));
             }
             if a.limit > 0 && rows.len() as u64 == a.limit {
-                s.push_str(&format!("(the newest {}; --limit 0 lists all)\n", a.limit));
+                // Counted only when the listing was cut: one more query.
+                let total = store.count(&filter).map_err(store_error)?;
+                if let Some(more) = total.checked_sub(a.limit).filter(|m| *m > 0) {
+                    s.push_str(&format!(
+                        "({more} more match, older; --limit N lists more, --limit 0 all {total})\n"
+                    ));
+                }
             }
         }
         s
