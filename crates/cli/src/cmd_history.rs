@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use drivelab_store::{Filter, Kind, Record, RecordId, SERIES_METRICS};
+use drivelab_store::{Filter, Kind, Record, RecordId, HISTORY_COUNT_LIMIT, SERIES_METRICS};
 use serde_json::{json, Value};
 
 use crate::cmd_store::{open, store_error};
@@ -194,8 +194,14 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<u8> {
             }
             if a.limit > 0 && rows.len() as u64 == a.limit {
                 // Counted only when the listing was cut: one more query.
-                let total = store.count(&filter).map_err(store_error)?;
-                if let Some(more) = total.checked_sub(a.limit).filter(|m| *m > 0) {
+                let cap = a.limit.saturating_add(HISTORY_COUNT_LIMIT);
+                let total = store.count(&filter, cap).map_err(store_error)?;
+                let more = total.saturating_sub(a.limit);
+                if total >= cap {
+                    s.push_str(&format!(
+                        "(at least {more} more match, older; --limit N lists more, --limit 0 all)\n"
+                    ));
+                } else if more > 0 {
                     s.push_str(&format!(
                         "({more} more match, older; --limit N lists more, --limit 0 all {total})\n"
                     ));

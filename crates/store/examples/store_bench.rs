@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use drivelab_store::{
     extract, open, Drive, Filter, Kind, NewRecord, Printed, DEFAULT_HISTORY_LIMIT,
+    HISTORY_COUNT_LIMIT,
 };
 use serde_json::json;
 
@@ -187,7 +188,7 @@ fn main() {
             let (r, ms) = time(|| {
                 let rows = s.history(&f)?;
                 let total = match f.limit {
-                    Some(l) if rows.len() as u64 == l => s.count(&f)?,
+                    Some(l) if rows.len() as u64 == l => s.count(&f, l + HISTORY_COUNT_LIMIT)?,
                     _ => rows.len() as u64,
                 };
                 Ok::<_, drivelab_store::StoreError>((rows.len(), total))

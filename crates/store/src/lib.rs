@@ -536,6 +536,10 @@ pub struct Filter {
 /// (`--limit`): a listing stays quick on a store of any size.
 pub const DEFAULT_HISTORY_LIMIT: u64 = 50;
 
+/// How far `drivelab history` counts the records past its limit ("N more
+/// match"); past this it says "at least".
+pub const HISTORY_COUNT_LIMIT: u64 = 10_000;
+
 /// The one interface over the backends.
 pub trait Store {
     /// Keep a record; returns its new ID. All of it or nothing is stored.
@@ -549,8 +553,9 @@ pub trait Store {
     fn get(&mut self, id: RecordId) -> Result<Record>;
     /// Records matching `filter`, newest first.
     fn history(&mut self, filter: &Filter) -> Result<Vec<Summary>>;
-    /// How many records match `filter`, whatever its `limit`.
-    fn count(&mut self, filter: &Filter) -> Result<u64>;
+    /// How many records match `filter`, whatever its `limit`, counting no
+    /// further than `at_most` (a count stays quick on a store of any size).
+    fn count(&mut self, filter: &Filter, at_most: u64) -> Result<u64>;
     /// A record's series, by source, name and time.
     fn series(&mut self, id: RecordId) -> Result<Vec<SeriesRow>>;
     /// Bring the schema up to [`SCHEMA_VERSION`] (done by [`open`]); a
@@ -724,6 +729,7 @@ fn history_where(f: &Filter, ph: impl Fn(usize) -> String) -> (String, Vec<Param
         add(" AND spec_key = ?", Param::Text(k.clone()), &mut sql);
     }
     if let Some(s) = &f.serial {
+        // IN: one drive's records are few, found by the serial's index.
         add(
             " AND id IN (SELECT record_id FROM drives WHERE serial = ?)",
             Param::Text(s.clone()),
@@ -740,8 +746,11 @@ fn history_where(f: &Filter, ph: impl Fn(usize) -> String) -> (String, Vec<Param
             pat.push(c);
         }
         pat.push('%');
+        // EXISTS, record by record newest first: a listing stops at its
+        // limit. (IN built the list of every matching record first: 50,000
+        // on a store of 100,000 runs of two models, 300 ms.)
         add(
-            " AND id IN (SELECT record_id FROM drives WHERE LOWER(model) LIKE ? ESCAPE '\\')",
+            " AND EXISTS (SELECT 1 FROM drives d WHERE d.record_id = records.id AND LOWER(d.model) LIKE ? ESCAPE '\\')",
             Param::Text(pat),
             &mut sql,
         );
@@ -761,10 +770,18 @@ fn history_query(f: &Filter, ph: impl Fn(usize) -> String) -> (String, Vec<Param
     (sql, params)
 }
 
-/// The query that counts the records `f` selects (whatever its limit).
-fn count_query(f: &Filter, ph: impl Fn(usize) -> String) -> (String, Vec<Param>) {
-    let (cond, params) = history_where(f, ph);
-    (format!("SELECT COUNT(*) FROM records{cond}"), params)
+/// The query that counts the records `f` selects (whatever its limit),
+/// newest first, up to `at_most`.
+fn count_query(f: &Filter, at_most: u64, ph: impl Fn(usize) -> String) -> (String, Vec<Param>) {
+    let (cond, mut params) = history_where(f, &ph);
+    params.push(Param::Int(i64::try_from(at_most).unwrap_or(i64::MAX)));
+    (
+        format!(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM records{cond} ORDER BY id DESC LIMIT {}) AS counted",
+            ph(params.len())
+        ),
+        params,
+    )
 }
 
 /// Series rows in the order [`Store::series`] gives them: by source

@@ -333,8 +333,8 @@ impl Store for PgStore {
             .collect()
     }
 
-    fn count(&mut self, f: &Filter) -> Result<u64> {
-        let (sql, params) = count_query(f, |n| format!("${n}"));
+    fn count(&mut self, f: &Filter, at_most: u64) -> Result<u64> {
+        let (sql, params) = count_query(f, at_most, |n| format!("${n}"));
         let owned = owned_params(params);
         let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|b| b.as_ref()).collect();
         let n: i64 = self.client.query_one(&sql, &refs)?.try_get(0)?;

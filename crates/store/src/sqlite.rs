@@ -428,8 +428,8 @@ impl Store for SqliteStore {
         Ok(out)
     }
 
-    fn count(&mut self, f: &Filter) -> Result<u64> {
-        let (sql, params) = count_query(f, |n| format!("?{n}"));
+    fn count(&mut self, f: &Filter, at_most: u64) -> Result<u64> {
+        let (sql, params) = count_query(f, at_most, |n| format!("?{n}"));
         let mut st = self.conn.prepare_cached(&sql)?;
         let n: i64 = st.query_row(params_from_iter(params.iter().map(to_sql)), |r| r.get(0))?;
         Ok(u64::try_from(n).unwrap_or(0))

@@ -224,7 +224,13 @@ fn check_history(s: &mut dyn Store) {
                 ..f.clone()
             })
             .unwrap();
-        assert_eq!(s.count(&f).unwrap(), all.len() as u64, "{f:?}");
+        let n = all.len() as u64;
+        assert_eq!(s.count(&f, 1000).unwrap(), n, "{f:?}");
+        assert_eq!(
+            s.count(&f, n.saturating_sub(1)).unwrap(),
+            n.saturating_sub(1),
+            "{f:?}, at most"
+        );
     }
 }
 
