@@ -538,7 +538,7 @@ pub const DEFAULT_HISTORY_LIMIT: u64 = 50;
 
 /// How far `drivelab history` counts the records past its limit ("N more
 /// match"); past this it says "at least".
-pub const HISTORY_COUNT_LIMIT: u64 = 10_000;
+pub const HISTORY_COUNT_LIMIT: u64 = 1_000;
 
 /// The one interface over the backends.
 pub trait Store {
