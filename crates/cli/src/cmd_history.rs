@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use drivelab_store::{Filter, Kind, Record, RecordId, SERIES_METRICS};
+use drivelab_store::{Filter, Kind, Record, RecordId, HISTORY_COUNT_LIMIT, SERIES_METRICS};
 use serde_json::{json, Value};
 
 use crate::cmd_store::{open, store_error};
@@ -29,8 +29,9 @@ pub struct HistoryArgs {
     /// for a duration back from now (90m, 12h, 7d, 2w).
     #[arg(long, value_name = "DATE|DURATION")]
     pub since: Option<String>,
-    /// At most N records, the newest (0 = all).
-    #[arg(long, value_name = "N", default_value_t = 50)]
+    /// At most N records, the newest (0 = all); a last line says how many
+    /// more match.
+    #[arg(long, value_name = "N", default_value_t = drivelab_store::DEFAULT_HISTORY_LIMIT)]
     pub limit: u64,
     #[command(flatten)]
     pub out: OutputArgs,
@@ -192,7 +193,19 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<u8> {
                 ));
             }
             if a.limit > 0 && rows.len() as u64 == a.limit {
-                s.push_str(&format!("(the newest {}; --limit 0 lists all)\n", a.limit));
+                // Counted only when the listing was cut: one more query.
+                let cap = a.limit.saturating_add(HISTORY_COUNT_LIMIT);
+                let total = store.count(&filter, cap).map_err(store_error)?;
+                let more = total.saturating_sub(a.limit);
+                if total >= cap {
+                    s.push_str(&format!(
+                        "(at least {more} more match, older; --limit N lists more, --limit 0 all)\n"
+                    ));
+                } else if more > 0 {
+                    s.push_str(&format!(
+                        "({more} more match, older; --limit N lists more, --limit 0 all {total})\n"
+                    ));
+                }
             }
         }
         s

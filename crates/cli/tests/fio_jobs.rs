@@ -285,6 +285,9 @@ fn unsupported_fio_keys_are_refused_naming_the_key() {
         ("flow", "flow=2"),
         ("verify", "verify=md5"),
         ("thinktime", "thinktime=2000"),
+        // Zoned block devices (fio's zonemode=zbd) are not driven.
+        ("zonemode", "zonemode=zbd"),
+        ("zonesize", "zonemode=strided"),
         ("DL_UNSET_VARIABLE", "filename=${DL_UNSET_VARIABLE}/x"),
     ] {
         let job = write(

@@ -425,12 +425,13 @@ fn postgres_store_from_the_command_line() {
         .parse()
         .unwrap();
     assert_eq!(n, 2);
+    // Each series is one row, its seconds packed (schema version 3).
     let rows: i64 = pg
-        .psql("cli", "SELECT COUNT(*) FROM series")
+        .psql("cli", "SELECT COALESCE(SUM(points), 0) FROM series_columns")
         .trim()
         .parse()
         .unwrap();
-    assert!(rows >= 2, "series rows in PostgreSQL: {rows}");
+    assert!(rows >= 2, "series seconds in PostgreSQL: {rows}");
 }
 
 /// `drivelab report` takes stored IDs as well as files: the page of a stored

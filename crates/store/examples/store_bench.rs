@@ -12,7 +12,10 @@
 
 use std::time::Instant;
 
-use drivelab_store::{extract, open, Drive, Filter, Kind, NewRecord, Printed};
+use drivelab_store::{
+    extract, open, Drive, Filter, Kind, NewRecord, Printed, DEFAULT_HISTORY_LIMIT,
+    HISTORY_COUNT_LIMIT,
+};
 use serde_json::json;
 
 fn drive(i: u64) -> Drive {
@@ -146,11 +149,14 @@ fn main() {
     }
     println!("open_and_store_1h_run_ms: {:.1}", median_ms(opens));
 
+    // As `drivelab history` lists: the newest DEFAULT_HISTORY_LIMIT, and
+    // when cut, the count of all that match (its "N more" line).
+    let limit = Some(DEFAULT_HISTORY_LIMIT);
     let cases: [(&str, Filter); 4] = [
         (
             "history_default_ms",
             Filter {
-                limit: Some(50),
+                limit,
                 ..Filter::default()
             },
         ),
@@ -158,7 +164,7 @@ fn main() {
             "history_drive_ms",
             Filter {
                 serial: Some("SN00042".into()),
-                limit: None,
+                limit,
                 ..Filter::default()
             },
         ),
@@ -168,20 +174,28 @@ fn main() {
                 model: Some("hdd".into()),
                 kind: Some(Kind::Run),
                 since_ms: Some(1_700_000_000_000 + (runs as i64 / 2) * 60_000),
-                limit: None,
+                limit,
                 ..Filter::default()
             },
         ),
+        // --limit 0: every record, unbounded (not a default listing).
         ("history_all_ms", Filter::default()),
     ];
     for (name, f) in cases {
         let mut xs = Vec::new();
-        let mut n = 0;
+        let (mut n, mut total) = (0, 0);
         for _ in 0..repeats {
-            let (r, ms) = time(|| s.history(&f));
-            n = r.unwrap_or_else(|e| fail(e)).len();
+            let (r, ms) = time(|| {
+                let rows = s.history(&f)?;
+                let total = match f.limit {
+                    Some(l) if rows.len() as u64 == l => s.count(&f, l + HISTORY_COUNT_LIMIT)?,
+                    _ => rows.len() as u64,
+                };
+                Ok::<_, drivelab_store::StoreError>((rows.len(), total))
+            });
+            (n, total) = r.unwrap_or_else(|e| fail(e));
             xs.push(ms);
         }
-        println!("{name}: {:.1} ({n} rows)", median_ms(xs));
+        println!("{name}: {:.1} ({n} rows of {total})", median_ms(xs));
     }
 }

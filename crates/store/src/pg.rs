@@ -1,11 +1,9 @@
 //! The PostgreSQL backend, for a lab's shared server: the `postgres`
 //! crate's synchronous client over TCP or a unix socket
 //! (`postgres:///db?host=/run/postgresql`). Each record is one transaction;
-//! series rows go in with `COPY … FROM STDIN` (one round trip for an
-//! hour of seconds). Migrations take a transaction-scoped advisory lock, so
+//! each series is one row, its seconds packed (see `packed`). Migrations take a transaction-scoped advisory lock, so
 //! that clients opening a new database at once apply each exactly once.
 
-use std::io::Write;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -13,10 +11,11 @@ use postgres::types::ToSql;
 use postgres::{Client, Config, NoTls, Row};
 
 use crate::migrate::{self, Dialect, Migration, SCHEMA_VERSION};
+use crate::packed;
 use crate::{
-    corrupt, finite, history_query, Artifact, Drive, Filter, NewRecord, Param, Printed, Record,
-    RecordId, Result, SeriesRow, Source, Store, StoreError, Summary, DRIVE_COLUMNS, RECORD_COLUMNS,
-    RECORD_READ, SERIES_METRICS,
+    corrupt, count_query, history_query, Artifact, Drive, Filter, NewRecord, Param, Printed,
+    Record, RecordId, Result, SeriesRow, Source, Store, StoreError, Summary, DRIVE_COLUMNS,
+    RECORD_COLUMNS, RECORD_READ, SERIES_METRICS,
 };
 
 /// The advisory lock key migrations hold ("drivelab" in ASCII, truncated).
@@ -148,32 +147,6 @@ fn one_line(e: &postgres::Error) -> String {
     s.replace('\n', " ")
 }
 
-/// A field of COPY's text format.
-fn copy_text(out: &mut Vec<u8>, s: &str) {
-    for c in s.chars() {
-        match c {
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            c => {
-                let mut b = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
-            }
-        }
-    }
-}
-
-fn copy_num(out: &mut Vec<u8>, v: Option<f64>) {
-    match finite(v) {
-        // Rust prints the shortest text that reads back to the same f64.
-        Some(x) => {
-            let _ = write!(out, "{x:?}");
-        }
-        None => out.extend_from_slice(b"\\N"),
-    }
-}
-
 fn summary(r: &Row) -> Result<Summary> {
     let id: i64 = r.try_get(0)?;
     let kind: String = r.try_get(1)?;
@@ -188,6 +161,22 @@ fn summary(r: &Row) -> Result<Summary> {
         headline: r.try_get(7)?,
         spec_key: r.try_get(8)?,
     })
+}
+
+fn owned_params(params: Vec<Param>) -> Vec<Box<dyn ToSql + Sync>> {
+    params
+        .into_iter()
+        .map(|p| -> Box<dyn ToSql + Sync> {
+            match p {
+                Param::Text(s) => Box::new(s),
+                Param::Int(i) => Box::new(i),
+            }
+        })
+        .collect()
+}
+
+fn parse_source(id: RecordId, s: &str) -> Result<Source> {
+    Source::parse(s).ok_or_else(|| corrupt(id.0, format!("unknown series source '{s}'")))
 }
 
 impl Store for PgStore {
@@ -252,24 +241,16 @@ impl Store for PgStore {
             }
         }
         if !rec.series.is_empty() {
-            let mut buf = Vec::with_capacity(rec.series.len() * 96);
-            for row in &rec.series {
-                let _ = write!(buf, "{id}\t{}\t", row.source.as_str());
-                copy_text(&mut buf, &row.name);
-                buf.push(b'\t');
-                copy_num(&mut buf, Some(row.t_s));
-                for m in row.metrics() {
-                    buf.push(b'\t');
-                    copy_num(&mut buf, m);
-                }
-                buf.push(b'\n');
+            let st = tx.prepare(
+                "INSERT INTO series_columns (record_id, source, name, points, columns) VALUES ($1, $2, $3, $4, $5)",
+            )?;
+            for p in packed::pack(&rec.series) {
+                let points = i32::try_from(p.points).unwrap_or(i32::MAX);
+                tx.execute(
+                    &st,
+                    &[&id, &p.source.as_str(), &p.name, &points, &p.columns],
+                )?;
             }
-            let cols = SERIES_METRICS.join(", ");
-            let mut w = tx.copy_in(&format!(
-                "COPY series (record_id, source, name, t_s, {cols}) FROM STDIN"
-            ))?;
-            w.write_all(&buf)?;
-            w.finish()?;
         }
         for a in &rec.artifacts {
             tx.execute(
@@ -343,15 +324,7 @@ impl Store for PgStore {
 
     fn history(&mut self, f: &Filter) -> Result<Vec<Summary>> {
         let (sql, params) = history_query(f, |n| format!("${n}"));
-        let owned: Vec<Box<dyn ToSql + Sync>> = params
-            .into_iter()
-            .map(|p| -> Box<dyn ToSql + Sync> {
-                match p {
-                    Param::Text(s) => Box::new(s),
-                    Param::Int(i) => Box::new(i),
-                }
-            })
-            .collect();
+        let owned = owned_params(params);
         let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|b| b.as_ref()).collect();
         self.client
             .query(&sql, &refs)?
@@ -360,19 +333,38 @@ impl Store for PgStore {
             .collect()
     }
 
+    fn count(&mut self, f: &Filter, at_most: u64) -> Result<u64> {
+        let (sql, params) = count_query(f, at_most, |n| format!("${n}"));
+        let owned = owned_params(params);
+        let refs: Vec<&(dyn ToSql + Sync)> = owned.iter().map(|b| b.as_ref()).collect();
+        let n: i64 = self.client.query_one(&sql, &refs)?.try_get(0)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     fn series(&mut self, id: RecordId) -> Result<Vec<SeriesRow>> {
+        let mut out = Vec::new();
+        for r in self.client.query(
+            "SELECT source, name, points, columns FROM series_columns WHERE record_id = $1",
+            &[&id.0],
+        )? {
+            let source = parse_source(id, &r.try_get::<_, String>(0)?)?;
+            let name: String = r.try_get(1)?;
+            let points: i32 = r.try_get(2)?;
+            let points = usize::try_from(points)
+                .map_err(|_| corrupt(id.0, format!("series '{name}': {points} seconds")))?;
+            let columns: Vec<u8> = r.try_get(3)?;
+            out.extend(
+                packed::unpack(source, &name, points, &columns).map_err(|e| corrupt(id.0, e))?,
+            );
+        }
+        // Records stored before schema version 3: one row a second.
         let cols = SERIES_METRICS.join(", ");
         let rows = self.client.query(
-            &format!(
-                "SELECT source, name, t_s, {cols} FROM series WHERE record_id = $1 ORDER BY source, name, t_s"
-            ),
+            &format!("SELECT source, name, t_s, {cols} FROM series WHERE record_id = $1"),
             &[&id.0],
         )?;
-        let mut out = Vec::with_capacity(rows.len());
         for r in rows {
-            let source: String = r.try_get(0)?;
-            let source = Source::parse(&source)
-                .ok_or_else(|| corrupt(id.0, format!("unknown series source '{source}'")))?;
+            let source = parse_source(id, &r.try_get::<_, String>(0)?)?;
             let mut m = [None; 12];
             for (i, v) in m.iter_mut().enumerate() {
                 *v = r.try_get::<_, Option<f64>>(3 + i)?;
@@ -384,6 +376,7 @@ impl Store for PgStore {
                 m,
             ));
         }
+        crate::sort_series(&mut out);
         Ok(out)
     }
 

@@ -14,14 +14,23 @@ use rusqlite::{
 };
 
 use crate::migrate::{self, Dialect, Migration, SCHEMA_VERSION};
+use crate::packed;
 use crate::{
-    corrupt, finite, history_query, Artifact, Drive, Filter, Kind, NewRecord, Param, Printed,
+    corrupt, count_query, history_query, Artifact, Drive, Filter, Kind, NewRecord, Param, Printed,
     Record, RecordId, Result, SeriesRow, Source, Store, StoreError, Summary, DRIVE_COLUMNS,
     RECORD_COLUMNS, RECORD_READ, SERIES_METRICS,
 };
 
 /// How long a writer waits for another one before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The WAL's size, in pages (4 KiB), past which a commit copies it into
+/// the database file (a checkpoint, with an fsync). SQLite's default, 1000
+/// pages, is less than two 1-hour runs (2.3 MB each): every other put
+/// paid for a checkpoint. A put leaves the copy to the store's close
+/// instead (see `Drop`), which a command reaches right after; a process
+/// that keeps the store open for many puts still checkpoints every 16 MiB.
+const WAL_AUTOCHECKPOINT_PAGES: i64 = 4096;
 
 /// An SQLite store.
 pub struct SqliteStore {
@@ -68,6 +77,7 @@ impl SqliteStore {
         // those too; the result has been printed by then anyway.
         conn.pragma_update(None, "synchronous", "NORMAL")
             .and_then(|_| conn.pragma_update(None, "foreign_keys", "ON"))
+            .and_then(|_| conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES))
             .map_err(|e| not_a_store(path, e))?;
         Ok(SqliteStore {
             conn,
@@ -148,6 +158,21 @@ impl SqliteStore {
             from: found,
             to: found.max(target),
         })
+    }
+}
+
+fn parse_source(id: RecordId, s: &str) -> Result<Source> {
+    Source::parse(s).ok_or_else(|| corrupt(id.0, format!("unknown series source '{s}'")))
+}
+
+impl Drop for SqliteStore {
+    /// Copy the WAL into the database file now that this connection's
+    /// puts are done (see [`WAL_AUTOCHECKPOINT_PAGES`]). PASSIVE: it waits
+    /// for no reader or writer, and what it cannot copy the next close or
+    /// autocheckpoint copies. SQLite does the same when the last connection
+    /// closes; this does it when others are open too (24 erase processes).
+    fn drop(&mut self) {
+        let _ = self.conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE)");
     }
 }
 
@@ -246,34 +271,17 @@ fn insert(tx: &rusqlite::Transaction<'_>, rec: &NewRecord) -> Result<RecordId> {
             ])?;
         }
     }
-    {
-        let cols = SERIES_METRICS.join(", ");
-        let ph: Vec<String> = (1..=SERIES_METRICS.len() + 4)
-            .map(|i| format!("?{i}"))
-            .collect();
-        let mut st = tx.prepare_cached(&format!(
-            "INSERT INTO series (record_id, source, name, t_s, {cols}) VALUES ({})",
-            ph.join(", ")
-        ))?;
-        for row in &rec.series {
-            let m = row.metrics().map(finite);
+    if !rec.series.is_empty() {
+        let mut st = tx.prepare_cached(
+            "INSERT INTO series_columns (record_id, source, name, points, columns) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?;
+        for p in packed::pack(&rec.series) {
             st.execute(params![
                 id,
-                row.source.as_str(),
-                row.name,
-                row.t_s,
-                m[0],
-                m[1],
-                m[2],
-                m[3],
-                m[4],
-                m[5],
-                m[6],
-                m[7],
-                m[8],
-                m[9],
-                m[10],
-                m[11],
+                p.source.as_str(),
+                p.name,
+                i64::try_from(p.points).unwrap_or(i64::MAX),
+                p.columns
             ])?;
         }
     }
@@ -420,10 +428,40 @@ impl Store for SqliteStore {
         Ok(out)
     }
 
+    fn count(&mut self, f: &Filter, at_most: u64) -> Result<u64> {
+        let (sql, params) = count_query(f, at_most, |n| format!("?{n}"));
+        let mut st = self.conn.prepare_cached(&sql)?;
+        let n: i64 = st.query_row(params_from_iter(params.iter().map(to_sql)), |r| r.get(0))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     fn series(&mut self, id: RecordId) -> Result<Vec<SeriesRow>> {
+        let mut out = Vec::new();
+        let mut st = self.conn.prepare_cached(
+            "SELECT source, name, points, columns FROM series_columns WHERE record_id = ?1",
+        )?;
+        let packs = st
+            .query_map([id.0], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, Vec<u8>>(3)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        for (source, name, points, columns) in packs {
+            let source = parse_source(id, &source)?;
+            let points = usize::try_from(points)
+                .map_err(|_| corrupt(id.0, format!("series '{name}': {points} seconds")))?;
+            out.extend(
+                packed::unpack(source, &name, points, &columns).map_err(|e| corrupt(id.0, e))?,
+            );
+        }
+        // Records stored before schema version 3: one row a second.
         let cols = SERIES_METRICS.join(", ");
         let mut st = self.conn.prepare_cached(&format!(
-            "SELECT source, name, t_s, {cols} FROM series WHERE record_id = ?1 ORDER BY source, name, t_s"
+            "SELECT source, name, t_s, {cols} FROM series WHERE record_id = ?1"
         ))?;
         let rows = st.query_map([id.0], |r| {
             let mut m = [None; 12];
@@ -437,13 +475,16 @@ impl Store for SqliteStore {
                 m,
             ))
         })?;
-        let mut out = Vec::new();
         for r in rows {
             let (source, name, t_s, m) = r?;
-            let source = Source::parse(&source)
-                .ok_or_else(|| corrupt(id.0, format!("unknown series source '{source}'")))?;
-            out.push(SeriesRow::from_metrics(source, name, t_s, m));
+            out.push(SeriesRow::from_metrics(
+                parse_source(id, &source)?,
+                name,
+                t_s,
+                m,
+            ));
         }
+        crate::sort_series(&mut out);
         Ok(out)
     }
 

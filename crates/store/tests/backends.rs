@@ -202,31 +202,105 @@ fn check_history(s: &mut dyn Store) {
         .unwrap();
     assert_eq!(row[0].drives, "LAB MODEL ALPHA SN2");
     assert_eq!(row[0].headline, "1020 IOPS");
+    // count: what history would list without its limit.
+    for f in [
+        Filter::default(),
+        Filter {
+            serial: Some("SN2".into()),
+            limit: Some(1),
+            ..Filter::default()
+        },
+        Filter {
+            model: Some("BETA".into()),
+            kind: Some(Kind::Run),
+            since_ms: Some(1_700_000_000_000 + 13_000),
+            limit: Some(2),
+            ..Filter::default()
+        },
+    ] {
+        let all = s
+            .history(&Filter {
+                limit: None,
+                ..f.clone()
+            })
+            .unwrap();
+        let n = all.len() as u64;
+        assert_eq!(s.count(&f, 1000).unwrap(), n, "{f:?}");
+        assert_eq!(
+            s.count(&f, n.saturating_sub(1)).unwrap(),
+            n.saturating_sub(1),
+            "{f:?}, at most"
+        );
+    }
 }
 
-/// Bring a store at schema version 1, holding a record, up to date.
-fn check_upgrade_from_v1(loc: &Location) {
-    drivelab_store::migrate_to(loc, 1).unwrap();
+/// The SQL with which drivelab before schema version 3 stored a record's
+/// series: one row a second in `series`.
+fn legacy_series_sql(id: RecordId, rows: &[SeriesRow]) -> String {
+    let num = |v: Option<f64>| v.map_or("NULL".to_string(), |x| format!("{x:?}"));
+    let mut sql = String::new();
+    for r in rows {
+        let m: Vec<String> = r.metrics().into_iter().map(num).collect();
+        sql.push_str(&format!(
+            "INSERT INTO series (record_id, source, name, t_s, iops, bw_bytes, lat_mean_ns, lat_p99_ns, \
+             r_iops, w_iops, r_bw_bytes, w_bw_bytes, util_pct, aqu_sz, r_await_ms, w_await_ms) \
+             VALUES ({id}, '{}', '{}', {:?}, {});\n",
+            r.source.as_str(),
+            r.name.replace('\'', "''"),
+            r.t_s,
+            m.join(", ")
+        ));
+    }
+    sql
+}
+
+/// Bring a store at schema version `from` (1 or 2), holding a record made
+/// as that version stored it, up to date; `exec` runs SQL on the store.
+fn check_upgrade_from(loc: &Location, from: u32, exec: &dyn Fn(&str)) {
+    drivelab_store::migrate_to(loc, from).unwrap();
     let mut old = open_unmigrated(loc).unwrap();
-    assert_eq!(old.schema_version().unwrap(), 1);
+    assert_eq!(old.schema_version().unwrap(), from);
     let mut rec = record(5, 3);
-    rec.artifacts.clear();
+    if from < 2 {
+        rec.artifacts.clear();
+    }
+    let series = std::mem::take(&mut rec.series);
     let id = old.put(&rec).unwrap();
     drop(old);
+    exec(&legacy_series_sql(id, &series));
     let mut s = open(Some(&loc_text(loc))).unwrap();
     assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
     const {
         assert!(
-            SCHEMA_VERSION >= 2,
-            "a migration after version 1 exists to test"
+            SCHEMA_VERSION >= 3,
+            "migrations after versions 1 and 2 exist to test"
         )
     };
     let got = s.get(id).unwrap();
     assert_eq!(got.result_json, rec.result_json);
-    assert_eq!(s.series(id).unwrap().len(), 6);
-    // What version 2 added works on the upgraded store.
-    let id2 = s.put(&record(6, 1)).unwrap();
+    let mut expect = series.clone();
+    expect.sort_by(|a, b| {
+        (a.source.as_str(), &a.name, a.t_s.to_bits()).cmp(&(
+            b.source.as_str(),
+            &b.name,
+            b.t_s.to_bits(),
+        ))
+    });
+    assert_eq!(
+        s.series(id).unwrap(),
+        expect,
+        "the old record's rows, in order"
+    );
+    // What versions 2 and 3 added works on the upgraded store.
+    let new = record(6, 4);
+    let id2 = s.put(&new).unwrap();
     assert_eq!(s.get(id2).unwrap().artifacts.len(), 1);
+    assert_eq!(s.series(id2).unwrap().len(), new.series.len());
+    assert_eq!(
+        s.series(id).unwrap().len(),
+        series.len(),
+        "old rows unmixed"
+    );
     // Opening again changes nothing.
     let m = s.migrate().unwrap();
     assert_eq!((m.from, m.to), (SCHEMA_VERSION, SCHEMA_VERSION));
@@ -353,7 +427,16 @@ fn sqlite_suite() {
         check_history(s.as_mut());
     }
     check_concurrent_writers(&loc);
-    check_upgrade_from_v1(&Location::Sqlite(dir.join("v1.db")));
+    for from in [1, 2] {
+        let path = dir.join(&format!("v{from}.db"));
+        let exec = |sql: &str| {
+            rusqlite::Connection::open(&path)
+                .unwrap()
+                .execute_batch(sql)
+                .unwrap()
+        };
+        check_upgrade_from(&Location::Sqlite(path.clone()), from, &exec);
+    }
     let newer = dir.join("newer.db");
     check_newer_refused(&Location::Sqlite(newer.clone()), || {
         let c = rusqlite::Connection::open(&newer).unwrap();
@@ -376,7 +459,13 @@ fn postgres_suite() {
         check_history(s.as_mut());
     }
     check_concurrent_writers(&Location::parse(&main).unwrap());
-    check_upgrade_from_v1(&Location::parse(&pg.database("v1")).unwrap());
+    for from in [1, 2] {
+        let db = format!("v{from}");
+        let exec = |sql: &str| {
+            pg.psql(&db, sql);
+        };
+        check_upgrade_from(&Location::parse(&pg.database(&db)).unwrap(), from, &exec);
+    }
     let newer = pg.database("newer");
     check_newer_refused(&Location::parse(&newer).unwrap(), || {
         pg.psql(

@@ -215,6 +215,8 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             seed: spec.randseed,
             seq_delta: spec.rw_delta,
             seq_run: spec.rw_seq_run,
+            // Checked by the plan.
+            strided: spec.strided().ok().flatten(),
         },
         runtime: job.runtime,
         io_limit: job.io_limit,

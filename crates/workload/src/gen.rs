@@ -52,6 +52,23 @@ pub struct GenConfig {
     pub seq_delta: i64,
     /// Sequential I/Os per random offset (`rw=randread:8`); 1 = every I/O random.
     pub seq_run: u32,
+    /// fio's `zonemode=strided` (one target only).
+    pub strided: Option<Strided>,
+}
+
+/// fio's `zonemode=strided`: I/O stays in one zone of `range` bytes until
+/// `size` bytes have been transferred, then moves to the zone `range +
+/// skip` bytes further on, wrapping to the region's start past its end.
+/// Sequential I/O runs through the zone (again from its start when it
+/// reaches the zone's end); random offsets fall in the zone, uniformly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Strided {
+    /// Bytes transferred in a zone before moving on (`zonesize`, > 0).
+    pub size: u64,
+    /// Length of a zone (`zonerange`; fio's default: `zonesize`).
+    pub range: u64,
+    /// Bytes skipped after a zone (`zoneskip`).
+    pub skip: u64,
 }
 
 /// A shuffled deck of small values, reshuffled when exhausted.
@@ -133,6 +150,13 @@ pub struct Generator {
     rng: Rng,
     seq_delta: i64,
     seq_run: u32,
+    strided: Option<Strided>,
+    /// The zone (strided): its start, and the bytes transferred in it.
+    zone: (u64, u64),
+    /// Strided with `randommap`: the zone's slots in random order, and the
+    /// next to use; dealt again at each zone (and each `zonerange` bytes).
+    zone_map: Option<(Permutation, u64)>,
+    randommap: bool,
 }
 
 /// Why a generator could not be built.
@@ -243,6 +267,10 @@ impl Generator {
             rng: Rng::new(cfg.seed),
             seq_delta: cfg.seq_delta,
             seq_run: cfg.seq_run.max(1),
+            strided: cfg.strided.filter(|z| z.size > 0 && z.range > 0),
+            zone: (cfg.regions[0].start, 0),
+            zone_map: None,
+            randommap: cfg.randommap,
         })
     }
 
@@ -260,6 +288,9 @@ impl Generator {
             self.next_target = 0;
         }
         let op = if read { Op::Read } else { self.write_op };
+        if let Some(z) = self.strided {
+            return self.strided_io(z, t, op, size, random);
+        }
         let offset = if random {
             let ts = &mut self.targets[t];
             if ts.run.0 > 0 && ts.run.1 + size <= ts.region.end {
@@ -295,6 +326,68 @@ impl Generator {
             ts.seq[d] = next as u64;
             off
         };
+        IoDesc {
+            target: t as u32,
+            op,
+            offset,
+            len: size as u32,
+        }
+    }
+
+    /// The next I/O in `zonemode=strided` (as fio's io_u.c does it).
+    fn strided_io(&mut self, z: Strided, t: usize, op: Op, size: u64, random: bool) -> IoDesc {
+        let d = usize::from(op != Op::Read);
+        let ts = &mut self.targets[t];
+        let r = ts.region;
+        if self.zone.1 >= z.size {
+            // The zone is done: the next one, from the start past the end.
+            self.zone.1 = 0;
+            self.zone.0 = self.zone.0.saturating_add(z.range).saturating_add(z.skip);
+            if self.zone.0 >= r.end {
+                self.zone.0 = r.start;
+            }
+            // As fio: only this direction's position moves to the new zone.
+            ts.seq[d] = self.zone.0;
+        }
+        let start = self.zone.0;
+        // A zone cut by the region's end, or too short for a transfer, is
+        // used from the region's end back.
+        let end = start
+            .saturating_add(z.range)
+            .min(r.end)
+            .max(start + size)
+            .min(r.end);
+        let start = start.min(end - size);
+        if ts.seq[d] >= start + z.range || ts.seq[d] < start {
+            ts.seq[d] = start;
+        }
+        let offset = if random {
+            let fit = (end - start - size) / self.align + 1;
+            if !self.randommap {
+                start + self.rng.below(fit) * self.align
+            } else {
+                // As fio: every slot once per zonerange bytes of the zone.
+                if self.zone.1 % z.range == 0
+                    || self.zone_map.as_ref().is_none_or(|m| m.1 >= m.0.len())
+                {
+                    let key = self.seed ^ start ^ self.zone.1.rotate_left(17) ^ self.rng.next_u64();
+                    self.zone_map = Some((Permutation::new(fit, key), 0));
+                }
+                let m = self.zone_map.as_mut().map_or(0, |m| {
+                    m.1 += 1;
+                    m.0.get(m.1 - 1)
+                });
+                start + m.min(fit - 1) * self.align
+            }
+        } else {
+            let mut off = ts.seq[d];
+            if off + size > end {
+                off = start;
+            }
+            ts.seq[d] = off + size;
+            off
+        };
+        self.zone.1 += size;
         IoDesc {
             target: t as u32,
             op,
@@ -369,6 +462,82 @@ mod tests {
             seed: 1,
             seq_delta: 0,
             seq_run: 1,
+            strided: None,
+        }
+    }
+
+    /// Offsets in units of 512 KiB of a strided read job over [start, end).
+    fn strided(start: u64, end: u64, z: (u64, u64, u64), random: bool, n: usize) -> Vec<u64> {
+        strided_map(start, end, z, random, false, n)
+    }
+
+    fn strided_map(
+        start: u64,
+        end: u64,
+        z: (u64, u64, u64),
+        random: bool,
+        randommap: bool,
+        n: usize,
+    ) -> Vec<u64> {
+        const K: u64 = 512 << 10;
+        let mut c = cfg(vec![line(K, 1, 100, if random { 100 } else { 0 })], end);
+        c.randommap = randommap;
+        c.regions = vec![Region { start, end }];
+        c.align = K;
+        c.strided = Some(Strided {
+            size: z.0,
+            range: z.1,
+            skip: z.2,
+        });
+        let mut g = Generator::new(&c).unwrap();
+        (0..n).map(|_| g.next_io().offset / K).collect()
+    }
+
+    #[test]
+    fn strided_zones_visit_what_fio_visits() {
+        // Each as fio 3.33 did it (--write_iolog), in 512 KiB units.
+        const M: u64 = 1 << 20;
+        // zonesize=1m zoneskip=1m on 8m: zones at 0, 2, 4, 6 MiB, then again.
+        assert_eq!(
+            strided(0, 8 * M, (M, M, M), false, 10),
+            [0, 1, 4, 5, 8, 9, 12, 13, 0, 1]
+        );
+        // zonesize=2m zonerange=1m: each zone twice before moving on.
+        assert_eq!(
+            strided(0, 8 * M, (2 * M, M, M), false, 10),
+            [0, 1, 0, 1, 4, 5, 4, 5, 8, 9]
+        );
+        // offset=1m: zones from the region's start; wrap back to it.
+        assert_eq!(
+            strided(M, 9 * M, (M, M, M), false, 10),
+            [2, 3, 6, 7, 10, 11, 14, 15, 2, 3]
+        );
+        // zoneskip=2m on 7m: zones at 0, 3, 6 MiB; 9 MiB is past the end.
+        assert_eq!(
+            strided(0, 7 * M, (M, M, 2 * M), false, 8),
+            [0, 1, 6, 7, 12, 13, 0, 1]
+        );
+        // Random: zonerange=2m zoneskip=1m, zones at 0, 3, 6 MiB; two
+        // transfers (zonesize=1m) in each, anywhere a transfer fits.
+        let r = strided(0, 8 * M, (M, 2 * M, M), true, 600);
+        for (i, o) in r.iter().enumerate() {
+            let zone = [0, 6, 12][(i / 2) % 3];
+            assert!((zone..=zone + 3).contains(o), "I/O {i} at {o}: zone {zone}");
+        }
+        let distinct: std::collections::BTreeSet<_> = r.iter().collect();
+        assert_eq!(distinct.len(), 12, "every slot of every zone: {distinct:?}");
+        // randommap: each zonerange bytes visit every slot of the zone once
+        // (zonesize=4m, zonerange=2m: twice in each zone before moving on).
+        let r = strided_map(0, 8 * M, (4 * M, 2 * M, M), true, true, 48);
+        for (i, pass) in r.chunks(4).enumerate() {
+            let zone = [0, 6, 12][(i / 2) % 3];
+            let mut p = pass.to_vec();
+            p.sort();
+            assert_eq!(
+                p,
+                [zone, zone + 1, zone + 2, zone + 3],
+                "pass {i}: {pass:?}"
+            );
         }
     }
 

@@ -221,7 +221,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Text,
         "io_uring",
-        "io_uring, psync or null; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync (the run says so once)"
+        "io_uring, psync or null; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once)"
     ),
     opt!(
         "rate_iops",
@@ -275,6 +275,34 @@ pub const OPTIONS: &[OptionDecl] = &[
         Text,
         "",
         "start once every clone of the earlier job NAME has finished"
+    ),
+    opt!(
+        "zonemode",
+        [],
+        Text,
+        "none",
+        "none, or strided: I/O stays in a zone until zonesize bytes are done, then skips zoneskip bytes (fio's zbd is not supported)"
+    ),
+    opt!(
+        "zonesize",
+        [],
+        Size,
+        "",
+        "zonemode=strided: bytes to transfer in a zone before moving on (given alone, it turns strided on)"
+    ),
+    opt!(
+        "zonerange",
+        [],
+        Size,
+        "zonesize",
+        "zonemode=strided: length of a zone"
+    ),
+    opt!(
+        "zoneskip",
+        [],
+        Size,
+        "0",
+        "zonemode=strided: bytes skipped after each zone"
     ),
     opt!(
         "filesize",
@@ -652,6 +680,7 @@ mod tests {
                 "bsrange" => "4k-16k",
                 "io_submit_mode" => "offload",
                 "wait_for" => "x",
+                "zonemode" => "strided",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

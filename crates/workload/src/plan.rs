@@ -441,6 +441,27 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             }
             regions.push(Region { start: offset, end });
         }
+        if spec.strided()?.is_some() {
+            let refuse = |why: &str| {
+                Err(PlanError::Spec(crate::SpecError::Invalid(format!(
+                    "job '{}': zonemode=strided {why}",
+                    spec.name
+                ))))
+            };
+            if idx.len() > 1 {
+                return refuse(
+                    "works on one file; this job has several (fio turns zonemode off then)",
+                );
+            }
+            if spec.rw_delta != 0 || spec.rw_seq_run > 1 {
+                return refuse("takes no rw=MODE:N modifier");
+            }
+            if !matches!(spec.random_distribution, crate::spec::Distribution::Random) {
+                return refuse(
+                    "draws random offsets uniformly in the zone: drop random_distribution",
+                );
+            }
+        }
         let align = spec.blockalign.unwrap_or_else(|| spec.min_bs()).max(1);
         if direct {
             let lb = idx

@@ -256,12 +256,14 @@ pub enum EngineKind {
 impl EngineKind {
     /// drivelab's engine for a name fio users write: io_uring for the
     /// asynchronous engines (`libaio`, `posixaio`, `io_uring`), psync for
-    /// the synchronous ones (`sync`, `psync`, `vsync`, `pvsync`, `pvsync2`).
+    /// the synchronous ones (`sync`, `psync`, `vsync`, `pvsync`, `pvsync2`),
+    /// null for fio's two engines that do no I/O (`null`, `cpp_null`, its
+    /// C++ twin).
     pub fn from_fio(name: &str) -> Option<EngineKind> {
         Some(match name.trim().to_ascii_lowercase().as_str() {
             "io_uring" | "libaio" | "posixaio" => EngineKind::IoUring,
             "psync" | "sync" | "vsync" | "pvsync" | "pvsync2" => EngineKind::Psync,
-            "null" => EngineKind::Null,
+            "null" | "cpp_null" => EngineKind::Null,
             _ => return None,
         })
     }
@@ -409,6 +411,41 @@ pub struct JobSpec {
     pub wait_for: Option<String>,
     /// Size of each file (`filesize`); `size` then defaults to it times the files.
     pub filesize: Option<u64>,
+    /// `zonemode`: None when not given (then `zonesize` alone means
+    /// strided, as in fio), Some(false) for none, Some(true) for strided.
+    pub zonemode_strided: Option<bool>,
+    /// `zonesize`, `zonerange`, `zoneskip`, bytes (0: not given).
+    pub zonesize: u64,
+    /// See `zonesize`.
+    pub zonerange: u64,
+    /// See `zonesize`.
+    pub zoneskip: u64,
+}
+
+impl JobSpec {
+    /// fio's `zonemode=strided`, when on: explicitly, or by `zonesize`
+    /// alone; `zonerange` defaults to `zonesize`. `zonemode=strided`
+    /// without `zonesize` is an error (as in fio).
+    pub fn strided(&self) -> Result<Option<crate::gen::Strided>, SpecError> {
+        let on = self.zonemode_strided.unwrap_or(self.zonesize > 0);
+        if !on {
+            return Ok(None);
+        }
+        if self.zonesize == 0 {
+            return Err(SpecError::Invalid(
+                "zonemode=strided needs zonesize (the bytes to transfer in each zone), e.g. zonesize=256m".to_string(),
+            ));
+        }
+        Ok(Some(crate::gen::Strided {
+            size: self.zonesize,
+            range: if self.zonerange > 0 {
+                self.zonerange
+            } else {
+                self.zonesize
+            },
+            skip: self.zoneskip,
+        }))
+    }
 }
 
 impl Default for JobSpec {
@@ -467,6 +504,10 @@ impl Default for JobSpec {
             loops: 1,
             wait_for: None,
             filesize: None,
+            zonemode_strided: None,
+            zonesize: 0,
+            zonerange: 0,
+            zoneskip: 0,
         }
     }
 }
@@ -817,7 +858,7 @@ impl JobSpec {
                 self.ioengine = EngineKind::from_fio(&name).ok_or_else(|| SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync) or null".to_string(),
+                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null)".to_string(),
                 })?;
                 self.ioengine_as_written = (name != self.ioengine.name()).then_some(name);
             }
@@ -875,6 +916,22 @@ impl JobSpec {
                 }
                 self.wait_for = Some(n.to_string());
             }
+            "zonemode" => {
+                self.zonemode_strided = match v.trim() {
+                    "none" => Some(false),
+                    "strided" => Some(true),
+                    _ => {
+                        return Err(SpecError::BadValue {
+                            key: key.to_string(),
+                            value: v.to_string(),
+                            expect: "none or strided (drivelab does not drive zoned block devices: zbd is fio's)".to_string(),
+                        })
+                    }
+                }
+            }
+            "zonesize" => self.zonesize = parse_bytes(key, v)?,
+            "zonerange" => self.zonerange = parse_bytes(key, v)?,
+            "zoneskip" => self.zoneskip = parse_bytes(key, v)?,
             "filesize" => {
                 let b = parse_bytes(key, v)?;
                 if b == 0 {
@@ -1103,6 +1160,33 @@ impl JobSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpp_null_runs_on_null_and_says_so() {
+        let mut j = JobSpec::default();
+        j.set("ioengine", Some("cpp_null")).unwrap();
+        assert_eq!(j.ioengine, EngineKind::Null);
+        assert_eq!(j.ioengine_as_written.as_deref(), Some("cpp_null"));
+        assert!(j.set("ioengine", Some("cpuio")).is_err());
+    }
+
+    #[test]
+    fn zones_follow_fio() {
+        let mut j = JobSpec::default();
+        assert_eq!(j.strided().unwrap(), None);
+        // zonesize alone turns strided on; zonerange defaults to it.
+        j.set("zonesize", Some("256m")).unwrap();
+        j.set("zoneskip", Some("2g")).unwrap();
+        let z = j.strided().unwrap().unwrap();
+        assert_eq!((z.size, z.range, z.skip), (256 << 20, 256 << 20, 2 << 30));
+        j.set("zonemode", Some("none")).unwrap();
+        assert_eq!(j.strided().unwrap(), None);
+        let mut k = JobSpec::default();
+        k.set("zonemode", Some("strided")).unwrap();
+        assert!(k.strided().is_err(), "strided needs zonesize");
+        let e = k.set("zonemode", Some("zbd")).unwrap_err().to_string();
+        assert!(e.contains("zonemode") && e.contains("zbd"), "{e}");
+    }
 
     #[test]
     fn bssplit_parses_fio_syntax() {
