@@ -235,6 +235,14 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         logs: spec.logs.clone(),
         log_name: (spec.name.clone(), number),
         live: None,
+        // fio: number_ios counts over all loops of the job.
+        io_count_limit: (spec.number_ios > 0)
+            .then(|| spec.number_ios.saturating_mul(u64::from(spec.loops))),
+        think: (!spec.thinktime.is_zero()).then(|| crate::jobloop::Think {
+            ns: spec.thinktime.as_nanos() as u64,
+            spin_ns: spec.thinktime_spin.as_nanos() as u64,
+            blocks: spec.thinktime_blocks.max(1),
+        }),
     }
 }
 

@@ -54,9 +54,28 @@ pub struct JobConfig {
     pub logs: crate::logs::LogSpec,
     /// The job's name and number in the run (from 1), naming its log files.
     pub log_name: (String, usize),
+    /// Stop after issuing this many I/Os (`number_ios` times `loops`);
+    /// None: no count limit.
+    pub io_count_limit: Option<u64>,
+    /// fio's think time: after `blocks` completed I/Os, wait for the
+    /// in-flight ones, then issue nothing for `ns`.
+    pub think: Option<Think>,
     /// Where the job publishes its per-direction counts for a progress
     /// display (None: nobody watches).
     pub live: Option<std::sync::Arc<LiveCounters>>,
+}
+
+/// fio's `thinktime`: a pause in issuing after every `blocks` completed
+/// reads, writes or trims, once the I/Os in flight have completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Think {
+    /// Length of the pause, ns (`thinktime`).
+    pub ns: u64,
+    /// The last part of the pause spent spinning on the clock, ns
+    /// (`thinktime_spin`).
+    pub spin_ns: u64,
+    /// Completed I/Os between pauses (`thinktime_blocks`), at least 1.
+    pub blocks: u32,
 }
 
 /// A running job's counts per direction (read, write, trim) since
@@ -208,6 +227,11 @@ struct JobDriver<'a, const FILL: bool> {
     meas_start: u64,
     deadline: Option<u64>,
     issued_bytes: u64,
+    issued_ios: u64,
+    /// Completed reads, writes and trims since the last think time.
+    think_done: u32,
+    /// The current think time ends at this monotonic time, ns.
+    think_until: Option<u64>,
     writes_since_sync: u32,
     last_write_target: u32,
     errors: Vec<IoFailure>,
@@ -225,15 +249,50 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
 
     fn budget_spent(&self) -> bool {
         self.cfg.io_limit.is_some_and(|l| self.issued_bytes >= l)
+            || self
+                .cfg
+                .io_count_limit
+                .is_some_and(|n| self.issued_ios >= n)
+    }
+
+    /// Under `thinktime`: `Some(next)` while the job thinks (waiting for
+    /// its in-flight I/Os, then for the end of the pause), None to issue.
+    #[inline]
+    fn thinking(&mut self, now: u64, inflight: u32) -> Option<Next> {
+        let t = self.cfg.think?;
+        if let Some(end) = self.think_until {
+            if now < end {
+                return Some(Next::At(end));
+            }
+            self.think_until = None;
+            return None;
+        }
+        if self.think_done < t.blocks {
+            return None;
+        }
+        if inflight > 0 {
+            // fio quiesces first: the pause starts when the queue is empty.
+            return Some(Next::Idle);
+        }
+        self.think_done = 0;
+        // Never past the job's runtime (fio cuts the pause at its end too).
+        let end = (now + t.ns).min(self.deadline.unwrap_or(u64::MAX));
+        self.think_until = Some(end);
+        Some(Next::At(end))
     }
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
     /// What to issue next (see [`Driver::next`]).
     #[inline]
-    fn next_io(&mut self, now: u64, buf: &mut [u8]) -> Next {
+    fn next_io(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
         if !self.errors.is_empty() || self.verify_failure.is_some() {
             return Next::Done;
+        }
+        if self.cfg.think.is_some() {
+            if let Some(n) = self.thinking(now, inflight) {
+                return n;
+            }
         }
         let Some(mut p) = self.pacer.take() else {
             return self.unpaced(buf);
@@ -300,6 +359,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             }
         }
         self.issued_bytes += u64::from(io.len);
+        self.issued_ios += 1;
         Next::Io { io, due, tag: 0 }
     }
 }
@@ -311,7 +371,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
 
     #[inline]
     fn next(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
-        let next = self.next_io(now, buf);
+        let next = self.next_io(now, inflight, buf);
         if self.measuring && matches!(next, Next::Io { .. }) {
             self.samples.depth.queued(inflight + 1);
         }
@@ -339,6 +399,9 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             return After::Release;
         }
         let bytes = d.result as u64;
+        if io.op != Op::Fsync {
+            self.think_done = self.think_done.saturating_add(1);
+        }
         if io.op != Op::Fsync && bytes < u64::from(io.len) {
             self.short_ios += 1;
         }
@@ -401,6 +464,8 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             self.measuring = true;
             self.meas_start = now;
             self.deadline = self.cfg.runtime.map(|r| now + r.as_nanos() as u64);
+            // fio counts number_ios from the end of the ramp.
+            self.issued_ios = 0;
             for d in self.dirs.iter_mut() {
                 *d = DirStats::new(self.rated);
             }
@@ -468,6 +533,9 @@ fn run_with<E: Engine, const FILL: bool>(
         meas_start: t0,
         deadline: cfg.runtime.map(|r| ramp_end + r.as_nanos() as u64),
         issued_bytes: 0,
+        issued_ios: 0,
+        think_done: 0,
+        think_until: None,
         writes_since_sync: 0,
         last_write_target: 0,
         errors: Vec::new(),
@@ -483,6 +551,7 @@ fn run_with<E: Engine, const FILL: bool>(
     let lc = LoopConfig {
         stop: Some(stop),
         rate_interval_ns: cfg.rate_iops.map(|r| 1_000_000_000 / r.max(1)),
+        spin_ns: cfg.think.map_or(0, |t| t.spin_ns),
         ..LoopConfig::default()
     };
     let st = ioloop::run(engine, &mut drv, &lc)?;
@@ -514,4 +583,99 @@ fn run_with<E: Engine, const FILL: bool>(
         verify_failure: drv.verify_failure,
         samples,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drivelab_engine::buf::Fill;
+    use drivelab_engine::engine::Null;
+
+    /// Run a null-engine job set by `opts` (fio names) and return its outcome.
+    fn run_null(opts: &[(&str, &str)]) -> JobOutcome {
+        let mut spec = crate::JobSpec::default();
+        spec.set("filename", Some("null-target")).unwrap();
+        spec.set("ioengine", Some("null")).unwrap();
+        for (k, v) in opts {
+            spec.set(k, Some(v)).unwrap();
+        }
+        let plan = crate::plan(&[(spec, false)], &crate::PlanOptions::default()).unwrap();
+        let job = &plan.jobs[0];
+        let cfg = crate::exec::job_config(job, 1);
+        let mut e = Null::new(job.spec.iodepth, job.spec.max_bs() as usize, Fill::Zeroed).unwrap();
+        let stop = AtomicBool::new(false);
+        let progress = AtomicU64::new(0);
+        run_job(&mut e, &cfg, now_ns(), &stop, &progress).unwrap()
+    }
+
+    fn ios(o: &JobOutcome) -> u64 {
+        o.dirs[..3].iter().map(|d| d.ios).sum()
+    }
+
+    #[test]
+    fn number_ios_stops_the_job_before_its_size() {
+        let o = run_null(&[
+            ("size", "1m"),
+            ("rw", "randrw"),
+            ("iodepth", "8"),
+            ("number_ios", "37"),
+        ]);
+        assert_eq!(ios(&o), 37);
+        assert_eq!(o.dirs[0].bytes + o.dirs[1].bytes, 37 * 4096);
+        // With loops, fio counts number_ios once per loop.
+        let o = run_null(&[("size", "1m"), ("loops", "3"), ("number_ios", "10")]);
+        assert_eq!(ios(&o), 30);
+        // It never extends the job: size still ends it first.
+        let o = run_null(&[("size", "64k"), ("number_ios", "1000")]);
+        assert_eq!(ios(&o), 16);
+    }
+
+    #[test]
+    fn thinktime_pauses_between_blocks_of_ios() {
+        // 20 I/Os in blocks of 4 with a 2 ms pause after each block (the
+        // last pause may be cut by the end): at least 4 pauses, 8 ms.
+        let o = run_null(&[
+            ("size", "80k"),
+            ("iodepth", "4"),
+            ("thinktime", "2ms"),
+            ("thinktime_blocks", "4"),
+        ]);
+        assert_eq!(ios(&o), 20);
+        assert!(o.runtime_ns >= 8_000_000, "{}", o.runtime_ns);
+        // Bare values are microseconds; a spun part still pauses as long.
+        let o = run_null(&[
+            ("size", "16k"),
+            ("thinktime", "1500"),
+            ("thinktime_spin", "500"),
+        ]);
+        assert_eq!(ios(&o), 4);
+        assert!(o.runtime_ns >= 3 * 1_500_000, "{}", o.runtime_ns);
+    }
+
+    #[test]
+    fn thinktime_never_runs_past_the_runtime() {
+        let o = run_null(&[("size", "1m"), ("thinktime", "10s"), ("runtime", "50ms")]);
+        assert_eq!(ios(&o), 1);
+        assert!(o.runtime_ns < 5_000_000_000, "{}", o.runtime_ns);
+    }
+
+    #[test]
+    fn bad_think_values_name_the_key() {
+        let mut j = crate::JobSpec::default();
+        let e = j.set("thinktime", Some("soon")).unwrap_err().to_string();
+        assert!(e.contains("thinktime"), "{e}");
+        let e = j
+            .set("thinktime_blocks", Some("0"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("thinktime_blocks"), "{e}");
+        let e = j.set("number_ios", Some("-3")).unwrap_err().to_string();
+        assert!(e.contains("number_ios"), "{e}");
+        j.set("filename", Some("x")).unwrap();
+        j.set("thinktime", Some("100")).unwrap();
+        assert_eq!(j.thinktime, Duration::from_micros(100));
+        j.set("thinktime_spin", Some("1ms")).unwrap();
+        let e = j.validate().unwrap_err().to_string();
+        assert!(e.contains("thinktime_spin"), "{e}");
+    }
 }

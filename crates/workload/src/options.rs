@@ -322,6 +322,44 @@ pub const OPTIONS: &[OptionDecl] = &[
         "passes"
     ),
     opt!(
+        "number_ios",
+        [],
+        Int,
+        "0 (no limit)",
+        "stop the job after this many I/Os (times loops), even when size or runtime would go on",
+        0,
+        u64::MAX,
+        "I/Os"
+    ),
+    OptionDecl {
+        name: "thinktime",
+        aliases: &[],
+        kind: OptionKind::Time,
+        default: "0",
+        bounds: None,
+        unit: "us when bare",
+        help: "after thinktime_blocks I/Os complete, let the in-flight ones finish, then issue nothing for this long",
+    },
+    OptionDecl {
+        name: "thinktime_spin",
+        aliases: &[],
+        kind: OptionKind::Time,
+        default: "0",
+        bounds: None,
+        unit: "us when bare",
+        help: "of each thinktime, busy-spin this long on the clock instead of sleeping (at most thinktime)",
+    },
+    opt!(
+        "thinktime_blocks",
+        [],
+        Int,
+        "1",
+        "I/Os completed between two thinktimes",
+        1,
+        u32::MAX as u64,
+        "I/Os"
+    ),
+    opt!(
         "gtod_reduce",
         [],
         Bool,

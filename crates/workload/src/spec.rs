@@ -414,6 +414,14 @@ pub struct JobSpec {
     /// `zonemode`: None when not given (then `zonesize` alone means
     /// strided, as in fio), Some(false) for none, Some(true) for strided.
     pub zonemode_strided: Option<bool>,
+    /// Stop after this many I/Os, times `loops` (`number_ios`); 0 = no limit.
+    pub number_ios: u64,
+    /// Pause after every `thinktime_blocks` completed I/Os (`thinktime`).
+    pub thinktime: Duration,
+    /// Part of each pause spent spinning on the clock (`thinktime_spin`).
+    pub thinktime_spin: Duration,
+    /// Completed I/Os between two pauses (`thinktime_blocks`); default 1.
+    pub thinktime_blocks: u32,
     /// `zonesize`, `zonerange`, `zoneskip`, bytes (0: not given).
     pub zonesize: u64,
     /// See `zonesize`.
@@ -508,6 +516,10 @@ impl Default for JobSpec {
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
+            number_ios: 0,
+            thinktime: Duration::ZERO,
+            thinktime_spin: Duration::ZERO,
+            thinktime_blocks: 1,
         }
     }
 }
@@ -637,6 +649,21 @@ fn parse_bool(key: &str, v: &str) -> Result<bool, SpecError> {
 }
 
 /// A whole number within the bounds the option table declares for `key`.
+/// fio's time options counted in microseconds: a bare number is µs, a
+/// suffix (`ms`, `s`, …) says otherwise.
+fn parse_usec(key: &str, v: &str) -> Result<Duration, SpecError> {
+    let t = v.trim();
+    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
+        let n = parse_uint(key, t, 0, 1_000_000_000_000_000)?;
+        return Ok(Duration::from_micros(n));
+    }
+    parse_duration(key, t).map_err(|_| SpecError::BadValue {
+        key: key.to_string(),
+        value: v.to_string(),
+        expect: "a time such as 500 (µs when bare), 500us, 2ms or 1s".to_string(),
+    })
+}
+
 fn parse_declared(key: &str, v: &str) -> Result<u64, SpecError> {
     let (min, max) = crate::options::bounds(key);
     parse_uint(key, v, min, max)
@@ -929,6 +956,10 @@ impl JobSpec {
                     }
                 }
             }
+            "number_ios" => self.number_ios = parse_declared(key, v)?,
+            "thinktime" => self.thinktime = parse_usec(key, v)?,
+            "thinktime_spin" => self.thinktime_spin = parse_usec(key, v)?,
+            "thinktime_blocks" => self.thinktime_blocks = parse_declared(key, v)? as u32,
             "zonesize" => self.zonesize = parse_bytes(key, v)?,
             "zonerange" => self.zonerange = parse_bytes(key, v)?,
             "zoneskip" => self.zoneskip = parse_bytes(key, v)?,
@@ -1134,6 +1165,12 @@ impl JobSpec {
             return Err(SpecError::Invalid(
                 "fsync needs writes: use rw=write, randwrite, rw or randrw".to_string(),
             ));
+        }
+        if self.thinktime_spin > self.thinktime {
+            return Err(SpecError::Invalid(format!(
+                "thinktime_spin ({:?}) is part of thinktime ({:?}): give thinktime_spin at most thinktime",
+                self.thinktime_spin, self.thinktime
+            )));
         }
         Ok(())
     }
