@@ -207,6 +207,13 @@ pub const OPTIONS: &[OptionDecl] = &[
         "0",
         "start of the region (or N%)"
     ),
+    opt!(
+        "offset_increment",
+        [],
+        SizeOrPercent,
+        "0",
+        "clone k of numjobs (from 0) starts at offset + k times this (or N% of the target)"
+    ),
     opt!("ramp_time", [], Time, "0", "run this long before measuring"),
     opt!(
         "direct",

@@ -359,6 +359,9 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             }
         };
         let mut regions = Vec::new();
+        // offset_increment: how far each clone's region sits from the last.
+        let mut increments = Vec::new();
+        let last_clone = u64::from(clones.end.saturating_sub(1));
         for &i in &idx {
             let t = &mut targets[i];
             let total = match spec.size {
@@ -391,15 +394,35 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 None => t.size / nfiles,
             };
             let offset = spec.offset.resolve(t.size.max(total));
-            let end = offset.checked_add(total).ok_or_else(|| {
-                PlanError::target(&t.path.display().to_string(), "offset + size overflows")
-            })?;
+            let increment = match spec.offset_increment {
+                SizeSpec::Bytes(b) => b,
+                // fio aligns a share of the target to the smallest block.
+                p @ SizeSpec::Percent(_) => {
+                    let b = p.resolve(t.size.max(total));
+                    b - b % spec.min_bs().max(1)
+                }
+            };
+            let end = offset
+                .checked_add(total)
+                .and_then(|e| e.checked_add(increment.checked_mul(last_clone)?))
+                .ok_or_else(|| {
+                    PlanError::target(
+                        &t.path.display().to_string(),
+                        "offset + size (+ offset_increment per clone) overflows",
+                    )
+                })?;
             if t.is_block && end > t.size {
                 return Err(PlanError::target(
                     &t.path.display().to_string(),
                     format!(
-                        "offset {offset} + size {total} runs past the end of the device ({} bytes); use a smaller --size or --offset",
-                        t.size
+                        "offset {offset} + size {total}{} runs past the end of the device ({} bytes); use a smaller --size or --offset{}",
+                        if last_clone > 0 && increment > 0 {
+                            format!(" + {last_clone} × offset_increment {increment}")
+                        } else {
+                            String::new()
+                        },
+                        t.size,
+                        if increment > 0 { " or offset_increment" } else { "" }
                     ),
                 ));
             }
@@ -423,6 +446,12 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                         ));
                     }
                 }
+                if increment % lb != 0 {
+                    return Err(PlanError::target(
+                        &t.path.display().to_string(),
+                        format!("offset_increment {increment} is not a multiple of the logical block size {lb}; direct I/O needs aligned offsets"),
+                    ));
+                }
                 if offset % lb != 0 {
                     return Err(PlanError::target(
                         &t.path.display().to_string(),
@@ -439,7 +468,11 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                     ),
                 ));
             }
-            regions.push(Region { start: offset, end });
+            regions.push(Region {
+                start: offset,
+                end: offset + total,
+            });
+            increments.push(increment);
         }
         if spec.strided()?.is_some() {
             let refuse = |why: &str| {
@@ -544,11 +577,20 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 spec.randseed ^ clock_seed
             };
             s.randseed = base.wrapping_add(u64::from(clone).wrapping_mul(0x9E37_79B9));
+            let shift = u64::from(clone);
+            let regions = regions
+                .iter()
+                .zip(&increments)
+                .map(|(r, inc)| Region {
+                    start: r.start + inc * shift,
+                    end: r.end + inc * shift,
+                })
+                .collect();
             out.push(PlannedJob {
                 spec: s,
                 clone,
                 targets: idx.clone(),
-                regions: regions.clone(),
+                regions,
                 direct,
                 io_limit,
                 runtime,
@@ -566,4 +608,74 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         jobs: out,
         force: opts.force,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(opts: &[(&str, &str)]) -> JobSpec {
+        let mut s = JobSpec::default();
+        for (k, v) in opts {
+            s.set(k, Some(v)).unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn offset_increment_moves_each_clone() {
+        let dir = std::env::temp_dir().join(format!("dl-offinc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("t");
+        let s = spec(&[
+            ("filename", f.to_str().unwrap()),
+            ("size", "64k"),
+            ("offset", "8k"),
+            ("offset_increment", "1m"),
+            ("numjobs", "3"),
+            ("rw", "write"),
+        ]);
+        let p = plan(&[(s, false)], &PlanOptions::default()).unwrap();
+        let starts: Vec<(u64, u64)> = p
+            .jobs
+            .iter()
+            .map(|j| (j.regions[0].start, j.regions[0].end))
+            .collect();
+        let k = 1u64 << 20;
+        assert_eq!(
+            starts,
+            vec![
+                (8192, 8192 + 65536),
+                (k + 8192, k + 8192 + 65536),
+                (2 * k + 8192, 2 * k + 8192 + 65536)
+            ]
+        );
+        // The file is made large enough for the last clone.
+        assert_eq!(p.targets[0].size, 2 * k + 8192 + 65536);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn offset_increment_as_a_share_of_the_target() {
+        let s = spec(&[
+            ("filename", "x"),
+            ("ioengine", "null"),
+            ("size", "1m"),
+            ("offset_increment", "10%"),
+            ("numjobs", "2"),
+        ]);
+        let p = plan(&[(s, false)], &PlanOptions::default()).unwrap();
+        // 10% of 1 MiB, rounded down to the 4 KiB block.
+        assert_eq!(p.jobs[1].regions[0].start, 102_400);
+        assert_eq!(p.jobs[0].regions[0].start, 0);
+    }
+
+    #[test]
+    fn bad_offset_increment_names_the_key() {
+        let e = JobSpec::default()
+            .set("offset_increment", Some("lots"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("offset_increment"), "{e}");
+    }
 }

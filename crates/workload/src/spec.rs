@@ -414,6 +414,8 @@ pub struct JobSpec {
     /// `zonemode`: None when not given (then `zonesize` alone means
     /// strided, as in fio), Some(false) for none, Some(true) for strided.
     pub zonemode_strided: Option<bool>,
+    /// Clone k of `numjobs` starts at `offset` + k × this (`offset_increment`).
+    pub offset_increment: SizeSpec,
     /// Stop after this many I/Os, times `loops` (`number_ios`); 0 = no limit.
     pub number_ios: u64,
     /// Pause after every `thinktime_blocks` completed I/Os (`thinktime`).
@@ -516,6 +518,7 @@ impl Default for JobSpec {
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
+            offset_increment: SizeSpec::Bytes(0),
             number_ios: 0,
             thinktime: Duration::ZERO,
             thinktime_spin: Duration::ZERO,
@@ -956,6 +959,7 @@ impl JobSpec {
                     }
                 }
             }
+            "offset_increment" => self.offset_increment = parse_size_spec(key, v)?,
             "number_ios" => self.number_ios = parse_declared(key, v)?,
             "thinktime" => self.thinktime = parse_usec(key, v)?,
             "thinktime_spin" => self.thinktime_spin = parse_usec(key, v)?,
