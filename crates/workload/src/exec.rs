@@ -235,6 +235,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         logs: spec.logs.clone(),
         log_name: (spec.name.clone(), number),
         live: None,
+        group_end: None,
         // fio: number_ios counts over all loops of the job.
         io_count_limit: (spec.number_ios > 0)
             .then(|| spec.number_ios.saturating_mul(u64::from(spec.loops))),
@@ -246,10 +247,20 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
     }
 }
 
-/// Sleep `d` (`startdelay`), waking early when the run is stopped.
-fn start_delay(d: Duration, stop: &AtomicBool) {
+/// Whether the run is stopped, or the job's group ended by `exitall`.
+fn ended(stop: &AtomicBool, cfg: &JobConfig) -> bool {
+    stop.load(Ordering::Relaxed)
+        || cfg
+            .group_end
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+}
+
+/// Sleep `d` (`startdelay`), waking early when the run is stopped or the
+/// group ended.
+fn start_delay(d: Duration, stop: &AtomicBool, cfg: &JobConfig) {
     let end = Instant::now() + d;
-    while !stop.load(Ordering::Relaxed) {
+    while !ended(stop, cfg) {
         let now = Instant::now();
         if now >= end {
             break;
@@ -269,7 +280,7 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
     finished: &[AtomicBool],
 ) -> Result<JobOutcome, JobError> {
     // wait_for: until every clone of the named job has finished.
-    while !stop.load(Ordering::Relaxed)
+    while !ended(stop, cfg)
         && !job
             .wait_for
             .iter()
@@ -277,7 +288,7 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
     {
         std::thread::sleep(Duration::from_millis(5));
     }
-    start_delay(job.spec.startdelay, stop);
+    start_delay(job.spec.startdelay, stop, cfg);
     let mut o = run_job(engine, cfg, now_ns(), stop, progress)?;
     let clean = o.errors.is_empty() && o.verify_failure.is_none() && !o.interrupted;
     if let (Some(content), true) = (&cfg.verify, clean && job.spec.do_verify && job.writes) {
@@ -400,7 +411,7 @@ fn run_one(
     job: &PlannedJob,
     ticket: Ticket<'_>,
     stop: &AtomicBool,
-    (progress, live): (&AtomicU64, &Arc<LiveCounters>),
+    (progress, live, group_end): (&AtomicU64, &Arc<LiveCounters>, &Option<Arc<AtomicBool>>),
     finished: &[AtomicBool],
 ) -> Result<JobOutcome, RunError> {
     let spec = &job.spec;
@@ -412,6 +423,7 @@ fn run_one(
         .map_or(1, |i| i + 1);
     let mut cfg = job_config(job, number);
     cfg.live = Some(live.clone());
+    cfg.group_end = group_end.clone();
     let fail = |source| RunError::Job {
         job: spec.name.clone(),
         source,
@@ -649,6 +661,27 @@ pub fn execute(
         let mut last_bytes = [0u64; 3];
         let mut last_dir_ios = [0u64; 3];
         let done = AtomicUsize::new(0);
+        // exitall: the first job of the group with it to finish ends the
+        // others (fio's default exit_what=group).
+        // Each job's flag: its reporting group's (group or new_group).
+        let group_end: Vec<Option<Arc<AtomicBool>>> = {
+            let mut flags: Vec<(u32, Arc<AtomicBool>)> = Vec::new();
+            for &i in group {
+                let j = &plan.jobs[i];
+                if j.spec.exitall && !flags.iter().any(|(g, _)| *g == j.group) {
+                    flags.push((j.group, Arc::default()));
+                }
+            }
+            group
+                .iter()
+                .map(|&i| {
+                    flags
+                        .iter()
+                        .find(|(g, _)| *g == plan.jobs[i].group)
+                        .map(|(_, f)| f.clone())
+                })
+                .collect()
+        };
         let ramp = group
             .iter()
             .map(|&i| plan.jobs[i].spec.ramp_time)
@@ -670,7 +703,9 @@ pub fn execute(
             // Start one thread per job; stop at the first the system refuses.
             let mut handles = Vec::with_capacity(group.len());
             let mut spawn_error: Option<RunError> = None;
-            for ((&i, ctr), live) in group.iter().zip(&counters).zip(&live) {
+            for (((&i, ctr), live), group_end) in
+                group.iter().zip(&counters).zip(&live).zip(&group_end)
+            {
                 let job = &plan.jobs[i];
                 let gate = &gate;
                 let done = &done;
@@ -683,9 +718,12 @@ pub fn execute(
                             job,
                             gate.ticket(),
                             stop,
-                            (ctr, live),
+                            (ctr, live, group_end),
                             finished,
                         );
+                        if let (true, Some(f)) = (job.spec.exitall, group_end) {
+                            f.store(true, Ordering::Relaxed);
+                        }
                         finished[i].store(true, Ordering::Release);
                         done.fetch_add(1, Ordering::Release);
                         r
@@ -1602,6 +1640,72 @@ mod tests {
         );
         assert!((l.mean - 2_500.0).abs() < 1e-9, "{}", l.mean);
         assert_eq!(l.n, 4);
+    }
+
+    /// A run of null-engine jobs, each set by its options.
+    fn run_null_jobs(jobs: &[&[(&str, &str)]]) -> drivelab_report::RunReport {
+        let specs: Vec<(crate::JobSpec, bool)> = jobs
+            .iter()
+            .map(|opts| {
+                let mut s = crate::JobSpec::default();
+                s.set("filename", Some("null-target")).unwrap();
+                s.set("ioengine", Some("null")).unwrap();
+                for (k, v) in opts.iter() {
+                    s.set(k, Some(v)).unwrap();
+                }
+                (s, false)
+            })
+            .collect();
+        let p = crate::plan(&specs, &crate::PlanOptions::default()).unwrap();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        super::execute(&p, &stop, &mut |_| {}).unwrap()
+    }
+
+    #[test]
+    fn exitall_ends_the_other_jobs_of_its_group() {
+        let long: &[(&str, &str)] = &[
+            ("name", "long"),
+            ("time_based", "1"),
+            ("runtime", "1h"),
+            ("size", "1m"),
+        ];
+        let short: &[(&str, &str)] = &[
+            ("name", "short"),
+            ("size", "1m"),
+            ("exitall", "1"),
+            ("thinktime", "1ms"),
+            ("number_ios", "20"),
+        ];
+        let r = run_null_jobs(&[long, short]);
+        assert!(!r.interrupted);
+        assert_eq!(r.jobs[1].read.total_ios, 20);
+        // The hour-long job ended with the short one (after ≥ 20 ms of
+        // think time), not after its hour, and reports what it did.
+        assert!(
+            r.jobs[0].job_runtime < 3_600_000,
+            "{}",
+            r.jobs[0].job_runtime
+        );
+        assert!(r.jobs[0].read.total_ios > 0);
+        assert_eq!(r.jobs[0].error, 0);
+        assert_eq!(
+            r.jobs[1].job_options.get("exitall").map(String::as_str),
+            Some("1")
+        );
+    }
+
+    #[test]
+    fn exitall_leaves_other_reporting_groups_alone() {
+        let a: &[(&str, &str)] = &[("name", "a"), ("size", "64k"), ("exitall", "1")];
+        let b: &[(&str, &str)] = &[
+            ("name", "b"),
+            ("size", "64k"),
+            ("new_group", "1"),
+            ("thinktime", "1ms"),
+        ];
+        let r = run_null_jobs(&[a, b]);
+        // b's own size ends it: all 16 I/Os, with think time between them.
+        assert_eq!(r.jobs[1].read.total_ios, 16);
     }
 
     #[test]

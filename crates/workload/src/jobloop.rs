@@ -54,6 +54,9 @@ pub struct JobConfig {
     pub logs: crate::logs::LogSpec,
     /// The job's name and number in the run (from 1), naming its log files.
     pub log_name: (String, usize),
+    /// Set when a job of the group with `exitall` has finished: this job
+    /// then ends too, as finished (None: no job of the group has exitall).
+    pub group_end: Option<std::sync::Arc<AtomicBool>>,
     /// Stop after issuing this many I/Os (`number_ios` times `loops`);
     /// None: no count limit.
     pub io_count_limit: Option<u64>,
@@ -483,7 +486,16 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         }
         let time_up = self.deadline.is_some_and(|d| now >= d);
         let budget_done = self.budget_spent() && !self.sync_due() && self.pending.is_none();
-        time_up || budget_done || !self.errors.is_empty() || self.verify_failure.is_some()
+        let group_ended = self
+            .cfg
+            .group_end
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed));
+        time_up
+            || budget_done
+            || group_ended
+            || !self.errors.is_empty()
+            || self.verify_failure.is_some()
     }
 }
 

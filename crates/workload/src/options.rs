@@ -367,6 +367,13 @@ pub const OPTIONS: &[OptionDecl] = &[
         "I/Os"
     ),
     opt!(
+        "exitall",
+        [],
+        Bool,
+        "0",
+        "when this job finishes, end the other jobs of its reporting group (they report what they did)"
+    ),
+    opt!(
         "gtod_reduce",
         [],
         Bool,

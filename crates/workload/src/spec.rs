@@ -416,6 +416,8 @@ pub struct JobSpec {
     pub zonemode_strided: Option<bool>,
     /// Clone k of `numjobs` starts at `offset` + k × this (`offset_increment`).
     pub offset_increment: SizeSpec,
+    /// When this job finishes, end the others of its group (`exitall`).
+    pub exitall: bool,
     /// Stop after this many I/Os, times `loops` (`number_ios`); 0 = no limit.
     pub number_ios: u64,
     /// Pause after every `thinktime_blocks` completed I/Os (`thinktime`).
@@ -519,6 +521,7 @@ impl Default for JobSpec {
             zonerange: 0,
             zoneskip: 0,
             offset_increment: SizeSpec::Bytes(0),
+            exitall: false,
             number_ios: 0,
             thinktime: Duration::ZERO,
             thinktime_spin: Duration::ZERO,
@@ -960,6 +963,7 @@ impl JobSpec {
                 }
             }
             "offset_increment" => self.offset_increment = parse_size_spec(key, v)?,
+            "exitall" => self.exitall = parse_bool(key, v)?,
             "number_ios" => self.number_ios = parse_declared(key, v)?,
             "thinktime" => self.thinktime = parse_usec(key, v)?,
             "thinktime_spin" => self.thinktime_spin = parse_usec(key, v)?,
