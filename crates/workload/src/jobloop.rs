@@ -60,16 +60,17 @@ pub struct JobConfig {
     /// Stop after issuing this many I/Os (`number_ios` times `loops`);
     /// None: no count limit.
     pub io_count_limit: Option<u64>,
-    /// fio's think time: after `blocks` completed I/Os, wait for the
-    /// in-flight ones, then issue nothing for `ns`.
+    /// fio's think time: after `blocks` I/Os, wait for them to complete,
+    /// then issue nothing for `ns`.
     pub think: Option<Think>,
     /// Where the job publishes its per-direction counts for a progress
     /// display (None: nobody watches).
     pub live: Option<std::sync::Arc<LiveCounters>>,
 }
 
-/// fio's `thinktime`: a pause in issuing after every `blocks` completed
-/// reads, writes or trims, once the I/Os in flight have completed.
+/// fio's `thinktime`: a pause in issuing after every `blocks` reads,
+/// writes or trims, once they have completed. As fio's documentation puts
+/// it, this caps the queue depth at `blocks`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Think {
     /// Length of the pause, ns (`thinktime`).
@@ -77,7 +78,7 @@ pub struct Think {
     /// The last part of the pause spent spinning on the clock, ns
     /// (`thinktime_spin`).
     pub spin_ns: u64,
-    /// Completed I/Os between pauses (`thinktime_blocks`), at least 1.
+    /// I/Os between pauses (`thinktime_blocks`), at least 1.
     pub blocks: u32,
 }
 
@@ -231,8 +232,8 @@ struct JobDriver<'a, const FILL: bool> {
     deadline: Option<u64>,
     issued_bytes: u64,
     issued_ios: u64,
-    /// Completed reads, writes and trims since the last think time.
-    think_done: u32,
+    /// Reads, writes and trims issued since the last think time.
+    think_issued: u32,
     /// The current think time ends at this monotonic time, ns.
     think_until: Option<u64>,
     writes_since_sync: u32,
@@ -270,14 +271,14 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             self.think_until = None;
             return None;
         }
-        if self.think_done < t.blocks {
+        if self.think_issued < t.blocks {
             return None;
         }
         if inflight > 0 {
             // fio quiesces first: the pause starts when the queue is empty.
             return Some(Next::Idle);
         }
-        self.think_done = 0;
+        self.think_issued = 0;
         // Never past the job's runtime (fio cuts the pause at its end too).
         let end = (now + t.ns).min(self.deadline.unwrap_or(u64::MAX));
         self.think_until = Some(end);
@@ -363,6 +364,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         }
         self.issued_bytes += u64::from(io.len);
         self.issued_ios += 1;
+        self.think_issued = self.think_issued.saturating_add(1);
         Next::Io { io, due, tag: 0 }
     }
 }
@@ -402,9 +404,6 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             return After::Release;
         }
         let bytes = d.result as u64;
-        if io.op != Op::Fsync {
-            self.think_done = self.think_done.saturating_add(1);
-        }
         if io.op != Op::Fsync && bytes < u64::from(io.len) {
             self.short_ios += 1;
         }
@@ -546,7 +545,7 @@ fn run_with<E: Engine, const FILL: bool>(
         deadline: cfg.runtime.map(|r| ramp_end + r.as_nanos() as u64),
         issued_bytes: 0,
         issued_ios: 0,
-        think_done: 0,
+        think_issued: 0,
         think_until: None,
         writes_since_sync: 0,
         last_write_target: 0,
@@ -662,6 +661,22 @@ mod tests {
         ]);
         assert_eq!(ios(&o), 4);
         assert!(o.runtime_ns >= 3 * 1_500_000, "{}", o.runtime_ns);
+    }
+
+    #[test]
+    fn thinktime_blocks_caps_the_depth() {
+        // Depth 8 but a pause after every 2 I/Os: 2 in flight at most.
+        let o = run_null(&[
+            ("size", "64k"),
+            ("iodepth", "8"),
+            ("thinktime", "100"),
+            ("thinktime_blocks", "2"),
+        ]);
+        assert_eq!(ios(&o), 16);
+        // I/Os by the depth they were queued at: 1, 2-3, 4-7, …
+        let level = o.samples.depth.level;
+        assert!(level[1] > 0, "{level:?}");
+        assert_eq!(level[2..].iter().sum::<u64>(), 0, "{level:?}");
     }
 
     #[test]

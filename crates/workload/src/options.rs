@@ -345,7 +345,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         default: "0",
         bounds: None,
         unit: "us when bare",
-        help: "after thinktime_blocks I/Os complete, let the in-flight ones finish, then issue nothing for this long",
+        help: "after every thinktime_blocks I/Os, wait for them to complete, then issue nothing for this long",
     },
     OptionDecl {
         name: "thinktime_spin",
@@ -361,7 +361,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Int,
         "1",
-        "I/Os completed between two thinktimes",
+        "I/Os issued between two thinktimes (so at most this many are in flight)",
         1,
         u32::MAX as u64,
         "I/Os"

@@ -420,11 +420,11 @@ pub struct JobSpec {
     pub exitall: bool,
     /// Stop after this many I/Os, times `loops` (`number_ios`); 0 = no limit.
     pub number_ios: u64,
-    /// Pause after every `thinktime_blocks` completed I/Os (`thinktime`).
+    /// Pause after every `thinktime_blocks` I/Os, once they completed (`thinktime`).
     pub thinktime: Duration,
     /// Part of each pause spent spinning on the clock (`thinktime_spin`).
     pub thinktime_spin: Duration,
-    /// Completed I/Os between two pauses (`thinktime_blocks`); default 1.
+    /// I/Os between two pauses (`thinktime_blocks`); default 1.
     pub thinktime_blocks: u32,
     /// `zonesize`, `zonerange`, `zoneskip`, bytes (0: not given).
     pub zonesize: u64,
