@@ -284,7 +284,13 @@ fn unsupported_fio_keys_are_refused_naming_the_key() {
     for (key, line) in [
         ("flow", "flow=2"),
         ("verify", "verify=md5"),
-        ("thinktime", "thinktime=2000"),
+        // exitall works; choosing other jobs to end does not.
+        ("exit_what", "exit_what=all"),
+        ("number_ios", "number_ios=many"),
+        ("thinktime", "thinktime=soon"),
+        ("thinktime_blocks", "thinktime_blocks=0"),
+        ("thinktime_spin", "thinktime=100\nthinktime_spin=1ms"),
+        ("offset_increment", "offset_increment=far"),
         // Zoned block devices (fio's zonemode=zbd) are not driven.
         ("zonemode", "zonemode=zbd"),
         ("zonesize", "zonemode=strided"),
@@ -331,4 +337,157 @@ fn wait_for_starts_a_job_only_after_the_named_one_finished() {
     let (code, _, err) = drivelab(&nobody, &dir);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("wait_for=nobody"), "{err}");
+}
+
+/// Run `tool` on `job` in `dir` (as `${DL_SCRATCH}`); its JSON.
+fn run_in(tool: &str, job: &Path, dir: &Path) -> Value {
+    let mut cmd = if tool == "fio" {
+        let mut c = Command::new("fio");
+        c.arg("--output-format=json").arg(job);
+        c
+    } else {
+        let mut c = Command::new(BIN);
+        c.arg("run").arg(job).arg("--output-format=json");
+        c
+    };
+    let out = cmd
+        .current_dir(dir)
+        .env("DL_SCRATCH", dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {tool}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{tool} failed ({}): {}\n{stdout}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let start = stdout.find('{').unwrap_or(0);
+    serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("{tool}: {e}: {stdout}"))
+}
+
+/// Per job, in order: (name, read ios, write ios, read bytes, write bytes).
+fn per_job(v: &Value) -> Vec<(String, u64, u64, u64, u64)> {
+    v["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .map(|j| {
+            let n = |d: &str, k: &str| j[d][k].as_u64().unwrap_or(0);
+            (
+                j["jobname"].as_str().unwrap_or_default().to_string(),
+                n("read", "total_ios"),
+                n("write", "total_ios"),
+                n("read", "io_bytes"),
+                n("write", "io_bytes"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn number_ios_stops_each_job_where_fio_does() {
+    require_root();
+    let job = jobs_dir().join("number-ios.fio");
+    let fdir = TempDir::new("fio-nios-fio");
+    let ddir = TempDir::new("fio-nios-dl");
+    let fio = per_job(&run_in("fio", &job, fdir.path()));
+    let dl = per_job(&run_in("drivelab", &job, ddir.path()));
+    let ios: Vec<(String, u64)> = dl.iter().map(|j| (j.0.clone(), j.1 + j.2)).collect();
+    assert_eq!(
+        ios,
+        vec![
+            ("reads".to_string(), 37),
+            ("writes".to_string(), 27),
+            ("mixed".to_string(), 50)
+        ]
+    );
+    // Same I/O count per job as fio; same bytes where the direction is fixed.
+    let fio_ios: Vec<(String, u64)> = fio.iter().map(|j| (j.0.clone(), j.1 + j.2)).collect();
+    assert_eq!(ios, fio_ios);
+    assert_eq!(dl[..2], fio[..2]);
+}
+
+/// Which 4 KiB blocks of `path` hold anything but zeroes.
+fn written_blocks(path: &Path) -> Vec<u64> {
+    let data = std::fs::read(path).unwrap();
+    data.chunks(4096)
+        .enumerate()
+        .filter(|(_, c)| c.iter().any(|&b| b != 0))
+        .map(|(i, _)| i as u64)
+        .collect()
+}
+
+#[test]
+fn offset_increment_writes_the_blocks_fio_writes() {
+    require_root();
+    let job = jobs_dir().join("offset-increment.fio");
+    let fdir = TempDir::new("fio-offinc-fio");
+    let ddir = TempDir::new("fio-offinc-dl");
+    let fio = run_in("fio", &job, fdir.path());
+    let dl = run_in("drivelab", &job, ddir.path());
+    assert_eq!(per_job(&dl), per_job(&fio));
+    // Clone k writes 64 KiB from 8 KiB + k × 256 KiB: blocks 2-17, 66-81, 130-145.
+    let want: Vec<u64> = (0..3u64)
+        .flat_map(|k| (2 + 64 * k)..(18 + 64 * k))
+        .collect();
+    assert_eq!(written_blocks(&fdir.join("stripes.dat")), want);
+    assert_eq!(written_blocks(&ddir.join("stripes.dat")), want);
+}
+
+#[test]
+fn thinktime_bounds_the_iops_and_shows_in_the_job_options() {
+    require_root();
+    let job = jobs_dir().join("thinktime.fio");
+    let fdir = TempDir::new("fio-think-fio");
+    let ddir = TempDir::new("fio-think-dl");
+    let fio = run_in("fio", &job, fdir.path());
+    let dl = run_in("drivelab", &job, ddir.path());
+    assert_eq!(per_job(&dl), per_job(&fio));
+    // (job, thinktime as written, seconds, I/Os between pauses)
+    for (k, shown, secs, blocks) in [(0, "1ms", 1e-3, 2.0), (1, "500", 500e-6, 1.0)] {
+        let j = &dl["jobs"][k];
+        assert_eq!(j["job options"]["thinktime"], shown, "{j}");
+        assert_eq!(fio["jobs"][k]["job options"]["thinktime"], shown);
+        // n I/Os with a pause after every `blocks` but the last: at least
+        // (n / blocks - 1) pauses, so IOPS ≤ n / ((n / blocks - 1) × thinktime).
+        let n = (j["read"]["total_ios"].as_u64().unwrap()
+            + j["write"]["total_ios"].as_u64().unwrap()) as f64;
+        let iops = j["read"]["iops"].as_f64().unwrap() + j["write"]["iops"].as_f64().unwrap();
+        let bound = n / ((n / blocks - 1.0) * secs);
+        assert!(
+            n == 16.0 && iops > 0.0 && iops <= bound,
+            "{k}: {iops} IOPS, bound {bound}"
+        );
+    }
+}
+
+#[test]
+fn exitall_ends_the_other_jobs_as_fio_does() {
+    require_root();
+    let dir = TempDir::new("fio-exitall");
+    let job = write(
+        &dir,
+        "x.fio",
+        "[global]\ndirectory=${DL_SCRATCH}\nbs=4k\nsize=256k\nioengine=psync\n\
+         [long]\nrw=read\ntime_based\nruntime=120\n\
+         [short]\nrw=write\nexitall\nnumber_ios=40\nthinktime=1ms\n",
+    );
+    let fdir = TempDir::new("fio-exitall-fio");
+    let ddir = TempDir::new("fio-exitall-dl");
+    for v in [
+        run_in("fio", &job, fdir.path()),
+        run_in("drivelab", &job, ddir.path()),
+    ] {
+        let jobs = per_job(&v);
+        assert_eq!(jobs[1].2, 40, "{jobs:?}");
+        // The two-minute job ended with the short one (≥ 39 ms of think
+        // time), long before its runtime, having read something.
+        let long = &v["jobs"][0];
+        let ms = long["read"]["runtime"].as_u64().unwrap();
+        assert!(ms < 60_000 && jobs[0].1 > 0, "{ms} ms: {long}");
+        assert_eq!(long["error"], 0);
+        // Bare, it is left out of the job options, as fio does.
+        assert!(v["jobs"][1]["job options"].get("exitall").is_none(), "{v}");
+    }
 }

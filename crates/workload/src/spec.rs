@@ -764,6 +764,11 @@ impl JobSpec {
     pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), SpecError> {
         self.set_value(key, value)?;
         let name = lookup(key)?.name;
+        // fio leaves a bare exitall out of the job options (`exitall=1`
+        // is shown).
+        if name == "exitall" && value.is_none() {
+            return Ok(());
+        }
         let shown = value.unwrap_or("").trim().to_string();
         // Set again in the same section: fio shows the last value once.
         let start = self.global_given.min(self.given.len());
