@@ -88,11 +88,9 @@ fn boot() -> GuestRun {
     }
 }
 
+/// A result file as JSON, Null when missing or not JSON.
 fn json(run: &GuestRun, name: &str) -> Value {
-    run.file(name)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(Value::Null)
+    run.json(name).unwrap_or(Value::Null)
 }
 
 fn write_iops(v: &Value) -> f64 {
