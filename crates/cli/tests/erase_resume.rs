@@ -14,10 +14,7 @@ use drivelab_testkit::{diskstats, read_all, require_root, LoopDev, TempDir};
 use erase_common::*;
 
 fn journal_in(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "journal"))
+    drivelab_testkit::file_with_extension(dir, "journal")
 }
 
 /// Pass-0 watermark of a journal: the largest `D 0 END` line.

@@ -31,10 +31,7 @@ fn season(dir: &TempDir, args: &[&str]) -> (i32, String, String) {
 }
 
 fn journal_in(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "journal"))
+    drivelab_testkit::file_with_extension(dir, "journal")
 }
 
 fn rounds_in(journal: &Path) -> usize {

@@ -214,6 +214,15 @@ impl Drop for Zram {
     }
 }
 
+/// The first file in `dir` whose extension is `ext` (an erase's or a
+/// season's `.journal`, for example).
+pub fn file_with_extension(dir: &Path, ext: &str) -> Option<std::path::PathBuf> {
+    fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == ext))
+}
+
 /// The whole content of a file or device.
 pub fn read_all(path: &Path) -> Vec<u8> {
     let mut v = Vec::new();
