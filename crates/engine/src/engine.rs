@@ -59,6 +59,13 @@ pub trait Engine {
     fn depth(&self) -> u32;
     /// Put an I/O into a free slot (the caller owns slot bookkeeping).
     fn queue(&mut self, slot: u32, io: &IoDesc);
+    /// Queue an I/O with its own I/O priority (the kernel's ioprio value:
+    /// class << 13 | level). An engine that cannot carry a priority per
+    /// I/O queues it as [`queue`](Engine::queue) does: it then runs at the
+    /// thread's priority.
+    fn queue_prio(&mut self, slot: u32, io: &IoDesc, _ioprio: u16) {
+        self.queue(slot, io)
+    }
     /// Submit what was queued; then wait until at least `wait` completions
     /// are ready or `timeout` passes.
     fn commit(&mut self, wait: u32, timeout: Option<Duration>) -> std::io::Result<()>;
@@ -302,6 +309,10 @@ impl Engine for Uring {
     /// If `slot` is already queued and not yet reaped.
     #[inline]
     fn queue(&mut self, slot: u32, io: &IoDesc) {
+        self.queue_prio(slot, io, 0)
+    }
+
+    fn queue_prio(&mut self, slot: u32, io: &IoDesc, ioprio: u16) {
         assert!(
             !self.busy.get(slot as usize).copied().unwrap_or(false),
             "slot {slot} queued again before its completion was reaped"
@@ -321,15 +332,21 @@ impl Engine for Uring {
         let sqe: squeue::Entry = match io.op {
             Op::Read if self.fixed_bufs => opcode::ReadFixed::new(fd, buf, io.len, slot as u16)
                 .offset(io.offset)
+                .ioprio(ioprio)
                 .build(),
-            Op::Read => opcode::Read::new(fd, buf, io.len).offset(io.offset).build(),
+            Op::Read => opcode::Read::new(fd, buf, io.len)
+                .offset(io.offset)
+                .ioprio(ioprio)
+                .build(),
             Op::Write if self.fixed_bufs => opcode::WriteFixed::new(fd, buf, io.len, slot as u16)
                 .offset(io.offset)
                 .rw_flags(self.write_flags)
+                .ioprio(ioprio)
                 .build(),
             Op::Write => opcode::Write::new(fd, buf, io.len)
                 .offset(io.offset)
                 .rw_flags(self.write_flags)
+                .ioprio(ioprio)
                 .build(),
             Op::Fsync => opcode::Fsync::new(fd).build(),
             Op::Trim => {

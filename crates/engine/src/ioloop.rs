@@ -139,6 +139,13 @@ pub trait Driver {
         false
     }
 
+    /// The I/O priority to queue this I/O with (the kernel's ioprio value,
+    /// class << 13 | level; 0: the thread's own). Default: 0.
+    #[inline]
+    fn ioprio(&self, _io: &IoDesc, _tag: u64) -> u16 {
+        0
+    }
+
     /// Once per turn, after reaping and before issuing. Returning `true`
     /// stops issuing for good (the loop drains and returns). Default: no.
     fn turn(&mut self, _now: u64) -> bool {
@@ -159,6 +166,16 @@ pub struct LoopConfig<'a> {
     /// Keep one slot's buffer filled ahead for the next I/O while the
     /// others are in flight: at most `depth − 1` I/Os are then in flight.
     pub prepare_ahead: bool,
+    /// fio's `iodepth_batch_submit`: enter the kernel to submit each time
+    /// this many I/Os have been queued in a turn (None: once per turn,
+    /// everything queued in it, with the wait).
+    pub submit_batch: Option<u32>,
+    /// fio's `iodepth_batch_complete_min`: when waiting, wait for this many
+    /// completions (at most those in flight, at least 1; None: 1).
+    pub complete_min: Option<u32>,
+    /// fio's `iodepth_low`: once every slot is busy, queue nothing new until
+    /// at most this many I/Os are in flight (None: refill at once).
+    pub depth_low: Option<u32>,
 }
 
 /// What the loop saw.
@@ -191,6 +208,7 @@ struct Slot {
     submitted: u64,
     intended: u64,
     retries: u32,
+    prio: u16,
 }
 
 const BLANK: Slot = Slot {
@@ -204,6 +222,7 @@ const BLANK: Slot = Slot {
     submitted: 0,
     intended: 0,
     retries: 0,
+    prio: 0,
 };
 
 /// The state of one [`run`]: the slot table and its lists, each sized
@@ -216,6 +235,10 @@ struct Table {
     reaped: Vec<Completion>,
     prepared: Option<u32>,
     inflight: u32,
+    /// Queued since the last entry into the kernel (submit batching).
+    unsubmitted: u32,
+    /// The queue filled up and has not drained to the low mark yet.
+    draining_to_low: bool,
 }
 
 impl Table {
@@ -229,6 +252,8 @@ impl Table {
             reaped: Vec::with_capacity(n * 2 + 8),
             prepared: None,
             inflight: 0,
+            unsubmitted: 0,
+            draining_to_low: false,
         }
     }
 }
@@ -404,8 +429,9 @@ pub fn run<E: Engine, D: Driver>(
                 }
             }
             Some(_) => engine.commit(0, None)?,
-            None => engine.commit(1, None)?,
+            None => engine.commit(wait_count(cfg, t.inflight), None)?,
         }
+        t.unsubmitted = 0;
         now = now_ns();
     }
     st.ended = now_ns();
@@ -438,6 +464,14 @@ fn fill_slots<E: Engine, D: Driver>(
         wake: None,
         exhausted: false,
     };
+    if let Some(low) = cfg.depth_low {
+        if t.draining_to_low {
+            if t.inflight > low {
+                return out;
+            }
+            t.draining_to_low = false;
+        }
+    }
     while t.inflight < limit {
         let mut intended = now;
         if cfg.rate_interval_ns.is_some() {
@@ -490,9 +524,17 @@ fn fill_slots<E: Engine, D: Driver>(
                     submitted: now,
                     intended,
                     retries: 0,
+                    prio: driver.ioprio(&io, tag),
                 };
                 queue(engine, t, st, slot);
                 out.queued += 1;
+                if let Some(b) = cfg.submit_batch {
+                    if t.unsubmitted >= b.max(1) {
+                        // A failed submit shows again at the turn's wait.
+                        let _ = engine.commit(0, None);
+                        t.unsubmitted = 0;
+                    }
+                }
             }
             other => {
                 t.free.push(slot);
@@ -504,6 +546,9 @@ fn fill_slots<E: Engine, D: Driver>(
                 break;
             }
         }
+    }
+    if cfg.depth_low.is_some() && t.inflight >= limit {
+        t.draining_to_low = true;
     }
     out
 }
@@ -527,6 +572,7 @@ fn prepare<E: Engine, D: Driver>(
                 submitted: now,
                 intended: due.unwrap_or(now),
                 retries: 0,
+                prio: driver.ioprio(&io, tag),
             };
             t.prepared = Some(slot);
         }
@@ -544,7 +590,12 @@ fn prepare<E: Engine, D: Driver>(
 #[inline]
 fn queue<E: Engine>(engine: &mut E, t: &mut Table, st: &mut LoopStats, slot: u32) {
     let s = &t.slots[slot as usize];
-    engine.queue(slot, &s.io);
+    if s.prio != 0 {
+        engine.queue_prio(slot, &s.io, s.prio);
+    } else {
+        engine.queue(slot, &s.io);
+    }
+    t.unsubmitted += 1;
     t.inflight += 1;
     st.issued += 1;
     st.max_inflight = st.max_inflight.max(t.inflight);
@@ -581,6 +632,13 @@ fn hand_over<D: Driver>(
         After::Retry if !draining => t.retry.push(slot),
         _ => t.free.push(slot),
     }
+}
+
+/// How many completions a wait waits for: fio's `iodepth_batch_complete_min`,
+/// at most what is in flight, at least one.
+#[inline]
+pub fn wait_count(cfg: &LoopConfig, inflight: u32) -> u32 {
+    cfg.complete_min.map_or(1, |m| m.min(inflight).max(1))
 }
 
 /// Sleep (or, for the last `spin_ns`, spin) until monotonic time `w`.

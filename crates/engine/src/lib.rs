@@ -23,4 +23,5 @@ pub mod engine;
 pub mod io;
 pub mod ioloop;
 pub mod narrow;
+pub mod sched;
 pub mod sys;

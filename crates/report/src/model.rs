@@ -207,6 +207,10 @@ pub struct DirReport {
     pub clat_ns: LatReport,
     /// Total latency, ns (equal to clat_ns, see slat_ns).
     pub lat_ns: LatReport,
+    /// Completion latency per I/O priority (fio's `prios`), when the
+    /// direction's I/Os went with two or more priorities (`cmdprio*`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub prios: Vec<PrioReport>,
     /// Smallest bandwidth sample, KiB/s. Samples are taken every 500 ms
     /// (fio's `bwavgtime`; a window in which the direction moved nothing
     /// adds none).
@@ -245,6 +249,17 @@ pub struct DirReport {
     /// Latency from the intended issue time, ns (rate-limited runs only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lat_from_intended_ns: Option<LatReport>,
+}
+
+/// One I/O priority's completion latency (an entry of fio's `prios`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PrioReport {
+    /// The priority class (1 realtime, 2 best-effort, 3 idle; 0 none).
+    pub prioclass: u32,
+    /// The priority level, 0-7.
+    pub prio: u32,
+    /// Completion latency of the I/Os with this priority, ns.
+    pub clat_ns: LatReport,
 }
 
 /// fsync counts and latency (fio's `sync` object).

@@ -244,6 +244,11 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             spin_ns: spec.thinktime_spin.as_nanos() as u64,
             blocks: spec.thinktime_blocks.max(1),
         }),
+ 
+        // Joined by the job's thread while it sets up (see run_one).
+        flow: None,
+        cmdprio: crate::prio::CmdPrio::new(&spec.prio, spec.randseed),
+        batch: spec.batch.resolve(spec.iodepth),
     }
 }
 
@@ -428,6 +433,11 @@ fn run_one(
         job: spec.name.clone(),
         source,
     };
+    // The thread's placement and priority (before its engine and buffers,
+    // as fio), and its place in its flow (before any job of the group
+    // starts, so every weight counts from the first I/O).
+    crate::prio::set_up_thread(spec).map_err(|e| fail(JobError::Config(e)))?;
+    cfg.flow = crate::flow::join(&spec.flow);
     let not_started = || RunError::NotStarted {
         job: spec.name.clone(),
     };
@@ -648,11 +658,18 @@ pub fn execute(
         }
     }
     let run_start = Instant::now();
+    // exit_what=all: a finished exitall job ends every job; later stonewall
+    // groups never start.
+    let all_end = AtomicBool::new(false);
+    let all_end = &all_end;
     // The device series' time zero: when measurement starts (the first
     // sampler), as the engine series counts from its measurement start.
     let mut series_origin: Option<Instant> = None;
     for group in &groups {
-        if stop.load(Ordering::Relaxed) || matches!(first_error, Some(RunError::Spawn { .. })) {
+        if stop.load(Ordering::Relaxed)
+            || all_end.load(Ordering::Relaxed)
+            || matches!(first_error, Some(RunError::Spawn { .. }))
+        {
             break;
         }
         let gate = StartGate::new();
@@ -661,27 +678,16 @@ pub fn execute(
         let mut last_bytes = [0u64; 3];
         let mut last_dir_ios = [0u64; 3];
         let done = AtomicUsize::new(0);
-        // exitall: the first job of the group with it to finish ends the
-        // others (fio's default exit_what=group).
+        // exitall: a job of the group with it that finishes ends others:
+        // its reporting group's (fio's default exit_what=group), every
+        // running job (stonewall), or every job (all).
         // Each job's flag: its reporting group's (group or new_group).
-        let group_end: Vec<Option<Arc<AtomicBool>>> = {
-            let mut flags: Vec<(u32, Arc<AtomicBool>)> = Vec::new();
-            for &i in group {
-                let j = &plan.jobs[i];
-                if j.spec.exitall && !flags.iter().any(|(g, _)| *g == j.group) {
-                    flags.push((j.group, Arc::default()));
-                }
-            }
-            group
-                .iter()
-                .map(|&i| {
-                    flags
-                        .iter()
-                        .find(|(g, _)| *g == plan.jobs[i].group)
-                        .map(|(_, f)| f.clone())
-                })
-                .collect()
-        };
+        let flags = crate::flow::GroupFlags::new(group.iter().map(|&i| &plan.jobs[i]));
+        let group_end: Vec<Option<Arc<AtomicBool>>> = group
+            .iter()
+            .map(|&i| flags.flag(plan.jobs[i].group))
+            .collect();
+        let flags = &flags;
         let ramp = group
             .iter()
             .map(|&i| plan.jobs[i].spec.ramp_time)
@@ -721,8 +727,8 @@ pub fn execute(
                             (ctr, live, group_end),
                             finished,
                         );
-                        if let (true, Some(f)) = (job.spec.exitall, group_end) {
-                            f.store(true, Ordering::Relaxed);
+                        if job.spec.exitall {
+                            flags.finished(job, all_end);
                         }
                         finished[i].store(true, Ordering::Release);
                         done.fetch_add(1, Ordering::Release);
@@ -943,6 +949,23 @@ fn dir_report(
             percentile: BTreeMap::new(),
             bins: Default::default(),
             ..lat
+        },
+        // fio lists them when two or more priorities have samples.
+        prios: if d.prios.iter().filter(|p| p.moments.count() > 0).count() >= 2 {
+            d.prios
+                .iter()
+                .map(|p| drivelab_report::model::PrioReport {
+                    prioclass: u32::from(p.ioprio >> drivelab_engine::sched::IOPRIO_CLASS_SHIFT),
+                    prio: u32::from(p.ioprio & 7),
+                    clat_ns: LatReport {
+                        mean: p.moments.mean(),
+                        stddev: p.moments.stddev(),
+                        ..hist_report(&p.lat)
+                    },
+                })
+                .collect()
+        } else {
+            Vec::new()
         },
         bw_min: bw_s.min,
         bw_max: bw_s.max,
@@ -1619,6 +1642,7 @@ mod tests {
             moments: Welford::new(),
             lat_intended: Some(LatencyHistogram::new()),
             intended_moments: Welford::new(),
+            prios: Vec::new(),
         };
         for v in [1_000u64, 2_000, 3_000, 4_000] {
             d.ios += 1;

@@ -66,6 +66,12 @@ pub struct JobConfig {
     /// Where the job publishes its per-direction counts for a progress
     /// display (None: nobody watches).
     pub live: Option<std::sync::Arc<LiveCounters>>,
+    /// The job's place in its `flow` (None: no flow control).
+    pub flow: Option<std::sync::Arc<crate::flow::Joined>>,
+    /// Per-I/O priorities (`cmdprio*`; None: the thread's for every I/O).
+    pub cmdprio: Option<crate::prio::CmdPrio>,
+    /// Submission and completion batching (`iodepth_batch*`, `iodepth_low`).
+    pub batch: crate::batch::Batching,
 }
 
 /// fio's `thinktime`: a pause in issuing after every `blocks` reads,
@@ -110,6 +116,8 @@ pub struct DirStats {
     /// Running moments of the latency from the intended issue time, ns
     /// (empty unless rate-limited).
     pub intended_moments: Welford,
+    /// Latency per I/O priority (jobs with `cmdprio*` only).
+    pub prios: Vec<crate::prio::PrioStat>,
 }
 
 impl DirStats {
@@ -121,6 +129,7 @@ impl DirStats {
             moments: Welford::new(),
             lat_intended: rated.then(LatencyHistogram::new),
             intended_moments: Welford::new(),
+            prios: Vec::new(),
         }
     }
 
@@ -131,6 +140,7 @@ impl DirStats {
         self.lat.merge(&o.lat);
         self.moments.merge(&o.moments);
         self.intended_moments.merge(&o.intended_moments);
+        crate::prio::merge(&mut self.prios, &o.prios);
         match (&mut self.lat_intended, &o.lat_intended) {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.lat_intended = Some(b.clone()),
@@ -244,6 +254,8 @@ struct JobDriver<'a, const FILL: bool> {
     config_error: Option<String>,
     samples: JobSamples,
     logs: Option<JobLogs>,
+    flow: Option<crate::flow::FlowMember>,
+    cmdprio: Option<crate::prio::CmdPrio>,
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
@@ -295,6 +307,13 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         }
         if self.cfg.think.is_some() {
             if let Some(n) = self.thinking(now, inflight) {
+                return n;
+            }
+        }
+        // Asked once per new I/O (not again for one held by the pacer).
+        if self.flow.is_some() && self.pending.is_none() && !self.sync_due() && !self.budget_spent()
+        {
+            if let Some(n) = self.flow.as_mut().and_then(|f| f.hold(now, inflight)) {
                 return n;
             }
         }
@@ -365,7 +384,12 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         self.issued_bytes += u64::from(io.len);
         self.issued_ios += 1;
         self.think_issued = self.think_issued.saturating_add(1);
-        Next::Io { io, due, tag: 0 }
+        // The tag carries the I/O's priority (0: the thread's).
+        let tag = match self.cmdprio.as_mut() {
+            Some(c) => u64::from(c.pick(io.op.index(), io.len)),
+            None => 0,
+        };
+        Next::Io { io, due, tag }
     }
 }
 
@@ -381,6 +405,11 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             self.samples.depth.queued(inflight + 1);
         }
         next
+    }
+
+    #[inline]
+    fn ioprio(&self, _io: &IoDesc, tag: u64) -> u16 {
+        tag as u16
     }
 
     fn inspects(&self, io: &IoDesc, _tag: u64) -> bool {
@@ -420,6 +449,11 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             dir.bytes += bytes;
             dir.lat.record(lat);
             dir.moments.record(lat as f64);
+            if let Some(c) = &self.cmdprio {
+                // Unpicked I/Os went with the thread's priority.
+                let p = if d.tag == 0 { c.default_prio() } else { d.tag as u16 };
+                crate::prio::record(&mut dir.prios, p, lat);
+            }
             if let Some(h) = dir.lat_intended.as_mut() {
                 let v = d.now.saturating_sub(d.intended);
                 h.record(v);
@@ -556,16 +590,21 @@ fn run_with<E: Engine, const FILL: bool>(
         samples: JobSamples::new(cfg.logs.sample_window_ms()),
         logs: JobLogs::create(&cfg.logs, &cfg.log_name.0, cfg.log_name.1)
             .map_err(JobError::Config)?,
+        flow: cfg.flow.clone().map(crate::flow::FlowMember::new),
+        cmdprio: cfg.cmdprio.clone(),
     };
     let (minf0, majf0) = crate::samples::thread_faults();
     let (u0, s0, c0) = thread_rusage();
-    let lc = LoopConfig {
+    let mut lc = LoopConfig {
         stop: Some(stop),
         rate_interval_ns: cfg.rate_iops.map(|r| 1_000_000_000 / r.max(1)),
         spin_ns: cfg.think.map_or(0, |t| t.spin_ns),
         ..LoopConfig::default()
     };
+    cfg.batch.apply(&mut lc);
     let st = ioloop::run(engine, &mut drv, &lc)?;
+    // Out of the flow: the others go on in their own ratio.
+    drop(drv.flow.take());
     if let Some(e) = drv.config_error {
         return Err(JobError::Config(e));
     }

@@ -19,15 +19,19 @@
 //!   ([`drivelab_report::RunReport`]) including the device check
 //!   ([`check`]).
 
+pub mod batch;
 pub mod check;
 pub mod exec;
+pub mod flow;
 pub mod gen;
 pub mod jobfile;
 pub mod jobloop;
 pub mod logs;
+pub mod numa;
 pub mod options;
 pub mod plan;
 pub mod presets;
+pub mod prio;
 pub mod rate;
 pub mod samples;
 pub mod verify;

@@ -625,6 +625,147 @@ pub const OPTIONS: &[OptionDecl] = &[
         "smallest size",
         "alignment of random offsets"
     ),
+    // flowprio: flow control between jobs, I/O priorities, exit_what,
+    // NUMA placement and submission/completion batching.
+    opt!(
+        "flow",
+        [],
+        Int,
+        "0 (no flow control)",
+        "weight of this job in its flow_id group: the jobs of a group issue I/O in the ratio of their weights (fio's token counting)",
+        0,
+        1000,
+        ""
+    ),
+    opt!(
+        "flow_id",
+        [],
+        Int,
+        "0",
+        "the flow group this job's flow weight counts in",
+        0,
+        u32::MAX as u64,
+        ""
+    ),
+    opt!(
+        "flow_sleep",
+        [],
+        Int,
+        "0",
+        "when the job is ahead of its flow share: wait for its I/Os to complete, then this long before trying again (0: try again at once)",
+        0,
+        u32::MAX as u64,
+        "us"
+    ),
+    opt!(
+        "exit_what",
+        [],
+        Text,
+        "group",
+        "which jobs exitall ends when this job finishes: group (its reporting group), stonewall (every running job), all (every job, later stonewall groups never start)"
+    ),
+    opt!(
+        "prio",
+        [],
+        Int,
+        "",
+        "I/O priority level of the job's thread (ioprio_set; 0 is highest); class best-effort unless prioclass says otherwise",
+        0,
+        7,
+        ""
+    ),
+    opt!(
+        "prioclass",
+        [],
+        Int,
+        "",
+        "I/O priority class of the job's thread (ioprio_set): 1 realtime, 2 best-effort, 3 idle (0: best-effort)",
+        0,
+        3,
+        ""
+    ),
+    opt!(
+        "cmdprio_percentage",
+        [],
+        Text,
+        "0",
+        "percent of I/Os (READ,WRITE per direction) issued with the priority cmdprio_class/cmdprio in their io_uring submission entry"
+    ),
+    opt!(
+        "cmdprio_class",
+        [],
+        Text,
+        "1",
+        "priority class of cmdprio_percentage's I/Os (READ,WRITE): 1 realtime, 2 best-effort, 3 idle"
+    ),
+    opt!(
+        "cmdprio",
+        [],
+        Text,
+        "0",
+        "priority level 0-7 of cmdprio_percentage's I/Os (READ,WRITE)"
+    ),
+    opt!(
+        "cmdprio_bssplit",
+        [],
+        Text,
+        "",
+        "per block size, the percent of I/Os with a priority: BS/PCT[/CLASS/LEVEL]:… (READ,WRITE); without CLASS/LEVEL, cmdprio_class and cmdprio; a fifth field (a priority hint) is read past, as fio 3.33 does"
+    ),
+    opt!(
+        "numa_cpu_nodes",
+        [],
+        Text,
+        "",
+        "run the job's thread on the CPUs of these NUMA nodes (0, 0-1, 0,2; all)"
+    ),
+    opt!(
+        "numa_mem_policy",
+        [],
+        Text,
+        "",
+        "NUMA memory policy of the job's thread: default, prefer:NODE, bind:NODES, interleave:NODES, local"
+    ),
+    opt!(
+        "iodepth_batch",
+        ["iodepth_batch_submit"],
+        Int,
+        "1",
+        "queue at least this many I/Os before entering the kernel to submit them (0: 1; at most iodepth)",
+        0,
+        MAX_DEPTH as u64,
+        "I/Os"
+    ),
+    opt!(
+        "iodepth_batch_complete_min",
+        ["iodepth_batch_complete"],
+        Int,
+        "1",
+        "when waiting, wait for at least this many completions (0: only poll)",
+        0,
+        MAX_DEPTH as u64,
+        "I/Os"
+    ),
+    opt!(
+        "iodepth_batch_complete_max",
+        [],
+        Int,
+        "iodepth_batch_complete_min",
+        "wait for at most this many completions at once",
+        0,
+        MAX_DEPTH as u64,
+        "I/Os"
+    ),
+    opt!(
+        "iodepth_low",
+        [],
+        Int,
+        "iodepth",
+        "once the queue is full, queue no more until this few I/Os are in flight (fio's low watermark)",
+        0,
+        MAX_DEPTH as u64,
+        "I/Os"
+    ),
 ];
 
 /// The declared bounds of whole-number option `key` (its name or alias).
@@ -733,6 +874,13 @@ mod tests {
                 "io_submit_mode" => "offload",
                 "wait_for" => "x",
                 "zonemode" => "strided",
+                "exit_what" => "stonewall",
+                "prioclass" => "2",
+                "cmdprio_percentage" | "cmdprio" => "3",
+                "cmdprio_class" => "2",
+                "cmdprio_bssplit" => "4k/50/1/0",
+                "numa_cpu_nodes" => "0",
+                "numa_mem_policy" => "bind:0",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

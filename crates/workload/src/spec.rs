@@ -432,6 +432,16 @@ pub struct JobSpec {
     pub zonerange: u64,
     /// See `zonesize`.
     pub zoneskip: u64,
+    /// `flow`, `flow_id`, `flow_sleep`.
+    pub flow: crate::flow::FlowOpts,
+    /// What a finishing `exitall` job ends (`exit_what`).
+    pub exit_what: crate::flow::ExitWhat,
+    /// `prio`, `prioclass` and the `cmdprio*` options.
+    pub prio: crate::prio::PrioOpts,
+    /// `numa_cpu_nodes`, `numa_mem_policy`.
+    pub numa: crate::numa::NumaOpts,
+    /// `iodepth_batch*`, `iodepth_low`.
+    pub batch: crate::batch::BatchOpts,
 }
 
 impl JobSpec {
@@ -520,6 +530,11 @@ impl Default for JobSpec {
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
+            flow: crate::flow::FlowOpts::default(),
+            exit_what: crate::flow::ExitWhat::Group,
+            prio: crate::prio::PrioOpts::default(),
+            numa: crate::numa::NumaOpts::default(),
+            batch: crate::batch::BatchOpts::default(),
             offset_increment: SizeSpec::Bytes(0),
             exitall: false,
             number_ios: 0,
@@ -976,6 +991,31 @@ impl JobSpec {
             "zonesize" => self.zonesize = parse_bytes(key, v)?,
             "zonerange" => self.zonerange = parse_bytes(key, v)?,
             "zoneskip" => self.zoneskip = parse_bytes(key, v)?,
+            "flow" => self.flow.weight = parse_declared(key, v)? as u32,
+            "flow_id" => self.flow.id = parse_declared(key, v)? as u32,
+            "flow_sleep" => self.flow.sleep_us = parse_declared(key, v)?,
+            "exit_what" => self.exit_what = crate::flow::ExitWhat::parse(key, v)?,
+            "prio" => self.prio.prio = Some(parse_declared(key, v)? as u8),
+            "prioclass" => self.prio.prioclass = Some(parse_declared(key, v)? as u8),
+            "cmdprio_percentage" | "cmdprio_class" | "cmdprio" | "cmdprio_bssplit" => {
+                self.prio.set_cmd(key, v)?
+            }
+            "numa_cpu_nodes" => {
+                let online = crate::numa::online_nodes();
+                self.numa.cpu_nodes = Some(crate::numa::parse_nodes(key, v, &online)?);
+            }
+            "numa_mem_policy" => {
+                let online = crate::numa::online_nodes();
+                self.numa.mem = Some(crate::numa::parse_mem_policy(key, v, &online)?);
+            }
+            "iodepth_batch" => self.batch.submit = Some(parse_declared(key, v)? as u32),
+            "iodepth_batch_complete_min" => {
+                self.batch.complete_min = Some(parse_declared(key, v)? as u32)
+            }
+            "iodepth_batch_complete_max" => {
+                self.batch.complete_max = Some(parse_declared(key, v)? as u32)
+            }
+            "iodepth_low" => self.batch.low = Some(parse_declared(key, v)? as u32),
             "filesize" => {
                 let b = parse_bytes(key, v)?;
                 if b == 0 {
@@ -1159,6 +1199,14 @@ impl JobSpec {
             return Err(SpecError::Invalid(format!(
                 "job '{}' has no target: give --filename=PATH (a file or block device)",
                 self.name
+            )));
+        }
+        self.prio.validate()?;
+        if self.prio.has_cmdprio() && self.ioengine != EngineKind::IoUring {
+            return Err(SpecError::Invalid(format!(
+                "cmdprio options set a priority per I/O in io_uring submissions: give ioengine=io_uring or libaio (job '{}' has {})",
+                self.name,
+                self.ioengine.name()
             )));
         }
         let lines = self.access_lines();
