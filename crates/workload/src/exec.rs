@@ -865,6 +865,17 @@ pub fn execute(
         }
     }
     let _ = run_start;
+    if all_end.load(Ordering::Relaxed) {
+        // exit_what=all kept the later groups from starting: listed, as
+        // fio lists them, with no I/O.
+        for g in &groups {
+            if g.iter().all(|&i| outcomes[i].is_none() && !finished[i].load(Ordering::Relaxed)) {
+                for &i in g {
+                    outcomes[i] = Some(crate::flow::never_started(&plan.jobs[i]));
+                }
+            }
+        }
+    }
     if let Some(e) = first_error {
         // A job the system would not start leaves the run incomplete.
         if outcomes.iter().all(Option::is_none) || matches!(e, RunError::Spawn { .. }) {

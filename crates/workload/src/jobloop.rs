@@ -149,6 +149,10 @@ impl DirStats {
     }
 }
 
+/// The longest the job loop waits for a deadline before looking at the
+/// stop and end flags again, ns.
+const WAKE_STEP_NS: u64 = 20_000_000;
+
 /// Failed I/Os kept per job.
 pub const MAX_ERRORS: usize = 16;
 
@@ -403,6 +407,14 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         let next = self.next_io(now, inflight, buf);
         if self.measuring && matches!(next, Next::Io { .. }) {
             self.samples.depth.queued(inflight + 1);
+        }
+        // A far deadline (a slow rate, a long think time) is waited for in
+        // steps, so that the end of the group (exitall) or of the run is
+        // seen within one step rather than at the deadline.
+        if let Next::At(w) = next {
+            if w > now + WAKE_STEP_NS {
+                return Next::At(now + WAKE_STEP_NS);
+            }
         }
         next
     }
