@@ -798,4 +798,149 @@ mod tests {
         let st = run(&mut ring(), &mut d, &LoopConfig::default()).expect("loop");
         assert_eq!((d.ok, d.retried, st.retries), (9, 1, 1));
     }
+
+    /// An engine that completes one I/O per waiting commit (the oldest),
+    /// recording each commit's wait count and how many it submitted.
+    struct Trickle {
+        queued: Vec<u32>,
+        inflight: VecDeque<u32>,
+        done: VecDeque<Completion>,
+        commits: Vec<(u32, usize)>,
+        buf: Vec<u8>,
+    }
+
+    impl Engine for Trickle {
+        fn name(&self) -> &'static str {
+            "test-trickle"
+        }
+        fn caps(&self) -> Caps {
+            Caps {
+                asynchronous: true,
+                real_io: false,
+            }
+        }
+        fn depth(&self) -> u32 {
+            4
+        }
+        fn queue(&mut self, slot: u32, _io: &IoDesc) {
+            self.queued.push(slot);
+        }
+        fn commit(&mut self, wait: u32, _timeout: Option<Duration>) -> std::io::Result<()> {
+            self.commits.push((wait, self.queued.len()));
+            self.inflight.extend(self.queued.drain(..));
+            for _ in 0..wait {
+                if let Some(slot) = self.inflight.pop_front() {
+                    self.done.push_back(Completion { slot, result: 4096 });
+                }
+            }
+            Ok(())
+        }
+        fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
+            let n = self.done.len();
+            self.done.drain(..).for_each(&mut f);
+            n
+        }
+        fn buffer(&mut self, _slot: u32) -> &mut [u8] {
+            &mut self.buf
+        }
+    }
+
+    /// Issues `n` reads, recording the in-flight count at each.
+    struct Depths {
+        n: u64,
+        seen: Vec<u32>,
+    }
+
+    impl Driver for Depths {
+        const BUFFERS: bool = false;
+        fn next(&mut self, _now: u64, inflight: u32, _buf: &mut [u8]) -> Next {
+            if self.seen.len() as u64 == self.n {
+                return Next::Done;
+            }
+            self.seen.push(inflight);
+            Next::Io {
+                io: IoDesc {
+                    target: 0,
+                    op: Op::Read,
+                    offset: 0,
+                    len: 4096,
+                },
+                due: None,
+                tag: 0,
+            }
+        }
+        fn complete(&mut self, _d: &Done, _buf: &[u8]) -> After {
+            After::Release
+        }
+    }
+
+    fn trickle(cfg: &LoopConfig, n: u64) -> (Vec<u32>, Vec<(u32, usize)>) {
+        let mut e = Trickle {
+            queued: Vec::new(),
+            inflight: VecDeque::new(),
+            done: VecDeque::new(),
+            commits: Vec::new(),
+            buf: vec![0; 4096],
+        };
+        let mut d = Depths {
+            n,
+            seen: Vec::new(),
+        };
+        run(&mut e, &mut d, cfg).expect("loop");
+        (d.seen, e.commits)
+    }
+
+    #[test]
+    fn without_a_low_mark_a_freed_slot_is_refilled_at_once() {
+        let (seen, _) = trickle(&LoopConfig::default(), 8);
+        assert_eq!(seen, [0, 1, 2, 3, 3, 3, 3, 3]);
+    }
+
+    #[test]
+    fn iodepth_low_lets_a_full_queue_drain_to_it_before_refilling() {
+        let cfg = LoopConfig {
+            depth_low: Some(1),
+            ..LoopConfig::default()
+        };
+        let (seen, _) = trickle(&cfg, 10);
+        // Full at 4, then nothing until one is left in flight.
+        assert_eq!(seen, [0, 1, 2, 3, 1, 2, 3, 1, 2, 3]);
+    }
+
+    #[test]
+    fn complete_min_sets_how_many_completions_a_wait_waits_for() {
+        let cfg = LoopConfig {
+            complete_min: Some(3),
+            ..LoopConfig::default()
+        };
+        let (seen, commits) = trickle(&cfg, 10);
+        // Every wait with 4 in flight waits for 3, and then 3 slots are
+        // filled together; at the end, at most what is in flight.
+        assert!(commits.iter().all(|&(w, _)| w <= 3 && w >= 1), "{commits:?}");
+        assert_eq!(commits[0], (3, 4));
+        assert_eq!(&seen[..7], [0, 1, 2, 3, 1, 2, 3]);
+        assert_eq!(wait_count(&cfg, 2), 2);
+        assert_eq!(wait_count(&cfg, 0), 1);
+        let zero = LoopConfig {
+            complete_min: Some(0),
+            ..LoopConfig::default()
+        };
+        assert_eq!(wait_count(&zero, 4), 1);
+    }
+
+    #[test]
+    fn submit_batch_enters_the_kernel_each_time_that_many_are_queued() {
+        let cfg = LoopConfig {
+            submit_batch: Some(2),
+            ..LoopConfig::default()
+        };
+        let (_, commits) = trickle(&cfg, 4);
+        // The first fill queues 4: two submissions of 2 (no wait), then
+        // the waits with nothing left unsubmitted.
+        assert_eq!(&commits[..2], [(0, 2), (0, 2)]);
+        assert!(commits[2..].iter().all(|&(_, q)| q == 0), "{commits:?}");
+        let (_, commits) = trickle(&LoopConfig::default(), 4);
+        assert_eq!(commits[0], (1, 4));
+    }
+
 }
