@@ -29,6 +29,11 @@ fn fio_available() -> bool {
 /// Run `tool` ("fio" or "drivelab") on `job` in a fresh scratch directory;
 /// its JSON.
 fn run(tool: &str, job: &Path) -> Value {
+    run_kept(tool, job).0
+}
+
+/// As [`run`], keeping the scratch directory (the files the run left).
+fn run_kept(tool: &str, job: &Path) -> (Value, TempDir) {
     assert!(
         fio_available(),
         "fio is not installed; this test compares drivelab with it (apt-get install fio)"
@@ -60,7 +65,22 @@ fn run(tool: &str, job: &Path) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     let start = stdout.find('{').unwrap_or(0);
-    serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("{tool}: {e}: {stdout}"))
+    let v = serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("{tool}: {e}: {stdout}"));
+    (v, dir)
+}
+
+/// The distinct last fields (priorities) of a log file's lines.
+fn log_prios(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut v: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.rsplit(", ").next())
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
 fn jobs(v: &Value) -> &Vec<Value> {
@@ -220,8 +240,13 @@ fn cmdprio_percentage_reports_latency_per_priority_as_fio_does() {
     // 128 reads of 128k: 20% with class 1 (realtime) in their submission,
     // the rest with the thread's class 3 (idle).
     let f = job("cmdprio-percentage.fio");
-    let fio = run("fio", &f);
-    let dl = run("drivelab", &f);
+    let (fio, fdir) = run_kept("fio", &f);
+    let (dl, ddir) = run_kept("drivelab", &f);
+    // log_prio: each latency log line ends with the I/O's priority value,
+    // in hexadecimal: realtime 0x2000 or idle 0x6000.
+    let log = "prio-run.log_clat.1.log";
+    assert_eq!(log_prios(&fdir.path().join(log)), ["0x2000", "0x6000"]);
+    assert_eq!(log_prios(&ddir.path().join(log)), ["0x2000", "0x6000"]);
     let (fp, fk) = prios(&fio["jobs"][0]["read"]);
     let (dp, dk) = prios(&dl["jobs"][0]["read"]);
     eprintln!("fio {fp:?}\ndrivelab {dp:?}");

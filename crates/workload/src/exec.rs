@@ -249,6 +249,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         flow: None,
         cmdprio: crate::prio::CmdPrio::new(&spec.prio, spec.randseed),
         batch: spec.batch.resolve(spec.iodepth),
+        ioprio: spec.prio.thread_ioprio().unwrap_or(0),
     }
 }
 

@@ -72,6 +72,8 @@ pub struct JobConfig {
     pub cmdprio: Option<crate::prio::CmdPrio>,
     /// Submission and completion batching (`iodepth_batch*`, `iodepth_low`).
     pub batch: crate::batch::Batching,
+    /// The thread's I/O priority value (`prio`/`prioclass`; 0: none set).
+    pub ioprio: u16,
 }
 
 /// fio's `thinktime`: a pause in issuing after every `blocks` reads,
@@ -485,6 +487,11 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 s.rates.add(io.op.index(), bytes);
                 s.lat.record(lat);
                 if let Some(l) = self.logs.as_mut() {
+                    l.set_ioprio(if d.tag != 0 {
+                        d.tag as u16
+                    } else {
+                        self.cfg.ioprio
+                    });
                     l.io(t, io.op.index(), bytes, lat, io.offset);
                 }
             }
