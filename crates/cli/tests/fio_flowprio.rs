@@ -262,6 +262,33 @@ fn cmdprio_percentage_reports_latency_per_priority_as_fio_does() {
         // About a fifth at realtime (binomial: 25.6 ± 4.5).
         assert!((10..=45).contains(&p[0].2), "{p:?}");
     }
+    // The text shows the same lines in both: each priority's clat line
+    // and its percentiles with its share of the I/Os.
+    for tool in ["fio", "drivelab"] {
+        let dir = TempDir::new("flowprio-text");
+        let mut cmd = if tool == "fio" {
+            Command::new("fio")
+        } else {
+            let mut c = Command::new(BIN);
+            c.args(["run", "--no-store"]);
+            c
+        };
+        let out = cmd
+            .arg(&f)
+            .current_dir(dir.path())
+            .env("DL_SCRATCH", dir.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{tool}: {text}");
+        for line in [
+            "    clat prio 3/0 (usec): min=",
+            "    clat prio 1/0 (usec): min=",
+            "% of IOs) percentiles (usec):",
+        ] {
+            assert!(text.contains(line), "{tool}: no '{line}' in\n{text}");
+        }
+    }
     // No prios array for writes, which this job does not do, in either.
     assert!(fio["jobs"][0]["write"].get("prios").is_none());
     assert!(dl["jobs"][0]["write"].get("prios").is_none());

@@ -177,7 +177,16 @@ fn write_dir(out: &mut String, name: &str, d: &DirReport) {
     write_lat(out, "    slat", &d.slat_ns);
     write_lat(out, "    clat", &d.clat_ns);
     write_lat(out, "     lat", &d.lat_ns);
+    for p in &d.prios {
+        let label = format!("    clat prio {}/{}", p.prioclass, p.prio);
+        write_lat(out, &label, &p.clat_ns);
+    }
     write_percentiles(out, "clat", &d.clat_ns);
+    for p in &d.prios {
+        let share = 100.0 * p.clat_ns.n as f64 / d.clat_ns.n.max(1) as f64;
+        let label = format!("clat prio {}/{} ({share:.2}% of IOs)", p.prioclass, p.prio);
+        write_percentiles(out, &label, &p.clat_ns);
+    }
     if let Some(l) = &d.lat_from_intended_ns {
         write_lat(out, "    lat from intended issue", l);
     }
