@@ -65,14 +65,14 @@ fn run_kept(tool: &str, job: &Path) -> (Value, TempDir) {
         String::from_utf8_lossy(&out.stderr)
     );
     let start = stdout.find('{').unwrap_or(0);
-    let v = serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("{tool}: {e}: {stdout}"));
+    let v =
+        serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("{tool}: {e}: {stdout}"));
     (v, dir)
 }
 
 /// The distinct last fields (priorities) of a log file's lines.
 fn log_prios(path: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut v: Vec<String> = text
         .lines()
         .filter_map(|l| l.rsplit(", ").next())
@@ -112,7 +112,10 @@ fn flow_holds_two_jobs_to_their_weights_as_fio_does() {
         assert!(w > 100, "{tool}: job2 did {w} I/Os");
         let ratio = r as f64 / w as f64;
         eprintln!("{tool}: job1 {r} I/Os, job2 {w}: {ratio:.3}");
-        assert!((6.4..=9.6).contains(&ratio), "{tool}: ratio {ratio} ({r}/{w})");
+        assert!(
+            (6.4..=9.6).contains(&ratio),
+            "{tool}: ratio {ratio} ({r}/{w})"
+        );
     }
 }
 
@@ -205,9 +208,12 @@ fn exit_what_ends_the_jobs_fio_ends() {
     }
 }
 
+/// (class, level, I/Os) of one `prios` entry.
+type Prio = (u64, u64, u64);
+
 /// The `prios` entries of a direction: (class, level, N), and each
 /// entry's keys and its clat_ns keys.
-fn prios(d: &Value) -> (Vec<(u64, u64, u64)>, Vec<Vec<String>>) {
+fn prios(d: &Value) -> (Vec<Prio>, Vec<Vec<String>>) {
     let Some(a) = d["prios"].as_array() else {
         return (Vec::new(), Vec::new());
     };
@@ -345,7 +351,13 @@ fn bad_values_exit_2_with_one_line_naming_the_key() {
     ] {
         let out = Command::new(BIN)
             .current_dir(dir.path())
-            .args(["run", "--no-store", "--filename=x", "--ioengine=null", "--size=1m"])
+            .args([
+                "run",
+                "--no-store",
+                "--filename=x",
+                "--ioengine=null",
+                "--size=1m",
+            ])
             .arg(format!("--{k}={v}"))
             .output()
             .unwrap();

@@ -916,7 +916,10 @@ mod tests {
         let (seen, commits) = trickle(&cfg, 10);
         // Every wait with 4 in flight waits for 3, and then 3 slots are
         // filled together; at the end, at most what is in flight.
-        assert!(commits.iter().all(|&(w, _)| w <= 3 && w >= 1), "{commits:?}");
+        assert!(
+            commits.iter().all(|&(w, _)| (1..=3).contains(&w)),
+            "{commits:?}"
+        );
         assert_eq!(commits[0], (3, 4));
         assert_eq!(&seen[..7], [0, 1, 2, 3, 1, 2, 3]);
         assert_eq!(wait_count(&cfg, 2), 2);
@@ -942,5 +945,4 @@ mod tests {
         let (_, commits) = trickle(&LoopConfig::default(), 4);
         assert_eq!(commits[0], (1, 4));
     }
-
 }

@@ -244,7 +244,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             spin_ns: spec.thinktime_spin.as_nanos() as u64,
             blocks: spec.thinktime_blocks.max(1),
         }),
- 
+
         // Joined by the job's thread while it sets up (see run_one).
         flow: None,
         cmdprio: crate::prio::CmdPrio::new(&spec.prio, spec.randseed),
@@ -870,7 +870,9 @@ pub fn execute(
         // exit_what=all kept the later groups from starting: listed, as
         // fio lists them, with no I/O.
         for g in &groups {
-            if g.iter().all(|&i| outcomes[i].is_none() && !finished[i].load(Ordering::Relaxed)) {
+            if g.iter()
+                .all(|&i| outcomes[i].is_none() && !finished[i].load(Ordering::Relaxed))
+            {
                 for &i in g {
                     outcomes[i] = Some(crate::flow::never_started(&plan.jobs[i]));
                 }

@@ -377,7 +377,9 @@ mod tests {
     #[test]
     fn exit_what_values() {
         assert_eq!(ExitWhat::parse("k", "all").unwrap(), ExitWhat::All);
-        let e = ExitWhat::parse("exit_what", "some").unwrap_err().to_string();
+        let e = ExitWhat::parse("exit_what", "some")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("exit_what"), "{e}");
     }
 }

@@ -465,7 +465,11 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             dir.moments.record(lat as f64);
             if let Some(c) = &self.cmdprio {
                 // Unpicked I/Os went with the thread's priority.
-                let p = if d.tag == 0 { c.default_prio() } else { d.tag as u16 };
+                let p = if d.tag == 0 {
+                    c.default_prio()
+                } else {
+                    d.tag as u16
+                };
                 crate::prio::record(&mut dir.prios, p, lat);
             }
             if let Some(h) = dir.lat_intended.as_mut() {

@@ -378,12 +378,32 @@ impl JobLogs {
             let iops = w.ios * 1000 / ms;
             let mean = ((w.lat_sum + u128::from(w.ios) / 2) / u128::from(w.ios)) as u64;
             if rates {
-                Self::line(&mut self.bw, &mut self.error, (o, self.log_prio), (t, bw, d, 0, 0, 0));
+                Self::line(
+                    &mut self.bw,
+                    &mut self.error,
+                    (o, self.log_prio),
+                    (t, bw, d, 0, 0, 0),
+                );
             }
-            Self::line(&mut self.lat, &mut self.error, (o, self.log_prio), (t, mean, d, 0, 0, 0));
-            Self::line(&mut self.clat, &mut self.error, (o, self.log_prio), (t, mean, d, 0, 0, 0));
+            Self::line(
+                &mut self.lat,
+                &mut self.error,
+                (o, self.log_prio),
+                (t, mean, d, 0, 0, 0),
+            );
+            Self::line(
+                &mut self.clat,
+                &mut self.error,
+                (o, self.log_prio),
+                (t, mean, d, 0, 0, 0),
+            );
             if rates {
-                Self::line(&mut self.iops, &mut self.error, (o, self.log_prio), (t, iops, d, 0, 0, 0));
+                Self::line(
+                    &mut self.iops,
+                    &mut self.error,
+                    (o, self.log_prio),
+                    (t, iops, d, 0, 0, 0),
+                );
             }
         }
     }

@@ -78,7 +78,11 @@ impl PrioOpts {
         }
         let (min, max, expect) = match key {
             "cmdprio_percentage" => (0, 100, "a percentage 0-100 (READ,WRITE per direction)"),
-            "cmdprio_class" => (1, 3, "a class 1-3: 1 realtime, 2 best-effort, 3 idle (READ,WRITE)"),
+            "cmdprio_class" => (
+                1,
+                3,
+                "a class 1-3: 1 realtime, 2 best-effort, 3 idle (READ,WRITE)",
+            ),
             _ => (0, 7, "a level 0-7 (READ,WRITE per direction)"),
         };
         let dirs = crate::spec::per_direction(v);
@@ -111,10 +115,7 @@ impl PrioOpts {
                     [bs, p, c, l] | [bs, p, c, l, _] => (
                         bs,
                         p,
-                        Some((
-                            num(key, c, v, 0, 3, expect)?,
-                            num(key, l, v, 0, 7, expect)?,
-                        )),
+                        Some((num(key, c, v, 0, 3, expect)?, num(key, l, v, 0, 7, expect)?)),
                     ),
                     _ => return Err(bad(key, v, expect)),
                 };
@@ -185,6 +186,9 @@ pub fn set_up_thread(spec: &crate::JobSpec) -> Result<(), String> {
     Ok(())
 }
 
+/// One block size's priorities: (size, [(cumulative percent, ioprio)]).
+type BsChoices = (u64, Vec<(u32, u16)>);
+
 /// A job's per-I/O priority picker (fio's cmdprio), with its own random
 /// numbers so the offsets stay those of the job's seed.
 #[derive(Debug, Clone)]
@@ -193,7 +197,7 @@ pub struct CmdPrio {
     /// Per direction: (percent, ioprio) when by percentage.
     perc: [(u8, u16); 2],
     /// Per direction: per block size, its (cumulative percent, ioprio).
-    bs: Option<[Vec<(u64, Vec<(u32, u16)>)>; 2]>,
+    bs: Option<[Vec<BsChoices>; 2]>,
     rng: u64,
 }
 
@@ -208,7 +212,7 @@ impl CmdPrio {
         let dir_prio = |k: usize| ioprio_value(o.cmd_class[k], o.cmd_level[k]);
         let bs = o.bssplit.as_ref().map(|b| {
             std::array::from_fn(|k| {
-                let mut by: Vec<(u64, Vec<(u32, u16)>)> = Vec::new();
+                let mut by: Vec<BsChoices> = Vec::new();
                 for e in b[k].iter().filter(|e| e.perc > 0) {
                     let p = e
                         .prio
