@@ -282,10 +282,9 @@ fn unsupported_fio_keys_are_refused_naming_the_key() {
     require_root();
     let dir = TempDir::new("fio-jobs-refuse");
     for (key, line) in [
-        ("flow", "flow=2"),
+        ("flow", "flow=1001"),
         ("verify", "verify=md5"),
-        // exitall works; choosing other jobs to end does not.
-        ("exit_what", "exit_what=all"),
+        ("exit_what", "exit_what=some"),
         ("number_ios", "number_ios=many"),
         ("thinktime", "thinktime=soon"),
         ("thinktime_blocks", "thinktime_blocks=0"),
