@@ -253,6 +253,10 @@ fn cmdprio_percentage_reports_latency_per_priority_as_fio_does() {
     let log = "prio-run.log_clat.1.log";
     assert_eq!(log_prios(&fdir.path().join(log)), ["0x2000", "0x6000"]);
     assert_eq!(log_prios(&ddir.path().join(log)), ["0x2000", "0x6000"]);
+    // The thread's own priority (idle) first, as fio lists it.
+    for v in [&fio, &dl] {
+        assert_eq!(v["jobs"][0]["read"]["prios"][0]["prioclass"], 3, "{v}");
+    }
     let (fp, fk) = prios(&fio["jobs"][0]["read"]);
     let (dp, dk) = prios(&dl["jobs"][0]["read"]);
     eprintln!("fio {fp:?}\ndrivelab {dp:?}");

@@ -11,7 +11,13 @@
 //!   table and the lists are sized once from the engine's depth.
 //! - **Batching.** Each turn reaps every ready completion, queues I/O into
 //!   every free slot the driver has work for, and enters the kernel once to
-//!   both submit and wait ([`Engine::commit`]).
+//!   both submit and wait ([`Engine::commit`]). fio's batching options
+//!   adjust this: [`LoopConfig::submit_batch`] enters the kernel each time
+//!   that many are queued, [`LoopConfig::complete_min`] waits for that many
+//!   completions, [`LoopConfig::depth_low`] lets a full queue drain to a
+//!   low mark before refilling.
+//! - **Priorities.** [`Driver::ioprio`] gives an I/O its own priority,
+//!   queued with [`Engine::queue_prio`] (io_uring's SQE `ioprio`).
 //! - **Clock reads.** One monotonic reading per turn, taken right after the
 //!   kernel returns; it stamps every completion reaped and every I/O queued
 //!   in the turn (they go to the kernel by the turn's single enter, right

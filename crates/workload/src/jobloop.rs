@@ -628,6 +628,13 @@ fn run_with<E: Engine, const FILL: bool>(
     let st = ioloop::run(engine, &mut drv, &lc)?;
     // Out of the flow: the others go on in their own ratio.
     drop(drv.flow.take());
+    if let Some(c) = &drv.cmdprio {
+        // fio lists the thread's own priority first.
+        let own = c.default_prio();
+        for d in drv.dirs.iter_mut() {
+            d.prios.sort_by_key(|p| p.ioprio != own);
+        }
+    }
     if let Some(e) = drv.config_error {
         return Err(JobError::Config(e));
     }
