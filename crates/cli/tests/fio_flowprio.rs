@@ -415,3 +415,65 @@ fn numa_and_batching_jobs_run_as_in_fio() {
         assert_eq!(by_name(&dl, name)["read"]["io_bytes"], 8 << 20);
     }
 }
+
+/// The I/O priorities (as `ionice -p` prints them) of the tasks of `pid`.
+fn task_prios(pid: u32) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let out = Command::new("ionice")
+                .arg("-p")
+                .arg(e.file_name())
+                .output()
+                .ok()?;
+            Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn prio_and_prioclass_set_the_job_threads_priority_as_fio_does() {
+    require_root();
+    let dir = TempDir::new("flowprio-thread");
+    let f = dir.path().join("p.fio");
+    std::fs::write(
+        &f,
+        "[global]\nfilename=${DL_SCRATCH}/t\nsize=1m\nthread\nioengine=psync\n\
+         time_based\nruntime=3\n[j]\nrw=read\nprioclass=2\nprio=6\n",
+    )
+    .unwrap();
+    for tool in ["fio", "drivelab"] {
+        let mut cmd = if tool == "fio" {
+            Command::new("fio")
+        } else {
+            let mut c = Command::new(BIN);
+            c.args(["run", "--no-store"]);
+            c
+        };
+        let mut child = cmd
+            .arg(&f)
+            .current_dir(dir.path())
+            .env("DL_SCRATCH", dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Look while the job runs (it runs 3 s; the file is laid out first).
+        let mut seen = Vec::new();
+        for _ in 0..40 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            seen = task_prios(child.id());
+            if seen.iter().any(|s| s == "best-effort: prio 6") {
+                break;
+            }
+        }
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{tool}: {status}");
+        assert!(
+            seen.iter().any(|s| s == "best-effort: prio 6"),
+            "{tool}: no task at best-effort 6: {seen:?}"
+        );
+    }
+}
