@@ -71,6 +71,13 @@ pub trait Engine {
     fn commit(&mut self, wait: u32, timeout: Option<Duration>) -> std::io::Result<()>;
     /// Hand every ready completion to `f`; returns how many.
     fn reap<F: FnMut(Completion)>(&mut self, f: F) -> usize;
+    /// Hand at most `max` ready completions to `f` (fio's
+    /// `iodepth_batch_complete_max`), leaving the rest for the next call;
+    /// returns how many. An engine that cannot leave completions for later
+    /// hands over all, as [`reap`](Engine::reap) does.
+    fn reap_max<F: FnMut(Completion)>(&mut self, _max: usize, f: F) -> usize {
+        self.reap(f)
+    }
     /// The buffer of a slot (to fill before a write or check after a read).
     fn buffer(&mut self, slot: u32) -> &mut [u8];
 }
@@ -405,9 +412,16 @@ impl Engine for Uring {
     }
 
     #[inline]
-    fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
+    fn reap<F: FnMut(Completion)>(&mut self, f: F) -> usize {
+        self.reap_max(usize::MAX, f)
+    }
+
+    #[inline]
+    fn reap_max<F: FnMut(Completion)>(&mut self, max: usize, mut f: F) -> usize {
+        // Completions made without the kernel all go at once.
         let mut n = drain(&mut self.immediate, &mut f);
-        for cqe in self.ring.completion() {
+        // The queue's head moves past only the entries taken.
+        for cqe in self.ring.completion().take(max.saturating_sub(n)) {
             let slot = cqe.user_data() as u32;
             if let Some(b) = self.busy.get_mut(slot as usize) {
                 if std::mem::take(b) {

@@ -179,6 +179,10 @@ pub struct LoopConfig<'a> {
     /// fio's `iodepth_batch_complete_min`: when waiting, wait for this many
     /// completions (at most those in flight, at least 1; None: 1).
     pub complete_min: Option<u32>,
+    /// fio's `iodepth_batch_complete_max`: hand over at most this many
+    /// completions per turn, leaving the rest ready for the next (None:
+    /// every ready one).
+    pub complete_max: Option<u32>,
     /// fio's `iodepth_low`: once every slot is busy, queue nothing new until
     /// at most this many I/Os are in flight (None: refill at once).
     pub depth_low: Option<u32>,
@@ -288,6 +292,7 @@ pub fn run<E: Engine, D: Driver>(
     let mut was_full = false;
     let mut now = now_ns();
     st.started = now;
+    let reap_limit = cfg.complete_max.map_or(usize::MAX, |m| m.max(1) as usize);
     loop {
         // 1. Reap. Completions whose buffers the driver inspects wait in
         // `inspect` until the turn's new I/O is submitted.
@@ -296,14 +301,14 @@ pub fn run<E: Engine, D: Driver>(
             // reaped.
             let tt = &mut t;
             let sst = &mut st;
-            engine.reap(|c| {
+            engine.reap_max(reap_limit, |c| {
                 tt.inflight -= 1;
                 hand_over(driver, tt, sst, c.slot, c.result, now, draining, &[]);
             });
         }
         t.reaped.clear();
         if D::BUFFERS {
-            engine.reap(|c| t.reaped.push(c));
+            engine.reap_max(reap_limit, |c| t.reaped.push(c));
         }
         for i in 0..t.reaped.len() {
             let c = t.reaped[i];
@@ -894,6 +899,55 @@ mod tests {
         };
         run(&mut e, &mut d, cfg).expect("loop");
         (d.seen, e.commits)
+    }
+
+    #[test]
+    fn complete_max_hands_over_at_most_that_many_a_turn() {
+        // Ring completes everything queued at each commit; a limit of 1
+        // leaves the others ready, so each turn refills one slot.
+        struct Capped(Ring);
+        impl Engine for Capped {
+            fn name(&self) -> &'static str {
+                "test-capped"
+            }
+            fn caps(&self) -> Caps {
+                self.0.caps()
+            }
+            fn depth(&self) -> u32 {
+                4
+            }
+            fn queue(&mut self, slot: u32, io: &IoDesc) {
+                self.0.queue(slot, io)
+            }
+            fn commit(&mut self, wait: u32, t: Option<Duration>) -> std::io::Result<()> {
+                self.0.commit(wait, t)
+            }
+            fn reap<F: FnMut(Completion)>(&mut self, f: F) -> usize {
+                self.0.reap(f)
+            }
+            fn reap_max<F: FnMut(Completion)>(&mut self, max: usize, mut f: F) -> usize {
+                let n = max.min(self.0.done.len());
+                self.0.done.drain(..n).for_each(&mut f);
+                n
+            }
+            fn buffer(&mut self, slot: u32) -> &mut [u8] {
+                self.0.buffer(slot)
+            }
+        }
+        let run_with = |cfg: &LoopConfig| {
+            let mut d = Depths {
+                n: 8,
+                seen: Vec::new(),
+            };
+            run(&mut Capped(ring()), &mut d, cfg).expect("loop");
+            d.seen
+        };
+        assert_eq!(run_with(&LoopConfig::default()), [0, 1, 2, 3, 0, 1, 2, 3]);
+        let cfg = LoopConfig {
+            complete_max: Some(1),
+            ..LoopConfig::default()
+        };
+        assert_eq!(run_with(&cfg), [0, 1, 2, 3, 3, 3, 3, 3]);
     }
 
     #[test]

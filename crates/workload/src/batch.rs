@@ -4,7 +4,8 @@
 //! above `iodepth` is `iodepth`, a low mark of 0 or above `iodepth` is
 //! `iodepth` (refill at once), a complete_max below complete_min is
 //! complete_min. Options not given leave the loop as it is (everything
-//! queued in a turn goes in with its one wait, for one completion).
+//! queued in a turn goes in with its one wait, for one completion, and
+//! every ready completion is taken).
 
 use drivelab_engine::ioloop::LoopConfig;
 
@@ -28,9 +29,7 @@ pub struct Batching {
     pub submit: Option<u32>,
     /// Wait for this many completions.
     pub complete_min: Option<u32>,
-    /// Reap at most this many in one wait (fio's; the loop takes every
-    /// completion that is ready, which a wait for `complete_min` bounds
-    /// from below only).
+    /// Hand over at most this many completions a turn.
     pub complete_max: Option<u32>,
     /// Refill only at or below this depth once full.
     pub low: Option<u32>,
@@ -59,6 +58,7 @@ impl Batching {
     pub fn apply(&self, lc: &mut LoopConfig) {
         lc.submit_batch = self.submit;
         lc.complete_min = self.complete_min;
+        lc.complete_max = self.complete_max;
         lc.depth_low = self.low;
     }
 }
