@@ -730,8 +730,8 @@ pub const OPTIONS: &[OptionDecl] = &[
         "iodepth_batch",
         ["iodepth_batch_submit"],
         Int,
-        "1",
-        "queue at least this many I/Os before entering the kernel to submit them (0: 1; at most iodepth)",
+        "unset: each turn's I/Os go in with its one wait",
+        "enter the kernel to submit each time this many I/Os are queued (0 or above iodepth: iodepth)",
         0,
         MAX_DEPTH as u64,
         "I/Os"
@@ -741,7 +741,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         ["iodepth_batch_complete"],
         Int,
         "1",
-        "when waiting, wait for at least this many completions (0: only poll)",
+        "when waiting, wait for this many completions (at most those in flight; 0: 1, as fio 3.33 when the queue is full)",
         0,
         MAX_DEPTH as u64,
         "I/Os"
@@ -750,8 +750,8 @@ pub const OPTIONS: &[OptionDecl] = &[
         "iodepth_batch_complete_max",
         [],
         Int,
-        "iodepth_batch_complete_min",
-        "wait for at most this many completions at once",
+        "unset: every ready completion",
+        "take at most this many completions per turn, leaving the rest for the next (at least iodepth_batch_complete_min)",
         0,
         MAX_DEPTH as u64,
         "I/Os"
