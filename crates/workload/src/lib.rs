@@ -30,12 +30,14 @@ pub mod plan;
 pub mod presets;
 pub mod rate;
 pub mod samples;
+pub mod status;
 pub mod verify;
 
 pub mod size;
 pub mod spec;
 
-pub use exec::{execute, Progress};
+pub use exec::{execute, execute_with_status, Progress};
+pub use status::StatusOptions;
 pub use plan::{plan, Plan, PlanError, PlanOptions};
 pub use size::{human_bytes, parse_bytes, parse_duration, SizeSpec};
 pub use spec::{
