@@ -30,8 +30,8 @@ use crate::samples::{SampleStat, DEPTH_BATCH_KEYS, DEPTH_LEVEL_KEYS, LAT_BOUNDS}
 use drivelab_report::OrderedMap;
 
 use crate::check::{verdict, Reported, Seen};
-use crate::status::{self, StatusCell, StatusClock, StatusOptions};
 use crate::plan::{Plan, PlannedJob, PlannedTarget};
+use crate::status::{self, StatusCell, StatusClock, StatusOptions};
 
 /// What the run reports once a second while it runs.
 #[derive(Debug, Clone, Copy)]
@@ -652,7 +652,11 @@ pub fn execute_with_status(
     mut status: Option<StatusOptions<'_>>,
 ) -> Result<RunReport, RunError> {
     let started = SystemTime::now();
-    let mut clock = status.as_ref().map(|s| StatusClock::new(s.every));
+    let mut clock = status.as_ref().map(|s| {
+        let mut c = StatusClock::new(s.every);
+        c.start(Instant::now());
+        c
+    });
     let cells: Vec<Arc<StatusCell>> = match status {
         Some(_) => plan.jobs.iter().map(|_| Arc::default()).collect(),
         None => Vec::new(),
@@ -786,10 +790,12 @@ pub fn execute_with_status(
             }
             let t_start = Instant::now();
             if let Some(c) = clock.as_mut() {
-                c.start(t_start);
+                c.new_group();
             }
-            let group_cells: Vec<Arc<StatusCell>> =
-                group.iter().filter_map(|&i| cells.get(i).cloned()).collect();
+            let group_cells: Vec<Arc<StatusCell>> = group
+                .iter()
+                .filter_map(|&i| cells.get(i).cloned())
+                .collect();
             let mut last_sample = t_start;
             let mut last_ios: u64 = 0;
             let mut last_progress = t_start;

@@ -300,7 +300,9 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             0
         };
         let mut samples = self.samples.clone();
-        let t0 = self.ramp_end.saturating_sub(self.cfg.ramp.as_nanos() as u64);
+        let t0 = self
+            .ramp_end
+            .saturating_sub(self.cfg.ramp.as_nanos() as u64);
         samples.elapsed_ns = now.saturating_sub(t0);
         JobOutcome {
             dirs: self.dirs.clone(),

@@ -176,11 +176,15 @@ impl StatusClock {
         }
     }
 
-    /// A group started at `t`: snapshots fall due every interval from the
-    /// first group's start (fio counts from its start too); a request left
-    /// from the group before is dropped.
+    /// Snapshots fall due every interval from `t`, the start of the run
+    /// (fio's clock starts before its jobs are set up too).
     pub(crate) fn start(&mut self, t: Instant) {
         self.next.get_or_insert(t + self.every);
+    }
+
+    /// A new stonewall group starts: a request left from the group before
+    /// is dropped (its jobs have finished).
+    pub(crate) fn new_group(&mut self) {
         self.pending = None;
     }
 
@@ -381,10 +385,8 @@ mod tests {
     fn a_later_group_shows_as_not_started_until_it_runs() {
         let first: &[(&str, &str)] = &[("name", "one"), ("size", "400k"), ("rate_iops", "500")];
         let second: &[(&str, &str)] = &[("name", "two"), ("size", "400k"), ("rate_iops", "500")];
-        let (snaps, fin) = run_with_snapshots(
-            &[(first, false), (second, true)],
-            Duration::from_millis(30),
-        );
+        let (snaps, fin) =
+            run_with_snapshots(&[(first, false), (second, true)], Duration::from_millis(30));
         assert_eq!((ios(&fin, 0), ios(&fin, 1)), (100, 100));
         assert!(!snaps.is_empty());
         for s in &snaps {
