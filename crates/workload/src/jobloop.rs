@@ -74,6 +74,9 @@ pub struct JobConfig {
     pub batch: crate::batch::Batching,
     /// The thread's I/O priority value (`prio`/`prioclass`; 0: none set).
     pub ioprio: u16,
+    /// Where the job answers `--status-interval` snapshot requests, at a
+    /// turn boundary (None: nobody asks; see [`crate::status`]).
+    pub status: Option<std::sync::Arc<crate::status::StatusCell>>,
 }
 
 /// fio's `thinktime`: a pause in issuing after every `blocks` reads,
@@ -305,6 +308,36 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
+    /// A copy of what the job has done up to `now` (a turn boundary), for a
+    /// `--status-interval` snapshot; CPU time and faults are the cell's.
+    #[cold]
+    fn so_far(&self, now: u64) -> JobOutcome {
+        let runtime_ns = if self.measuring {
+            now.saturating_sub(self.meas_start)
+        } else {
+            0
+        };
+        let mut samples = self.samples.clone();
+        let t0 = self
+            .ramp_end
+            .saturating_sub(self.cfg.ramp.as_nanos() as u64);
+        samples.elapsed_ns = now.saturating_sub(t0);
+        JobOutcome {
+            dirs: self.dirs.clone(),
+            runtime_ns,
+            per_target: self.per_target.clone(),
+            series: self.series.clone().finish(runtime_ns),
+            errors: self.errors.clone(),
+            short_ios: self.short_ios,
+            interrupted: false,
+            cpu_user_ns: 0,
+            cpu_sys_ns: 0,
+            ctx_switches: 0,
+            verify_failure: self.verify_failure.clone(),
+            samples,
+        }
+    }
+
     /// What to issue next (see [`Driver::next`]).
     #[inline]
     fn next_io(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
@@ -519,6 +552,11 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 l.bytes[k].store(d.bytes, Ordering::Relaxed);
             }
         }
+        if let Some(c) = &self.cfg.status {
+            if c.due() {
+                c.answer(self.so_far(now));
+            }
+        }
         if !self.measuring && now >= self.ramp_end {
             self.measuring = true;
             self.meas_start = now;
@@ -625,6 +663,9 @@ fn run_with<E: Engine, const FILL: bool>(
         ..LoopConfig::default()
     };
     cfg.batch.apply(&mut lc);
+    if let Some(c) = &cfg.status {
+        c.enter();
+    }
     let st = ioloop::run(engine, &mut drv, &lc)?;
     // Out of the flow: the others go on in their own ratio.
     drop(drv.flow.take());
@@ -649,7 +690,7 @@ fn run_with<E: Engine, const FILL: bool>(
     if let Some(l) = drv.logs {
         l.finish(runtime_ns).map_err(JobError::Config)?;
     }
-    Ok(JobOutcome {
+    let o = JobOutcome {
         dirs: drv.dirs,
         runtime_ns,
         per_target: drv.per_target,
@@ -662,7 +703,11 @@ fn run_with<E: Engine, const FILL: bool>(
         ctx_switches: c1.saturating_sub(c0),
         verify_failure: drv.verify_failure,
         samples,
-    })
+    };
+    if let Some(c) = &cfg.status {
+        c.leave(&o);
+    }
+    Ok(o)
 }
 
 #[cfg(test)]
