@@ -176,14 +176,15 @@ fn exit_what_ends_the_jobs_fio_ends() {
     }
 
     // exit_what=all also keeps a later stonewall group from starting; fio
-    // lists its job with no I/O.
+    // lists its job with no I/O. (b thinks 2 ms between its writes, so a
+    // runs for a while before b ends it.)
     let dir = TempDir::new("flowprio-all");
     let all = dir.path().join("all.fio");
     std::fs::write(
         &all,
         "[global]\nfilename=${DL_SCRATCH}/t\nfilesize=1m\nbs=4k\nioengine=psync\n\
          [a]\nrw=read\ntime_based\nruntime=60\n\
-         [b]\nrw=write\nnumber_ios=20\nexitall\nexit_what=all\n\
+         [b]\nrw=write\nnumber_ios=20\nthinktime=2000\nexitall\nexit_what=all\n\
          [c]\nstonewall\nrw=read\n",
     )
     .unwrap();
