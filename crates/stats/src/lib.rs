@@ -44,6 +44,7 @@
 //! ```
 
 mod error;
+pub mod steady;
 mod histogram;
 mod loglinear;
 mod timeseries;
