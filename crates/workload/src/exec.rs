@@ -244,6 +244,11 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             spin_ns: spec.thinktime_spin.as_nanos() as u64,
             blocks: spec.thinktime_blocks.max(1),
         }),
+        lat: spec.lat_target,
+        steady: spec
+            .steady
+            .enabled()
+            .then(|| crate::steadystate::SteadyJob::own(spec.steady)),
     }
 }
 
@@ -411,7 +416,12 @@ fn run_one(
     job: &PlannedJob,
     ticket: Ticket<'_>,
     stop: &AtomicBool,
-    (progress, live, group_end): (&AtomicU64, &Arc<LiveCounters>, &Option<Arc<AtomicBool>>),
+    (progress, live, group_end, steady): (
+        &AtomicU64,
+        &Arc<LiveCounters>,
+        &Option<Arc<AtomicBool>>,
+        &Option<crate::steadystate::SteadyJob>,
+    ),
     finished: &[AtomicBool],
 ) -> Result<JobOutcome, RunError> {
     let spec = &job.spec;
@@ -424,6 +434,7 @@ fn run_one(
     let mut cfg = job_config(job, number);
     cfg.live = Some(live.clone());
     cfg.group_end = group_end.clone();
+    cfg.steady = steady.clone();
     let fail = |source| RunError::Job {
         job: spec.name.clone(),
         source,
@@ -682,6 +693,17 @@ pub fn execute(
                 })
                 .collect()
         };
+        // steadystate: who judges (the last job of a reported group).
+        let steady = crate::steadystate::SteadyJob::for_group(
+            &group
+                .iter()
+                .map(|&i| {
+                    let j = &plan.jobs[i];
+                    (j.group, j.spec.group_reporting, j.spec.steady)
+                })
+                .collect::<Vec<_>>(),
+            &live,
+        );
         let ramp = group
             .iter()
             .map(|&i| plan.jobs[i].spec.ramp_time)
@@ -703,8 +725,12 @@ pub fn execute(
             // Start one thread per job; stop at the first the system refuses.
             let mut handles = Vec::with_capacity(group.len());
             let mut spawn_error: Option<RunError> = None;
-            for (((&i, ctr), live), group_end) in
-                group.iter().zip(&counters).zip(&live).zip(&group_end)
+            for ((((&i, ctr), live), group_end), steady) in group
+                .iter()
+                .zip(&counters)
+                .zip(&live)
+                .zip(&group_end)
+                .zip(&steady)
             {
                 let job = &plan.jobs[i];
                 let gate = &gate;
@@ -718,7 +744,7 @@ pub fn execute(
                             job,
                             gate.ticket(),
                             stop,
-                            (ctr, live, group_end),
+                            (ctr, live, group_end, steady),
                             finished,
                         );
                         if let (true, Some(f)) = (job.spec.exitall, group_end) {
@@ -1167,10 +1193,11 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         latency_ns: lat_percents(&LAT_BOUNDS.map(|b| b.to_string()), &sm.lat.ns, lat_total),
         latency_us: lat_percents(&LAT_BOUNDS.map(|b| b.to_string()), &sm.lat.us, lat_total),
         latency_ms: lat_percents(&ms_keys, &sm.lat.ms, lat_total),
-        latency_depth: spec.iodepth,
-        latency_target: 0,
-        latency_percentile: 100.0,
-        latency_window: 0,
+        latency_depth: o.latency_depth.unwrap_or(spec.iodepth),
+        latency_target: spec.lat_target.target_ns,
+        latency_percentile: spec.lat_target.percentile,
+        latency_window: spec.lat_target.window.as_micros() as u64,
+        steadystate: o.steady.as_ref().map(crate::steadystate::report),
         cpu_ns_per_io: if total_ios > 0 {
             cpu as f64 / total_ios as f64
         } else {
@@ -1344,6 +1371,10 @@ fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
     acc.errors.extend(o.errors.iter().cloned());
     if acc.verify_failure.is_none() {
         acc.verify_failure = o.verify_failure.clone();
+    }
+    // The group's steady state is its judge's (the last job).
+    if o.steady.is_some() {
+        acc.steady = o.steady.clone();
     }
 }
 

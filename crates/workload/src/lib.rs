@@ -24,6 +24,7 @@ pub mod exec;
 pub mod gen;
 pub mod jobfile;
 pub mod jobloop;
+pub mod latency_target;
 pub mod logs;
 pub mod options;
 pub mod plan;
@@ -34,6 +35,7 @@ pub mod verify;
 
 pub mod size;
 pub mod spec;
+pub mod steadystate;
 
 pub use exec::{execute, Progress};
 pub use plan::{plan, Plan, PlanError, PlanOptions};

@@ -432,6 +432,10 @@ pub struct JobSpec {
     pub zonerange: u64,
     /// See `zonesize`.
     pub zoneskip: u64,
+    /// fio's `latency_target` family (`latency_target.rs`).
+    pub lat_target: crate::latency_target::LatSpec,
+    /// fio's `steadystate` family (`steadystate.rs`).
+    pub steady: crate::steadystate::SsSpec,
 }
 
 impl JobSpec {
@@ -526,6 +530,8 @@ impl Default for JobSpec {
             thinktime: Duration::ZERO,
             thinktime_spin: Duration::ZERO,
             thinktime_blocks: 1,
+            lat_target: Default::default(),
+            steady: Default::default(),
         }
     }
 }
@@ -973,6 +979,8 @@ impl JobSpec {
             "thinktime" => self.thinktime = parse_usec(key, v)?,
             "thinktime_spin" => self.thinktime_spin = parse_usec(key, v)?,
             "thinktime_blocks" => self.thinktime_blocks = parse_declared(key, v)? as u32,
+            k if crate::latency_target::KEYS.contains(&k) => self.lat_target.set(k, v)?,
+            k if crate::steadystate::KEYS.contains(&k) => self.steady.set(k, v)?,
             "zonesize" => self.zonesize = parse_bytes(key, v)?,
             "zonerange" => self.zonerange = parse_bytes(key, v)?,
             "zoneskip" => self.zoneskip = parse_bytes(key, v)?,
@@ -1185,6 +1193,7 @@ impl JobSpec {
                 self.thinktime_spin, self.thinktime
             )));
         }
+        self.steady.validate()?;
         Ok(())
     }
 
