@@ -322,7 +322,11 @@ pub fn steadystate_line(ss: &crate::model::SteadyStateReport) -> String {
         fio_num(kib, 1000.0, &["kB/s", "MB/s", "GB/s", "TB/s"]),
         fio_num(ss.data.iops_mean as f64, 1000.0, &["", "k", "M", "G"]),
         ss.ss.split(['_', ':']).next().unwrap_or("iops"),
-        if ss.ss.contains("_slope") { " slope" } else { " mean dev" },
+        if ss.ss.contains("_slope") {
+            " slope"
+        } else {
+            " mean dev"
+        },
         crit,
         pct
     )
@@ -485,7 +489,8 @@ mod tests {
             attained: 0,
             ..ss
         };
-        assert!(steadystate_line(&ss).ends_with("attained=no, bw=2001KiB/s (2001kB/s), iops=500, bw slope=-12.500"));
+        assert!(steadystate_line(&ss)
+            .ends_with("attained=no, bw=2001KiB/s (2001kB/s), iops=500, bw slope=-12.500"));
     }
 
     #[test]

@@ -44,9 +44,9 @@
 //! ```
 
 mod error;
-pub mod steady;
 mod histogram;
 mod loglinear;
+pub mod steady;
 mod timeseries;
 mod welford;
 

@@ -203,7 +203,8 @@ impl FioRule {
     /// Parse fio's value (`iops_slope:0.1%`, `bw:10m`, `iops:20`). The
     /// error says what is accepted, without the key (the caller names it).
     pub fn parse(v: &str) -> Result<FioRule, String> {
-        let expect = "iops, iops_slope, bw or bw_slope, ':' and a limit (e.g. iops_slope:0.1% or bw:10m)";
+        let expect =
+            "iops, iops_slope, bw or bw_slope, ':' and a limit (e.g. iops_slope:0.1% or bw:10m)";
         let (crit, lim) = v.trim().split_once(':').ok_or_else(|| expect.to_string())?;
         let (metric, slope) = match crit.trim().to_ascii_lowercase().as_str() {
             "iops" => (FioMetric::Iops, false),
@@ -314,7 +315,11 @@ pub fn fio_check(values: &[f64], rule: &FioRule) -> FioCheck {
             met: false,
         };
     }
-    let criterion = if rule.percent { 100.0 * raw / mean } else { raw };
+    let criterion = if rule.percent {
+        100.0 * raw / mean
+    } else {
+        raw
+    };
     FioCheck {
         mean,
         slope,
@@ -407,12 +412,21 @@ mod tests {
     #[test]
     fn fio_rules_parse_and_print_as_fio() {
         let r = FioRule::parse("iops_slope:0.1%").unwrap();
-        assert_eq!((r.metric, r.slope, r.percent), (FioMetric::Iops, true, true));
+        assert_eq!(
+            (r.metric, r.slope, r.percent),
+            (FioMetric::Iops, true, true)
+        );
         assert_eq!(r.fio_string(), "iops_slope:0.100000%");
         let r = FioRule::parse("bw:10m").unwrap();
-        assert_eq!((r.metric, r.slope, r.percent), (FioMetric::Bw, false, false));
+        assert_eq!(
+            (r.metric, r.slope, r.percent),
+            (FioMetric::Bw, false, false)
+        );
         assert!(close(r.limit, 10.0 * 1024.0 * 1024.0));
-        assert_eq!(FioRule::parse("iops:20").unwrap().fio_string(), "iops:20.000000");
+        assert_eq!(
+            FioRule::parse("iops:20").unwrap().fio_string(),
+            "iops:20.000000"
+        );
         for bad in ["iops", "lat:1%", "iops:x", "bw:1q", "iops:-1", ""] {
             assert!(FioRule::parse(bad).is_err(), "{bad}");
         }

@@ -19,9 +19,9 @@ use drivelab_stats::{LatencyHistogram, Series, TimeSeries, Welford};
 
 use crate::gen::{GenConfig, Generator, IoDesc, Op};
 use crate::latency_target::{LatSearch, Step as LatStep};
-use crate::steadystate::SteadyState;
 use crate::logs::JobLogs;
 use crate::samples::JobSamples;
+use crate::steadystate::SteadyState;
 use drivelab_engine::engine::Engine;
 use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 
@@ -351,7 +351,8 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             *pt = [(0, 0); 3];
         }
         self.samples = JobSamples::new(self.samples.rates.window_ms());
-        self.series = TimeSeries::new(self.interval_ns, Instant::now()).map_err(|e| e.to_string())?;
+        self.series =
+            TimeSeries::new(self.interval_ns, Instant::now()).map_err(|e| e.to_string())?;
         if let Some(ls) = self.lat.as_mut() {
             ls.restart(now);
         }

@@ -83,13 +83,16 @@ impl LatSpec {
             }
             "latency_window" => self.window = parse_usec(key, v)?,
             "latency_percentile" => {
-                let p: f64 = v.trim().parse().ok().filter(|p: &f64| (0.0..=100.0).contains(p)).ok_or_else(|| {
-                    SpecError::BadValue {
+                let p: f64 = v
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|p: &f64| (0.0..=100.0).contains(p))
+                    .ok_or_else(|| SpecError::BadValue {
                         key: key.to_string(),
                         value: v.to_string(),
                         expect: "a percentage from 0 to 100 (e.g. 99.9)".to_string(),
-                    }
-                })?;
+                    })?;
                 self.percentile = p;
             }
             "latency_run" => {
@@ -323,7 +326,14 @@ mod tests {
         assert_eq!(depths, vec![1, 2, 4, 8, 16, 16, 16]);
         assert_eq!(
             steps,
-            vec![Step::Go, Step::Go, Step::Go, Step::Go, Step::FinalRun, Step::Done]
+            vec![
+                Step::Go,
+                Step::Go,
+                Step::Go,
+                Step::Go,
+                Step::FinalRun,
+                Step::Done
+            ]
         );
     }
 
