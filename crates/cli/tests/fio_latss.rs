@@ -237,6 +237,11 @@ fn a_late_io_at_depth_one_and_100_percent_fails_the_job_with_etimedout() {
         assert_eq!(j["latency_depth"], 1, "{tool}");
         assert_eq!(j["read"]["total_ios"], 1, "{tool}");
     }
+    // drivelab says the timeout is the search's, not the device's.
+    let e = dl["jobs"][0]["errors"][0]["error"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(e.contains("latency_target"), "{e}");
 }
 
 #[test]

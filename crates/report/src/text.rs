@@ -247,7 +247,12 @@ pub fn header_line(j: &JobReport) -> String {
         opt("rw"),
         bs_range(j),
         j.ioengine,
-        j.latency_depth.max(1)
+        // The depth asked for; a latency target's search reports the one
+        // it found as latency_depth.
+        j.job_options
+            .get("iodepth")
+            .cloned()
+            .unwrap_or_else(|| j.latency_depth.max(1).to_string())
     )
 }
 

@@ -1021,7 +1021,7 @@ fn io_error_report(plan: &Plan, job: &PlannedJob, e: &IoFailure) -> IoErrorRepor
         first_lba: span.map(|s| s.0),
         last_lba: span.map(|s| s.1),
         errno: e.errno,
-        error: std::io::Error::from_raw_os_error(e.errno).to_string(),
+        error: crate::latency_target::error_words(&job.spec.lat_target, e.errno),
         unreadable: e.unreadable.as_ref().map(|v| {
             v.iter()
                 .map(|&(first_lba, last_lba)| LbaRange {

@@ -277,6 +277,20 @@ impl LatSearch {
     }
 }
 
+/// A failed I/O's errno in words; under a latency target, ETIMEDOUT is
+/// the search's (fio's "max latency exceeded"), not the device's.
+pub fn error_words(spec: &LatSpec, errno: i32) -> String {
+    let os = std::io::Error::from_raw_os_error(errno).to_string();
+    if spec.enabled() && errno == libc::ETIMEDOUT {
+        format!(
+            "latency over latency_target ({} ns) at depth 1 with latency_percentile=100: {os}",
+            spec.target_ns
+        )
+    } else {
+        os
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,6 +391,16 @@ mod tests {
         // At depth 1 a failed window is no error: the search stays.
         assert_eq!(drive(&mut s, &mut t, 100, |_| 50), Step::Go);
         assert_eq!(s.qd, 1);
+    }
+
+    #[test]
+    fn a_timeout_under_a_target_is_said_to_be_the_searchs() {
+        let on = spec(100.0, false);
+        let e = error_words(&on, libc::ETIMEDOUT);
+        assert!(e.contains("latency_target (100000 ns)"), "{e}");
+        assert!(e.contains("os error 110"), "{e}");
+        assert!(!error_words(&on, libc::EIO).contains("latency_target"));
+        assert!(!error_words(&LatSpec::default(), libc::ETIMEDOUT).contains("latency_target"));
     }
 
     #[test]
