@@ -31,6 +31,7 @@ use drivelab_report::OrderedMap;
 
 use crate::check::{verdict, Reported, Seen};
 use crate::plan::{Plan, PlannedJob, PlannedTarget};
+use crate::status::{self, StatusCell, StatusClock, StatusOptions};
 
 /// What the run reports once a second while it runs.
 #[derive(Debug, Clone, Copy)]
@@ -235,6 +236,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         logs: spec.logs.clone(),
         log_name: (spec.name.clone(), number),
         live: None,
+        status: None,
         group_end: None,
         // fio: number_ios counts over all loops of the job.
         io_count_limit: (spec.number_ios > 0)
@@ -410,18 +412,23 @@ impl Drop for Ticket<'_> {
     }
 }
 
+/// What watches a running job: its progress counter, its live counters,
+/// its group's `exitall` flag and its `--status-interval` cell.
+type JobWatch<'a> = (
+    &'a AtomicU64,
+    &'a Arc<LiveCounters>,
+    &'a Option<Arc<AtomicBool>>,
+    Option<&'a Arc<StatusCell>>,
+    &'a Option<crate::steadystate::SteadyJob>,
+);
+
 fn run_one(
     plan: &Plan,
     claims: &[Option<Claim>],
     job: &PlannedJob,
     ticket: Ticket<'_>,
     stop: &AtomicBool,
-    (progress, live, group_end, steady): (
-        &AtomicU64,
-        &Arc<LiveCounters>,
-        &Option<Arc<AtomicBool>>,
-        &Option<crate::steadystate::SteadyJob>,
-    ),
+    (progress, live, group_end, status, steady): JobWatch<'_>,
     finished: &[AtomicBool],
 ) -> Result<JobOutcome, RunError> {
     let spec = &job.spec;
@@ -434,6 +441,7 @@ fn run_one(
     let mut cfg = job_config(job, number);
     cfg.live = Some(live.clone());
     cfg.group_end = group_end.clone();
+    cfg.status = status.cloned();
     cfg.steady = steady.clone();
     let fail = |source| RunError::Job {
         job: spec.name.clone(),
@@ -639,7 +647,27 @@ pub fn execute(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunReport, RunError> {
+    execute_with_status(plan, stop, on_progress, None)
+}
+
+/// [`execute`], with fio's `--status-interval`: `status.on_status` gets a
+/// report of every job so far every `status.every` (see [`crate::status`]).
+pub fn execute_with_status(
+    plan: &Plan,
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&Progress),
+    mut status: Option<StatusOptions<'_>>,
+) -> Result<RunReport, RunError> {
     let started = SystemTime::now();
+    let mut clock = status.as_ref().map(|s| {
+        let mut c = StatusClock::new(s.every);
+        c.start(Instant::now());
+        c
+    });
+    let cells: Vec<Arc<StatusCell>> = match status {
+        Some(_) => plan.jobs.iter().map(|_| Arc::default()).collect(),
+        None => Vec::new(),
+    };
     let claims = claim_targets(plan)?;
     let claims = &claims;
     let names = device_names(plan);
@@ -735,6 +763,7 @@ pub fn execute(
                 let job = &plan.jobs[i];
                 let gate = &gate;
                 let done = &done;
+                let cell = cells.get(i);
                 let spawned = std::thread::Builder::new()
                     .name(format!("job-{}", job.spec.name))
                     .spawn_scoped(s, move || {
@@ -744,9 +773,12 @@ pub fn execute(
                             job,
                             gate.ticket(),
                             stop,
-                            (ctr, live, group_end, steady),
+                            (ctr, live, group_end, cell, steady),
                             finished,
                         );
+                        if let Some(c) = cell {
+                            c.finish(r.as_ref().ok());
+                        }
                         if let (true, Some(f)) = (job.spec.exitall, group_end) {
                             f.store(true, Ordering::Relaxed);
                         }
@@ -779,6 +811,13 @@ pub fn execute(
                 series_origin.get_or_insert_with(Instant::now);
             }
             let t_start = Instant::now();
+            if let Some(c) = clock.as_mut() {
+                c.new_group();
+            }
+            let group_cells: Vec<Arc<StatusCell>> = group
+                .iter()
+                .filter_map(|&i| cells.get(i).cloned())
+                .collect();
             let mut last_sample = t_start;
             let mut last_ios: u64 = 0;
             let mut last_progress = t_start;
@@ -853,7 +892,24 @@ pub fn execute(
                 if all_done {
                     break;
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                let mut nap = Duration::from_millis(20);
+                if let (Some(c), Some(st)) = (clock.as_mut(), status.as_mut()) {
+                    if c.poll(now, &group_cells) {
+                        let so_far = snapshot_outcomes(plan, &cells, &outcomes, group[0]);
+                        let report = build_report(
+                            plan,
+                            claims,
+                            &names,
+                            &windows,
+                            &so_far,
+                            SystemTime::now(),
+                            false,
+                        );
+                        (st.on_status)(&report);
+                    }
+                    nap = nap.min(c.sleep_cap(Instant::now()));
+                }
+                std::thread::sleep(nap);
             }
             let mut results: Vec<Result<JobOutcome, RunError>> = handles
                 .into_iter()
@@ -900,6 +956,33 @@ pub fn execute(
         started,
         stop.load(Ordering::Relaxed),
     ))
+}
+
+/// Every job's outcome so far, for a `--status-interval` snapshot: for the
+/// jobs before `current` (the first job of the group running), the final
+/// outcome of their finished groups (none for a job that failed, as in the
+/// final report); for the others their cell's latest copy, else nothing
+/// done (not started yet).
+fn snapshot_outcomes(
+    plan: &Plan,
+    cells: &[Arc<StatusCell>],
+    outcomes: &[Option<JobOutcome>],
+    current: usize,
+) -> Vec<Option<JobOutcome>> {
+    plan.jobs
+        .iter()
+        .zip(cells)
+        .zip(outcomes)
+        .enumerate()
+        .map(|(i, ((job, cell), o))| {
+            if i < current {
+                return o.clone();
+            }
+            Some(status::so_far(cell, || {
+                status::nothing_done(job.spec.logs.sample_window_ms(), job.targets.len())
+            }))
+        })
+        .collect()
 }
 
 /// Latency from a histogram alone (min, max and percentiles exact to the

@@ -68,6 +68,9 @@ pub struct JobConfig {
     /// Where the job publishes its per-direction counts for a progress
     /// display (None: nobody watches).
     pub live: Option<std::sync::Arc<LiveCounters>>,
+    /// Where the job answers `--status-interval` snapshot requests, at a
+    /// turn boundary (None: nobody asks; see [`crate::status`]).
+    pub status: Option<std::sync::Arc<crate::status::StatusCell>>,
     /// fio's latency target search (off unless `latency_target` is set).
     pub lat: crate::latency_target::LatSpec,
     /// fio's steady-state termination (None: not watched).
@@ -397,6 +400,38 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
+    /// A copy of what the job has done up to `now` (a turn boundary), for a
+    /// `--status-interval` snapshot; CPU time and faults are the cell's.
+    #[cold]
+    fn so_far(&self, now: u64) -> JobOutcome {
+        let runtime_ns = if self.measuring {
+            now.saturating_sub(self.meas_start)
+        } else {
+            0
+        };
+        let mut samples = self.samples.clone();
+        let t0 = self
+            .ramp_end
+            .saturating_sub(self.cfg.ramp.as_nanos() as u64);
+        samples.elapsed_ns = now.saturating_sub(t0);
+        JobOutcome {
+            dirs: self.dirs.clone(),
+            runtime_ns,
+            per_target: self.per_target.clone(),
+            series: self.series.clone().finish(runtime_ns),
+            errors: self.errors.clone(),
+            short_ios: self.short_ios,
+            interrupted: false,
+            cpu_user_ns: 0,
+            cpu_sys_ns: 0,
+            ctx_switches: 0,
+            verify_failure: self.verify_failure.clone(),
+            samples,
+            latency_depth: self.lat.as_ref().map(|l| l.qd),
+            steady: self.steady.as_ref().map(SteadyState::outcome),
+        }
+    }
+
     /// What to issue next (see [`Driver::next`]).
     #[inline]
     fn next_io(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
@@ -598,6 +633,11 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 l.bytes[k].store(d.bytes, Ordering::Relaxed);
             }
         }
+        if let Some(c) = &self.cfg.status {
+            if c.due() {
+                c.answer(self.so_far(now));
+            }
+        }
         if !self.measuring && now >= self.ramp_end {
             if let Err(e) = self.restart_measuring(now) {
                 self.config_error = Some(e);
@@ -698,6 +738,9 @@ fn run_with<E: Engine, const FILL: bool>(
         spin_ns: cfg.think.map_or(0, |t| t.spin_ns),
         ..LoopConfig::default()
     };
+    if let Some(c) = &cfg.status {
+        c.enter();
+    }
     let st = ioloop::run(engine, &mut drv, &lc)?;
     if let Some(e) = drv.config_error {
         return Err(JobError::Config(e));
@@ -713,7 +756,7 @@ fn run_with<E: Engine, const FILL: bool>(
     if let Some(l) = drv.logs {
         l.finish(runtime_ns).map_err(JobError::Config)?;
     }
-    Ok(JobOutcome {
+    let o = JobOutcome {
         dirs: drv.dirs,
         runtime_ns,
         per_target: drv.per_target,
@@ -728,7 +771,11 @@ fn run_with<E: Engine, const FILL: bool>(
         samples,
         latency_depth: drv.lat.as_ref().map(|l| l.qd),
         steady: drv.steady.as_ref().map(SteadyState::outcome),
-    })
+    };
+    if let Some(c) = &cfg.status {
+        c.leave(&o);
+    }
+    Ok(o)
 }
 
 #[cfg(test)]

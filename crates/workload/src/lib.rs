@@ -31,19 +31,21 @@ pub mod plan;
 pub mod presets;
 pub mod rate;
 pub mod samples;
+pub mod status;
 pub mod verify;
 
 pub mod size;
 pub mod spec;
 pub mod steadystate;
 
-pub use exec::{execute, Progress};
+pub use exec::{execute, execute_with_status, Progress};
 pub use plan::{plan, Plan, PlanError, PlanOptions};
 pub use size::{human_bytes, parse_bytes, parse_duration, SizeSpec};
 pub use spec::{
     check_total_jobs, AccessLine, Distribution, EngineKind, JobSpec, RwMode, WriteKind,
     DEFAULT_LOG_INTERVAL, MAX_TOTAL_JOBS,
 };
+pub use status::StatusOptions;
 
 /// Why a specification was rejected. Every message names the option (and
 /// for job files the line) and says what would be accepted.
