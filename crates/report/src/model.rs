@@ -131,12 +131,48 @@ pub struct JobReport {
     /// `latency_window`, µs (0 = none).
     #[serde(default)]
     pub latency_window: u64,
+    /// fio's `steadystate` block (only with `steadystate_duration`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steadystate: Option<SteadyStateReport>,
     /// CPU time per I/O, ns (user + system) — drivelab-only.
     pub cpu_ns_per_io: f64,
     /// Per-interval series (drivelab-only).
     pub timeseries: Vec<SeriesPoint>,
     /// The I/O engine used.
     pub ioengine: String,
+}
+
+/// fio's per-job `steadystate` object.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SteadyStateReport {
+    /// The rule as fio prints it (`iops_slope:0.100000%`).
+    pub ss: String,
+    /// The window, s.
+    pub duration: u64,
+    /// 1 when steady state was attained (the job ended on it), else 0.
+    pub attained: u8,
+    /// The last judgement's slope or deviation (`0.400000%` for a
+    /// percent rule).
+    pub criterion: String,
+    /// Largest deviation from the window's mean (deviation rules).
+    pub max_deviation: f64,
+    /// Least-squares slope per interval (slope rules).
+    pub slope: f64,
+    /// The window's values.
+    pub data: SteadyStateData,
+}
+
+/// The values of fio's steady-state window, oldest first.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SteadyStateData {
+    /// Mean bandwidth over the window (unfilled intervals count 0), bytes/s.
+    pub bw_mean: u64,
+    /// Mean IOPS the same way.
+    pub iops_mean: u64,
+    /// IOPS per interval.
+    pub iops: Vec<u64>,
+    /// Bandwidth per interval, bytes/s.
+    pub bw: Vec<u64>,
 }
 
 /// One failed I/O of a job.

@@ -256,7 +256,12 @@ pub fn header_line(j: &JobReport) -> String {
         opt("rw"),
         bs_range(j),
         j.ioengine,
-        j.latency_depth.max(1)
+        // The depth asked for; a latency target's search reports the one
+        // it found as latency_depth.
+        j.job_options
+            .get("iodepth")
+            .cloned()
+            .unwrap_or_else(|| j.latency_depth.max(1).to_string())
     )
 }
 
@@ -309,6 +314,36 @@ fn write_job(out: &mut String, j: &JobReport, time: &str) {
         "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
         j.latency_target, j.latency_window, j.latency_percentile, j.latency_depth
     );
+    if let Some(ss) = &j.steadystate {
+        let _ = writeln!(out, "{}", steadystate_line(ss));
+    }
+}
+
+/// fio's steady-state line: "  steadystate  : attained=yes, bw=2001KiB/s
+/// (2001kB/s), iops=500, iops mean dev=0.400%". As fio, both bandwidth
+/// figures are scaled from KiB/s.
+pub fn steadystate_line(ss: &crate::model::SteadyStateReport) -> String {
+    let kib = (ss.data.bw_mean / 1024) as f64;
+    let (crit, pct) = match ss.criterion.strip_suffix('%') {
+        Some(c) => (c, "%"),
+        None => (ss.criterion.as_str(), ""),
+    };
+    let crit: f64 = crit.parse().unwrap_or(0.0);
+    format!(
+        "  steadystate  : attained={}, bw={} ({}), iops={}, {}{}={:.3}{}",
+        if ss.attained > 0 { "yes" } else { "no" },
+        fio_num(kib, 1024.0, &["KiB/s", "MiB/s", "GiB/s", "TiB/s"]),
+        fio_num(kib, 1000.0, &["kB/s", "MB/s", "GB/s", "TB/s"]),
+        fio_num(ss.data.iops_mean as f64, 1000.0, &["", "k", "M", "G"]),
+        ss.ss.split(['_', ':']).next().unwrap_or("iops"),
+        if ss.ss.contains("_slope") {
+            " slope"
+        } else {
+            " mean dev"
+        },
+        crit,
+        pct
+    )
 }
 
 /// "Run status group N (all jobs):" and its READ/WRITE/TRIM lines: the
@@ -442,6 +477,34 @@ mod tests {
         assert_eq!(iops_short(12_345.0), "12.3k");
         assert_eq!(iops_short(1_050_000.0), "1.05M");
         assert_eq!(iops_short(80.8), "81");
+    }
+
+    #[test]
+    fn steadystate_line_is_fios() {
+        let ss = crate::model::SteadyStateReport {
+            ss: "iops:10.000000%".into(),
+            duration: 3,
+            attained: 1,
+            criterion: "0.400000%".into(),
+            data: crate::model::SteadyStateData {
+                bw_mean: 2_050_045,
+                iops_mean: 500,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            steadystate_line(&ss),
+            "  steadystate  : attained=yes, bw=2001KiB/s (2001kB/s), iops=500, iops mean dev=0.400%"
+        );
+        let ss = crate::model::SteadyStateReport {
+            ss: "bw_slope:1048576.000000".into(),
+            criterion: "-12.500000".into(),
+            attained: 0,
+            ..ss
+        };
+        assert!(steadystate_line(&ss)
+            .ends_with("attained=no, bw=2001KiB/s (2001kB/s), iops=500, bw slope=-12.500"));
     }
 
     #[test]

@@ -252,6 +252,11 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         cmdprio: crate::prio::CmdPrio::new(&spec.prio, spec.randseed),
         batch: spec.batch.resolve(spec.iodepth),
         ioprio: spec.prio.thread_ioprio().unwrap_or(0),
+        lat: spec.lat_target,
+        steady: spec
+            .steady
+            .enabled()
+            .then(|| crate::steadystate::SteadyJob::own(spec.steady)),
     }
 }
 
@@ -420,6 +425,7 @@ type JobWatch<'a> = (
     &'a Arc<LiveCounters>,
     &'a Option<Arc<AtomicBool>>,
     Option<&'a Arc<StatusCell>>,
+    &'a Option<crate::steadystate::SteadyJob>,
 );
 
 fn run_one(
@@ -428,7 +434,7 @@ fn run_one(
     job: &PlannedJob,
     ticket: Ticket<'_>,
     stop: &AtomicBool,
-    (progress, live, group_end, status): JobWatch<'_>,
+    (progress, live, group_end, status, steady): JobWatch<'_>,
     finished: &[AtomicBool],
 ) -> Result<JobOutcome, RunError> {
     let spec = &job.spec;
@@ -442,6 +448,7 @@ fn run_one(
     cfg.live = Some(live.clone());
     cfg.group_end = group_end.clone();
     cfg.status = status.cloned();
+    cfg.steady = steady.clone();
     let fail = |source| RunError::Job {
         job: spec.name.clone(),
         source,
@@ -721,6 +728,17 @@ pub fn execute_with_status(
             .map(|&i| flags.flag(plan.jobs[i].group))
             .collect();
         let flags = &flags;
+        // steadystate: who judges (the last job of a reported group).
+        let steady = crate::steadystate::SteadyJob::for_group(
+            &group
+                .iter()
+                .map(|&i| {
+                    let j = &plan.jobs[i];
+                    (j.group, j.spec.group_reporting, j.spec.steady)
+                })
+                .collect::<Vec<_>>(),
+            &live,
+        );
         let ramp = group
             .iter()
             .map(|&i| plan.jobs[i].spec.ramp_time)
@@ -742,8 +760,12 @@ pub fn execute_with_status(
             // Start one thread per job; stop at the first the system refuses.
             let mut handles = Vec::with_capacity(group.len());
             let mut spawn_error: Option<RunError> = None;
-            for (((&i, ctr), live), group_end) in
-                group.iter().zip(&counters).zip(&live).zip(&group_end)
+            for ((((&i, ctr), live), group_end), steady) in group
+                .iter()
+                .zip(&counters)
+                .zip(&live)
+                .zip(&group_end)
+                .zip(&steady)
             {
                 let job = &plan.jobs[i];
                 let gate = &gate;
@@ -758,7 +780,7 @@ pub fn execute_with_status(
                             job,
                             gate.ticket(),
                             stop,
-                            (ctr, live, group_end, cell),
+                            (ctr, live, group_end, cell, steady),
                             finished,
                         );
                         if let Some(c) = cell {
@@ -934,7 +956,7 @@ pub fn execute_with_status(
                 .all(|&i| outcomes[i].is_none() && !finished[i].load(Ordering::Relaxed))
             {
                 for &i in g {
-                    outcomes[i] = Some(crate::flow::never_started(&plan.jobs[i]));
+                    outcomes[i] = Some(status::nothing_done(&plan.jobs[i]));
                 }
             }
         }
@@ -976,9 +998,7 @@ fn snapshot_outcomes(
             if i < current {
                 return o.clone();
             }
-            Some(status::so_far(cell, || {
-                status::nothing_done(job.spec.logs.sample_window_ms(), job.targets.len())
-            }))
+            Some(status::so_far(cell, || status::nothing_done(job)))
         })
         .collect()
 }
@@ -1119,7 +1139,7 @@ fn io_error_report(plan: &Plan, job: &PlannedJob, e: &IoFailure) -> IoErrorRepor
         first_lba: span.map(|s| s.0),
         last_lba: span.map(|s| s.1),
         errno: e.errno,
-        error: std::io::Error::from_raw_os_error(e.errno).to_string(),
+        error: crate::latency_target::error_words(&job.spec.lat_target, e.errno),
         unreadable: e.unreadable.as_ref().map(|v| {
             v.iter()
                 .map(|&(first_lba, last_lba)| LbaRange {
@@ -1291,10 +1311,11 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         latency_ns: lat_percents(&LAT_BOUNDS.map(|b| b.to_string()), &sm.lat.ns, lat_total),
         latency_us: lat_percents(&LAT_BOUNDS.map(|b| b.to_string()), &sm.lat.us, lat_total),
         latency_ms: lat_percents(&ms_keys, &sm.lat.ms, lat_total),
-        latency_depth: spec.iodepth,
-        latency_target: 0,
-        latency_percentile: 100.0,
-        latency_window: 0,
+        latency_depth: o.latency_depth.unwrap_or(spec.iodepth),
+        latency_target: spec.lat_target.target_ns,
+        latency_percentile: spec.lat_target.percentile,
+        latency_window: spec.lat_target.window.as_micros() as u64,
+        steadystate: o.steady.as_ref().map(crate::steadystate::report),
         cpu_ns_per_io: if total_ios > 0 {
             cpu as f64 / total_ios as f64
         } else {
@@ -1468,6 +1489,10 @@ fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
     acc.errors.extend(o.errors.iter().cloned());
     if acc.verify_failure.is_none() {
         acc.verify_failure = o.verify_failure.clone();
+    }
+    // The group's steady state is its judge's (the last job).
+    if o.steady.is_some() {
+        acc.steady = o.steady.clone();
     }
 }
 

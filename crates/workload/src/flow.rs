@@ -242,29 +242,6 @@ impl GroupFlags {
     }
 }
 
-/// What a job that `exit_what=all` kept from starting did: nothing (fio
-/// still lists it, with no I/O).
-pub(crate) fn never_started(job: &crate::plan::PlannedJob) -> crate::jobloop::JobOutcome {
-    let interval = job.spec.log_interval.as_nanos().max(1) as u64;
-    let series = drivelab_stats::TimeSeries::new(interval, std::time::Instant::now())
-        .map(|s| s.finish(0))
-        .unwrap_or_else(|_| unreachable!("the interval is at least 1 ns"));
-    crate::jobloop::JobOutcome {
-        dirs: std::array::from_fn(|_| crate::jobloop::DirStats::new(false)),
-        runtime_ns: 0,
-        per_target: vec![[(0, 0); 3]; job.targets.len().max(1)],
-        series,
-        errors: Vec::new(),
-        short_ios: 0,
-        interrupted: false,
-        cpu_user_ns: 0,
-        cpu_sys_ns: 0,
-        ctx_switches: 0,
-        verify_failure: None,
-        samples: crate::samples::JobSamples::new(job.spec.logs.sample_window_ms()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,8 +18,10 @@ use std::time::Instant;
 use drivelab_stats::{LatencyHistogram, Series, TimeSeries, Welford};
 
 use crate::gen::{GenConfig, Generator, IoDesc, Op};
+use crate::latency_target::{LatSearch, Step as LatStep};
 use crate::logs::JobLogs;
 use crate::samples::JobSamples;
+use crate::steadystate::SteadyState;
 use drivelab_engine::engine::Engine;
 use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 
@@ -77,6 +79,10 @@ pub struct JobConfig {
     /// Where the job answers `--status-interval` snapshot requests, at a
     /// turn boundary (None: nobody asks; see [`crate::status`]).
     pub status: Option<std::sync::Arc<crate::status::StatusCell>>,
+    /// fio's latency target search (off unless `latency_target` is set).
+    pub lat: crate::latency_target::LatSpec,
+    /// fio's steady-state termination (None: not watched).
+    pub steady: Option<crate::steadystate::SteadyJob>,
 }
 
 /// fio's `thinktime`: a pause in issuing after every `blocks` reads,
@@ -210,6 +216,11 @@ pub struct JobOutcome {
     pub verify_failure: Option<String>,
     /// fio's rate samples, latency ranges, depth distributions, page faults.
     pub samples: crate::samples::JobSamples,
+    /// The depth the latency target search settled on (None: no search).
+    pub latency_depth: Option<u32>,
+    /// The steady-state figures (None: not watched, or not the judge of
+    /// its group).
+    pub steady: Option<crate::steadystate::SteadyOutcome>,
 }
 
 fn thread_rusage() -> (u64, u64, u64) {
@@ -265,6 +276,12 @@ struct JobDriver<'a, const FILL: bool> {
     logs: Option<JobLogs>,
     flow: Option<crate::flow::FlowMember>,
     cmdprio: Option<crate::prio::CmdPrio>,
+    /// The latency target search, and a drain it waits for.
+    lat: Option<LatSearch>,
+    lat_drain: Option<LatStep>,
+    lat_done: bool,
+    /// The steady-state judge's state (from the measurement start).
+    steady: Option<SteadyState>,
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
@@ -305,6 +322,99 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         self.think_until = Some(end);
         Some(Next::At(end))
     }
+
+    /// Under `latency_target`: `Some(Idle)` while the search's depth is
+    /// reached or a drain it asked for is under way (fio's quiesce), None
+    /// to issue.
+    #[inline]
+    fn lat_gate(&mut self, now: u64, inflight: u32) -> Option<Next> {
+        if let Some(step) = self.lat_drain {
+            if inflight > 0 {
+                return Some(Next::Idle);
+            }
+            self.lat_drain = None;
+            if step == LatStep::FinalRun {
+                // Only the depth found is reported: start measuring over.
+                if let Err(e) = self.restart_measuring(now) {
+                    self.config_error = Some(e);
+                    return Some(Next::Done);
+                }
+            }
+            if let Some(ls) = self.lat.as_mut() {
+                ls.new_cycle(now);
+            }
+        }
+        let qd = self.lat.as_ref().map_or(u32::MAX, |l| l.qd);
+        (inflight >= qd).then_some(Next::Idle)
+    }
+
+    /// Reads, writes and trims completed and their bytes, since measuring
+    /// started.
+    fn own_counts(&self) -> (u64, u64) {
+        self.dirs[..3]
+            .iter()
+            .fold((0, 0), |(i, b), d| (i + d.ios, b + d.bytes))
+    }
+
+    /// Measuring starts (the end of `ramp_time`) or starts over (the
+    /// latency target's final window): counts, statistics and the runtime
+    /// start from `now`.
+    fn restart_measuring(&mut self, now: u64) -> Result<(), String> {
+        self.measuring = true;
+        self.meas_start = now;
+        self.deadline = self.cfg.runtime.map(|r| now + r.as_nanos() as u64);
+        // fio counts number_ios from the end of the ramp.
+        self.issued_ios = 0;
+        for d in self.dirs.iter_mut() {
+            *d = DirStats::new(self.rated);
+        }
+        for pt in self.per_target.iter_mut() {
+            *pt = [(0, 0); 3];
+        }
+        self.samples = JobSamples::new(self.samples.rates.window_ms());
+        self.series =
+            TimeSeries::new(self.interval_ns, Instant::now()).map_err(|e| e.to_string())?;
+        if let Some(ls) = self.lat.as_mut() {
+            ls.restart(now);
+        }
+        if let Some(sj) = self.cfg.steady.as_ref().filter(|s| s.judge) {
+            let mut st = SteadyState::new(sj.clone(), now, (0, 0));
+            let counts = st.member_counts().unwrap_or((0, 0));
+            st.restart(now, counts);
+            self.steady = Some(st);
+        }
+        Ok(())
+    }
+
+    /// Once per turn: the latency target's window and the steady-state
+    /// check; true when either ends the job.
+    #[inline]
+    fn searches_done(&mut self, now: u64) -> bool {
+        if self.measuring && self.lat_drain.is_none() {
+            if let Some(ls) = self.lat.as_mut() {
+                match ls.check(now) {
+                    LatStep::Go | LatStep::Fatal => {}
+                    LatStep::Done => self.lat_done = true,
+                    s => self.lat_drain = Some(s),
+                }
+            }
+        }
+        if let Some(sj) = &self.cfg.steady {
+            if SteadyState::group_ended(sj) {
+                return true;
+            }
+        }
+        if self.steady.as_ref().is_some_and(|st| st.due(now)) {
+            let own = self.own_counts();
+            if let Some(st) = self.steady.as_mut() {
+                let counts = st.member_counts().unwrap_or(own);
+                if st.check(now, counts) {
+                    return true;
+                }
+            }
+        }
+        self.lat_done
+    }
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
@@ -335,6 +445,8 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             ctx_switches: 0,
             verify_failure: self.verify_failure.clone(),
             samples,
+            latency_depth: self.lat.as_ref().map(|l| l.qd),
+            steady: self.steady.as_ref().map(SteadyState::outcome),
         }
     }
 
@@ -343,6 +455,11 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     fn next_io(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
         if !self.errors.is_empty() || self.verify_failure.is_some() {
             return Next::Done;
+        }
+        if self.lat.is_some() {
+            if let Some(n) = self.lat_gate(now, inflight) {
+                return n;
+            }
         }
         if self.cfg.think.is_some() {
             if let Some(n) = self.thinking(now, inflight) {
@@ -489,6 +606,27 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 self.verify_failure = c.check(got, io.offset).err();
             }
         }
+        if self.measuring && io.op != Op::Fsync && self.lat_drain.is_none() {
+            if let Some(ls) = self.lat.as_mut() {
+                match ls.completed(d.latency()) {
+                    LatStep::Go => {}
+                    LatStep::Fatal => {
+                        // fio: "max latency exceeded", ETIMEDOUT.
+                        if self.errors.len() < MAX_ERRORS {
+                            self.errors.push(IoFailure {
+                                op: io.op,
+                                target: io.target,
+                                offset: io.offset,
+                                len: io.len,
+                                errno: libc::ETIMEDOUT,
+                                unreadable: None,
+                            });
+                        }
+                    }
+                    s => self.lat_drain = Some(s),
+                }
+            }
+        }
         if self.measuring {
             let lat = d.latency();
             let dir = &mut self.dirs[io.op.index()];
@@ -558,26 +696,12 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             }
         }
         if !self.measuring && now >= self.ramp_end {
-            self.measuring = true;
-            self.meas_start = now;
-            self.deadline = self.cfg.runtime.map(|r| now + r.as_nanos() as u64);
-            // fio counts number_ios from the end of the ramp.
-            self.issued_ios = 0;
-            for d in self.dirs.iter_mut() {
-                *d = DirStats::new(self.rated);
-            }
-            for pt in self.per_target.iter_mut() {
-                *pt = [(0, 0); 3];
-            }
-            self.samples = JobSamples::new(self.samples.rates.window_ms());
-            match TimeSeries::new(self.interval_ns, Instant::now()) {
-                Ok(s) => self.series = s,
-                Err(e) => {
-                    self.config_error = Some(e.to_string());
-                    return true;
-                }
+            if let Err(e) = self.restart_measuring(now) {
+                self.config_error = Some(e);
+                return true;
             }
         }
+        let searched = (self.lat.is_some() || self.cfg.steady.is_some()) && self.searches_done(now);
         let time_up = self.deadline.is_some_and(|d| now >= d);
         let budget_done = self.budget_spent() && !self.sync_due() && self.pending.is_none();
         let group_ended = self
@@ -587,6 +711,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             .is_some_and(|f| f.load(Ordering::Relaxed));
         time_up
             || budget_done
+            || searched
             || group_ended
             || !self.errors.is_empty()
             || self.verify_failure.is_some()
@@ -653,7 +778,17 @@ fn run_with<E: Engine, const FILL: bool>(
             .map_err(JobError::Config)?,
         flow: cfg.flow.clone().map(crate::flow::FlowMember::new),
         cmdprio: cfg.cmdprio.clone(),
+        lat: cfg
+            .lat
+            .enabled()
+            .then(|| LatSearch::new(cfg.lat, engine.depth(), t0)),
+        lat_drain: None,
+        lat_done: false,
+        steady: None,
     };
+    if drv.measuring && cfg.steady.is_some() {
+        drv.restart_measuring(t0).map_err(JobError::Config)?;
+    }
     let (minf0, majf0) = crate::samples::thread_faults();
     let (u0, s0, c0) = thread_rusage();
     let mut lc = LoopConfig {
@@ -703,6 +838,8 @@ fn run_with<E: Engine, const FILL: bool>(
         ctx_switches: c1.saturating_sub(c0),
         verify_failure: drv.verify_failure,
         samples,
+        latency_depth: drv.lat.as_ref().map(|l| l.qd),
+        steady: drv.steady.as_ref().map(SteadyState::outcome),
     };
     if let Some(c) = &cfg.status {
         c.leave(&o);

@@ -26,6 +26,7 @@ pub mod flow;
 pub mod gen;
 pub mod jobfile;
 pub mod jobloop;
+pub mod latency_target;
 pub mod logs;
 pub mod numa;
 pub mod options;
@@ -39,6 +40,7 @@ pub mod verify;
 
 pub mod size;
 pub mod spec;
+pub mod steadystate;
 
 pub use exec::{execute, execute_with_status, Progress};
 pub use plan::{plan, Plan, PlanError, PlanOptions};

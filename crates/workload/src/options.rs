@@ -766,6 +766,68 @@ pub const OPTIONS: &[OptionDecl] = &[
         MAX_DEPTH as u64,
         "I/Os"
     ),
+    // fio's latency target search and steady-state termination
+    // (latency_target.rs, steadystate.rs).
+    OptionDecl {
+        name: "latency_target",
+        aliases: &[],
+        kind: OptionKind::Time,
+        default: "0 (off)",
+        bounds: None,
+        unit: "us when bare",
+        help: "search for the highest depth (up to iodepth) at which latency_percentile of I/Os complete within this latency; reported as latency_depth",
+    },
+    OptionDecl {
+        name: "latency_window",
+        aliases: &[],
+        kind: OptionKind::Time,
+        default: "0",
+        bounds: None,
+        unit: "us when bare",
+        help: "with latency_target: how long each depth is tried",
+    },
+    opt!(
+        "latency_percentile",
+        [],
+        Text,
+        "100",
+        "with latency_target: the percent of I/Os (0-100) that must be within the target"
+    ),
+    opt!(
+        "latency_run",
+        [],
+        Bool,
+        "0",
+        "with latency_target: keep adjusting the depth for the whole run instead of ending at the depth found"
+    ),
+    opt!(
+        "steadystate",
+        ["ss"],
+        Text,
+        "iops_slope:0.01%",
+        "end the job at steady state: iops, iops_slope, bw or bw_slope, ':' and a limit, absolute or N% of the mean (iops_slope:0.1%); needs steadystate_duration"
+    ),
+    opt!(
+        "steadystate_duration",
+        ["ss_dur"],
+        Time,
+        "0 (off)",
+        "the rolling window steady state is judged over"
+    ),
+    opt!(
+        "steadystate_ramp_time",
+        ["ss_ramp"],
+        Time,
+        "0",
+        "run this long before recording steady-state values"
+    ),
+    opt!(
+        "steadystate_check_interval",
+        ["ss_interval"],
+        Time,
+        "1s",
+        "one steady-state value per this long (at least 1s; ss_dur a multiple of it)"
+    ),
 ];
 
 /// The declared bounds of whole-number option `key` (its name or alias).
@@ -881,6 +943,8 @@ mod tests {
                 "cmdprio_bssplit" => "4k/50/1/0",
                 "numa_cpu_nodes" => "0",
                 "numa_mem_policy" => "bind:0",
+                "latency_percentile" => "99.9",
+                "steadystate" => "iops:10%",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

@@ -442,6 +442,10 @@ pub struct JobSpec {
     pub numa: crate::numa::NumaOpts,
     /// `iodepth_batch*`, `iodepth_low`.
     pub batch: crate::batch::BatchOpts,
+    /// fio's `latency_target` family (`latency_target.rs`).
+    pub lat_target: crate::latency_target::LatSpec,
+    /// fio's `steadystate` family (`steadystate.rs`).
+    pub steady: crate::steadystate::SsSpec,
 }
 
 impl JobSpec {
@@ -541,6 +545,8 @@ impl Default for JobSpec {
             thinktime: Duration::ZERO,
             thinktime_spin: Duration::ZERO,
             thinktime_blocks: 1,
+            lat_target: Default::default(),
+            steady: Default::default(),
         }
     }
 }
@@ -988,6 +994,8 @@ impl JobSpec {
             "thinktime" => self.thinktime = parse_usec(key, v)?,
             "thinktime_spin" => self.thinktime_spin = parse_usec(key, v)?,
             "thinktime_blocks" => self.thinktime_blocks = parse_declared(key, v)? as u32,
+            k if crate::latency_target::KEYS.contains(&k) => self.lat_target.set(k, v)?,
+            k if crate::steadystate::KEYS.contains(&k) => self.steady.set(k, v)?,
             "zonesize" => self.zonesize = parse_bytes(key, v)?,
             "zonerange" => self.zonerange = parse_bytes(key, v)?,
             "zoneskip" => self.zoneskip = parse_bytes(key, v)?,
@@ -1233,6 +1241,7 @@ impl JobSpec {
                 self.thinktime_spin, self.thinktime
             )));
         }
+        self.steady.validate()?;
         Ok(())
     }
 

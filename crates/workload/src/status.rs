@@ -232,9 +232,20 @@ pub(crate) fn so_far(cell: &StatusCell, empty: impl FnOnce() -> JobOutcome) -> J
     cell.latest().unwrap_or_else(empty)
 }
 
-/// An outcome of nothing done: a job that has not started yet.
-pub(crate) fn nothing_done(window_ms: u64, targets: usize) -> JobOutcome {
-    let series = drivelab_stats::TimeSeries::new(1_000_000_000, Instant::now())
+/// An outcome of nothing done: a job that has not started yet, or that
+/// `exit_what=all` kept from starting (fio still lists it, with no I/O).
+pub(crate) fn nothing_done(job: &crate::plan::PlannedJob) -> JobOutcome {
+    nothing_done_with(
+        job.spec.log_interval.as_nanos().max(1) as u64,
+        job.spec.logs.sample_window_ms(),
+        job.targets.len(),
+    )
+}
+
+/// [`nothing_done`] from its parts: the series interval (ns), the
+/// sample window (ms) and the number of targets.
+pub(crate) fn nothing_done_with(interval_ns: u64, window_ms: u64, targets: usize) -> JobOutcome {
+    let series = drivelab_stats::TimeSeries::new(interval_ns.max(1), Instant::now())
         .map(|s| s.finish(0))
         .unwrap_or_else(|_| unreachable!("the interval is not zero"));
     JobOutcome {
@@ -250,6 +261,8 @@ pub(crate) fn nothing_done(window_ms: u64, targets: usize) -> JobOutcome {
         ctx_switches: 0,
         verify_failure: None,
         samples: JobSamples::new(window_ms),
+        latency_depth: None,
+        steady: None,
     }
 }
 
@@ -273,12 +286,15 @@ mod tests {
         assert!(!clock.poll(t0 + Duration::from_millis(10), &cells));
         assert!(c.due());
         assert!(!clock.poll(t0 + Duration::from_millis(11), &cells));
-        let mut o = nothing_done(500, 1);
+        let mut o = nothing_done_with(1_000_000_000, 500, 1);
         o.dirs[0].ios = 7;
         c.answer(o);
         assert!(!c.due());
         assert!(clock.poll(t0 + Duration::from_millis(12), &cells));
-        assert_eq!(so_far(&c, || nothing_done(500, 1)).dirs[0].ios, 7);
+        assert_eq!(
+            so_far(&c, || nothing_done_with(1_000_000_000, 500, 1)).dirs[0].ios,
+            7
+        );
         // The next one a whole interval later, not at once.
         assert!(!clock.poll(t0 + Duration::from_millis(13), &cells));
         assert!(!c.due());
@@ -306,7 +322,7 @@ mod tests {
         let waiting = Arc::new(StatusCell::default());
         let done = Arc::new(StatusCell::default());
         done.enter();
-        let mut o = nothing_done(500, 1);
+        let mut o = nothing_done_with(1_000_000_000, 500, 1);
         o.dirs[1].bytes = 4096;
         done.leave(&o);
         let mut clock = StatusClock::new(Duration::from_millis(5));
@@ -315,8 +331,14 @@ mod tests {
         let cells = [waiting.clone(), done.clone()];
         assert!(!clock.poll(t0 + Duration::from_millis(5), &cells));
         assert!(clock.poll(t0 + Duration::from_millis(6), &cells));
-        assert_eq!(so_far(&done, || nothing_done(500, 1)).dirs[1].bytes, 4096);
-        assert_eq!(so_far(&waiting, || nothing_done(500, 1)).dirs[1].bytes, 0);
+        assert_eq!(
+            so_far(&done, || nothing_done_with(1_000_000_000, 500, 1)).dirs[1].bytes,
+            4096
+        );
+        assert_eq!(
+            so_far(&waiting, || nothing_done_with(1_000_000_000, 500, 1)).dirs[1].bytes,
+            0
+        );
     }
 
     /// Run null-engine jobs (`(options, stonewall)`) with snapshots every
