@@ -236,6 +236,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         log_name: (spec.name.clone(), number),
         live: None,
         group_end: None,
+        zbd: None,
         // fio: number_ios counts over all loops of the job.
         io_count_limit: (spec.number_ios > 0)
             .then(|| spec.number_ios.saturating_mul(u64::from(spec.loops))),
@@ -407,7 +408,7 @@ impl Drop for Ticket<'_> {
 
 fn run_one(
     plan: &Plan,
-    claims: &[Option<Claim>],
+    (claims, zones): (&[Option<Claim>], &[Option<crate::zbd::SharedZones>]),
     job: &PlannedJob,
     ticket: Ticket<'_>,
     stop: &AtomicBool,
@@ -424,6 +425,11 @@ fn run_one(
     let mut cfg = job_config(job, number);
     cfg.live = Some(live.clone());
     cfg.group_end = group_end.clone();
+    if let (Some(z), Some(&ti), Some(r)) = (&job.zbd, job.targets.first(), job.regions.first()) {
+        if let Some(Some(set)) = zones.get(ti) {
+            cfg.zbd = Some(crate::zbd::JobZones::new(set.clone(), z.clone(), number as u32, *r));
+        }
+    }
     let fail = |source| RunError::Job {
         job: spec.name.clone(),
         source,
@@ -631,6 +637,9 @@ pub fn execute(
     let started = SystemTime::now();
     let claims = claim_targets(plan)?;
     let claims = &claims;
+    let zones = crate::zbd::open_sets(plan, claims)
+        .map_err(|(path, source)| RunError::Prepare { path, source })?;
+    let zones = &zones[..];
     let names = device_names(plan);
     let mut windows: Vec<DeviceWindow> = names.iter().map(|_| DeviceWindow::default()).collect();
     let mut outcomes: Vec<Option<JobOutcome>> = vec![None; plan.jobs.len()];
@@ -714,7 +723,7 @@ pub fn execute(
                     .spawn_scoped(s, move || {
                         let r = run_one(
                             plan,
-                            claims,
+                            (claims, zones),
                             job,
                             gate.ticket(),
                             stop,

@@ -31,6 +31,7 @@ pub mod presets;
 pub mod rate;
 pub mod samples;
 pub mod verify;
+pub mod zbd;
 
 pub mod size;
 pub mod spec;
