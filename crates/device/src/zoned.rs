@@ -256,10 +256,10 @@ pub fn report_zones(fd: BorrowedFd<'_>, from: u64, max: usize) -> io::Result<Vec
         let mut buf = vec![0u64; words];
         buf[0] = sector;
         buf[1] = want as u64; // nr_zones (low half), flags 0 (high half)
-        // SAFETY: `buf` is a live, writable, 8-byte aligned buffer of
-        // 16 + want × 64 bytes laid out as struct blk_zone_report with room
-        // for `want` zones, which is what nr_zones tells the kernel; the
-        // kernel writes no more than that.
+                              // SAFETY: `buf` is a live, writable, 8-byte aligned buffer of
+                              // 16 + want × 64 bytes laid out as struct blk_zone_report with room
+                              // for `want` zones, which is what nr_zones tells the kernel; the
+                              // kernel writes no more than that.
         let rc = unsafe { libc::ioctl(fd.as_raw_fd(), BLKREPORTZONE as _, buf.as_mut_ptr()) };
         if rc < 0 {
             return Err(io::Error::last_os_error());
@@ -380,7 +380,10 @@ mod tests {
         let i = info_in(&d);
         assert_eq!(i.model, Model::HostManaged);
         assert_eq!(i.zone_size, 4 << 20);
-        assert_eq!((i.nr_zones, i.max_open_zones, i.max_active_zones), (64, 8, 0));
+        assert_eq!(
+            (i.nr_zones, i.max_open_zones, i.max_active_zones),
+            (64, 8, 0)
+        );
         std::fs::write(d.join("zoned"), "none\n").unwrap();
         let i = info_in(&d);
         assert_eq!((i.model, i.zone_size), (Model::None, 0));

@@ -427,7 +427,12 @@ fn run_one(
     cfg.group_end = group_end.clone();
     if let (Some(z), Some(&ti), Some(r)) = (&job.zbd, job.targets.first(), job.regions.first()) {
         if let Some(Some(set)) = zones.get(ti) {
-            cfg.zbd = Some(crate::zbd::JobZones::new(set.clone(), z.clone(), number as u32, *r));
+            cfg.zbd = Some(crate::zbd::JobZones::new(
+                set.clone(),
+                z.clone(),
+                number as u32,
+                *r,
+            ));
         }
     }
     let fail = |source| RunError::Job {

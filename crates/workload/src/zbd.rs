@@ -151,7 +151,9 @@ fn zone_size_of(spec: &JobSpec) -> Result<(u64, Model), SpecError> {
     let name = std::fs::metadata(&file)
         .ok()
         .filter(|m| m.file_type().is_block_device())
-        .and_then(|_| drivelab_device::blockdev::BlockDevice::from_path(std::path::Path::new(&file)).ok())
+        .and_then(|_| {
+            drivelab_device::blockdev::BlockDevice::from_path(std::path::Path::new(&file)).ok()
+        })
         .map(|d| d.name);
     let info = name.as_deref().map(zoned::info);
     match info {
@@ -244,25 +246,34 @@ pub fn plan_job(
     if !spec.zbd.on {
         return Ok(None);
     }
-    let invalid = |why: String| SpecError::Invalid(format!("job '{}': zonemode=zbd {why}", spec.name));
+    let invalid =
+        |why: String| SpecError::Invalid(format!("job '{}': zonemode=zbd {why}", spec.name));
     if paths.len() != 1 {
-        return Err(invalid("works on one file per job here; give one filename".to_string()));
+        return Err(invalid(
+            "works on one file per job here; give one filename".to_string(),
+        ));
     }
     let (zone_size, model) = zone_size_of(spec)?;
     if spec.rw.write_kind() == crate::WriteKind::Trim {
         return Err(invalid(
-            "with trims (zone resets) is not supported by drivelab yet; use a read or write mode".to_string(),
+            "with trims (zone resets) is not supported by drivelab yet; use a read or write mode"
+                .to_string(),
         ));
     }
     if spec.verify.is_some() {
-        return Err(invalid("with verify is not supported by drivelab yet; drop verify".to_string()));
+        return Err(invalid(
+            "with verify is not supported by drivelab yet; drop verify".to_string(),
+        ));
     }
     if spec.zoneskip > 0 {
-        return Err(invalid("with zoneskip is not supported by drivelab yet; drop zoneskip".to_string()));
+        return Err(invalid(
+            "with zoneskip is not supported by drivelab yet; drop zoneskip".to_string(),
+        ));
     }
     if model == Model::HostManaged && writes && !direct {
         return Err(invalid(
-            "writes to a host-managed zoned device need direct I/O (as fio says); set direct=1".to_string(),
+            "writes to a host-managed zoned device need direct I/O (as fio says); set direct=1"
+                .to_string(),
         ));
     }
     if spec.max_bs() > zone_size {
@@ -271,9 +282,13 @@ pub fn plan_job(
             spec.max_bs()
         )));
     }
-    if spec.zbd.job_max_open_zones > 0 && spec.zbd.max_open_zones == 0 && device_limit(paths[0], model) == 0 {
+    if spec.zbd.job_max_open_zones > 0
+        && spec.zbd.max_open_zones == 0
+        && device_limit(paths[0], model) == 0
+    {
         return Err(invalid(
-            "job_max_open_zones needs a global open-zone limit (max_open_zones or the device's)".to_string(),
+            "job_max_open_zones needs a global open-zone limit (max_open_zones or the device's)"
+                .to_string(),
         ));
     }
     let max_open = resolve_max_open(spec.zbd.max_open_zones, device_limit(paths[0], model))
@@ -385,7 +400,11 @@ pub type SharedZones = Arc<Mutex<ZoneSet>>;
 
 impl ZoneSet {
     /// Zones from a device's report.
-    pub fn from_report(report: &[zoned::Zone], max_open: u32, writer: Option<ZoneWriter>) -> ZoneSet {
+    pub fn from_report(
+        report: &[zoned::Zone],
+        max_open: u32,
+        writer: Option<ZoneWriter>,
+    ) -> ZoneSet {
         let zones: Vec<ZoneState> = report
             .iter()
             .map(|z| ZoneState {
@@ -528,7 +547,9 @@ impl JobZones {
             let mut s = lock(&set);
             let zs = s.zone_size.max(1);
             let min = (region.start / zs) as usize;
-            let max = (region.end.div_ceil(zs) as usize).min(s.zones.len()).max(min + 1);
+            let max = (region.end.div_ceil(zs) as usize)
+                .min(s.zones.len())
+                .max(min + 1);
             if cfg.writes {
                 s.with_data = s.zones[min..max]
                     .iter()
@@ -558,12 +579,15 @@ impl JobZones {
     /// fio's pick of an open zone from the I/O's offset.
     fn pick(&self, s: &ZoneSet, offset: u64) -> usize {
         let n = s.open.len() as u64;
-        (((offset.saturating_sub(self.region.start)) as u128 * n as u128 / self.io_size().max(1) as u128) as u64)
+        (((offset.saturating_sub(self.region.start)) as u128 * n as u128
+            / self.io_size().max(1) as u128) as u64)
             .min(n.saturating_sub(1)) as usize
     }
 
     fn busy(&self, s: &ZoneSet, zi: usize) -> bool {
-        s.zones[zi].owner.is_some_and(|(j, n)| j != self.id && n > 0)
+        s.zones[zi]
+            .owner
+            .is_some_and(|(j, n)| j != self.id && n > 0)
     }
 
     /// Open zone `zi` for writing if the limits allow (fio's zbd_open_zone).
@@ -594,7 +618,12 @@ impl JobZones {
     /// A zone of the job's range that may take a write of `min_bs`, for a
     /// write aimed at a zone that may not be opened (fio's
     /// zbd_convert_to_open_zone). Err(Wait/Eof) when there is none now.
-    fn open_zone_for(&mut self, s: &mut ZoneSet, offset: u64, inflight: u32) -> Result<usize, Adjust> {
+    fn open_zone_for(
+        &mut self,
+        s: &mut ZoneSet,
+        offset: u64,
+        inflight: u32,
+    ) -> Result<usize, Adjust> {
         let min_bs = self.cfg.min_bs;
         let limited = s.max_open > 0 || self.cfg.job_max_open_zones > 0;
         let mut zi = if limited {
@@ -763,7 +792,8 @@ impl JobZones {
                 if range <= len {
                     io.offset = z.start;
                 } else if self.cfg.random {
-                    io.offset = z.start + ((io.offset - orig_start) % (range - len)) / min_bs * min_bs;
+                    io.offset =
+                        z.start + ((io.offset - orig_start) % (range - len)) / min_bs * min_bs;
                 }
                 let cut = len.min(z.wp - io.offset) / min_bs * min_bs;
                 io.len = cut as u32;
@@ -1136,9 +1166,15 @@ mod tests {
         assert_eq!(s.zbd.in_zones[2], Some(524));
         s.set("size", Some("1m")).unwrap();
         assert_eq!(s.zbd.in_zones[0], None);
-        let e = s.set("zone_reset_threshold", Some("1.5")).unwrap_err().to_string();
+        let e = s
+            .set("zone_reset_threshold", Some("1.5"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("zone_reset_threshold"), "{e}");
-        let e = s.set("max_open_zones", Some("5000")).unwrap_err().to_string();
+        let e = s
+            .set("max_open_zones", Some("5000"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("max_open_zones"), "{e}");
         assert_eq!(resolve_max_open(0, 14), Ok(14));
         assert_eq!(resolve_max_open(8, 14), Ok(8));
