@@ -229,8 +229,25 @@ fn zbd_examples_write_at_write_pointers_as_fio_does() {
                 bad.is_empty(),
                 || bad.join(", "),
             );
+            // drivelab says how many zones it reset (fio only in its text).
+            let resets = v["jobs"][0]["zone_resets"].as_u64();
+            if tool == "dl" {
+                println!("{name}: {resets:?} zone resets");
+                c.check(
+                    &format!("{name}: zone resets reported"),
+                    resets.is_some(),
+                    || v["jobs"][0].to_string(),
+                );
+            }
             match job {
                 "zbd-rand-write" => {
+                    if let Some(n) = resets {
+                        c.check(
+                            &format!("{name}: written = data + resets × zone size"),
+                            w == data + n * ZONE,
+                            || format!("written {w}, data {data}, {n} resets"),
+                        );
+                    }
                     c.check(&format!("{name}: wrote 4 MiB"), w == 4 * MIB, || {
                         w.to_string()
                     });
@@ -255,6 +272,11 @@ fn zbd_examples_write_at_write_pointers_as_fio_does() {
                     );
                 }
                 _ => {
+                    if let Some(n) = resets {
+                        c.check(&format!("{name}: zones were reset"), n > 0, || {
+                            n.to_string()
+                        });
+                    }
                     c.check(&format!("{name}: wrote 8 MiB"), w == 8 * MIB, || {
                         w.to_string()
                     });

@@ -1175,6 +1175,7 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         elapsed: o.samples.elapsed_ns.div_ceil(1_000_000_000),
         majf: o.samples.majf,
         minf: o.samples.minf,
+        zone_resets: o.zone_resets,
         iodepth_level: percents(&DEPTH_LEVEL_KEYS, &sm.depth.level),
         iodepth_submit: percents(&DEPTH_BATCH_KEYS, &sm.depth.submit),
         iodepth_complete: percents(&DEPTH_BATCH_KEYS, &sm.depth.complete),
@@ -1355,6 +1356,9 @@ fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
     acc.cpu_sys_ns += o.cpu_sys_ns;
     acc.ctx_switches += o.ctx_switches;
     acc.samples.merge(&o.samples);
+    if let Some(n) = o.zone_resets {
+        acc.zone_resets = Some(acc.zone_resets.unwrap_or(0) + n);
+    }
     acc.errors.extend(o.errors.iter().cloned());
     if acc.verify_failure.is_none() {
         acc.verify_failure = o.verify_failure.clone();

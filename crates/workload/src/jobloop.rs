@@ -193,6 +193,8 @@ pub struct JobOutcome {
     pub verify_failure: Option<String>,
     /// fio's rate samples, latency ranges, depth distributions, page faults.
     pub samples: crate::samples::JobSamples,
+    /// `zonemode=zbd`: zone resets the job did (None for other jobs).
+    pub zone_resets: Option<u64>,
 }
 
 fn thread_rusage() -> (u64, u64, u64) {
@@ -653,6 +655,7 @@ fn run_with<E: Engine, const FILL: bool>(
         ctx_switches: c1.saturating_sub(c0),
         verify_failure: drv.verify_failure,
         samples,
+        zone_resets: drv.zbd.as_ref().map(|z| z.resets),
     })
 }
 

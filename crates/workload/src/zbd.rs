@@ -471,11 +471,12 @@ impl ZoneSet {
         ((off / self.zone_size.max(1)) as usize).min(self.zones.len().saturating_sub(1))
     }
 
-    fn reset_zone(&mut self, zi: usize) -> Result<(), String> {
+    /// Reset zone `zi` when it holds data; whether it did.
+    fn reset_zone(&mut self, zi: usize) -> Result<bool, String> {
         let z = &self.zones[zi];
         let data = z.wp - z.start;
         if data == 0 {
-            return Ok(());
+            return Ok(false);
         }
         if let Some(w) = &self.writer {
             w.reset(z.start, z.end - z.start)
@@ -485,7 +486,7 @@ impl ZoneSet {
         let z = &mut self.zones[zi];
         z.wp = z.start;
         self.resets += 1;
-        Ok(())
+        Ok(true)
     }
 
     fn close(&mut self, zi: usize, job: &mut JobZones) {
@@ -530,9 +531,11 @@ pub struct JobZones {
     pub region: Region,
     /// Zones this job opened (fio's td->num_open_zones).
     pub open: u32,
-    /// The job's writes changed to reads when nothing is written yet
-    /// ([`Adjust`] of a mixed job).
+    /// The job's reads changed to writes while nothing is written yet (a
+    /// mixed job, as fio does).
     pub redirected: u64,
+    /// Zone resets this job did (fio's nr_zone_resets).
+    pub resets: u64,
 }
 
 fn lock(set: &SharedZones) -> std::sync::MutexGuard<'_, ZoneSet> {
@@ -569,6 +572,7 @@ impl JobZones {
             region,
             open: 0,
             redirected: 0,
+            resets: 0,
         }
     }
 
@@ -831,8 +835,9 @@ impl JobZones {
                         return Adjust::Wait;
                     }
                     s.zones[zi].reset_due = false;
-                    if let Err(e) = s.reset_zone(zi) {
-                        return Adjust::Failed(e);
+                    match s.reset_zone(zi) {
+                        Ok(done) => self.resets += u64::from(done),
+                        Err(e) => return Adjust::Failed(e),
                     }
                     if s.zones[zi].capacity < min_bs {
                         return Adjust::Failed(format!(
@@ -1076,7 +1081,7 @@ mod tests {
         }
         assert_eq!(lock(&set).resets, 0);
         assert_eq!(issue(&mut j, w(0, 65536)).offset, 0);
-        assert_eq!(lock(&set).resets, 1);
+        assert_eq!((lock(&set).resets, j.resets), (1, 1));
         // With a write of the job in flight, the reset waits for it.
         for _ in 0..15 {
             issue(&mut j, w(0, 65536));
