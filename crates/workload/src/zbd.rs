@@ -105,8 +105,14 @@ pub fn set_option(spec: &mut JobSpec, key: &str, v: &str) -> Option<Result<(), S
         "zone_reset_threshold" => share(key).map(|f| o.reset_threshold = f),
         "zone_reset_frequency" => share(key).map(|f| o.reset_frequency = f),
         "read_beyond_wp" => match t {
-            "1" | "true" | "on" | "yes" => Ok(o.read_beyond_wp = true),
-            "0" | "false" | "off" | "no" => Ok(o.read_beyond_wp = false),
+            "1" | "true" | "on" | "yes" => {
+                o.read_beyond_wp = true;
+                Ok(())
+            }
+            "0" | "false" | "off" | "no" => {
+                o.read_beyond_wp = false;
+                Ok(())
+            }
             _ => Err(bad(key, v, "0 or 1")),
         },
         k if ZONE_KEYS.contains(&k) => {
@@ -292,7 +298,7 @@ pub fn plan_job(
         ));
     }
     let max_open = resolve_max_open(spec.zbd.max_open_zones, device_limit(paths[0], model))
-        .map_err(|e| invalid(e))?;
+        .map_err(&invalid)?;
     for r in regions.iter_mut() {
         if !writes {
             continue;
