@@ -290,7 +290,7 @@ fn unsupported_fio_keys_are_refused_naming_the_key() {
         ("thinktime_blocks", "thinktime_blocks=0"),
         ("thinktime_spin", "thinktime=100\nthinktime_spin=1ms"),
         ("offset_increment", "offset_increment=far"),
-        // Zoned block devices (fio's zonemode=zbd) are not driven.
+        // zonemode=zbd on a file that is not zoned needs zonesize.
         ("zonemode", "zonemode=zbd"),
         ("zonesize", "zonemode=strided"),
         ("DL_UNSET_VARIABLE", "filename=${DL_UNSET_VARIABLE}/x"),

@@ -96,6 +96,10 @@ pub struct JobReport {
     /// Minor page faults of the job's thread (fio's `minf`).
     #[serde(default)]
     pub minf: u64,
+    /// `zonemode=zbd`: the zone resets the job did (fio prints them after
+    /// the write line); absent for other jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_resets: Option<u64>,
     /// Percent of I/Os queued at each depth: keys 1, 2, 4, 8, 16, 32 and
     /// `>=64`, each counting depths from its key to the next (fio's
     /// `iodepth_level`).

@@ -157,7 +157,7 @@ fn write_percentiles(out: &mut String, label: &str, l: &LatReport) {
     }
 }
 
-fn write_dir(out: &mut String, name: &str, d: &DirReport) {
+fn write_dir(out: &mut String, name: &str, d: &DirReport, zone_resets: u64) {
     if d.total_ios == 0 {
         return;
     }
@@ -169,9 +169,9 @@ fn write_dir(out: &mut String, name: &str, d: &DirReport) {
         fio_bytes_bin(d.io_bytes),
         d.runtime,
         if name == "write" {
-            "; 0 zone resets"
+            format!("; {zone_resets} zone resets")
         } else {
-            ""
+            String::new()
         }
     );
     write_lat(out, "    slat", &d.slat_ns);
@@ -274,9 +274,10 @@ fn write_job(out: &mut String, j: &JobReport, time: &str) {
     if let Some(e) = &j.error_detail {
         let _ = writeln!(out, "  error: {e}");
     }
-    write_dir(out, "read", &j.read);
-    write_dir(out, "write", &j.write);
-    write_dir(out, "trim", &j.trim);
+    let resets = j.zone_resets.unwrap_or(0);
+    write_dir(out, "read", &j.read, resets);
+    write_dir(out, "write", &j.write, resets);
+    write_dir(out, "trim", &j.trim, resets);
     if j.sync.total_ios > 0 {
         let _ = writeln!(out, "  sync: {} fsyncs", j.sync.total_ios);
         write_lat(out, "    sync", &j.sync.lat_ns);

@@ -238,6 +238,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         live: None,
         status: None,
         group_end: None,
+        zbd: None,
         // fio: number_ios counts over all loops of the job.
         io_count_limit: (spec.number_ios > 0)
             .then(|| spec.number_ios.saturating_mul(u64::from(spec.loops))),
@@ -430,7 +431,7 @@ type JobWatch<'a> = (
 
 fn run_one(
     plan: &Plan,
-    claims: &[Option<Claim>],
+    (claims, zones): (&[Option<Claim>], &[Option<crate::zbd::SharedZones>]),
     job: &PlannedJob,
     ticket: Ticket<'_>,
     stop: &AtomicBool,
@@ -449,6 +450,16 @@ fn run_one(
     cfg.group_end = group_end.clone();
     cfg.status = status.cloned();
     cfg.steady = steady.clone();
+    if let (Some(z), Some(&ti), Some(r)) = (&job.zbd, job.targets.first(), job.regions.first()) {
+        if let Some(Some(set)) = zones.get(ti) {
+            cfg.zbd = Some(crate::zbd::JobZones::new(
+                set.clone(),
+                z.clone(),
+                number as u32,
+                *r,
+            ));
+        }
+    }
     let fail = |source| RunError::Job {
         job: spec.name.clone(),
         source,
@@ -681,6 +692,9 @@ pub fn execute_with_status(
     };
     let claims = claim_targets(plan)?;
     let claims = &claims;
+    let zones = crate::zbd::open_sets(plan, claims)
+        .map_err(|(path, source)| RunError::Prepare { path, source })?;
+    let zones = &zones[..];
     let names = device_names(plan);
     let mut windows: Vec<DeviceWindow> = names.iter().map(|_| DeviceWindow::default()).collect();
     let mut outcomes: Vec<Option<JobOutcome>> = vec![None; plan.jobs.len()];
@@ -776,7 +790,7 @@ pub fn execute_with_status(
                     .spawn_scoped(s, move || {
                         let r = run_one(
                             plan,
-                            claims,
+                            (claims, zones),
                             job,
                             gate.ticket(),
                             stop,
@@ -1305,6 +1319,7 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         elapsed: o.samples.elapsed_ns.div_ceil(1_000_000_000),
         majf: o.samples.majf,
         minf: o.samples.minf,
+        zone_resets: o.zone_resets,
         iodepth_level: percents(&DEPTH_LEVEL_KEYS, &sm.depth.level),
         iodepth_submit: percents(&DEPTH_BATCH_KEYS, &sm.depth.submit),
         iodepth_complete: percents(&DEPTH_BATCH_KEYS, &sm.depth.complete),
@@ -1486,6 +1501,9 @@ fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
     acc.cpu_sys_ns += o.cpu_sys_ns;
     acc.ctx_switches += o.ctx_switches;
     acc.samples.merge(&o.samples);
+    if let Some(n) = o.zone_resets {
+        acc.zone_resets = Some(acc.zone_resets.unwrap_or(0) + n);
+    }
     acc.errors.extend(o.errors.iter().cloned());
     if acc.verify_failure.is_none() {
         acc.verify_failure = o.verify_failure.clone();

@@ -334,6 +334,15 @@ impl Generator {
         }
     }
 
+    /// Continue sequential I/O after `io`, where the zone rules of
+    /// `zonemode=zbd` moved it (fio's last position follows the I/O).
+    pub fn follow(&mut self, io: &IoDesc) {
+        let d = usize::from(io.op != Op::Read);
+        if let Some(ts) = self.targets.get_mut(io.target as usize) {
+            ts.seq[d] = io.offset + u64::from(io.len);
+        }
+    }
+
     /// The next I/O in `zonemode=strided` (as fio's io_u.c does it).
     fn strided_io(&mut self, z: Strided, t: usize, op: Op, size: u64, random: bool) -> IoDesc {
         let d = usize::from(op != Op::Read);

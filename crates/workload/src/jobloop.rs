@@ -83,6 +83,8 @@ pub struct JobConfig {
     pub lat: crate::latency_target::LatSpec,
     /// fio's steady-state termination (None: not watched).
     pub steady: Option<crate::steadystate::SteadyJob>,
+    /// `zonemode=zbd`: the job's view of its target's zones.
+    pub zbd: Option<crate::zbd::JobZones>,
 }
 
 /// fio's `thinktime`: a pause in issuing after every `blocks` reads,
@@ -221,6 +223,8 @@ pub struct JobOutcome {
     /// The steady-state figures (None: not watched, or not the judge of
     /// its group).
     pub steady: Option<crate::steadystate::SteadyOutcome>,
+    /// `zonemode=zbd`: zone resets the job did (None for other jobs).
+    pub zone_resets: Option<u64>,
 }
 
 fn thread_rusage() -> (u64, u64, u64) {
@@ -282,6 +286,11 @@ struct JobDriver<'a, const FILL: bool> {
     lat_done: bool,
     /// The steady-state judge's state (from the measurement start).
     steady: Option<SteadyState>,
+    /// `zonemode=zbd`: the zone rules, the I/O held back until a zone is
+    /// free, and whether the job met fio's end of data.
+    zbd: Option<crate::zbd::JobZones>,
+    zbd_held: Option<IoDesc>,
+    zbd_end: bool,
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
@@ -289,8 +298,45 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         self.cfg.fsync_every > 0 && self.writes_since_sync >= self.cfg.fsync_every
     }
 
+    /// The next generated I/O, under zonemode=zbd moved to where the zone
+    /// rules allow; Err: what the loop does instead.
+    #[inline]
+    fn generate(&mut self, now: u64, inflight: u32) -> Result<IoDesc, Next> {
+        let Some(z) = self.zbd.as_mut() else {
+            return Ok(self.gen.next_io());
+        };
+        let io = match self.zbd_held.take() {
+            Some(io) => io,
+            None => self.gen.next_io(),
+        };
+        match z.adjust(io, inflight) {
+            crate::zbd::Adjust::Issue(a) => {
+                self.gen.follow(&a);
+                Ok(a)
+            }
+            crate::zbd::Adjust::Wait => {
+                self.zbd_held = Some(io);
+                Err(if inflight > 0 {
+                    Next::Idle
+                } else {
+                    Next::At(now + 50_000)
+                })
+            }
+            crate::zbd::Adjust::Eof => {
+                self.zbd_end = true;
+                Err(Next::Done)
+            }
+            crate::zbd::Adjust::Failed(e) => {
+                self.config_error = Some(e);
+                self.zbd_end = true;
+                Err(Next::Done)
+            }
+        }
+    }
+
     fn budget_spent(&self) -> bool {
-        self.cfg.io_limit.is_some_and(|l| self.issued_bytes >= l)
+        self.zbd_end
+            || self.cfg.io_limit.is_some_and(|l| self.issued_bytes >= l)
             || self
                 .cfg
                 .io_count_limit
@@ -447,6 +493,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             samples,
             latency_depth: self.lat.as_ref().map(|l| l.qd),
             steady: self.steady.as_ref().map(SteadyState::outcome),
+            zone_resets: self.zbd.as_ref().map(|z| z.resets),
         }
     }
 
@@ -474,15 +521,21 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             }
         }
         let Some(mut p) = self.pacer.take() else {
-            return self.unpaced(buf);
+            return self.unpaced(now, inflight, buf);
         };
         let io = match self.pending.take() {
             Some(io) => Some(io),
             None if self.sync_due() || self.budget_spent() => None,
-            None => Some(self.gen.next_io()),
+            None => match self.generate(now, inflight) {
+                Ok(io) => Some(io),
+                Err(n) => {
+                    self.pacer = Some(p);
+                    return n;
+                }
+            },
         };
         let next = match io {
-            None => self.unpaced(buf),
+            None => self.unpaced(now, inflight, buf),
             Some(io) => {
                 let due = p.slot(io.op, now);
                 match due.filter(|&at| at > now) {
@@ -503,7 +556,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
 
     /// The next I/O when nothing is paced (or a sync, or the end).
     #[inline]
-    fn unpaced(&mut self, buf: &mut [u8]) -> Next {
+    fn unpaced(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
         if self.sync_due() {
             self.writes_since_sync = 0;
             let io = IoDesc {
@@ -521,8 +574,10 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         if self.budget_spent() {
             return Next::Done;
         }
-        let io = self.gen.next_io();
-        self.issue(io, None, buf)
+        match self.generate(now, inflight) {
+            Ok(io) => self.issue(io, None, buf),
+            Err(n) => n,
+        }
     }
 
     /// Account a generated I/O as issued (and fill its buffer under verify).
@@ -583,6 +638,11 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
     #[inline]
     fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
         let io = d.io;
+        if let Some(z) = self.zbd.as_mut() {
+            if io.op != Op::Fsync {
+                z.completed(&io);
+            }
+        }
         if d.result < 0 {
             if self.errors.len() < MAX_ERRORS {
                 self.errors.push(IoFailure {
@@ -785,6 +845,9 @@ fn run_with<E: Engine, const FILL: bool>(
         lat_drain: None,
         lat_done: false,
         steady: None,
+        zbd: cfg.zbd.clone(),
+        zbd_held: None,
+        zbd_end: false,
     };
     if drv.measuring && cfg.steady.is_some() {
         drv.restart_measuring(t0).map_err(JobError::Config)?;
@@ -840,6 +903,7 @@ fn run_with<E: Engine, const FILL: bool>(
         samples,
         latency_depth: drv.lat.as_ref().map(|l| l.qd),
         steady: drv.steady.as_ref().map(SteadyState::outcome),
+        zone_resets: drv.zbd.as_ref().map(|z| z.resets),
     };
     if let Some(c) = &cfg.status {
         c.leave(&o);

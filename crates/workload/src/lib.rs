@@ -37,6 +37,7 @@ pub mod rate;
 pub mod samples;
 pub mod status;
 pub mod verify;
+pub mod zbd;
 
 pub mod size;
 pub mod spec;

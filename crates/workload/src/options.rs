@@ -288,7 +288,48 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Text,
         "none",
-        "none, or strided: I/O stays in a zone until zonesize bytes are done, then skips zoneskip bytes (fio's zbd is not supported)"
+        "none; strided: I/O stays in a zone until zonesize bytes are done, then skips zoneskip bytes; zbd: zoned block devices, writes at write pointers"
+    ),
+    opt!(
+        "max_open_zones",
+        [],
+        Int,
+        "device's",
+        "zonemode=zbd: zones written at once on the device (0: the device's limit)",
+        0,
+        4096,
+        "zones"
+    ),
+    opt!(
+        "job_max_open_zones",
+        [],
+        Int,
+        "0",
+        "zonemode=zbd: zones this job writes at once (0: no own limit)",
+        0,
+        4096,
+        "zones"
+    ),
+    opt!(
+        "zone_reset_threshold",
+        [],
+        Text,
+        "0",
+        "zonemode=zbd: share of the range holding data (0..1) past which zone_reset_frequency resets zones"
+    ),
+    opt!(
+        "zone_reset_frequency",
+        [],
+        Text,
+        "0",
+        "zonemode=zbd: past the threshold, reset the written zone every 1/F writes (0..1; 0: never)"
+    ),
+    opt!(
+        "read_beyond_wp",
+        [],
+        Bool,
+        "0",
+        "zonemode=zbd: read sequential zones past their write pointers"
     ),
     opt!(
         "zonesize",
@@ -945,6 +986,7 @@ mod tests {
                 "numa_mem_policy" => "bind:0",
                 "latency_percentile" => "99.9",
                 "steadystate" => "iops:10%",
+                "zone_reset_threshold" | "zone_reset_frequency" => "0.5",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

@@ -101,6 +101,8 @@ pub struct PlannedJob {
     /// Jobs (indices into [`Plan::jobs`]) that must finish before this one
     /// starts (`wait_for`).
     pub wait_for: Vec<usize>,
+    /// `zonemode=zbd`: the job's zone settings.
+    pub zbd: Option<crate::zbd::ZbdJob>,
 }
 
 /// A resolved run.
@@ -314,6 +316,9 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     for (spec, stonewall, clones) in &with_file_names(jobs) {
+        // Sizes counted in zones (zonemode=zbd's `8z`) in bytes.
+        let in_bytes = crate::zbd::resolve_zone_counts(spec)?;
+        let spec = in_bytes.as_ref().unwrap_or(spec);
         spec.validate()?;
         if !out.is_empty() && (*stonewall || spec.new_group) && clones.start == 0 {
             group += 1;
@@ -495,6 +500,8 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 );
             }
         }
+        let paths: Vec<&Path> = idx.iter().map(|&i| targets[i].path.as_path()).collect();
+        let zbd = crate::zbd::plan_job(spec, &paths, &mut regions, direct, writes)?;
         let align = spec.blockalign.unwrap_or_else(|| spec.min_bs()).max(1);
         if direct {
             let lb = idx
@@ -600,6 +607,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 group,
                 verify: verify.clone(),
                 wait_for: wait_for.clone(),
+                zbd: zbd.clone(),
             });
         }
     }

@@ -446,6 +446,8 @@ pub struct JobSpec {
     pub lat_target: crate::latency_target::LatSpec,
     /// fio's `steadystate` family (`steadystate.rs`).
     pub steady: crate::steadystate::SsSpec,
+    /// `zonemode=zbd` and its options ([`crate::zbd`]).
+    pub zbd: crate::zbd::ZbdOptions,
 }
 
 impl JobSpec {
@@ -531,6 +533,7 @@ impl Default for JobSpec {
             wait_for: None,
             filesize: None,
             zonemode_strided: None,
+            zbd: crate::zbd::ZbdOptions::default(),
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
@@ -810,6 +813,11 @@ impl JobSpec {
             (None, _) if key.starts_with("write_") && key.ends_with("_log") => "",
             (None, _) => return Err(SpecError::MissingValue(key.to_string())),
         };
+        if let Some(r) = crate::zbd::set_option(self, key, v) {
+            return r;
+        }
+        // A size in bytes replaces an earlier one in zones.
+        crate::zbd::plain_size(self, key);
         match key {
             "name" => {
                 if v.trim().is_empty() {
@@ -983,7 +991,7 @@ impl JobSpec {
                         return Err(SpecError::BadValue {
                             key: key.to_string(),
                             value: v.to_string(),
-                            expect: "none or strided (drivelab does not drive zoned block devices: zbd is fio's)".to_string(),
+                            expect: "none, strided or zbd".to_string(),
                         })
                     }
                 }
@@ -1291,7 +1299,9 @@ mod tests {
         let mut k = JobSpec::default();
         k.set("zonemode", Some("strided")).unwrap();
         assert!(k.strided().is_err(), "strided needs zonesize");
-        let e = k.set("zonemode", Some("zbd")).unwrap_err().to_string();
+        k.set("zonemode", Some("zbd")).unwrap();
+        assert!(k.zbd.on && k.strided().unwrap().is_none());
+        let e = k.set("zonemode", Some("zoned")).unwrap_err().to_string();
         assert!(e.contains("zonemode") && e.contains("zbd"), "{e}");
     }
 

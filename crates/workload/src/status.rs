@@ -263,6 +263,7 @@ pub(crate) fn nothing_done_with(interval_ns: u64, window_ms: u64, targets: usize
         samples: JobSamples::new(window_ms),
         latency_depth: None,
         steady: None,
+        zone_resets: None,
     }
 }
 
