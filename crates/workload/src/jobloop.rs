@@ -159,6 +159,9 @@ pub struct IoFailure {
     /// still cannot be read, as inclusive (first, last) LBA ranges. None
     /// when not narrowed (see `exec::narrow_failed_read`).
     pub unreadable: Option<Vec<(u64, u64)>>,
+    /// What the device answered, in words, when the engine knows more
+    /// than the errno (the sg engine: status, sense key, ASC/ASCQ, CDB).
+    pub detail: Option<String>,
 }
 
 /// What a job did.
@@ -399,6 +402,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                     len: io.len,
                     errno: -d.result,
                     unreadable: None,
+                    detail: None,
                 });
             }
             return After::Release;

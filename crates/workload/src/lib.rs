@@ -21,6 +21,7 @@
 
 pub mod check;
 pub mod exec;
+pub mod fio_pattern;
 pub mod gen;
 pub mod jobfile;
 pub mod jobloop;
@@ -30,6 +31,7 @@ pub mod plan;
 pub mod presets;
 pub mod rate;
 pub mod samples;
+pub mod sg;
 pub mod verify;
 
 pub mod size;
