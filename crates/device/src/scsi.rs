@@ -1867,7 +1867,9 @@ mod tests {
         want[13] = 8;
         assert_eq!(c, want);
         // WRITE STREAM(16), SBC-4 5.47: bytes 10-11 STR_ID, 12-13 length.
-        let c = WriteStream::new(Lba(0x20), 0x0304, 0x0102).fua(true).build();
+        let c = WriteStream::new(Lba(0x20), 0x0304, 0x0102)
+            .fua(true)
+            .build();
         let mut want = cdb(0x9A);
         want[1] = 0x08;
         want[9] = 0x20;

@@ -232,13 +232,11 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         },
         // fio's buffer_pattern fills every write that verify does not.
         verify: job.verify.clone().or_else(|| {
-            spec.buffer_pattern
-                .clone()
-                .map(|p| crate::verify::Content {
-                    kind: crate::verify::VerifyKind::Pattern,
-                    interval: spec.max_bs() as usize,
-                    pattern: Some(p),
-                })
+            spec.buffer_pattern.clone().map(|p| crate::verify::Content {
+                kind: crate::verify::VerifyKind::Pattern,
+                interval: spec.max_bs() as usize,
+                pattern: Some(p),
+            })
         }),
         check_reads: spec.do_verify && job.verify.is_some(),
         logs: spec.logs.clone(),

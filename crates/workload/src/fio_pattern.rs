@@ -20,12 +20,14 @@ pub const MAX_PATTERN: usize = 512;
 
 /// Parse fio's pattern `v` of option `key`.
 pub fn parse(key: &str, v: &str) -> Result<Vec<u8>, SpecError> {
-    let bad = |why: &str| SpecError::BadValue {
+    let bad = |why: &str| {
+        SpecError::BadValue {
         key: key.to_string(),
         value: v.to_string(),
         expect: format!(
             "0xHEX, a decimal number, a \"string\" or a 'file', or several of them joined (e.g. 0xdeadface\"abcd\"-12){why}"
         ),
+    }
     };
     let s = v.trim();
     if s.is_empty() {

@@ -405,6 +405,11 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                     detail: None,
                 });
             }
+            // fio counts a failed I/O in total_ios (and its IOPS), not in
+            // the bytes moved or the latencies.
+            if self.measuring {
+                self.dirs[io.op.index()].ios += 1;
+            }
             return After::Release;
         }
         let bytes = d.result as u64;

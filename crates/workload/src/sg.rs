@@ -147,7 +147,10 @@ pub(crate) fn attach_details(
 ) {
     for e in errors.iter_mut() {
         if let Some(f) = failures.iter().find(|f| {
-            f.io.op == e.op && f.io.target == e.target && f.io.offset == e.offset && f.io.len == e.len
+            f.io.op == e.op
+                && f.io.target == e.target
+                && f.io.offset == e.offset
+                && f.io.len == e.len
         }) {
             e.detail = Some(f.detail.clone());
         }
@@ -173,7 +176,10 @@ mod tests {
         s.set("sg_write_mode", "verify_bytchk_11").unwrap();
         assert!(s.writes_read_only());
         let e = s.set("sg_write_mode", "bogus").unwrap_err().to_string();
-        assert!(e.contains("sg_write_mode") && e.contains("verify_bytchk_01"), "{e}");
+        assert!(
+            e.contains("sg_write_mode") && e.contains("verify_bytchk_01"),
+            "{e}"
+        );
         assert!(s.set("stream_id", "70000").is_err());
     }
 }
