@@ -13,7 +13,10 @@
 //! number of failed jobs, drivelab's 1, its status for a failure while
 //! running), and that the disk holds the same bytes afterwards:
 //! the pattern (0x01) where the preconditioning wrote it, zeroes where WRITE
-//! SAME(16) with NDOB wrote them, the random bytes elsewhere. drivelab's
+//! SAME(16) with NDOB wrote them, the random bytes elsewhere. A fourth file
+//! of drivelab's own does the same for `sg_write_mode=write_same` (the
+//! first block of `buffer_pattern=0xa5"ab"` over 32 blocks, checked by
+//! VERIFY with BYTCHK 11b) and reads through the sg engine. drivelab's
 //! failed command names the sense (MISCOMPARE) and the LBAs.
 //!
 //! Needs root, QEMU, the cached kernel (`bash tests/vm/setup.sh`) and fio
@@ -25,8 +28,8 @@ use std::time::Duration;
 use drivelab_vmtest::{Checks, GuestRun, Vm};
 use serde_json::Value;
 
-/// The job files, by name, and whether fio's example says a job fails.
-const FILES: [(&str, &str); 3] = [
+/// The job files, by name.
+const FILES: [(&str, &str); 4] = [
     (
         "sg_verify",
         include_str!("../../../tests/data/fio-jobs/sg/sg_verify.fio"),
@@ -38,6 +41,10 @@ const FILES: [(&str, &str); 3] = [
     (
         "sg_write_same_ndob",
         include_str!("../../../tests/data/fio-jobs/sg/sg_write_same_ndob.fio"),
+    ),
+    (
+        "sg_write_same",
+        include_str!("../../../tests/data/fio-jobs/sg/sg_write_same.fio"),
     ),
 ];
 
@@ -59,7 +66,7 @@ od -An -tx1 -v /tmp/seed.bin > seed.txt
     }
     s.push_str(
         r#"
-for j in sg_verify sg_verify-fail sg_write_same_ndob; do
+for j in sg_verify sg_verify-fail sg_write_same_ndob sg_write_same; do
   for t in fio dl; do
     dd if=/tmp/seed.bin of=$DL_SG_DEV bs=32768 count=1 oflag=direct conv=notrunc 2>/dev/null
     if [ $t = fio ]; then
@@ -108,8 +115,11 @@ fn json_of(run: &GuestRun, name: &str) -> (i64, Value, String) {
     (status, v, err)
 }
 
-/// Per job: (name, write total_ios, write io_bytes, error).
-fn per_job(v: &Value) -> Vec<(String, u64, u64, i64)> {
+/// Per job: (name, write total_ios, write io_bytes, error, read total_ios,
+/// read io_bytes).
+type JobLine = (String, u64, u64, i64, u64, u64);
+
+fn per_job(v: &Value) -> Vec<JobLine> {
     v["jobs"]
         .as_array()
         .map(|jobs| {
@@ -120,6 +130,8 @@ fn per_job(v: &Value) -> Vec<(String, u64, u64, i64)> {
                         j["write"]["total_ios"].as_u64().unwrap_or(u64::MAX),
                         j["write"]["io_bytes"].as_u64().unwrap_or(u64::MAX),
                         j["error"].as_i64().unwrap_or(-1),
+                        j["read"]["total_ios"].as_u64().unwrap_or(u64::MAX),
+                        j["read"]["io_bytes"].as_u64().unwrap_or(u64::MAX),
                     )
                 })
                 .collect()
@@ -156,8 +168,8 @@ fn fio_sg_examples_do_the_same_io_in_drivelab() {
         println!("{name}: fio exit {fs}, drivelab exit {ds}");
         for (f, d) in fj.iter().zip(&dj) {
             println!(
-                "  {:<18} fio {:>3} writes {:>6} B error {}   drivelab {:>3} writes {:>6} B error {}",
-                f.0, f.1, f.2, f.3, d.1, d.2, d.3
+                "  {:<18} fio {:>3} writes {:>6} B {} reads {:>5} B error {}   drivelab {:>3} writes {:>6} B {} reads {:>5} B error {}",
+                f.0, f.1, f.2, f.4, f.5, f.3, d.1, d.2, d.4, d.5, d.3
             );
         }
         check(
@@ -179,7 +191,7 @@ fn fio_sg_examples_do_the_same_io_in_drivelab() {
             (fs == 0) == (ds == 0) && fs >= 0 && ds >= 0,
             format!("{name}: both succeed or both fail: fio {fs}, drivelab {ds}: {derr}"),
         );
-        let fails = name != "sg_verify";
+        let fails = !matches!(name, "sg_verify" | "sg_write_same");
         check(
             &mut c,
             fails == fj.iter().any(|j| j.3 != 0),
@@ -196,9 +208,17 @@ fn fio_sg_examples_do_the_same_io_in_drivelab() {
             ),
         );
         // What the example writes: 20 blocks of the pattern; with NDOB 19 of
-        // them zeroed; nothing else.
+        // them zeroed; WRITE SAME of 0xa5"ab" 32 blocks; nothing else.
+        let same: Vec<u8> = [0xa5u8, b'a', b'b']
+            .iter()
+            .copied()
+            .cycle()
+            .take(512)
+            .collect();
         for b in 0..BLOCKS {
             let want = match (name, b) {
+                ("sg_write_same", 0..=31) => same.clone(),
+                ("sg_write_same", _) => seed[b * 512..(b + 1) * 512].to_vec(),
                 ("sg_write_same_ndob", 0..=18) => vec![0u8; 512],
                 (_, 0..=19) => vec![1u8; 512],
                 _ => seed[b * 512..(b + 1) * 512].to_vec(),
