@@ -530,6 +530,16 @@ mod tests {
     }
 
     #[test]
+    fn a_file_is_refused_as_not_scsi() {
+        let p = std::env::temp_dir().join(format!("drivelab-sg-file-{}", std::process::id()));
+        std::fs::write(&p, vec![0u8; 4096]).unwrap();
+        let e = SgTarget::read_only(&p).unwrap_err();
+        std::fs::remove_file(&p).unwrap();
+        assert!(matches!(e, SgError::NotScsi { .. }), "{e}");
+        assert!(e.to_string().contains("not a SCSI device"), "{e}");
+    }
+
+    #[test]
     fn write_modes_parse_fios_names_and_aliases() {
         for (s, m) in [
             ("write", SgWriteMode::Write),
