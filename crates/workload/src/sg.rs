@@ -106,7 +106,7 @@ pub fn check_targets<'a>(
     for (path, is_block) in targets {
         if !is_block {
             return Err(bad(format!(
-                "job '{}': ioengine=sg sends SCSI commands and needs a SCSI disk (/dev/sdX), not the file {}; use another ioengine for files",
+                "job '{}': ioengine=sg sends SCSI commands to a SCSI disk's block device (/dev/sdX), and {} is not one (drivelab does not take /dev/sgN nodes); use the disk's /dev/sdX, or another ioengine for files",
                 spec.name,
                 path.display()
             )));
