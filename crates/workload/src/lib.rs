@@ -31,9 +31,9 @@ pub mod plan;
 pub mod presets;
 pub mod rate;
 pub mod samples;
-pub mod sg;
 pub mod verify;
 
+pub mod sg;
 pub mod size;
 pub mod spec;
 
