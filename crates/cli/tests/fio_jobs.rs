@@ -490,3 +490,26 @@ fn exitall_ends_the_other_jobs_as_fio_does() {
         assert!(v["jobs"][1]["job options"].get("exitall").is_none(), "{v}");
     }
 }
+
+#[test]
+fn buffer_pattern_fills_every_write_as_fio_does() {
+    require_root();
+    let job = jobs_dir().join("buffer-pattern.fio");
+    let fdir = TempDir::new("fio-bufpat-fio");
+    let ddir = TempDir::new("fio-bufpat-dl");
+    let fio = run_in("fio", &job, fdir.path());
+    let dl = run_in("drivelab", &job, ddir.path());
+    assert_eq!(per_job(&dl), per_job(&fio));
+    // 0xdeadface "abcd" -12: each write holds it repeated from its first byte.
+    let pattern = [
+        0xde, 0xad, 0xfa, 0xce, b'a', b'b', b'c', b'd', 0xf4, 0xff, 0xff, 0xff,
+    ];
+    for (file, bs) in [("seq.dat", 4096usize), ("rand.dat", 8192)] {
+        let one: Vec<u8> = pattern.iter().copied().cycle().take(bs).collect();
+        let want: Vec<u8> = (0..65536 / bs).flat_map(|_| one.iter().copied()).collect();
+        let f = std::fs::read(fdir.join(file)).unwrap();
+        let d = std::fs::read(ddir.join(file)).unwrap();
+        assert!(f == want, "{file}: fio's file is not the pattern per write");
+        assert!(d == want, "{file}: drivelab's file differs from fio's");
+    }
+}

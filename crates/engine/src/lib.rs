@@ -11,6 +11,8 @@
 //! - [`clock`]: the monotonic clock, absolute sleeps, civil dates.
 //! - [`narrow`]: narrowing a failed command down to its failing blocks
 //!   (exact LBAs of medium errors), with aligned scratch for O_DIRECT.
+//! - [`sg`]: fio's `sg` engine: each I/O one SCSI command through SG_IO,
+//!   with fio's `sg_write_mode`s (WRITE SAME, VERIFY with BYTCHK, ...).
 //! - [`sys`]: the other system calls the bench needs (thread CPU time,
 //!   timer slack, stop signals), as safe functions.
 //!
@@ -24,4 +26,5 @@ pub mod io;
 pub mod ioloop;
 pub mod narrow;
 pub mod sched;
+pub mod sg;
 pub mod sys;

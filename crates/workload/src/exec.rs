@@ -231,7 +231,14 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             iops: spec.rate_iops_dir.unwrap_or([0, 0]),
             poisson: spec.rate_poisson,
         },
-        verify: job.verify.clone(),
+        // fio's buffer_pattern fills every write that verify does not.
+        verify: job.verify.clone().or_else(|| {
+            spec.buffer_pattern.clone().map(|p| crate::verify::Content {
+                kind: crate::verify::VerifyKind::Pattern,
+                interval: spec.max_bs() as usize,
+                pattern: Some(p),
+            })
+        }),
         check_reads: spec.do_verify && job.verify.is_some(),
         logs: spec.logs.clone(),
         log_name: (spec.name.clone(), number),
@@ -305,7 +312,11 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
     start_delay(job.spec.startdelay, stop, cfg);
     let mut o = run_job(engine, cfg, now_ns(), stop, progress)?;
     let clean = o.errors.is_empty() && o.verify_failure.is_none() && !o.interrupted;
-    if let (Some(content), true) = (&cfg.verify, clean && job.spec.do_verify && job.writes) {
+    let verified = job.verify.is_some();
+    if let (Some(content), true) = (
+        &cfg.verify,
+        verified && clean && job.spec.do_verify && job.writes,
+    ) {
         let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
         let extents = crate::verify::written_extents(&cfg.gen, issued)?;
         let mut rb = crate::verify::ReadBack::new(&extents, content);
@@ -486,7 +497,7 @@ fn run_one(
             }
             run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
         }
-        EngineKind::Psync | EngineKind::IoUring => {
+        EngineKind::Psync | EngineKind::IoUring | EngineKind::Sg => {
             let ctl = Ctl {
                 stop,
                 progress,
@@ -557,6 +568,25 @@ fn run_on_targets(
                 return Err(not_started());
             }
             run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+        }
+        EngineKind::Sg => {
+            let targets = crate::sg::open_targets(plan, claims, job)?;
+            let mut e = drivelab_engine::sg::Sg::new(
+                targets,
+                max_bs,
+                spec.sg.options(),
+                Fill::Random(spec.randseed),
+            )
+            .map_err(|source| RunError::Engine {
+                engine: "sg",
+                source,
+            })?;
+            if !ticket.wait() {
+                return Err(not_started());
+            }
+            let mut o = run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)?;
+            crate::sg::attach_details(&mut o.errors, e.failures());
+            Ok(o)
         }
         EngineKind::IoUring => {
             let targets = open_targets(plan, claims, job)?;
@@ -1153,7 +1183,13 @@ fn io_error_report(plan: &Plan, job: &PlannedJob, e: &IoFailure) -> IoErrorRepor
         first_lba: span.map(|s| s.0),
         last_lba: span.map(|s| s.1),
         errno: e.errno,
-        error: crate::latency_target::error_words(&job.spec.lat_target, e.errno),
+        error: {
+            let words = crate::latency_target::error_words(&job.spec.lat_target, e.errno);
+            match &e.detail {
+                Some(d) => format!("{words}: {d}"),
+                None => words,
+            }
+        },
         unreadable: e.unreadable.as_ref().map(|v| {
             v.iter()
                 .map(|&(first_lba, last_lba)| LbaRange {
@@ -1420,7 +1456,7 @@ fn build_report(
         }
         let depth = match job.spec.ioengine {
             EngineKind::IoUring => f64::from(job.spec.iodepth.max(1)),
-            EngineKind::Psync => 1.0,
+            EngineKind::Psync | EngineKind::Sg => 1.0,
             EngineKind::Null => continue,
         };
         let share = depth / job.targets.len().max(1) as f64;
@@ -1608,6 +1644,7 @@ mod tests {
             len,
             errno: 61,
             unreadable: None,
+            detail: None,
         }
     }
 

@@ -186,6 +186,9 @@ pub struct IoFailure {
     /// still cannot be read, as inclusive (first, last) LBA ranges. None
     /// when not narrowed (see `exec::narrow_failed_read`).
     pub unreadable: Option<Vec<(u64, u64)>>,
+    /// What the device answered, in words, when the engine knows more
+    /// than the errno (the sg engine: status, sense key, ASC/ASCQ, CDB).
+    pub detail: Option<String>,
 }
 
 /// What a job did.
@@ -652,7 +655,13 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                     len: io.len,
                     errno: -d.result,
                     unreadable: None,
+                    detail: None,
                 });
+            }
+            // fio counts a failed I/O in total_ios (and its IOPS), not in
+            // the bytes moved or the latencies.
+            if self.measuring {
+                self.dirs[io.op.index()].ios += 1;
             }
             return After::Release;
         }
@@ -680,6 +689,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                                 len: io.len,
                                 errno: libc::ETIMEDOUT,
                                 unreadable: None,
+                                detail: None,
                             });
                         }
                     }

@@ -22,6 +22,7 @@
 pub mod batch;
 pub mod check;
 pub mod exec;
+pub mod fio_pattern;
 pub mod flow;
 pub mod gen;
 pub mod jobfile;
@@ -39,6 +40,7 @@ pub mod status;
 pub mod verify;
 pub mod zbd;
 
+pub mod sg;
 pub mod size;
 pub mod spec;
 pub mod steadystate;

@@ -228,7 +228,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Text,
         "io_uring",
-        "io_uring, psync or null; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once)"
+        "io_uring, psync, null or sg; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk"
     ),
     opt!(
         "rate_iops",
@@ -477,6 +477,33 @@ pub const OPTIONS: &[OptionDecl] = &[
         "",
         "data of written blocks: 0xHEX, a number or a \"string\"; alone it means verify=pattern"
     ),
+    // fio's buffer contents and its sg engine's options.
+    opt!(
+        "buffer_pattern",
+        [],
+        Text,
+        "",
+        "what write buffers hold, repeated: 0xHEX, a number, a \"string\" or a 'file', joined in any order (fio's syntax; random data when unset)"
+    ),
+    opt!(
+        "sg_write_mode",
+        [],
+        Text,
+        "write",
+        "ioengine=sg: what writes send: write, write_and_verify, write_same, write_same_ndob, write_stream, verify_bytchk_00, verify_bytchk_01 or verify_bytchk_11"
+    ),
+    opt!(
+        "stream_id",
+        [],
+        Int,
+        "0",
+        "ioengine=sg: the stream of sg_write_mode=write_stream",
+        0,
+        65535,
+        ""
+    ),
+    opt!("readfua", [], Bool, "0", "ioengine=sg: force unit access on reads"),
+    opt!("writefua", [], Bool, "0", "ioengine=sg: force unit access on writes"),
     opt!(
         "verify_interval",
         [],
@@ -972,6 +999,8 @@ mod tests {
                 "rate_process" => "poisson",
                 "verify" => "crc32c",
                 "verify_pattern" => "0xaa55",
+                "buffer_pattern" => "0x01\"ab\"",
+                "sg_write_mode" => "verify_bytchk_01",
                 "random_generator" => "lfsr",
                 "bsrange" => "4k-16k",
                 "io_submit_mode" => "offload",

@@ -557,6 +557,10 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 }
             }
         }
+        crate::sg::check_targets(
+            spec,
+            idx.iter().map(|&i| (&targets[i].path, targets[i].is_block)),
+        )?;
         let verify = verify_content(spec, align)?;
         let wait_for: Vec<usize> = match &spec.wait_for {
             None => Vec::new(),

@@ -251,6 +251,9 @@ pub enum EngineKind {
     Psync,
     /// No I/O at all: measures the pipeline.
     Null,
+    /// fio's `sg`: each I/O one SCSI command through SG_IO, one at a time
+    /// ([`drivelab_engine::sg`]).
+    Sg,
 }
 
 impl EngineKind {
@@ -264,6 +267,7 @@ impl EngineKind {
             "io_uring" | "libaio" | "posixaio" => EngineKind::IoUring,
             "psync" | "sync" | "vsync" | "pvsync" | "pvsync2" => EngineKind::Psync,
             "null" | "cpp_null" => EngineKind::Null,
+            "sg" => EngineKind::Sg,
             _ => return None,
         })
     }
@@ -274,6 +278,7 @@ impl EngineKind {
             EngineKind::IoUring => "io_uring",
             EngineKind::Psync => "psync",
             EngineKind::Null => "null",
+            EngineKind::Sg => "sg",
         }
     }
 }
@@ -391,6 +396,11 @@ pub struct JobSpec {
     pub do_verify: bool,
     /// Data pattern of written blocks (`verify_pattern`).
     pub verify_pattern: Option<Vec<u8>>,
+    /// What write buffers hold (`buffer_pattern`), repeated from each
+    /// buffer's first byte; None: random data.
+    pub buffer_pattern: Option<Vec<u8>>,
+    /// The sg engine's options (`sg_write_mode`, `stream_id`, `readfua`, `writefua`).
+    pub sg: crate::sg::SgSpec,
     /// Bytes covered by one verification header (`verify_interval`); default: the smallest block size.
     pub verify_interval: Option<u64>,
     /// The same offsets every run (`randrepeat`); default on.
@@ -523,6 +533,8 @@ impl Default for JobSpec {
             verify: None,
             do_verify: true,
             verify_pattern: None,
+            buffer_pattern: None,
+            sg: crate::sg::SgSpec::default(),
             verify_interval: None,
             randrepeat: true,
             directory: None,
@@ -599,43 +611,6 @@ fn parse_bsrange(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecError> {
         return Err(bad("more than 4096 sizes between MIN and MAX"));
     }
     Ok((1..=n).map(|k| (k * lo, 1)).collect())
-}
-
-/// fio's `verify_pattern`: `0xHEX`, a decimal number (its bytes, least
-/// significant first) or a quoted string.
-fn parse_pattern(key: &str, v: &str) -> Result<Vec<u8>, SpecError> {
-    let bad = || SpecError::BadValue {
-        key: key.to_string(),
-        value: v.to_string(),
-        expect: "0xHEX (e.g. 0xaa555aa5), a decimal number or a \"quoted string\"".to_string(),
-    };
-    let t = v.trim();
-    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        if h.is_empty() || !h.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(bad());
-        }
-        let h = if h.len() % 2 == 1 {
-            format!("0{h}")
-        } else {
-            h.to_string()
-        };
-        return (0..h.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).map_err(|_| bad()))
-            .collect();
-    }
-    if let Some(q) = t.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-        if q.is_empty() {
-            return Err(bad());
-        }
-        return Ok(q.as_bytes().to_vec());
-    }
-    let n: u64 = t.parse().map_err(|_| bad())?;
-    let mut b = n.to_le_bytes().to_vec();
-    while b.len() > 1 && b.last() == Some(&0) {
-        b.pop();
-    }
-    Ok(b)
 }
 
 /// The most job threads one run may start, summed over its jobs' `numjobs`
@@ -925,7 +900,7 @@ impl JobSpec {
                 self.ioengine = EngineKind::from_fio(&name).ok_or_else(|| SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null)".to_string(),
+                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), or sg (SCSI commands)".to_string(),
                 })?;
                 self.ioengine_as_written = (name != self.ioengine.name()).then_some(name);
             }
@@ -1064,8 +1039,10 @@ impl JobSpec {
             "fill_device" | "fill_fs" => self.fill_device = parse_bool(key, v)?,
             "verify" => self.verify = crate::verify::VerifyKind::parse(key, v)?,
             "do_verify" => self.do_verify = parse_bool(key, v)?,
+            "buffer_pattern" => self.buffer_pattern = Some(crate::fio_pattern::parse(key, v)?),
+            "sg_write_mode" | "stream_id" | "readfua" | "writefua" => self.sg.set(key, v)?,
             "verify_pattern" => {
-                self.verify_pattern = Some(parse_pattern(key, v)?);
+                self.verify_pattern = Some(crate::fio_pattern::parse(key, v)?);
                 if self.verify.is_none() {
                     // fio: a pattern alone means verify=pattern.
                     self.verify = Some(crate::verify::VerifyKind::Pattern);
