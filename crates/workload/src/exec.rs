@@ -118,7 +118,10 @@ pub enum RunError {
 /// the user's consent and an exclusive hold, kept for the whole run), then
 /// create, extend and lay out files as the plan says. Targets only read
 /// are not claimed. Returns one entry per plan target.
-fn claim_targets(plan: &Plan) -> Result<Vec<Option<Claim>>, RunError> {
+fn claim_targets(
+    plan: &Plan,
+    sets: &crate::files::RunSets,
+) -> Result<Vec<Option<Claim>>, RunError> {
     let consent = Consent {
         force: plan.force,
         confirm: None,
@@ -131,7 +134,7 @@ fn claim_targets(plan: &Plan) -> Result<Vec<Option<Claim>>, RunError> {
             .any(|j| j.targets.contains(&i) && j.spec.ioengine == EngineKind::Null);
         let written = plan.jobs.iter().any(|j| j.writes && j.targets.contains(&i));
         let grows = !t.is_block && (t.create || t.size > t.existing_size);
-        if null || !(written || grows) {
+        if null || sets.holds(i) || !(written || grows) {
             claims.push(None);
             continue;
         }
@@ -140,6 +143,14 @@ fn claim_targets(plan: &Plan) -> Result<Vec<Option<Claim>>, RunError> {
             create_size: (!t.is_block).then_some(t.size),
         };
         let claim = Claim::open(&t.path, &consent, &opts).map_err(RunError::Claim)?;
+        if grows {
+            claim
+                .preallocate(crate::files::prealloc_of(plan, i), t.size)
+                .map_err(|source| RunError::Prepare {
+                    path: t.path.display().to_string(),
+                    source,
+                })?;
+        }
         if t.layout {
             lay_out(&claim, t)?;
         }
@@ -217,6 +228,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             seq_run: spec.rw_seq_run,
             // Checked by the plan.
             strided: spec.strided().ok().flatten(),
+            file_service: spec.files.service,
         },
         runtime: job.runtime,
         io_limit: job.io_limit,
@@ -235,6 +247,8 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         logs: spec.logs.clone(),
         log_name: (spec.name.clone(), number),
         live: None,
+        op_per_file: crate::files::path_engine(spec)
+            .map(|_| job.regions.iter().map(|r| r.end - r.start).sum()),
         group_end: None,
         // fio: number_ios counts over all loops of the job.
         io_count_limit: (spec.number_ios > 0)
@@ -407,7 +421,7 @@ impl Drop for Ticket<'_> {
 
 fn run_one(
     plan: &Plan,
-    claims: &[Option<Claim>],
+    (claims, sets): (&[Option<Claim>], &crate::files::RunSets),
     job: &PlannedJob,
     ticket: Ticket<'_>,
     stop: &AtomicBool,
@@ -451,7 +465,7 @@ fn run_one(
                 progress,
                 finished,
             };
-            let mut o = run_on_targets(plan, claims, job, &cfg, ticket, ctl)?;
+            let mut o = run_on_targets(plan, (claims, sets), job, &cfg, ticket, ctl)?;
             for e in o.errors.iter_mut() {
                 let Some(&ti) = job.targets.get(e.target as usize) else {
                     continue;
@@ -483,7 +497,7 @@ struct Ctl<'a> {
 /// A job on real targets, with the psync or io_uring engine.
 fn run_on_targets(
     plan: &Plan,
-    claims: &[Option<Claim>],
+    (claims, sets): (&[Option<Claim>], &crate::files::RunSets),
     job: &PlannedJob,
     cfg: &JobConfig,
     ticket: Ticket<'_>,
@@ -505,6 +519,29 @@ fn run_on_targets(
     };
     match spec.ioengine {
         EngineKind::Null => unreachable!("the null engine has no targets"),
+        EngineKind::Psync if spec.files.engine.is_some() => {
+            use crate::files::FileEngine;
+            let engine = spec.files.engine.map_or("psync", FileEngine::name);
+            let made = |source| RunError::Engine { engine, source };
+            match spec.files.engine {
+                Some(FileEngine::Fd(op)) => {
+                    let targets = open_targets(plan, claims, job)?;
+                    let mut e =
+                        drivelab_engine::fileops::FdOps::new(targets, op, max_bs).map_err(made)?;
+                    if !ticket.wait() {
+                        return Err(not_started());
+                    }
+                    run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+                }
+                _ => {
+                    let mut e = sets.engine(job, max_bs).map_err(made)?;
+                    if !ticket.wait() {
+                        return Err(not_started());
+                    }
+                    run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+                }
+            }
+        }
         EngineKind::Psync => {
             let targets = open_targets(plan, claims, job)?;
             let mut e = Psync::new(targets, max_bs, spec.fua, Fill::Random(spec.randseed))
@@ -629,8 +666,13 @@ pub fn execute(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunReport, RunError> {
     let started = SystemTime::now();
-    let claims = claim_targets(plan)?;
-    let claims = &claims;
+    let sets = crate::files::RunSets::claim(plan).map_err(|e| match e {
+        crate::files::SetError::Claim(c) => RunError::Claim(c),
+        crate::files::SetError::Prepare(path, source) => RunError::Prepare { path, source },
+    })?;
+    let sets = &sets;
+    let owned = claim_targets(plan, sets)?;
+    let claims = &owned;
     let names = device_names(plan);
     let mut windows: Vec<DeviceWindow> = names.iter().map(|_| DeviceWindow::default()).collect();
     let mut outcomes: Vec<Option<JobOutcome>> = vec![None; plan.jobs.len()];
@@ -714,7 +756,7 @@ pub fn execute(
                     .spawn_scoped(s, move || {
                         let r = run_one(
                             plan,
-                            claims,
+                            (claims, sets),
                             job,
                             gate.ticket(),
                             stop,
@@ -865,7 +907,7 @@ pub fn execute(
             return Err(e);
         }
     }
-    Ok(build_report(
+    let report = build_report(
         plan,
         claims,
         &names,
@@ -873,7 +915,12 @@ pub fn execute(
         &outcomes,
         started,
         stop.load(Ordering::Relaxed),
-    ))
+    );
+    // fio's unlink: the jobs' files go once the run is over.
+    if let Some((path, source)) = sets.unlink_after(plan, owned).into_iter().next() {
+        return Err(RunError::Prepare { path, source });
+    }
+    Ok(report)
 }
 
 /// Latency from a histogram alone (min, max and percentiles exact to the
@@ -1049,7 +1096,10 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
     let mut opts = BTreeMap::new();
     opts.insert("rw".to_string(), spec.rw.name().to_string());
     opts.insert("iodepth".to_string(), spec.iodepth.to_string());
-    opts.insert("ioengine".to_string(), spec.ioengine.name().to_string());
+    opts.insert(
+        "ioengine".to_string(),
+        crate::files::engine_name(spec).to_string(),
+    );
     opts.insert("direct".to_string(), u8::from(job.direct).to_string());
     let names: Vec<String> = job
         .targets
@@ -1188,7 +1238,7 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
                 lat_p99_ns: p.lat_p99_ns,
             })
             .collect(),
-        ioengine: spec.ioengine.name().to_string(),
+        ioengine: crate::files::engine_name(spec).to_string(),
     }
 }
 

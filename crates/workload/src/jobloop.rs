@@ -66,6 +66,10 @@ pub struct JobConfig {
     /// Where the job publishes its per-direction counts for a progress
     /// display (None: nobody watches).
     pub live: Option<std::sync::Arc<LiveCounters>>,
+    /// A path engine (filecreate and the like): latency is recorded only
+    /// for the first completion per target and pass, the file operation;
+    /// the bytes of one pass over all targets. None: every I/O's latency.
+    pub op_per_file: Option<u64>,
 }
 
 /// fio's `thinktime`: a pause in issuing after every `blocks` reads,
@@ -244,9 +248,37 @@ struct JobDriver<'a, const FILL: bool> {
     config_error: Option<String>,
     samples: JobSamples,
     logs: Option<JobLogs>,
+    /// Path engines: targets operated on in this pass, and its bytes so far.
+    op_seen: (Vec<bool>, u64),
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
+    /// Whether a completion's latency is recorded: always, except under a
+    /// path engine, where only the file operation (the first I/O to a
+    /// target in a pass) is.
+    #[inline]
+    fn file_op(&mut self, io: &IoDesc) -> bool {
+        let Some(pass) = self.cfg.op_per_file else {
+            return true;
+        };
+        if io.op == Op::Fsync {
+            return false;
+        }
+        let (seen, bytes) = &mut self.op_seen;
+        if *bytes >= pass {
+            *bytes = 0;
+            seen.iter_mut().for_each(|s| *s = false);
+        }
+        *bytes += u64::from(io.len);
+        match seen.get_mut(io.target as usize) {
+            Some(s) if !*s => {
+                *s = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn sync_due(&self) -> bool {
         self.cfg.fsync_every > 0 && self.writes_since_sync >= self.cfg.fsync_every
     }
@@ -413,13 +445,16 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 self.verify_failure = c.check(got, io.offset).err();
             }
         }
+        let timed = self.file_op(&io);
         if self.measuring {
             let lat = d.latency();
             let dir = &mut self.dirs[io.op.index()];
             dir.ios += 1;
             dir.bytes += bytes;
-            dir.lat.record(lat);
-            dir.moments.record(lat as f64);
+            if timed {
+                dir.lat.record(lat);
+                dir.moments.record(lat as f64);
+            }
             if let Some(h) = dir.lat_intended.as_mut() {
                 let v = d.now.saturating_sub(d.intended);
                 h.record(v);
@@ -556,6 +591,7 @@ fn run_with<E: Engine, const FILL: bool>(
         samples: JobSamples::new(cfg.logs.sample_window_ms()),
         logs: JobLogs::create(&cfg.logs, &cfg.log_name.0, cfg.log_name.1)
             .map_err(JobError::Config)?,
+        op_seen: (vec![false; cfg.targets.max(1)], 0),
     };
     let (minf0, majf0) = crate::samples::thread_faults();
     let (u0, s0, c0) = thread_rusage();
