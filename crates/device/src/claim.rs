@@ -562,13 +562,20 @@ impl Claim {
     /// Give the claimed regular file its blocks the way fio's `fallocate`
     /// option says: `native`/`posix` allocate `len` bytes from 0 (the size
     /// grows to cover them), `keep` allocates without changing the size,
-    /// `none` and `truncate` do nothing (the size was set by the claim).
+    /// `truncate` sets the size to `len` if it is shorter, `none` does
+    /// nothing.
     /// A filesystem without fallocate (EOPNOTSUPP) is left as it is, as fio
     /// does. A block device is never touched.
     pub fn preallocate(&self, mode: Prealloc, len: u64) -> io::Result<()> {
         let flags = match mode {
             _ if self.is_block() || len == 0 => return Ok(()),
-            Prealloc::None | Prealloc::Truncate => return Ok(()),
+            Prealloc::None => return Ok(()),
+            Prealloc::Truncate => {
+                if self.file.metadata()?.len() < len {
+                    self.file.set_len(len)?;
+                }
+                return Ok(());
+            }
             Prealloc::Native => 0,
             Prealloc::Keep => libc::FALLOC_FL_KEEP_SIZE,
         };

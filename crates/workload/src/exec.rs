@@ -138,9 +138,12 @@ fn claim_targets(
             claims.push(None);
             continue;
         }
+        // fio: a new file only written gets its size from `fallocate`
+        // (and the writes); one that is read is laid out whole.
+        let by_prealloc = t.create && !t.layout;
         let opts = ClaimOptions {
             direct: false,
-            create_size: (!t.is_block).then_some(t.size),
+            create_size: (!t.is_block).then_some(if by_prealloc { 0 } else { t.size }),
         };
         let claim = Claim::open(&t.path, &consent, &opts).map_err(RunError::Claim)?;
         if grows {
