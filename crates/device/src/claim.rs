@@ -564,8 +564,8 @@ impl Claim {
     /// grows to cover them), `keep` allocates without changing the size,
     /// `truncate` sets the size to `len` if it is shorter, `none` does
     /// nothing.
-    /// A filesystem without fallocate (EOPNOTSUPP) is left as it is, as fio
-    /// does. A block device is never touched.
+    /// On a filesystem without fallocate (EOPNOTSUPP) `native` only sets
+    /// the size and `keep` does nothing. A block device is never touched.
     pub fn preallocate(&self, mode: Prealloc, len: u64) -> io::Result<()> {
         let flags = match mode {
             _ if self.is_block() || len == 0 => return Ok(()),
@@ -580,7 +580,14 @@ impl Claim {
             Prealloc::Keep => libc::FALLOC_FL_KEEP_SIZE,
         };
         match fallocate(&self.file, flags, 0, len) {
-            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(()),
+            // No fallocate here: the size alone, as fio's posix_fallocate
+            // emulation leaves it (nothing for keep).
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+                if flags == 0 && self.file.metadata()?.len() < len {
+                    self.file.set_len(len)?;
+                }
+                Ok(())
+            }
             r => r,
         }
     }
@@ -1244,5 +1251,54 @@ mod tests {
         };
         assert_eq!(overridden(&a, &consent(true, None)), [sig]);
         assert!(overridden(&a, &Consent::default()).is_empty());
+    }
+
+    #[test]
+    fn a_file_set_locks_its_directory_and_works_only_on_its_paths() {
+        let d = Dir::new("fileset");
+        let paths: Vec<PathBuf> = (0..3).map(|i| d.0.join(format!("f.{i}"))).collect();
+        let set = FileSet::claim(paths.clone(), SetKind::Files, &consent(false, None)).unwrap();
+        // A second set in the same directory waits for the first.
+        let again = FileSet::claim(paths.clone(), SetKind::Files, &consent(false, None));
+        assert!(matches!(again, Err(ClaimError::Busy { .. })), "{again:?}");
+        set.create(0).unwrap();
+        set.lay_out(1, 8192, Prealloc::Native).unwrap();
+        assert_eq!(fs::metadata(&paths[0]).unwrap().len(), 0);
+        assert_eq!(fs::metadata(&paths[1]).unwrap().len(), 8192);
+        set.remove(1).unwrap();
+        assert!(!paths[1].exists());
+        // Only the set's own paths.
+        assert!(set.create(3).is_err());
+        drop(set);
+        // A directory where a file is claimed is refused, naming it.
+        fs::create_dir(&paths[2]).unwrap();
+        let e = FileSet::claim(paths.clone(), SetKind::Files, &consent(false, None)).unwrap_err();
+        assert!(e.to_string().contains("f.2"), "{e}");
+        // As a directory set it is fine, and removed with rmdir.
+        let dirs =
+            FileSet::claim(vec![paths[2].clone()], SetKind::Dirs, &consent(false, None)).unwrap();
+        dirs.remove(0).unwrap();
+        assert!(!paths[2].exists());
+    }
+
+    #[test]
+    fn unlink_removes_only_the_claimed_file() {
+        let d = Dir::new("unlink");
+        let p = d.0.join("t");
+        let opts = ClaimOptions {
+            direct: false,
+            create_size: Some(0),
+        };
+        let c = Claim::open(&p, &consent(false, None), &opts).unwrap();
+        c.preallocate(Prealloc::Truncate, 4096).unwrap();
+        assert_eq!(fs::metadata(&p).unwrap().len(), 4096);
+        c.unlink().unwrap();
+        assert!(!p.exists());
+        // A file that took the name after the claim is left alone.
+        let c = Claim::open(&p, &consent(false, None), &opts).unwrap();
+        fs::remove_file(&p).unwrap();
+        fs::write(&p, b"other").unwrap();
+        assert!(c.unlink().is_err());
+        assert_eq!(fs::read(&p).unwrap(), b"other");
     }
 }

@@ -264,7 +264,7 @@ fn parse_service(key: &str, v: &str) -> Result<FileService, SpecError> {
         // fio's defaults: zipf 1.1, pareto 0.2, normal 0 (taken as 10%).
         "zipf" => Service::Zipf(real(arg, 1.1, |x| x > 0.0 && x != 1.0)?),
         "pareto" => Service::Pareto(real(arg, 0.2, |x| x > 0.0 && x < 1.0)?),
-        "normal" | "gauss" => Service::Normal(real(arg, 10.0, |x| x >= 0.0 && x <= 100.0)?),
+        "normal" | "gauss" => Service::Normal(real(arg, 10.0, |x| (0.0..=100.0).contains(&x))?),
         _ => return Err(bad(key, v, expect)),
     };
     let nr = match kind {
@@ -347,7 +347,10 @@ impl FilePicker {
             return 0;
         }
         if (0..n).all(|i| self.done(i)) {
+            // A new pass starts again from the first file, as fio's loops do.
             self.issued.iter_mut().for_each(|b| *b = 0);
+            self.current = 0;
+            self.started = false;
         }
         let must_move = self.started && self.done(self.current);
         if self.left == 0 || must_move || !self.started {
