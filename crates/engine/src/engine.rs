@@ -121,6 +121,11 @@ impl Target {
         Ok(Target { file, is_block })
     }
 
+    /// The open descriptor, for the engines of this crate.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
     /// Whether it is a block device.
     pub fn is_block(&self) -> bool {
         self.is_block

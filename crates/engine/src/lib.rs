@@ -5,6 +5,9 @@
 //! - [`engine`]: the small engine interface (queue, commit, reap) and its
 //!   implementations: io_uring with registered buffers and files, psync,
 //!   null; targets built only from a device claim or a read-only open.
+//! - [`fileops`]: fio's filesystem engines (filecreate, filestat,
+//!   filedelete, their directory twins, ftruncate, falloc): one file
+//!   operation per I/O.
 //! - [`buf`]: page-aligned buffer pools, allocated once.
 //! - [`ioloop`]: the submission loop: slots, batching, clock reads,
 //!   deadlines, rate limits, stall accounting; callers are drivers.
@@ -22,6 +25,7 @@
 pub mod buf;
 pub mod clock;
 pub mod engine;
+pub mod fileops;
 pub mod io;
 pub mod ioloop;
 pub mod narrow;

@@ -119,7 +119,10 @@ pub enum RunError {
 /// the user's consent and an exclusive hold, kept for the whole run), then
 /// create, extend and lay out files as the plan says. Targets only read
 /// are not claimed. Returns one entry per plan target.
-fn claim_targets(plan: &Plan) -> Result<Vec<Option<Claim>>, RunError> {
+fn claim_targets(
+    plan: &Plan,
+    sets: &crate::files::RunSets,
+) -> Result<Vec<Option<Claim>>, RunError> {
     let consent = Consent {
         force: plan.force,
         confirm: None,
@@ -132,15 +135,26 @@ fn claim_targets(plan: &Plan) -> Result<Vec<Option<Claim>>, RunError> {
             .any(|j| j.targets.contains(&i) && j.spec.ioengine == EngineKind::Null);
         let written = plan.jobs.iter().any(|j| j.writes && j.targets.contains(&i));
         let grows = !t.is_block && (t.create || t.size > t.existing_size);
-        if null || !(written || grows) {
+        if null || sets.holds(i) || !(written || grows) {
             claims.push(None);
             continue;
         }
+        // fio: a new file only written gets its size from `fallocate`
+        // (and the writes); one that is read is laid out whole.
+        let by_prealloc = t.create && !t.layout;
         let opts = ClaimOptions {
             direct: false,
-            create_size: (!t.is_block).then_some(t.size),
+            create_size: (!t.is_block).then_some(if by_prealloc { 0 } else { t.size }),
         };
         let claim = Claim::open(&t.path, &consent, &opts).map_err(RunError::Claim)?;
+        if grows {
+            claim
+                .preallocate(crate::files::prealloc_of(plan, i), t.size)
+                .map_err(|source| RunError::Prepare {
+                    path: t.path.display().to_string(),
+                    source,
+                })?;
+        }
         if t.layout {
             lay_out(&claim, t)?;
         }
@@ -218,6 +232,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             seq_run: spec.rw_seq_run,
             // Checked by the plan.
             strided: spec.strided().ok().flatten(),
+            file_service: spec.files.service,
         },
         runtime: job.runtime,
         io_limit: job.io_limit,
@@ -244,6 +259,8 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         log_name: (spec.name.clone(), number),
         live: None,
         status: None,
+        op_per_file: crate::files::path_engine(spec)
+            .map(|_| job.regions.iter().map(|r| r.end - r.start).sum()),
         group_end: None,
         zbd: None,
         // fio: number_ios counts over all loops of the job.
@@ -442,7 +459,11 @@ type JobWatch<'a> = (
 
 fn run_one(
     plan: &Plan,
-    (claims, zones): (&[Option<Claim>], &[Option<crate::zbd::SharedZones>]),
+    (claims, zones, sets): (
+        &[Option<Claim>],
+        &[Option<crate::zbd::SharedZones>],
+        &crate::files::RunSets,
+    ),
     job: &PlannedJob,
     ticket: Ticket<'_>,
     stop: &AtomicBool,
@@ -503,7 +524,7 @@ fn run_one(
                 progress,
                 finished,
             };
-            let mut o = run_on_targets(plan, claims, job, &cfg, ticket, ctl)?;
+            let mut o = run_on_targets(plan, (claims, sets), job, &cfg, ticket, ctl)?;
             for e in o.errors.iter_mut() {
                 let Some(&ti) = job.targets.get(e.target as usize) else {
                     continue;
@@ -535,7 +556,7 @@ struct Ctl<'a> {
 /// A job on real targets, with the psync or io_uring engine.
 fn run_on_targets(
     plan: &Plan,
-    claims: &[Option<Claim>],
+    (claims, sets): (&[Option<Claim>], &crate::files::RunSets),
     job: &PlannedJob,
     cfg: &JobConfig,
     ticket: Ticket<'_>,
@@ -557,6 +578,29 @@ fn run_on_targets(
     };
     match spec.ioengine {
         EngineKind::Null => unreachable!("the null engine has no targets"),
+        EngineKind::Psync if spec.files.engine.is_some() => {
+            use crate::files::FileEngine;
+            let engine = spec.files.engine.map_or("psync", FileEngine::name);
+            let made = |source| RunError::Engine { engine, source };
+            match spec.files.engine {
+                Some(FileEngine::Fd(op)) => {
+                    let targets = open_targets(plan, claims, job)?;
+                    let mut e =
+                        drivelab_engine::fileops::FdOps::new(targets, op, max_bs).map_err(made)?;
+                    if !ticket.wait() {
+                        return Err(not_started());
+                    }
+                    run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+                }
+                _ => {
+                    let mut e = sets.engine(job, max_bs).map_err(made)?;
+                    if !ticket.wait() {
+                        return Err(not_started());
+                    }
+                    run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+                }
+            }
+        }
         EngineKind::Psync => {
             let targets = open_targets(plan, claims, job)?;
             let mut e = Psync::new(targets, max_bs, spec.fua, Fill::Random(spec.randseed))
@@ -720,8 +764,13 @@ pub fn execute_with_status(
         Some(_) => plan.jobs.iter().map(|_| Arc::default()).collect(),
         None => Vec::new(),
     };
-    let claims = claim_targets(plan)?;
-    let claims = &claims;
+    let sets = crate::files::RunSets::claim(plan).map_err(|e| match e {
+        crate::files::SetError::Claim(c) => RunError::Claim(c),
+        crate::files::SetError::Prepare(path, source) => RunError::Prepare { path, source },
+    })?;
+    let sets = &sets;
+    let owned = claim_targets(plan, sets)?;
+    let claims = &owned;
     let zones = crate::zbd::open_sets(plan, claims)
         .map_err(|(path, source)| RunError::Prepare { path, source })?;
     let zones = &zones[..];
@@ -820,7 +869,7 @@ pub fn execute_with_status(
                     .spawn_scoped(s, move || {
                         let r = run_one(
                             plan,
-                            (claims, zones),
+                            (claims, zones, sets),
                             job,
                             gate.ticket(),
                             stop,
@@ -1011,7 +1060,7 @@ pub fn execute_with_status(
             return Err(e);
         }
     }
-    Ok(build_report(
+    let report = build_report(
         plan,
         claims,
         &names,
@@ -1019,7 +1068,12 @@ pub fn execute_with_status(
         &outcomes,
         started,
         stop.load(Ordering::Relaxed),
-    ))
+    );
+    // fio's unlink: the jobs' files go once the run is over.
+    if let Some((path, source)) = sets.unlink_after(plan, owned).into_iter().next() {
+        return Err(RunError::Prepare { path, source });
+    }
+    Ok(report)
 }
 
 /// Every job's outcome so far, for a `--status-interval` snapshot: for the
@@ -1243,7 +1297,10 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
     let mut opts = BTreeMap::new();
     opts.insert("rw".to_string(), spec.rw.name().to_string());
     opts.insert("iodepth".to_string(), spec.iodepth.to_string());
-    opts.insert("ioengine".to_string(), spec.ioengine.name().to_string());
+    opts.insert(
+        "ioengine".to_string(),
+        crate::files::engine_name(spec).to_string(),
+    );
     opts.insert("direct".to_string(), u8::from(job.direct).to_string());
     let names: Vec<String> = job
         .targets
@@ -1384,7 +1441,7 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
                 lat_p99_ns: p.lat_p99_ns,
             })
             .collect(),
-        ioengine: spec.ioengine.name().to_string(),
+        ioengine: crate::files::engine_name(spec).to_string(),
     }
 }
 

@@ -85,6 +85,10 @@ pub struct JobConfig {
     pub steady: Option<crate::steadystate::SteadyJob>,
     /// `zonemode=zbd`: the job's view of its target's zones.
     pub zbd: Option<crate::zbd::JobZones>,
+    /// A path engine (filecreate and the like): latency is recorded only
+    /// for the first completion per target and pass, the file operation;
+    /// the bytes of one pass over all targets. None: every I/O's latency.
+    pub op_per_file: Option<u64>,
 }
 
 /// fio's `thinktime`: a pause in issuing after every `blocks` reads,
@@ -294,9 +298,37 @@ struct JobDriver<'a, const FILL: bool> {
     zbd: Option<crate::zbd::JobZones>,
     zbd_held: Option<IoDesc>,
     zbd_end: bool,
+    /// Path engines: targets operated on in this pass, and its bytes so far.
+    op_seen: (Vec<bool>, u64),
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
+    /// Whether a completion's latency is recorded: always, except under a
+    /// path engine, where only the file operation (the first I/O to a
+    /// target in a pass) is.
+    #[inline]
+    fn file_op(&mut self, io: &IoDesc) -> bool {
+        let Some(pass) = self.cfg.op_per_file else {
+            return true;
+        };
+        if io.op == Op::Fsync {
+            return false;
+        }
+        let (seen, bytes) = &mut self.op_seen;
+        if *bytes >= pass {
+            *bytes = 0;
+            seen.iter_mut().for_each(|s| *s = false);
+        }
+        *bytes += u64::from(io.len);
+        match seen.get_mut(io.target as usize) {
+            Some(s) if !*s => {
+                *s = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn sync_due(&self) -> bool {
         self.cfg.fsync_every > 0 && self.writes_since_sync >= self.cfg.fsync_every
     }
@@ -697,21 +729,24 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 }
             }
         }
+        let timed = self.file_op(&io);
         if self.measuring {
             let lat = d.latency();
             let dir = &mut self.dirs[io.op.index()];
             dir.ios += 1;
             dir.bytes += bytes;
-            dir.lat.record(lat);
-            dir.moments.record(lat as f64);
-            if let Some(c) = &self.cmdprio {
-                // Unpicked I/Os went with the thread's priority.
-                let p = if d.tag == 0 {
-                    c.default_prio()
-                } else {
-                    d.tag as u16
-                };
-                crate::prio::record(&mut dir.prios, p, lat);
+            if timed {
+                dir.lat.record(lat);
+                dir.moments.record(lat as f64);
+                if let Some(c) = &self.cmdprio {
+                    // Unpicked I/Os went with the thread's priority.
+                    let p = if d.tag == 0 {
+                        c.default_prio()
+                    } else {
+                        d.tag as u16
+                    };
+                    crate::prio::record(&mut dir.prios, p, lat);
+                }
             }
             if let Some(h) = dir.lat_intended.as_mut() {
                 let v = d.now.saturating_sub(d.intended);
@@ -858,6 +893,7 @@ fn run_with<E: Engine, const FILL: bool>(
         zbd: cfg.zbd.clone(),
         zbd_held: None,
         zbd_end: false,
+        op_seen: (vec![false; cfg.targets.max(1)], 0),
     };
     if drv.measuring && cfg.steady.is_some() {
         drv.restart_measuring(t0).map_err(JobError::Config)?;

@@ -8,6 +8,9 @@
 //! - Planning ([`plan`]): specs resolved against their targets — sizes
 //!   known, bounds checked, every target claimed for writing through the
 //!   device crate — nothing written yet.
+//! - Multi-file jobs and filesystem engines ([`files`]): `nrfiles`,
+//!   `file_service_type`, `unlink`, `fallocate`, `ioengine=filecreate` and
+//!   the other file and directory operations.
 //! - Generation ([`gen`], with [`drivelab_patterns::prng`]): the offset/operation stream with exact
 //!   sizes and mixes.
 //! - Pacing and checking ([`rate`], [`verify`]): fio's per-direction
@@ -22,6 +25,7 @@
 pub mod batch;
 pub mod check;
 pub mod exec;
+pub mod files;
 pub mod fio_pattern;
 pub mod flow;
 pub mod gen;

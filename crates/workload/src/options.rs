@@ -357,7 +357,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Size,
         "size / files",
-        "size of each file; size (the I/O to do) defaults to it times the files"
+        "size of each file (lo-hi: a random size per file); size (the I/O to do) defaults to it times the files"
     ),
     opt!(
         "loops",
@@ -896,6 +896,69 @@ pub const OPTIONS: &[OptionDecl] = &[
         "1s",
         "one steady-state value per this long (at least 1s; ss_dur a multiple of it)"
     ),
+    // Multi-file jobs and filesystem engines (crate::files).
+    opt!(
+        "nrfiles",
+        ["nr_files"],
+        Int,
+        "1",
+        "files per job when fio names them ($jobname.$jobnum.$filenum in directory)",
+        1,
+        crate::files::MAX_FILES,
+        "files"
+    ),
+    opt!(
+        "openfiles",
+        [],
+        Int,
+        "nrfiles",
+        "files open at once (drivelab keeps a data job's files open; filesystem engines open none)",
+        1,
+        crate::files::MAX_FILES,
+        "files"
+    ),
+    opt!(
+        "file_service_type",
+        [],
+        Text,
+        "roundrobin",
+        "file of each I/O: roundrobin, sequential, random (each :N I/Os per pick), zipf:θ, pareto:h, normal:σ"
+    ),
+    opt!(
+        "create_on_open",
+        [],
+        Bool,
+        "0",
+        "create files when first opened (filecreate/dircreate: the measured operation)"
+    ),
+    opt!(
+        "unlink",
+        [],
+        Bool,
+        "0",
+        "remove the job's files when it ends"
+    ),
+    opt!(
+        "unlink_each_loop",
+        [],
+        Bool,
+        "0",
+        "remove the job's files after each loop (with loops=1: when it ends)"
+    ),
+    opt!(
+        "fallocate",
+        [],
+        Text,
+        "native",
+        "how created files get their blocks: none, native, posix, keep, truncate, 0, 1"
+    ),
+    opt!(
+        "stat_type",
+        [],
+        Text,
+        "stat",
+        "filestat/dirstat: the lookup timed: stat, lstat or statx"
+    ),
 ];
 
 /// The declared bounds of whole-number option `key` (its name or alias).
@@ -1016,6 +1079,9 @@ mod tests {
                 "latency_percentile" => "99.9",
                 "steadystate" => "iops:10%",
                 "zone_reset_threshold" | "zone_reset_frequency" => "0.5",
+                "file_service_type" => "random:2",
+                "fallocate" => "keep",
+                "stat_type" => "statx",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

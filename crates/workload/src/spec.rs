@@ -421,6 +421,9 @@ pub struct JobSpec {
     pub wait_for: Option<String>,
     /// Size of each file (`filesize`); `size` then defaults to it times the files.
     pub filesize: Option<u64>,
+    /// Multi-file options and filesystem engines (`nrfiles`,
+    /// `file_service_type`, `ioengine=filecreate`, …; [`crate::files`]).
+    pub files: crate::files::FileOptions,
     /// `zonemode`: None when not given (then `zonesize` alone means
     /// strided, as in fio), Some(false) for none, Some(true) for strided.
     pub zonemode_strided: Option<bool>,
@@ -544,6 +547,7 @@ impl Default for JobSpec {
             loops: 1,
             wait_for: None,
             filesize: None,
+            files: crate::files::FileOptions::default(),
             zonemode_strided: None,
             zbd: crate::zbd::ZbdOptions::default(),
             zonesize: 0,
@@ -897,10 +901,18 @@ impl JobSpec {
             "buffered" => self.direct = Some(!parse_bool(key, v)?),
             "ioengine" => {
                 let name = v.trim().to_ascii_lowercase();
+                self.files.engine = None;
+                if let Some(e) = crate::files::FileEngine::from_fio(&name) {
+                    // One file operation per I/O, one at a time: psync's loop.
+                    self.files.set_engine(e);
+                    self.ioengine = EngineKind::Psync;
+                    self.ioengine_as_written = None;
+                    return Ok(());
+                }
                 self.ioengine = EngineKind::from_fio(&name).ok_or_else(|| SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), or sg (SCSI commands)".to_string(),
+                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), or a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc".to_string(),
                 })?;
                 self.ioengine_as_written = (name != self.ioengine.name()).then_some(name);
             }
@@ -1008,15 +1020,14 @@ impl JobSpec {
             }
             "iodepth_low" => self.batch.low = Some(parse_declared(key, v)? as u32),
             "filesize" => {
-                let b = parse_bytes(key, v)?;
-                if b == 0 {
-                    return Err(SpecError::BadValue {
-                        key: key.to_string(),
-                        value: v.to_string(),
-                        expect: "a size above 0 (fio's ranges are not supported)".to_string(),
-                    });
-                }
+                let (b, range) = crate::files::parse_filesize(key, v)?;
                 self.filesize = Some(b);
+                self.files.filesize_range = range;
+            }
+            k if crate::files::FileOptions::KEYS.contains(&k) => {
+                if let Some(r) = self.files.set(k, v) {
+                    r?;
+                }
             }
             // Accepted with no change: drivelab reads the clock once per loop
             // turn, and lays out every file before any job starts.
