@@ -34,13 +34,16 @@ impl Checks {
             .collect()
     }
 
-    /// Prints every outcome, then panics listing the failures (with
+    /// Prints every outcome (failures first), then panics listing the failures (with
     /// `context` appended) if there are any.
     pub fn finish(self, context: &str) {
+        // Failures first: a log cut to its first lines still names them.
+        for f in self.failures() {
+            println!("check FAILED: {f}");
+        }
         for (n, r) in &self.results {
-            match r {
-                Ok(()) => println!("check ok:     {n}"),
-                Err(e) => println!("check FAILED: {n}: {e}"),
+            if r.is_ok() {
+                println!("check ok:     {n}");
             }
         }
         let failed = self.failures();

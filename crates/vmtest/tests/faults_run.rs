@@ -53,6 +53,11 @@ const SCRIPT: &str = r#"
 export DM_DISABLE_UDEV=1
 exec < /dev/null
 dm() { dmsetup --noudevsync "$@"; }
+# Reads completed on block device $1 (a /sys/block name).
+reads() { read -r n _ < /sys/block/$1/stat; echo $n; }
+# Waits (up to 30 s) until block device $1 has completed 50 more reads
+# than $2: the run is under way before its device is taken away.
+wait_reads() { for _ in $(seq 300); do [ $(reads $1) -ge $(($2 + 50)) ] && return; sleep 0.1; done; }
 SD=/dev/$(disk_by_model scsi_debug)
 W=$(disk_by_serial @WERR@)
 GONE=/dev/$(disk_by_serial @GONE@)
@@ -73,16 +78,21 @@ run_json werr @CMD_WERR@
 dm remove fr_werr
 
 # 3. The device disappears mid-run: deleted SCSI disk.
+B=$(reads ${GONE#/dev/})
 ( run_json gone @CMD_GONE@ ) &
-sleep 3
+wait_reads ${GONE#/dev/} $B
+sleep 1
 echo 1 > /sys/block/${GONE#/dev/}/device/delete
 wait
 ls /sys/block > gone_after.txt
 
 # 3b. The device-mapper device is removed (forced) mid-run.
 echo "0 $(cat /sys/block/$DMG/size) linear /dev/$DMG 0" | dm create fr_gone
+for d in /sys/block/dm-*; do [ "$(cat $d/dm/name)" = fr_gone ] && DMN=${d##*/}; done
+B=$(reads $DMN)
 ( run_json dmgone @CMD_DMGONE@ ) &
-sleep 3
+wait_reads $DMN $B
+sleep 1
 dm remove --force fr_gone 2> dm_remove.err
 echo $? > dm_remove.status
 wait
@@ -128,12 +138,23 @@ impl Step<'_> {
             .map(|j| j["jobs"][0].clone())
             .unwrap_or(Value::Null)
     }
+    /// One line: exit status, stderr, and the job's error, error list and
+    /// read counts (the whole stdout when it is not JSON).
     fn why(&self) -> String {
+        let out = match serde_json::from_str::<Value>(&self.file("out")) {
+            Ok(j) => {
+                let job = &j["jobs"][0];
+                format!(
+                    "error {} errors {} read io_bytes {} total_ios {}",
+                    job["error"], job["errors"], job["read"]["io_bytes"], job["read"]["total_ios"]
+                )
+            }
+            Err(_) => self.file("out"),
+        };
         format!(
-            "status {}; stdout {}; stderr {}",
+            "status {}; stderr {}; stdout {out}",
             self.status(),
-            self.file("out"),
-            self.file("err")
+            self.file("err").trim()
         )
     }
 }
@@ -190,9 +211,7 @@ fn run_reports_medium_errors_write_errors_and_vanished_devices() {
             run: &run,
             name: step,
         };
-        for (k, v) in [("stdout", s.file("out")), ("stderr", s.file("err"))] {
-            println!("{step} {k}: {}", v.trim());
-        }
+        println!("{step}: {}", s.why());
         c.check(
             &format!("{step}: exit 1, valid JSON"),
             s.status() == "1" && s.json().is_ok(),
@@ -285,11 +304,7 @@ fn run_reports_medium_errors_write_errors_and_vanished_devices() {
         run: &run,
         name: "werr",
     };
-    println!(
-        "werr stdout: {}\nwerr stderr: {}",
-        s.file("out").trim(),
-        s.file("err").trim()
-    );
+    println!("werr: {}", s.why());
     let job = s.job();
     let e = first_error(&job);
     let w_first = WERR_LBA / (READ_BS / 512) * (READ_BS / 512);
@@ -332,11 +347,7 @@ fn run_reports_medium_errors_write_errors_and_vanished_devices() {
             run: &run,
             name: step,
         };
-        println!(
-            "{step} stdout: {}\n{step} stderr: {}",
-            s.file("out").trim(),
-            s.file("err").trim()
-        );
+        println!("{step}: {}", s.why());
         let job = s.job();
         let e = first_error(&job);
         c.check(
