@@ -244,6 +244,27 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             spin_ns: spec.thinktime_spin.as_nanos() as u64,
             blocks: spec.thinktime_blocks.max(1),
         }),
+        extras: crate::errors::LoopExtras {
+            policy: spec.errkeys.policy.clone(),
+            verify: spec.errkeys.verify,
+            target_names: Vec::new(),
+            dedupe: (spec.errkeys.dedupe.active() && job.verify.is_none()).then(|| {
+                crate::dedupe::DedupeSetup {
+                    spec: spec.errkeys.dedupe,
+                    min_write: spec.min_bs(),
+                    size: job
+                        .io_limit
+                        .unwrap_or_else(|| job.regions.iter().map(|r| r.end - r.start).sum()),
+                    index: number.saturating_sub(1),
+                    // The run's other jobs are filled in by the runner
+                    // (`dedupe_global`).
+                    states: (1..=number)
+                        .map(|n| crate::dedupe::job_state(spec.randseed, n))
+                        .collect(),
+                    seed: crate::dedupe::job_state(spec.randseed ^ 0x5eed, number),
+                }
+            }),
+        },
     }
 }
 
@@ -290,11 +311,18 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
     }
     start_delay(job.spec.startdelay, stop, cfg);
     let mut o = run_job(engine, cfg, now_ns(), stop, progress)?;
-    let clean = o.errors.is_empty() && o.verify_failure.is_none() && !o.interrupted;
+    let clean = o.errors.iter().all(|e| e.passed) && o.verify_failure.is_none() && !o.interrupted;
     if let (Some(content), true) = (&cfg.verify, clean && job.spec.do_verify && job.writes) {
-        let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
-        let extents = crate::verify::written_extents(&cfg.gen, issued)?;
+        let extents = match o.verify_left.take() {
+            // verify_backlog: what the job did not check as it went.
+            Some(left) => left,
+            None => {
+                let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
+                crate::verify::written_extents(&cfg.gen, issued)?
+            }
+        };
         let mut rb = crate::verify::ReadBack::new(&extents, content);
+        rb.extras = Some(&cfg.extras);
         let lc = drivelab_engine::ioloop::LoopConfig {
             stop: Some(stop),
             ..Default::default()
@@ -305,9 +333,10 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
         o.dirs[0].merge(&rb.stats);
         o.runtime_ns += st.ended.saturating_sub(t);
         o.verify_failure = rb.failure;
+        o.err_count.merge(&rb.errors);
         o.interrupted |= st.interrupted;
     }
-    if o.verify_failure.is_none() && !o.interrupted && o.errors.is_empty() {
+    if o.verify_failure.is_none() && !o.interrupted && o.errors.iter().all(|e| e.passed) {
         let secs = o.runtime_ns as f64 / 1e9;
         let read_pct = job.spec.rw.read_pct(job.spec.rwmixread);
         for (d, name) in [(0usize, "read"), (1, "write")] {
@@ -422,6 +451,17 @@ fn run_one(
         .position(|j| std::ptr::eq(j, job))
         .map_or(1, |i| i + 1);
     let mut cfg = job_config(job, number);
+    cfg.extras.target_names = job
+        .targets
+        .iter()
+        .map(|&t| plan.targets[t].path.display().to_string())
+        .collect();
+    if let Some(d) = cfg.extras.dedupe.as_mut() {
+        // fio spreads a global working set over every job of the run.
+        d.states = (1..=plan.jobs.len())
+            .map(|n| crate::dedupe::job_state(spec.randseed, n))
+            .collect();
+    }
     cfg.live = Some(live.clone());
     cfg.group_end = group_end.clone();
     let fail = |source| RunError::Job {
@@ -996,6 +1036,7 @@ fn io_error_report(plan: &Plan, job: &PlannedJob, e: &IoFailure) -> IoErrorRepor
         last_lba: span.map(|s| s.1),
         errno: e.errno,
         error: std::io::Error::from_raw_os_error(e.errno).to_string(),
+        passed: e.passed,
         unreadable: e.unreadable.as_ref().map(|v| {
             v.iter()
                 .map(|&(first_lba, last_lba)| LbaRange {
@@ -1107,10 +1148,12 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
     // In words: the failed I/O that holds blocks that cannot be read (an
     // I/O in flight with it may have failed with it and read fine again),
     // else the first.
+    // Errors the job went past (continue_on_error) leave fio's `error` 0.
     let headline = errors
         .iter()
+        .filter(|e| !e.passed)
         .find(|e| e.unreadable.as_ref().is_some_and(|u| !u.is_empty()))
-        .or(errors.first());
+        .or(errors.iter().find(|e| !e.passed));
     let error_detail = headline.map(|e| {
         let more = errors.len() - 1;
         let mut s = error_words(e);
@@ -1142,13 +1185,21 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         error: headline
             .map(|e| e.errno)
             .or_else(|| o.verify_failure.as_ref().map(failure_errno))
+            // fio: a job that went past its errors reports the first.
+            .or_else(|| {
+                (spec.errkeys.policy.continues() && o.err_count.first != 0)
+                    .then_some(o.err_count.first)
+            })
             .unwrap_or(0),
         error_detail: error_detail.or_else(|| o.verify_failure.clone()),
         errors,
+        total_err: spec.errkeys.policy.continues().then_some(o.err_count.total),
+        first_error: spec.errkeys.policy.continues().then_some(o.err_count.first),
+        notes: errkeys_notes(spec),
         job_options: opts,
-        read: dir_report(&o.dirs[0], rt, 0, Some(rates(0))),
-        write: dir_report(&o.dirs[1], rt, 0, Some(rates(1))),
-        trim: dir_report(&o.dirs[2], rt, 0, Some(rates(2))),
+        read: with_failed(dir_report(&o.dirs[0], rt, 0, Some(rates(0))), spec, o, 0),
+        write: with_failed(dir_report(&o.dirs[1], rt, 0, Some(rates(1))), spec, o, 1),
+        trim: with_failed(dir_report(&o.dirs[2], rt, 0, Some(rates(2))), spec, o, 2),
         sync: SyncReport {
             total_ios: o.dirs[3].ios,
             lat_ns: lat_report(&o.dirs[3]),
@@ -1328,6 +1379,40 @@ fn build_report(
     report
 }
 
+/// Under `continue_on_error`, fio counts the I/Os that failed in
+/// `total_ios` (issued), not in the bytes moved.
+fn with_failed(
+    mut d: drivelab_report::DirReport,
+    spec: &crate::JobSpec,
+    o: &JobOutcome,
+    dir: usize,
+) -> drivelab_report::DirReport {
+    if spec.errkeys.policy.continues() {
+        d.total_ios += o.err_count.failed_ios[dir];
+    }
+    d
+}
+
+/// What drivelab says about the options of this module's families that it
+/// runs its own way.
+fn errkeys_notes(spec: &crate::JobSpec) -> Vec<String> {
+    let mut notes = Vec::new();
+    let x = &spec.errkeys;
+    if x.verify.async_threads > 0 && spec.verify.is_some() {
+        notes.push(format!(
+            "verify_async={}: drivelab checks verify blocks on the job's thread, as reads complete",
+            x.verify.async_threads
+        ));
+    }
+    if x.dedupe.active() && spec.verify.is_some() {
+        notes.push(
+            "dedupe/buffer_compress: verify decides the written data, so these do not apply"
+                .to_string(),
+        );
+    }
+    notes
+}
+
 /// Add one job's outcome to its reporting group's (fio's group_reporting):
 /// I/Os, bytes and latencies summed, the longest runtime, the first error.
 fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
@@ -1342,6 +1427,7 @@ fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
     acc.ctx_switches += o.ctx_switches;
     acc.samples.merge(&o.samples);
     acc.errors.extend(o.errors.iter().cloned());
+    acc.err_count.merge(&o.err_count);
     if acc.verify_failure.is_none() {
         acc.verify_failure = o.verify_failure.clone();
     }
@@ -1440,6 +1526,7 @@ mod tests {
             offset,
             len,
             errno: 61,
+            passed: false,
             unreadable: None,
         }
     }

@@ -66,6 +66,8 @@ pub struct JobConfig {
     /// Where the job publishes its per-direction counts for a progress
     /// display (None: nobody watches).
     pub live: Option<std::sync::Arc<LiveCounters>>,
+    /// Error policy, verify backlog and dumps, dedupe buffers.
+    pub extras: crate::errors::LoopExtras,
 }
 
 /// fio's `thinktime`: a pause in issuing after every `blocks` reads,
@@ -155,6 +157,8 @@ pub struct IoFailure {
     pub len: u32,
     /// errno.
     pub errno: i32,
+    /// The job went past it (`continue_on_error`).
+    pub passed: bool,
     /// A failed read narrowed down after the job ended: the blocks that
     /// still cannot be read, as inclusive (first, last) LBA ranges. None
     /// when not narrowed (see `exec::narrow_failed_read`).
@@ -191,6 +195,10 @@ pub struct JobOutcome {
     pub verify_failure: Option<String>,
     /// fio's rate samples, latency ranges, depth distributions, page faults.
     pub samples: crate::samples::JobSamples,
+    /// Errors met, passed or not (fio's `total_err`, `first_error`).
+    pub err_count: crate::errors::ErrorCount,
+    /// Under `verify_backlog`: the writes not checked during the job.
+    pub verify_left: Option<Vec<IoDesc>>,
 }
 
 fn thread_rusage() -> (u64, u64, u64) {
@@ -244,6 +252,12 @@ struct JobDriver<'a, const FILL: bool> {
     config_error: Option<String>,
     samples: JobSamples,
     logs: Option<JobLogs>,
+    /// An error the policy does not pass: the job stops.
+    fatal: bool,
+    err_count: crate::errors::ErrorCount,
+    filler: Option<crate::dedupe::BufFiller>,
+    backlog: Option<crate::verify::Backlog>,
+    last_read: bool,
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
@@ -290,12 +304,21 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     /// What to issue next (see [`Driver::next`]).
     #[inline]
     fn next_io(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
-        if !self.errors.is_empty() || self.verify_failure.is_some() {
+        if self.fatal || self.verify_failure.is_some() {
             return Next::Done;
         }
         if self.cfg.think.is_some() {
             if let Some(n) = self.thinking(now, inflight) {
                 return n;
+            }
+        }
+        if let Some(b) = self.backlog.as_mut() {
+            if let Some(io) = b.next(self.last_read) {
+                return Next::Io {
+                    io,
+                    due: None,
+                    tag: crate::verify::VERIFY_TAG,
+                };
             }
         }
         let Some(mut p) = self.pacer.take() else {
@@ -359,13 +382,19 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             if FILL {
                 if let Some(c) = &self.cfg.verify {
                     c.fill(&mut buf[..io.len as usize], io.offset);
+                } else if let Some(f) = self.filler.as_mut() {
+                    f.fill(&mut buf[..io.len as usize]);
                 }
             }
         }
+        let tag = match self.backlog.as_mut() {
+            Some(b) if io.op == Op::Write => b.written(io),
+            _ => 0,
+        };
         self.issued_bytes += u64::from(io.len);
         self.issued_ios += 1;
         self.think_issued = self.think_issued.saturating_add(1);
-        Next::Io { io, due, tag: 0 }
+        Next::Io { io, due, tag }
     }
 }
 
@@ -383,21 +412,36 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         next
     }
 
-    fn inspects(&self, io: &IoDesc, _tag: u64) -> bool {
-        FILL && self.cfg.check_reads && io.op == Op::Read
+    fn inspects(&self, io: &IoDesc, tag: u64) -> bool {
+        FILL && io.op == Op::Read && (self.cfg.check_reads || tag == crate::verify::VERIFY_TAG)
     }
 
     #[inline]
     fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
         let io = d.io;
+        if io.op == Op::Write && d.tag != crate::verify::VERIFY_TAG {
+            if let Some(b) = self.backlog.as_mut() {
+                b.completed(d.tag);
+            }
+        }
+        self.last_read = io.op == Op::Read;
         if d.result < 0 {
+            let errno = -d.result;
+            let passed = self.cfg.extras.policy.passes(io.op, errno);
+            self.err_count.add(errno);
+            self.fatal |= !passed;
+            if io.op != Op::Fsync {
+                self.err_count.failed_ios[io.op.index()] += 1;
+            }
+            self.cfg.extras.report_io_error(&io, errno, passed);
             if self.errors.len() < MAX_ERRORS {
                 self.errors.push(IoFailure {
                     op: io.op,
                     target: io.target,
                     offset: io.offset,
                     len: io.len,
-                    errno: -d.result,
+                    errno,
+                    passed,
                     unreadable: None,
                 });
             }
@@ -407,10 +451,27 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         if io.op != Op::Fsync && bytes < u64::from(io.len) {
             self.short_ios += 1;
         }
-        if FILL && self.cfg.check_reads && io.op == Op::Read && self.verify_failure.is_none() {
+        if FILL
+            && io.op == Op::Read
+            && (self.cfg.check_reads || d.tag == crate::verify::VERIFY_TAG)
+            && self.verify_failure.is_none()
+        {
             if let Some(c) = &self.cfg.verify {
                 let got = &buf[..(bytes as usize).min(buf.len())];
-                self.verify_failure = c.check(got, io.offset).err();
+                if let Err(m) = c.check(got, io.offset) {
+                    let name = self.cfg.extras.target_name(io.target);
+                    if crate::verify::verify_failed(
+                        &self.cfg.extras,
+                        &mut self.err_count,
+                        c,
+                        got,
+                        io.offset,
+                        &name,
+                        &m,
+                    ) {
+                        self.verify_failure = Some(m);
+                    }
+                }
             }
         }
         if self.measuring {
@@ -490,11 +551,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             .group_end
             .as_ref()
             .is_some_and(|f| f.load(Ordering::Relaxed));
-        time_up
-            || budget_done
-            || group_ended
-            || !self.errors.is_empty()
-            || self.verify_failure.is_some()
+        time_up || budget_done || group_ended || self.fatal || self.verify_failure.is_some()
     }
 }
 
@@ -507,7 +564,7 @@ pub fn run_job<E: Engine>(
     stop: &AtomicBool,
     progress: &AtomicU64,
 ) -> Result<JobOutcome, JobError> {
-    if cfg.verify.is_some() {
+    if cfg.verify.is_some() || cfg.extras.dedupe.is_some() {
         run_with::<E, true>(engine, cfg, t0, stop, progress)
     } else {
         run_with::<E, false>(engine, cfg, t0, stop, progress)
@@ -556,6 +613,17 @@ fn run_with<E: Engine, const FILL: bool>(
         samples: JobSamples::new(cfg.logs.sample_window_ms()),
         logs: JobLogs::create(&cfg.logs, &cfg.log_name.0, cfg.log_name.1)
             .map_err(JobError::Config)?,
+        fatal: false,
+        err_count: crate::errors::ErrorCount::default(),
+        filler: cfg
+            .extras
+            .dedupe
+            .as_ref()
+            .map(crate::dedupe::BufFiller::new),
+        backlog: (cfg.verify.is_some() && cfg.extras.verify.backlog > 0).then(|| {
+            crate::verify::Backlog::new(cfg.extras.verify.backlog, cfg.extras.verify.batch())
+        }),
+        last_read: false,
     };
     let (minf0, majf0) = crate::samples::thread_faults();
     let (u0, s0, c0) = thread_rusage();
@@ -593,6 +661,8 @@ fn run_with<E: Engine, const FILL: bool>(
         ctx_switches: c1.saturating_sub(c0),
         verify_failure: drv.verify_failure,
         samples,
+        err_count: drv.err_count,
+        verify_left: drv.backlog.map(crate::verify::Backlog::into_left),
     })
 }
 

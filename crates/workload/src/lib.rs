@@ -20,6 +20,8 @@
 //!   ([`check`]).
 
 pub mod check;
+pub mod dedupe;
+pub mod errors;
 pub mod exec;
 pub mod gen;
 pub mod jobfile;

@@ -393,6 +393,9 @@ pub struct JobSpec {
     pub verify_pattern: Option<Vec<u8>>,
     /// Bytes covered by one verification header (`verify_interval`); default: the smallest block size.
     pub verify_interval: Option<u64>,
+    /// Error policy, verify extras, dedupe and compression
+    /// (`continue_on_error`, `verify_backlog`, `dedupe_percentage`…).
+    pub errkeys: crate::errors::ErrKeys,
     /// The same offsets every run (`randrepeat`); default on.
     pub randrepeat: bool,
     /// Files go in this directory (`directory`).
@@ -508,6 +511,7 @@ impl Default for JobSpec {
             do_verify: true,
             verify_pattern: None,
             verify_interval: None,
+            errkeys: crate::errors::ErrKeys::default(),
             randrepeat: true,
             directory: None,
             filename_format: None,
@@ -1006,6 +1010,7 @@ impl JobSpec {
                 }
             },
             "fill_device" | "fill_fs" => self.fill_device = parse_bool(key, v)?,
+            k if crate::errors::ErrKeys::handles(k) => self.errkeys.set(key, v)?,
             "verify" => self.verify = crate::verify::VerifyKind::parse(key, v)?,
             "do_verify" => self.do_verify = parse_bool(key, v)?,
             "verify_pattern" => {
