@@ -218,6 +218,11 @@ impl ErrorPolicy {
         self.continue_mask != 0
     }
 
+    /// Whether errors of the kind of `errno` of an I/O `op` may be passed.
+    pub fn continues_kind(&self, op: Op, errno: i32) -> bool {
+        self.continue_mask & (1 << ErrorKind::of(op, errno) as u8) != 0
+    }
+
     /// Whether the job goes past error `errno` of an I/O `op`.
     pub fn passes(&self, op: Op, errno: i32) -> bool {
         let kind = ErrorKind::of(op, errno) as usize;

@@ -311,14 +311,25 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
     }
     start_delay(job.spec.startdelay, stop, cfg);
     let mut o = run_job(engine, cfg, now_ns(), stop, progress)?;
-    let clean = o.errors.iter().all(|e| e.passed) && o.verify_failure.is_none() && !o.interrupted;
+    let clean = o.errors.iter().all(|e| e.passed)
+        && o.verify_failure.is_none()
+        && !o.verify_stopped
+        && !o.interrupted;
     if let (Some(content), true) = (&cfg.verify, clean && job.spec.do_verify && job.writes) {
         let extents = match o.verify_left.take() {
             // verify_backlog: what the job did not check as it went.
             Some(left) => left,
             None => {
-                let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
-                crate::verify::written_extents(&cfg.gen, issued)?
+                let failed: u64 = o.err_count.failed_ios.iter().sum();
+                let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum::<u64>() + failed;
+                let mut v = crate::verify::written_extents(&cfg.gen, issued)?;
+                if !o.failed_writes.is_empty() {
+                    let key = |io: &crate::gen::IoDesc| (io.target, io.offset, io.len);
+                    let mut failed: Vec<_> = o.failed_writes.iter().map(key).collect();
+                    failed.sort_unstable();
+                    v.retain(|io| failed.binary_search(&key(io)).is_err());
+                }
+                v
             }
         };
         let mut rb = crate::verify::ReadBack::new(&extents, content);

@@ -199,6 +199,11 @@ pub struct JobOutcome {
     pub err_count: crate::errors::ErrorCount,
     /// Under `verify_backlog`: the writes not checked during the job.
     pub verify_left: Option<Vec<IoDesc>>,
+    /// Writes that failed and were gone past, under `verify`: not checked.
+    pub failed_writes: Vec<IoDesc>,
+    /// Ended by `verify_fatal` at a verify error it went past: no read-back
+    /// pass follows.
+    pub verify_stopped: bool,
 }
 
 fn thread_rusage() -> (u64, u64, u64) {
@@ -258,6 +263,8 @@ struct JobDriver<'a, const FILL: bool> {
     filler: Option<crate::dedupe::BufFiller>,
     backlog: Option<crate::verify::Backlog>,
     last_read: bool,
+    failed_writes: Vec<IoDesc>,
+    verify_stopped: bool,
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
@@ -421,17 +428,28 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         let io = d.io;
         if io.op == Op::Write && d.tag != crate::verify::VERIFY_TAG {
             if let Some(b) = self.backlog.as_mut() {
-                b.completed(d.tag);
+                b.completed(d.tag, d.result >= 0);
             }
         }
         self.last_read = io.op == Op::Read;
         if d.result < 0 {
             let errno = -d.result;
-            let passed = self.cfg.extras.policy.passes(io.op, errno);
-            self.err_count.add(errno);
+            let policy = &self.cfg.extras.policy;
+            let passed = policy.passes(io.op, errno);
+            // As fio counts: every error passed, and the one that ends the
+            // job when its kind may be continued past at all (the I/Os
+            // still in flight then fail uncounted).
+            if passed || (!self.fatal && policy.continues_kind(io.op, errno)) {
+                self.err_count.add(errno);
+            }
             self.fatal |= !passed;
             if io.op != Op::Fsync {
                 self.err_count.failed_ios[io.op.index()] += 1;
+            }
+            if passed && io.op == Op::Write && FILL && self.cfg.verify.is_some() {
+                // Never checked afterwards: fio drops a failed write from
+                // what it verifies.
+                self.failed_writes.push(io);
             }
             self.cfg.extras.report_io_error(&io, errno, passed);
             if self.errors.len() < MAX_ERRORS {
@@ -460,7 +478,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 let got = &buf[..(bytes as usize).min(buf.len())];
                 if let Err(m) = c.check(got, io.offset) {
                     let name = self.cfg.extras.target_name(io.target);
-                    if crate::verify::verify_failed(
+                    match crate::verify::verify_failed(
                         &self.cfg.extras,
                         &mut self.err_count,
                         c,
@@ -469,7 +487,13 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                         &name,
                         &m,
                     ) {
-                        self.verify_failure = Some(m);
+                        crate::verify::Verdict::Pass => {}
+                        // Ends the job, not as a failure.
+                        crate::verify::Verdict::Stop => {
+                            self.fatal = true;
+                            self.verify_stopped = true;
+                        }
+                        crate::verify::Verdict::Fail => self.verify_failure = Some(m),
                     }
                 }
             }
@@ -624,6 +648,8 @@ fn run_with<E: Engine, const FILL: bool>(
             crate::verify::Backlog::new(cfg.extras.verify.backlog, cfg.extras.verify.batch())
         }),
         last_read: false,
+        failed_writes: Vec::new(),
+        verify_stopped: false,
     };
     let (minf0, majf0) = crate::samples::thread_faults();
     let (u0, s0, c0) = thread_rusage();
@@ -663,6 +689,8 @@ fn run_with<E: Engine, const FILL: bool>(
         samples,
         err_count: drv.err_count,
         verify_left: drv.backlog.map(crate::verify::Backlog::into_left),
+        failed_writes: drv.failed_writes,
+        verify_stopped: drv.verify_stopped,
     })
 }
 

@@ -282,7 +282,11 @@ pub const VERIFY_TAG: u64 = u64::MAX;
 /// writes on). What is left is checked when the job is done.
 #[derive(Debug, Clone)]
 pub struct Backlog {
-    fifo: std::collections::VecDeque<(IoDesc, bool)>,
+    /// Writes in issue order, each with its state: 0 in flight, 1 done,
+    /// 2 failed (never checked, and not counted as waiting, as fio drops a
+    /// failed write from its list).
+    fifo: std::collections::VecDeque<(IoDesc, u8)>,
+    failed: u64,
     head_seq: u64,
     every: u64,
     batch: u64,
@@ -294,6 +298,7 @@ impl Backlog {
     pub fn new(every: u64, batch: u64) -> Backlog {
         Backlog {
             fifo: std::collections::VecDeque::with_capacity(every.min(1 << 16) as usize * 2),
+            failed: 0,
             head_seq: 0,
             every: every.max(1),
             batch,
@@ -303,22 +308,28 @@ impl Backlog {
 
     /// A write was issued; its tag (the sequence number to complete it with).
     pub fn written(&mut self, io: IoDesc) -> u64 {
-        self.fifo.push_back((io, false));
+        self.fifo.push_back((io, 0));
         self.head_seq + self.fifo.len() as u64 - 1
     }
 
-    /// The write tagged `seq` completed.
-    pub fn completed(&mut self, seq: u64) {
+    /// The write tagged `seq` completed (`ok`), or failed.
+    pub fn completed(&mut self, seq: u64, ok: bool) {
         if let Some(i) = seq.checked_sub(self.head_seq) {
             if let Some(e) = self.fifo.get_mut(i as usize) {
-                e.1 = true;
+                e.1 = if ok { 1 } else { 2 };
+                self.failed += u64::from(!ok);
             }
         }
     }
 
     /// The next verify read, if one is due now.
     pub fn next(&mut self, last_was_read: bool) -> Option<IoDesc> {
-        let n = self.fifo.len() as u64;
+        while self.fifo.front().is_some_and(|e| e.1 == 2) {
+            self.fifo.pop_front();
+            self.head_seq += 1;
+            self.failed -= 1;
+        }
+        let n = self.fifo.len() as u64 - self.failed;
         if n == 0 {
             return None;
         }
@@ -328,7 +339,7 @@ impl Backlog {
             }
             self.pending = self.batch;
         }
-        if self.pending == 0 || !self.fifo.front().is_some_and(|e| e.1) {
+        if self.pending == 0 || !self.fifo.front().is_some_and(|e| e.1 == 1) {
             return None;
         }
         let (mut io, _) = self.fifo.pop_front()?;
@@ -340,7 +351,11 @@ impl Backlog {
 
     /// The writes never checked, for the pass after the job.
     pub fn into_left(self) -> Vec<IoDesc> {
-        self.fifo.into_iter().map(|(io, _)| io).collect()
+        self.fifo
+            .into_iter()
+            .filter(|e| e.1 != 2)
+            .map(|(io, _)| io)
+            .collect()
     }
 }
 
@@ -375,10 +390,21 @@ impl Content {
     }
 }
 
+/// What a failed check does to the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Counted, and the job goes on (`continue_on_error=verify`).
+    Pass,
+    /// Counted, and the job ends without failing: a verify error it may go
+    /// past, under `verify_fatal` (fio ends the job, exit status 0).
+    Stop,
+    /// The job fails with it.
+    Fail,
+}
+
 /// A failed check of a read at `offset` of target `name` (message `m`):
-/// dump the blocks (`verify_dump`), count it, and say whether it ends the
-/// job (true) or the job goes past it (`continue_on_error=verify` without
-/// `verify_fatal`).
+/// dump the blocks (`verify_dump`), count it, and say what it does to the
+/// job.
 pub fn verify_failed(
     x: &crate::errors::LoopExtras,
     count: &mut crate::errors::ErrorCount,
@@ -387,18 +413,29 @@ pub fn verify_failed(
     offset: u64,
     name: &str,
     m: &str,
-) -> bool {
+) -> Verdict {
     if x.verify.dump {
         for f in c.dump(got, offset, name) {
             eprintln!("drivelab: {m}; data dumped as {f}");
         }
     }
     count.add(libc::EILSEQ);
-    let passed = !x.verify.fatal && x.policy.passes(Op::Read, libc::EILSEQ);
+    let passed = x.policy.passes(Op::Read, libc::EILSEQ);
     if passed && x.policy.dump {
-        eprintln!("drivelab: {m} (continuing: continue_on_error)");
+        eprintln!(
+            "drivelab: {m} ({})",
+            if x.verify.fatal {
+                "the job ends: verify_fatal"
+            } else {
+                "continuing: continue_on_error"
+            }
+        );
     }
-    !passed
+    match (passed, x.verify.fatal) {
+        (true, false) => Verdict::Pass,
+        (true, true) => Verdict::Stop,
+        (false, _) => Verdict::Fail,
+    }
 }
 
 /// The distinct extents a job wrote: its generator replayed for the `ios`
@@ -428,6 +465,8 @@ pub struct ReadBack<'a> {
     pub extras: Option<&'a crate::errors::LoopExtras>,
     /// Failures met, passed or not.
     pub errors: crate::errors::ErrorCount,
+    /// Ended by `verify_fatal` on a failure it went past.
+    pub stopped: bool,
 }
 
 impl<'a> ReadBack<'a> {
@@ -441,13 +480,14 @@ impl<'a> ReadBack<'a> {
             failure: None,
             extras: None,
             errors: crate::errors::ErrorCount::default(),
+            stopped: false,
         }
     }
 }
 
 impl Driver for ReadBack<'_> {
     fn next(&mut self, _now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
-        if self.failure.is_some() || self.next == self.extents.len() {
+        if self.failure.is_some() || self.stopped || self.next == self.extents.len() {
             return Next::Done;
         }
         let mut io = self.extents[self.next];
@@ -488,7 +528,7 @@ impl Driver for ReadBack<'_> {
         self.stats.moments.record(lat as f64);
         let got = &buf[..(d.result as usize).min(buf.len())];
         if let Err(e) = self.content.check(got, d.io.offset) {
-            let ends = match self.extras {
+            let verdict = match self.extras {
                 Some(x) => {
                     let name = x.target_name(d.io.target);
                     verify_failed(
@@ -503,11 +543,15 @@ impl Driver for ReadBack<'_> {
                 }
                 None => {
                     self.errors.add(libc::EILSEQ);
-                    true
+                    Verdict::Fail
                 }
             };
-            if ends {
-                self.failure.get_or_insert(e);
+            match verdict {
+                Verdict::Pass => {}
+                Verdict::Stop => self.stopped = true,
+                Verdict::Fail => {
+                    self.failure.get_or_insert(e);
+                }
             }
         }
         After::Release
