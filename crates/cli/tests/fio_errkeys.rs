@@ -402,7 +402,11 @@ fn dedupe_and_compression_ratios_match_fio() {
             let r = run_tool(tool, &job, &args, dir.path(), dir.path());
             assert_eq!(r.code, 0, "{tool}: {}", r.stderr);
             let (a, b) = (dir.join("a.0.0"), dir.join("b.0.0"));
-            seen.push([ratios(&[a.clone()]), ratios(&[b.clone()]), ratios(&[a, b])]);
+            seen.push([
+                ratios(std::slice::from_ref(&a)),
+                ratios(std::slice::from_ref(&b)),
+                ratios(&[a, b]),
+            ]);
         }
         for (i, (f, d)) in seen[0].iter().zip(&seen[1]).enumerate() {
             assert!(

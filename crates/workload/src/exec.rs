@@ -1585,6 +1585,7 @@ mod tests {
             last_lba: Some(5119),
             errno: 61,
             error: "No data available (os error 61)".into(),
+            passed: false,
             unreadable: None,
         };
         assert_eq!(
@@ -1622,6 +1623,7 @@ mod tests {
             last_lba: None,
             errno: 5,
             error: "Input/output error (os error 5)".into(),
+            passed: false,
             unreadable: None,
         };
         assert_eq!(

@@ -339,7 +339,7 @@ impl Backlog {
             }
             self.pending = self.batch;
         }
-        if self.pending == 0 || !self.fifo.front().is_some_and(|e| e.1 == 1) {
+        if self.pending == 0 || self.fifo.front().is_none_or(|e| e.1 != 1) {
             return None;
         }
         let (mut io, _) = self.fifo.pop_front()?;
