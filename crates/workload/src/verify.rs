@@ -611,6 +611,48 @@ mod tests {
         assert!(e.contains("bad header magic"), "{e}");
     }
 
+    fn w(offset: u64) -> IoDesc {
+        IoDesc {
+            target: 0,
+            op: Op::Write,
+            offset,
+            len: 4096,
+        }
+    }
+
+    #[test]
+    fn backlog_checks_a_batch_when_the_waiting_writes_reach_a_multiple() {
+        // verify_backlog=3, verify_backlog_batch=2, as fio: 3 writes, 2
+        // checks, then writes until 3 wait again.
+        let mut b = Backlog::new(3, 2);
+        let mut order = Vec::new();
+        let mut off = 0;
+        let mut last_read = false;
+        while order.len() < 11 {
+            if let Some(io) = b.next(last_read) {
+                order.push(format!("r{}", io.offset / 4096));
+                last_read = true;
+                continue;
+            }
+            let seq = b.written(w(off));
+            b.completed(seq, true);
+            order.push(format!("w{}", off / 4096));
+            off += 4096;
+            last_read = false;
+        }
+        assert_eq!(order.join(" "), "w0 w1 w2 r0 r1 w3 w4 r2 r3 w5 w6");
+        // A write still in flight is not read; a failed one never is.
+        let mut b = Backlog::new(2, 2);
+        let s0 = b.written(w(0));
+        let s1 = b.written(w(4096));
+        assert_eq!(b.next(false), None);
+        b.completed(s1, true);
+        b.completed(s0, false);
+        // One write waits now: not a multiple of 2 (the failed one left).
+        assert_eq!(b.next(false), None);
+        assert_eq!(b.into_left(), vec![w(4096)]);
+    }
+
     #[test]
     fn other_fio_checksums_are_refused_naming_the_supported_ones() {
         let e = VerifyKind::parse("verify", "md5").unwrap_err().to_string();
