@@ -13,7 +13,9 @@ use clap::Args;
 use drivelab_report::{Exporter, Json, JsonPlus, Terse, Text};
 use drivelab_workload::exec::RunError;
 use drivelab_workload::options::{lookup, OptionKind};
-use drivelab_workload::{execute, plan, PlanError, PlanOptions, Progress};
+use drivelab_workload::{
+    execute_with_status, plan, PlanError, PlanOptions, Progress, StatusOptions,
+};
 use drivelab_workload::{jobfile, presets, JobSpec};
 
 use crate::error::usage;
@@ -68,6 +70,7 @@ pub const RUN_FLAGS: &[RunFlag] = &[
     RunFlag { name: "output", value: Some("FILE"), choices: &[], help: "write the results to FILE" },
     RunFlag { name: "eta", value: Some("WHEN"), choices: &["auto", "always", "never"], help: "the progress line on stderr: auto (when stderr is a terminal), always, never [default: auto]" },
     RunFlag { name: "eta-newline", value: Some("TIME"), choices: &[], help: "end the progress line with a newline every TIME (s when bare) instead of overwriting it" },
+    RunFlag { name: "status-interval", value: Some("TIME"), choices: &[], help: "every TIME (s when bare, e.g. 1, 500ms, 1m; at least 1ms) print every job's full statistics so far in the chosen format(s), then the final result" },
     RunFlag { name: "force", value: None, choices: &[], help: "write to a device the safety checks refuse (not the running system)" },
     RunFlag { name: "parse-only", value: None, choices: &[], help: "check the options and job file, run nothing (fio's --parse-only)" },
     RunFlag { name: "store", value: Some("PATH|URL"), choices: &[], help: "keep the result in this store (default: $DRIVELAB_STORE, else ~/.local/share/drivelab/results.db)" },
@@ -152,6 +155,8 @@ struct Parsed {
     eta: crate::progress::Eta,
     /// `--eta-newline`: end the line with a newline this often.
     eta_newline: Option<std::time::Duration>,
+    /// `--status-interval`: print the statistics so far this often.
+    status_interval: Option<std::time::Duration>,
 }
 
 /// The output formats asked for (`--output-format=normal,json`,
@@ -188,7 +193,8 @@ impl RunFormats {
         !self.wants_normal()
     }
 
-    fn wants_normal(&self) -> bool {
+    /// Whether the normal text is among the formats.
+    pub(crate) fn wants_normal(&self) -> bool {
         self.normal || !(self.json || self.json_plus || self.terse)
     }
 
@@ -266,6 +272,10 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
             "eta-newline" => {
                 let v = take_value("a time, e.g. 2 or 500ms")?;
                 p.eta_newline = Some(crate::progress::parse_interval("--eta-newline", &v)?);
+            }
+            "status-interval" => {
+                let v = take_value("a time, e.g. 1 or 500ms")?;
+                p.status_interval = Some(crate::status::parse_status_interval(&v)?);
             }
             "terse-version" => {
                 let v = take_value("3")?;
@@ -403,12 +413,25 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             .iter()
             .any(|j| j.spec.rw.name().contains("trim")),
     ];
-    let mut display = crate::progress::Display::new(letters, dirs, p.eta_newline);
+    let display =
+        std::cell::RefCell::new(crate::progress::Display::new(letters, dirs, p.eta_newline));
     let mut progress = |pr: &Progress| {
         if show_progress {
-            display.update(pr);
+            display.borrow_mut().update(pr);
         }
     };
+    let mut sink = crate::status::Sink::new(p.out.output.clone(), p.formats.wants_normal());
+    let mut on_status = |r: &drivelab_report::RunReport| {
+        if p.out.output.is_none() {
+            // The snapshot goes where the progress line is drawn.
+            display.borrow_mut().finish();
+        }
+        sink.snapshot(&p.formats.render(r));
+    };
+    let status = p.status_interval.map(|every| StatusOptions {
+        every,
+        on_status: &mut on_status,
+    });
     if scratch && !p.formats.machine() {
         if quick && p.preset.is_none() {
             eprintln!("drivelab: no options given; running the {QUICK} preset ({}) on the scratch file ./{SCRATCH_FILE} (removed afterwards)", quick_line());
@@ -416,8 +439,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             eprintln!("drivelab: no --filename given; running on the scratch file ./{SCRATCH_FILE} (removed afterwards)");
         }
     }
-    let result = execute(&planned, stop, &mut progress);
-    display.finish();
+    let result = execute_with_status(&planned, stop, &mut progress, status);
+    display.borrow_mut().finish();
     if scratch && !scratch_existed {
         let _ = std::fs::remove_file(&scratch_path);
     }
@@ -426,7 +449,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         e => anyhow::anyhow!(e),
     })?;
     let text = p.formats.render(&report);
-    p.out.emit(&text)?;
+    sink.finish(&p.out, &text)?;
     // A failed job: one line on stderr, in JSON mode too (stdout holds
     // only the results, which carry the same error).
     for j in report.jobs.iter().filter(|j| j.ended_by_error()) {

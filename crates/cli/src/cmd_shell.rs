@@ -50,7 +50,7 @@ pub const RW_NAMES: &[&str] = &[
 
 /// The `ioengine` names drivelab takes (a test checks each).
 pub const IOENGINE_NAMES: &[&str] = &[
-    "io_uring", "libaio", "posixaio", "psync", "sync", "vsync", "pvsync", "pvsync2", "null",
+    "io_uring", "libaio", "posixaio", "psync", "sync", "vsync", "pvsync", "pvsync2", "null", "sg",
 ];
 
 /// The value name the help shows for an option of `kind`.

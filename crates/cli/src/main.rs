@@ -20,6 +20,7 @@ mod error;
 mod output;
 mod progress;
 mod signal;
+mod status;
 mod trace_input;
 
 use std::process::ExitCode;

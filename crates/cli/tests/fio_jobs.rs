@@ -282,16 +282,15 @@ fn unsupported_fio_keys_are_refused_naming_the_key() {
     require_root();
     let dir = TempDir::new("fio-jobs-refuse");
     for (key, line) in [
-        ("flow", "flow=2"),
+        ("flow", "flow=1001"),
         ("verify", "verify=md5"),
-        // exitall works; choosing other jobs to end does not.
-        ("exit_what", "exit_what=all"),
+        ("exit_what", "exit_what=some"),
         ("number_ios", "number_ios=many"),
         ("thinktime", "thinktime=soon"),
         ("thinktime_blocks", "thinktime_blocks=0"),
         ("thinktime_spin", "thinktime=100\nthinktime_spin=1ms"),
         ("offset_increment", "offset_increment=far"),
-        // Zoned block devices (fio's zonemode=zbd) are not driven.
+        // zonemode=zbd on a file that is not zoned needs zonesize.
         ("zonemode", "zonemode=zbd"),
         ("zonesize", "zonemode=strided"),
         ("DL_UNSET_VARIABLE", "filename=${DL_UNSET_VARIABLE}/x"),
@@ -489,5 +488,28 @@ fn exitall_ends_the_other_jobs_as_fio_does() {
         assert_eq!(long["error"], 0);
         // Bare, it is left out of the job options, as fio does.
         assert!(v["jobs"][1]["job options"].get("exitall").is_none(), "{v}");
+    }
+}
+
+#[test]
+fn buffer_pattern_fills_every_write_as_fio_does() {
+    require_root();
+    let job = jobs_dir().join("buffer-pattern.fio");
+    let fdir = TempDir::new("fio-bufpat-fio");
+    let ddir = TempDir::new("fio-bufpat-dl");
+    let fio = run_in("fio", &job, fdir.path());
+    let dl = run_in("drivelab", &job, ddir.path());
+    assert_eq!(per_job(&dl), per_job(&fio));
+    // 0xdeadface "abcd" -12: each write holds it repeated from its first byte.
+    let pattern = [
+        0xde, 0xad, 0xfa, 0xce, b'a', b'b', b'c', b'd', 0xf4, 0xff, 0xff, 0xff,
+    ];
+    for (file, bs) in [("seq.dat", 4096usize), ("rand.dat", 8192)] {
+        let one: Vec<u8> = pattern.iter().copied().cycle().take(bs).collect();
+        let want: Vec<u8> = (0..65536 / bs).flat_map(|_| one.iter().copied()).collect();
+        let f = std::fs::read(fdir.join(file)).unwrap();
+        let d = std::fs::read(ddir.join(file)).unwrap();
+        assert!(f == want, "{file}: fio's file is not the pattern per write");
+        assert!(d == want, "{file}: drivelab's file differs from fio's");
     }
 }

@@ -26,7 +26,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -558,6 +558,282 @@ impl Claim {
     }
 }
 
+impl Claim {
+    /// Give the claimed regular file its blocks the way fio's `fallocate`
+    /// option says: `native`/`posix` allocate `len` bytes from 0 (the size
+    /// grows to cover them), `keep` allocates without changing the size,
+    /// `truncate` sets the size to `len` if it is shorter, `none` does
+    /// nothing.
+    /// On a filesystem without fallocate (EOPNOTSUPP) `native` only sets
+    /// the size and `keep` does nothing. A block device is never touched.
+    pub fn preallocate(&self, mode: Prealloc, len: u64) -> io::Result<()> {
+        let flags = match mode {
+            _ if self.is_block() || len == 0 => return Ok(()),
+            Prealloc::None => return Ok(()),
+            Prealloc::Truncate => {
+                if self.file.metadata()?.len() < len {
+                    self.file.set_len(len)?;
+                }
+                return Ok(());
+            }
+            Prealloc::Native => 0,
+            Prealloc::Keep => libc::FALLOC_FL_KEEP_SIZE,
+        };
+        match fallocate(&self.file, flags, 0, len) {
+            // No fallocate here: the size alone, as fio's posix_fallocate
+            // emulation leaves it (nothing for keep).
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+                if flags == 0 && self.file.metadata()?.len() < len {
+                    self.file.set_len(len)?;
+                }
+                Ok(())
+            }
+            r => r,
+        }
+    }
+
+    /// Remove the claimed regular file (fio's `unlink`), while the claim
+    /// still holds it: only when the path still names the claimed file, so
+    /// a file that took its name in the meantime is left alone. A block
+    /// device is refused.
+    pub fn unlink(self) -> io::Result<()> {
+        if self.is_block() {
+            return Err(io::Error::other("a block device is never unlinked"));
+        }
+        let (a, b) = (fs::symlink_metadata(&self.path)?, self.file.metadata()?);
+        if (a.dev(), a.ino()) != (b.dev(), b.ino()) {
+            return Err(io::Error::other(
+                "the path no longer names the claimed file; it was left alone",
+            ));
+        }
+        fs::remove_file(&self.path)
+    }
+}
+
+/// fio's `fallocate` option: how a file is given its blocks when it is
+/// created or extended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Prealloc {
+    /// Only the size is set (`none`, `0`).
+    None,
+    /// `fallocate(2)` with mode 0 (`native`, `posix`, `1`; fio's default).
+    #[default]
+    Native,
+    /// `fallocate(FALLOC_FL_KEEP_SIZE)` (`keep`).
+    Keep,
+    /// `ftruncate(2)` to the size (`truncate`).
+    Truncate,
+}
+
+fn fallocate(f: &File, mode: i32, offset: u64, len: u64) -> io::Result<()> {
+    // SAFETY: fallocate takes a descriptor and integers and touches no
+    // memory of ours; `f` keeps the descriptor open for the whole call.
+    let r = unsafe { libc::fallocate(f.as_raw_fd(), mode, offset as i64, len as i64) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// What a [`FileSet`] holds: regular files or directories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetKind {
+    /// Regular files (fio's filecreate, filestat, filedelete).
+    Files,
+    /// Directories (fio's dircreate, dirstat, dirdelete).
+    Dirs,
+}
+
+/// A set of paths that fio's file engines create, look at and delete one
+/// at a time, each operation timed as an I/O: too many to hold each open
+/// (fio's example creates 500,000 files), and most do not exist when the
+/// run starts. The set is the claim of them all: each path that exists
+/// was assessed like a claimed file (and must be of the set's kind), each
+/// missing one must be in an existing directory outside /dev, and every
+/// directory of the set is locked `flock(LOCK_EX|LOCK_NB)` for as long as
+/// the set lives, so two runs never work on the same directory's set at
+/// once. Creating, removing and laying out a path of the set goes only
+/// through it, and only for the paths it was made with.
+#[derive(Debug)]
+pub struct FileSet {
+    paths: Vec<PathBuf>,
+    kind: SetKind,
+    /// The locked directories.
+    _dirs: Vec<File>,
+}
+
+impl FileSet {
+    /// Claim `paths` (see [`FileSet`]). Nothing is created or written.
+    pub fn claim(
+        paths: Vec<PathBuf>,
+        kind: SetKind,
+        consent: &Consent,
+    ) -> Result<FileSet, ClaimError> {
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for p in &paths {
+            match fs::symlink_metadata(p) {
+                Ok(md) => {
+                    let right = match kind {
+                        SetKind::Files => md.is_file(),
+                        SetKind::Dirs => md.is_dir(),
+                    };
+                    if !right {
+                        return Err(ClaimError::NotATarget { path: p.clone() });
+                    }
+                    if kind == SetKind::Files {
+                        let asm = safety::assess_file(p, &md);
+                        if let Some(r) = asm.refusal(consent.force) {
+                            return Err(ClaimError::Refused(r));
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    if missing_device(p) {
+                        return Err(ClaimError::NotFound { path: p.clone() });
+                    }
+                }
+                Err(source) => {
+                    return Err(ClaimError::Io {
+                        path: p.clone(),
+                        action: "inspect",
+                        source,
+                    })
+                }
+            }
+            confirmation(consent, p, None)?;
+            let dir = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .to_path_buf();
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+        let mut held = Vec::with_capacity(dirs.len());
+        for d in dirs {
+            let f = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY)
+                .open(&d)
+                .map_err(|source| ClaimError::Io {
+                    path: d.clone(),
+                    action: "open the directory of",
+                    source,
+                })?;
+            if let Err(source) = lock_exclusive(&f) {
+                if source.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                    return Err(ClaimError::Io {
+                        path: d,
+                        action: "lock",
+                        source,
+                    });
+                }
+                let processes = f
+                    .metadata()
+                    .map(|m| safety::processes_with_file_open(&m))
+                    .unwrap_or_default();
+                return Err(ClaimError::Busy {
+                    path: d,
+                    reasons: vec![Finding::HeldExclusively { processes }],
+                });
+            }
+            held.push(f);
+        }
+        Ok(FileSet {
+            paths,
+            kind,
+            _dirs: held,
+        })
+    }
+
+    /// The paths, in the order given.
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
+    }
+
+    /// Files or directories.
+    pub fn kind(&self) -> SetKind {
+        self.kind
+    }
+
+    fn path(&self, i: usize) -> io::Result<&Path> {
+        self.paths
+            .get(i)
+            .map(PathBuf::as_path)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
+    }
+
+    /// Create path `i` as fio's filecreate does (`open(O_CREAT|O_RDWR,
+    /// 0600)`, closed at once; an existing file is opened as it is), or as
+    /// a directory (mode 0700; one that exists is fine).
+    pub fn create(&self, i: usize) -> io::Result<()> {
+        let p = self.path(i)?;
+        match self.kind {
+            SetKind::Files => {
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .mode(0o600)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(p)?;
+                if !f.metadata()?.is_file() {
+                    return Err(io::Error::from_raw_os_error(libc::EISDIR));
+                }
+                Ok(())
+            }
+            SetKind::Dirs => match fs::DirBuilder::new().mode(0o700).create(p) {
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && p.is_dir() => Ok(()),
+                r => r,
+            },
+        }
+    }
+
+    /// Create path `i` before the run with `size` bytes laid out as fio
+    /// does for its filestat and filedelete jobs (a directory gets no size).
+    pub fn lay_out(&self, i: usize, size: u64, mode: Prealloc) -> io::Result<()> {
+        self.create(i)?;
+        if self.kind == SetKind::Dirs {
+            return Ok(());
+        }
+        let f = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(self.path(i)?)?;
+        if mode != Prealloc::None && mode != Prealloc::Truncate {
+            let flags = if mode == Prealloc::Keep {
+                libc::FALLOC_FL_KEEP_SIZE
+            } else {
+                0
+            };
+            match fallocate(&f, flags, 0, size) {
+                Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
+                r => r?,
+            }
+        }
+        if f.metadata()?.len() < size {
+            f.set_len(size)?;
+        }
+        Ok(())
+    }
+
+    /// Remove path `i` (`unlink`, or `rmdir` for a directory).
+    pub fn remove(&self, i: usize) -> io::Result<()> {
+        let p = self.path(i)?;
+        match self.kind {
+            SetKind::Files => {
+                if fs::symlink_metadata(p)?.is_dir() {
+                    return Err(io::Error::from_raw_os_error(libc::EISDIR));
+                }
+                fs::remove_file(p)
+            }
+            SetKind::Dirs => fs::remove_dir(p),
+        }
+    }
+}
+
 /// The findings `--force` overrode: all of them when forced (a finding it
 /// cannot override would have refused the claim).
 fn overridden(asm: &Assessment, consent: &Consent) -> Vec<Finding> {
@@ -975,5 +1251,54 @@ mod tests {
         };
         assert_eq!(overridden(&a, &consent(true, None)), [sig]);
         assert!(overridden(&a, &Consent::default()).is_empty());
+    }
+
+    #[test]
+    fn a_file_set_locks_its_directory_and_works_only_on_its_paths() {
+        let d = Dir::new("fileset");
+        let paths: Vec<PathBuf> = (0..3).map(|i| d.0.join(format!("f.{i}"))).collect();
+        let set = FileSet::claim(paths.clone(), SetKind::Files, &consent(false, None)).unwrap();
+        // A second set in the same directory waits for the first.
+        let again = FileSet::claim(paths.clone(), SetKind::Files, &consent(false, None));
+        assert!(matches!(again, Err(ClaimError::Busy { .. })), "{again:?}");
+        set.create(0).unwrap();
+        set.lay_out(1, 8192, Prealloc::Native).unwrap();
+        assert_eq!(fs::metadata(&paths[0]).unwrap().len(), 0);
+        assert_eq!(fs::metadata(&paths[1]).unwrap().len(), 8192);
+        set.remove(1).unwrap();
+        assert!(!paths[1].exists());
+        // Only the set's own paths.
+        assert!(set.create(3).is_err());
+        drop(set);
+        // A directory where a file is claimed is refused, naming it.
+        fs::create_dir(&paths[2]).unwrap();
+        let e = FileSet::claim(paths.clone(), SetKind::Files, &consent(false, None)).unwrap_err();
+        assert!(e.to_string().contains("f.2"), "{e}");
+        // As a directory set it is fine, and removed with rmdir.
+        let dirs =
+            FileSet::claim(vec![paths[2].clone()], SetKind::Dirs, &consent(false, None)).unwrap();
+        dirs.remove(0).unwrap();
+        assert!(!paths[2].exists());
+    }
+
+    #[test]
+    fn unlink_removes_only_the_claimed_file() {
+        let d = Dir::new("unlink");
+        let p = d.0.join("t");
+        let opts = ClaimOptions {
+            direct: false,
+            create_size: Some(0),
+        };
+        let c = Claim::open(&p, &consent(false, None), &opts).unwrap();
+        c.preallocate(Prealloc::Truncate, 4096).unwrap();
+        assert_eq!(fs::metadata(&p).unwrap().len(), 4096);
+        c.unlink().unwrap();
+        assert!(!p.exists());
+        // A file that took the name after the claim is left alone.
+        let c = Claim::open(&p, &consent(false, None), &opts).unwrap();
+        fs::remove_file(&p).unwrap();
+        fs::write(&p, b"other").unwrap();
+        assert!(c.unlink().is_err());
+        assert_eq!(fs::read(&p).unwrap(), b"other");
     }
 }

@@ -22,6 +22,8 @@
 //! - [`nbd`]: the kernel NBD client's ioctls, to back `/dev/nbdN` with a
 //!   user-space server over a socket pair.
 //! - [`zero`]: `BLKZEROOUT`, the kernel's zero-out of a byte range.
+//! - [`zoned`]: zoned block devices: model and limits from sysfs, the zone
+//!   report (`BLKREPORTZONE`) and, through a claim, zone reset/open/close/finish.
 
 pub mod ata;
 pub mod ata_security;
@@ -39,3 +41,4 @@ pub mod scsi;
 pub mod sg;
 pub mod units;
 pub mod zero;
+pub mod zoned;

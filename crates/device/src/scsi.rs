@@ -25,6 +25,10 @@ pub mod opcode {
     pub const READ_10: u8 = 0x28;
     /// WRITE(10).
     pub const WRITE_10: u8 = 0x2A;
+    /// WRITE AND VERIFY(10).
+    pub const WRITE_AND_VERIFY_10: u8 = 0x2E;
+    /// VERIFY(10).
+    pub const VERIFY_10: u8 = 0x2F;
     /// SYNCHRONIZE CACHE(10).
     pub const SYNCHRONIZE_CACHE_10: u8 = 0x35;
     /// WRITE SAME(10).
@@ -39,8 +43,16 @@ pub mod opcode {
     pub const READ_16: u8 = 0x88;
     /// WRITE(16).
     pub const WRITE_16: u8 = 0x8A;
+    /// WRITE AND VERIFY(16).
+    pub const WRITE_AND_VERIFY_16: u8 = 0x8E;
+    /// VERIFY(16).
+    pub const VERIFY_16: u8 = 0x8F;
+    /// SYNCHRONIZE CACHE(16).
+    pub const SYNCHRONIZE_CACHE_16: u8 = 0x91;
     /// WRITE SAME(16).
     pub const WRITE_SAME_16: u8 = 0x93;
+    /// WRITE STREAM(16).
+    pub const WRITE_STREAM_16: u8 = 0x9A;
     /// SERVICE ACTION IN(16); READ CAPACITY(16) is service action 0x10.
     pub const SERVICE_ACTION_IN_16: u8 = 0x9E;
     /// ATA PASS-THROUGH(12) (SAT).
@@ -60,6 +72,8 @@ pub fn command_name(cdb: &[u8]) -> String {
         opcode::READ_CAPACITY_10 => "READ CAPACITY(10)",
         opcode::READ_10 => "READ(10)",
         opcode::WRITE_10 => "WRITE(10)",
+        opcode::WRITE_AND_VERIFY_10 => "WRITE AND VERIFY(10)",
+        opcode::VERIFY_10 => "VERIFY(10)",
         opcode::SYNCHRONIZE_CACHE_10 => "SYNCHRONIZE CACHE(10)",
         opcode::WRITE_SAME_10 => "WRITE SAME(10)",
         opcode::UNMAP => "UNMAP",
@@ -67,7 +81,11 @@ pub fn command_name(cdb: &[u8]) -> String {
         opcode::ATA_PASS_THROUGH_16 => "ATA PASS-THROUGH(16)",
         opcode::READ_16 => "READ(16)",
         opcode::WRITE_16 => "WRITE(16)",
+        opcode::WRITE_AND_VERIFY_16 => "WRITE AND VERIFY(16)",
+        opcode::VERIFY_16 => "VERIFY(16)",
+        opcode::SYNCHRONIZE_CACHE_16 => "SYNCHRONIZE CACHE(16)",
         opcode::WRITE_SAME_16 => "WRITE SAME(16)",
+        opcode::WRITE_STREAM_16 => "WRITE STREAM(16)",
         opcode::SERVICE_ACTION_IN_16 if cdb.get(1).map(|b| b & 0x1F) == Some(0x10) => {
             "READ CAPACITY(16)"
         }
@@ -449,6 +467,136 @@ impl WriteSame {
         c[1] = (u8::from(self.anchor) << 4) | (u8::from(self.unmap) << 3) | u8::from(self.ndob);
         put_u64(&mut c, 2, self.lba);
         put_u32(&mut c, 10, self.blocks);
+        c
+    }
+}
+
+/// BYTCHK of VERIFY and WRITE AND VERIFY (SBC-4 5.34, table 103): what the
+/// device compares the medium with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteCheck {
+    /// 00b: a medium verification, no data is sent or compared.
+    None,
+    /// 01b: the data sent (one block per block verified) is compared.
+    Each,
+    /// 11b: one block is sent and compared with every block verified.
+    Same,
+}
+
+impl ByteCheck {
+    /// The two-bit field value.
+    pub fn code(self) -> u8 {
+        match self {
+            ByteCheck::None => 0b00,
+            ByteCheck::Each => 0b01,
+            ByteCheck::Same => 0b11,
+        }
+    }
+}
+
+/// VERIFY(10) (0x2F) and VERIFY(16) (0x8F), SBC-4 5.33 / 5.35: check
+/// `blocks` blocks from `lba` on the medium, comparing them with data sent
+/// as [`ByteCheck`] says. Byte 1 bits 2:1 BYTCHK; (10): bytes 2-5 LBA,
+/// 7-8 verification length; (16): bytes 2-9 LBA, 10-13 verification length.
+#[derive(Debug, Clone, Copy)]
+pub struct Verify {
+    lba: u64,
+    blocks: u32,
+    bytchk: ByteCheck,
+}
+
+impl Verify {
+    /// Verify `blocks` blocks from `lba` on the medium alone (BYTCHK 00b).
+    pub fn new(lba: Lba, blocks: u32) -> Self {
+        Verify {
+            lba: lba.0,
+            blocks,
+            bytchk: ByteCheck::None,
+        }
+    }
+    /// What to compare with.
+    pub fn bytchk(mut self, b: ByteCheck) -> Self {
+        self.bytchk = b;
+        self
+    }
+    /// The 10-byte form; `None` when the LBA or the length does not fit.
+    pub fn build10(self) -> Option<[u8; 10]> {
+        let lba = u32::try_from(self.lba).ok()?;
+        let len = u16::try_from(self.blocks).ok()?;
+        let mut c = [0u8; 10];
+        c[0] = opcode::VERIFY_10;
+        c[1] = self.bytchk.code() << 1;
+        put_u32(&mut c, 2, lba);
+        put_u16(&mut c, 7, len);
+        Some(c)
+    }
+    /// The 16-byte form.
+    pub fn build16(self) -> [u8; 16] {
+        let mut c = [0u8; 16];
+        c[0] = opcode::VERIFY_16;
+        c[1] = self.bytchk.code() << 1;
+        put_u64(&mut c, 2, self.lba);
+        put_u32(&mut c, 10, self.blocks);
+        c
+    }
+}
+
+/// WRITE AND VERIFY(10) (0x2E) and (16) (0x8E), SBC-4 5.44 / 5.46: write
+/// `blocks` blocks at `lba`, then verify them on the medium (BYTCHK 00b:
+/// no second comparison of the data). The LBA and length fields sit where
+/// WRITE's do.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteAndVerify(RwFields);
+
+impl WriteAndVerify {
+    /// Write and verify `blocks` blocks at `lba`.
+    pub fn new(lba: Lba, blocks: u32) -> Self {
+        WriteAndVerify(RwFields::new(lba, blocks))
+    }
+    /// The 10-byte form; `None` when the LBA or the length does not fit.
+    pub fn build10(self) -> Option<[u8; 10]> {
+        self.0.build10(opcode::WRITE_AND_VERIFY_10)
+    }
+    /// The 16-byte form.
+    pub fn build16(self) -> [u8; 16] {
+        self.0.build16(opcode::WRITE_AND_VERIFY_16)
+    }
+}
+
+/// WRITE STREAM(16) (0x9A, SBC-4 5.47): write `blocks` blocks at `lba`
+/// into stream `stream_id`. Byte 1 FUA bit 3; bytes 2-9 LBA; bytes 10-11
+/// STR_ID; bytes 12-13 transfer length (16 bits).
+#[derive(Debug, Clone, Copy)]
+pub struct WriteStream {
+    lba: u64,
+    blocks: u16,
+    stream_id: u16,
+    fua: bool,
+}
+
+impl WriteStream {
+    /// Write `blocks` blocks at `lba` into stream `stream_id`.
+    pub fn new(lba: Lba, blocks: u16, stream_id: u16) -> Self {
+        WriteStream {
+            lba: lba.0,
+            blocks,
+            stream_id,
+            fua: false,
+        }
+    }
+    /// Force unit access.
+    pub fn fua(mut self, on: bool) -> Self {
+        self.fua = on;
+        self
+    }
+    /// The CDB.
+    pub fn build(self) -> [u8; 16] {
+        let mut c = [0u8; 16];
+        c[0] = opcode::WRITE_STREAM_16;
+        c[1] = u8::from(self.fua) << 3;
+        put_u64(&mut c, 2, self.lba);
+        put_u16(&mut c, 10, self.stream_id);
+        put_u16(&mut c, 12, self.blocks);
         c
     }
 }
@@ -1102,6 +1250,7 @@ pub fn asc_ascq_name(asc: u8, ascq: u8) -> Option<String> {
         (0x11, q) => return Some(format!("unrecovered read error (ascq 0x{q:02X})")),
         (0x14, 0x01) => "record not found",
         (0x1A, 0x00) => "parameter list length error",
+        (0x1D, 0x00) => "miscompare during verify operation",
         (0x20, 0x00) => "invalid command operation code",
         (0x21, 0x00) => "logical block address out of range",
         (0x24, 0x00) => "invalid field in CDB",
@@ -1651,6 +1800,9 @@ pub fn direction_of(op: u8) -> DataDirection {
         | opcode::WRITE_16
         | opcode::WRITE_SAME_10
         | opcode::WRITE_SAME_16
+        | opcode::WRITE_AND_VERIFY_10
+        | opcode::WRITE_AND_VERIFY_16
+        | opcode::WRITE_STREAM_16
         | opcode::UNMAP => DataDirection::ToDevice,
         _ => DataDirection::None,
     }
@@ -1668,6 +1820,67 @@ mod tests {
         let mut c = [0u8; 16];
         c[0] = op;
         c
+    }
+
+    #[test]
+    fn verify_cdbs_match_sbc4_tables() {
+        // VERIFY(10), SBC-4 5.33: byte 1 bits 2:1 BYTCHK, bytes 2-5 LBA,
+        // bytes 7-8 verification length.
+        let c = Verify::new(Lba(0x0102_0304), 20)
+            .bytchk(ByteCheck::Each)
+            .build10()
+            .unwrap();
+        assert_eq!(c, [0x2F, 0x02, 0x01, 0x02, 0x03, 0x04, 0, 0x00, 0x14, 0]);
+        let c = Verify::new(Lba(7), 1).build10().unwrap();
+        assert_eq!(c, [0x2F, 0, 0, 0, 0, 7, 0, 0, 1, 0]);
+        let c = Verify::new(Lba(7), 4)
+            .bytchk(ByteCheck::Same)
+            .build10()
+            .unwrap();
+        assert_eq!(c[1], 0x06);
+        // Too far or too long for (10).
+        assert!(Verify::new(Lba(1 << 32), 1).build10().is_none());
+        assert!(Verify::new(Lba(0), 65536).build10().is_none());
+        // VERIFY(16), SBC-4 5.35: bytes 2-9 LBA, 10-13 verification length.
+        let c = Verify::new(Lba(0x0102_0304_0506_0708), 0x0A0B_0C0D)
+            .bytchk(ByteCheck::Same)
+            .build16();
+        let mut want = cdb(0x8F);
+        want[1] = 0x06;
+        want[2..10].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        want[10..14].copy_from_slice(&[0x0A, 0x0B, 0x0C, 0x0D]);
+        assert_eq!(c, want);
+        assert_eq!(command_name(&c), "VERIFY(16)");
+        assert!(!modifies_medium(&c));
+        assert!(!modifies_medium(&Verify::new(Lba(0), 1).build10().unwrap()));
+    }
+
+    #[test]
+    fn write_and_verify_and_write_stream_cdbs_match_sbc4_tables() {
+        let c = WriteAndVerify::new(Lba(0x10), 8).build10().unwrap();
+        assert_eq!(c, [0x2E, 0, 0, 0, 0, 0x10, 0, 0, 8, 0]);
+        assert!(modifies_medium(&c));
+        assert_eq!(command_name(&c), "WRITE AND VERIFY(10)");
+        let c = WriteAndVerify::new(Lba(1 << 40), 8).build16();
+        let mut want = cdb(0x8E);
+        want[2..10].copy_from_slice(&(1u64 << 40).to_be_bytes());
+        want[13] = 8;
+        assert_eq!(c, want);
+        // WRITE STREAM(16), SBC-4 5.47: bytes 10-11 STR_ID, 12-13 length.
+        let c = WriteStream::new(Lba(0x20), 0x0304, 0x0102)
+            .fua(true)
+            .build();
+        let mut want = cdb(0x9A);
+        want[1] = 0x08;
+        want[9] = 0x20;
+        want[10..14].copy_from_slice(&[0x01, 0x02, 0x03, 0x04]);
+        assert_eq!(c, want);
+        assert!(modifies_medium(&c));
+        assert_eq!(direction_of(0x9A), DataDirection::ToDevice);
+        assert_eq!(
+            asc_ascq_name(0x1D, 0x00).as_deref(),
+            Some("miscompare during verify operation")
+        );
     }
 
     #[test]

@@ -59,11 +59,25 @@ pub trait Engine {
     fn depth(&self) -> u32;
     /// Put an I/O into a free slot (the caller owns slot bookkeeping).
     fn queue(&mut self, slot: u32, io: &IoDesc);
+    /// Queue an I/O with its own I/O priority (the kernel's ioprio value:
+    /// class << 13 | level). An engine that cannot carry a priority per
+    /// I/O queues it as [`queue`](Engine::queue) does: it then runs at the
+    /// thread's priority.
+    fn queue_prio(&mut self, slot: u32, io: &IoDesc, _ioprio: u16) {
+        self.queue(slot, io)
+    }
     /// Submit what was queued; then wait until at least `wait` completions
     /// are ready or `timeout` passes.
     fn commit(&mut self, wait: u32, timeout: Option<Duration>) -> std::io::Result<()>;
     /// Hand every ready completion to `f`; returns how many.
     fn reap<F: FnMut(Completion)>(&mut self, f: F) -> usize;
+    /// Hand at most `max` ready completions to `f` (fio's
+    /// `iodepth_batch_complete_max`), leaving the rest for the next call;
+    /// returns how many. An engine that cannot leave completions for later
+    /// hands over all, as [`reap`](Engine::reap) does.
+    fn reap_max<F: FnMut(Completion)>(&mut self, _max: usize, f: F) -> usize {
+        self.reap(f)
+    }
     /// The buffer of a slot (to fill before a write or check after a read).
     fn buffer(&mut self, slot: u32) -> &mut [u8];
 }
@@ -105,6 +119,11 @@ impl Target {
         let file = o.open(path)?;
         let is_block = file.metadata()?.file_type().is_block_device();
         Ok(Target { file, is_block })
+    }
+
+    /// The open descriptor, for the engines of this crate.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
     }
 
     /// Whether it is a block device.
@@ -302,6 +321,10 @@ impl Engine for Uring {
     /// If `slot` is already queued and not yet reaped.
     #[inline]
     fn queue(&mut self, slot: u32, io: &IoDesc) {
+        self.queue_prio(slot, io, 0)
+    }
+
+    fn queue_prio(&mut self, slot: u32, io: &IoDesc, ioprio: u16) {
         assert!(
             !self.busy.get(slot as usize).copied().unwrap_or(false),
             "slot {slot} queued again before its completion was reaped"
@@ -321,15 +344,21 @@ impl Engine for Uring {
         let sqe: squeue::Entry = match io.op {
             Op::Read if self.fixed_bufs => opcode::ReadFixed::new(fd, buf, io.len, slot as u16)
                 .offset(io.offset)
+                .ioprio(ioprio)
                 .build(),
-            Op::Read => opcode::Read::new(fd, buf, io.len).offset(io.offset).build(),
+            Op::Read => opcode::Read::new(fd, buf, io.len)
+                .offset(io.offset)
+                .ioprio(ioprio)
+                .build(),
             Op::Write if self.fixed_bufs => opcode::WriteFixed::new(fd, buf, io.len, slot as u16)
                 .offset(io.offset)
                 .rw_flags(self.write_flags)
+                .ioprio(ioprio)
                 .build(),
             Op::Write => opcode::Write::new(fd, buf, io.len)
                 .offset(io.offset)
                 .rw_flags(self.write_flags)
+                .ioprio(ioprio)
                 .build(),
             Op::Fsync => opcode::Fsync::new(fd).build(),
             Op::Trim => {
@@ -388,9 +417,16 @@ impl Engine for Uring {
     }
 
     #[inline]
-    fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
+    fn reap<F: FnMut(Completion)>(&mut self, f: F) -> usize {
+        self.reap_max(usize::MAX, f)
+    }
+
+    #[inline]
+    fn reap_max<F: FnMut(Completion)>(&mut self, max: usize, mut f: F) -> usize {
+        // Completions made without the kernel all go at once.
         let mut n = drain(&mut self.immediate, &mut f);
-        for cqe in self.ring.completion() {
+        // The queue's head moves past only the entries taken.
+        for cqe in self.ring.completion().take(max.saturating_sub(n)) {
             let slot = cqe.user_data() as u32;
             if let Some(b) = self.busy.get_mut(slot as usize) {
                 if std::mem::take(b) {

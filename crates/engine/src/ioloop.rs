@@ -11,7 +11,13 @@
 //!   table and the lists are sized once from the engine's depth.
 //! - **Batching.** Each turn reaps every ready completion, queues I/O into
 //!   every free slot the driver has work for, and enters the kernel once to
-//!   both submit and wait ([`Engine::commit`]).
+//!   both submit and wait ([`Engine::commit`]). fio's batching options
+//!   adjust this: [`LoopConfig::submit_batch`] enters the kernel each time
+//!   that many are queued, [`LoopConfig::complete_min`] waits for that many
+//!   completions, [`LoopConfig::depth_low`] lets a full queue drain to a
+//!   low mark before refilling.
+//! - **Priorities.** [`Driver::ioprio`] gives an I/O its own priority,
+//!   queued with [`Engine::queue_prio`] (io_uring's SQE `ioprio`).
 //! - **Clock reads.** One monotonic reading per turn, taken right after the
 //!   kernel returns; it stamps every completion reaped and every I/O queued
 //!   in the turn (they go to the kernel by the turn's single enter, right
@@ -139,6 +145,13 @@ pub trait Driver {
         false
     }
 
+    /// The I/O priority to queue this I/O with (the kernel's ioprio value,
+    /// class << 13 | level; 0: the thread's own). Default: 0.
+    #[inline]
+    fn ioprio(&self, _io: &IoDesc, _tag: u64) -> u16 {
+        0
+    }
+
     /// Once per turn, after reaping and before issuing. Returning `true`
     /// stops issuing for good (the loop drains and returns). Default: no.
     fn turn(&mut self, _now: u64) -> bool {
@@ -159,6 +172,20 @@ pub struct LoopConfig<'a> {
     /// Keep one slot's buffer filled ahead for the next I/O while the
     /// others are in flight: at most `depth − 1` I/Os are then in flight.
     pub prepare_ahead: bool,
+    /// fio's `iodepth_batch_submit`: enter the kernel to submit each time
+    /// this many I/Os have been queued in a turn (None: once per turn,
+    /// everything queued in it, with the wait).
+    pub submit_batch: Option<u32>,
+    /// fio's `iodepth_batch_complete_min`: when waiting, wait for this many
+    /// completions (at most those in flight, at least 1; None: 1).
+    pub complete_min: Option<u32>,
+    /// fio's `iodepth_batch_complete_max`: hand over at most this many
+    /// completions per turn, leaving the rest ready for the next (None:
+    /// every ready one).
+    pub complete_max: Option<u32>,
+    /// fio's `iodepth_low`: once every slot is busy, queue nothing new until
+    /// at most this many I/Os are in flight (None: refill at once).
+    pub depth_low: Option<u32>,
 }
 
 /// What the loop saw.
@@ -191,6 +218,7 @@ struct Slot {
     submitted: u64,
     intended: u64,
     retries: u32,
+    prio: u16,
 }
 
 const BLANK: Slot = Slot {
@@ -204,6 +232,7 @@ const BLANK: Slot = Slot {
     submitted: 0,
     intended: 0,
     retries: 0,
+    prio: 0,
 };
 
 /// The state of one [`run`]: the slot table and its lists, each sized
@@ -216,6 +245,10 @@ struct Table {
     reaped: Vec<Completion>,
     prepared: Option<u32>,
     inflight: u32,
+    /// Queued since the last entry into the kernel (submit batching).
+    unsubmitted: u32,
+    /// The queue filled up and has not drained to the low mark yet.
+    draining_to_low: bool,
 }
 
 impl Table {
@@ -229,6 +262,8 @@ impl Table {
             reaped: Vec::with_capacity(n * 2 + 8),
             prepared: None,
             inflight: 0,
+            unsubmitted: 0,
+            draining_to_low: false,
         }
     }
 }
@@ -257,6 +292,7 @@ pub fn run<E: Engine, D: Driver>(
     let mut was_full = false;
     let mut now = now_ns();
     st.started = now;
+    let reap_limit = cfg.complete_max.map_or(usize::MAX, |m| m.max(1) as usize);
     loop {
         // 1. Reap. Completions whose buffers the driver inspects wait in
         // `inspect` until the turn's new I/O is submitted.
@@ -265,14 +301,14 @@ pub fn run<E: Engine, D: Driver>(
             // reaped.
             let tt = &mut t;
             let sst = &mut st;
-            engine.reap(|c| {
+            engine.reap_max(reap_limit, |c| {
                 tt.inflight -= 1;
                 hand_over(driver, tt, sst, c.slot, c.result, now, draining, &[]);
             });
         }
         t.reaped.clear();
         if D::BUFFERS {
-            engine.reap(|c| t.reaped.push(c));
+            engine.reap_max(reap_limit, |c| t.reaped.push(c));
         }
         for i in 0..t.reaped.len() {
             let c = t.reaped[i];
@@ -404,8 +440,9 @@ pub fn run<E: Engine, D: Driver>(
                 }
             }
             Some(_) => engine.commit(0, None)?,
-            None => engine.commit(1, None)?,
+            None => engine.commit(wait_count(cfg, t.inflight), None)?,
         }
+        t.unsubmitted = 0;
         now = now_ns();
     }
     st.ended = now_ns();
@@ -438,6 +475,14 @@ fn fill_slots<E: Engine, D: Driver>(
         wake: None,
         exhausted: false,
     };
+    if let Some(low) = cfg.depth_low {
+        if t.draining_to_low {
+            if t.inflight > low {
+                return out;
+            }
+            t.draining_to_low = false;
+        }
+    }
     while t.inflight < limit {
         let mut intended = now;
         if cfg.rate_interval_ns.is_some() {
@@ -490,9 +535,17 @@ fn fill_slots<E: Engine, D: Driver>(
                     submitted: now,
                     intended,
                     retries: 0,
+                    prio: driver.ioprio(&io, tag),
                 };
                 queue(engine, t, st, slot);
                 out.queued += 1;
+                if let Some(b) = cfg.submit_batch {
+                    if t.unsubmitted >= b.max(1) {
+                        // A failed submit shows again at the turn's wait.
+                        let _ = engine.commit(0, None);
+                        t.unsubmitted = 0;
+                    }
+                }
             }
             other => {
                 t.free.push(slot);
@@ -504,6 +557,9 @@ fn fill_slots<E: Engine, D: Driver>(
                 break;
             }
         }
+    }
+    if cfg.depth_low.is_some() && t.inflight >= limit {
+        t.draining_to_low = true;
     }
     out
 }
@@ -527,6 +583,7 @@ fn prepare<E: Engine, D: Driver>(
                 submitted: now,
                 intended: due.unwrap_or(now),
                 retries: 0,
+                prio: driver.ioprio(&io, tag),
             };
             t.prepared = Some(slot);
         }
@@ -544,7 +601,12 @@ fn prepare<E: Engine, D: Driver>(
 #[inline]
 fn queue<E: Engine>(engine: &mut E, t: &mut Table, st: &mut LoopStats, slot: u32) {
     let s = &t.slots[slot as usize];
-    engine.queue(slot, &s.io);
+    if s.prio != 0 {
+        engine.queue_prio(slot, &s.io, s.prio);
+    } else {
+        engine.queue(slot, &s.io);
+    }
+    t.unsubmitted += 1;
     t.inflight += 1;
     st.issued += 1;
     st.max_inflight = st.max_inflight.max(t.inflight);
@@ -581,6 +643,13 @@ fn hand_over<D: Driver>(
         After::Retry if !draining => t.retry.push(slot),
         _ => t.free.push(slot),
     }
+}
+
+/// How many completions a wait waits for: fio's `iodepth_batch_complete_min`,
+/// at most what is in flight, at least one.
+#[inline]
+pub fn wait_count(cfg: &LoopConfig, inflight: u32) -> u32 {
+    cfg.complete_min.map_or(1, |m| m.min(inflight).max(1))
 }
 
 /// Sleep (or, for the last `spin_ns`, spin) until monotonic time `w`.
@@ -739,5 +808,201 @@ mod tests {
         };
         let st = run(&mut ring(), &mut d, &LoopConfig::default()).expect("loop");
         assert_eq!((d.ok, d.retried, st.retries), (9, 1, 1));
+    }
+
+    /// An engine that completes one I/O per waiting commit (the oldest),
+    /// recording each commit's wait count and how many it submitted.
+    struct Trickle {
+        queued: Vec<u32>,
+        inflight: VecDeque<u32>,
+        done: VecDeque<Completion>,
+        commits: Vec<(u32, usize)>,
+        buf: Vec<u8>,
+    }
+
+    impl Engine for Trickle {
+        fn name(&self) -> &'static str {
+            "test-trickle"
+        }
+        fn caps(&self) -> Caps {
+            Caps {
+                asynchronous: true,
+                real_io: false,
+            }
+        }
+        fn depth(&self) -> u32 {
+            4
+        }
+        fn queue(&mut self, slot: u32, _io: &IoDesc) {
+            self.queued.push(slot);
+        }
+        fn commit(&mut self, wait: u32, _timeout: Option<Duration>) -> std::io::Result<()> {
+            self.commits.push((wait, self.queued.len()));
+            self.inflight.extend(self.queued.drain(..));
+            for _ in 0..wait {
+                if let Some(slot) = self.inflight.pop_front() {
+                    self.done.push_back(Completion { slot, result: 4096 });
+                }
+            }
+            Ok(())
+        }
+        fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
+            let n = self.done.len();
+            self.done.drain(..).for_each(&mut f);
+            n
+        }
+        fn buffer(&mut self, _slot: u32) -> &mut [u8] {
+            &mut self.buf
+        }
+    }
+
+    /// Issues `n` reads, recording the in-flight count at each.
+    struct Depths {
+        n: u64,
+        seen: Vec<u32>,
+    }
+
+    impl Driver for Depths {
+        const BUFFERS: bool = false;
+        fn next(&mut self, _now: u64, inflight: u32, _buf: &mut [u8]) -> Next {
+            if self.seen.len() as u64 == self.n {
+                return Next::Done;
+            }
+            self.seen.push(inflight);
+            Next::Io {
+                io: IoDesc {
+                    target: 0,
+                    op: Op::Read,
+                    offset: 0,
+                    len: 4096,
+                },
+                due: None,
+                tag: 0,
+            }
+        }
+        fn complete(&mut self, _d: &Done, _buf: &[u8]) -> After {
+            After::Release
+        }
+    }
+
+    fn trickle(cfg: &LoopConfig, n: u64) -> (Vec<u32>, Vec<(u32, usize)>) {
+        let mut e = Trickle {
+            queued: Vec::new(),
+            inflight: VecDeque::new(),
+            done: VecDeque::new(),
+            commits: Vec::new(),
+            buf: vec![0; 4096],
+        };
+        let mut d = Depths {
+            n,
+            seen: Vec::new(),
+        };
+        run(&mut e, &mut d, cfg).expect("loop");
+        (d.seen, e.commits)
+    }
+
+    #[test]
+    fn complete_max_hands_over_at_most_that_many_a_turn() {
+        // Ring completes everything queued at each commit; a limit of 1
+        // leaves the others ready, so each turn refills one slot.
+        struct Capped(Ring);
+        impl Engine for Capped {
+            fn name(&self) -> &'static str {
+                "test-capped"
+            }
+            fn caps(&self) -> Caps {
+                self.0.caps()
+            }
+            fn depth(&self) -> u32 {
+                4
+            }
+            fn queue(&mut self, slot: u32, io: &IoDesc) {
+                self.0.queue(slot, io)
+            }
+            fn commit(&mut self, wait: u32, t: Option<Duration>) -> std::io::Result<()> {
+                self.0.commit(wait, t)
+            }
+            fn reap<F: FnMut(Completion)>(&mut self, f: F) -> usize {
+                self.0.reap(f)
+            }
+            fn reap_max<F: FnMut(Completion)>(&mut self, max: usize, mut f: F) -> usize {
+                let n = max.min(self.0.done.len());
+                self.0.done.drain(..n).for_each(&mut f);
+                n
+            }
+            fn buffer(&mut self, slot: u32) -> &mut [u8] {
+                self.0.buffer(slot)
+            }
+        }
+        let run_with = |cfg: &LoopConfig| {
+            let mut d = Depths {
+                n: 8,
+                seen: Vec::new(),
+            };
+            run(&mut Capped(ring()), &mut d, cfg).expect("loop");
+            d.seen
+        };
+        assert_eq!(run_with(&LoopConfig::default()), [0, 1, 2, 3, 0, 1, 2, 3]);
+        let cfg = LoopConfig {
+            complete_max: Some(1),
+            ..LoopConfig::default()
+        };
+        assert_eq!(run_with(&cfg), [0, 1, 2, 3, 3, 3, 3, 3]);
+    }
+
+    #[test]
+    fn without_a_low_mark_a_freed_slot_is_refilled_at_once() {
+        let (seen, _) = trickle(&LoopConfig::default(), 8);
+        assert_eq!(seen, [0, 1, 2, 3, 3, 3, 3, 3]);
+    }
+
+    #[test]
+    fn iodepth_low_lets_a_full_queue_drain_to_it_before_refilling() {
+        let cfg = LoopConfig {
+            depth_low: Some(1),
+            ..LoopConfig::default()
+        };
+        let (seen, _) = trickle(&cfg, 10);
+        // Full at 4, then nothing until one is left in flight.
+        assert_eq!(seen, [0, 1, 2, 3, 1, 2, 3, 1, 2, 3]);
+    }
+
+    #[test]
+    fn complete_min_sets_how_many_completions_a_wait_waits_for() {
+        let cfg = LoopConfig {
+            complete_min: Some(3),
+            ..LoopConfig::default()
+        };
+        let (seen, commits) = trickle(&cfg, 10);
+        // Every wait with 4 in flight waits for 3, and then 3 slots are
+        // filled together; at the end, at most what is in flight.
+        assert!(
+            commits.iter().all(|&(w, _)| (1..=3).contains(&w)),
+            "{commits:?}"
+        );
+        assert_eq!(commits[0], (3, 4));
+        assert_eq!(&seen[..7], [0, 1, 2, 3, 1, 2, 3]);
+        assert_eq!(wait_count(&cfg, 2), 2);
+        assert_eq!(wait_count(&cfg, 0), 1);
+        let zero = LoopConfig {
+            complete_min: Some(0),
+            ..LoopConfig::default()
+        };
+        assert_eq!(wait_count(&zero, 4), 1);
+    }
+
+    #[test]
+    fn submit_batch_enters_the_kernel_each_time_that_many_are_queued() {
+        let cfg = LoopConfig {
+            submit_batch: Some(2),
+            ..LoopConfig::default()
+        };
+        let (_, commits) = trickle(&cfg, 4);
+        // The first fill queues 4: two submissions of 2 (no wait), then
+        // the waits with nothing left unsubmitted.
+        assert_eq!(&commits[..2], [(0, 2), (0, 2)]);
+        assert!(commits[2..].iter().all(|&(_, q)| q == 0), "{commits:?}");
+        let (_, commits) = trickle(&LoopConfig::default(), 4);
+        assert_eq!(commits[0], (1, 4));
     }
 }

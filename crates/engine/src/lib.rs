@@ -5,12 +5,17 @@
 //! - [`engine`]: the small engine interface (queue, commit, reap) and its
 //!   implementations: io_uring with registered buffers and files, psync,
 //!   null; targets built only from a device claim or a read-only open.
+//! - [`fileops`]: fio's filesystem engines (filecreate, filestat,
+//!   filedelete, their directory twins, ftruncate, falloc): one file
+//!   operation per I/O.
 //! - [`buf`]: page-aligned buffer pools, allocated once.
 //! - [`ioloop`]: the submission loop: slots, batching, clock reads,
 //!   deadlines, rate limits, stall accounting; callers are drivers.
 //! - [`clock`]: the monotonic clock, absolute sleeps, civil dates.
 //! - [`narrow`]: narrowing a failed command down to its failing blocks
 //!   (exact LBAs of medium errors), with aligned scratch for O_DIRECT.
+//! - [`sg`]: fio's `sg` engine: each I/O one SCSI command through SG_IO,
+//!   with fio's `sg_write_mode`s (WRITE SAME, VERIFY with BYTCHK, ...).
 //! - [`sys`]: the other system calls the bench needs (thread CPU time,
 //!   timer slack, stop signals), as safe functions.
 //!
@@ -20,7 +25,10 @@
 pub mod buf;
 pub mod clock;
 pub mod engine;
+pub mod fileops;
 pub mod io;
 pub mod ioloop;
 pub mod narrow;
+pub mod sched;
+pub mod sg;
 pub mod sys;

@@ -189,10 +189,21 @@ mod tests {
 
     #[test]
     fn interrupt_stops_a_child() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("30");
+        // A suite started from a background job inherits SIGINT ignored,
+        // and an ignored disposition survives exec: give the child the
+        // default action, as an interactive shell's child has.
+        // SAFETY: the closure runs in the forked child before exec and
+        // calls only signal(2), which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().unwrap();
         interrupt(child.id()).unwrap();
         let status = child.wait().unwrap();
         use std::os::unix::process::ExitStatusExt;

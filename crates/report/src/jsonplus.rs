@@ -82,6 +82,9 @@ pub fn without_bins(r: &RunReport) -> RunReport {
             strip_lat(&mut d.slat_ns);
             strip_lat(&mut d.clat_ns);
             strip_lat(&mut d.lat_ns);
+            for p in &mut d.prios {
+                strip_lat(&mut p.clat_ns);
+            }
         }
         strip_lat(&mut j.sync.lat_ns);
     }

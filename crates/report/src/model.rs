@@ -108,6 +108,10 @@ pub struct JobReport {
     /// Minor page faults of the job's thread (fio's `minf`).
     #[serde(default)]
     pub minf: u64,
+    /// `zonemode=zbd`: the zone resets the job did (fio prints them after
+    /// the write line); absent for other jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_resets: Option<u64>,
     /// Percent of I/Os queued at each depth: keys 1, 2, 4, 8, 16, 32 and
     /// `>=64`, each counting depths from its key to the next (fio's
     /// `iodepth_level`).
@@ -143,6 +147,9 @@ pub struct JobReport {
     /// `latency_window`, µs (0 = none).
     #[serde(default)]
     pub latency_window: u64,
+    /// fio's `steadystate` block (only with `steadystate_duration`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steadystate: Option<SteadyStateReport>,
     /// CPU time per I/O, ns (user + system) — drivelab-only.
     pub cpu_ns_per_io: f64,
     /// Per-interval series (drivelab-only).
@@ -158,6 +165,39 @@ impl JobReport {
     pub fn ended_by_error(&self) -> bool {
         self.error != 0 && !(self.total_err.is_some() && self.error_detail.is_none())
     }
+}
+
+/// fio's per-job `steadystate` object.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SteadyStateReport {
+    /// The rule as fio prints it (`iops_slope:0.100000%`).
+    pub ss: String,
+    /// The window, s.
+    pub duration: u64,
+    /// 1 when steady state was attained (the job ended on it), else 0.
+    pub attained: u8,
+    /// The last judgement's slope or deviation (`0.400000%` for a
+    /// percent rule).
+    pub criterion: String,
+    /// Largest deviation from the window's mean (deviation rules).
+    pub max_deviation: f64,
+    /// Least-squares slope per interval (slope rules).
+    pub slope: f64,
+    /// The window's values.
+    pub data: SteadyStateData,
+}
+
+/// The values of fio's steady-state window, oldest first.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SteadyStateData {
+    /// Mean bandwidth over the window (unfilled intervals count 0), bytes/s.
+    pub bw_mean: u64,
+    /// Mean IOPS the same way.
+    pub iops_mean: u64,
+    /// IOPS per interval.
+    pub iops: Vec<u64>,
+    /// Bandwidth per interval, bytes/s.
+    pub bw: Vec<u64>,
 }
 
 /// One failed I/O of a job.
@@ -231,6 +271,10 @@ pub struct DirReport {
     pub clat_ns: LatReport,
     /// Total latency, ns (equal to clat_ns, see slat_ns).
     pub lat_ns: LatReport,
+    /// Completion latency per I/O priority (fio's `prios`), when the
+    /// direction's I/Os went with two or more priorities (`cmdprio*`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub prios: Vec<PrioReport>,
     /// Smallest bandwidth sample, KiB/s. Samples are taken every 500 ms
     /// (fio's `bwavgtime`; a window in which the direction moved nothing
     /// adds none).
@@ -269,6 +313,17 @@ pub struct DirReport {
     /// Latency from the intended issue time, ns (rate-limited runs only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lat_from_intended_ns: Option<LatReport>,
+}
+
+/// One I/O priority's completion latency (an entry of fio's `prios`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PrioReport {
+    /// The priority class (1 realtime, 2 best-effort, 3 idle; 0 none).
+    pub prioclass: u32,
+    /// The priority level, 0-7.
+    pub prio: u32,
+    /// Completion latency of the I/Os with this priority, ns.
+    pub clat_ns: LatReport,
 }
 
 /// fsync counts and latency (fio's `sync` object).

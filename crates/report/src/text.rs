@@ -157,7 +157,7 @@ fn write_percentiles(out: &mut String, label: &str, l: &LatReport) {
     }
 }
 
-fn write_dir(out: &mut String, name: &str, d: &DirReport) {
+fn write_dir(out: &mut String, name: &str, d: &DirReport, zone_resets: u64) {
     if d.total_ios == 0 {
         return;
     }
@@ -169,15 +169,24 @@ fn write_dir(out: &mut String, name: &str, d: &DirReport) {
         fio_bytes_bin(d.io_bytes),
         d.runtime,
         if name == "write" {
-            "; 0 zone resets"
+            format!("; {zone_resets} zone resets")
         } else {
-            ""
+            String::new()
         }
     );
     write_lat(out, "    slat", &d.slat_ns);
     write_lat(out, "    clat", &d.clat_ns);
     write_lat(out, "     lat", &d.lat_ns);
+    for p in &d.prios {
+        let label = format!("    clat prio {}/{}", p.prioclass, p.prio);
+        write_lat(out, &label, &p.clat_ns);
+    }
     write_percentiles(out, "clat", &d.clat_ns);
+    for p in &d.prios {
+        let share = 100.0 * p.clat_ns.n as f64 / d.clat_ns.n.max(1) as f64;
+        let label = format!("clat prio {}/{} ({share:.2}% of IOs)", p.prioclass, p.prio);
+        write_percentiles(out, &label, &p.clat_ns);
+    }
     if let Some(l) = &d.lat_from_intended_ns {
         write_lat(out, "    lat from intended issue", l);
     }
@@ -247,7 +256,12 @@ pub fn header_line(j: &JobReport) -> String {
         opt("rw"),
         bs_range(j),
         j.ioengine,
-        j.latency_depth.max(1)
+        // The depth asked for; a latency target's search reports the one
+        // it found as latency_depth.
+        j.job_options
+            .get("iodepth")
+            .cloned()
+            .unwrap_or_else(|| j.latency_depth.max(1).to_string())
     )
 }
 
@@ -263,9 +277,10 @@ fn write_job(out: &mut String, j: &JobReport, time: &str) {
     for n in &j.notes {
         let _ = writeln!(out, "  note: {n}");
     }
-    write_dir(out, "read", &j.read);
-    write_dir(out, "write", &j.write);
-    write_dir(out, "trim", &j.trim);
+    let resets = j.zone_resets.unwrap_or(0);
+    write_dir(out, "read", &j.read, resets);
+    write_dir(out, "write", &j.write, resets);
+    write_dir(out, "trim", &j.trim, resets);
     if j.sync.total_ios > 0 {
         let _ = writeln!(out, "  sync: {} fsyncs", j.sync.total_ios);
         write_lat(out, "    sync", &j.sync.lat_ns);
@@ -310,6 +325,36 @@ fn write_job(out: &mut String, j: &JobReport, time: &str) {
         "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
         j.latency_target, j.latency_window, j.latency_percentile, j.latency_depth
     );
+    if let Some(ss) = &j.steadystate {
+        let _ = writeln!(out, "{}", steadystate_line(ss));
+    }
+}
+
+/// fio's steady-state line: "  steadystate  : attained=yes, bw=2001KiB/s
+/// (2001kB/s), iops=500, iops mean dev=0.400%". As fio, both bandwidth
+/// figures are scaled from KiB/s.
+pub fn steadystate_line(ss: &crate::model::SteadyStateReport) -> String {
+    let kib = (ss.data.bw_mean / 1024) as f64;
+    let (crit, pct) = match ss.criterion.strip_suffix('%') {
+        Some(c) => (c, "%"),
+        None => (ss.criterion.as_str(), ""),
+    };
+    let crit: f64 = crit.parse().unwrap_or(0.0);
+    format!(
+        "  steadystate  : attained={}, bw={} ({}), iops={}, {}{}={:.3}{}",
+        if ss.attained > 0 { "yes" } else { "no" },
+        fio_num(kib, 1024.0, &["KiB/s", "MiB/s", "GiB/s", "TiB/s"]),
+        fio_num(kib, 1000.0, &["kB/s", "MB/s", "GB/s", "TB/s"]),
+        fio_num(ss.data.iops_mean as f64, 1000.0, &["", "k", "M", "G"]),
+        ss.ss.split(['_', ':']).next().unwrap_or("iops"),
+        if ss.ss.contains("_slope") {
+            " slope"
+        } else {
+            " mean dev"
+        },
+        crit,
+        pct
+    )
 }
 
 /// "Run status group N (all jobs):" and its READ/WRITE/TRIM lines: the
@@ -452,6 +497,34 @@ mod tests {
         assert_eq!(iops_short(12_345.0), "12.3k");
         assert_eq!(iops_short(1_050_000.0), "1.05M");
         assert_eq!(iops_short(80.8), "81");
+    }
+
+    #[test]
+    fn steadystate_line_is_fios() {
+        let ss = crate::model::SteadyStateReport {
+            ss: "iops:10.000000%".into(),
+            duration: 3,
+            attained: 1,
+            criterion: "0.400000%".into(),
+            data: crate::model::SteadyStateData {
+                bw_mean: 2_050_045,
+                iops_mean: 500,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            steadystate_line(&ss),
+            "  steadystate  : attained=yes, bw=2001KiB/s (2001kB/s), iops=500, iops mean dev=0.400%"
+        );
+        let ss = crate::model::SteadyStateReport {
+            ss: "bw_slope:1048576.000000".into(),
+            criterion: "-12.500000".into(),
+            attained: 0,
+            ..ss
+        };
+        assert!(steadystate_line(&ss)
+            .ends_with("attained=no, bw=2001KiB/s (2001kB/s), iops=500, bw slope=-12.500"));
     }
 
     #[test]

@@ -46,6 +46,7 @@
 mod error;
 mod histogram;
 mod loglinear;
+pub mod steady;
 mod timeseries;
 mod welford;
 

@@ -73,6 +73,7 @@ struct Interval {
 const SLIVER_DIVISOR: u64 = 10;
 
 /// Records completions into consecutive intervals of one run.
+#[derive(Clone)]
 pub struct TimeSeries {
     interval_ns: u64,
     start: Instant,

@@ -31,6 +31,7 @@ use drivelab_report::OrderedMap;
 
 use crate::check::{verdict, Reported, Seen};
 use crate::plan::{Plan, PlannedJob, PlannedTarget};
+use crate::status::{self, StatusCell, StatusClock, StatusOptions};
 
 /// What the run reports once a second while it runs.
 #[derive(Debug, Clone, Copy)]
@@ -118,7 +119,10 @@ pub enum RunError {
 /// the user's consent and an exclusive hold, kept for the whole run), then
 /// create, extend and lay out files as the plan says. Targets only read
 /// are not claimed. Returns one entry per plan target.
-fn claim_targets(plan: &Plan) -> Result<Vec<Option<Claim>>, RunError> {
+fn claim_targets(
+    plan: &Plan,
+    sets: &crate::files::RunSets,
+) -> Result<Vec<Option<Claim>>, RunError> {
     let consent = Consent {
         force: plan.force,
         confirm: None,
@@ -131,15 +135,26 @@ fn claim_targets(plan: &Plan) -> Result<Vec<Option<Claim>>, RunError> {
             .any(|j| j.targets.contains(&i) && j.spec.ioengine == EngineKind::Null);
         let written = plan.jobs.iter().any(|j| j.writes && j.targets.contains(&i));
         let grows = !t.is_block && (t.create || t.size > t.existing_size);
-        if null || !(written || grows) {
+        if null || sets.holds(i) || !(written || grows) {
             claims.push(None);
             continue;
         }
+        // fio: a new file only written gets its size from `fallocate`
+        // (and the writes); one that is read is laid out whole.
+        let by_prealloc = t.create && !t.layout;
         let opts = ClaimOptions {
             direct: false,
-            create_size: (!t.is_block).then_some(t.size),
+            create_size: (!t.is_block).then_some(if by_prealloc { 0 } else { t.size }),
         };
         let claim = Claim::open(&t.path, &consent, &opts).map_err(RunError::Claim)?;
+        if grows {
+            claim
+                .preallocate(crate::files::prealloc_of(plan, i), t.size)
+                .map_err(|source| RunError::Prepare {
+                    path: t.path.display().to_string(),
+                    source,
+                })?;
+        }
         if t.layout {
             lay_out(&claim, t)?;
         }
@@ -217,6 +232,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             seq_run: spec.rw_seq_run,
             // Checked by the plan.
             strided: spec.strided().ok().flatten(),
+            file_service: spec.files.service,
         },
         runtime: job.runtime,
         io_limit: job.io_limit,
@@ -230,12 +246,23 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             iops: spec.rate_iops_dir.unwrap_or([0, 0]),
             poisson: spec.rate_poisson,
         },
-        verify: job.verify.clone(),
+        // fio's buffer_pattern fills every write that verify does not.
+        verify: job.verify.clone().or_else(|| {
+            spec.buffer_pattern.clone().map(|p| crate::verify::Content {
+                kind: crate::verify::VerifyKind::Pattern,
+                interval: spec.max_bs() as usize,
+                pattern: Some(p),
+            })
+        }),
         check_reads: spec.do_verify && job.verify.is_some(),
         logs: spec.logs.clone(),
         log_name: (spec.name.clone(), number),
         live: None,
+        status: None,
+        op_per_file: crate::files::path_engine(spec)
+            .map(|_| job.regions.iter().map(|r| r.end - r.start).sum()),
         group_end: None,
+        zbd: None,
         // fio: number_ios counts over all loops of the job.
         io_count_limit: (spec.number_ios > 0)
             .then(|| spec.number_ios.saturating_mul(u64::from(spec.loops))),
@@ -265,6 +292,17 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
                 }
             }),
         },
+
+        // Joined by the job's thread while it sets up (see run_one).
+        flow: None,
+        cmdprio: crate::prio::CmdPrio::new(&spec.prio, spec.randseed),
+        batch: spec.batch.resolve(spec.iodepth),
+        ioprio: spec.prio.thread_ioprio().unwrap_or(0),
+        lat: spec.lat_target,
+        steady: spec
+            .steady
+            .enabled()
+            .then(|| crate::steadystate::SteadyJob::own(spec.steady)),
     }
 }
 
@@ -315,13 +353,19 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
         && o.verify_failure.is_none()
         && !o.verify_stopped
         && !o.interrupted;
-    if let (Some(content), true) = (&cfg.verify, clean && job.spec.do_verify && job.writes) {
+    // cfg.verify also fills writes with buffer_pattern; only a job with
+    // verify reads back.
+    let verified = job.verify.is_some();
+    if let (Some(content), true) = (
+        &cfg.verify,
+        verified && clean && job.spec.do_verify && job.writes,
+    ) {
         let extents = match o.verify_left.take() {
             // verify_backlog: what the job did not check as it went.
             Some(left) => left,
             None => {
-                let failed: u64 = o.err_count.failed_ios.iter().sum();
-                let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum::<u64>() + failed;
+                // The counts hold the failed I/Os too (as fio's total_ios).
+                let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
                 let mut v = crate::verify::written_extents(&cfg.gen, issued)?;
                 if !o.failed_writes.is_empty() {
                     let key = |io: &crate::gen::IoDesc| (io.target, io.offset, io.len);
@@ -445,13 +489,27 @@ impl Drop for Ticket<'_> {
     }
 }
 
+/// What watches a running job: its progress counter, its live counters,
+/// its group's `exitall` flag and its `--status-interval` cell.
+type JobWatch<'a> = (
+    &'a AtomicU64,
+    &'a Arc<LiveCounters>,
+    &'a Option<Arc<AtomicBool>>,
+    Option<&'a Arc<StatusCell>>,
+    &'a Option<crate::steadystate::SteadyJob>,
+);
+
 fn run_one(
     plan: &Plan,
-    claims: &[Option<Claim>],
+    (claims, zones, sets): (
+        &[Option<Claim>],
+        &[Option<crate::zbd::SharedZones>],
+        &crate::files::RunSets,
+    ),
     job: &PlannedJob,
     ticket: Ticket<'_>,
     stop: &AtomicBool,
-    (progress, live, group_end): (&AtomicU64, &Arc<LiveCounters>, &Option<Arc<AtomicBool>>),
+    (progress, live, group_end, status, steady): JobWatch<'_>,
     finished: &[AtomicBool],
 ) -> Result<JobOutcome, RunError> {
     let spec = &job.spec;
@@ -475,10 +533,27 @@ fn run_one(
     }
     cfg.live = Some(live.clone());
     cfg.group_end = group_end.clone();
+    cfg.status = status.cloned();
+    cfg.steady = steady.clone();
+    if let (Some(z), Some(&ti), Some(r)) = (&job.zbd, job.targets.first(), job.regions.first()) {
+        if let Some(Some(set)) = zones.get(ti) {
+            cfg.zbd = Some(crate::zbd::JobZones::new(
+                set.clone(),
+                z.clone(),
+                number as u32,
+                *r,
+            ));
+        }
+    }
     let fail = |source| RunError::Job {
         job: spec.name.clone(),
         source,
     };
+    // The thread's placement and priority (before its engine and buffers,
+    // as fio), and its place in its flow (before any job of the group
+    // starts, so every weight counts from the first I/O).
+    crate::prio::set_up_thread(spec).map_err(|e| fail(JobError::Config(e)))?;
+    cfg.flow = crate::flow::join(&spec.flow);
     let not_started = || RunError::NotStarted {
         job: spec.name.clone(),
     };
@@ -496,13 +571,13 @@ fn run_one(
             }
             run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
         }
-        EngineKind::Psync | EngineKind::IoUring => {
+        EngineKind::Psync | EngineKind::IoUring | EngineKind::Sg => {
             let ctl = Ctl {
                 stop,
                 progress,
                 finished,
             };
-            let mut o = run_on_targets(plan, claims, job, &cfg, ticket, ctl)?;
+            let mut o = run_on_targets(plan, (claims, sets), job, &cfg, ticket, ctl)?;
             for e in o.errors.iter_mut() {
                 let Some(&ti) = job.targets.get(e.target as usize) else {
                     continue;
@@ -534,7 +609,7 @@ struct Ctl<'a> {
 /// A job on real targets, with the psync or io_uring engine.
 fn run_on_targets(
     plan: &Plan,
-    claims: &[Option<Claim>],
+    (claims, sets): (&[Option<Claim>], &crate::files::RunSets),
     job: &PlannedJob,
     cfg: &JobConfig,
     ticket: Ticket<'_>,
@@ -556,6 +631,29 @@ fn run_on_targets(
     };
     match spec.ioengine {
         EngineKind::Null => unreachable!("the null engine has no targets"),
+        EngineKind::Psync if spec.files.engine.is_some() => {
+            use crate::files::FileEngine;
+            let engine = spec.files.engine.map_or("psync", FileEngine::name);
+            let made = |source| RunError::Engine { engine, source };
+            match spec.files.engine {
+                Some(FileEngine::Fd(op)) => {
+                    let targets = open_targets(plan, claims, job)?;
+                    let mut e =
+                        drivelab_engine::fileops::FdOps::new(targets, op, max_bs).map_err(made)?;
+                    if !ticket.wait() {
+                        return Err(not_started());
+                    }
+                    run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+                }
+                _ => {
+                    let mut e = sets.engine(job, max_bs).map_err(made)?;
+                    if !ticket.wait() {
+                        return Err(not_started());
+                    }
+                    run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+                }
+            }
+        }
         EngineKind::Psync => {
             let targets = open_targets(plan, claims, job)?;
             let mut e = Psync::new(targets, max_bs, spec.fua, Fill::Random(spec.randseed))
@@ -567,6 +665,25 @@ fn run_on_targets(
                 return Err(not_started());
             }
             run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+        }
+        EngineKind::Sg => {
+            let targets = crate::sg::open_targets(plan, claims, job)?;
+            let mut e = drivelab_engine::sg::Sg::new(
+                targets,
+                max_bs,
+                spec.sg.options(),
+                Fill::Random(spec.randseed),
+            )
+            .map_err(|source| RunError::Engine {
+                engine: "sg",
+                source,
+            })?;
+            if !ticket.wait() {
+                return Err(not_started());
+            }
+            let mut o = run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)?;
+            crate::sg::attach_details(&mut o.errors, e.failures());
+            Ok(o)
         }
         EngineKind::IoUring => {
             let targets = open_targets(plan, claims, job)?;
@@ -679,9 +796,37 @@ pub fn execute(
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunReport, RunError> {
+    execute_with_status(plan, stop, on_progress, None)
+}
+
+/// [`execute`], with fio's `--status-interval`: `status.on_status` gets a
+/// report of every job so far every `status.every` (see [`crate::status`]).
+pub fn execute_with_status(
+    plan: &Plan,
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&Progress),
+    mut status: Option<StatusOptions<'_>>,
+) -> Result<RunReport, RunError> {
     let started = SystemTime::now();
-    let claims = claim_targets(plan)?;
-    let claims = &claims;
+    let mut clock = status.as_ref().map(|s| {
+        let mut c = StatusClock::new(s.every);
+        c.start(Instant::now());
+        c
+    });
+    let cells: Vec<Arc<StatusCell>> = match status {
+        Some(_) => plan.jobs.iter().map(|_| Arc::default()).collect(),
+        None => Vec::new(),
+    };
+    let sets = crate::files::RunSets::claim(plan).map_err(|e| match e {
+        crate::files::SetError::Claim(c) => RunError::Claim(c),
+        crate::files::SetError::Prepare(path, source) => RunError::Prepare { path, source },
+    })?;
+    let sets = &sets;
+    let owned = claim_targets(plan, sets)?;
+    let claims = &owned;
+    let zones = crate::zbd::open_sets(plan, claims)
+        .map_err(|(path, source)| RunError::Prepare { path, source })?;
+    let zones = &zones[..];
     let names = device_names(plan);
     let mut windows: Vec<DeviceWindow> = names.iter().map(|_| DeviceWindow::default()).collect();
     let mut outcomes: Vec<Option<JobOutcome>> = vec![None; plan.jobs.len()];
@@ -699,11 +844,18 @@ pub fn execute(
         }
     }
     let run_start = Instant::now();
+    // exit_what=all: a finished exitall job ends every job; later stonewall
+    // groups never start.
+    let all_end = AtomicBool::new(false);
+    let all_end = &all_end;
     // The device series' time zero: when measurement starts (the first
     // sampler), as the engine series counts from its measurement start.
     let mut series_origin: Option<Instant> = None;
     for group in &groups {
-        if stop.load(Ordering::Relaxed) || matches!(first_error, Some(RunError::Spawn { .. })) {
+        if stop.load(Ordering::Relaxed)
+            || all_end.load(Ordering::Relaxed)
+            || matches!(first_error, Some(RunError::Spawn { .. }))
+        {
             break;
         }
         let gate = StartGate::new();
@@ -712,27 +864,27 @@ pub fn execute(
         let mut last_bytes = [0u64; 3];
         let mut last_dir_ios = [0u64; 3];
         let done = AtomicUsize::new(0);
-        // exitall: the first job of the group with it to finish ends the
-        // others (fio's default exit_what=group).
+        // exitall: a job of the group with it that finishes ends others:
+        // its reporting group's (fio's default exit_what=group), every
+        // running job (stonewall), or every job (all).
         // Each job's flag: its reporting group's (group or new_group).
-        let group_end: Vec<Option<Arc<AtomicBool>>> = {
-            let mut flags: Vec<(u32, Arc<AtomicBool>)> = Vec::new();
-            for &i in group {
-                let j = &plan.jobs[i];
-                if j.spec.exitall && !flags.iter().any(|(g, _)| *g == j.group) {
-                    flags.push((j.group, Arc::default()));
-                }
-            }
-            group
+        let flags = crate::flow::GroupFlags::new(group.iter().map(|&i| &plan.jobs[i]));
+        let group_end: Vec<Option<Arc<AtomicBool>>> = group
+            .iter()
+            .map(|&i| flags.flag(plan.jobs[i].group))
+            .collect();
+        let flags = &flags;
+        // steadystate: who judges (the last job of a reported group).
+        let steady = crate::steadystate::SteadyJob::for_group(
+            &group
                 .iter()
                 .map(|&i| {
-                    flags
-                        .iter()
-                        .find(|(g, _)| *g == plan.jobs[i].group)
-                        .map(|(_, f)| f.clone())
+                    let j = &plan.jobs[i];
+                    (j.group, j.spec.group_reporting, j.spec.steady)
                 })
-                .collect()
-        };
+                .collect::<Vec<_>>(),
+            &live,
+        );
         let ramp = group
             .iter()
             .map(|&i| plan.jobs[i].spec.ramp_time)
@@ -754,26 +906,34 @@ pub fn execute(
             // Start one thread per job; stop at the first the system refuses.
             let mut handles = Vec::with_capacity(group.len());
             let mut spawn_error: Option<RunError> = None;
-            for (((&i, ctr), live), group_end) in
-                group.iter().zip(&counters).zip(&live).zip(&group_end)
+            for ((((&i, ctr), live), group_end), steady) in group
+                .iter()
+                .zip(&counters)
+                .zip(&live)
+                .zip(&group_end)
+                .zip(&steady)
             {
                 let job = &plan.jobs[i];
                 let gate = &gate;
                 let done = &done;
+                let cell = cells.get(i);
                 let spawned = std::thread::Builder::new()
                     .name(format!("job-{}", job.spec.name))
                     .spawn_scoped(s, move || {
                         let r = run_one(
                             plan,
-                            claims,
+                            (claims, zones, sets),
                             job,
                             gate.ticket(),
                             stop,
-                            (ctr, live, group_end),
+                            (ctr, live, group_end, cell, steady),
                             finished,
                         );
-                        if let (true, Some(f)) = (job.spec.exitall, group_end) {
-                            f.store(true, Ordering::Relaxed);
+                        if let Some(c) = cell {
+                            c.finish(r.as_ref().ok());
+                        }
+                        if job.spec.exitall {
+                            flags.finished(job, all_end);
                         }
                         finished[i].store(true, Ordering::Release);
                         done.fetch_add(1, Ordering::Release);
@@ -804,6 +964,13 @@ pub fn execute(
                 series_origin.get_or_insert_with(Instant::now);
             }
             let t_start = Instant::now();
+            if let Some(c) = clock.as_mut() {
+                c.new_group();
+            }
+            let group_cells: Vec<Arc<StatusCell>> = group
+                .iter()
+                .filter_map(|&i| cells.get(i).cloned())
+                .collect();
             let mut last_sample = t_start;
             let mut last_ios: u64 = 0;
             let mut last_progress = t_start;
@@ -878,7 +1045,24 @@ pub fn execute(
                 if all_done {
                     break;
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                let mut nap = Duration::from_millis(20);
+                if let (Some(c), Some(st)) = (clock.as_mut(), status.as_mut()) {
+                    if c.poll(now, &group_cells) {
+                        let so_far = snapshot_outcomes(plan, &cells, &outcomes, group[0]);
+                        let report = build_report(
+                            plan,
+                            claims,
+                            &names,
+                            &windows,
+                            &so_far,
+                            SystemTime::now(),
+                            false,
+                        );
+                        (st.on_status)(&report);
+                    }
+                    nap = nap.min(c.sleep_cap(Instant::now()));
+                }
+                std::thread::sleep(nap);
             }
             let mut results: Vec<Result<JobOutcome, RunError>> = handles
                 .into_iter()
@@ -910,13 +1094,26 @@ pub fn execute(
         }
     }
     let _ = run_start;
+    if all_end.load(Ordering::Relaxed) {
+        // exit_what=all kept the later groups from starting: listed, as
+        // fio lists them, with no I/O.
+        for g in &groups {
+            if g.iter()
+                .all(|&i| outcomes[i].is_none() && !finished[i].load(Ordering::Relaxed))
+            {
+                for &i in g {
+                    outcomes[i] = Some(status::nothing_done(&plan.jobs[i]));
+                }
+            }
+        }
+    }
     if let Some(e) = first_error {
         // A job the system would not start leaves the run incomplete.
         if outcomes.iter().all(Option::is_none) || matches!(e, RunError::Spawn { .. }) {
             return Err(e);
         }
     }
-    Ok(build_report(
+    let report = build_report(
         plan,
         claims,
         &names,
@@ -924,7 +1121,37 @@ pub fn execute(
         &outcomes,
         started,
         stop.load(Ordering::Relaxed),
-    ))
+    );
+    // fio's unlink: the jobs' files go once the run is over.
+    if let Some((path, source)) = sets.unlink_after(plan, owned).into_iter().next() {
+        return Err(RunError::Prepare { path, source });
+    }
+    Ok(report)
+}
+
+/// Every job's outcome so far, for a `--status-interval` snapshot: for the
+/// jobs before `current` (the first job of the group running), the final
+/// outcome of their finished groups (none for a job that failed, as in the
+/// final report); for the others their cell's latest copy, else nothing
+/// done (not started yet).
+fn snapshot_outcomes(
+    plan: &Plan,
+    cells: &[Arc<StatusCell>],
+    outcomes: &[Option<JobOutcome>],
+    current: usize,
+) -> Vec<Option<JobOutcome>> {
+    plan.jobs
+        .iter()
+        .zip(cells)
+        .zip(outcomes)
+        .enumerate()
+        .map(|(i, ((job, cell), o))| {
+            if i < current {
+                return o.clone();
+            }
+            Some(status::so_far(cell, || status::nothing_done(job)))
+        })
+        .collect()
 }
 
 /// Latency from a histogram alone (min, max and percentiles exact to the
@@ -995,6 +1222,23 @@ fn dir_report(
             bins: Default::default(),
             ..lat
         },
+        // fio lists them when two or more priorities have samples.
+        prios: if d.prios.iter().filter(|p| p.moments.count() > 0).count() >= 2 {
+            d.prios
+                .iter()
+                .map(|p| drivelab_report::model::PrioReport {
+                    prioclass: u32::from(p.ioprio >> drivelab_engine::sched::IOPRIO_CLASS_SHIFT),
+                    prio: u32::from(p.ioprio & 7),
+                    clat_ns: LatReport {
+                        mean: p.moments.mean(),
+                        stddev: p.moments.stddev(),
+                        ..hist_report(&p.lat)
+                    },
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
         bw_min: bw_s.min,
         bw_max: bw_s.max,
         // Set against the group's total once every job is known.
@@ -1046,7 +1290,13 @@ fn io_error_report(plan: &Plan, job: &PlannedJob, e: &IoFailure) -> IoErrorRepor
         first_lba: span.map(|s| s.0),
         last_lba: span.map(|s| s.1),
         errno: e.errno,
-        error: std::io::Error::from_raw_os_error(e.errno).to_string(),
+        error: {
+            let words = crate::latency_target::error_words(&job.spec.lat_target, e.errno);
+            match &e.detail {
+                Some(d) => format!("{words}: {d}"),
+                None => words,
+            }
+        },
         passed: e.passed,
         unreadable: e.unreadable.as_ref().map(|v| {
             v.iter()
@@ -1101,7 +1351,10 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
     let mut opts = BTreeMap::new();
     opts.insert("rw".to_string(), spec.rw.name().to_string());
     opts.insert("iodepth".to_string(), spec.iodepth.to_string());
-    opts.insert("ioengine".to_string(), spec.ioengine.name().to_string());
+    opts.insert(
+        "ioengine".to_string(),
+        crate::files::engine_name(spec).to_string(),
+    );
     opts.insert("direct".to_string(), u8::from(job.direct).to_string());
     let names: Vec<String> = job
         .targets
@@ -1208,9 +1461,9 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         first_error: spec.errkeys.policy.continues().then_some(o.err_count.first),
         notes: errkeys_notes(spec),
         job_options: opts,
-        read: with_failed(dir_report(&o.dirs[0], rt, 0, Some(rates(0))), spec, o, 0),
-        write: with_failed(dir_report(&o.dirs[1], rt, 0, Some(rates(1))), spec, o, 1),
-        trim: with_failed(dir_report(&o.dirs[2], rt, 0, Some(rates(2))), spec, o, 2),
+        read: dir_report(&o.dirs[0], rt, 0, Some(rates(0))),
+        write: dir_report(&o.dirs[1], rt, 0, Some(rates(1))),
+        trim: dir_report(&o.dirs[2], rt, 0, Some(rates(2))),
         sync: SyncReport {
             total_ios: o.dirs[3].ios,
             lat_ns: lat_report(&o.dirs[3]),
@@ -1223,16 +1476,18 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         elapsed: o.samples.elapsed_ns.div_ceil(1_000_000_000),
         majf: o.samples.majf,
         minf: o.samples.minf,
+        zone_resets: o.zone_resets,
         iodepth_level: percents(&DEPTH_LEVEL_KEYS, &sm.depth.level),
         iodepth_submit: percents(&DEPTH_BATCH_KEYS, &sm.depth.submit),
         iodepth_complete: percents(&DEPTH_BATCH_KEYS, &sm.depth.complete),
         latency_ns: lat_percents(&LAT_BOUNDS.map(|b| b.to_string()), &sm.lat.ns, lat_total),
         latency_us: lat_percents(&LAT_BOUNDS.map(|b| b.to_string()), &sm.lat.us, lat_total),
         latency_ms: lat_percents(&ms_keys, &sm.lat.ms, lat_total),
-        latency_depth: spec.iodepth,
-        latency_target: 0,
-        latency_percentile: 100.0,
-        latency_window: 0,
+        latency_depth: o.latency_depth.unwrap_or(spec.iodepth),
+        latency_target: spec.lat_target.target_ns,
+        latency_percentile: spec.lat_target.percentile,
+        latency_window: spec.lat_target.window.as_micros() as u64,
+        steadystate: o.steady.as_ref().map(crate::steadystate::report),
         cpu_ns_per_io: if total_ios > 0 {
             cpu as f64 / total_ios as f64
         } else {
@@ -1250,7 +1505,7 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
                 lat_p99_ns: p.lat_p99_ns,
             })
             .collect(),
-        ioengine: spec.ioengine.name().to_string(),
+        ioengine: crate::files::engine_name(spec).to_string(),
     }
 }
 
@@ -1322,7 +1577,7 @@ fn build_report(
         }
         let depth = match job.spec.ioengine {
             EngineKind::IoUring => f64::from(job.spec.iodepth.max(1)),
-            EngineKind::Psync => 1.0,
+            EngineKind::Psync | EngineKind::Sg => 1.0,
             EngineKind::Null => continue,
         };
         let share = depth / job.targets.len().max(1) as f64;
@@ -1390,20 +1645,6 @@ fn build_report(
     report
 }
 
-/// Under `continue_on_error`, fio counts the I/Os that failed in
-/// `total_ios` (issued), not in the bytes moved.
-fn with_failed(
-    mut d: drivelab_report::DirReport,
-    spec: &crate::JobSpec,
-    o: &JobOutcome,
-    dir: usize,
-) -> drivelab_report::DirReport {
-    if spec.errkeys.policy.continues() {
-        d.total_ios += o.err_count.failed_ios[dir];
-    }
-    d
-}
-
 /// What drivelab says about the options of this module's families that it
 /// runs its own way.
 fn errkeys_notes(spec: &crate::JobSpec) -> Vec<String> {
@@ -1437,10 +1678,17 @@ fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
     acc.cpu_sys_ns += o.cpu_sys_ns;
     acc.ctx_switches += o.ctx_switches;
     acc.samples.merge(&o.samples);
+    if let Some(n) = o.zone_resets {
+        acc.zone_resets = Some(acc.zone_resets.unwrap_or(0) + n);
+    }
     acc.errors.extend(o.errors.iter().cloned());
     acc.err_count.merge(&o.err_count);
     if acc.verify_failure.is_none() {
         acc.verify_failure = o.verify_failure.clone();
+    }
+    // The group's steady state is its judge's (the last job).
+    if o.steady.is_some() {
+        acc.steady = o.steady.clone();
     }
 }
 
@@ -1539,6 +1787,7 @@ mod tests {
             errno: 61,
             passed: false,
             unreadable: None,
+            detail: None,
         }
     }
 
@@ -1719,6 +1968,7 @@ mod tests {
             moments: Welford::new(),
             lat_intended: Some(LatencyHistogram::new()),
             intended_moments: Welford::new(),
+            prios: Vec::new(),
         };
         for v in [1_000u64, 2_000, 3_000, 4_000] {
             d.ios += 1;

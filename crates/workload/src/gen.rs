@@ -54,6 +54,8 @@ pub struct GenConfig {
     pub seq_run: u32,
     /// fio's `zonemode=strided` (one target only).
     pub strided: Option<Strided>,
+    /// Which target each I/O goes to (`file_service_type`).
+    pub file_service: crate::files::FileService,
 }
 
 /// fio's `zonemode=strided`: I/O stays in one zone of `range` bytes until
@@ -143,7 +145,7 @@ pub struct Generator {
     lines: Vec<Line>,
     which: Deck,
     targets: Vec<TargetState>,
-    next_target: usize,
+    files: crate::files::FilePicker,
     align: u64,
     write_op: Op,
     seed: u64,
@@ -256,8 +258,14 @@ impl Generator {
         Ok(Generator {
             lines,
             which: Deck::new(which_cards),
+            files: crate::files::FilePicker::new(
+                cfg.file_service,
+                cfg.regions
+                    .iter()
+                    .map(|r| r.end.saturating_sub(r.start))
+                    .collect(),
+            ),
             targets,
-            next_target: 0,
             align,
             write_op: match cfg.write_kind {
                 WriteKind::Write => Op::Write,
@@ -282,11 +290,7 @@ impl Generator {
         let size = line.size;
         let read = line.reads.draw(&mut self.rng) == 1;
         let random = line.randoms.draw(&mut self.rng) == 1;
-        let t = self.next_target;
-        self.next_target += 1;
-        if self.next_target == self.targets.len() {
-            self.next_target = 0;
-        }
+        let t = self.files.pick(&mut self.rng, size);
         let op = if read { Op::Read } else { self.write_op };
         if let Some(z) = self.strided {
             return self.strided_io(z, t, op, size, random);
@@ -331,6 +335,15 @@ impl Generator {
             op,
             offset,
             len: size as u32,
+        }
+    }
+
+    /// Continue sequential I/O after `io`, where the zone rules of
+    /// `zonemode=zbd` moved it (fio's last position follows the I/O).
+    pub fn follow(&mut self, io: &IoDesc) {
+        let d = usize::from(io.op != Op::Read);
+        if let Some(ts) = self.targets.get_mut(io.target as usize) {
+            ts.seq[d] = io.offset + u64::from(io.len);
         }
     }
 
@@ -458,6 +471,7 @@ mod tests {
             regions: vec![Region { start: 0, end: len }],
             align: 512,
             distribution: Distribution::Random,
+            file_service: Default::default(),
             randommap: false,
             seed: 1,
             seq_delta: 0,

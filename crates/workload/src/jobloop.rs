@@ -18,8 +18,10 @@ use std::time::Instant;
 use drivelab_stats::{LatencyHistogram, Series, TimeSeries, Welford};
 
 use crate::gen::{GenConfig, Generator, IoDesc, Op};
+use crate::latency_target::{LatSearch, Step as LatStep};
 use crate::logs::JobLogs;
 use crate::samples::JobSamples;
+use crate::steadystate::SteadyState;
 use drivelab_engine::engine::Engine;
 use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 
@@ -68,6 +70,27 @@ pub struct JobConfig {
     pub live: Option<std::sync::Arc<LiveCounters>>,
     /// Error policy, verify backlog and dumps, dedupe buffers.
     pub extras: crate::errors::LoopExtras,
+    /// The job's place in its `flow` (None: no flow control).
+    pub flow: Option<std::sync::Arc<crate::flow::Joined>>,
+    /// Per-I/O priorities (`cmdprio*`; None: the thread's for every I/O).
+    pub cmdprio: Option<crate::prio::CmdPrio>,
+    /// Submission and completion batching (`iodepth_batch*`, `iodepth_low`).
+    pub batch: crate::batch::Batching,
+    /// The thread's I/O priority value (`prio`/`prioclass`; 0: none set).
+    pub ioprio: u16,
+    /// Where the job answers `--status-interval` snapshot requests, at a
+    /// turn boundary (None: nobody asks; see [`crate::status`]).
+    pub status: Option<std::sync::Arc<crate::status::StatusCell>>,
+    /// fio's latency target search (off unless `latency_target` is set).
+    pub lat: crate::latency_target::LatSpec,
+    /// fio's steady-state termination (None: not watched).
+    pub steady: Option<crate::steadystate::SteadyJob>,
+    /// `zonemode=zbd`: the job's view of its target's zones.
+    pub zbd: Option<crate::zbd::JobZones>,
+    /// A path engine (filecreate and the like): latency is recorded only
+    /// for the first completion per target and pass, the file operation;
+    /// the bytes of one pass over all targets. None: every I/O's latency.
+    pub op_per_file: Option<u64>,
 }
 
 /// fio's `thinktime`: a pause in issuing after every `blocks` reads,
@@ -112,6 +135,8 @@ pub struct DirStats {
     /// Running moments of the latency from the intended issue time, ns
     /// (empty unless rate-limited).
     pub intended_moments: Welford,
+    /// Latency per I/O priority (jobs with `cmdprio*` only).
+    pub prios: Vec<crate::prio::PrioStat>,
 }
 
 impl DirStats {
@@ -123,6 +148,7 @@ impl DirStats {
             moments: Welford::new(),
             lat_intended: rated.then(LatencyHistogram::new),
             intended_moments: Welford::new(),
+            prios: Vec::new(),
         }
     }
 
@@ -133,6 +159,7 @@ impl DirStats {
         self.lat.merge(&o.lat);
         self.moments.merge(&o.moments);
         self.intended_moments.merge(&o.intended_moments);
+        crate::prio::merge(&mut self.prios, &o.prios);
         match (&mut self.lat_intended, &o.lat_intended) {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.lat_intended = Some(b.clone()),
@@ -140,6 +167,10 @@ impl DirStats {
         }
     }
 }
+
+/// The longest the job loop waits for a deadline before looking at the
+/// stop and end flags again, ns.
+const WAKE_STEP_NS: u64 = 20_000_000;
 
 /// Failed I/Os kept per job.
 pub const MAX_ERRORS: usize = 16;
@@ -163,6 +194,9 @@ pub struct IoFailure {
     /// still cannot be read, as inclusive (first, last) LBA ranges. None
     /// when not narrowed (see `exec::narrow_failed_read`).
     pub unreadable: Option<Vec<(u64, u64)>>,
+    /// What the device answered, in words, when the engine knows more
+    /// than the errno (the sg engine: status, sense key, ASC/ASCQ, CDB).
+    pub detail: Option<String>,
 }
 
 /// What a job did.
@@ -204,6 +238,13 @@ pub struct JobOutcome {
     /// Ended by `verify_fatal` at a verify error it went past: no read-back
     /// pass follows.
     pub verify_stopped: bool,
+    /// The depth the latency target search settled on (None: no search).
+    pub latency_depth: Option<u32>,
+    /// The steady-state figures (None: not watched, or not the judge of
+    /// its group).
+    pub steady: Option<crate::steadystate::SteadyOutcome>,
+    /// `zonemode=zbd`: zone resets the job did (None for other jobs).
+    pub zone_resets: Option<u64>,
 }
 
 fn thread_rusage() -> (u64, u64, u64) {
@@ -265,15 +306,93 @@ struct JobDriver<'a, const FILL: bool> {
     last_read: bool,
     failed_writes: Vec<IoDesc>,
     verify_stopped: bool,
+    flow: Option<crate::flow::FlowMember>,
+    cmdprio: Option<crate::prio::CmdPrio>,
+    /// The latency target search, and a drain it waits for.
+    lat: Option<LatSearch>,
+    lat_drain: Option<LatStep>,
+    lat_done: bool,
+    /// The steady-state judge's state (from the measurement start).
+    steady: Option<SteadyState>,
+    /// `zonemode=zbd`: the zone rules, the I/O held back until a zone is
+    /// free, and whether the job met fio's end of data.
+    zbd: Option<crate::zbd::JobZones>,
+    zbd_held: Option<IoDesc>,
+    zbd_end: bool,
+    /// Path engines: targets operated on in this pass, and its bytes so far.
+    op_seen: (Vec<bool>, u64),
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
+    /// Whether a completion's latency is recorded: always, except under a
+    /// path engine, where only the file operation (the first I/O to a
+    /// target in a pass) is.
+    #[inline]
+    fn file_op(&mut self, io: &IoDesc) -> bool {
+        let Some(pass) = self.cfg.op_per_file else {
+            return true;
+        };
+        if io.op == Op::Fsync {
+            return false;
+        }
+        let (seen, bytes) = &mut self.op_seen;
+        if *bytes >= pass {
+            *bytes = 0;
+            seen.iter_mut().for_each(|s| *s = false);
+        }
+        *bytes += u64::from(io.len);
+        match seen.get_mut(io.target as usize) {
+            Some(s) if !*s => {
+                *s = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn sync_due(&self) -> bool {
         self.cfg.fsync_every > 0 && self.writes_since_sync >= self.cfg.fsync_every
     }
 
+    /// The next generated I/O, under zonemode=zbd moved to where the zone
+    /// rules allow; Err: what the loop does instead.
+    #[inline]
+    fn generate(&mut self, now: u64, inflight: u32) -> Result<IoDesc, Next> {
+        let Some(z) = self.zbd.as_mut() else {
+            return Ok(self.gen.next_io());
+        };
+        let io = match self.zbd_held.take() {
+            Some(io) => io,
+            None => self.gen.next_io(),
+        };
+        match z.adjust(io, inflight) {
+            crate::zbd::Adjust::Issue(a) => {
+                self.gen.follow(&a);
+                Ok(a)
+            }
+            crate::zbd::Adjust::Wait => {
+                self.zbd_held = Some(io);
+                Err(if inflight > 0 {
+                    Next::Idle
+                } else {
+                    Next::At(now + 50_000)
+                })
+            }
+            crate::zbd::Adjust::Eof => {
+                self.zbd_end = true;
+                Err(Next::Done)
+            }
+            crate::zbd::Adjust::Failed(e) => {
+                self.config_error = Some(e);
+                self.zbd_end = true;
+                Err(Next::Done)
+            }
+        }
+    }
+
     fn budget_spent(&self) -> bool {
-        self.cfg.io_limit.is_some_and(|l| self.issued_bytes >= l)
+        self.zbd_end
+            || self.cfg.io_limit.is_some_and(|l| self.issued_bytes >= l)
             || self
                 .cfg
                 .io_count_limit
@@ -305,17 +424,159 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         self.think_until = Some(end);
         Some(Next::At(end))
     }
+
+    /// Under `latency_target`: `Some(Idle)` while the search's depth is
+    /// reached or a drain it asked for is under way (fio's quiesce), None
+    /// to issue.
+    #[inline]
+    fn lat_gate(&mut self, now: u64, inflight: u32) -> Option<Next> {
+        if let Some(step) = self.lat_drain {
+            if inflight > 0 {
+                return Some(Next::Idle);
+            }
+            self.lat_drain = None;
+            if step == LatStep::FinalRun {
+                // Only the depth found is reported: start measuring over.
+                if let Err(e) = self.restart_measuring(now) {
+                    self.config_error = Some(e);
+                    return Some(Next::Done);
+                }
+            }
+            if let Some(ls) = self.lat.as_mut() {
+                ls.new_cycle(now);
+            }
+        }
+        let qd = self.lat.as_ref().map_or(u32::MAX, |l| l.qd);
+        (inflight >= qd).then_some(Next::Idle)
+    }
+
+    /// Reads, writes and trims completed and their bytes, since measuring
+    /// started.
+    fn own_counts(&self) -> (u64, u64) {
+        self.dirs[..3]
+            .iter()
+            .fold((0, 0), |(i, b), d| (i + d.ios, b + d.bytes))
+    }
+
+    /// Measuring starts (the end of `ramp_time`) or starts over (the
+    /// latency target's final window): counts, statistics and the runtime
+    /// start from `now`.
+    fn restart_measuring(&mut self, now: u64) -> Result<(), String> {
+        self.measuring = true;
+        self.meas_start = now;
+        self.deadline = self.cfg.runtime.map(|r| now + r.as_nanos() as u64);
+        // fio counts number_ios from the end of the ramp.
+        self.issued_ios = 0;
+        for d in self.dirs.iter_mut() {
+            *d = DirStats::new(self.rated);
+        }
+        for pt in self.per_target.iter_mut() {
+            *pt = [(0, 0); 3];
+        }
+        self.samples = JobSamples::new(self.samples.rates.window_ms());
+        self.series =
+            TimeSeries::new(self.interval_ns, Instant::now()).map_err(|e| e.to_string())?;
+        if let Some(ls) = self.lat.as_mut() {
+            ls.restart(now);
+        }
+        if let Some(sj) = self.cfg.steady.as_ref().filter(|s| s.judge) {
+            let mut st = SteadyState::new(sj.clone(), now, (0, 0));
+            let counts = st.member_counts().unwrap_or((0, 0));
+            st.restart(now, counts);
+            self.steady = Some(st);
+        }
+        Ok(())
+    }
+
+    /// Once per turn: the latency target's window and the steady-state
+    /// check; true when either ends the job.
+    #[inline]
+    fn searches_done(&mut self, now: u64) -> bool {
+        if self.measuring && self.lat_drain.is_none() {
+            if let Some(ls) = self.lat.as_mut() {
+                match ls.check(now) {
+                    LatStep::Go | LatStep::Fatal => {}
+                    LatStep::Done => self.lat_done = true,
+                    s => self.lat_drain = Some(s),
+                }
+            }
+        }
+        if let Some(sj) = &self.cfg.steady {
+            if SteadyState::group_ended(sj) {
+                return true;
+            }
+        }
+        if self.steady.as_ref().is_some_and(|st| st.due(now)) {
+            let own = self.own_counts();
+            if let Some(st) = self.steady.as_mut() {
+                let counts = st.member_counts().unwrap_or(own);
+                if st.check(now, counts) {
+                    return true;
+                }
+            }
+        }
+        self.lat_done
+    }
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
+    /// A copy of what the job has done up to `now` (a turn boundary), for a
+    /// `--status-interval` snapshot; CPU time and faults are the cell's.
+    #[cold]
+    fn so_far(&self, now: u64) -> JobOutcome {
+        let runtime_ns = if self.measuring {
+            now.saturating_sub(self.meas_start)
+        } else {
+            0
+        };
+        let mut samples = self.samples.clone();
+        let t0 = self
+            .ramp_end
+            .saturating_sub(self.cfg.ramp.as_nanos() as u64);
+        samples.elapsed_ns = now.saturating_sub(t0);
+        JobOutcome {
+            dirs: self.dirs.clone(),
+            runtime_ns,
+            per_target: self.per_target.clone(),
+            series: self.series.clone().finish(runtime_ns),
+            errors: self.errors.clone(),
+            short_ios: self.short_ios,
+            interrupted: false,
+            cpu_user_ns: 0,
+            cpu_sys_ns: 0,
+            ctx_switches: 0,
+            verify_failure: self.verify_failure.clone(),
+            samples,
+            latency_depth: self.lat.as_ref().map(|l| l.qd),
+            steady: self.steady.as_ref().map(SteadyState::outcome),
+            zone_resets: self.zbd.as_ref().map(|z| z.resets),
+            err_count: self.err_count,
+            verify_left: None,
+            failed_writes: Vec::new(),
+            verify_stopped: self.verify_stopped,
+        }
+    }
+
     /// What to issue next (see [`Driver::next`]).
     #[inline]
     fn next_io(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
         if self.fatal || self.verify_failure.is_some() {
             return Next::Done;
         }
+        if self.lat.is_some() {
+            if let Some(n) = self.lat_gate(now, inflight) {
+                return n;
+            }
+        }
         if self.cfg.think.is_some() {
             if let Some(n) = self.thinking(now, inflight) {
+                return n;
+            }
+        }
+        // Asked once per new I/O (not again for one held by the pacer).
+        if self.flow.is_some() && self.pending.is_none() && !self.sync_due() && !self.budget_spent()
+        {
+            if let Some(n) = self.flow.as_mut().and_then(|f| f.hold(now, inflight)) {
                 return n;
             }
         }
@@ -329,15 +590,21 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             }
         }
         let Some(mut p) = self.pacer.take() else {
-            return self.unpaced(buf);
+            return self.unpaced(now, inflight, buf);
         };
         let io = match self.pending.take() {
             Some(io) => Some(io),
             None if self.sync_due() || self.budget_spent() => None,
-            None => Some(self.gen.next_io()),
+            None => match self.generate(now, inflight) {
+                Ok(io) => Some(io),
+                Err(n) => {
+                    self.pacer = Some(p);
+                    return n;
+                }
+            },
         };
         let next = match io {
-            None => self.unpaced(buf),
+            None => self.unpaced(now, inflight, buf),
             Some(io) => {
                 let due = p.slot(io.op, now);
                 match due.filter(|&at| at > now) {
@@ -358,7 +625,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
 
     /// The next I/O when nothing is paced (or a sync, or the end).
     #[inline]
-    fn unpaced(&mut self, buf: &mut [u8]) -> Next {
+    fn unpaced(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
         if self.sync_due() {
             self.writes_since_sync = 0;
             let io = IoDesc {
@@ -376,8 +643,10 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         if self.budget_spent() {
             return Next::Done;
         }
-        let io = self.gen.next_io();
-        self.issue(io, None, buf)
+        match self.generate(now, inflight) {
+            Ok(io) => self.issue(io, None, buf),
+            Err(n) => n,
+        }
     }
 
     /// Account a generated I/O as issued (and fill its buffer under verify).
@@ -394,15 +663,40 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
                 }
             }
         }
-        let tag = match self.backlog.as_mut() {
+        let backlog = match self.backlog.as_mut() {
             Some(b) if io.op == Op::Write => b.written(io),
             _ => 0,
         };
         self.issued_bytes += u64::from(io.len);
         self.issued_ios += 1;
         self.think_issued = self.think_issued.saturating_add(1);
+        // The tag carries the I/O's priority in its low 16 bits (0: the
+        // thread's) and, under verify_backlog, the write's backlog number
+        // above them (see `tag_prio`, `tag_backlog`).
+        let prio = match self.cmdprio.as_mut() {
+            Some(c) => u64::from(c.pick(io.op.index(), io.len)),
+            None => 0,
+        };
+        let tag = (backlog << 16) | prio;
         Next::Io { io, due, tag }
     }
+}
+
+/// The I/O priority a job's tag carries (its low 16 bits; 0: the thread's).
+/// A verify read (`VERIFY_TAG`) goes with the thread's.
+#[inline]
+fn tag_prio(tag: u64) -> u16 {
+    if tag == crate::verify::VERIFY_TAG {
+        0
+    } else {
+        tag as u16
+    }
+}
+
+/// The `verify_backlog` number a write's tag carries (above the priority).
+#[inline]
+fn tag_backlog(tag: u64) -> u64 {
+    tag >> 16
 }
 
 impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
@@ -416,7 +710,20 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         if self.measuring && matches!(next, Next::Io { .. }) {
             self.samples.depth.queued(inflight + 1);
         }
+        // A far deadline (a slow rate, a long think time) is waited for in
+        // steps, so that the end of the group (exitall) or of the run is
+        // seen within one step rather than at the deadline.
+        if let Next::At(w) = next {
+            if w > now + WAKE_STEP_NS {
+                return Next::At(now + WAKE_STEP_NS);
+            }
+        }
         next
+    }
+
+    #[inline]
+    fn ioprio(&self, _io: &IoDesc, tag: u64) -> u16 {
+        tag_prio(tag)
     }
 
     fn inspects(&self, io: &IoDesc, tag: u64) -> bool {
@@ -428,10 +735,15 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         let io = d.io;
         if io.op == Op::Write && d.tag != crate::verify::VERIFY_TAG {
             if let Some(b) = self.backlog.as_mut() {
-                b.completed(d.tag, d.result >= 0);
+                b.completed(tag_backlog(d.tag), d.result >= 0);
             }
         }
         self.last_read = io.op == Op::Read;
+        if let Some(z) = self.zbd.as_mut() {
+            if io.op != Op::Fsync {
+                z.completed(&io);
+            }
+        }
         if d.result < 0 {
             let errno = -d.result;
             let policy = &self.cfg.extras.policy;
@@ -461,7 +773,13 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                     errno,
                     passed,
                     unreadable: None,
+                    detail: None,
                 });
+            }
+            // fio counts a failed I/O in total_ios (and its IOPS), not in
+            // the bytes moved or the latencies.
+            if self.measuring {
+                self.dirs[io.op.index()].ios += 1;
             }
             return After::Release;
         }
@@ -498,13 +816,48 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 }
             }
         }
+        if self.measuring && io.op != Op::Fsync && self.lat_drain.is_none() {
+            if let Some(ls) = self.lat.as_mut() {
+                match ls.completed(d.latency()) {
+                    LatStep::Go => {}
+                    LatStep::Fatal => {
+                        // fio: "max latency exceeded", ETIMEDOUT.
+                        self.fatal = true;
+                        if self.errors.len() < MAX_ERRORS {
+                            self.errors.push(IoFailure {
+                                op: io.op,
+                                target: io.target,
+                                offset: io.offset,
+                                len: io.len,
+                                errno: libc::ETIMEDOUT,
+                                passed: false,
+                                unreadable: None,
+                                detail: None,
+                            });
+                        }
+                    }
+                    s => self.lat_drain = Some(s),
+                }
+            }
+        }
+        let timed = self.file_op(&io);
         if self.measuring {
             let lat = d.latency();
             let dir = &mut self.dirs[io.op.index()];
             dir.ios += 1;
             dir.bytes += bytes;
-            dir.lat.record(lat);
-            dir.moments.record(lat as f64);
+            if timed {
+                dir.lat.record(lat);
+                dir.moments.record(lat as f64);
+                if let Some(c) = &self.cmdprio {
+                    // Unpicked I/Os went with the thread's priority.
+                    let p = match tag_prio(d.tag) {
+                        0 => c.default_prio(),
+                        p => p,
+                    };
+                    crate::prio::record(&mut dir.prios, p, lat);
+                }
+            }
             if let Some(h) = dir.lat_intended.as_mut() {
                 let v = d.now.saturating_sub(d.intended);
                 h.record(v);
@@ -524,6 +877,10 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 s.rates.add(io.op.index(), bytes);
                 s.lat.record(lat);
                 if let Some(l) = self.logs.as_mut() {
+                    l.set_ioprio(match tag_prio(d.tag) {
+                        0 => self.cfg.ioprio,
+                        p => p,
+                    });
                     l.io(t, io.op.index(), bytes, lat, io.offset);
                 }
             }
@@ -547,27 +904,18 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 l.bytes[k].store(d.bytes, Ordering::Relaxed);
             }
         }
-        if !self.measuring && now >= self.ramp_end {
-            self.measuring = true;
-            self.meas_start = now;
-            self.deadline = self.cfg.runtime.map(|r| now + r.as_nanos() as u64);
-            // fio counts number_ios from the end of the ramp.
-            self.issued_ios = 0;
-            for d in self.dirs.iter_mut() {
-                *d = DirStats::new(self.rated);
-            }
-            for pt in self.per_target.iter_mut() {
-                *pt = [(0, 0); 3];
-            }
-            self.samples = JobSamples::new(self.samples.rates.window_ms());
-            match TimeSeries::new(self.interval_ns, Instant::now()) {
-                Ok(s) => self.series = s,
-                Err(e) => {
-                    self.config_error = Some(e.to_string());
-                    return true;
-                }
+        if let Some(c) = &self.cfg.status {
+            if c.due() {
+                c.answer(self.so_far(now));
             }
         }
+        if !self.measuring && now >= self.ramp_end {
+            if let Err(e) = self.restart_measuring(now) {
+                self.config_error = Some(e);
+                return true;
+            }
+        }
+        let searched = (self.lat.is_some() || self.cfg.steady.is_some()) && self.searches_done(now);
         let time_up = self.deadline.is_some_and(|d| now >= d);
         let budget_done = self.budget_spent() && !self.sync_due() && self.pending.is_none();
         let group_ended = self
@@ -575,7 +923,12 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             .group_end
             .as_ref()
             .is_some_and(|f| f.load(Ordering::Relaxed));
-        time_up || budget_done || group_ended || self.fatal || self.verify_failure.is_some()
+        time_up
+            || budget_done
+            || searched
+            || group_ended
+            || self.fatal
+            || self.verify_failure.is_some()
     }
 }
 
@@ -650,16 +1003,45 @@ fn run_with<E: Engine, const FILL: bool>(
         last_read: false,
         failed_writes: Vec::new(),
         verify_stopped: false,
+        flow: cfg.flow.clone().map(crate::flow::FlowMember::new),
+        cmdprio: cfg.cmdprio.clone(),
+        lat: cfg
+            .lat
+            .enabled()
+            .then(|| LatSearch::new(cfg.lat, engine.depth(), t0)),
+        lat_drain: None,
+        lat_done: false,
+        steady: None,
+        zbd: cfg.zbd.clone(),
+        zbd_held: None,
+        zbd_end: false,
+        op_seen: (vec![false; cfg.targets.max(1)], 0),
     };
+    if drv.measuring && cfg.steady.is_some() {
+        drv.restart_measuring(t0).map_err(JobError::Config)?;
+    }
     let (minf0, majf0) = crate::samples::thread_faults();
     let (u0, s0, c0) = thread_rusage();
-    let lc = LoopConfig {
+    let mut lc = LoopConfig {
         stop: Some(stop),
         rate_interval_ns: cfg.rate_iops.map(|r| 1_000_000_000 / r.max(1)),
         spin_ns: cfg.think.map_or(0, |t| t.spin_ns),
         ..LoopConfig::default()
     };
+    cfg.batch.apply(&mut lc);
+    if let Some(c) = &cfg.status {
+        c.enter();
+    }
     let st = ioloop::run(engine, &mut drv, &lc)?;
+    // Out of the flow: the others go on in their own ratio.
+    drop(drv.flow.take());
+    if let Some(c) = &drv.cmdprio {
+        // fio lists the thread's own priority first.
+        let own = c.default_prio();
+        for d in drv.dirs.iter_mut() {
+            d.prios.sort_by_key(|p| p.ioprio != own);
+        }
+    }
     if let Some(e) = drv.config_error {
         return Err(JobError::Config(e));
     }
@@ -674,7 +1056,7 @@ fn run_with<E: Engine, const FILL: bool>(
     if let Some(l) = drv.logs {
         l.finish(runtime_ns).map_err(JobError::Config)?;
     }
-    Ok(JobOutcome {
+    let o = JobOutcome {
         dirs: drv.dirs,
         runtime_ns,
         per_target: drv.per_target,
@@ -691,7 +1073,15 @@ fn run_with<E: Engine, const FILL: bool>(
         verify_left: drv.backlog.map(crate::verify::Backlog::into_left),
         failed_writes: drv.failed_writes,
         verify_stopped: drv.verify_stopped,
-    })
+
+        latency_depth: drv.lat.as_ref().map(|l| l.qd),
+        steady: drv.steady.as_ref().map(SteadyState::outcome),
+        zone_resets: drv.zbd.as_ref().map(|z| z.resets),
+    };
+    if let Some(c) = &cfg.status {
+        c.leave(&o);
+    }
+    Ok(o)
 }
 
 #[cfg(test)]

@@ -8,6 +8,9 @@
 //! - Planning ([`plan`]): specs resolved against their targets — sizes
 //!   known, bounds checked, every target claimed for writing through the
 //!   device crate — nothing written yet.
+//! - Multi-file jobs and filesystem engines ([`files`]): `nrfiles`,
+//!   `file_service_type`, `unlink`, `fallocate`, `ioengine=filecreate` and
+//!   the other file and directory operations.
 //! - Generation ([`gen`], with [`drivelab_patterns::prng`]): the offset/operation stream with exact
 //!   sizes and mixes.
 //! - Pacing and checking ([`rate`], [`verify`]): fio's per-direction
@@ -19,31 +22,43 @@
 //!   ([`drivelab_report::RunReport`]) including the device check
 //!   ([`check`]).
 
+pub mod batch;
 pub mod check;
 pub mod dedupe;
 pub mod errors;
 pub mod exec;
+pub mod files;
+pub mod fio_pattern;
+pub mod flow;
 pub mod gen;
 pub mod jobfile;
 pub mod jobloop;
+pub mod latency_target;
 pub mod logs;
+pub mod numa;
 pub mod options;
 pub mod plan;
 pub mod presets;
+pub mod prio;
 pub mod rate;
 pub mod samples;
+pub mod status;
 pub mod verify;
+pub mod zbd;
 
+pub mod sg;
 pub mod size;
 pub mod spec;
+pub mod steadystate;
 
-pub use exec::{execute, Progress};
+pub use exec::{execute, execute_with_status, Progress};
 pub use plan::{plan, Plan, PlanError, PlanOptions};
 pub use size::{human_bytes, parse_bytes, parse_duration, SizeSpec};
 pub use spec::{
     check_total_jobs, AccessLine, Distribution, EngineKind, JobSpec, RwMode, WriteKind,
     DEFAULT_LOG_INTERVAL, MAX_TOTAL_JOBS,
 };
+pub use status::StatusOptions;
 
 /// Why a specification was rejected. Every message names the option (and
 /// for job files the line) and says what would be accepted.

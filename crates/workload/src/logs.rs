@@ -11,8 +11,10 @@
 //! `time, value, ddir, bs, offset, prio`: time in ms since the start of
 //! measurement, ddir 0 read / 1 write / 2 trim, bs the I/O's size in bytes.
 //! The last field is the priority: with `log_prio=1` the I/O's priority
-//! value, else 1 for a real-time class I/O; drivelab issues every I/O at
-//! the default priority, so it is 0.
+//! value (class << 13 | level: `cmdprio*` per I/O, else the thread's
+//! `prioclass`/`prio`, 0 when none is set), else 1 for a real-time class
+//! I/O and 0 for any other. Averaged lines carry 0. With `log_prio` the
+//! field is written in hexadecimal (`0x2000`), as fio writes it.
 //!
 //! With `log_avg_msec=0` every I/O gets a line: the bandwidth log's value
 //! is that I/O's own rate (`bytes × 10^6 / latency_ns`, as fio computes
@@ -151,6 +153,10 @@ pub struct JobLogs {
     win: [Window; 3],
     hist: Option<HistLog>,
     error: Option<String>,
+    /// `log_prio`.
+    log_prio: bool,
+    /// The priority field of the next per-I/O lines.
+    prio_field: u16,
 }
 
 /// fio's number of latency buckets (`FIO_IO_U_PLAT_NR`).
@@ -256,6 +262,8 @@ impl JobLogs {
             hist: open(path(&spec.hist, "clat_hist"))?
                 .map(|(p, w)| HistLog::new(p, w, spec.hist_msec, spec.hist_coarseness)),
             error: None,
+            log_prio: spec.prio,
+            prio_field: 0,
         };
         // The submission latency log: created, left empty (see the module doc).
         if let Some(p) = path(&spec.lat, "slat") {
@@ -267,17 +275,19 @@ impl JobLogs {
     fn line(
         out: &mut Option<(PathBuf, BufWriter<File>)>,
         error: &mut Option<String>,
-        with_offset: bool,
-        f: (u64, u64, usize, u64, u64),
+        (with_offset, hex): (bool, bool),
+        f: (u64, u64, usize, u64, u64, u16),
     ) {
         let Some((path, w)) = out.as_mut() else {
             return;
         };
-        let (t, v, d, bs, off) = f;
-        let r = if with_offset {
-            writeln!(w, "{t}, {v}, {d}, {bs}, {off}, 0")
-        } else {
-            writeln!(w, "{t}, {v}, {d}, {bs}, 0")
+        let (t, v, d, bs, off, prio) = f;
+        // log_prio's values are hexadecimal, as fio writes them.
+        let r = match (with_offset, hex) {
+            (true, true) => writeln!(w, "{t}, {v}, {d}, {bs}, {off}, 0x{prio:04x}"),
+            (true, false) => writeln!(w, "{t}, {v}, {d}, {bs}, {off}, {prio}"),
+            (false, true) => writeln!(w, "{t}, {v}, {d}, {bs}, 0x{prio:04x}"),
+            (false, false) => writeln!(w, "{t}, {v}, {d}, {bs}, {prio}"),
         };
         if let Err(e) = r {
             if error.is_none() {
@@ -285,6 +295,16 @@ impl JobLogs {
             }
             *out = None;
         }
+    }
+
+    /// The priority of the I/Os logged next (the kernel's ioprio value).
+    #[inline]
+    pub fn set_ioprio(&mut self, ioprio: u16) {
+        self.prio_field = if self.log_prio {
+            ioprio
+        } else {
+            u16::from(ioprio >> 13 == 1)
+        };
     }
 
     /// Log a completed I/O: `t_ns` after the start of measurement,
@@ -310,26 +330,26 @@ impl JobLogs {
             Self::line(
                 &mut self.bw,
                 &mut self.error,
-                o,
-                (t, bw, dir, bytes, offset),
+                (o, self.log_prio),
+                (t, bw, dir, bytes, offset, self.prio_field),
             );
             Self::line(
                 &mut self.lat,
                 &mut self.error,
-                o,
-                (t, lat_ns, dir, bytes, offset),
+                (o, self.log_prio),
+                (t, lat_ns, dir, bytes, offset, self.prio_field),
             );
             Self::line(
                 &mut self.clat,
                 &mut self.error,
-                o,
-                (t, lat_ns, dir, bytes, offset),
+                (o, self.log_prio),
+                (t, lat_ns, dir, bytes, offset, self.prio_field),
             );
             Self::line(
                 &mut self.iops,
                 &mut self.error,
-                o,
-                (t, 1, dir, bytes, offset),
+                (o, self.log_prio),
+                (t, 1, dir, bytes, offset, self.prio_field),
             );
             return;
         }
@@ -358,12 +378,32 @@ impl JobLogs {
             let iops = w.ios * 1000 / ms;
             let mean = ((w.lat_sum + u128::from(w.ios) / 2) / u128::from(w.ios)) as u64;
             if rates {
-                Self::line(&mut self.bw, &mut self.error, o, (t, bw, d, 0, 0));
+                Self::line(
+                    &mut self.bw,
+                    &mut self.error,
+                    (o, self.log_prio),
+                    (t, bw, d, 0, 0, 0),
+                );
             }
-            Self::line(&mut self.lat, &mut self.error, o, (t, mean, d, 0, 0));
-            Self::line(&mut self.clat, &mut self.error, o, (t, mean, d, 0, 0));
+            Self::line(
+                &mut self.lat,
+                &mut self.error,
+                (o, self.log_prio),
+                (t, mean, d, 0, 0, 0),
+            );
+            Self::line(
+                &mut self.clat,
+                &mut self.error,
+                (o, self.log_prio),
+                (t, mean, d, 0, 0, 0),
+            );
             if rates {
-                Self::line(&mut self.iops, &mut self.error, o, (t, iops, d, 0, 0));
+                Self::line(
+                    &mut self.iops,
+                    &mut self.error,
+                    (o, self.log_prio),
+                    (t, iops, d, 0, 0, 0),
+                );
             }
         }
     }

@@ -228,7 +228,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Text,
         "io_uring",
-        "io_uring, psync or null; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once)"
+        "io_uring, psync, null or sg; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk"
     ),
     opt!(
         "rate_iops",
@@ -288,7 +288,48 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Text,
         "none",
-        "none, or strided: I/O stays in a zone until zonesize bytes are done, then skips zoneskip bytes (fio's zbd is not supported)"
+        "none; strided: I/O stays in a zone until zonesize bytes are done, then skips zoneskip bytes; zbd: zoned block devices, writes at write pointers"
+    ),
+    opt!(
+        "max_open_zones",
+        [],
+        Int,
+        "device's",
+        "zonemode=zbd: zones written at once on the device (0: the device's limit)",
+        0,
+        4096,
+        "zones"
+    ),
+    opt!(
+        "job_max_open_zones",
+        [],
+        Int,
+        "0",
+        "zonemode=zbd: zones this job writes at once (0: no own limit)",
+        0,
+        4096,
+        "zones"
+    ),
+    opt!(
+        "zone_reset_threshold",
+        [],
+        Text,
+        "0",
+        "zonemode=zbd: share of the range holding data (0..1) past which zone_reset_frequency resets zones"
+    ),
+    opt!(
+        "zone_reset_frequency",
+        [],
+        Text,
+        "0",
+        "zonemode=zbd: past the threshold, reset the written zone every 1/F writes (0..1; 0: never)"
+    ),
+    opt!(
+        "read_beyond_wp",
+        [],
+        Bool,
+        "0",
+        "zonemode=zbd: read sequential zones past their write pointers"
     ),
     opt!(
         "zonesize",
@@ -316,7 +357,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Size,
         "size / files",
-        "size of each file; size (the I/O to do) defaults to it times the files"
+        "size of each file (lo-hi: a random size per file); size (the I/O to do) defaults to it times the files"
     ),
     opt!(
         "loops",
@@ -436,6 +477,33 @@ pub const OPTIONS: &[OptionDecl] = &[
         "",
         "data of written blocks: 0xHEX, a number or a \"string\"; alone it means verify=pattern"
     ),
+    // fio's buffer contents and its sg engine's options.
+    opt!(
+        "buffer_pattern",
+        [],
+        Text,
+        "",
+        "what write buffers hold, repeated: 0xHEX, a number, a \"string\" or a 'file', joined in any order (fio's syntax; random data when unset)"
+    ),
+    opt!(
+        "sg_write_mode",
+        [],
+        Text,
+        "write",
+        "ioengine=sg: what writes send: write, write_and_verify, write_same, write_same_ndob, write_stream, verify_bytchk_00, verify_bytchk_01 or verify_bytchk_11"
+    ),
+    opt!(
+        "stream_id",
+        [],
+        Int,
+        "0",
+        "ioengine=sg: the stream of sg_write_mode=write_stream",
+        0,
+        65535,
+        ""
+    ),
+    opt!("readfua", [], Bool, "0", "ioengine=sg: force unit access on reads"),
+    opt!("writefua", [], Bool, "0", "ioengine=sg: force unit access on writes"),
     opt!(
         "verify_interval",
         [],
@@ -742,6 +810,272 @@ pub const OPTIONS: &[OptionDecl] = &[
         "smallest size",
         "alignment of random offsets"
     ),
+    // flowprio: flow control between jobs, I/O priorities, exit_what,
+    // NUMA placement and submission/completion batching.
+    opt!(
+        "flow",
+        [],
+        Int,
+        "0 (no flow control)",
+        "weight of this job in its flow_id group: the jobs of a group issue I/O in the ratio of their weights (fio's token counting)",
+        0,
+        1000,
+        ""
+    ),
+    opt!(
+        "flow_id",
+        [],
+        Int,
+        "0",
+        "the flow group this job's flow weight counts in",
+        0,
+        u32::MAX as u64,
+        ""
+    ),
+    opt!(
+        "flow_sleep",
+        [],
+        Int,
+        "0",
+        "when the job is ahead of its flow share: wait for its I/Os to complete, then this long before trying again (0: try again at once)",
+        0,
+        u32::MAX as u64,
+        "us"
+    ),
+    opt!(
+        "exit_what",
+        [],
+        Text,
+        "group",
+        "which jobs exitall ends when this job finishes: group (its reporting group), stonewall (every running job), all (every job, later stonewall groups never start)"
+    ),
+    opt!(
+        "prio",
+        [],
+        Int,
+        "",
+        "I/O priority level of the job's thread (ioprio_set; 0 is highest); class best-effort unless prioclass says otherwise",
+        0,
+        7,
+        ""
+    ),
+    opt!(
+        "prioclass",
+        [],
+        Int,
+        "",
+        "I/O priority class of the job's thread (ioprio_set): 1 realtime, 2 best-effort, 3 idle (0: best-effort)",
+        0,
+        3,
+        ""
+    ),
+    opt!(
+        "cmdprio_percentage",
+        [],
+        Text,
+        "0",
+        "percent of I/Os (READ,WRITE per direction) issued with the priority cmdprio_class/cmdprio in their io_uring submission entry"
+    ),
+    opt!(
+        "cmdprio_class",
+        [],
+        Text,
+        "1",
+        "priority class of cmdprio_percentage's I/Os (READ,WRITE): 1 realtime, 2 best-effort, 3 idle"
+    ),
+    opt!(
+        "cmdprio",
+        [],
+        Text,
+        "0",
+        "priority level 0-7 of cmdprio_percentage's I/Os (READ,WRITE)"
+    ),
+    opt!(
+        "cmdprio_bssplit",
+        [],
+        Text,
+        "",
+        "per block size, the percent of I/Os with a priority: BS/PCT[/CLASS/LEVEL]:… (READ,WRITE); without CLASS/LEVEL, cmdprio_class and cmdprio; a fifth field (a priority hint) is read past, as fio 3.33 does"
+    ),
+    opt!(
+        "numa_cpu_nodes",
+        [],
+        Text,
+        "",
+        "run the job's thread on the CPUs of these NUMA nodes (0, 0-1, 0,2; all)"
+    ),
+    opt!(
+        "numa_mem_policy",
+        [],
+        Text,
+        "",
+        "NUMA memory policy of the job's thread: default, prefer:NODE, bind:NODES, interleave:NODES, local"
+    ),
+    opt!(
+        "iodepth_batch",
+        ["iodepth_batch_submit"],
+        Int,
+        "unset: each turn's I/Os go in with its one wait",
+        "enter the kernel to submit each time this many I/Os are queued (0 or above iodepth: iodepth)",
+        0,
+        MAX_DEPTH as u64,
+        "I/Os"
+    ),
+    opt!(
+        "iodepth_batch_complete_min",
+        ["iodepth_batch_complete"],
+        Int,
+        "1",
+        "when waiting, wait for this many completions (at most those in flight; 0: 1, as fio 3.33 when the queue is full)",
+        0,
+        MAX_DEPTH as u64,
+        "I/Os"
+    ),
+    opt!(
+        "iodepth_batch_complete_max",
+        [],
+        Int,
+        "unset: every ready completion",
+        "take at most this many completions per turn, leaving the rest for the next (at least iodepth_batch_complete_min)",
+        0,
+        MAX_DEPTH as u64,
+        "I/Os"
+    ),
+    opt!(
+        "iodepth_low",
+        [],
+        Int,
+        "iodepth",
+        "once the queue is full, queue no more until this few I/Os are in flight (fio's low watermark)",
+        0,
+        MAX_DEPTH as u64,
+        "I/Os"
+    ),
+    // fio's latency target search and steady-state termination
+    // (latency_target.rs, steadystate.rs).
+    OptionDecl {
+        name: "latency_target",
+        aliases: &[],
+        kind: OptionKind::Time,
+        default: "0 (off)",
+        bounds: None,
+        unit: "us when bare",
+        help: "search for the highest depth (up to iodepth) at which latency_percentile of I/Os complete within this latency; reported as latency_depth",
+    },
+    OptionDecl {
+        name: "latency_window",
+        aliases: &[],
+        kind: OptionKind::Time,
+        default: "0",
+        bounds: None,
+        unit: "us when bare",
+        help: "with latency_target: how long each depth is tried",
+    },
+    opt!(
+        "latency_percentile",
+        [],
+        Text,
+        "100",
+        "with latency_target: the percent of I/Os (0-100) that must be within the target"
+    ),
+    opt!(
+        "latency_run",
+        [],
+        Bool,
+        "0",
+        "with latency_target: keep adjusting the depth for the whole run instead of ending at the depth found"
+    ),
+    opt!(
+        "steadystate",
+        ["ss"],
+        Text,
+        "iops_slope:0.01%",
+        "end the job at steady state: iops, iops_slope, bw or bw_slope, ':' and a limit, absolute or N% of the mean (iops_slope:0.1%); needs steadystate_duration"
+    ),
+    opt!(
+        "steadystate_duration",
+        ["ss_dur"],
+        Time,
+        "0 (off)",
+        "the rolling window steady state is judged over"
+    ),
+    opt!(
+        "steadystate_ramp_time",
+        ["ss_ramp"],
+        Time,
+        "0",
+        "run this long before recording steady-state values"
+    ),
+    opt!(
+        "steadystate_check_interval",
+        ["ss_interval"],
+        Time,
+        "1s",
+        "one steady-state value per this long (at least 1s; ss_dur a multiple of it)"
+    ),
+    // Multi-file jobs and filesystem engines (crate::files).
+    opt!(
+        "nrfiles",
+        ["nr_files"],
+        Int,
+        "1",
+        "files per job when fio names them ($jobname.$jobnum.$filenum in directory)",
+        1,
+        crate::files::MAX_FILES,
+        "files"
+    ),
+    opt!(
+        "openfiles",
+        [],
+        Int,
+        "nrfiles",
+        "files open at once (drivelab keeps a data job's files open; filesystem engines open none)",
+        1,
+        crate::files::MAX_FILES,
+        "files"
+    ),
+    opt!(
+        "file_service_type",
+        [],
+        Text,
+        "roundrobin",
+        "file of each I/O: roundrobin, sequential, random (each :N I/Os per pick), zipf:θ, pareto:h, normal:σ"
+    ),
+    opt!(
+        "create_on_open",
+        [],
+        Bool,
+        "0",
+        "create files when first opened (filecreate/dircreate: the measured operation)"
+    ),
+    opt!(
+        "unlink",
+        [],
+        Bool,
+        "0",
+        "remove the job's files when it ends"
+    ),
+    opt!(
+        "unlink_each_loop",
+        [],
+        Bool,
+        "0",
+        "remove the job's files after each loop (with loops=1: when it ends)"
+    ),
+    opt!(
+        "fallocate",
+        [],
+        Text,
+        "native",
+        "how created files get their blocks: none, native, posix, keep, truncate, 0, 1"
+    ),
+    opt!(
+        "stat_type",
+        [],
+        Text,
+        "stat",
+        "filestat/dirstat: the lookup timed: stat, lstat or statx"
+    ),
 ];
 
 /// The declared bounds of whole-number option `key` (its name or alias).
@@ -845,6 +1179,8 @@ mod tests {
                 "rate_process" => "poisson",
                 "verify" => "crc32c",
                 "verify_pattern" => "0xaa55",
+                "buffer_pattern" => "0x01\"ab\"",
+                "sg_write_mode" => "verify_bytchk_01",
                 "random_generator" => "lfsr",
                 "bsrange" => "4k-16k",
                 "io_submit_mode" => "offload",
@@ -853,6 +1189,19 @@ mod tests {
                 "continue_on_error" => "write",
                 "ignore_error" => ",ENOSPC",
                 "dedupe_mode" => "working_set",
+                "exit_what" => "stonewall",
+                "prioclass" => "2",
+                "cmdprio_percentage" | "cmdprio" => "3",
+                "cmdprio_class" => "2",
+                "cmdprio_bssplit" => "4k/50/1/0",
+                "numa_cpu_nodes" => "0",
+                "numa_mem_policy" => "bind:0",
+                "latency_percentile" => "99.9",
+                "steadystate" => "iops:10%",
+                "zone_reset_threshold" | "zone_reset_frequency" => "0.5",
+                "file_service_type" => "random:2",
+                "fallocate" => "keep",
+                "stat_type" => "statx",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

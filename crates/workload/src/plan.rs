@@ -101,6 +101,8 @@ pub struct PlannedJob {
     /// Jobs (indices into [`Plan::jobs`]) that must finish before this one
     /// starts (`wait_for`).
     pub wait_for: Vec<usize>,
+    /// `zonemode=zbd`: the job's zone settings.
+    pub zbd: Option<crate::zbd::ZbdJob>,
 }
 
 /// A resolved run.
@@ -236,8 +238,12 @@ fn with_file_names(jobs: &[(JobSpec, bool)]) -> Vec<(JobSpec, bool, std::ops::Ra
             (Some(fmt), true) => {
                 for c in 0..spec.numjobs {
                     let mut s = spec.clone();
-                    let name = format_filename(fmt, &spec.name, c, 0);
-                    s.filenames = vec![in_directory(dir.as_deref(), &name)];
+                    // fio: nrfiles files per clone, $filenum from 0.
+                    s.filenames = (0..spec.files.nrfiles)
+                        .map(|f| {
+                            in_directory(dir.as_deref(), &format_filename(fmt, &spec.name, c, f))
+                        })
+                        .collect();
                     units.push((s, *stonewall && c == 0, c..c + 1));
                 }
             }
@@ -314,7 +320,11 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     for (spec, stonewall, clones) in &with_file_names(jobs) {
+        // Sizes counted in zones (zonemode=zbd's `8z`) in bytes.
+        let in_bytes = crate::zbd::resolve_zone_counts(spec)?;
+        let spec = in_bytes.as_ref().unwrap_or(spec);
         spec.validate()?;
+        crate::files::validate(spec)?;
         if !out.is_empty() && (*stonewall || spec.new_group) && clones.start == 0 {
             group += 1;
         }
@@ -322,7 +332,13 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         let null = spec.ioengine == EngineKind::Null;
         let nfiles = spec.filenames.len() as u64;
         let mut idx = Vec::new();
+        let path_engine = crate::files::path_engine(spec);
         for f in &spec.filenames {
+            if let Some(t) = path_engine.map(|_| crate::files::path_target(f)) {
+                idx.push(targets.len());
+                targets.push(t?);
+                continue;
+            }
             if null {
                 let size = spec
                     .size
@@ -351,6 +367,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         // Direct I/O: on for block devices; for files where the filesystem takes it.
         let direct = match spec.direct {
             Some(d) => d,
+            _ if path_engine.is_some() => false,
             None => {
                 null || idx.iter().all(|&i| {
                     targets[i].is_block
@@ -362,10 +379,11 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         // offset_increment: how far each clone's region sits from the last.
         let mut increments = Vec::new();
         let last_clone = u64::from(clones.end.saturating_sub(1));
+        let mut sizes = crate::files::file_sizes(spec, clones.start, idx.len());
         for &i in &idx {
             let t = &mut targets[i];
             let total = match spec.size {
-                _ if spec.filesize.is_some() => spec.filesize.unwrap_or(0),
+                _ if spec.filesize.is_some() => sizes.next().unwrap_or(0),
                 _ if spec.fill_device => {
                     if !t.is_block {
                         return Err(PlanError::target(
@@ -495,6 +513,8 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 );
             }
         }
+        let paths: Vec<&Path> = idx.iter().map(|&i| targets[i].path.as_path()).collect();
+        let zbd = crate::zbd::plan_job(spec, &paths, &mut regions, direct, writes)?;
         let align = spec.blockalign.unwrap_or_else(|| spec.min_bs()).max(1);
         if direct {
             let lb = idx
@@ -550,6 +570,10 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 }
             }
         }
+        crate::sg::check_targets(
+            spec,
+            idx.iter().map(|&i| (&targets[i].path, targets[i].is_block)),
+        )?;
         let verify = verify_content(spec, align)?;
         let wait_for: Vec<usize> = match &spec.wait_for {
             None => Vec::new(),
@@ -600,6 +624,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 group,
                 verify: verify.clone(),
                 wait_for: wait_for.clone(),
+                zbd: zbd.clone(),
             });
         }
     }

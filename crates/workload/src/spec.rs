@@ -251,6 +251,9 @@ pub enum EngineKind {
     Psync,
     /// No I/O at all: measures the pipeline.
     Null,
+    /// fio's `sg`: each I/O one SCSI command through SG_IO, one at a time
+    /// ([`drivelab_engine::sg`]).
+    Sg,
 }
 
 impl EngineKind {
@@ -264,6 +267,7 @@ impl EngineKind {
             "io_uring" | "libaio" | "posixaio" => EngineKind::IoUring,
             "psync" | "sync" | "vsync" | "pvsync" | "pvsync2" => EngineKind::Psync,
             "null" | "cpp_null" => EngineKind::Null,
+            "sg" => EngineKind::Sg,
             _ => return None,
         })
     }
@@ -274,6 +278,7 @@ impl EngineKind {
             EngineKind::IoUring => "io_uring",
             EngineKind::Psync => "psync",
             EngineKind::Null => "null",
+            EngineKind::Sg => "sg",
         }
     }
 }
@@ -391,6 +396,11 @@ pub struct JobSpec {
     pub do_verify: bool,
     /// Data pattern of written blocks (`verify_pattern`).
     pub verify_pattern: Option<Vec<u8>>,
+    /// What write buffers hold (`buffer_pattern`), repeated from each
+    /// buffer's first byte; None: random data.
+    pub buffer_pattern: Option<Vec<u8>>,
+    /// The sg engine's options (`sg_write_mode`, `stream_id`, `readfua`, `writefua`).
+    pub sg: crate::sg::SgSpec,
     /// Bytes covered by one verification header (`verify_interval`); default: the smallest block size.
     pub verify_interval: Option<u64>,
     /// Error policy, verify extras, dedupe and compression
@@ -414,6 +424,9 @@ pub struct JobSpec {
     pub wait_for: Option<String>,
     /// Size of each file (`filesize`); `size` then defaults to it times the files.
     pub filesize: Option<u64>,
+    /// Multi-file options and filesystem engines (`nrfiles`,
+    /// `file_service_type`, `ioengine=filecreate`, …; [`crate::files`]).
+    pub files: crate::files::FileOptions,
     /// `zonemode`: None when not given (then `zonesize` alone means
     /// strided, as in fio), Some(false) for none, Some(true) for strided.
     pub zonemode_strided: Option<bool>,
@@ -435,6 +448,22 @@ pub struct JobSpec {
     pub zonerange: u64,
     /// See `zonesize`.
     pub zoneskip: u64,
+    /// `flow`, `flow_id`, `flow_sleep`.
+    pub flow: crate::flow::FlowOpts,
+    /// What a finishing `exitall` job ends (`exit_what`).
+    pub exit_what: crate::flow::ExitWhat,
+    /// `prio`, `prioclass` and the `cmdprio*` options.
+    pub prio: crate::prio::PrioOpts,
+    /// `numa_cpu_nodes`, `numa_mem_policy`.
+    pub numa: crate::numa::NumaOpts,
+    /// `iodepth_batch*`, `iodepth_low`.
+    pub batch: crate::batch::BatchOpts,
+    /// fio's `latency_target` family (`latency_target.rs`).
+    pub lat_target: crate::latency_target::LatSpec,
+    /// fio's `steadystate` family (`steadystate.rs`).
+    pub steady: crate::steadystate::SsSpec,
+    /// `zonemode=zbd` and its options ([`crate::zbd`]).
+    pub zbd: crate::zbd::ZbdOptions,
 }
 
 impl JobSpec {
@@ -510,6 +539,8 @@ impl Default for JobSpec {
             verify: None,
             do_verify: true,
             verify_pattern: None,
+            buffer_pattern: None,
+            sg: crate::sg::SgSpec::default(),
             verify_interval: None,
             errkeys: crate::errors::ErrKeys::default(),
             randrepeat: true,
@@ -520,16 +551,25 @@ impl Default for JobSpec {
             loops: 1,
             wait_for: None,
             filesize: None,
+            files: crate::files::FileOptions::default(),
             zonemode_strided: None,
+            zbd: crate::zbd::ZbdOptions::default(),
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
+            flow: crate::flow::FlowOpts::default(),
+            exit_what: crate::flow::ExitWhat::Group,
+            prio: crate::prio::PrioOpts::default(),
+            numa: crate::numa::NumaOpts::default(),
+            batch: crate::batch::BatchOpts::default(),
             offset_increment: SizeSpec::Bytes(0),
             exitall: false,
             number_ios: 0,
             thinktime: Duration::ZERO,
             thinktime_spin: Duration::ZERO,
             thinktime_blocks: 1,
+            lat_target: Default::default(),
+            steady: Default::default(),
         }
     }
 }
@@ -579,43 +619,6 @@ fn parse_bsrange(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecError> {
         return Err(bad("more than 4096 sizes between MIN and MAX"));
     }
     Ok((1..=n).map(|k| (k * lo, 1)).collect())
-}
-
-/// fio's `verify_pattern`: `0xHEX`, a decimal number (its bytes, least
-/// significant first) or a quoted string.
-fn parse_pattern(key: &str, v: &str) -> Result<Vec<u8>, SpecError> {
-    let bad = || SpecError::BadValue {
-        key: key.to_string(),
-        value: v.to_string(),
-        expect: "0xHEX (e.g. 0xaa555aa5), a decimal number or a \"quoted string\"".to_string(),
-    };
-    let t = v.trim();
-    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        if h.is_empty() || !h.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(bad());
-        }
-        let h = if h.len() % 2 == 1 {
-            format!("0{h}")
-        } else {
-            h.to_string()
-        };
-        return (0..h.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).map_err(|_| bad()))
-            .collect();
-    }
-    if let Some(q) = t.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-        if q.is_empty() {
-            return Err(bad());
-        }
-        return Ok(q.as_bytes().to_vec());
-    }
-    let n: u64 = t.parse().map_err(|_| bad())?;
-    let mut b = n.to_le_bytes().to_vec();
-    while b.len() > 1 && b.last() == Some(&0) {
-        b.pop();
-    }
-    Ok(b)
 }
 
 /// The most job threads one run may start, summed over its jobs' `numjobs`
@@ -793,6 +796,11 @@ impl JobSpec {
             (None, _) if key.starts_with("write_") && key.ends_with("_log") => "",
             (None, _) => return Err(SpecError::MissingValue(key.to_string())),
         };
+        if let Some(r) = crate::zbd::set_option(self, key, v) {
+            return r;
+        }
+        // A size in bytes replaces an earlier one in zones.
+        crate::zbd::plain_size(self, key);
         match key {
             "name" => {
                 if v.trim().is_empty() {
@@ -897,10 +905,18 @@ impl JobSpec {
             "buffered" => self.direct = Some(!parse_bool(key, v)?),
             "ioengine" => {
                 let name = v.trim().to_ascii_lowercase();
+                self.files.engine = None;
+                if let Some(e) = crate::files::FileEngine::from_fio(&name) {
+                    // One file operation per I/O, one at a time: psync's loop.
+                    self.files.set_engine(e);
+                    self.ioengine = EngineKind::Psync;
+                    self.ioengine_as_written = None;
+                    return Ok(());
+                }
                 self.ioengine = EngineKind::from_fio(&name).ok_or_else(|| SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null)".to_string(),
+                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), or a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc".to_string(),
                 })?;
                 self.ioengine_as_written = (name != self.ioengine.name()).then_some(name);
             }
@@ -966,7 +982,7 @@ impl JobSpec {
                         return Err(SpecError::BadValue {
                             key: key.to_string(),
                             value: v.to_string(),
-                            expect: "none or strided (drivelab does not drive zoned block devices: zbd is fio's)".to_string(),
+                            expect: "none, strided or zbd".to_string(),
                         })
                     }
                 }
@@ -977,19 +993,45 @@ impl JobSpec {
             "thinktime" => self.thinktime = parse_usec(key, v)?,
             "thinktime_spin" => self.thinktime_spin = parse_usec(key, v)?,
             "thinktime_blocks" => self.thinktime_blocks = parse_declared(key, v)? as u32,
+            k if crate::latency_target::KEYS.contains(&k) => self.lat_target.set(k, v)?,
+            k if crate::steadystate::KEYS.contains(&k) => self.steady.set(k, v)?,
             "zonesize" => self.zonesize = parse_bytes(key, v)?,
             "zonerange" => self.zonerange = parse_bytes(key, v)?,
             "zoneskip" => self.zoneskip = parse_bytes(key, v)?,
+            "flow" => self.flow.weight = parse_declared(key, v)? as u32,
+            "flow_id" => self.flow.id = parse_declared(key, v)? as u32,
+            "flow_sleep" => self.flow.sleep_us = parse_declared(key, v)?,
+            "exit_what" => self.exit_what = crate::flow::ExitWhat::parse(key, v)?,
+            "prio" => self.prio.prio = Some(parse_declared(key, v)? as u8),
+            "prioclass" => self.prio.prioclass = Some(parse_declared(key, v)? as u8),
+            "cmdprio_percentage" | "cmdprio_class" | "cmdprio" | "cmdprio_bssplit" => {
+                self.prio.set_cmd(key, v)?
+            }
+            "numa_cpu_nodes" => {
+                let online = crate::numa::online_nodes();
+                self.numa.cpu_nodes = Some(crate::numa::parse_nodes(key, v, &online)?);
+            }
+            "numa_mem_policy" => {
+                let online = crate::numa::online_nodes();
+                self.numa.mem = Some(crate::numa::parse_mem_policy(key, v, &online)?);
+            }
+            "iodepth_batch" => self.batch.submit = Some(parse_declared(key, v)? as u32),
+            "iodepth_batch_complete_min" => {
+                self.batch.complete_min = Some(parse_declared(key, v)? as u32)
+            }
+            "iodepth_batch_complete_max" => {
+                self.batch.complete_max = Some(parse_declared(key, v)? as u32)
+            }
+            "iodepth_low" => self.batch.low = Some(parse_declared(key, v)? as u32),
             "filesize" => {
-                let b = parse_bytes(key, v)?;
-                if b == 0 {
-                    return Err(SpecError::BadValue {
-                        key: key.to_string(),
-                        value: v.to_string(),
-                        expect: "a size above 0 (fio's ranges are not supported)".to_string(),
-                    });
-                }
+                let (b, range) = crate::files::parse_filesize(key, v)?;
                 self.filesize = Some(b);
+                self.files.filesize_range = range;
+            }
+            k if crate::files::FileOptions::KEYS.contains(&k) => {
+                if let Some(r) = self.files.set(k, v) {
+                    r?;
+                }
             }
             // Accepted with no change: drivelab reads the clock once per loop
             // turn, and lays out every file before any job starts.
@@ -1013,8 +1055,10 @@ impl JobSpec {
             k if crate::errors::ErrKeys::handles(k) => self.errkeys.set(key, v)?,
             "verify" => self.verify = crate::verify::VerifyKind::parse(key, v)?,
             "do_verify" => self.do_verify = parse_bool(key, v)?,
+            "buffer_pattern" => self.buffer_pattern = Some(crate::fio_pattern::parse(key, v)?),
+            "sg_write_mode" | "stream_id" | "readfua" | "writefua" => self.sg.set(key, v)?,
             "verify_pattern" => {
-                self.verify_pattern = Some(parse_pattern(key, v)?);
+                self.verify_pattern = Some(crate::fio_pattern::parse(key, v)?);
                 if self.verify.is_none() {
                     // fio: a pattern alone means verify=pattern.
                     self.verify = Some(crate::verify::VerifyKind::Pattern);
@@ -1166,6 +1210,14 @@ impl JobSpec {
                 self.name
             )));
         }
+        self.prio.validate()?;
+        if self.prio.has_cmdprio() && self.ioengine != EngineKind::IoUring {
+            return Err(SpecError::Invalid(format!(
+                "cmdprio options set a priority per I/O in io_uring submissions: give ioengine=io_uring or libaio (job '{}' has {})",
+                self.name,
+                self.ioengine.name()
+            )));
+        }
         let lines = self.access_lines();
         let total: u32 = lines.iter().map(|l| l.weight).sum();
         if total == 0 {
@@ -1190,6 +1242,7 @@ impl JobSpec {
                 self.thinktime_spin, self.thinktime
             )));
         }
+        self.steady.validate()?;
         Ok(())
     }
 
@@ -1239,7 +1292,9 @@ mod tests {
         let mut k = JobSpec::default();
         k.set("zonemode", Some("strided")).unwrap();
         assert!(k.strided().is_err(), "strided needs zonesize");
-        let e = k.set("zonemode", Some("zbd")).unwrap_err().to_string();
+        k.set("zonemode", Some("zbd")).unwrap();
+        assert!(k.zbd.on && k.strided().unwrap().is_none());
+        let e = k.set("zonemode", Some("zoned")).unwrap_err().to_string();
         assert!(e.contains("zonemode") && e.contains("zbd"), "{e}");
     }
 

@@ -1,0 +1,98 @@
+//! fio's submission and completion batching (`iodepth_batch_submit`,
+//! `iodepth_batch_complete_min`/`_max`, `iodepth_low`) as the I/O loop's
+//! [`LoopConfig`] fields, with fio 3.33's fix-ups: a submit batch of 0 or
+//! above `iodepth` is `iodepth`, a low mark of 0 or above `iodepth` is
+//! `iodepth` (refill at once), a complete_max below complete_min is
+//! complete_min. Options not given leave the loop as it is (everything
+//! queued in a turn goes in with its one wait, for one completion, and
+//! every ready completion is taken).
+
+use drivelab_engine::ioloop::LoopConfig;
+
+/// The batching options as given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchOpts {
+    /// `iodepth_batch` / `iodepth_batch_submit`.
+    pub submit: Option<u32>,
+    /// `iodepth_batch_complete_min` / `iodepth_batch_complete`.
+    pub complete_min: Option<u32>,
+    /// `iodepth_batch_complete_max`.
+    pub complete_max: Option<u32>,
+    /// `iodepth_low`.
+    pub low: Option<u32>,
+}
+
+/// The loop's batching for a job of depth `iodepth`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Batching {
+    /// Enter the kernel after this many queued.
+    pub submit: Option<u32>,
+    /// Wait for this many completions.
+    pub complete_min: Option<u32>,
+    /// Hand over at most this many completions a turn.
+    pub complete_max: Option<u32>,
+    /// Refill only at or below this depth once full.
+    pub low: Option<u32>,
+}
+
+impl BatchOpts {
+    /// fio's fix-ups against `iodepth`.
+    pub fn resolve(&self, iodepth: u32) -> Batching {
+        let depth = iodepth.max(1);
+        let cap = |n: u32| if n == 0 || n > depth { depth } else { n };
+        let complete_min = self.complete_min;
+        Batching {
+            submit: self.submit.map(cap),
+            complete_min,
+            complete_max: match (self.complete_max, complete_min) {
+                (Some(mx), Some(mn)) if mn > mx => Some(mn),
+                (mx, _) => mx,
+            },
+            low: self.low.map(cap).filter(|&l| l < depth),
+        }
+    }
+}
+
+impl Batching {
+    /// Set the loop's fields.
+    pub fn apply(&self, lc: &mut LoopConfig) {
+        lc.submit_batch = self.submit;
+        lc.complete_min = self.complete_min;
+        lc.complete_max = self.complete_max;
+        lc.depth_low = self.low;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fios_fixups() {
+        let b = BatchOpts {
+            submit: Some(0),
+            complete_min: Some(8),
+            complete_max: Some(2),
+            low: Some(40),
+        }
+        .resolve(16);
+        assert_eq!(b.submit, Some(16));
+        assert_eq!(b.complete_max, Some(8));
+        // A low mark at or above the depth refills at once: no mark.
+        assert_eq!(b.low, None);
+        let b = BatchOpts {
+            submit: Some(4),
+            low: Some(0),
+            ..Default::default()
+        }
+        .resolve(16);
+        assert_eq!((b.submit, b.low), (Some(4), None));
+        let b = BatchOpts {
+            low: Some(4),
+            ..Default::default()
+        }
+        .resolve(16);
+        assert_eq!(b.low, Some(4));
+        assert_eq!(BatchOpts::default().resolve(8), Batching::default());
+    }
+}
