@@ -450,11 +450,23 @@ impl StartGate {
 
     /// Wait until `n` threads have arrived or given up, then let them go
     /// (`go`) or call the start off.
+    #[cfg(test)]
     fn open(&self, n: usize, go: bool) {
+        self.all_arrived(n);
+        self.release(go);
+    }
+
+    /// Wait until `n` threads have arrived or given up (none is let go).
+    fn all_arrived(&self, n: usize) {
         let mut g = self.lock();
         while g.0 < n {
             g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// Let the arrived threads go (`go`) or call the start off.
+    fn release(&self, go: bool) {
+        let mut g = self.lock();
         g.1 = Some(go);
         self.cv.notify_all();
     }
@@ -954,12 +966,16 @@ pub fn execute_with_status(
             // Jobs never started count as done for the progress loop.
             let missing = group.len() - started;
             // Start them all together, or none when one could not be started.
-            gate.open(started, spawn_error.is_none());
+            // The device counters' baseline is read once every job is
+            // ready and before any is let go: read after the release, a
+            // loaded host could let the first I/Os complete before it.
+            gate.all_arrived(started);
             let mut sampler = if ramp.is_zero() {
                 Sampler::new(names.clone()).ok()
             } else {
                 None
             };
+            gate.release(spawn_error.is_none());
             if sampler.is_some() {
                 series_origin.get_or_insert_with(Instant::now);
             }
