@@ -452,14 +452,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     sink.finish(&p.out, &text)?;
     // A failed job: one line on stderr, in JSON mode too (stdout holds
     // only the results, which carry the same error).
-    for j in report.jobs.iter().filter(|j| j.error != 0) {
+    for j in report.jobs.iter().filter(|j| j.ended_by_error()) {
         if let Some(d) = &j.error_detail {
             eprintln!("drivelab: job '{}': {d}", j.jobname);
         }
     }
     let code = if report.interrupted {
         130
-    } else if report.jobs.iter().any(|j| j.error != 0) {
+    } else if report.jobs.iter().any(|j| j.ended_by_error()) {
         1
     } else {
         0

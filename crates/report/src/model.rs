@@ -61,6 +61,18 @@ pub struct JobReport {
     /// device, LBA range, errno, and for reads the exact unreadable LBAs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<IoErrorReport>,
+    /// Errors the job met, those it went past included; present when
+    /// `continue_on_error` (or `ignore_error`) is set (fio's `total_err`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_err: Option<u64>,
+    /// errno of the first of them, 0 when none; present with `total_err`
+    /// (fio's `first_error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<i32>,
+    /// How drivelab ran options it takes differently from fio, one line
+    /// each (e.g. `verify_async`: checks run on the job's thread).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Seconds left when the report was made (always 0: reports are made
     /// at the end; fio's `eta`).
     #[serde(default)]
@@ -146,6 +158,15 @@ pub struct JobReport {
     pub ioengine: String,
 }
 
+impl JobReport {
+    /// Whether an error ended the job: `error` is set and it is not only
+    /// the first of errors the job went past (`continue_on_error`, where
+    /// fio's `error` is `first_error` and the run still succeeds).
+    pub fn ended_by_error(&self) -> bool {
+        self.error != 0 && !(self.total_err.is_some() && self.error_detail.is_none())
+    }
+}
+
 /// fio's per-job `steadystate` object.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SteadyStateReport {
@@ -201,6 +222,9 @@ pub struct IoErrorReport {
     pub errno: i32,
     /// The errno in words.
     pub error: String,
+    /// The job went past it (`continue_on_error`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub passed: bool,
     /// A failed read re-read in ever smaller pieces: the blocks that still
     /// cannot be read, as inclusive LBA ranges (empty when every piece read
     /// fine the second time). Absent when not narrowed (writes, or the

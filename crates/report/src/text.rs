@@ -274,6 +274,9 @@ fn write_job(out: &mut String, j: &JobReport, time: &str) {
     if let Some(e) = &j.error_detail {
         let _ = writeln!(out, "  error: {e}");
     }
+    for n in &j.notes {
+        let _ = writeln!(out, "  note: {n}");
+    }
     let resets = j.zone_resets.unwrap_or(0);
     write_dir(out, "read", &j.read, resets);
     write_dir(out, "write", &j.write, resets);
@@ -310,6 +313,13 @@ fn write_job(out: &mut String, j: &JobReport, time: &str) {
         j.write.drop_ios,
         j.trim.drop_ios
     );
+    if let (Some(total), Some(first)) = (j.total_err, j.first_error) {
+        let _ = writeln!(
+            out,
+            "     errors    : total={total}, first_error={first}/<{}>",
+            errno_text(first)
+        );
+    }
     let _ = writeln!(
         out,
         "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
@@ -466,6 +476,15 @@ pub fn render(r: &RunReport) -> String {
         let _ = writeln!(out, "\nerror: {e}");
     }
     out
+}
+
+/// An errno in words, as strerror says it (without std's " (os error N)").
+fn errno_text(errno: i32) -> String {
+    let s = std::io::Error::from_raw_os_error(errno).to_string();
+    match s.rfind(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
 }
 
 #[cfg(test)]

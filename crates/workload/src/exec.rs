@@ -271,6 +271,27 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             spin_ns: spec.thinktime_spin.as_nanos() as u64,
             blocks: spec.thinktime_blocks.max(1),
         }),
+        extras: crate::errors::LoopExtras {
+            policy: spec.errkeys.policy.clone(),
+            verify: spec.errkeys.verify,
+            target_names: Vec::new(),
+            dedupe: (spec.errkeys.dedupe.active() && job.verify.is_none()).then(|| {
+                crate::dedupe::DedupeSetup {
+                    spec: spec.errkeys.dedupe,
+                    min_write: spec.min_bs(),
+                    size: job
+                        .io_limit
+                        .unwrap_or_else(|| job.regions.iter().map(|r| r.end - r.start).sum()),
+                    index: number.saturating_sub(1),
+                    // The run's other jobs are filled in by the runner
+                    // (`dedupe_global`).
+                    states: (1..=number)
+                        .map(|n| crate::dedupe::job_state(spec.randseed, n))
+                        .collect(),
+                    seed: crate::dedupe::job_state(spec.randseed ^ 0x5eed, number),
+                }
+            }),
+        },
 
         // Joined by the job's thread while it sets up (see run_one).
         flow: None,
@@ -328,15 +349,35 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
     }
     start_delay(job.spec.startdelay, stop, cfg);
     let mut o = run_job(engine, cfg, now_ns(), stop, progress)?;
-    let clean = o.errors.is_empty() && o.verify_failure.is_none() && !o.interrupted;
+    let clean = o.errors.iter().all(|e| e.passed)
+        && o.verify_failure.is_none()
+        && !o.verify_stopped
+        && !o.interrupted;
+    // cfg.verify also fills writes with buffer_pattern; only a job with
+    // verify reads back.
     let verified = job.verify.is_some();
     if let (Some(content), true) = (
         &cfg.verify,
         verified && clean && job.spec.do_verify && job.writes,
     ) {
-        let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
-        let extents = crate::verify::written_extents(&cfg.gen, issued)?;
+        let extents = match o.verify_left.take() {
+            // verify_backlog: what the job did not check as it went.
+            Some(left) => left,
+            None => {
+                // The counts hold the failed I/Os too (as fio's total_ios).
+                let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
+                let mut v = crate::verify::written_extents(&cfg.gen, issued)?;
+                if !o.failed_writes.is_empty() {
+                    let key = |io: &crate::gen::IoDesc| (io.target, io.offset, io.len);
+                    let mut failed: Vec<_> = o.failed_writes.iter().map(key).collect();
+                    failed.sort_unstable();
+                    v.retain(|io| failed.binary_search(&key(io)).is_err());
+                }
+                v
+            }
+        };
         let mut rb = crate::verify::ReadBack::new(&extents, content);
+        rb.extras = Some(&cfg.extras);
         let lc = drivelab_engine::ioloop::LoopConfig {
             stop: Some(stop),
             ..Default::default()
@@ -347,9 +388,10 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
         o.dirs[0].merge(&rb.stats);
         o.runtime_ns += st.ended.saturating_sub(t);
         o.verify_failure = rb.failure;
+        o.err_count.merge(&rb.errors);
         o.interrupted |= st.interrupted;
     }
-    if o.verify_failure.is_none() && !o.interrupted && o.errors.is_empty() {
+    if o.verify_failure.is_none() && !o.interrupted && o.errors.iter().all(|e| e.passed) {
         let secs = o.runtime_ns as f64 / 1e9;
         let read_pct = job.spec.rw.read_pct(job.spec.rwmixread);
         for (d, name) in [(0usize, "read"), (1, "write")] {
@@ -490,6 +532,17 @@ fn run_one(
         .position(|j| std::ptr::eq(j, job))
         .map_or(1, |i| i + 1);
     let mut cfg = job_config(job, number);
+    cfg.extras.target_names = job
+        .targets
+        .iter()
+        .map(|&t| plan.targets[t].path.display().to_string())
+        .collect();
+    if let Some(d) = cfg.extras.dedupe.as_mut() {
+        // fio spreads a global working set over every job of the run.
+        d.states = (1..=plan.jobs.len())
+            .map(|n| crate::dedupe::job_state(spec.randseed, n))
+            .collect();
+    }
     cfg.live = Some(live.clone());
     cfg.group_end = group_end.clone();
     cfg.status = status.cloned();
@@ -1260,6 +1313,7 @@ fn io_error_report(plan: &Plan, job: &PlannedJob, e: &IoFailure) -> IoErrorRepor
                 None => words,
             }
         },
+        passed: e.passed,
         unreadable: e.unreadable.as_ref().map(|v| {
             v.iter()
                 .map(|&(first_lba, last_lba)| LbaRange {
@@ -1374,10 +1428,12 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
     // In words: the failed I/O that holds blocks that cannot be read (an
     // I/O in flight with it may have failed with it and read fine again),
     // else the first.
+    // Errors the job went past (continue_on_error) leave fio's `error` 0.
     let headline = errors
         .iter()
+        .filter(|e| !e.passed)
         .find(|e| e.unreadable.as_ref().is_some_and(|u| !u.is_empty()))
-        .or(errors.first());
+        .or(errors.iter().find(|e| !e.passed));
     let error_detail = headline.map(|e| {
         let more = errors.len() - 1;
         let mut s = error_words(e);
@@ -1409,9 +1465,17 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         error: headline
             .map(|e| e.errno)
             .or_else(|| o.verify_failure.as_ref().map(failure_errno))
+            // fio: a job that went past its errors reports the first.
+            .or_else(|| {
+                (spec.errkeys.policy.continues() && o.err_count.first != 0)
+                    .then_some(o.err_count.first)
+            })
             .unwrap_or(0),
         error_detail: error_detail.or_else(|| o.verify_failure.clone()),
         errors,
+        total_err: spec.errkeys.policy.continues().then_some(o.err_count.total),
+        first_error: spec.errkeys.policy.continues().then_some(o.err_count.first),
+        notes: errkeys_notes(spec),
         job_options: opts,
         read: dir_report(&o.dirs[0], rt, 0, Some(rates(0))),
         write: dir_report(&o.dirs[1], rt, 0, Some(rates(1))),
@@ -1597,6 +1661,26 @@ fn build_report(
     report
 }
 
+/// What drivelab says about the options of this module's families that it
+/// runs its own way.
+fn errkeys_notes(spec: &crate::JobSpec) -> Vec<String> {
+    let mut notes = Vec::new();
+    let x = &spec.errkeys;
+    if x.verify.async_threads > 0 && spec.verify.is_some() {
+        notes.push(format!(
+            "verify_async={}: drivelab checks verify blocks on the job's thread, as reads complete",
+            x.verify.async_threads
+        ));
+    }
+    if x.dedupe.active() && spec.verify.is_some() {
+        notes.push(
+            "dedupe/buffer_compress: verify decides the written data, so these do not apply"
+                .to_string(),
+        );
+    }
+    notes
+}
+
 /// Add one job's outcome to its reporting group's (fio's group_reporting):
 /// I/Os, bytes and latencies summed, the longest runtime, the first error.
 fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
@@ -1614,6 +1698,7 @@ fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
         acc.zone_resets = Some(acc.zone_resets.unwrap_or(0) + n);
     }
     acc.errors.extend(o.errors.iter().cloned());
+    acc.err_count.merge(&o.err_count);
     if acc.verify_failure.is_none() {
         acc.verify_failure = o.verify_failure.clone();
     }
@@ -1716,6 +1801,7 @@ mod tests {
             offset,
             len,
             errno: 61,
+            passed: false,
             unreadable: None,
             detail: None,
         }
@@ -1764,6 +1850,7 @@ mod tests {
             last_lba: Some(5119),
             errno: 61,
             error: "No data available (os error 61)".into(),
+            passed: false,
             unreadable: None,
         };
         assert_eq!(
@@ -1801,6 +1888,7 @@ mod tests {
             last_lba: None,
             errno: 5,
             error: "Input/output error (os error 5)".into(),
+            passed: false,
             unreadable: None,
         };
         assert_eq!(

@@ -68,6 +68,8 @@ pub struct JobConfig {
     /// Where the job publishes its per-direction counts for a progress
     /// display (None: nobody watches).
     pub live: Option<std::sync::Arc<LiveCounters>>,
+    /// Error policy, verify backlog and dumps, dedupe buffers.
+    pub extras: crate::errors::LoopExtras,
     /// The job's place in its `flow` (None: no flow control).
     pub flow: Option<std::sync::Arc<crate::flow::Joined>>,
     /// Per-I/O priorities (`cmdprio*`; None: the thread's for every I/O).
@@ -186,6 +188,8 @@ pub struct IoFailure {
     pub len: u32,
     /// errno.
     pub errno: i32,
+    /// The job went past it (`continue_on_error`).
+    pub passed: bool,
     /// A failed read narrowed down after the job ended: the blocks that
     /// still cannot be read, as inclusive (first, last) LBA ranges. None
     /// when not narrowed (see `exec::narrow_failed_read`).
@@ -225,6 +229,15 @@ pub struct JobOutcome {
     pub verify_failure: Option<String>,
     /// fio's rate samples, latency ranges, depth distributions, page faults.
     pub samples: crate::samples::JobSamples,
+    /// Errors met, passed or not (fio's `total_err`, `first_error`).
+    pub err_count: crate::errors::ErrorCount,
+    /// Under `verify_backlog`: the writes not checked during the job.
+    pub verify_left: Option<Vec<IoDesc>>,
+    /// Writes that failed and were gone past, under `verify`: not checked.
+    pub failed_writes: Vec<IoDesc>,
+    /// Ended by `verify_fatal` at a verify error it went past: no read-back
+    /// pass follows.
+    pub verify_stopped: bool,
     /// The depth the latency target search settled on (None: no search).
     pub latency_depth: Option<u32>,
     /// The steady-state figures (None: not watched, or not the judge of
@@ -285,6 +298,14 @@ struct JobDriver<'a, const FILL: bool> {
     config_error: Option<String>,
     samples: JobSamples,
     logs: Option<JobLogs>,
+    /// An error the policy does not pass: the job stops.
+    fatal: bool,
+    err_count: crate::errors::ErrorCount,
+    filler: Option<crate::dedupe::BufFiller>,
+    backlog: Option<crate::verify::Backlog>,
+    last_read: bool,
+    failed_writes: Vec<IoDesc>,
+    verify_stopped: bool,
     flow: Option<crate::flow::FlowMember>,
     cmdprio: Option<crate::prio::CmdPrio>,
     /// The latency target search, and a drain it waits for.
@@ -529,13 +550,17 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             latency_depth: self.lat.as_ref().map(|l| l.qd),
             steady: self.steady.as_ref().map(SteadyState::outcome),
             zone_resets: self.zbd.as_ref().map(|z| z.resets),
+            err_count: self.err_count,
+            verify_left: None,
+            failed_writes: Vec::new(),
+            verify_stopped: self.verify_stopped,
         }
     }
 
     /// What to issue next (see [`Driver::next`]).
     #[inline]
     fn next_io(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
-        if !self.errors.is_empty() || self.verify_failure.is_some() {
+        if self.fatal || self.verify_failure.is_some() {
             return Next::Done;
         }
         if self.lat.is_some() {
@@ -553,6 +578,15 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         {
             if let Some(n) = self.flow.as_mut().and_then(|f| f.hold(now, inflight)) {
                 return n;
+            }
+        }
+        if let Some(b) = self.backlog.as_mut() {
+            if let Some(io) = b.next(self.last_read) {
+                return Next::Io {
+                    io,
+                    due: None,
+                    tag: crate::verify::VERIFY_TAG,
+                };
             }
         }
         let Some(mut p) = self.pacer.take() else {
@@ -624,19 +658,45 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             if FILL {
                 if let Some(c) = &self.cfg.verify {
                     c.fill(&mut buf[..io.len as usize], io.offset);
+                } else if let Some(f) = self.filler.as_mut() {
+                    f.fill(&mut buf[..io.len as usize]);
                 }
             }
         }
+        let backlog = match self.backlog.as_mut() {
+            Some(b) if io.op == Op::Write => b.written(io),
+            _ => 0,
+        };
         self.issued_bytes += u64::from(io.len);
         self.issued_ios += 1;
         self.think_issued = self.think_issued.saturating_add(1);
-        // The tag carries the I/O's priority (0: the thread's).
-        let tag = match self.cmdprio.as_mut() {
+        // The tag carries the I/O's priority in its low 16 bits (0: the
+        // thread's) and, under verify_backlog, the write's backlog number
+        // above them (see `tag_prio`, `tag_backlog`).
+        let prio = match self.cmdprio.as_mut() {
             Some(c) => u64::from(c.pick(io.op.index(), io.len)),
             None => 0,
         };
+        let tag = (backlog << 16) | prio;
         Next::Io { io, due, tag }
     }
+}
+
+/// The I/O priority a job's tag carries (its low 16 bits; 0: the thread's).
+/// A verify read (`VERIFY_TAG`) goes with the thread's.
+#[inline]
+fn tag_prio(tag: u64) -> u16 {
+    if tag == crate::verify::VERIFY_TAG {
+        0
+    } else {
+        tag as u16
+    }
+}
+
+/// The `verify_backlog` number a write's tag carries (above the priority).
+#[inline]
+fn tag_backlog(tag: u64) -> u64 {
+    tag >> 16
 }
 
 impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
@@ -663,29 +723,55 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
 
     #[inline]
     fn ioprio(&self, _io: &IoDesc, tag: u64) -> u16 {
-        tag as u16
+        tag_prio(tag)
     }
 
-    fn inspects(&self, io: &IoDesc, _tag: u64) -> bool {
-        FILL && self.cfg.check_reads && io.op == Op::Read
+    fn inspects(&self, io: &IoDesc, tag: u64) -> bool {
+        FILL && io.op == Op::Read && (self.cfg.check_reads || tag == crate::verify::VERIFY_TAG)
     }
 
     #[inline]
     fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
         let io = d.io;
+        if io.op == Op::Write && d.tag != crate::verify::VERIFY_TAG {
+            if let Some(b) = self.backlog.as_mut() {
+                b.completed(tag_backlog(d.tag), d.result >= 0);
+            }
+        }
+        self.last_read = io.op == Op::Read;
         if let Some(z) = self.zbd.as_mut() {
             if io.op != Op::Fsync {
                 z.completed(&io);
             }
         }
         if d.result < 0 {
+            let errno = -d.result;
+            let policy = &self.cfg.extras.policy;
+            let passed = policy.passes(io.op, errno);
+            // As fio counts: every error passed, and the one that ends the
+            // job when its kind may be continued past at all (the I/Os
+            // still in flight then fail uncounted).
+            if passed || (!self.fatal && policy.continues_kind(io.op, errno)) {
+                self.err_count.add(errno);
+            }
+            self.fatal |= !passed;
+            if io.op != Op::Fsync {
+                self.err_count.failed_ios[io.op.index()] += 1;
+            }
+            if passed && io.op == Op::Write && FILL && self.cfg.verify.is_some() {
+                // Never checked afterwards: fio drops a failed write from
+                // what it verifies.
+                self.failed_writes.push(io);
+            }
+            self.cfg.extras.report_io_error(&io, errno, passed);
             if self.errors.len() < MAX_ERRORS {
                 self.errors.push(IoFailure {
                     op: io.op,
                     target: io.target,
                     offset: io.offset,
                     len: io.len,
-                    errno: -d.result,
+                    errno,
+                    passed,
                     unreadable: None,
                     detail: None,
                 });
@@ -701,10 +787,33 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         if io.op != Op::Fsync && bytes < u64::from(io.len) {
             self.short_ios += 1;
         }
-        if FILL && self.cfg.check_reads && io.op == Op::Read && self.verify_failure.is_none() {
+        if FILL
+            && io.op == Op::Read
+            && (self.cfg.check_reads || d.tag == crate::verify::VERIFY_TAG)
+            && self.verify_failure.is_none()
+        {
             if let Some(c) = &self.cfg.verify {
                 let got = &buf[..(bytes as usize).min(buf.len())];
-                self.verify_failure = c.check(got, io.offset).err();
+                if let Err(m) = c.check(got, io.offset) {
+                    let name = self.cfg.extras.target_name(io.target);
+                    match crate::verify::verify_failed(
+                        &self.cfg.extras,
+                        &mut self.err_count,
+                        c,
+                        got,
+                        io.offset,
+                        &name,
+                        &m,
+                    ) {
+                        crate::verify::Verdict::Pass => {}
+                        // Ends the job, not as a failure.
+                        crate::verify::Verdict::Stop => {
+                            self.fatal = true;
+                            self.verify_stopped = true;
+                        }
+                        crate::verify::Verdict::Fail => self.verify_failure = Some(m),
+                    }
+                }
             }
         }
         if self.measuring && io.op != Op::Fsync && self.lat_drain.is_none() {
@@ -713,6 +822,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                     LatStep::Go => {}
                     LatStep::Fatal => {
                         // fio: "max latency exceeded", ETIMEDOUT.
+                        self.fatal = true;
                         if self.errors.len() < MAX_ERRORS {
                             self.errors.push(IoFailure {
                                 op: io.op,
@@ -720,6 +830,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                                 offset: io.offset,
                                 len: io.len,
                                 errno: libc::ETIMEDOUT,
+                                passed: false,
                                 unreadable: None,
                                 detail: None,
                             });
@@ -740,10 +851,9 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 dir.moments.record(lat as f64);
                 if let Some(c) = &self.cmdprio {
                     // Unpicked I/Os went with the thread's priority.
-                    let p = if d.tag == 0 {
-                        c.default_prio()
-                    } else {
-                        d.tag as u16
+                    let p = match tag_prio(d.tag) {
+                        0 => c.default_prio(),
+                        p => p,
                     };
                     crate::prio::record(&mut dir.prios, p, lat);
                 }
@@ -767,10 +877,9 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 s.rates.add(io.op.index(), bytes);
                 s.lat.record(lat);
                 if let Some(l) = self.logs.as_mut() {
-                    l.set_ioprio(if d.tag != 0 {
-                        d.tag as u16
-                    } else {
-                        self.cfg.ioprio
+                    l.set_ioprio(match tag_prio(d.tag) {
+                        0 => self.cfg.ioprio,
+                        p => p,
                     });
                     l.io(t, io.op.index(), bytes, lat, io.offset);
                 }
@@ -818,7 +927,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             || budget_done
             || searched
             || group_ended
-            || !self.errors.is_empty()
+            || self.fatal
             || self.verify_failure.is_some()
     }
 }
@@ -832,7 +941,7 @@ pub fn run_job<E: Engine>(
     stop: &AtomicBool,
     progress: &AtomicU64,
 ) -> Result<JobOutcome, JobError> {
-    if cfg.verify.is_some() {
+    if cfg.verify.is_some() || cfg.extras.dedupe.is_some() {
         run_with::<E, true>(engine, cfg, t0, stop, progress)
     } else {
         run_with::<E, false>(engine, cfg, t0, stop, progress)
@@ -881,6 +990,19 @@ fn run_with<E: Engine, const FILL: bool>(
         samples: JobSamples::new(cfg.logs.sample_window_ms()),
         logs: JobLogs::create(&cfg.logs, &cfg.log_name.0, cfg.log_name.1)
             .map_err(JobError::Config)?,
+        fatal: false,
+        err_count: crate::errors::ErrorCount::default(),
+        filler: cfg
+            .extras
+            .dedupe
+            .as_ref()
+            .map(crate::dedupe::BufFiller::new),
+        backlog: (cfg.verify.is_some() && cfg.extras.verify.backlog > 0).then(|| {
+            crate::verify::Backlog::new(cfg.extras.verify.backlog, cfg.extras.verify.batch())
+        }),
+        last_read: false,
+        failed_writes: Vec::new(),
+        verify_stopped: false,
         flow: cfg.flow.clone().map(crate::flow::FlowMember::new),
         cmdprio: cfg.cmdprio.clone(),
         lat: cfg
@@ -947,6 +1069,11 @@ fn run_with<E: Engine, const FILL: bool>(
         ctx_switches: c1.saturating_sub(c0),
         verify_failure: drv.verify_failure,
         samples,
+        err_count: drv.err_count,
+        verify_left: drv.backlog.map(crate::verify::Backlog::into_left),
+        failed_writes: drv.failed_writes,
+        verify_stopped: drv.verify_stopped,
+
         latency_depth: drv.lat.as_ref().map(|l| l.qd),
         steady: drv.steady.as_ref().map(SteadyState::outcome),
         zone_resets: drv.zbd.as_ref().map(|z| z.resets),

@@ -24,6 +24,8 @@
 
 pub mod batch;
 pub mod check;
+pub mod dedupe;
+pub mod errors;
 pub mod exec;
 pub mod files;
 pub mod fio_pattern;

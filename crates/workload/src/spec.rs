@@ -403,6 +403,9 @@ pub struct JobSpec {
     pub sg: crate::sg::SgSpec,
     /// Bytes covered by one verification header (`verify_interval`); default: the smallest block size.
     pub verify_interval: Option<u64>,
+    /// Error policy, verify extras, dedupe and compression
+    /// (`continue_on_error`, `verify_backlog`, `dedupe_percentage`…).
+    pub errkeys: crate::errors::ErrKeys,
     /// The same offsets every run (`randrepeat`); default on.
     pub randrepeat: bool,
     /// Files go in this directory (`directory`).
@@ -539,6 +542,7 @@ impl Default for JobSpec {
             buffer_pattern: None,
             sg: crate::sg::SgSpec::default(),
             verify_interval: None,
+            errkeys: crate::errors::ErrKeys::default(),
             randrepeat: true,
             directory: None,
             filename_format: None,
@@ -1048,6 +1052,7 @@ impl JobSpec {
                 }
             },
             "fill_device" | "fill_fs" => self.fill_device = parse_bool(key, v)?,
+            k if crate::errors::ErrKeys::handles(k) => self.errkeys.set(key, v)?,
             "verify" => self.verify = crate::verify::VerifyKind::parse(key, v)?,
             "do_verify" => self.do_verify = parse_bool(key, v)?,
             "buffer_pattern" => self.buffer_pattern = Some(crate::fio_pattern::parse(key, v)?),

@@ -67,6 +67,61 @@ impl VerifyKind {
     }
 }
 
+/// The verify options beyond what blocks carry: when checks happen and what
+/// a failed one does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VerifyExtras {
+    /// Check written blocks every this many writes, during the job
+    /// (`verify_backlog`; 0: once the job is done).
+    pub backlog: u64,
+    /// Blocks checked at each backlog point (`verify_backlog_batch`;
+    /// None: `verify_backlog`).
+    pub backlog_batch: Option<u64>,
+    /// End the job at the first failed check even when
+    /// `continue_on_error` passes verify errors (`verify_fatal`).
+    pub fatal: bool,
+    /// Write the block read and the block expected of a failed check to
+    /// files (`verify_dump`).
+    pub dump: bool,
+    /// fio's verify threads (`verify_async`): accepted; drivelab checks on
+    /// the job's thread, and says so.
+    pub async_threads: u32,
+}
+
+impl VerifyExtras {
+    /// Whether `key` is one of these options.
+    pub fn handles(key: &str) -> bool {
+        matches!(
+            key,
+            "verify_backlog"
+                | "verify_backlog_batch"
+                | "verify_fatal"
+                | "verify_dump"
+                | "verify_async"
+        )
+    }
+
+    /// Set option `key` to `v`.
+    pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
+        use crate::errors::{parse_flag, parse_in};
+        match key {
+            "verify_backlog" => self.backlog = parse_in(key, v, 0, 1 << 32)?,
+            "verify_backlog_batch" => {
+                self.backlog_batch = Some(parse_in(key, v, 0, 1 << 32)?).filter(|&n| n > 0)
+            }
+            "verify_fatal" => self.fatal = parse_flag(key, v)?,
+            "verify_dump" => self.dump = parse_flag(key, v)?,
+            _ => self.async_threads = parse_in(key, v, 0, 1024)? as u32,
+        }
+        Ok(())
+    }
+
+    /// Blocks checked at each backlog point.
+    pub fn batch(&self) -> u64 {
+        self.backlog_batch.unwrap_or(self.backlog)
+    }
+}
+
 const MAGIC: u32 = 0x4456_4c44; // "DLVD"
 /// Bytes of the header of `meta` and `crc32c` blocks.
 pub const HEADER: usize = 24;
@@ -216,6 +271,173 @@ impl Content {
     }
 }
 
+/// Tag of a backlog verify read in the job loop.
+pub const VERIFY_TAG: u64 = u64::MAX;
+
+/// `verify_backlog`: the writes not yet checked, oldest first, and when to
+/// check them, as fio decides it. A write joins when it is issued; when the
+/// number waiting is a multiple of `verify_backlog` and the last completed
+/// I/O was not a read, the next `verify_backlog_batch` I/Os are reads of
+/// the oldest ones, each once its write has completed (until then the job
+/// writes on). What is left is checked when the job is done.
+#[derive(Debug, Clone)]
+pub struct Backlog {
+    /// Writes in issue order, each with its state: 0 in flight, 1 done,
+    /// 2 failed (never checked, and not counted as waiting, as fio drops a
+    /// failed write from its list).
+    fifo: std::collections::VecDeque<(IoDesc, u8)>,
+    failed: u64,
+    head_seq: u64,
+    every: u64,
+    batch: u64,
+    pending: u64,
+}
+
+impl Backlog {
+    /// A backlog checking after every `every` writes, `batch` at a time.
+    pub fn new(every: u64, batch: u64) -> Backlog {
+        Backlog {
+            fifo: std::collections::VecDeque::with_capacity(every.min(1 << 16) as usize * 2),
+            failed: 0,
+            head_seq: 0,
+            every: every.max(1),
+            batch,
+            pending: 0,
+        }
+    }
+
+    /// A write was issued; its tag (the sequence number to complete it with).
+    pub fn written(&mut self, io: IoDesc) -> u64 {
+        self.fifo.push_back((io, 0));
+        self.head_seq + self.fifo.len() as u64 - 1
+    }
+
+    /// The write tagged `seq` completed (`ok`), or failed.
+    pub fn completed(&mut self, seq: u64, ok: bool) {
+        if let Some(i) = seq.checked_sub(self.head_seq) {
+            if let Some(e) = self.fifo.get_mut(i as usize) {
+                e.1 = if ok { 1 } else { 2 };
+                self.failed += u64::from(!ok);
+            }
+        }
+    }
+
+    /// The next verify read, if one is due now.
+    pub fn next(&mut self, last_was_read: bool) -> Option<IoDesc> {
+        while self.fifo.front().is_some_and(|e| e.1 == 2) {
+            self.fifo.pop_front();
+            self.head_seq += 1;
+            self.failed -= 1;
+        }
+        let n = self.fifo.len() as u64 - self.failed;
+        if n == 0 {
+            return None;
+        }
+        if self.pending == 0 {
+            if n % self.every != 0 || last_was_read {
+                return None;
+            }
+            self.pending = self.batch;
+        }
+        if self.pending == 0 || self.fifo.front().is_none_or(|e| e.1 != 1) {
+            return None;
+        }
+        let (mut io, _) = self.fifo.pop_front()?;
+        self.head_seq += 1;
+        self.pending -= 1;
+        io.op = Op::Read;
+        Some(io)
+    }
+
+    /// The writes never checked, for the pass after the job.
+    pub fn into_left(self) -> Vec<IoDesc> {
+        self.fifo
+            .into_iter()
+            .filter(|e| e.1 != 2)
+            .map(|(io, _)| io)
+            .collect()
+    }
+}
+
+impl Content {
+    /// `verify_dump`: write the first bad verify block of a read at
+    /// `offset` of target `name` as fio names them, `NAME.OFFSET.received`
+    /// and `NAME.OFFSET.expected`, in the current directory; returns the
+    /// file names written.
+    pub fn dump(&self, buf: &[u8], offset: u64, name: &str) -> Vec<String> {
+        let n = self.interval;
+        let base = std::path::Path::new(name)
+            .file_name()
+            .map_or_else(|| name.to_string(), |b| b.to_string_lossy().into_owned());
+        let mut want = vec![0u8; n];
+        for (i, block) in buf.chunks(n).enumerate() {
+            let off = offset + (i * n) as u64;
+            let want = &mut want[..block.len()];
+            self.fill_block(want, off);
+            if block == &want[..] {
+                continue;
+            }
+            let mut out = Vec::new();
+            for (kind, data) in [("received", block), ("expected", &want[..])] {
+                let f = format!("{base}.{off}.{kind}");
+                if std::fs::write(&f, data).is_ok() {
+                    out.push(f);
+                }
+            }
+            return out;
+        }
+        Vec::new()
+    }
+}
+
+/// What a failed check does to the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Counted, and the job goes on (`continue_on_error=verify`).
+    Pass,
+    /// Counted, and the job ends without failing: a verify error it may go
+    /// past, under `verify_fatal` (fio ends the job, exit status 0).
+    Stop,
+    /// The job fails with it.
+    Fail,
+}
+
+/// A failed check of a read at `offset` of target `name` (message `m`):
+/// dump the blocks (`verify_dump`), count it, and say what it does to the
+/// job.
+pub fn verify_failed(
+    x: &crate::errors::LoopExtras,
+    count: &mut crate::errors::ErrorCount,
+    c: &Content,
+    got: &[u8],
+    offset: u64,
+    name: &str,
+    m: &str,
+) -> Verdict {
+    if x.verify.dump {
+        for f in c.dump(got, offset, name) {
+            eprintln!("drivelab: {m}; data dumped as {f}");
+        }
+    }
+    count.add(libc::EILSEQ);
+    let passed = x.policy.passes(Op::Read, libc::EILSEQ);
+    if passed && x.policy.dump {
+        eprintln!(
+            "drivelab: {m} ({})",
+            if x.verify.fatal {
+                "the job ends: verify_fatal"
+            } else {
+                "continuing: continue_on_error"
+            }
+        );
+    }
+    match (passed, x.verify.fatal) {
+        (true, false) => Verdict::Pass,
+        (true, true) => Verdict::Stop,
+        (false, _) => Verdict::Fail,
+    }
+}
+
 /// The distinct extents a job wrote: its generator replayed for the `ios`
 /// I/Os it issued (a job's generator is deterministic for its seed).
 pub fn written_extents(gen: &GenConfig, ios: u64) -> Result<Vec<IoDesc>, crate::gen::GenError> {
@@ -236,8 +458,15 @@ pub struct ReadBack<'a> {
     content: &'a Content,
     /// The reads, as the job's read statistics count them.
     pub stats: DirStats,
-    /// The first failed check or read, in words.
+    /// The first failed check or read that ends the pass, in words.
     pub failure: Option<String>,
+    /// The job's error policy and verify options (None: every failure ends
+    /// the pass).
+    pub extras: Option<&'a crate::errors::LoopExtras>,
+    /// Failures met, passed or not.
+    pub errors: crate::errors::ErrorCount,
+    /// Ended by `verify_fatal` on a failure it went past.
+    pub stopped: bool,
 }
 
 impl<'a> ReadBack<'a> {
@@ -249,13 +478,16 @@ impl<'a> ReadBack<'a> {
             content,
             stats: DirStats::new(false),
             failure: None,
+            extras: None,
+            errors: crate::errors::ErrorCount::default(),
+            stopped: false,
         }
     }
 }
 
 impl Driver for ReadBack<'_> {
     fn next(&mut self, _now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
-        if self.failure.is_some() || self.next == self.extents.len() {
+        if self.failure.is_some() || self.stopped || self.next == self.extents.len() {
             return Next::Done;
         }
         let mut io = self.extents[self.next];
@@ -270,6 +502,15 @@ impl Driver for ReadBack<'_> {
 
     fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
         if d.result < 0 {
+            let errno = -d.result;
+            self.errors.add(errno);
+            if let Some(x) = self.extras {
+                let passed = x.policy.passes(Op::Read, errno);
+                x.report_io_error(&d.io, errno, passed);
+                if passed {
+                    return After::Release;
+                }
+            }
             self.failure.get_or_insert_with(|| {
                 format!(
                     "verify read of {} bytes at offset {} failed: {}",
@@ -287,7 +528,31 @@ impl Driver for ReadBack<'_> {
         self.stats.moments.record(lat as f64);
         let got = &buf[..(d.result as usize).min(buf.len())];
         if let Err(e) = self.content.check(got, d.io.offset) {
-            self.failure.get_or_insert(e);
+            let verdict = match self.extras {
+                Some(x) => {
+                    let name = x.target_name(d.io.target);
+                    verify_failed(
+                        x,
+                        &mut self.errors,
+                        self.content,
+                        got,
+                        d.io.offset,
+                        &name,
+                        &e,
+                    )
+                }
+                None => {
+                    self.errors.add(libc::EILSEQ);
+                    Verdict::Fail
+                }
+            };
+            match verdict {
+                Verdict::Pass => {}
+                Verdict::Stop => self.stopped = true,
+                Verdict::Fail => {
+                    self.failure.get_or_insert(e);
+                }
+            }
         }
         After::Release
     }
@@ -344,6 +609,58 @@ mod tests {
         assert!(e.contains("header of offset 4096"), "{e}");
         let e = c.check(&[0u8; 512], 0).unwrap_err();
         assert!(e.contains("bad header magic"), "{e}");
+    }
+
+    fn w(offset: u64) -> IoDesc {
+        IoDesc {
+            target: 0,
+            op: Op::Write,
+            offset,
+            len: 4096,
+        }
+    }
+
+    #[test]
+    fn backlog_checks_a_batch_when_the_waiting_writes_reach_a_multiple() {
+        // verify_backlog=3, verify_backlog_batch=2, as fio: 3 writes, 2
+        // checks, then writes until 3 wait again.
+        let mut b = Backlog::new(3, 2);
+        let mut order = Vec::new();
+        let mut off = 0;
+        let mut last_read = false;
+        while order.len() < 11 {
+            if let Some(io) = b.next(last_read) {
+                order.push(format!("r{}", io.offset / 4096));
+                last_read = true;
+                continue;
+            }
+            let seq = b.written(w(off));
+            b.completed(seq, true);
+            order.push(format!("w{}", off / 4096));
+            off += 4096;
+            last_read = false;
+        }
+        assert_eq!(order.join(" "), "w0 w1 w2 r0 r1 w3 w4 r2 r3 w5 w6");
+        // A write still in flight is not read; a failed one never is.
+        let mut b = Backlog::new(2, 2);
+        let s0 = b.written(w(0));
+        let s1 = b.written(w(4096));
+        assert_eq!(b.next(false), None);
+        b.completed(s1, true);
+        b.completed(s0, false);
+        // The batch begun while both were in flight goes on (fio keeps its
+        // verify_batch), past the failed write to the written one.
+        let mut r = w(4096);
+        r.op = Op::Read;
+        assert_eq!(b.next(false), Some(r));
+        assert_eq!(b.next(false), None);
+        assert!(b.into_left().is_empty());
+        // A failed write is not left for the pass after the job either.
+        let mut b = Backlog::new(8, 8);
+        let s0 = b.written(w(0));
+        b.written(w(4096));
+        b.completed(s0, false);
+        assert_eq!(b.into_left(), vec![w(4096)]);
     }
 
     #[test]
