@@ -342,24 +342,34 @@ impl LoopExtras {
             .unwrap_or_else(|| format!("target {i}"))
     }
 
-    /// fio's line for a failed I/O (printed unless passed with
-    /// `error_dump=0`).
-    pub fn report_io_error(&self, io: &crate::gen::IoDesc, errno: i32, passed: bool) {
-        let (op, target, offset, len) = (io.op, io.target, io.offset, io.len);
-        if passed && !self.policy.dump {
-            return;
+    /// The line for a failed I/O the job goes past (fio's `io_u error`
+    /// line, printed unless `error_dump=0`). An error that ends the job is
+    /// not printed here: the run's one error line names it, with its LBAs,
+    /// and the JSON lists every failed I/O.
+    pub fn io_error_line(
+        &self,
+        io: &crate::gen::IoDesc,
+        errno: i32,
+        passed: bool,
+    ) -> Option<String> {
+        if !passed || !self.policy.dump {
+            return None;
         }
-        eprintln!(
-            "drivelab: io_u error on file {}: {}: {} offset={offset}, buflen={len}{}",
-            self.target_name(target),
+        Some(format!(
+            "drivelab: io_u error on file {}: {}: {} offset={}, buflen={} (continuing: continue_on_error)",
+            self.target_name(io.target),
             errno_text(errno),
-            ["read", "write", "trim", "sync"][op.index()],
-            if passed {
-                " (continuing: continue_on_error)"
-            } else {
-                ""
-            }
-        );
+            ["read", "write", "trim", "sync"][io.op.index()],
+            io.offset,
+            io.len,
+        ))
+    }
+
+    /// Prints [`Self::io_error_line`] when there is one.
+    pub fn report_io_error(&self, io: &crate::gen::IoDesc, errno: i32, passed: bool) {
+        if let Some(line) = self.io_error_line(io, errno, passed) {
+            eprintln!("{line}");
+        }
     }
 }
 
@@ -422,6 +432,28 @@ mod tests {
         assert_eq!(parse_errno("-0x1c"), Some(28));
         assert_eq!(parse_errno("ENOSUCH"), None);
         assert_eq!(parse_errno("0"), None);
+    }
+
+    #[test]
+    fn only_passed_errors_get_an_io_u_line_and_error_dump_0_silences_them() {
+        let mut x = LoopExtras {
+            target_names: vec!["/dev/loop7".into()],
+            ..LoopExtras::default()
+        };
+        let io = crate::gen::IoDesc {
+            target: 0,
+            op: Op::Write,
+            offset: 8192,
+            len: 4096,
+        };
+        assert_eq!(
+            x.io_error_line(&io, libc::ENOSPC, true).as_deref(),
+            Some("drivelab: io_u error on file /dev/loop7: No space left on device: write offset=8192, buflen=4096 (continuing: continue_on_error)")
+        );
+        // The error that ends the job is the run's own one line.
+        assert_eq!(x.io_error_line(&io, libc::EIO, false), None);
+        x.policy.dump = false;
+        assert_eq!(x.io_error_line(&io, libc::ENOSPC, true), None);
     }
 
     #[test]
