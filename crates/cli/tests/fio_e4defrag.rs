@@ -103,8 +103,11 @@ fn run(tool: &str, job: &Path, dir: &Path) -> (i32, Value, String) {
     (out.status.code().unwrap_or(-1), json, stderr)
 }
 
-/// Per job entry: name → (error, write I/Os, write bytes, read I/Os).
-fn per_job(v: &Value) -> Vec<(String, (u64, u64, u64, u64))> {
+/// One job entry: name, then (error, write I/Os, write bytes, read I/Os).
+type Counts = (String, (u64, u64, u64, u64));
+
+/// Per job entry of fio's JSON.
+fn per_job(v: &Value) -> Vec<Counts> {
     v["jobs"]
         .as_array()
         .unwrap_or_else(|| panic!("no jobs in {v}"))
@@ -304,9 +307,7 @@ fn fios_e4defrag_examples_run_with_their_other_jobs() {
     assert_eq!(dc, 0, "drivelab: {derr}");
     assert_eq!(dfiles, ffiles);
     assert_eq!(dfiles, ["file.def", "file1"]);
-    let names = |v: &[(String, (u64, u64, u64, u64))]| -> Vec<String> {
-        v.iter().map(|(n, _)| n.clone()).collect()
-    };
+    let names = |v: &[Counts]| -> Vec<String> { v.iter().map(|(n, _)| n.clone()).collect() };
     assert_eq!(names(&d), names(&f));
     assert_eq!(d[0], f[0], "the first defrag pass");
     assert_eq!(d[0].1, (0, 128, FILE, 0));

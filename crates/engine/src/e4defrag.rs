@@ -96,6 +96,8 @@ pub fn filesystem_of(path: &Path) -> io::Result<i64> {
     if r != 0 {
         return Err(io::Error::last_os_error());
     }
+    // `f_type`'s C type differs between architectures (i64 here).
+    #[allow(clippy::unnecessary_cast)]
     Ok(st.f_type as i64)
 }
 

@@ -209,7 +209,7 @@ pub struct Donors {
 
 #[derive(Debug)]
 enum Held {
-    Own(Claim),
+    Own(Box<Claim>),
     Target(usize),
 }
 
@@ -241,7 +241,9 @@ impl Donors {
                 .filter(|&t| claims.get(t).is_some_and(Option::is_some));
             let held = match target {
                 Some(t) => Held::Target(t),
-                None => Held::Own(Claim::open(&path, &consent, &opts).map_err(RunError::Claim)?),
+                None => Held::Own(Box::new(
+                    Claim::open(&path, &consent, &opts).map_err(RunError::Claim)?,
+                )),
             };
             out.held.push((path, held));
         }
