@@ -39,11 +39,18 @@ fn job(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Unmounts a mount point on drop.
+/// Unmounts a mount point on drop (lazily when something still holds it,
+/// so the loop device under it can still be detached).
 struct Unmount(PathBuf);
 impl Drop for Unmount {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
+        let ok = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
     }
 }
 
@@ -188,6 +195,10 @@ fn moved(tool: &str, name: &str, target: &str, donor: &str) -> Moved {
     let before = physical(&t);
     let (code, json, err) = run(tool, &job(name), &fs.mnt);
     assert_eq!(code, 0, "{tool} {name}: {err}\n{json}");
+    eprintln!(
+        "{tool} {name}: (job, (error, writes, bytes, reads)): {:?}",
+        per_job(&json)
+    );
     sh("sync", &[]);
     let d = fs.mnt.join(donor);
     let mut files: Vec<String> = std::fs::read_dir(&fs.mnt)
@@ -290,6 +301,10 @@ fn whole(tool: &str, name: &str) -> Whole {
         .filter(|n| n != "lost+found" && !n.ends_with("-verify.state"))
         .collect();
     files.sort();
+    eprintln!(
+        "{tool} {name}: exit {code}, (job, (error, writes, bytes, reads)): {:?}",
+        per_job(&json)
+    );
     (code, per_job(&json), files, err)
 }
 
