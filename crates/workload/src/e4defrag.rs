@@ -14,11 +14,15 @@
 //! - `inplace`: 0 (default) allocates the donor's blocks for the job's
 //!   range once, when the job starts (from its offset to the end of its
 //!   largest file); 1 allocates each write's range just before its move
-//!   and truncates the donor to nothing after it.
+//!   and truncates the donor to nothing after it. (fio takes the end from
+//!   `filesize` and fails the job at its start, EINVAL, when it is not
+//!   given; drivelab takes the planned size of the job's files, so such a
+//!   job runs.)
 //!
 //! Refused before anything is created, each with one line that says what
 //! to do (fio would start and then fail every I/O): a job without
-//! `donorname`; reads or trims (fio fails each with EINVAL); a job file or
+//! `donorname`; reads or trims (fio fails each with EINVAL); `verify` (the
+//! writes carry no data, so fio's check fails); a job file or
 //! donor that is not on ext4 (the ioctl exists only there: fio's jobs fail
 //! with ENOTTY on tmpfs); a donor on another filesystem than the job's
 //! files (EXDEV); a donor that is the job's own file (EINVAL).
@@ -137,6 +141,11 @@ pub fn check<'a>(
     {
         return Err(invalid(format!(
             "job '{job}': ioengine=e4defrag only moves extents on writes (fio fails every read and trim with EINVAL); use rw=write or rw=randwrite"
+        )));
+    }
+    if spec.verify.is_some() {
+        return Err(invalid(format!(
+            "job '{job}': ioengine=e4defrag writes no data (each write moves blocks; the file keeps its contents), so there is nothing to verify; drop verify= from this job"
         )));
     }
     let on_ext4 = |p: &Path| -> Result<u64, PlanError> {
@@ -328,5 +337,9 @@ mod tests {
         s.set("rw", Some("randrw")).unwrap();
         let e = check(&s, []).unwrap_err().to_string();
         assert!(e.contains("only moves extents on writes"), "{e}");
+        s.set("rw", Some("write")).unwrap();
+        s.set("verify", Some("md5")).unwrap();
+        let e = check(&s, []).unwrap_err().to_string();
+        assert!(e.contains("nothing to verify"), "{e}");
     }
 }
