@@ -115,8 +115,7 @@ pub fn filesystem_name(magic: i64) -> &'static str {
         0x6573_5546 => "fuse",
         0xF2F5_2010 => "f2fs",
         0x4d44 => "vfat",
-        0x0000_1373 => "devtmpfs",
-        _ => "not ext4",
+        _ => "a filesystem other than ext4",
     }
 }
 
