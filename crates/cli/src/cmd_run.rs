@@ -376,6 +376,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         for (k, v) in &p.opts {
             job.set(k, v.as_deref()).map_err(|e| usage(e.to_string()))?;
         }
+        // fio: a job file's time_based without a runtime is a warning, and
+        // the job runs by size (fio's examples/e4defrag2.fio has one).
+        if p.jobfile.is_some() && job.time_based && job.runtime.is_none() {
+            eprintln!(
+                "drivelab: job '{}': time_based needs a runtime; running it by size, as fio does",
+                job.name
+            );
+            job.time_based = false;
+        }
     }
     if p.parse_only {
         drivelab_workload::check_total_jobs(jobs.iter().map(|(j, _)| j))

@@ -283,7 +283,7 @@ fn unsupported_fio_keys_are_refused_naming_the_key() {
     let dir = TempDir::new("fio-jobs-refuse");
     for (key, line) in [
         ("flow", "flow=1001"),
-        ("verify", "verify=md5"),
+        ("verify", "verify=sha512"),
         ("exit_what", "exit_what=some"),
         ("number_ios", "number_ios=many"),
         ("thinktime", "thinktime=soon"),

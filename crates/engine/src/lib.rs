@@ -8,6 +8,8 @@
 //! - [`fileops`]: fio's filesystem engines (filecreate, filestat,
 //!   filedelete, their directory twins, ftruncate, falloc): one file
 //!   operation per I/O.
+//! - [`e4defrag`]: fio's e4defrag engine: each write an ext4
+//!   `EXT4_IOC_MOVE_EXT` moving a donor file's blocks under the target.
 //! - [`buf`]: page-aligned buffer pools, allocated once.
 //! - [`ioloop`]: the submission loop: slots, batching, clock reads,
 //!   deadlines, rate limits, stall accounting; callers are drivers.
@@ -24,6 +26,7 @@
 
 pub mod buf;
 pub mod clock;
+pub mod e4defrag;
 pub mod engine;
 pub mod fileops;
 pub mod io;

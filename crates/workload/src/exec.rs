@@ -254,7 +254,10 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
                 pattern: Some(p),
             })
         }),
-        check_reads: spec.do_verify && job.verify.is_some(),
+        // fio checks a job's own reads only when it does not also write
+        // (a mixed job's reads may meet blocks it has not written yet); a
+        // writing job's blocks are checked by its read-back.
+        check_reads: spec.do_verify && job.verify.is_some() && !job.writes,
         logs: spec.logs.clone(),
         log_name: (spec.name.clone(), number),
         live: None,
@@ -657,6 +660,17 @@ fn run_on_targets(
                     }
                     run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
                 }
+                Some(FileEngine::Defrag) => {
+                    let targets = open_targets(plan, claims, job)?;
+                    let mut e = sets
+                        .donors
+                        .engine(plan, claims, job, targets, max_bs)
+                        .map_err(made)?;
+                    if !ticket.wait() {
+                        return Err(not_started());
+                    }
+                    run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+                }
                 _ => {
                     let mut e = sets.engine(job, max_bs).map_err(made)?;
                     if !ticket.wait() {
@@ -829,12 +843,13 @@ pub fn execute_with_status(
         Some(_) => plan.jobs.iter().map(|_| Arc::default()).collect(),
         None => Vec::new(),
     };
-    let sets = crate::files::RunSets::claim(plan).map_err(|e| match e {
+    let mut sets = crate::files::RunSets::claim(plan).map_err(|e| match e {
         crate::files::SetError::Claim(c) => RunError::Claim(c),
         crate::files::SetError::Prepare(path, source) => RunError::Prepare { path, source },
     })?;
+    let owned = claim_targets(plan, &sets)?;
+    sets.donors = crate::e4defrag::Donors::claim(plan, &owned)?;
     let sets = &sets;
-    let owned = claim_targets(plan, sets)?;
     let claims = &owned;
     let zones = crate::zbd::open_sets(plan, claims)
         .map_err(|(path, source)| RunError::Prepare { path, source })?;

@@ -65,6 +65,9 @@ pub enum FileEngine {
     Path(PathOp, SetKind),
     /// One call per I/O on the file's descriptor (ftruncate, falloc).
     Fd(FdOp),
+    /// Each write moves a donor's blocks into the file (e4defrag;
+    /// [`crate::e4defrag`]).
+    Defrag,
 }
 
 impl FileEngine {
@@ -80,6 +83,7 @@ impl FileEngine {
             "dirdelete" => Path(PathOp::Delete, SetKind::Dirs),
             "ftruncate" => Fd(FdOp::Ftruncate),
             "falloc" => Fd(FdOp::Falloc),
+            "e4defrag" => Defrag,
             _ => return None,
         })
     }
@@ -96,6 +100,7 @@ impl FileEngine {
             Path(PathOp::Delete, SetKind::Dirs) => "dirdelete",
             Fd(FdOp::Ftruncate) => "ftruncate",
             Fd(FdOp::Falloc) => "falloc",
+            Defrag => "e4defrag",
         }
     }
 
@@ -453,9 +458,12 @@ pub fn file_sizes(spec: &crate::JobSpec, clone: u32, n: usize) -> impl Iterator<
 }
 
 /// The paths of a run's path-engine jobs, claimed as file sets (one per
-/// kind: files, directories), with each plan target's place in its set.
+/// kind: files, directories), with each plan target's place in its set;
+/// and the donors of its e4defrag jobs, claimed once the targets are.
 #[derive(Debug, Default)]
 pub struct RunSets {
+    /// The e4defrag jobs' donor files ([`crate::e4defrag::Donors`]).
+    pub donors: crate::e4defrag::Donors,
     sets: Vec<std::sync::Arc<FileSet>>,
     /// Per plan target: (set, position), for path-engine targets.
     at: std::collections::HashMap<usize, (usize, usize)>,

@@ -25,6 +25,7 @@
 pub mod batch;
 pub mod check;
 pub mod dedupe;
+pub mod e4defrag;
 pub mod errors;
 pub mod exec;
 pub mod files;

@@ -228,7 +228,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Text,
         "io_uring",
-        "io_uring, psync, null or sg; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk"
+        "io_uring, psync, null or sg; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk; e4defrag moves a donor's extents into ext4 files on writes"
     ),
     opt!(
         "rate_iops",
@@ -1076,6 +1076,24 @@ pub const OPTIONS: &[OptionDecl] = &[
         "stat",
         "filestat/dirstat: the lookup timed: stat, lstat or statx"
     ),
+    // fio's e4defrag engine (crate::e4defrag).
+    opt!(
+        "donorname",
+        [],
+        Text,
+        "",
+        "e4defrag: the file whose blocks each write moves into the job's file (in directory; created, shared by jobs naming it)"
+    ),
+    opt!(
+        "inplace",
+        [],
+        Int,
+        "0",
+        "e4defrag: 0 allocates the donor's blocks once at the job's start, 1 per write (then frees them)",
+        0,
+        1,
+        ""
+    ),
 ];
 
 /// The declared bounds of whole-number option `key` (its name or alias).
@@ -1202,6 +1220,7 @@ mod tests {
                 "file_service_type" => "random:2",
                 "fallocate" => "keep",
                 "stat_type" => "statx",
+                "inplace" => "1",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

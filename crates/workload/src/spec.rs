@@ -464,6 +464,8 @@ pub struct JobSpec {
     pub steady: crate::steadystate::SsSpec,
     /// `zonemode=zbd` and its options ([`crate::zbd`]).
     pub zbd: crate::zbd::ZbdOptions,
+    /// The e4defrag engine's `donorname` and `inplace` ([`crate::e4defrag`]).
+    pub e4defrag: crate::e4defrag::DefragOpts,
 }
 
 impl JobSpec {
@@ -554,6 +556,7 @@ impl Default for JobSpec {
             files: crate::files::FileOptions::default(),
             zonemode_strided: None,
             zbd: crate::zbd::ZbdOptions::default(),
+            e4defrag: crate::e4defrag::DefragOpts::default(),
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
@@ -916,7 +919,7 @@ impl JobSpec {
                 self.ioengine = EngineKind::from_fio(&name).ok_or_else(|| SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), or a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc".to_string(),
+                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), or a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, or e4defrag (ext4 extent moves)".to_string(),
                 })?;
                 self.ioengine_as_written = (name != self.ioengine.name()).then_some(name);
             }
@@ -1028,6 +1031,7 @@ impl JobSpec {
                 self.filesize = Some(b);
                 self.files.filesize_range = range;
             }
+            k if crate::e4defrag::DefragOpts::KEYS.contains(&k) => self.e4defrag.set(k, v)?,
             k if crate::files::FileOptions::KEYS.contains(&k) => {
                 if let Some(r) = self.files.set(k, v) {
                     r?;

@@ -14,6 +14,8 @@
 //!   never written is caught.
 //! - `crc32c` (`crc32c-intel`): the same header plus the CRC-32C
 //!   (Castagnoli) of the whole block with the CRC field zeroed.
+//! - `md5`: the same header plus the first 8 bytes of the MD5 digest (RFC
+//!   1321) of the whole block with that field zeroed.
 //!
 //! A writing job with `do_verify=1` reads back every extent it wrote once it
 //! is done ([`ReadBack`], replaying the job's generator), and those reads are
@@ -33,6 +35,8 @@ use crate::SpecError;
 pub enum VerifyKind {
     /// Header with CRC-32C of the block.
     Crc32c,
+    /// Header with (the first 8 bytes of) the block's MD5 digest.
+    Md5,
     /// Header with the block's offset and length.
     Meta,
     /// `verify_pattern` repeated.
@@ -45,13 +49,14 @@ impl VerifyKind {
         Ok(Some(match v.trim().to_ascii_lowercase().as_str() {
             "0" | "null" | "none" => return Ok(None),
             "crc32c" | "crc32c-intel" => VerifyKind::Crc32c,
+            "md5" => VerifyKind::Md5,
             "meta" => VerifyKind::Meta,
             "pattern" => VerifyKind::Pattern,
             _ => {
                 return Err(SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "crc32c, crc32c-intel, meta or pattern (drivelab does not implement fio's other checksums)".to_string(),
+                    expect: "crc32c, crc32c-intel, md5, meta or pattern (drivelab does not implement fio's other checksums)".to_string(),
                 })
             }
         }))
@@ -61,6 +66,7 @@ impl VerifyKind {
     pub fn name(self) -> &'static str {
         match self {
             VerifyKind::Crc32c => "crc32c",
+            VerifyKind::Md5 => "md5",
             VerifyKind::Meta => "meta",
             VerifyKind::Pattern => "pattern",
         }
@@ -159,6 +165,15 @@ fn crc32c_table() -> &'static [u32; 256] {
     })
 }
 
+/// The first 8 bytes of the MD5 digest of `data` (RFC 1321).
+pub fn md5_64(data: &[u8]) -> u64 {
+    use md5::{Digest, Md5};
+    let d = Md5::digest(data);
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    u64::from_le_bytes(b)
+}
+
 /// CRC-32C (Castagnoli, reflected, init and final xor all ones).
 pub fn crc32c(data: &[u8]) -> u32 {
     let t = crc32c_table();
@@ -210,6 +225,10 @@ impl Content {
             let c = crc32c(block);
             block[16..20].copy_from_slice(&c.to_le_bytes());
         }
+        if self.kind == VerifyKind::Md5 {
+            let d = md5_64(block);
+            block[16..24].copy_from_slice(&d.to_le_bytes());
+        }
     }
 
     /// Check what a read at `offset` brought in; the message says which
@@ -251,6 +270,17 @@ impl Content {
                     if stored != got {
                         return Err(format!(
                             "verify (crc32c) failed at offset {off}: checksum {got:#010x}, header says {stored:#010x}"
+                        ));
+                    }
+                }
+                if self.kind == VerifyKind::Md5 {
+                    let stored = word(16..24);
+                    let mut copy = block.to_vec();
+                    copy[16..24].fill(0);
+                    let got = md5_64(&copy);
+                    if stored != got {
+                        return Err(format!(
+                            "verify (md5) failed at offset {off}: digest {got:#018x}, header says {stored:#018x}"
                         ));
                     }
                 }
@@ -571,6 +601,11 @@ mod tests {
         // RFC 3720 / iSCSI check value of "123456789".
         assert_eq!(crc32c(b"123456789"), 0xE306_9283);
         assert_eq!(crc32c(&[0u8; 32]), 0x8A91_36AA);
+        // RFC 1321's test suite: MD5("abc") = 900150983cd24fb0…
+        assert_eq!(
+            md5_64(b"abc").to_le_bytes(),
+            [0x90, 0x01, 0x50, 0x98, 0x3c, 0xd2, 0x4f, 0xb0]
+        );
     }
 
     fn content(kind: VerifyKind, pattern: Option<Vec<u8>>) -> Content {
@@ -585,6 +620,7 @@ mod tests {
     fn every_kind_accepts_its_own_blocks_and_catches_a_flipped_byte() {
         for (kind, pat) in [
             (VerifyKind::Crc32c, None),
+            (VerifyKind::Md5, None),
             (VerifyKind::Meta, None),
             (VerifyKind::Meta, Some(vec![0xaa, 0x55, 0x5a, 0xa5])),
             (VerifyKind::Pattern, Some(vec![0xaa, 0x55, 0x5a, 0xa5])),
@@ -665,9 +701,14 @@ mod tests {
 
     #[test]
     fn other_fio_checksums_are_refused_naming_the_supported_ones() {
-        let e = VerifyKind::parse("verify", "md5").unwrap_err().to_string();
+        let e = VerifyKind::parse("verify", "sha512")
+            .unwrap_err()
+            .to_string();
         assert!(
-            e.contains("verify") && e.contains("crc32c") && e.contains("pattern"),
+            e.contains("verify")
+                && e.contains("crc32c")
+                && e.contains("pattern")
+                && e.contains("md5"),
             "{e}"
         );
         assert_eq!(VerifyKind::parse("verify", "0"), Ok(None));
