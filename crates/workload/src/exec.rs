@@ -583,7 +583,7 @@ fn run_one(
             }
             run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
         }
-        EngineKind::Psync | EngineKind::IoUring | EngineKind::Sg => {
+        EngineKind::Psync | EngineKind::IoUring | EngineKind::Sg | EngineKind::IoUringCmd => {
             let ctl = Ctl {
                 stop,
                 progress,
@@ -695,6 +695,26 @@ fn run_on_targets(
             }
             let mut o = run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)?;
             crate::sg::attach_details(&mut o.errors, e.failures());
+            Ok(o)
+        }
+        EngineKind::IoUringCmd => {
+            let targets = crate::ucmd::open_targets(plan, claims, job)?;
+            let mut e = drivelab_engine::ucmd::UringCmd::new(
+                targets,
+                spec.iodepth,
+                max_bs,
+                spec.ucmd.opts,
+                Fill::Random(spec.randseed),
+            )
+            .map_err(|source| RunError::Engine {
+                engine: "io_uring_cmd",
+                source,
+            })?;
+            if !ticket.wait() {
+                return Err(not_started());
+            }
+            let mut o = run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)?;
+            crate::ucmd::attach_details(&mut o.errors, e.failures());
             Ok(o)
         }
         EngineKind::IoUring => {
@@ -1592,7 +1612,7 @@ fn build_report(
             continue;
         }
         let depth = match job.spec.ioengine {
-            EngineKind::IoUring => f64::from(job.spec.iodepth.max(1)),
+            EngineKind::IoUring | EngineKind::IoUringCmd => f64::from(job.spec.iodepth.max(1)),
             EngineKind::Psync | EngineKind::Sg => 1.0,
             EngineKind::Null => continue,
         };
@@ -1655,6 +1675,7 @@ fn build_report(
             elapsed_ms: d.elapsed.as_secs_f64() * 1000.0,
         };
         let mut check = verdict(name, rep, &seen, &w.per_second);
+        crate::ucmd::passthrough_check(plan, name, &mut check);
         check.series = w.series.clone();
         report.device_check.push(check);
     }
