@@ -211,6 +211,48 @@ mod tests {
     }
 
     #[test]
+    fn fios_uring_cmd_examples_parse_with_their_options() {
+        let ng = crate::jobfile::parse(
+            "uring-cmd-ng.fio",
+            include_str!("../../../tests/data/fio-jobs/uring-cmd/uring-cmd-ng.orig.fio"),
+        )
+        .unwrap();
+        let names: Vec<&str> = ng.iter().map(|j| j.spec.name.as_str()).collect();
+        assert_eq!(names, ["rand-write", "rand-read", "write-opts"]);
+        for j in &ng {
+            assert_eq!(j.spec.ioengine, crate::EngineKind::IoUringCmd);
+            assert_eq!(j.spec.filenames, ["/dev/ng0n1"]);
+            assert_eq!(j.spec.iodepth, 32);
+            assert!(j.stonewall);
+        }
+        let o: Vec<UcmdOptions> = ng.iter().map(|j| j.spec.ucmd.opts).collect();
+        assert!(o[0].sqthread_poll && !o[0].nonvectored);
+        assert_eq!(o[1], UcmdOptions::default());
+        assert_eq!(
+            o[2],
+            UcmdOptions {
+                sqthread_poll: true,
+                sqthread_poll_cpu: Some(0),
+                nonvectored: true,
+                registerfiles: true,
+                ..UcmdOptions::default()
+            }
+        );
+        let zoned = crate::jobfile::parse(
+            "uring-cmd-zoned.fio",
+            include_str!("../../../tests/data/fio-jobs/uring-cmd/uring-cmd-zoned.orig.fio"),
+        )
+        .unwrap();
+        assert_eq!(zoned.len(), 3);
+        for j in &zoned {
+            assert_eq!(j.spec.ioengine, crate::EngineKind::IoUringCmd);
+            assert_eq!(j.spec.iodepth, 1);
+            assert!(j.spec.verify.is_some());
+        }
+        assert!(zoned[2].spec.ucmd.opts.nonvectored && zoned[2].spec.ucmd.opts.registerfiles);
+    }
+
+    #[test]
     fn a_file_is_refused_saying_what_to_give() {
         let p = std::env::temp_dir().join(format!("drivelab-ucmd-plan-{}", std::process::id()));
         std::fs::write(&p, b"x").unwrap();
