@@ -287,14 +287,17 @@ impl UringCmd {
 
     /// The ring with fio's flags for this engine: SQE128 and CQE32 (the
     /// entry types), IOPOLL for `hipri`, SQPOLL (+ SQ_AFF) for
-    /// `sqthread_poll`, a CQ of `entries`, and cooperative task-run and
-    /// single-issuer with deferred task-run where the kernel takes them,
-    /// dropped in fio's order where it does not.
+    /// `sqthread_poll`, a CQ of `entries`, and single-issuer with
+    /// cooperative task-run where the kernel takes them (not with SQPOLL),
+    /// dropped where it does not. fio also defers task-run; drivelab does
+    /// not, as for its io_uring engine: deferred, completions would wait
+    /// for the loop's next waiting enter, and the loop also reaps between
+    /// submissions without waiting.
     fn ring(
         entries: u32,
         o: &UcmdOptions,
     ) -> std::io::Result<IoUring<squeue::Entry128, cqueue::Entry32>> {
-        let build = |coop: bool, defer: bool| {
+        let build = |coop: bool, single: bool| {
             let mut b = IoUring::<squeue::Entry128, cqueue::Entry32>::builder();
             if o.hipri {
                 b.setup_iopoll();
@@ -310,13 +313,13 @@ impl UringCmd {
             if coop {
                 b.setup_coop_taskrun();
             }
-            if defer {
-                b.setup_single_issuer().setup_defer_taskrun();
+            if single {
+                b.setup_single_issuer();
             }
             b.build(entries)
         };
         build(true, true)
-            .or_else(|_| build(true, false))
+            .or_else(|_| build(false, true))
             .or_else(|_| build(false, false))
     }
 

@@ -24,8 +24,15 @@
 //!   carries a filesystem signature (the claim of its block device
 //!   refuses it without --force).
 //!
-//! Needs root, QEMU, the cached kernel (`bash tests/vm/setup.sh`) and fio
-//! on the host (`tests/run` installs it).
+//!
+//! And fio's examples/uring-cmd-zoned.fio (`zonemode=zbd`, `verify=crc32c`,
+//! 4 MiB instead of 1 GiB) on a zoned namespace (QEMU ZNS, 1 MiB zones),
+//! every zone reset before each tool's run: both tools run its three jobs
+//! with the same reads, writes, bytes and errors per job (the verify reads
+//! among them), and leave the zones' write pointers alike.
+//!
+//! Needs root, QEMU, the cached kernel (`bash tests/vm/setup.sh`), and fio
+//! and util-linux's blkzone on the host (`tests/run` installs them).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -38,6 +45,8 @@ const SERIAL: &str = "DLUCMD01";
 const NG: &str = include_str!("../../../tests/data/fio-jobs/uring-cmd/uring-cmd-ng.fio");
 const DATA: &str = include_str!("../../../tests/data/fio-jobs/uring-cmd/ucmd-data.fio");
 const IOPS: &str = include_str!("../../../tests/data/fio-jobs/uring-cmd/ucmd-iops.fio");
+const ZONED: &str = include_str!("../../../tests/data/fio-jobs/uring-cmd/uring-cmd-zoned.fio");
+const ZSERIAL: &str = "DLUCMDZNS";
 
 fn guest_script() -> String {
     // fio alone also logs the random writes' offsets.
@@ -357,6 +366,86 @@ fn fio_uring_cmd_example_does_the_same_io_in_drivelab() {
         format!(
             "the namespace with a signature is unchanged by the refused run ({a} {b}; zeroed {z})"
         ),
+    );
+    c.finish(&run.context());
+}
+
+fn zoned_script() -> String {
+    format!(
+        r#"
+exec < /dev/null
+export PATH=$PATH:/usr/sbin:/sbin:/usr/bin
+n=$(disk_by_serial {ZSERIAL})
+B=/dev/$n
+export DL_NG=/dev/ng${{n#nvme}}
+echo "$B $DL_NG zoned=$(cat /sys/block/$n/queue/zoned) chunk=$(cat /sys/block/$n/queue/chunk_sectors)" > names.txt
+cat > /tmp/zoned.fio <<'JOBEOF'
+{ZONED}JOBEOF
+for t in fio dl; do
+  blkzone reset $B
+  if [ $t = fio ]; then
+    run_json ${{t}}_zoned fio --output-format=json /tmp/zoned.fio
+  else
+    run_json ${{t}}_zoned drivelab run /tmp/zoned.fio --force --no-store --output-format=json
+  fi
+  blkzone report $B > zones_$t.txt 2>&1
+done
+true
+"#
+    )
+}
+
+/// The write pointer of each zone, from `blkzone report` (sectors from
+/// the zone's start).
+fn wptrs(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.split("wptr ").nth(1))
+        .filter_map(|v| v.split([',', ' ']).find(|s| !s.is_empty()))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn fio_uring_cmd_zoned_example_does_the_same_io_in_drivelab() {
+    assert!(
+        Path::new("/usr/sbin/blkzone").is_file(),
+        "util-linux's blkzone is not on the host (/usr/sbin/blkzone)"
+    );
+    let run = Vm::builder()
+        .nvme(Disk::new(16 * MIB, ZSERIAL).zoned(MIB))
+        .with_drivelab()
+        .host_tool("/usr/bin/fio")
+        .host_tool("/usr/sbin/blkzone")
+        .guest_script(&zoned_script())
+        .timeout(Duration::from_secs(400))
+        .run()
+        .unwrap_or_else(|e| panic!("the test VM did not run: {e}"));
+    let mut c = Checks::new();
+    let names = run.file("names.txt").unwrap_or_default();
+    println!("namespace: {}", names.trim());
+    check(
+        &mut c,
+        names.contains("zoned=host-managed"),
+        format!(
+            "the namespace is a host-managed zoned disk: {}",
+            names.trim()
+        ),
+    );
+    same_io(
+        &mut c,
+        &run,
+        "zoned",
+        &["rand-write", "write-opts", "randwrite-opts"],
+    );
+    let (f, d) = (
+        wptrs(&run.file("zones_fio.txt").unwrap_or_default()),
+        wptrs(&run.file("zones_dl.txt").unwrap_or_default()),
+    );
+    println!("write pointers after fio {f:?}\nwrite pointers after drivelab {d:?}");
+    check(
+        &mut c,
+        f.len() == 16 && f == d,
+        format!("the zones' write pointers are alike after fio and drivelab: {f:?} {d:?}"),
     );
     c.finish(&run.context());
 }

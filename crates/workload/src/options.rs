@@ -1255,6 +1255,7 @@ mod tests {
                 "file_service_type" => "random:2",
                 "fallocate" => "keep",
                 "stat_type" => "statx",
+                "cmd_type" => "nvme",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",
