@@ -610,8 +610,14 @@ fn generic_block_of(generic: &Path) -> Result<(PathBuf, u64), ClaimError> {
     if !md.file_type().is_char_device() {
         return Err(not(WHAT));
     }
+    // The node's sysfs directory sits under its controller; the class
+    // nvme-generic lists it.
     let sys = sys_char_dir(md.rdev()).map_err(|_| not(WHAT))?;
-    if sys.parent().and_then(Path::file_name) != Some("nvme-generic".as_ref()) {
+    let listed = sys
+        .file_name()
+        .map(|n| Path::new("/sys/class/nvme-generic").join(n))
+        .and_then(|p| fs::canonicalize(p).ok());
+    if listed.as_ref() != Some(&sys) {
         return Err(not(WHAT));
     }
     let ctrl = fs::canonicalize(sys.join("device")).map_err(|_| not(WHAT))?;

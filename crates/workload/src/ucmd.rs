@@ -88,6 +88,19 @@ pub(crate) fn block_of(job: &str, generic: &str) -> Result<PathBuf, crate::PlanE
         .map_err(|e| crate::PlanError::Spec(SpecError::Invalid(format!("job '{job}': {e}"))))
 }
 
+/// The path whose block device describes `file` of the job: for
+/// io_uring_cmd the namespace's block device of a /dev/ngXnY (when it maps
+/// to one), else `file` itself.
+pub(crate) fn block_path(spec: &crate::JobSpec, file: String) -> String {
+    if spec.ioengine != crate::EngineKind::IoUringCmd {
+        return file;
+    }
+    match drivelab_device::claim::nvme_generic_block(Path::new(&file)) {
+        Ok(b) => b.display().to_string(),
+        Err(_) => file,
+    }
+}
+
 /// The plan's check of a job's engine against its io_uring_cmd options:
 /// they need `ioengine=io_uring_cmd`.
 pub fn check_engine(spec: &crate::JobSpec) -> Result<(), crate::PlanError> {
