@@ -1392,11 +1392,16 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         crate::files::engine_name(spec).to_string(),
     );
     opts.insert("direct".to_string(), u8::from(job.direct).to_string());
-    let names: Vec<String> = job
-        .targets
-        .iter()
-        .map(|&i| plan.targets[i].path.display().to_string())
-        .collect();
+    // io_uring_cmd's targets are planned as block devices; fio names the
+    // /dev/ngXnY the job gave.
+    let names: Vec<String> = if spec.ioengine == EngineKind::IoUringCmd {
+        spec.filenames.clone()
+    } else {
+        job.targets
+            .iter()
+            .map(|&i| plan.targets[i].path.display().to_string())
+            .collect()
+    };
     opts.insert("filename".to_string(), names.join(":"));
     let sizes: Vec<String> = spec
         .access_lines()
