@@ -260,6 +260,15 @@ fn fio_uring_cmd_example_does_the_same_io_in_drivelab() {
         dj.iter().map(|j| j.1 + j.3).collect::<Vec<_>>() == [1024, 1024, 1024],
         format!("ng: 1024 I/Os of 4 KiB per job: {dj:?}"),
     );
+    let shown = dv["jobs"][0]["job options"]["filename"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    check(
+        &mut c,
+        shown.starts_with("/dev/ng") && names.contains(&shown),
+        format!("drivelab's job options name the generic node the job gave: {shown}"),
+    );
     // The medium after each tool's data run.
     let expected: Vec<String> = run
         .file("expected.txt")
