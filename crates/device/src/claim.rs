@@ -183,6 +183,15 @@ pub enum ClaimError {
     /// The block device could not be described.
     #[error(transparent)]
     Device(#[from] BlockDevError),
+    /// Not an NVMe namespace's generic character device (/dev/ngXnY), or
+    /// one whose namespace has no block device to claim it through.
+    #[error("{} {why}", .path.display())]
+    NotNvmeGeneric {
+        /// The path given.
+        path: PathBuf,
+        /// What it is instead and what to do, in words.
+        why: String,
+    },
     /// A system call failed.
     #[error("cannot {action} {}: {source}; {}", .path.display(), io_hint(.source))]
     Io {
@@ -555,6 +564,147 @@ impl Claim {
     /// The held descriptor, for device-crate ioctls on the claimed device.
     pub fn as_fd(&self) -> BorrowedFd<'_> {
         self.file.as_fd()
+    }
+}
+
+/// The sysfs directory of a character device (`/sys/dev/char/MAJ:MIN`,
+/// resolved).
+fn sys_char_dir(rdev: u64) -> io::Result<PathBuf> {
+    let (major, minor) = split_dev(rdev);
+    fs::canonicalize(format!("/sys/dev/char/{major}:{minor}"))
+}
+
+/// The block device through which an NVMe namespace's generic character
+/// device (`/dev/ngXnY`, fio's target for `ioengine=io_uring_cmd`) is
+/// claimed: the `/dev/nvme…n…` disk of the same controller (their sysfs
+/// `device` links resolve to one place) with the same namespace ID. The
+/// kernel usually numbers both alike (ng0n1 and nvme0n1); that name is
+/// tried first. Nothing is opened for writing.
+pub fn nvme_generic_block(generic: &Path) -> Result<PathBuf, ClaimError> {
+    generic_block_of(generic).map(|(block, _)| block)
+}
+
+/// [`nvme_generic_block`], with the device number of the character device
+/// the mapping was made for.
+fn generic_block_of(generic: &Path) -> Result<(PathBuf, u64), ClaimError> {
+    let not = |why: &str| ClaimError::NotNvmeGeneric {
+        path: generic.to_path_buf(),
+        why: why.to_string(),
+    };
+    let md = match fs::metadata(generic) {
+        Ok(md) => md,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(ClaimError::NotFound {
+                path: generic.to_path_buf(),
+            })
+        }
+        Err(source) => {
+            return Err(ClaimError::Io {
+                path: generic.to_path_buf(),
+                action: "inspect",
+                source,
+            })
+        }
+    };
+    const WHAT: &str = "is not an NVMe namespace's generic character device; ioengine=io_uring_cmd (cmd_type=nvme) takes /dev/ngXnY (list them with 'ls /dev/ng*'); use ioengine=io_uring for block devices and files";
+    if !md.file_type().is_char_device() {
+        return Err(not(WHAT));
+    }
+    // The node's sysfs directory sits under its controller; the class
+    // nvme-generic lists it.
+    let sys = sys_char_dir(md.rdev()).map_err(|_| not(WHAT))?;
+    let listed = sys
+        .file_name()
+        .map(|n| Path::new("/sys/class/nvme-generic").join(n))
+        .and_then(|p| fs::canonicalize(p).ok());
+    if listed.as_ref() != Some(&sys) {
+        return Err(not(WHAT));
+    }
+    let ctrl = fs::canonicalize(sys.join("device")).map_err(|_| not(WHAT))?;
+    let nsid = crate::nvme::NvmeDevice::open(generic)
+        .ok()
+        .and_then(|d| d.nsid())
+        .ok_or_else(|| not("answers no NVMe namespace ID (NVME_IOCTL_ID); run as root, or give /dev/ngXnY of a namespace"))?;
+    let ng = sys
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_string();
+    let alike = ng.strip_prefix("ng").map(|rest| format!("nvme{rest}"));
+    let mut names: Vec<String> = fs::read_dir("/sys/block")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with("nvme"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort_by_key(|n| Some(n) != alike.as_ref());
+    for name in names {
+        let dir = Path::new("/sys/block").join(&name);
+        let same_ctrl = fs::canonicalize(dir.join("device")).is_ok_and(|c| c == ctrl);
+        let same_ns = fs::read_to_string(dir.join("nsid"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+            == Some(nsid);
+        let dev = Path::new("/dev").join(&name);
+        if same_ctrl && same_ns && dev.exists() {
+            return Ok((dev, md.rdev()));
+        }
+    }
+    Err(not(&format!(
+        "holds namespace {nsid}, which has no block device (/dev/nvmeXnY) to claim it through (its format or command set is not one the kernel's block driver takes); drivelab writes a namespace only through its block device's claim"
+    )))
+}
+
+impl Claim {
+    /// The generic character device `generic` (`/dev/ngXnY`) of the NVMe
+    /// namespace this claim holds through its block device, opened
+    /// read-write for passthrough commands (`ioengine=io_uring_cmd`). It
+    /// must map to the claimed device ([`nvme_generic_block`]); the node
+    /// opened is checked to be the one mapped. The claim's `O_EXCL` hold on
+    /// the block device stays the hold.
+    pub fn nvme_generic_file(&self, generic: &Path) -> Result<File, ClaimError> {
+        let (block, want) = generic_block_of(generic)?;
+        let held = self.file.metadata().map_err(|source| ClaimError::Io {
+            path: self.path.clone(),
+            action: "stat",
+            source,
+        })?;
+        let mapped = fs::metadata(&block).map_err(|source| ClaimError::Io {
+            path: block.clone(),
+            action: "inspect",
+            source,
+        })?;
+        if self.device.is_none() || mapped.rdev() != held.rdev() {
+            return Err(ClaimError::NotNvmeGeneric {
+                path: generic.to_path_buf(),
+                why: format!(
+                    "is the namespace of {}, not of the claimed {}",
+                    block.display(),
+                    self.path.display()
+                ),
+            });
+        }
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(generic)
+            .map_err(|source| ClaimError::Io {
+                path: generic.to_path_buf(),
+                action: "open for writing",
+                source,
+            })?;
+        let got = f
+            .metadata()
+            .map(|m| (m.file_type().is_char_device(), m.rdev()));
+        match (want, got) {
+            (w, Ok((true, g))) if w == g => Ok(f),
+            _ => Err(ClaimError::Changed {
+                path: generic.to_path_buf(),
+            }),
+        }
     }
 }
 

@@ -29,6 +29,14 @@ pub const NVME_IOCTL_IO_CMD: libc::c_ulong = 0xC048_4E43;
 /// Default command timeout, ms (0 would mean the driver's default).
 pub const DEFAULT_TIMEOUT_MS: u32 = 60_000;
 
+/// `NVME_URING_CMD_IO` (`_IOWR('N', 0x80, struct nvme_uring_cmd)`): the
+/// `cmd_op` of an io_uring passthrough command whose `addr`/`data_len`
+/// are one buffer.
+pub const NVME_URING_CMD_IO: u32 = 0xC048_4E80;
+/// `NVME_URING_CMD_IO_VEC` (`_IOWR('N', 0x81, struct nvme_uring_cmd)`):
+/// `addr` points at an iovec array and `data_len` counts its entries.
+pub const NVME_URING_CMD_IO_VEC: u32 = 0xC048_4E81;
+
 /// `struct nvme_passthru_cmd` (= `struct nvme_admin_cmd`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -330,6 +338,35 @@ impl NvmeCommand {
             .nsid(nsid)
             .cdw10(ranges.saturating_sub(1) & 0xFF)
             .cdw11(1 << 2)
+    }
+}
+
+impl NvmeCommand {
+    /// The command as `struct nvme_uring_cmd` (the first 72 bytes of the
+    /// 80-byte command area of a 128-byte io_uring SQE; the same layout
+    /// as `struct nvme_passthru_cmd` up to its timeout, then a reserved
+    /// dword), with `addr`/`data_len` as given (a buffer and its length,
+    /// or an iovec array and its count for [`NVME_URING_CMD_IO_VEC`]) and
+    /// no metadata.
+    pub fn uring_cmd(&self, addr: u64, data_len: u32) -> [u8; 80] {
+        let c = &self.cmd;
+        let mut b = [0u8; 80];
+        b[0] = c.opcode;
+        b[1] = c.flags;
+        b[4..8].copy_from_slice(&c.nsid.to_le_bytes());
+        b[8..12].copy_from_slice(&c.cdw2.to_le_bytes());
+        b[12..16].copy_from_slice(&c.cdw3.to_le_bytes());
+        // 16..24 metadata and 32..36 metadata_len stay 0.
+        b[24..32].copy_from_slice(&addr.to_le_bytes());
+        b[36..40].copy_from_slice(&data_len.to_le_bytes());
+        for (i, d) in [c.cdw10, c.cdw11, c.cdw12, c.cdw13, c.cdw14, c.cdw15]
+            .iter()
+            .enumerate()
+        {
+            b[40 + 4 * i..44 + 4 * i].copy_from_slice(&d.to_le_bytes());
+        }
+        b[64..68].copy_from_slice(&c.timeout_ms.to_le_bytes());
+        b
     }
 }
 
@@ -1272,6 +1309,36 @@ mod tests {
         assert_eq!(NVME_IOCTL_ADMIN_CMD, iowr(0x41));
         assert_eq!(NVME_IOCTL_IO_CMD, iowr(0x43));
         assert_eq!(NVME_IOCTL_ID, (libc::c_ulong::from(b'N') << 8) | 0x40);
+    }
+
+    #[test]
+    fn uring_cmd_is_nvme_uring_cmd_of_nvme_ioctl_h() {
+        // _IOWR('N', 0x80 / 0x81, struct nvme_uring_cmd of 72 bytes).
+        assert_eq!(
+            NVME_URING_CMD_IO,
+            (3 << 30) | (72 << 16) | (0x4E << 8) | 0x80
+        );
+        assert_eq!(NVME_URING_CMD_IO_VEC, NVME_URING_CMD_IO + 1);
+        // A read of 8 blocks at LBA 2^32 + 5 of namespace 3, as fio 3.33's
+        // fio_nvme_uring_cmd_prep fills it (timeout 0: the driver's).
+        let c = NvmeCommand::read(3, Lba((1 << 32) + 5), 8).timeout_ms(0);
+        let b = c.uring_cmd(0x1122_3344_5566_7788, 4096);
+        let le32 = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        assert_eq!(b[0], 0x02);
+        assert_eq!(le32(4), 3);
+        assert_eq!(&b[16..24], &[0; 8], "no metadata");
+        assert_eq!(
+            u64::from_le_bytes(b[24..32].try_into().unwrap()),
+            0x1122_3344_5566_7788
+        );
+        assert_eq!(le32(32), 0);
+        assert_eq!(le32(36), 4096);
+        assert_eq!((le32(40), le32(44), le32(48)), (5, 1, 7));
+        assert_eq!(le32(64), 0);
+        assert_eq!(&b[68..], &[0; 12]);
+        let w = NvmeCommand::write(1, Lba(9), 1).uring_cmd(0, 1);
+        assert_eq!(w[0], 0x01);
+        assert_eq!(&w[48..52], &[0; 4], "one block: NLB 0");
     }
 
     #[test]

@@ -18,6 +18,8 @@
 //!   (exact LBAs of medium errors), with aligned scratch for O_DIRECT.
 //! - [`sg`]: fio's `sg` engine: each I/O one SCSI command through SG_IO,
 //!   with fio's `sg_write_mode`s (WRITE SAME, VERIFY with BYTCHK, ...).
+//! - [`ucmd`]: fio's `io_uring_cmd` engine: each I/O one NVMe Read or
+//!   Write sent through io_uring passthrough to /dev/ngXnY.
 //! - [`sys`]: the other system calls the bench needs (thread CPU time,
 //!   timer slack, stop signals), as safe functions.
 //!
@@ -35,3 +37,4 @@ pub mod narrow;
 pub mod sched;
 pub mod sg;
 pub mod sys;
+pub mod ucmd;

@@ -48,6 +48,9 @@ pub struct Disk {
     /// Requests per second the disk serves, reads and writes together
     /// (QEMU's `throttling.iops-total`), or unlimited.
     pub iops_total: Option<u64>,
+    /// NVMe disks only: a zoned namespace (ZNS) with zones of this many
+    /// bytes (QEMU's `nvme-ns` `zoned=true`, `zoned.zone_size`), or not zoned.
+    pub zone_bytes: Option<u64>,
 }
 
 impl Disk {
@@ -59,7 +62,15 @@ impl Disk {
             write_bytes_per_s: None,
             max_io_bytes: None,
             iops_total: None,
+            zone_bytes: None,
         }
+    }
+
+    /// Makes an NVMe disk's namespace zoned (ZNS), every zone `bytes` long
+    /// and sequential-write-required (a power of two, as Linux needs).
+    pub fn zoned(mut self, bytes: u64) -> Self {
+        self.zone_bytes = Some(bytes);
+        self
     }
 
     /// Makes a virtio-scsi disk report `bytes` as its maximum transfer
@@ -619,7 +630,12 @@ impl Vm {
             push(&["-device", &format!("nvme,id=nvme{i},serial={}", d.serial)]);
             push(&[
                 "-device",
-                &format!("nvme-ns,drive=dnvme{i},bus=nvme{i},nsid=1"),
+                &format!(
+                    "nvme-ns,drive=dnvme{i},bus=nvme{i},nsid=1{}",
+                    d.zone_bytes
+                        .map(|z| format!(",zoned=true,zoned.zone_size={z}"))
+                        .unwrap_or_default()
+                ),
             ]);
         }
         for (i, d) in self.sata.iter().enumerate() {

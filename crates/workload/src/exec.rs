@@ -586,7 +586,7 @@ fn run_one(
             }
             run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
         }
-        EngineKind::Psync | EngineKind::IoUring | EngineKind::Sg => {
+        EngineKind::Psync | EngineKind::IoUring | EngineKind::Sg | EngineKind::IoUringCmd => {
             let ctl = Ctl {
                 stop,
                 progress,
@@ -709,6 +709,26 @@ fn run_on_targets(
             }
             let mut o = run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)?;
             crate::sg::attach_details(&mut o.errors, e.failures());
+            Ok(o)
+        }
+        EngineKind::IoUringCmd => {
+            let targets = crate::ucmd::open_targets(plan, claims, job)?;
+            let mut e = drivelab_engine::ucmd::UringCmd::new(
+                targets,
+                spec.iodepth,
+                max_bs,
+                spec.ucmd.opts,
+                Fill::Random(spec.randseed),
+            )
+            .map_err(|source| RunError::Engine {
+                engine: "io_uring_cmd",
+                source,
+            })?;
+            if !ticket.wait() {
+                return Err(not_started());
+            }
+            let mut o = run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)?;
+            crate::ucmd::attach_details(&mut o.errors, e.failures());
             Ok(o)
         }
         EngineKind::IoUring => {
@@ -1387,11 +1407,16 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         crate::files::engine_name(spec).to_string(),
     );
     opts.insert("direct".to_string(), u8::from(job.direct).to_string());
-    let names: Vec<String> = job
-        .targets
-        .iter()
-        .map(|&i| plan.targets[i].path.display().to_string())
-        .collect();
+    // io_uring_cmd's targets are planned as block devices; fio names the
+    // /dev/ngXnY the job gave.
+    let names: Vec<String> = if spec.ioengine == EngineKind::IoUringCmd {
+        spec.filenames.clone()
+    } else {
+        job.targets
+            .iter()
+            .map(|&i| plan.targets[i].path.display().to_string())
+            .collect()
+    };
     opts.insert("filename".to_string(), names.join(":"));
     let sizes: Vec<String> = spec
         .access_lines()
@@ -1607,7 +1632,7 @@ fn build_report(
             continue;
         }
         let depth = match job.spec.ioengine {
-            EngineKind::IoUring => f64::from(job.spec.iodepth.max(1)),
+            EngineKind::IoUring | EngineKind::IoUringCmd => f64::from(job.spec.iodepth.max(1)),
             EngineKind::Psync | EngineKind::Sg => 1.0,
             EngineKind::Null => continue,
         };
@@ -1670,6 +1695,7 @@ fn build_report(
             elapsed_ms: d.elapsed.as_secs_f64() * 1000.0,
         };
         let mut check = verdict(name, rep, &seen, &w.per_second);
+        crate::ucmd::passthrough_check(plan, name, &mut check);
         check.series = w.series.clone();
         report.device_check.push(check);
     }

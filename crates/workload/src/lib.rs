@@ -51,6 +51,7 @@ pub mod sg;
 pub mod size;
 pub mod spec;
 pub mod steadystate;
+pub mod ucmd;
 
 pub use exec::{execute, execute_with_status, Progress};
 pub use plan::{plan, Plan, PlanError, PlanOptions};

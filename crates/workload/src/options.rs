@@ -228,7 +228,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Text,
         "io_uring",
-        "io_uring, psync, null or sg; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk; e4defrag moves a donor's extents into ext4 files on writes"
+        "io_uring, psync, null, sg, io_uring_cmd or e4defrag; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk, io_uring_cmd NVMe commands to a namespace's /dev/ngXnY; e4defrag moves a donor's extents into ext4 files on writes"
     ),
     opt!(
         "rate_iops",
@@ -504,6 +504,59 @@ pub const OPTIONS: &[OptionDecl] = &[
     ),
     opt!("readfua", [], Bool, "0", "ioengine=sg: force unit access on reads"),
     opt!("writefua", [], Bool, "0", "ioengine=sg: force unit access on writes"),
+    // fio's io_uring_cmd engine (NVMe passthrough to /dev/ngXnY).
+    opt!(
+        "cmd_type",
+        [],
+        Text,
+        "nvme",
+        "ioengine=io_uring_cmd: the passthrough command set (nvme, the only one)"
+    ),
+    opt!(
+        "hipri",
+        [],
+        Bool,
+        "0",
+        "ioengine=io_uring_cmd: poll for completions (IORING_SETUP_IOPOLL; needs the driver's poll queues)"
+    ),
+    opt!(
+        "fixedbufs",
+        [],
+        Bool,
+        "0",
+        "ioengine=io_uring_cmd: register the I/O buffers with the ring (IORING_URING_CMD_FIXED; with nonvectored=1)"
+    ),
+    opt!(
+        "registerfiles",
+        [],
+        Bool,
+        "0",
+        "ioengine=io_uring_cmd: register the device with the ring (on with sqthread_poll)"
+    ),
+    opt!(
+        "sqthread_poll",
+        [],
+        Bool,
+        "0",
+        "ioengine=io_uring_cmd: a kernel thread polls for submissions (IORING_SETUP_SQPOLL)"
+    ),
+    opt!(
+        "sqthread_poll_cpu",
+        [],
+        Int,
+        "",
+        "ioengine=io_uring_cmd: the CPU the sqthread_poll thread runs on",
+        0,
+        4095,
+        ""
+    ),
+    opt!(
+        "nonvectored",
+        [],
+        Bool,
+        "0",
+        "ioengine=io_uring_cmd: the command carries the buffer (NVME_URING_CMD_IO) instead of an iovec (NVME_URING_CMD_IO_VEC)"
+    ),
     opt!(
         "verify_interval",
         [],
@@ -1221,6 +1274,7 @@ mod tests {
                 "fallocate" => "keep",
                 "stat_type" => "statx",
                 "inplace" => "1",
+                "cmd_type" => "nvme",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

@@ -357,6 +357,15 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 idx.push(targets.len() - 1);
                 continue;
             }
+            // io_uring_cmd: /dev/ngXnY is planned (and claimed) as its
+            // namespace's block device; the engine opens the node itself.
+            let mapped;
+            let f: &str = if spec.ioengine == EngineKind::IoUringCmd {
+                mapped = crate::ucmd::block_of(&spec.name, f)?.display().to_string();
+                &mapped
+            } else {
+                f
+            };
             if let Some(i) = targets.iter().position(|t| t.path == Path::new(f)) {
                 idx.push(i);
                 continue;
@@ -571,6 +580,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 }
             }
         }
+        crate::ucmd::check_engine(spec)?;
         crate::sg::check_targets(
             spec,
             idx.iter().map(|&i| (&targets[i].path, targets[i].is_block)),

@@ -254,6 +254,10 @@ pub enum EngineKind {
     /// fio's `sg`: each I/O one SCSI command through SG_IO, one at a time
     /// ([`drivelab_engine::sg`]).
     Sg,
+    /// fio's `io_uring_cmd` (`cmd_type=nvme`): each I/O one NVMe command
+    /// through io_uring passthrough to /dev/ngXnY
+    /// ([`drivelab_engine::ucmd`]).
+    IoUringCmd,
 }
 
 impl EngineKind {
@@ -268,6 +272,7 @@ impl EngineKind {
             "psync" | "sync" | "vsync" | "pvsync" | "pvsync2" => EngineKind::Psync,
             "null" | "cpp_null" => EngineKind::Null,
             "sg" => EngineKind::Sg,
+            "io_uring_cmd" => EngineKind::IoUringCmd,
             _ => return None,
         })
     }
@@ -279,6 +284,7 @@ impl EngineKind {
             EngineKind::Psync => "psync",
             EngineKind::Null => "null",
             EngineKind::Sg => "sg",
+            EngineKind::IoUringCmd => "io_uring_cmd",
         }
     }
 }
@@ -401,6 +407,9 @@ pub struct JobSpec {
     pub buffer_pattern: Option<Vec<u8>>,
     /// The sg engine's options (`sg_write_mode`, `stream_id`, `readfua`, `writefua`).
     pub sg: crate::sg::SgSpec,
+    /// The io_uring_cmd engine's options (`cmd_type`, `hipri`, `fixedbufs`,
+    /// `registerfiles`, `sqthread_poll`, `sqthread_poll_cpu`, `nonvectored`).
+    pub ucmd: crate::ucmd::UcmdSpec,
     /// Bytes covered by one verification header (`verify_interval`); default: the smallest block size.
     pub verify_interval: Option<u64>,
     /// Error policy, verify extras, dedupe and compression
@@ -543,6 +552,7 @@ impl Default for JobSpec {
             verify_pattern: None,
             buffer_pattern: None,
             sg: crate::sg::SgSpec::default(),
+            ucmd: crate::ucmd::UcmdSpec::default(),
             verify_interval: None,
             errkeys: crate::errors::ErrKeys::default(),
             randrepeat: true,
@@ -919,7 +929,7 @@ impl JobSpec {
                 self.ioengine = EngineKind::from_fio(&name).ok_or_else(|| SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), or a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, or e4defrag (ext4 extent moves)".to_string(),
+                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), or a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, or e4defrag (ext4 extent moves)".to_string(),
                 })?;
                 self.ioengine_as_written = (name != self.ioengine.name()).then_some(name);
             }
@@ -1061,6 +1071,7 @@ impl JobSpec {
             "do_verify" => self.do_verify = parse_bool(key, v)?,
             "buffer_pattern" => self.buffer_pattern = Some(crate::fio_pattern::parse(key, v)?),
             "sg_write_mode" | "stream_id" | "readfua" | "writefua" => self.sg.set(key, v)?,
+            k if crate::ucmd::KEYS.contains(&k) => self.ucmd.set(key, v)?,
             "verify_pattern" => {
                 self.verify_pattern = Some(crate::fio_pattern::parse(key, v)?);
                 if self.verify.is_none() {

@@ -153,6 +153,8 @@ pub fn plain_size(spec: &mut JobSpec, key: &str) {
 fn zone_size_of(spec: &JobSpec) -> Result<(u64, Model), SpecError> {
     use std::os::unix::fs::FileTypeExt;
     let file = spec.filenames.first().cloned().unwrap_or_default();
+    // io_uring_cmd's /dev/ngXnY: its namespace's block device has the zones.
+    let file = crate::ucmd::block_path(spec, file);
     let invalid = |why: String| SpecError::Invalid(format!("job '{}': {why}", spec.name));
     let name = std::fs::metadata(&file)
         .ok()
