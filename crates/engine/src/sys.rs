@@ -133,6 +133,18 @@ fn send(pid: u32, sig: libc::c_int) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn terminate_sends_sigterm_to_one_process_only() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut c = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        terminate(c.id()).unwrap();
+        assert_eq!(c.wait().unwrap().signal(), Some(libc::SIGTERM));
+        assert!(terminate(0).is_err(), "a process group is refused");
+    }
+
     /// Spin until this thread has used `ns` more CPU; false if that took
     /// over 20 s of wall time (it takes ~`ns` on an idle machine).
     fn burn_cpu(ns: u64) -> bool {

@@ -117,6 +117,24 @@ pub(crate) fn parse_flag(key: &str, v: &str) -> Result<bool, SpecError> {
 /// one line naming the key).
 pub fn check(spec: &crate::JobSpec) -> Result<(), PlanError> {
     let bad = |why: String| PlanError::Spec(SpecError::Invalid(why));
+    let Some(engine) = spec.noio.engine else {
+        return Ok(());
+    };
+    // What drivelab does not do for these jobs is refused, not ignored.
+    if spec.logs.any() {
+        return Err(bad(format!(
+            "job '{}': write_bw_log/write_lat_log/write_iops_log/write_hist_log: drivelab writes no log files for a {} job (it moves no data); drop them from this job",
+            spec.name,
+            engine.name()
+        )));
+    }
+    if !spec.ramp_time.is_zero() {
+        return Err(bad(format!(
+            "job '{}': ramp_time: a {} job is measured from its start in drivelab; drop ramp_time from this job",
+            spec.name,
+            engine.name()
+        )));
+    }
     match spec.noio.engine {
         None => Ok(()),
         Some(NoIoEngine::Cpu) => {
@@ -248,6 +266,7 @@ pub(crate) struct Tally<'a> {
     series: TimeSeries,
     progress: &'a AtomicU64,
     live: Option<std::sync::Arc<crate::jobloop::LiveCounters>>,
+    status: Option<std::sync::Arc<crate::status::StatusCell>>,
     usage: drivelab_engine::sys::ThreadUsage,
     faults: (u64, u64),
 }
@@ -263,6 +282,7 @@ impl<'a> Tally<'a> {
                 .map_err(|e| JobError::Config(e.to_string()))?,
             progress,
             live: cfg.live.clone(),
+            status: cfg.status.clone(),
             usage: drivelab_engine::sys::thread_usage(),
             faults: crate::samples::thread_faults(),
         })
@@ -291,6 +311,15 @@ impl<'a> Tally<'a> {
         self.progress.store(d.ios, Ordering::Relaxed);
         if let Some(l) = &self.live {
             l.ios[0].store(d.ios, Ordering::Relaxed);
+        }
+        // --status-interval: a copy of what the job did so far (the cell
+        // puts in the CPU time and faults).
+        if let Some(c) = self.status.as_ref().filter(|c| c.due()) {
+            let mut o = self.outcome.clone();
+            o.runtime_ns = t;
+            o.samples.elapsed_ns = t;
+            o.series = self.series.clone().finish(t);
+            c.answer(o);
         }
     }
 
@@ -361,6 +390,15 @@ mod tests {
         assert!(e.contains("runtime"), "{e}");
         j.set("exit_on_io_done", Some("1")).unwrap();
         assert!(check(&j).is_ok());
+        // What drivelab does not do for such a job is refused.
+        let mut r = j.clone();
+        r.set("ramp_time", Some("1")).unwrap();
+        let e = check(&r).unwrap_err().to_string();
+        assert!(e.contains("ramp_time"), "{e}");
+        let mut l = j.clone();
+        l.set("write_lat_log", Some("x")).unwrap();
+        let e = check(&l).unwrap_err().to_string();
+        assert!(e.contains("write_lat_log"), "{e}");
         let mut x = crate::JobSpec::default();
         x.set("ioengine", Some("exec")).unwrap();
         let e = check(&x).unwrap_err().to_string();
