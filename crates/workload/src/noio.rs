@@ -128,6 +128,13 @@ pub fn check(spec: &crate::JobSpec) -> Result<(), PlanError> {
             engine.name()
         )));
     }
+    if spec.verify.is_some() {
+        return Err(bad(format!(
+            "job '{}': verify: a {} job moves no data, so there is nothing to verify; drop verify from this job",
+            spec.name,
+            engine.name()
+        )));
+    }
     if !spec.ramp_time.is_zero() {
         return Err(bad(format!(
             "job '{}': ramp_time: a {} job is measured from its start in drivelab; drop ramp_time from this job",
@@ -395,6 +402,10 @@ mod tests {
         r.set("ramp_time", Some("1")).unwrap();
         let e = check(&r).unwrap_err().to_string();
         assert!(e.contains("ramp_time"), "{e}");
+        let mut v = j.clone();
+        v.set("verify", Some("crc32c")).unwrap();
+        let e = check(&v).unwrap_err().to_string();
+        assert!(e.contains("verify") && e.contains("cpuio"), "{e}");
         let mut l = j.clone();
         l.set("write_lat_log", Some("x")).unwrap();
         let e = check(&l).unwrap_err().to_string();
