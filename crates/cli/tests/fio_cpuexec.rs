@@ -16,8 +16,9 @@
 //! - exec: the same output files (`<jobname>.stdout`/`.stderr`, none
 //!   with `std_redirect=0`) with the same contents: the arguments with
 //!   `%r`/`%n` replaced alike, the SIGTERM the script's trap saw at the
-//!   job's end, a program ignoring SIGTERM gone after `grace_time`; no
-//!   program left running after either tool;
+//!   job's end (drivelab's always; fio 3.33 sends it only about half the
+//!   time, see [`same_output`]), a program ignoring SIGTERM gone after
+//!   `grace_time`; no program left running after either tool;
 //! - a program failing on its own: fio 3.33 ignores its status (error 0,
 //!   exit 0); drivelab makes it the job's error (exit status 1);
 //! - bad input (cpuload 0 or over 100, an unknown cpumode, exec without
@@ -218,6 +219,39 @@ fn run_measured(tool: &str, job: &Path) -> (Ran, f64) {
     (r, before.min(cpu_share()).min(1.0))
 }
 
+/// The programs' output files of the two tools: the same files, the same
+/// contents. One allowance for fio 3.33: its job loop checks the runtime
+/// (from the job's epoch) before the engine's own check (from the job's
+/// start, a little later) that sends SIGTERM, so fio sends it only when
+/// the runtime ends during the engine's 50 ms wait, not during its 50 ms
+/// think time, and otherwise only SIGKILL at cleanup (about half the
+/// time): fio's file may lack the lines the script's SIGTERM trap writes.
+/// drivelab always sends SIGTERM at the runtime's end (checked by the
+/// callers against the expected contents).
+fn same_output(job: &str, fio: &BTreeMap<String, String>, dl: &BTreeMap<String, String>) {
+    assert_eq!(
+        fio.keys().collect::<Vec<_>>(),
+        dl.keys().collect::<Vec<_>>(),
+        "{job}: output files, fio vs drivelab"
+    );
+    for (name, d) in dl {
+        let f = &fio[name];
+        if f == d {
+            continue;
+        }
+        let untrapped: String = d
+            .lines()
+            .filter(|l| !l.starts_with("SIGTERM"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(
+            *f, untrapped,
+            "{job}: {name}: fio's output is neither drivelab's nor it without the SIGTERM lines"
+        );
+        eprintln!("{job}: {name}: fio sent no SIGTERM this time (only SIGKILL at its cleanup)");
+    }
+}
+
 /// usr_cpu of each entry named `name`.
 fn usr_cpu(v: &Value, name: &str) -> Vec<f64> {
     jobs(v)
@@ -227,9 +261,9 @@ fn usr_cpu(v: &Value, name: &str) -> Vec<f64> {
         .collect()
 }
 
-/// Each job's CPU use within `lo..=hi`, fio's and drivelab's; the lower
-/// bound scaled by the share of a CPU a spinning thread got around each
-/// tool's run (1 on an idle host: the band as given).
+/// Each job's CPU use within `lo..=hi`, fio's and drivelab's; on a loaded
+/// host the lower bound is scaled by the share of a CPU a spinning thread
+/// got around each tool's run.
 fn cpu_in_band(
     job: &str,
     (fio, fio_share): (&Value, f64),
@@ -243,7 +277,10 @@ fn cpu_in_band(
     );
     assert_eq!(f.len(), d.len(), "{job}: {name}: entries");
     for (tool, v, share) in [("fio", &f, fio_share), ("drivelab", &d, dl_share)] {
-        let low = lo * share;
+        // An idle host: the band as given. A loaded one: a job that sleeps
+        // half its time waits for a CPU at every wake-up, so it gets less
+        // than a spinning thread's share of its load: half of that bound.
+        let low = if share >= 0.9 { lo } else { lo * share / 2.0 };
         for &u in v.iter() {
             assert!(u <= hi, "{job}: {tool}: {name}: usr_cpu {u} over {hi}");
             assert!(
@@ -296,7 +333,7 @@ fn exec_example_runs_and_ends_its_programs_as_fio() {
     );
     // The same files (none for the sleep job: std_redirect=0), the same
     // contents.
-    assert_eq!(fio.files, dl.files, "redirected output, fio vs drivelab");
+    same_output("exec.fio", &fio.files, &dl.files);
     let want: BTreeSet<&str> = [
         "monitoring_noop.stdout",
         "monitoring_noop.stderr",
@@ -338,7 +375,7 @@ fn exec_arguments_numjobs_and_grace_time_as_fio() {
     let fio = run("fio", &job);
     let dl = run("drivelab", &job);
     common("exec-args.fio", &fio, &dl);
-    assert_eq!(fio.files, dl.files, "redirected output, fio vs drivelab");
+    same_output("exec-args.fio", &fio.files, &dl.files);
     assert_eq!(
         dl.files["args.stdout"],
         "args: --name args --runtime 2 --both args-2-args\nSIGTERM\n"
