@@ -11,8 +11,11 @@
 //! - `cpumode`: `noop` (default) spins for the chunk; `qsort` sorts an
 //!   array of 256 Ki 32-bit numbers four times (up, down, by byte, down
 //!   again), and the chunk becomes however long that took.
-//! - `exit_on_io_done`: end the job once every job of the run that does
-//!   I/O has finished (a run of cpuio jobs alone never does).
+//! - `exit_on_io_done`: end the job once every job of its stonewall group
+//!   that does I/O has finished. (fio waits for every I/O job of the run,
+//!   later groups' too, which cannot start while the job runs, so it ends
+//!   only at its runtime; drivelab refuses such a job without a runtime
+//!   and without an I/O job beside it, which would never end.)
 //!
 //! Each burn is followed by a sleep of `chunk × (100 − cpuload) / cpuload`,
 //! so the burns take `cpuload` percent of the job's time; the job ends at

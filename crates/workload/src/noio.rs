@@ -163,6 +163,46 @@ pub fn check(spec: &crate::JobSpec) -> Result<(), PlanError> {
     }
 }
 
+/// The stonewall group of each planned job (a job with `stonewall` starts
+/// the next), as the run starts them.
+fn stonewall_groups(jobs: &[PlannedJob]) -> Vec<usize> {
+    let mut g = 0;
+    jobs.iter()
+        .enumerate()
+        .map(|(i, j)| {
+            if i > 0 && j.stonewall {
+                g += 1;
+            }
+            g
+        })
+        .collect()
+}
+
+/// A cpuio job that ends by `exit_on_io_done` alone (no runtime) needs a
+/// job doing I/O in its own stonewall group: it waits for those (fio waits
+/// for every I/O job of the run, later groups' too, which never start
+/// while it runs: it would never end).
+pub fn check_groups(jobs: &[PlannedJob]) -> Result<(), PlanError> {
+    let groups = stonewall_groups(jobs);
+    for (i, j) in jobs.iter().enumerate() {
+        let cpu = &j.spec.noio.cpu;
+        let lone = j.spec.noio.engine == Some(NoIoEngine::Cpu)
+            && cpu.exit_on_io_done
+            && j.runtime.is_none();
+        let io_beside = jobs
+            .iter()
+            .zip(&groups)
+            .any(|(o, &g)| g == groups[i] && !is_noio(&o.spec));
+        if lone && !io_beside {
+            return Err(PlanError::Spec(SpecError::Invalid(format!(
+                "job '{}': exit_on_io_done: no job of its stonewall group does I/O, so it would never end; put an I/O job beside it or give runtime",
+                j.spec.name
+            ))));
+        }
+    }
+    Ok(())
+}
+
 /// Whether a job runs one of these engines.
 pub fn is_noio(spec: &crate::JobSpec) -> bool {
     spec.noio.engine.is_some()
@@ -204,13 +244,21 @@ pub(crate) fn run(
             o
         }
         _ => {
-            // exit_on_io_done: fio's test, every job of the run that does
-            // I/O has finished (none at all: never).
+            // exit_on_io_done: every job of its stonewall group that does
+            // I/O has finished (none: never). fio waits for every I/O job
+            // of the run, later groups' too, which cannot start while it
+            // runs; those of earlier groups have finished.
+            let groups = stonewall_groups(&plan.jobs);
+            let own = plan
+                .jobs
+                .iter()
+                .position(|j| std::ptr::eq(j, job))
+                .map_or(0, |i| groups[i]);
             let io_jobs: Vec<usize> = plan
                 .jobs
                 .iter()
                 .enumerate()
-                .filter(|(_, j)| !is_noio(&j.spec))
+                .filter(|&(i, j)| groups[i] == own && !is_noio(&j.spec))
                 .map(|(i, _)| i)
                 .collect();
             let io_done = || {
@@ -365,6 +413,35 @@ mod tests {
         j.set("ioengine", Some("psync")).unwrap();
         assert_eq!(j.noio.engine, None);
         assert_eq!(crate::files::engine_name(&j), "psync");
+    }
+
+    #[test]
+    fn exit_on_io_done_without_runtime_needs_an_io_job_in_its_group() {
+        let job = |opts: &[(&str, &str)]| {
+            let mut j = crate::JobSpec::default();
+            j.set("filename", Some("t")).unwrap();
+            for (k, v) in opts {
+                j.set(k, Some(v)).unwrap();
+            }
+            j
+        };
+        let burn = job(&[
+            ("name", "burn"),
+            ("ioengine", "cpuio"),
+            ("cpuload", "10"),
+            ("exit_on_io_done", "1"),
+        ]);
+        let io = job(&[("name", "io"), ("ioengine", "null"), ("size", "1m")]);
+        let opts = crate::PlanOptions { force: false };
+        let e = crate::plan(&[(burn.clone(), false)], &opts)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exit_on_io_done"), "{e}");
+        assert!(crate::plan(&[(io.clone(), false), (burn.clone(), false)], &opts).is_ok());
+        let e = crate::plan(&[(io, false), (burn, true)], &opts)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("stonewall group"), "{e}");
     }
 
     #[test]

@@ -640,6 +640,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             });
         }
     }
+    crate::noio::check_groups(&out)?;
     Ok(Plan {
         targets,
         jobs: out,
