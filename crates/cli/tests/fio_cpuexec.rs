@@ -430,10 +430,14 @@ fn exit_on_io_done_ends_the_burn_with_the_io_job_as_fio() {
         assert_eq!(j[1]["error"], 0, "{tool}: burn job");
         let (io, burn) = (&j[0]["job_runtime"], &j[1]["job_runtime"]);
         eprintln!("{tool}: io job {io} ms, burn job {burn} ms");
-        // The burn went on while the I/O ran (it has no runtime of its own).
+        // The burn went on while the I/O ran (it has no runtime of its
+        // own): not ended at once, and (exit status 0, not timeout's 124)
+        // not burning on after it. Each job's time counts from its own
+        // start, so a loaded host can start the burn a little later.
+        let (io, burn) = (io.as_u64().unwrap_or(u64::MAX), burn.as_u64().unwrap_or(0));
         assert!(
-            burn.as_u64().unwrap_or(0) >= io.as_u64().unwrap_or(u64::MAX),
-            "{tool}: the burn ended before the I/O: {burn} < {io}"
+            burn >= io / 2,
+            "{tool}: the burn ended long before the I/O: {burn} ms, the I/O {io} ms"
         );
         assert!(
             j[1]["read"]["total_ios"].as_u64().unwrap_or(0) > 0,
