@@ -93,6 +93,20 @@ pub fn stop_on_signals() -> std::io::Result<&'static AtomicBool> {
 /// Send SIGINT to process `pid`, as Ctrl-C in its terminal would (tests use
 /// it to interrupt a child they spawned).
 pub fn interrupt(pid: u32) -> std::io::Result<()> {
+    send(pid, libc::SIGINT)
+}
+
+/// Send SIGTERM to process `pid`: ask it to end (the exec engine's end of a
+/// job's program, before its grace time and SIGKILL). Give only the id of a
+/// child not yet reaped (`Child::try_wait` said it runs), so that the id
+/// cannot have been reused by another process.
+pub fn terminate(pid: u32) -> std::io::Result<()> {
+    send(pid, libc::SIGTERM)
+}
+
+/// Send `sig` to the single process `pid` (never a group: 0 and negative
+/// ids are refused).
+fn send(pid: u32, sig: libc::c_int) -> std::io::Result<()> {
     let pid = libc::pid_t::try_from(pid).map_err(|_| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -108,7 +122,7 @@ pub fn interrupt(pid: u32) -> std::io::Result<()> {
     }
     // SAFETY: kill takes plain integers and touches no memory of ours; a
     // positive pid names exactly one process.
-    let r = unsafe { libc::kill(pid, libc::SIGINT) };
+    let r = unsafe { libc::kill(pid, sig) };
     if r != 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -118,6 +132,18 @@ pub fn interrupt(pid: u32) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terminate_sends_sigterm_to_one_process_only() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut c = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        terminate(c.id()).unwrap();
+        assert_eq!(c.wait().unwrap().signal(), Some(libc::SIGTERM));
+        assert!(terminate(0).is_err(), "a process group is refused");
+    }
 
     /// Spin until this thread has used `ns` more CPU; false if that took
     /// over 20 s of wall time (it takes ~`ns` on an idle machine).

@@ -572,6 +572,18 @@ fn run_one(
     let not_started = || RunError::NotStarted {
         job: spec.name.clone(),
     };
+    if crate::noio::is_noio(spec) {
+        // cpuio and exec: no engine, no target (crate::noio).
+        if !ticket.wait() {
+            return Err(not_started());
+        }
+        let w = crate::noio::Watch {
+            stop,
+            progress,
+            finished,
+        };
+        return crate::noio::run(plan, job, &cfg, w).map_err(fail);
+    }
     match spec.ioengine {
         EngineKind::Null => {
             let mut e =
@@ -1505,13 +1517,17 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         error: headline
             .map(|e| e.errno)
             .or_else(|| o.verify_failure.as_ref().map(failure_errno))
+            // exec: a program that failed on its own (crate::execjob).
+            .or_else(|| o.program.as_ref().map(|p| p.status))
             // fio: a job that went past its errors reports the first.
             .or_else(|| {
                 (spec.errkeys.policy.continues() && o.err_count.first != 0)
                     .then_some(o.err_count.first)
             })
             .unwrap_or(0),
-        error_detail: error_detail.or_else(|| o.verify_failure.clone()),
+        error_detail: error_detail
+            .or_else(|| o.verify_failure.clone())
+            .or_else(|| o.program.as_ref().map(|p| p.words.clone())),
         errors,
         total_err: spec.errkeys.policy.continues().then_some(o.err_count.total),
         first_error: spec.errkeys.policy.continues().then_some(o.err_count.first),
@@ -1742,6 +1758,9 @@ fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
     acc.err_count.merge(&o.err_count);
     if acc.verify_failure.is_none() {
         acc.verify_failure = o.verify_failure.clone();
+    }
+    if acc.program.is_none() {
+        acc.program = o.program.clone();
     }
     // The group's steady state is its judge's (the last job).
     if o.steady.is_some() {

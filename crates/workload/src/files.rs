@@ -602,6 +602,9 @@ pub fn prealloc_of(plan: &crate::Plan, t: usize) -> Prealloc {
 /// The engine's name as fio reports it: the filesystem engine's, or
 /// drivelab's engine's.
 pub fn engine_name(spec: &crate::JobSpec) -> &'static str {
+    if let Some(e) = spec.noio.engine {
+        return e.name();
+    }
     spec.files
         .engine
         .map_or_else(|| spec.ioengine.name(), FileEngine::name)

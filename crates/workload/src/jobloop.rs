@@ -245,6 +245,9 @@ pub struct JobOutcome {
     pub steady: Option<crate::steadystate::SteadyOutcome>,
     /// `zonemode=zbd`: zone resets the job did (None for other jobs).
     pub zone_resets: Option<u64>,
+    /// `ioengine=exec`: the program ended on its own with a failure, the
+    /// job's error (None for other jobs; see [`crate::execjob`]).
+    pub program: Option<crate::execjob::ProgramFailure>,
 }
 
 fn thread_rusage() -> (u64, u64, u64) {
@@ -550,6 +553,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             latency_depth: self.lat.as_ref().map(|l| l.qd),
             steady: self.steady.as_ref().map(SteadyState::outcome),
             zone_resets: self.zbd.as_ref().map(|z| z.resets),
+            program: None,
             err_count: self.err_count,
             verify_left: None,
             failed_writes: Vec::new(),
@@ -1077,6 +1081,7 @@ fn run_with<E: Engine, const FILL: bool>(
         latency_depth: drv.lat.as_ref().map(|l| l.qd),
         steady: drv.steady.as_ref().map(SteadyState::outcome),
         zone_resets: drv.zbd.as_ref().map(|z| z.resets),
+        program: None,
     };
     if let Some(c) = &cfg.status {
         c.leave(&o);

@@ -24,10 +24,12 @@
 
 pub mod batch;
 pub mod check;
+pub mod cpuio;
 pub mod dedupe;
 pub mod e4defrag;
 pub mod errors;
 pub mod exec;
+pub mod execjob;
 pub mod files;
 pub mod fio_pattern;
 pub mod flow;
@@ -36,6 +38,7 @@ pub mod jobfile;
 pub mod jobloop;
 pub mod latency_target;
 pub mod logs;
+pub mod noio;
 pub mod numa;
 pub mod options;
 pub mod plan;

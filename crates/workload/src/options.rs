@@ -228,7 +228,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Text,
         "io_uring",
-        "io_uring, psync, null, sg, io_uring_cmd or e4defrag; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk, io_uring_cmd NVMe commands to a namespace's /dev/ngXnY; e4defrag moves a donor's extents into ext4 files on writes"
+        "io_uring, psync, null, sg, io_uring_cmd or e4defrag; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk, io_uring_cmd NVMe commands to a namespace's /dev/ngXnY; e4defrag moves a donor's extents into ext4 files on writes; cpuio burns CPU, exec runs a program (no I/O)"
     ),
     opt!(
         "rate_iops",
@@ -1147,6 +1147,72 @@ pub const OPTIONS: &[OptionDecl] = &[
         1,
         ""
     ),
+    // fio's cpuio and exec engines (crate::cpuio, crate::execjob).
+    opt!(
+        "cpuload",
+        [],
+        Int,
+        "",
+        "cpuio: the percentage of one CPU each job burns (required)",
+        1,
+        100,
+        "%"
+    ),
+    opt!(
+        "cpuchunks",
+        [],
+        Int,
+        "50000",
+        "cpuio: the length of each burn (noop); a sleep follows that makes the burns cpuload percent",
+        1,
+        60_000_000,
+        "us"
+    ),
+    opt!(
+        "cpumode",
+        [],
+        Text,
+        "noop",
+        "cpuio: noop spins on the clock, qsort sorts arrays (more power drawn)"
+    ),
+    opt!(
+        "exit_on_io_done",
+        [],
+        Bool,
+        "0",
+        "cpuio: end the job when every job of the run that does I/O has finished"
+    ),
+    opt!(
+        "program",
+        [],
+        Text,
+        "",
+        "exec: the program the job runs for its runtime (required; searched on PATH without a '/')"
+    ),
+    opt!(
+        "arguments",
+        [],
+        Text,
+        "",
+        "exec: the program's arguments, split at spaces; %r is the runtime in seconds, %n the job name"
+    ),
+    opt!(
+        "grace_time",
+        [],
+        Int,
+        "1",
+        "exec: time between SIGTERM at the job's end and SIGKILL",
+        0,
+        86_400,
+        "s"
+    ),
+    opt!(
+        "std_redirect",
+        [],
+        Bool,
+        "1",
+        "exec: the program's stdout and stderr go to <jobname>.stdout and <jobname>.stderr"
+    ),
 ];
 
 /// The declared bounds of whole-number option `key` (its name or alias).
@@ -1274,6 +1340,7 @@ mod tests {
                 "fallocate" => "keep",
                 "stat_type" => "statx",
                 "inplace" => "1",
+                "cpumode" => "qsort",
                 "cmd_type" => "nvme",
                 "name" | "filename" => "x",
                 _ => match d.kind {

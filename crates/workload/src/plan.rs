@@ -374,6 +374,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             idx.push(targets.len() - 1);
         }
         crate::e4defrag::check(spec, idx.iter().map(|&i| &targets[i]))?;
+        crate::noio::check(spec)?;
         // Direct I/O: on for block devices; for files where the filesystem takes it.
         let direct = match spec.direct {
             Some(d) => d,
@@ -639,6 +640,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             });
         }
     }
+    crate::noio::check_groups(&out)?;
     Ok(Plan {
         targets,
         jobs: out,

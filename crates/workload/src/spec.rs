@@ -475,6 +475,8 @@ pub struct JobSpec {
     pub zbd: crate::zbd::ZbdOptions,
     /// The e4defrag engine's `donorname` and `inplace` ([`crate::e4defrag`]).
     pub e4defrag: crate::e4defrag::DefragOpts,
+    /// The cpuio and exec engines and their options ([`crate::noio`]).
+    pub noio: crate::noio::NoIoOpts,
 }
 
 impl JobSpec {
@@ -567,6 +569,7 @@ impl Default for JobSpec {
             zonemode_strided: None,
             zbd: crate::zbd::ZbdOptions::default(),
             e4defrag: crate::e4defrag::DefragOpts::default(),
+            noio: crate::noio::NoIoOpts::default(),
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
@@ -919,6 +922,14 @@ impl JobSpec {
             "ioengine" => {
                 let name = v.trim().to_ascii_lowercase();
                 self.files.engine = None;
+                // cpuio and exec move no data: planned as the null engine's
+                // jobs, run by crate::noio.
+                self.noio.engine = crate::noio::NoIoEngine::from_fio(&name);
+                if self.noio.engine.is_some() {
+                    self.ioengine = EngineKind::Null;
+                    self.ioengine_as_written = None;
+                    return Ok(());
+                }
                 if let Some(e) = crate::files::FileEngine::from_fio(&name) {
                     // One file operation per I/O, one at a time: psync's loop.
                     self.files.set_engine(e);
@@ -929,7 +940,7 @@ impl JobSpec {
                 self.ioengine = EngineKind::from_fio(&name).ok_or_else(|| SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), or a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, or e4defrag (ext4 extent moves)".to_string(),
+                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, e4defrag (ext4 extent moves), or cpuio (burn CPU) or exec (run a program)".to_string(),
                 })?;
                 self.ioengine_as_written = (name != self.ioengine.name()).then_some(name);
             }
@@ -1042,6 +1053,7 @@ impl JobSpec {
                 self.files.filesize_range = range;
             }
             k if crate::e4defrag::DefragOpts::KEYS.contains(&k) => self.e4defrag.set(k, v)?,
+            k if crate::noio::NoIoOpts::KEYS.contains(&k) => self.noio.set(k, v)?,
             k if crate::files::FileOptions::KEYS.contains(&k) => {
                 if let Some(r) = self.files.set(k, v) {
                     r?;
@@ -1290,7 +1302,7 @@ mod tests {
         j.set("ioengine", Some("cpp_null")).unwrap();
         assert_eq!(j.ioengine, EngineKind::Null);
         assert_eq!(j.ioengine_as_written.as_deref(), Some("cpp_null"));
-        assert!(j.set("ioengine", Some("cpuio")).is_err());
+        assert!(j.set("ioengine", Some("rdma")).is_err());
     }
 
     #[test]

@@ -264,6 +264,7 @@ pub(crate) fn nothing_done_with(interval_ns: u64, window_ms: u64, targets: usize
         latency_depth: None,
         steady: None,
         zone_resets: None,
+        program: None,
         err_count: Default::default(),
         verify_left: None,
         failed_writes: Vec::new(),
