@@ -129,10 +129,9 @@ fn claim_targets(
     };
     let mut claims = Vec::with_capacity(plan.targets.len());
     for (i, t) in plan.targets.iter().enumerate() {
-        let null = plan
-            .jobs
-            .iter()
-            .any(|j| j.targets.contains(&i) && j.spec.ioengine == EngineKind::Null);
+        let null = plan.jobs.iter().any(|j| {
+            j.targets.contains(&i) && matches!(j.spec.ioengine, EngineKind::Null | EngineKind::Net)
+        });
         let written = plan.jobs.iter().any(|j| j.writes && j.targets.contains(&i));
         let grows = !t.is_block && (t.create || t.size > t.existing_size);
         if null || sets.holds(i) || !(written || grows) {
@@ -265,6 +264,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         op_per_file: crate::files::path_engine(spec)
             .map(|_| job.regions.iter().map(|r| r.end - r.start).sum()),
         group_end: None,
+        stream_end: (spec.ioengine == EngineKind::Net).then(Default::default),
         zbd: None,
         // fio: number_ios counts over all loops of the job.
         io_count_limit: (spec.number_ios > 0)
@@ -586,6 +586,35 @@ fn run_one(
             }
             run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
         }
+        EngineKind::Net => {
+            let made = |source| RunError::Engine {
+                engine: "net",
+                source,
+            };
+            let end = cfg.stream_end.clone().unwrap_or_default();
+            let mut e = crate::net::NetEngine::new(
+                spec,
+                job.clone,
+                max_bs,
+                spec.randseed,
+                stop,
+                cfg.group_end.clone(),
+                end,
+            )
+            .map_err(made)?;
+            if !ticket.wait() {
+                return Err(not_started());
+            }
+            // fio connects (or accepts) when the job starts, after its
+            // startdelay, and counts from then.
+            start_delay(spec.startdelay, stop, &cfg);
+            e.open().map_err(made)?;
+            let mut started = job.clone();
+            started.spec.startdelay = Duration::ZERO;
+            let o = run_checked(&mut e, &started, &cfg, stop, progress, finished).map_err(fail)?;
+            crate::net::report_drops(spec, e.dropped());
+            Ok(o)
+        }
         EngineKind::Psync | EngineKind::IoUring | EngineKind::Sg | EngineKind::IoUringCmd => {
             let ctl = Ctl {
                 stop,
@@ -645,7 +674,9 @@ fn run_on_targets(
         job: spec.name.clone(),
     };
     match spec.ioengine {
-        EngineKind::Null => unreachable!("the null engine has no targets"),
+        EngineKind::Null | EngineKind::Net => {
+            unreachable!("the null and net engines have no targets")
+        }
         EngineKind::Psync if spec.files.engine.is_some() => {
             use crate::files::FileEngine;
             let engine = spec.files.engine.map_or("psync", FileEngine::name);
@@ -1634,7 +1665,7 @@ fn build_report(
         let depth = match job.spec.ioengine {
             EngineKind::IoUring | EngineKind::IoUringCmd => f64::from(job.spec.iodepth.max(1)),
             EngineKind::Psync | EngineKind::Sg => 1.0,
-            EngineKind::Null => continue,
+            EngineKind::Null | EngineKind::Net => continue,
         };
         let share = depth / job.targets.len().max(1) as f64;
         for &ti in &job.targets {

@@ -91,6 +91,10 @@ pub struct JobConfig {
     /// for the first completion per target and pass, the file operation;
     /// the bytes of one pass over all targets. None: every I/O's latency.
     pub op_per_file: Option<u64>,
+    /// Set by an engine whose peer ended the stream (ioengine=net's close
+    /// message, or a closed connection): the job ends as finished, and the
+    /// zero-byte completion that said so is not an I/O (None: no stream).
+    pub stream_end: Option<std::sync::Arc<AtomicBool>>,
 }
 
 /// fio's `thinktime`: a pause in issuing after every `blocks` reads,
@@ -699,6 +703,17 @@ fn tag_backlog(tag: u64) -> u64 {
     tag >> 16
 }
 
+impl<const FILL: bool> JobDriver<'_, FILL> {
+    /// The engine's peer ended the stream ([`JobConfig::stream_end`]).
+    #[inline]
+    fn stream_ended(&self) -> bool {
+        self.cfg
+            .stream_end
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+}
+
 impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
     // Without verify, buffers were filled once (random data, as fio's) and
     // are never looked at; with it, each write is filled by its offset.
@@ -733,6 +748,9 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
     #[inline]
     fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
         let io = d.io;
+        if d.result == 0 && io.op != Op::Fsync && self.stream_ended() {
+            return After::Release;
+        }
         if io.op == Op::Write && d.tag != crate::verify::VERIFY_TAG {
             if let Some(b) = self.backlog.as_mut() {
                 b.completed(tag_backlog(d.tag), d.result >= 0);
@@ -922,7 +940,8 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             .cfg
             .group_end
             .as_ref()
-            .is_some_and(|f| f.load(Ordering::Relaxed));
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+            || self.stream_ended();
         time_up
             || budget_done
             || searched

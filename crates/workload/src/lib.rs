@@ -36,6 +36,7 @@ pub mod jobfile;
 pub mod jobloop;
 pub mod latency_target;
 pub mod logs;
+pub mod net;
 pub mod numa;
 pub mod options;
 pub mod plan;
