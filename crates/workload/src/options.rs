@@ -1358,6 +1358,8 @@ mod tests {
                 "stat_type" => "statx",
                 "inplace" => "1",
                 "cmd_type" => "nvme",
+                "protocol" => "udp",
+                "interface" => "127.0.0.1",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",
