@@ -304,7 +304,18 @@ fn check_received(what: &str, tool: Tool, stream: bool, to_close: bool, got: Cou
             }
             assert!(got.bytes <= sent.bytes, "{what}: {got:?} for {sent:?}");
         }
-        _ => {
+        // A datagram lost on a loaded host is a drop (fio's sequence
+        // records tell), in both tools; every one is either.
+        (_, false) => {
+            assert_eq!(
+                got.ios + got.drops,
+                sent.ios,
+                "{what}: {got:?} for {sent:?}"
+            );
+            assert_eq!(got.bytes, got.ios * ROLE_BS, "{what}: {got:?}");
+            assert_eq!(got.short, 0, "{what}: {got:?}");
+        }
+        (Tool::Drivelab, true) => {
             assert_eq!(
                 (got.bytes, got.ios),
                 (sent.bytes, sent.ios),
@@ -415,20 +426,23 @@ fn netio_multicast_example_in_a_network_namespace() {
         let pr = counts(&v, "pingpong_reader", "read");
         let nr = counts(&v, "normal_reader", "read");
         eprintln!("{tool:?}: writer {w:?}, pingpong reader {pr:?}, normal reader {nr:?}");
-        // Both readers get every datagram the writer sent.
+        // Both readers get every datagram the writer sent, or count it
+        // dropped (the pingpong reader, which the writer waits for, drops
+        // none).
         for r in [pr, nr] {
-            assert_eq!(
-                (r.bytes, r.ios, r.drops),
-                (256 << 10, blocks, 0),
-                "{tool:?}: {r:?}"
-            );
+            assert_eq!(r.ios + r.drops, blocks, "{tool:?}: {r:?}");
+            assert_eq!(r.bytes, r.ios * 64, "{tool:?}: {r:?}");
         }
-        match tool {
-            Tool::Drivelab => assert_eq!((w.bytes, w.ios), (256 << 10, blocks), "{w:?}"),
-            // fio's writer at times counts one round trip less than it
-            // made (its readers have every datagram).
-            Tool::Fio => assert!(w.ios + 1 >= blocks && w.ios <= blocks, "{w:?}"),
-        }
+        assert_eq!(pr.drops, 0, "{tool:?}: {pr:?}");
+        // The writer's last round trip may end at a close message instead:
+        // both readers end with the last datagram and send theirs to the
+        // writer, and the normal reader's can come before the pingpong
+        // reply (in fio as in drivelab, which takes a close message as the
+        // end wherever it comes, as fio does). Then that write is not
+        // counted.
+        assert!(w.ios == blocks || w.ios + 1 == blocks, "{tool:?}: {w:?}");
+        assert_eq!(w.bytes, w.ios * 64, "{tool:?}: {w:?}");
+        assert_eq!(w.ios, pr.ios.min(w.ios), "{tool:?}: {w:?} {pr:?}");
     }
 }
 

@@ -611,8 +611,9 @@ fn run_one(
             e.open().map_err(made)?;
             let mut started = job.clone();
             started.spec.startdelay = Duration::ZERO;
-            let o = run_checked(&mut e, &started, &cfg, stop, progress, finished).map_err(fail)?;
-            crate::net::report_drops(spec, e.dropped());
+            let mut o =
+                run_checked(&mut e, &started, &cfg, stop, progress, finished).map_err(fail)?;
+            o.drop_ios = e.dropped();
             Ok(o)
         }
         EngineKind::Psync | EngineKind::IoUring | EngineKind::Sg | EngineKind::IoUringCmd => {
@@ -1548,8 +1549,14 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         first_error: spec.errkeys.policy.continues().then_some(o.err_count.first),
         notes: errkeys_notes(spec),
         job_options: opts,
-        read: dir_report(&o.dirs[0], rt, 0, Some(rates(0))),
-        write: dir_report(&o.dirs[1], rt, 0, Some(rates(1))),
+        read: DirReport {
+            drop_ios: o.drop_ios[0],
+            ..dir_report(&o.dirs[0], rt, 0, Some(rates(0)))
+        },
+        write: DirReport {
+            drop_ios: o.drop_ios[1],
+            ..dir_report(&o.dirs[1], rt, 0, Some(rates(1)))
+        },
         trim: dir_report(&o.dirs[2], rt, 0, Some(rates(2))),
         sync: SyncReport {
             total_ios: o.dirs[3].ios,
@@ -1761,6 +1768,9 @@ fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
     }
     acc.runtime_ns = acc.runtime_ns.max(o.runtime_ns);
     acc.short_ios += o.short_ios;
+    for (a, b) in acc.drop_ios.iter_mut().zip(o.drop_ios) {
+        *a += b;
+    }
     acc.interrupted |= o.interrupted;
     acc.cpu_user_ns += o.cpu_user_ns;
     acc.cpu_sys_ns += o.cpu_sys_ns;

@@ -220,6 +220,9 @@ pub struct JobOutcome {
     pub errors: Vec<IoFailure>,
     /// I/Os that moved fewer bytes than asked.
     pub short_ios: u64,
+    /// Datagrams lost on the way per direction, read, write, trim (fio's
+    /// `drop_ios`; only ioengine=net's udp counts any).
+    pub drop_ios: [u64; 3],
     /// Stopped early by the stop flag (Ctrl-C).
     pub interrupted: bool,
     /// User and system CPU time of the job's thread, ns.
@@ -545,6 +548,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             series: self.series.clone().finish(runtime_ns),
             errors: self.errors.clone(),
             short_ios: self.short_ios,
+            drop_ios: [0; 3],
             interrupted: false,
             cpu_user_ns: 0,
             cpu_sys_ns: 0,
@@ -1082,6 +1086,7 @@ fn run_with<E: Engine, const FILL: bool>(
         series,
         errors: drv.errors,
         short_ios: drv.short_ios,
+        drop_ios: [0; 3],
         interrupted: st.interrupted,
         cpu_user_ns: u1.saturating_sub(u0),
         cpu_sys_ns: s1.saturating_sub(s0),

@@ -51,7 +51,7 @@ use std::net::{
 };
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -314,7 +314,8 @@ pub fn check(spec: &JobSpec) -> Result<(), SpecError> {
             ),
         );
     }
-    let host = o.hostname.as_deref();
+    let host = host(spec);
+    let host = host.as_deref();
     if o.protocol == Protocol::Unix {
         if host.is_none() {
             return refuse(
@@ -369,12 +370,21 @@ pub fn check(spec: &JobSpec) -> Result<(), SpecError> {
     Ok(())
 }
 
+/// The peer, group or socket path: `hostname`, else a `filename` the job
+/// gave (fio's hostname is its file name; HOWTO names `filename` for unix
+/// sockets), not one named after the job (`filename_format`).
+pub fn host(spec: &JobSpec) -> Option<String> {
+    spec.net.hostname.clone().or_else(|| {
+        spec.filename_format
+            .is_none()
+            .then(|| spec.filenames.first().cloned())
+            .flatten()
+    })
+}
+
 /// The job's name for its one "file": fio's, the hostname or "net".
 pub fn target_name(spec: &JobSpec) -> String {
-    spec.net
-        .hostname
-        .clone()
-        .unwrap_or_else(|| "net".to_string())
+    host(spec).unwrap_or_else(|| "net".to_string())
 }
 
 /// A net job as the plan takes it, after [`check`]: one target named as
@@ -386,6 +396,7 @@ pub fn planned(spec: &JobSpec) -> Result<Option<JobSpec>, crate::PlanError> {
     }
     check(spec)?;
     let mut s = spec.clone();
+    s.net.hostname = host(spec);
     s.filenames = vec![target_name(spec)];
     s.filename_format = None;
     s.direct = Some(false);
@@ -471,8 +482,12 @@ pub struct NetEngine<'a> {
     send_seq: u64,
     recv_seq: u64,
     seq_off: bool,
-    /// udp datagrams the sequence numbers skipped (fio's drop_ios).
-    dropped: Arc<AtomicU64>,
+    /// udp datagrams the sequence numbers skipped (fio's drop_ios), per
+    /// direction of the I/O that received: a reader's reads, a pingpong
+    /// writer's writes (their replies).
+    dropped: [u64; 3],
+    /// The direction of the I/O in progress.
+    dir: usize,
     job: String,
 }
 
@@ -632,14 +647,16 @@ impl<'a> NetEngine<'a> {
             send_seq: 0,
             recv_seq: 0,
             seq_off: false,
-            dropped: Arc::new(AtomicU64::new(0)),
+            dropped: [0; 3],
+            dir: 0,
             job: spec.name.clone(),
         })
     }
 
-    /// udp datagrams lost on the way (counted from fio's sequence records).
-    pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+    /// udp datagrams lost on the way per direction (read, write, trim),
+    /// counted from fio's sequence records.
+    pub fn dropped(&self) -> [u64; 3] {
+        self.dropped
     }
 
     fn cancelled(&self) -> bool {
@@ -851,8 +868,7 @@ impl<'a> NetEngine<'a> {
                         } else {
                             let seq = word(8);
                             if seq > self.recv_seq {
-                                self.dropped
-                                    .fetch_add(seq - self.recv_seq, Ordering::Relaxed);
+                                self.dropped[self.dir] += seq - self.recv_seq;
                             }
                             self.recv_seq = seq + 1;
                         }
@@ -868,6 +884,7 @@ impl<'a> NetEngine<'a> {
     /// the stream, −errno).
     fn transfer(&mut self, io: &IoDesc) -> i32 {
         let len = io.len as usize;
+        self.dir = io.op.index().min(2);
         let r = match io.op {
             Op::Write => self.send(len).and_then(|n| {
                 if !self.opts.pingpong {
@@ -952,17 +969,6 @@ impl Engine for NetEngine<'_> {
     }
 }
 
-/// Say how many udp datagrams a reader missed (fio counts them in the
-/// job's drop_ios; nothing is said when none were).
-pub fn report_drops(spec: &JobSpec, dropped: u64) {
-    if dropped > 0 {
-        eprintln!(
-            "drivelab: job '{}': {dropped} udp datagrams did not arrive (their sequence numbers were skipped)",
-            spec.name
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1008,9 +1014,58 @@ mod tests {
             job("ioengine=net\nprotocol=unix\nport=1\nhostname=/tmp/s\nrw=write\nsize=1m").unwrap();
         let e = check(&j).unwrap_err().to_string();
         assert!(e.contains("port"), "{e}");
+        let j = job("ioengine=net\nprotocol=unix\nfilename=/tmp/s\nrw=read\nsize=1m").unwrap();
+        check(&j).unwrap();
+        assert_eq!(target_name(&j), "/tmp/s");
         let j = job("ioengine=net\nprotocol=udp\nport=9\nlisten\nrw=read\nsize=1m").unwrap();
         assert!(check(&j).unwrap_err().to_string().contains("listen"));
         let j = job("ioengine=net\nport=9\nlisten\nrw=randread\nsize=1m").unwrap();
         assert!(check(&j).unwrap_err().to_string().contains("rw"));
+    }
+
+    /// A udp reader waits for fio's open message, counts the datagrams
+    /// the sequence records skip as drops of its reads, and ends at the
+    /// close message without counting it.
+    #[test]
+    fn udp_reader_counts_drops_and_ends_at_close() {
+        let port = {
+            let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+            u.local_addr().unwrap().port()
+        };
+        let j = job(&format!(
+            "ioengine=net\nprotocol=udp\nport={port}\nrw=read\nbs=64\nsize=1m"
+        ))
+        .unwrap();
+        check(&j).unwrap();
+        let stop = AtomicBool::new(false);
+        let end = Arc::new(AtomicBool::new(false));
+        let mut e = NetEngine::new(&j, 0, 64, 1, &stop, None, end.clone()).unwrap();
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = ("127.0.0.1", port);
+        peer.send_to(&open_msg(), to).unwrap();
+        e.open().unwrap();
+        for seq in [0u64, 1, 3] {
+            let mut d = vec![0u8; 64];
+            d[40..48].copy_from_slice(&SEQ_MAGIC.to_le_bytes());
+            d[48..56].copy_from_slice(&seq.to_le_bytes());
+            d[56..].copy_from_slice(&64u64.to_le_bytes());
+            peer.send_to(&d, to).unwrap();
+        }
+        peer.send_to(&close_msg(), to).unwrap();
+        let read = IoDesc {
+            target: 0,
+            op: Op::Read,
+            offset: 0,
+            len: 64,
+        };
+        let mut results = Vec::new();
+        for _ in 0..4 {
+            e.queue(0, &read);
+            e.commit(1, None).unwrap();
+            e.reap(|c| results.push(c.result));
+        }
+        assert_eq!(results, [64, 64, 64, 0]);
+        assert!(end.load(Ordering::Relaxed));
+        assert_eq!(e.dropped(), [1, 0, 0]);
     }
 }
