@@ -491,6 +491,14 @@ pub struct NetEngine<'a> {
     job: String,
 }
 
+/// The run was stopped (Ctrl-C) or the job's group ended.
+fn cancelled(stop: &AtomicBool, group_end: &Option<Arc<AtomicBool>>) -> bool {
+    stop.load(Ordering::Relaxed)
+        || group_end
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+}
+
 fn other(msg: String) -> std::io::Error {
     std::io::Error::other(msg)
 }
@@ -660,11 +668,7 @@ impl<'a> NetEngine<'a> {
     }
 
     fn cancelled(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-            || self
-                .group_end
-                .as_ref()
-                .is_some_and(|f| f.load(Ordering::Relaxed))
+        cancelled(self.stop, &self.group_end)
     }
 
     fn interrupted() -> std::io::Error {
@@ -771,12 +775,7 @@ impl<'a> NetEngine<'a> {
                         Ok(0) => return Err(ErrorKind::WriteZero.into()),
                         Ok(n) => at += n,
                         Err(e) if would_block(&e) => {
-                            if self.stop.load(Ordering::Relaxed)
-                                || self
-                                    .group_end
-                                    .as_ref()
-                                    .is_some_and(|f| f.load(Ordering::Relaxed))
-                            {
+                            if cancelled(self.stop, &self.group_end) {
                                 return Err(Self::interrupted());
                             }
                         }
@@ -801,7 +800,6 @@ impl<'a> NetEngine<'a> {
 
     /// Receive up to `len` bytes into the buffer.
     fn recv(&mut self, len: usize) -> std::io::Result<Xfer> {
-        let cancelled = self.cancelled();
         let buf = self.pool.slice(0);
         let len = len.min(buf.len());
         match &mut self.conn {
@@ -817,13 +815,7 @@ impl<'a> NetEngine<'a> {
                             }
                         }
                         Err(e) if would_block(&e) => {
-                            if cancelled
-                                || self.stop.load(Ordering::Relaxed)
-                                || self
-                                    .group_end
-                                    .as_ref()
-                                    .is_some_and(|f| f.load(Ordering::Relaxed))
-                            {
+                            if cancelled(self.stop, &self.group_end) {
                                 return Err(Self::interrupted());
                             }
                         }
@@ -842,12 +834,7 @@ impl<'a> NetEngine<'a> {
                             break n;
                         }
                         Err(e) if would_block(&e) => {
-                            if self.stop.load(Ordering::Relaxed)
-                                || self
-                                    .group_end
-                                    .as_ref()
-                                    .is_some_and(|f| f.load(Ordering::Relaxed))
-                            {
+                            if cancelled(self.stop, &self.group_end) {
                                 return Err(Self::interrupted());
                             }
                         }
@@ -903,6 +890,12 @@ impl<'a> NetEngine<'a> {
         match r {
             Ok(Xfer::Bytes(n)) => n as i32,
             Ok(Xfer::End) => {
+                self.end.store(true, Ordering::Relaxed);
+                0
+            }
+            // Stopped while waiting on the peer: the job ends there (the
+            // run says it was interrupted), the wait is no I/O.
+            Err(e) if e.kind() == ErrorKind::Interrupted => {
                 self.end.store(true, Ordering::Relaxed);
                 0
             }
