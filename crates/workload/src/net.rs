@@ -1061,4 +1061,57 @@ mod tests {
         assert!(end.load(Ordering::Relaxed));
         assert_eq!(e.dropped(), [1, 0, 0]);
     }
+
+    /// window_size, mss, nodelay, ttl and interface reach the sockets as
+    /// fio sets them: the receive buffer on a receiver, the send buffer on
+    /// a sender, TCP_MAXSEG before connect or listen, the multicast TTL
+    /// and interface on a multicast writer.
+    #[test]
+    fn socket_options_are_set() {
+        use socket2::SockRef;
+        let stop = AtomicBool::new(false);
+        let end = || Arc::new(AtomicBool::new(false));
+        let port = {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let j = job(&format!(
+            "ioengine=net\nport={port}\nlisten\nrw=read\nsize=1m\nwindow_size=131072\nmss=1200"
+        ))
+        .unwrap();
+        let e = NetEngine::new(&j, 0, 4096, 1, &stop, None, end()).unwrap();
+        let Conn::TcpListen(l) = &e.conn else {
+            panic!("a tcp listener")
+        };
+        let r = SockRef::from(l);
+        // The kernel doubles what it is given, for its bookkeeping.
+        assert!(r.recv_buffer_size().unwrap() >= 131072);
+        // A receiver without pingpong leaves its send buffer alone.
+        assert_ne!(r.send_buffer_size().unwrap(), 2 * 131072);
+        assert_eq!(r.tcp_mss().unwrap(), 1200);
+        let j = job(&format!(
+            "ioengine=net\nport={port}\nhostname=127.0.0.1\nrw=write\nsize=1m\nwindow_size=65536\nnodelay=1"
+        ))
+        .unwrap();
+        let e = NetEngine::new(&j, 0, 4096, 1, &stop, None, end()).unwrap();
+        let Conn::TcpConnect(s, to) = &e.conn else {
+            panic!("a tcp socket to connect")
+        };
+        assert_eq!(to.port(), port);
+        assert_eq!(s.send_buffer_size().unwrap(), 2 * 65536);
+        assert!(s.tcp_nodelay().unwrap());
+        let j = job(&format!(
+            "ioengine=net\nprotocol=udp\nport={port}\nhostname=239.1.2.3\nttl=7\ninterface=127.0.0.1\nrw=write\nsize=1m"
+        ))
+        .unwrap();
+        let e = NetEngine::new(&j, 1, 4096, 1, &stop, None, end()).unwrap();
+        let Conn::Udp(u, Some(to)) = &e.conn else {
+            panic!("a udp writer")
+        };
+        // numjobs clones use the next ports.
+        assert_eq!(to.port(), port + 1);
+        let r = SockRef::from(u);
+        assert_eq!(r.multicast_ttl_v4().unwrap(), 7);
+        assert_eq!(r.multicast_if_v4().unwrap(), Ipv4Addr::LOCALHOST);
+    }
 }
