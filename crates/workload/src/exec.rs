@@ -129,10 +129,9 @@ fn claim_targets(
     };
     let mut claims = Vec::with_capacity(plan.targets.len());
     for (i, t) in plan.targets.iter().enumerate() {
-        let null = plan
-            .jobs
-            .iter()
-            .any(|j| j.targets.contains(&i) && j.spec.ioengine == EngineKind::Null);
+        let null = plan.jobs.iter().any(|j| {
+            j.targets.contains(&i) && matches!(j.spec.ioengine, EngineKind::Null | EngineKind::Net)
+        });
         let written = plan.jobs.iter().any(|j| j.writes && j.targets.contains(&i));
         let grows = !t.is_block && (t.create || t.size > t.existing_size);
         if null || sets.holds(i) || !(written || grows) {
@@ -265,6 +264,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         op_per_file: crate::files::path_engine(spec)
             .map(|_| job.regions.iter().map(|r| r.end - r.start).sum()),
         group_end: None,
+        stream_end: (spec.ioengine == EngineKind::Net).then(Default::default),
         zbd: None,
         // fio: number_ios counts over all loops of the job.
         io_count_limit: (spec.number_ios > 0)
@@ -598,6 +598,36 @@ fn run_one(
             }
             run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
         }
+        EngineKind::Net => {
+            let made = |source| RunError::Engine {
+                engine: "net",
+                source,
+            };
+            let end = cfg.stream_end.clone().unwrap_or_default();
+            let mut e = crate::net::NetEngine::new(
+                spec,
+                job.clone,
+                max_bs,
+                spec.randseed,
+                stop,
+                cfg.group_end.clone(),
+                end,
+            )
+            .map_err(made)?;
+            if !ticket.wait() {
+                return Err(not_started());
+            }
+            // fio connects (or accepts) when the job starts, after its
+            // startdelay, and counts from then.
+            start_delay(spec.startdelay, stop, &cfg);
+            e.open().map_err(made)?;
+            let mut started = job.clone();
+            started.spec.startdelay = Duration::ZERO;
+            let mut o =
+                run_checked(&mut e, &started, &cfg, stop, progress, finished).map_err(fail)?;
+            o.drop_ios = e.dropped();
+            Ok(o)
+        }
         EngineKind::Psync | EngineKind::IoUring | EngineKind::Sg | EngineKind::IoUringCmd => {
             let ctl = Ctl {
                 stop,
@@ -657,7 +687,9 @@ fn run_on_targets(
         job: spec.name.clone(),
     };
     match spec.ioengine {
-        EngineKind::Null => unreachable!("the null engine has no targets"),
+        EngineKind::Null | EngineKind::Net => {
+            unreachable!("the null and net engines have no targets")
+        }
         EngineKind::Psync if spec.files.engine.is_some() => {
             use crate::files::FileEngine;
             let engine = spec.files.engine.map_or("psync", FileEngine::name);
@@ -1533,8 +1565,14 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         first_error: spec.errkeys.policy.continues().then_some(o.err_count.first),
         notes: errkeys_notes(spec),
         job_options: opts,
-        read: dir_report(&o.dirs[0], rt, 0, Some(rates(0))),
-        write: dir_report(&o.dirs[1], rt, 0, Some(rates(1))),
+        read: DirReport {
+            drop_ios: o.drop_ios[0],
+            ..dir_report(&o.dirs[0], rt, 0, Some(rates(0)))
+        },
+        write: DirReport {
+            drop_ios: o.drop_ios[1],
+            ..dir_report(&o.dirs[1], rt, 0, Some(rates(1)))
+        },
         trim: dir_report(&o.dirs[2], rt, 0, Some(rates(2))),
         sync: SyncReport {
             total_ios: o.dirs[3].ios,
@@ -1650,7 +1688,7 @@ fn build_report(
         let depth = match job.spec.ioengine {
             EngineKind::IoUring | EngineKind::IoUringCmd => f64::from(job.spec.iodepth.max(1)),
             EngineKind::Psync | EngineKind::Sg => 1.0,
-            EngineKind::Null => continue,
+            EngineKind::Null | EngineKind::Net => continue,
         };
         let share = depth / job.targets.len().max(1) as f64;
         for &ti in &job.targets {
@@ -1746,6 +1784,9 @@ fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
     }
     acc.runtime_ns = acc.runtime_ns.max(o.runtime_ns);
     acc.short_ios += o.short_ios;
+    for (a, b) in acc.drop_ios.iter_mut().zip(o.drop_ios) {
+        *a += b;
+    }
     acc.interrupted |= o.interrupted;
     acc.cpu_user_ns += o.cpu_user_ns;
     acc.cpu_sys_ns += o.cpu_sys_ns;

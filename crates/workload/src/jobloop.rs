@@ -91,6 +91,10 @@ pub struct JobConfig {
     /// for the first completion per target and pass, the file operation;
     /// the bytes of one pass over all targets. None: every I/O's latency.
     pub op_per_file: Option<u64>,
+    /// Set by an engine whose peer ended the stream (ioengine=net's close
+    /// message, or a closed connection): the job ends as finished, and the
+    /// zero-byte completion that said so is not an I/O (None: no stream).
+    pub stream_end: Option<std::sync::Arc<AtomicBool>>,
 }
 
 /// fio's `thinktime`: a pause in issuing after every `blocks` reads,
@@ -216,6 +220,9 @@ pub struct JobOutcome {
     pub errors: Vec<IoFailure>,
     /// I/Os that moved fewer bytes than asked.
     pub short_ios: u64,
+    /// Datagrams lost on the way per direction, read, write, trim (fio's
+    /// `drop_ios`; only ioengine=net's udp counts any).
+    pub drop_ios: [u64; 3],
     /// Stopped early by the stop flag (Ctrl-C).
     pub interrupted: bool,
     /// User and system CPU time of the job's thread, ns.
@@ -544,6 +551,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             series: self.series.clone().finish(runtime_ns),
             errors: self.errors.clone(),
             short_ios: self.short_ios,
+            drop_ios: [0; 3],
             interrupted: false,
             cpu_user_ns: 0,
             cpu_sys_ns: 0,
@@ -703,6 +711,17 @@ fn tag_backlog(tag: u64) -> u64 {
     tag >> 16
 }
 
+impl<const FILL: bool> JobDriver<'_, FILL> {
+    /// The engine's peer ended the stream ([`JobConfig::stream_end`]).
+    #[inline]
+    fn stream_ended(&self) -> bool {
+        self.cfg
+            .stream_end
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+}
+
 impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
     // Without verify, buffers were filled once (random data, as fio's) and
     // are never looked at; with it, each write is filled by its offset.
@@ -737,6 +756,9 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
     #[inline]
     fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
         let io = d.io;
+        if d.result == 0 && io.op != Op::Fsync && self.stream_ended() {
+            return After::Release;
+        }
         if io.op == Op::Write && d.tag != crate::verify::VERIFY_TAG {
             if let Some(b) = self.backlog.as_mut() {
                 b.completed(tag_backlog(d.tag), d.result >= 0);
@@ -926,7 +948,8 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             .cfg
             .group_end
             .as_ref()
-            .is_some_and(|f| f.load(Ordering::Relaxed));
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+            || self.stream_ended();
         time_up
             || budget_done
             || searched
@@ -1067,6 +1090,7 @@ fn run_with<E: Engine, const FILL: bool>(
         series,
         errors: drv.errors,
         short_ios: drv.short_ios,
+        drop_ios: [0; 3],
         interrupted: st.interrupted,
         cpu_user_ns: u1.saturating_sub(u0),
         cpu_sys_ns: s1.saturating_sub(s0),

@@ -39,6 +39,7 @@ pub mod jobloop;
 pub mod latency_target;
 pub mod logs;
 pub mod noio;
+pub mod net;
 pub mod numa;
 pub mod options;
 pub mod plan;

@@ -228,7 +228,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Text,
         "io_uring",
-        "io_uring, psync, null, sg, io_uring_cmd or e4defrag; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk, io_uring_cmd NVMe commands to a namespace's /dev/ngXnY; e4defrag moves a donor's extents into ext4 files on writes; cpuio burns CPU, exec runs a program (no I/O)"
+        "io_uring, psync, null, sg, io_uring_cmd, e4defrag, net, cpuio or exec; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk, io_uring_cmd NVMe commands to a namespace's /dev/ngXnY; e4defrag moves a donor's extents into ext4 files on writes; net moves data over sockets; cpuio burns CPU, exec runs a program (no I/O)"
     ),
     opt!(
         "rate_iops",
@@ -1213,6 +1213,89 @@ pub const OPTIONS: &[OptionDecl] = &[
         "1",
         "exec: the program's stdout and stderr go to <jobname>.stdout and <jobname>.stderr"
     ),
+    // fio's net engine (crate::net).
+    opt!(
+        "hostname",
+        [],
+        Text,
+        "",
+        "net: the peer to connect or send to; a udp reader's multicast group; protocol=unix: the socket's path"
+    ),
+    opt!(
+        "port",
+        [],
+        Int,
+        "",
+        "net: the tcp or udp port (numjobs clones use the next ones); none for unix",
+        1,
+        65535,
+        ""
+    ),
+    opt!(
+        "protocol",
+        ["proto"],
+        Text,
+        "tcp",
+        "net: tcp, tcpv6, udp, udpv6 or unix"
+    ),
+    opt!(
+        "listen",
+        [],
+        Bool,
+        "0",
+        "net: a tcp job accepts one connection (takes no hostname) instead of connecting"
+    ),
+    opt!(
+        "pingpong",
+        [],
+        Bool,
+        "0",
+        "net: each block sent comes back before the next (latency is a round trip)"
+    ),
+    opt!(
+        "ttl",
+        [],
+        Int,
+        "1",
+        "net: time-to-live of outgoing udp multicast",
+        0,
+        255,
+        ""
+    ),
+    opt!(
+        "interface",
+        [],
+        Text,
+        "",
+        "net: the IPv4 address of the interface udp multicast is sent and joined on"
+    ),
+    opt!(
+        "nodelay",
+        [],
+        Bool,
+        "0",
+        "net: set TCP_NODELAY on tcp connections"
+    ),
+    opt!(
+        "window_size",
+        [],
+        Int,
+        "0",
+        "net: the socket buffer size (receive side SO_RCVBUF, send side SO_SNDBUF; 0: the system's)",
+        0,
+        2147483647,
+        "bytes"
+    ),
+    opt!(
+        "mss",
+        [],
+        Int,
+        "0",
+        "net: the TCP maximum segment size, TCP_MAXSEG (0: the system's)",
+        0,
+        65535,
+        "bytes"
+    ),
 ];
 
 /// The declared bounds of whole-number option `key` (its name or alias).
@@ -1342,6 +1425,8 @@ mod tests {
                 "inplace" => "1",
                 "cpumode" => "qsort",
                 "cmd_type" => "nvme",
+                "protocol" => "udp",
+                "interface" => "127.0.0.1",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

@@ -323,13 +323,17 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         // Sizes counted in zones (zonemode=zbd's `8z`) in bytes.
         let in_bytes = crate::zbd::resolve_zone_counts(spec)?;
         let spec = in_bytes.as_ref().unwrap_or(spec);
+        // ioengine=net: its one "file" is the socket ([`crate::net`]).
+        let on_net = crate::net::planned(spec)?;
+        let spec = on_net.as_ref().unwrap_or(spec);
         spec.validate()?;
         crate::files::validate(spec)?;
         if !out.is_empty() && (*stonewall || spec.new_group) && clones.start == 0 {
             group += 1;
         }
         let writes = job_writes(spec);
-        let null = spec.ioengine == EngineKind::Null;
+        // No target to open: the null engine, and net's socket.
+        let null = matches!(spec.ioengine, EngineKind::Null | EngineKind::Net);
         let nfiles = spec.filenames.len() as u64;
         let mut idx = Vec::new();
         let path_engine = crate::files::path_engine(spec);

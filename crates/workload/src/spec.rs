@@ -258,6 +258,9 @@ pub enum EngineKind {
     /// through io_uring passthrough to /dev/ngXnY
     /// ([`drivelab_engine::ucmd`]).
     IoUringCmd,
+    /// fio's `net`: reads and writes are a socket's receives and sends
+    /// ([`crate::net`]).
+    Net,
 }
 
 impl EngineKind {
@@ -273,6 +276,7 @@ impl EngineKind {
             "null" | "cpp_null" => EngineKind::Null,
             "sg" => EngineKind::Sg,
             "io_uring_cmd" => EngineKind::IoUringCmd,
+            "net" => EngineKind::Net,
             _ => return None,
         })
     }
@@ -285,6 +289,7 @@ impl EngineKind {
             EngineKind::Null => "null",
             EngineKind::Sg => "sg",
             EngineKind::IoUringCmd => "io_uring_cmd",
+            EngineKind::Net => "net",
         }
     }
 }
@@ -477,6 +482,9 @@ pub struct JobSpec {
     pub e4defrag: crate::e4defrag::DefragOpts,
     /// The cpuio and exec engines and their options ([`crate::noio`]).
     pub noio: crate::noio::NoIoOpts,
+    /// The net engine's options (`protocol`, `hostname`, `port`, …;
+    /// [`crate::net`]).
+    pub net: crate::net::NetOpts,
 }
 
 impl JobSpec {
@@ -570,6 +578,7 @@ impl Default for JobSpec {
             zbd: crate::zbd::ZbdOptions::default(),
             e4defrag: crate::e4defrag::DefragOpts::default(),
             noio: crate::noio::NoIoOpts::default(),
+            net: crate::net::NetOpts::default(),
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
@@ -940,7 +949,7 @@ impl JobSpec {
                 self.ioengine = EngineKind::from_fio(&name).ok_or_else(|| SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, e4defrag (ext4 extent moves), or cpuio (burn CPU) or exec (run a program)".to_string(),
+                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), net (sockets), a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, e4defrag (ext4 extent moves), or cpuio (burn CPU) or exec (run a program)".to_string(),
                 })?;
                 self.ioengine_as_written = (name != self.ioengine.name()).then_some(name);
             }
@@ -1054,6 +1063,7 @@ impl JobSpec {
             }
             k if crate::e4defrag::DefragOpts::KEYS.contains(&k) => self.e4defrag.set(k, v)?,
             k if crate::noio::NoIoOpts::KEYS.contains(&k) => self.noio.set(k, v)?,
+            k if crate::net::KEYS.contains(&k) => self.net.set(k, v)?,
             k if crate::files::FileOptions::KEYS.contains(&k) => {
                 if let Some(r) = self.files.set(k, v) {
                     r?;

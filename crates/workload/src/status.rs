@@ -255,6 +255,7 @@ pub(crate) fn nothing_done_with(interval_ns: u64, window_ms: u64, targets: usize
         series,
         errors: Vec::new(),
         short_ios: 0,
+        drop_ios: [0; 3],
         interrupted: false,
         cpu_user_ns: 0,
         cpu_sys_ns: 0,
