@@ -704,12 +704,19 @@ fn run_on_targets(
         }
         EngineKind::Sg => {
             let targets = crate::sg::open_targets(plan, claims, job)?;
-            let mut e = drivelab_engine::sg::Sg::new(
-                targets,
-                max_bs,
-                spec.sg.options(),
-                Fill::Random(spec.randseed),
-            )
+            let fill = Fill::Random(spec.randseed);
+            let mut e = if crate::sg::asynchronous(spec) {
+                // fio's asynchronous mode on /dev/sgN: queued commands.
+                drivelab_engine::sg::Sg::new_async(
+                    targets,
+                    spec.iodepth,
+                    max_bs,
+                    spec.sg.options(),
+                    fill,
+                )
+            } else {
+                drivelab_engine::sg::Sg::new(targets, max_bs, spec.sg.options(), fill)
+            }
             .map_err(|source| RunError::Engine {
                 engine: "sg",
                 source,

@@ -363,6 +363,10 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             let f: &str = if spec.ioengine == EngineKind::IoUringCmd {
                 mapped = crate::ucmd::block_of(&spec.name, f)?.display().to_string();
                 &mapped
+            } else if spec.ioengine == EngineKind::Sg && crate::sg::is_node(f) {
+                // sg: /dev/sgN likewise, as its disk's block device.
+                mapped = crate::sg::block_of(&spec.name, f)?.display().to_string();
+                &mapped
             } else {
                 f
             };
