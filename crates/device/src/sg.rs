@@ -1001,6 +1001,19 @@ mod tests {
     }
 
     #[test]
+    fn the_async_interface_takes_only_a_character_device() {
+        let p = std::env::temp_dir().join(format!("drivelab-sgasync-{}", std::process::id()));
+        std::fs::write(&p, [0u8; 512]).unwrap();
+        let d = SgDevice::from_file(File::open(&p).unwrap(), &p);
+        let e = SgAsync::new(d, 4).unwrap_err();
+        std::fs::remove_file(&p).unwrap();
+        assert!(matches!(e, SgError::NotCharDevice { .. }), "{e}");
+        // /dev/null is a character device, but not a SCSI generic node.
+        let e = crate::claim::scsi_generic_block(Path::new("/dev/null")).unwrap_err();
+        assert!(e.to_string().contains("not a SCSI generic device"), "{e}");
+    }
+
+    #[test]
     fn transferred_subtracts_residual() {
         let mut r = result(0, 0, vec![]);
         r.resid = 60;

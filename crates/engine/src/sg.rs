@@ -1,5 +1,10 @@
 //! fio's `sg` engine: every I/O is one SCSI command sent with SG_IO to a
 //! SCSI block device (/dev/sdX), synchronously, like [`crate::engine::Psync`].
+//! On a SCSI generic node (/dev/sgN) the engine can also run fio's
+//! asynchronous mode ([`Sg::new_async`]): up to `iodepth` commands queued
+//! with write() on the node and collected with read() as they complete
+//! (the device crate's [`SgAsync`]); each trim is its own UNMAP there
+//! (fio gathers the trims of one submission into one UNMAP).
 //!
 //! Reads are READ(10)/(16) and trims UNMAP with one descriptor; flushes
 //! SYNCHRONIZE CACHE(10). What a write sends is the job's
