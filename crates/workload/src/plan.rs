@@ -569,7 +569,8 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 spec.runtime,
             )
         };
-        if spec.rw.write_kind() == WriteKind::Trim {
+        // zonemode=zbd: trims are zone resets, no discard.
+        if spec.rw.write_kind() == WriteKind::Trim && zbd.is_none() {
             for &i in &idx {
                 let t = &targets[i];
                 if t.is_block {
