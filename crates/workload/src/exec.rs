@@ -705,7 +705,7 @@ fn run_on_targets(
         EngineKind::Sg => {
             let targets = crate::sg::open_targets(plan, claims, job)?;
             let fill = Fill::Random(spec.randseed);
-            let mut e = if crate::sg::asynchronous(spec) {
+            let mut e = if crate::sg::asynchronous(spec, claims, job) {
                 // fio's asynchronous mode on /dev/sgN: queued commands.
                 drivelab_engine::sg::Sg::new_async(
                     targets,

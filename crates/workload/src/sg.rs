@@ -130,13 +130,21 @@ pub(crate) fn block_of(job: &str, sg: &str) -> Result<std::path::PathBuf, crate:
 }
 
 /// Whether the job runs fio's asynchronous sg mode: every target a
-/// /dev/sgN node, and neither `direct` (fio's default for sg is buffered,
-/// which on a node means queued commands) nor a depth of 1.
-pub(crate) fn asynchronous(spec: &crate::JobSpec) -> bool {
+/// /dev/sgN node, without `direct` (fio's default for sg is buffered,
+/// which on a node means queued commands). Queueing needs the node open
+/// for writing (write() of the command), which drivelab does only through
+/// the disk's claim: a node of a run that only reads (no claim) takes its
+/// commands one at a time over SG_IO instead.
+pub(crate) fn asynchronous(
+    spec: &crate::JobSpec,
+    claims: &[Option<drivelab_device::claim::Claim>],
+    job: &crate::plan::PlannedJob,
+) -> bool {
     spec.ioengine == crate::EngineKind::Sg
         && spec.direct != Some(true)
         && !spec.filenames.is_empty()
         && spec.filenames.iter().all(|f| is_node(f))
+        && job.targets.iter().all(|&i| claims[i].is_some())
 }
 
 /// The job's targets for the sg engine: the claimed device when the job
@@ -159,7 +167,9 @@ pub(crate) fn open_targets(
             .filter(|f| is_node(f))
             .map(std::path::PathBuf::from);
         let opened = match (&claims[i], job.writes, &node) {
-            (Some(c), true, Some(n)) => SgTarget::claimed_generic(c, n),
+            // A node is opened through the claim for reads too: queueing
+            // (fio's asynchronous mode) writes commands to it.
+            (Some(c), _, Some(n)) => SgTarget::claimed_generic(c, n),
             (Some(c), true, None) => SgTarget::claimed(c),
             (_, _, Some(n)) => SgTarget::read_only(n),
             _ => SgTarget::read_only(&t.path),
