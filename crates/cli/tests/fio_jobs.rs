@@ -513,3 +513,97 @@ fn buffer_pattern_fills_every_write_as_fio_does() {
         assert!(d == want, "{file}: drivelab's file differs from fio's");
     }
 }
+
+/// The number after which `key` ends in fio's text (`; 2 zone resets`).
+fn count_before(text: &str, key: &str) -> Option<u64> {
+    let i = text.find(key)?;
+    text[..i]
+        .split([' ', ';'])
+        .rfind(|w| !w.is_empty())?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn zbd_trims_reset_zones_as_fio_does() {
+    require_root();
+    assert!(
+        fio_available(),
+        "fio is not installed (apt-get install fio)"
+    );
+    let job = jobs_dir().join("zbd/zbd-rand-write-trim-gc.fio");
+    let devdir = TempDir::new("fio-zbdtrim-dev");
+    let lo = LoopDev::new_in(&devdir, 8 << 20);
+    let dir = TempDir::new("fio-zbdtrim");
+    // fio says its zone resets only in its text: both formats at once.
+    let out = Command::new("fio")
+        .arg("--output-format=normal,json")
+        .arg(&job)
+        .env("DL_DEV", lo.dev())
+        .current_dir(dir.path())
+        .output()
+        .expect("fio runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "fio: {text}");
+    let (a, b) = (text.find('{').unwrap(), text.rfind('}').unwrap());
+    let fio: Value = serde_json::from_str(&text[a..=b]).expect("fio's JSON");
+    let fio_resets = count_before(&text, " zone resets");
+    let out = Command::new(BIN)
+        .args(["run", job.to_str().unwrap(), "--output-format=json"])
+        .env("DL_DEV", lo.dev())
+        .current_dir(dir.path())
+        .output()
+        .expect("drivelab runs");
+    let dtext = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "drivelab: {dtext}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dl: Value = serde_json::from_str(&dtext).expect("drivelab's JSON");
+    // group_reporting: one entry, the three jobs summed.
+    let counts = |v: &Value| {
+        let j = &v["jobs"][0];
+        let n = |d: &str, k: &str| j[d][k].as_u64();
+        (
+            n("write", "total_ios"),
+            n("write", "io_bytes"),
+            n("trim", "total_ios"),
+            n("trim", "io_bytes"),
+        )
+    };
+    let (f, d) = (counts(&fio), counts(&dl));
+    eprintln!(
+        "fio {f:?}, {fio_resets:?} zone resets; drivelab {d:?}, {} zone resets",
+        dl["jobs"][0]["zone_resets"]
+    );
+    // 4 + 8 writes of 64 KiB; 2 trims of one zone (io_size=2z).
+    assert_eq!(f, (Some(12), Some(768 << 10), Some(2), Some(2 << 20)));
+    assert_eq!(d, f, "drivelab's write and trim counts are fio's");
+    // No zone fills (768 KiB written, 1 MiB zones): every reset is a trim
+    // of a zone with data, in both tools.
+    assert_eq!(fio_resets, Some(2), "{text}");
+    assert_eq!(dl["jobs"][0]["zone_resets"].as_u64(), Some(2));
+    // Nothing was discarded: the trims reset emulated zones.
+    assert!(
+        dl["device_check"][0]["verdict"] == "agrees",
+        "{}",
+        dl["device_check"]
+    );
+
+    // A trim must be a whole zone: refused by both, drivelab in one line.
+    let bad = write(
+        &dir,
+        "bad.fio",
+        &format!(
+            "[t]\nfilename={}\nzonemode=zbd\nzonesize=1M\nrw=randtrim\nbs=64k\nsize=4z\n",
+            lo.dev()
+        ),
+    );
+    let fio_bad = Command::new("fio").arg(&bad).output().expect("fio runs");
+    assert!(!fio_bad.status.success());
+    let (code, out, err) = run(BIN, &["run", bad.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("zone size"), "{err}");
+}

@@ -192,6 +192,15 @@ pub enum ClaimError {
         /// What it is instead and what to do, in words.
         why: String,
     },
+    /// Not a SCSI generic character device (/dev/sgN) of a disk with a
+    /// block device to claim it through.
+    #[error("{} {why}", .path.display())]
+    NotScsiGeneric {
+        /// The path given.
+        path: PathBuf,
+        /// What it is instead and what to do, in words.
+        why: String,
+    },
     /// A system call failed.
     #[error("cannot {action} {}: {source}; {}", .path.display(), io_hint(.source))]
     Io {
@@ -703,6 +712,115 @@ impl Claim {
             (w, Ok((true, g))) if w == g => Ok(f),
             _ => Err(ClaimError::Changed {
                 path: generic.to_path_buf(),
+            }),
+        }
+    }
+}
+
+/// The block device through which a SCSI disk's generic character device
+/// (`/dev/sgN`, fio's asynchronous target for `ioengine=sg`) is claimed:
+/// the disk (`/dev/sdX`) sysfs lists under the node's SCSI device. Nothing
+/// is opened for writing.
+pub fn scsi_generic_block(sg: &Path) -> Result<PathBuf, ClaimError> {
+    scsi_generic_block_of(sg).map(|(block, _)| block)
+}
+
+/// [`scsi_generic_block`], with the device number of the character device
+/// the mapping was made for.
+fn scsi_generic_block_of(sg: &Path) -> Result<(PathBuf, u64), ClaimError> {
+    let not = |why: &str| ClaimError::NotScsiGeneric {
+        path: sg.to_path_buf(),
+        why: why.to_string(),
+    };
+    let md = match fs::metadata(sg) {
+        Ok(md) => md,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(ClaimError::NotFound {
+                path: sg.to_path_buf(),
+            })
+        }
+        Err(source) => {
+            return Err(ClaimError::Io {
+                path: sg.to_path_buf(),
+                action: "inspect",
+                source,
+            })
+        }
+    };
+    const WHAT: &str = "is not a SCSI generic device; ioengine=sg takes a SCSI disk's /dev/sdX or its /dev/sgN (list them with 'ls /sys/class/scsi_generic')";
+    if !md.file_type().is_char_device() {
+        return Err(not(WHAT));
+    }
+    let sys = sys_char_dir(md.rdev()).map_err(|_| not(WHAT))?;
+    let listed = sys
+        .file_name()
+        .map(|n| Path::new("/sys/class/scsi_generic").join(n))
+        .and_then(|p| fs::canonicalize(p).ok());
+    if listed.as_ref() != Some(&sys) {
+        return Err(not(WHAT));
+    }
+    // The SCSI device's disk, if it is one (a tape or enclosure has none).
+    let disks: Vec<String> = fs::read_dir(sys.join("device/block"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    match disks.as_slice() {
+        [name] if Path::new("/dev").join(name).exists() => Ok((Path::new("/dev").join(name), md.rdev())),
+        _ => Err(not(
+            "belongs to a SCSI device with no disk (/dev/sdX) to claim it through; drivelab writes through /dev/sgN only under its disk's claim",
+        )),
+    }
+}
+
+impl Claim {
+    /// The SCSI generic device `sg` (`/dev/sgN`) of the disk this claim
+    /// holds, opened read-write (and non-blocking, as the sg driver's
+    /// asynchronous interface is used) for SCSI commands. It must map to
+    /// the claimed device ([`scsi_generic_block`]); the node opened is
+    /// checked to be the one mapped. The claim's `O_EXCL` hold on the disk
+    /// stays the hold.
+    pub fn scsi_generic_file(&self, sg: &Path) -> Result<File, ClaimError> {
+        let (block, want) = scsi_generic_block_of(sg)?;
+        let held = self.file.metadata().map_err(|source| ClaimError::Io {
+            path: self.path.clone(),
+            action: "stat",
+            source,
+        })?;
+        let mapped = fs::metadata(&block).map_err(|source| ClaimError::Io {
+            path: block.clone(),
+            action: "inspect",
+            source,
+        })?;
+        if self.device.is_none() || mapped.rdev() != held.rdev() {
+            return Err(ClaimError::NotScsiGeneric {
+                path: sg.to_path_buf(),
+                why: format!(
+                    "is the generic device of {}, not of the claimed {}",
+                    block.display(),
+                    self.path.display()
+                ),
+            });
+        }
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(sg)
+            .map_err(|source| ClaimError::Io {
+                path: sg.to_path_buf(),
+                action: "open for writing",
+                source,
+            })?;
+        let got = f
+            .metadata()
+            .map(|m| (m.file_type().is_char_device(), m.rdev()));
+        match (want, got) {
+            (w, Ok((true, g))) if w == g => Ok(f),
+            _ => Err(ClaimError::Changed {
+                path: sg.to_path_buf(),
             }),
         }
     }

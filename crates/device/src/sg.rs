@@ -373,6 +373,18 @@ pub enum SgError {
         /// The command's name and opcode.
         command: String,
     },
+    /// Queueing a command with write() on /dev/sgN, or collecting one with
+    /// read(), failed.
+    #[error("cannot {action} {}: {source}", .path.display())]
+    Queue {
+        /// The path.
+        path: PathBuf,
+        /// What was being done.
+        action: &'static str,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// [`SgDevice::open_forced_char`] was given something that is not a
     /// character device.
     #[error("{} is not a character device (/dev/sgN); a block device is written through its claim", .path.display())]
@@ -662,6 +674,263 @@ impl SgDevice {
     }
 }
 
+impl SgDevice {
+    /// The SCSI generic node `sg` (`/dev/sgN`) of the disk `claim` holds,
+    /// for commands that change the medium under the claim (see
+    /// [`crate::claim::Claim::scsi_generic_file`]); opened non-blocking,
+    /// for [`SgAsync`].
+    pub fn claimed_generic(claim: &crate::claim::Claim, sg: &Path) -> Result<SgDevice, SgError> {
+        let file = claim.scsi_generic_file(sg).map_err(|e| SgError::Open {
+            path: sg.to_path_buf(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let mut d = SgDevice::from_file(file, sg);
+        d.claimed = true;
+        Ok(d)
+    }
+
+    /// Whether the handle is a character device (/dev/sgN), where the sg
+    /// driver's asynchronous interface ([`SgAsync`]) works.
+    pub fn is_char(&self) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        self.file
+            .metadata()
+            .is_ok_and(|m| m.file_type().is_char_device())
+    }
+}
+
+/// The sg driver's asynchronous interface on a `/dev/sgN` node, as fio's
+/// sg engine uses it with `iodepth` above 1: a command is queued by
+/// `write()` of its `sg_io_hdr` and its completion collected, in whatever
+/// order the device finishes, by `read()` of one (the node is opened
+/// non-blocking; `poll()` waits for one). Each command carries a tag
+/// (the header's `pack_id`) that comes back with its completion.
+///
+/// The kernel copies the header and the CDB when the command is queued but
+/// uses the data buffer and the sense buffer until the completion is read:
+/// the sense buffers are this value's own (one per tag, on the heap), the
+/// data buffers the caller's ([`SgAsync::submit`] is `unsafe` for that).
+/// Dropping it first collects every command still in flight.
+#[derive(Debug)]
+pub struct SgAsync {
+    dev: SgDevice,
+    sense: Box<[[u8; SENSE_LEN]]>,
+    outstanding: u32,
+}
+
+impl SgAsync {
+    /// `dev`, a character device, for tags `0..depth`.
+    pub fn new(dev: SgDevice, depth: u32) -> Result<SgAsync, SgError> {
+        if !dev.is_char() {
+            return Err(SgError::NotCharDevice {
+                path: dev.path.clone(),
+            });
+        }
+        Ok(SgAsync {
+            dev,
+            sense: vec![[0u8; SENSE_LEN]; depth.max(1) as usize].into_boxed_slice(),
+            outstanding: 0,
+        })
+    }
+
+    /// The device.
+    pub fn device(&self) -> &SgDevice {
+        &self.dev
+    }
+
+    /// Commands queued and not yet collected.
+    pub fn outstanding(&self) -> u32 {
+        self.outstanding
+    }
+
+    fn io_err(&self, action: &'static str, source: std::io::Error) -> SgError {
+        SgError::Queue {
+            path: self.dev.path.clone(),
+            action,
+            source,
+        }
+    }
+
+    /// Queue `cmd` under `tag` (below the depth given to [`SgAsync::new`],
+    /// not in flight). A command that changes the medium on a handle that
+    /// [may not](SgDevice::may_change_medium) is refused before anything
+    /// is sent.
+    ///
+    /// # Safety
+    ///
+    /// The memory of `cmd`'s data buffer must stay valid, and the caller
+    /// must neither read nor write it, until [`SgAsync::receive`] has
+    /// returned the completion of `tag` (the kernel may read it, or write
+    /// into it, at any time until then), even if this value is dropped
+    /// first (dropping it waits for every completion).
+    pub unsafe fn submit(&mut self, tag: u32, cmd: &mut ScsiCommand<'_>) -> Result<(), SgError> {
+        if !self.dev.may_change_medium() && modifies_medium(cmd.cdb) {
+            return Err(SgError::Unclaimed {
+                path: self.dev.path.clone(),
+                command: command_with_opcode(cmd.cdb),
+            });
+        }
+        let slot = tag as usize;
+        if slot >= self.sense.len() {
+            return Err(SgError::InvalidRequest(format!(
+                "tag {tag} is beyond the queue's {} commands",
+                self.sense.len()
+            )));
+        }
+        let cmd_len = u8::try_from(cmd.cdb.len())
+            .ok()
+            .filter(|&n| n >= 6)
+            .ok_or_else(|| {
+                SgError::InvalidRequest(format!("CDB length {} is not 6..=255", cmd.cdb.len()))
+            })?;
+        let (dir, ptr, len): (libc::c_int, *mut libc::c_void, usize) = match &mut cmd.data {
+            Data::None => (SG_DXFER_NONE, std::ptr::null_mut(), 0),
+            Data::In(b) => (SG_DXFER_FROM_DEV, b.as_mut_ptr().cast(), b.len()),
+            Data::Out(b) => (SG_DXFER_TO_DEV, b.as_ptr() as *mut libc::c_void, b.len()),
+        };
+        let dxfer_len = u32::try_from(len).map_err(|_| {
+            SgError::InvalidRequest(format!("transfer of {len} bytes exceeds 4 GiB"))
+        })?;
+        let hdr = SgIoHdr {
+            interface_id: b'S' as libc::c_int,
+            dxfer_direction: dir,
+            cmd_len,
+            mx_sb_len: SENSE_LEN as u8,
+            iovec_count: 0,
+            dxfer_len,
+            dxferp: if len == 0 { std::ptr::null_mut() } else { ptr },
+            cmdp: cmd.cdb.as_ptr(),
+            sbp: self.sense[slot].as_mut_ptr(),
+            timeout: cmd.timeout_ms.unwrap_or(self.dev.timeout_ms),
+            flags: 0,
+            pack_id: tag as libc::c_int,
+            usr_ptr: std::ptr::null_mut(),
+            status: 0,
+            masked_status: 0,
+            msg_status: 0,
+            sb_len_wr: 0,
+            host_status: 0,
+            driver_status: 0,
+            resid: 0,
+            duration: 0,
+            info: 0,
+        };
+        let size = std::mem::size_of::<SgIoHdr>();
+        loop {
+            // SAFETY: `hdr` is a live, correctly laid out sg_io_hdr of
+            // `size` bytes, which write() only reads. The kernel copies it
+            // and the CDB it points to before returning; the sense buffer
+            // it points to is this value's (heap, one per tag, kept until
+            // the completion is read, see Drop); the data buffer is the
+            // caller's, valid until then by this function's contract.
+            let rc = unsafe {
+                libc::write(
+                    self.dev.file.as_raw_fd(),
+                    (&hdr as *const SgIoHdr).cast(),
+                    size,
+                )
+            };
+            if rc == size as isize {
+                self.outstanding += 1;
+                return Ok(());
+            }
+            let err = std::io::Error::last_os_error();
+            if rc < 0 && err.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(self.io_err("queue a command on", err));
+        }
+    }
+
+    /// One completed command, if one is ready: its tag and result (check
+    /// it with [`ScsiResult::check`]).
+    pub fn receive(&mut self) -> Result<Option<(u32, ScsiResult)>, SgError> {
+        if self.outstanding == 0 {
+            return Ok(None);
+        }
+        let size = std::mem::size_of::<SgIoHdr>();
+        let mut hdr = std::mem::MaybeUninit::<SgIoHdr>::zeroed();
+        loop {
+            // SAFETY: read() writes at most `size` bytes into `hdr`, which
+            // has that size; all-zero bytes are a valid SgIoHdr (null
+            // pointers, zero integers), so it is initialised either way.
+            let rc =
+                unsafe { libc::read(self.dev.file.as_raw_fd(), hdr.as_mut_ptr().cast(), size) };
+            if rc == size as isize {
+                break;
+            }
+            let err = std::io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) if rc < 0 => continue,
+                Some(libc::EAGAIN) if rc < 0 => return Ok(None),
+                _ => return Err(self.io_err("collect a command from", err)),
+            }
+        }
+        // SAFETY: zero-initialised above and then filled by the kernel
+        // with a whole header.
+        let hdr = unsafe { hdr.assume_init() };
+        self.outstanding -= 1;
+        let tag = u32::try_from(hdr.pack_id).unwrap_or(u32::MAX);
+        let sense = match self.sense.get(tag as usize) {
+            Some(s) => s[..usize::from(hdr.sb_len_wr).min(SENSE_LEN)].to_vec(),
+            None => Vec::new(),
+        };
+        Ok(Some((
+            tag,
+            ScsiResult {
+                status: hdr.status,
+                host_status: hdr.host_status,
+                driver_status: hdr.driver_status,
+                resid: hdr.resid,
+                duration_ms: hdr.duration,
+                sense,
+            },
+        )))
+    }
+
+    /// Wait until a completion is ready to [receive](SgAsync::receive), or
+    /// `timeout` passes (None: no limit). Returns at once when nothing is
+    /// in flight.
+    pub fn wait(&self, timeout: Option<std::time::Duration>) -> Result<(), SgError> {
+        if self.outstanding == 0 {
+            return Ok(());
+        }
+        let ms = timeout.map_or(-1, |d| d.as_millis().min(i32::MAX as u128) as libc::c_int);
+        let mut p = libc::pollfd {
+            fd: self.dev.file.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        loop {
+            // SAFETY: one live pollfd, which poll() reads and updates.
+            let rc = unsafe { libc::poll(&mut p, 1, ms) };
+            if rc >= 0 {
+                return Ok(());
+            }
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EINTR) {
+                return Err(self.io_err("wait for a command on", err));
+            }
+        }
+    }
+}
+
+impl Drop for SgAsync {
+    fn drop(&mut self) {
+        // The kernel still holds pointers to the sense buffers (and the
+        // caller's data buffers) of commands in flight: collect them all.
+        while self.outstanding > 0 {
+            if self.wait(None).is_err() {
+                break;
+            }
+            match self.receive() {
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -729,6 +998,19 @@ mod tests {
         assert!(e.to_string().contains("DID_TIME_OUT"), "{e}");
         let e = result(0x18, 0, vec![]).check(&cdb).unwrap_err();
         assert!(e.to_string().contains("RESERVATION CONFLICT"), "{e}");
+    }
+
+    #[test]
+    fn the_async_interface_takes_only_a_character_device() {
+        let p = std::env::temp_dir().join(format!("drivelab-sgasync-{}", std::process::id()));
+        std::fs::write(&p, [0u8; 512]).unwrap();
+        let d = SgDevice::from_file(File::open(&p).unwrap(), &p);
+        let e = SgAsync::new(d, 4).unwrap_err();
+        std::fs::remove_file(&p).unwrap();
+        assert!(matches!(e, SgError::NotCharDevice { .. }), "{e}");
+        // /dev/null is a character device, but not a SCSI generic node.
+        let e = crate::claim::scsi_generic_block(Path::new("/dev/null")).unwrap_err();
+        assert!(e.to_string().contains("not a SCSI generic device"), "{e}");
     }
 
     #[test]

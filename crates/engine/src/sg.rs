@@ -1,5 +1,10 @@
 //! fio's `sg` engine: every I/O is one SCSI command sent with SG_IO to a
 //! SCSI block device (/dev/sdX), synchronously, like [`crate::engine::Psync`].
+//! On a SCSI generic node (/dev/sgN) the engine can also run fio's
+//! asynchronous mode ([`Sg::new_async`]): up to `iodepth` commands queued
+//! with write() on the node and collected with read() as they complete
+//! (the device crate's [`SgAsync`]); each trim is its own UNMAP there
+//! (fio gathers the trims of one submission into one UNMAP).
 //!
 //! Reads are READ(10)/(16) and trims UNMAP with one descriptor; flushes
 //! SYNCHRONIZE CACHE(10). What a write sends is the job's
@@ -27,7 +32,7 @@ use drivelab_device::scsi::{
     self, ByteCheck, Read, SynchronizeCache10, Unmap, UnmapParameterList, Verify, Write,
     WriteAndVerify, WriteSame, WriteStream,
 };
-use drivelab_device::sg::{ScsiCommand, SgDevice, SgError};
+use drivelab_device::sg::{ScsiCommand, ScsiResult, SgAsync, SgDevice, SgError};
 use drivelab_device::units::Lba;
 
 use crate::buf::{BufferPool, Fill};
@@ -123,14 +128,29 @@ impl Default for SgOptions {
 /// One SCSI device the engine sends commands to, with its logical block size.
 #[derive(Debug)]
 pub struct SgTarget {
-    dev: SgDevice,
+    port: Port,
     block: u32,
+}
+
+/// How commands reach a target: SG_IO, one at a time, or the sg driver's
+/// asynchronous interface on /dev/sgN.
+#[derive(Debug)]
+enum Port {
+    Sync(SgDevice),
+    Async(SgAsync),
 }
 
 impl SgTarget {
     /// The claimed device: every command may be sent.
     pub fn claimed(claim: &Claim) -> Result<SgTarget, SgError> {
         SgTarget::new(SgDevice::claimed(claim)?)
+    }
+
+    /// The SCSI generic node `sg` (/dev/sgN) of the disk `claim` holds:
+    /// every command may be sent, and the node takes queued commands
+    /// ([`Sg::new_async`]).
+    pub fn claimed_generic(claim: &Claim, sg: &Path) -> Result<SgTarget, SgError> {
+        SgTarget::new(SgDevice::claimed_generic(claim, sg)?)
     }
 
     /// `path` opened read-only: commands that change the medium are
@@ -150,12 +170,24 @@ impl SgTarget {
                     cap.block_length
                 ))
             })?;
-        Ok(SgTarget { dev, block })
+        Ok(SgTarget {
+            port: Port::Sync(dev),
+            block,
+        })
     }
 
     /// The logical block size in bytes (fio's `sd->bs`).
     pub fn block_size(&self) -> u32 {
         self.block
+    }
+
+    /// Whether it is a SCSI generic node (/dev/sgN), which takes queued
+    /// commands.
+    pub fn is_generic(&self) -> bool {
+        match &self.port {
+            Port::Sync(d) => d.is_char(),
+            Port::Async(_) => true,
+        }
     }
 }
 
@@ -172,14 +204,32 @@ pub struct SgFailure {
 /// Failed commands kept (the job stops at the first, as fio does).
 const MAX_FAILURES: usize = 16;
 
-/// SG_IO one command at a time.
+/// The sg engine: SG_IO one command at a time ([`Sg::new`]), or, on
+/// /dev/sgN nodes, up to the depth queued at once ([`Sg::new_async`]).
 pub struct Sg {
+    // Dropped first: an asynchronous port waits for its commands in
+    // flight, which use the buffers below.
     targets: Vec<SgTarget>,
     pool: BufferPool,
+    /// Per slot: the UNMAP parameter list of a trim.
+    params: Box<[[u8; 24]]>,
+    /// Per slot, while its command is queued on a node: the I/O, its CDB
+    /// and the bytes its data phase moves.
+    flight: Vec<Option<Flight>>,
     opts: SgOptions,
     pending: VecDeque<(u32, IoDesc)>,
     done: VecDeque<Completion>,
     failures: Vec<SgFailure>,
+    depth: u32,
+}
+
+/// A command in flight on a node.
+#[derive(Debug, Clone, Copy)]
+struct Flight {
+    io: IoDesc,
+    cdb: [u8; 16],
+    cdb_len: usize,
+    want: usize,
 }
 
 /// A built command: its CDB (10 or 16 bytes used) and how much of the
@@ -287,13 +337,55 @@ impl Sg {
         opts: SgOptions,
         fill: Fill,
     ) -> std::io::Result<Sg> {
+        Sg::with_depth(targets, 1, max_len, opts, fill)
+    }
+
+    /// An asynchronous engine over /dev/sgN `targets`, as fio's sg engine
+    /// on a character device without `direct` or `sync`: up to `depth`
+    /// commands queued at once with write() on the nodes, collected with
+    /// read() as they complete. A target that is not a node is refused.
+    pub fn new_async(
+        targets: Vec<SgTarget>,
+        depth: u32,
+        max_len: usize,
+        opts: SgOptions,
+        fill: Fill,
+    ) -> std::io::Result<Sg> {
+        let depth = depth.clamp(1, crate::engine::MAX_DEPTH);
+        let mut out = Vec::with_capacity(targets.len());
+        for t in targets {
+            let port = match t.port {
+                Port::Sync(d) => {
+                    Port::Async(SgAsync::new(d, depth).map_err(std::io::Error::other)?)
+                }
+                p => p,
+            };
+            out.push(SgTarget {
+                port,
+                block: t.block,
+            });
+        }
+        Sg::with_depth(out, depth, max_len, opts, fill)
+    }
+
+    fn with_depth(
+        targets: Vec<SgTarget>,
+        depth: u32,
+        max_len: usize,
+        opts: SgOptions,
+        fill: Fill,
+    ) -> std::io::Result<Sg> {
+        let n = depth as usize;
         Ok(Sg {
             targets,
-            pool: BufferPool::new(1, max_len, fill)?,
+            pool: BufferPool::new(n, max_len, fill)?,
+            params: vec![[0u8; 24]; n].into_boxed_slice(),
+            flight: vec![None; n],
             opts,
-            pending: VecDeque::with_capacity(1),
-            done: VecDeque::with_capacity(1),
+            pending: VecDeque::with_capacity(n),
+            done: VecDeque::with_capacity(n),
             failures: Vec::new(),
+            depth,
         })
     }
 
@@ -309,30 +401,28 @@ impl Sg {
         -errno
     }
 
-    fn run_one(&mut self, slot: u32, io: &IoDesc) -> i32 {
-        let Some(t) = self.targets.get(io.target as usize) else {
-            return -libc::EINVAL;
+    /// Send `io` from `slot`: done at once over SG_IO (its result), or
+    /// queued on a node (None; its result comes from [`Sg::collect`]).
+    fn start(&mut self, slot: u32, io: &IoDesc) -> Option<i32> {
+        let Some(t) = self.targets.get_mut(io.target as usize) else {
+            return Some(-libc::EINVAL);
         };
-        let b = match build(io, t.block, &self.opts) {
+        let block = t.block;
+        let b = match build(io, block, &self.opts) {
             Ok(b) => b,
             Err(e) => {
                 let why = format!(
                     "{} of {} bytes at offset {} is not in whole {}-byte blocks (or too long for the command)",
-                    match io.op {
-                        Op::Read => "read",
-                        Op::Write => "write",
-                        Op::Trim => "trim",
-                        Op::Fsync => "flush",
-                    },
+                    op_name(io.op),
                     io.len,
                     io.offset,
-                    t.block
+                    block
                 );
-                return self.fail(io, why, e);
+                return Some(self.fail(io, why, e));
             }
         };
         let cdb = &b.cdb[..b.cdb_len];
-        let mut params = [0u8; 24];
+        let params = &mut self.params[slot as usize];
         let buf = self.pool.slice(slot as usize);
         let mut cmd = ScsiCommand::new(cdb);
         let want = match b.data {
@@ -342,9 +432,9 @@ impl Sg {
                 n
             }
             Dir::Out(n) if io.op == Op::Trim => {
-                let bs = u64::from(t.block);
+                let bs = u64::from(block);
                 let list = UnmapParameterList::new()
-                    .range(Lba(io.offset / bs), io.len / t.block)
+                    .range(Lba(io.offset / bs), io.len / block)
                     .build();
                 params.copy_from_slice(&list[..24]);
                 cmd = cmd.data_out(&params[..n]);
@@ -354,13 +444,50 @@ impl Sg {
                 cmd = cmd.data_out(&buf[..n]);
                 n
             }
-            Dir::In(_) | Dir::Out(_) => return -libc::EINVAL,
+            Dir::In(_) | Dir::Out(_) => return Some(-libc::EINVAL),
         };
-        let r = match t.dev.execute(&mut cmd) {
+        let r = match &mut t.port {
+            Port::Sync(d) => d.execute(&mut cmd),
+            Port::Async(q) => {
+                // SAFETY: the data buffer is this slot's: the pool's buffer
+                // or `params[slot]`, both on the heap, owned by this engine
+                // and dropped after `targets` (whose Drop collects every
+                // command in flight). The I/O loop does not touch a slot's
+                // buffer while its I/O is in flight, and this engine
+                // neither, until `collect` has received the slot's
+                // completion.
+                match unsafe { q.submit(slot, &mut cmd) } {
+                    Ok(()) => {
+                        self.flight[slot as usize] = Some(Flight {
+                            io: *io,
+                            cdb: b.cdb,
+                            cdb_len: b.cdb_len,
+                            want,
+                        });
+                        return None;
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        Some(self.finish(io, &b.cdb[..b.cdb_len], want, r))
+    }
+
+    /// The completion result of a command that carried `io`.
+    fn finish(
+        &mut self,
+        io: &IoDesc,
+        cdb: &[u8],
+        want: usize,
+        r: Result<ScsiResult, SgError>,
+    ) -> i32 {
+        let r = match r {
             Ok(r) => r,
             Err(e) => {
                 let errno = match &e {
-                    SgError::Ioctl { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
+                    SgError::Ioctl { source, .. } | SgError::Queue { source, .. } => {
+                        source.raw_os_error().unwrap_or(libc::EIO)
+                    }
                     SgError::Unclaimed { .. } | SgError::Permission { .. } => libc::EPERM,
                     _ => libc::EIO,
                 };
@@ -381,6 +508,69 @@ impl Sg {
             _ => io.len.min(i32::MAX as u32) as i32,
         }
     }
+
+    /// Receive every completion ready on the nodes; how many.
+    fn collect(&mut self) -> std::io::Result<usize> {
+        let mut n = 0;
+        for ti in 0..self.targets.len() {
+            loop {
+                let got = match &mut self.targets[ti].port {
+                    Port::Async(q) => q.receive().map_err(std::io::Error::other)?,
+                    Port::Sync(_) => None,
+                };
+                let Some((slot, r)) = got else { break };
+                let Some(f) = self.flight.get_mut(slot as usize).and_then(Option::take) else {
+                    continue;
+                };
+                let result = self.finish(&f.io, &f.cdb[..f.cdb_len], f.want, Ok(r));
+                self.done.push_back(Completion { slot, result });
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    fn in_flight(&self) -> u32 {
+        self.targets
+            .iter()
+            .map(|t| match &t.port {
+                Port::Async(q) => q.outstanding(),
+                Port::Sync(_) => 0,
+            })
+            .sum()
+    }
+
+    /// Wait until a node has a completion ready, or `timeout` passes.
+    fn wait_ready(&self, timeout: Option<Duration>) -> std::io::Result<()> {
+        // One node: wait on it. Several: wait on the first with commands
+        // in flight for a short while, so the others are looked at too.
+        let busy: Vec<&SgAsync> = self
+            .targets
+            .iter()
+            .filter_map(|t| match &t.port {
+                Port::Async(q) if q.outstanding() > 0 => Some(q),
+                _ => None,
+            })
+            .collect();
+        match busy.as_slice() {
+            [] => Ok(()),
+            [q] => q.wait(timeout).map_err(std::io::Error::other),
+            [q, ..] => {
+                let step = Duration::from_millis(1);
+                q.wait(Some(timeout.map_or(step, |t| t.min(step))))
+                    .map_err(std::io::Error::other)
+            }
+        }
+    }
+}
+
+fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Read => "read",
+        Op::Write => "write",
+        Op::Trim => "trim",
+        Op::Fsync => "flush",
+    }
 }
 
 impl Engine for Sg {
@@ -390,28 +580,46 @@ impl Engine for Sg {
 
     fn caps(&self) -> Caps {
         Caps {
-            asynchronous: false,
+            asynchronous: self.depth > 1,
             real_io: true,
         }
     }
 
     fn depth(&self) -> u32 {
-        1
+        self.depth
     }
 
     fn queue(&mut self, slot: u32, io: &IoDesc) {
         self.pending.push_back((slot, *io));
     }
 
-    fn commit(&mut self, _wait: u32, _timeout: Option<Duration>) -> std::io::Result<()> {
+    fn commit(&mut self, wait: u32, timeout: Option<Duration>) -> std::io::Result<()> {
         while let Some((slot, io)) = self.pending.pop_front() {
-            let result = self.run_one(slot, &io);
-            self.done.push_back(Completion { slot, result });
+            if let Some(result) = self.start(slot, &io) {
+                self.done.push_back(Completion { slot, result });
+            }
+        }
+        self.collect()?;
+        let until = timeout.map(|t| std::time::Instant::now() + t);
+        while (self.done.len() as u32) < wait && self.in_flight() > 0 {
+            let left = match until {
+                Some(u) => match u.checked_duration_since(std::time::Instant::now()) {
+                    Some(d) => Some(d),
+                    None => break,
+                },
+                None => None,
+            };
+            self.wait_ready(left)?;
+            self.collect()?;
         }
         Ok(())
     }
 
     fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
+        if self.in_flight() > 0 {
+            // Completions that arrived since the last commit.
+            let _ = self.collect();
+        }
         let n = self.done.len();
         while let Some(c) = self.done.pop_front() {
             f(c);

@@ -19,6 +19,13 @@
 //! VERIFY with BYTCHK 11b) and reads through the sg engine. drivelab's
 //! failed command names the sense (MISCOMPARE) and the LBAs.
 //!
+//! A second boot runs `sg/sg-async.fio` (drivelab's own job: fio's
+//! asynchronous sg mode, commands queued 8 at a time with write() on the
+//! disk's /dev/sgN and collected with read()) with both tools, and asserts
+//! the same reads, writes and bytes per job, queues that reached depth 8 in
+//! both (`iodepth_level`), and the same bytes on the disk afterwards, as the
+//! job writes them.
+//!
 //! Needs root, QEMU, the cached kernel (`bash tests/vm/setup.sh`) and fio
 //! on the host (`tests/run` installs it).
 
@@ -269,5 +276,144 @@ fn fio_sg_examples_do_the_same_io_in_drivelab() {
             );
         }
     }
+    c.finish(&run.context());
+}
+
+/// drivelab's job for fio's asynchronous sg mode (tests/data/fio-jobs/sg).
+const ASYNC_JOB: &str = include_str!("../../../tests/data/fio-jobs/sg/sg-async.fio");
+
+/// Bytes seeded before and read back after each run of the async job.
+const ASYNC_SPAN: usize = 512 << 10;
+
+fn async_script() -> String {
+    format!(
+        r#"
+exec < /dev/null
+D=/dev/$(disk_by_model scsi_debug)
+export DL_SG_NODE=/dev/$(ls /sys/block/${{D##*/}}/device/scsi_generic/)
+echo $DL_SG_NODE > nodename
+head -c {span} /dev/urandom > /tmp/seed.bin
+od -An -tx1 -v /tmp/seed.bin > seed.txt
+cat > sg-async.fio <<'EOF'
+{ASYNC_JOB}EOF
+for t in fio dl; do
+  dd if=/tmp/seed.bin of=$D bs={span} count=1 oflag=direct conv=notrunc 2>/dev/null
+  if [ $t = fio ]; then
+    run_json ${{t}}_async /usr/bin/fio --output-format=json sg-async.fio
+  else
+    run_json ${{t}}_async drivelab run sg-async.fio --force --no-store --output-format=json
+  fi
+  dd if=$D bs={span} count=1 iflag=direct 2>/dev/null | od -An -tx1 -v > med_${{t}}_async.txt
+done
+true
+"#,
+        span = ASYNC_SPAN
+    )
+}
+
+/// Per job: the share of I/O issued at depth 8 or more (fio's
+/// `iodepth_level`, percent).
+fn depth8(v: &Value) -> Vec<f64> {
+    v["jobs"]
+        .as_array()
+        .map(|jobs| {
+            jobs.iter()
+                .map(|j| {
+                    let l = &j["iodepth_level"];
+                    ["8", "16", "32", ">=64"]
+                        .iter()
+                        .map(|k| l[*k].as_f64().unwrap_or(0.0))
+                        .sum()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn fio_async_sg_mode_on_a_node_does_the_same_io_in_drivelab() {
+    assert!(
+        Path::new("/usr/bin/fio").is_file(),
+        "fio is not installed on the host; this test compares drivelab with it (apt-get install fio)"
+    );
+    let vm = Vm::builder()
+        .scsi_debug("dev_size_mb=8")
+        .with_drivelab()
+        .host_tool("/usr/bin/fio")
+        .guest_script(&async_script())
+        .timeout(Duration::from_secs(240));
+    let run = match vm.run() {
+        Ok(r) => r,
+        Err(e) => panic!("the test VM did not run: {e}"),
+    };
+    let mut c = Checks::new();
+    let node = run.file("nodename").unwrap_or_default();
+    check(
+        &mut c,
+        node.trim().starts_with("/dev/sg"),
+        format!("the disk's SCSI generic node is {}", node.trim()),
+    );
+    let seed = od_bytes(&run.file("seed.txt").unwrap_or_default());
+    check(
+        &mut c,
+        seed.len() == ASYNC_SPAN,
+        format!("seed of {} bytes read back", seed.len()),
+    );
+    let (fs, fv, ferr) = json_of(&run, "fio_async");
+    let (ds, dv, derr) = json_of(&run, "dl_async");
+    let (fj, dj) = (per_job(&fv), per_job(&dv));
+    for (f, d) in fj.iter().zip(&dj) {
+        println!("async {:<9} fio {f:?}   drivelab {d:?}", f.0);
+    }
+    check(
+        &mut c,
+        fs == 0 && ds == 0,
+        format!("both succeed: fio {fs} {ferr}, drivelab {ds} {derr}"),
+    );
+    let want: Vec<JobLine> = vec![
+        ("write".into(), 64, 256 << 10, 0, 0, 0),
+        ("randread".into(), 0, 0, 0, 64, 256 << 10),
+        ("bigwrite".into(), 4, 64 << 10, 0, 0, 0),
+    ];
+    check(
+        &mut c,
+        fj == want,
+        format!("fio did what the job says: {fj:?}"),
+    );
+    check(
+        &mut c,
+        dj == fj,
+        format!("drivelab's reads, writes, bytes and errors per job are fio's: fio {fj:?}, drivelab {dj:?}"),
+    );
+    let (fd, dd) = (depth8(&fv), depth8(&dv));
+    println!("async: share of I/O at depth 8: fio {fd:?}, drivelab {dd:?}");
+    check(
+        &mut c,
+        fd.len() == 3 && dd.len() == 3 && fd[..2].iter().chain(&dd[..2]).all(|&p| p > 0.0),
+        format!("commands were queued 8 deep in both: fio {fd:?}, drivelab {dd:?}"),
+    );
+    let fm = od_bytes(&run.file("med_fio_async.txt").unwrap_or_default());
+    let dm = od_bytes(&run.file("med_dl_async.txt").unwrap_or_default());
+    check(
+        &mut c,
+        fm.len() == ASYNC_SPAN && fm == dm,
+        format!(
+            "the disk holds the same {} bytes after fio and drivelab",
+            dm.len()
+        ),
+    );
+    let expect: Vec<u8> = (0..ASYNC_SPAN)
+        .map(|i| match i {
+            _ if i < 256 << 10 => 0x5a,
+            _ if (320 << 10..384 << 10).contains(&i) => 0xc3,
+            _ => seed.get(i).copied().unwrap_or(0),
+        })
+        .collect();
+    let first_bad = dm.iter().zip(&expect).position(|(a, b)| a != b);
+    check(
+        &mut c,
+        dm.len() == ASYNC_SPAN && first_bad.is_none(),
+        format!("the disk after drivelab is as the job writes it (first difference at byte {first_bad:?})"),
+    );
     c.finish(&run.context());
 }

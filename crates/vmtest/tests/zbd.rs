@@ -19,6 +19,15 @@
 //!   fill job wrote (`read_beyond_wp=0` stops it at the data);
 //! - the zone-reset-gc run leaves at most its range's worth of data.
 //!
+//! Then both run `zbd/zbd-rand-write-trim-gc.fio` (fio's trim-gc example,
+//! whose trims are zone resets; fio with `normal,json` output, as it says
+//! its zone resets only in its text), and the test asserts for both: 12
+//! writes and 2 trims of one zone, 2 zone resets (no zone fills: fewer
+//! bytes are written than a zone holds), write pointers on 64 KiB
+//! boundaries inside the job's 4 zones, and the data left below them what
+//! was written less what the 2 resets discarded: at least one block each,
+//! at most a zone each.
+//!
 //! And `zonemode=zbd` on a disk that is not zoned, without `zonesize`, is
 //! refused with exit status 2 and one line.
 //!
@@ -49,6 +58,9 @@ const JOBS: [(&str, &str); 3] = [
     ),
 ];
 
+/// fio's trim-gc example, shrunk (tests/data/fio-jobs/zbd).
+const TRIM_GC: &str = include_str!("../../../tests/data/fio-jobs/zbd/zbd-rand-write-trim-gc.fio");
+
 fn script() -> String {
     let mut s = String::from(
         r#"
@@ -67,6 +79,9 @@ done
     for (name, text) in JOBS {
         s.push_str(&format!("cat > /tmp/{name}.fio <<'JOBEOF'\n{text}JOBEOF\n"));
     }
+    s.push_str(&format!(
+        "cat > /tmp/trim-gc.fio <<'JOBEOF'\n{TRIM_GC}JOBEOF\n"
+    ));
     s.push_str(
         r#"
 for t in fio dl; do
@@ -80,6 +95,16 @@ for t in fio dl; do
     fi
     blkzone report $D > ${t}_$j.zones 2>&1
   done
+done
+for t in fio dl; do
+  blkzone reset $D
+  blkzone report $D > ${t}_trim-gc.before 2>&1
+  if [ $t = fio ]; then
+    run_json ${t}_trim-gc fio --output-format=normal,json /tmp/trim-gc.fio
+  else
+    run_json ${t}_trim-gc drivelab run /tmp/trim-gc.fio --force --no-store --output-format=json
+  fi
+  blkzone report $D > ${t}_trim-gc.zones 2>&1
 done
 cat > /tmp/plain.fio <<'JOBEOF'
 [plain]
@@ -158,15 +183,107 @@ fn job_bytes(v: &Value, name: &str) -> (u64, u64) {
         .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
-/// The JSON a run printed (fio may print notes before it).
+/// The JSON a run printed (fio may print notes before it, and its text
+/// after it with `normal,json`).
 fn json(run: &GuestRun, name: &str) -> Result<Value, String> {
     let out = run
         .file(&format!("{name}.out"))
         .map_err(|e| e.to_string())?;
-    let start = out
-        .find('{')
-        .ok_or_else(|| format!("{name}: no JSON: {out}"))?;
-    serde_json::from_str(&out[start..]).map_err(|e| format!("{name}: {e}"))
+    let (Some(start), Some(end)) = (out.find('{'), out.rfind('}')) else {
+        return Err(format!("{name}: no JSON: {out}"));
+    };
+    serde_json::from_str(&out[start..=end]).map_err(|e| format!("{name}: {e}"))
+}
+
+/// The number before `key` in fio's text (`; 2 zone resets`).
+fn count_before(text: &str, key: &str) -> Option<u64> {
+    let i = text.find(key)?;
+    text[..i]
+        .split([' ', ';'])
+        .rfind(|w| !w.is_empty())?
+        .parse()
+        .ok()
+}
+
+/// fio's trim-gc example: the same writes, trims and zone resets in both
+/// tools, and write pointers that the workload explains.
+fn check_trim_gc(run: &GuestRun, c: &mut Checks) {
+    let mut counts = Vec::new();
+    for tool in ["fio", "dl"] {
+        let name = format!("{tool}_trim-gc");
+        let (status, out, err) = run.outcome(&name);
+        c.check(&format!("{name}: exit status 0"), status == 0, || {
+            format!("status {status}: {err}")
+        });
+        let v = match json(run, &name) {
+            Ok(v) => v,
+            Err(e) => {
+                c.check(&format!("{name}: JSON"), false, || e);
+                continue;
+            }
+        };
+        // group_reporting: one entry for the three jobs.
+        let j = &v["jobs"][0];
+        let n = |d: &str, k: &str| j[d][k].as_u64().unwrap_or(0);
+        let (wios, w, tios, tb) = (
+            n("write", "total_ios"),
+            n("write", "io_bytes"),
+            n("trim", "total_ios"),
+            n("trim", "io_bytes"),
+        );
+        let resets = if tool == "fio" {
+            count_before(&out, " zone resets")
+        } else {
+            j["zone_resets"].as_u64()
+        };
+        let before = zones(&run.file(&format!("{name}.before")).unwrap_or_default());
+        let z = zones(&run.file(&format!("{name}.zones")).unwrap_or_default());
+        let data: u64 = z.iter().map(|z| z.1).sum();
+        println!(
+            "{name}: {wios} writes ({w} bytes), {tios} trims ({tb} bytes), {resets:?} zone resets, data below write pointers {data}"
+        );
+        counts.push((wios, w, tios, tb, resets));
+        c.check(
+            &format!("{name}: 12 writes of 64 KiB, 2 trims of a zone"),
+            (wios, w, tios, tb) == (12, 768 << 10, 2, 2 * ZONE),
+            || format!("{wios} writes, {w} bytes; {tios} trims, {tb} bytes"),
+        );
+        c.check(
+            &format!("{name}: 2 zone resets, one per trim"),
+            resets == Some(2),
+            || format!("{resets:?}: {out}"),
+        );
+        c.check(
+            &format!("{name}: {ZONES} zones, empty before"),
+            before.len() == ZONES as usize
+                && before.iter().all(|z| z.1 == 0)
+                && z.len() == ZONES as usize,
+            || format!("before {before:?}, after {z:?}"),
+        );
+        let bad: Vec<String> = z
+            .iter()
+            .enumerate()
+            .filter(|(i, (_, used))| used % 65536 != 0 || (!(2..6).contains(i) && *used != 0))
+            .map(|(i, (_, used))| format!("zone {i}: {used} bytes below the write pointer"))
+            .collect();
+        c.check(
+            &format!("{name}: write pointers on 64 KiB boundaries, inside zones 2-5"),
+            bad.is_empty(),
+            || bad.join(", "),
+        );
+        // Each reset discarded a zone with data: a block at least, a zone
+        // at most (no zone holds more than was written to it).
+        c.check(
+            &format!("{name}: data = written less what 2 resets discarded"),
+            data + 2 * 65536 <= w && w - data <= 2 * ZONE,
+            || format!("written {w}, data {data}"),
+        );
+    }
+    c.check(
+        "trim-gc: drivelab writes, trims and resets what fio does",
+        counts.len() == 2 && counts[0] == counts[1],
+        || format!("{counts:?}"),
+    );
 }
 
 #[test]
@@ -298,6 +415,7 @@ fn zbd_examples_write_at_write_pointers_as_fio_does() {
             || format!("fio {f:?}, drivelab {d:?}"),
         );
     }
+    check_trim_gc(&run, &mut c);
     // With --output-format=json the refusal is a JSON line on stdout.
     let (status, out, err) = run.outcome("plain");
     let said = format!("{out}{err}");
@@ -311,6 +429,13 @@ fn zbd_examples_write_at_write_pointers_as_fio_does() {
         run.file("fio_zbd-rand-write.zones").unwrap_or_default()
     );
     c.finish(&run.context());
+}
+
+#[test]
+fn fio_zone_reset_counts_parse() {
+    let l = "  write: IOPS=6000, BW=375MiB/s (393MB/s)(768KiB/2msec); 2 zone resets\n";
+    assert_eq!(count_before(l, " zone resets"), Some(2));
+    assert_eq!(count_before("no such line", " zone resets"), None);
 }
 
 #[test]

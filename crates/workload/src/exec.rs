@@ -351,7 +351,17 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
         std::thread::sleep(Duration::from_millis(5));
     }
     start_delay(job.spec.startdelay, stop, cfg);
-    let mut o = run_job(engine, cfg, now_ns(), stop, progress)?;
+    let mut o = match crate::zbd::trims_reset(&cfg.zbd, &job.spec) {
+        // zonemode=zbd: the job's trims are zone resets.
+        Some(set) => run_job(
+            &mut crate::zbd::ZoneTrims::new(engine, set),
+            cfg,
+            now_ns(),
+            stop,
+            progress,
+        )?,
+        None => run_job(engine, cfg, now_ns(), stop, progress)?,
+    };
     let clean = o.errors.iter().all(|e| e.passed)
         && o.verify_failure.is_none()
         && !o.verify_stopped
@@ -738,12 +748,19 @@ fn run_on_targets(
         }
         EngineKind::Sg => {
             let targets = crate::sg::open_targets(plan, claims, job)?;
-            let mut e = drivelab_engine::sg::Sg::new(
-                targets,
-                max_bs,
-                spec.sg.options(),
-                Fill::Random(spec.randseed),
-            )
+            let fill = Fill::Random(spec.randseed);
+            let mut e = if crate::sg::asynchronous(spec, claims, job) {
+                // fio's asynchronous mode on /dev/sgN: queued commands.
+                drivelab_engine::sg::Sg::new_async(
+                    targets,
+                    spec.iodepth,
+                    max_bs,
+                    spec.sg.options(),
+                    fill,
+                )
+            } else {
+                drivelab_engine::sg::Sg::new(targets, max_bs, spec.sg.options(), fill)
+            }
             .map_err(|source| RunError::Engine {
                 engine: "sg",
                 source,
@@ -1719,8 +1736,10 @@ fn build_report(
             let r = &mut reported[di];
             r.read_bytes += pt[0].1;
             r.write_bytes += pt[1].1;
-            r.trim_bytes += pt[2].1;
-            r.ios += pt[0].0 + pt[1].0 + pt[2].0;
+            // zonemode=zbd: trims are zone resets, which move no bytes.
+            let trims = if job.zbd.is_some() { (0, 0) } else { pt[2] };
+            r.trim_bytes += trims.1;
+            r.ios += pt[0].0 + pt[1].0 + trims.0;
             r.buffered |= !job.direct;
             r.via_filesystem |= !t.is_block;
             r.paced |= paced;

@@ -367,6 +367,10 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             let f: &str = if spec.ioengine == EngineKind::IoUringCmd {
                 mapped = crate::ucmd::block_of(&spec.name, f)?.display().to_string();
                 &mapped
+            } else if spec.ioengine == EngineKind::Sg && crate::sg::is_node(f) {
+                // sg: /dev/sgN likewise, as its disk's block device.
+                mapped = crate::sg::block_of(&spec.name, f)?.display().to_string();
+                &mapped
             } else {
                 f
             };
@@ -570,7 +574,8 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 spec.runtime,
             )
         };
-        if spec.rw.write_kind() == WriteKind::Trim {
+        // zonemode=zbd: trims are zone resets, no discard.
+        if spec.rw.write_kind() == WriteKind::Trim && zbd.is_none() {
             for &i in &idx {
                 let t = &targets[i];
                 if t.is_block {

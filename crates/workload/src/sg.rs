@@ -106,7 +106,7 @@ pub fn check_targets<'a>(
     for (path, is_block) in targets {
         if !is_block {
             return Err(bad(format!(
-                "job '{}': ioengine=sg sends SCSI commands to a SCSI disk's block device (/dev/sdX), and {} is not one (drivelab does not take /dev/sgN nodes); use the disk's /dev/sdX, or another ioengine for files",
+                "job '{}': ioengine=sg sends SCSI commands to a SCSI disk (/dev/sdX or its /dev/sgN), and {} is not one; use the disk's /dev/sdX or /dev/sgN, or another ioengine for files",
                 spec.name,
                 path.display()
             )));
@@ -115,9 +115,42 @@ pub fn check_targets<'a>(
     Ok(())
 }
 
+/// Whether `file` is a character device: for the sg engine, a SCSI generic
+/// node (/dev/sgN), planned and claimed as its disk's block device.
+pub(crate) fn is_node(file: &str) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(file).is_ok_and(|m| m.file_type().is_char_device())
+}
+
+/// The disk a job's /dev/sgN is planned and claimed as, or the one-line
+/// refusal of another character device.
+pub(crate) fn block_of(job: &str, sg: &str) -> Result<std::path::PathBuf, crate::PlanError> {
+    drivelab_device::claim::scsi_generic_block(std::path::Path::new(sg))
+        .map_err(|e| crate::PlanError::Spec(SpecError::Invalid(format!("job '{job}': {e}"))))
+}
+
+/// Whether the job runs fio's asynchronous sg mode: every target a
+/// /dev/sgN node, without `direct` (fio's default for sg is buffered,
+/// which on a node means queued commands). Queueing needs the node open
+/// for writing (write() of the command), which drivelab does only through
+/// the disk's claim: a node of a run that only reads (no claim) takes its
+/// commands one at a time over SG_IO instead.
+pub(crate) fn asynchronous(
+    spec: &crate::JobSpec,
+    claims: &[Option<drivelab_device::claim::Claim>],
+    job: &crate::plan::PlannedJob,
+) -> bool {
+    spec.ioengine == crate::EngineKind::Sg
+        && spec.direct != Some(true)
+        && !spec.filenames.is_empty()
+        && spec.filenames.iter().all(|f| is_node(f))
+        && job.targets.iter().all(|&i| claims[i].is_some())
+}
+
 /// The job's targets for the sg engine: the claimed device when the job
 /// writes (its claim is held), else a read-only open (commands that change
 /// the medium are then refused by the device crate before they are sent).
+/// A /dev/sgN the job names is opened itself, through its disk's claim.
 pub(crate) fn open_targets(
     plan: &crate::Plan,
     claims: &[Option<drivelab_device::claim::Claim>],
@@ -125,14 +158,25 @@ pub(crate) fn open_targets(
 ) -> Result<Vec<drivelab_engine::sg::SgTarget>, crate::exec::RunError> {
     use drivelab_engine::sg::SgTarget;
     let mut out = Vec::with_capacity(job.targets.len());
-    for &i in &job.targets {
+    for (k, &i) in job.targets.iter().enumerate() {
         let t = &plan.targets[i];
-        let opened = match (&claims[i], job.writes) {
-            (Some(c), true) => SgTarget::claimed(c),
+        let node = job
+            .spec
+            .filenames
+            .get(k)
+            .filter(|f| is_node(f))
+            .map(std::path::PathBuf::from);
+        let opened = match (&claims[i], job.writes, &node) {
+            // A node is opened through the claim for reads too: queueing
+            // (fio's asynchronous mode) writes commands to it.
+            (Some(c), _, Some(n)) => SgTarget::claimed_generic(c, n),
+            (Some(c), true, None) => SgTarget::claimed(c),
+            (_, _, Some(n)) => SgTarget::read_only(n),
             _ => SgTarget::read_only(&t.path),
         };
+        let shown = node.as_ref().unwrap_or(&t.path);
         out.push(opened.map_err(|e| crate::exec::RunError::Open {
-            path: t.path.display().to_string(),
+            path: shown.display().to_string(),
             source: std::io::Error::other(e.to_string()),
             hint: String::new(),
         })?);

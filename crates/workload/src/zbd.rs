@@ -17,6 +17,13 @@
 //!   a zone without data moves to the next zone that has some (sequential)
 //!   or the nearest (random), and is cut at the write pointer; with no data
 //!   left the job ends, as in fio.
+//! - A trim is the reset of one whole zone (fio's zone-reset trims): its
+//!   block size must be the zone size; a random trim of an empty zone
+//!   moves to the nearest zone with data (none: the job ends), a
+//!   sequential one stays. [`ZoneTrims`] does the reset when the trim is
+//!   queued and completes it with the trim's length, without a discard.
+//!   Trims count as trims (fio's `trim` counts) and, where the zone held
+//!   data, as zone resets of the job.
 //! - A zone with I/O in flight belongs to the job that issued it; other
 //!   jobs wait for it (fio's zone lock). Before a reset the job's own I/O
 //!   completes first.
@@ -262,11 +269,9 @@ pub fn plan_job(
         ));
     }
     let (zone_size, model) = zone_size_of(spec)?;
-    if spec.rw.write_kind() == crate::WriteKind::Trim {
-        return Err(invalid(
-            "with trims (zone resets) is not supported by drivelab yet; use a read or write mode"
-                .to_string(),
-        ));
+    let trims = spec.rw.write_kind() == crate::WriteKind::Trim;
+    if trims {
+        check_trim_bs(spec, zone_size).map_err(&invalid)?;
     }
     if spec.verify.is_some() {
         return Err(invalid(
@@ -278,7 +283,7 @@ pub fn plan_job(
             "with zoneskip is not supported by drivelab yet; drop zoneskip".to_string(),
         ));
     }
-    if model == Model::HostManaged && writes && !direct {
+    if model == Model::HostManaged && writes && !trims && !direct {
         return Err(invalid(
             "writes to a host-managed zoned device need direct I/O (as fio says); set direct=1"
                 .to_string(),
@@ -331,6 +336,31 @@ pub fn plan_job(
     }))
 }
 
+/// fio's rule for trims under zonemode=zbd: a trim is the reset of one
+/// whole zone, so its block size is the zone size, one size only.
+fn check_trim_bs(spec: &JobSpec, zone_size: u64) -> Result<(), String> {
+    // The trim direction's size mix: its own (`bssplit=,,T`), none when it
+    // has its own block size, else the one given for every direction.
+    let split = match (&spec.bssplit_dir[1], spec.bs_dir[1]) {
+        (Some(_), _) => true,
+        (None, Some(_)) => false,
+        (None, None) => !spec.bssplit.is_empty(),
+    };
+    if split || spec.min_bs() != spec.max_bs() {
+        return Err(
+            "takes one trim block size (bsrange and bssplit are not allowed for trims, as in fio); give bs equal to the zone size"
+                .to_string(),
+        );
+    }
+    let bs = spec.max_bs();
+    if bs != zone_size {
+        return Err(format!(
+            "trims reset whole zones: the trim block size {bs} is not the zone size {zone_size}; give bs={zone_size}"
+        ));
+    }
+    Ok(())
+}
+
 fn device_limit(path: &std::path::Path, model: Model) -> u32 {
     if model != Model::HostManaged {
         return 0;
@@ -373,6 +403,9 @@ pub struct ZoneState {
     pub reset_due: bool,
     /// The job with I/O in flight here, and how many.
     owner: Option<(u32, u32)>,
+    /// The trim in flight here reset the zone (it held data): the owning
+    /// job counts the reset when the trim completes.
+    trim_reset: bool,
 }
 
 impl ZoneState {
@@ -428,6 +461,7 @@ impl ZoneSet {
                 open: false,
                 reset_due: false,
                 owner: None,
+                trim_reset: false,
             })
             .collect();
         let zone_size = report.first().map_or(0, |z| z.len);
@@ -481,14 +515,20 @@ impl ZoneSet {
 
     /// Reset zone `zi` when it holds data; whether it did.
     fn reset_zone(&mut self, zi: usize) -> Result<bool, String> {
+        let start = self.zones[zi].start;
+        self.reset_zone_io(zi)
+            .map_err(|e| format!("resetting the zone at byte {start} failed: {e}"))
+    }
+
+    /// [`ZoneSet::reset_zone`] with the device's error as it came.
+    fn reset_zone_io(&mut self, zi: usize) -> std::io::Result<bool> {
         let z = &self.zones[zi];
         let data = z.wp - z.start;
         if data == 0 {
             return Ok(false);
         }
         if let Some(w) = &self.writer {
-            w.reset(z.start, z.end - z.start)
-                .map_err(|e| format!("resetting the zone at byte {} failed: {e}", z.start))?;
+            w.reset(z.start, z.end - z.start)?;
         }
         self.with_data = self.with_data.saturating_sub(data);
         let z = &mut self.zones[zi];
@@ -873,7 +913,25 @@ impl JobZones {
                 s.zones[zi].wp = end;
                 self.own(&mut s, zi, io)
             }
-            _ => Adjust::Issue(io),
+            Op::Trim => {
+                // fio: a random trim of an empty zone moves to a zone with
+                // data (none left: the job ends); a sequential one stays.
+                let z = &s.zones[zi];
+                if self.cfg.random && z.wp == z.start {
+                    let Some(n) = self.zone_with_data(&s, zi, 1) else {
+                        return Adjust::Eof;
+                    };
+                    if self.busy(&s, n) {
+                        return Adjust::Wait;
+                    }
+                    zi = n;
+                    io.offset = s.zones[zi].start;
+                }
+                // The zone stays this job's until the trim (its reset, by
+                // [`ZoneTrims`]) completes.
+                self.own(&mut s, zi, io)
+            }
+            Op::Fsync => Adjust::Issue(io),
         }
     }
 
@@ -899,6 +957,9 @@ impl JobZones {
             return;
         }
         z.owner = (n > 1).then_some((j, n - 1));
+        if io.op == Op::Trim && std::mem::take(&mut z.trim_reset) {
+            self.resets += 1;
+        }
         s.inflight = s.inflight.saturating_sub(1);
         if io.op == Op::Write && io.offset + u64::from(io.len) >= s.zones[zi].cap_end() {
             s.close(zi, self);
@@ -909,6 +970,130 @@ impl JobZones {
     pub fn resets(&self) -> u64 {
         lock(&self.set).resets
     }
+}
+
+/// The engine of a `zonemode=zbd` job that trims. A trim of a zone with a
+/// write pointer is that zone's reset, as in fio (its zbd_do_io_u_trim):
+/// done here when the trim is queued, through the zones' claim-built
+/// handle (nothing on a target with emulated zones), and completed with
+/// the trim's length without reaching the inner engine. A trim that is not
+/// at a zone's start fails with EINVAL, as fio's does. Everything else,
+/// and a trim of a conventional zone (a discard), goes to the inner
+/// engine.
+pub struct ZoneTrims<'a, E> {
+    inner: &'a mut E,
+    set: SharedZones,
+    done: std::collections::VecDeque<drivelab_engine::engine::Completion>,
+}
+
+impl<'a, E: drivelab_engine::engine::Engine> ZoneTrims<'a, E> {
+    /// `inner` with the trims of `set`'s zones turned into resets.
+    pub fn new(inner: &'a mut E, set: SharedZones) -> ZoneTrims<'a, E> {
+        let depth = inner.depth() as usize;
+        ZoneTrims {
+            inner,
+            set,
+            done: std::collections::VecDeque::with_capacity(depth),
+        }
+    }
+
+    /// The reset a trim stands for, when it is one: its completion result.
+    fn reset(&mut self, io: &IoDesc) -> Option<i32> {
+        if io.op != Op::Trim {
+            return None;
+        }
+        let mut s = lock(&self.set);
+        let zi = s.idx(io.offset);
+        if !s.zones[zi].has_wp {
+            return None;
+        }
+        if io.offset != s.zones[zi].start {
+            return Some(-libc::EINVAL);
+        }
+        Some(match s.reset_zone_io(zi) {
+            Ok(did) => {
+                s.zones[zi].trim_reset = did;
+                i32::try_from(io.len).unwrap_or(i32::MAX)
+            }
+            Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+        })
+    }
+}
+
+impl<E: drivelab_engine::engine::Engine> drivelab_engine::engine::Engine for ZoneTrims<'_, E> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn caps(&self) -> drivelab_engine::engine::Caps {
+        self.inner.caps()
+    }
+
+    fn depth(&self) -> u32 {
+        self.inner.depth()
+    }
+
+    fn queue(&mut self, slot: u32, io: &IoDesc) {
+        match self.reset(io) {
+            Some(result) => self
+                .done
+                .push_back(drivelab_engine::engine::Completion { slot, result }),
+            None => self.inner.queue(slot, io),
+        }
+    }
+
+    fn queue_prio(&mut self, slot: u32, io: &IoDesc, ioprio: u16) {
+        match self.reset(io) {
+            Some(result) => self
+                .done
+                .push_back(drivelab_engine::engine::Completion { slot, result }),
+            None => self.inner.queue_prio(slot, io, ioprio),
+        }
+    }
+
+    fn commit(&mut self, wait: u32, timeout: Option<std::time::Duration>) -> std::io::Result<()> {
+        // With resets done, submit the rest without waiting for any.
+        let wait = if self.done.is_empty() { wait } else { 0 };
+        self.inner.commit(wait, timeout)
+    }
+
+    fn reap<F: FnMut(drivelab_engine::engine::Completion)>(&mut self, mut f: F) -> usize {
+        let mut n = 0;
+        while let Some(c) = self.done.pop_front() {
+            f(c);
+            n += 1;
+        }
+        n + self.inner.reap(f)
+    }
+
+    fn reap_max<F: FnMut(drivelab_engine::engine::Completion)>(
+        &mut self,
+        max: usize,
+        mut f: F,
+    ) -> usize {
+        let mut n = 0;
+        while n < max {
+            let Some(c) = self.done.pop_front() else {
+                break;
+            };
+            f(c);
+            n += 1;
+        }
+        if n == max {
+            return n;
+        }
+        n + self.inner.reap_max(max - n, f)
+    }
+
+    fn buffer(&mut self, slot: u32) -> &mut [u8] {
+        self.inner.buffer(slot)
+    }
+}
+
+/// Whether a job's trims are zone resets ([`ZoneTrims`]): its zones, if so.
+pub fn trims_reset(cfg: &Option<JobZones>, spec: &JobSpec) -> Option<SharedZones> {
+    let z = cfg.as_ref()?;
+    (spec.rw.write_kind() == crate::WriteKind::Trim).then(|| z.set.clone())
 }
 
 /// fio's write countdown between threshold resets: 1 / frequency writes.
@@ -1166,6 +1351,107 @@ mod tests {
         a.completed(&x);
         a.completed(&y);
         assert_eq!(issue(&mut b, w(0, 65536)).offset, 2 * 65536);
+    }
+
+    fn t(off: u64) -> IoDesc {
+        IoDesc {
+            target: 0,
+            op: Op::Trim,
+            offset: off,
+            len: Z as u32,
+        }
+    }
+
+    #[test]
+    fn a_random_trim_of_an_empty_zone_moves_to_one_with_data() {
+        let set = Arc::new(Mutex::new(ZoneSet::emulated(4 * Z, Z, 0)));
+        let mut c = cfg(0, true);
+        c.min_bs = Z;
+        let mut tj = job(&set, c.clone(), 2, (0, 4));
+        // Nothing written: fio's end of data.
+        assert_eq!(tj.adjust(t(Z), 0), Adjust::Eof);
+        let mut wj = job(&set, cfg(0, true), 1, (0, 4));
+        issue(&mut wj, w(2 * Z, 65536));
+        // Zone 1 is empty: the trim goes to zone 2's start.
+        let Adjust::Issue(a) = tj.adjust(t(Z), 0) else {
+            panic!()
+        };
+        assert_eq!(a.offset, 2 * Z);
+        // The zone is the trim job's until the trim completes.
+        assert_eq!(wj.adjust(w(2 * Z, 65536), 0), Adjust::Wait);
+        tj.completed(&a);
+        // A sequential trim stays where it is, data or not.
+        c.random = false;
+        let mut sj = job(&set, c, 3, (0, 4));
+        assert_eq!(issue(&mut sj, t(0)).offset, 0);
+    }
+
+    #[test]
+    fn trims_are_zone_resets_completed_without_the_engine() {
+        use drivelab_engine::engine::{Engine, Null};
+        let set = Arc::new(Mutex::new(ZoneSet::emulated(4 * Z, Z, 0)));
+        let mut wj = job(&set, cfg(0, false), 1, (0, 4));
+        for _ in 0..3 {
+            issue(&mut wj, w(Z, 65536));
+        }
+        let mut c = cfg(0, false);
+        c.min_bs = Z;
+        let mut tj = job(&set, c, 2, (0, 4));
+        let mut null = Null::new(4, Z as usize, drivelab_engine::buf::Fill::Zeroed).unwrap();
+        let mut e = ZoneTrims::new(&mut null, set.clone());
+        let mut got = Vec::new();
+        // Zone 0 (empty), zone 1 (3 blocks), then a trim off a zone start
+        // and a read, which goes to the inner engine.
+        let a = match tj.adjust(t(0), 0) {
+            Adjust::Issue(a) => a,
+            o => panic!("{o:?}"),
+        };
+        let b = match tj.adjust(t(Z), 1) {
+            Adjust::Issue(b) => b,
+            o => panic!("{o:?}"),
+        };
+        e.queue(0, &a);
+        e.queue(1, &b);
+        e.queue(2, &t(Z + 65536));
+        let rd = IoDesc {
+            target: 0,
+            op: Op::Read,
+            offset: 0,
+            len: 4096,
+        };
+        e.queue(3, &rd);
+        e.commit(4, None).unwrap();
+        e.reap(|c| got.push((c.slot, c.result)));
+        got.sort_unstable();
+        assert_eq!(
+            got,
+            vec![(0, Z as i32), (1, Z as i32), (2, -libc::EINVAL), (3, 4096)]
+        );
+        tj.completed(&a);
+        tj.completed(&b);
+        // One zone held data: one reset, counted by the trim job.
+        let s = lock(&set);
+        assert_eq!((s.resets, tj.resets, wj.resets), (1, 1, 0));
+        assert_eq!((s.zones[1].wp, s.with_data), (Z, 0));
+        assert!(s.zones.iter().all(|z| z.owner.is_none()));
+    }
+
+    #[test]
+    fn trims_need_the_zone_size_as_block_size() {
+        let mut s = JobSpec::default();
+        s.set("rw", Some("randtrim")).unwrap();
+        s.set("bs", Some("64k")).unwrap();
+        let e = check_trim_bs(&s, Z).unwrap_err();
+        assert!(e.contains("65536") && e.contains("1048576"), "{e}");
+        s.set("bs", Some("1m")).unwrap();
+        assert_eq!(check_trim_bs(&s, Z), Ok(()));
+        s.set("bsrange", Some("512k-1m")).unwrap();
+        assert!(check_trim_bs(&s, Z).unwrap_err().contains("bsrange"));
+        // Only the trim direction's size counts.
+        let mut s = JobSpec::default();
+        s.set("rw", Some("trim")).unwrap();
+        s.set("bs", Some("4k,4k,1m")).unwrap();
+        assert_eq!(check_trim_bs(&s, Z), Ok(()));
     }
 
     #[test]
