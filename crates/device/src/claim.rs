@@ -583,6 +583,90 @@ fn sys_char_dir(rdev: u64) -> io::Result<PathBuf> {
     fs::canonicalize(format!("/sys/dev/char/{major}:{minor}"))
 }
 
+/// The metadata and sysfs directory of character device `node`, which
+/// `/sys/class/CLASS` must list; `not()` is the error for any other node.
+fn char_node_in_class(
+    node: &Path,
+    class: &str,
+    not: impl Fn() -> ClaimError,
+) -> Result<(fs::Metadata, PathBuf), ClaimError> {
+    let md = match fs::metadata(node) {
+        Ok(md) => md,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(ClaimError::NotFound {
+                path: node.to_path_buf(),
+            })
+        }
+        Err(source) => {
+            return Err(ClaimError::Io {
+                path: node.to_path_buf(),
+                action: "inspect",
+                source,
+            })
+        }
+    };
+    if !md.file_type().is_char_device() {
+        return Err(not());
+    }
+    let sys = sys_char_dir(md.rdev()).map_err(|_| not())?;
+    let listed = sys
+        .file_name()
+        .map(|n| Path::new("/sys/class").join(class).join(n))
+        .and_then(|p| fs::canonicalize(p).ok());
+    if listed.as_ref() != Some(&sys) {
+        return Err(not());
+    }
+    Ok((md, sys))
+}
+
+impl Claim {
+    /// Open `node`, a generic character device that `mapping` (its block
+    /// device and its own device number) ties to a block device, read-write
+    /// with `flags`, when that block device is the one this claim holds
+    /// (else `elsewhere(block)`); the node opened is checked to be the one
+    /// mapped.
+    fn open_generic_node(
+        &self,
+        node: &Path,
+        (block, want): (PathBuf, u64),
+        flags: libc::c_int,
+        elsewhere: impl FnOnce(&Path) -> ClaimError,
+    ) -> Result<File, ClaimError> {
+        let held = self.file.metadata().map_err(|source| ClaimError::Io {
+            path: self.path.clone(),
+            action: "stat",
+            source,
+        })?;
+        let mapped = fs::metadata(&block).map_err(|source| ClaimError::Io {
+            path: block.clone(),
+            action: "inspect",
+            source,
+        })?;
+        if self.device.is_none() || mapped.rdev() != held.rdev() {
+            return Err(elsewhere(&block));
+        }
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(flags)
+            .open(node)
+            .map_err(|source| ClaimError::Io {
+                path: node.to_path_buf(),
+                action: "open for writing",
+                source,
+            })?;
+        let got = f
+            .metadata()
+            .map(|m| (m.file_type().is_char_device(), m.rdev()));
+        match (want, got) {
+            (w, Ok((true, g))) if w == g => Ok(f),
+            _ => Err(ClaimError::Changed {
+                path: node.to_path_buf(),
+            }),
+        }
+    }
+}
+
 /// The block device through which an NVMe namespace's generic character
 /// device (`/dev/ngXnY`, fio's target for `ioengine=io_uring_cmd`) is
 /// claimed: the `/dev/nvme…n…` disk of the same controller (their sysfs
@@ -600,35 +684,10 @@ fn generic_block_of(generic: &Path) -> Result<(PathBuf, u64), ClaimError> {
         path: generic.to_path_buf(),
         why: why.to_string(),
     };
-    let md = match fs::metadata(generic) {
-        Ok(md) => md,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(ClaimError::NotFound {
-                path: generic.to_path_buf(),
-            })
-        }
-        Err(source) => {
-            return Err(ClaimError::Io {
-                path: generic.to_path_buf(),
-                action: "inspect",
-                source,
-            })
-        }
-    };
     const WHAT: &str = "is not an NVMe namespace's generic character device; ioengine=io_uring_cmd (cmd_type=nvme) takes /dev/ngXnY (list them with 'ls /dev/ng*'); use ioengine=io_uring for block devices and files";
-    if !md.file_type().is_char_device() {
-        return Err(not(WHAT));
-    }
     // The node's sysfs directory sits under its controller; the class
     // nvme-generic lists it.
-    let sys = sys_char_dir(md.rdev()).map_err(|_| not(WHAT))?;
-    let listed = sys
-        .file_name()
-        .map(|n| Path::new("/sys/class/nvme-generic").join(n))
-        .and_then(|p| fs::canonicalize(p).ok());
-    if listed.as_ref() != Some(&sys) {
-        return Err(not(WHAT));
-    }
+    let (md, sys) = char_node_in_class(generic, "nvme-generic", || not(WHAT))?;
     let ctrl = fs::canonicalize(sys.join("device")).map_err(|_| not(WHAT))?;
     let nsid = crate::nvme::NvmeDevice::open(generic)
         .ok()
@@ -674,46 +733,17 @@ impl Claim {
     /// opened is checked to be the one mapped. The claim's `O_EXCL` hold on
     /// the block device stays the hold.
     pub fn nvme_generic_file(&self, generic: &Path) -> Result<File, ClaimError> {
-        let (block, want) = generic_block_of(generic)?;
-        let held = self.file.metadata().map_err(|source| ClaimError::Io {
-            path: self.path.clone(),
-            action: "stat",
-            source,
-        })?;
-        let mapped = fs::metadata(&block).map_err(|source| ClaimError::Io {
-            path: block.clone(),
-            action: "inspect",
-            source,
-        })?;
-        if self.device.is_none() || mapped.rdev() != held.rdev() {
-            return Err(ClaimError::NotNvmeGeneric {
+        let mapping = generic_block_of(generic)?;
+        self.open_generic_node(generic, mapping, libc::O_CLOEXEC, |block| {
+            ClaimError::NotNvmeGeneric {
                 path: generic.to_path_buf(),
                 why: format!(
                     "is the namespace of {}, not of the claimed {}",
                     block.display(),
                     self.path.display()
                 ),
-            });
-        }
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(generic)
-            .map_err(|source| ClaimError::Io {
-                path: generic.to_path_buf(),
-                action: "open for writing",
-                source,
-            })?;
-        let got = f
-            .metadata()
-            .map(|m| (m.file_type().is_char_device(), m.rdev()));
-        match (want, got) {
-            (w, Ok((true, g))) if w == g => Ok(f),
-            _ => Err(ClaimError::Changed {
-                path: generic.to_path_buf(),
-            }),
-        }
+            }
+        })
     }
 }
 
@@ -732,33 +762,8 @@ fn scsi_generic_block_of(sg: &Path) -> Result<(PathBuf, u64), ClaimError> {
         path: sg.to_path_buf(),
         why: why.to_string(),
     };
-    let md = match fs::metadata(sg) {
-        Ok(md) => md,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(ClaimError::NotFound {
-                path: sg.to_path_buf(),
-            })
-        }
-        Err(source) => {
-            return Err(ClaimError::Io {
-                path: sg.to_path_buf(),
-                action: "inspect",
-                source,
-            })
-        }
-    };
     const WHAT: &str = "is not a SCSI generic device; ioengine=sg takes a SCSI disk's /dev/sdX or its /dev/sgN (list them with 'ls /sys/class/scsi_generic')";
-    if !md.file_type().is_char_device() {
-        return Err(not(WHAT));
-    }
-    let sys = sys_char_dir(md.rdev()).map_err(|_| not(WHAT))?;
-    let listed = sys
-        .file_name()
-        .map(|n| Path::new("/sys/class/scsi_generic").join(n))
-        .and_then(|p| fs::canonicalize(p).ok());
-    if listed.as_ref() != Some(&sys) {
-        return Err(not(WHAT));
-    }
+    let (md, sys) = char_node_in_class(sg, "scsi_generic", || not(WHAT))?;
     // The SCSI device's disk, if it is one (a tape or enclosure has none).
     let disks: Vec<String> = fs::read_dir(sys.join("device/block"))
         .map(|d| {
@@ -783,46 +788,17 @@ impl Claim {
     /// checked to be the one mapped. The claim's `O_EXCL` hold on the disk
     /// stays the hold.
     pub fn scsi_generic_file(&self, sg: &Path) -> Result<File, ClaimError> {
-        let (block, want) = scsi_generic_block_of(sg)?;
-        let held = self.file.metadata().map_err(|source| ClaimError::Io {
-            path: self.path.clone(),
-            action: "stat",
-            source,
-        })?;
-        let mapped = fs::metadata(&block).map_err(|source| ClaimError::Io {
-            path: block.clone(),
-            action: "inspect",
-            source,
-        })?;
-        if self.device.is_none() || mapped.rdev() != held.rdev() {
-            return Err(ClaimError::NotScsiGeneric {
+        let mapping = scsi_generic_block_of(sg)?;
+        self.open_generic_node(sg, mapping, libc::O_CLOEXEC | libc::O_NONBLOCK, |block| {
+            ClaimError::NotScsiGeneric {
                 path: sg.to_path_buf(),
                 why: format!(
                     "is the generic device of {}, not of the claimed {}",
                     block.display(),
                     self.path.display()
                 ),
-            });
-        }
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_CLOEXEC | libc::O_NONBLOCK)
-            .open(sg)
-            .map_err(|source| ClaimError::Io {
-                path: sg.to_path_buf(),
-                action: "open for writing",
-                source,
-            })?;
-        let got = f
-            .metadata()
-            .map(|m| (m.file_type().is_char_device(), m.rdev()));
-        match (want, got) {
-            (w, Ok((true, g))) if w == g => Ok(f),
-            _ => Err(ClaimError::Changed {
-                path: sg.to_path_buf(),
-            }),
-        }
+            }
+        })
     }
 }
 

@@ -769,7 +769,10 @@ fn run_on_targets(
                 return Err(not_started());
             }
             let mut o = run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)?;
-            crate::sg::attach_details(&mut o.errors, e.failures());
+            crate::jobloop::attach_details(
+                &mut o.errors,
+                e.failures().iter().map(|f| (&f.io, f.detail.as_str())),
+            );
             Ok(o)
         }
         EngineKind::IoUringCmd => {
@@ -789,7 +792,10 @@ fn run_on_targets(
                 return Err(not_started());
             }
             let mut o = run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)?;
-            crate::ucmd::attach_details(&mut o.errors, e.failures());
+            crate::jobloop::attach_details(
+                &mut o.errors,
+                e.failures().iter().map(|f| (&f.io, f.detail.as_str())),
+            );
             Ok(o)
         }
         EngineKind::IoUring => {

@@ -179,6 +179,22 @@ const WAKE_STEP_NS: u64 = 20_000_000;
 /// Failed I/Os kept per job.
 pub const MAX_ERRORS: usize = 16;
 
+/// Give each failed I/O the words its engine kept for it (the SCSI sense,
+/// the NVMe status): `failures` are the engine's (I/O, words) pairs.
+pub(crate) fn attach_details<'a>(
+    errors: &mut [IoFailure],
+    failures: impl Iterator<Item = (&'a IoDesc, &'a str)> + Clone,
+) {
+    for e in errors.iter_mut() {
+        let same = |io: &IoDesc| {
+            io.op == e.op && io.target == e.target && io.offset == e.offset && io.len == e.len
+        };
+        if let Some((_, words)) = failures.clone().find(|(io, _)| same(io)) {
+            e.detail = Some(words.to_string());
+        }
+    }
+}
+
 /// An I/O error a job met.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IoFailure {

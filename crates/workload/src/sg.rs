@@ -184,23 +184,6 @@ pub(crate) fn open_targets(
     Ok(out)
 }
 
-/// Give each failed I/O the device's answer the engine kept for it.
-pub(crate) fn attach_details(
-    errors: &mut [crate::jobloop::IoFailure],
-    failures: &[drivelab_engine::sg::SgFailure],
-) {
-    for e in errors.iter_mut() {
-        if let Some(f) = failures.iter().find(|f| {
-            f.io.op == e.op
-                && f.io.target == e.target
-                && f.io.offset == e.offset
-                && f.io.len == e.len
-        }) {
-            e.detail = Some(f.detail.clone());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

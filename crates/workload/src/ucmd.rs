@@ -147,23 +147,6 @@ pub(crate) fn open_targets(
     Ok(out)
 }
 
-/// Give each failed I/O the words the engine kept for it (the NVMe status).
-pub(crate) fn attach_details(
-    errors: &mut [crate::jobloop::IoFailure],
-    failures: &[drivelab_engine::ucmd::UcmdFailure],
-) {
-    for e in errors.iter_mut() {
-        if let Some(f) = failures.iter().find(|f| {
-            f.io.op == e.op
-                && f.io.target == e.target
-                && f.io.offset == e.offset
-                && f.io.len == e.len
-        }) {
-            e.detail = Some(f.detail.clone());
-        }
-    }
-}
-
 /// The device check of a namespace that io_uring_cmd jobs used: the
 /// kernel counts passthrough commands in the disk's statistics only when
 /// its queue's `iostats_passthrough` is on (Linux 6.10 and later; off by
