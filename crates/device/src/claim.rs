@@ -971,8 +971,9 @@ impl FileSet {
 
     /// Open file `i` of the set for I/O, read-write (`O_DIRECT` when
     /// `direct`), as fio opens a job's file when its turn comes: created
-    /// (mode 0644, fio's `create_on_open`) when `create`, else it must
-    /// exist. Never follows a symlink; a directory set has no I/O files.
+    /// (mode 0600, as fio creates files; fio's `create_on_open`) when
+    /// `create`, else it must exist. Never follows a symlink; a directory
+    /// set has no I/O files.
     /// The descriptor belongs to the caller; the set stays the claim.
     pub fn open_io(&self, i: usize, direct: bool, create: bool) -> io::Result<File> {
         if self.kind != SetKind::Files {
@@ -986,7 +987,7 @@ impl FileSet {
             .read(true)
             .write(true)
             .create(create)
-            .mode(0o644)
+            .mode(0o600)
             .custom_flags(flags)
             .open(self.path(i)?)?;
         if !f.metadata()?.is_file() {
