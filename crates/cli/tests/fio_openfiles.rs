@@ -201,7 +201,8 @@ fn random_service_opens_each_file_once_and_never_more_than_openfiles() {
             for tool in [&f, &d] {
                 let mut blocks: Vec<(String, u64)> = tool
                     .iter()
-                    .filter_map(|(n, a, io)| (a == "write").then(|| (n.clone(), io.unwrap().0)))
+                    .filter(|(_, a, _)| a == "write")
+                    .map(|(n, _, io)| (n.clone(), io.unwrap().0))
                     .collect();
                 blocks.sort();
                 blocks.dedup();
