@@ -155,16 +155,24 @@ fn both(name: &str) -> (TempDir, TempDir) {
 fn roundrobin_and_sequential_open_close_and_write_in_fios_order() {
     require_root();
     // Per job: the most files open at once (its openfiles for roundrobin;
-    // sequential needs only one).
+    // sequential needs only one) and the loops.
     for (name, jobs) in [
         (
             "roundrobin.fio",
-            &[("rr-psync", 2), ("rr-uring", 2), ("rr-read", 3)][..],
+            &[
+                ("rr-psync", 2, 1),
+                ("rr-uring", 2, 1),
+                ("rr-read", 3, 1),
+                ("rr-loops", 2, 2),
+            ][..],
         ),
-        ("sequential.fio", &[("seq-psync", 1), ("seq-uring", 1)][..]),
+        (
+            "sequential.fio",
+            &[("seq-psync", 1, 1), ("seq-uring", 1, 1)][..],
+        ),
     ] {
         let (fdir, ddir) = both(name);
-        for &(j, n) in jobs {
+        for &(j, n, loops) in jobs {
             let log = format!("{j}.iolog");
             let (f, d) = (iolog(&fdir.join(&log)), iolog(&ddir.join(&log)));
             // The same adds, opens, closes and I/Os, in the same order.
@@ -172,7 +180,7 @@ fn roundrobin_and_sequential_open_close_and_write_in_fios_order() {
             let (files, most) = per_file(&d);
             assert_eq!(files.len(), 8, "{j}: {files:?}");
             for (file, c) in &files {
-                assert_eq!(*c, [1, 1, 4, 16384], "{j} {file}");
+                assert_eq!(*c, [loops, loops, 4 * loops, 16384 * loops], "{j} {file}");
             }
             assert_eq!(most, n, "{j}");
         }

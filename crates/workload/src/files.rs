@@ -709,20 +709,23 @@ fn reads(spec: &crate::JobSpec) -> bool {
 }
 
 /// Whether the job's files are created when first opened, during the run
-/// (fio's `create_on_open`; a job that reads gets its files laid out in
-/// the set-up, as data to read, either way).
+/// (fio's `create_on_open`). A job that reads gets its files laid out in
+/// the set-up, as data to read, and so does one that verifies (it reads
+/// its files back with all of them open), either way.
 pub fn creates_on_open(spec: &crate::JobSpec) -> bool {
-    spec.files.create_on_open && !reads(spec)
+    spec.files.create_on_open && !reads(spec) && spec.verify.is_none()
 }
 
 /// Under fio's `openfiles` below the job's `files`, or `create_on_open`,
 /// a psync or io_uring data job opens and closes its files as its open set
 /// says ([`crate::openfiles`]): the most open at once. None: every file is
-/// open from the start to the end.
+/// open from the start to the end (also for a job that verifies: it reads
+/// its files back with all of them open).
 pub fn open_limit(spec: &crate::JobSpec, files: usize) -> Option<u32> {
     use crate::spec::EngineKind;
     if spec.files.engine.is_some()
         || !matches!(spec.ioengine, EngineKind::Psync | EngineKind::IoUring)
+        || spec.verify.is_some()
         || files == 0
     {
         return None;
@@ -736,7 +739,7 @@ pub fn open_limit(spec: &crate::JobSpec, files: usize) -> Option<u32> {
 pub fn validate(spec: &crate::JobSpec) -> Result<(), SpecError> {
     let limited =
         spec.files.openfiles.is_some_and(|o| o < spec.files.nrfiles) && spec.files.engine.is_none();
-    if limited && spec.verify.is_some() && spec.do_verify {
+    if limited && spec.verify.is_some() {
         return Err(SpecError::Invalid(format!(
             "job '{}': openfiles={} below nrfiles={} with verify: drivelab reads a job's files back with all of them open; drop openfiles or verify",
             spec.name,
