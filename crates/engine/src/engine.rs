@@ -406,9 +406,12 @@ impl Engine for Uring {
             "slot {slot} queued again before its completion was reaped"
         );
         if !self.fits(slot, io) {
+            // A file of the job that is not open (openfiles): EBADF, as
+            // its descriptor would give; anything else EINVAL.
+            let closed = matches!(self.targets.get(io.target as usize), Some(None));
             self.immediate.push_back(Completion {
                 slot,
-                result: -libc::EINVAL,
+                result: if closed { -libc::EBADF } else { -libc::EINVAL },
             });
             return;
         }
@@ -889,5 +892,67 @@ mod tests {
         assert!(u.settle());
         assert_eq!(u.in_flight, 0);
         assert!(!u.busy.iter().any(|&b| b));
+    }
+
+    /// A set of `n` files of 8 KiB in a fresh directory, each file's bytes
+    /// its number; the opener over them, at most `limit` open.
+    fn file_set(tag: &str, n: usize, limit: u32) -> (drivelab_testkit::TempDir, Opener) {
+        use drivelab_device::claim::{Consent, FileSet, SetKind};
+        let dir = drivelab_testkit::TempDir::new(tag);
+        let paths: Vec<_> = (0..n).map(|i| dir.path().join(format!("f{i}"))).collect();
+        for (i, p) in paths.iter().enumerate() {
+            std::fs::write(p, vec![i as u8; 8192]).unwrap();
+        }
+        let set = FileSet::claim(paths, SetKind::Files, &Consent::default()).unwrap();
+        let opener = Opener::new(
+            std::sync::Arc::new(set),
+            (0..n).collect(),
+            false,
+            false,
+            limit,
+        );
+        (dir, opener)
+    }
+
+    fn read_of(target: u32) -> IoDesc {
+        IoDesc {
+            target,
+            ..read(4096)
+        }
+    }
+
+    /// Files 0..4 through a table of 2: each read sees its own file's
+    /// bytes, a closed file's I/O fails with EBADF, a third open fails.
+    fn opens_and_closes_through_a_small_table<E: Engine>(e: &mut E) {
+        assert_eq!(one(e, read_of(0)), -libc::EBADF);
+        for pair in [[0u32, 1], [2, 3], [1, 2]] {
+            for &t in &pair {
+                e.open_file(t).unwrap();
+            }
+            for &t in &pair {
+                assert_eq!(one(e, read_of(t)), 4096);
+                assert_eq!(e.buffer(0)[..4096], [t as u8; 4096]);
+            }
+            for &t in &pair {
+                e.close_file(t).unwrap();
+                assert_eq!(one(e, read_of(t)), -libc::EBADF);
+            }
+        }
+    }
+
+    #[test]
+    fn engines_over_an_opener_open_and_close_files_when_told() {
+        let (_d, opener) = file_set("engine-openset", 4, 2);
+        let mut p = Psync::over_opener(opener.clone(), 4096, false, Fill::Zeroed).unwrap();
+        opens_and_closes_through_a_small_table(&mut p);
+        drop(p);
+        let mut u = Uring::over_opener(opener, 2, 4096, false, Fill::Zeroed).unwrap();
+        opens_and_closes_through_a_small_table(&mut u);
+        // The registered table has two entries: a third file has none.
+        u.open_file(0).unwrap();
+        u.open_file(1).unwrap();
+        let e = u.open_file(2).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EMFILE));
+        assert_eq!(one(&mut u, read_of(1)), 4096);
     }
 }
