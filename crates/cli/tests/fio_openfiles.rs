@@ -152,7 +152,7 @@ fn both(name: &str) -> (TempDir, TempDir) {
 }
 
 #[test]
-fn roundrobin_and_sequential_open_close_and_write_in_fios_order() {
+fn roundrobin_and_sequential_open_close_and_write_in_fios_order_with_or_without_openfiles() {
     require_root();
     // Per job: the most files open at once (its openfiles for roundrobin;
     // sequential needs only one) and the loops.
@@ -170,6 +170,8 @@ fn roundrobin_and_sequential_open_close_and_write_in_fios_order() {
             "sequential.fio",
             &[("seq-psync", 1, 1), ("seq-uring", 1, 1)][..],
         ),
+        // No openfiles: roundrobin has every file open at once.
+        ("all-open.fio", &[("all-rr", 8, 1), ("all-seq", 1, 1)][..]),
     ] {
         let (fdir, ddir) = both(name);
         for &(j, n, loops) in jobs {

@@ -263,8 +263,7 @@ impl Uring {
         // A sparse table (5.19 on); before that, a table of empty (-1)
         // entries does the same.
         if ring.submitter().register_files_sparse(limit).is_err() {
-            ring.submitter()
-                .register_files(&vec![-1; limit as usize])?;
+            ring.submitter().register_files(&vec![-1; limit as usize])?;
         }
         let n = opener.targets();
         let free = (0..limit).rev().collect();

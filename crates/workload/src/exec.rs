@@ -233,7 +233,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             // Checked by the plan.
             strided: spec.strided().ok().flatten(),
             file_service: spec.files.service,
-            open_limit: crate::files::open_limit(spec, job.targets.len()),
+            open_limit: crate::files::open_set_limit(job),
         },
         runtime: job.runtime,
         io_limit: job.io_limit,
@@ -264,6 +264,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         live: None,
         status: None,
         iolog: spec.files.iolog.clone(),
+        lazy_files: crate::files::lazy(job),
         op_per_file: crate::files::path_engine(spec)
             .map(|_| job.regions.iter().map(|r| r.end - r.start).sum()),
         group_end: None,

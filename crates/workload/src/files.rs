@@ -322,7 +322,9 @@ pub fn random_file_size(rng: &mut Rng, (lo, hi): (u64, u64), min_bs: u64) -> u64
 }
 
 /// Picks the file of each I/O, as `file_service_type` says, skipping the
-/// files whose bytes of the pass are done.
+/// files whose bytes of the pass are done: for the skewed services
+/// (zipf, pareto, normal), jobs that verify and zoned jobs; the others
+/// pick by fio's open-set rule ([`crate::openfiles`], [`open_set_limit`]).
 #[derive(Debug, Clone)]
 pub struct FilePicker {
     service: FileService,
@@ -733,6 +735,33 @@ pub fn open_limit(spec: &crate::JobSpec, files: usize) -> Option<u32> {
     let n = u32::try_from(files).unwrap_or(u32::MAX);
     let limit = spec.files.openfiles.unwrap_or(n).clamp(1, n);
     (limit < n || creates_on_open(spec)).then_some(limit)
+}
+
+/// The most files open at once for a planned job's open set
+/// ([`crate::openfiles`]): its [`open_limit`] under `openfiles` or
+/// `create_on_open`; else, for a psync or io_uring job of several files
+/// served roundrobin, sequentially or at random, all of them, so that it
+/// picks its files and opens and closes them (in its `write_iolog`) by
+/// fio's rule while its engine keeps every file open. None: the job's
+/// files are picked by [`FilePicker`].
+pub fn open_set_limit(job: &crate::plan::PlannedJob) -> Option<u32> {
+    use crate::spec::EngineKind;
+    let spec = &job.spec;
+    let n = job.targets.len();
+    if let Some(l) = open_limit(spec, n) {
+        return Some(l);
+    }
+    let uniform = matches!(
+        spec.files.service.kind,
+        Service::RoundRobin | Service::Sequential | Service::Random
+    );
+    (n > 1
+        && uniform
+        && spec.files.engine.is_none()
+        && spec.verify.is_none()
+        && job.zbd.is_none()
+        && matches!(spec.ioengine, EngineKind::Psync | EngineKind::IoUring))
+    .then(|| u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 /// Checks of the multi-file options that need the whole job.

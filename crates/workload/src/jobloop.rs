@@ -94,6 +94,9 @@ pub struct JobConfig {
     /// fio's `write_iolog`: the log's path (None: no log); the files are
     /// named by `extras.target_names`.
     pub iolog: Option<String>,
+    /// The engine opens and closes the job's files as its open set says
+    /// (fio's `openfiles`, `create_on_open`); false: every file stays open.
+    pub lazy_files: bool,
 }
 
 /// fio's `thinktime`: a pause in issuing after every `blocks` reads,
@@ -645,10 +648,8 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     fn unpaced(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
         if self.sync_due() {
             self.writes_since_sync = 0;
-            let closed = self
-                .gen
-                .open_set()
-                .is_some_and(|o| !o.is_open(self.last_write_target as usize));
+            let t = self.last_write_target as usize;
+            let closed = self.cfg.lazy_files && self.gen.open_set().is_some_and(|o| !o.is_open(t));
             if closed {
                 // Its file was closed (openfiles): nothing to flush there.
                 return self.unpaced(now, inflight, buf);

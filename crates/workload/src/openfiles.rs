@@ -16,8 +16,11 @@
 //! pick, so drivelab's order does not hang on timing). [`OpenSet`] is
 //! that rule; the job loop hands its [`FileEvent`]s to the engine
 //! ([`drivelab_engine::openset`]) and to the `write_iolog` log
-//! ([`crate::iolog`]). Everything is sized once per job: no allocation
-//! per I/O.
+//! ([`crate::iolog`]). A psync or io_uring job of several files without
+//! `openfiles` picks its files by the same rule with every file allowed
+//! open (its engine then keeps them all open; only its iolog shows the
+//! opens and closes), so its iolog is fio's too. Everything is sized once
+//! per job: no allocation per I/O.
 
 use drivelab_patterns::prng::{Rng, Zipf};
 
