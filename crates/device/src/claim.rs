@@ -1063,6 +1063,33 @@ impl FileSet {
         Ok(())
     }
 
+    /// Open file `i` of the set for I/O, read-write (`O_DIRECT` when
+    /// `direct`), as fio opens a job's file when its turn comes: created
+    /// (mode 0600, as fio creates files; fio's `create_on_open`) when
+    /// `create`, else it must exist. Never follows a symlink; a directory
+    /// set has no I/O files.
+    /// The descriptor belongs to the caller; the set stays the claim.
+    pub fn open_io(&self, i: usize, direct: bool, create: bool) -> io::Result<File> {
+        if self.kind != SetKind::Files {
+            return Err(io::Error::from_raw_os_error(libc::EISDIR));
+        }
+        let mut flags = libc::O_NOFOLLOW;
+        if direct {
+            flags |= libc::O_DIRECT;
+        }
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .mode(0o600)
+            .custom_flags(flags)
+            .open(self.path(i)?)?;
+        if !f.metadata()?.is_file() {
+            return Err(io::Error::from_raw_os_error(libc::EISDIR));
+        }
+        Ok(f)
+    }
+
     /// Remove path `i` (`unlink`, or `rmdir` for a directory).
     pub fn remove(&self, i: usize) -> io::Result<()> {
         let p = self.path(i)?;

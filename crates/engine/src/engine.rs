@@ -30,6 +30,7 @@ use drivelab_device::zero::discard_range;
 
 use crate::buf::{BufferPool, Fill};
 use crate::io::{IoDesc, Op};
+use crate::openset::Opener;
 
 /// What finished: the slot and the kernel's result (bytes, or −errno).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +81,17 @@ pub trait Engine {
     }
     /// The buffer of a slot (to fill before a write or check after a read).
     fn buffer(&mut self, slot: u32) -> &mut [u8];
+    /// Open target `target` (fio's `openfiles`: an engine made over an
+    /// [`Opener`] opens its files when told). An engine whose targets are
+    /// all open from the start has nothing to do.
+    fn open_file(&mut self, _target: u32) -> std::io::Result<()> {
+        Ok(())
+    }
+    /// Close target `target`, which has no I/O in flight (an engine whose
+    /// targets stay open has nothing to do).
+    fn close_file(&mut self, _target: u32) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The most slots an engine has: io_uring rings take at most 32768
@@ -121,6 +133,21 @@ impl Target {
         Ok(Target { file, is_block })
     }
 
+    /// File `i` of a claimed file set, opened for reading and writing
+    /// (`O_DIRECT` when `direct`; created first when `create`: fio's
+    /// `create_on_open`). The set stays the claim while the target lives.
+    pub fn from_set(
+        set: &drivelab_device::claim::FileSet,
+        i: usize,
+        direct: bool,
+        create: bool,
+    ) -> std::io::Result<Target> {
+        Ok(Target {
+            file: set.open_io(i, direct, create)?,
+            is_block: false,
+        })
+    }
+
     /// The open descriptor, for the engines of this crate.
     pub(crate) fn file(&self) -> &File {
         &self.file
@@ -154,7 +181,12 @@ fn drain<F: FnMut(Completion)>(q: &mut VecDeque<Completion>, mut f: F) -> usize 
 /// io_uring with registered files and buffers.
 pub struct Uring {
     ring: IoUring,
-    targets: Vec<Target>,
+    /// Per target: open (always, unless made over an [`Opener`]).
+    targets: Vec<Option<Target>>,
+    /// Per target: its entry in the registered file table.
+    fixed: Vec<u32>,
+    /// Made over an opener: it, and the table entries no file uses.
+    opener: Option<(Opener, Vec<u32>)>,
     /// Dropped by hand in `Drop`, only once no I/O can still reach it.
     pool: ManuallyDrop<BufferPool>,
     /// Per slot: an SQE naming the slot's buffer is with the kernel.
@@ -208,6 +240,46 @@ impl Uring {
         fua: bool,
         fill: Fill,
     ) -> std::io::Result<Uring> {
+        let ring = Uring::ring(depth)?;
+        let fds: Vec<RawFd> = targets.iter().map(|t| t.file.as_raw_fd()).collect();
+        ring.submitter().register_files(&fds)?;
+        let fixed = (0..targets.len() as u32).collect();
+        let targets = targets.into_iter().map(Some).collect();
+        Uring::with_ring(ring, targets, fixed, None, depth, max_len, fua, fill)
+    }
+
+    /// A ring over the files `opener` opens when told (fio's `openfiles`):
+    /// none is open at first; a sparse registered table has an entry for
+    /// each file that may be open at once.
+    pub fn over_opener(
+        opener: Opener,
+        depth: u32,
+        max_len: usize,
+        fua: bool,
+        fill: Fill,
+    ) -> std::io::Result<Uring> {
+        let ring = Uring::ring(depth)?;
+        let limit = opener.limit();
+        // A sparse table (5.19 on); before that, a table of empty (-1)
+        // entries does the same.
+        if ring.submitter().register_files_sparse(limit).is_err() {
+            ring.submitter().register_files(&vec![-1; limit as usize])?;
+        }
+        let n = opener.targets();
+        let free = (0..limit).rev().collect();
+        Uring::with_ring(
+            ring,
+            (0..n).map(|_| None).collect(),
+            vec![u32::MAX; n],
+            Some((opener, free)),
+            depth,
+            max_len,
+            fua,
+            fill,
+        )
+    }
+
+    fn ring(depth: u32) -> std::io::Result<IoUring> {
         let depth = depth.clamp(1, MAX_DEPTH);
         let entries = depth.next_power_of_two().max(2);
         // Single issuer + cooperative task-run (completions are handled when
@@ -229,22 +301,25 @@ impl Uring {
                     .build(entries)
             })
             .or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries))?;
-        let fds: Vec<RawFd> = targets.iter().map(|t| t.file.as_raw_fd()).collect();
+        Ok(ring)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn with_ring(
+        ring: IoUring,
+        targets: Vec<Option<Target>>,
+        fixed: Vec<u32>,
+        opener: Option<(Opener, Vec<u32>)>,
+        depth: u32,
+        max_len: usize,
+        fua: bool,
+        fill: Fill,
+    ) -> std::io::Result<Uring> {
+        let depth = depth.clamp(1, MAX_DEPTH);
         let punt = targets
             .iter()
-            .map(|t| {
-                use std::os::unix::fs::MetadataExt;
-                t.is_block
-                    && t.file.metadata().is_ok_and(|m| {
-                        let rdev = m.rdev();
-                        !drivelab_device::blockdev::takes_nowait(
-                            libc::major(rdev),
-                            libc::minor(rdev),
-                        )
-                    })
-            })
+            .map(|t| t.as_ref().is_some_and(punts))
             .collect();
-        ring.submitter().register_files(&fds)?;
         let pool = BufferPool::new(depth as usize, max_len, fill)?;
         let iovecs = pool.iovecs();
         // SAFETY: the iovecs describe the pool's mapping, which lives as
@@ -254,6 +329,8 @@ impl Uring {
         Ok(Uring {
             ring,
             targets,
+            fixed,
+            opener,
             pool: ManuallyDrop::new(pool),
             busy: vec![false; depth as usize],
             in_flight: 0,
@@ -292,7 +369,10 @@ impl Uring {
         let moves_data = matches!(io.op, Op::Read | Op::Write);
         slot < self.depth
             && (!moves_data || (io.len as usize) <= self.pool.stride())
-            && (io.target as usize) < self.targets.len()
+            && self
+                .targets
+                .get(io.target as usize)
+                .is_some_and(Option::is_some)
     }
 
     /// Whether the buffers are registered (READ_FIXED/WRITE_FIXED).
@@ -330,13 +410,16 @@ impl Engine for Uring {
             "slot {slot} queued again before its completion was reaped"
         );
         if !self.fits(slot, io) {
+            // A file of the job that is not open (openfiles): EBADF, as
+            // its descriptor would give; anything else EINVAL.
+            let closed = matches!(self.targets.get(io.target as usize), Some(None));
             self.immediate.push_back(Completion {
                 slot,
-                result: -libc::EINVAL,
+                result: if closed { -libc::EBADF } else { -libc::EINVAL },
             });
             return;
         }
-        let fd = types::Fixed(io.target);
+        let fd = types::Fixed(self.fixed[io.target as usize]);
         let buf = match io.op {
             Op::Read | Op::Write => self.pool.ptr(slot as usize),
             Op::Fsync | Op::Trim => std::ptr::null_mut(),
@@ -362,8 +445,10 @@ impl Engine for Uring {
                 .build(),
             Op::Fsync => opcode::Fsync::new(fd).build(),
             Op::Trim => {
-                let t = &self.targets[io.target as usize];
-                let result = trim_sync(t, io.offset, u64::from(io.len));
+                let result = match &self.targets[io.target as usize] {
+                    Some(t) => trim_sync(t, io.offset, u64::from(io.len)),
+                    None => -libc::EBADF,
+                };
                 self.immediate.push_back(Completion { slot, result });
                 return;
             }
@@ -451,13 +536,68 @@ impl Engine for Uring {
         );
         self.pool.slice(slot as usize)
     }
+
+    fn open_file(&mut self, target: u32) -> std::io::Result<()> {
+        let Some((opener, free)) = self.opener.as_mut() else {
+            return Ok(());
+        };
+        let t = target as usize;
+        if self.targets.get(t).is_none_or(Option::is_some) {
+            return Ok(());
+        }
+        let f = opener.open(target)?;
+        let Some(entry) = free.pop() else {
+            return Err(std::io::Error::from_raw_os_error(libc::EMFILE));
+        };
+        if let Err(e) = self
+            .ring
+            .submitter()
+            .register_files_update(entry, &[f.file.as_raw_fd()])
+        {
+            free.push(entry);
+            return Err(e);
+        }
+        self.punt[t] = punts(&f);
+        self.fixed[t] = entry;
+        self.targets[t] = Some(f);
+        Ok(())
+    }
+
+    fn close_file(&mut self, target: u32) -> std::io::Result<()> {
+        let Some((_, free)) = self.opener.as_mut() else {
+            return Ok(());
+        };
+        let t = target as usize;
+        if self.targets.get(t).is_none_or(Option::is_none) {
+            return Ok(());
+        }
+        let entry = std::mem::replace(&mut self.fixed[t], u32::MAX);
+        // The entry lets go of the file (no I/O of it is in flight: the
+        // caller closes only then), then the descriptor closes.
+        let r = self.ring.submitter().register_files_update(entry, &[-1]);
+        free.push(entry);
+        self.targets[t] = None;
+        r.map(|_| ())
+    }
+}
+
+/// Whether reads and writes of `t` go to io-wq at once (see `Uring::punt`).
+fn punts(t: &Target) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    t.is_block
+        && t.file.metadata().is_ok_and(|m| {
+            let rdev = m.rdev();
+            !drivelab_device::blockdev::takes_nowait(libc::major(rdev), libc::minor(rdev))
+        })
 }
 
 // ---------------------------------------------------------------- psync
 
 /// pread/pwrite, one I/O per commit.
 pub struct Psync {
-    targets: Vec<Target>,
+    /// Per target: open (always, unless made over an [`Opener`]).
+    targets: Vec<Option<Target>>,
+    opener: Option<Opener>,
     pool: BufferPool,
     pending: VecDeque<(u32, IoDesc)>,
     done: VecDeque<Completion>,
@@ -473,7 +613,8 @@ impl Psync {
         fill: Fill,
     ) -> std::io::Result<Psync> {
         Ok(Psync {
-            targets,
+            targets: targets.into_iter().map(Some).collect(),
+            opener: None,
             pool: BufferPool::new(1, max_len, fill)?,
             pending: VecDeque::with_capacity(1),
             done: VecDeque::with_capacity(1),
@@ -481,8 +622,24 @@ impl Psync {
         })
     }
 
+    /// A synchronous engine over the files `opener` opens when told
+    /// (fio's `openfiles`); none is open at first.
+    pub fn over_opener(
+        opener: Opener,
+        max_len: usize,
+        fua: bool,
+        fill: Fill,
+    ) -> std::io::Result<Psync> {
+        let mut p = Psync::new(Vec::new(), max_len, fua, fill)?;
+        p.targets = (0..opener.targets()).map(|_| None).collect();
+        p.opener = Some(opener);
+        Ok(p)
+    }
+
     fn run_one(&mut self, slot: u32, io: &IoDesc) -> i32 {
-        let t = &self.targets[io.target as usize];
+        let Some(Some(t)) = self.targets.get(io.target as usize) else {
+            return -libc::EBADF;
+        };
         let fd = t.file.as_raw_fd();
         let len = io.len as usize;
         let buf = match io.op {
@@ -554,6 +711,28 @@ impl Engine for Psync {
 
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
         self.pool.slice(slot as usize)
+    }
+
+    fn open_file(&mut self, target: u32) -> std::io::Result<()> {
+        let Some(opener) = &self.opener else {
+            return Ok(());
+        };
+        match self.targets.get_mut(target as usize) {
+            Some(t @ None) => {
+                *t = Some(opener.open(target)?);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn close_file(&mut self, target: u32) -> std::io::Result<()> {
+        if self.opener.is_some() {
+            if let Some(t) = self.targets.get_mut(target as usize) {
+                *t = None;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -717,5 +896,67 @@ mod tests {
         assert!(u.settle());
         assert_eq!(u.in_flight, 0);
         assert!(!u.busy.iter().any(|&b| b));
+    }
+
+    /// A set of `n` files of 8 KiB in a fresh directory, each file's bytes
+    /// its number; the opener over them, at most `limit` open.
+    fn file_set(tag: &str, n: usize, limit: u32) -> (drivelab_testkit::TempDir, Opener) {
+        use drivelab_device::claim::{Consent, FileSet, SetKind};
+        let dir = drivelab_testkit::TempDir::new(tag);
+        let paths: Vec<_> = (0..n).map(|i| dir.path().join(format!("f{i}"))).collect();
+        for (i, p) in paths.iter().enumerate() {
+            std::fs::write(p, vec![i as u8; 8192]).unwrap();
+        }
+        let set = FileSet::claim(paths, SetKind::Files, &Consent::default()).unwrap();
+        let opener = Opener::new(
+            std::sync::Arc::new(set),
+            (0..n).collect(),
+            false,
+            false,
+            limit,
+        );
+        (dir, opener)
+    }
+
+    fn read_of(target: u32) -> IoDesc {
+        IoDesc {
+            target,
+            ..read(4096)
+        }
+    }
+
+    /// Files 0..4 through a table of 2: each read sees its own file's
+    /// bytes, a closed file's I/O fails with EBADF, a third open fails.
+    fn opens_and_closes_through_a_small_table<E: Engine>(e: &mut E) {
+        assert_eq!(one(e, read_of(0)), -libc::EBADF);
+        for pair in [[0u32, 1], [2, 3], [1, 2]] {
+            for &t in &pair {
+                e.open_file(t).unwrap();
+            }
+            for &t in &pair {
+                assert_eq!(one(e, read_of(t)), 4096);
+                assert_eq!(e.buffer(0)[..4096], [t as u8; 4096]);
+            }
+            for &t in &pair {
+                e.close_file(t).unwrap();
+                assert_eq!(one(e, read_of(t)), -libc::EBADF);
+            }
+        }
+    }
+
+    #[test]
+    fn engines_over_an_opener_open_and_close_files_when_told() {
+        let (_d, opener) = file_set("engine-openset", 4, 2);
+        let mut p = Psync::over_opener(opener.clone(), 4096, false, Fill::Zeroed).unwrap();
+        opens_and_closes_through_a_small_table(&mut p);
+        drop(p);
+        let mut u = Uring::over_opener(opener, 2, 4096, false, Fill::Zeroed).unwrap();
+        opens_and_closes_through_a_small_table(&mut u);
+        // The registered table has two entries: a third file has none.
+        u.open_file(0).unwrap();
+        u.open_file(1).unwrap();
+        let e = u.open_file(2).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EMFILE));
+        assert_eq!(one(&mut u, read_of(1)), 4096);
     }
 }

@@ -157,6 +157,12 @@ pub trait Driver {
     fn turn(&mut self, _now: u64) -> bool {
         false
     }
+
+    /// Right after [`next`](Driver::next) handed out an I/O and before it
+    /// is queued: open and close the engine's files the driver's open set
+    /// says (fio's `openfiles`; [`Engine::open_file`]). Default: nothing.
+    #[inline]
+    fn files<E: Engine>(&mut self, _engine: &mut E) {}
 }
 
 /// How the loop runs.
@@ -518,6 +524,7 @@ fn fill_slots<E: Engine, D: Driver>(
         };
         match next {
             Next::Io { io, due, tag } => {
+                driver.files(engine);
                 if let Some(d) = due {
                     if d < now && was_full {
                         st.stalls += 1;
@@ -577,6 +584,7 @@ fn prepare<E: Engine, D: Driver>(
     let Some(slot) = t.free.pop() else { return };
     match driver.next(now, t.inflight, engine.buffer(slot)) {
         Next::Io { io, due, tag } => {
+            driver.files(engine);
             t.slots[slot as usize] = Slot {
                 io,
                 tag,

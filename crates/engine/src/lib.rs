@@ -10,6 +10,8 @@
 //!   operation per I/O.
 //! - [`e4defrag`]: fio's e4defrag engine: each write an ext4
 //!   `EXT4_IOC_MOVE_EXT` moving a donor file's blocks under the target.
+//! - [`openset`]: fio's `openfiles`: a job's files opened and closed as
+//!   its open set moves, through their claimed file set.
 //! - [`buf`]: page-aligned buffer pools, allocated once.
 //! - [`ioloop`]: the submission loop: slots, batching, clock reads,
 //!   deadlines, rate limits, stall accounting; callers are drivers.
@@ -34,6 +36,7 @@ pub mod fileops;
 pub mod io;
 pub mod ioloop;
 pub mod narrow;
+pub mod openset;
 pub mod sched;
 pub mod sg;
 pub mod sys;

@@ -232,6 +232,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             // Checked by the plan.
             strided: spec.strided().ok().flatten(),
             file_service: spec.files.service,
+            open_limit: crate::files::open_set_limit(job),
         },
         runtime: job.runtime,
         io_limit: job.io_limit,
@@ -261,6 +262,8 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         log_name: (spec.name.clone(), number),
         live: None,
         status: None,
+        iolog: spec.files.iolog.clone(),
+        lazy_files: crate::files::lazy(job),
         op_per_file: crate::files::path_engine(spec)
             .map(|_| job.regions.iter().map(|r| r.end - r.start).sum()),
         group_end: None,
@@ -735,12 +738,20 @@ fn run_on_targets(
             }
         }
         EngineKind::Psync => {
-            let targets = open_targets(plan, claims, job)?;
-            let mut e = Psync::new(targets, max_bs, spec.fua, Fill::Random(spec.randseed))
-                .map_err(|source| RunError::Engine {
-                    engine: "psync",
-                    source,
-                })?;
+            let made = |source| RunError::Engine {
+                engine: "psync",
+                source,
+            };
+            let mut e = if crate::files::lazy(job) {
+                // fio's openfiles/create_on_open: the job's open set opens
+                // its files through their claimed set.
+                let opener = sets.opener(job).map_err(made)?;
+                Psync::over_opener(opener, max_bs, spec.fua, Fill::Random(spec.randseed))
+                    .map_err(made)?
+            } else {
+                let targets = open_targets(plan, claims, job)?;
+                Psync::new(targets, max_bs, spec.fua, Fill::Random(spec.randseed)).map_err(made)?
+            };
             if !ticket.wait() {
                 return Err(not_started());
             }
@@ -799,18 +810,18 @@ fn run_on_targets(
             Ok(o)
         }
         EngineKind::IoUring => {
-            let targets = open_targets(plan, claims, job)?;
-            let mut e = Uring::new(
-                targets,
-                spec.iodepth,
-                max_bs,
-                spec.fua,
-                Fill::Random(spec.randseed),
-            )
-            .map_err(|source| RunError::Engine {
+            let made = |source| RunError::Engine {
                 engine: "io_uring",
                 source,
-            })?;
+            };
+            let fill = Fill::Random(spec.randseed);
+            let mut e = if crate::files::lazy(job) {
+                let opener = sets.opener(job).map_err(made)?;
+                Uring::over_opener(opener, spec.iodepth, max_bs, spec.fua, fill).map_err(made)?
+            } else {
+                let targets = open_targets(plan, claims, job)?;
+                Uring::new(targets, spec.iodepth, max_bs, spec.fua, fill).map_err(made)?
+            };
             if !ticket.wait() {
                 return Err(not_started());
             }

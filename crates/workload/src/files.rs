@@ -115,14 +115,19 @@ impl FileEngine {
 pub struct FileOptions {
     /// Files per job when fio names them (`nrfiles`, `nr_files`); default 1.
     pub nrfiles: u32,
-    /// Files open at once (`openfiles`); drivelab keeps every file of a
-    /// data job open, so this only has to be at least 1.
+    /// Files open at once (`openfiles`; default: all of the job's). Below
+    /// the job's files, a psync or io_uring job opens and closes them as
+    /// fio does ([`crate::openfiles`]).
     pub openfiles: Option<u32>,
     /// `file_service_type`.
     pub service: FileService,
     /// fio's `create_on_open`: files are created when first opened (during
-    /// the run); for filecreate/dircreate that is the measured operation.
+    /// the run, not in the set-up); for filecreate/dircreate that is the
+    /// measured operation.
     pub create_on_open: bool,
+    /// fio's `write_iolog`: where the job logs its files' opens and
+    /// closes and every I/O ([`crate::iolog`]).
+    pub iolog: Option<String>,
     /// Remove the job's files when it ends (`unlink`).
     pub unlink: bool,
     /// Remove them after each loop (`unlink_each_loop`).
@@ -144,6 +149,7 @@ impl Default for FileOptions {
             openfiles: None,
             service: FileService::default(),
             create_on_open: false,
+            iolog: None,
             unlink: false,
             unlink_each_loop: false,
             fallocate: Prealloc::Native,
@@ -193,6 +199,12 @@ impl FileOptions {
             "nrfiles" => self.nrfiles = count(key, t, MAX_FILES)?,
             "openfiles" => self.openfiles = Some(count(key, t, MAX_FILES)?),
             "create_on_open" => self.create_on_open = flag(key, t)?,
+            "write_iolog" => {
+                if t.is_empty() {
+                    return Err(bad(key, v, "a file name"));
+                }
+                self.iolog = Some(t.to_string());
+            }
             "unlink" => self.unlink = flag(key, t)?,
             "unlink_each_loop" => self.unlink_each_loop = flag(key, t)?,
             "file_service_type" => self.service = parse_service(key, t)?,
@@ -241,6 +253,7 @@ impl FileOptions {
         "file_service_type",
         "fallocate",
         "stat_type",
+        "write_iolog",
     ];
 }
 
@@ -309,7 +322,9 @@ pub fn random_file_size(rng: &mut Rng, (lo, hi): (u64, u64), min_bs: u64) -> u64
 }
 
 /// Picks the file of each I/O, as `file_service_type` says, skipping the
-/// files whose bytes of the pass are done.
+/// files whose bytes of the pass are done: for the skewed services
+/// (zipf, pareto, normal), jobs that verify and zoned jobs; the others
+/// pick by fio's open-set rule ([`crate::openfiles`], [`open_set_limit`]).
 #[derive(Debug, Clone)]
 pub struct FilePicker {
     service: FileService,
@@ -492,20 +507,38 @@ impl RunSets {
             let mut paths = Vec::new();
             let mut layout = Vec::new();
             for job in &plan.jobs {
-                let Some((op, k)) = path_engine(&job.spec) else {
-                    continue;
+                let prealloc = job.spec.files.fallocate;
+                let prep: Box<dyn Fn(usize) -> Option<Prep>> = match path_engine(&job.spec) {
+                    Some((op, k)) if k == kind => {
+                        let size = |t: usize| plan.targets[t].size;
+                        Box::new(move |t| {
+                            (op != PathOp::Create).then_some(Prep::Size(size(t), prealloc))
+                        })
+                    }
+                    None if kind == SetKind::Files && lazy(job) => {
+                        // fio's set-up: files made (and filled when the job
+                        // reads them) now, unless created when opened.
+                        let create = !creates_on_open(&job.spec);
+                        Box::new(move |t| {
+                            let pt = &plan.targets[t];
+                            match (create, pt.layout) {
+                                (false, _) => None,
+                                (true, true) => {
+                                    Some(Prep::Data(pt.size, pt.existing_size, prealloc))
+                                }
+                                (true, false) => Some(Prep::Size(pt.size, prealloc)),
+                            }
+                        })
+                    }
+                    _ => continue,
                 };
-                if k != kind {
-                    continue;
-                }
                 for &t in &job.targets {
                     if out.at.contains_key(&t) {
                         continue;
                     }
                     out.at.insert(t, (out.sets.len(), paths.len()));
                     paths.push(plan.targets[t].path.clone());
-                    let prealloc = job.spec.files.fallocate;
-                    layout.push((op != PathOp::Create).then_some((plan.targets[t].size, prealloc)));
+                    layout.push(prep(t));
                 }
             }
             if paths.is_empty() {
@@ -513,14 +546,43 @@ impl RunSets {
             }
             let set = FileSet::claim(paths, kind, &consent).map_err(SetError::Claim)?;
             for (i, l) in layout.iter().enumerate() {
-                if let Some((size, mode)) = l {
-                    set.lay_out(i, *size, *mode)
-                        .map_err(|e| SetError::Prepare(set.paths()[i].display().to_string(), e))?;
-                }
+                let r = match *l {
+                    Some(Prep::Size(size, mode)) => set.lay_out(i, size, mode),
+                    Some(Prep::Data(size, from, mode)) => fill_file(&set, i, size, from, mode),
+                    None => Ok(()),
+                };
+                r.map_err(|e| SetError::Prepare(set.paths()[i].display().to_string(), e))?;
             }
             out.sets.push(std::sync::Arc::new(set));
         }
         Ok(out)
+    }
+
+    /// The opener of a job whose files its open set opens and closes
+    /// (fio's `openfiles`, `create_on_open`; see [`open_limit`]).
+    pub fn opener(
+        &self,
+        job: &crate::plan::PlannedJob,
+    ) -> std::io::Result<drivelab_engine::openset::Opener> {
+        let missing = || std::io::Error::other("the job's files were not claimed");
+        let limit = open_limit(&job.spec, job.targets.len()).ok_or_else(missing)?;
+        let first = job.targets.first().ok_or_else(missing)?;
+        let (set, _) = *self.at.get(first).ok_or_else(missing)?;
+        let index = job
+            .targets
+            .iter()
+            .map(|t| match self.at.get(t) {
+                Some(&(s, i)) if s == set => Ok(i),
+                _ => Err(missing()),
+            })
+            .collect::<std::io::Result<Vec<usize>>>()?;
+        Ok(drivelab_engine::openset::Opener::new(
+            self.sets[set].clone(),
+            index,
+            job.direct,
+            creates_on_open(&job.spec),
+            limit,
+        ))
     }
 
     /// Whether plan target `t` belongs to a path engine's set.
@@ -590,6 +652,42 @@ impl RunSets {
     }
 }
 
+/// Whether a planned job's files are opened by its open set.
+pub fn lazy(job: &crate::plan::PlannedJob) -> bool {
+    open_limit(&job.spec, job.targets.len()).is_some()
+}
+
+/// How a file of a set is made ready before the run.
+#[derive(Debug, Clone, Copy)]
+enum Prep {
+    /// Created with this size (path engines; data jobs that only write).
+    Size(u64, Prealloc),
+    /// Created with this size and real data from the second offset on
+    /// (data jobs that read).
+    Data(u64, u64, Prealloc),
+}
+
+/// Create file `i` of `set` with `size` bytes, data written from `from`
+/// on (reads then hit data, not holes), as the run's other files are.
+fn fill_file(set: &FileSet, i: usize, size: u64, from: u64, mode: Prealloc) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    set.lay_out(i, size, mode)?;
+    let f = set.open_io(i, false, false)?;
+    let chunk = 1usize << 20;
+    let mut buf = vec![0u8; chunk];
+    let mut s = 0x5eed_u64;
+    for c in buf.chunks_exact_mut(8) {
+        c.copy_from_slice(&drivelab_patterns::prng::splitmix64(&mut s).to_le_bytes());
+    }
+    let mut off = from;
+    while off < size {
+        let n = (size - off).min(chunk as u64) as usize;
+        f.write_all_at(&buf[..n], off)?;
+        off += n as u64;
+    }
+    f.sync_all()
+}
+
 /// fio's `fallocate` for a newly created or grown file of the plan: the
 /// mode of the first job using target `t`.
 pub fn prealloc_of(plan: &crate::Plan, t: usize) -> Prealloc {
@@ -610,8 +708,77 @@ pub fn engine_name(spec: &crate::JobSpec) -> &'static str {
         .map_or_else(|| spec.ioengine.name(), FileEngine::name)
 }
 
+/// Whether a job reads (its files then need data before it starts).
+fn reads(spec: &crate::JobSpec) -> bool {
+    spec.access_lines().iter().any(|l| l.read_pct > 0)
+}
+
+/// Whether the job's files are created when first opened, during the run
+/// (fio's `create_on_open`). A job that reads gets its files laid out in
+/// the set-up, as data to read, and so does one that verifies (it reads
+/// its files back with all of them open), either way.
+pub fn creates_on_open(spec: &crate::JobSpec) -> bool {
+    spec.files.create_on_open && !reads(spec) && spec.verify.is_none()
+}
+
+/// Under fio's `openfiles` below the job's `files`, or `create_on_open`,
+/// a psync or io_uring data job opens and closes its files as its open set
+/// says ([`crate::openfiles`]): the most open at once. None: every file is
+/// open from the start to the end (also for a job that verifies: it reads
+/// its files back with all of them open).
+pub fn open_limit(spec: &crate::JobSpec, files: usize) -> Option<u32> {
+    use crate::spec::EngineKind;
+    if spec.files.engine.is_some()
+        || !matches!(spec.ioengine, EngineKind::Psync | EngineKind::IoUring)
+        || spec.verify.is_some()
+        || files == 0
+    {
+        return None;
+    }
+    let n = u32::try_from(files).unwrap_or(u32::MAX);
+    let limit = spec.files.openfiles.unwrap_or(n).clamp(1, n);
+    (limit < n || creates_on_open(spec)).then_some(limit)
+}
+
+/// The most files open at once for a planned job's open set
+/// ([`crate::openfiles`]): its [`open_limit`] under `openfiles` or
+/// `create_on_open`; else, for a psync or io_uring job of several files
+/// served roundrobin, sequentially or at random, all of them, so that it
+/// picks its files and opens and closes them (in its `write_iolog`) by
+/// fio's rule while its engine keeps every file open. None: the job's
+/// files are picked by [`FilePicker`].
+pub fn open_set_limit(job: &crate::plan::PlannedJob) -> Option<u32> {
+    use crate::spec::EngineKind;
+    let spec = &job.spec;
+    let n = job.targets.len();
+    if let Some(l) = open_limit(spec, n) {
+        return Some(l);
+    }
+    let uniform = matches!(
+        spec.files.service.kind,
+        Service::RoundRobin | Service::Sequential | Service::Random
+    );
+    (n > 1
+        && uniform
+        && spec.files.engine.is_none()
+        && spec.verify.is_none()
+        && job.zbd.is_none()
+        && matches!(spec.ioengine, EngineKind::Psync | EngineKind::IoUring))
+    .then(|| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
 /// Checks of the multi-file options that need the whole job.
 pub fn validate(spec: &crate::JobSpec) -> Result<(), SpecError> {
+    let limited =
+        spec.files.openfiles.is_some_and(|o| o < spec.files.nrfiles) && spec.files.engine.is_none();
+    if limited && spec.verify.is_some() {
+        return Err(SpecError::Invalid(format!(
+            "job '{}': openfiles={} below nrfiles={} with verify: drivelab reads a job's files back with all of them open; drop openfiles or verify",
+            spec.name,
+            spec.files.openfiles.unwrap_or(0),
+            spec.files.nrfiles
+        )));
+    }
     if spec.files.unlink_each_loop && spec.loops > 1 {
         return Err(SpecError::Invalid(format!(
             "job '{}': unlink_each_loop with loops={}: drivelab does a job's loops as one run over its files and removes them at its end; use unlink=1",

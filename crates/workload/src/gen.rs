@@ -56,6 +56,9 @@ pub struct GenConfig {
     pub strided: Option<Strided>,
     /// Which target each I/O goes to (`file_service_type`).
     pub file_service: crate::files::FileService,
+    /// fio's `openfiles` when it holds the job's files open fewer at a
+    /// time than it has ([`crate::openfiles`]); None: all open throughout.
+    pub open_limit: Option<u32>,
 }
 
 /// fio's `zonemode=strided`: I/O stays in one zone of `range` bytes until
@@ -146,6 +149,10 @@ pub struct Generator {
     which: Deck,
     targets: Vec<TargetState>,
     files: crate::files::FilePicker,
+    /// Under `openfiles`: the open set picks the files instead, and the
+    /// draws of an I/O it had no file for yet.
+    open: Option<crate::openfiles::OpenSet>,
+    held: Option<(usize, bool, bool)>,
     align: u64,
     write_op: Op,
     seed: u64,
@@ -265,6 +272,17 @@ impl Generator {
                     .map(|r| r.end.saturating_sub(r.start))
                     .collect(),
             ),
+            open: cfg.open_limit.map(|limit| {
+                crate::openfiles::OpenSet::new(
+                    cfg.file_service,
+                    cfg.regions
+                        .iter()
+                        .map(|r| r.end.saturating_sub(r.start))
+                        .collect(),
+                    limit,
+                )
+            }),
+            held: None,
             targets,
             align,
             write_op: match cfg.write_kind {
@@ -282,6 +300,42 @@ impl Generator {
         })
     }
 
+    /// The open set of a job under `openfiles` (None: every file open).
+    pub fn open_set(&mut self) -> Option<&mut crate::openfiles::OpenSet> {
+        self.open.as_mut()
+    }
+
+    /// The next I/O; under `openfiles`, None while the open set must wait
+    /// for an I/O in flight to complete.
+    #[inline]
+    pub fn try_next_io(&mut self) -> Option<IoDesc> {
+        if self.open.is_none() {
+            return Some(self.next_io());
+        }
+        let (li, read, random) = match self.held.take() {
+            Some(h) => h,
+            None => {
+                let li = self.which.draw(&mut self.rng) as usize;
+                let line = &mut self.lines[li];
+                let read = line.reads.draw(&mut self.rng) == 1;
+                let random = line.randoms.draw(&mut self.rng) == 1;
+                (li, read, random)
+            }
+        };
+        let size = self.lines[li].size;
+        let picked = match self.open.as_mut() {
+            Some(o) => o.pick(&mut self.rng, size),
+            None => Ok(0),
+        };
+        match picked {
+            Ok(t) => Some(self.io_on(t, size, read, random)),
+            Err(_) => {
+                self.held = Some((li, read, random));
+                None
+            }
+        }
+    }
+
     /// The next I/O.
     #[inline]
     pub fn next_io(&mut self) -> IoDesc {
@@ -291,6 +345,12 @@ impl Generator {
         let read = line.reads.draw(&mut self.rng) == 1;
         let random = line.randoms.draw(&mut self.rng) == 1;
         let t = self.files.pick(&mut self.rng, size);
+        self.io_on(t, size, read, random)
+    }
+
+    /// The I/O of `size` bytes on target `t`.
+    #[inline]
+    fn io_on(&mut self, t: usize, size: u64, read: bool, random: bool) -> IoDesc {
         let op = if read { Op::Read } else { self.write_op };
         if let Some(z) = self.strided {
             return self.strided_io(z, t, op, size, random);
@@ -472,6 +532,7 @@ mod tests {
             align: 512,
             distribution: Distribution::Random,
             file_service: Default::default(),
+            open_limit: None,
             randommap: false,
             seed: 1,
             seq_delta: 0,

@@ -95,6 +95,12 @@ pub struct JobConfig {
     /// message, or a closed connection): the job ends as finished, and the
     /// zero-byte completion that said so is not an I/O (None: no stream).
     pub stream_end: Option<std::sync::Arc<AtomicBool>>,
+    /// fio's `write_iolog`: the log's path (None: no log); the files are
+    /// named by `extras.target_names`.
+    pub iolog: Option<String>,
+    /// The engine opens and closes the job's files as its open set says
+    /// (fio's `openfiles`, `create_on_open`); false: every file stays open.
+    pub lazy_files: bool,
 }
 
 /// fio's `thinktime`: a pause in issuing after every `blocks` reads,
@@ -347,6 +353,11 @@ struct JobDriver<'a, const FILL: bool> {
     zbd_end: bool,
     /// Path engines: targets operated on in this pass, and its bytes so far.
     op_seen: (Vec<bool>, u64),
+    /// fio's `write_iolog`, and the clock reading of the turn (its times).
+    iolog: Option<crate::iolog::IoLog>,
+    now: u64,
+    /// The open set's events already in the iolog.
+    logged: usize,
 }
 
 impl<const FILL: bool> JobDriver<'_, FILL> {
@@ -385,7 +396,16 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     #[inline]
     fn generate(&mut self, now: u64, inflight: u32) -> Result<IoDesc, Next> {
         let Some(z) = self.zbd.as_mut() else {
-            return Ok(self.gen.next_io());
+            return match self.gen.try_next_io() {
+                Some(io) => Ok(io),
+                // The open set waits for a closing file's I/O.
+                None if inflight > 0 => Err(Next::Idle),
+                None => {
+                    self.config_error =
+                        Some("openfiles: no file of the job could be opened or served".to_string());
+                    Err(Next::Done)
+                }
+            };
         };
         let io = match self.zbd_held.take() {
             Some(io) => io,
@@ -656,6 +676,12 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     fn unpaced(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
         if self.sync_due() {
             self.writes_since_sync = 0;
+            let t = self.last_write_target as usize;
+            let closed = self.cfg.lazy_files && self.gen.open_set().is_some_and(|o| !o.is_open(t));
+            if closed {
+                // Its file was closed (openfiles): nothing to flush there.
+                return self.unpaced(now, inflight, buf);
+            }
             let io = IoDesc {
                 target: self.last_write_target,
                 op: Op::Fsync,
@@ -695,6 +721,12 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             Some(b) if io.op == Op::Write => b.written(io),
             _ => 0,
         };
+        if self.iolog.is_some() {
+            self.log_file_events();
+            if let Some(l) = self.iolog.as_mut() {
+                l.io(self.now, &io);
+            }
+        }
         self.issued_bytes += u64::from(io.len);
         self.issued_ios += 1;
         self.think_issued = self.think_issued.saturating_add(1);
@@ -707,6 +739,62 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         };
         let tag = (backlog << 16) | prio;
         Next::Io { io, due, tag }
+    }
+}
+
+impl<const FILL: bool> JobDriver<'_, FILL> {
+    /// Carry out what the open set did (fio's `openfiles`): open and close
+    /// the engine's files, and log each open and close (`write_iolog`).
+    #[inline]
+    fn apply_files<E: Engine>(&mut self, engine: &mut E) {
+        self.log_file_events();
+        let Some(o) = self.gen.open_set() else {
+            return;
+        };
+        if o.events().is_empty() {
+            return;
+        }
+        let events = o.events();
+        for e in events.iter() {
+            use crate::openfiles::FileEvent;
+            let r = match *e {
+                FileEvent::Open(f) => engine.open_file(f),
+                FileEvent::Close(_) => Ok(()),
+                FileEvent::Release(f) => engine.close_file(f),
+            };
+            if let Err(err) = r {
+                if self.config_error.is_none() {
+                    let f = match *e {
+                        FileEvent::Open(f) | FileEvent::Close(f) | FileEvent::Release(f) => f,
+                    };
+                    let name = self.cfg.extras.target_name(f);
+                    self.config_error = Some(format!("cannot open or close {name}: {err}"));
+                    self.fatal = true;
+                }
+            }
+        }
+        events.clear();
+        self.logged = 0;
+    }
+
+    /// Log the open set's opens and closes not logged yet (before the I/O
+    /// that follows them, as fio's iolog has them).
+    #[inline]
+    fn log_file_events(&mut self) {
+        let (Some(l), Some(o)) = (self.iolog.as_mut(), self.gen.open_set()) else {
+            return;
+        };
+        use crate::iolog::Action;
+        use crate::openfiles::FileEvent;
+        let events = o.events();
+        for e in &events[self.logged.min(events.len())..] {
+            match *e {
+                FileEvent::Open(f) => l.file(self.now, f, Action::Open),
+                FileEvent::Close(f) => l.file(self.now, f, Action::Close),
+                FileEvent::Release(_) => {}
+            }
+        }
+        self.logged = events.len();
     }
 }
 
@@ -745,6 +833,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
 
     #[inline]
     fn next(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
+        self.now = now;
         let next = self.next_io(now, inflight, buf);
         if self.measuring && matches!(next, Next::Io { .. }) {
             self.samples.depth.queued(inflight + 1);
@@ -765,6 +854,11 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         tag_prio(tag)
     }
 
+    #[inline]
+    fn files<E: Engine>(&mut self, engine: &mut E) {
+        self.apply_files(engine);
+    }
+
     fn inspects(&self, io: &IoDesc, tag: u64) -> bool {
         FILL && io.op == Op::Read && (self.cfg.check_reads || tag == crate::verify::VERIFY_TAG)
     }
@@ -772,6 +866,11 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
     #[inline]
     fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
         let io = d.io;
+        if io.op != Op::Fsync {
+            if let Some(o) = self.gen.open_set() {
+                o.completed(io.target as usize);
+            }
+        }
         if d.result == 0 && io.op != Op::Fsync && self.stream_ended() {
             return After::Release;
         }
@@ -1059,7 +1158,24 @@ fn run_with<E: Engine, const FILL: bool>(
         zbd_held: None,
         zbd_end: false,
         op_seen: (vec![false; cfg.targets.max(1)], 0),
+        iolog: match &cfg.iolog {
+            Some(p) => Some(
+                crate::iolog::IoLog::create(p, cfg.extras.target_names.clone(), now_ns())
+                    .map_err(JobError::Config)?,
+            ),
+            None => None,
+        },
+        now: t0,
+        logged: 0,
     };
+    if drv.gen.open_set().is_none() {
+        // Every file is open from the start to the end.
+        if let Some(l) = drv.iolog.as_mut() {
+            for f in 0..cfg.targets as u32 {
+                l.file(t0, f, crate::iolog::Action::Open);
+            }
+        }
+    }
     if drv.measuring && cfg.steady.is_some() {
         drv.restart_measuring(t0).map_err(JobError::Config)?;
     }
@@ -1076,6 +1192,24 @@ fn run_with<E: Engine, const FILL: bool>(
         c.enter();
     }
     let st = ioloop::run(engine, &mut drv, &lc)?;
+    // The files still open close with the job (as fio's close_files).
+    drv.now = now_ns();
+    match drv.gen.open_set() {
+        Some(o) => {
+            o.close_all();
+            drv.apply_files(engine);
+        }
+        None => {
+            if let Some(l) = drv.iolog.as_mut() {
+                for f in 0..cfg.targets as u32 {
+                    l.file(drv.now, f, crate::iolog::Action::Close);
+                }
+            }
+        }
+    }
+    if let Some(l) = drv.iolog.take() {
+        l.finish().map_err(JobError::Config)?;
+    }
     // Out of the flow: the others go on in their own ratio.
     drop(drv.flow.take());
     if let Some(c) = &drv.cmdprio {

@@ -1082,7 +1082,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Int,
         "nrfiles",
-        "files open at once (drivelab keeps a data job's files open; filesystem engines open none)",
+        "files open at once: below nrfiles, psync/io_uring jobs open and close files as file_service_type moves (filesystem engines open none)",
         1,
         crate::files::MAX_FILES,
         "files"
@@ -1099,7 +1099,14 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Bool,
         "0",
-        "create files when first opened (filecreate/dircreate: the measured operation)"
+        "create files when first opened, during the run (filecreate/dircreate: the measured operation)"
+    ),
+    opt!(
+        "write_iolog",
+        [],
+        Text,
+        "",
+        "log every file add/open/close and I/O to this file (fio's iolog v3)"
     ),
     opt!(
         "unlink",
