@@ -76,6 +76,7 @@ pub trait Engine {
     /// `iodepth_batch_complete_max`), leaving the rest for the next call;
     /// returns how many. An engine that cannot leave completions for later
     /// hands over all, as [`reap`](Engine::reap) does.
+    #[inline]
     fn reap_max<F: FnMut(Completion)>(&mut self, _max: usize, f: F) -> usize {
         self.reap(f)
     }

@@ -307,11 +307,19 @@ impl Generator {
 
     /// The next I/O; under `openfiles`, None while the open set must wait
     /// for an I/O in flight to complete.
-    #[inline]
+    #[inline(always)]
     pub fn try_next_io(&mut self) -> Option<IoDesc> {
         if self.open.is_none() {
             return Some(self.next_io());
         }
+        self.try_next_in_open_set()
+    }
+
+    /// [`try_next_io`](Generator::try_next_io) under `openfiles`: kept out
+    /// of line, so the common path (every file open) stays small enough to
+    /// inline into the job loop.
+    #[inline(never)]
+    fn try_next_in_open_set(&mut self) -> Option<IoDesc> {
         let (li, read, random) = match self.held.take() {
             Some(h) => h,
             None => {
@@ -349,7 +357,7 @@ impl Generator {
     }
 
     /// The I/O of `size` bytes on target `t`.
-    #[inline]
+    #[inline(always)]
     fn io_on(&mut self, t: usize, size: u64, read: bool, random: bool) -> IoDesc {
         let op = if read { Op::Read } else { self.write_op };
         if let Some(z) = self.strided {
