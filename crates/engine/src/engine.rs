@@ -169,6 +169,37 @@ fn trim_sync(t: &Target, offset: u64, len: u64) -> i32 {
 
 /// Hand every queued completion to `f`; returns how many.
 #[inline]
+/// Submit what `ring` has queued and wait for `wait` completions, for at
+/// most `timeout` when one is given (the io_uring and io_uring_cmd engines'
+/// `commit`). A signal retries; a timeout, or a full completion queue
+/// (EBUSY/EAGAIN: the loop reaps first, then commits again) is not an error.
+pub(crate) fn submit_ring<S: squeue::EntryMarker, C: io_uring::cqueue::EntryMarker>(
+    ring: &IoUring<S, C>,
+    wait: u32,
+    timeout: Option<Duration>,
+) -> std::io::Result<()> {
+    loop {
+        let r = match timeout {
+            Some(d) if wait > 0 => {
+                let ts = types::Timespec::new()
+                    .sec(d.as_secs())
+                    .nsec(d.subsec_nanos());
+                let args = types::SubmitArgs::new().timespec(&ts);
+                ring.submitter().submit_with_args(wait as usize, &args)
+            }
+            _ => ring.submit_and_wait(wait as usize),
+        };
+        match r {
+            Ok(_) => return Ok(()),
+            Err(e) => match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::ETIME) | Some(libc::EBUSY) | Some(libc::EAGAIN) => return Ok(()),
+                _ => return Err(e),
+            },
+        }
+    }
+}
+
 fn drain<F: FnMut(Completion)>(q: &mut VecDeque<Completion>, mut f: F) -> usize {
     let n = q.len();
     while let Some(c) = q.pop_front() {
@@ -478,28 +509,7 @@ impl Engine for Uring {
 
     fn commit(&mut self, wait: u32, timeout: Option<Duration>) -> std::io::Result<()> {
         let wait = if self.immediate.is_empty() { wait } else { 0 };
-        loop {
-            let r = match timeout {
-                Some(d) if wait > 0 => {
-                    let ts = types::Timespec::new()
-                        .sec(d.as_secs())
-                        .nsec(d.subsec_nanos());
-                    let args = types::SubmitArgs::new().timespec(&ts);
-                    self.ring.submitter().submit_with_args(wait as usize, &args)
-                }
-                _ => self.ring.submit_and_wait(wait as usize),
-            };
-            match r {
-                Ok(_) => return Ok(()),
-                Err(e) => match e.raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    Some(libc::ETIME) => return Ok(()),
-                    // Completion queue full: reap first, then retry.
-                    Some(libc::EBUSY) | Some(libc::EAGAIN) => return Ok(()),
-                    _ => return Err(e),
-                },
-            }
-        }
+        submit_ring(&self.ring, wait, timeout)
     }
 
     #[inline]

@@ -483,26 +483,7 @@ impl Engine for UringCmd {
 
     fn commit(&mut self, wait: u32, timeout: Option<Duration>) -> std::io::Result<()> {
         let wait = if self.immediate.is_empty() { wait } else { 0 };
-        loop {
-            let r = match timeout {
-                Some(d) if wait > 0 => {
-                    let ts = types::Timespec::new()
-                        .sec(d.as_secs())
-                        .nsec(d.subsec_nanos());
-                    let args = types::SubmitArgs::new().timespec(&ts);
-                    self.ring.submitter().submit_with_args(wait as usize, &args)
-                }
-                _ => self.ring.submit_and_wait(wait as usize),
-            };
-            match r {
-                Ok(_) => return Ok(()),
-                Err(e) => match e.raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    Some(libc::ETIME) | Some(libc::EBUSY) | Some(libc::EAGAIN) => return Ok(()),
-                    _ => return Err(e),
-                },
-            }
-        }
+        crate::engine::submit_ring(&self.ring, wait, timeout)
     }
 
     fn reap<F: FnMut(Completion)>(&mut self, f: F) -> usize {
