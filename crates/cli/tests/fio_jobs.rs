@@ -607,3 +607,30 @@ fn zbd_trims_reset_zones_as_fio_does() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("zone size"), "{err}");
 }
+
+#[test]
+fn a_file_not_a_multiple_of_the_block_size_is_read_as_fio_does() {
+    require_root();
+    if !fio_available() {
+        eprintln!("a_file_not_a_multiple_of_the_block_size_is_read_as_fio_does: no fio; skipped");
+        return;
+    }
+    let job = jobs_dir().join("partial-block.fio");
+    let fdir = TempDir::new("fio-tail-fio");
+    let ddir = TempDir::new("fio-tail-dl");
+    let fio = per_job(&run_in("fio", &job, fdir.path()));
+    let dl = per_job(&run_in("drivelab", &job, ddir.path()));
+    // A 10000-byte file: two whole 4 KiB blocks, read once each, never a
+    // third I/O wrapped back to offset 0.
+    let want = vec![
+        ("make".to_string(), 0, 2, 0, 8192),
+        ("seq".to_string(), 2, 0, 8192, 0),
+        ("rand".to_string(), 2, 0, 8192, 0),
+        ("past".to_string(), 2, 0, 8192, 0),
+    ];
+    assert_eq!(dl, want);
+    assert_eq!(fio, want);
+    for d in [&fdir, &ddir] {
+        assert_eq!(std::fs::metadata(d.join("tail.dat")).unwrap().len(), 10000);
+    }
+}

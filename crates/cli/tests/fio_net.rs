@@ -470,3 +470,56 @@ fn bad_net_input_exits_2_naming_the_key() {
         assert!(lines[0].contains(key), "{key}: {err}");
     }
 }
+
+/// A stream receiver whose block is larger than what is left when the
+/// sender closes gets a short last block: fio's sender writes 40 KiB in
+/// 4 KiB blocks, drivelab's receiver reads 16 KiB blocks, so it takes two
+/// whole blocks and one of 8 KiB, and says so in `short_ios` (per
+/// direction, fio's key), with every byte counted.
+#[test]
+fn a_short_last_block_is_counted_in_short_ios() {
+    let test = "a_short_last_block_is_counted_in_short_ios";
+    if !fio_or_skip(test) {
+        return;
+    }
+    let dir = TempDir::new("fio-net-short");
+    let port = free_port();
+    let recv_job = dir.join("recv.fio");
+    let send_job = dir.join("send.fio");
+    std::fs::write(
+        &recv_job,
+        "[receiver]\nioengine=net\nprotocol=tcp\nport=${PORT}\nlisten\nrw=read\nbs=16k\nsize=1m\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &send_job,
+        "[sender]\nioengine=net\nprotocol=tcp\nport=${PORT}\nhostname=127.0.0.1\nrw=write\nbs=4k\nsize=40k\n",
+    )
+    .unwrap();
+    let env = [("PORT", port.to_string())];
+    let rout = dir.join("recv.json");
+    let sout = dir.join("send.json");
+    let r = start(Tool::Drivelab, &recv_job, &env, &rout, false);
+    let end = Instant::now() + Duration::from_secs(30);
+    while !bound("tcp", port, Path::new("")) {
+        assert!(
+            Instant::now() < end,
+            "{test}: the receiver never bound: {}",
+            stderr_of(&rout)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let s = start(Tool::Fio, &send_job, &env, &sout, false);
+    let sv = finish(s, "fio sender", &sout, false);
+    let rv = finish(r, "drivelab receiver", &rout, false);
+    let sent = counts(&sv, "sender", "write");
+    let got = counts(&rv, "receiver", "read");
+    eprintln!("{test}: sent {sent:?}, received {got:?}");
+    assert_eq!((sent.bytes, sent.ios), (40960, 10), "fio's sender");
+    assert_eq!(
+        (got.bytes, got.ios, got.short),
+        (40960, 3, 1),
+        "drivelab's receiver: {got:?}"
+    );
+    assert_eq!(rv["jobs"][0]["write"]["short_ios"], 0);
+}

@@ -158,7 +158,9 @@ fn write_percentiles(out: &mut String, label: &str, l: &LatReport) {
 }
 
 fn write_dir(out: &mut String, name: &str, d: &DirReport, zone_resets: u64) {
-    if d.total_ios == 0 {
+    // fio shows a direction that moved bytes (a cpuio or exec job's
+    // zero-byte "I/Os" show only in the distributions below).
+    if d.io_bytes == 0 {
         return;
     }
     let _ = writeln!(
@@ -263,6 +265,41 @@ pub fn header_line(j: &JobReport) -> String {
             .cloned()
             .unwrap_or_else(|| j.latency_depth.max(1).to_string())
     )
+}
+
+/// The line fio prints for a job before it runs: [`header_line`] for a job
+/// that does I/O; for fio's no-I/O engines, what each says at its start
+/// instead (engines/cpu.c: the mode, the load and the length of one burn,
+/// which under `cpumode=qsort` is however long a round of sorting took,
+/// here the mean burn; engines/exec.c: the program and its arguments as
+/// given, "(null)" when there are none).
+pub fn intro_line(j: &JobReport) -> String {
+    let opt = |k: &str| j.job_options.get(k).map(String::as_str);
+    match j.ioengine.as_str() {
+        "cpuio" => {
+            let qsort = opt("cpumode").is_some_and(|m| m.eq_ignore_ascii_case("qsort"));
+            let cycle_us = if qsort {
+                (j.read.clat_ns.mean / 1e3).round() as u64
+            } else {
+                opt("cpuchunks")
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(50_000)
+            };
+            format!(
+                "{} ({}): ioengine=cpuio, cpuload={}, cpucycle={cycle_us}",
+                j.jobname,
+                if qsort { "qsort" } else { "noop" },
+                opt("cpuload").unwrap_or("0")
+            )
+        }
+        "exec" => format!(
+            "{} : program={}, arguments={}",
+            j.jobname,
+            opt("program").unwrap_or(""),
+            opt("arguments").unwrap_or("(null)")
+        ),
+        _ => header_line(j),
+    }
 }
 
 fn write_job(out: &mut String, j: &JobReport, time: &str) {
@@ -374,7 +411,7 @@ fn write_groups(out: &mut String, jobs: &[JobReport]) {
                     1 => &j.write,
                     _ => &j.trim,
                 })
-                .filter(|d| d.total_ios > 0)
+                .filter(|d| d.io_bytes > 0)
                 .collect();
             if dirs.is_empty() {
                 continue;
@@ -411,7 +448,7 @@ fn write_groups(out: &mut String, jobs: &[JobReport]) {
 pub fn render(r: &RunReport) -> String {
     let mut out = String::new();
     for j in &r.jobs {
-        let _ = writeln!(out, "{}", header_line(j));
+        let _ = writeln!(out, "{}", intro_line(j));
     }
     let _ = writeln!(out, "{}", r.drivelab_version);
     let _ = writeln!(out);
@@ -536,6 +573,51 @@ mod tests {
         assert_eq!(fio_bytes_bin(4096), "4096B");
         assert_eq!(fio_bytes_bin(65536), "64.0KiB");
         assert_eq!(fio_bytes_bin(131_072), "128KiB");
+    }
+
+    #[test]
+    fn no_io_jobs_say_what_fios_engines_say_and_show_no_zero_byte_section() {
+        let mut r = RunReport {
+            drivelab_version: "drivelab-0.1.0".into(),
+            ..Default::default()
+        };
+        let mut burn = JobReport {
+            jobname: "burn".into(),
+            ioengine: "cpuio".into(),
+            ..Default::default()
+        };
+        burn.job_options.insert("cpuload".into(), "50".into());
+        burn.read.total_ios = 10;
+        burn.read.runtime = 1000;
+        burn.read.clat_ns = LatReport {
+            n: 10,
+            mean: 41_234_600.0,
+            ..Default::default()
+        };
+        let mut sort = burn.clone();
+        sort.jobname = "sort".into();
+        sort.job_options.insert("cpumode".into(), "qsort".into());
+        let mut prog = JobReport {
+            jobname: "mon".into(),
+            ioengine: "exec".into(),
+            ..Default::default()
+        };
+        prog.job_options
+            .insert("program".into(), "/bin/true".into());
+        r.jobs = vec![burn, sort, prog];
+        let t = render(&r);
+        assert!(
+            t.starts_with(
+                "burn (noop): ioengine=cpuio, cpuload=50, cpucycle=50000\n\
+                 sort (qsort): ioengine=cpuio, cpuload=50, cpucycle=41235\n\
+                 mon : program=/bin/true, arguments=(null)\n"
+            ),
+            "{t}"
+        );
+        assert!(!t.contains("  read:"), "{t}");
+        assert!(!t.contains("READ:"), "{t}");
+        assert!(t.contains("Run status group 0 (all jobs):"), "{t}");
+        assert!(t.contains("issued rwts: total=10,0,0,0"), "{t}");
     }
 
     #[test]

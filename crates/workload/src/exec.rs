@@ -1601,13 +1601,13 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         job_options: opts,
         read: DirReport {
             drop_ios: o.drop_ios[0],
-            ..dir_report(&o.dirs[0], rt, 0, Some(rates(0)))
+            ..dir_report(&o.dirs[0], rt, o.short_ios[0], Some(rates(0)))
         },
         write: DirReport {
             drop_ios: o.drop_ios[1],
-            ..dir_report(&o.dirs[1], rt, 0, Some(rates(1)))
+            ..dir_report(&o.dirs[1], rt, o.short_ios[1], Some(rates(1)))
         },
-        trim: dir_report(&o.dirs[2], rt, 0, Some(rates(2))),
+        trim: dir_report(&o.dirs[2], rt, o.short_ios[2], Some(rates(2))),
         sync: SyncReport {
             total_ios: o.dirs[3].ios,
             lat_ns: lat_report(&o.dirs[3]),
@@ -1819,7 +1819,9 @@ fn merge_outcome(acc: &mut JobOutcome, o: &JobOutcome) {
         a.merge(b);
     }
     acc.runtime_ns = acc.runtime_ns.max(o.runtime_ns);
-    acc.short_ios += o.short_ios;
+    for (a, b) in acc.short_ios.iter_mut().zip(o.short_ios) {
+        *a += b;
+    }
     for (a, b) in acc.drop_ios.iter_mut().zip(o.drop_ios) {
         *a += b;
     }

@@ -240,8 +240,9 @@ pub struct JobOutcome {
     /// as fio does by default, and the I/Os in flight with it complete,
     /// so more than one may fail (at most [`MAX_ERRORS`] are kept).
     pub errors: Vec<IoFailure>,
-    /// I/Os that moved fewer bytes than asked.
-    pub short_ios: u64,
+    /// I/Os that moved fewer bytes than asked, per direction: read, write,
+    /// trim (fio's `short_ios`).
+    pub short_ios: [u64; 3],
     /// Datagrams lost on the way per direction, read, write, trim (fio's
     /// `drop_ios`; only ioengine=net's udp counts any).
     pub drop_ios: [u64; 3],
@@ -325,7 +326,7 @@ struct JobDriver<'a, const FILL: bool> {
     writes_since_sync: u32,
     last_write_target: u32,
     errors: Vec<IoFailure>,
-    short_ios: u64,
+    short_ios: [u64; 3],
     progress: &'a AtomicU64,
     config_error: Option<String>,
     samples: JobSamples,
@@ -926,7 +927,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         }
         let bytes = d.result as u64;
         if io.op != Op::Fsync && bytes < u64::from(io.len) {
-            self.short_ios += 1;
+            self.short_ios[io.op.index()] += 1;
         }
         if FILL
             && io.op == Op::Read
@@ -1126,7 +1127,7 @@ fn run_with<E: Engine, const FILL: bool>(
         writes_since_sync: 0,
         last_write_target: 0,
         errors: Vec::new(),
-        short_ios: 0,
+        short_ios: [0; 3],
         progress,
         config_error: None,
         samples: JobSamples::new(cfg.logs.sample_window_ms()),

@@ -310,6 +310,27 @@ fn verify_content(spec: &JobSpec, align: u64) -> Result<Option<crate::verify::Co
 }
 
 /// Resolve jobs (spec, stonewall) into a plan. Reads and probes only.
+/// The part of a `len`-byte region that whole transfers of a fixed block
+/// size cover, as fio does it: random offsets come from a map of whole
+/// blocks (the partial tail is never drawn), and a sequential pass takes
+/// one more block past the region's end only while it still lies within
+/// the target (`room` bytes from the region's start), so a file whose size
+/// is not a multiple of the block size is read to its last whole block
+/// and not wrapped back to its start. Mixed sizes keep the region.
+fn whole_transfers(spec: &JobSpec, len: u64, room: u64) -> u64 {
+    let bs = spec.min_bs();
+    if bs == 0 || bs != spec.max_bs() || len % bs == 0 {
+        return len;
+    }
+    let floor = len - len % bs;
+    let sequential = spec.access_lines().iter().all(|l| l.random_pct == 0);
+    if sequential && spec.rw_delta == 0 && floor + bs <= room {
+        floor + bs
+    } else {
+        floor
+    }
+}
+
 pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanError> {
     crate::check_total_jobs(jobs.iter().map(|(spec, _)| spec))?;
     let mut targets: Vec<PlannedTarget> = Vec::new();
@@ -507,7 +528,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             }
             regions.push(Region {
                 start: offset,
-                end: offset + total,
+                end: offset + whole_transfers(spec, total, t.size.saturating_sub(offset)),
             });
             increments.push(increment);
         }

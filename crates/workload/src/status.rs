@@ -254,7 +254,7 @@ pub(crate) fn nothing_done_with(interval_ns: u64, window_ms: u64, targets: usize
         per_target: vec![[(0, 0); 3]; targets.max(1)],
         series,
         errors: Vec::new(),
-        short_ios: 0,
+        short_ios: [0; 3],
         drop_ios: [0; 3],
         interrupted: false,
         cpu_user_ns: 0,
