@@ -23,7 +23,8 @@ pub fn now_ns() -> u64 {
 /// the clock.
 pub fn sleep_until(deadline_ns: u64) {
     let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        // `as _`: time_t is 64 bits on x86_64 with glibc and with musl.
+        tv_sec: (deadline_ns / 1_000_000_000) as _,
         tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: an absolute sleep on CLOCK_MONOTONIC with a valid timespec

@@ -129,7 +129,7 @@ pub fn move_extent(orig: &File, req: &mut MoveExtent) -> io::Result<u64> {
     let r = unsafe {
         libc::ioctl(
             orig.as_raw_fd(),
-            EXT4_IOC_MOVE_EXT as libc::c_ulong,
+            EXT4_IOC_MOVE_EXT as libc::Ioctl,
             req as *mut MoveExtent,
         )
     };
