@@ -121,6 +121,77 @@ impl<'a> ScsiCommand<'a> {
             Data::Out(_) => DataDirection::ToDevice,
         }
     }
+
+    /// The `sg_io_hdr` of this command, for SG_IO and for the sg driver's
+    /// write() alike: its CDB, data buffer and direction, its timeout (or
+    /// `default_timeout_ms`), the sense buffer `sense` (which must hold
+    /// [`SENSE_LEN`] bytes for as long as the kernel may write it) and the
+    /// tag `pack_id`. Refuses a CDB shorter than 6 or longer than 255
+    /// bytes and a transfer of 4 GiB or more.
+    fn header(
+        &mut self,
+        default_timeout_ms: u32,
+        sense: *mut u8,
+        pack_id: libc::c_int,
+    ) -> Result<SgIoHdr, SgError> {
+        let cmd_len = u8::try_from(self.cdb.len())
+            .ok()
+            .filter(|&n| n >= 6)
+            .ok_or_else(|| {
+                SgError::InvalidRequest(format!("CDB length {} is not 6..=255", self.cdb.len()))
+            })?;
+        let (dir, ptr, len): (libc::c_int, *mut libc::c_void, usize) = match &mut self.data {
+            Data::None => (SG_DXFER_NONE, std::ptr::null_mut(), 0),
+            Data::In(b) => (SG_DXFER_FROM_DEV, b.as_mut_ptr().cast(), b.len()),
+            // The kernel only reads a TO_DEV buffer; the pointer type is the
+            // header's, not a promise to write.
+            Data::Out(b) => (SG_DXFER_TO_DEV, b.as_ptr() as *mut libc::c_void, b.len()),
+        };
+        let dxfer_len = u32::try_from(len).map_err(|_| {
+            SgError::InvalidRequest(format!("transfer of {len} bytes exceeds 4 GiB"))
+        })?;
+        Ok(SgIoHdr {
+            interface_id: b'S' as libc::c_int,
+            dxfer_direction: dir,
+            cmd_len,
+            mx_sb_len: SENSE_LEN as u8,
+            iovec_count: 0,
+            dxfer_len,
+            dxferp: if len == 0 { std::ptr::null_mut() } else { ptr },
+            cmdp: self.cdb.as_ptr(),
+            sbp: sense,
+            timeout: self.timeout_ms.unwrap_or(default_timeout_ms),
+            flags: 0,
+            pack_id,
+            usr_ptr: std::ptr::null_mut(),
+            status: 0,
+            masked_status: 0,
+            msg_status: 0,
+            sb_len_wr: 0,
+            host_status: 0,
+            driver_status: 0,
+            resid: 0,
+            duration: 0,
+            info: 0,
+        })
+    }
+}
+
+impl SgIoHdr {
+    /// What the kernel wrote back into this header once the command
+    /// completed, with the sense bytes it says it wrote into `sense` (the
+    /// header's sense buffer; empty when there is none).
+    fn result(&self, sense: &[u8]) -> ScsiResult {
+        let n = usize::from(self.sb_len_wr).min(sense.len());
+        ScsiResult {
+            status: self.status,
+            host_status: self.host_status,
+            driver_status: self.driver_status,
+            resid: self.resid,
+            duration_ms: self.duration,
+            sense: sense[..n].to_vec(),
+        }
+    }
 }
 
 /// SCSI status byte values (SAM-5).
@@ -578,53 +649,9 @@ impl SgDevice {
     /// that changes the medium ([`crate::scsi::modifies_medium`]) on a
     /// handle that [may not](SgDevice::may_change_medium).
     pub fn execute(&self, cmd: &mut ScsiCommand<'_>) -> Result<ScsiResult, SgError> {
-        if !self.may_change_medium() && modifies_medium(cmd.cdb) {
-            return Err(SgError::Unclaimed {
-                path: self.path.clone(),
-                command: command_with_opcode(cmd.cdb),
-            });
-        }
-        let cmd_len = u8::try_from(cmd.cdb.len())
-            .ok()
-            .filter(|&n| n >= 6)
-            .ok_or_else(|| {
-                SgError::InvalidRequest(format!("CDB length {} is not 6..=255", cmd.cdb.len()))
-            })?;
+        self.refuse_unclaimed(cmd.cdb)?;
         let mut sense = [0u8; SENSE_LEN];
-        let (dir, ptr, len): (libc::c_int, *mut libc::c_void, usize) = match &mut cmd.data {
-            Data::None => (SG_DXFER_NONE, std::ptr::null_mut(), 0),
-            Data::In(b) => (SG_DXFER_FROM_DEV, b.as_mut_ptr().cast(), b.len()),
-            // The kernel only reads a TO_DEV buffer; the pointer type is the
-            // header's, not a promise to write.
-            Data::Out(b) => (SG_DXFER_TO_DEV, b.as_ptr() as *mut libc::c_void, b.len()),
-        };
-        let dxfer_len = u32::try_from(len).map_err(|_| {
-            SgError::InvalidRequest(format!("transfer of {len} bytes exceeds 4 GiB"))
-        })?;
-        let mut hdr = SgIoHdr {
-            interface_id: b'S' as libc::c_int,
-            dxfer_direction: dir,
-            cmd_len,
-            mx_sb_len: SENSE_LEN as u8,
-            iovec_count: 0,
-            dxfer_len,
-            dxferp: if len == 0 { std::ptr::null_mut() } else { ptr },
-            cmdp: cmd.cdb.as_ptr(),
-            sbp: sense.as_mut_ptr(),
-            timeout: cmd.timeout_ms.unwrap_or(self.timeout_ms),
-            flags: 0,
-            pack_id: 0,
-            usr_ptr: std::ptr::null_mut(),
-            status: 0,
-            masked_status: 0,
-            msg_status: 0,
-            sb_len_wr: 0,
-            host_status: 0,
-            driver_status: 0,
-            resid: 0,
-            duration: 0,
-            info: 0,
-        };
+        let mut hdr = cmd.header(self.timeout_ms, sense.as_mut_ptr(), 0)?;
         // SAFETY: `hdr` is a correctly laid out sg_io_hdr (see the layout
         // test). Its pointers refer to `cmd.cdb` (cmd_len bytes), `sense`
         // (mx_sb_len bytes) and the data buffer (dxfer_len bytes, writable
@@ -662,15 +689,20 @@ impl SgDevice {
                 },
             });
         }
-        let n = usize::from(hdr.sb_len_wr).min(SENSE_LEN);
-        Ok(ScsiResult {
-            status: hdr.status,
-            host_status: hdr.host_status,
-            driver_status: hdr.driver_status,
-            resid: hdr.resid,
-            duration_ms: hdr.duration,
-            sense: sense[..n].to_vec(),
-        })
+        Ok(hdr.result(&sense))
+    }
+
+    /// [`SgError::Unclaimed`] for a command that changes the medium
+    /// ([`crate::scsi::modifies_medium`]) on a handle that [may
+    /// not](SgDevice::may_change_medium).
+    fn refuse_unclaimed(&self, cdb: &[u8]) -> Result<(), SgError> {
+        if !self.may_change_medium() && modifies_medium(cdb) {
+            return Err(SgError::Unclaimed {
+                path: self.path.clone(),
+                command: command_with_opcode(cdb),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -764,12 +796,7 @@ impl SgAsync {
     /// into it, at any time until then), even if this value is dropped
     /// first (dropping it waits for every completion).
     pub unsafe fn submit(&mut self, tag: u32, cmd: &mut ScsiCommand<'_>) -> Result<(), SgError> {
-        if !self.dev.may_change_medium() && modifies_medium(cmd.cdb) {
-            return Err(SgError::Unclaimed {
-                path: self.dev.path.clone(),
-                command: command_with_opcode(cmd.cdb),
-            });
-        }
+        self.dev.refuse_unclaimed(cmd.cdb)?;
         let slot = tag as usize;
         if slot >= self.sense.len() {
             return Err(SgError::InvalidRequest(format!(
@@ -777,44 +804,11 @@ impl SgAsync {
                 self.sense.len()
             )));
         }
-        let cmd_len = u8::try_from(cmd.cdb.len())
-            .ok()
-            .filter(|&n| n >= 6)
-            .ok_or_else(|| {
-                SgError::InvalidRequest(format!("CDB length {} is not 6..=255", cmd.cdb.len()))
-            })?;
-        let (dir, ptr, len): (libc::c_int, *mut libc::c_void, usize) = match &mut cmd.data {
-            Data::None => (SG_DXFER_NONE, std::ptr::null_mut(), 0),
-            Data::In(b) => (SG_DXFER_FROM_DEV, b.as_mut_ptr().cast(), b.len()),
-            Data::Out(b) => (SG_DXFER_TO_DEV, b.as_ptr() as *mut libc::c_void, b.len()),
-        };
-        let dxfer_len = u32::try_from(len).map_err(|_| {
-            SgError::InvalidRequest(format!("transfer of {len} bytes exceeds 4 GiB"))
-        })?;
-        let hdr = SgIoHdr {
-            interface_id: b'S' as libc::c_int,
-            dxfer_direction: dir,
-            cmd_len,
-            mx_sb_len: SENSE_LEN as u8,
-            iovec_count: 0,
-            dxfer_len,
-            dxferp: if len == 0 { std::ptr::null_mut() } else { ptr },
-            cmdp: cmd.cdb.as_ptr(),
-            sbp: self.sense[slot].as_mut_ptr(),
-            timeout: cmd.timeout_ms.unwrap_or(self.dev.timeout_ms),
-            flags: 0,
-            pack_id: tag as libc::c_int,
-            usr_ptr: std::ptr::null_mut(),
-            status: 0,
-            masked_status: 0,
-            msg_status: 0,
-            sb_len_wr: 0,
-            host_status: 0,
-            driver_status: 0,
-            resid: 0,
-            duration: 0,
-            info: 0,
-        };
+        let hdr = cmd.header(
+            self.dev.timeout_ms,
+            self.sense[slot].as_mut_ptr(),
+            tag as libc::c_int,
+        )?;
         let size = std::mem::size_of::<SgIoHdr>();
         loop {
             // SAFETY: `hdr` is a live, correctly laid out sg_io_hdr of
@@ -871,21 +865,8 @@ impl SgAsync {
         let hdr = unsafe { hdr.assume_init() };
         self.outstanding -= 1;
         let tag = u32::try_from(hdr.pack_id).unwrap_or(u32::MAX);
-        let sense = match self.sense.get(tag as usize) {
-            Some(s) => s[..usize::from(hdr.sb_len_wr).min(SENSE_LEN)].to_vec(),
-            None => Vec::new(),
-        };
-        Ok(Some((
-            tag,
-            ScsiResult {
-                status: hdr.status,
-                host_status: hdr.host_status,
-                driver_status: hdr.driver_status,
-                resid: hdr.resid,
-                duration_ms: hdr.duration,
-                sense,
-            },
-        )))
+        let sense = self.sense.get(tag as usize).map_or(&[][..], |s| &s[..]);
+        Ok(Some((tag, hdr.result(sense))))
     }
 
     /// Wait until a completion is ready to [receive](SgAsync::receive), or
@@ -1011,6 +992,45 @@ mod tests {
         // /dev/null is a character device, but not a SCSI generic node.
         let e = crate::claim::scsi_generic_block(Path::new("/dev/null")).unwrap_err();
         assert!(e.to_string().contains("not a SCSI generic device"), "{e}");
+    }
+
+    /// SG_IO and the asynchronous write() build their header in one
+    /// place, and decode what comes back in one.
+    #[test]
+    fn one_header_for_both_paths() {
+        let cdb = [0x28u8, 0, 0, 0, 0, 8, 0, 0, 1, 0];
+        let mut buf = [0u8; 512];
+        let mut sense = [0u8; SENSE_LEN];
+        let mut cmd = ScsiCommand::new(&cdb).data_in(&mut buf);
+        let h = cmd.header(1234, sense.as_mut_ptr(), 7).unwrap();
+        assert_eq!(
+            (h.interface_id, h.cmd_len, h.mx_sb_len),
+            (b'S' as i32, 10, 96)
+        );
+        assert_eq!((h.dxfer_direction, h.dxfer_len), (SG_DXFER_FROM_DEV, 512));
+        assert_eq!((h.timeout, h.pack_id), (1234, 7));
+        assert_eq!(h.sbp, sense.as_mut_ptr());
+        let mut cmd = ScsiCommand::new(&cdb).timeout_ms(5);
+        let h = cmd.header(1234, std::ptr::null_mut(), 0).unwrap();
+        assert_eq!((h.dxfer_direction, h.dxfer_len), (SG_DXFER_NONE, 0));
+        assert!(h.dxferp.is_null());
+        assert_eq!(h.timeout, 5);
+        let e = ScsiCommand::new(&cdb[..5])
+            .header(0, std::ptr::null_mut(), 0)
+            .unwrap_err();
+        assert!(e.to_string().contains("CDB length 5"), "{e}");
+        let mut h = ScsiCommand::new(&cdb)
+            .header(0, std::ptr::null_mut(), 0)
+            .unwrap();
+        (h.status, h.sb_len_wr, h.resid) = (2, 18, 60);
+        sense[0] = 0x70;
+        let r = h.result(&sense);
+        assert_eq!(
+            (r.status, r.resid, r.sense.len(), r.sense[0]),
+            (2, 60, 18, 0x70)
+        );
+        // No sense buffer (a tag the queue does not know): no sense.
+        assert!(h.result(&[]).sense.is_empty());
     }
 
     #[test]

@@ -24,20 +24,20 @@
 //! - reads, trims and syncs complete with EINVAL (fio's engine takes writes
 //!   only: defragmenting is not meant to change data).
 //!
-//! One I/O at a time (depth 1, a sync engine in fio).
+//! One I/O at a time (depth 1, a sync engine in fio): a [`RunOne`] behind
+//! the [`OneShot`] adapter.
 
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::time::Duration;
 
 use drivelab_device::claim::Claim;
 
-use crate::buf::{BufferPool, Fill};
-use crate::engine::{Caps, Completion, Engine, Target};
+use crate::buf::Fill;
+use crate::engine::Target;
 use crate::io::{IoDesc, Op};
+use crate::oneshot::{OneShot, RunOne};
 
 /// The argument of `EXT4_IOC_MOVE_EXT` (`struct move_extent` in the
 /// kernel's `fs/ext4/ext4.h`): 40 bytes, in this order.
@@ -163,15 +163,16 @@ pub struct Reserve {
 }
 
 /// fio's e4defrag engine over claimed targets and a claimed donor.
-pub struct E4Defrag {
+pub type E4Defrag = OneShot<MoveWork>;
+
+/// What an [`E4Defrag`] engine does per I/O: the donor, its block, and
+/// whether each write allocates and frees its range of it.
+pub struct MoveWork {
     targets: Vec<Target>,
     donor: File,
     /// The donor's `st_blksize`: the unit of the ioctl.
     block: u64,
     inplace: bool,
-    pool: BufferPool,
-    pending: VecDeque<(u32, IoDesc)>,
-    ready: VecDeque<Completion>,
 }
 
 impl E4Defrag {
@@ -196,23 +197,27 @@ impl E4Defrag {
         }
         use std::os::unix::fs::MetadataExt;
         let block = donor.metadata()?.blksize().max(1);
-        Ok(E4Defrag {
+        let work = MoveWork {
             targets,
             donor,
             block,
             inplace: reserve.is_none(),
-            pool: BufferPool::new(1, max_len.max(1), Fill::Zeroed)?,
-            pending: VecDeque::with_capacity(1),
-            ready: VecDeque::with_capacity(1),
-        })
+        };
+        OneShot::over(work, max_len, Fill::Zeroed)
     }
 
     /// The filesystem block the ioctl counts in, bytes.
     pub fn block_size(&self) -> u64 {
-        self.block
+        self.work().block
+    }
+}
+
+impl RunOne for MoveWork {
+    fn name(&self) -> &'static str {
+        "e4defrag"
     }
 
-    fn run_one(&self, io: &IoDesc) -> i32 {
+    fn run_one(&mut self, io: &IoDesc, _buf: &mut [u8]) -> i32 {
         let errno = |e: io::Error| -e.raw_os_error().unwrap_or(libc::EIO);
         let Some(t) = self.targets.get(io.target as usize) else {
             return -libc::EINVAL;
@@ -252,47 +257,6 @@ impl E4Defrag {
 pub fn blocks(offset: u64, len: u64, block: u64) -> (u64, u64) {
     let block = block.max(1);
     (offset / block, (offset + len).div_ceil(block))
-}
-
-impl Engine for E4Defrag {
-    fn name(&self) -> &'static str {
-        "e4defrag"
-    }
-
-    fn caps(&self) -> Caps {
-        Caps {
-            asynchronous: false,
-            real_io: true,
-        }
-    }
-
-    fn depth(&self) -> u32 {
-        1
-    }
-
-    fn queue(&mut self, slot: u32, io: &IoDesc) {
-        self.pending.push_back((slot, *io));
-    }
-
-    fn commit(&mut self, _wait: u32, _timeout: Option<Duration>) -> io::Result<()> {
-        while let Some((slot, io)) = self.pending.pop_front() {
-            let result = self.run_one(&io);
-            self.ready.push_back(Completion { slot, result });
-        }
-        Ok(())
-    }
-
-    fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
-        let n = self.ready.len();
-        while let Some(c) = self.ready.pop_front() {
-            f(c);
-        }
-        n
-    }
-
-    fn buffer(&mut self, slot: u32) -> &mut [u8] {
-        self.pool.slice(slot as usize)
-    }
 }
 
 #[cfg(test)]

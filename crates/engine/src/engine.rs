@@ -200,7 +200,8 @@ pub(crate) fn submit_ring<S: squeue::EntryMarker, C: io_uring::cqueue::EntryMark
     }
 }
 
-fn drain<F: FnMut(Completion)>(q: &mut VecDeque<Completion>, mut f: F) -> usize {
+/// Hand every completion in `q` to `f`, oldest first; returns how many.
+pub(crate) fn drain<F: FnMut(Completion)>(q: &mut VecDeque<Completion>, mut f: F) -> usize {
     let n = q.len();
     while let Some(c) = q.pop_front() {
         f(c);

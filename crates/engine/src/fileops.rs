@@ -22,20 +22,20 @@
 //!   `fallocate(PUNCH_HOLE|KEEP_SIZE)`.
 //!
 //! Both complete each I/O with its full length on success and −errno on
-//! failure, one at a time (depth 1, fio's sync engines).
+//! failure, one at a time (depth 1, fio's sync engines): each is a
+//! [`RunOne`] behind the [`OneShot`] adapter.
 
-use std::collections::VecDeque;
 use std::ffi::CString;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use drivelab_device::claim::{FileSet, SetKind};
 
-use crate::buf::{BufferPool, Fill};
-use crate::engine::{Caps, Completion, Engine, Target};
+use crate::buf::Fill;
+use crate::engine::Target;
 use crate::io::{IoDesc, Op};
+use crate::oneshot::{OneShot, RunOne};
 
 /// What a [`PathOps`] engine does to each path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +61,10 @@ pub enum StatKind {
 }
 
 /// fio's path engines over a claimed [`FileSet`].
-pub struct PathOps {
+pub type PathOps = OneShot<PathWork>;
+
+/// What a [`PathOps`] engine does per I/O.
+pub struct PathWork {
     set: Arc<FileSet>,
     op: PathOp,
     /// Per path of the set: its operation was done in this pass.
@@ -70,9 +73,6 @@ pub struct PathOps {
     index: Vec<usize>,
     /// Bytes of one pass over the job's files, and bytes issued in this one.
     pass: (u64, u64),
-    pool: BufferPool,
-    pending: VecDeque<(u32, IoDesc)>,
-    ready: VecDeque<Completion>,
 }
 
 impl PathOps {
@@ -91,19 +91,30 @@ impl PathOps {
                 "a job target is not in the claimed file set",
             ));
         }
-        Ok(PathOps {
+        let work = PathWork {
             done: vec![false; set.paths().len()],
             set,
             op,
             index,
             pass: (pass_bytes, 0),
-            pool: BufferPool::new(1, max_len.max(1), Fill::Zeroed)?,
-            pending: VecDeque::with_capacity(1),
-            ready: VecDeque::with_capacity(1),
-        })
+        };
+        OneShot::over(work, max_len, Fill::Zeroed)
+    }
+}
+
+impl RunOne for PathWork {
+    fn name(&self) -> &'static str {
+        match (self.op, self.set.kind()) {
+            (PathOp::Create, SetKind::Files) => "filecreate",
+            (PathOp::Stat(_), SetKind::Files) => "filestat",
+            (PathOp::Delete, SetKind::Files) => "filedelete",
+            (PathOp::Create, SetKind::Dirs) => "dircreate",
+            (PathOp::Stat(_), SetKind::Dirs) => "dirstat",
+            (PathOp::Delete, SetKind::Dirs) => "dirdelete",
+        }
     }
 
-    fn run_one(&mut self, io: &IoDesc) -> i32 {
+    fn run_one(&mut self, io: &IoDesc, _buf: &mut [u8]) -> i32 {
         let Some(&i) = self.index.get(io.target as usize) else {
             return -libc::EINVAL;
         };
@@ -163,54 +174,6 @@ pub fn stat_path(path: &std::path::Path, kind: StatKind, set: SetKind) -> std::i
     }
 }
 
-impl Engine for PathOps {
-    fn name(&self) -> &'static str {
-        match (self.op, self.set.kind()) {
-            (PathOp::Create, SetKind::Files) => "filecreate",
-            (PathOp::Stat(_), SetKind::Files) => "filestat",
-            (PathOp::Delete, SetKind::Files) => "filedelete",
-            (PathOp::Create, SetKind::Dirs) => "dircreate",
-            (PathOp::Stat(_), SetKind::Dirs) => "dirstat",
-            (PathOp::Delete, SetKind::Dirs) => "dirdelete",
-        }
-    }
-
-    fn caps(&self) -> Caps {
-        Caps {
-            asynchronous: false,
-            real_io: true,
-        }
-    }
-
-    fn depth(&self) -> u32 {
-        1
-    }
-
-    fn queue(&mut self, slot: u32, io: &IoDesc) {
-        self.pending.push_back((slot, *io));
-    }
-
-    fn commit(&mut self, _wait: u32, _timeout: Option<Duration>) -> std::io::Result<()> {
-        while let Some((slot, io)) = self.pending.pop_front() {
-            let result = self.run_one(&io);
-            self.ready.push_back(Completion { slot, result });
-        }
-        Ok(())
-    }
-
-    fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
-        let n = self.ready.len();
-        while let Some(c) = self.ready.pop_front() {
-            f(c);
-        }
-        n
-    }
-
-    fn buffer(&mut self, slot: u32) -> &mut [u8] {
-        self.pool.slice(slot as usize)
-    }
-}
-
 /// What an [`FdOps`] engine does with each I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FdOp {
@@ -221,27 +184,30 @@ pub enum FdOp {
 }
 
 /// fio's ftruncate and falloc engines over claimed targets.
-pub struct FdOps {
+pub type FdOps = OneShot<FdWork>;
+
+/// What an [`FdOps`] engine does per I/O.
+pub struct FdWork {
     targets: Vec<Target>,
     op: FdOp,
-    pool: BufferPool,
-    pending: VecDeque<(u32, IoDesc)>,
-    ready: VecDeque<Completion>,
 }
 
 impl FdOps {
     /// An engine doing `op` on `targets`.
     pub fn new(targets: Vec<Target>, op: FdOp, max_len: usize) -> std::io::Result<FdOps> {
-        Ok(FdOps {
-            targets,
-            op,
-            pool: BufferPool::new(1, max_len.max(1), Fill::Zeroed)?,
-            pending: VecDeque::with_capacity(1),
-            ready: VecDeque::with_capacity(1),
-        })
+        OneShot::over(FdWork { targets, op }, max_len, Fill::Zeroed)
+    }
+}
+
+impl RunOne for FdWork {
+    fn name(&self) -> &'static str {
+        match self.op {
+            FdOp::Ftruncate => "ftruncate",
+            FdOp::Falloc => "falloc",
+        }
     }
 
-    fn run_one(&self, io: &IoDesc) -> i32 {
+    fn run_one(&mut self, io: &IoDesc, _buf: &mut [u8]) -> i32 {
         let Some(t) = self.targets.get(io.target as usize) else {
             return -libc::EINVAL;
         };
@@ -276,49 +242,5 @@ impl FdOps {
         } else {
             io.len.min(i32::MAX as u32) as i32
         }
-    }
-}
-
-impl Engine for FdOps {
-    fn name(&self) -> &'static str {
-        match self.op {
-            FdOp::Ftruncate => "ftruncate",
-            FdOp::Falloc => "falloc",
-        }
-    }
-
-    fn caps(&self) -> Caps {
-        Caps {
-            asynchronous: false,
-            real_io: true,
-        }
-    }
-
-    fn depth(&self) -> u32 {
-        1
-    }
-
-    fn queue(&mut self, slot: u32, io: &IoDesc) {
-        self.pending.push_back((slot, *io));
-    }
-
-    fn commit(&mut self, _wait: u32, _timeout: Option<Duration>) -> std::io::Result<()> {
-        while let Some((slot, io)) = self.pending.pop_front() {
-            let result = self.run_one(&io);
-            self.ready.push_back(Completion { slot, result });
-        }
-        Ok(())
-    }
-
-    fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
-        let n = self.ready.len();
-        while let Some(c) = self.ready.pop_front() {
-            f(c);
-        }
-        n
-    }
-
-    fn buffer(&mut self, slot: u32) -> &mut [u8] {
-        self.pool.slice(slot as usize)
     }
 }

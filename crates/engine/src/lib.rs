@@ -10,6 +10,8 @@
 //!   operation per I/O.
 //! - [`e4defrag`]: fio's e4defrag engine: each write an ext4
 //!   `EXT4_IOC_MOVE_EXT` moving a donor file's blocks under the target.
+//! - [`oneshot`]: the engine shape of the synchronous engines above (and
+//!   the net engine): one operation per I/O, at depth 1, written once.
 //! - [`openset`]: fio's `openfiles`: a job's files opened and closed as
 //!   its open set moves, through their claimed file set.
 //! - [`buf`]: page-aligned buffer pools, allocated once.
@@ -36,6 +38,7 @@ pub mod fileops;
 pub mod io;
 pub mod ioloop;
 pub mod narrow;
+pub mod oneshot;
 pub mod openset;
 pub mod sched;
 pub mod sg;

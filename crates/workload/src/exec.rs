@@ -617,7 +617,7 @@ fn run_one(
                 source,
             };
             let end = cfg.stream_end.clone().unwrap_or_default();
-            let mut e = crate::net::NetEngine::new(
+            let mut e = crate::net::engine(
                 spec,
                 job.clone,
                 max_bs,
@@ -633,12 +633,12 @@ fn run_one(
             // fio connects (or accepts) when the job starts, after its
             // startdelay, and counts from then.
             start_delay(spec.startdelay, stop, &cfg);
-            e.open().map_err(made)?;
+            e.work_mut().open().map_err(made)?;
             let mut started = job.clone();
             started.spec.startdelay = Duration::ZERO;
             let mut o =
                 run_checked(&mut e, &started, &cfg, stop, progress, finished).map_err(fail)?;
-            o.drop_ios = e.dropped();
+            o.drop_ios = e.work().dropped();
             Ok(o)
         }
         EngineKind::Psync | EngineKind::IoUring | EngineKind::Sg | EngineKind::IoUringCmd => {

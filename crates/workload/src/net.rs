@@ -44,7 +44,6 @@
 //!
 //! Nothing here opens a device: no claim is involved.
 
-use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{
     IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket,
@@ -55,9 +54,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use drivelab_engine::buf::{BufferPool, Fill};
-use drivelab_engine::engine::{Caps, Completion, Engine};
+use drivelab_engine::buf::Fill;
 use drivelab_engine::io::{IoDesc, Op};
+use drivelab_engine::oneshot::{OneShot, RunOne};
 use socket2::{Domain, SockAddr, Socket, Type};
 
 use crate::spec::RwMode;
@@ -440,13 +439,13 @@ impl Stream {
 
 /// Where the job's socket is.
 enum Conn {
-    /// A tcp listener, accepting in [`NetEngine::open`].
+    /// A tcp listener, accepting in [`NetLink::open`].
     TcpListen(TcpListener),
-    /// A unix listener, accepting in [`NetEngine::open`].
+    /// A unix listener, accepting in [`NetLink::open`].
     UnixListen(UnixListener),
-    /// A tcp socket set up, connecting in [`NetEngine::open`].
+    /// A tcp socket set up, connecting in [`NetLink::open`].
     TcpConnect(Socket, SocketAddr),
-    /// A unix socket path to connect to in [`NetEngine::open`].
+    /// A unix socket path to connect to in [`NetLink::open`].
     UnixConnect(PathBuf),
     /// A connected stream.
     Stream(Stream),
@@ -466,19 +465,18 @@ enum Xfer {
 }
 
 /// The net engine: one I/O at a time (fio's engine is synchronous), each a
-/// send or receive on the job's socket.
-pub struct NetEngine<'a> {
+/// send or receive on the job's socket ([`engine`] makes one).
+pub type NetEngine<'a> = OneShot<NetLink<'a>>;
+
+/// What the net engine does per I/O: the job's socket and what it counts.
+pub struct NetLink<'a> {
     opts: NetOpts,
     receives: bool,
     conn: Conn,
-    pool: BufferPool,
-    pending: VecDeque<(u32, IoDesc)>,
-    done: VecDeque<Completion>,
     /// Set when the peer ended the stream: the job loop then ends the job.
     end: Arc<AtomicBool>,
     /// The run's stop (Ctrl-C) and the group's end: a blocked call gives up.
-    stop: &'a AtomicBool,
-    group_end: Option<Arc<AtomicBool>>,
+    stops: Stops<'a>,
     send_seq: u64,
     recv_seq: u64,
     seq_off: bool,
@@ -491,13 +489,50 @@ pub struct NetEngine<'a> {
     job: String,
 }
 
-/// The run was stopped (Ctrl-C) or the job's group ended.
-fn cancelled(stop: &AtomicBool, group_end: &Option<Arc<AtomicBool>>) -> bool {
-    stop.load(Ordering::Relaxed)
-        || group_end
-            .as_ref()
-            .is_some_and(|f| f.load(Ordering::Relaxed))
+/// What a socket call blocked on the peer watches: the run's stop
+/// (Ctrl-C) and the job's group's end.
+struct Stops<'a> {
+    stop: &'a AtomicBool,
+    group_end: Option<Arc<AtomicBool>>,
 }
+
+impl Stops<'_> {
+    /// The run was stopped (Ctrl-C) or the job's group ended.
+    fn cancelled(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+            || self
+                .group_end
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+
+    /// `call` again each time it times out (the sockets wait at most
+    /// [`POLL`]) or would block, `pause` apart, until it does something
+    /// else; ErrorKind::Interrupted once the run is stopped or the group
+    /// ended.
+    fn retry<T>(
+        &self,
+        pause: Duration,
+        mut call: impl FnMut() -> std::io::Result<T>,
+    ) -> std::io::Result<T> {
+        loop {
+            match call() {
+                Err(e) if would_block(&e) => {
+                    if self.cancelled() {
+                        return Err(ErrorKind::Interrupted.into());
+                    }
+                    if !pause.is_zero() {
+                        std::thread::sleep(pause);
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+}
+
+/// How long a non-blocking accept waits between tries.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(5);
 
 fn other(msg: String) -> std::io::Error {
     std::io::Error::other(msg)
@@ -536,19 +571,33 @@ fn resolve(host: &str, port: u16, v6: bool) -> std::io::Result<SocketAddr> {
         })
 }
 
-impl<'a> NetEngine<'a> {
+/// The net engine of a job's clone `clone`: its socket set up as
+/// [`NetLink::new`] does, and one buffer of `max_bs` bytes of random data
+/// from `seed` (what a writer sends).
+pub fn engine<'a>(
+    spec: &JobSpec,
+    clone: u32,
+    max_bs: usize,
+    seed: u64,
+    stop: &'a AtomicBool,
+    group_end: Option<Arc<AtomicBool>>,
+    end: Arc<AtomicBool>,
+) -> std::io::Result<NetEngine<'a>> {
+    let link = NetLink::new(spec, clone, stop, group_end, end)?;
+    OneShot::over(link, max_bs, Fill::Random(seed))
+}
+
+impl<'a> NetLink<'a> {
     /// Set the job's socket up: a receiver binds (and listens), so that a
     /// peer started after it finds it; a sender resolves its peer. Nothing
     /// is connected yet ([`open`](Self::open) does that).
     pub fn new(
         spec: &JobSpec,
         clone: u32,
-        max_bs: usize,
-        seed: u64,
         stop: &'a AtomicBool,
         group_end: Option<Arc<AtomicBool>>,
         end: Arc<AtomicBool>,
-    ) -> std::io::Result<NetEngine<'a>> {
+    ) -> std::io::Result<NetLink<'a>> {
         let o = spec.net.clone();
         let receives = o.receives(spec);
         let port = o
@@ -642,16 +691,12 @@ impl<'a> NetEngine<'a> {
                 }
             }
         };
-        Ok(NetEngine {
+        Ok(NetLink {
             opts: o,
             receives,
             conn,
-            pool: BufferPool::new(1, max_bs.max(1), Fill::Random(seed))?,
-            pending: VecDeque::new(),
-            done: VecDeque::new(),
             end,
-            stop,
-            group_end,
+            stops: Stops { stop, group_end },
             send_seq: 0,
             recv_seq: 0,
             seq_off: false,
@@ -667,14 +712,6 @@ impl<'a> NetEngine<'a> {
         self.dropped
     }
 
-    fn cancelled(&self) -> bool {
-        cancelled(self.stop, &self.group_end)
-    }
-
-    fn interrupted() -> std::io::Error {
-        std::io::Error::from(ErrorKind::Interrupted)
-    }
-
     /// Make the connection, when the job starts (after `startdelay`, as
     /// fio opens its socket then): a tcp or unix receiver accepts its one
     /// peer, a sender connects; a udp reader waits for the writer's open
@@ -684,18 +721,7 @@ impl<'a> NetEngine<'a> {
         self.conn = match conn {
             Conn::TcpListen(l) => {
                 eprintln!("drivelab: job '{}' waiting for a connection", self.job);
-                let s = loop {
-                    match l.accept() {
-                        Ok((s, _)) => break s,
-                        Err(e) if would_block(&e) => {
-                            if self.cancelled() {
-                                return Err(Self::interrupted());
-                            }
-                            std::thread::sleep(Duration::from_millis(5));
-                        }
-                        Err(e) => return Err(e),
-                    }
-                };
+                let (s, _) = self.stops.retry(ACCEPT_PAUSE, || l.accept())?;
                 s.set_nonblocking(false)?;
                 if self.opts.nodelay {
                     s.set_nodelay(true)?;
@@ -705,18 +731,7 @@ impl<'a> NetEngine<'a> {
             Conn::UnixListen(l) => {
                 eprintln!("drivelab: job '{}' waiting for a connection", self.job);
                 l.set_nonblocking(true)?;
-                let s = loop {
-                    match l.accept() {
-                        Ok((s, _)) => break s,
-                        Err(e) if would_block(&e) => {
-                            if self.cancelled() {
-                                return Err(Self::interrupted());
-                            }
-                            std::thread::sleep(Duration::from_millis(5));
-                        }
-                        Err(e) => return Err(e),
-                    }
-                };
+                let (s, _) = self.stops.retry(ACCEPT_PAUSE, || l.accept())?;
                 s.set_nonblocking(false)?;
                 Conn::Stream(Stream::Unix(s))
             }
@@ -736,17 +751,7 @@ impl<'a> NetEngine<'a> {
             }
             Conn::Udp(u, _) => {
                 let mut m = [0u8; 8];
-                let from = loop {
-                    match u.recv_from(&mut m) {
-                        Ok((_, from)) => break from,
-                        Err(e) if would_block(&e) => {
-                            if self.cancelled() {
-                                return Err(Self::interrupted());
-                            }
-                        }
-                        Err(e) => return Err(e),
-                    }
-                };
+                let (_, from) = self.stops.retry(Duration::ZERO, || u.recv_from(&mut m))?;
                 if m != open_msg() {
                     return Err(other(format!(
                         "the first datagram from {from} is not fio's udp open message (bad magic {:02x?}); is the writer a net job?",
@@ -763,23 +768,19 @@ impl<'a> NetEngine<'a> {
         Ok(())
     }
 
-    /// Send `len` bytes of the buffer.
-    fn send(&mut self, len: usize) -> std::io::Result<usize> {
-        let buf = self.pool.slice(0);
+    /// Send `len` bytes of `buf`.
+    fn send(&mut self, buf: &mut [u8], len: usize) -> std::io::Result<usize> {
         let len = len.min(buf.len());
         match &mut self.conn {
             Conn::Stream(s) => {
                 let mut at = 0;
                 while at < len {
-                    match s.write(&buf[at..len]) {
-                        Ok(0) => return Err(ErrorKind::WriteZero.into()),
-                        Ok(n) => at += n,
-                        Err(e) if would_block(&e) => {
-                            if cancelled(self.stop, &self.group_end) {
-                                return Err(Self::interrupted());
-                            }
-                        }
-                        Err(e) => return Err(e),
+                    match self
+                        .stops
+                        .retry(Duration::ZERO, || s.write(&buf[at..len]))?
+                    {
+                        0 => return Err(ErrorKind::WriteZero.into()),
+                        n => at += n,
                     }
                 }
                 Ok(at)
@@ -798,16 +799,18 @@ impl<'a> NetEngine<'a> {
         }
     }
 
-    /// Receive up to `len` bytes into the buffer.
-    fn recv(&mut self, len: usize) -> std::io::Result<Xfer> {
-        let buf = self.pool.slice(0);
+    /// Receive up to `len` bytes into `buf`.
+    fn recv(&mut self, buf: &mut [u8], len: usize) -> std::io::Result<Xfer> {
         let len = len.min(buf.len());
         match &mut self.conn {
             Conn::Stream(s) => {
                 let mut at = 0;
                 while at < len {
-                    match s.read(&mut buf[at..len]) {
-                        Ok(0) => {
+                    match self
+                        .stops
+                        .retry(Duration::ZERO, || s.read(&mut buf[at..len]))?
+                    {
+                        0 => {
                             // fio's close message glued to the end of a
                             // short last block, then the peer's close: the
                             // message is not data.
@@ -816,39 +819,23 @@ impl<'a> NetEngine<'a> {
                             }
                             break;
                         }
-                        Ok(n) => {
+                        n => {
                             at += n;
                             if at == 8 && buf[..8] == close_msg() {
                                 return Ok(Xfer::End);
                             }
                         }
-                        Err(e) if would_block(&e) => {
-                            if cancelled(self.stop, &self.group_end) {
-                                return Err(Self::interrupted());
-                            }
-                        }
-                        Err(e) => return Err(e),
                     }
                 }
                 Ok(if at == 0 { Xfer::End } else { Xfer::Bytes(at) })
             }
             Conn::Udp(u, peer) => {
-                let n = loop {
-                    match u.recv_from(&mut buf[..len]) {
-                        Ok((n, from)) => {
-                            if self.receives {
-                                *peer = Some(from);
-                            }
-                            break n;
-                        }
-                        Err(e) if would_block(&e) => {
-                            if cancelled(self.stop, &self.group_end) {
-                                return Err(Self::interrupted());
-                            }
-                        }
-                        Err(e) => return Err(e),
-                    }
-                };
+                let (n, from) = self
+                    .stops
+                    .retry(Duration::ZERO, || u.recv_from(&mut buf[..len]))?;
+                if self.receives {
+                    *peer = Some(from);
+                }
                 if n == 8 && buf[..8] == close_msg() {
                     return Ok(Xfer::End);
                 }
@@ -874,22 +861,28 @@ impl<'a> NetEngine<'a> {
             _ => Err(ErrorKind::NotConnected.into()),
         }
     }
+}
+
+impl RunOne for NetLink<'_> {
+    fn name(&self) -> &'static str {
+        "net"
+    }
 
     /// One I/O: its result as the loop takes it (bytes, 0 at the end of
     /// the stream, −errno).
-    fn transfer(&mut self, io: &IoDesc) -> i32 {
+    fn run_one(&mut self, io: &IoDesc, buf: &mut [u8]) -> i32 {
         let len = io.len as usize;
         self.dir = io.op.index().min(2);
         let r = match io.op {
-            Op::Write => self.send(len).and_then(|n| {
+            Op::Write => self.send(buf, len).and_then(|n| {
                 if !self.opts.pingpong {
                     return Ok(Xfer::Bytes(n));
                 }
                 // The reader sends the block back.
-                self.recv(len)
+                self.recv(buf, len)
             }),
-            Op::Read => self.recv(len).and_then(|x| match x {
-                Xfer::Bytes(n) if self.opts.pingpong => self.send(n).map(Xfer::Bytes),
+            Op::Read => self.recv(buf, len).and_then(|x| match x {
+                Xfer::Bytes(n) if self.opts.pingpong => self.send(buf, n).map(Xfer::Bytes),
                 x => Ok(x),
             }),
             Op::Fsync => Ok(Xfer::Bytes(0)),
@@ -912,7 +905,7 @@ impl<'a> NetEngine<'a> {
     }
 }
 
-impl Drop for NetEngine<'_> {
+impl Drop for NetLink<'_> {
     /// fio's close: the peer learns the job ended (a udp reader has no
     /// other way to know).
     fn drop(&mut self) {
@@ -929,50 +922,10 @@ impl Drop for NetEngine<'_> {
     }
 }
 
-impl Engine for NetEngine<'_> {
-    fn name(&self) -> &'static str {
-        "net"
-    }
-
-    fn caps(&self) -> Caps {
-        Caps {
-            asynchronous: false,
-            real_io: true,
-        }
-    }
-
-    fn depth(&self) -> u32 {
-        1
-    }
-
-    fn queue(&mut self, slot: u32, io: &IoDesc) {
-        self.pending.push_back((slot, *io));
-    }
-
-    fn commit(&mut self, _wait: u32, _timeout: Option<Duration>) -> std::io::Result<()> {
-        while let Some((slot, io)) = self.pending.pop_front() {
-            let result = self.transfer(&io);
-            self.done.push_back(Completion { slot, result });
-        }
-        Ok(())
-    }
-
-    fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
-        let n = self.done.len();
-        for c in self.done.drain(..) {
-            f(c);
-        }
-        n
-    }
-
-    fn buffer(&mut self, slot: u32) -> &mut [u8] {
-        self.pool.slice(slot as usize)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use drivelab_engine::engine::Engine;
 
     fn job(text: &str) -> Result<JobSpec, SpecError> {
         let mut j = JobSpec::default();
@@ -1040,11 +993,11 @@ mod tests {
         check(&j).unwrap();
         let stop = AtomicBool::new(false);
         let end = Arc::new(AtomicBool::new(false));
-        let mut e = NetEngine::new(&j, 0, 64, 1, &stop, None, end.clone()).unwrap();
+        let mut e = engine(&j, 0, 64, 1, &stop, None, end.clone()).unwrap();
         let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
         let to = ("127.0.0.1", port);
         peer.send_to(&open_msg(), to).unwrap();
-        e.open().unwrap();
+        e.work_mut().open().unwrap();
         for seq in [0u64, 1, 3] {
             let mut d = vec![0u8; 64];
             d[40..48].copy_from_slice(&SEQ_MAGIC.to_le_bytes());
@@ -1067,7 +1020,7 @@ mod tests {
         }
         assert_eq!(results, [64, 64, 64, 0]);
         assert!(end.load(Ordering::Relaxed));
-        assert_eq!(e.dropped(), [1, 0, 0]);
+        assert_eq!(e.work().dropped(), [1, 0, 0]);
     }
 
     /// window_size, mss, nodelay, ttl and interface reach the sockets as
@@ -1087,8 +1040,8 @@ mod tests {
             "ioengine=net\nport={port}\nlisten\nrw=read\nsize=1m\nwindow_size=131072\nmss=1200"
         ))
         .unwrap();
-        let e = NetEngine::new(&j, 0, 4096, 1, &stop, None, end()).unwrap();
-        let Conn::TcpListen(l) = &e.conn else {
+        let e = engine(&j, 0, 4096, 1, &stop, None, end()).unwrap();
+        let Conn::TcpListen(l) = &e.work().conn else {
             panic!("a tcp listener")
         };
         let r = SockRef::from(l);
@@ -1101,8 +1054,8 @@ mod tests {
             "ioengine=net\nport={port}\nhostname=127.0.0.1\nrw=write\nsize=1m\nwindow_size=65536\nnodelay=1"
         ))
         .unwrap();
-        let e = NetEngine::new(&j, 0, 4096, 1, &stop, None, end()).unwrap();
-        let Conn::TcpConnect(s, to) = &e.conn else {
+        let e = engine(&j, 0, 4096, 1, &stop, None, end()).unwrap();
+        let Conn::TcpConnect(s, to) = &e.work().conn else {
             panic!("a tcp socket to connect")
         };
         assert_eq!(to.port(), port);
@@ -1112,8 +1065,8 @@ mod tests {
             "ioengine=net\nprotocol=udp\nport={port}\nhostname=239.1.2.3\nttl=7\ninterface=127.0.0.1\nrw=write\nsize=1m"
         ))
         .unwrap();
-        let e = NetEngine::new(&j, 1, 4096, 1, &stop, None, end()).unwrap();
-        let Conn::Udp(u, Some(to)) = &e.conn else {
+        let e = engine(&j, 1, 4096, 1, &stop, None, end()).unwrap();
+        let Conn::Udp(u, Some(to)) = &e.work().conn else {
             panic!("a udp writer")
         };
         // numjobs clones use the next ports.
