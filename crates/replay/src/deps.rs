@@ -13,6 +13,13 @@
 //!
 //! The inference streams: it holds only the completions still ahead of the
 //! current issue time and those within the window behind it.
+//!
+//! A trace is cut by the end of its recording: the last request of each
+//! chain has a completion nobody claimed only because the recording
+//! stopped first (it came after the last issue, within the window before
+//! it, or was not recorded at all). [`Infer::open_at_end`] names those
+//! requests, so a replay can treat their completions as the free slots
+//! they were.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -70,11 +77,18 @@ pub struct Infer<I> {
     /// Completions at or before the current issue time, within the
     /// window, in completion order: (time, index, claimed).
     recent: VecDeque<(u64, u64, bool)>,
+    /// The latest requests without a completion in the trace (at most
+    /// [`Infer::OPEN_KEEP`]).
+    open: VecDeque<u64>,
     /// What was inferred so far.
     pub counts: DepCounts,
 }
 
 impl<I> Infer<I> {
+    /// Requests without a completion remembered for [`Infer::open_at_end`]
+    /// (the latest ones; far beyond any queue depth).
+    pub const OPEN_KEEP: usize = 1 << 12;
+
     /// Infer over `inner` with the given window.
     pub fn new(inner: I, window_ns: Option<u64>) -> Self {
         Infer {
@@ -84,6 +98,7 @@ impl<I> Infer<I> {
             prev_issue: None,
             ahead: BinaryHeap::new(),
             recent: VecDeque::new(),
+            open: VecDeque::new(),
             counts: DepCounts::default(),
         }
     }
@@ -117,8 +132,14 @@ impl<I> Infer<I> {
                     think_ns: t - e.0,
                 };
             }
-            if let Some(c) = req.complete_ns {
-                self.ahead.push(Reverse((c.max(t), idx)));
+            match req.complete_ns {
+                Some(c) => self.ahead.push(Reverse((c.max(t), idx))),
+                None => {
+                    if self.open.len() == Self::OPEN_KEEP {
+                        self.open.pop_front();
+                    }
+                    self.open.push_back(idx);
+                }
             }
         }
         match anchor {
@@ -127,6 +148,23 @@ impl<I> Infer<I> {
         }
         self.prev_issue = Some(self.prev_issue.map_or(t, |p| p.max(t)));
         Planned { req, idx, anchor }
+    }
+}
+
+impl<I> Infer<I> {
+    /// Once the trace has run out: the requests whose completion no
+    /// request claimed because the trace ended first — completed after its
+    /// last issue or within the window before it, or not completed in it
+    /// at all (the latest [`Infer::OPEN_KEEP`] of those). In a closed loop
+    /// these are the ends of its chains, one per request the recording
+    /// cut off. Before the end, the requests that are such so far. Empty
+    /// without a window.
+    pub fn open_at_end(&self) -> impl Iterator<Item = u64> + '_ {
+        self.ahead
+            .iter()
+            .map(|&Reverse((_, j))| j)
+            .chain(self.recent.iter().filter(|e| !e.2).map(|e| e.1))
+            .chain(self.open.iter().copied())
     }
 }
 
@@ -226,6 +264,43 @@ mod tests {
         assert_eq!(a[2], Anchor::Completion { of: 1, think_ns: 3 });
         assert_eq!(a[3], Anchor::Completion { of: 0, think_ns: 6 });
         assert_eq!(a[4], Anchor::Issue { gap_ns: 1 });
+    }
+
+    #[test]
+    fn the_ends_of_the_chains_are_open_at_the_end() {
+        // Two chains at depth 2 cut by the end of the recording, after an
+        // early request whose completion nobody claimed (the window had
+        // passed) and one in flight at the cut (no completion).
+        let ms = 1_000_000;
+        let mut cut = Request::new(31 * ms, Op::Read, 0, 4096);
+        cut.complete_ns = None;
+        let v = [
+            req(0, ms),
+            req(10 * ms, 20 * ms),
+            req(11 * ms, 21 * ms),
+            req(20 * ms + 5, 30 * ms),
+            req(21 * ms + 5, 50 * ms),
+            cut,
+        ];
+        let mut it = Infer::new(v.iter().map(|r| Ok(*r)), Some(ms));
+        let a: Vec<Anchor> = it.by_ref().map(|p| p.unwrap().anchor).collect();
+        assert_eq!(a[3], Anchor::Completion { of: 1, think_ns: 5 });
+        assert_eq!(a[4], Anchor::Completion { of: 2, think_ns: 5 });
+        // Request 5 followed the completion of 3 by 1 ms: it claimed it.
+        assert_eq!(
+            a[5],
+            Anchor::Completion {
+                of: 3,
+                think_ns: ms
+            }
+        );
+        let mut open: Vec<u64> = it.open_at_end().collect();
+        open.sort_unstable();
+        // 0 completed long before the end and nobody followed it: not cut.
+        assert_eq!(open, [4, 5]);
+        let mut none = Infer::new(v.iter().map(|r| Ok(*r)), None);
+        assert_eq!(none.by_ref().count(), 6);
+        assert_eq!(none.open_at_end().count(), 0);
     }
 
     #[test]

@@ -478,14 +478,15 @@ impl fmt::Display for SessionReport {
             let w = &r.dependency_wait_ns;
             writeln!(
                 f,
-                "  dependencies (window {:.3} ms, host reaction {:.3} ms taken off think times): {} requests waited for a completion, {} kept their gap; {} dependency waits (dependency still in flight: mean {:.3} ms, max {:.3} ms)",
+                "  dependencies (window {:.3} ms, host reaction {:.3} ms taken off think times): {} requests waited for a completion, {} kept their gap; {} dependency waits (dependency still in flight: mean {:.3} ms, max {:.3} ms); {} released by the slot of a chain that ran out",
                 ms(r.dependency_window_ns.unwrap_or(0) as f64),
                 ms(r.reaction_ns.unwrap_or(0) as f64),
                 r.dependencies.dependent,
                 r.dependencies.independent,
                 r.dependency_waits,
                 ms(w.mean),
-                ms(w.max as f64)
+                ms(w.max as f64),
+                r.handed_on
             )?;
         }
         writeln!(f, "  stalls (due while every slot was busy): {}", r.stalls)?;

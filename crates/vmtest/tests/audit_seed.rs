@@ -21,16 +21,21 @@
 //!   are the ones the speed moves (mean service time and score), while the
 //!   accesses still all match; exit status 1.
 //!
-//! The emulator's own timing (1–3 ms from a completion to the next issue,
-//! varying with the host's load) moves the depth criterion by about a
-//! hundredth, sometimes several: same-drive replays have measured TV
-//! distances from 0.018 to 0.087 (0.059, 0.070, 0.056 and at half these
-//! drives' rates 0.053, 0.054, 0.087 among them), the replay spending 2–4
-//! times the original's share of time at depth 3. So the same-drive audit
-//! gets another replay when one misses a criterion, up to three, and passes
-//! if any replay passes every criterion, as an engineer would replay again
-//! before blaming the drive; the faster drive's audit runs once and must
-//! fail.
+//! One replay on each drive. Same-drive replays used to miss the depth
+//! criterion (TV distances 0.018 to 0.087, the replay spending 2–4 times
+//! the original's share of time at depth 3), and the test replayed up to
+//! three times: the drive serves the four chains of the closed loop in its
+//! own order, so in the replay one chain ran out of requests up to 0.7 s
+//! before the others and the replay ended at depth 3 (0.045 of the time in
+//! one measured replay). The replay now hands the slot of a chain that ran
+//! out to the earliest request still waiting (`handed_on`, see
+//! drivelab_replay), and same-drive replays measured TV distances 0.003 to
+//! 0.036 over ten replays of six recordings: 0.036, 0.011, 0.020, 0.021
+//! in four runs of this test, and three replays each of two more
+//! recordings, 0.010, 0.004, 0.003 (original at depth 3 for 0.036 of the
+//! time) and 0.031, 0.035, 0.034 (0.065, on a loaded host, where the
+//! original's own completion-to-issue path is slower than the replay's).
+//! The emulator's timing still moves the figure by a few hundredths.
 //!
 //! Every figure is printed. Needs root, QEMU and the cached kernel: `bash
 //! tests/vm/setup.sh`.
@@ -57,14 +62,6 @@ run_json rec drivelab trace record $S --output orig.dlt --duration 8 --output-fo
 wait $P
 echo $? > orig.status
 run_json same drivelab trace audit orig.dlt --target $S --force --no-store --output-format json
-# Another replay on the same drive only when the one before missed a
-# criterion, at most three in all.
-if [ "$(cat same.status)" != 0 ]; then
-    run_json same2 drivelab trace audit orig.dlt --target $S --force --no-store --output-format json
-    if [ "$(cat same2.status)" != 0 ]; then
-        run_json same3 drivelab trace audit orig.dlt --target $S --force --no-store --output-format json
-    fi
-fi
 run_json other drivelab trace audit orig.dlt --target $O --force --no-store --output-format json
 true
 "#;
@@ -107,8 +104,8 @@ fn criteria(v: &Value) -> Vec<(String, Value, String)> {
 fn print_audit(name: &str, v: &Value) {
     let r = &v["replay"];
     println!(
-        "{name}: pass {}, replay {} requests in {} s, score {} IO/s, dependencies {}, waits {}, reaction {} ns, lateness p50 {} ns p99 {} ns",
-        v["pass"], r["requests"], r["duration_s"], r["score"]["iops"], r["dependencies"], r["dependency_waits"], r["reaction_ns"], r["lateness_ns"]["p50"], r["lateness_ns"]["p99"]
+        "{name}: pass {}, replay {} requests in {} s, score {} IO/s, dependencies {}, waits {}, handed on {}, reaction {} ns, lateness p50 {} ns p99 {} ns, depth TV distance {}",
+        v["pass"], r["requests"], r["duration_s"], r["score"]["iops"], r["dependencies"], r["dependency_waits"], r["handed_on"], r["reaction_ns"], r["lateness_ns"]["p50"], r["lateness_ns"]["p99"], v["comparison"]["distances"]["queue_depth_time"]
     );
     let shares = |k: &str| {
         v["comparison"][k]["shares"]
@@ -145,14 +142,6 @@ fn the_seeds_audit_passes_on_the_drive_the_trace_came_from_and_fails_on_another(
     let orig = outcome(&run, "orig");
     let rec = outcome(&run, "rec");
     let same = outcome(&run, "same");
-    // Present only when the replay before missed a criterion.
-    let again = |name: &str| {
-        run.file(&format!("{name}.status"))
-            .is_ok()
-            .then(|| outcome(&run, name))
-    };
-    let same2 = again("same2");
-    let same3 = again("same3");
     let other = outcome(&run, "other");
     if let Ok((_, v)) = &orig {
         let j = &v["jobs"][0];
@@ -161,13 +150,8 @@ fn the_seeds_audit_passes_on_the_drive_the_trace_came_from_and_fails_on_another(
             j["read"]["iops"], j["write"]["iops"]
         );
     }
-    for (name, o) in [
-        ("same", Some(&same)),
-        ("same2", same2.as_ref()),
-        ("same3", same3.as_ref()),
-        ("other", Some(&other)),
-    ] {
-        if let Some(Ok((_, v))) = o {
+    for (name, o) in [("same", &same), ("other", &other)] {
+        if let Ok((_, v)) = o {
             print_audit(name, v);
         }
     }
@@ -187,30 +171,16 @@ fn the_seeds_audit_passes_on_the_drive_the_trace_came_from_and_fails_on_another(
     c.run(
         "the audit on the drive the trace came from passes every criterion",
         || {
-            let judge = |o: &Result<(i64, Value), String>| -> Result<(), String> {
-                let (status, v) = o.as_ref().map_err(|e| e.clone())?;
-                let failed: Vec<String> = criteria(v)
-                    .into_iter()
-                    .filter(|(_, p, _)| *p != true)
-                    .map(|(n, _, f)| format!("{n}: {f}"))
-                    .collect();
-                if *status != 0 || v["pass"] != true || !failed.is_empty() {
-                    return Err(format!("status {status}, failed: {failed:?}"));
-                }
-                Ok(())
-            };
-            let mut missed = Vec::new();
-            for (i, o) in [Some(&same), same2.as_ref(), same3.as_ref()]
+            let (status, v) = same.as_ref().map_err(|e| e.clone())?;
+            let failed: Vec<String> = criteria(v)
                 .into_iter()
-                .enumerate()
-            {
-                let Some(o) = o else { break };
-                match judge(o) {
-                    Ok(()) => return Ok(()),
-                    Err(e) => missed.push(format!("replay {}: {e}", i + 1)),
-                }
+                .filter(|(_, p, _)| *p != true)
+                .map(|(n, _, f)| format!("{n}: {f}"))
+                .collect();
+            if *status != 0 || v["pass"] != true || !failed.is_empty() {
+                return Err(format!("status {status}, failed: {failed:?}"));
             }
-            Err(missed.join("; "))
+            Ok(())
         },
     );
     c.run(
