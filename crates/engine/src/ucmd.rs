@@ -48,7 +48,7 @@ use drivelab_device::nvme::{
 use drivelab_device::units::Lba;
 
 use crate::buf::{BufferPool, Fill};
-use crate::engine::{Caps, Completion, Engine, MAX_DEPTH};
+use crate::engine::{Caps, Completion, Engine, RingSetup, MAX_DEPTH};
 use crate::io::{IoDesc, Op};
 
 /// fio's options of the io_uring_cmd engine.
@@ -288,8 +288,9 @@ impl UringCmd {
     /// The ring with fio's flags for this engine: SQE128 and CQE32 (the
     /// entry types), IOPOLL for `hipri`, SQPOLL (+ SQ_AFF) for
     /// `sqthread_poll`, a CQ of `entries`, and single-issuer with
-    /// cooperative task-run where the kernel takes them (not with SQPOLL),
-    /// dropped where it does not. fio also defers task-run; drivelab does
+    /// cooperative task-run where the kernel takes them, dropped where it
+    /// does not ([`crate::engine::build_ring`], the io_uring engine's
+    /// too). fio also defers task-run; drivelab does
     /// not, as for its io_uring engine: deferred, completions would wait
     /// for the loop's next waiting enter, and the loop also reaps between
     /// submissions without waiting.
@@ -297,30 +298,15 @@ impl UringCmd {
         entries: u32,
         o: &UcmdOptions,
     ) -> std::io::Result<IoUring<squeue::Entry128, cqueue::Entry32>> {
-        let build = |coop: bool, single: bool| {
-            let mut b = IoUring::<squeue::Entry128, cqueue::Entry32>::builder();
-            if o.hipri {
-                b.setup_iopoll();
-            }
-            if o.sqthread_poll {
-                // Idle 0: the kernel's default (one second).
-                b.setup_sqpoll(0);
-                if let Some(cpu) = o.sqthread_poll_cpu {
-                    b.setup_sqpoll_cpu(cpu);
-                }
-            }
-            b.setup_cqsize(entries);
-            if coop {
-                b.setup_coop_taskrun();
-            }
-            if single {
-                b.setup_single_issuer();
-            }
-            b.build(entries)
-        };
-        build(true, true)
-            .or_else(|_| build(false, true))
-            .or_else(|_| build(false, false))
+        crate::engine::build_ring(
+            entries,
+            entries,
+            RingSetup {
+                iopoll: o.hipri,
+                sqpoll: o.sqthread_poll,
+                sqpoll_cpu: o.sqthread_poll_cpu.filter(|_| o.sqthread_poll),
+            },
+        )
     }
 
     /// The commands that failed, in order (at most 16 kept).
@@ -483,7 +469,7 @@ impl Engine for UringCmd {
 
     fn commit(&mut self, wait: u32, timeout: Option<Duration>) -> std::io::Result<()> {
         let wait = if self.immediate.is_empty() { wait } else { 0 };
-        crate::engine::submit_ring(&self.ring, wait, timeout)
+        crate::engine::submit_ring(&mut self.ring, wait, timeout)
     }
 
     fn reap<F: FnMut(Completion)>(&mut self, f: F) -> usize {
