@@ -12,6 +12,9 @@
 //!   process has the kernel's `iou-sqp-PID` thread, and `strace -c` counts
 //!   its `io_uring_enter` calls far below its I/Os — and not so without
 //!   `sqthread_poll` (the same job, the control);
+//! - `force_async=1` puts the kernel's io-wq workers (`iou-wrk-TID`) in
+//!   drivelab's process; without it, on a loop device (which takes
+//!   non-blocking submissions), there are none;
 //! - `hipri` on a loop device (no poll queues): the kernel fails each
 //!   polled I/O with EOPNOTSUPP; both tools end the job with error 95 after
 //!   the same I/Os and exit 1;
@@ -21,6 +24,7 @@
 //!
 //! Needs root (loop devices), fio and strace.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -259,11 +263,25 @@ fn child_of(pid: u32) -> Option<u32> {
         .ok()
 }
 
+/// What a traced run showed.
+struct Traced {
+    /// The job's I/Os.
+    ios: u64,
+    /// drivelab's io_uring_enter calls.
+    enters: u64,
+    /// The kernel's io_uring threads seen in drivelab's process, by kind:
+    /// `iou-sqp` (the SQPOLL thread), `iou-wrk` (io-wq workers). The
+    /// kernel names each after the task that made the ring (drivelab's
+    /// job thread): `iou-sqp-TID`.
+    kernel_threads: BTreeSet<String>,
+}
+
 /// A 2-second random-read job under `strace -f -c` counting
-/// `io_uring_enter`; (I/Os, io_uring_enter calls, the SQ thread was seen).
-fn traced_run(dir: &TempDir, dev: &str, extra: &[&str]) -> (u64, u64, bool) {
-    let summary = dir.join(&format!("strace-{}.txt", extra.len()));
-    let json = dir.join(&format!("run-{}.json", extra.len()));
+/// `io_uring_enter`, its threads' names sampled every 50 ms.
+fn traced_run(dir: &TempDir, dev: &str, extra: &[&str]) -> Traced {
+    let tag = extra.join("").replace(['-', '=', '_'], "");
+    let summary = dir.join(&format!("strace-{tag}.txt"));
+    let json = dir.join(&format!("run-{tag}.json"));
     let out = format!("--output={}", json.display());
     let filename = format!("--filename={dev}");
     let mut args = vec![
@@ -300,17 +318,19 @@ fn traced_run(dir: &TempDir, dev: &str, extra: &[&str]) -> (u64, u64, bool) {
         .spawn()
         .expect("strace runs");
     let start = Instant::now();
-    let mut saw_sqp = false;
+    let mut kernel_threads = BTreeSet::new();
     while child.try_wait().expect("wait").is_none() && start.elapsed() < Duration::from_secs(60) {
         if let Some(dl) = child_of(child.id()) {
-            // The kernel names the thread after the task that made the
-            // ring: one of drivelab's own threads (its job thread).
             let tids = thread_ids(dl);
-            saw_sqp |= thread_names(dl).iter().any(|n| {
-                n.strip_prefix("iou-sqp-")
-                    .and_then(|t| t.parse::<u32>().ok())
-                    .is_some_and(|t| tids.contains(&t))
-            });
+            for n in thread_names(dl) {
+                let Some((kind, tid)) = n.rsplit_once('-') else {
+                    continue;
+                };
+                let ours = tid.parse::<u32>().is_ok_and(|t| tids.contains(&t));
+                if ours && (kind == "iou-sqp" || kind == "iou-wrk") {
+                    kernel_threads.insert(kind.to_string());
+                }
+            }
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -332,7 +352,11 @@ fn traced_run(dir: &TempDir, dev: &str, extra: &[&str]) -> (u64, u64, bool) {
         .find(|l| l.trim_end().ends_with(" io_uring_enter"))
         .and_then(|l| l.split_whitespace().nth(3))
         .map_or(0, |n| n.parse().expect("calls"));
-    (ios, enters, saw_sqp)
+    Traced {
+        ios,
+        enters,
+        kernel_threads,
+    }
 }
 
 #[test]
@@ -340,12 +364,15 @@ fn sqthread_poll_submits_through_the_kernel_thread_not_io_uring_enter() {
     require_tools();
     let dir = TempDir::new("uring-sqpoll");
     let lo = LoopDev::new_in(&dir, 64 * MIB);
-    let (ios, enters, sqp) = traced_run(
+    let sq = traced_run(
         &dir,
         lo.dev(),
         &["--sqthread_poll", "--sqthread_poll_cpu=0"],
     );
-    let (pios, penters, psqp) = traced_run(&dir, lo.dev(), &[]);
+    let plain = traced_run(&dir, lo.dev(), &[]);
+    let (ios, enters, pios, penters) = (sq.ios, sq.enters, plain.ios, plain.enters);
+    let sqp = sq.kernel_threads.contains("iou-sqp");
+    let psqp = plain.kernel_threads.contains("iou-sqp");
     println!("sqthread_poll: {ios} I/Os, {enters} io_uring_enter; without: {pios} I/Os, {penters} io_uring_enter");
     assert!(
         sqp,
@@ -361,6 +388,31 @@ fn sqthread_poll_submits_through_the_kernel_thread_not_io_uring_enter() {
     assert!(
         penters * 8 >= pios,
         "without sqthread_poll: {penters} io_uring_enter calls for {pios} I/Os at depth 8"
+    );
+}
+
+#[test]
+fn force_async_sends_submissions_to_io_wq_workers() {
+    require_tools();
+    let dir = TempDir::new("uring-force-async");
+    let lo = LoopDev::new_in(&dir, 64 * MIB);
+    // A loop device takes non-blocking submissions: without force_async
+    // reads are issued inline, and no io-wq worker is needed.
+    let inline = traced_run(&dir, lo.dev(), &[]);
+    let forced = traced_run(&dir, lo.dev(), &["--force_async=1"]);
+    println!(
+        "kernel threads without force_async: {:?}; with force_async=1: {:?} ({} I/Os)",
+        inline.kernel_threads, forced.kernel_threads, forced.ios
+    );
+    assert!(
+        !inline.kernel_threads.contains("iou-wrk"),
+        "io-wq workers without force_async: {:?}",
+        inline.kernel_threads
+    );
+    assert!(
+        forced.kernel_threads.contains("iou-wrk"),
+        "no io-wq worker in drivelab's process with force_async=1: {:?}",
+        forced.kernel_threads
     );
 }
 

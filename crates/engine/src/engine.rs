@@ -235,6 +235,37 @@ fn retry_enter(mut enter: impl FnMut() -> std::io::Result<usize>) -> std::io::Re
     }
 }
 
+/// fio's `force_async=N`: every Nth SQE is marked IOSQE_ASYNC (sent to
+/// the kernel's io-wq workers at once instead of tried inline first).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ForceAsync {
+    /// N (0: never).
+    every: u32,
+    /// SQEs since the last one marked.
+    since: u32,
+}
+
+impl ForceAsync {
+    /// Every `n`th SQE (0: none).
+    pub fn every(n: u32) -> ForceAsync {
+        ForceAsync { every: n, since: 0 }
+    }
+
+    /// Whether the SQE being built is marked (counts it).
+    #[inline]
+    pub fn next(&mut self) -> bool {
+        if self.every == 0 {
+            return false;
+        }
+        self.since += 1;
+        if self.since == self.every {
+            self.since = 0;
+            return true;
+        }
+        false
+    }
+}
+
 /// How a ring of fio's io_uring engines is set up: polled completions
 /// (`hipri`) and a submission thread (`sqthread_poll`, pinned to
 /// `sqthread_poll_cpu`).
@@ -355,10 +386,8 @@ pub struct Uring {
     read_flags: i32,
     /// rw_flags of every write (RWF_DSYNC with FUA, RWF_NOWAIT with `nowait`).
     write_flags: i32,
-    /// IOSQE_ASYNC on every this-many SQE (`force_async`; 0: never).
-    async_every: u32,
-    /// SQEs since the last one `force_async` sent to io-wq.
-    since_async: u32,
+    /// `force_async`: which SQEs go to io-wq.
+    force_async: ForceAsync,
     opts: UringOptions,
     /// Per target: hand reads and writes to io-wq at once (IOSQE_ASYNC)
     /// because the device cannot take them non-blocking (bio-based drivers
@@ -511,8 +540,7 @@ impl Uring {
             fixed_bufs,
             read_flags: nowait,
             write_flags: nowait | if fua { libc::RWF_DSYNC } else { 0 },
-            async_every: opts.force_async,
-            since_async: 0,
+            force_async: ForceAsync::every(opts.force_async),
             opts,
             punt,
             immediate: VecDeque::with_capacity(depth as usize),
@@ -641,13 +669,8 @@ impl Engine for Uring {
         if self.punt[io.target as usize] && io.op != Op::Fsync {
             sqe = sqe.flags(squeue::Flags::ASYNC);
         }
-        // fio's force_async: every Nth SQE goes to io-wq.
-        if self.async_every != 0 {
-            self.since_async += 1;
-            if self.since_async == self.async_every {
-                self.since_async = 0;
-                sqe = sqe.flags(squeue::Flags::ASYNC);
-            }
+        if self.force_async.next() {
+            sqe = sqe.flags(squeue::Flags::ASYNC);
         }
         // SAFETY: the buffer and the registered file referenced by the SQE
         // stay valid until the completion is reaped: `fits` checked the slot
@@ -1125,7 +1148,7 @@ mod tests {
         for i in 1..=7u32 {
             assert_eq!(one(&mut u, read(4096)), 4096);
             assert_eq!(u.buffer(0)[..4096], [7u8; 4096]);
-            assert_eq!(u.since_async, i % 3, "force_async counts SQEs");
+            assert_eq!(u.force_async.since, i % 3, "force_async counts SQEs");
         }
         drop(u);
         // The same ring without options: no thread, no flags.

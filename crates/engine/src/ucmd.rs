@@ -19,7 +19,8 @@
 //!   `sqthread_poll` implies it, as in fio;
 //! - `sqthread_poll` / `sqthread_poll_cpu`: a kernel thread (pinned to that
 //!   CPU) polls the submission queue (`IORING_SETUP_SQPOLL` / `SQ_AFF`);
-//! - `hipri`: completions are polled (`IORING_SETUP_IOPOLL`).
+//! - `hipri`: completions are polled (`IORING_SETUP_IOPOLL`);
+//! - `force_async=N`: every Nth command goes to io-wq (`IOSQE_ASYNC`).
 //!
 //! A completion's `res` is 0 on success, an NVMe status (> 0) when the
 //! controller failed the command, or −errno. A status completes the I/O
@@ -48,7 +49,7 @@ use drivelab_device::nvme::{
 use drivelab_device::units::Lba;
 
 use crate::buf::{BufferPool, Fill};
-use crate::engine::{Caps, Completion, Engine, RingSetup, MAX_DEPTH};
+use crate::engine::{Caps, Completion, Engine, ForceAsync, RingSetup, MAX_DEPTH};
 use crate::io::{IoDesc, Op};
 
 /// fio's options of the io_uring_cmd engine.
@@ -66,6 +67,8 @@ pub struct UcmdOptions {
     pub sqthread_poll_cpu: Option<u32>,
     /// `nonvectored`: the command carries the buffer, not an iovec.
     pub nonvectored: bool,
+    /// `force_async=N`: every Nth command carries IOSQE_ASYNC (0: none).
+    pub force_async: u32,
 }
 
 /// Why a target cannot be used.
@@ -207,6 +210,7 @@ pub struct UringCmd {
     in_flight: u32,
     depth: u32,
     opts: UcmdOptions,
+    force_async: ForceAsync,
     /// Completions made without the ring (refused commands).
     immediate: VecDeque<Completion>,
     failures: Vec<UcmdFailure>,
@@ -280,6 +284,7 @@ impl UringCmd {
             in_flight: 0,
             depth,
             opts,
+            force_async: ForceAsync::every(opts.force_async),
             immediate: VecDeque::with_capacity(depth as usize),
             failures: Vec::new(),
         })
@@ -447,7 +452,10 @@ impl Engine for UringCmd {
         if self.opts.fixedbufs {
             sqe = sqe.buf_index(Some(slot as u16));
         }
-        let sqe = sqe.build().user_data(u64::from(slot));
+        let mut sqe = sqe.build().user_data(u64::from(slot));
+        if self.force_async.next() {
+            sqe = sqe.flags(squeue::Flags::ASYNC);
+        }
         self.ios[s] = *io;
         // SAFETY: what the command names stays valid until its completion
         // is reaped: the slot's buffer (checked above to hold `io.len`
@@ -630,6 +638,7 @@ mod tests {
                 sqthread_poll: true,
                 sqthread_poll_cpu: Some(0),
                 nonvectored: true,
+                force_async: 2,
                 ..UcmdOptions::default()
             },
         ];

@@ -7,15 +7,16 @@
 //!
 //! - `ioengine=io_uring` with `hipri` and `direct=1` on /dev/nvme0n1
 //!   (random reads, then random writes), `ioengine=pvsync2` with `hipri`,
-//!   and `ioengine=io_uring_cmd` with `hipri` on /dev/ng0n1, and a control
-//!   (io_uring without `hipri`);
+//!   and `ioengine=io_uring_cmd` with `hipri` on /dev/ng0n1, and controls
+//!   (io_uring without `hipri`; io_uring_cmd writes with `force_async=2`,
+//!   every other command through io-wq);
 //! - each job does the same I/Os and bytes, without error, in both tools;
 //! - the driver's `nvme_setup_cmd` trace event, which names each command's
 //!   queue and length, is kept over each job: under both tools every byte
 //!   of the io_uring and io_uring_cmd `hipri` jobs went as commands on the
 //!   poll queue (the block layer may merge two adjacent random I/Os of one
 //!   batch into one command, so bytes are compared, not commands), and
-//!   none of the control's nor of pvsync2's, whose synchronous
+//!   none of the controls' nor of pvsync2's, whose synchronous
 //!   RWF_HIPRI I/O this kernel (6.1) does not poll (it goes on the
 //!   interrupt-driven queue; fio's job is the same).
 //!
@@ -63,6 +64,11 @@ const JOBS: &[(&str, &str, bool)] = &[
         "ucmd-read",
         "--filename=$NG --ioengine=io_uring_cmd --cmd_type=nvme --hipri --rw=randread --iodepth=8 --size=4m",
         true,
+    ),
+    (
+        "ucmd-async",
+        "--filename=$NG --ioengine=io_uring_cmd --cmd_type=nvme --force_async=2 --rw=randwrite --iodepth=8 --size=2m",
+        false,
     ),
 ];
 

@@ -87,6 +87,7 @@ fn takes(engine: &str) -> &'static [&'static str] {
             "sqthread_poll",
             "sqthread_poll_cpu",
             "nonvectored",
+            "force_async",
         ],
         "libaio" => &["userspace_reap", "nowait"],
         "pvsync2" => &["hipri", "nowait"],
@@ -99,7 +100,7 @@ fn engines_of(key: &str) -> &'static str {
     match key {
         "hipri" => "io_uring, io_uring_cmd and pvsync2",
         "nowait" => "io_uring, libaio and pvsync2 (and fio's io_uring_cmd, not drivelab's yet)",
-        "force_async" => "io_uring (and fio's io_uring_cmd, not drivelab's yet)",
+        "force_async" => "io_uring and io_uring_cmd",
         "userspace_reap" => "libaio",
         _ => "io_uring and io_uring_cmd",
     }
@@ -169,6 +170,7 @@ impl EngineOpts {
             sqthread_poll: self.sqthread_poll,
             sqthread_poll_cpu: self.sqthread_poll_cpu,
             nonvectored: self.nonvectored,
+            force_async: self.force_async,
         }
     }
 
@@ -341,6 +343,7 @@ mod tests {
                 sqthread_poll: true,
                 sqthread_poll_cpu: Some(0),
                 nonvectored: true,
+                force_async: 4,
             }
         );
         assert_eq!(

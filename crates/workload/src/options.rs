@@ -570,7 +570,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Int,
         "0",
-        "ioengine=io_uring: every Nth submission goes to the kernel's io-wq workers (IOSQE_ASYNC); 0: none",
+        "ioengine=io_uring, io_uring_cmd: every Nth submission goes to the kernel's io-wq workers (IOSQE_ASYNC); 0: none",
         0,
         u32::MAX as u64,
         ""
