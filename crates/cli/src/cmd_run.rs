@@ -311,18 +311,23 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
     Ok(p)
 }
 
-/// The one line saying which drivelab engine ran each fio engine name
-/// given (empty when none needed mapping).
+/// The line saying which drivelab engine ran each fio engine name given,
+/// then one line for each engine option drivelab's engine does regardless
+/// (empty when there is nothing to say).
 fn engine_note(r: &drivelab_report::RunReport) -> String {
-    if r.ioengine_map.is_empty() {
-        return String::new();
+    let mut out = String::new();
+    if !r.ioengine_map.is_empty() {
+        let pairs: Vec<String> = r
+            .ioengine_map
+            .iter()
+            .map(|(fio, dl)| format!("{fio} runs on drivelab's {dl}"))
+            .collect();
+        out = format!("ioengine: {}\n", pairs.join(", "));
     }
-    let pairs: Vec<String> = r
-        .ioengine_map
-        .iter()
-        .map(|(fio, dl)| format!("{fio} runs on drivelab's {dl}"))
-        .collect();
-    format!("ioengine: {}\n", pairs.join(", "))
+    for n in &r.ioengine_notes {
+        out.push_str(&format!("ioengine: {n}\n"));
+    }
+    out
 }
 
 /// Run the subcommand.

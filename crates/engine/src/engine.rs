@@ -9,7 +9,12 @@
 //! - [`Uring`]: io_uring with registered files and buffers (`READ_FIXED` /
 //!   `WRITE_FIXED`), single-issuer + cooperative task-run rings where the
 //!   kernel has them, one `io_uring_enter` per loop turn that both submits and waits.
-//! - [`Psync`]: `pread`/`pwrite`, one I/O at a time, for comparison.
+//!   fio's io_uring options ([`UringOptions`]): polled completions
+//!   (`hipri`: IOPOLL), a kernel thread that submits (`sqthread_poll`:
+//!   SQPOLL, pinned with `sqthread_poll_cpu`), `nowait` (RWF_NOWAIT) and
+//!   `force_async` (IOSQE_ASYNC on every Nth SQE).
+//! - [`Psync`]: `pread`/`pwrite`, one I/O at a time, for comparison;
+//!   `preadv2`/`pwritev2` with fio's pvsync2 flags ([`PsyncOptions`]).
 //! - [`Null`]: completes every I/O at once without touching a target: the
 //!   pipeline's own cost.
 //!
@@ -167,29 +172,59 @@ fn trim_sync(t: &Target, offset: u64, len: u64) -> i32 {
     }
 }
 
-/// Hand every queued completion to `f`; returns how many.
-#[inline]
+/// How many times a ring with a submission thread checks its completion
+/// queue before it waits in the kernel instead (see [`submit_ring`]): about
+/// a millisecond of `pause` instructions on x86 (0.2–3 ms, by model), long enough for
+/// any I/O that polling pays for, short enough not to burn a CPU on a slow
+/// device.
+const SQPOLL_SPINS: u32 = 1 << 16;
+
 /// Submit what `ring` has queued and wait for `wait` completions, for at
 /// most `timeout` when one is given (the io_uring and io_uring_cmd engines'
 /// `commit`). A signal retries; a timeout, or a full completion queue
 /// (EBUSY/EAGAIN: the loop reaps first, then commits again) is not an error.
+///
+/// With a submission thread (SQPOLL) this is fio's commit and getevents:
+/// the thread takes the new entries by itself, so the kernel is entered
+/// only to wake it once it sleeps (`IORING_SQ_NEED_WAKEUP`), and
+/// completions are awaited by watching the completion queue, not in
+/// `io_uring_enter`. Only a wait longer than [`SQPOLL_SPINS`] checks, or
+/// one with a deadline, goes to the kernel.
 pub(crate) fn submit_ring<S: squeue::EntryMarker, C: io_uring::cqueue::EntryMarker>(
-    ring: &IoUring<S, C>,
+    ring: &mut IoUring<S, C>,
     wait: u32,
     timeout: Option<Duration>,
 ) -> std::io::Result<()> {
-    loop {
-        let r = match timeout {
-            Some(d) if wait > 0 => {
-                let ts = types::Timespec::new()
-                    .sec(d.as_secs())
-                    .nsec(d.subsec_nanos());
-                let args = types::SubmitArgs::new().timespec(&ts);
-                ring.submitter().submit_with_args(wait as usize, &args)
+    if ring.params().is_setup_sqpoll() && timeout.is_none() {
+        // Enters only when the thread sleeps (or the CQ overflowed).
+        retry_enter(|| ring.submit())?;
+        let mut spins = 0;
+        while (ring.completion().len() as u32) < wait {
+            if spins == SQPOLL_SPINS {
+                return retry_enter(|| ring.submit_and_wait(wait as usize));
             }
-            _ => ring.submit_and_wait(wait as usize),
-        };
-        match r {
+            spins += 1;
+            std::hint::spin_loop();
+        }
+        return Ok(());
+    }
+    retry_enter(|| match timeout {
+        Some(d) if wait > 0 => {
+            let ts = types::Timespec::new()
+                .sec(d.as_secs())
+                .nsec(d.subsec_nanos());
+            let args = types::SubmitArgs::new().timespec(&ts);
+            ring.submitter().submit_with_args(wait as usize, &args)
+        }
+        _ => ring.submit_and_wait(wait as usize),
+    })
+}
+
+/// Run one `io_uring_enter` until it is not interrupted by a signal; a
+/// timeout, or a full completion queue (EBUSY/EAGAIN), is not an error.
+fn retry_enter(mut enter: impl FnMut() -> std::io::Result<usize>) -> std::io::Result<()> {
+    loop {
+        match enter() {
             Ok(_) => return Ok(()),
             Err(e) => match e.raw_os_error() {
                 Some(libc::EINTR) => continue,
@@ -198,6 +233,92 @@ pub(crate) fn submit_ring<S: squeue::EntryMarker, C: io_uring::cqueue::EntryMark
             },
         }
     }
+}
+
+/// fio's `force_async=N`: every Nth SQE is marked IOSQE_ASYNC (sent to
+/// the kernel's io-wq workers at once instead of tried inline first).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ForceAsync {
+    /// N (0: never).
+    every: u32,
+    /// SQEs since the last one marked.
+    since: u32,
+}
+
+impl ForceAsync {
+    /// Every `n`th SQE (0: none).
+    pub fn every(n: u32) -> ForceAsync {
+        ForceAsync { every: n, since: 0 }
+    }
+
+    /// Whether the SQE being built is marked (counts it).
+    #[inline]
+    pub fn next(&mut self) -> bool {
+        if self.every == 0 {
+            return false;
+        }
+        self.since += 1;
+        if self.since == self.every {
+            self.since = 0;
+            return true;
+        }
+        false
+    }
+}
+
+/// How a ring of fio's io_uring engines is set up: polled completions
+/// (`hipri`) and a submission thread (`sqthread_poll`, pinned to
+/// `sqthread_poll_cpu`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RingSetup {
+    /// IORING_SETUP_IOPOLL.
+    pub iopoll: bool,
+    /// IORING_SETUP_SQPOLL.
+    pub sqpoll: bool,
+    /// IORING_SETUP_SQ_AFF with this CPU (with `sqpoll`).
+    pub sqpoll_cpu: Option<u32>,
+}
+
+/// A ring of `entries` submission and `cq_entries` completion entries set
+/// up as `setup` asks, single-issuer with cooperative task-run where the
+/// kernel takes them, each dropped where it does not (older kernels; the
+/// flags that `setup` asks for are never dropped). Single issuer +
+/// cooperative task-run: completions are handled when the loop next enters
+/// the kernel, without interrupting it. Measured against deferred task-run
+/// here: equal or better on every device tried (4 KiB random read QD32,
+/// medians of 3: zram 383k vs 360k IOPS, loop over tmpfs 336k vs 324k),
+/// because work the kernel punts to io-wq (bio-based devices without
+/// NOWAIT, such as zram) completes without waiting for the next enter.
+pub(crate) fn build_ring<S: squeue::EntryMarker, C: io_uring::cqueue::EntryMarker>(
+    entries: u32,
+    cq_entries: u32,
+    setup: RingSetup,
+) -> std::io::Result<IoUring<S, C>> {
+    let build = |coop: bool, single: bool| {
+        let mut b = IoUring::<S, C>::builder();
+        if setup.iopoll {
+            b.setup_iopoll();
+        }
+        if setup.sqpoll {
+            // Idle 0: the kernel's default (one second).
+            b.setup_sqpoll(0);
+            if let Some(cpu) = setup.sqpoll_cpu {
+                b.setup_sqpoll_cpu(cpu);
+            }
+        }
+        b.setup_cqsize(cq_entries);
+        if coop {
+            b.setup_coop_taskrun();
+        }
+        if single {
+            b.setup_single_issuer();
+        }
+        b.build(entries)
+    };
+    build(true, true)
+        .or_else(|_| build(true, false))
+        .or_else(|_| build(false, true))
+        .or_else(|_| build(false, false))
 }
 
 /// Hand every completion in `q` to `f`, oldest first; returns how many.
@@ -210,6 +331,39 @@ pub(crate) fn drain<F: FnMut(Completion)>(q: &mut VecDeque<Completion>, mut f: F
 }
 
 // ---------------------------------------------------------------- io_uring
+
+/// fio's options of its io_uring engine that change what drivelab's ring
+/// does. Its other options are what the ring always does: `registerfiles`
+/// (every target is a registered file), `fixedbufs` (the slot buffers are
+/// registered: READ_FIXED / WRITE_FIXED) and `nonvectored` (no iovecs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UringOptions {
+    /// `hipri`: completions are polled (IORING_SETUP_IOPOLL); the targets
+    /// must be open O_DIRECT. Default off.
+    pub hipri: bool,
+    /// `sqthread_poll`: a kernel thread takes the submissions
+    /// (IORING_SETUP_SQPOLL). Default off.
+    pub sqthread_poll: bool,
+    /// `sqthread_poll_cpu`: the CPU that thread is pinned to
+    /// (IORING_SETUP_SQ_AFF). Default: unpinned.
+    pub sqthread_poll_cpu: Option<u32>,
+    /// `nowait`: reads and writes carry RWF_NOWAIT; one that would block
+    /// completes with EAGAIN. Default off.
+    pub nowait: bool,
+    /// `force_async=N`: every Nth SQE carries IOSQE_ASYNC (0: none, the
+    /// default).
+    pub force_async: u32,
+}
+
+impl UringOptions {
+    fn setup(&self) -> RingSetup {
+        RingSetup {
+            iopoll: self.hipri,
+            sqpoll: self.sqthread_poll,
+            sqpoll_cpu: self.sqthread_poll_cpu.filter(|_| self.sqthread_poll),
+        }
+    }
+}
 
 /// io_uring with registered files and buffers.
 pub struct Uring {
@@ -228,7 +382,13 @@ pub struct Uring {
     in_flight: u32,
     depth: u32,
     fixed_bufs: bool,
+    /// rw_flags of every read (RWF_NOWAIT with `nowait`).
+    read_flags: i32,
+    /// rw_flags of every write (RWF_DSYNC with FUA, RWF_NOWAIT with `nowait`).
     write_flags: i32,
+    /// `force_async`: which SQEs go to io-wq.
+    force_async: ForceAsync,
+    opts: UringOptions,
     /// Per target: hand reads and writes to io-wq at once (IOSQE_ASYNC)
     /// because the device cannot take them non-blocking (bio-based drivers
     /// such as zram). Measured on zram, 4 KiB random read QD32: 400–416k
@@ -273,12 +433,24 @@ impl Uring {
         fua: bool,
         fill: Fill,
     ) -> std::io::Result<Uring> {
-        let ring = Uring::ring(depth)?;
+        Uring::with_options(targets, depth, max_len, fua, fill, UringOptions::default())
+    }
+
+    /// As [`Uring::new`], set up as fio's io_uring engine is for `opts`.
+    pub fn with_options(
+        targets: Vec<Target>,
+        depth: u32,
+        max_len: usize,
+        fua: bool,
+        fill: Fill,
+        opts: UringOptions,
+    ) -> std::io::Result<Uring> {
+        let ring = Uring::ring(depth, &opts)?;
         let fds: Vec<RawFd> = targets.iter().map(|t| t.file.as_raw_fd()).collect();
         ring.submitter().register_files(&fds)?;
         let fixed = (0..targets.len() as u32).collect();
         let targets = targets.into_iter().map(Some).collect();
-        Uring::with_ring(ring, targets, fixed, None, depth, max_len, fua, fill)
+        Uring::with_ring(ring, targets, fixed, None, depth, max_len, fua, fill, opts)
     }
 
     /// A ring over the files `opener` opens when told (fio's `openfiles`):
@@ -291,7 +463,20 @@ impl Uring {
         fua: bool,
         fill: Fill,
     ) -> std::io::Result<Uring> {
-        let ring = Uring::ring(depth)?;
+        Uring::over_opener_with(opener, depth, max_len, fua, fill, UringOptions::default())
+    }
+
+    /// As [`Uring::over_opener`], set up as fio's io_uring engine is for
+    /// `opts`.
+    pub fn over_opener_with(
+        opener: Opener,
+        depth: u32,
+        max_len: usize,
+        fua: bool,
+        fill: Fill,
+        opts: UringOptions,
+    ) -> std::io::Result<Uring> {
+        let ring = Uring::ring(depth, &opts)?;
         let limit = opener.limit();
         // A sparse table (5.19 on); before that, a table of empty (-1)
         // entries does the same.
@@ -309,32 +494,14 @@ impl Uring {
             max_len,
             fua,
             fill,
+            opts,
         )
     }
 
-    fn ring(depth: u32) -> std::io::Result<IoUring> {
+    fn ring(depth: u32, opts: &UringOptions) -> std::io::Result<IoUring> {
         let depth = depth.clamp(1, MAX_DEPTH);
         let entries = depth.next_power_of_two().max(2);
-        // Single issuer + cooperative task-run (completions are handled when
-        // we next enter the kernel, without interrupting us). Measured against
-        // deferred task-run here: equal or better on every device tried
-        // (4 KiB random read QD32, medians of 3: zram 383k vs 360k IOPS,
-        // loop over tmpfs 336k vs 324k), because work the kernel punts to
-        // io-wq (bio-based devices without NOWAIT, such as zram) completes
-        // without waiting for our next enter. Fall back for older kernels.
-        let ring = IoUring::builder()
-            .setup_single_issuer()
-            .setup_coop_taskrun()
-            .setup_cqsize(entries * 2)
-            .build(entries)
-            .or_else(|_| {
-                IoUring::builder()
-                    .setup_coop_taskrun()
-                    .setup_cqsize(entries * 2)
-                    .build(entries)
-            })
-            .or_else(|_| IoUring::builder().setup_cqsize(entries * 2).build(entries))?;
-        Ok(ring)
+        build_ring(entries, entries * 2, opts.setup())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -347,6 +514,7 @@ impl Uring {
         max_len: usize,
         fua: bool,
         fill: Fill,
+        opts: UringOptions,
     ) -> std::io::Result<Uring> {
         let depth = depth.clamp(1, MAX_DEPTH);
         let punt = targets
@@ -359,6 +527,7 @@ impl Uring {
         // long as `self` and is unmapped only after the ring is dropped
         // (field order: `ring` drops before `pool`).
         let fixed_bufs = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+        let nowait = if opts.nowait { libc::RWF_NOWAIT } else { 0 };
         Ok(Uring {
             ring,
             targets,
@@ -369,7 +538,10 @@ impl Uring {
             in_flight: 0,
             depth,
             fixed_bufs,
-            write_flags: if fua { libc::RWF_DSYNC } else { 0 },
+            read_flags: nowait,
+            write_flags: nowait | if fua { libc::RWF_DSYNC } else { 0 },
+            force_async: ForceAsync::every(opts.force_async),
+            opts,
             punt,
             immediate: VecDeque::with_capacity(depth as usize),
         })
@@ -411,6 +583,11 @@ impl Uring {
     /// Whether the buffers are registered (READ_FIXED/WRITE_FIXED).
     pub fn fixed_buffers(&self) -> bool {
         self.fixed_bufs
+    }
+
+    /// The options the ring was set up with.
+    pub fn options(&self) -> UringOptions {
+        self.opts
     }
 }
 
@@ -460,10 +637,12 @@ impl Engine for Uring {
         let sqe: squeue::Entry = match io.op {
             Op::Read if self.fixed_bufs => opcode::ReadFixed::new(fd, buf, io.len, slot as u16)
                 .offset(io.offset)
+                .rw_flags(self.read_flags)
                 .ioprio(ioprio)
                 .build(),
             Op::Read => opcode::Read::new(fd, buf, io.len)
                 .offset(io.offset)
+                .rw_flags(self.read_flags)
                 .ioprio(ioprio)
                 .build(),
             Op::Write if self.fixed_bufs => opcode::WriteFixed::new(fd, buf, io.len, slot as u16)
@@ -490,6 +669,9 @@ impl Engine for Uring {
         if self.punt[io.target as usize] && io.op != Op::Fsync {
             sqe = sqe.flags(squeue::Flags::ASYNC);
         }
+        if self.force_async.next() {
+            sqe = sqe.flags(squeue::Flags::ASYNC);
+        }
         // SAFETY: the buffer and the registered file referenced by the SQE
         // stay valid until the completion is reaped: `fits` checked the slot
         // and that the transfer fits its buffer; the slot is marked busy
@@ -510,7 +692,7 @@ impl Engine for Uring {
 
     fn commit(&mut self, wait: u32, timeout: Option<Duration>) -> std::io::Result<()> {
         let wait = if self.immediate.is_empty() { wait } else { 0 };
-        submit_ring(&self.ring, wait, timeout)
+        submit_ring(&mut self.ring, wait, timeout)
     }
 
     #[inline]
@@ -605,6 +787,17 @@ fn punts(t: &Target) -> bool {
 
 // ---------------------------------------------------------------- psync
 
+/// fio's pvsync2 options: flags of every `preadv2`/`pwritev2`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PsyncOptions {
+    /// `hipri`: RWF_HIPRI (the kernel polls for the completion where the
+    /// device has poll queues). Default off.
+    pub hipri: bool,
+    /// `nowait`: RWF_NOWAIT (an I/O that would block fails with EAGAIN).
+    /// Default off.
+    pub nowait: bool,
+}
+
 /// pread/pwrite, one I/O per commit.
 pub struct Psync {
     /// Per target: open (always, unless made over an [`Opener`]).
@@ -613,7 +806,10 @@ pub struct Psync {
     pool: BufferPool,
     pending: VecDeque<(u32, IoDesc)>,
     done: VecDeque<Completion>,
-    fua: bool,
+    /// preadv2 flags of every read; 0: plain pread.
+    read_flags: i32,
+    /// pwritev2 flags of every write (RWF_DSYNC with FUA); 0: plain pwrite.
+    write_flags: i32,
 }
 
 impl Psync {
@@ -630,8 +826,24 @@ impl Psync {
             pool: BufferPool::new(1, max_len, fill)?,
             pending: VecDeque::with_capacity(1),
             done: VecDeque::with_capacity(1),
-            fua,
+            read_flags: 0,
+            write_flags: if fua { libc::RWF_DSYNC } else { 0 },
         })
+    }
+
+    /// Reads and writes become `preadv2`/`pwritev2` with `opts`' flags
+    /// (fio's pvsync2).
+    pub fn with_options(mut self, opts: PsyncOptions) -> Psync {
+        let mut f = 0;
+        if opts.hipri {
+            f |= libc::RWF_HIPRI;
+        }
+        if opts.nowait {
+            f |= libc::RWF_NOWAIT;
+        }
+        self.read_flags = f;
+        self.write_flags |= f;
+        self
     }
 
     /// A synchronous engine over the files `opener` opens when told
@@ -662,17 +874,21 @@ impl Psync {
             Op::Fsync | Op::Trim => std::ptr::null_mut(),
         };
         let off = io.offset as libc::off_t;
-        // SAFETY: for reads and writes `buf` points at slot buffer `slot`,
-        // which `io_ptr` checked holds `len` bytes; the fd is open.
+        let iov = libc::iovec {
+            iov_base: buf.cast(),
+            iov_len: len,
+        };
+        // SAFETY: for reads and writes `buf` (and `iov`, which describes
+        // it) points at slot buffer `slot`, which `io_ptr` checked holds
+        // `len` bytes; the fd is open.
         let r: isize = unsafe {
             match io.op {
+                Op::Read if self.read_flags != 0 => {
+                    libc::preadv2(fd, &iov, 1, off, self.read_flags)
+                }
                 Op::Read => libc::pread(fd, buf.cast(), len, off),
-                Op::Write if self.fua => {
-                    let iov = libc::iovec {
-                        iov_base: buf.cast(),
-                        iov_len: len,
-                    };
-                    libc::pwritev2(fd, &iov, 1, off, libc::RWF_DSYNC)
+                Op::Write if self.write_flags != 0 => {
+                    libc::pwritev2(fd, &iov, 1, off, self.write_flags)
                 }
                 Op::Write => libc::pwrite(fd, buf.cast(), len, off),
                 Op::Fsync => libc::fsync(fd) as isize,
@@ -908,6 +1124,94 @@ mod tests {
         assert!(u.settle());
         assert_eq!(u.in_flight, 0);
         assert!(!u.busy.iter().any(|&b| b));
+    }
+
+    #[test]
+    fn uring_options_set_up_the_ring_and_every_sqe() {
+        let f = Scratch::new("opts");
+        let o = UringOptions {
+            sqthread_poll: true,
+            sqthread_poll_cpu: Some(0),
+            nowait: true,
+            force_async: 3,
+            ..UringOptions::default()
+        };
+        let mut u = Uring::with_options(f.target(), 4, 4096, false, Fill::Zeroed, o).unwrap();
+        assert!(u.ring.params().is_setup_sqpoll());
+        assert!(!u.ring.params().is_setup_iopoll());
+        assert_eq!(
+            (u.read_flags, u.write_flags),
+            (libc::RWF_NOWAIT, libc::RWF_NOWAIT)
+        );
+        // The file's pages are cached (just written): RWF_NOWAIT reads
+        // do not block, and every one completes through the thread.
+        for i in 1..=7u32 {
+            assert_eq!(one(&mut u, read(4096)), 4096);
+            assert_eq!(u.buffer(0)[..4096], [7u8; 4096]);
+            assert_eq!(u.force_async.since, i % 3, "force_async counts SQEs");
+        }
+        drop(u);
+        // The same ring without options: no thread, no flags.
+        let u = Uring::new(f.target(), 4, 4096, true, Fill::Zeroed).unwrap();
+        assert!(!u.ring.params().is_setup_sqpoll());
+        assert_eq!((u.read_flags, u.write_flags), (0, libc::RWF_DSYNC));
+    }
+
+    #[test]
+    fn nowait_reads_of_uncached_pages_fail_with_eagain_as_in_fio() {
+        let f = Scratch::new("nowait");
+        let evict = || {
+            let file = File::open(&f.0).unwrap();
+            file.sync_all().unwrap();
+            // SAFETY: a plain advice call on an open descriptor.
+            let r =
+                unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            assert_eq!(r, 0);
+        };
+        let nowait = UringOptions {
+            nowait: true,
+            ..UringOptions::default()
+        };
+        evict();
+        let mut u = Uring::with_options(f.target(), 2, 4096, false, Fill::Zeroed, nowait).unwrap();
+        // Not in the page cache: the read would block, so it fails (fio
+        // counts it as an error too).
+        assert_eq!(one(&mut u, read(4096)), -libc::EAGAIN);
+        drop(u);
+        evict();
+        let mut u = Uring::new(f.target(), 2, 4096, false, Fill::Zeroed).unwrap();
+        assert_eq!(one(&mut u, read(4096)), 4096);
+    }
+
+    #[test]
+    fn hipri_on_buffered_io_fails_as_the_kernel_fails_it() {
+        // Why the spec refuses io_uring's hipri without direct=1: an
+        // IOPOLL ring fails buffered reads with EOPNOTSUPP.
+        let f = Scratch::new("iopoll");
+        let o = UringOptions {
+            hipri: true,
+            ..UringOptions::default()
+        };
+        let mut u = Uring::with_options(f.target(), 2, 4096, false, Fill::Zeroed, o).unwrap();
+        assert!(u.ring.params().is_setup_iopoll());
+        assert_eq!(one(&mut u, read(4096)), -libc::EOPNOTSUPP);
+    }
+
+    #[test]
+    fn pvsync2_flags_go_to_preadv2_and_pwritev2() {
+        let f = Scratch::new("pv2");
+        let o = PsyncOptions {
+            hipri: true,
+            nowait: true,
+        };
+        let mut p = Psync::new(f.target(), 4096, true, Fill::Zeroed)
+            .unwrap()
+            .with_options(o);
+        let f2 = libc::RWF_HIPRI | libc::RWF_NOWAIT;
+        assert_eq!((p.read_flags, p.write_flags), (f2, f2 | libc::RWF_DSYNC));
+        // Buffered and cached: RWF_HIPRI is no error, RWF_NOWAIT does not block.
+        assert_eq!(one(&mut p, read(4096)), 4096);
+        assert_eq!(p.buffer(0)[..4096], [7u8; 4096]);
     }
 
     /// A set of `n` files of 8 KiB in a fresh directory, each file's bytes

@@ -19,7 +19,8 @@
 //!   `sqthread_poll` implies it, as in fio;
 //! - `sqthread_poll` / `sqthread_poll_cpu`: a kernel thread (pinned to that
 //!   CPU) polls the submission queue (`IORING_SETUP_SQPOLL` / `SQ_AFF`);
-//! - `hipri`: completions are polled (`IORING_SETUP_IOPOLL`).
+//! - `hipri`: completions are polled (`IORING_SETUP_IOPOLL`);
+//! - `force_async=N`: every Nth command goes to io-wq (`IOSQE_ASYNC`).
 //!
 //! A completion's `res` is 0 on success, an NVMe status (> 0) when the
 //! controller failed the command, or −errno. A status completes the I/O
@@ -48,7 +49,7 @@ use drivelab_device::nvme::{
 use drivelab_device::units::Lba;
 
 use crate::buf::{BufferPool, Fill};
-use crate::engine::{Caps, Completion, Engine, MAX_DEPTH};
+use crate::engine::{Caps, Completion, Engine, ForceAsync, RingSetup, MAX_DEPTH};
 use crate::io::{IoDesc, Op};
 
 /// fio's options of the io_uring_cmd engine.
@@ -66,6 +67,8 @@ pub struct UcmdOptions {
     pub sqthread_poll_cpu: Option<u32>,
     /// `nonvectored`: the command carries the buffer, not an iovec.
     pub nonvectored: bool,
+    /// `force_async=N`: every Nth command carries IOSQE_ASYNC (0: none).
+    pub force_async: u32,
 }
 
 /// Why a target cannot be used.
@@ -207,6 +210,7 @@ pub struct UringCmd {
     in_flight: u32,
     depth: u32,
     opts: UcmdOptions,
+    force_async: ForceAsync,
     /// Completions made without the ring (refused commands).
     immediate: VecDeque<Completion>,
     failures: Vec<UcmdFailure>,
@@ -280,6 +284,7 @@ impl UringCmd {
             in_flight: 0,
             depth,
             opts,
+            force_async: ForceAsync::every(opts.force_async),
             immediate: VecDeque::with_capacity(depth as usize),
             failures: Vec::new(),
         })
@@ -288,8 +293,9 @@ impl UringCmd {
     /// The ring with fio's flags for this engine: SQE128 and CQE32 (the
     /// entry types), IOPOLL for `hipri`, SQPOLL (+ SQ_AFF) for
     /// `sqthread_poll`, a CQ of `entries`, and single-issuer with
-    /// cooperative task-run where the kernel takes them (not with SQPOLL),
-    /// dropped where it does not. fio also defers task-run; drivelab does
+    /// cooperative task-run where the kernel takes them, dropped where it
+    /// does not ([`crate::engine::build_ring`], the io_uring engine's
+    /// too). fio also defers task-run; drivelab does
     /// not, as for its io_uring engine: deferred, completions would wait
     /// for the loop's next waiting enter, and the loop also reaps between
     /// submissions without waiting.
@@ -297,30 +303,15 @@ impl UringCmd {
         entries: u32,
         o: &UcmdOptions,
     ) -> std::io::Result<IoUring<squeue::Entry128, cqueue::Entry32>> {
-        let build = |coop: bool, single: bool| {
-            let mut b = IoUring::<squeue::Entry128, cqueue::Entry32>::builder();
-            if o.hipri {
-                b.setup_iopoll();
-            }
-            if o.sqthread_poll {
-                // Idle 0: the kernel's default (one second).
-                b.setup_sqpoll(0);
-                if let Some(cpu) = o.sqthread_poll_cpu {
-                    b.setup_sqpoll_cpu(cpu);
-                }
-            }
-            b.setup_cqsize(entries);
-            if coop {
-                b.setup_coop_taskrun();
-            }
-            if single {
-                b.setup_single_issuer();
-            }
-            b.build(entries)
-        };
-        build(true, true)
-            .or_else(|_| build(false, true))
-            .or_else(|_| build(false, false))
+        crate::engine::build_ring(
+            entries,
+            entries,
+            RingSetup {
+                iopoll: o.hipri,
+                sqpoll: o.sqthread_poll,
+                sqpoll_cpu: o.sqthread_poll_cpu.filter(|_| o.sqthread_poll),
+            },
+        )
     }
 
     /// The commands that failed, in order (at most 16 kept).
@@ -461,7 +452,10 @@ impl Engine for UringCmd {
         if self.opts.fixedbufs {
             sqe = sqe.buf_index(Some(slot as u16));
         }
-        let sqe = sqe.build().user_data(u64::from(slot));
+        let mut sqe = sqe.build().user_data(u64::from(slot));
+        if self.force_async.next() {
+            sqe = sqe.flags(squeue::Flags::ASYNC);
+        }
         self.ios[s] = *io;
         // SAFETY: what the command names stays valid until its completion
         // is reaped: the slot's buffer (checked above to hold `io.len`
@@ -483,7 +477,7 @@ impl Engine for UringCmd {
 
     fn commit(&mut self, wait: u32, timeout: Option<Duration>) -> std::io::Result<()> {
         let wait = if self.immediate.is_empty() { wait } else { 0 };
-        crate::engine::submit_ring(&self.ring, wait, timeout)
+        crate::engine::submit_ring(&mut self.ring, wait, timeout)
     }
 
     fn reap<F: FnMut(Completion)>(&mut self, f: F) -> usize {
@@ -644,6 +638,7 @@ mod tests {
                 sqthread_poll: true,
                 sqthread_poll_cpu: Some(0),
                 nonvectored: true,
+                force_async: 2,
                 ..UcmdOptions::default()
             },
         ];

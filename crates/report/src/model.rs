@@ -3,7 +3,7 @@
 //! read ours); drivelab-only facts live under their own keys
 //! (`device_check`, `timeseries`, `lat_from_intended_ns`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +43,11 @@ pub struct RunReport {
     /// on (`libaio` → `io_uring`); empty when every name was drivelab's.
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub ioengine_map: BTreeMap<String, String>,
+    /// What drivelab's engine does regardless of an engine option the run
+    /// was given (io_uring's `fixedbufs`, libaio's `userspace_reap`), each
+    /// said once; empty when none was given.
+    #[serde(skip_serializing_if = "BTreeSet::is_empty", default)]
+    pub ioengine_notes: BTreeSet<String>,
 }
 
 /// One job's results.

@@ -751,7 +751,8 @@ fn run_on_targets(
             } else {
                 let targets = open_targets(plan, claims, job)?;
                 Psync::new(targets, max_bs, spec.fua, Fill::Random(spec.randseed)).map_err(made)?
-            };
+            }
+            .with_options(spec.engine_opts.psync());
             if !ticket.wait() {
                 return Err(not_started());
             }
@@ -792,7 +793,7 @@ fn run_on_targets(
                 targets,
                 spec.iodepth,
                 max_bs,
-                spec.ucmd.opts,
+                spec.engine_opts.ucmd(),
                 Fill::Random(spec.randseed),
             )
             .map_err(|source| RunError::Engine {
@@ -817,10 +818,14 @@ fn run_on_targets(
             let fill = Fill::Random(spec.randseed);
             let mut e = if crate::files::lazy(job) {
                 let opener = sets.opener(job).map_err(made)?;
-                Uring::over_opener(opener, spec.iodepth, max_bs, spec.fua, fill).map_err(made)?
+                let o = spec.engine_opts.uring();
+                Uring::over_opener_with(opener, spec.iodepth, max_bs, spec.fua, fill, o)
+                    .map_err(made)?
             } else {
                 let targets = open_targets(plan, claims, job)?;
-                Uring::new(targets, spec.iodepth, max_bs, spec.fua, fill).map_err(made)?
+                let o = spec.engine_opts.uring();
+                Uring::with_options(targets, spec.iodepth, max_bs, spec.fua, fill, o)
+                    .map_err(made)?
             };
             if !ticket.wait() {
                 return Err(not_started());
@@ -1683,6 +1688,9 @@ fn build_report(
                 .insert(w.clone(), j.spec.ioengine.name().to_string());
         }
     }
+    report
+        .ioengine_notes
+        .extend(crate::engopts::notes(plan.jobs.iter().map(|j| &j.spec)));
     let mut reported: Vec<Reported> = names.iter().map(|_| Reported::default()).collect();
     // group_reporting: one report per reporting group, its jobs summed.
     let mut merged: Vec<(usize, JobOutcome)> = Vec::new();

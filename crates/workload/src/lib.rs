@@ -27,6 +27,7 @@ pub mod check;
 pub mod cpuio;
 pub mod dedupe;
 pub mod e4defrag;
+pub mod engopts;
 pub mod errors;
 pub mod exec;
 pub mod execjob;

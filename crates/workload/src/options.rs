@@ -504,7 +504,8 @@ pub const OPTIONS: &[OptionDecl] = &[
     ),
     opt!("readfua", [], Bool, "0", "ioengine=sg: force unit access on reads"),
     opt!("writefua", [], Bool, "0", "ioengine=sg: force unit access on writes"),
-    // fio's io_uring_cmd engine (NVMe passthrough to /dev/ngXnY).
+    // fio's io_uring and io_uring_cmd engines' options (shared, as in
+    // fio), and libaio's and pvsync2's (crate::engopts).
     opt!(
         "cmd_type",
         [],
@@ -517,35 +518,35 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Bool,
         "0",
-        "ioengine=io_uring_cmd: poll for completions (IORING_SETUP_IOPOLL; needs the driver's poll queues)"
+        "ioengine=io_uring, io_uring_cmd: poll for completions (IORING_SETUP_IOPOLL; io_uring needs direct=1; the device's poll queues make it polling); pvsync2: RWF_HIPRI"
     ),
     opt!(
         "fixedbufs",
         [],
         Bool,
         "0",
-        "ioengine=io_uring_cmd: register the I/O buffers with the ring (IORING_URING_CMD_FIXED; with nonvectored=1)"
+        "ioengine=io_uring_cmd: register the I/O buffers with the ring (IORING_URING_CMD_FIXED; with nonvectored=1); io_uring: accepted, drivelab's io_uring always registers them (READ_FIXED/WRITE_FIXED)"
     ),
     opt!(
         "registerfiles",
         [],
         Bool,
         "0",
-        "ioengine=io_uring_cmd: register the device with the ring (on with sqthread_poll)"
+        "ioengine=io_uring_cmd: register the device with the ring (on with sqthread_poll); io_uring: accepted, drivelab's io_uring always registers its files"
     ),
     opt!(
         "sqthread_poll",
         [],
         Bool,
         "0",
-        "ioengine=io_uring_cmd: a kernel thread polls for submissions (IORING_SETUP_SQPOLL)"
+        "ioengine=io_uring, io_uring_cmd: a kernel thread polls for submissions (IORING_SETUP_SQPOLL); the job enters the kernel only to wake it, and watches the completion queue"
     ),
     opt!(
         "sqthread_poll_cpu",
         [],
         Int,
         "",
-        "ioengine=io_uring_cmd: the CPU the sqthread_poll thread runs on",
+        "ioengine=io_uring, io_uring_cmd: the CPU the sqthread_poll thread runs on (IORING_SETUP_SQ_AFF; an online CPU)",
         0,
         4095,
         ""
@@ -555,7 +556,31 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Bool,
         "0",
-        "ioengine=io_uring_cmd: the command carries the buffer (NVME_URING_CMD_IO) instead of an iovec (NVME_URING_CMD_IO_VEC)"
+        "ioengine=io_uring_cmd: the command carries the buffer (NVME_URING_CMD_IO) instead of an iovec (NVME_URING_CMD_IO_VEC); io_uring: accepted, drivelab's io_uring never uses iovecs"
+    ),
+    opt!(
+        "nowait",
+        [],
+        Bool,
+        "0",
+        "ioengine=io_uring, libaio, pvsync2: reads and writes carry RWF_NOWAIT; one that would block fails with EAGAIN"
+    ),
+    opt!(
+        "force_async",
+        [],
+        Int,
+        "0",
+        "ioengine=io_uring, io_uring_cmd: every Nth submission goes to the kernel's io-wq workers (IOSQE_ASYNC); 0: none",
+        0,
+        u32::MAX as u64,
+        ""
+    ),
+    opt!(
+        "userspace_reap",
+        [],
+        Bool,
+        "0",
+        "ioengine=libaio: reap completions without a system call; accepted, drivelab's io_uring always reaps them from the ring it shares with the kernel"
     ),
     opt!(
         "verify_interval",

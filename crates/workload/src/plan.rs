@@ -611,7 +611,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 }
             }
         }
-        crate::ucmd::check_engine(spec)?;
+        crate::engopts::check_cpu(spec)?;
         crate::sg::check_targets(
             spec,
             idx.iter().map(|&i| (&targets[i].path, targets[i].is_block)),

@@ -412,9 +412,11 @@ pub struct JobSpec {
     pub buffer_pattern: Option<Vec<u8>>,
     /// The sg engine's options (`sg_write_mode`, `stream_id`, `readfua`, `writefua`).
     pub sg: crate::sg::SgSpec,
-    /// The io_uring_cmd engine's options (`cmd_type`, `hipri`, `fixedbufs`,
-    /// `registerfiles`, `sqthread_poll`, `sqthread_poll_cpu`, `nonvectored`).
-    pub ucmd: crate::ucmd::UcmdSpec,
+    /// fio's engine options of io_uring, io_uring_cmd, libaio and pvsync2
+    /// (`cmd_type`, `hipri`, `fixedbufs`, `registerfiles`, `sqthread_poll`,
+    /// `sqthread_poll_cpu`, `nonvectored`, `nowait`, `force_async`,
+    /// `userspace_reap`).
+    pub engine_opts: crate::engopts::EngineOpts,
     /// Bytes covered by one verification header (`verify_interval`); default: the smallest block size.
     pub verify_interval: Option<u64>,
     /// Error policy, verify extras, dedupe and compression
@@ -562,7 +564,7 @@ impl Default for JobSpec {
             verify_pattern: None,
             buffer_pattern: None,
             sg: crate::sg::SgSpec::default(),
-            ucmd: crate::ucmd::UcmdSpec::default(),
+            engine_opts: crate::engopts::EngineOpts::default(),
             verify_interval: None,
             errkeys: crate::errors::ErrKeys::default(),
             randrepeat: true,
@@ -799,6 +801,10 @@ impl JobSpec {
         // fio leaves a bare exitall out of the job options (`exitall=1`
         // is shown).
         if name == "exitall" && value.is_none() {
+            return Ok(());
+        }
+        // And bare engine flags (`hipri`, `fixedbufs`, …; `hipri=1` is shown).
+        if value.is_none() && crate::engopts::UNSHOWN_BARE.contains(&name) {
             return Ok(());
         }
         let shown = value.unwrap_or("").trim().to_string();
@@ -1093,7 +1099,7 @@ impl JobSpec {
             "do_verify" => self.do_verify = parse_bool(key, v)?,
             "buffer_pattern" => self.buffer_pattern = Some(crate::fio_pattern::parse(key, v)?),
             "sg_write_mode" | "stream_id" | "readfua" | "writefua" => self.sg.set(key, v)?,
-            k if crate::ucmd::KEYS.contains(&k) => self.ucmd.set(key, v)?,
+            k if crate::engopts::KEYS.contains(&k) => self.engine_opts.set(key, v)?,
             "verify_pattern" => {
                 self.verify_pattern = Some(crate::fio_pattern::parse(key, v)?);
                 if self.verify.is_none() {
@@ -1248,6 +1254,7 @@ impl JobSpec {
             )));
         }
         self.prio.validate()?;
+        crate::engopts::validate(self)?;
         if self.prio.has_cmdprio() && self.ioengine != EngineKind::IoUring {
             return Err(SpecError::Invalid(format!(
                 "cmdprio options set a priority per I/O in io_uring submissions: give ioengine=io_uring or libaio (job '{}' has {})",

@@ -1,84 +1,12 @@
 //! fio's `io_uring_cmd` engine (`ioengine=io_uring_cmd`, `cmd_type=nvme`)
-//! in the job spec: its options (`cmd_type`, `hipri`, `fixedbufs`,
-//! `registerfiles`, `sqthread_poll`, `sqthread_poll_cpu`, `nonvectored`)
-//! as one block, the plan's mapping of a job's `/dev/ngXnY` onto the
+//! in the job plan: the mapping of a job's `/dev/ngXnY` onto the
 //! namespace's block device (which is what gets claimed), and the
-//! engine's targets when the job starts. With another engine the options
-//! are refused, naming the key.
+//! engine's targets when the job starts. Its options (`cmd_type`, `hipri`,
+//! `fixedbufs`, …) are [`crate::engopts`]'s, shared with io_uring as in fio.
 
 use std::path::{Path, PathBuf};
 
-use drivelab_engine::ucmd::UcmdOptions;
-
 use crate::SpecError;
-
-/// The io_uring_cmd engine's options of one job.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UcmdSpec {
-    /// The engine's options as set.
-    pub opts: UcmdOptions,
-    /// The first of these keys the job set (for the refusal with another
-    /// engine).
-    pub first_key: Option<&'static str>,
-}
-
-/// The keys this block handles.
-pub const KEYS: &[&str] = &[
-    "cmd_type",
-    "hipri",
-    "fixedbufs",
-    "registerfiles",
-    "sqthread_poll",
-    "sqthread_poll_cpu",
-    "nonvectored",
-];
-
-fn flag(v: &str) -> Option<bool> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "" | "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" => Some(false),
-        _ => None,
-    }
-}
-
-impl UcmdSpec {
-    /// Set one of [`KEYS`] from its value.
-    pub fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
-        let bad = |expect: &str| SpecError::BadValue {
-            key: key.to_string(),
-            value: v.to_string(),
-            expect: expect.to_string(),
-        };
-        let o = &mut self.opts;
-        match key {
-            // fio 3.33 knows one command type.
-            "cmd_type" => match v.trim().to_ascii_lowercase().as_str() {
-                "nvme" => {}
-                _ => return Err(bad("nvme (the one command type fio 3.33 has)")),
-            },
-            "sqthread_poll_cpu" => {
-                o.sqthread_poll_cpu = Some(
-                    v.trim()
-                        .parse()
-                        .map_err(|_| bad("a CPU number (0, 1, ...)"))?,
-                )
-            }
-            _ => {
-                let on = flag(v).ok_or_else(|| bad("1 or 0"))?;
-                match key {
-                    "hipri" => o.hipri = on,
-                    "fixedbufs" => o.fixedbufs = on,
-                    "registerfiles" => o.registerfiles = on,
-                    "sqthread_poll" => o.sqthread_poll = on,
-                    "nonvectored" => o.nonvectored = on,
-                    _ => return Err(bad("an io_uring_cmd engine option")),
-                }
-            }
-        }
-        self.first_key.get_or_insert(key);
-        Ok(())
-    }
-}
 
 /// The block device a job's `/dev/ngXnY` is planned and claimed as, or
 /// the one-line refusal of anything else (a file, a block device, another
@@ -98,22 +26,6 @@ pub(crate) fn block_path(spec: &crate::JobSpec, file: String) -> String {
     match drivelab_device::claim::nvme_generic_block(Path::new(&file)) {
         Ok(b) => b.display().to_string(),
         Err(_) => file,
-    }
-}
-
-/// The plan's check of a job's engine against its io_uring_cmd options:
-/// they need `ioengine=io_uring_cmd`.
-pub fn check_engine(spec: &crate::JobSpec) -> Result<(), crate::PlanError> {
-    if spec.ioengine == crate::EngineKind::IoUringCmd {
-        return Ok(());
-    }
-    match spec.ucmd.first_key {
-        Some(k) => Err(crate::PlanError::Spec(SpecError::Invalid(format!(
-            "job '{}': {k} is an option of ioengine=io_uring_cmd (this job uses {}); drop it or set ioengine=io_uring_cmd",
-            spec.name,
-            spec.ioengine.name()
-        )))),
-        None => Ok(()),
     }
 }
 
@@ -177,34 +89,7 @@ pub(crate) fn passthrough_check(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fios_options_set_the_engines() {
-        let mut s = UcmdSpec::default();
-        s.set("cmd_type", "nvme").unwrap();
-        s.set("sqthread_poll", "1").unwrap();
-        s.set("sqthread_poll_cpu", "0").unwrap();
-        s.set("nonvectored", "1").unwrap();
-        s.set("registerfiles", "").unwrap();
-        s.set("fixedbufs", "0").unwrap();
-        s.set("hipri", "1").unwrap();
-        assert_eq!(s.first_key, Some("cmd_type"));
-        assert_eq!(
-            s.opts,
-            UcmdOptions {
-                hipri: true,
-                fixedbufs: false,
-                registerfiles: true,
-                sqthread_poll: true,
-                sqthread_poll_cpu: Some(0),
-                nonvectored: true,
-            }
-        );
-        let e = s.set("cmd_type", "scsi").unwrap_err().to_string();
-        assert!(e.contains("cmd_type") && e.contains("nvme"), "{e}");
-        assert!(s.set("sqthread_poll_cpu", "x").is_err());
-        assert!(s.set("nonvectored", "maybe").is_err());
-    }
+    use drivelab_engine::ucmd::UcmdOptions;
 
     #[test]
     fn fios_uring_cmd_examples_parse_with_their_options() {
@@ -221,7 +106,7 @@ mod tests {
             assert_eq!(j.spec.iodepth, 32);
             assert!(j.stonewall);
         }
-        let o: Vec<UcmdOptions> = ng.iter().map(|j| j.spec.ucmd.opts).collect();
+        let o: Vec<UcmdOptions> = ng.iter().map(|j| j.spec.engine_opts.ucmd()).collect();
         assert!(o[0].sqthread_poll && !o[0].nonvectored);
         assert_eq!(o[1], UcmdOptions::default());
         assert_eq!(
@@ -245,7 +130,7 @@ mod tests {
             assert_eq!(j.spec.iodepth, 1);
             assert!(j.spec.verify.is_some());
         }
-        assert!(zoned[2].spec.ucmd.opts.nonvectored && zoned[2].spec.ucmd.opts.registerfiles);
+        assert!(zoned[2].spec.engine_opts.nonvectored && zoned[2].spec.engine_opts.registerfiles);
     }
 
     #[test]
