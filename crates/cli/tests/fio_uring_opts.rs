@@ -29,7 +29,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use drivelab_testkit::{digest, isolate_store, require_root, LoopDev, TempDir};
+use drivelab_testkit::{digest, isolate_store, require_root, run, LoopDev, TempDir};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
@@ -67,20 +67,6 @@ fn json_of(stdout: &str) -> Value {
         .find('{')
         .unwrap_or_else(|| panic!("no JSON in the output:\n{stdout}"));
     serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{stdout}"))
-}
-
-/// Run `bin args…`; (exit status, stdout, stderr).
-fn run(bin: &str, args: &[&str]) -> (i32, String, String) {
-    isolate_store();
-    let out = Command::new(bin)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {bin}: {e}"));
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 fn fio(args: &[&str]) -> (i32, Value, String) {
