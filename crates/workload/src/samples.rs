@@ -11,9 +11,12 @@
 //!   whose latency falls in each of fio's ranges (`io_u_mark_lat_*`): key
 //!   `K` counts values from the previous key up to, not including, `K`;
 //! - the I/O depth distributions (`iodepth_level`, `iodepth_submit`,
-//!   `iodepth_complete`): the depth each I/O was queued at, and how many I/Os
-//!   each turn of the loop submitted and reaped (one turn is one submitting
-//!   and reaping system call, fio's submit and getevents calls).
+//!   `iodepth_complete`): the depth each I/O was submitted at, and how many
+//!   I/Os each turn of the loop submitted and reaped (one turn is one
+//!   submitting and reaping system call, fio's submit and getevents calls).
+//!   As fio's `td_io_commit` does, every I/O of a turn's batch counts at
+//!   the depth once the whole batch is in flight: a loop that refills 4
+//!   free slots of 8 submits all 4 at depth 8, not at 5, 6, 7 and 8.
 
 use drivelab_stats::Welford;
 
@@ -238,7 +241,7 @@ fn batch_index(n: u32) -> usize {
 /// The I/O depth distributions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DepthStats {
-    /// I/Os by the depth they were queued at ([`DEPTH_LEVEL_KEYS`]).
+    /// I/Os by the depth they were submitted at ([`DEPTH_LEVEL_KEYS`]).
     pub level: [u64; 7],
     /// Turns by the number of I/Os submitted in them ([`DEPTH_BATCH_KEYS`]).
     pub submit: [u64; 7],
@@ -246,14 +249,16 @@ pub struct DepthStats {
     pub complete: [u64; 7],
     issued: u32,
     reaped: u32,
+    /// In flight after the turn's last I/O was queued.
+    depth: u32,
 }
 
 impl DepthStats {
     /// An I/O queued with `depth` I/Os in flight counting itself.
     #[inline]
     pub fn queued(&mut self, depth: u32) {
-        self.level[level_index(depth)] += 1;
         self.issued += 1;
+        self.depth = depth;
     }
 
     /// An I/O reaped.
@@ -267,6 +272,7 @@ impl DepthStats {
     pub fn turn(&mut self) {
         if self.issued > 0 {
             self.submit[batch_index(self.issued)] += 1;
+            self.level[level_index(self.depth)] += u64::from(self.issued);
         }
         if self.reaped > 0 {
             self.complete[batch_index(self.reaped)] += 1;
@@ -412,19 +418,36 @@ mod tests {
 
     #[test]
     fn depth_buckets_are_fios() {
+        // One turn per depth: each I/O alone in its batch.
         let mut d = DepthStats::default();
         for depth in [1, 2, 3, 4, 16, 63, 64, 1000] {
+            d.queued(depth);
+            d.turn();
+        }
+        assert_eq!(d.level, [1, 2, 1, 0, 1, 1, 2]);
+        assert_eq!(d.submit, [0, 8, 0, 0, 0, 0, 0]);
+        // 8 submitted in one turn: the "8" batch; 1 reaped: the "4" batch.
+        let mut d = DepthStats::default();
+        for depth in 1..=8 {
             d.queued(depth);
         }
         d.reaped();
         d.turn();
-        assert_eq!(d.level, [1, 2, 1, 0, 1, 1, 2]);
-        // 8 submitted in one turn: the "8" batch; 1 reaped: the "4" batch.
         assert_eq!(d.submit, [0, 0, 1, 0, 0, 0, 0]);
         assert_eq!(d.complete, [0, 1, 0, 0, 0, 0, 0]);
+        // As fio's td_io_commit: the whole batch counts at the depth it
+        // reached, 8, not at 1 to 8.
+        assert_eq!(d.level, [0, 0, 0, 8, 0, 0, 0]);
+        // Refilling 4 of 8 slots: 4 more at depth 8.
+        for depth in 5..=8 {
+            d.queued(depth);
+        }
+        d.turn();
+        assert_eq!(d.level, [0, 0, 0, 12, 0, 0, 0]);
         // An idle turn counts nothing.
         d.turn();
-        assert_eq!(d.submit.iter().sum::<u64>(), 1);
+        assert_eq!(d.submit.iter().sum::<u64>(), 2);
+        assert_eq!(d.level.iter().sum::<u64>(), 12);
     }
 
     #[test]
