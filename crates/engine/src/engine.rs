@@ -455,20 +455,9 @@ impl Uring {
 
     /// A ring over the files `opener` opens when told (fio's `openfiles`):
     /// none is open at first; a sparse registered table has an entry for
-    /// each file that may be open at once.
+    /// each file that may be open at once; set up as fio's io_uring engine
+    /// is for `opts`.
     pub fn over_opener(
-        opener: Opener,
-        depth: u32,
-        max_len: usize,
-        fua: bool,
-        fill: Fill,
-    ) -> std::io::Result<Uring> {
-        Uring::over_opener_with(opener, depth, max_len, fua, fill, UringOptions::default())
-    }
-
-    /// As [`Uring::over_opener`], set up as fio's io_uring engine is for
-    /// `opts`.
-    pub fn over_opener_with(
         opener: Opener,
         depth: u32,
         max_len: usize,
@@ -1266,7 +1255,15 @@ mod tests {
         let mut p = Psync::over_opener(opener.clone(), 4096, false, Fill::Zeroed).unwrap();
         opens_and_closes_through_a_small_table(&mut p);
         drop(p);
-        let mut u = Uring::over_opener(opener, 2, 4096, false, Fill::Zeroed).unwrap();
+        let mut u = Uring::over_opener(
+            opener,
+            2,
+            4096,
+            false,
+            Fill::Zeroed,
+            UringOptions::default(),
+        )
+        .unwrap();
         opens_and_closes_through_a_small_table(&mut u);
         // The registered table has two entries: a third file has none.
         u.open_file(0).unwrap();

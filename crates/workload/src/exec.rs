@@ -819,8 +819,7 @@ fn run_on_targets(
             let mut e = if crate::files::lazy(job) {
                 let opener = sets.opener(job).map_err(made)?;
                 let o = spec.engine_opts.uring();
-                Uring::over_opener_with(opener, spec.iodepth, max_bs, spec.fua, fill, o)
-                    .map_err(made)?
+                Uring::over_opener(opener, spec.iodepth, max_bs, spec.fua, fill, o).map_err(made)?
             } else {
                 let targets = open_targets(plan, claims, job)?;
                 let o = spec.engine_opts.uring();
