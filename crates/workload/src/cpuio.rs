@@ -24,7 +24,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::noio::{parse_bounded, parse_flag, End, Tally};
+use crate::noio::{parse_bounded, End, Tally};
+use crate::spec::parse_flag;
 use crate::SpecError;
 
 /// fio's default `cpuchunks`, µs.

@@ -22,7 +22,8 @@
 
 use drivelab_patterns::prng::splitmix64;
 
-use crate::errors::{parse_flag, parse_in};
+use crate::errors::parse_in;
+use crate::spec::parse_flag;
 use crate::SpecError;
 
 /// How duplicate buffers are chosen (`dedupe_mode`).

@@ -106,14 +106,6 @@ fn engines_of(key: &str) -> &'static str {
     }
 }
 
-fn flag(v: &str) -> Option<bool> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "" | "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" => Some(false),
-        _ => None,
-    }
-}
-
 impl EngineOpts {
     /// Set one of [`KEYS`] from its value.
     pub fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
@@ -142,7 +134,7 @@ impl EngineOpts {
                     .map_err(|_| bad("a count of SQEs (0: none)"))?
             }
             _ => {
-                let on = flag(v).ok_or_else(|| bad("1 or 0"))?;
+                let on = crate::spec::parse_flag(key, v)?;
                 match key {
                     "hipri" => self.hipri = on,
                     "fixedbufs" => self.fixedbufs = on,

@@ -20,6 +20,7 @@
 //! in one field ([`ErrKeys`]).
 
 use crate::gen::Op;
+use crate::spec::parse_flag;
 use crate::SpecError;
 
 /// fio's error kinds (bit numbers of `continue_on_error`).
@@ -379,19 +380,6 @@ pub fn errno_text(errno: i32) -> String {
     match s.rfind(" (os error") {
         Some(i) => s[..i].to_string(),
         None => s,
-    }
-}
-
-/// A 0/1 option (bare: on).
-pub(crate) fn parse_flag(key: &str, v: &str) -> Result<bool, SpecError> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "" | "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(SpecError::BadValue {
-            key: key.to_string(),
-            value: v.to_string(),
-            expect: "1 or 0".to_string(),
-        }),
     }
 }
 

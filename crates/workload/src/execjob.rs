@@ -45,7 +45,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::jobloop::JobError;
-use crate::noio::{parse_bounded, parse_flag, End, Tally};
+use crate::noio::{parse_bounded, End, Tally};
+use crate::spec::parse_flag;
 use crate::SpecError;
 
 /// How long each look at the program sleeps, and the think time after it

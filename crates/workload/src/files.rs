@@ -21,6 +21,7 @@ use drivelab_device::claim::{Claim, Consent, FileSet, Prealloc, SetKind};
 use drivelab_engine::fileops::{FdOp, PathOp, PathOps, StatKind};
 use drivelab_patterns::prng::{Rng, Zipf};
 
+use crate::spec::parse_flag;
 use crate::SpecError;
 
 /// Which file of a job the next I/O goes to (`file_service_type`).
@@ -168,14 +169,6 @@ fn bad(key: &str, v: &str, expect: &str) -> SpecError {
     }
 }
 
-fn flag(key: &str, v: &str) -> Result<bool, SpecError> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "" | "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(bad(key, v, "1 or 0")),
-    }
-}
-
 fn count(key: &str, v: &str, max: u64) -> Result<u32, SpecError> {
     match v.trim().parse::<u64>() {
         Ok(n) if (1..=max).contains(&n) => Ok(n as u32),
@@ -198,15 +191,15 @@ impl FileOptions {
         match key {
             "nrfiles" => self.nrfiles = count(key, t, MAX_FILES)?,
             "openfiles" => self.openfiles = Some(count(key, t, MAX_FILES)?),
-            "create_on_open" => self.create_on_open = flag(key, t)?,
+            "create_on_open" => self.create_on_open = parse_flag(key, t)?,
             "write_iolog" => {
                 if t.is_empty() {
                     return Err(bad(key, v, "a file name"));
                 }
                 self.iolog = Some(t.to_string());
             }
-            "unlink" => self.unlink = flag(key, t)?,
-            "unlink_each_loop" => self.unlink_each_loop = flag(key, t)?,
+            "unlink" => self.unlink = parse_flag(key, t)?,
+            "unlink_each_loop" => self.unlink_each_loop = parse_flag(key, t)?,
             "file_service_type" => self.service = parse_service(key, t)?,
             "fallocate" => {
                 self.fallocate = match t.to_ascii_lowercase().as_str() {

@@ -59,7 +59,7 @@ use drivelab_engine::io::{IoDesc, Op};
 use drivelab_engine::oneshot::{OneShot, RunOne};
 use socket2::{Domain, SockAddr, Socket, Type};
 
-use crate::spec::RwMode;
+use crate::spec::{parse_flag, RwMode};
 use crate::{JobSpec, SpecError};
 
 /// The keys this module sets (by the option table's names).
@@ -174,14 +174,6 @@ fn bad(key: &str, v: &str, expect: &str) -> SpecError {
     }
 }
 
-fn flag(key: &str, v: &str) -> Result<bool, SpecError> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "" | "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(bad(key, v, "1 or 0")),
-    }
-}
-
 fn uint(key: &str, v: &str, max: u64, expect: &str) -> Result<u64, SpecError> {
     let n: u64 = v.trim().parse().map_err(|_| bad(key, v, expect))?;
     if n > max {
@@ -212,9 +204,9 @@ impl NetOpts {
                 self.protocol = Protocol::parse(t)
                     .ok_or_else(|| bad(key, v, "tcp, tcpv6, udp, udpv6 or unix"))?
             }
-            "listen" => self.listen = flag(key, v)?,
-            "pingpong" => self.pingpong = flag(key, v)?,
-            "nodelay" => self.nodelay = flag(key, v)?,
+            "listen" => self.listen = parse_flag(key, v)?,
+            "pingpong" => self.pingpong = parse_flag(key, v)?,
+            "nodelay" => self.nodelay = parse_flag(key, v)?,
             "ttl" => self.ttl = Some(uint(key, v, 255, "a hop count, 0-255")? as u32),
             "interface" => {
                 self.interface = Some(

@@ -100,19 +100,6 @@ pub(crate) fn parse_bounded(key: &str, v: &str) -> Result<u64, SpecError> {
     }
 }
 
-/// A flag's value: 1/0 and fio's spellings of them.
-pub(crate) fn parse_flag(key: &str, v: &str) -> Result<bool, SpecError> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "" | "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(SpecError::BadValue {
-            key: key.to_string(),
-            value: v.to_string(),
-            expect: "1 or 0".to_string(),
-        }),
-    }
-}
-
 /// The checks of a cpuio or exec job before anything runs (bad input:
 /// one line naming the key).
 pub fn check(spec: &crate::JobSpec) -> Result<(), PlanError> {

@@ -676,7 +676,9 @@ pub fn check_total_jobs<'a>(jobs: impl IntoIterator<Item = &'a JobSpec>) -> Resu
     )))
 }
 
-fn parse_bool(key: &str, v: &str) -> Result<bool, SpecError> {
+/// A 0/1 option as fio spells it (bare: on); every option module's flags
+/// parse through this one.
+pub(crate) fn parse_flag(key: &str, v: &str) -> Result<bool, SpecError> {
     match v.trim().to_ascii_lowercase().as_str() {
         "" | "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
@@ -927,13 +929,13 @@ impl JobSpec {
                 let d = parse_duration(key, v)?;
                 self.runtime = if d.is_zero() { None } else { Some(d) };
             }
-            "time_based" => self.time_based = parse_bool(key, v)?,
+            "time_based" => self.time_based = parse_flag(key, v)?,
             "size" => self.size = Some(parse_size_spec(key, v)?),
             "io_size" | "io_limit" => self.io_size = Some(parse_size_spec(key, v)?),
             "offset" => self.offset = parse_size_spec(key, v)?,
             "ramp_time" => self.ramp_time = parse_duration(key, v)?,
-            "direct" => self.direct = Some(parse_bool(key, v)?),
-            "buffered" => self.direct = Some(!parse_bool(key, v)?),
+            "direct" => self.direct = Some(parse_flag(key, v)?),
+            "buffered" => self.direct = Some(!parse_flag(key, v)?),
             "ioengine" => {
                 let name = v.trim().to_ascii_lowercase();
                 self.files.engine = None;
@@ -1003,8 +1005,8 @@ impl JobSpec {
             }
             "startdelay" => self.startdelay = parse_duration(key, v)?,
             "description" => self.description = Some(v.trim().to_string()),
-            "group_reporting" => self.group_reporting = parse_bool(key, v)?,
-            "new_group" => self.new_group = parse_bool(key, v)?,
+            "group_reporting" => self.group_reporting = parse_flag(key, v)?,
+            "new_group" => self.new_group = parse_flag(key, v)?,
             "loops" => self.loops = parse_declared(key, v)? as u32,
             "wait_for" => {
                 let n = v.trim();
@@ -1027,7 +1029,7 @@ impl JobSpec {
                 }
             }
             "offset_increment" => self.offset_increment = parse_size_spec(key, v)?,
-            "exitall" => self.exitall = parse_bool(key, v)?,
+            "exitall" => self.exitall = parse_flag(key, v)?,
             "number_ios" => self.number_ios = parse_declared(key, v)?,
             "thinktime" => self.thinktime = parse_usec(key, v)?,
             "thinktime_spin" => self.thinktime_spin = parse_usec(key, v)?,
@@ -1078,7 +1080,7 @@ impl JobSpec {
             // Accepted with no change: drivelab reads the clock once per loop
             // turn, and lays out every file before any job starts.
             "gtod_reduce" | "create_serialize" => {
-                parse_bool(key, v)?;
+                parse_flag(key, v)?;
             }
             // What offload buys in fio — I/Os issued at their scheduled
             // times, latency counted from them — is how drivelab's loop
@@ -1093,10 +1095,10 @@ impl JobSpec {
                     })
                 }
             },
-            "fill_device" | "fill_fs" => self.fill_device = parse_bool(key, v)?,
+            "fill_device" | "fill_fs" => self.fill_device = parse_flag(key, v)?,
             k if crate::errors::ErrKeys::handles(k) => self.errkeys.set(key, v)?,
             "verify" => self.verify = crate::verify::VerifyKind::parse(key, v)?,
-            "do_verify" => self.do_verify = parse_bool(key, v)?,
+            "do_verify" => self.do_verify = parse_flag(key, v)?,
             "buffer_pattern" => self.buffer_pattern = Some(crate::fio_pattern::parse(key, v)?),
             "sg_write_mode" | "stream_id" | "readfua" | "writefua" => self.sg.set(key, v)?,
             k if crate::engopts::KEYS.contains(&k) => self.engine_opts.set(key, v)?,
@@ -1118,7 +1120,7 @@ impl JobSpec {
                 }
                 self.verify_interval = Some(b);
             }
-            "randrepeat" => self.randrepeat = parse_bool(key, v)?,
+            "randrepeat" => self.randrepeat = parse_flag(key, v)?,
             "random_generator" => match v.trim() {
                 "tausworthe" | "tausworthe64" => {}
                 // lfsr's point is a sequence that visits every block once.
@@ -1132,15 +1134,15 @@ impl JobSpec {
                 }
             },
             "thread" | "threads" => {
-                parse_bool(key, v)?;
+                parse_flag(key, v)?;
             }
             "directory" => self.directory = Some(v.trim().to_string()),
             "filename_format" => self.filename_format = Some(v.trim().to_string()),
             "random_distribution" => self.random_distribution = Distribution::parse(key, v)?,
-            "norandommap" => self.randommap = !parse_bool(key, v)?,
-            "randommap" => self.randommap = parse_bool(key, v)?,
+            "norandommap" => self.randommap = !parse_flag(key, v)?,
+            "randommap" => self.randommap = parse_flag(key, v)?,
             "fsync" => self.fsync = parse_declared(key, v)? as u32,
-            "fua" => self.fua = parse_bool(key, v)?,
+            "fua" => self.fua = parse_flag(key, v)?,
             "log_interval" => {
                 // fio's log_avg_msec / log_interval is in ms when bare.
                 let d = if v.trim().chars().all(|c| c.is_ascii_digit()) {
@@ -1173,10 +1175,10 @@ impl JobSpec {
                 *slot = Some(prefix);
             }
             "log_avg_msec" => self.logs.avg_msec = parse_declared(key, v)?,
-            "log_offset" => self.logs.offset = parse_bool(key, v)?,
+            "log_offset" => self.logs.offset = parse_flag(key, v)?,
             "log_hist_msec" => self.logs.hist_msec = parse_declared(key, v)?,
             "log_hist_coarseness" => self.logs.hist_coarseness = parse_declared(key, v)? as u32,
-            "log_prio" => self.logs.prio = parse_bool(key, v)?,
+            "log_prio" => self.logs.prio = parse_flag(key, v)?,
             "bwavgtime" => self.logs.bw_avg_msec = parse_declared(key, v)?,
             "iopsavgtime" => self.logs.iops_avg_msec = parse_declared(key, v)?,
             "randseed" => self.randseed = parse_declared(key, v)?,

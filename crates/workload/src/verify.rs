@@ -109,7 +109,8 @@ impl VerifyExtras {
 
     /// Set option `key` to `v`.
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
-        use crate::errors::{parse_flag, parse_in};
+        use crate::errors::parse_in;
+        use crate::spec::parse_flag;
         match key {
             "verify_backlog" => self.backlog = parse_in(key, v, 0, 1 << 32)?,
             "verify_backlog_batch" => {
