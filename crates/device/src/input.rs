@@ -44,6 +44,8 @@ pub enum Kind {
     Result,
     /// An Ed25519 public key file: at most 64 KiB.
     PublicKey,
+    /// drivelab's own Ed25519 signing key file: at most 64 KiB.
+    SigningKey,
     /// A trust list (one key per line) or one `*.pub` file of a trusted-key
     /// directory: at most 1 MiB.
     TrustList,
@@ -78,6 +80,7 @@ impl Kind {
             Kind::Certificate => "certificate",
             Kind::Result => "result file",
             Kind::PublicKey => "public key file",
+            Kind::SigningKey => "signing key file",
             Kind::TrustList => "trust list",
             Kind::Pattern => "pattern file",
             Kind::DataBlock => "data file",
@@ -96,7 +99,7 @@ impl Kind {
             Kind::Sequence => Some(MIB),
             Kind::Certificate => Some(64 * MIB),
             Kind::Result => Some(256 * MIB),
-            Kind::PublicKey => Some(64 * KIB),
+            Kind::PublicKey | Kind::SigningKey => Some(64 * KIB),
             Kind::TrustList => Some(MIB),
             Kind::Pattern => Some(16 * MIB),
             Kind::DataBlock => Some(MIB),
@@ -367,7 +370,10 @@ mod tests {
                 matches!(e, InputError::NotRegular { found: f, .. } if f == found),
                 "{msg}"
             );
-            assert!(msg.contains("job file") && msg.contains("regular file"), "{msg}");
+            assert!(
+                msg.contains("job file") && msg.contains("regular file"),
+                "{msg}"
+            );
             assert!(!msg.contains('\n'));
             assert!(open(p, Kind::Trace).is_err());
         }

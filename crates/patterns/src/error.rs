@@ -69,6 +69,10 @@ pub enum PatternError {
         #[source]
         source: std::io::Error,
     },
+    /// The pattern file is not a regular file, or not text where text is
+    /// needed.
+    #[error(transparent)]
+    FileRefused(drivelab_device::input::InputError),
     /// The pattern file is empty.
     #[error("pattern file {path} is empty: give a file holding at least one byte")]
     FileEmpty {
