@@ -73,11 +73,12 @@ pub struct PlayArgs {
     /// The same as --mode afap.
     #[arg(long)]
     pub no_stall: bool,
-    /// Closed loop: keep N requests outstanding, ignoring timing.
-    #[arg(long, value_name = "N")]
+    /// Closed loop: keep N requests outstanding, ignoring timing (1 to
+    /// 32768, the bound of `run --iodepth`).
+    #[arg(long, value_name = "N", value_parser = depth)]
     pub iodepth: Option<u32>,
-    /// Most requests in flight (every mode but the closed loop).
-    #[arg(long, value_name = "N", default_value_t = 256)]
+    /// Most requests in flight (every mode but the closed loop; 1 to 32768).
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = depth)]
     pub max_outstanding: u32,
     /// Place offsets beyond the target by wrapping or scaling.
     #[arg(long, value_enum, default_value_t = RemapArg::Wrap)]
@@ -119,6 +120,15 @@ pub struct AuditArgs {
     pub original_iops: Option<f64>,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// A queue depth: 1 to the engine's bound, as `run --iodepth` takes.
+fn depth(s: &str) -> Result<u32, String> {
+    let max = drivelab_engine::engine::MAX_DEPTH;
+    match s.trim().parse::<u64>() {
+        Ok(n) if (1..=u64::from(max)).contains(&n) => Ok(n as u32),
+        _ => Err(format!("give 1 to {max} requests in flight")),
+    }
 }
 
 /// A refused request (exit status 2) or a failure (exit status 1).

@@ -388,8 +388,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         }
     }
     if p.parse_only {
-        drivelab_workload::check_total_jobs(jobs.iter().map(|(j, _)| j))
-            .map_err(|e| usage(e.to_string()))?;
+        drivelab_workload::plan::check(&jobs).map_err(|e| usage(e.to_string()))?;
         return Ok(0);
     }
     let scratch_path = PathBuf::from(SCRATCH_FILE);

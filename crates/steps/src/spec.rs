@@ -278,6 +278,8 @@ impl fmt::Display for Transfer {
 
 /// Highest queue depth accepted.
 pub const MAX_QD: u32 = 1024;
+/// The most retries of one failed command.
+pub const MAX_RETRIES: u32 = 100;
 
 /// One test step as stated by the user.
 #[derive(Debug, Clone, PartialEq)]
@@ -338,6 +340,13 @@ impl StepSpec {
                 "qd",
                 &self.qd.to_string(),
                 "a queue depth from 1 to 1024",
+            ));
+        }
+        if self.retries > MAX_RETRIES {
+            return Err(StepError::bad(
+                "retries",
+                &self.retries.to_string(),
+                "0 to 100 retries per failed command",
             ));
         }
         Ok(())

@@ -125,6 +125,84 @@ fn job_writes(spec: &JobSpec) -> bool {
     spec.access_lines().iter().any(|l| l.read_pct < 100) || spec.fsync > 0
 }
 
+/// The earlier jobs (indices into `earlier`, the names of the jobs planned
+/// so far) a job's `wait_for` names.
+fn wait_for<'a>(
+    spec: &JobSpec,
+    earlier: impl Iterator<Item = &'a str>,
+) -> Result<Vec<usize>, PlanError> {
+    let Some(name) = &spec.wait_for else {
+        return Ok(Vec::new());
+    };
+    let v: Vec<usize> = earlier
+        .enumerate()
+        .filter(|(_, n)| n == name)
+        .map(|(i, _)| i)
+        .collect();
+    if v.is_empty() {
+        return Err(PlanError::Spec(crate::SpecError::Invalid(format!(
+            "job '{}': wait_for={name} names no job before it; wait_for takes the name of an earlier job",
+            spec.name
+        ))));
+    }
+    Ok(v)
+}
+
+/// A job's region on one file must hold at least one transfer.
+fn check_region(spec: &JobSpec, path: &str, total: u64) -> Result<(), PlanError> {
+    if total < spec.max_bs() {
+        return Err(PlanError::target(
+            path,
+            format!(
+                "the region ({total} bytes) is smaller than one {}-byte transfer; give a larger --size",
+                spec.max_bs()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The plan's checks that need no target looked at (`--parse-only`): the
+/// job count, each job's own validation, `filename` values ':' would split
+/// against the path they name, `wait_for`, and the region an explicit
+/// size in bytes gives each file. A job set that passes may still be
+/// refused by [`plan`] for what its targets are.
+pub fn check(jobs: &[(JobSpec, bool)]) -> Result<(), PlanError> {
+    crate::check_total_jobs(jobs.iter().map(|(spec, _)| spec))?;
+    let mut names: Vec<String> = Vec::new();
+    let units = with_file_names(jobs);
+    for (spec, _, clones) in &units {
+        let in_bytes = crate::zbd::resolve_zone_counts(spec)?;
+        let spec = in_bytes.as_ref().unwrap_or(spec);
+        let on_net = crate::net::planned(spec)?;
+        let spec = on_net.as_ref().unwrap_or(spec);
+        spec.validate()?;
+        crate::files::validate(spec)?;
+        let dir = spec.directory.as_deref();
+        crate::check_filename_splits(spec, &|n| in_directory(dir, n))?;
+        wait_for(spec, names.iter().map(String::as_str))?;
+        let nfiles = spec.filenames.len();
+        let explicit = match spec.size {
+            _ if spec.filesize.is_some() || spec.fill_device => None,
+            Some(SizeSpec::Bytes(b)) if nfiles > 0 => Some(b / nfiles as u64),
+            _ => None,
+        };
+        let sizes = crate::files::file_sizes(spec, clones.start, nfiles);
+        for (f, size) in spec.filenames.iter().zip(sizes) {
+            let total = if spec.filesize.is_some() {
+                Some(size)
+            } else {
+                explicit
+            };
+            if let Some(total) = total {
+                check_region(spec, f, total)?;
+            }
+        }
+        names.extend(clones.clone().map(|_| spec.name.clone()));
+    }
+    Ok(())
+}
+
 /// Look at one target path without writing anything.
 fn inspect(path: &str, writes: bool) -> Result<PlannedTarget, PlanError> {
     let p = Path::new(path);
@@ -341,6 +419,8 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     for (spec, stonewall, clones) in &with_file_names(jobs) {
+        let dir = spec.directory.as_deref();
+        crate::check_filename_splits(spec, &|n| in_directory(dir, n))?;
         // Sizes counted in zones (zonemode=zbd's `8z`) in bytes.
         let in_bytes = crate::zbd::resolve_zone_counts(spec)?;
         let spec = in_bytes.as_ref().unwrap_or(spec);
@@ -517,15 +597,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                     ));
                 }
             }
-            if total < spec.max_bs() {
-                return Err(PlanError::target(
-                    &t.path.display().to_string(),
-                    format!(
-                        "the region ({total} bytes) is smaller than one {}-byte transfer; give a larger --size",
-                        spec.max_bs()
-                    ),
-                ));
-            }
+            check_region(spec, &t.path.display().to_string(), total)?;
             regions.push(Region {
                 start: offset,
                 end: offset + whole_transfers(spec, total, t.size.saturating_sub(offset)),
@@ -617,24 +689,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             idx.iter().map(|&i| (&targets[i].path, targets[i].is_block)),
         )?;
         let verify = verify_content(spec, align)?;
-        let wait_for: Vec<usize> = match &spec.wait_for {
-            None => Vec::new(),
-            Some(name) => {
-                let v: Vec<usize> = out
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, j)| j.spec.name == *name)
-                    .map(|(i, _)| i)
-                    .collect();
-                if v.is_empty() {
-                    return Err(PlanError::Spec(crate::SpecError::Invalid(format!(
-                        "job '{}': wait_for={name} names no job before it; wait_for takes the name of an earlier job",
-                        spec.name
-                    ))));
-                }
-                v
-            }
-        };
+        let wait_for = wait_for(spec, out.iter().map(|j| j.spec.name.as_str()))?;
         for clone in clones.clone() {
             let mut s = spec.clone();
             let base = if spec.randrepeat {
