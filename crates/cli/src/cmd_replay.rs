@@ -293,6 +293,19 @@ pub fn run_audit(a: AuditArgs) -> anyhow::Result<u8> {
         }
     };
     let opts = session_options(a.play, Some(record))?;
+    // The audit records the replay at the block layer, with or without
+    // --record: a target that is no block device is refused as such.
+    // The trace is looked at first, as the replay does.
+    drivelab_device::input::check_regular(&opts.trace, drivelab_device::input::Kind::Trace)?;
+    if let Ok(md) = std::fs::metadata(&opts.target) {
+        use std::os::unix::fs::FileTypeExt;
+        if !md.file_type().is_block_device() {
+            return Err(usage(format!(
+                "{} is not a block device: trace audit records its replay at the block layer, so give a block device as --target (replay onto a file with 'drivelab trace replay')",
+                opts.target.display()
+            )));
+        }
+    }
     let spec = spec_json(&opts);
     let report = session::audit(
         &opts,

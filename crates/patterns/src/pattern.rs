@@ -116,8 +116,9 @@ impl Pattern {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Pattern, PatternError> {
         let path = path.as_ref().to_path_buf();
         let data = input::read(&path, Kind::Pattern).map_err(|e| match e {
-            InputError::TooLarge { .. } => PatternError::FileTooLarge {
+            InputError::TooLarge { size, .. } => PatternError::FileTooLarge {
                 path: path.clone(),
+                size: size.unwrap_or(MAX_FILE_BYTES + 1),
                 max: MAX_FILE_BYTES,
             },
             InputError::Io { source, .. } => PatternError::FileRead {
