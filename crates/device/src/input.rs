@@ -12,8 +12,7 @@
 //! waiting (`O_NONBLOCK`, so a FIFO swapped in cannot block), checked again
 //! on the open descriptor, and read up to the bound of its [`Kind`]. A
 //! refusal is one line naming the file, what it is and what to give
-//! instead. `-` is standard input where a command documents it
-//! ([`read_arg`]), read with the same bound.
+//! instead.
 //!
 //! The module lives in the device crate because every crate that reads a
 //! user's file (workload, trace, erase, season, steps, patterns, replay,
@@ -328,16 +327,6 @@ fn text(data: Vec<u8>, path: &Path, kind: Kind) -> Result<String, InputError> {
 /// Read a whole text input ([`read`], then UTF-8).
 pub fn read_string(path: &Path, kind: Kind) -> Result<String, InputError> {
     text(read(path, kind)?, path, kind)
-}
-
-/// Read a text input named on the command line, where `-` means standard
-/// input (read with the same bound).
-pub fn read_arg(arg: &Path, kind: Kind) -> Result<String, InputError> {
-    if arg == Path::new("-") {
-        let data = read_bounded(std::io::stdin().lock(), arg, kind, None)?;
-        return text(data, arg, kind);
-    }
-    read_string(arg, kind)
 }
 
 #[cfg(test)]

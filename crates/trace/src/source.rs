@@ -147,7 +147,7 @@ impl<R: BufRead, P: LineParser> Iterator for LineReader<R, P> {
             let line = match self.lines.next_line() {
                 Ok(Some(l)) => l,
                 Ok(None) => return None,
-                Err(e) => return Some(Err(e.into())),
+                Err(e) => return Some(Err(e)),
             };
             self.stats.lines += 1;
             let parsed = match self.parser.parse(line, &mut self.stats) {
