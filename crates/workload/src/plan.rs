@@ -4,6 +4,7 @@
 //! targets a run writes is the device claim's, taken when the run starts
 //! ([`crate::exec`]), once per target.
 
+use std::borrow::Cow;
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -162,6 +163,27 @@ fn check_region(spec: &JobSpec, path: &str, total: u64) -> Result<(), PlanError>
     Ok(())
 }
 
+/// One job unit checked on its own and in the form the plan works on:
+/// `filename` values ':' would split against the path they name, sizes
+/// counted in zones (zonemode=zbd's `8z`) in bytes, ioengine=net's one
+/// "file" the socket ([`crate::net`]), then the spec's and its files' own
+/// validation.
+fn ready(spec: &JobSpec) -> Result<Cow<'_, JobSpec>, PlanError> {
+    let dir = spec.directory.as_deref();
+    crate::check_filename_splits(spec, &|n| in_directory(dir, n))?;
+    let spec = match crate::zbd::resolve_zone_counts(spec)? {
+        Some(s) => Cow::Owned(s),
+        None => Cow::Borrowed(spec),
+    };
+    let spec = match crate::net::planned(&spec)? {
+        Some(s) => Cow::Owned(s),
+        None => spec,
+    };
+    spec.validate()?;
+    crate::files::validate(&spec)?;
+    Ok(spec)
+}
+
 /// The plan's checks that need no target looked at (`--parse-only`): the
 /// job count, each job's own validation, `filename` values ':' would split
 /// against the path they name, `wait_for`, and the region an explicit
@@ -172,14 +194,7 @@ pub fn check(jobs: &[(JobSpec, bool)]) -> Result<(), PlanError> {
     let mut names: Vec<String> = Vec::new();
     let units = with_file_names(jobs);
     for (spec, _, clones) in &units {
-        let in_bytes = crate::zbd::resolve_zone_counts(spec)?;
-        let spec = in_bytes.as_ref().unwrap_or(spec);
-        let on_net = crate::net::planned(spec)?;
-        let spec = on_net.as_ref().unwrap_or(spec);
-        spec.validate()?;
-        crate::files::validate(spec)?;
-        let dir = spec.directory.as_deref();
-        crate::check_filename_splits(spec, &|n| in_directory(dir, n))?;
+        let spec = &*ready(spec)?;
         wait_for(spec, names.iter().map(String::as_str))?;
         let nfiles = spec.filenames.len();
         let explicit = match spec.size {
@@ -419,16 +434,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     for (spec, stonewall, clones) in &with_file_names(jobs) {
-        let dir = spec.directory.as_deref();
-        crate::check_filename_splits(spec, &|n| in_directory(dir, n))?;
-        // Sizes counted in zones (zonemode=zbd's `8z`) in bytes.
-        let in_bytes = crate::zbd::resolve_zone_counts(spec)?;
-        let spec = in_bytes.as_ref().unwrap_or(spec);
-        // ioengine=net: its one "file" is the socket ([`crate::net`]).
-        let on_net = crate::net::planned(spec)?;
-        let spec = on_net.as_ref().unwrap_or(spec);
-        spec.validate()?;
-        crate::files::validate(spec)?;
+        let spec = &*ready(spec)?;
         if !out.is_empty() && (*stonewall || spec.new_group) && clones.start == 0 {
             group += 1;
         }
