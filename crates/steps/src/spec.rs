@@ -398,10 +398,16 @@ pub struct Sequence {
 
 /// Parse a pattern name as the CLI and sequence files accept it.
 pub fn parse_pattern(s: &str) -> Result<Pattern, StepError> {
-    s.parse::<Pattern>().map_err(|e| StepError::BadValue {
-        key: "pattern".into(),
-        value: s.into(),
-        expect: e.to_string(),
+    use drivelab_patterns::PatternError as P;
+    s.parse::<Pattern>().map_err(|e| match e {
+        P::FileRead { .. } | P::FileEmpty { .. } | P::FileTooLarge { .. } | P::FileRefused(_) => {
+            StepError::PatternFile(e)
+        }
+        e => StepError::BadValue {
+            key: "pattern".into(),
+            value: s.into(),
+            expect: e.to_string(),
+        },
     })
 }
 
