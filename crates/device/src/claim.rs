@@ -1493,6 +1493,7 @@ mod tests {
             end: Some(4096),
             cause: Box::new(Finding::InUse {
                 by: vec!["loop9".into()],
+                exclusive: false,
             }),
             exclusive: false,
         };
