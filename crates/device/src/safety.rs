@@ -621,6 +621,19 @@ pub fn processes_with_file_open(md: &fs::Metadata) -> Vec<String> {
 
 /// The processes with a descriptor whose target matches `is_it`.
 fn processes_with_open(is_it: impl Fn(&fs::Metadata) -> bool) -> Vec<String> {
+    processes_with_fd(|_, md| is_it(md))
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect()
+}
+
+/// The processes with a descriptor for which `is_it` (given the
+/// descriptor's `/proc/PID/fd/N` path and what it points at) holds, as
+/// (pid, "comm (pid N)"), by pid. Only what `/proc` shows this process
+/// (all of it for root).
+pub(crate) fn processes_with_fd(
+    is_it: impl Fn(&Path, &fs::Metadata) -> bool,
+) -> Vec<(u32, String)> {
     let mut out: Vec<(u32, String)> = Vec::new();
     let Ok(rd) = fs::read_dir("/proc") else {
         return Vec::new();
@@ -632,16 +645,17 @@ fn processes_with_open(is_it: impl Fn(&fs::Metadata) -> bool) -> Vec<String> {
         let Ok(fds) = fs::read_dir(e.path().join("fd")) else {
             continue;
         };
-        let holds = fds
-            .filter_map(|f| f.ok())
-            .any(|f| fs::metadata(f.path()).is_ok_and(|md| is_it(&md)));
+        let holds = fds.filter_map(|f| f.ok()).any(|f| {
+            let p = f.path();
+            fs::metadata(&p).is_ok_and(|md| is_it(&p, &md))
+        });
         if holds {
             let comm = fs::read_to_string(e.path().join("comm")).unwrap_or_default();
             out.push((pid, format!("{} (pid {pid})", comm.trim())));
         }
     }
     out.sort();
-    out.into_iter().map(|(_, s)| s).collect()
+    out
 }
 
 /// What the use checks share: mounted devices, attached loops, active swap.
