@@ -47,9 +47,10 @@ pub struct Consent {
     /// Override every finding that may be overridden (not: read-only, the
     /// running system, held exclusively by another process).
     pub force: bool,
-    /// When `Some`, the device's serial, or its path (as given or with
-    /// symlinks resolved), must be in the list; a file's path must be.
-    /// `None`: no confirmation asked.
+    /// When `Some`, the list must confirm the target (see [`confirms`]):
+    /// a drive by its serial (or a `/dev/disk/by-id/` link to it), a
+    /// device without a serial or a file by its path, as given or by any
+    /// name that resolves to the same node. `None`: no confirmation asked.
     pub confirm: Option<Vec<String>>,
 }
 
@@ -1220,16 +1221,10 @@ fn confirmation(
     let Some(list) = &consent.confirm else {
         return Ok(None);
     };
-    let canonical = fs::canonicalize(path).ok();
-    let hit = list.iter().map(|s| s.trim()).find(|s| {
-        !s.is_empty()
-            && match serial {
-                // A drive with a serial is confirmed by its serial only: a
-                // path can name another drive after a rescan.
-                Some(serial) => serial == *s,
-                None => Path::new(s) == path || canonical.as_deref() == Some(Path::new(s)),
-            }
-    });
+    let hit = list
+        .iter()
+        .map(|s| s.trim())
+        .find(|s| confirms(s, path, serial));
     match (hit, serial) {
         (Some(s), _) => Ok(Some(s.to_string())),
         (None, Some(serial)) => Err(ClaimError::NotConfirmed {
@@ -1242,6 +1237,27 @@ fn confirmation(
             token: path.display().to_string(),
             what: "its path, as it has no serial".into(),
         }),
+    }
+}
+
+/// Whether confirmation `entry` names the target at `path` (whose serial
+/// is `serial`). A drive with a serial is confirmed by its serial, or by a
+/// `/dev/disk/by-id/` link resolving to it (the link is named after the
+/// serial), never by another path: `/dev/sdX` can name another drive after
+/// a rescan. Without a serial, by its path as given or any path resolving
+/// to the same node (a symlink to it, the node a symlink names).
+pub fn confirms(entry: &str, path: &Path, serial: Option<&str>) -> bool {
+    let entry = entry.trim();
+    if entry.is_empty() {
+        return false;
+    }
+    let same_node = || match (fs::canonicalize(entry), fs::canonicalize(path)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    match serial {
+        Some(serial) => serial == entry || (entry.starts_with("/dev/disk/by-id/") && same_node()),
+        None => Path::new(entry) == path || same_node(),
     }
 }
 
@@ -1510,6 +1526,37 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    /// Confirming a target by the symlink it was given as (or the node a
+    /// symlink names) was refused although a path confirms.
+    #[test]
+    fn a_path_confirms_through_a_symlink_either_way() {
+        let d = Dir::new("confirm-link");
+        let p = d.0.join("t.img");
+        fs::write(&p, b"x").unwrap();
+        let link = d.0.join("by-name");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        let other = d.0.join("other.img");
+        fs::write(&other, b"y").unwrap();
+        let (ps, ls) = (p.to_str().unwrap(), link.to_str().unwrap());
+        assert!(confirms(ls, &link, None));
+        assert!(confirms(ps, &link, None));
+        assert!(confirms(ls, &p, None));
+        assert!(confirms(&format!("  {ls} "), &p, None));
+        assert!(!confirms(ls, &other, None));
+        assert!(!confirms("", &p, None));
+        // A drive with a serial: the serial, or a by-id link to it only.
+        assert!(confirms("S1", &p, Some("S1")));
+        assert!(!confirms(ls, &p, Some("S1")));
+        assert!(!confirms("/dev/disk/by-id/no-such-link", &p, Some("S1")));
+        let c = Claim::open(
+            &link,
+            &consent(false, Some(&[ps])),
+            &ClaimOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(c.assessment().consent.confirmed_by.as_deref(), Some(ps));
     }
 
     #[test]
