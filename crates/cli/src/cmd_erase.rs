@@ -313,8 +313,10 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
         Report::Erased(summary) => {
             let printed = print_report(&a.out, &summary)?;
             // Each drive that failed: one line on stderr, in JSON mode
-            // too (stdout holds only the report, which has the same error).
-            for o in &summary.drives {
+            // too (stdout holds only the report, which has the same error);
+            // a stop for an alias of a drive is the alias's line alone.
+            let alias = drivelab_device::watch::alias().is_some();
+            for o in summary.drives.iter().filter(|_| !alias) {
                 if let Some(e) = &o.error {
                     if e.starts_with(&o.device) {
                         eprintln!("drivelab: {e}");
