@@ -9,7 +9,7 @@
 //! a second drivelab refused by the claim) do not stop it.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use drivelab_testkit::{diskstats, make_image, require_root, run, sh, LoopDev, TempDir};
