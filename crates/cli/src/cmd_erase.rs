@@ -148,8 +148,9 @@ pub struct EraseArgs {
     /// Where certificates and journals go (default: the current directory).
     #[arg(long = "certificate-dir", value_name = "DIR", default_value = ".")]
     pub certificate_dir: PathBuf,
-    /// Write even to a drive that is mounted, partitioned, holds a
-    /// signature or is in use (never to the running system's).
+    /// Write even to a drive that is partitioned or holds a signature
+    /// (never to one whose bytes are in use: mounted, swap, held, under a
+    /// mounted or held device, or the running system's).
     #[arg(long)]
     pub force: bool,
     /// Confirm that the data on the drives may be destroyed.
