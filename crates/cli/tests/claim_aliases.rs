@@ -2,7 +2,8 @@
 //! over the target's backing file mid-write was formatted and mounted
 //! while drivelab kept writing (828 MiB in 3 s, exit 0), and the new
 //! filesystem was corrupt. Every writer (a run on a loop device and on the
-//! file itself, a test step write, an erase stream, a trace replay) now
+//! file itself, a test step write, an erase stream and a zero-out, a trace
+//! replay) now
 //! stops within about a second, exits 1 with one line naming the new
 //! loop device, and the new loop then takes a clean filesystem. Opens that
 //! are not aliases (the run's own direct-I/O reopen, a reader, a listing,
@@ -122,6 +123,27 @@ fn writers(target: &str, dir: &TempDir) -> Vec<(&'static str, Vec<String>)> {
                 "--certificate-dir",
                 certs.to_str().unwrap(),
                 // No progress lines on stderr: only the outcome.
+                "--output-format",
+                "json",
+            ]),
+        ),
+        (
+            // Not an I/O loop: BLKZEROOUT range by range.
+            "erase zeroout",
+            strings(&[
+                "erase",
+                target,
+                "--yes",
+                "--confirm-serial",
+                target,
+                "--method",
+                "zeroout",
+                "--verify",
+                "none",
+                "--passes",
+                "20000",
+                "--certificate-dir",
+                certs.to_str().unwrap(),
                 "--output-format",
                 "json",
             ]),

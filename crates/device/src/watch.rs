@@ -116,7 +116,9 @@ static HOOK: OnceLock<fn()> = OnceLock::new();
 /// writing, taken before a claim's assessment: what the claim knew of.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Baseline {
-    loops: Vec<(u32, u32)>,
+    /// Each loop device by its numbers and the bytes it showed: a number
+    /// detached and attached again over other bytes is a new loop.
+    loops: Vec<((u32, u32), Option<Extent>)>,
     writers: Vec<u32>,
 }
 
@@ -127,7 +129,7 @@ impl Baseline {
         Baseline {
             loops: loopdev::attached()
                 .iter()
-                .map(|l| (l.major, l.minor))
+                .map(|l| ((l.major, l.minor), l.extent()))
                 .collect(),
             writers: file.map(writers_of).unwrap_or_default(),
         }
@@ -455,8 +457,9 @@ fn new_loops(entries: &[Entry]) -> Vec<(u64, Alias)> {
     for e in entries {
         let Some(ext) = e.extent else { continue };
         let hit = loops.iter().find(|l| {
-            !e.base.loops.contains(&(l.major, l.minor))
-                && l.extent().is_some_and(|x| x.overlap(&ext).is_some())
+            let now = l.extent();
+            !e.base.loops.contains(&((l.major, l.minor), now))
+                && now.is_some_and(|x| x.overlap(&ext).is_some())
         });
         if let Some(l) = hit {
             let dev = Path::new("/dev").join(&l.name);
