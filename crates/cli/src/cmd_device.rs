@@ -65,8 +65,9 @@ pub struct WriteGuard {
     /// Confirm that this command may destroy data on DEV.
     #[arg(long)]
     pub yes: bool,
-    /// Write even if DEV is in use, has a partition table or a filesystem
-    /// (a read-only or system device is still refused).
+    /// Write even if DEV has a partition table or a filesystem signature
+    /// (a read-only or system device, or one whose bytes are in use, is
+    /// still refused).
     #[arg(long)]
     pub force: bool,
 }

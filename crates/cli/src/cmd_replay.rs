@@ -82,7 +82,8 @@ pub struct PlayArgs {
     /// Place offsets beyond the target by wrapping or scaling.
     #[arg(long, value_enum, default_value_t = RemapArg::Wrap)]
     pub remap: RemapArg,
-    /// Write to a device the safety checks refuse (never the running system).
+    /// Write to a device that is partitioned or holds a signature (never
+    /// to one whose bytes are in use, nor the running system).
     #[arg(long)]
     pub force: bool,
 }

@@ -71,7 +71,7 @@ pub const RUN_FLAGS: &[RunFlag] = &[
     RunFlag { name: "eta", value: Some("WHEN"), choices: &["auto", "always", "never"], help: "the progress line on stderr: auto (when stderr is a terminal), always, never [default: auto]" },
     RunFlag { name: "eta-newline", value: Some("TIME"), choices: &[], help: "end the progress line with a newline every TIME (s when bare) instead of overwriting it" },
     RunFlag { name: "status-interval", value: Some("TIME"), choices: &[], help: "every TIME (s when bare, e.g. 1, 500ms, 1m; at least 1ms) print every job's full statistics so far in the chosen format(s), then the final result" },
-    RunFlag { name: "force", value: None, choices: &[], help: "write to a device the safety checks refuse (not the running system)" },
+    RunFlag { name: "force", value: None, choices: &[], help: "write to a device that is partitioned or holds a signature (never to one whose bytes are in use, nor the running system)" },
     RunFlag { name: "parse-only", value: None, choices: &[], help: "check the options and job file, run nothing (fio's --parse-only)" },
     RunFlag { name: "store", value: Some("PATH|URL"), choices: &[], help: "keep the result in this store (default: $DRIVELAB_STORE, else ~/.local/share/drivelab/results.db)" },
     RunFlag { name: "no-store", value: None, choices: &[], help: "do not keep the result" },

@@ -88,7 +88,8 @@ pub struct TestArgs {
     /// Logical block size of a regular file, bytes [default: 512].
     #[arg(long = "block-size", value_name = "BYTES")]
     pub block_size: Option<u32>,
-    /// Write to a device the safety checks refuse (not the running system).
+    /// Write to a device that is partitioned or holds a signature (never
+    /// to one whose bytes are in use, nor the running system).
     #[arg(long)]
     pub force: bool,
     /// Also write the text log to FILE (as each step finishes).

@@ -87,6 +87,15 @@ pub fn report(e: &anyhow::Error, json: bool) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Report an alias that appeared over a claimed target while it was
+/// written (the writers stopped): one line on stderr, whatever the output
+/// format (standard output holds what was done until then), and exit
+/// status 1, a failure while running.
+pub fn report_alias(alias: &drivelab_device::watch::Alias) -> ExitCode {
+    emit(&alias.to_string(), 1, false);
+    ExitCode::from(1)
+}
+
 /// Report a command-line parse error: exit status 2.
 pub fn report_usage(msg: &str, json: bool) -> ExitCode {
     let line = usage_line(msg);

@@ -8,6 +8,8 @@
 //! - [`safety`]: the checks that decide whether a device may be written.
 //! - [`claim`]: the only way to get a writable device or file: assessment,
 //!   consent and an exclusive hold, in one step.
+//! - [`watch`]: every live claim watched for aliases that appear while it
+//!   is written (a loop device attached over the same bytes).
 //! - [`loopdev`]: loop devices as windows onto a backing file's bytes, so
 //!   aliases of one another can be found.
 //! - [`sg`], [`scsi`], [`ata`], [`nvme`]: command passthrough (SG_IO, SAT ATA
@@ -40,5 +42,6 @@ pub mod safety;
 pub mod scsi;
 pub mod sg;
 pub mod units;
+pub mod watch;
 pub mod zero;
 pub mod zoned;

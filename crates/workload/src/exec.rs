@@ -117,8 +117,10 @@ pub enum RunError {
 
 /// Claim every target a job writes (the device crate's safety assessment,
 /// the user's consent and an exclusive hold, kept for the whole run), then
-/// create, extend and lay out files as the plan says. Targets only read
-/// are not claimed. Returns one entry per plan target.
+/// create, extend and lay out files as the plan says: every claim is taken
+/// before any file is laid out, so a refused target (or one given twice)
+/// leaves the others unwritten. Targets only read are not claimed. Returns
+/// one entry per plan target.
 fn claim_targets(
     plan: &Plan,
     sets: &crate::files::RunSets,
@@ -145,8 +147,13 @@ fn claim_targets(
             direct: false,
             create_size: (!t.is_block).then_some(if by_prealloc { 0 } else { t.size }),
         };
-        let claim = Claim::open(&t.path, &consent, &opts).map_err(RunError::Claim)?;
-        if grows {
+        claims.push(Some(
+            Claim::open(&t.path, &consent, &opts).map_err(RunError::Claim)?,
+        ));
+    }
+    for (i, (t, claim)) in plan.targets.iter().zip(&claims).enumerate() {
+        let Some(claim) = claim else { continue };
+        if !t.is_block && (t.create || t.size > t.existing_size) {
             claim
                 .preallocate(crate::files::prealloc_of(plan, i), t.size)
                 .map_err(|source| RunError::Prepare {
@@ -155,9 +162,8 @@ fn claim_targets(
                 })?;
         }
         if t.layout {
-            lay_out(&claim, t)?;
+            lay_out(claim, t)?;
         }
-        claims.push(Some(claim));
     }
     Ok(claims)
 }

@@ -362,13 +362,14 @@ fn describe(paths: &[PathBuf], force: bool) -> Result<Vec<BlockDevice>, EraseErr
     for p in paths {
         let d = BlockDevice::from_path(p)
             .map_err(|e| EraseError::Refused(format!("{}: {e}", p.display())))?;
-        if devs
+        if let Some(j) = devs
             .iter()
-            .any(|o| o.major == d.major && o.minor == d.minor)
+            .position(|o| o.major == d.major && o.minor == d.minor)
         {
             return Err(EraseError::Refused(format!(
-                "{} is named twice",
-                p.display()
+                "{} is the same device as {}, given twice; give each drive once (nothing was written)",
+                p.display(),
+                paths[j].display()
             )));
         }
         if d.size.0 == 0 {
@@ -533,9 +534,10 @@ pub fn confirm(
     for d in drives {
         let path = d.dev.path.display().to_string();
         let token = d.confirm_token();
-        let hit = consent.confirm.iter().position(|s| {
-            s.trim() == token || (d.serial().is_none() && Path::new(s.trim()) == d.dev.path)
-        });
+        let hit = consent
+            .confirm
+            .iter()
+            .position(|s| drivelab_device::claim::confirms(s, &d.dev.path, d.serial()));
         if let Some(i) = hit {
             used[i] = true;
             continue;
