@@ -339,6 +339,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     crate::cmd_store::choose(p.store.clone(), p.no_store);
+    crate::cmd_store::check()?;
     // Where the results go, checked before anything runs.
     p.out.check()?;
     // Build the jobs: from a job file, or one job from the options.

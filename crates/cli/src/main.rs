@@ -101,6 +101,9 @@ fn main() -> ExitCode {
         }
     };
     cmd_store::choose(cli.store, cli.no_store);
+    if let Err(e) = cmd_store::check() {
+        return error::report(&e, json);
+    }
     let result = match cli.command {
         Command::Run(a) => cmd_run::run(a),
         Command::Devices(a) => cmd_devices::run(a),

@@ -205,13 +205,17 @@ pub fn check_dir(path: &Path, what: &str) -> anyhow::Result<()> {
             let _ = std::fs::remove_dir(m);
         }
         None => {
-            let probe = path.join(format!(".drivelab-write-probe-{}", std::process::id()));
-            OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&probe)
+            // A block of data, synced: a full filesystem fails here, before
+            // a journal or certificate is begun in it.
+            let mut probe = Output::new(path.join(".drivelab-write-probe"))
+                .option(what)
+                .create()
                 .map_err(|e| bad(format!("files cannot be created in it ({e})")))?;
-            let _ = std::fs::remove_file(&probe);
+            probe
+                .write_all(&[0u8; 4096])
+                .map_err(|e| e.to_string())
+                .and_then(|_| probe.sync().map_err(|e| e.to_string()))
+                .map_err(|e| bad(format!("files cannot be written in it ({e})")))?;
         }
     }
     Ok(())

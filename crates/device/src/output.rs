@@ -227,6 +227,7 @@ pub struct Output {
     option: Option<String>,
     inputs: Vec<PathBuf>,
     mode: Option<u32>,
+    no_replace: bool,
 }
 
 /// A path checked by [`Output::check`]: where the file goes and what is
@@ -250,7 +251,17 @@ impl Output {
             option: None,
             inputs: Vec::new(),
             mode: None,
+            no_replace: false,
         }
+    }
+
+    /// Never replace an existing file: [`OutputFile::commit`] fails with
+    /// `AlreadyExists` when one appeared meanwhile (it links the new file
+    /// into place instead of renaming). For files that must stay once
+    /// made, such as a signing key.
+    pub fn no_replace(mut self) -> Output {
+        self.no_replace = true;
+        self
     }
 
     /// Name the option that gave the path ("--output"), for messages.
@@ -377,6 +388,11 @@ impl Output {
     /// contents; [`OutputFile::commit`] puts it in place.
     pub fn create(&self) -> Result<OutputFile, OutputError> {
         let checked = self.check()?;
+        if self.no_replace && checked.existing.is_some() {
+            return Err(self.io("create")(io::Error::from(
+                io::ErrorKind::AlreadyExists,
+            )));
+        }
         let dir = parent(&checked.path).to_path_buf();
         let name = checked
             .path
@@ -466,6 +482,30 @@ impl OutputFile {
         &self.target
     }
 
+    /// Another descriptor of the temporary file (flushed first), to hand
+    /// to a child process as its standard output.
+    pub fn try_clone_file(&mut self) -> io::Result<File> {
+        match self.file.as_mut() {
+            Some(f) => {
+                f.flush()?;
+                f.get_ref().try_clone()
+            }
+            None => Err(io::Error::other("output already committed")),
+        }
+    }
+
+    /// Flush and fsync the temporary file (it stays temporary): a write
+    /// the filesystem cannot hold fails here.
+    pub fn sync(&mut self) -> io::Result<()> {
+        match self.file.as_mut() {
+            Some(f) => {
+                f.flush()?;
+                f.get_ref().sync_data()
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Flush, fsync and rename the temporary file into place (then fsync
     /// the directory, so the rename survives a crash). On failure the
     /// temporary file is removed and the target is as it was.
@@ -478,8 +518,14 @@ impl OutputFile {
             .map_err(|e| self.output.io("write")(e.into_error()))?;
         file.sync_all().map_err(self.output.io("write"))?;
         drop(file);
-        fs::rename(&self.tmp, &self.target).map_err(self.output.io("rename into place"))?;
-        self.tmp = PathBuf::new();
+        if self.output.no_replace {
+            // A hard link fails when the name exists; the temporary name
+            // is removed when dropped.
+            fs::hard_link(&self.tmp, &self.target).map_err(self.output.io("put in place"))?;
+        } else {
+            fs::rename(&self.tmp, &self.target).map_err(self.output.io("rename into place"))?;
+            self.tmp = PathBuf::new();
+        }
         if let Ok(d) = File::open(parent(&self.target)) {
             let _ = d.sync_all();
         }
@@ -819,6 +865,31 @@ mod tests {
         );
         drop(holder);
         Output::new(&locked).write(b"free").unwrap();
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn no_replace_keeps_a_file_that_exists() {
+        let d = scratch("noreplace");
+        let k = d.join("key");
+        Output::new(&k)
+            .mode(0o600)
+            .no_replace()
+            .write(b"first")
+            .unwrap();
+        assert!(Output::new(&k).no_replace().write(b"second").is_err());
+        let f = Output::new(&k).no_replace();
+        let mut a = f.create().unwrap_err();
+        assert!(!a.is_refusal());
+        fs::remove_file(&k).unwrap();
+        let mut late = f.create().unwrap();
+        late.write_all(b"late").unwrap();
+        fs::write(&k, b"raced").unwrap();
+        assert!(late.commit().is_err());
+        assert_eq!(fs::read(&k).unwrap(), b"raced");
+        assert_eq!(names(&d), ["key"]);
+        a = Output::new(&k).no_replace().create().unwrap_err();
+        assert!(a.to_string().contains("cannot create"), "{a}");
         let _ = fs::remove_dir_all(&d);
     }
 
