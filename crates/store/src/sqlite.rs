@@ -47,7 +47,7 @@ pub fn check_path(path: &Path) -> Result<PathBuf> {
     let bad = |e: OutputError| match e {
         OutputError::Refused { .. } => StoreError::BadLocation {
             location: path.display().to_string(),
-            why: e.unsafe_reason().map(|u| u.to_string()).unwrap_or_default(),
+            why: e.to_string(),
         },
         OutputError::Io { .. } => StoreError::Unreachable {
             location: path.display().to_string(),
