@@ -350,6 +350,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<u8> {
     let dev = a.device.as_path();
     crate::error::device_node(dev)?;
     let (name, common) = op_meta(&a.op);
+    common.out.check_inputs(&[dev])?;
     let t = common.timeout_ms;
     let p = Printer {
         dev,

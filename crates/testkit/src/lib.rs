@@ -186,7 +186,14 @@ impl Tmpfs {
         let opt = format!("size={size}");
         sh(
             "mount",
-            &["-t", "tmpfs", "-o", &opt, "tmpfs", path.to_str().expect("utf-8 path")],
+            &[
+                "-t",
+                "tmpfs",
+                "-o",
+                &opt,
+                "tmpfs",
+                path.to_str().expect("utf-8 path"),
+            ],
         );
         Tmpfs { path }
     }
