@@ -43,13 +43,18 @@ pub struct SqliteStore {
 /// device, no loop device's backing file, no swap, no symlink to these);
 /// returns the file to open (a symlink resolved). Nothing is created.
 pub fn check_path(path: &Path) -> Result<PathBuf> {
-    use drivelab_device::output::{Output, OutputError};
-    let bad = |e: OutputError| match e {
-        OutputError::Refused { .. } => StoreError::BadLocation {
-            location: path.display().to_string(),
-            why: e.to_string(),
-        },
-        OutputError::Io { .. } => StoreError::Unreachable {
+    use drivelab_device::output::{Output, OutputError, Unsafe};
+    // A device, a backing file or a symlink to one is bad input; a
+    // directory that is missing or not one is a store that cannot be
+    // reached (a warning when a result is saved).
+    let bad = |e: OutputError| match e.unsafe_reason() {
+        Some(Unsafe::NoDirectory { .. } | Unsafe::NotADirectory { .. }) | None => {
+            StoreError::Unreachable {
+                location: path.display().to_string(),
+                why: e.to_string(),
+            }
+        }
+        Some(_) => StoreError::BadLocation {
             location: path.display().to_string(),
             why: e.to_string(),
         },
