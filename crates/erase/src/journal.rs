@@ -411,7 +411,7 @@ mod tests {
         j.sync().unwrap();
         drop(j);
         // A crash mid-line leaves a torn record.
-        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
         write!(f, "D 1 99").unwrap();
         drop(f);
         let mut j = Journal::append(&p).unwrap();
