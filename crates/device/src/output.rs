@@ -812,7 +812,8 @@ mod tests {
         symlink("loop-a", d.join("loop-b")).unwrap();
         symlink("loop-b", d.join("loop-a")).unwrap();
         symlink("in.trace", d.join("in-link")).unwrap();
-        let cases: Vec<(PathBuf, fn(&Unsafe) -> bool)> = vec![
+        type Want = fn(&Unsafe) -> bool;
+        let cases: Vec<(PathBuf, Want)> = vec![
             ("/dev/null".into(), |u| *u == Unsafe::CharDevice),
             ("/dev/full".into(), |u| *u == Unsafe::CharDevice),
             (d.clone(), |u| *u == Unsafe::Directory),
