@@ -193,6 +193,10 @@ pub fn run(a: EraseArgs) -> anyhow::Result<u8> {
 }
 
 fn verify_cert(file: &Path, src: &TrustSources, out: &OutputArgs) -> anyhow::Result<u8> {
+    let mut inputs = vec![file];
+    inputs.extend(src.public_keys.iter().map(Path::new));
+    inputs.extend(src.trusted_keys.iter().map(PathBuf::as_path));
+    out.check_inputs(&inputs)?;
     let v = match cert::verify_file(file, src) {
         Ok(v) => v,
         Err(e) if e.is_bad_input() => return Err(usage(e.to_string())),

@@ -197,9 +197,10 @@ fn session_options(a: PlayArgs, record: Option<PathBuf>) -> anyhow::Result<Sessi
 
 /// Run `drivelab trace replay`.
 pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
-    a.out.check()?;
+    let inputs = [a.play.trace.as_path(), a.play.target.as_path()];
+    a.out.check_inputs(&inputs)?;
     if let Some(p) = &a.record {
-        crate::output::check_file(p, "--record")?;
+        crate::output::check_file_inputs(p, "--record", &inputs)?;
     }
     let opts = session_options(a.play, a.record)?;
     let spec = spec_json(&opts);
@@ -257,7 +258,9 @@ impl Drop for TempRecording {
 /// Run `drivelab trace audit`: exit status 0 when every criterion passed,
 /// 1 when one failed (or the replay had errors), 2 on bad input.
 pub fn run_audit(a: AuditArgs) -> anyhow::Result<u8> {
-    a.out.check()?;
+    let (trace, target) = (a.play.trace.clone(), a.play.target.clone());
+    let inputs = [trace.as_path(), target.as_path()];
+    a.out.check_inputs(&inputs)?;
     if !(0.0..=1.0).contains(&a.tolerance) {
         return Err(usage(format!(
             "--tolerance {} is outside 0..1 (it is a fraction: 0.05 = 5 %)",
@@ -271,7 +274,7 @@ pub fn run_audit(a: AuditArgs) -> anyhow::Result<u8> {
     }
     let (record, _temp) = match a.record {
         Some(p) => {
-            crate::output::check_file(&p, "--record")?;
+            crate::output::check_file_inputs(&p, "--record", &inputs)?;
             (p, TempRecording(None))
         }
         None => {

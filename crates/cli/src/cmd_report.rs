@@ -12,7 +12,7 @@ use drivelab_report::html::{self, Input, Kind};
 use serde_json::Value;
 
 use crate::error::usage;
-use crate::output::check_file;
+use crate::output::check_file_inputs;
 
 /// Arguments of `drivelab report`.
 #[derive(Args, Debug)]
@@ -89,7 +89,14 @@ fn read_stored(
 
 /// Run `drivelab report`.
 pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
-    check_file(&a.html, "--html")?;
+    // The inputs that are files (the others are store IDs) are never the page.
+    let files: Vec<&Path> = a
+        .inputs
+        .iter()
+        .map(Path::new)
+        .filter(|p| p.exists())
+        .collect();
+    check_file_inputs(&a.html, "--html", &files)?;
     let mut store = None;
     let inputs = a
         .inputs
@@ -104,7 +111,9 @@ pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
         })
         .collect::<anyhow::Result<Vec<Input>>>()?;
     let page = html::render(&inputs);
-    std::fs::write(&a.html, page)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", a.html.display()))?;
+    drivelab_device::output::Output::new(&a.html)
+        .option("--html")
+        .inputs(files)
+        .write(page.as_bytes())?;
     Ok(0)
 }

@@ -339,6 +339,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     crate::cmd_store::choose(p.store.clone(), p.no_store);
+    crate::cmd_store::check()?;
     // Where the results go, checked before anything runs.
     p.out.check()?;
     // Build the jobs: from a job file, or one job from the options.
@@ -401,10 +402,19 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     // Every plan error is in what was asked: bad input, nothing written.
     let planned = plan(&jobs, &PlanOptions { force: p.force })
         .map_err(|e: PlanError| usage(e.to_string()))?;
-    // fio's log files (write_*_log), checked like --output before any I/O.
+    // The run's inputs (its targets and job file) are never an output.
+    let mut inputs: Vec<&std::path::Path> =
+        planned.targets.iter().map(|t| t.path.as_path()).collect();
+    inputs.extend(p.jobfile.as_deref());
+    p.out.check_inputs(&inputs)?;
+    // fio's log files (write_*_log, write_iolog), checked like --output
+    // before any I/O.
     for (i, j) in planned.jobs.iter().enumerate() {
         for path in j.spec.logs.paths(&j.spec.name, i + 1) {
-            crate::output::check_file(&path, "log file")?;
+            crate::output::check_file_inputs(&path, "log file", &inputs)?;
+        }
+        if let Some(path) = &j.spec.files.iolog {
+            crate::output::check_file_inputs(path.as_ref(), "--write_iolog", &inputs)?;
         }
     }
     let stop = crate::signal::stop_flag();
@@ -436,7 +446,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     };
     let mut sink = crate::status::Sink::new(p.out.output.clone(), p.formats.wants_normal());
     let mut on_status = |r: &drivelab_report::RunReport| {
-        if p.out.output.is_none() {
+        if p.out.file().is_none() {
             // The snapshot goes where the progress line is drawn.
             display.borrow_mut().finish();
         }

@@ -41,6 +41,21 @@ pub fn choose(spec: Option<String>, disabled: bool) {
     }
 }
 
+/// Check the chosen store's file before any work starts (unless
+/// `--no-store`): a device, a loop device's backing file or a symlink to
+/// one is bad input (exit status 2), nothing written.
+pub fn check() -> anyhow::Result<()> {
+    let c = choice();
+    if c.disabled {
+        return Ok(());
+    }
+    match drivelab_store::check(c.spec.as_deref()) {
+        Err(e @ drivelab_store::StoreError::BadLocation { .. }) => Err(usage(e.to_string())),
+        // A store unreachable now is a warning when the result is saved.
+        _ => Ok(()),
+    }
+}
+
 fn choice() -> Choice {
     CHOICE.lock().map(|c| c.clone()).unwrap_or_default()
 }

@@ -30,6 +30,8 @@ pub fn exit_status(e: &anyhow::Error) -> u8 {
         c.is::<UsageError>()
             || c.downcast_ref::<drivelab_trace::TraceError>()
                 .is_some_and(|t| t.is_bad_input())
+            || c.downcast_ref::<drivelab_device::output::OutputError>()
+                .is_some_and(|o| o.is_refusal())
     };
     if e.chain().any(bad_input) {
         2

@@ -101,6 +101,9 @@ fn main() -> ExitCode {
         }
     };
     cmd_store::choose(cli.store, cli.no_store);
+    if let Err(e) = cmd_store::check() {
+        return error::report(&e, json);
+    }
     // An alias of a claimed target appearing mid-write stops every writer
     // as Ctrl-C would; the outcome is then that alias (below).
     drivelab_device::watch::on_alias(drivelab_engine::sys::request_stop);

@@ -12,6 +12,10 @@
 //!   is written (a loop device attached over the same bytes).
 //! - [`loopdev`]: loop devices as windows onto a backing file's bytes, so
 //!   aliases of one another can be found.
+//! - [`output`]: the only way to write a file of drivelab's own (results,
+//!   logs, stores, certificates, journals): refuses devices, loop backing
+//!   files, swap, locked files and the command's inputs, and replaces a
+//!   file atomically.
 //! - [`sg`], [`scsi`], [`ata`], [`nvme`]: command passthrough (SG_IO, SAT ATA
 //!   PASS-THROUGH, NVMe admin and I/O ioctls), command builders and status
 //!   decoders; [`ata_security`]: ATA SECURITY ERASE UNIT with its temporary
@@ -37,6 +41,7 @@ pub mod health;
 pub mod loopdev;
 pub mod nbd;
 pub mod nvme;
+pub mod output;
 pub mod passthrough;
 pub mod safety;
 pub mod scsi;

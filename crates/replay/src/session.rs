@@ -95,14 +95,10 @@ pub enum SessionError {
     /// Reading the trace again, or recording, failed.
     #[error(transparent)]
     Trace(#[from] TraceError),
-    /// The recording file cannot be created.
-    #[error("cannot create {}: {error}", .path.display())]
-    CreateRecording {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        error: std::io::Error,
-    },
+    /// The recording file is refused, or cannot be created or put in
+    /// place.
+    #[error(transparent)]
+    Recording(#[from] drivelab_device::output::OutputError),
     /// The thread that drains the recorder panicked.
     #[error("the recorder thread panicked")]
     RecorderPanicked,
@@ -115,6 +111,7 @@ impl SessionError {
     /// Whether the request was refused before anything was written.
     pub fn is_input(&self) -> bool {
         matches!(self, SessionError::Input(_) | SessionError::Unsafe(_))
+            || matches!(self, SessionError::Recording(e) if e.is_refusal())
     }
 }
 
@@ -413,12 +410,10 @@ fn record_until(
     out: &Path,
     stop: &AtomicBool,
 ) -> Result<RecordSummary, SessionError> {
-    let file = std::fs::File::create(out).map_err(|error| SessionError::CreateRecording {
-        path: out.to_path_buf(),
-        error,
-    })?;
-    let mut w =
-        drivelab_trace::open_writer(std::io::BufWriter::new(file), Format::Native, rec.devices())?;
+    let mut file = drivelab_device::output::Output::new(out)
+        .option("--record")
+        .create()?;
+    let mut w = drivelab_trace::open_writer(&mut file, Format::Native, rec.devices())?;
     loop {
         for r in rec.poll()? {
             w.write(&r)?;
@@ -433,6 +428,8 @@ fn record_until(
         w.write(&r)?;
     }
     w.finish()?;
+    drop(w);
+    file.commit()?;
     Ok(summary)
 }
 

@@ -648,6 +648,18 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn Store>> {
     open_location(&Location::resolve(spec)?)
 }
 
+/// Check, creating and writing nothing, that the store `spec` names (as
+/// [`open`] takes it) may be written: an SQLite file is checked by the
+/// device crate's output rules, with the `-wal`, `-shm` and `-journal`
+/// files SQLite keeps beside it; a PostgreSQL
+/// URL is not contacted.
+pub fn check(spec: Option<&str>) -> Result<()> {
+    match Location::resolve(spec)? {
+        Location::Sqlite(p) => sqlite::check_path(&p).map(drop),
+        Location::Postgres(_) => Ok(()),
+    }
+}
+
 /// Open the store at `loc` (see [`open`]).
 pub fn open_location(loc: &Location) -> Result<Box<dyn Store>> {
     let mut s: Box<dyn Store> = match loc {

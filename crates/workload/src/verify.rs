@@ -411,7 +411,8 @@ impl Content {
             let mut out = Vec::new();
             for (kind, data) in [("received", block), ("expected", &want[..])] {
                 let f = format!("{base}.{off}.{kind}");
-                if std::fs::write(&f, data).is_ok() {
+                let file = drivelab_device::output::Output::new(&f).option("verify_dump");
+                if file.write(data).is_ok() {
                     out.push(f);
                 }
             }

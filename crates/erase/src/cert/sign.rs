@@ -10,10 +10,11 @@
 //! question.
 
 use std::fs;
-use std::io::{Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use drivelab_device::output::Output;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 
 use super::{Certificate, FORMAT};
@@ -84,20 +85,19 @@ pub fn load_or_create_key(dir: &Path) -> Result<SigningKey, EraseError> {
         .and_then(|mut f| f.read_exact(&mut seed))
         .map_err(|e| key_err(Path::new("/dev/urandom"), e))?;
     let key = SigningKey::from_bytes(&seed);
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
+    // Written whole or not at all, and never over a key another process
+    // made meanwhile.
+    Output::new(&path)
+        .option("signing key")
         .mode(0o600)
-        .open(&path)
+        .no_replace()
+        .write(format!("{}\n", hex(&seed)).as_bytes())
         .map_err(|e| key_err(&path, e))?;
-    writeln!(f, "{}", hex(&seed)).map_err(|e| key_err(&path, e))?;
-    f.sync_all().map_err(|e| key_err(&path, e))?;
     let pub_path = dir.join(PUB_FILE);
-    fs::write(
-        &pub_path,
-        format!("{}\n", hex(key.verifying_key().as_bytes())),
-    )
-    .map_err(|e| key_err(&pub_path, e))?;
+    Output::new(&pub_path)
+        .option("public key")
+        .write(format!("{}\n", hex(key.verifying_key().as_bytes())).as_bytes())
+        .map_err(|e| key_err(&pub_path, e))?;
     Ok(key)
 }
 
