@@ -367,7 +367,10 @@ mod tests {
                 let n = p.written_bytes - prev;
                 assert!(n >= 5 * X, "{gap} {batch}: {p:?}");
                 let span = n as f64 / p.bw_bytes;
-                assert!(span >= MIN_SPAN_NS as f64 / 1e9 * 0.999, "{gap} {batch}: {p:?}");
+                assert!(
+                    span >= MIN_SPAN_NS as f64 / 1e9 * 0.999,
+                    "{gap} {batch}: {p:?}"
+                );
                 secs += span;
                 prev = p.written_bytes;
             }
@@ -375,7 +378,10 @@ mod tests {
             if total >= MIN_SPAN_NS as f64 / 1e9 {
                 // Every byte is in the series, over the pass's whole time.
                 assert_eq!(prev, 512 * X, "{gap} {batch}");
-                assert!((secs - total).abs() < 1e-9, "{gap} {batch}: {secs} vs {total}");
+                assert!(
+                    (secs - total).abs() < 1e-9,
+                    "{gap} {batch}: {secs} vs {total}"
+                );
                 let rate = (512 * X) as f64 / total;
                 for p in &b.points {
                     assert!(p.bw_bytes <= rate * 2.0, "{gap} {batch}: {p:?}");
