@@ -252,49 +252,36 @@ fn verdict(kind: Kind, v: &Value, code: u8) -> String {
                 words.push(format!("{n} I/O errors"));
             }
         }
-        Kind::Season => {
-            let states: Vec<String> = v
-                .get("drives")
-                .and_then(Value::as_array)
-                .map(|ds| {
-                    ds.iter()
-                        .filter_map(|d| d.get("state").and_then(Value::as_str))
-                        .map(String::from)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let mut uniq = states.clone();
-            uniq.dedup();
-            if uniq.len() == 1 {
-                words.push(uniq.remove(0));
-            } else {
-                words.extend(states);
-            }
-        }
-        Kind::Erase => {
-            let results: Vec<String> = v
-                .get("drives")
-                .and_then(Value::as_array)
-                .map(|ds| {
-                    ds.iter()
-                        .filter_map(|d| d.get("result").and_then(Value::as_str))
-                        .map(String::from)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let mut uniq = results.clone();
-            uniq.dedup();
-            if uniq.len() == 1 {
-                words.push(uniq.remove(0));
-            } else {
-                words.extend(results);
-            }
-        }
+        // Each drive's state (season) or result (erase); one word when all
+        // drives agree.
+        Kind::Season => drive_words(v, "state", &mut words),
+        Kind::Erase => drive_words(v, "result", &mut words),
     }
     if words.is_empty() {
         words.push(if code == 0 { "ok" } else { "failed" }.into());
     }
     words.join("; ")
+}
+
+/// Each drive's `key`, once when every drive has the same.
+fn drive_words(v: &Value, key: &str, words: &mut Vec<String>) {
+    let each: Vec<String> = v
+        .get("drives")
+        .and_then(Value::as_array)
+        .map(|ds| {
+            ds.iter()
+                .filter_map(|d| d.get(key).and_then(Value::as_str))
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut uniq = each.clone();
+    uniq.dedup();
+    if uniq.len() == 1 {
+        words.push(uniq.remove(0));
+    } else {
+        words.extend(each);
+    }
 }
 
 /// The drives a result names: the devices of its device check and claims,

@@ -22,23 +22,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use drivelab_testkit::{digest, diskstats, require_root, LoopDev, TempDir};
+use drivelab_testkit::{digest, diskstats, require_root, run, LoopDev, TempDir};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
 
-/// Run drivelab with its config (the signing key) inside `dir`.
-fn dl(dir: &TempDir, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .output()
-        .expect("run drivelab");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// Run drivelab (its config, the signing key, is the test's: see
+/// [`results_say_what_happened`]).
+fn dl(_dir: &TempDir, args: &[&str]) -> (i32, String, String) {
+    run(BIN, args)
 }
 
 fn json(text: &str) -> Value {
@@ -90,6 +82,13 @@ impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.0).status();
     }
+}
+
+/// `erase D --yes --confirm-serial D` and `extra`.
+fn erase_args<'a>(d: &'a LoopDev, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec!["erase", d.dev(), "--yes", "--confirm-serial", d.dev()];
+    a.extend(extra);
+    a
 }
 
 /// A fio iolog of `n` 4 KiB writes to one file, front to back.
@@ -268,21 +267,17 @@ fn replay_onto_failing_writes(dir: &TempDir) {
     let log = dir.join("replay.log");
     write_log(&log, 1023);
     let (w0, ws0) = writes(&d.name);
-    let (code, out, err) = dl(
-        dir,
-        &[
-            "trace",
-            "replay",
-            s(&log),
-            "--target",
-            d.dev(),
-            "--force",
-            "--mode",
-            "afap",
-            "--output-format",
-            "json",
-        ],
-    );
+    let args = [
+        "trace",
+        "replay",
+        s(&log),
+        "--target",
+        d.dev(),
+        "--force",
+        "--mode",
+        "afap",
+    ];
+    let (code, out, err) = dl(dir, &[&args[..], &["--output-format", "json"]].concat());
     assert_eq!(code, 1, "{err}");
     let v = json(&out);
     let (done, errors) = (
@@ -301,19 +296,7 @@ fn replay_onto_failing_writes(dir: &TempDir) {
     );
     let (w1, ws1) = writes(&d.name);
     assert!(w1 > w0 && ws1 > ws0, "the writes reached the device");
-    let (code, text, _) = dl(
-        dir,
-        &[
-            "trace",
-            "replay",
-            s(&log),
-            "--target",
-            d.dev(),
-            "--force",
-            "--mode",
-            "afap",
-        ],
-    );
+    let (code, text, _) = dl(dir, &args);
     assert_eq!(code, 1);
     assert!(
         text.contains("score: none: ") && !text.contains("IO/s"),
@@ -346,17 +329,10 @@ fn tampered_certificates_are_invalid(dir: &TempDir) {
     let certs = dir.join("certs");
     let (code, out, err) = dl(
         dir,
-        &[
-            "erase",
-            d.dev(),
-            "--yes",
-            "--confirm-serial",
-            d.dev(),
-            "--certificate-dir",
-            s(&certs),
-            "--output-format",
-            "json",
-        ],
+        &erase_args(
+            &d,
+            &["--certificate-dir", s(&certs), "--output-format", "json"],
+        ),
     );
     assert_eq!(code, 0, "{err}");
     let file = PathBuf::from(json(&out)["drives"][0]["certificate"].as_str().unwrap());
@@ -397,22 +373,19 @@ fn bus_limited_erase_stops_at_sigterm(dir: &TempDir) {
     let d = LoopDev::new_in(dir, 64 << 20);
     let certs = dir.join("bus-certs");
     let child = Command::new(BIN)
-        .args([
-            "erase",
-            d.dev(),
-            "--yes",
-            "--confirm-serial",
-            d.dev(),
-            "--method",
-            "stream",
-            "--bus-limit",
-            "64k",
-            "--certificate-dir",
-            s(&certs),
-            "--output-format",
-            "json",
-        ])
-        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .args(erase_args(
+            &d,
+            &[
+                "--method",
+                "stream",
+                "--bus-limit",
+                "64k",
+                "--certificate-dir",
+                s(&certs),
+                "--output-format",
+                "json",
+            ],
+        ))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -448,18 +421,16 @@ fn crypto_with_zeroout_is_refused(dir: &TempDir) {
     let certs = dir.join("crypto-certs");
     let (code, _, err) = dl(
         dir,
-        &[
-            "erase",
-            d.dev(),
-            "--yes",
-            "--confirm-serial",
-            d.dev(),
-            "--method",
-            "zeroout",
-            "--crypto",
-            "--certificate-dir",
-            s(&certs),
-        ],
+        &erase_args(
+            &d,
+            &[
+                "--method",
+                "zeroout",
+                "--crypto",
+                "--certificate-dir",
+                s(&certs),
+            ],
+        ),
     );
     refused(code, &err, "--crypto does not apply to --method zeroout");
     assert_eq!((digest(&d.backing), writes(&d.name)), before);
@@ -478,23 +449,7 @@ fn store_errors_are_one_line(dir: &TempDir) {
     // A full disk under the store.
     let fs = Tmpfs::mount(dir.join("full"), "64k");
     let store = fs.0.join("r.db");
-    let f = dir.join("f.bin");
-    let (code, _, err) = dl(
-        dir,
-        &[
-            "run",
-            "--filename",
-            s(&f),
-            "--size",
-            "1m",
-            "--rw",
-            "write",
-            "--store",
-            s(&store),
-            "--output-format",
-            "json",
-        ],
-    );
+    let (code, _, err) = small_run(dir, &["--store", s(&store)]);
     assert_eq!(code, 0, "the result does not depend on the store: {err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(
@@ -508,22 +463,26 @@ fn store_errors_are_one_line(dir: &TempDir) {
     assert!(err.contains("ENOSPC"), "{err}");
 }
 
+/// A 1 MiB write to a file in `dir`, JSON out, with `extra`.
+fn small_run(dir: &TempDir, extra: &[&str]) -> (i32, String, String) {
+    let f = dir.join("small.bin");
+    let mut args = vec![
+        "run",
+        "--filename",
+        s(&f),
+        "--size",
+        "1m",
+        "--rw",
+        "write",
+        "--output-format",
+        "json",
+    ];
+    args.extend(extra);
+    dl(dir, &args)
+}
+
 fn report_refuses_a_mangled_result(dir: &TempDir) {
-    let f = dir.join("r.bin");
-    let (code, out, err) = dl(
-        dir,
-        &[
-            "run",
-            "--filename",
-            s(&f),
-            "--size",
-            "1m",
-            "--rw",
-            "write",
-            "--output-format",
-            "json",
-        ],
-    );
+    let (code, out, err) = small_run(dir, &[]);
     assert_eq!(code, 0, "{err}");
     let good = json(&out);
     let mut wrong_type = good.clone();
@@ -551,16 +510,7 @@ fn resume_without_a_journal_is_refused(dir: &TempDir) {
     let before = (digest(&d.backing), writes(&d.name));
     let (code, _, err) = dl(
         dir,
-        &[
-            "erase",
-            d.dev(),
-            "--yes",
-            "--confirm-serial",
-            d.dev(),
-            "--resume",
-            "--certificate-dir",
-            s(&j),
-        ],
+        &erase_args(&d, &["--resume", "--certificate-dir", s(&j)]),
     );
     refused(code, &err, "--resume: no journal");
     let (code, _, err) = dl(
@@ -628,10 +578,20 @@ const CASES: &[Case] = &[
 #[test]
 fn results_say_what_happened() {
     require_root();
+    // The signing key of the erases is made in the test's own config dir.
+    let config = TempDir::new("truth-config");
+    std::env::set_var("XDG_CONFIG_HOME", config.path());
     let mut failed = Vec::new();
     for (name, case) in CASES {
         let dir = TempDir::new("truth");
-        if std::panic::catch_unwind(|| case(&dir)).is_err() {
+        let t = Instant::now();
+        let ok = std::panic::catch_unwind(|| case(&dir)).is_ok();
+        eprintln!(
+            "{name}: {} in {:?}",
+            if ok { "ok" } else { "FAILED" },
+            t.elapsed()
+        );
+        if !ok {
             failed.push(*name);
         }
     }
