@@ -927,7 +927,10 @@ fn replay_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
             @for (k, x) in &scalars {
                 tr { td { (k) } td.text { (match x { Value::String(s) => s.clone(), other => other.to_string() }) } }
             }
-            tr { td { "score (head-to-head)" } td.text { (format!("{:.3} ms, {:.1} IOPS", f64_of(&dist("score"), "head_to_head_ms"), f64_of(&dist("score"), "iops"))) } }
+            tr { td { "score (head-to-head)" } td.text { (match dist("score").get("withheld").and_then(Value::as_str) {
+                Some(why) => format!("none: {why}"),
+                None => format!("{:.3} ms, {:.1} IOPS", f64_of(&dist("score"), "head_to_head_ms"), f64_of(&dist("score"), "iops")),
+            }) } }
         } }
         @if pct.point_count() > 0 { div.charts { (chart(&pct, next_id)) } }
     }
