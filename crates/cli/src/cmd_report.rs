@@ -44,6 +44,13 @@ fn read_input(path: &Path) -> anyhow::Result<Input> {
             path.display()
         ))
     })?;
+    html::check(kind, &value).map_err(|why| {
+        usage(format!(
+            "{} is not a readable {} result: {why}; give a result saved from --output-format json, unchanged",
+            path.display(),
+            kind.name()
+        ))
+    })?;
     let label = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -78,6 +85,12 @@ fn read_stored(
                 r.kind
             ))
         })?;
+    html::check(kind, &value).map_err(|why| {
+        anyhow::anyhow!(
+            "stored result {id} is not a readable {} result: {why}",
+            kind.name()
+        )
+    })?;
     let label = format!(
         "#{} {} {}",
         r.id,

@@ -304,7 +304,7 @@ fn drive_text(d: &DriveSeason) -> String {
                 mib(c.detector.after)
             )),
             None => s.push_str(&format!(
-                "  no write cliff in {} buckets of {}\n",
+                "  no write cliff in {} points of at least {} and 10 ms\n",
                 w.points.len(),
                 human_size(w.bucket_bytes)
             )),

@@ -323,7 +323,8 @@ pub fn audit(
     let mut criteria = comparison.criteria.clone();
     let score = drivelab_trace::compare::score_criterion(
         orig,
-        (replay.replay.requests > 1).then_some(replay.replay.score.iops),
+        (replay.replay.requests > 1 && replay.replay.score.withheld.is_none())
+            .then_some(replay.replay.score.iops),
         tolerance,
     );
     match criteria.iter_mut().find(|c| c.name == "score") {
@@ -442,11 +443,14 @@ impl fmt::Display for SessionReport {
             "replay on {} ({} timing): {} requests ({} reads, {} writes, {} trims, {} flushes) in {:.3} s, {} errors",
             self.target, r.mode, r.requests, r.reads, r.writes, r.trims, r.flushes, r.duration_s, r.errors
         )?;
-        writeln!(
-            f,
-            "  score: {:.3} ms head-to-head = {:.2} IO/s",
-            r.score.head_to_head_ms, r.score.iops
-        )?;
+        match &r.score.withheld {
+            Some(why) => writeln!(f, "  score: none: {why}")?,
+            None => writeln!(
+                f,
+                "  score: {:.3} ms head-to-head = {:.2} IO/s",
+                r.score.head_to_head_ms, r.score.iops
+            )?,
+        }
         let d = &r.service_time_ns;
         writeln!(
             f,

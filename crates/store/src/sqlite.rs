@@ -148,6 +148,25 @@ impl SqliteStore {
             .optional()
             .map_err(|e| not_a_store(&self.path, e))?;
         if has_table.is_none() {
+            // A database of tables but not ours: migrating would fail on
+            // a name it holds, or mix drivelab's tables into it.
+            let other: Option<String> = self
+                .conn
+                .query_row(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(|e| not_a_store(&self.path, e))?;
+            if let Some(t) = other {
+                return Err(StoreError::BadLocation {
+                    location: self.path.display().to_string(),
+                    why: format!(
+                        "is an SQLite database of another program (table {t:?}), not a drivelab store; give another path"
+                    ),
+                });
+            }
             return Ok(0);
         }
         let v: i64 = self.conn.query_row(

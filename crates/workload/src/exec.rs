@@ -408,6 +408,12 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
         let st = drivelab_engine::ioloop::run(engine, &mut rb, &lc)?;
         // fio counts its verify phase as the job's reads, and its time.
         o.dirs[0].merge(&rb.stats);
+        // The device check compares per target: the verify reads reached
+        // the device as the job's own did.
+        for (pt, &(ios, bytes)) in o.per_target.iter_mut().zip(&rb.per_target) {
+            pt[0].0 += ios;
+            pt[0].1 += bytes;
+        }
         o.runtime_ns += st.ended.saturating_sub(t);
         o.verify_failure = rb.failure;
         o.err_count.merge(&rb.errors);
@@ -1793,6 +1799,7 @@ fn build_report(
             write_bytes: d.bytes_written,
             discard_bytes: d.bytes_discarded,
             ios: d.read_ios + d.write_ios + d.discard_ios,
+            flushes: d.flush_ios,
             queue_ms: d.time_in_queue_ms,
             ticks_ms: d.read_ticks_ms + d.write_ticks_ms + d.discard_ticks_ms,
             elapsed_ms: d.elapsed.as_secs_f64() * 1000.0,

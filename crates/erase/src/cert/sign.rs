@@ -121,6 +121,27 @@ fn canonical(v: &serde_json::Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_default()
 }
 
+/// What the signature covers, as the file says it.
+const SIGNED: &str = "canonical JSON of the certificate object (compact, keys sorted)";
+
+/// The only keys of a certificate file, and of its `signature` object: any
+/// other field would be one the signature does not cover.
+const TOP_KEYS: [&str; 2] = ["certificate", "signature"];
+const SIGNATURE_KEYS: [&str; 4] = ["algorithm", "signed", "public_key", "value"];
+
+/// Refuse a key of `obj` outside `allowed`: the signature does not cover it.
+fn only_keys(obj: &serde_json::Value, allowed: &[&str], what: &str) -> Result<(), String> {
+    let Some(map) = obj.as_object() else {
+        return Err(format!("{what} is not a JSON object"));
+    };
+    match map.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(k) => Err(format!(
+            "field {k:?} in {what} is not covered by the signature: the file was changed after signing"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The signed file's content: `{certificate, signature}` as pretty JSON.
 pub fn sign(cert: &Certificate, key: &SigningKey) -> Result<String, EraseError> {
     let body = serde_json::to_value(cert).map_err(|e| EraseError::Certificate(e.to_string()))?;
@@ -129,7 +150,7 @@ pub fn sign(cert: &Certificate, key: &SigningKey) -> Result<String, EraseError> 
         "certificate": body,
         "signature": {
             "algorithm": "ed25519",
-            "signed": "canonical JSON of the certificate object (compact, keys sorted)",
+            "signed": SIGNED,
             "public_key": hex(key.verifying_key().as_bytes()),
             "value": hex(&sig.to_bytes()),
         }
@@ -150,16 +171,25 @@ pub struct Signed {
 
 /// Check a certificate file's text: a drivelab certificate whose signature
 /// matches the key embedded in it. Whether that key is trusted is not
-/// asked here. The error is one line saying what is wrong.
+/// asked here. A key held twice at any depth, or a field outside the
+/// signed `certificate` object (other than the signature's own four), makes
+/// it invalid: other readers would see what the signature does not cover.
+/// The error is one line saying what is wrong.
 pub fn check_signature(text: &str) -> Result<Signed, String> {
-    let doc: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("not valid JSON ({e})"))?;
+    let doc = super::strict::parse(text).map_err(|e| format!("not valid JSON ({e})"))?;
     let body = doc
         .get("certificate")
         .ok_or("no \"certificate\" object: not a drivelab erase certificate")?;
     let sig = doc
         .get("signature")
         .ok_or("no \"signature\" object: the certificate is unsigned")?;
+    only_keys(&doc, &TOP_KEYS, "the file")?;
+    only_keys(sig, &SIGNATURE_KEYS, "the signature")?;
+    if sig.get("signed").and_then(|v| v.as_str()) != Some(SIGNED) {
+        return Err(format!(
+            "signature \"signed\" is not {SIGNED:?}: the file was changed after signing"
+        ));
+    }
     let alg = sig.get("algorithm").and_then(|v| v.as_str()).unwrap_or("");
     if alg != "ed25519" {
         return Err(format!("unknown signature algorithm {alg:?}"));
@@ -323,6 +353,59 @@ mod tests {
         let old = sign(&sample(), &key).unwrap();
         assert!(!old.contains("\"health\""));
         assert_eq!(check_signature(&old).unwrap().certificate.health, None);
+    }
+
+    #[test]
+    fn duplicate_key_or_unsigned_field_is_invalid() {
+        let key = SigningKey::from_bytes(&[7u8; 32]);
+        let text = sign(&sample(), &key).unwrap();
+        let signed_result = format!(
+            "\"result\": {}",
+            serde_json::to_string(&sample().result).unwrap()
+        );
+        assert!(text.contains(&signed_result), "{text}");
+        let cases: Vec<(&str, String, &str)> = vec![
+            (
+                "forged result first, signed one second",
+                text.replacen(
+                    &signed_result,
+                    &format!("\"result\": \"forged\",\n    {signed_result}"),
+                    1,
+                ),
+                "\"result\" appears twice in $.certificate",
+            ),
+            (
+                "duplicate inside the drive section",
+                text.replacen("\"kind\": ", "\"kind\": \"nvme\", \"kind\": ", 1),
+                "appears twice in $.certificate.drive",
+            ),
+            (
+                "duplicate signature object",
+                text.replacen("\"signature\": {", "\"signature\": {}, \"signature\": {", 1),
+                "\"signature\" appears twice in $",
+            ),
+            (
+                "top-level note outside the signed body",
+                text.replacen("{", "{\n  \"note\": \"VERIFIED BY ACME\",", 1),
+                "field \"note\" in the file is not covered",
+            ),
+            (
+                "field added to the signature object",
+                text.replacen("\"algorithm\"", "\"verdict\": \"valid\", \"algorithm\"", 1),
+                "field \"verdict\" in the signature is not covered",
+            ),
+            (
+                "signature's description changed",
+                text.replacen(SIGNED, "VERIFIED BY ACME", 1),
+                "the file was changed after signing",
+            ),
+        ];
+        for (name, tampered, want) in cases {
+            assert_ne!(tampered, text, "{name}");
+            let e = check_signature(&tampered).unwrap_err();
+            assert!(e.contains(want), "{name}: {e}");
+        }
+        assert!(check_signature(&text).is_ok());
     }
 
     #[test]

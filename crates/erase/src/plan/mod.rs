@@ -345,10 +345,31 @@ pub fn prepare(req: &Request) -> Result<Plan, EraseError> {
         .into_iter()
         .map(|d| plan_drive(d, &req.options))
         .collect::<Result<Vec<_>, _>>()?;
+    if req.options.resume {
+        for d in &drives {
+            resumable(d, &req.options.certificate_dir)?;
+        }
+    }
     Ok(Plan {
         drives,
         claims: Vec::new(),
     })
+}
+
+/// `--resume` continues a journal: without one for `d` in `dir` there is
+/// nothing to continue, and starting a new erase instead would not be what
+/// was asked.
+fn resumable(d: &Drive, dir: &Path) -> Result<(), EraseError> {
+    let path = crate::journal::path_for(dir, d.serial(), &d.dev.path, d.size);
+    if path.is_file() {
+        return Ok(());
+    }
+    Err(EraseError::BadOption(format!(
+        "--resume: no journal of an erase of {} in {} (looked for {}); run without --resume to start a new erase, or give the --certificate-dir the journal is in",
+        d.dev.path.display(),
+        dir.display(),
+        path.display()
+    )))
 }
 
 /// Describe every named device and refuse unsafe ones (every reason of
