@@ -82,10 +82,12 @@ fn writers(target: &str, dir: &TempDir) -> Vec<(&'static str, Vec<String>)> {
     std::fs::write(&seq, text).unwrap();
     let trace = dir.join("loop.iolog");
     let mut t = String::from("fio version 3 iolog\n0 t add\n0 t open\n");
+    // fio's iolog v3 stamps are microseconds: one write a millisecond,
+    // 30 s of original timing.
     for i in 0..30_000u64 {
-        t.push_str(&format!("{} t write {} 65536\n", i, (i % 512) * 65536));
+        t.push_str(&format!("{} t write {} 65536\n", i * 1000, (i % 512) * 65536));
     }
-    t.push_str("30000 t close\n");
+    t.push_str("30000000 t close\n");
     std::fs::write(&trace, t).unwrap();
     let certs = dir.join("certs");
     vec![
