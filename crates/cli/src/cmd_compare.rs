@@ -162,7 +162,7 @@ pub fn metrics(kind: Kind, v: &Value) -> Vec<Metric> {
                 );
             }
         }
-        Kind::Erase | Kind::Audit | Kind::Season => {
+        Kind::Erase => {
             for d in list(v, "drives") {
                 let dev = d.get("device").and_then(Value::as_str).unwrap_or("drive");
                 let secs = num(&d, &["erase_seconds"]);
@@ -195,39 +195,65 @@ pub fn metrics(kind: Kind, v: &Value) -> Vec<Metric> {
                 true,
             );
         }
-        Kind::Replay => {
-            m(
-                &mut out,
-                "IOPS".into(),
-                "IOPS",
-                num(v, &["score", "iops"]),
-                true,
-            );
-            m(
-                &mut out,
-                "duration".into(),
-                "s",
-                num(v, &["duration_s"]),
-                false,
-            );
-            let us = |k: &str| num(v, &["service_time_ns", k]).map(|ns| ns / 1e3);
-            for (k, label) in [
-                ("mean", "mean"),
-                ("p50", "p50"),
-                ("p99", "p99"),
-                ("p999", "p99.9"),
-            ] {
+        Kind::Season => {
+            for d in list(v, "drives") {
+                let dev = d
+                    .pointer("/identity/device")
+                    .and_then(Value::as_str)
+                    .unwrap_or("drive");
+                for p in d
+                    .pointer("/fill/pass_results")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+                {
+                    let n = num(&p, &["pass"]).unwrap_or(0.0);
+                    let rate = num(&p, &["bw_bytes"]).map(|b| b / 1e6);
+                    m(
+                        &mut out,
+                        format!("{dev} fill pass {n} rate"),
+                        "MB/s",
+                        rate,
+                        true,
+                    );
+                }
+                let last = list(&d, "rounds").last().cloned();
+                let iops = last.as_ref().and_then(|r| num(r, &["iops"]));
                 m(
                     &mut out,
-                    format!("{label} service time"),
-                    "µs",
-                    us(k),
-                    false,
+                    format!("{dev} last round IOPS"),
+                    "IOPS",
+                    iops,
+                    true,
                 );
             }
+            m(
+                &mut out,
+                "complete time".into(),
+                "s",
+                num(v, &["complete_seconds"]),
+                false,
+            );
         }
+        Kind::Replay => replay_metrics(&mut out, v),
+        Kind::Audit => replay_metrics(&mut out, v.get("replay").unwrap_or(&Value::Null)),
     }
     out
+}
+
+/// A replay's figures (an audit's are under `replay`).
+fn replay_metrics(out: &mut Vec<Metric>, v: &Value) {
+    m(out, "IOPS".into(), "IOPS", num(v, &["score", "iops"]), true);
+    m(out, "duration".into(), "s", num(v, &["duration_s"]), false);
+    let us = |k: &str| num(v, &["service_time_ns", k]).map(|ns| ns / 1e3);
+    for (k, label) in [
+        ("mean", "mean"),
+        ("p50", "p50"),
+        ("p99", "p99"),
+        ("p999", "p99.9"),
+    ] {
+        m(out, format!("{label} service time"), "µs", us(k), false);
+    }
 }
 
 /// A number in a few significant digits: 12.3k, 1.25M, 0.125.
@@ -272,20 +298,59 @@ pub fn headline(kind: Kind, v: &Value) -> String {
                 .collect();
             format!("{} step(s): {}", steps.len(), rates.join(", "))
         }
-        Kind::Erase | Kind::Audit | Kind::Season => format!(
+        Kind::Erase => format!(
             "{} drive(s), {} B in {} s, {} MB/s",
             list(v, "drives").len(),
             short(num(v, &["total_bytes"]).unwrap_or(0.0)),
             short(num(v, &["complete_seconds"]).unwrap_or(0.0)),
             short(num(v, &["aggregate_mb_per_s"]).unwrap_or(0.0))
         ),
-        Kind::Replay => format!(
-            "{} IOPS over {} s, {} errors",
-            short(num(v, &["score", "iops"]).unwrap_or(0.0)),
-            short(num(v, &["duration_s"]).unwrap_or(0.0)),
-            num(v, &["errors"]).unwrap_or(0.0)
-        ),
+        Kind::Season => {
+            let bytes = season_bytes(v);
+            let secs = num(v, &["complete_seconds"]).unwrap_or(0.0);
+            let rate = if secs > 0.0 { bytes / secs / 1e6 } else { 0.0 };
+            format!(
+                "{} drive(s), {} B in {} s, {} MB/s",
+                list(v, "drives").len(),
+                short(bytes),
+                short(secs),
+                short(rate)
+            )
+        }
+        Kind::Replay => replay_headline(v),
+        Kind::Audit => replay_headline(v.get("replay").unwrap_or(&Value::Null)),
     }
+}
+
+/// A replay's figures (an audit's are under `replay`).
+fn replay_headline(r: &Value) -> String {
+    let bytes = num(r, &["bytes_read"]).unwrap_or(0.0) + num(r, &["bytes_written"]).unwrap_or(0.0);
+    format!(
+        "{} IOPS, {} B over {} s, {} errors",
+        short(num(r, &["score", "iops"]).unwrap_or(0.0)),
+        short(bytes),
+        short(num(r, &["duration_s"]).unwrap_or(0.0)),
+        num(r, &["errors"]).unwrap_or(0.0)
+    )
+}
+
+/// Bytes a season wrote: every drive's fill passes, image and rounds.
+pub fn season_bytes(v: &Value) -> f64 {
+    list(v, "drives")
+        .iter()
+        .map(|d| {
+            let fill: f64 = d
+                .pointer("/fill/pass_results")
+                .and_then(Value::as_array)
+                .map(|ps| ps.iter().filter_map(|p| num(p, &["bytes"])).sum())
+                .unwrap_or(0.0);
+            let rounds: f64 = list(d, "rounds")
+                .iter()
+                .filter_map(|r| num(r, &["bytes_written"]))
+                .sum();
+            fill + num(d, &["image", "bytes"]).unwrap_or(0.0) + rounds
+        })
+        .sum()
 }
 
 /// Median, min and max of some values (at least one).

@@ -65,8 +65,9 @@ pub struct WriteGuard {
     /// Confirm that this command may destroy data on DEV.
     #[arg(long)]
     pub yes: bool,
-    /// Write even if DEV is in use, has a partition table or a filesystem
-    /// (a read-only or system device is still refused).
+    /// Write even if DEV has a partition table or a filesystem signature
+    /// (a read-only or system device, or one whose bytes are in use, is
+    /// still refused).
     #[arg(long)]
     pub force: bool,
 }
@@ -350,6 +351,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<u8> {
     let dev = a.device.as_path();
     crate::error::device_node(dev)?;
     let (name, common) = op_meta(&a.op);
+    common.out.check_inputs(&[dev])?;
     let t = common.timeout_ms;
     let p = Printer {
         dev,
@@ -364,7 +366,12 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<u8> {
         Op::Inquiry(a) => p.print(pt::inquiry(dev, a.page, t)),
         Op::ReadCapacity(_) => p.print(pt::read_capacity(dev, t)),
         Op::Identify(_) => p.print(pt::identify(dev, t)),
-        Op::Read(a) => p.print(pt::read(dev, a.r.blocks(), a.dump.as_deref(), t)),
+        Op::Read(a) => {
+            if let Some(d) = &a.dump {
+                crate::output::check_file_inputs(d, "--dump", &[dev])?;
+            }
+            p.print(pt::read(dev, a.r.blocks(), a.dump.as_deref(), t))
+        }
         Op::WriteSame(a) => {
             let req = WriteSameRequest {
                 range: a.r.blocks(),

@@ -75,6 +75,7 @@ struct Doc<'a> {
 
 /// Run the subcommand.
 pub fn run(a: DevicesArgs) -> anyhow::Result<u8> {
+    a.out.check()?;
     let devs: Vec<BlockDevice> = if a.devices.is_empty() {
         BlockDevice::list_all()
             .context("cannot list block devices")?

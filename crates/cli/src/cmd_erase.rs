@@ -148,8 +148,9 @@ pub struct EraseArgs {
     /// Where certificates and journals go (default: the current directory).
     #[arg(long = "certificate-dir", value_name = "DIR", default_value = ".")]
     pub certificate_dir: PathBuf,
-    /// Write even to a drive that is mounted, partitioned, holds a
-    /// signature or is in use (never to the running system's).
+    /// Write even to a drive that is partitioned or holds a signature
+    /// (never to one whose bytes are in use: mounted, swap, held, under a
+    /// mounted or held device, or the running system's).
     #[arg(long)]
     pub force: bool,
     /// Confirm that the data on the drives may be destroyed.
@@ -192,6 +193,10 @@ pub fn run(a: EraseArgs) -> anyhow::Result<u8> {
 }
 
 fn verify_cert(file: &Path, src: &TrustSources, out: &OutputArgs) -> anyhow::Result<u8> {
+    let mut inputs = vec![file];
+    inputs.extend(src.public_keys.iter().map(Path::new));
+    inputs.extend(src.trusted_keys.iter().map(PathBuf::as_path));
+    out.check_inputs(&inputs)?;
     let v = match cert::verify_file(file, src) {
         Ok(v) => v,
         Err(e) if e.is_bad_input() => return Err(usage(e.to_string())),
@@ -313,8 +318,10 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
         Report::Erased(summary) => {
             let printed = print_report(&a.out, &summary)?;
             // Each drive that failed: one line on stderr, in JSON mode
-            // too (stdout holds only the report, which has the same error).
-            for o in &summary.drives {
+            // too (stdout holds only the report, which has the same error);
+            // a stop for an alias of a drive is the alias's line alone.
+            let alias = drivelab_device::watch::alias().is_some();
+            for o in summary.drives.iter().filter(|_| !alias) {
                 if let Some(e) = &o.error {
                     if e.starts_with(&o.device) {
                         eprintln!("drivelab: {e}");

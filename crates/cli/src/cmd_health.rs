@@ -42,8 +42,9 @@ pub struct HealthArgs {
     /// Confirm starting a self-test (it changes the drive's state).
     #[arg(long, requires = "self_test")]
     pub yes: bool,
-    /// Start it even if the drive is in use, partitioned or holds a
-    /// filesystem (a read-only or system drive is still refused).
+    /// Start it even if the drive is partitioned or holds a filesystem
+    /// signature (a read-only or system drive, or one whose bytes are in
+    /// use, is still refused).
     #[arg(long, requires = "self_test")]
     pub force: bool,
     /// Start the self-test and return at once.

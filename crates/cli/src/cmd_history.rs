@@ -54,10 +54,17 @@ pub struct ExportArgs {
     #[arg(value_name = "ID")]
     pub id: String,
     /// Write summary.csv (one metric a row) and series.csv (one second of
-    /// one series a row) into DIR, created when missing.
+    /// one series a row) into DIR, created when missing. Files already
+    /// there are not replaced unless --overwrite is given.
     #[arg(long, value_name = "DIR", required = true)]
     pub csv: PathBuf,
+    /// Replace summary.csv and series.csv when DIR already holds them.
+    #[arg(long)]
+    pub overwrite: bool,
 }
+
+/// The files `export --csv DIR` writes.
+const EXPORT_FILES: [&str; 2] = ["summary.csv", "series.csv"];
 
 pub fn parse_id(s: &str) -> anyhow::Result<RecordId> {
     s.parse::<RecordId>().map_err(usage)
@@ -312,6 +319,18 @@ fn csv(s: &str) -> String {
 pub fn export(a: ExportArgs) -> anyhow::Result<u8> {
     let id = parse_id(&a.id)?;
     crate::output::check_dir(&a.csv, "--csv")?;
+    for name in EXPORT_FILES {
+        let p = a.csv.join(name);
+        if !a.overwrite && std::fs::symlink_metadata(&p).is_ok() {
+            return Err(usage(format!(
+                "refusing to write to {} (--csv): it exists; pass --overwrite to replace it, or give another directory; nothing was written",
+                p.display()
+            )));
+        }
+        if a.csv.is_dir() {
+            crate::output::check_file(&p, "--csv")?;
+        }
+    }
     let mut store = open()?;
     let r = store.get(id).map_err(store_error)?;
     let series = store.series(id).map_err(store_error)?;
@@ -360,10 +379,8 @@ pub fn export(a: ExportArgs) -> anyhow::Result<u8> {
             a.csv.display()
         ))
     })?;
-    for (name, text) in [("summary.csv", &summary), ("series.csv", &out)] {
-        let p = a.csv.join(name);
-        std::fs::write(&p, text)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+    for (name, text) in EXPORT_FILES.into_iter().zip([&summary, &out]) {
+        crate::output::write_file(&a.csv.join(name), "--csv", text.as_bytes())?;
     }
     println!(
         "record {id}: {} metric(s) to {}, {} series row(s) to {}",

@@ -83,7 +83,8 @@ pub struct PlayArgs {
     /// Place offsets beyond the target by wrapping or scaling.
     #[arg(long, value_enum, default_value_t = RemapArg::Wrap)]
     pub remap: RemapArg,
-    /// Write to a device the safety checks refuse (never the running system).
+    /// Write to a device that is partitioned or holds a signature (never
+    /// to one whose bytes are in use, nor the running system).
     #[arg(long)]
     pub force: bool,
 }
@@ -206,9 +207,10 @@ fn session_options(a: PlayArgs, record: Option<PathBuf>) -> anyhow::Result<Sessi
 
 /// Run `drivelab trace replay`.
 pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
-    a.out.check()?;
+    let inputs = [a.play.trace.as_path(), a.play.target.as_path()];
+    a.out.check_inputs(&inputs)?;
     if let Some(p) = &a.record {
-        crate::output::check_file(p, "--record")?;
+        crate::output::check_file_inputs(p, "--record", &inputs)?;
     }
     let opts = session_options(a.play, a.record)?;
     let spec = spec_json(&opts);
@@ -266,7 +268,9 @@ impl Drop for TempRecording {
 /// Run `drivelab trace audit`: exit status 0 when every criterion passed,
 /// 1 when one failed (or the replay had errors), 2 on bad input.
 pub fn run_audit(a: AuditArgs) -> anyhow::Result<u8> {
-    a.out.check()?;
+    let (trace, target) = (a.play.trace.clone(), a.play.target.clone());
+    let inputs = [trace.as_path(), target.as_path()];
+    a.out.check_inputs(&inputs)?;
     if !(0.0..=1.0).contains(&a.tolerance) {
         return Err(usage(format!(
             "--tolerance {} is outside 0..1 (it is a fraction: 0.05 = 5 %)",
@@ -280,7 +284,7 @@ pub fn run_audit(a: AuditArgs) -> anyhow::Result<u8> {
     }
     let (record, _temp) = match a.record {
         Some(p) => {
-            crate::output::check_file(&p, "--record")?;
+            crate::output::check_file_inputs(&p, "--record", &inputs)?;
             (p, TempRecording(None))
         }
         None => {

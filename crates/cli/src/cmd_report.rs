@@ -12,7 +12,7 @@ use drivelab_report::html::{self, Input, Kind};
 use serde_json::Value;
 
 use crate::error::usage;
-use crate::output::check_file;
+use crate::output::check_file_inputs;
 
 /// Arguments of `drivelab report`.
 #[derive(Args, Debug)]
@@ -42,6 +42,13 @@ fn read_input(path: &Path) -> anyhow::Result<Input> {
         usage(format!(
             "{} is not a drivelab result: expected the JSON of run, test, erase, trace analyze, trace replay or trace audit (--output-format json)",
             path.display()
+        ))
+    })?;
+    html::check(kind, &value).map_err(|why| {
+        usage(format!(
+            "{} is not a readable {} result: {why}; give a result saved from --output-format json, unchanged",
+            path.display(),
+            kind.name()
         ))
     })?;
     let label = path
@@ -78,6 +85,12 @@ fn read_stored(
                 r.kind
             ))
         })?;
+    html::check(kind, &value).map_err(|why| {
+        anyhow::anyhow!(
+            "stored result {id} is not a readable {} result: {why}",
+            kind.name()
+        )
+    })?;
     let label = format!(
         "#{} {} {}",
         r.id,
@@ -89,7 +102,14 @@ fn read_stored(
 
 /// Run `drivelab report`.
 pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
-    check_file(&a.html, "--html")?;
+    // The inputs that are files (the others are store IDs) are never the page.
+    let files: Vec<&Path> = a
+        .inputs
+        .iter()
+        .map(Path::new)
+        .filter(|p| p.exists())
+        .collect();
+    check_file_inputs(&a.html, "--html", &files)?;
     let mut store = None;
     let inputs = a
         .inputs
@@ -104,7 +124,9 @@ pub fn run(a: ReportArgs) -> anyhow::Result<u8> {
         })
         .collect::<anyhow::Result<Vec<Input>>>()?;
     let page = html::render(&inputs);
-    std::fs::write(&a.html, page)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", a.html.display()))?;
+    drivelab_device::output::Output::new(&a.html)
+        .option("--html")
+        .inputs(files)
+        .write(page.as_bytes())?;
     Ok(0)
 }

@@ -71,7 +71,7 @@ pub const RUN_FLAGS: &[RunFlag] = &[
     RunFlag { name: "eta", value: Some("WHEN"), choices: &["auto", "always", "never"], help: "the progress line on stderr: auto (when stderr is a terminal), always, never [default: auto]" },
     RunFlag { name: "eta-newline", value: Some("TIME"), choices: &[], help: "end the progress line with a newline every TIME (s when bare) instead of overwriting it" },
     RunFlag { name: "status-interval", value: Some("TIME"), choices: &[], help: "every TIME (s when bare, e.g. 1, 500ms, 1m; at least 1ms) print every job's full statistics so far in the chosen format(s), then the final result" },
-    RunFlag { name: "force", value: None, choices: &[], help: "write to a device the safety checks refuse (not the running system)" },
+    RunFlag { name: "force", value: None, choices: &[], help: "write to a device that is partitioned or holds a signature (never to one whose bytes are in use, nor the running system)" },
     RunFlag { name: "parse-only", value: None, choices: &[], help: "check the options and job file, run nothing (fio's --parse-only)" },
     RunFlag { name: "store", value: Some("PATH|URL"), choices: &[], help: "keep the result in this store (default: $DRIVELAB_STORE, else ~/.local/share/drivelab/results.db)" },
     RunFlag { name: "no-store", value: None, choices: &[], help: "do not keep the result" },
@@ -339,6 +339,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     crate::cmd_store::choose(p.store.clone(), p.no_store);
+    crate::cmd_store::check()?;
     // Where the results go, checked before anything runs.
     p.out.check()?;
     // Build the jobs: from a job file, or one job from the options.
@@ -396,10 +397,19 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     // Every plan error is in what was asked: bad input, nothing written.
     let planned = plan(&jobs, &PlanOptions { force: p.force })
         .map_err(|e: PlanError| usage(e.to_string()))?;
-    // fio's log files (write_*_log), checked like --output before any I/O.
+    // The run's inputs (its targets and job file) are never an output.
+    let mut inputs: Vec<&std::path::Path> =
+        planned.targets.iter().map(|t| t.path.as_path()).collect();
+    inputs.extend(p.jobfile.as_deref());
+    p.out.check_inputs(&inputs)?;
+    // fio's log files (write_*_log, write_iolog), checked like --output
+    // before any I/O.
     for (i, j) in planned.jobs.iter().enumerate() {
         for path in j.spec.logs.paths(&j.spec.name, i + 1) {
-            crate::output::check_file(&path, "log file")?;
+            crate::output::check_file_inputs(&path, "log file", &inputs)?;
+        }
+        if let Some(path) = &j.spec.files.iolog {
+            crate::output::check_file_inputs(path.as_ref(), "--write_iolog", &inputs)?;
         }
     }
     let stop = crate::signal::stop_flag();
@@ -431,7 +441,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     };
     let mut sink = crate::status::Sink::new(p.out.output.clone(), p.formats.wants_normal());
     let mut on_status = |r: &drivelab_report::RunReport| {
-        if p.out.output.is_none() {
+        if p.out.file().is_none() {
             // The snapshot goes where the progress line is drawn.
             display.borrow_mut().finish();
         }

@@ -78,8 +78,9 @@ pub struct SeasonArgs {
     /// Continue an interrupted season from its journal (in --state-dir).
     #[arg(long)]
     pub resume: bool,
-    /// Write even to a drive that is mounted, partitioned, holds a
-    /// signature or is in use (never to the running system's).
+    /// Write even to a drive that is partitioned or holds a signature
+    /// (never to one whose bytes are in use: mounted, swap, held, under a
+    /// mounted or held device, or the running system's).
     #[arg(long)]
     pub force: bool,
     /// Confirm that the data on the drives may be destroyed.
@@ -303,7 +304,7 @@ fn drive_text(d: &DriveSeason) -> String {
                 mib(c.detector.after)
             )),
             None => s.push_str(&format!(
-                "  no write cliff in {} buckets of {}\n",
+                "  no write cliff in {} points of at least {} and 10 ms\n",
                 w.points.len(),
                 human_size(w.bucket_bytes)
             )),

@@ -157,9 +157,19 @@ pub fn man(a: ManArgs, cli: Command) -> anyhow::Result<u8> {
             ));
         }
         crate::output::check_dir(dir, "--dir")?;
+        let mut pages = Vec::new();
+        collect_pages(&cmd, &mut pages);
+        if dir.is_dir() {
+            // Every page's name is checked before the first is written.
+            for (name, _) in &pages {
+                crate::output::check_file(&dir.join(name), "--dir")?;
+            }
+        }
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
-        write_pages(&cmd, dir)?;
+        for (name, page) in pages {
+            crate::output::write_file(&dir.join(name), "--dir", render(page)?.as_bytes())?;
+        }
         return Ok(0);
     }
     let mut page = cmd;
@@ -197,16 +207,16 @@ fn ascii_roff(text: &str) -> String {
     s
 }
 
-/// Every page of `cmd` and its subcommands into `dir`, named as
-/// clap_mangen names them (drivelab-run.1, drivelab-trace-record.1).
-fn write_pages(cmd: &Command, dir: &std::path::Path) -> anyhow::Result<()> {
+/// Every page of `cmd` and its subcommands, with the file name
+/// clap_mangen gives it (drivelab-run.1, drivelab-trace-record.1).
+fn collect_pages(cmd: &Command, out: &mut Vec<(String, Command)>) {
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        write_pages(sub, dir)?;
+        collect_pages(sub, out);
     }
-    let name = clap_mangen::Man::new(cmd.clone()).get_filename();
-    let path = dir.join(name);
-    std::fs::write(&path, render(cmd.clone())?)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+    out.push((
+        clap_mangen::Man::new(cmd.clone()).get_filename(),
+        cmd.clone(),
+    ));
 }
 
 #[cfg(test)]

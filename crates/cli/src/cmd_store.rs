@@ -41,6 +41,21 @@ pub fn choose(spec: Option<String>, disabled: bool) {
     }
 }
 
+/// Check the chosen store's file before any work starts (unless
+/// `--no-store`): a device, a loop device's backing file or a symlink to
+/// one is bad input (exit status 2), nothing written.
+pub fn check() -> anyhow::Result<()> {
+    let c = choice();
+    if c.disabled {
+        return Ok(());
+    }
+    match drivelab_store::check(c.spec.as_deref()) {
+        Err(e @ drivelab_store::StoreError::BadLocation { .. }) => Err(usage(e.to_string())),
+        // A store unreachable now is a warning when the result is saved.
+        _ => Ok(()),
+    }
+}
+
 fn choice() -> Choice {
     CHOICE.lock().map(|c| c.clone()).unwrap_or_default()
 }
@@ -235,30 +250,53 @@ fn verdict(kind: Kind, v: &Value, code: u8) -> String {
             }
             .into(),
         ),
-        Kind::Erase | Kind::Audit | Kind::Season => {
-            let results: Vec<String> = v
-                .get("drives")
-                .and_then(Value::as_array)
-                .map(|ds| {
-                    ds.iter()
-                        .filter_map(|d| d.get("result").and_then(Value::as_str))
-                        .map(String::from)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let mut uniq = results.clone();
-            uniq.dedup();
-            if uniq.len() == 1 {
-                words.push(uniq.remove(0));
-            } else {
-                words.extend(results);
+        Kind::Audit => {
+            words.push(
+                match v.get("pass").and_then(Value::as_bool) {
+                    Some(true) => "pass",
+                    Some(false) => "fail",
+                    None => "no verdict",
+                }
+                .into(),
+            );
+            if let Some(n) = v
+                .pointer("/replay/errors")
+                .and_then(Value::as_u64)
+                .filter(|n| *n > 0)
+            {
+                words.push(format!("{n} I/O errors"));
             }
         }
+        // Each drive's state (season) or result (erase); one word when all
+        // drives agree.
+        Kind::Season => drive_words(v, "state", &mut words),
+        Kind::Erase => drive_words(v, "result", &mut words),
     }
     if words.is_empty() {
         words.push(if code == 0 { "ok" } else { "failed" }.into());
     }
     words.join("; ")
+}
+
+/// Each drive's `key`, once when every drive has the same.
+fn drive_words(v: &Value, key: &str, words: &mut Vec<String>) {
+    let each: Vec<String> = v
+        .get("drives")
+        .and_then(Value::as_array)
+        .map(|ds| {
+            ds.iter()
+                .filter_map(|d| d.get(key).and_then(Value::as_str))
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut uniq = each.clone();
+    uniq.dedup();
+    if uniq.len() == 1 {
+        words.push(uniq.remove(0));
+    } else {
+        words.extend(each);
+    }
 }
 
 /// The drives a result names: the devices of its device check and claims,
@@ -288,9 +326,12 @@ fn drives(v: &Value) -> Vec<Drive> {
         push(c.get("device").or(c.get("canonical")));
     }
     for d in list("drives") {
-        push(d.get("device"));
+        // An erase's drive names its device; a season's, its identity.
+        push(d.get("device").or(d.pointer("/identity/device")));
     }
     push(v.get("target"));
+    // An audit's replay.
+    push(v.pointer("/replay/target"));
     let mut out: Vec<Drive> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for r in refs {
@@ -372,5 +413,29 @@ mod tests {
         assert_eq!(verdict(Kind::Erase, &erase, 0), "erased");
         let mixed = json!({"drives": [{"result": "erased"}, {"result": "failed"}]});
         assert_eq!(verdict(Kind::Erase, &mixed, 1), "erased; failed");
+    }
+
+    #[test]
+    fn season_and_audit_records_have_their_verdict_bytes_and_drive() {
+        let season = json!({"complete_seconds": 2.0, "drives": [{
+            "identity": {"device": "/nonexistent/loop9"}, "state": "done",
+            "fill": {"pass_results": [{"pass": 1, "bytes": 1000000}, {"pass": 2, "bytes": 1000000}]},
+            "image": {"bytes": 500000}, "rounds": [{"bytes_written": 250000}, {"bytes_written": 250000}]}]});
+        assert_eq!(verdict(Kind::Season, &season, 0), "done");
+        assert_eq!(crate::cmd_compare::season_bytes(&season), 3e6);
+        assert_eq!(
+            crate::cmd_compare::headline(Kind::Season, &season),
+            "1 drive(s), 3.00M B in 2.00 s, 1.50 MB/s"
+        );
+        assert_eq!(super::drives(&season)[0].path, "/nonexistent/loop9");
+        let audit = json!({"pass": false, "replay": {"target": "/nonexistent/loop8",
+            "errors": 3, "bytes_read": 4096, "bytes_written": 8192,
+            "duration_s": 1.5, "score": {"iops": 200.0}}});
+        assert_eq!(verdict(Kind::Audit, &audit, 1), "fail; 3 I/O errors");
+        assert_eq!(
+            crate::cmd_compare::headline(Kind::Audit, &audit),
+            "200 IOPS, 12.3k B over 1.50 s, 3 errors"
+        );
+        assert_eq!(super::drives(&audit)[0].path, "/nonexistent/loop8");
     }
 }

@@ -3,7 +3,6 @@
 //! them. Parsing and checks happen before anything is written; the steps
 //! themselves live in `drivelab_steps`.
 
-use std::fs::File;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -89,7 +88,8 @@ pub struct TestArgs {
     /// Logical block size of a regular file, bytes [default: 512].
     #[arg(long = "block-size", value_name = "BYTES")]
     pub block_size: Option<u32>,
-    /// Write to a device the safety checks refuse (not the running system).
+    /// Write to a device that is partitioned or holds a signature (never
+    /// to one whose bytes are in use, nor the running system).
     #[arg(long)]
     pub force: bool,
     /// Also write the text log to FILE (as each step finishes).
@@ -201,7 +201,7 @@ fn fresh_seed() -> u64 {
 struct Sinks {
     stream_stdout: bool,
     buffered: String,
-    log: Option<File>,
+    log: Option<drivelab_device::output::OutputFile>,
     log_path: Option<PathBuf>,
     log_error: Option<String>,
     /// Everything put, for the store.
@@ -263,9 +263,11 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
         }
     };
     // Where the results and the log go, checked before anything is opened.
-    a.out.check()?;
+    let mut inputs: Vec<&std::path::Path> = vec![a.dev.as_path()];
+    inputs.extend(a.sequence.as_deref());
+    a.out.check_inputs(&inputs)?;
     if let Some(p) = &a.log {
-        crate::output::check_file(p, "--log")?;
+        crate::output::check_file_inputs(p, "--log", &inputs)?;
     }
     let seed_given = a.seed.is_some() || file_seed.is_some();
     let seed = a.seed.or(file_seed).unwrap_or_else(fresh_seed);
@@ -275,14 +277,17 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
     let plans = plan_steps(&target, &specs, seed, seed_given).map_err(step_error)?;
     let log = match &a.log {
         Some(p) => Some(
-            File::create(p)
-                .map_err(|e| usage(format!("cannot create the log {}: {e}", p.display())))?,
+            drivelab_device::output::Output::new(p)
+                .option("--log")
+                .inputs(inputs.iter().copied())
+                .create()
+                .map_err(|e| usage(e.to_string()))?,
         ),
         None => None,
     };
     let json = a.out.json();
     let mut sinks = Sinks {
-        stream_stdout: !json && a.out.output.is_none(),
+        stream_stdout: !json && a.out.file().is_none(),
         buffered: String::new(),
         log,
         log_path: a.log.clone(),
@@ -386,7 +391,7 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
         a.out.emit(&json_text)?;
     } else {
         sinks.put(&footer)?;
-        if a.out.output.is_some() {
+        if a.out.file().is_some() {
             a.out.emit(&sinks.buffered)?;
         }
     }
@@ -402,10 +407,16 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
         }),
         artifacts: Vec::new(),
     });
-    // The results are out; a log that failed on the way still fails the run.
+    // The results are out; the log replaces the old one, and a log that
+    // failed on the way (none is left) still fails the run.
+    if let Some(f) = sinks.log.take() {
+        if let Err(e) = f.commit() {
+            sinks.log_error = Some(e.to_string());
+        }
+    }
     if let Some(e) = sinks.log_error {
         return Err(anyhow::Error::new(crate::output::LateWriteError(format!(
-            "{e}; the results were written, the log is incomplete"
+            "{e}; the results were written, the log was not"
         ))));
     }
     Ok(code)

@@ -305,7 +305,7 @@ fn run_analyze(a: AnalyzeArgs) -> anyhow::Result<u8> {
     if a.png && !drivelab_trace::plot::PNG_BUILT {
         return Err(crate::error::usage(drivelab_trace::plot::PNG_MISSING));
     }
-    a.out.check()?;
+    a.out.check_inputs(&[&a.trace])?;
     if let Some(dir) = &a.plots {
         output::check_dir(dir, "--plots")?;
     }
@@ -352,7 +352,8 @@ fn run_analyze(a: AnalyzeArgs) -> anyhow::Result<u8> {
 fn run_convert(a: ConvertArgs) -> anyhow::Result<u8> {
     let from = parse_format(&a.from)?;
     let to = write_format(a.to.as_deref(), &a.output_path, None)?;
-    output::check_file(&a.output_path, "OUT")?;
+    output::check_file_inputs(&a.output_path, "OUT", &[&a.input_path])?;
+    a.out.check_inputs(&[&a.input_path, &a.output_path])?;
     let opts = ReadOptions {
         lenient: a.lenient,
         use_queue: a.use_queue,
@@ -453,6 +454,7 @@ fn run_compare(a: CompareArgs) -> anyhow::Result<u8> {
             a.tolerance
         )));
     }
+    a.out.check_inputs(&[&a.a, &a.b])?;
     let opts = ReadOptions {
         lenient: a.lenient,
         use_queue: false,
@@ -475,7 +477,8 @@ fn run_compare(a: CompareArgs) -> anyhow::Result<u8> {
 
 fn run_record(a: RecordArgs) -> anyhow::Result<u8> {
     let format = write_format(a.to.as_deref(), &a.output, Some(Format::Native))?;
-    output::check_file(&a.output, "--output")?;
+    let devices: Vec<&Path> = a.devices.iter().map(PathBuf::as_path).collect();
+    output::check_file_inputs(&a.output, "--output", &devices)?;
     let duration = match a.duration {
         None => None,
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),

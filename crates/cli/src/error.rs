@@ -31,6 +31,8 @@ pub fn exit_status(e: &anyhow::Error) -> u8 {
             || c.is::<drivelab_device::input::InputError>()
             || c.downcast_ref::<drivelab_trace::TraceError>()
                 .is_some_and(|t| t.is_bad_input())
+            || c.downcast_ref::<drivelab_device::output::OutputError>()
+                .is_some_and(|o| o.is_refusal())
     };
     if e.chain().any(bad_input) {
         2
@@ -86,6 +88,15 @@ pub fn report(e: &anyhow::Error, json: bool) -> ExitCode {
     let late = e.chain().any(|c| c.is::<crate::output::LateWriteError>());
     emit(&one_line(e), code, json && !late);
     ExitCode::from(code)
+}
+
+/// Report an alias that appeared over a claimed target while it was
+/// written (the writers stopped): one line on stderr, whatever the output
+/// format (standard output holds what was done until then), and exit
+/// status 1, a failure while running.
+pub fn report_alias(alias: &drivelab_device::watch::Alias) -> ExitCode {
+    emit(&alias.to_string(), 1, false);
+    ExitCode::from(1)
 }
 
 /// Report a command-line parse error: exit status 2.

@@ -101,6 +101,12 @@ fn main() -> ExitCode {
         }
     };
     cmd_store::choose(cli.store, cli.no_store);
+    if let Err(e) = cmd_store::check() {
+        return error::report(&e, json);
+    }
+    // An alias of a claimed target appearing mid-write stops every writer
+    // as Ctrl-C would; the outcome is then that alias (below).
+    drivelab_device::watch::on_alias(drivelab_engine::sys::request_stop);
     let result = match cli.command {
         Command::Run(a) => cmd_run::run(a),
         Command::Devices(a) => cmd_devices::run(a),
@@ -118,6 +124,9 @@ fn main() -> ExitCode {
         Command::Completions(a) => cmd_shell::completions(a, Cli::command()),
         Command::Man(a) => cmd_shell::man(a, Cli::command()),
     };
+    if let Some(alias) = drivelab_device::watch::alias() {
+        return error::report_alias(&alias);
+    }
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => error::report(&e, json),

@@ -1,6 +1,11 @@
 //! Output options shared by every subcommand: the format and where it goes;
 //! the checks that every output path can be written, made before any I/O
 //! starts; and the rescue of results whose file fails at the end.
+//!
+//! The rules themselves (no devices, no loop backing files, no swap, no
+//! locked files, no inputs; atomic replacement) live in one place,
+//! `drivelab_device::output`; this module runs them early and words the
+//! refusal as bad input.
 
 use std::ffi::OsString;
 use std::fs::OpenOptions;
@@ -8,6 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
+use drivelab_device::output::Output;
 
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -26,7 +32,10 @@ pub struct OutputArgs {
     /// Output format: normal or json (fio's names).
     #[arg(long = "output-format", value_enum, default_value_t = Format::Normal)]
     pub output_format: Format,
-    /// Write the results to FILE instead of standard output.
+    /// Write the results to FILE instead of standard output (- is
+    /// standard output). FILE is replaced whole when the results are
+    /// complete; a device, a loop device's backing file or one of the
+    /// command's inputs is refused.
     #[arg(long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -37,10 +46,22 @@ impl OutputArgs {
         self.output_format == Format::Json
     }
 
+    /// The results file, unless standard output was chosen (no
+    /// `--output`, or `--output -`).
+    pub fn file(&self) -> Option<&Path> {
+        self.output.as_deref().filter(|p| !is_stdout(p))
+    }
+
     /// Check `--output` before any I/O starts (see [`check_file`]).
     pub fn check(&self) -> anyhow::Result<()> {
-        match &self.output {
-            Some(p) => check_file(p, "--output"),
+        self.check_inputs(&[])
+    }
+
+    /// Check `--output` before any I/O starts, and that it is none of the
+    /// command's `inputs`.
+    pub fn check_inputs(&self, inputs: &[&Path]) -> anyhow::Result<()> {
+        match self.file() {
+            Some(p) => check_file_inputs(p, "--output", inputs),
             None => Ok(()),
         }
     }
@@ -49,8 +70,8 @@ impl OutputArgs {
     /// the file cannot be written, the text goes to standard output instead
     /// and the error is a [`LateWriteError`]: the results are not lost.
     pub fn emit(&self, text: &str) -> anyhow::Result<()> {
-        match &self.output {
-            Some(p) => std::fs::write(p, text).map_err(|e| {
+        match self.file() {
+            Some(p) => write_file(p, "--output", text.as_bytes()).map_err(|e| {
                 let what = format!("cannot write the results to {}: {e}", p.display());
                 rescue(text, what)
             }),
@@ -90,43 +111,57 @@ pub fn rescue(text: &str, what: String) -> anyhow::Error {
     anyhow::Error::new(LateWriteError(msg))
 }
 
+/// Whether an output path is `-`, standard output.
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Write a whole file through the device crate's output rules, replacing
+/// any old one atomically (see `drivelab_device::output`).
+pub fn write_file(
+    path: &Path,
+    what: &str,
+    bytes: &[u8],
+) -> Result<(), drivelab_device::output::OutputError> {
+    Output::new(path).option(what).write(bytes)
+}
+
 /// Check, before any I/O starts, that a result file `path` (given with the
-/// option `what`, e.g. "--output") can be written: it is not a directory,
-/// its directory exists, and a file can be created there (or the existing
-/// one opened for writing). Nothing is left behind and an existing file is
-/// not changed. A failure is bad input (exit status 2), one line.
+/// option `what`, e.g. "--output") can be written (see [`check_file_inputs`]).
 pub fn check_file(path: &Path, what: &str) -> anyhow::Result<()> {
-    let bad = |why: String| crate::error::usage(format!("{what} {}: {why}", path.display()));
-    match std::fs::metadata(path) {
-        Ok(md) if md.is_dir() => Err(bad("is a directory; give a file name".into())),
-        Ok(_) => OpenOptions::new()
+    check_file_inputs(path, what, &[])
+}
+
+/// Check, before any I/O starts, that a result file `path` (given with the
+/// option `what`) can be written: the device crate's rules (not a device,
+/// a directory, a loop device's backing file, swap, a locked file, or one
+/// of `inputs`; its directory exists), and a temporary file can be created
+/// beside it (then removed). An existing file is not changed. A failure is
+/// bad input (exit status 2), one line.
+pub fn check_file_inputs(path: &Path, what: &str, inputs: &[&Path]) -> anyhow::Result<()> {
+    let out = Output::new(path)
+        .option(what)
+        .inputs(inputs.iter().copied());
+    let checked = out
+        .check()
+        .map_err(|e| crate::error::usage(e.to_string()))?;
+    if checked.existing.is_some() {
+        // Replacing needs no write permission on the file, but a file the
+        // user cannot write is one they do not expect replaced.
+        OpenOptions::new()
             .append(true)
-            .open(path)
+            .open(&checked.path)
             .map(drop)
-            .map_err(|e| bad(format!("cannot be written ({e})"))),
-        Err(e) if missing_part(&e) => {
-            let dir = parent(path);
-            if dir.exists() && !dir.is_dir() {
-                return Err(bad(format!("{} is not a directory", dir.display())));
-            }
-            if !dir.is_dir() {
-                return Err(bad(format!(
-                    "the directory {} does not exist; create it or give another path",
-                    dir.display()
-                )));
-            }
-            // Create it and take it away again: proves the name, the
-            // permissions and a writable filesystem.
-            OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-                .map_err(|e| bad(format!("cannot be created ({e})")))?;
-            let _ = std::fs::remove_file(path);
-            Ok(())
-        }
-        Err(e) => Err(bad(format!("cannot be inspected ({e})"))),
+            .map_err(|e| {
+                crate::error::usage(format!(
+                    "{what} {}: cannot be written ({e})",
+                    path.display()
+                ))
+            })?;
     }
+    out.create()
+        .map(drop)
+        .map_err(|e| crate::error::usage(e.to_string()))
 }
 
 /// Check, before any I/O starts, that files can be written into the
@@ -150,6 +185,13 @@ pub fn check_dir(path: &Path, what: &str) -> anyhow::Result<()> {
         }
     };
     if !existing.is_dir() {
+        if missing.is_none() {
+            // A device or a symlink to one is refused in the claim's words.
+            Output::new(at)
+                .option(what)
+                .check()
+                .map_err(|e| crate::error::usage(e.to_string()))?;
+        }
         return Err(bad(if missing.is_none() {
             "is not a directory".to_string()
         } else {
@@ -163,13 +205,17 @@ pub fn check_dir(path: &Path, what: &str) -> anyhow::Result<()> {
             let _ = std::fs::remove_dir(m);
         }
         None => {
-            let probe = path.join(format!(".drivelab-write-probe-{}", std::process::id()));
-            OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&probe)
+            // A block of data, synced: a full filesystem fails here, before
+            // a journal or certificate is begun in it.
+            let mut probe = Output::new(path.join(".drivelab-write-probe"))
+                .option(what)
+                .create()
                 .map_err(|e| bad(format!("files cannot be created in it ({e})")))?;
-            let _ = std::fs::remove_file(&probe);
+            probe
+                .write_all(&[0u8; 4096])
+                .map_err(|e| e.to_string())
+                .and_then(|_| probe.sync().map_err(|e| e.to_string()))
+                .map_err(|e| bad(format!("files cannot be written in it ({e})")))?;
         }
     }
     Ok(())

@@ -3,14 +3,16 @@
 //! output in the chosen format(s) (a whole JSON object, terse lines, the
 //! text), written to standard output or to `--output`, and the final
 //! result follows the last one in the same place; in a file they are
-//! appended in order. The snapshots themselves are built by
-//! `drivelab_workload::status`.
+//! appended in order, in the temporary file the device crate's output rules
+//! give it beside `--output`, which replaces the old file when the run ends
+//! (so a failed run leaves the old file whole). The snapshots themselves
+//! are built by `drivelab_workload::status`.
 
-use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use drivelab_device::output::{Output, OutputFile};
 use drivelab_workload::status::MIN_INTERVAL;
 
 use crate::error::usage;
@@ -33,7 +35,7 @@ pub struct Sink {
     /// `--output`, when given.
     path: Option<PathBuf>,
     /// The file, once the first snapshot created it.
-    file: Option<File>,
+    file: Option<OutputFile>,
     /// Snapshots written so far.
     written: usize,
     /// Text among the formats: outputs are separated by a blank line.
@@ -47,7 +49,7 @@ impl Sink {
     /// A sink for `--output` `path` (None: standard output).
     pub fn new(path: Option<PathBuf>, text: bool) -> Sink {
         Sink {
-            path,
+            path: path.filter(|p| !crate::output::is_stdout(p)),
             file: None,
             written: 0,
             text,
@@ -76,23 +78,18 @@ impl Sink {
             }
             Some(p) => {
                 if self.file.is_none() {
-                    // The first snapshot replaces the file, as the final
-                    // result alone would.
-                    match OpenOptions::new()
-                        .write(true)
-                        .create(true)
-                        .truncate(true)
-                        .open(p)
-                    {
+                    // The snapshots and the result replace the file, as the
+                    // final result alone would.
+                    match Output::new(p).option("--output").create() {
                         Ok(f) => self.file = Some(f),
                         Err(e) => {
-                            self.fail(e);
+                            self.fail(std::io::Error::other(e.to_string()));
                             return;
                         }
                     }
                 }
                 match self.file.as_mut() {
-                    Some(f) => f.write_all(out.as_bytes()),
+                    Some(f) => f.write_all(out.as_bytes()).and_then(|_| f.flush()),
                     None => Ok(()),
                 }
             }
@@ -119,7 +116,11 @@ impl Sink {
         let text = self.separated(text);
         match self.file.take() {
             Some(mut f) if self.failed.is_none() => {
-                f.write_all(text.as_bytes()).map_err(|e| {
+                let done = f
+                    .write_all(text.as_bytes())
+                    .map_err(|e| e.to_string())
+                    .and_then(|_| f.commit().map_err(|e| e.to_string()));
+                done.map_err(|e| {
                     let what = format!(
                         "cannot write the results to {}: {e}",
                         self.path

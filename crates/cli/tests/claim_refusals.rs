@@ -3,12 +3,17 @@
 //! another process, the running system's disk) is refused by `run`,
 //! `test`, `erase` and `trace replay` alike — the same one-line refusal,
 //! exit status 2, and the target's bytes and write counter unchanged. They
-//! all write through the device claim, so they cannot differ.
+//! all write through the device claim, so they cannot differ. A target
+//! whose bytes another user has (mounted, swap, held, or under a device
+//! that is) is refused the same with `--force`, and the line never offers
+//! `--force` nor advises wiping bytes a live user relies on.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
-use drivelab_testkit::{digest, diskstats, make_image, require_root, run, sh, LoopDev, TempDir};
+use drivelab_testkit::{
+    digest, diskstats, make_image, read_all, require_root, run, sh, LoopDev, TempDir,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
 const MIB: u64 = 1 << 20;
@@ -101,6 +106,31 @@ fn mask_holders(line: &str) -> String {
 /// Run every writer against `dev`; each must refuse with exit 2, one line
 /// containing `needle`, the same line for all, and write nothing.
 fn all_refuse(dev: &str, name: Option<&str>, bytes: Option<&Path>, needle: &str, dir: &TempDir) {
+    refuse_all(dev, name, bytes, needle, dir, false);
+}
+
+/// [`all_refuse`], then again with `--force`, which must change nothing:
+/// the refusal says `--force` cannot override it and offers neither
+/// `--force` nor a wipe.
+fn all_refuse_even_forced(
+    dev: &str,
+    name: Option<&str>,
+    bytes: Option<&Path>,
+    needle: &str,
+    dir: &TempDir,
+) {
+    refuse_all(dev, name, bytes, needle, dir, false);
+    refuse_all(dev, name, bytes, needle, dir, true);
+}
+
+fn refuse_all(
+    dev: &str,
+    name: Option<&str>,
+    bytes: Option<&Path>,
+    needle: &str,
+    dir: &TempDir,
+    force: bool,
+) {
     let trace = dir.join("writes.iolog");
     std::fs::write(
         &trace,
@@ -108,7 +138,10 @@ fn all_refuse(dev: &str, name: Option<&str>, bytes: Option<&Path>, needle: &str,
     )
     .unwrap();
     let mut lines: Vec<(String, String)> = Vec::new();
-    for (what, args) in writers(dev, &trace, dir) {
+    for (what, mut args) in writers(dev, &trace, dir) {
+        if force {
+            args.push("--force".into());
+        }
         let before = bytes.map(digest);
         let writes = name.map(|n| diskstats(n).2);
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -126,6 +159,16 @@ fn all_refuse(dev: &str, name: Option<&str>, bytes: Option<&Path>, needle: &str,
             err.contains(needle),
             "{what} on {dev}: expected {needle:?} in {err}"
         );
+        // --force is offered only when it would let the write through.
+        let hard = err.contains("--force cannot override");
+        assert!(
+            !(hard && err.contains("pass --force")),
+            "{what} on {dev}: {err}"
+        );
+        if force {
+            assert!(hard, "{what} on {dev} with --force: {err}");
+            assert!(!err.contains("wipefs"), "{what} on {dev}: {err}");
+        }
         if let Some(p) = bytes {
             assert_eq!(Some(digest(p)), before, "{what} changed the bytes of {dev}");
         }
@@ -211,7 +254,7 @@ fn every_writer_refuses_a_mounted_device_alike() {
     let _u = Unmount(mnt.clone());
     // The mounted filesystem writes its own journal: no write counter to
     // compare; the other targets show nothing is written.
-    all_refuse(d.dev(), None, None, "mounted", &dir);
+    all_refuse_even_forced(d.dev(), None, None, "mounted", &dir);
 }
 
 #[test]
@@ -248,7 +291,7 @@ fn every_writer_refuses_active_swap_alike() {
     // Active swap is the kernel's to write (it may swap out pages while
     // the test runs): no bytes or counter to compare; the other targets
     // show that a refusal writes nothing.
-    all_refuse(d.dev(), None, None, "swap", &dir);
+    all_refuse_even_forced(d.dev(), None, None, "swap", &dir);
 }
 
 #[test]
@@ -263,7 +306,7 @@ fn every_writer_refuses_a_device_held_open_exclusively_alike() {
     // losetup) may be named beside it.
     let needle = format!("python3 (pid {})", h.0.id());
     all_refuse(d.dev(), Some(&d.name), Some(&img), &needle, &dir);
-    all_refuse(
+    all_refuse_even_forced(
         d.dev(),
         Some(&d.name),
         Some(&img),
@@ -279,7 +322,233 @@ fn every_writer_refuses_the_running_system_alike() {
     // assessment refuses it before anything is opened for writing.
     let root_dev = drivelab_testkit::root_device();
     let dir = TempDir::new("claim-root");
-    all_refuse(&root_dev, None, None, "running system", &dir);
+    all_refuse_even_forced(&root_dev, None, None, "running system", &dir);
+}
+
+/// A mounted ext4 made without lazy initialisation and synced, so that it
+/// writes nothing more while the test looks.
+fn mount_ext4(dev: &str, dir: &TempDir, tag: &str) -> Unmount {
+    sh(
+        "mkfs.ext4",
+        &[
+            "-q",
+            "-F",
+            "-E",
+            "lazy_itable_init=0,lazy_journal_init=0",
+            dev,
+        ],
+    );
+    let mnt = dir.join(tag);
+    std::fs::create_dir_all(&mnt).unwrap();
+    sh("mount", &[dev, mnt.to_str().unwrap()]);
+    sh("sync", &[]);
+    Unmount(mnt)
+}
+
+/// A loop B with a loop T stacked on it and T mounted was written with
+/// --force, which B's refusal offered, and T's filesystem broke.
+#[test]
+fn every_writer_refuses_a_device_under_a_mounted_stacked_loop_even_forced() {
+    require_root();
+    let dir = TempDir::new("claim-stacked");
+    let b = LoopDev::new_in(&dir, 32 * MIB);
+    let t = LoopDev::attach(&b.path, &[]);
+    {
+        let _u = mount_ext4(t.dev(), &dir, "mnt");
+        all_refuse_even_forced(
+            b.dev(),
+            Some(&b.name),
+            None,
+            &format!("{} is mounted at", t.dev()),
+            &dir,
+        );
+    }
+    sh("e2fsck", &["-fn", t.dev()]);
+}
+
+/// A disk whose partition is mounted was told "pass --force".
+#[test]
+fn every_writer_refuses_a_disk_with_a_mounted_partition_even_forced() {
+    require_root();
+    let dir = TempDir::new("claim-partmnt");
+    let img = dir.join("disk.img");
+    make_image(&img, 32 * MIB, &[(0, &mbr())]);
+    let d = LoopDev::attach(&img, &["-P"]);
+    let part = format!("{}p1", d.dev());
+    // Kernels without the MBR parser need the table added from user space.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    if !Path::new(&part).exists() {
+        sh("partx", &["-a", d.dev()]);
+    }
+    for _ in 0..100 {
+        if Path::new(&part).exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    {
+        let _u = mount_ext4(&part, &dir, "mnt");
+        all_refuse_even_forced(
+            d.dev(),
+            Some(&d.name),
+            None,
+            &format!("{part} is mounted at"),
+            &dir,
+        );
+    }
+    sh("e2fsck", &["-fn", &part]);
+}
+
+/// The refusal of a loop over the same bytes as a mounted filesystem
+/// advised `wipefs -a` on it, which would wipe the mounted signature.
+#[test]
+fn every_writer_refuses_an_alias_of_a_mounted_filesystem_without_advising_wipefs() {
+    require_root();
+    let dir = TempDir::new("claim-alias");
+    let img = dir.join("fs.img");
+    make_image(&img, 32 * MIB, &[]);
+    let m = LoopDev::attach(&img, &[]);
+    let a = LoopDev::attach(&img, &[]);
+    {
+        let _u = mount_ext4(m.dev(), &dir, "mnt");
+        for force in [false, true] {
+            refuse_all(a.dev(), Some(&a.name), None, "shares bytes", &dir, force);
+            let (code, _, err) = run(
+                BIN,
+                &["run", "--filename", a.dev(), "--rw=write", "--size=64k"],
+            );
+            assert_eq!(code, 2, "{err}");
+            assert!(err.contains("ext4") && !err.contains("wipefs"), "{err}");
+            assert!(err.contains(&format!("unmount {} first", m.dev())), "{err}");
+        }
+    }
+    sh("e2fsck", &["-fn", m.dev()]);
+}
+
+/// An active swap file was written until the kernel failed the first
+/// write (exit 1): it is refused before, as swap, with exit 2 (the file
+/// itself by `run`, a loop over it by every writer).
+#[test]
+fn every_writer_refuses_an_active_swap_file_alike() {
+    require_root();
+    let dir = TempDir::new("claim-swapfile");
+    let img = dir.join("swap.img");
+    // A swap file may have no holes: written, not sparse.
+    std::fs::write(&img, vec![0u8; 16 * MIB as usize]).unwrap();
+    sh("chmod", &["600", img.to_str().unwrap()]);
+    sh("mkswap", &[img.to_str().unwrap()]);
+    let l = LoopDev::attach(&img, &[]);
+    sh("swapon", &[img.to_str().unwrap()]);
+    let _off = SwapOff(img.clone());
+    let needle = format!("{} is an active swap file", img.display());
+    all_refuse_even_forced(l.dev(), Some(&l.name), None, &needle, &dir);
+    for force in [false, true] {
+        let mut args = vec![
+            "run",
+            "--filename",
+            img.to_str().unwrap(),
+            "--rw=write",
+            "--size=64k",
+        ];
+        if force {
+            args.push("--force");
+        }
+        let (code, _, err) = run(BIN, &args);
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(&needle) && err.contains("swapoff"), "{err}");
+        assert!(!err.contains("pass --force"), "{err}");
+    }
+}
+
+/// The same device given twice, once through a symlink, was refused as
+/// "held by drivelab itself"; it is named as given twice, exit 2, with
+/// nothing written. A symlink given and confirmed as such confirms.
+#[test]
+fn a_target_given_twice_through_a_symlink_is_named_so_and_a_symlink_confirms() {
+    require_root();
+    let dir = TempDir::new("claim-twice");
+    let img = dir.join("d.img");
+    make_image(&img, 16 * MIB, &[(4096, &[0x5Au8; 4096])]);
+    let d = LoopDev::attach(&img, &[]);
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&d.path, &link).unwrap();
+    let l = link.to_str().unwrap();
+    let certs = dir.join("certs");
+    let c = certs.to_str().unwrap();
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        (
+            "run",
+            vec![
+                "run",
+                "--filename",
+                d.dev(),
+                "--filename",
+                l,
+                "--rw=write",
+                "--size=64k",
+            ],
+        ),
+        (
+            "erase",
+            vec![
+                "erase",
+                d.dev(),
+                l,
+                "--yes",
+                "--confirm-serial",
+                d.dev(),
+                "--confirm-serial",
+                l,
+                "--method",
+                "stream",
+                "--verify",
+                "none",
+                "--certificate-dir",
+                c,
+            ],
+        ),
+    ];
+    for (what, args) in cases {
+        let (before, writes) = (digest(&img), diskstats(&d.name).2);
+        let (code, out, err) = run(BIN, &args);
+        assert_eq!(code, 2, "{what}: {out} {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{what}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{l} is the same device as {}, given twice",
+                d.dev()
+            )),
+            "{what}: {err}"
+        );
+        assert!(!err.contains("held"), "{what}: {err}");
+        assert_eq!(digest(&img), before, "{what} wrote");
+        assert_eq!(diskstats(&d.name).2, writes, "{what} wrote");
+    }
+    // Confirmed by the symlink it is given as: erased.
+    let (code, out, err) = run(
+        BIN,
+        &[
+            "erase",
+            l,
+            "--yes",
+            "--confirm-serial",
+            l,
+            "--method",
+            "stream",
+            "--verify",
+            "none",
+            "--certificate-dir",
+            c,
+            "--output-format",
+            "json",
+        ],
+    );
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(
+        read_all(&img).iter().all(|b| *b == 0),
+        "the confirmed erase did not write"
+    );
 }
 
 /// The claim each writer took is in its JSON result: what was assessed and

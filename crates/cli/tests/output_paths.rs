@@ -3,7 +3,7 @@
 //! result file that fails at the end does not lose the results: they go to
 //! standard output, with one line on stderr and a non-zero exit status.
 
-use drivelab_testkit::{run, TempDir};
+use drivelab_testkit::{run, TempDir, Tmpfs};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
@@ -38,7 +38,15 @@ fn run_with_output_in_a_missing_directory_is_refused_before_the_workload() {
 
 #[test]
 fn results_survive_an_output_file_that_fails_at_the_end() {
-    // /dev/full passes the check (it opens for writing) and fails the write.
+    // A file on a full filesystem passes the check (a temporary file can be
+    // created beside it) and fails the write: the results go to standard
+    // output, the old file stays whole and no temporary file is left.
+    let dir = TempDir::new("out-full");
+    let fs = Tmpfs::mount_in(&dir, "full", 64 << 10);
+    let old = fs.join("old.json");
+    std::fs::write(&old, b"{\"old\": true}\n").unwrap();
+    fs.fill();
+    let o = format!("--output={}", old.display());
     let (code, out, err) = run(
         BIN,
         &[
@@ -46,7 +54,7 @@ fn results_survive_an_output_file_that_fails_at_the_end() {
             "--ioengine=null",
             "--filename=x",
             "--size=1m",
-            "--output=/dev/full",
+            &o,
             "--output-format=json",
         ],
     );
@@ -55,10 +63,35 @@ fn results_survive_an_output_file_that_fails_at_the_end() {
     assert_eq!(v["jobs"][0]["read"]["io_bytes"], 1 << 20, "{v}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(
-        err.contains("/dev/full") && err.contains("standard output"),
+        err.contains("old.json") && err.contains("standard output"),
         "{err}"
     );
     // Text mode too.
+    let (code, out, err) = run(
+        BIN,
+        &["run", "--ioengine=null", "--filename=x", "--size=1m", &o],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(out.contains("read:") && out.contains("IOPS"), "{out}");
+    assert_eq!(std::fs::read(&old).unwrap(), b"{\"old\": true}\n");
+    let mut names: Vec<String> = std::fs::read_dir(&fs.path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["filler", "old.json"], "a temporary file was left");
+}
+
+#[test]
+fn null_and_full_are_refused_as_outputs() {
+    for dev in ["/dev/null", "/dev/full"] {
+        let o = format!("--output={dev}");
+        assert_refused(
+            &["run", "--ioengine=null", "--filename=x", "--size=1m", &o],
+            "give - for standard output, or a file",
+        );
+    }
+    // An explicit - is standard output.
     let (code, out, err) = run(
         BIN,
         &[
@@ -66,11 +99,13 @@ fn results_survive_an_output_file_that_fails_at_the_end() {
             "--ioengine=null",
             "--filename=x",
             "--size=1m",
-            "--output=/dev/full",
+            "--output=-",
+            "--output-format=json",
         ],
     );
-    assert_eq!(code, 1, "{err}");
-    assert!(out.contains("read:") && out.contains("IOPS"), "{out}");
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
+    assert_eq!(v["jobs"][0]["read"]["io_bytes"], 1 << 20, "{v}");
 }
 
 #[test]
@@ -103,6 +138,10 @@ fn a_log_that_fails_midway_keeps_the_results() {
     let dir = TempDir::new("out-log");
     let target = dir.join("t.bin");
     std::fs::write(&target, vec![0u8; 1 << 20]).unwrap();
+    let fs = Tmpfs::mount_in(&dir, "full", 64 << 10);
+    let log = fs.join("test.log");
+    std::fs::write(&log, b"old log\n").unwrap();
+    fs.fill();
     let (code, out, err) = run(
         BIN,
         &[
@@ -111,7 +150,7 @@ fn a_log_that_fails_midway_keeps_the_results() {
             "--step",
             "read",
             "--log",
-            "/dev/full",
+            log.to_str().unwrap(),
             "--output-format=json",
         ],
     );
@@ -119,7 +158,8 @@ fn a_log_that_fails_midway_keeps_the_results() {
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
     assert_eq!(v["passed"], true, "{v}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("log") && err.contains("/dev/full"), "{err}");
+    assert!(err.contains("log") && err.contains("test.log"), "{err}");
+    assert_eq!(std::fs::read(&log).unwrap(), b"old log\n");
 }
 
 #[test]

@@ -19,6 +19,11 @@
 //! - a regular file is locked with `flock(LOCK_EX|LOCK_NB)` (created, or
 //!   extended, to [`ClaimOptions::create_size`] when asked).
 //!
+//! While a claim lives it is watched ([`crate::watch`]): a loop device
+//! attached over the same bytes, or another process opening the backing
+//! file for writing, is found within a second (at once on the backing
+//! file's open) and stops the program's writers.
+//!
 //! Engines and other device-crate code take a [`Claim`] (and at most a
 //! descriptor from [`Claim::io_file`]), never a path. What was assessed and
 //! consented to is kept as a [`ClaimRecord`] for the result.
@@ -33,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::blockdev::{self, split_dev, BlockDevError, BlockDevice};
 use crate::safety::{self, Assessment, Finding, Refusal};
+use crate::watch::{self, Baseline, Key, Subject, Watched};
 
 /// What the user said about writing: `--force`, and for destructive
 /// commands that confirm each drive, the serials (or paths) confirmed.
@@ -41,9 +47,10 @@ pub struct Consent {
     /// Override every finding that may be overridden (not: read-only, the
     /// running system, held exclusively by another process).
     pub force: bool,
-    /// When `Some`, the device's serial, or its path (as given or with
-    /// symlinks resolved), must be in the list; a file's path must be.
-    /// `None`: no confirmation asked.
+    /// When `Some`, the list must confirm the target (see [`confirms`]):
+    /// a drive by its serial (or a `/dev/disk/by-id/` link to it), a
+    /// device without a serial or a file by its path, as given or by any
+    /// name that resolves to the same node. `None`: no confirmation asked.
     pub confirm: Option<Vec<String>>,
 }
 
@@ -144,6 +151,17 @@ pub enum ClaimError {
         /// it), then any use `--force` had overridden that explains the
         /// hold (such as the device being mounted).
         reasons: Vec<Finding>,
+    },
+    /// This process already holds a claim of the same device or file,
+    /// under another name (a symlink, `/dev/disk/by-id/…`, a relative path).
+    #[error("{} is the same {what} as {}, given twice; give each target once (nothing was written)", .path.display(), .first.display())]
+    Duplicate {
+        /// The target as given the second time.
+        path: PathBuf,
+        /// The name it was claimed under first.
+        first: PathBuf,
+        /// "device" or "file".
+        what: &'static str,
     },
     /// A confirmation list was given and does not name this target.
     #[error("{} is not confirmed: pass --confirm-serial {token} ({what}); nothing was written", .path.display())]
@@ -257,6 +275,8 @@ pub struct Claim {
     direct: bool,
     /// What was assessed and consented to.
     record: ClaimRecord,
+    /// The watch for aliases, ended when the claim drops.
+    watch: Watched,
 }
 
 impl Claim {
@@ -303,6 +323,15 @@ impl Claim {
                 path: path.to_path_buf(),
             });
         }
+        if let Some(first) = watch::held_as(Key::Block(dev.major, dev.minor)) {
+            return Err(ClaimError::Duplicate {
+                path: path.to_path_buf(),
+                first,
+                what: "device",
+            });
+        }
+        let subject = Subject::block(path, &dev);
+        let base = Baseline::now(subject.file_id());
         let asm = safety::assess(&dev);
         if let Some(r) = asm.refusal(consent.force) {
             return Err(ClaimError::Refused(r));
@@ -351,6 +380,11 @@ impl Claim {
             created: false,
             direct: opts.direct,
         };
+        let watch = watch::register(subject, base).map_err(|source| ClaimError::Io {
+            path: path.to_path_buf(),
+            action: "watch",
+            source,
+        })?;
         Ok(Claim {
             path: path.to_path_buf(),
             file,
@@ -359,6 +393,7 @@ impl Claim {
             device: Some(dev),
             direct: opts.direct,
             record,
+            watch,
         })
     }
 
@@ -368,6 +403,17 @@ impl Claim {
         consent: &Consent,
         opts: &ClaimOptions,
     ) -> Result<Claim, ClaimError> {
+        if let Some(first) = md
+            .as_ref()
+            .and_then(|m| watch::held_as(Key::File(m.dev(), m.ino())))
+        {
+            return Err(ClaimError::Duplicate {
+                path: path.to_path_buf(),
+                first,
+                what: "file",
+            });
+        }
+        let base = Baseline::now(md.as_ref().map(|m| (m.dev(), m.ino())));
         let asm = match &md {
             Some(md) => safety::assess_file(path, md),
             // A file about to be created backs nothing yet.
@@ -458,6 +504,7 @@ impl Claim {
             created: md.is_none(),
             direct: opts.direct,
         };
+        let watch = watch::register(Subject::file(path, &fmd), base).map_err(io("watch"))?;
         Ok(Claim {
             path: path.to_path_buf(),
             file,
@@ -466,6 +513,7 @@ impl Claim {
             logical_block,
             direct: opts.direct,
             record,
+            watch,
         })
     }
 
@@ -502,6 +550,12 @@ impl Claim {
     /// What was assessed and consented to, for the result.
     pub fn assessment(&self) -> &ClaimRecord {
         &self.record
+    }
+
+    /// The alias found over this claim's bytes while it was held (see
+    /// [`crate::watch`]), if any.
+    pub fn alias(&self) -> Option<watch::Alias> {
+        self.watch.alias()
     }
 
     /// A read-write descriptor on the claimed target for I/O, `O_DIRECT`
@@ -1167,16 +1221,10 @@ fn confirmation(
     let Some(list) = &consent.confirm else {
         return Ok(None);
     };
-    let canonical = fs::canonicalize(path).ok();
-    let hit = list.iter().map(|s| s.trim()).find(|s| {
-        !s.is_empty()
-            && match serial {
-                // A drive with a serial is confirmed by its serial only: a
-                // path can name another drive after a rescan.
-                Some(serial) => serial == *s,
-                None => Path::new(s) == path || canonical.as_deref() == Some(Path::new(s)),
-            }
-    });
+    let hit = list
+        .iter()
+        .map(|s| s.trim())
+        .find(|s| confirms(s, path, serial));
     match (hit, serial) {
         (Some(s), _) => Ok(Some(s.to_string())),
         (None, Some(serial)) => Err(ClaimError::NotConfirmed {
@@ -1189,6 +1237,27 @@ fn confirmation(
             token: path.display().to_string(),
             what: "its path, as it has no serial".into(),
         }),
+    }
+}
+
+/// Whether confirmation `entry` names the target at `path` (whose serial
+/// is `serial`). A drive with a serial is confirmed by its serial, or by a
+/// `/dev/disk/by-id/` link resolving to it (the link is named after the
+/// serial), never by another path: `/dev/sdX` can name another drive after
+/// a rescan. Without a serial, by its path as given or any path resolving
+/// to the same node (a symlink to it, the node a symlink names).
+pub fn confirms(entry: &str, path: &Path, serial: Option<&str>) -> bool {
+    let entry = entry.trim();
+    if entry.is_empty() {
+        return false;
+    }
+    let same_node = || match (fs::canonicalize(entry), fs::canonicalize(path)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    match serial {
+        Some(serial) => serial == entry || (entry.starts_with("/dev/disk/by-id/") && same_node()),
+        None => Path::new(entry) == path || same_node(),
     }
 }
 
@@ -1329,17 +1398,68 @@ mod tests {
         let d = Dir::new("twice");
         let p = d.0.join("t.img");
         fs::write(&p, vec![0u8; 4096]).unwrap();
+        // Another process holds the lock: busy, whatever --force says.
+        let mut other = std::process::Command::new("flock")
+            .args([
+                "--no-fork",
+                "-x",
+                p.to_str().unwrap(),
+                "sh",
+                "-c",
+                "echo held; exec sleep 30",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("flock(1)");
+        let mut held = String::new();
+        io::BufRead::read_line(
+            &mut io::BufReader::new(other.stdout.take().unwrap()),
+            &mut held,
+        )
+        .unwrap();
+        let busy: Vec<Result<Claim, ClaimError>> = [false, true]
+            .iter()
+            .map(|f| Claim::open(&p, &consent(*f, None), &ClaimOptions::default()))
+            .collect();
+        let _ = other.kill();
+        let _ = other.wait();
+        assert_eq!(held.trim(), "held");
+        for e in busy {
+            let line = e.unwrap_err().to_string();
+            assert!(line.contains(safety::HELD_EXCLUSIVELY), "{line}");
+            assert!(line.contains("--force cannot override"), "{line}");
+        }
         let first = Claim::open(&p, &Consent::default(), &ClaimOptions::default()).unwrap();
-        let e = Claim::open(&p, &Consent::default(), &ClaimOptions::default()).unwrap_err();
-        let line = e.to_string();
-        assert!(matches!(e, ClaimError::Busy { .. }), "{line}");
-        assert!(line.contains(safety::HELD_EXCLUSIVELY), "{line}");
-        assert!(line.contains("--force cannot override"), "{line}");
-        // Force changes nothing.
-        let e = Claim::open(&p, &consent(true, None), &ClaimOptions::default()).unwrap_err();
-        assert!(matches!(e, ClaimError::Busy { .. }), "{e}");
         drop(first);
         Claim::open(&p, &Consent::default(), &ClaimOptions::default()).unwrap();
+    }
+
+    /// The same file given twice in one command (once through a symlink)
+    /// was reported as held by drivelab itself.
+    #[test]
+    fn the_same_file_given_twice_is_named_as_such() {
+        let d = Dir::new("dup");
+        let p = d.0.join("t.img");
+        fs::write(&p, vec![0u8; 4096]).unwrap();
+        let link = d.0.join("link");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        let first = Claim::open(&p, &Consent::default(), &ClaimOptions::default()).unwrap();
+        for (again, force) in [(&p, false), (&link, false), (&link, true)] {
+            let e =
+                Claim::open(again, &consent(force, None), &ClaimOptions::default()).unwrap_err();
+            assert!(matches!(e, ClaimError::Duplicate { .. }), "{e}");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "{} is the same file as {}, given twice; give each target once \
+                     (nothing was written)",
+                    again.display(),
+                    p.display()
+                )
+            );
+        }
+        drop(first);
+        Claim::open(&link, &Consent::default(), &ClaimOptions::default()).unwrap();
     }
 
     #[test]
@@ -1359,7 +1479,10 @@ mod tests {
         assert_eq!(&buf, b"claimed");
         // The claim still holds the file after the I/O descriptor is gone.
         let e = Claim::open(&p, &Consent::default(), &ClaimOptions::default()).unwrap_err();
-        assert!(matches!(e, ClaimError::Busy { .. }), "{e}");
+        assert!(matches!(e, ClaimError::Duplicate { .. }), "{e}");
+        assert!(safety::processes_with_file_open(&fs::metadata(&p).unwrap())
+            .iter()
+            .any(|s| s.contains(&format!("(pid {})", std::process::id()))));
         // A descriptor in the other mode is a reopen of the same file
         // (O_DIRECT may be refused by the temp filesystem, e.g. tmpfs).
         match c.io_file(true) {
@@ -1403,6 +1526,37 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    /// Confirming a target by the symlink it was given as (or the node a
+    /// symlink names) was refused although a path confirms.
+    #[test]
+    fn a_path_confirms_through_a_symlink_either_way() {
+        let d = Dir::new("confirm-link");
+        let p = d.0.join("t.img");
+        fs::write(&p, b"x").unwrap();
+        let link = d.0.join("by-name");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        let other = d.0.join("other.img");
+        fs::write(&other, b"y").unwrap();
+        let (ps, ls) = (p.to_str().unwrap(), link.to_str().unwrap());
+        assert!(confirms(ls, &link, None));
+        assert!(confirms(ps, &link, None));
+        assert!(confirms(ls, &p, None));
+        assert!(confirms(&format!("  {ls} "), &p, None));
+        assert!(!confirms(ls, &other, None));
+        assert!(!confirms("", &p, None));
+        // A drive with a serial: the serial, or a by-id link to it only.
+        assert!(confirms("S1", &p, Some("S1")));
+        assert!(!confirms(ls, &p, Some("S1")));
+        assert!(!confirms("/dev/disk/by-id/no-such-link", &p, Some("S1")));
+        let c = Claim::open(
+            &link,
+            &consent(false, Some(&[ps])),
+            &ClaimOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(c.assessment().consent.confirmed_by.as_deref(), Some(ps));
     }
 
     #[test]
@@ -1493,6 +1647,7 @@ mod tests {
             end: Some(4096),
             cause: Box::new(Finding::InUse {
                 by: vec!["loop9".into()],
+                exclusive: false,
             }),
             exclusive: false,
         };

@@ -10,8 +10,14 @@
 //!   consent and an exclusive hold, in one step.
 //! - [`input`]: the only way a user's file is read: a regular file, read
 //!   up to the bound of its kind (job file, certificate, trace, …).
+//! - [`watch`]: every live claim watched for aliases that appear while it
+//!   is written (a loop device attached over the same bytes).
 //! - [`loopdev`]: loop devices as windows onto a backing file's bytes, so
 //!   aliases of one another can be found.
+//! - [`output`]: the only way to write a file of drivelab's own (results,
+//!   logs, stores, certificates, journals): refuses devices, loop backing
+//!   files, swap, locked files and the command's inputs, and replaces a
+//!   file atomically.
 //! - [`sg`], [`scsi`], [`ata`], [`nvme`]: command passthrough (SG_IO, SAT ATA
 //!   PASS-THROUGH, NVMe admin and I/O ioctls), command builders and status
 //!   decoders; [`ata_security`]: ATA SECURITY ERASE UNIT with its temporary
@@ -38,10 +44,12 @@ pub mod input;
 pub mod loopdev;
 pub mod nbd;
 pub mod nvme;
+pub mod output;
 pub mod passthrough;
 pub mod safety;
 pub mod scsi;
 pub mod sg;
 pub mod units;
+pub mod watch;
 pub mod zero;
 pub mod zoned;

@@ -9,14 +9,18 @@
 //! signature? Every finding is collected (not just the first), so the
 //! refusal names all of them in one line with what to do.
 //!
-//! `--force` overrides everything except: a read-only device (the write
-//! would fail anyway), a device that backs the running system (`/`,
-//! `/boot`, `/boot/efi`, `/usr`, followed down through partitions, dm/md
-//! slaves and loop backing files), a device another process holds
-//! exclusively, and a target sharing bytes with a loop device so held. A
-//! mounted device's finding is overridable, but mounting holds a block
-//! device exclusively, so a [`crate::claim::Claim`] of it still fails with
-//! `Busy`; the running system never is writable.
+//! `--force` overrides only what is on the device itself and harms nobody
+//! else: a partition table or signature, an attached loop device that is
+//! itself unused. It never overrides a read-only device (the write would
+//! fail anyway), one that backs the running system (`/`, `/boot`,
+//! `/boot/efi`, `/usr`, followed down through partitions, dm/md slaves and
+//! loop backing files), or one whose bytes are in use: the device, a
+//! partition of it or anything stacked on it mounted, active swap (a
+//! device or a swap file), held by dm/md/bcache or held open `O_EXCL` by
+//! another process, and a target sharing bytes with a loop device so used.
+//! Writing any of these corrupts a live filesystem or another program's
+//! data, so the refusal never offers `--force` for them. [`Finding::overridable`]
+//! is that rule, in one place.
 //!
 //! Writers do not call this module themselves: [`crate::claim::Claim::open`]
 //! runs the assessment, checks consent and holds the device `O_EXCL`.
@@ -60,22 +64,38 @@ pub enum Finding {
         via: String,
     },
     /// The device, a partition of it, or a device stacked on it is mounted.
+    /// Not overridable: the mount holds that device, and writing what lies
+    /// under it corrupts the live filesystem.
     Mounted {
         /// Kernel name of the mounted device.
         device: String,
         /// Where it is mounted.
         mount_point: PathBuf,
     },
-    /// The device, a partition of it, or a device stacked on it is active swap.
+    /// The device, a partition of it, or a device stacked on it is active
+    /// swap. Not overridable.
     Swap {
         /// Kernel name of the swap device.
         device: String,
+    },
+    /// The target is an active swap file, or a loop device showing bytes
+    /// of one. Not overridable.
+    SwapFile {
+        /// The swap file as `/proc/swaps` names it.
+        path: PathBuf,
     },
     /// Other block devices are stacked on it (`holders/`: dm, md, bcache)
     /// or a loop device is attached to it.
     InUse {
         /// Kernel names of the users.
         by: Vec<String>,
+        /// Whether something stacked on it is held: a dm/md/bcache holder
+        /// (each claims what it sits on exclusively), or a stacked loop
+        /// device that is mounted, swap or held open `O_EXCL` by a process.
+        /// Then `--force` cannot override this; an attached loop device
+        /// that is itself unused can be overridden.
+        #[serde(default)]
+        exclusive: bool,
     },
     /// A partition table is present (on the media, or partitions the kernel
     /// already knows).
@@ -134,15 +154,37 @@ pub enum Finding {
 }
 
 impl Finding {
-    /// Whether `--force` overrides this finding.
+    /// Whether `--force` overrides this finding: only for what concerns
+    /// the device's own content (a partition table, a signature, a probe
+    /// that could not read it) or an attached loop device nobody uses.
+    /// Any finding that says another user has these bytes (mounted, swap,
+    /// held, or a device over the same bytes that is) is refused whatever
+    /// `--force` says, as the device that user has would be.
     pub fn overridable(&self) -> bool {
         match self {
-            Finding::ReadOnly | Finding::RunningSystem { .. } | Finding::HeldExclusively { .. } => {
-                false
-            }
-            Finding::SharesBytes { exclusive, .. } => !exclusive,
-            _ => true,
+            Finding::ReadOnly
+            | Finding::RunningSystem { .. }
+            | Finding::HeldExclusively { .. }
+            | Finding::Mounted { .. }
+            | Finding::Swap { .. }
+            | Finding::SwapFile { .. } => false,
+            Finding::InUse { exclusive, .. } => !exclusive,
+            Finding::SharesBytes {
+                exclusive, cause, ..
+            } => !exclusive && cause.overridable(),
+            Finding::PartitionTable { .. }
+            | Finding::Signature { .. }
+            | Finding::ProbeFailed { .. } => true,
         }
+    }
+
+    /// Whether this finding is about the device's own content (a partition
+    /// table or signature) rather than someone using its bytes.
+    fn is_content(&self) -> bool {
+        matches!(
+            self,
+            Finding::PartitionTable { .. } | Finding::Signature { .. }
+        )
     }
 
     /// What the user should do about it (without the `--force` part).
@@ -157,7 +199,11 @@ impl Finding {
             Finding::RunningSystem { .. } => "choose another device".to_string(),
             Finding::Mounted { device, .. } => format!("unmount /dev/{device} first"),
             Finding::Swap { device } => format!("run swapoff /dev/{device} first"),
-            Finding::InUse { by } => format!("stop {} first", by.join(", ")),
+            Finding::SwapFile { path } => format!("run swapoff {} first", path.display()),
+            Finding::InUse { by, .. } => {
+                let each: Vec<String> = by.iter().map(|u| release(u)).collect();
+                format!("{} first", each.join(", "))
+            }
             Finding::HeldExclusively { processes } if processes.is_empty() => {
                 "wait until whatever holds it lets go (check 'drivelab devices')".to_string()
             }
@@ -186,7 +232,8 @@ impl Finding {
                 mount_point,
             } => format!("mounted at {} ({device})", mount_point.display()),
             Finding::Swap { device } => format!("swap ({device})"),
-            Finding::InUse { by } => format!("in use by {}", by.join(",")),
+            Finding::SwapFile { path } => format!("swap file ({})", path.display()),
+            Finding::InUse { by, .. } => format!("in use by {}", by.join(",")),
             Finding::HeldExclusively { processes } if processes.is_empty() => {
                 "in use: held exclusively by another process".into()
             }
@@ -218,7 +265,7 @@ impl Finding {
             } => format!("has /dev/{device} mounted at {}", mount_point.display()),
             Finding::Swap { device } if device == name => "is active swap".to_string(),
             Finding::Swap { device } => format!("has /dev/{device} as active swap"),
-            Finding::InUse { by } => format!("is in use by {}", by.join(", ")),
+            Finding::InUse { by, .. } => format!("is in use by {}", by.join(", ")),
             Finding::HeldExclusively { processes } if processes.is_empty() => {
                 format!("is {HELD_EXCLUSIVELY}")
             }
@@ -227,6 +274,20 @@ impl Finding {
             }
             other => format!("is in use ({other})"),
         }
+    }
+}
+
+/// How to stop device `name` from using what it sits on: detach a loop
+/// device, remove a device-mapper one, stop an md array.
+fn release(name: &str) -> String {
+    if name.starts_with("loop") {
+        format!("detach {name} (losetup -d /dev/{name})")
+    } else if name.starts_with("dm-") {
+        format!("remove {name} (dmsetup remove /dev/{name})")
+    } else if name.starts_with("md") {
+        format!("stop {name} (mdadm --stop /dev/{name})")
+    } else {
+        format!("stop {name}")
     }
 }
 
@@ -244,7 +305,8 @@ impl fmt::Display for Finding {
                 mount_point,
             } => write!(f, "/dev/{device} is mounted at {}", mount_point.display()),
             Finding::Swap { device } => write!(f, "/dev/{device} is active swap"),
-            Finding::InUse { by } => write!(f, "it is in use by {}", by.join(", ")),
+            Finding::SwapFile { path } => write!(f, "{} is an active swap file", path.display()),
+            Finding::InUse { by, .. } => write!(f, "it is in use by {}", by.join(", ")),
             Finding::HeldExclusively { processes } => {
                 write!(f, "it is {HELD_EXCLUSIVELY}")?;
                 match processes.len() {
@@ -322,7 +384,7 @@ impl Assessment {
         // (a system disk is also mounted, which says more).
         let rank = |f: &Finding| match f {
             Finding::Mounted { .. } => 0,
-            Finding::Swap { .. } => 1,
+            Finding::Swap { .. } | Finding::SwapFile { .. } => 1,
             Finding::InUse { .. }
             | Finding::HeldExclusively { .. }
             | Finding::SharesBytes { .. } => 2,
@@ -358,8 +420,14 @@ impl fmt::Display for Refusal {
         write!(f, "refusing to write to {}: ", self.device.display())?;
         let clauses: Vec<String> = self.reasons.iter().map(|r| r.to_string()).collect();
         write!(f, "{}", clauses.join("; "))?;
+        // Wiping the target's signature would wipe what another user of
+        // the same bytes (a mounted or held device) relies on: content
+        // advice only when nobody else uses them.
+        let used = self.reasons.iter().any(|r| {
+            !r.is_content() && !matches!(r, Finding::ProbeFailed { .. } | Finding::ReadOnly)
+        });
         let mut advice: Vec<String> = Vec::new();
-        for r in &self.reasons {
+        for r in self.reasons.iter().filter(|r| !(used && r.is_content())) {
             let a = r.advice(&self.device);
             if !advice.contains(&a) {
                 advice.push(a);
@@ -384,8 +452,8 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
-/// Decide whether `dev` may be written. `force` overrides every finding
-/// except a read-only device and one that backs the running system.
+/// Decide whether `dev` may be written. `force` overrides only the
+/// findings [`Finding::overridable`] allows.
 pub fn check_writable(dev: &BlockDevice, force: bool) -> Result<(), Refusal> {
     match assess(dev).refusal(force) {
         Some(r) => Err(r),
@@ -449,6 +517,7 @@ pub fn assess(dev: &BlockDevice) -> Assessment {
         if let Ok(Some(p)) = dev.parent_disk() {
             skip.push((p.major, p.minor));
         }
+        findings.extend(swap_files(&ext));
         findings.extend(aliases(&ext, &skip, &ctx));
     }
 
@@ -477,9 +546,10 @@ pub fn assess(dev: &BlockDevice) -> Assessment {
     }
 }
 
-/// Gather every finding about a regular file: whether it backs a loop
-/// device that is in use (mounted, swap, held by a holder or another
-/// process), over any of its bytes. `md` is the file's metadata.
+/// Gather every finding about a regular file: whether it is an active swap
+/// file, and whether it backs a loop device that is in use (mounted, swap,
+/// held by a holder or another process), over any of its bytes. `md` is
+/// the file's metadata.
 pub fn assess_file(path: &Path, md: &fs::Metadata) -> Assessment {
     let mut findings = Vec::new();
     let ctx = match Context::read() {
@@ -491,7 +561,9 @@ pub fn assess_file(path: &Path, md: &fs::Metadata) -> Assessment {
             Context::without_mounts()
         }
     };
-    findings.extend(aliases(&Extent::whole_file(md), &[], &ctx));
+    let whole = Extent::whole_file(md);
+    findings.extend(swap_files(&whole));
+    findings.extend(aliases(&whole, &[], &ctx));
     Assessment {
         device: path.to_path_buf(),
         findings,
@@ -549,6 +621,19 @@ pub fn processes_with_file_open(md: &fs::Metadata) -> Vec<String> {
 
 /// The processes with a descriptor whose target matches `is_it`.
 fn processes_with_open(is_it: impl Fn(&fs::Metadata) -> bool) -> Vec<String> {
+    processes_with_fd(|_, md| is_it(md))
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect()
+}
+
+/// The processes with a descriptor for which `is_it` (given the
+/// descriptor's `/proc/PID/fd/N` path and what it points at) holds, as
+/// (pid, "comm (pid N)"), by pid. Only what `/proc` shows this process
+/// (all of it for root).
+pub(crate) fn processes_with_fd(
+    is_it: impl Fn(&Path, &fs::Metadata) -> bool,
+) -> Vec<(u32, String)> {
     let mut out: Vec<(u32, String)> = Vec::new();
     let Ok(rd) = fs::read_dir("/proc") else {
         return Vec::new();
@@ -560,16 +645,17 @@ fn processes_with_open(is_it: impl Fn(&fs::Metadata) -> bool) -> Vec<String> {
         let Ok(fds) = fs::read_dir(e.path().join("fd")) else {
             continue;
         };
-        let holds = fds
-            .filter_map(|f| f.ok())
-            .any(|f| fs::metadata(f.path()).is_ok_and(|md| is_it(&md)));
+        let holds = fds.filter_map(|f| f.ok()).any(|f| {
+            let p = f.path();
+            fs::metadata(&p).is_ok_and(|md| is_it(&p, &md))
+        });
         if holds {
             let comm = fs::read_to_string(e.path().join("comm")).unwrap_or_default();
             out.push((pid, format!("{} (pid {pid})", comm.trim())));
         }
     }
     out.sort();
-    out.into_iter().map(|(_, s)| s).collect()
+    out
 }
 
 /// What the use checks share: mounted devices, attached loops, active swap.
@@ -634,22 +720,27 @@ fn usage(
     // Everything stacked above: holders (recursively) and loops attached.
     let mut above: Vec<(u32, u32, String)> = own.clone();
     let mut users: Vec<String> = Vec::new();
+    // Whether anything above is held: a holder claims what it sits on
+    // exclusively; a stacked loop may be held by a process.
+    let mut held = false;
     let mut i = 0;
     while i < above.len() && above.len() < 256 {
         let (maj, min, name) = above[i].clone();
-        let mut next: Vec<(u32, u32, String)> = Vec::new();
+        // Each device above, and whether it is a holder (not a loop).
+        let mut next: Vec<((u32, u32, String), bool)> = Vec::new();
         if let Ok(d) = BlockDevice::from_name(&name) {
             for h in d.holder_devices().unwrap_or_default() {
-                next.push((h.major, h.minor, h.name));
+                next.push(((h.major, h.minor, h.name), true));
             }
         }
         for (lmaj, lmin, lname, backing) in &ctx.loops {
             if *backing == (maj, min) {
-                next.push((*lmaj, *lmin, lname.clone()));
+                next.push(((*lmaj, *lmin, lname.clone()), false));
             }
         }
-        for n in next {
+        for (n, holder) in next {
             if !above.iter().any(|a| (a.0, a.1) == (n.0, n.1)) && !exclude.contains(&(n.0, n.1)) {
+                held = held || holder || held_exclusively(&Path::new("/dev").join(&n.2));
                 if i < own.len() {
                     users.push(n.2.clone());
                 }
@@ -687,7 +778,10 @@ fn usage(
     if !users.is_empty() {
         users.sort();
         users.dedup();
-        findings.push(Finding::InUse { by: users });
+        findings.push(Finding::InUse {
+            by: users,
+            exclusive: held,
+        });
     }
     (findings, above)
 }
@@ -780,7 +874,7 @@ fn loop_backings() -> Vec<(u32, u32, String, (u32, u32))> {
     out
 }
 
-/// Block devices in `/proc/swaps` (swap files are covered by their mount).
+/// Block devices in `/proc/swaps`.
 fn active_swaps() -> Vec<((u32, u32), PathBuf)> {
     let Ok(text) = fs::read_to_string("/proc/swaps") else {
         return Vec::new();
@@ -793,6 +887,24 @@ fn active_swaps() -> Vec<((u32, u32), PathBuf)> {
                 .is_block_device()
                 .then(|| (split_dev(md.rdev()), p))
         })
+        .collect()
+}
+
+/// A [`Finding::SwapFile`] for each active swap file (a regular file in
+/// `/proc/swaps`) whose bytes `target` covers: the file itself, or a loop
+/// device over it. The filesystem under a swap file is mounted, so a
+/// device holding it is refused as mounted already.
+fn swap_files(target: &Extent) -> Vec<Finding> {
+    let Ok(text) = fs::read_to_string("/proc/swaps") else {
+        return Vec::new();
+    };
+    parse_swaps(&text)
+        .into_iter()
+        .filter(|p| {
+            fs::metadata(p)
+                .is_ok_and(|md| md.is_file() && target.overlap(&Extent::whole_file(&md)).is_some())
+        })
+        .map(|path| Finding::SwapFile { path })
         .collect()
 }
 
@@ -1258,11 +1370,169 @@ mod tests {
             ],
         };
         let r = a.refusal(true).unwrap();
-        assert_eq!(r.reasons.len(), 2);
+        assert_eq!(r.reasons.len(), 3);
         assert!(!r.to_string().contains("pass --force"));
         assert!(r.to_string().contains("--force cannot override"));
         assert_eq!(a.refusal(false).unwrap().reasons.len(), 3);
         assert_eq!(a.state(), "mounted at / (vda)");
+    }
+
+    fn mounted(device: &str) -> Finding {
+        Finding::Mounted {
+            device: device.into(),
+            mount_point: "/mnt/t".into(),
+        }
+    }
+
+    fn ext4() -> Finding {
+        Finding::Signature {
+            name: "ext4".into(),
+            description: "an ext4 filesystem".into(),
+            offset: 1080,
+        }
+    }
+
+    /// The rule: --force overrides what is on the device itself and an
+    /// unused loop on it, never another user's hold on the same bytes.
+    #[test]
+    fn force_overrides_content_never_a_use_of_the_bytes() {
+        let shares = |cause: Finding, exclusive: bool| Finding::SharesBytes {
+            device: "loop6".into(),
+            backing: "/tmp/x.img".into(),
+            start: 0,
+            end: None,
+            cause: Box::new(cause),
+            exclusive,
+        };
+        let in_use = |exclusive| Finding::InUse {
+            by: vec!["loop1".into()],
+            exclusive,
+        };
+        let cases: Vec<(&str, Finding, bool)> = vec![
+            ("signature", ext4(), true),
+            (
+                "partition table",
+                Finding::PartitionTable {
+                    scheme: "MBR".into(),
+                    detail: "1 partition entry".into(),
+                },
+                true,
+            ),
+            ("an unused loop stacked on it", in_use(false), true),
+            ("a stacked device that is held", in_use(true), false),
+            ("mounted itself", mounted("loop0"), false),
+            ("a stacked loop mounted", mounted("loop1"), false),
+            ("a partition mounted", mounted("loop0p1"), false),
+            (
+                "swap",
+                Finding::Swap {
+                    device: "loop1".into(),
+                },
+                false,
+            ),
+            (
+                "swap file",
+                Finding::SwapFile {
+                    path: "/swapfile".into(),
+                },
+                false,
+            ),
+            ("alias mounted", shares(mounted("loop6"), true), false),
+            (
+                "alias with a mounted loop stacked on it",
+                shares(mounted("loop9"), false),
+                false,
+            ),
+            (
+                "alias in use by an unused loop",
+                shares(in_use(false), false),
+                true,
+            ),
+        ];
+        for (what, f, overridable) in cases {
+            assert_eq!(f.overridable(), overridable, "{what}");
+            let a = Assessment {
+                device: PathBuf::from("/dev/loop0"),
+                findings: vec![f, ext4()],
+            };
+            let line = a.refusal(false).unwrap().to_string();
+            assert_eq!(line.contains("pass --force"), overridable, "{what}: {line}");
+            assert_eq!(
+                line.contains("--force cannot override"),
+                !overridable,
+                "{what}: {line}"
+            );
+            match a.refusal(true) {
+                None => assert!(overridable, "{what}: forced through"),
+                Some(r) => {
+                    assert!(!overridable, "{what}: {r}");
+                    assert!(!r.to_string().contains("pass --force"), "{what}: {r}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn no_wipefs_advice_when_the_bytes_are_shared_with_a_used_device() {
+        let alias = Finding::SharesBytes {
+            device: "loop6".into(),
+            backing: "/tmp/x.img".into(),
+            start: 0,
+            end: None,
+            cause: Box::new(mounted("loop6")),
+            exclusive: true,
+        };
+        for used in [alias, mounted("loop1")] {
+            let a = Assessment {
+                device: PathBuf::from("/dev/loop0"),
+                findings: vec![used, ext4()],
+            };
+            let line = a.refusal(false).unwrap().to_string();
+            assert!(line.contains("ext4 filesystem signature"), "{line}");
+            assert!(!line.contains("wipefs"), "{line}");
+            assert!(line.ends_with("(--force cannot override this)"), "{line}");
+        }
+        // The stacked user is named with how to let go of it.
+        let a = Assessment {
+            device: PathBuf::from("/dev/loop0"),
+            findings: vec![Finding::InUse {
+                by: vec!["loop1".into(), "dm-0".into()],
+                exclusive: true,
+            }],
+        };
+        assert_eq!(
+            a.refusal(true).unwrap().to_string(),
+            "refusing to write to /dev/loop0: it is in use by loop1, dm-0; detach loop1 \
+             (losetup -d /dev/loop1), remove dm-0 (dmsetup remove /dev/dm-0) first \
+             (--force cannot override this)"
+        );
+    }
+
+    #[test]
+    fn a_swap_file_is_named_with_its_swapoff() {
+        let a = Assessment {
+            device: PathBuf::from("/tmp/s.img"),
+            findings: vec![Finding::SwapFile {
+                path: "/tmp/s.img".into(),
+            }],
+        };
+        assert_eq!(
+            a.refusal(true).unwrap().to_string(),
+            "refusing to write to /tmp/s.img: /tmp/s.img is an active swap file; \
+             run swapoff /tmp/s.img first (--force cannot override this)"
+        );
+        assert_eq!(a.state(), "swap file (/tmp/s.img)");
+        let v = serde_json::to_value(&a.findings[0]).unwrap();
+        assert_eq!(v["reason"], "swap_file");
+        // A record stored before `exclusive` existed still reads.
+        let old: Finding = serde_json::from_str(r#"{"reason":"in_use","by":["loop1"]}"#).unwrap();
+        assert_eq!(
+            old,
+            Finding::InUse {
+                by: vec!["loop1".into()],
+                exclusive: false
+            }
+        );
     }
 
     #[test]

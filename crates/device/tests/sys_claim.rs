@@ -208,16 +208,23 @@ fn a_loop_over_the_bytes_of_a_mounted_loop_is_refused_naming_it() {
     let c = Claim::open(&head.path, &consent(false), &ClaimOptions::default()).unwrap();
     assert!(c.assessment().findings.is_empty(), "{:?}", c.assessment());
     drop(c);
-    // The mounted device itself, forced past "mounted": the exclusive open
-    // fails (the mount holds it), and says why.
-    let e = Claim::open(&lo6.path, &consent(true), &ClaimOptions::default()).unwrap_err();
-    let line = e.to_string();
-    assert!(matches!(e, ClaimError::Busy { .. }), "{line}");
-    assert!(line.contains(HELD_EXCLUSIVELY), "{line}");
-    assert!(
-        line.contains(&format!("is mounted at {}", mnt.display())),
-        "{line}"
-    );
+    // The mounted device itself: refused as mounted whatever --force says
+    // (the mount holds it, so the exclusive open would fail too), and
+    // --force is never offered.
+    for force in [false, true] {
+        let e = Claim::open(&lo6.path, &consent(force), &ClaimOptions::default()).unwrap_err();
+        let line = e.to_string();
+        assert!(matches!(e, ClaimError::Refused(_)), "{line}");
+        assert!(
+            line.contains(&format!("is mounted at {}", mnt.display())),
+            "{line}"
+        );
+        assert!(line.contains("--force cannot override"), "{line}");
+        assert!(
+            !line.contains("pass --force") && !line.contains("wipefs"),
+            "{line}"
+        );
+    }
     assert_eq!(digest(&img), before, "a refused claim changed the image");
 
     // Unmounted (which writes the superblock), nothing holds those bytes.
@@ -238,12 +245,17 @@ fn a_second_claim_fails_while_the_first_lives() {
     let dir = TempDir::new("cl-twice");
     let lo = LoopDev::new_in(&dir, 8 * MIB);
     let first = Claim::open(&lo.path, &consent(false), &ClaimOptions::default()).unwrap();
-    let me = format!("(pid {})", std::process::id());
-    for force in [false, true] {
-        let e = Claim::open(&lo.path, &consent(force), &ClaimOptions::default()).unwrap_err();
+    // In this process: the same device given twice, by any name.
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&lo.path, &link).unwrap();
+    for (again, force) in [(&lo.path, false), (&link, false), (&link, true)] {
+        let e = Claim::open(again, &consent(force), &ClaimOptions::default()).unwrap_err();
         let line = e.to_string();
-        assert!(line.contains(HELD_EXCLUSIVELY), "{line}");
-        assert!(line.contains(&me), "{line}");
+        assert!(matches!(e, ClaimError::Duplicate { .. }), "{line}");
+        assert!(
+            line.contains(&format!("is the same device as {}, given twice", lo.dev())),
+            "{line}"
+        );
     }
     // Another process cannot take it either.
     let out = Command::new("python3")

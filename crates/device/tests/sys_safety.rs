@@ -255,14 +255,80 @@ fn loop_stacked_on_a_device_marks_it_in_use() {
     let e = check_writable(&d, false).unwrap_err();
     assert_eq!(read_all(&lower.path), before);
     assert!(
-        e.reasons
-            .iter()
-            .any(|f| matches!(f, Finding::InUse { by } if by.contains(&upper.name))),
+        e.reasons.iter().any(
+            |f| matches!(f, Finding::InUse { by, exclusive: false } if by.contains(&upper.name))
+        ),
         "{e}"
     );
     assert!(check_writable(&d, true).is_ok());
     // The upper device itself is free: nothing is stacked on it.
     assert!(check_writable(&BlockDevice::from_path(&upper.path).unwrap(), false).is_ok());
+}
+
+/// A loop B with a loop T stacked on it and T mounted (or held open
+/// O_EXCL by a process) was written with --force, which its refusal
+/// offered: T's filesystem broke. B is refused as T is.
+#[test]
+fn a_device_under_a_mounted_or_held_stacked_loop_is_refused_even_with_force() {
+    require_root();
+    let dir = TempDir::new("sf-stack-used");
+    let img = dir.path().join("disk.img");
+    make_image(&img, 32 * MIB, &[]);
+    let lower = LoopDev::attach(&img, &[]);
+    let upper = LoopDev::attach(&lower.path, &[]);
+    sh("mkfs.ext4", &["-q", "-F", upper.dev()]);
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let d = BlockDevice::from_path(&lower.path).unwrap();
+    {
+        let _m = Mount::new(&upper.path, &mnt);
+        let e = check_writable(&d, true).unwrap_err();
+        let line = e.to_string();
+        assert!(
+            e.reasons
+                .iter()
+                .any(|f| matches!(f, Finding::Mounted { device, .. } if *device == upper.name)),
+            "{line}"
+        );
+        assert!(!line.contains("pass --force"), "{line}");
+        assert!(!line.contains("wipefs"), "{line}");
+        assert!(line.contains("--force cannot override"), "{line}");
+        let plain = check_writable(&d, false).unwrap_err().to_string();
+        assert!(
+            plain.contains("ext4") && !plain.contains("wipefs"),
+            "{plain}"
+        );
+        assert!(!plain.contains("pass --force"), "{plain}");
+    }
+    // Held open O_EXCL by another process instead of mounted.
+    let mut child = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import os,sys,time;os.open(sys.argv[1],os.O_RDONLY|os.O_EXCL);print('held',flush=True);time.sleep(60)",
+            upper.dev(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let held = check_writable(&d, true);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(line.trim(), "held");
+    let e = held.unwrap_err();
+    assert!(
+        e.reasons.iter().any(
+            |f| matches!(f, Finding::InUse { by, exclusive: true } if by.contains(&upper.name))
+        ),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("pass --force"), "{e}");
+    // Let go of, the stacked loop is an unused one again: --force may.
+    assert!(check_writable(&d, true).is_ok());
 }
 
 #[test]

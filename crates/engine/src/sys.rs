@@ -66,6 +66,13 @@ extern "C" fn on_stop_signal(_sig: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
+/// Set the flag [`stop_on_signals`] returns, as a signal would: every
+/// writer polling it stops at its next turn. For a stop the program itself
+/// decides (such as the device crate's alias watch), from any thread.
+pub fn request_stop() {
+    STOP.store(true, Ordering::Relaxed);
+}
+
 /// Install a handler for SIGINT and SIGTERM that sets the returned flag,
 /// so long runs stop cleanly and still report what they did. The handler
 /// resets itself after one signal (`SA_RESETHAND`): a second Ctrl-C kills

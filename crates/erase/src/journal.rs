@@ -21,12 +21,14 @@
 //! certified.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use drivelab_device::input::{self, InputError, Kind};
+use drivelab_device::output::Output;
+
 use serde::{Deserialize, Serialize};
 
 use crate::EraseError;
@@ -194,34 +196,30 @@ pub fn load(path: &Path) -> Result<Option<JournalState>, EraseError> {
 }
 
 impl Journal {
-    /// Start a new journal (replacing any old one), header fsync'd.
+    /// Start a new journal (replacing any old one), header fsync'd. The
+    /// header is written to a temporary file renamed into place, so a
+    /// journal that cannot be written (a full disk) leaves no empty or
+    /// torn journal behind for `--resume` to trip on.
     pub fn create(path: &Path, h: &JournalHeader) -> Result<Journal, EraseError> {
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| io_err(path, e))?;
         let json = serde_json::to_string(h).map_err(|e| EraseError::Journal {
             path: path.to_path_buf(),
             why: e.to_string(),
         })?;
-        writeln!(file, "{MAGIC}{json}").map_err(|e| io_err(path, e))?;
-        file.sync_all().map_err(|e| io_err(path, e))?;
-        Ok(Journal {
-            file,
-            path: path.to_path_buf(),
-            pending: None,
-            last_sync: Instant::now(),
-        })
+        Output::new(path)
+            .option("journal")
+            .write(format!("{MAGIC}{json}\n").as_bytes())?;
+        Journal::append(path)
     }
 
     /// Continue an existing journal.
     pub fn append(path: &Path) -> Result<Journal, EraseError> {
-        let file = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(|e| io_err(path, e))?;
+        if !path.is_file() {
+            return Err(io_err(
+                path,
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            ));
+        }
+        let file = Output::new(path).option("journal").open_in_place(true)?;
         Ok(Journal {
             file,
             path: path.to_path_buf(),
@@ -417,7 +415,7 @@ mod tests {
         j.sync().unwrap();
         drop(j);
         // A crash mid-line leaves a torn record.
-        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
         write!(f, "D 1 99").unwrap();
         drop(f);
         let mut j = Journal::append(&p).unwrap();

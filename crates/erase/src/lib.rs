@@ -83,6 +83,10 @@ pub enum EraseError {
         /// What failed.
         why: String,
     },
+    /// An output file (journal, certificate, key) is refused, or cannot be
+    /// created or put in place.
+    #[error(transparent)]
+    Output(#[from] drivelab_device::output::OutputError),
     /// A journal exists but belongs to a different erase.
     #[error("{device}: the resume journal {path} is for {why}; rerun that same command with --resume, or delete the journal to start over")]
     ResumeMismatch {

@@ -58,16 +58,36 @@ impl<'a> Shared<'a> {
     }
 
     /// Drive `i` is about to send a command carrying `bus_bytes` over the
-    /// link: wait for its turn and its share of the bus.
-    pub fn before_command(&self, i: usize, bus_bytes: u64) {
+    /// link: wait for its turn and its share of the bus. False when the
+    /// erase was stopped while waiting: the command is not to be sent (a
+    /// stop is noticed within [`STOP_POLL`]).
+    pub fn before_command(&self, i: usize, bus_bytes: u64) -> bool {
         if let Some(t) = &self.turn {
-            t.acquire(i);
+            if !t.acquire(i, self.stop) {
+                return false;
+            }
         }
         if bus_bytes > 0 {
             if let Some(b) = &self.bus {
-                b.take(bus_bytes);
+                return b.take(bus_bytes, self.stop);
             }
         }
+        !self.stopped()
+    }
+
+    /// The most bytes one drive should have on the link at once: what the
+    /// bus limit carries in [`BUS_WINDOW_NS`], shared by the drives writing
+    /// together, in whole logical blocks of `lbs` (at least one); `None`
+    /// without a limit. A command holds its reservation for as long as the
+    /// bus needs to carry it, so a command larger than this would keep the
+    /// drive (and a stop) waiting for seconds at a low limit.
+    pub fn bus_budget(&self, lbs: u64) -> Option<u64> {
+        let b = self.bus.as_ref()?;
+        let lbs = lbs.max(1);
+        let share =
+            b.rate as u128 * u128::from(BUS_WINDOW_NS) / 1_000_000_000 / self.drives.max(1) as u128;
+        let share = u64::try_from(share).unwrap_or(u64::MAX);
+        Some((share / lbs).max(1) * lbs)
     }
 
     /// Drive `i` has sent its command: pass the turn on.
@@ -84,6 +104,14 @@ impl<'a> Shared<'a> {
         }
     }
 }
+
+/// How long a wait for the turn or the bus sleeps at most before looking
+/// at the stop flag again.
+pub const STOP_POLL: Duration = Duration::from_millis(100);
+
+/// The window of bus time one drive's commands in flight may hold under
+/// `--bus-limit`: a quarter second.
+pub const BUS_WINDOW_NS: u64 = 250_000_000;
 
 /// Caps the aggregate bytes per second of all drives sharing it.
 #[derive(Debug)]
@@ -112,12 +140,20 @@ impl BusLimiter {
         self.rate as u64
     }
 
-    /// Reserve `bytes` and sleep until the reservation starts.
-    pub fn take(&self, bytes: u64) {
+    /// Reserve `bytes` and sleep until the reservation starts, looking at
+    /// `stop` every [`STOP_POLL`]; false when stopped before then.
+    pub fn take(&self, bytes: u64, stop: &AtomicBool) -> bool {
         let now = self.origin.elapsed().as_nanos() as u64;
         let start = self.reserve(now, bytes);
-        if start > now {
-            std::thread::sleep(Duration::from_nanos(start - now));
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            let now = self.origin.elapsed().as_nanos() as u64;
+            if now >= start {
+                return true;
+            }
+            std::thread::sleep(Duration::from_nanos(start - now).min(STOP_POLL));
         }
     }
 
@@ -160,15 +196,20 @@ impl Turn {
         }
     }
 
-    /// Wait until it is drive `i`'s turn.
-    pub fn acquire(&self, i: usize) {
+    /// Wait until it is drive `i`'s turn, looking at `stop` every
+    /// [`STOP_POLL`]; false when stopped first.
+    pub fn acquire(&self, i: usize, stop: &AtomicBool) -> bool {
         let mut g = self.lock();
         while g.0 != i {
-            g = match self.cv.wait(g) {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            g = match self.cv.wait_timeout(g, STOP_POLL) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
             };
         }
+        true
     }
 
     fn advance(g: &mut (usize, Vec<bool>)) {
@@ -440,7 +481,7 @@ mod tests {
                     // Drive 1 sends one command, the others three.
                     let n = if i == 1 { 1 } else { 3 };
                     for _ in 0..n {
-                        turn.acquire(i);
+                        assert!(turn.acquire(i, &AtomicBool::new(false)));
                         log.lock().unwrap().push(i);
                         turn.release(i);
                     }

@@ -246,13 +246,18 @@ impl Dist {
     }
 }
 
-/// The RankDisk score.
+/// The RankDisk score. A replay in which any request failed has none (0,
+/// with `withheld` saying why): a failed request is answered at once, so
+/// the pace of a replay onto a failing target says nothing of the drive.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Score {
     /// Mean time between the starts of consecutive requests, ms.
     pub head_to_head_ms: f64,
     /// 1000 / head_to_head_ms.
     pub iops: f64,
+    /// Why there is no score.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<String>,
 }
 
 /// What a replay did.
@@ -277,9 +282,9 @@ pub struct ReplayReport {
     pub trims: u64,
     /// Flushes issued.
     pub flushes: u64,
-    /// Bytes read.
+    /// Bytes read by requests that completed (a failed one moved none).
     pub bytes_read: u64,
-    /// Bytes written.
+    /// Bytes written by requests that completed.
     pub bytes_written: u64,
     /// First issue to last completion, seconds.
     pub duration_s: f64,
@@ -593,14 +598,8 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
         let rep = &mut self.rep;
         let io = place(&p.req, self.o, &mut rep.remapped, &mut rep.aligned);
         match io.op {
-            Op::Read => {
-                rep.reads += 1;
-                rep.bytes_read += u64::from(io.len);
-            }
-            Op::Write => {
-                rep.writes += 1;
-                rep.bytes_written += u64::from(io.len);
-            }
+            Op::Read => rep.reads += 1,
+            Op::Write => rep.writes += 1,
             Op::Trim => rep.trims += 1,
             Op::Fsync => rep.flushes += 1,
         }
@@ -667,6 +666,12 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDrive
             }
         } else {
             self.rep.completed += 1;
+            let moved = d.result as u64;
+            match d.io.op {
+                Op::Read => self.rep.bytes_read += moved,
+                Op::Write => self.rep.bytes_written += moved,
+                Op::Trim | Op::Fsync => {}
+            }
             let l = d.latency();
             self.svc.record(l);
             self.svc_w.record(l as f64);
@@ -757,11 +762,17 @@ where
     let first = drv.first_issue.unwrap_or(st.started);
     let end = drv.last_done.max(drv.last_issue).max(first);
     rep.duration_s = end.saturating_sub(first) as f64 / 1e9;
-    if rep.requests > 1 {
+    if rep.errors > 0 {
+        rep.score.withheld = Some(format!(
+            "{} of {} requests failed",
+            rep.errors, rep.requests
+        ));
+    } else if rep.requests > 1 {
         let h2h = (drv.last_issue - first) as f64 / (rep.requests - 1) as f64 / 1e6;
         rep.score = Score {
             head_to_head_ms: h2h,
             iops: if h2h > 0.0 { 1000.0 / h2h } else { 0.0 },
+            withheld: None,
         };
     }
     rep.service_time_ns = Dist::from(&drv.svc, &drv.svc_w);

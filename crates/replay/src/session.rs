@@ -95,14 +95,10 @@ pub enum SessionError {
     /// Reading the trace again, or recording, failed.
     #[error(transparent)]
     Trace(#[from] TraceError),
-    /// The recording file cannot be created.
-    #[error("cannot create {}: {error}", .path.display())]
-    CreateRecording {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        error: std::io::Error,
-    },
+    /// The recording file is refused, or cannot be created or put in
+    /// place.
+    #[error(transparent)]
+    Recording(#[from] drivelab_device::output::OutputError),
     /// The thread that drains the recorder panicked.
     #[error("the recorder thread panicked")]
     RecorderPanicked,
@@ -115,6 +111,7 @@ impl SessionError {
     /// Whether the request was refused before anything was written.
     pub fn is_input(&self) -> bool {
         matches!(self, SessionError::Input(_) | SessionError::Unsafe(_))
+            || matches!(self, SessionError::Recording(e) if e.is_refusal())
     }
 }
 
@@ -326,7 +323,8 @@ pub fn audit(
     let mut criteria = comparison.criteria.clone();
     let score = drivelab_trace::compare::score_criterion(
         orig,
-        (replay.replay.requests > 1).then_some(replay.replay.score.iops),
+        (replay.replay.requests > 1 && replay.replay.score.withheld.is_none())
+            .then_some(replay.replay.score.iops),
         tolerance,
     );
     match criteria.iter_mut().find(|c| c.name == "score") {
@@ -413,12 +411,10 @@ fn record_until(
     out: &Path,
     stop: &AtomicBool,
 ) -> Result<RecordSummary, SessionError> {
-    let file = std::fs::File::create(out).map_err(|error| SessionError::CreateRecording {
-        path: out.to_path_buf(),
-        error,
-    })?;
-    let mut w =
-        drivelab_trace::open_writer(std::io::BufWriter::new(file), Format::Native, rec.devices())?;
+    let mut file = drivelab_device::output::Output::new(out)
+        .option("--record")
+        .create()?;
+    let mut w = drivelab_trace::open_writer(&mut file, Format::Native, rec.devices())?;
     loop {
         for r in rec.poll()? {
             w.write(&r)?;
@@ -433,6 +429,8 @@ fn record_until(
         w.write(&r)?;
     }
     w.finish()?;
+    drop(w);
+    file.commit()?;
     Ok(summary)
 }
 
@@ -445,11 +443,14 @@ impl fmt::Display for SessionReport {
             "replay on {} ({} timing): {} requests ({} reads, {} writes, {} trims, {} flushes) in {:.3} s, {} errors",
             self.target, r.mode, r.requests, r.reads, r.writes, r.trims, r.flushes, r.duration_s, r.errors
         )?;
-        writeln!(
-            f,
-            "  score: {:.3} ms head-to-head = {:.2} IO/s",
-            r.score.head_to_head_ms, r.score.iops
-        )?;
+        match &r.score.withheld {
+            Some(why) => writeln!(f, "  score: none: {why}")?,
+            None => writeln!(
+                f,
+                "  score: {:.3} ms head-to-head = {:.2} IO/s",
+                r.score.head_to_head_ms, r.score.iops
+            )?,
+        }
         let d = &r.service_time_ns;
         writeln!(
             f,

@@ -101,6 +101,134 @@ impl Kind {
     }
 }
 
+/// What a field must hold, for [`check`].
+#[derive(Clone, Copy)]
+enum Want {
+    U64,
+    Num,
+    Str,
+    Bool,
+    Arr,
+    Obj,
+}
+
+impl Want {
+    fn holds(self, v: &Value) -> bool {
+        match self {
+            Want::U64 => v.is_u64(),
+            Want::Num => v.is_number(),
+            Want::Str => v.is_string(),
+            Want::Bool => v.is_boolean(),
+            Want::Arr => v.is_array(),
+            Want::Obj => v.is_object(),
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Want::U64 => "a whole number",
+            Want::Num => "a number",
+            Want::Str => "a string",
+            Want::Bool => "true or false",
+            Want::Arr => "a list",
+            Want::Obj => "an object",
+        }
+    }
+}
+
+/// Each `(path, want)` of `v` holds what it must; `at` names `v`.
+fn fields(v: &Value, at: &str, list: &[(&str, Want)]) -> Result<(), String> {
+    for &(path, want) in list {
+        let ptr = format!("/{}", path.replace('.', "/"));
+        match v.pointer(&ptr) {
+            Some(x) if want.holds(x) => {}
+            Some(_) => return Err(format!("{at}{path} is not {}", want.name())),
+            None => return Err(format!("{at}{path} is missing")),
+        }
+    }
+    Ok(())
+}
+
+/// Every element of the list `key` of `v` passes `each`.
+fn each(
+    v: &Value,
+    key: &str,
+    each: impl Fn(&Value, &str) -> Result<(), String>,
+) -> Result<(), String> {
+    for (i, x) in v
+        .get(key)
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .enumerate()
+    {
+        each(x, &format!("{key}[{i}]."))?;
+    }
+    Ok(())
+}
+
+fn check_replay(v: &Value, at: &str) -> Result<(), String> {
+    use Want::*;
+    fields(
+        v,
+        at,
+        &[
+            ("requests", U64),
+            ("completed", U64),
+            ("errors", U64),
+            ("duration_s", Num),
+            ("score.iops", Num),
+            ("score.head_to_head_ms", Num),
+            ("service_time_ns.count", U64),
+            ("lateness_ns.count", U64),
+        ],
+    )
+}
+
+/// Whether `v` is a result of `kind` the page can draw truthfully: read by
+/// its type where it has one (run, trace analyze), else every field the
+/// page reads holds what it must. The error is one line naming the field.
+pub fn check(kind: Kind, v: &Value) -> Result<(), String> {
+    use Want::*;
+    match kind {
+        Kind::Run => serde_json::from_value::<RunReport>(v.clone())
+            .map(drop)
+            .map_err(|e| e.to_string()),
+        Kind::TraceAnalyze => {
+            serde_json::from_value::<drivelab_trace::analyze::Analysis>(v.clone())
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }
+        Kind::Test => {
+            fields(v, "", &[("target", Str), ("passed", Bool), ("steps", Arr)])?;
+            each(v, "steps", |s, at| {
+                fields(s, at, &[("index", U64), ("kind", Str), ("bw_bytes", Num)])
+            })
+        }
+        Kind::Erase => {
+            fields(v, "", &[("strategy", Str), ("drives", Arr)])?;
+            each(v, "drives", |d, at| {
+                fields(d, at, &[("device", Str), ("result", Str), ("bytes", U64)])
+            })
+        }
+        Kind::Replay => check_replay(v, ""),
+        Kind::Audit => {
+            fields(
+                v,
+                "",
+                &[
+                    ("pass", Bool),
+                    ("criteria", Arr),
+                    ("comparison", Obj),
+                    ("replay", Obj),
+                ],
+            )?;
+            serde_json::from_value::<drivelab_trace::Comparison>(v["comparison"].clone())
+                .map_err(|e| format!("comparison: {e}"))?;
+            check_replay(&v["replay"], "replay.")
+        }
+    }
+}
+
 /// One result to show.
 #[derive(Debug, Clone)]
 pub struct Input {
@@ -799,7 +927,10 @@ fn replay_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
             @for (k, x) in &scalars {
                 tr { td { (k) } td.text { (match x { Value::String(s) => s.clone(), other => other.to_string() }) } }
             }
-            tr { td { "score (head-to-head)" } td.text { (format!("{:.3} ms, {:.1} IOPS", f64_of(&dist("score"), "head_to_head_ms"), f64_of(&dist("score"), "iops"))) } }
+            tr { td { "score (head-to-head)" } td.text { (match dist("score").get("withheld").and_then(Value::as_str) {
+                Some(why) => format!("none: {why}"),
+                None => format!("{:.3} ms, {:.1} IOPS", f64_of(&dist("score"), "head_to_head_ms"), f64_of(&dist("score"), "iops")),
+            }) } }
         } }
         @if pct.point_count() > 0 { div.charts { (chart(&pct, next_id)) } }
     }

@@ -475,6 +475,11 @@ pub struct DeviceCheck {
     pub reported_ios: u64,
     /// I/Os the device completed.
     pub device_ios: u64,
+    /// Flushes the device completed (diskstats fields 16-17, kernels 5.5
+    /// and later; 0 before): a sync (`fsync`, `fdatasync`) reaches a block
+    /// device as a flush, which some drivers also count as an empty write.
+    #[serde(default)]
+    pub device_flushes: u64,
     /// 1-second samples in which the device completed nothing.
     pub idle_seconds: u32,
     /// Samples taken.

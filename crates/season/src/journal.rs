@@ -19,11 +19,12 @@
 //! path, and its size) so a rerun finds it. A torn last line (a crash
 //! while appending) is ignored.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use drivelab_device::input::{self, InputError, Kind};
+use drivelab_device::output::Output;
 use serde::{Deserialize, Serialize};
 
 use crate::result::{Image, Metrics, Pass, Purge, Round, WritePoint};
@@ -229,29 +230,29 @@ impl Journal {
                     }
                     // Rewritten with what parsed, so a torn last line
                     // does not end up in the middle.
-                    let mut j = Journal::create(&path, &old)?;
-                    for e in &st.entries {
-                        j.add(e)?;
-                    }
+                    let j = Journal::create(&path, &old, &st.entries)?;
                     return Ok((j, st));
                 }
                 Err(InputError::Missing { .. }) => {}
                 Err(e) => return Err(io_err(&path, e)),
             }
         }
-        Ok((Journal::create(&path, h)?, State::default()))
+        Ok((Journal::create(&path, h, &[])?, State::default()))
     }
 
-    fn create(path: &Path, h: &Header) -> Result<Journal, SeasonError> {
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| io_err(path, e))?;
+    /// Write the header and `entries` to a temporary file renamed over any
+    /// old journal (so a journal that cannot be written leaves none, and a
+    /// rewrite never leaves half of one), then open it for appending.
+    fn create(path: &Path, h: &Header, entries: &[Entry]) -> Result<Journal, SeasonError> {
         let json = serde_json::to_string(h).map_err(|e| io_err(path, e))?;
-        writeln!(file, "{MAGIC}{json}").map_err(|e| io_err(path, e))?;
-        file.sync_all().map_err(|e| io_err(path, e))?;
+        let mut text = format!("{MAGIC}{json}\n");
+        for e in entries {
+            text.push_str(&serde_json::to_string(e).map_err(|x| io_err(path, x))?);
+            text.push('\n');
+        }
+        let out = Output::new(path).option("journal");
+        out.write(text.as_bytes()).map_err(|e| io_err(path, e))?;
+        let file = out.open_in_place(true).map_err(|e| io_err(path, e))?;
         Ok(Journal {
             file,
             path: path.to_path_buf(),

@@ -119,10 +119,13 @@ pub fn write(dir: &Path, d: &DriveSeason) -> Result<Vec<PathBuf>, SeasonError> {
     let mut files = Vec::new();
     for (stem, chart) in charts(d) {
         let p = dir.join(format!("season-{key}-{stem}.svg"));
-        std::fs::write(&p, drivelab_plot::svg::render(&chart)).map_err(|e| SeasonError::Plot {
-            path: p.clone(),
-            why: e.to_string(),
-        })?;
+        drivelab_device::output::Output::new(&p)
+            .option("plot")
+            .write(drivelab_plot::svg::render(&chart).as_bytes())
+            .map_err(|e| SeasonError::Plot {
+                path: p.clone(),
+                why: e.to_string(),
+            })?;
         files.push(p);
     }
     Ok(files)

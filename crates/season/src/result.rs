@@ -173,7 +173,9 @@ pub struct WritePoint {
 /// The whole-drive write series.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WriteSeries {
-    /// Bucket size, bytes (1 GiB, or 1 % of a drive under 100 GiB).
+    /// Bucket size, bytes (1 GiB, or 1 % of a drive under 100 GiB): the
+    /// least a point holds; a point also spans at least 10 ms, so on a
+    /// fast drive it holds several buckets.
     pub bucket_bytes: u64,
     /// The points.
     pub points: Vec<WritePoint>,

@@ -388,6 +388,16 @@ pub fn season(req: &Request, fe: &dyn Frontend) -> Result<SeasonReport, SeasonEr
     }
     for d in &all.drives {
         image::check(o.image.as_deref(), o.image_trace.as_deref(), d.size)?;
+        // --resume continues a journal: without one, nothing to continue.
+        let j = crate::journal::path_for(&o.state_dir, &header(d, o));
+        if o.resume && !j.is_file() {
+            return Err(SeasonError::Refused(format!(
+                "--resume: no season journal of {} in {} (looked for {}); run without --resume to start a new season, or give the --state-dir the journal is in",
+                d.dev.path.display(),
+                o.state_dir.display(),
+                j.display()
+            )));
+        }
     }
     plan::confirm(&all.drives, &req.consent, |d, t| fe.ask(d, t))?;
     drop(all);

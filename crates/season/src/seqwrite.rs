@@ -69,6 +69,96 @@ pub struct SeqOutcome {
     pub interrupted: bool,
 }
 
+/// The shortest span a series point may cover, ns. Completions are reaped
+/// in batches that share one timestamp, so a bucket closed within the same
+/// reap as the one before it spans no time at all; a span this short says
+/// how completions were batched, not how fast the drive writes.
+pub const MIN_SPAN_NS: u64 = 10_000_000;
+
+/// The whole-drive write series: a point when at least a bucket of bytes
+/// has completed over at least [`MIN_SPAN_NS`] since the last point. Bytes
+/// that complete sooner stay in the open point (which then holds more
+/// than a bucket); a last point shorter than that is merged into the one
+/// before it, or dropped when there is none.
+#[derive(Debug, Clone)]
+struct Buckets {
+    /// Byte of the drive the pass started at.
+    start: u64,
+    /// Bucket, bytes.
+    bucket: u64,
+    /// Bytes completed.
+    completed: u64,
+    /// Bytes and time at the end of the last point (its start at first).
+    mark_bytes: u64,
+    mark_ns: Option<u64>,
+    /// The last point's span: bytes and ns, for merging a short tail.
+    last_span: Option<(u64, u64)>,
+    /// Time of the last completion.
+    now: u64,
+    points: Vec<WritePoint>,
+}
+
+impl Buckets {
+    fn new(start: u64, bucket: u64) -> Buckets {
+        Buckets {
+            start,
+            bucket: bucket.max(1),
+            completed: 0,
+            mark_bytes: 0,
+            mark_ns: None,
+            last_span: None,
+            now: 0,
+            points: Vec::new(),
+        }
+    }
+
+    /// The first submission, at `now`: the first point's start.
+    fn start(&mut self, now: u64) {
+        self.mark_ns.get_or_insert(now);
+    }
+
+    /// `bytes` completed at `now`.
+    fn complete(&mut self, bytes: u64, now: u64) {
+        self.completed += bytes;
+        self.now = self.now.max(now);
+        let t0 = *self.mark_ns.get_or_insert(now);
+        let n = self.completed - self.mark_bytes;
+        let dt = self.now.saturating_sub(t0);
+        if n >= self.bucket && dt >= MIN_SPAN_NS {
+            self.push(n, dt);
+        }
+    }
+
+    /// The pass ended: the bytes of the open point become a point, merged
+    /// into the one before when they span too little time.
+    fn finish(&mut self) {
+        let n = self.completed - self.mark_bytes;
+        if n == 0 {
+            return;
+        }
+        let dt = self.now.saturating_sub(self.mark_ns.unwrap_or(self.now));
+        if dt >= MIN_SPAN_NS {
+            self.push(n, dt);
+        } else if let Some((pb, pns)) = self.last_span {
+            self.points.pop();
+            self.mark_bytes -= pb;
+            self.push(pb + n, pns + dt);
+        } else {
+            self.mark_bytes = self.completed;
+        }
+    }
+
+    fn push(&mut self, n: u64, dt: u64) {
+        self.mark_bytes += n;
+        self.mark_ns = Some(self.now);
+        self.last_span = Some((n, dt));
+        self.points.push(WritePoint {
+            written_bytes: self.start + self.mark_bytes,
+            bw_bytes: n as f64 / (dt as f64 / 1e9),
+        });
+    }
+}
+
 struct SeqDriver<'a, 'j> {
     job: &'j SeqJob<'a>,
     lbs: u64,
@@ -77,9 +167,7 @@ struct SeqDriver<'a, 'j> {
     completed: u64,
     first: Option<u64>,
     last: u64,
-    mark_bytes: u64,
-    mark_ns: Option<u64>,
-    series: Vec<WritePoint>,
+    series: Buckets,
     error: Option<String>,
     writes: u64,
     last_note: u64,
@@ -124,7 +212,7 @@ impl Driver for SeqDriver<'_, '_> {
             len: len as u32,
         };
         self.first.get_or_insert(now);
-        self.mark_ns.get_or_insert(now);
+        self.series.start(now);
         self.inflight.push(self.next);
         self.next += len;
         self.writes += 1;
@@ -158,20 +246,7 @@ impl Driver for SeqDriver<'_, '_> {
             .done
             .fetch_add(u64::from(d.io.len), Ordering::Relaxed);
         self.last = d.now;
-        let bucket = self.job.bucket.max(1);
-        while self.completed - self.mark_bytes >= bucket
-            || (self.job.start + self.completed >= self.job.end && self.completed > self.mark_bytes)
-        {
-            let n = (self.completed - self.mark_bytes).min(bucket);
-            let t0 = self.mark_ns.unwrap_or(d.now);
-            let dt = d.now.saturating_sub(t0).max(1) as f64 / 1e9;
-            self.mark_bytes += n;
-            self.series.push(WritePoint {
-                written_bytes: self.job.start + self.mark_bytes,
-                bw_bytes: n as f64 / dt,
-            });
-            self.mark_ns = Some(d.now);
-        }
+        self.series.complete(u64::from(d.io.len), d.now);
         After::Release
     }
 
@@ -216,9 +291,7 @@ pub fn write(
         completed: 0,
         first: None,
         last: 0,
-        mark_bytes: 0,
-        mark_ns: None,
-        series: Vec::new(),
+        series: Buckets::new(job.start, job.bucket),
         error: None,
         writes: 0,
         last_note: drivelab_engine::clock::now_ns(),
@@ -229,6 +302,7 @@ pub fn write(
         ..LoopConfig::default()
     };
     let st = ioloop::run(&mut engine, &mut drv, &cfg).map_err(|e| io_err("io_uring", e))?;
+    drv.series.finish();
     let watermark = drv.watermark().min(job.end);
     if let Some(e) = drv.error.take() {
         return Err(SeasonError::Command {
@@ -247,7 +321,7 @@ pub fn write(
         bytes: drv.completed,
         watermark,
         seconds,
-        series: drv.series,
+        series: drv.series.points,
         writes: drv.writes,
         interrupted: st.interrupted,
     })
@@ -267,6 +341,58 @@ pub fn bucket_for(capacity: u64, xfer: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Completions reaped in batches of `batch` sharing one timestamp,
+    /// `gap` ns apart, `xfer` bytes each.
+    fn batched(b: &mut Buckets, ios: u64, batch: u64, gap: u64, xfer: u64) {
+        b.start(0);
+        for i in 0..ios {
+            b.complete(xfer, (i / batch + 1) * gap);
+        }
+        b.finish();
+    }
+
+    #[test]
+    fn a_point_never_spans_less_than_the_minimum_and_bytes_all_count() {
+        // The case: a 64 MiB drive, 640 KiB buckets, 128 KiB
+        // writes reaped 32 at a time. Buckets closed in one reap gave points
+        // over 1 ns (655 TB/s) and a false cliff.
+        const X: u64 = 128 << 10;
+        for (gap, batch) in [(1_000_000, 32), (20_000_000, 32), (3_000_000, 1), (1, 512)] {
+            let mut b = Buckets::new(0, 5 * X);
+            batched(&mut b, 512, batch, gap, X);
+            let mut prev = 0u64;
+            let mut secs = 0.0;
+            for p in &b.points {
+                let n = p.written_bytes - prev;
+                assert!(n >= 5 * X, "{gap} {batch}: {p:?}");
+                let span = n as f64 / p.bw_bytes;
+                assert!(
+                    span >= MIN_SPAN_NS as f64 / 1e9 * 0.999,
+                    "{gap} {batch}: {p:?}"
+                );
+                secs += span;
+                prev = p.written_bytes;
+            }
+            let total = (512u64.div_ceil(batch) * gap) as f64 / 1e9;
+            if total >= MIN_SPAN_NS as f64 / 1e9 {
+                // Every byte is in the series, over the pass's whole time.
+                assert_eq!(prev, 512 * X, "{gap} {batch}");
+                assert!(
+                    (secs - total).abs() < 1e-9,
+                    "{gap} {batch}: {secs} vs {total}"
+                );
+                let rate = (512 * X) as f64 / total;
+                for p in &b.points {
+                    assert!(p.bw_bytes <= rate * 2.0, "{gap} {batch}: {p:?}");
+                }
+            } else {
+                assert!(b.points.is_empty(), "{gap} {batch}: {:?}", b.points);
+            }
+            let tput: Vec<f64> = b.points.iter().map(|p| p.bw_bytes).collect();
+            assert_eq!(crate::cliff::detect(&tput), None, "{gap} {batch}: {tput:?}");
+        }
+    }
 
     #[test]
     fn buckets_are_a_gib_or_a_percent() {

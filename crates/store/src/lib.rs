@@ -77,15 +77,50 @@ pub enum StoreError {
         /// What is wrong.
         why: String,
     },
-    /// An SQLite failure.
-    #[error("SQLite store: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    /// An SQLite failure. Not a `source`: [`sqlite_words`] says all of it
+    /// in one line, and a chain would print SQLite's message again.
+    #[error("SQLite store: {}", sqlite_words(.0))]
+    Sqlite(rusqlite::Error),
     /// A PostgreSQL failure.
     #[error("PostgreSQL store: {0}")]
     Postgres(#[from] postgres::Error),
     /// A file-system failure (creating the store's directory).
     #[error("store: {0}")]
     Io(#[from] std::io::Error),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite(e)
+    }
+}
+
+/// An SQLite error in one line that says what to do: rusqlite's own text
+/// repeats SQLite's message up to three times and, for a failed statement,
+/// holds the whole SQL text (a migration's is a page). A full disk is named
+/// as the kernel names it (ENOSPC); SQLite reports it as "database or disk
+/// is full", or, when the write-ahead log or its index cannot grow, as a
+/// disk I/O error.
+pub fn sqlite_words(e: &rusqlite::Error) -> String {
+    use rusqlite::ErrorCode;
+    let (code, msg) = match e {
+        rusqlite::Error::SqliteFailure(f, msg) => (Some(f.code), msg.clone()),
+        rusqlite::Error::SqlInputError { error, msg, .. } => (Some(error.code), Some(msg.clone())),
+        other => (other.sqlite_error_code(), None),
+    };
+    let msg = msg.unwrap_or_else(|| match e {
+        rusqlite::Error::SqliteFailure(f, None) => f.to_string(),
+        other => other.to_string(),
+    });
+    match code {
+        Some(ErrorCode::DiskFull) => format!(
+            "no space left on device (ENOSPC): {msg}; free space on the store's file system, or give another store with --store (or --no-store)"
+        ),
+        Some(ErrorCode::SystemIoFailure) => format!(
+            "{msg}: the file system under the store failed a write; when it is full (ENOSPC, no space left on device) free space, else check it; or give another store with --store (or --no-store)"
+        ),
+        _ => msg,
+    }
 }
 
 impl StoreError {
@@ -648,6 +683,18 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn Store>> {
     open_location(&Location::resolve(spec)?)
 }
 
+/// Check, creating and writing nothing, that the store `spec` names (as
+/// [`open`] takes it) may be written: an SQLite file is checked by the
+/// device crate's output rules, with the `-wal`, `-shm` and `-journal`
+/// files SQLite keeps beside it; a PostgreSQL
+/// URL is not contacted.
+pub fn check(spec: Option<&str>) -> Result<()> {
+    match Location::resolve(spec)? {
+        Location::Sqlite(p) => sqlite::check_path(&p).map(drop),
+        Location::Postgres(_) => Ok(()),
+    }
+}
+
 /// Open the store at `loc` (see [`open`]).
 pub fn open_location(loc: &Location) -> Result<Box<dyn Store>> {
     let mut s: Box<dyn Store> = match loc {
@@ -848,5 +895,48 @@ mod tests {
         assert_eq!(spec_key(Kind::Run, &a), spec_key(Kind::Run, &b));
         assert_ne!(spec_key(Kind::Run, &a), spec_key(Kind::Run, &c));
         assert_ne!(spec_key(Kind::Run, &a), spec_key(Kind::Test, &a));
+    }
+
+    #[test]
+    fn sqlite_errors_are_one_line_and_a_full_disk_is_enospc() {
+        use rusqlite::ffi;
+        let sql = "CREATE TABLE records (id INTEGER PRIMARY KEY); CREATE TABLE drives (x)";
+        let cases = [
+            (
+                rusqlite::Error::SqliteFailure(
+                    ffi::Error::new(ffi::SQLITE_FULL),
+                    Some("database or disk is full".into()),
+                ),
+                "no space left on device (ENOSPC): database or disk is full; free space",
+            ),
+            (
+                rusqlite::Error::SqliteFailure(ffi::Error::new(ffi::SQLITE_IOERR_WRITE), None),
+                "ENOSPC, no space left on device",
+            ),
+            (
+                rusqlite::Error::SqlInputError {
+                    error: ffi::Error::new(ffi::SQLITE_ERROR),
+                    msg: "table records already exists".into(),
+                    sql: sql.into(),
+                    offset: 13,
+                },
+                "SQLite store: table records already exists",
+            ),
+        ];
+        for (e, want) in cases {
+            let text = StoreError::from(e).to_string();
+            assert!(text.contains(want), "{text}");
+            assert!(
+                !text.contains("CREATE TABLE") && !text.contains('\n'),
+                "{text}"
+            );
+            for piece in [
+                "database or disk is full",
+                "disk I/O error",
+                "already exists",
+            ] {
+                assert!(text.matches(piece).count() <= 1, "{text}");
+            }
+        }
     }
 }

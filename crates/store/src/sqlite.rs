@@ -38,6 +38,56 @@ pub struct SqliteStore {
     path: PathBuf,
 }
 
+/// Check the store file `path` and the files SQLite keeps beside it
+/// (`-wal`, `-shm`, `-journal`) by the device crate's output rules (no
+/// device, no loop device's backing file, no swap, no symlink to these);
+/// returns the file to open (a symlink resolved). Nothing is created.
+pub fn check_path(path: &Path) -> Result<PathBuf> {
+    use drivelab_device::output::{Output, OutputError, Unsafe};
+    // A device, a backing file or a symlink to one is bad input; a
+    // directory that is missing or not one is a store that cannot be
+    // reached (a warning when a result is saved).
+    let bad = |e: OutputError| match e.unsafe_reason() {
+        Some(Unsafe::NoDirectory { .. } | Unsafe::NotADirectory { .. }) | None => {
+            StoreError::Unreachable {
+                location: path.display().to_string(),
+                why: e.to_string(),
+            }
+        }
+        Some(_) => StoreError::BadLocation {
+            location: path.display().to_string(),
+            why: e.to_string(),
+        },
+    };
+    let resolved = match Output::new(path).option("--store").check() {
+        Ok(c) => c.path,
+        // A missing directory is created by the caller.
+        Err(e)
+            if matches!(
+                e.unsafe_reason(),
+                Some(drivelab_device::output::Unsafe::NoDirectory { .. })
+            ) =>
+        {
+            path.to_path_buf()
+        }
+        Err(e) => return Err(bad(e)),
+    };
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut side = resolved.clone().into_os_string();
+        side.push(suffix);
+        match Output::new(PathBuf::from(side)).option("--store").check() {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.unsafe_reason(),
+                    Some(drivelab_device::output::Unsafe::NoDirectory { .. })
+                ) => {}
+            Err(e) => return Err(bad(e)),
+        }
+    }
+    Ok(resolved)
+}
+
 impl SqliteStore {
     /// Open (creating it and its directory when missing) the store at `path`.
     pub fn open(path: &Path) -> Result<SqliteStore> {
@@ -55,6 +105,7 @@ impl SqliteStore {
             std::fs::create_dir_all(dir)
                 .map_err(|e| unreachable(format!("cannot create {}: {e}", dir.display())))?;
         }
+        let path = &check_path(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -97,6 +148,25 @@ impl SqliteStore {
             .optional()
             .map_err(|e| not_a_store(&self.path, e))?;
         if has_table.is_none() {
+            // A database of tables but not ours: migrating would fail on
+            // a name it holds, or mix drivelab's tables into it.
+            let other: Option<String> = self
+                .conn
+                .query_row(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(|e| not_a_store(&self.path, e))?;
+            if let Some(t) = other {
+                return Err(StoreError::BadLocation {
+                    location: self.path.display().to_string(),
+                    why: format!(
+                        "is an SQLite database of another program (table {t:?}), not a drivelab store; give another path"
+                    ),
+                });
+            }
             return Ok(0);
         }
         let v: i64 = self.conn.query_row(

@@ -6,7 +6,7 @@
 //! Nothing here touches a device it did not create.
 
 use std::fs;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -167,6 +167,54 @@ impl LoopDev {
 impl Drop for LoopDev {
     fn drop(&mut self) {
         let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
+    }
+}
+
+/// A tmpfs of `size` bytes mounted by this test on a directory of its own;
+/// unmounted (by that path) on drop. For a full filesystem: [`Tmpfs::fill`].
+pub struct Tmpfs {
+    /// The mount point.
+    pub path: PathBuf,
+}
+
+impl Tmpfs {
+    /// `mount -t tmpfs -o size=SIZE tmpfs DIR/NAME`.
+    pub fn mount_in(dir: &TempDir, name: &str, size: u64) -> Tmpfs {
+        require_root();
+        let path = dir.join(name);
+        fs::create_dir_all(&path).unwrap();
+        let opt = format!("size={size}");
+        sh(
+            "mount",
+            &[
+                "-t",
+                "tmpfs",
+                "-o",
+                &opt,
+                "tmpfs",
+                path.to_str().expect("utf-8 path"),
+            ],
+        );
+        Tmpfs { path }
+    }
+
+    /// A path inside it.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Fill it with a file named `filler` until a write fails (ENOSPC).
+    pub fn fill(&self) {
+        let mut f = fs::File::create(self.join("filler")).unwrap();
+        let block = [0x5Au8; 4096];
+        while f.write_all(&block).is_ok() {}
+        let _ = f.flush();
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.path).status();
     }
 }
 

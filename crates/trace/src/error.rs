@@ -98,6 +98,10 @@ pub enum TraceError {
         /// What is wrong with it.
         msg: String,
     },
+    /// An output file (a recorded trace, a plot) is refused, or cannot be
+    /// created or put in place.
+    #[error(transparent)]
+    Output(#[from] drivelab_device::output::OutputError),
 }
 
 impl TraceError {
@@ -116,7 +120,7 @@ impl TraceError {
                 | TraceError::BadFormat(_)
                 | TraceError::Unrepresentable { .. }
                 | TraceError::Device { .. }
-        )
+        ) || matches!(self, TraceError::Output(e) if e.is_refusal())
     }
 }
 

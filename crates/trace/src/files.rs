@@ -17,15 +17,9 @@ pub enum FileError {
         /// What went wrong.
         error: TraceError,
     },
-    /// The output file cannot be created.
-    #[error("cannot create {}", .path.display())]
-    Create {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
+    /// The output file is refused, or cannot be created or put in place.
+    #[error(transparent)]
+    Output(#[from] drivelab_device::output::OutputError),
 }
 
 impl FileError {
@@ -40,7 +34,10 @@ impl FileError {
     /// malformed trace, a request the output format cannot hold, a device
     /// that cannot be traced) rather than I/O or the kernel.
     pub fn is_input(&self) -> bool {
-        matches!(self, FileError::Trace { error, .. } if error.is_bad_input())
+        match self {
+            FileError::Trace { error, .. } => error.is_bad_input(),
+            FileError::Output(e) => e.is_refusal(),
+        }
     }
 }
 
@@ -106,7 +103,10 @@ pub struct Converted {
 
 /// Convert the trace at `input` (format detected when `from` is `None`)
 /// into `output` in format `to`; the devices the input names up front
-/// (native, fio headers) go into the output's header.
+/// (native, fio headers) go into the output's header. The output goes
+/// through the device crate's output rules (never the input, a device or
+/// a loop's backing file) and replaces an old file only once the whole
+/// input was converted: a bad input leaves no output and an old one whole.
 pub fn convert_file(
     input: &Path,
     from: Option<Format>,
@@ -116,14 +116,15 @@ pub fn convert_file(
 ) -> Result<Converted, FileError> {
     let (from, mut reader) = crate::open_file(input, from, opts).map_err(FileError::at(input))?;
     let devices = reader.devices();
-    let file = std::fs::File::create(output).map_err(|source| FileError::Create {
-        path: output.to_path_buf(),
-        source,
-    })?;
-    let mut writer = crate::open_writer(std::io::BufWriter::new(file), to, &devices)
-        .map_err(FileError::at(output))?;
+    let mut out = drivelab_device::output::Output::new(output)
+        .option("OUT")
+        .input(input)
+        .create()?;
+    let mut writer = crate::open_writer(&mut out, to, &devices).map_err(FileError::at(output))?;
     let requests =
         crate::convert(reader.as_mut(), writer.as_mut()).map_err(FileError::at(input))?;
+    drop(writer);
+    out.commit()?;
     Ok(Converted {
         from,
         to,

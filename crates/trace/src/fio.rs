@@ -173,18 +173,26 @@ impl<W: Write> FioWriter<W> {
     /// characters replaced by `_`: a name is one field of a text line, and
     /// a control byte would make the file read as binary).
     pub fn new(out: W, devices: &[Device]) -> Self {
-        FioWriter {
+        let mut w = FioWriter {
             out,
-            names: devices
-                .iter()
-                .map(|d| {
-                    let name = d.name.split_whitespace().collect::<Vec<_>>().join("_");
-                    (d.id, name.replace(|c: char| c.is_control(), "_"))
-                })
-                .collect(),
+            names: HashMap::new(),
             opened: Vec::new(),
             last_us: 0,
             started: false,
+        };
+        w.learn(devices);
+        w
+    }
+
+    /// Name the devices not written yet.
+    fn learn(&mut self, devices: &[Device]) {
+        for d in devices {
+            if self.opened.contains(&d.id) {
+                continue;
+            }
+            let name = d.name.split_whitespace().collect::<Vec<_>>().join("_");
+            self.names
+                .insert(d.id, name.replace(|c: char| c.is_control(), "_"));
         }
     }
 
@@ -197,6 +205,11 @@ impl<W: Write> FioWriter<W> {
 }
 
 impl<W: Write> TraceWriter for FioWriter<W> {
+    fn devices(&mut self, devices: &[Device]) -> Result<()> {
+        self.learn(devices);
+        Ok(())
+    }
+
     fn write(&mut self, r: &Request) -> Result<()> {
         if !self.started {
             self.out.write_all(b"fio version 3 iolog\n")?;
@@ -228,5 +241,56 @@ impl<W: Write> TraceWriter for FioWriter<W> {
         }
         self.out.flush()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{convert, open_reader, open_writer, Format, ReadOptions};
+
+    /// Convert `text` (a fio iolog) to `to` and read the result back: its
+    /// device table and each request's device name.
+    fn through(text: &str, to: Format) -> (Vec<String>, Vec<String>) {
+        let (_, mut r) =
+            open_reader(text.as_bytes(), Some(Format::Fio), ReadOptions::default()).unwrap();
+        let mut out = Vec::new();
+        {
+            let mut w = open_writer(&mut out, to, &r.devices()).unwrap();
+            convert(r.as_mut(), w.as_mut()).unwrap();
+        }
+        let (_, mut back) = open_reader(&out[..], Some(to), ReadOptions::default()).unwrap();
+        let reqs: Vec<_> = back.by_ref().map(|q| q.unwrap()).collect();
+        let table = back.devices();
+        let name = |id: u32| {
+            table
+                .iter()
+                .find(|d| d.id == id)
+                .map(|d| d.name.clone())
+                .unwrap_or_default()
+        };
+        (
+            table.iter().map(|d| d.name.clone()).collect(),
+            reqs.iter().map(|q| name(q.device)).collect(),
+        )
+    }
+
+    #[test]
+    fn converting_an_iolog_keeps_its_file_names() {
+        // The issue's case: every file became `dev0` (the writer was made
+        // before the reader had met a name).
+        let v2 = "fio version 2 iolog\n/tmp/a.bin add\n/tmp/b.bin add\n/tmp/a.bin open\n\
+                  /tmp/b.bin open\n/tmp/a.bin write 0 4096\n/tmp/b.bin read 4096 4096\n\
+                  /tmp/c.bin add\n/tmp/c.bin open\n/tmp/c.bin write 0 512\n/tmp/a.bin close\n";
+        let (table, per_request) = through(v2, Format::Fio);
+        assert_eq!(
+            per_request,
+            ["/tmp/a.bin", "/tmp/b.bin", "/tmp/c.bin"],
+            "{table:?}"
+        );
+        // The native header is written with the first request: the files
+        // added before it are named there (fio adds every file first).
+        let (table, per_request) = through(v2, Format::Native);
+        assert_eq!(table, ["/tmp/a.bin", "/tmp/b.bin"]);
+        assert_eq!(per_request[..2], ["/tmp/a.bin", "/tmp/b.bin"]);
     }
 }

@@ -42,6 +42,14 @@ pub use source::{ReadOptions, ReadStats, TraceReader};
 pub trait TraceWriter {
     /// Append one request.
     fn write(&mut self, r: &Request) -> Result<()>;
+    /// The reader's device table as it has grown: a streaming reader meets
+    /// names as it goes (a fio iolog's `add` lines), so [`convert`] hands
+    /// the table over again before the first request of each new device.
+    /// A writer that names devices keeps the names of ids it has not
+    /// written yet; the default ignores them.
+    fn devices(&mut self, _devices: &[Device]) -> Result<()> {
+        Ok(())
+    }
     /// Flush buffered output and write any trailer.
     fn finish(&mut self) -> Result<()>;
 }
@@ -310,8 +318,14 @@ pub fn open_writer<'a, W: Write + 'a>(
 /// number of requests written.
 pub fn convert(reader: &mut dyn TraceReader, writer: &mut dyn TraceWriter) -> Result<u64> {
     let mut n = 0;
-    for r in reader {
-        writer.write(&r?)?;
+    let mut seen: Vec<u32> = Vec::new();
+    while let Some(r) = reader.next() {
+        let r = r?;
+        if !seen.contains(&r.device) {
+            seen.push(r.device);
+            writer.devices(&reader.devices())?;
+        }
+        writer.write(&r)?;
         n += 1;
     }
     writer.finish()?;

@@ -107,6 +107,8 @@ pub struct NativeWriter<W: Write> {
     out: W,
     /// Requests written so far (for error messages).
     index: u64,
+    /// The device table, until the header is written.
+    header: Option<Vec<Device>>,
     buf: Vec<u8>,
     prev_issue: u64,
     prev_device: u32,
@@ -114,33 +116,63 @@ pub struct NativeWriter<W: Write> {
 }
 
 impl<W: Write> NativeWriter<W> {
-    /// Write the header (with the device table) and return the writer.
-    pub fn new(mut out: W, devices: &[Device]) -> Result<Self> {
-        // Never write a header the reader would refuse.
-        if let Some(d) = devices.iter().find(|d| d.name.len() > MAX_NAME) {
-            return Err(TraceError::Unrepresentable {
-                format: "native",
-                index: 0,
-                msg: format!(
-                    "device {} has a name of {} bytes; the format holds at most {MAX_NAME}",
-                    d.id,
-                    d.name.len()
-                ),
-            });
-        }
-        out.write_all(&NativeHeader::new().devices(devices).build())?;
-        Ok(NativeWriter {
+    /// A writer with this device table. The header is written with the
+    /// first request (or at [`TraceWriter::finish`]), so names the reader
+    /// meets before then ([`TraceWriter::devices`]) are in it.
+    pub fn new(out: W, devices: &[Device]) -> Result<Self> {
+        let mut w = NativeWriter {
             out,
+            header: Some(Vec::new()),
             index: 0,
             buf: Vec::with_capacity(64 * 1024),
             prev_issue: 0,
             prev_device: 0,
             prev_end: 0,
-        })
+        };
+        w.learn(devices)?;
+        Ok(w)
+    }
+
+    /// Add `devices` to the header not yet written (a known id keeps its
+    /// name). Never a header the reader would refuse.
+    fn learn(&mut self, devices: &[Device]) -> Result<()> {
+        let Some(table) = self.header.as_mut() else {
+            return Ok(());
+        };
+        for d in devices {
+            if d.name.len() > MAX_NAME {
+                return Err(TraceError::Unrepresentable {
+                    format: "native",
+                    index: 0,
+                    msg: format!(
+                        "device {} has a name of {} bytes; the format holds at most {MAX_NAME}",
+                        d.id,
+                        d.name.len()
+                    ),
+                });
+            }
+            if !table.iter().any(|t| t.id == d.id) {
+                table.push(d.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Write the header, once.
+    fn header(&mut self) -> Result<()> {
+        if let Some(table) = self.header.take() {
+            self.out
+                .write_all(&NativeHeader::new().devices(&table).build())?;
+        }
+        Ok(())
     }
 }
 
 impl<W: Write> TraceWriter for NativeWriter<W> {
+    fn devices(&mut self, devices: &[Device]) -> Result<()> {
+        self.learn(devices)
+    }
+
     fn write(&mut self, r: &Request) -> Result<()> {
         // Never write what the reader would refuse.
         check_request(r).map_err(|msg| TraceError::Unrepresentable {
@@ -148,6 +180,7 @@ impl<W: Write> TraceWriter for NativeWriter<W> {
             index: self.index,
             msg,
         })?;
+        self.header()?;
         self.index += 1;
         let mut tag = r.op.code() | ((r.flags.0 & Flags::ALL.0) << 4);
         if r.complete_ns.is_some() {
@@ -183,6 +216,7 @@ impl<W: Write> TraceWriter for NativeWriter<W> {
     }
 
     fn finish(&mut self) -> Result<()> {
+        self.header()?;
         self.out.write_all(&self.buf)?;
         self.buf.clear();
         self.out.flush()?;

@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+use drivelab_device::output::Output;
 use drivelab_plot::{Axis, Chart, Series, Unit};
 
 use crate::analyze::Analysis;
@@ -359,24 +360,23 @@ pub fn write_plots_as(a: &Analysis, dir: &Path, png: bool) -> Result<Vec<PathBuf
             format!("cannot create {}: {e}", dir.display()),
         ))
     })?;
+    let plots = all_plots(a);
+    let file = |name: &Path| Output::new(dir.join(name)).option("--plots");
+    // Every name is checked before the first file is written.
+    for (name, _) in &plots {
+        file(Path::new(name)).check()?;
+        if to_png.is_some() {
+            file(&Path::new(name).with_extension("png")).check()?;
+        }
+    }
     let mut out = Vec::new();
-    for (name, svg) in all_plots(a) {
-        let p = dir.join(name);
-        std::fs::write(&p, &svg).map_err(|e| {
-            TraceError::Io(std::io::Error::new(
-                e.kind(),
-                format!("cannot write {}: {e}", p.display()),
-            ))
-        })?;
+    for (name, svg) in plots {
+        let p = dir.join(&name);
+        file(Path::new(&name)).write(svg.as_bytes())?;
         out.push(p.clone());
         if let Some(to_png) = &to_png {
             let pp = p.with_extension("png");
-            std::fs::write(&pp, to_png(&svg)?).map_err(|e| {
-                TraceError::Io(std::io::Error::new(
-                    e.kind(),
-                    format!("cannot write {}: {e}", pp.display()),
-                ))
-            })?;
+            file(&Path::new(&name).with_extension("png")).write(&to_png(&svg)?)?;
             out.push(pp);
         }
     }

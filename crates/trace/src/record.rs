@@ -723,13 +723,11 @@ pub fn record(
     opts: &RecordOptions,
 ) -> Result<RecordSummary> {
     let mut rec = Recorder::start(devices, opts)?;
-    let file = File::create(output).map_err(|e| {
-        TraceError::Io(std::io::Error::new(
-            e.kind(),
-            format!("cannot create {}: {e}", output.display()),
-        ))
-    })?;
-    let mut w = crate::open_writer(std::io::BufWriter::new(file), format, rec.devices())?;
+    let mut file = drivelab_device::output::Output::new(output)
+        .option("--output")
+        .inputs(devices.iter().cloned())
+        .create()?;
+    let mut w = crate::open_writer(&mut file, format, rec.devices())?;
     let deadline = duration.map(|d| Instant::now() + d);
     loop {
         for r in rec.poll()? {
@@ -751,6 +749,8 @@ pub fn record(
         w.write(r)?;
     }
     w.finish()?;
+    drop(w);
+    file.commit()?;
     if summary.lost_events > 0 {
         return Err(TraceError::LostEvents {
             lost: summary.lost_events,

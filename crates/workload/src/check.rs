@@ -67,6 +67,9 @@ pub struct Seen {
     pub discard_bytes: u64,
     /// I/Os completed (reads + writes + discards).
     pub ios: u64,
+    /// Flushes completed (diskstats' flush counter; 0 on kernels before
+    /// 5.5, which lack it).
+    pub flushes: u64,
     /// Weighted milliseconds in queue (diskstats field 11 delta).
     pub queue_ms: u64,
     /// Milliseconds the completed I/Os took (read + write + discard ticks).
@@ -168,12 +171,17 @@ pub fn verdict(
         problems.join("; ")
     };
     if agrees && rep.ios > 0 && seen.ios > 0 {
-        let r = seen.ios as f64 / rep.ios as f64;
+        let data_ios = data_ios(rep.ios, seen);
+        let r = data_ios as f64 / rep.ios as f64;
         if (r - 1.0).abs() > BYTES_TOLERANCE {
             verdict.push_str(&format!(
-                " (bytes agree; the device completed {} I/Os for drivelab's {}: the block layer {} requests)",
-                seen.ios,
+                " (bytes agree; the device completed {data_ios} I/Os for drivelab's {}{}: the block layer {} requests)",
                 rep.ios,
+                if data_ios == seen.ios {
+                    String::new()
+                } else {
+                    format!(", besides {} flushes", seen.ios - data_ios)
+                },
                 if r < 1.0 { "merged" } else { "split" }
             ));
         }
@@ -185,6 +193,7 @@ pub fn verdict(
         ratio: if ratio.is_finite() { ratio } else { 0.0 },
         reported_ios: rep.ios,
         device_ios: seen.ios,
+        device_flushes: seen.flushes,
         idle_seconds: idle,
         samples: per_second.len() as u32,
         throughput_cov: cov,
@@ -195,6 +204,20 @@ pub fn verdict(
         device_depth: device_depth(seen),
         holds_depth: held.0,
         depth_verdict: held.1,
+    }
+}
+
+/// The device's I/Os that moved data, to put beside drivelab's `reported`.
+/// A sync reaches a block device as a flush: diskstats counts it among its
+/// flushes and, on some drivers (loop, for one), also as an empty write. The
+/// flushes are taken out of the device's count when that brings it nearer
+/// drivelab's, so `fsync=8` is not "the block layer split requests".
+fn data_ios(reported: u64, seen: &Seen) -> u64 {
+    let without = seen.ios.saturating_sub(seen.flushes);
+    if without.abs_diff(reported) < seen.ios.abs_diff(reported) {
+        without
+    } else {
+        seen.ios
     }
 }
 
@@ -286,6 +309,38 @@ mod tests {
             ticks_ms: ticks,
             elapsed_ms: 10_000.0,
             ..Default::default()
+        }
+    }
+
+    #[test]
+    fn flushes_of_fsync_are_not_split_requests() {
+        // fsync=8 over 128 writes of 64 KiB: 16 flushes, which the loop
+        // driver also counts as empty writes (144 write I/Os).
+        let r = rep(0, 128 << 16, 128, false);
+        let seen = |ios, flushes| Seen {
+            write_bytes: 128 << 16,
+            ios,
+            flushes,
+            ..Default::default()
+        };
+        for (ios, flushes, want) in [
+            (144, 16, "agrees"),
+            (128, 16, "agrees"),
+            (128, 0, "agrees"),
+            (
+                144,
+                0,
+                "agrees (bytes agree; the device completed 144 I/Os for drivelab's 128: the block layer split requests)",
+            ),
+            (
+                176,
+                16,
+                "agrees (bytes agree; the device completed 160 I/Os for drivelab's 128, besides 16 flushes: the block layer split requests)",
+            ),
+        ] {
+            let c = verdict("loop0", &r, &seen(ios, flushes), &[]);
+            assert_eq!(c.verdict, want, "{ios} {flushes}");
+            assert_eq!((c.device_ios, c.device_flushes), (ios, flushes));
         }
     }
 

@@ -117,8 +117,10 @@ pub enum RunError {
 
 /// Claim every target a job writes (the device crate's safety assessment,
 /// the user's consent and an exclusive hold, kept for the whole run), then
-/// create, extend and lay out files as the plan says. Targets only read
-/// are not claimed. Returns one entry per plan target.
+/// create, extend and lay out files as the plan says: every claim is taken
+/// before any file is laid out, so a refused target (or one given twice)
+/// leaves the others unwritten. Targets only read are not claimed. Returns
+/// one entry per plan target.
 fn claim_targets(
     plan: &Plan,
     sets: &crate::files::RunSets,
@@ -145,8 +147,13 @@ fn claim_targets(
             direct: false,
             create_size: (!t.is_block).then_some(if by_prealloc { 0 } else { t.size }),
         };
-        let claim = Claim::open(&t.path, &consent, &opts).map_err(RunError::Claim)?;
-        if grows {
+        claims.push(Some(
+            Claim::open(&t.path, &consent, &opts).map_err(RunError::Claim)?,
+        ));
+    }
+    for (i, (t, claim)) in plan.targets.iter().zip(&claims).enumerate() {
+        let Some(claim) = claim else { continue };
+        if !t.is_block && (t.create || t.size > t.existing_size) {
             claim
                 .preallocate(crate::files::prealloc_of(plan, i), t.size)
                 .map_err(|source| RunError::Prepare {
@@ -155,9 +162,8 @@ fn claim_targets(
                 })?;
         }
         if t.layout {
-            lay_out(&claim, t)?;
+            lay_out(claim, t)?;
         }
-        claims.push(Some(claim));
     }
     Ok(claims)
 }
@@ -402,6 +408,12 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
         let st = drivelab_engine::ioloop::run(engine, &mut rb, &lc)?;
         // fio counts its verify phase as the job's reads, and its time.
         o.dirs[0].merge(&rb.stats);
+        // The device check compares per target: the verify reads reached
+        // the device as the job's own did.
+        for (pt, &(ios, bytes)) in o.per_target.iter_mut().zip(&rb.per_target) {
+            pt[0].0 += ios;
+            pt[0].1 += bytes;
+        }
         o.runtime_ns += st.ended.saturating_sub(t);
         o.verify_failure = rb.failure;
         o.err_count.merge(&rb.errors);
@@ -1787,6 +1799,7 @@ fn build_report(
             write_bytes: d.bytes_written,
             discard_bytes: d.bytes_discarded,
             ios: d.read_ios + d.write_ios + d.discard_ios,
+            flushes: d.flush_ios,
             queue_ms: d.time_in_queue_ms,
             ticks_ms: d.read_ticks_ms + d.write_ticks_ms + d.discard_ticks_ms,
             elapsed_ms: d.elapsed.as_secs_f64() * 1000.0,

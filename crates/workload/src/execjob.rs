@@ -38,11 +38,13 @@
 //!   or not executable is refused (exit status 2) rather than failing in
 //!   fio's forked child.
 
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use drivelab_device::output::{Output, OutputFile};
 
 use crate::jobloop::JobError;
 use crate::noio::{parse_bounded, End, Tally};
@@ -170,18 +172,26 @@ pub fn redirect_names(job: &str) -> (String, String) {
     (format!("{job}.stdout"), format!("{job}.stderr"))
 }
 
-fn output_file(name: &str) -> Result<std::fs::File, JobError> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
+/// A redirect file through the device crate's output rules: the program
+/// writes a temporary file beside it, put in place when the job ends.
+fn output_file(name: &str) -> Result<(OutputFile, std::fs::File), JobError> {
+    let mut f = Output::new(name)
+        .option("std_redirect")
         .mode(0o644)
-        .open(name)
-        .map_err(|e| JobError::Config(format!("cannot create {name}: {e}")))
+        .create()
+        .map_err(|e| JobError::Config(e.to_string()))?;
+    let fd = f
+        .try_clone_file()
+        .map_err(|e| JobError::Config(format!("cannot create {name}: {e}")))?;
+    Ok((f, fd))
 }
 
-/// Start the program as the job's options say.
-fn start(spec: &crate::JobSpec, runtime: Option<Duration>) -> Result<Child, JobError> {
+/// Start the program as the job's options say; with `std_redirect`, also
+/// the files its output goes to, to commit when it has ended.
+fn start(
+    spec: &crate::JobSpec,
+    runtime: Option<Duration>,
+) -> Result<(Child, Vec<OutputFile>), JobError> {
     let o = &spec.noio.exec;
     let program = o.program.as_deref().unwrap_or_default();
     let runtime_s = runtime.map_or(0, |r| r.as_secs());
@@ -194,13 +204,19 @@ fn start(spec: &crate::JobSpec, runtime: Option<Duration>) -> Result<Child, JobE
     };
     let mut cmd = Command::new(first);
     cmd.args(rest);
+    let mut files = Vec::new();
     if o.std_redirect {
         let (out, err) = redirect_names(&spec.name);
-        cmd.stdout(Stdio::from(output_file(&out)?));
-        cmd.stderr(Stdio::from(output_file(&err)?));
+        let (out, out_fd) = output_file(&out)?;
+        let (err, err_fd) = output_file(&err)?;
+        cmd.stdout(Stdio::from(out_fd));
+        cmd.stderr(Stdio::from(err_fd));
+        files = vec![out, err];
     }
-    cmd.spawn()
-        .map_err(|e| JobError::Config(format!("cannot run program {program}: {e}")))
+    let child = cmd
+        .spawn()
+        .map_err(|e| JobError::Config(format!("cannot run program {program}: {e}")))?;
+    Ok((child, files))
 }
 
 /// A status in a shell's terms: the exit code, or 128 + the signal.
@@ -262,7 +278,7 @@ pub(crate) fn run(
 ) -> Result<Option<ProgramFailure>, JobError> {
     let program = spec.noio.exec.program.clone().unwrap_or_default();
     let t = Instant::now();
-    let mut child = start(spec, runtime)?;
+    let (mut child, files) = start(spec, runtime)?;
     tally.record(t, Instant::now());
     let mut exited: Option<ExitStatus> = None;
     loop {
@@ -291,6 +307,9 @@ pub(crate) fn run(
     }
     // fio counts the end, grace time included, as the job's last "I/O".
     tally.record(t, Instant::now());
+    for f in files {
+        f.commit().map_err(|e| JobError::Config(e.to_string()))?;
+    }
     Ok(exited.and_then(|s| failure(&program, s)))
 }
 

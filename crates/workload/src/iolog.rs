@@ -47,11 +47,10 @@ impl IoLog {
     /// Start the log at `path` (appended to) for files `names`, at
     /// monotonic time `t0` (ns); every file is added.
     pub fn create(path: &str, names: Vec<String>, t0: u64) -> Result<IoLog, String> {
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| format!("write_iolog: cannot open {path}: {e}"))?;
+        let f = drivelab_device::output::Output::new(path)
+            .option("write_iolog")
+            .open_in_place(true)
+            .map_err(|e| e.to_string())?;
         let mut log = IoLog {
             out: BufWriter::with_capacity(64 << 10, f),
             t0,

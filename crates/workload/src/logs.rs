@@ -40,8 +40,9 @@
 //! I/O loop once three quarters full, so a full buffer rarely lands in the
 //! middle of handling completions.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
+
+use drivelab_device::output::{Output, OutputFile};
 use std::path::PathBuf;
 
 /// fio's default `bwavgtime` / `iopsavgtime`, ms.
@@ -143,10 +144,10 @@ struct Window {
 
 /// The open log files of one running job.
 pub struct JobLogs {
-    bw: Option<(PathBuf, BufWriter<File>)>,
-    lat: Option<(PathBuf, BufWriter<File>)>,
-    clat: Option<(PathBuf, BufWriter<File>)>,
-    iops: Option<(PathBuf, BufWriter<File>)>,
+    bw: Option<(PathBuf, BufWriter<OutputFile>)>,
+    lat: Option<(PathBuf, BufWriter<OutputFile>)>,
+    clat: Option<(PathBuf, BufWriter<OutputFile>)>,
+    iops: Option<(PathBuf, BufWriter<OutputFile>)>,
     avg_ns: u64,
     offset: bool,
     next_ns: u64,
@@ -165,7 +166,7 @@ const PLAT_NR: usize = 1856;
 /// The histogram log: the open window's counts per direction.
 struct HistLog {
     path: PathBuf,
-    w: BufWriter<File>,
+    w: BufWriter<OutputFile>,
     counts: Box<[[u64; PLAT_NR]; 3]>,
     used: [bool; 3],
     bs: [u64; 3],
@@ -175,7 +176,7 @@ struct HistLog {
 }
 
 impl HistLog {
-    fn new(path: PathBuf, w: BufWriter<File>, msec: u64, coarseness: u32) -> HistLog {
+    fn new(path: PathBuf, w: BufWriter<OutputFile>, msec: u64, coarseness: u32) -> HistLog {
         HistLog {
             path,
             w,
@@ -230,14 +231,19 @@ impl std::fmt::Debug for JobLogs {
     }
 }
 
-fn create(path: PathBuf) -> Result<(PathBuf, BufWriter<File>), String> {
-    let f = File::create(&path)
-        .map_err(|e| format!("cannot create log file {}: {e}", path.display()))?;
+/// A log file through the device crate's output rules: written to a
+/// temporary file beside `path`, put in place by [`JobLogs::finish`].
+fn create(path: PathBuf) -> Result<(PathBuf, BufWriter<OutputFile>), String> {
+    let f = Output::new(&path)
+        .option("log file")
+        .create()
+        .map_err(|e| e.to_string())?;
     Ok((path, BufWriter::with_capacity(BUF_BYTES, f)))
 }
 
 impl JobLogs {
-    /// Create the job's log files (truncating old ones, as fio does); None
+    /// Create the job's log files (each replaces an old one when the job
+    /// finishes, as fio truncates it; a failed log leaves the old one); None
     /// when the job writes no log.
     pub fn create(spec: &LogSpec, job: &str, number: usize) -> Result<Option<JobLogs>, String> {
         if !spec.any() {
@@ -267,13 +273,16 @@ impl JobLogs {
         };
         // The submission latency log: created, left empty (see the module doc).
         if let Some(p) = path(&spec.lat, "slat") {
-            File::create(&p).map_err(|e| format!("cannot create log file {}: {e}", p.display()))?;
+            Output::new(&p)
+                .option("log file")
+                .write(b"")
+                .map_err(|e| e.to_string())?;
         }
         Ok(Some(logs))
     }
 
     fn line(
-        out: &mut Option<(PathBuf, BufWriter<File>)>,
+        out: &mut Option<(PathBuf, BufWriter<OutputFile>)>,
         error: &mut Option<String>,
         (with_offset, hex): (bool, bool),
         f: (u64, u64, usize, u64, u64, u16),
@@ -447,13 +456,17 @@ impl JobLogs {
             self.close_window(end_ns, end_ns - start, false);
         }
         let hist = self.hist.map(|h| (h.path, h.w));
-        for (path, mut w) in [self.bw, self.lat, self.clat, self.iops, hist]
+        for (path, w) in [self.bw, self.lat, self.clat, self.iops, hist]
             .into_iter()
             .flatten()
         {
-            if let Err(e) = w.flush() {
+            let done = w
+                .into_inner()
+                .map_err(|e| format!("cannot write log file {}: {}", path.display(), e.error()))
+                .and_then(|f| f.commit().map_err(|e| e.to_string()));
+            if let Err(e) = done {
                 if self.error.is_none() {
-                    self.error = Some(format!("cannot write log file {}: {e}", path.display()));
+                    self.error = Some(e);
                 }
             }
         }

@@ -411,7 +411,8 @@ impl Content {
             let mut out = Vec::new();
             for (kind, data) in [("received", block), ("expected", &want[..])] {
                 let f = format!("{base}.{off}.{kind}");
-                if std::fs::write(&f, data).is_ok() {
+                let file = drivelab_device::output::Output::new(&f).option("verify_dump");
+                if file.write(data).is_ok() {
                     out.push(f);
                 }
             }
@@ -489,6 +490,9 @@ pub struct ReadBack<'a> {
     content: &'a Content,
     /// The reads, as the job's read statistics count them.
     pub stats: DirStats,
+    /// I/Os and bytes read per target (by the I/Os' `target`), for the
+    /// device check: the device counts these reads too.
+    pub per_target: Vec<(u64, u64)>,
     /// The first failed check or read that ends the pass, in words.
     pub failure: Option<String>,
     /// The job's error policy and verify options (None: every failure ends
@@ -508,6 +512,7 @@ impl<'a> ReadBack<'a> {
             next: 0,
             content,
             stats: DirStats::new(false),
+            per_target: Vec::new(),
             failure: None,
             extras: None,
             errors: crate::errors::ErrorCount::default(),
@@ -555,6 +560,12 @@ impl Driver for ReadBack<'_> {
         let lat = d.latency();
         self.stats.ios += 1;
         self.stats.bytes += d.result as u64;
+        let t = d.io.target as usize;
+        if self.per_target.len() <= t {
+            self.per_target.resize(t + 1, (0, 0));
+        }
+        self.per_target[t].0 += 1;
+        self.per_target[t].1 += d.result as u64;
         self.stats.lat.record(lat);
         self.stats.moments.record(lat as f64);
         let got = &buf[..(d.result as usize).min(buf.len())];

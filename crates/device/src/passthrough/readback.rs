@@ -164,8 +164,10 @@ fn buffer(range: BlockRange, bl: u32) -> Result<Vec<u8>, OpError> {
 
 fn write_dump(dump: Option<&Path>, data: &[u8]) -> Result<(), OpError> {
     if let Some(p) = dump {
-        std::fs::write(p, data)
-            .map_err(|e| Failure::line(format!("cannot write {}: {e}", p.display())))?;
+        crate::output::Output::new(p)
+            .option("--dump")
+            .write(data)
+            .map_err(|e| Failure::line(e.to_string()))?;
     }
     Ok(())
 }

@@ -250,8 +250,10 @@ pub fn write(
     let hfile = dir.join(format!("{base}.html"));
     let signed = sign(c, key)?;
     let wr = |p: &Path, s: &str| {
-        std::fs::write(p, s)
-            .map_err(|e| EraseError::Certificate(format!("cannot write {}: {e}", p.display())))
+        drivelab_device::output::Output::new(p)
+            .option("certificate")
+            .write(s.as_bytes())
+            .map_err(|e| EraseError::Certificate(e.to_string()))
     };
     wr(&jfile, &signed)?;
     let name = jfile

@@ -13,6 +13,7 @@
 pub mod build;
 pub mod html;
 pub mod sign;
+pub mod strict;
 pub mod trust;
 
 use serde::{Deserialize, Serialize};

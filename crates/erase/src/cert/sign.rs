@@ -10,11 +10,12 @@
 //! question.
 
 use std::fs;
-use std::io::{Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use drivelab_device::input::{self, Kind};
+use drivelab_device::output::Output;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 
 use super::{Certificate, FORMAT};
@@ -85,20 +86,19 @@ pub fn load_or_create_key(dir: &Path) -> Result<SigningKey, EraseError> {
         .and_then(|mut f| f.read_exact(&mut seed))
         .map_err(|e| key_err(Path::new("/dev/urandom"), e))?;
     let key = SigningKey::from_bytes(&seed);
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
+    // Written whole or not at all, and never over a key another process
+    // made meanwhile.
+    Output::new(&path)
+        .option("signing key")
         .mode(0o600)
-        .open(&path)
+        .no_replace()
+        .write(format!("{}\n", hex(&seed)).as_bytes())
         .map_err(|e| key_err(&path, e))?;
-    writeln!(f, "{}", hex(&seed)).map_err(|e| key_err(&path, e))?;
-    f.sync_all().map_err(|e| key_err(&path, e))?;
     let pub_path = dir.join(PUB_FILE);
-    fs::write(
-        &pub_path,
-        format!("{}\n", hex(key.verifying_key().as_bytes())),
-    )
-    .map_err(|e| key_err(&pub_path, e))?;
+    Output::new(&pub_path)
+        .option("public key")
+        .write(format!("{}\n", hex(key.verifying_key().as_bytes())).as_bytes())
+        .map_err(|e| key_err(&pub_path, e))?;
     Ok(key)
 }
 
@@ -122,6 +122,27 @@ fn canonical(v: &serde_json::Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_default()
 }
 
+/// What the signature covers, as the file says it.
+const SIGNED: &str = "canonical JSON of the certificate object (compact, keys sorted)";
+
+/// The only keys of a certificate file, and of its `signature` object: any
+/// other field would be one the signature does not cover.
+const TOP_KEYS: [&str; 2] = ["certificate", "signature"];
+const SIGNATURE_KEYS: [&str; 4] = ["algorithm", "signed", "public_key", "value"];
+
+/// Refuse a key of `obj` outside `allowed`: the signature does not cover it.
+fn only_keys(obj: &serde_json::Value, allowed: &[&str], what: &str) -> Result<(), String> {
+    let Some(map) = obj.as_object() else {
+        return Err(format!("{what} is not a JSON object"));
+    };
+    match map.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(k) => Err(format!(
+            "field {k:?} in {what} is not covered by the signature: the file was changed after signing"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The signed file's content: `{certificate, signature}` as pretty JSON.
 pub fn sign(cert: &Certificate, key: &SigningKey) -> Result<String, EraseError> {
     let body = serde_json::to_value(cert).map_err(|e| EraseError::Certificate(e.to_string()))?;
@@ -130,7 +151,7 @@ pub fn sign(cert: &Certificate, key: &SigningKey) -> Result<String, EraseError> 
         "certificate": body,
         "signature": {
             "algorithm": "ed25519",
-            "signed": "canonical JSON of the certificate object (compact, keys sorted)",
+            "signed": SIGNED,
             "public_key": hex(key.verifying_key().as_bytes()),
             "value": hex(&sig.to_bytes()),
         }
@@ -151,16 +172,25 @@ pub struct Signed {
 
 /// Check a certificate file's text: a drivelab certificate whose signature
 /// matches the key embedded in it. Whether that key is trusted is not
-/// asked here. The error is one line saying what is wrong.
+/// asked here. A key held twice at any depth, or a field outside the
+/// signed `certificate` object (other than the signature's own four), makes
+/// it invalid: other readers would see what the signature does not cover.
+/// The error is one line saying what is wrong.
 pub fn check_signature(text: &str) -> Result<Signed, String> {
-    let doc: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("not valid JSON ({e})"))?;
+    let doc = super::strict::parse(text).map_err(|e| format!("not valid JSON ({e})"))?;
     let body = doc
         .get("certificate")
         .ok_or("no \"certificate\" object: not a drivelab erase certificate")?;
     let sig = doc
         .get("signature")
         .ok_or("no \"signature\" object: the certificate is unsigned")?;
+    only_keys(&doc, &TOP_KEYS, "the file")?;
+    only_keys(sig, &SIGNATURE_KEYS, "the signature")?;
+    if sig.get("signed").and_then(|v| v.as_str()) != Some(SIGNED) {
+        return Err(format!(
+            "signature \"signed\" is not {SIGNED:?}: the file was changed after signing"
+        ));
+    }
     let alg = sig.get("algorithm").and_then(|v| v.as_str()).unwrap_or("");
     if alg != "ed25519" {
         return Err(format!("unknown signature algorithm {alg:?}"));
@@ -324,6 +354,59 @@ mod tests {
         let old = sign(&sample(), &key).unwrap();
         assert!(!old.contains("\"health\""));
         assert_eq!(check_signature(&old).unwrap().certificate.health, None);
+    }
+
+    #[test]
+    fn duplicate_key_or_unsigned_field_is_invalid() {
+        let key = SigningKey::from_bytes(&[7u8; 32]);
+        let text = sign(&sample(), &key).unwrap();
+        let signed_result = format!(
+            "\"result\": {}",
+            serde_json::to_string(&sample().result).unwrap()
+        );
+        assert!(text.contains(&signed_result), "{text}");
+        let cases: Vec<(&str, String, &str)> = vec![
+            (
+                "forged result first, signed one second",
+                text.replacen(
+                    &signed_result,
+                    &format!("\"result\": \"forged\",\n    {signed_result}"),
+                    1,
+                ),
+                "\"result\" appears twice in $.certificate",
+            ),
+            (
+                "duplicate inside the drive section",
+                text.replacen("\"kind\": ", "\"kind\": \"nvme\", \"kind\": ", 1),
+                "appears twice in $.certificate.drive",
+            ),
+            (
+                "duplicate signature object",
+                text.replacen("\"signature\": {", "\"signature\": {}, \"signature\": {", 1),
+                "\"signature\" appears twice in $",
+            ),
+            (
+                "top-level note outside the signed body",
+                text.replacen("{", "{\n  \"note\": \"VERIFIED BY ACME\",", 1),
+                "field \"note\" in the file is not covered",
+            ),
+            (
+                "field added to the signature object",
+                text.replacen("\"algorithm\"", "\"verdict\": \"valid\", \"algorithm\"", 1),
+                "field \"verdict\" in the signature is not covered",
+            ),
+            (
+                "signature's description changed",
+                text.replacen(SIGNED, "VERIFIED BY ACME", 1),
+                "the file was changed after signing",
+            ),
+        ];
+        for (name, tampered, want) in cases {
+            assert_ne!(tampered, text, "{name}");
+            let e = check_signature(&tampered).unwrap_err();
+            assert!(e.contains(want), "{name}: {e}");
+        }
+        assert!(check_signature(&text).is_ok());
     }
 
     #[test]

@@ -256,8 +256,9 @@ impl Ctx<'_> {
         }
     }
 
-    fn before_command(&self, bus_bytes: u64) {
-        self.shared.before_command(self.index, bus_bytes);
+    /// Wait for the turn and the bus; false when stopped meanwhile.
+    fn before_command(&self, bus_bytes: u64) -> bool {
+        self.shared.before_command(self.index, bus_bytes)
     }
 
     fn after_command(&self) {

@@ -30,6 +30,12 @@ impl Ctx<'_> {
     ) -> Result<Flow, EraseError> {
         let size = self.drive.size;
         let lbs = u64::from(self.drive.lbs);
+        // A command that carries data holds the bus for as long as the
+        // limit needs to carry it: no longer than the drive's budget.
+        let chunk = match self.shared.bus_budget(lbs) {
+            Some(b) if sends_data => chunk.min(b),
+            _ => chunk,
+        };
         let chunk = (chunk / lbs).max(1) * lbs;
         let mut pos = start;
         while pos < size {
@@ -39,7 +45,10 @@ impl Ctx<'_> {
             let len = chunk.min(size - pos);
             let mut attempts = 0u32;
             loop {
-                self.before_command(if sends_data { len } else { 0 });
+                if !self.before_command(if sends_data { len } else { 0 }) {
+                    self.after_command();
+                    return Ok(Flow::Stopped);
+                }
                 let r = op(pos, len);
                 self.after_command();
                 attempts += 1;

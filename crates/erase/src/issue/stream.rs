@@ -92,6 +92,17 @@ impl Ctx<'_> {
         if rr {
             st.depth = 1;
         }
+        // Under --bus-limit the bus, not the drive, sets the pace: what is
+        // in flight is what the limit carries in a quarter second (a
+        // user's transfer length kept, at depth 1 when it is more), and
+        // the tuner does not grow it.
+        if let Some(budget) = self.shared.bus_budget(lbs) {
+            if self.opts.transfer.is_none() {
+                st.len = u64::from(st.len).min(budget) as u32;
+            }
+            st.depth = st.depth.min((budget / u64::from(st.len)).max(1) as u32);
+            fixed = true;
+        }
         st.max_depth = if fixed {
             st.depth
         } else {
@@ -200,7 +211,10 @@ impl Driver for Writer<'_, '_, '_> {
             return Next::Idle;
         }
         let len = u64::from(self.tuner.transfer_len()).min(self.size - self.pos);
-        self.ctx.before_command(len);
+        if !self.ctx.before_command(len) {
+            self.ctx.after_command();
+            return Next::Done;
+        }
         if !self.periodic {
             self.gen.fill(&mut buf[..len as usize], self.pos / self.lbs);
         }

@@ -14,7 +14,10 @@ impl Ctx<'_> {
     /// Send the drive's whole-device command and wait for it to finish.
     pub(super) fn whole_device(&mut self, pass: u32) -> Result<Flow, EraseError> {
         let size = self.drive.size;
-        self.before_command(0);
+        if !self.before_command(0) {
+            self.after_command();
+            return Ok(Flow::Stopped);
+        }
         let r = match self.drive.choice.method {
             Method::NvmeFormat => self.nvme_format().map(Some),
             Method::NvmeSanitize => self.nvme_sanitize().map(Some),

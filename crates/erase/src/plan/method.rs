@@ -330,6 +330,33 @@ pub fn check_available(
         crypto,
         zero: is_zero_pattern(pattern, block_size),
     };
+    let unavailable = |m: Method, why: String| EraseError::MethodUnavailable {
+        device: dev.to_string(),
+        method: m.name().to_string(),
+        why,
+    };
+    if crypto {
+        match m {
+            // The drive's cryptographic erase, whichever it offers.
+            Method::Auto => {
+                return CRYPTO_METHODS
+                    .iter()
+                    .find_map(|&c| check_available(c, o, pattern, block_size, true, dev).ok())
+                    .ok_or_else(|| {
+                        EraseError::BadOption(format!(
+                            "{dev}: --crypto: the drive offers no cryptographic erase (nvme-format, nvme-sanitize or ata-sanitize); drop --crypto to overwrite it"
+                        ))
+                    });
+            }
+            m if !CRYPTO_METHODS.contains(&m) && !m.whole_device() => {
+                return Err(EraseError::BadOption(format!(
+                    "{dev}: --crypto does not apply to --method {}, which writes the drive's blocks; drop --crypto, or use nvme-format, nvme-sanitize or ata-sanitize",
+                    m.name()
+                )));
+            }
+            _ => {}
+        }
+    }
     let reason = match m {
         Method::Auto => return Ok(choose(o, pattern, block_size)),
         Method::Stream => Ok("requested: io_uring streamed writes".to_string()),
@@ -346,12 +373,15 @@ pub fn check_available(
     };
     reason
         .map(|reason| Choice { method: m, reason })
-        .map_err(|why| EraseError::MethodUnavailable {
-            device: dev.to_string(),
-            method: m.name().to_string(),
-            why,
-        })
+        .map_err(|why| unavailable(m, why))
 }
+
+/// The methods `--crypto` applies to, in the order `auto` picks them.
+const CRYPTO_METHODS: [Method; 3] = [
+    Method::NvmeSanitize,
+    Method::NvmeFormat,
+    Method::AtaSanitize,
+];
 
 /// One explicitly requested method checked against a drive: each check
 /// returns the reason for the certificate, or why the drive cannot.
@@ -763,6 +793,17 @@ mod tests {
         assert!(
             check_available(Method::AtaSecurityErase, &ata_with(1), &z, 512, true, "d").is_err()
         );
+        // --crypto with a method that writes blocks: refused, not ignored.
+        for m in [
+            Method::Zeroout,
+            Method::Stream,
+            Method::WriteSame,
+            Method::Discard,
+            Method::Auto,
+        ] {
+            let e = check_available(m, &ata_with(1), &z, 512, true, "d").unwrap_err();
+            assert!(e.is_refusal() && e.to_string().contains("--crypto"), "{e}");
+        }
         // Not ATA at all.
         let nvme = Offers {
             transport: "nvme".into(),

@@ -360,10 +360,31 @@ pub fn prepare(req: &Request) -> Result<Plan, EraseError> {
         .into_iter()
         .map(|d| plan_drive(d, &req.options))
         .collect::<Result<Vec<_>, _>>()?;
+    if req.options.resume {
+        for d in &drives {
+            resumable(d, &req.options.certificate_dir)?;
+        }
+    }
     Ok(Plan {
         drives,
         claims: Vec::new(),
     })
+}
+
+/// `--resume` continues a journal: without one for `d` in `dir` there is
+/// nothing to continue, and starting a new erase instead would not be what
+/// was asked.
+fn resumable(d: &Drive, dir: &Path) -> Result<(), EraseError> {
+    let path = crate::journal::path_for(dir, d.serial(), &d.dev.path, d.size);
+    if path.is_file() {
+        return Ok(());
+    }
+    Err(EraseError::BadOption(format!(
+        "--resume: no journal of an erase of {} in {} (looked for {}); run without --resume to start a new erase, or give the --certificate-dir the journal is in",
+        d.dev.path.display(),
+        dir.display(),
+        path.display()
+    )))
 }
 
 /// Describe every named device and refuse unsafe ones (every reason of
@@ -377,13 +398,14 @@ fn describe(paths: &[PathBuf], force: bool) -> Result<Vec<BlockDevice>, EraseErr
     for p in paths {
         let d = BlockDevice::from_path(p)
             .map_err(|e| EraseError::Refused(format!("{}: {e}", p.display())))?;
-        if devs
+        if let Some(j) = devs
             .iter()
-            .any(|o| o.major == d.major && o.minor == d.minor)
+            .position(|o| o.major == d.major && o.minor == d.minor)
         {
             return Err(EraseError::Refused(format!(
-                "{} is named twice",
-                p.display()
+                "{} is the same device as {}, given twice; give each drive once (nothing was written)",
+                p.display(),
+                paths[j].display()
             )));
         }
         if d.size.0 == 0 {
@@ -548,9 +570,10 @@ pub fn confirm(
     for d in drives {
         let path = d.dev.path.display().to_string();
         let token = d.confirm_token();
-        let hit = consent.confirm.iter().position(|s| {
-            s.trim() == token || (d.serial().is_none() && Path::new(s.trim()) == d.dev.path)
-        });
+        let hit = consent
+            .confirm
+            .iter()
+            .position(|s| drivelab_device::claim::confirms(s, &d.dev.path, d.serial()));
         if let Some(i) = hit {
             used[i] = true;
             continue;
