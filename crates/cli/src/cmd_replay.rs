@@ -73,11 +73,12 @@ pub struct PlayArgs {
     /// The same as --mode afap.
     #[arg(long)]
     pub no_stall: bool,
-    /// Closed loop: keep N requests outstanding, ignoring timing.
-    #[arg(long, value_name = "N")]
+    /// Closed loop: keep N requests outstanding, ignoring timing (1 to
+    /// 32768, the bound of `run --iodepth`).
+    #[arg(long, value_name = "N", value_parser = depth)]
     pub iodepth: Option<u32>,
-    /// Most requests in flight (every mode but the closed loop).
-    #[arg(long, value_name = "N", default_value_t = 256)]
+    /// Most requests in flight (every mode but the closed loop; 1 to 32768).
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = depth)]
     pub max_outstanding: u32,
     /// Place offsets beyond the target by wrapping or scaling.
     #[arg(long, value_enum, default_value_t = RemapArg::Wrap)]
@@ -120,6 +121,15 @@ pub struct AuditArgs {
     pub original_iops: Option<f64>,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// A queue depth: 1 to the engine's bound, as `run --iodepth` takes.
+fn depth(s: &str) -> Result<u32, String> {
+    let max = drivelab_engine::engine::MAX_DEPTH;
+    match s.trim().parse::<u64>() {
+        Ok(n) if (1..=u64::from(max)).contains(&n) => Ok(n as u32),
+        _ => Err(format!("give 1 to {max} requests in flight")),
+    }
 }
 
 /// A refused request (exit status 2) or a failure (exit status 1).
@@ -287,6 +297,19 @@ pub fn run_audit(a: AuditArgs) -> anyhow::Result<u8> {
         }
     };
     let opts = session_options(a.play, Some(record))?;
+    // The audit records the replay at the block layer, with or without
+    // --record: a target that is no block device is refused as such.
+    // The trace is looked at first, as the replay does.
+    drivelab_device::input::check_regular(&opts.trace, drivelab_device::input::Kind::Trace)?;
+    if let Ok(md) = std::fs::metadata(&opts.target) {
+        use std::os::unix::fs::FileTypeExt;
+        if !md.file_type().is_block_device() {
+            return Err(usage(format!(
+                "{} is not a block device: trace audit records its replay at the block layer, so give a block device as --target (replay onto a file with 'drivelab trace replay')",
+                opts.target.display()
+            )));
+        }
+    }
     let spec = spec_json(&opts);
     let report = session::audit(
         &opts,

@@ -30,8 +30,8 @@ pub struct ReportArgs {
 /// Read one result file: (label, kind, JSON). Bad input names the file and
 /// says what was expected.
 fn read_input(path: &Path) -> anyhow::Result<Input> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+    let text = drivelab_device::input::read_string(path, drivelab_device::input::Kind::Result)
+        .map_err(|e| usage(e.to_string()))?;
     let value: Value = serde_json::from_str(&text).map_err(|e| {
         usage(format!(
             "{} is not JSON ({e}); give a result saved from --output-format json",

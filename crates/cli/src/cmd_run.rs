@@ -344,15 +344,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     p.out.check()?;
     // Build the jobs: from a job file, or one job from the options.
     let mut jobs: Vec<(JobSpec, bool)> = match &p.jobfile {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| usage(format!("cannot read job file {}: {e}", path.display())))?;
-            jobfile::parse(&path.display().to_string(), &text)
-                .map_err(|e| usage(e.to_string()))?
-                .into_iter()
-                .map(|j| (j.spec, j.stonewall))
-                .collect()
-        }
+        Some(path) => jobfile::read_file(path)
+            .map_err(|e| usage(e.to_string()))?
+            .into_iter()
+            .map(|j| (j.spec, j.stonewall))
+            .collect(),
         None => vec![(JobSpec::default(), false)],
     };
     let given = |k: &str| p.opts.iter().any(|(key, _)| key == k);
@@ -393,8 +389,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         }
     }
     if p.parse_only {
-        drivelab_workload::check_total_jobs(jobs.iter().map(|(j, _)| j))
-            .map_err(|e| usage(e.to_string()))?;
+        drivelab_workload::plan::check(&jobs).map_err(|e| usage(e.to_string()))?;
         return Ok(0);
     }
     let scratch_path = PathBuf::from(SCRATCH_FILE);

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use drivelab_device::input;
 use drivelab_steps::result::{render_footer, render_header, render_step};
 use drivelab_steps::spec::parse_pattern;
 use drivelab_steps::{
@@ -250,9 +251,8 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
             None,
         ),
         (true, Some(path)) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                usage(format!("cannot read sequence file {}: {e}", path.display()))
-            })?;
+            let text = input::read_string(path, input::Kind::Sequence)
+                .map_err(|e| usage(e.to_string()))?;
             let seq = parse_sequence(&path.display().to_string(), &text).map_err(step_error)?;
             (seq.steps, seq.seed)
         }

@@ -491,6 +491,12 @@ fn run_record(a: RecordArgs) -> anyhow::Result<u8> {
     if a.buffer_kb == 0 {
         return Err(crate::error::usage("--buffer-kb must be at least 1"));
     }
+    if let Some(max) = record::max_buffer_kb().filter(|&m| a.buffer_kb > m) {
+        return Err(crate::error::usage(format!(
+            "--buffer-kb {} is more than {max} KiB per CPU (half of this machine's memory over its CPUs); give a smaller buffer",
+            a.buffer_kb
+        )));
+    }
     // Ctrl-C / SIGTERM set the flag; the recorder polls it, then removes
     // its tracefs instance and finishes the trace.
     let stop = crate::signal::stop_flag();

@@ -28,6 +28,7 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
 pub fn exit_status(e: &anyhow::Error) -> u8 {
     let bad_input = |c: &(dyn std::error::Error + 'static)| {
         c.is::<UsageError>()
+            || c.is::<drivelab_device::input::InputError>()
             || c.downcast_ref::<drivelab_trace::TraceError>()
                 .is_some_and(|t| t.is_bad_input())
             || c.downcast_ref::<drivelab_device::output::OutputError>()
@@ -106,12 +107,28 @@ pub fn report_usage(msg: &str, json: bool) -> ExitCode {
 }
 
 /// One line from clap's message: its first line without clap's own
-/// "error: " (ours adds one), clap's tip when it has one (such as the option
-/// meant), and where to read more.
+/// "error: " (ours adds one), the items a first line ending in ':' lists
+/// (the required arguments not given), clap's tip when it has one (such as
+/// the option meant), and where to read more.
 fn usage_line(msg: &str) -> String {
-    let mut lines = msg.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut lines = msg
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .peekable();
     let first = lines.next().unwrap_or("invalid arguments");
     let first = first.strip_prefix("error: ").unwrap_or(first);
+    let mut items = Vec::new();
+    if first.ends_with(':') {
+        while let Some(l) = lines.next_if(|l| !l.starts_with("tip:") && !l.starts_with("Usage:")) {
+            items.push(l);
+        }
+    }
+    let first = if items.is_empty() {
+        first.to_string()
+    } else {
+        format!("{} {}", first, items.join(", "))
+    };
     let tip = lines.find_map(|l| l.strip_prefix("tip: "));
     match tip {
         Some(t) => format!("{first}; {t} (see 'drivelab --help')"),
@@ -168,5 +185,14 @@ mod tests {
             "a value is required (see 'drivelab --help')"
         );
         assert_eq!(usage_line(""), "invalid arguments (see 'drivelab --help')");
+    }
+
+    #[test]
+    fn missing_required_arguments_are_named() {
+        let msg = "error: the following required arguments were not provided:\n  --html <FILE>\n  <INPUT>...\n\nUsage: drivelab report --html <FILE> <INPUT>...\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            usage_line(msg),
+            "the following required arguments were not provided: --html <FILE>, <INPUT>... (see 'drivelab --help')"
+        );
     }
 }

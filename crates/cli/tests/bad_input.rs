@@ -80,7 +80,10 @@ fn a_missing_trace_or_a_directory_given_as_a_trace_is_exit_2() {
     ] {
         let err = assert_bad_input(&args);
         assert!(
-            err.contains("give an existing, readable trace file"),
+            err.contains("no such file; give the path of an existing trace")
+                || err.contains(
+                    "is a directory, not a regular file; give the trace as a regular file"
+                ),
             "{args:?}: {err}"
         );
     }

@@ -85,7 +85,11 @@ fn writers(target: &str, dir: &TempDir) -> Vec<(&'static str, Vec<String>)> {
     // fio's iolog v3 stamps are microseconds: one write a millisecond,
     // 30 s of original timing.
     for i in 0..30_000u64 {
-        t.push_str(&format!("{} t write {} 65536\n", i * 1000, (i % 512) * 65536));
+        t.push_str(&format!(
+            "{} t write {} 65536\n",
+            i * 1000,
+            (i % 512) * 65536
+        ));
     }
     t.push_str("30000000 t close\n");
     std::fs::write(&trace, t).unwrap();

@@ -363,8 +363,12 @@ fn audit_refuses_bad_input_before_touching_the_target() {
             vec!["--mode", "afap", "--speed", "2"],
             "--speed applies to --mode original",
         ),
-        // A file target cannot be recorded at the block layer.
-        (vec![], "--record needs a block device target"),
+        // A file target cannot be recorded at the block layer, and the
+        // refusal does not blame a --record that was not given.
+        (
+            vec![],
+            "is not a block device: trace audit records its replay",
+        ),
     ] {
         let mut a = vec![
             "trace",

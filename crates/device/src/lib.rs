@@ -8,6 +8,8 @@
 //! - [`safety`]: the checks that decide whether a device may be written.
 //! - [`claim`]: the only way to get a writable device or file: assessment,
 //!   consent and an exclusive hold, in one step.
+//! - [`input`]: the only way a user's file is read: a regular file, read
+//!   up to the bound of its kind (job file, certificate, trace, …).
 //! - [`watch`]: every live claim watched for aliases that appear while it
 //!   is written (a loop device attached over the same bytes).
 //! - [`loopdev`]: loop devices as windows onto a backing file's bytes, so
@@ -38,6 +40,7 @@ pub mod caps;
 pub mod claim;
 pub mod diskstats;
 pub mod health;
+pub mod input;
 pub mod loopdev;
 pub mod nbd;
 pub mod nvme;

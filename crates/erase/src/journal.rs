@@ -26,6 +26,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use drivelab_device::input::{self, InputError, Kind};
 use drivelab_device::output::Output;
 
 use serde::{Deserialize, Serialize};
@@ -184,10 +185,13 @@ pub fn parse(text: &str, path: &Path) -> Result<JournalState, EraseError> {
 
 /// Read a journal if it exists.
 pub fn load(path: &Path) -> Result<Option<JournalState>, EraseError> {
-    match std::fs::read_to_string(path) {
+    match input::read_string(path, Kind::Journal) {
         Ok(t) => parse(&t, path).map(Some),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_err(path, e)),
+        Err(InputError::Missing { .. }) => Ok(None),
+        Err(e) => Err(EraseError::Journal {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        }),
     }
 }
 

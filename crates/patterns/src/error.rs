@@ -69,6 +69,10 @@ pub enum PatternError {
         #[source]
         source: std::io::Error,
     },
+    /// The pattern file is not a regular file, or not text where text is
+    /// needed.
+    #[error(transparent)]
+    FileRefused(drivelab_device::input::InputError),
     /// The pattern file is empty.
     #[error("pattern file {path} is empty: give a file holding at least one byte")]
     FileEmpty {
@@ -76,10 +80,12 @@ pub enum PatternError {
         path: PathBuf,
     },
     /// The pattern file is larger than [`crate::MAX_FILE_BYTES`].
-    #[error("pattern file {path} is larger than {max} bytes: only the first block-size bytes are used per block, so cut it down (e.g. with `head -c`)")]
+    #[error("pattern file {path} is {size} bytes, more than the {max} bytes a pattern file may be: only the first block-size bytes are used per block, so cut it down (e.g. with `head -c`)")]
     FileTooLarge {
         /// The file.
         path: PathBuf,
+        /// Its size in bytes.
+        size: u64,
         /// The limit in bytes.
         max: u64,
     },

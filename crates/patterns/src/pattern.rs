@@ -10,12 +10,17 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use drivelab_device::input::{self, InputError, Kind};
+
 use crate::error::PatternError;
 
 /// Largest `fixed:` pattern, in bytes (64 KiB).
 pub const MAX_FIXED_BYTES: usize = 64 * 1024;
 /// Largest `file:` pattern file, in bytes (16 MiB).
-pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+pub const MAX_FILE_BYTES: u64 = match Kind::Pattern.bound() {
+    Some(b) => b,
+    None => 0,
+};
 
 /// A data pattern, applied per logical block.
 ///
@@ -105,32 +110,29 @@ impl Pattern {
         Ok(Pattern::Fixed(bytes))
     }
 
-    /// A `file:` pattern: reads the whole file (1 byte to
-    /// [`MAX_FILE_BYTES`]). The only I/O this crate does.
+    /// A `file:` pattern: reads the whole file, a regular file of 1 byte
+    /// to [`MAX_FILE_BYTES`] (`drivelab_device::input`, [`Kind::Pattern`]).
+    /// The only I/O this crate does.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Pattern, PatternError> {
-        use std::io::Read;
         let path = path.as_ref().to_path_buf();
-        let file = std::fs::File::open(&path).map_err(|source| PatternError::FileRead {
-            path: path.clone(),
-            source,
-        })?;
-        let mut data = Vec::new();
-        // Read one byte past the limit to detect an oversized file without
-        // trusting its metadata (it may be a pipe or a device).
-        file.take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut data)
-            .map_err(|source| PatternError::FileRead {
+        let data = input::read(&path, Kind::Pattern).map_err(|e| match e {
+            InputError::TooLarge { size, .. } => PatternError::FileTooLarge {
+                path: path.clone(),
+                size: size.unwrap_or(MAX_FILE_BYTES + 1),
+                max: MAX_FILE_BYTES,
+            },
+            InputError::Io { source, .. } => PatternError::FileRead {
                 path: path.clone(),
                 source,
-            })?;
+            },
+            InputError::Missing { .. } => PatternError::FileRead {
+                path: path.clone(),
+                source: std::io::ErrorKind::NotFound.into(),
+            },
+            e => PatternError::FileRefused(e),
+        })?;
         if data.is_empty() {
             return Err(PatternError::FileEmpty { path });
-        }
-        if data.len() as u64 > MAX_FILE_BYTES {
-            return Err(PatternError::FileTooLarge {
-                path,
-                max: MAX_FILE_BYTES,
-            });
         }
         Ok(Pattern::File { path, data })
     }

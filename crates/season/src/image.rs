@@ -25,14 +25,8 @@ use crate::SeasonError;
 /// image no larger than the drive.
 pub fn check(image: Option<&Path>, trace: Option<&Path>, size: u64) -> Result<(), SeasonError> {
     if let Some(p) = image {
-        let md = std::fs::metadata(p)
-            .map_err(|e| SeasonError::BadOption(format!("--image {}: {e}", p.display())))?;
-        if !md.is_file() {
-            return Err(SeasonError::BadOption(format!(
-                "--image {}: not a regular file; give an image file",
-                p.display()
-            )));
-        }
+        let md = drivelab_device::input::check_regular(p, drivelab_device::input::Kind::Image)
+            .map_err(|e| SeasonError::BadOption(format!("--image: {e}")))?;
         if md.len() > size {
             return Err(SeasonError::BadOption(format!(
                 "--image {} ({} bytes) is larger than the drive ({size} bytes); give a smaller image",
@@ -55,11 +49,15 @@ pub fn restore_image(
     stop: &AtomicBool,
     done: &AtomicU64,
 ) -> Result<Option<Image>, SeasonError> {
-    let f = std::fs::File::open(path).map_err(|e| SeasonError::Io {
-        device: claim.path().display().to_string(),
-        what: format!("open the image {}", path.display()),
-        source: e,
-    })?;
+    // Checked before the run (`check`); a file swapped since is a failure.
+    let f =
+        drivelab_device::input::open(path, drivelab_device::input::Kind::Image).map_err(|e| {
+            SeasonError::Io {
+                device: claim.path().display().to_string(),
+                what: format!("open the image {}", path.display()),
+                source: std::io::Error::other(e),
+            }
+        })?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let lbs = u64::from(claim.logical_block().max(512));
     let end = len.div_ceil(lbs) * lbs;

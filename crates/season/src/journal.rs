@@ -23,6 +23,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use drivelab_device::input::{self, InputError, Kind};
 use drivelab_device::output::Output;
 use serde::{Deserialize, Serialize};
 
@@ -217,7 +218,7 @@ impl Journal {
     pub fn begin(dir: &Path, h: &Header, resume: bool) -> Result<(Journal, State), SeasonError> {
         let path = path_for(dir, h);
         if resume {
-            match std::fs::read_to_string(&path) {
+            match input::read_string(&path, Kind::Journal) {
                 Ok(t) => {
                     let (old, st) = parse(&t, &path)?;
                     if let Some(why) = mismatch(&old, h) {
@@ -232,7 +233,7 @@ impl Journal {
                     let j = Journal::create(&path, &old, &st.entries)?;
                     return Ok((j, st));
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(InputError::Missing { .. }) => {}
                 Err(e) => return Err(io_err(&path, e)),
             }
         }

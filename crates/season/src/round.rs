@@ -28,7 +28,18 @@ pub const DEFAULT_WORKLOAD: &str = "rw=randwrite bs=4k iodepth=32";
 
 /// Parse a workload (see the module doc). Bad input is a
 /// [`SeasonError::BadOption`] naming `what` (the option).
+///
+/// A word that exists as a path, has a '/' or a job file's extension
+/// (`.fio`, `.ini`, `.job`) is a job file: one that cannot be read is named
+/// as such, not taken for an unknown option.
 pub fn parse(what: &str, text: &str) -> Result<JobSpec, SeasonError> {
+    fn names_a_file(tok: &str) -> bool {
+        let p = Path::new(tok);
+        p.symlink_metadata().is_ok()
+            || tok.contains('/')
+            || p.extension()
+                .is_some_and(|e| e == "fio" || e == "ini" || e == "job")
+    }
     let bad = |e: String| SeasonError::BadOption(format!("{what} '{text}': {e}"));
     let mut spec = JobSpec::default();
     for (k, v) in [
@@ -50,10 +61,9 @@ pub fn parse(what: &str, text: &str) -> Result<JobSpec, SeasonError> {
                 )));
             }
             spec.set(k, Some(v)).map_err(|e| bad(e.to_string()))?;
-        } else if Path::new(tok).is_file() {
-            let t = std::fs::read_to_string(tok).map_err(|e| bad(e.to_string()))?;
-            let jobs =
-                drivelab_workload::jobfile::parse(tok, &t).map_err(|e| bad(e.to_string()))?;
+        } else if names_a_file(tok) {
+            let jobs = drivelab_workload::jobfile::read_file(Path::new(tok))
+                .map_err(|e| bad(e.to_string()))?;
             let [job] = <[_; 1]>::try_from(jobs).map_err(|j| {
                 bad(format!(
                     "the job file has {} jobs; season runs one",

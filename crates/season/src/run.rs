@@ -273,11 +273,20 @@ struct Ready {
     resumed: bool,
 }
 
+/// The most fill passes: each writes the whole drive twice over is already
+/// more than any preconditioning asks for.
+const MAX_FILL_PASSES: u32 = 100;
+/// The most rounds: each keeps its metrics and series in the result.
+const MAX_ROUNDS: usize = 10_000;
+
 /// Check the options (bad input before anything is touched).
 fn check(o: &Options) -> Result<(JobSpec, Option<JobSpec>), SeasonError> {
     let bad = |s: &str| Err(SeasonError::BadOption(s.to_string()));
-    if o.fill_passes == 0 {
-        return bad("--fill-passes must be at least 1");
+    if !(1..=MAX_FILL_PASSES).contains(&o.fill_passes) {
+        return Err(SeasonError::BadOption(format!(
+            "--fill-passes must be 1 to {MAX_FILL_PASSES}, not {}",
+            o.fill_passes
+        )));
     }
     if !(o.round_seconds.is_finite() && o.round_seconds > 0.0) {
         return bad("--round-time must be more than 0 seconds");
@@ -288,8 +297,11 @@ fn check(o: &Options) -> Result<(JobSpec, Option<JobSpec>), SeasonError> {
     if o.purge.is_some() && !o.stages.purge {
         return bad("--purge names a purge method, but --stages leaves out purge");
     }
-    if o.max_rounds == 0 {
-        return bad("--max-rounds must be at least 1 (PTS: 25; the steady-state window needs 5)");
+    if !(1..=MAX_ROUNDS).contains(&o.max_rounds) {
+        return Err(SeasonError::BadOption(format!(
+            "--max-rounds must be 1 to {MAX_ROUNDS}, not {} (PTS: 25; the steady-state window needs 5)",
+            o.max_rounds
+        )));
     }
     if o.image.is_some() && o.image_trace.is_some() {
         return bad("give --image or --image-trace, not both");

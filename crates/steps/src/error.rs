@@ -16,6 +16,10 @@ pub enum StepError {
         /// What is accepted.
         expect: String,
     },
+    /// A `file:` pattern's file could not be used (its message names the
+    /// file and what to give instead).
+    #[error(transparent)]
+    PatternFile(drivelab_patterns::PatternError),
     /// A sequence file could not be used.
     #[error("sequence file {file}: {msg}")]
     Sequence {

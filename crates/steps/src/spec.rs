@@ -278,6 +278,8 @@ impl fmt::Display for Transfer {
 
 /// Highest queue depth accepted.
 pub const MAX_QD: u32 = 1024;
+/// The most retries of one failed command.
+pub const MAX_RETRIES: u32 = 100;
 
 /// One test step as stated by the user.
 #[derive(Debug, Clone, PartialEq)]
@@ -340,6 +342,13 @@ impl StepSpec {
                 "a queue depth from 1 to 1024",
             ));
         }
+        if self.retries > MAX_RETRIES {
+            return Err(StepError::bad(
+                "retries",
+                &self.retries.to_string(),
+                "0 to 100 retries per failed command",
+            ));
+        }
         Ok(())
     }
 }
@@ -389,10 +398,16 @@ pub struct Sequence {
 
 /// Parse a pattern name as the CLI and sequence files accept it.
 pub fn parse_pattern(s: &str) -> Result<Pattern, StepError> {
-    s.parse::<Pattern>().map_err(|e| StepError::BadValue {
-        key: "pattern".into(),
-        value: s.into(),
-        expect: e.to_string(),
+    use drivelab_patterns::PatternError as P;
+    s.parse::<Pattern>().map_err(|e| match e {
+        P::FileRead { .. } | P::FileEmpty { .. } | P::FileTooLarge { .. } | P::FileRefused(_) => {
+            StepError::PatternFile(e)
+        }
+        e => StepError::BadValue {
+            key: "pattern".into(),
+            value: s.into(),
+            expect: e.to_string(),
+        },
     })
 }
 

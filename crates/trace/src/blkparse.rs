@@ -150,7 +150,7 @@ impl<R: BufRead> Iterator for BlkparseReader<R> {
                     self.matcher.finish();
                     continue;
                 }
-                Err(e) => return Some(Err(e.into())),
+                Err(e) => return Some(Err(e)),
             };
             self.stats.lines += 1;
             if self.summary {

@@ -16,6 +16,18 @@ pub enum TraceError {
         /// What is wrong with it.
         why: String,
     },
+    /// A trace file given as input is not a regular file.
+    #[error(transparent)]
+    Refused(#[from] drivelab_device::input::InputError),
+    /// A text line is longer than any trace line: the input is not a text
+    /// trace (or is endless, such as `/dev/zero`'s bytes).
+    #[error("line {line} is longer than {max} bytes: this is not a text trace; give a trace file, or its --format")]
+    LineTooLong {
+        /// 1-based line number.
+        line: u64,
+        /// The longest line read, bytes.
+        max: usize,
+    },
     /// Reading or writing the underlying stream failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
@@ -100,6 +112,8 @@ impl TraceError {
         matches!(
             self,
             TraceError::Input { .. }
+                | TraceError::Refused(_)
+                | TraceError::LineTooLong { .. }
                 | TraceError::Parse { .. }
                 | TraceError::Binary { .. }
                 | TraceError::UnknownFormat(_)

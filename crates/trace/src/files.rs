@@ -43,7 +43,7 @@ impl FileError {
 
 fn file_error_line(path: &Path, error: &TraceError) -> String {
     match error {
-        TraceError::Input { .. } => error.to_string(),
+        TraceError::Input { .. } | TraceError::Refused(_) => error.to_string(),
         _ => format!("{}: {error}", path.display()),
     }
 }

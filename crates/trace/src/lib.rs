@@ -332,21 +332,14 @@ pub fn convert(reader: &mut dyn TraceReader, writer: &mut dyn TraceWriter) -> Re
     Ok(n)
 }
 
-/// Open a trace file for reading with a large buffer.
+/// Open a trace file for reading with a large buffer: a regular file
+/// (`drivelab_device::input`), streamed, so of any size.
 pub fn open_file(
     path: &Path,
     format: Option<Format>,
     opts: ReadOptions,
 ) -> Result<(Format, Box<dyn TraceReader>)> {
-    let input = |why: String| TraceError::Input {
-        path: path.to_path_buf(),
-        why,
-    };
-    let f = std::fs::File::open(path).map_err(|e| input(e.to_string()))?;
-    let md = f.metadata().map_err(|e| input(e.to_string()))?;
-    if md.is_dir() {
-        return Err(input("it is a directory".to_string()));
-    }
+    let f = drivelab_device::input::open(path, drivelab_device::input::Kind::Trace)?;
     open_reader(
         std::io::BufReader::with_capacity(256 * 1024, f),
         format,

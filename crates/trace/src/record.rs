@@ -90,6 +90,25 @@ pub const HOLD_S: u64 = 1;
 /// headers and time extends.
 const BYTES_PER_REQUEST: u64 = 128;
 
+/// The largest per-CPU buffer, KiB: the kernel allocates one per online
+/// CPU, and together they may take at most half of the machine's memory
+/// (`MemTotal` in `/proc/meminfo`). `None` when the memory is unknown.
+pub fn max_buffer_kb() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let total_kb: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get() as u64)
+        .unwrap_or(1);
+    Some((total_kb / 2 / cpus).max(1))
+}
+
 /// The default per-CPU buffer, KiB: [`HOLD_S`] of [`EXPECTED_IOPS`]
 /// requests spread over the online CPUs, at least 16 MiB per CPU.
 pub fn default_buffer_kb() -> u64 {

@@ -3,7 +3,9 @@
 //! (no UTF-8 or per-line allocation, so text parsing stays fast), and small
 //! field parsers that return messages instead of panicking.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
+
+use drivelab_device::input::MAX_TRACE_LINE;
 
 use serde::Serialize;
 
@@ -71,14 +73,24 @@ impl<R: BufRead> Lines<R> {
         }
     }
 
-    /// The next line, or `None` at end of input.
-    pub(crate) fn next_line(&mut self) -> std::io::Result<Option<&[u8]>> {
+    /// The next line, or `None` at end of input. A line longer than
+    /// [`MAX_TRACE_LINE`] is an error (its end is never looked for, so
+    /// input without line ends is read no further).
+    pub(crate) fn next_line(&mut self) -> Result<Option<&[u8]>> {
         self.buf.clear();
-        let n = self.inner.read_until(b'\n', &mut self.buf)?;
+        let n = (&mut self.inner)
+            .take(MAX_TRACE_LINE as u64 + 1)
+            .read_until(b'\n', &mut self.buf)?;
         if n == 0 {
             return Ok(None);
         }
         self.line += 1;
+        if n > MAX_TRACE_LINE {
+            return Err(TraceError::LineTooLong {
+                line: self.line,
+                max: MAX_TRACE_LINE,
+            });
+        }
         let mut end = self.buf.len();
         while end > 0 && (self.buf[end - 1] == b'\n' || self.buf[end - 1] == b'\r') {
             end -= 1;
@@ -135,7 +147,7 @@ impl<R: BufRead, P: LineParser> Iterator for LineReader<R, P> {
             let line = match self.lines.next_line() {
                 Ok(Some(l)) => l,
                 Ok(None) => return None,
-                Err(e) => return Some(Err(e.into())),
+                Err(e) => return Some(Err(e)),
             };
             self.stats.lines += 1;
             let parsed = match self.parser.parse(line, &mut self.stats) {

@@ -51,8 +51,11 @@ pub fn parse(key: &str, v: &str) -> Result<Vec<u8>, SpecError> {
                     out.extend_from_slice(inner.as_bytes());
                 } else {
                     let room = MAX_PATTERN.saturating_sub(out.len());
-                    let data = std::fs::read(inner)
-                        .map_err(|e| bad(&format!(": cannot read '{inner}': {e}")))?;
+                    let data = drivelab_device::input::read(
+                        std::path::Path::new(inner),
+                        drivelab_device::input::Kind::Pattern,
+                    )
+                    .map_err(|e| bad(&format!(": {e}")))?;
                     if data.is_empty() {
                         return Err(bad(&format!(": '{inner}' is empty")));
                     }

@@ -15,14 +15,16 @@
 //! than it says would lie.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use drivelab_device::input::{self, InputError, Kind};
 
 use crate::{Distribution, JobSpec, SpecError};
 
 /// fio's name for the files of a job without `filename`.
 pub const DEFAULT_FILENAME_FORMAT: &str = "$jobname.$jobnum.$filenum";
 
-/// How deep `include` may nest (an include loop stops here).
+/// How deep `include` may nest.
 const MAX_INCLUDE_DEPTH: usize = 16;
 
 /// One job from a job file, with whether it waits for the jobs before it.
@@ -85,65 +87,116 @@ fn expand_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String
     Ok(out)
 }
 
-/// Read the lines of `path`'s `text`, following includes.
-fn collect_lines(
-    path: &str,
-    text: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-    read: &dyn Fn(&Path) -> std::io::Result<String>,
-    depth: usize,
-    out: &mut Vec<Line>,
-) -> Result<(), SpecError> {
-    for (i, raw) in text.lines().enumerate() {
-        let lineno = i + 1;
-        let line = strip_comment(raw).trim();
-        if line.is_empty() {
-            continue;
-        }
-        let line = expand_env(line, env).map_err(|e| wrap(path, lineno, e))?;
-        if let Some(file) = line.strip_prefix("include ").map(str::trim) {
-            if depth >= MAX_INCLUDE_DEPTH {
-                return Err(wrap(
-                    path,
-                    lineno,
-                    SpecError::Invalid(format!(
-                        "include nested more than {MAX_INCLUDE_DEPTH} deep (does it include itself?)"
-                    )),
-                ));
+/// How many `include` lines one job file may follow in all, and how many
+/// bytes the files they name may hold together: a file that includes
+/// another twice, which includes a third twice, … grows as 2^depth.
+const MAX_INCLUDES: usize = 1024;
+const MAX_INCLUDED_BYTES: usize = 16 * 1024 * 1024;
+
+/// Reads an included file (given its path): the job-file reader or a test's.
+pub type IncludeReader<'a> = &'a dyn Fn(&Path) -> Result<String, InputError>;
+
+/// Where the include walk is: the files being read (outermost first, for
+/// cycles), and what all includes have cost so far.
+struct Walk<'a> {
+    env: &'a dyn Fn(&str) -> Option<String>,
+    read: IncludeReader<'a>,
+    chain: Vec<PathBuf>,
+    includes: usize,
+    bytes: usize,
+}
+
+/// The name an include is compared by: the file itself, links resolved.
+fn identity(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// A leading UTF-8 byte-order mark is not part of the first line.
+fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+impl Walk<'_> {
+    /// Read the lines of `path`'s `text`, following includes.
+    fn collect(&mut self, path: &str, text: &str, out: &mut Vec<Line>) -> Result<(), SpecError> {
+        for (i, raw) in strip_bom(text).lines().enumerate() {
+            let lineno = i + 1;
+            let line = strip_comment(raw).trim();
+            if line.is_empty() {
+                continue;
             }
-            let base = Path::new(path).parent().unwrap_or(Path::new(""));
-            let inc = base.join(file);
-            let inc_text = read(&inc).map_err(|e| {
-                wrap(
-                    path,
-                    lineno,
-                    SpecError::Invalid(format!("cannot read included file {}: {e}", inc.display())),
-                )
-            })?;
-            collect_lines(
-                &inc.display().to_string(),
-                &inc_text,
-                env,
-                read,
-                depth + 1,
-                out,
-            )?;
-            continue;
+            let line = expand_env(line, self.env).map_err(|e| wrap(path, lineno, e))?;
+            if let Some(file) = line.strip_prefix("include ").map(str::trim) {
+                self.include(path, lineno, file, out)?;
+                continue;
+            }
+            out.push(Line {
+                path: path.to_string(),
+                lineno,
+                text: line,
+            });
         }
-        out.push(Line {
-            path: path.to_string(),
-            lineno,
-            text: line,
-        });
+        Ok(())
     }
-    Ok(())
+
+    /// Follow `include file` on line `lineno` of `path`.
+    fn include(
+        &mut self,
+        path: &str,
+        lineno: usize,
+        file: &str,
+        out: &mut Vec<Line>,
+    ) -> Result<(), SpecError> {
+        let bad = |why: String| wrap(path, lineno, SpecError::Invalid(why));
+        if self.chain.len() > MAX_INCLUDE_DEPTH {
+            return Err(bad(format!(
+                "include nested more than {MAX_INCLUDE_DEPTH} deep; flatten the includes"
+            )));
+        }
+        self.includes += 1;
+        if self.includes > MAX_INCLUDES {
+            return Err(bad(format!(
+                "more than {MAX_INCLUDES} includes in all; include each file once"
+            )));
+        }
+        let base = Path::new(path).parent().unwrap_or(Path::new(""));
+        let inc = base.join(file);
+        let id = identity(&inc);
+        if self.chain.contains(&id) {
+            return Err(bad(format!(
+                "include {} is a cycle: it is already being read; remove the include",
+                inc.display()
+            )));
+        }
+        let inc_text = (self.read)(&inc).map_err(|e| bad(format!("include: {e}")))?;
+        self.bytes += inc_text.len();
+        if self.bytes > MAX_INCLUDED_BYTES {
+            return Err(bad(format!(
+                "the included files hold more than {} MiB in all; include less",
+                MAX_INCLUDED_BYTES >> 20
+            )));
+        }
+        self.chain.push(id);
+        let r = self.collect(&inc.display().to_string(), &inc_text, out);
+        self.chain.pop();
+        r
+    }
+}
+
+/// Read and parse the job file at `path` (at most
+/// [`Kind::JobFile`]'s bound, a regular file, as every include);
+/// variables come from the process environment.
+pub fn read_file(path: &Path) -> Result<Vec<FileJob>, SpecError> {
+    let text =
+        input::read_string(path, Kind::JobFile).map_err(|e| SpecError::Invalid(e.to_string()))?;
+    parse(&path.display().to_string(), &text)
 }
 
 /// Parse job-file text. `path` names it in messages and anchors includes;
 /// variables come from the process environment.
 pub fn parse(path: &str, text: &str) -> Result<Vec<FileJob>, SpecError> {
     parse_with(path, text, &|k| std::env::var(k).ok(), &|p| {
-        std::fs::read_to_string(p)
+        input::read_string(p, Kind::JobFile)
     })
 }
 
@@ -152,10 +205,17 @@ pub fn parse_with(
     path: &str,
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
-    read: &dyn Fn(&Path) -> std::io::Result<String>,
+    read: IncludeReader<'_>,
 ) -> Result<Vec<FileJob>, SpecError> {
     let mut lines = Vec::new();
-    collect_lines(path, text, env, read, 0, &mut lines)?;
+    let mut walk = Walk {
+        env,
+        read,
+        chain: vec![identity(Path::new(path))],
+        includes: 0,
+        bytes: 0,
+    };
+    walk.collect(path, text, &mut lines)?;
     // fio's defaults where they differ from drivelab's command line.
     let mut global = JobSpec {
         randommap: true,
@@ -330,11 +390,11 @@ filename=/tmp/b
         (k == "SCRATCH").then(|| "/scratch".to_string())
     }
 
-    fn no_files(p: &Path) -> std::io::Result<String> {
-        Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            p.display().to_string(),
-        ))
+    fn no_files(p: &Path) -> Result<String, InputError> {
+        Err(InputError::Missing {
+            what: "job file",
+            path: p.to_path_buf(),
+        })
     }
 
     #[test]
@@ -370,7 +430,7 @@ filename=/tmp/b
 
     #[test]
     fn include_reads_the_file_beside_the_job_file() {
-        let read = |p: &Path| -> std::io::Result<String> {
+        let read = |p: &Path| -> Result<String, InputError> {
             assert_eq!(p, Path::new("/jobs/common.inc"));
             Ok("bs=64k   ; shared\nrw=write\n".to_string())
         };
@@ -387,11 +447,12 @@ filename=/tmp/b
             .unwrap_err()
             .to_string();
         assert!(e.contains("missing.inc"), "{e}");
-        let looped = |_: &Path| -> std::io::Result<String> { Ok("include self.inc\n".to_string()) };
+        let looped =
+            |_: &Path| -> Result<String, InputError> { Ok("include self.inc\n".to_string()) };
         let e = parse_with("/jobs/a.fio", "[j]\ninclude self.inc\n", &env, &looped)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("nested"), "{e}");
+        assert!(e.contains("cycle"), "{e}");
     }
 
     #[test]
@@ -413,5 +474,28 @@ filename=/tmp/b
         assert!(jobs[2].spec.randommap);
         // A stonewall in [global] applies to every job.
         assert!(jobs.iter().all(|j| j.stonewall));
+    }
+
+    #[test]
+    fn include_that_doubles_at_each_level_stops_at_the_include_bound() {
+        // Each level includes the next twice: 2^16 includes unbounded.
+        let read = |p: &Path| -> Result<String, InputError> {
+            let n: u32 = p
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            Ok(format!("include {}.inc\ninclude {}.inc\n", n + 1, n + 1))
+        };
+        let e = parse_with("/jobs/a.fio", "[j]\ninclude 0.inc\n", &env, &read)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("includes in all") || e.contains("deep"), "{e}");
+    }
+
+    #[test]
+    fn leading_byte_order_mark_is_skipped() {
+        let jobs = parse("j.fio", "\u{feff}[global]\nbs=8k\n[j]\nfilename=x\n").unwrap();
+        assert_eq!(jobs[0].spec.bs, 8192);
     }
 }

@@ -64,8 +64,8 @@ pub use exec::{execute, execute_with_status, Progress};
 pub use plan::{plan, Plan, PlanError, PlanOptions};
 pub use size::{human_bytes, parse_bytes, parse_duration, SizeSpec};
 pub use spec::{
-    check_total_jobs, AccessLine, Distribution, EngineKind, JobSpec, RwMode, WriteKind,
-    DEFAULT_LOG_INTERVAL, MAX_TOTAL_JOBS,
+    check_filename_splits, check_total_jobs, split_filenames, AccessLine, Distribution, EngineKind,
+    JobSpec, RwMode, WriteKind, DEFAULT_LOG_INTERVAL, MAX_TOTAL_JOBS,
 };
 pub use status::StatusOptions;
 

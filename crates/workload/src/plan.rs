@@ -4,6 +4,7 @@
 //! targets a run writes is the device claim's, taken when the run starts
 //! ([`crate::exec`]), once per target.
 
+use std::borrow::Cow;
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -123,6 +124,98 @@ pub const NULL_DEFAULT_SIZE: u64 = 1 << 30;
 
 fn job_writes(spec: &JobSpec) -> bool {
     spec.access_lines().iter().any(|l| l.read_pct < 100) || spec.fsync > 0
+}
+
+/// The earlier jobs (indices into `earlier`, the names of the jobs planned
+/// so far) a job's `wait_for` names.
+fn wait_for<'a>(
+    spec: &JobSpec,
+    earlier: impl Iterator<Item = &'a str>,
+) -> Result<Vec<usize>, PlanError> {
+    let Some(name) = &spec.wait_for else {
+        return Ok(Vec::new());
+    };
+    let v: Vec<usize> = earlier
+        .enumerate()
+        .filter(|(_, n)| n == name)
+        .map(|(i, _)| i)
+        .collect();
+    if v.is_empty() {
+        return Err(PlanError::Spec(crate::SpecError::Invalid(format!(
+            "job '{}': wait_for={name} names no job before it; wait_for takes the name of an earlier job",
+            spec.name
+        ))));
+    }
+    Ok(v)
+}
+
+/// A job's region on one file must hold at least one transfer.
+fn check_region(spec: &JobSpec, path: &str, total: u64) -> Result<(), PlanError> {
+    if total < spec.max_bs() {
+        return Err(PlanError::target(
+            path,
+            format!(
+                "the region ({total} bytes) is smaller than one {}-byte transfer; give a larger --size",
+                spec.max_bs()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// One job unit checked on its own and in the form the plan works on:
+/// `filename` values ':' would split against the path they name, sizes
+/// counted in zones (zonemode=zbd's `8z`) in bytes, ioengine=net's one
+/// "file" the socket ([`crate::net`]), then the spec's and its files' own
+/// validation.
+fn ready(spec: &JobSpec) -> Result<Cow<'_, JobSpec>, PlanError> {
+    let dir = spec.directory.as_deref();
+    crate::check_filename_splits(spec, &|n| in_directory(dir, n))?;
+    let spec = match crate::zbd::resolve_zone_counts(spec)? {
+        Some(s) => Cow::Owned(s),
+        None => Cow::Borrowed(spec),
+    };
+    let spec = match crate::net::planned(&spec)? {
+        Some(s) => Cow::Owned(s),
+        None => spec,
+    };
+    spec.validate()?;
+    crate::files::validate(&spec)?;
+    Ok(spec)
+}
+
+/// The plan's checks that need no target looked at (`--parse-only`): the
+/// job count, each job's own validation, `filename` values ':' would split
+/// against the path they name, `wait_for`, and the region an explicit
+/// size in bytes gives each file. A job set that passes may still be
+/// refused by [`plan`] for what its targets are.
+pub fn check(jobs: &[(JobSpec, bool)]) -> Result<(), PlanError> {
+    crate::check_total_jobs(jobs.iter().map(|(spec, _)| spec))?;
+    let mut names: Vec<String> = Vec::new();
+    let units = with_file_names(jobs);
+    for (spec, _, clones) in &units {
+        let spec = &*ready(spec)?;
+        wait_for(spec, names.iter().map(String::as_str))?;
+        let nfiles = spec.filenames.len();
+        let explicit = match spec.size {
+            _ if spec.filesize.is_some() || spec.fill_device => None,
+            Some(SizeSpec::Bytes(b)) if nfiles > 0 => Some(b / nfiles as u64),
+            _ => None,
+        };
+        let sizes = crate::files::file_sizes(spec, clones.start, nfiles);
+        for (f, size) in spec.filenames.iter().zip(sizes) {
+            let total = if spec.filesize.is_some() {
+                Some(size)
+            } else {
+                explicit
+            };
+            if let Some(total) = total {
+                check_region(spec, f, total)?;
+            }
+        }
+        names.extend(clones.clone().map(|_| spec.name.clone()));
+    }
+    Ok(())
 }
 
 /// Look at one target path without writing anything.
@@ -341,14 +434,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     for (spec, stonewall, clones) in &with_file_names(jobs) {
-        // Sizes counted in zones (zonemode=zbd's `8z`) in bytes.
-        let in_bytes = crate::zbd::resolve_zone_counts(spec)?;
-        let spec = in_bytes.as_ref().unwrap_or(spec);
-        // ioengine=net: its one "file" is the socket ([`crate::net`]).
-        let on_net = crate::net::planned(spec)?;
-        let spec = on_net.as_ref().unwrap_or(spec);
-        spec.validate()?;
-        crate::files::validate(spec)?;
+        let spec = &*ready(spec)?;
         if !out.is_empty() && (*stonewall || spec.new_group) && clones.start == 0 {
             group += 1;
         }
@@ -517,15 +603,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                     ));
                 }
             }
-            if total < spec.max_bs() {
-                return Err(PlanError::target(
-                    &t.path.display().to_string(),
-                    format!(
-                        "the region ({total} bytes) is smaller than one {}-byte transfer; give a larger --size",
-                        spec.max_bs()
-                    ),
-                ));
-            }
+            check_region(spec, &t.path.display().to_string(), total)?;
             regions.push(Region {
                 start: offset,
                 end: offset + whole_transfers(spec, total, t.size.saturating_sub(offset)),
@@ -617,24 +695,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             idx.iter().map(|&i| (&targets[i].path, targets[i].is_block)),
         )?;
         let verify = verify_content(spec, align)?;
-        let wait_for: Vec<usize> = match &spec.wait_for {
-            None => Vec::new(),
-            Some(name) => {
-                let v: Vec<usize> = out
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, j)| j.spec.name == *name)
-                    .map(|(i, _)| i)
-                    .collect();
-                if v.is_empty() {
-                    return Err(PlanError::Spec(crate::SpecError::Invalid(format!(
-                        "job '{}': wait_for={name} names no job before it; wait_for takes the name of an earlier job",
-                        spec.name
-                    ))));
-                }
-                v
-            }
-        };
+        let wait_for = wait_for(spec, out.iter().map(|j| j.spec.name.as_str()))?;
         for clone in clones.clone() {
             let mut s = spec.clone();
             let base = if spec.randrepeat {

@@ -313,8 +313,13 @@ pub struct AccessLine {
 pub struct JobSpec {
     /// Job name (`name`); default "drivelab".
     pub name: String,
-    /// Targets (`filename`, repeatable or `:`-separated).
+    /// Targets (`filename`, repeatable or `:`-separated; `\:` is a colon
+    /// in a name, as in fio).
     pub filenames: Vec<String>,
+    /// The `filename` values that `:` split into several names, as given:
+    /// the plan refuses one that names an existing file while its parts
+    /// do not ([`check_filename_splits`]).
+    pub filename_splits: Vec<String>,
     /// Access pattern (`rw`); default read.
     pub rw: RwMode,
     /// Block size in bytes (`bs`); default 4 KiB.
@@ -520,6 +525,7 @@ impl Default for JobSpec {
         JobSpec {
             name: "drivelab".to_string(),
             filenames: Vec::new(),
+            filename_splits: Vec::new(),
             rw: RwMode::Read,
             bs: 4096,
             bssplit: Vec::new(),
@@ -615,6 +621,59 @@ pub(crate) fn per_direction(v: &str) -> [Option<&str>; 3] {
         [r, w, t, ..] => [some(r), some(w), some(t).or(some(w))],
         [] => [None, None, None],
     }
+}
+
+/// fio's `filename` list: names separated by `:`, where `\:` is a colon
+/// inside a name (`/dev/disk/by-path/pci-0000\:00\:1f.2-ata-1`) and empty
+/// names are dropped. Any other `\` stays as it is.
+pub fn split_filenames(v: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                cur.push(':');
+                chars.next();
+            }
+            ':' => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Refuse a `filename` value that names an existing file or device as a
+/// whole while the names `:` splits it into do not all exist: the user
+/// meant the one path (a `/dev/disk/by-path/…:…` name), and splitting it
+/// would make new files and leave the device alone. `place` puts a name
+/// where the job looks for it (its `directory`).
+pub fn check_filename_splits(
+    spec: &JobSpec,
+    place: &dyn Fn(&str) -> String,
+) -> Result<(), SpecError> {
+    let exists = |p: &str| std::path::Path::new(&place(p)).symlink_metadata().is_ok();
+    for raw in &spec.filename_splits {
+        let whole = raw.replace("\\:", ":");
+        let parts = split_filenames(raw);
+        if exists(&whole) && !parts.iter().all(|p| exists(p)) {
+            return Err(SpecError::Invalid(format!(
+                "filename={raw}: ':' separates file names, so this is {} files ({}), but {} exists as one path; write each ':' of the name as '\\:' ({})",
+                parts.len(),
+                parts.join(", "),
+                place(&whole),
+                raw.replace(':', "\\:").replace("\\\\:", "\\:"),
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A signed byte count (`-8k`).
@@ -842,9 +901,11 @@ impl JobSpec {
                 self.name = v.trim().to_string()
             }
             "filename" => {
-                for f in v.split(':').filter(|f| !f.is_empty()) {
-                    self.filenames.push(f.to_string());
+                let names = split_filenames(v);
+                if names.len() > 1 {
+                    self.filename_splits.push(v.to_string());
                 }
+                self.filenames.extend(names);
             }
             "rw" | "readwrite" => {
                 let (mode, modifier) = match v.split_once(':') {
@@ -870,6 +931,14 @@ impl JobSpec {
             }
             "bs" | "blocksize" => {
                 let dirs = per_direction(v);
+                if dirs.iter().all(Option::is_none) {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "a block size such as 4k (READ,WRITE[,TRIM] sizes: 4k,64k)"
+                            .to_string(),
+                    });
+                }
                 let mut got = [None; 3];
                 for (i, d) in dirs.iter().enumerate() {
                     if let Some(d) = d {
@@ -1182,7 +1251,17 @@ impl JobSpec {
             "bwavgtime" => self.logs.bw_avg_msec = parse_declared(key, v)?,
             "iopsavgtime" => self.logs.iops_avg_msec = parse_declared(key, v)?,
             "randseed" => self.randseed = parse_declared(key, v)?,
-            "blockalign" | "ba" => self.blockalign = Some(parse_bytes(key, v)?),
+            "blockalign" | "ba" => {
+                let b = parse_bytes(key, v)?;
+                if b == 0 {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "an alignment above 0, a multiple of the logical block size (leave blockalign out to align to the block size)".to_string(),
+                    });
+                }
+                self.blockalign = Some(b);
+            }
             other => {
                 // Every declared option must be handled above.
                 return Err(SpecError::Invalid(format!(
@@ -1385,6 +1464,7 @@ mod tests {
         j.set("iodepth", Some("32")).unwrap();
         j.set("time_based", None).unwrap();
         j.set("filename", Some("/dev/a:/dev/b")).unwrap();
+        assert_eq!(j.filename_splits, vec!["/dev/a:/dev/b"]);
         assert_eq!(j.rw, RwMode::RandRw);
         assert_eq!(j.rwmixread, 70);
         assert_eq!(j.bs, 8192);

@@ -101,13 +101,25 @@ pub fn write_same(
     timeout_ms: Option<u32>,
 ) -> Result<WriteSame, OpError> {
     req.check()?;
+    // The block's file is read before the device is claimed: a file that
+    // cannot be read is bad input, with nothing opened for writing.
+    enum Block<'a> {
+        File(&'a Path, Vec<u8>),
+        Byte(u8),
+    }
+    let source = match &req.block {
+        PatternBlock::File(p) => Block::File(
+            p,
+            crate::input::read(p, crate::input::Kind::DataBlock)
+                .map_err(|e| OpError::Invalid(e.to_string()))?,
+        ),
+        PatternBlock::Byte(b) => Block::Byte(*b),
+    };
     let held = consent.claim(dev, "write-same")?;
     let d = sg_for_write(dev, held.as_ref(), timeout_ms.unwrap_or(SHORT_TIMEOUT_MS))?;
     let bl = block_length(&d)? as usize;
-    let block = match &req.block {
-        PatternBlock::File(p) => {
-            let data = std::fs::read(p)
-                .map_err(|e| Failure::line(format!("cannot read {}: {e}", p.display())))?;
+    let block = match source {
+        Block::File(p, data) => {
             if data.len() < bl {
                 return Err(Failure::line(format!(
                     "{} holds {} bytes; WRITE SAME needs one whole {bl}-byte block",
@@ -118,7 +130,7 @@ pub fn write_same(
             }
             data[..bl].to_vec()
         }
-        PatternBlock::Byte(b) => vec![*b; bl],
+        Block::Byte(b) => vec![b; bl],
     };
     let r = scsi::write_same_with(
         &d,

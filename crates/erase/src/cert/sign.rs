@@ -14,6 +14,7 @@ use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use drivelab_device::input::{self, Kind};
 use drivelab_device::output::Output;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 
@@ -66,7 +67,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 /// time from the kernel's random source.
 pub fn load_or_create_key(dir: &Path) -> Result<SigningKey, EraseError> {
     let path = dir.join(KEY_FILE);
-    match fs::read_to_string(&path) {
+    match input::read_string(&path, Kind::SigningKey) {
         Ok(text) => {
             let b = unhex(&text).filter(|b| b.len() == 32).ok_or_else(|| {
                 key_err(&path, "not 64 hex digits; move it away to create a new key")
@@ -75,7 +76,7 @@ pub fn load_or_create_key(dir: &Path) -> Result<SigningKey, EraseError> {
             a.copy_from_slice(&b);
             return Ok(SigningKey::from_bytes(&a));
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(input::InputError::Missing { .. }) => {}
         Err(e) => return Err(key_err(&path, e)),
     }
     fs::create_dir_all(dir).map_err(|e| key_err(dir, e))?;
@@ -103,7 +104,7 @@ pub fn load_or_create_key(dir: &Path) -> Result<SigningKey, EraseError> {
 
 /// The public key in the config dir, if one exists.
 pub fn local_public_key(dir: &Path) -> Option<VerifyingKey> {
-    let text = fs::read_to_string(dir.join(PUB_FILE)).ok()?;
+    let text = input::read_string(&dir.join(PUB_FILE), Kind::PublicKey).ok()?;
     parse_public_key(&text)
 }
 

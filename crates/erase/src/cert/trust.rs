@@ -17,6 +17,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use drivelab_device::input::{self, Kind};
 use ed25519_dalek::VerifyingKey;
 
 use super::sign::{self, check_signature, hex, parse_public_key, Signed};
@@ -162,9 +163,8 @@ impl Trust {
 
     /// Trust one key: 64 hex digits, or a file holding them.
     pub fn add_public_key(&mut self, arg: &str) -> Result<(), CertError> {
-        let text = if Path::new(arg).exists() {
-            std::fs::read_to_string(arg)
-                .map_err(|e| bad(format!("cannot read public key {arg}: {e}")))?
+        let text = if Path::new(arg).symlink_metadata().is_ok() {
+            input::read_string(Path::new(arg), Kind::PublicKey).map_err(|e| bad(e.to_string()))?
         } else {
             arg.to_string()
         };
@@ -191,8 +191,7 @@ impl Trust {
         };
         let before = self.keys.len();
         for f in &files {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| bad(format!("cannot read trust list {}: {e}", f.display())))?;
+            let text = input::read_string(f, Kind::TrustList).map_err(|e| bad(e.to_string()))?;
             self.keys.extend(parse_list(&text, f)?);
         }
         if self.keys.len() == before {
@@ -240,14 +239,26 @@ impl Trust {
     }
 }
 
-/// The `*.pub` files in `dir`, sorted.
+/// The most `*.pub` files a trusted-key directory may hold.
+const MAX_PUB_FILES: usize = 4096;
+
+/// The `*.pub` entries of `dir`, sorted (each is read as a regular file,
+/// so one that is not is refused rather than skipped).
 fn pub_files(dir: &Path) -> Result<Vec<PathBuf>, CertError> {
     let rd = std::fs::read_dir(dir)
         .map_err(|e| bad(format!("cannot read trust list {}: {e}", dir.display())))?;
-    let mut v: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "pub"))
-        .collect();
+    let mut v: Vec<PathBuf> = Vec::new();
+    for p in rd.filter_map(|e| e.ok().map(|e| e.path())) {
+        if p.extension().is_some_and(|x| x == "pub") {
+            if v.len() == MAX_PUB_FILES {
+                return Err(bad(format!(
+                    "--trusted-keys {}: more than {MAX_PUB_FILES} *.pub files; give a directory of the keys you trust",
+                    dir.display()
+                )));
+            }
+            v.push(p);
+        }
+    }
     v.sort();
     Ok(v)
 }
@@ -284,8 +295,7 @@ fn parse_list(text: &str, file: &Path) -> Result<Vec<TrustedKey>, CertError> {
 /// `drivelab erase verify-cert FILE`: read the certificate, load the trust
 /// `src` asks for, check the signature, then the signer.
 pub fn verify_file(file: &Path, src: &TrustSources) -> Result<Verified, CertError> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| bad(format!("cannot read {}: {e}", file.display())))?;
+    let text = input::read_string(file, Kind::Certificate).map_err(|e| bad(e.to_string()))?;
     let trust = Trust::from_sources(src)?;
     let signed = check_signature(&text).map_err(CertError::Invalid)?;
     trust.judge(signed)

@@ -119,12 +119,27 @@ pub struct Options {
     pub version: String,
 }
 
+/// The most passes over a drive (Gutmann's method, the longest in use,
+/// has 35).
+pub const MAX_PASSES: u32 = 100;
+/// The most retries of one failed command.
+pub const MAX_RETRIES: u32 = 100;
+
 impl Options {
     /// Check the numeric options against their bounds.
     pub fn check(&self) -> Result<(), EraseError> {
         let bad = |s: &str| Err(EraseError::BadOption(s.to_string()));
-        if self.passes == 0 {
-            return bad("--passes must be at least 1");
+        if !(1..=MAX_PASSES).contains(&self.passes) {
+            return Err(EraseError::BadOption(format!(
+                "--passes must be 1 to {MAX_PASSES}, not {}",
+                self.passes
+            )));
+        }
+        if self.retries > MAX_RETRIES {
+            return Err(EraseError::BadOption(format!(
+                "--retries must be 0 to {MAX_RETRIES}, not {}",
+                self.retries
+            )));
         }
         if self.bus_limit == Some(0) {
             return bad("--bus-limit must be more than 0 bytes/s");
