@@ -119,9 +119,10 @@ pub struct Options {
     pub version: String,
 }
 
-/// The most passes over a drive (Gutmann's method, the longest in use,
-/// has 35).
-pub const MAX_PASSES: u32 = 100;
+/// The most passes over a drive: Gutmann's method, the longest erase in
+/// use, has 35; burn-in loops of a refurbisher run to thousands. A pass
+/// costs time, not memory, so the bound only stops a typo.
+pub const MAX_PASSES: u32 = 10_000;
 /// The most retries of one failed command.
 pub const MAX_RETRIES: u32 = 100;
 
