@@ -17,7 +17,7 @@
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
 
-use crate::model::{DirReport, JobReport, RunReport};
+use crate::model::{DeviceCheck, DirReport, JobReport, RunReport};
 
 /// One figure of a result.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,18 +90,47 @@ pub fn read_stored<T: Serialize + DeserializeOwned + Default>(v: &Value) -> Opti
     serde_json::from_value(base).ok()
 }
 
+/// The list at `key` of `v`, taken out of it (empty when there is none).
+fn take_list(v: &mut Value, key: &str) -> Vec<Value> {
+    match v.as_object_mut().and_then(|o| o.remove(key)) {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    }
+}
+
+/// Each item of `items` read by [`read_stored`]; one that cannot be read is
+/// left out.
+fn each<T: Serialize + DeserializeOwned + Default>(items: &[Value]) -> Vec<T> {
+    items.iter().filter_map(read_stored).collect()
+}
+
 impl RunReport {
     /// A run's result as stored (any version's JSON): every field missing
-    /// takes its default, each job read on its own; a job that cannot be
-    /// read is left out.
+    /// takes its default; each job, device check and point of their series
+    /// is read on its own, and one that cannot be read is left out.
     pub fn from_stored(v: &Value) -> RunReport {
         let mut rest = v.clone();
-        let jobs = match rest.as_object_mut().and_then(|o| o.remove("jobs")) {
-            Some(Value::Array(jobs)) => jobs,
-            _ => Vec::new(),
-        };
+        let jobs = take_list(&mut rest, "jobs");
+        let checks = take_list(&mut rest, "device_check");
         let mut r: RunReport = read_stored(&rest).unwrap_or_default();
-        r.jobs = jobs.iter().filter_map(read_stored::<JobReport>).collect();
+        r.jobs = jobs
+            .into_iter()
+            .filter_map(|mut j| {
+                let points = take_list(&mut j, "timeseries");
+                let mut job: JobReport = read_stored(&j)?;
+                job.timeseries = each(&points);
+                Some(job)
+            })
+            .collect();
+        r.device_check = checks
+            .into_iter()
+            .filter_map(|mut c| {
+                let points = take_list(&mut c, "series");
+                let mut check: DeviceCheck = read_stored(&c)?;
+                check.series = each(&points);
+                Some(check)
+            })
+            .collect();
         r
     }
 
@@ -403,5 +432,121 @@ pub mod headline {
             short(num(r, &["duration_s"]).unwrap_or(0.0)),
             num(r, &["errors"]).unwrap_or(0.0)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{DeviceSecond, LatReport, SeriesPoint};
+
+    fn dir(iops: f64, bw_bytes: u64, mean_ns: f64, p: [u64; 3]) -> DirReport {
+        let keys = ["50.000000", "99.000000", "99.900000"];
+        DirReport {
+            total_ios: 10,
+            iops,
+            bw_bytes,
+            clat_ns: LatReport {
+                mean: mean_ns,
+                percentile: keys.iter().map(|k| k.to_string()).zip(p).collect(),
+                ..LatReport::default()
+            },
+            ..DirReport::default()
+        }
+    }
+
+    /// A run as `drivelab run` writes it, serialised and read back.
+    fn stored(r: &RunReport) -> RunReport {
+        RunReport::from_stored(&serde_json::to_value(r).expect("serialise"))
+    }
+
+    #[test]
+    fn every_run_metric_reads_its_field_of_the_model() {
+        let r = RunReport {
+            jobs: vec![JobReport {
+                jobname: "j".into(),
+                read: dir(1000.0, 4_096_000, 2500.0, [2000, 9000, 12000]),
+                write: dir(500.0, 2_048_000, 4000.0, [3000, 8000, 15000]),
+                ..JobReport::default()
+            }],
+            ..RunReport::default()
+        };
+        let got: Vec<(String, f64, bool)> = run(&stored(&r))
+            .into_iter()
+            .map(|m| (m.name, m.value, m.higher_is_better))
+            .collect();
+        let want = [
+            ("read IOPS", 1000.0, true),
+            ("read bandwidth", 4.096, true),
+            ("read mean latency", 2.5, false),
+            ("read p50 latency", 2.0, false),
+            ("read p99 latency", 9.0, false),
+            ("read p99.9 latency", 12.0, false),
+            ("write IOPS", 500.0, true),
+            ("write bandwidth", 2.048, true),
+            ("write mean latency", 4.0, false),
+            ("write p50 latency", 3.0, false),
+            ("write p99 latency", 8.0, false),
+            ("write p99.9 latency", 15.0, false),
+        ];
+        let want: Vec<(String, f64, bool)> = want
+            .iter()
+            .map(|(n, v, u)| (n.to_string(), *v, *u))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(headline::run(&stored(&r)), "1500 IOPS, 6.14 MB/s");
+    }
+
+    #[test]
+    fn a_run_stored_in_part_with_float_counters_still_reads() {
+        // What an older version (or a hand-made record) may hold: no
+        // device check, no options, a byte rate written as a float.
+        let v = serde_json::json!({"jobs": [{"jobname": "j", "read": {"total_ios": 1000,
+            "iops": 95000.0, "bw_bytes": 389120000.0,
+            "clat_ns": {"mean": 10500.0, "percentile": {"99.000000": 90000}}}}]});
+        let names: Vec<(String, f64)> = run(&RunReport::from_stored(&v))
+            .into_iter()
+            .map(|m| (m.name, m.value))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("read IOPS".to_string(), 95000.0),
+                ("read bandwidth".to_string(), 389.12),
+                ("read mean latency".to_string(), 10.5),
+                ("read p99 latency".to_string(), 90.0),
+            ]
+        );
+        assert!(run(&RunReport::from_stored(&Value::Null)).is_empty());
+    }
+
+    #[test]
+    fn series_of_jobs_and_device_checks_are_read_point_by_point() {
+        let mut r = RunReport {
+            jobs: vec![JobReport {
+                jobname: "a".into(),
+                timeseries: vec![SeriesPoint {
+                    t_s: 1.0,
+                    iops: 12.0,
+                    bw_bytes: 49152.0,
+                    lat_mean_ns: 5.0,
+                    lat_p99_ns: 8,
+                }],
+                ..JobReport::default()
+            }],
+            ..RunReport::default()
+        };
+        r.device_check.push(DeviceCheck {
+            device: "loop3".into(),
+            series: vec![DeviceSecond {
+                t_s: 2.0,
+                aqu_sz: 1.5,
+                ..DeviceSecond::default()
+            }],
+            ..DeviceCheck::default()
+        });
+        let back = stored(&r);
+        assert_eq!(back.jobs[0].timeseries, r.jobs[0].timeseries);
+        assert_eq!(back.device_check[0].series, r.device_check[0].series);
     }
 }
