@@ -36,3 +36,142 @@ pub fn headline(kind: Kind, v: &Value) -> String {
         Kind::Audit => headline::replay(audit_replay(v)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Each kind's figures read from a result serialised from the struct
+    //! its command writes, with a value set in every field a figure reads:
+    //! a field renamed in the struct drops its figure and fails here.
+
+    use super::*;
+
+    fn figures(kind: Kind, result: &impl serde::Serialize) -> Vec<(String, f64)> {
+        let v = serde_json::to_value(result).expect("serialise");
+        metrics(kind, &v)
+            .into_iter()
+            .map(|m| (m.name, m.value))
+            .collect()
+    }
+
+    fn named(want: &[(&str, f64)]) -> Vec<(String, f64)> {
+        want.iter().map(|(n, v)| (n.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn test_figures_read_every_step_field_they_name() {
+        use drivelab_steps::{Status, StepResult, TestReport};
+        let step = StepResult {
+            index: 1,
+            of: 1,
+            kind: "write",
+            test_type: "Sequential Write",
+            order: "sequential",
+            start_block: 0,
+            block_count: 2048,
+            block_size: 512,
+            transfer_min_blocks: 8,
+            transfer_max_blocks: 8,
+            pattern: "zeros".into(),
+            seed: 1,
+            pass: 1,
+            queue_depth: 1,
+            fua: false,
+            on_error: "stop-test",
+            retries: 0,
+            started: String::new(),
+            finished: String::new(),
+            started_unix: 0,
+            status: Status::Passed,
+            runtime_ns: 2_500_000_000,
+            bw_bytes: 4_000_000.0,
+            mib_per_s: 3.8,
+            iops: 976.0,
+            blocks_transferred: 2048,
+            clat_ns: drivelab_stats::Summary {
+                min: 1.0,
+                max: 9000.0,
+                mean: 1500.0,
+                stddev: 1.0,
+                count: 256,
+            },
+            passes: Vec::new(),
+            io_errors: 0,
+            miscompares: 0,
+            bad_blocks: 0,
+            command: None,
+            failures: Vec::new(),
+            error: None,
+            note: None,
+            health: None,
+        };
+        let report = TestReport {
+            target: "/dev/loop9".into(),
+            block_size: 512,
+            capacity_blocks: 2048,
+            direct: true,
+            steps: vec![step],
+            passed: true,
+            claim: None,
+        };
+        // The step label adds one to the stored (already 1-based) index, as
+        // compare always has.
+        assert_eq!(
+            figures(Kind::Test, &report),
+            named(&[
+                ("step 2 write rate", 4.0),
+                ("step 2 write IOPS", 976.0),
+                ("step 2 write mean latency", 1.5),
+                ("step 2 write duration", 2.5),
+            ])
+        );
+    }
+
+    #[test]
+    fn erase_figures_read_every_outcome_field_they_name() {
+        use drivelab_erase::{EraseResult, Method, Outcome, Strategy, Summary, VerifyMode};
+        let drive = Outcome {
+            device: "/dev/loop9".into(),
+            serial: None,
+            method: Method::Zeroout,
+            reason: String::new(),
+            result: EraseResult::Erased,
+            error: None,
+            bytes: 8_000_000,
+            resumed_bytes: 0,
+            erase_seconds: 2.0,
+            verify_seconds: 0.5,
+            verification: String::new(),
+            offloaded: None,
+            tuning: None,
+            stream_io_seconds: None,
+            exceptions: 0,
+            certificate: None,
+            html: None,
+            journal: None,
+            claim: None,
+            timeline: Vec::new(),
+            health: None,
+            restored: None,
+        };
+        let summary = Summary {
+            strategy: Strategy::Parallel,
+            pattern: "zeros".into(),
+            verify: VerifyMode::Full,
+            bus_limit_bytes_per_s: None,
+            drives: vec![drive],
+            complete_seconds: 2.5,
+            total_bytes: 8_000_000,
+            aggregate_mb_per_s: 3.2,
+        };
+        assert_eq!(
+            figures(Kind::Erase, &summary),
+            named(&[
+                ("/dev/loop9 erase time", 2.0),
+                ("/dev/loop9 erase rate", 4.0),
+                ("/dev/loop9 verify time", 0.5),
+                ("complete time", 2.5),
+                ("aggregate rate", 3.2),
+            ])
+        );
+    }
+}
