@@ -174,4 +174,35 @@ mod tests {
             ])
         );
     }
+
+    #[test]
+    fn replay_figures_read_every_report_field_they_name() {
+        use drivelab_replay::{Dist, ReplayReport, Score};
+        let report = ReplayReport {
+            duration_s: 1.5,
+            score: Score {
+                iops: 200.0,
+                ..Score::default()
+            },
+            service_time_ns: Dist {
+                mean: 1500.0,
+                p50: 1000,
+                p99: 9000,
+                p999: 12000,
+                ..Dist::default()
+            },
+            ..ReplayReport::default()
+        };
+        let want = named(&[
+            ("IOPS", 200.0),
+            ("duration", 1.5),
+            ("mean service time", 1.5),
+            ("p50 service time", 1.0),
+            ("p99 service time", 9.0),
+            ("p99.9 service time", 12.0),
+        ]);
+        assert_eq!(figures(Kind::Replay, &report), want);
+        let audit = serde_json::json!({ "replay": report });
+        assert_eq!(figures(Kind::Audit, &audit), want);
+    }
 }
