@@ -205,4 +205,74 @@ mod tests {
         let audit = serde_json::json!({ "replay": report });
         assert_eq!(figures(Kind::Audit, &audit), want);
     }
+
+    #[test]
+    fn season_figures_read_every_drive_field_they_name() {
+        use drivelab_season::result::{
+            DriveSeason, Fill, Identity, Metrics, Pass, Round, SeasonReport, State,
+        };
+        let round = |n: usize, iops: f64| Round {
+            round: n,
+            metrics: Metrics {
+                iops,
+                bw_bytes: 1.0,
+                lat_mean_ns: 1.0,
+                lat_p99_ns: 1.0,
+                seconds: 1.0,
+            },
+            bytes_written: 250_000,
+        };
+        let drive = DriveSeason {
+            identity: Identity {
+                device: "/dev/loop9".into(),
+                ..Identity::default()
+            },
+            state: State::Done,
+            error: None,
+            fresh: true,
+            resumed: false,
+            purge: None,
+            fill: Some(Fill {
+                passes: 1,
+                transfer_bytes: 1 << 20,
+                queue_depth: 4,
+                pass_results: vec![Pass {
+                    pass: 1,
+                    start_offset: 0,
+                    bytes: 1_000_000,
+                    seconds: 0.5,
+                    bw_bytes: 2_000_000.0,
+                }],
+            }),
+            write_series: None,
+            image: None,
+            workload: None,
+            rounds: vec![round(1, 300.0), round(2, 250.0)],
+            steady_state: None,
+            compare: None,
+            journal: None,
+            plots: Vec::new(),
+            claim: None,
+            health: None,
+        };
+        let season = SeasonReport {
+            version: String::new(),
+            stages: Vec::new(),
+            drives: vec![drive],
+            complete_seconds: 3.0,
+        };
+        assert_eq!(
+            figures(Kind::Season, &season),
+            named(&[
+                ("/dev/loop9 fill pass 1 rate", 2.0),
+                ("/dev/loop9 last round IOPS", 250.0),
+                ("complete time", 3.0),
+            ])
+        );
+        let v = serde_json::to_value(&season).expect("serialise");
+        assert_eq!(
+            headline(Kind::Season, &v),
+            "1 drive(s), 1.50M B in 3.00 s, 0.500 MB/s"
+        );
+    }
 }
