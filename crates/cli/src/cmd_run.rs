@@ -330,10 +330,19 @@ fn engine_note(r: &drivelab_report::RunReport) -> String {
     out
 }
 
+/// The jobs a run asked for.
+struct Jobs {
+    /// Each job and whether it is a stonewall.
+    list: Vec<(JobSpec, bool)>,
+    /// The run is on the scratch file (no filename given).
+    scratch: bool,
+    /// The run is the quick preset.
+    quick: bool,
+}
+
 /// The run's jobs: from a job file, or one job from the options, with the
-/// preset and the command line's options set; and whether the run is on
-/// the scratch file and whether it is the quick preset.
-fn jobs_of(p: &Parsed) -> anyhow::Result<(Vec<(JobSpec, bool)>, bool, bool)> {
+/// preset and the command line's options set.
+fn jobs_of(p: &Parsed) -> anyhow::Result<Jobs> {
     let mut jobs: Vec<(JobSpec, bool)> = match &p.jobfile {
         Some(path) => jobfile::read_file(path)
             .map_err(|e| usage(e.to_string()))?
@@ -379,7 +388,11 @@ fn jobs_of(p: &Parsed) -> anyhow::Result<(Vec<(JobSpec, bool)>, bool, bool)> {
             job.time_based = false;
         }
     }
-    Ok((jobs, scratch, quick))
+    Ok(Jobs {
+        list: jobs,
+        scratch,
+        quick,
+    })
 }
 
 /// Keep the run in the result store: what was printed, and its JSON.
@@ -395,7 +408,7 @@ fn keep(p: &Parsed, report: &drivelab_report::RunReport, text: &str, code: u8) {
     let (json, printed_text) = if only_json {
         (text, None)
     } else {
-        rendered = Json.render(&report);
+        rendered = Json.render(report);
         (rendered.as_str(), Some(text))
     };
     crate::cmd_store::save(crate::cmd_store::Outcome {
@@ -422,7 +435,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     crate::cmd_store::check()?;
     // Where the results go, checked before anything runs.
     p.out.check()?;
-    let (jobs, scratch, quick) = jobs_of(&p)?;
+    let Jobs {
+        list: jobs,
+        scratch,
+        quick,
+    } = jobs_of(&p)?;
     if p.parse_only {
         drivelab_workload::plan::check(&jobs).map_err(|e| usage(e.to_string()))?;
         return Ok(0);
