@@ -342,7 +342,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<u8> {
         .collect::<Vec<_>>()
         .join("; ");
     let mut summary = String::from("record,kind,time_utc,host,drives,verdict,metric,unit,value\n");
-    for m in crate::cmd_compare::metrics(r.kind, &v) {
+    for m in crate::results::metrics(r.kind, &v) {
         summary.push_str(&format!(
             "{},{},{},{},{},{},{},{},{}\n",
             r.id,

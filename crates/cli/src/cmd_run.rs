@@ -330,19 +330,19 @@ fn engine_note(r: &drivelab_report::RunReport) -> String {
     out
 }
 
-/// Run the subcommand.
-pub fn run(a: RunArgs) -> anyhow::Result<u8> {
-    let p = parse_args(&a.args)?;
-    if p.help {
-        // Written, not printed: `drivelab run --help | head` must not panic.
-        let _ = std::io::Write::write_all(&mut std::io::stdout(), help().as_bytes());
-        return Ok(0);
-    }
-    crate::cmd_store::choose(p.store.clone(), p.no_store);
-    crate::cmd_store::check()?;
-    // Where the results go, checked before anything runs.
-    p.out.check()?;
-    // Build the jobs: from a job file, or one job from the options.
+/// The jobs a run asked for.
+struct Jobs {
+    /// Each job and whether it is a stonewall.
+    list: Vec<(JobSpec, bool)>,
+    /// The run is on the scratch file (no filename given).
+    scratch: bool,
+    /// The run is the quick preset.
+    quick: bool,
+}
+
+/// The run's jobs: from a job file, or one job from the options, with the
+/// preset and the command line's options set.
+fn jobs_of(p: &Parsed) -> anyhow::Result<Jobs> {
     let mut jobs: Vec<(JobSpec, bool)> = match &p.jobfile {
         Some(path) => jobfile::read_file(path)
             .map_err(|e| usage(e.to_string()))?
@@ -388,6 +388,58 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             job.time_based = false;
         }
     }
+    Ok(Jobs {
+        list: jobs,
+        scratch,
+        quick,
+    })
+}
+
+/// Keep the run in the result store: what was printed, and its JSON.
+fn keep(p: &Parsed, report: &drivelab_report::RunReport, text: &str, code: u8) {
+    // What was printed is the JSON to keep when it was JSON alone; else the
+    // printed text is kept with the JSON rendering beside it.
+    let only_json = p.formats
+        == RunFormats {
+            json: true,
+            ..RunFormats::default()
+        };
+    let rendered;
+    let (json, printed_text) = if only_json {
+        (text, None)
+    } else {
+        rendered = Json.render(report);
+        (rendered.as_str(), Some(text))
+    };
+    crate::cmd_store::save(crate::cmd_store::Outcome {
+        kind: drivelab_store::Kind::Run,
+        json,
+        text: printed_text,
+        exit_status: code,
+        options: serde_json::json!({
+            "jobs": report.jobs.iter().map(|j| &j.job_options).collect::<Vec<_>>(),
+        }),
+        artifacts: Vec::new(),
+    });
+}
+
+/// Run the subcommand.
+pub fn run(a: RunArgs) -> anyhow::Result<u8> {
+    let p = parse_args(&a.args)?;
+    if p.help {
+        // Written, not printed: `drivelab run --help | head` must not panic.
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), help().as_bytes());
+        return Ok(0);
+    }
+    crate::cmd_store::choose(p.store.clone(), p.no_store);
+    crate::cmd_store::check()?;
+    // Where the results go, checked before anything runs.
+    p.out.check()?;
+    let Jobs {
+        list: jobs,
+        scratch,
+        quick,
+    } = jobs_of(&p)?;
     if p.parse_only {
         drivelab_workload::plan::check(&jobs).map_err(|e| usage(e.to_string()))?;
         return Ok(0);
@@ -483,29 +535,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     } else {
         0
     };
-    // What was printed is the JSON to keep when it was JSON alone; else the
-    // printed text is kept with the JSON rendering beside it.
-    let only_json = p.formats
-        == RunFormats {
-            json: true,
-            ..RunFormats::default()
-        };
-    let rendered;
-    let (json, printed_text) = if only_json {
-        (text.as_str(), None)
-    } else {
-        rendered = Json.render(&report);
-        (rendered.as_str(), Some(text.as_str()))
-    };
-    crate::cmd_store::save(crate::cmd_store::Outcome {
-        kind: drivelab_store::Kind::Run,
-        json,
-        text: printed_text,
-        exit_status: code,
-        options: serde_json::json!({
-            "jobs": report.jobs.iter().map(|j| &j.job_options).collect::<Vec<_>>(),
-        }),
-        artifacts: Vec::new(),
-    });
+    keep(&p, &report, &text, code);
     Ok(code)
 }

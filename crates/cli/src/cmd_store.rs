@@ -189,7 +189,7 @@ fn record(o: &Outcome<'_>) -> NewRecord {
         },
         verdict: verdict(o.kind, &v, o.exit_status),
         exit_status: i32::from(o.exit_status),
-        headline: crate::cmd_compare::headline(o.kind, &v),
+        headline: crate::results::headline(o.kind, &v),
         drives: drives(&v),
         series: drivelab_store::extract::series(&v),
         artifacts: o.artifacts.clone(),
@@ -422,9 +422,9 @@ mod tests {
             "fill": {"pass_results": [{"pass": 1, "bytes": 1000000}, {"pass": 2, "bytes": 1000000}]},
             "image": {"bytes": 500000}, "rounds": [{"bytes_written": 250000}, {"bytes_written": 250000}]}]});
         assert_eq!(verdict(Kind::Season, &season, 0), "done");
-        assert_eq!(crate::cmd_compare::season_bytes(&season), 3e6);
+        assert_eq!(drivelab_report::metrics::paths::season_bytes(&season), 3e6);
         assert_eq!(
-            crate::cmd_compare::headline(Kind::Season, &season),
+            crate::results::headline(Kind::Season, &season),
             "1 drive(s), 3.00M B in 2.00 s, 1.50 MB/s"
         );
         assert_eq!(super::drives(&season)[0].path, "/nonexistent/loop9");
@@ -433,7 +433,7 @@ mod tests {
             "duration_s": 1.5, "score": {"iops": 200.0}}});
         assert_eq!(verdict(Kind::Audit, &audit, 1), "fail; 3 I/O errors");
         assert_eq!(
-            crate::cmd_compare::headline(Kind::Audit, &audit),
+            crate::results::headline(Kind::Audit, &audit),
             "200 IOPS, 12.3k B over 1.50 s, 3 errors"
         );
         assert_eq!(super::drives(&audit)[0].path, "/nonexistent/loop8");

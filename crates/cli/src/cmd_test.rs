@@ -14,8 +14,8 @@ use drivelab_device::input;
 use drivelab_steps::result::{render_footer, render_header, render_step};
 use drivelab_steps::spec::parse_pattern;
 use drivelab_steps::{
-    parse_sequence, plan_steps, run_sequence, Status, StepError, StepKind, StepSpec, TestReport,
-    TestTarget,
+    parse_sequence, plan_steps, run_sequence, Status, StepError, StepKind, StepPlan, StepSpec,
+    TestReport, TestTarget,
 };
 
 use crate::error::usage;
@@ -237,10 +237,10 @@ impl Sinks {
     }
 }
 
-/// Run the subcommand.
-pub fn run(a: TestArgs) -> anyhow::Result<u8> {
-    // Low args: what the user typed.
-    let (specs, file_seed) = match (a.one.step.is_empty(), &a.sequence) {
+/// The steps the user gave (flags or a sequence file) and the sequence
+/// file's seed.
+fn specs_of(a: &TestArgs) -> anyhow::Result<(Vec<StepSpec>, Option<u64>)> {
+    Ok(match (a.one.step.is_empty(), &a.sequence) {
         (false, None) => (
             a.one
                 .step
@@ -261,7 +261,48 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
                 "give steps with --step KIND (write, read, verify, write-verify, write-same; repeatable) or a sequence with --sequence FILE.toml",
             ))
         }
-    };
+    })
+}
+
+/// The progress line's thread: every half second, the current step's
+/// share of its pass. `None` when the system refuses a thread (progress is
+/// optional).
+fn ticker(
+    plans: &[StepPlan],
+    progress: &Arc<AtomicU64>,
+    current: &Arc<AtomicUsize>,
+    finished: &Arc<AtomicBool>,
+) -> Option<std::thread::JoinHandle<()>> {
+    let (progress, current, finished) = (progress.clone(), current.clone(), finished.clone());
+    let totals: Vec<(u64, bool)> = plans
+        .iter()
+        .map(|p| (p.count, p.spec.kind == StepKind::WriteVerify))
+        .collect();
+    // Progress is optional: a thread the system refuses means no
+    // progress line, not a panic.
+    std::thread::Builder::new()
+        .spawn(move || {
+            while !finished.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(500));
+                let i = current.load(Ordering::Relaxed);
+                if let Some((total, _)) = totals.get(i) {
+                    let done = progress.load(Ordering::Relaxed);
+                    let pct = done as f64 * 100.0 / (*total).max(1) as f64;
+                    eprint!(
+                        "\rTEST {} of {}: {pct:5.1}% of the pass ({done} of {total} blocks)   ",
+                        i + 1,
+                        totals.len()
+                    );
+                }
+            }
+            eprint!("\r{:78}\r", "");
+        })
+        .ok()
+}
+
+/// Run the subcommand.
+pub fn run(a: TestArgs) -> anyhow::Result<u8> {
+    let (specs, file_seed) = specs_of(&a)?;
     // Where the results and the log go, checked before anything is opened.
     let mut inputs: Vec<&std::path::Path> = vec![a.dev.as_path()];
     inputs.extend(a.sequence.as_deref());
@@ -319,32 +360,9 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
     let current = Arc::new(AtomicUsize::new(0));
     let finished = Arc::new(AtomicBool::new(false));
     let show_progress = std::io::stderr().is_terminal() && !json;
-    let ticker = show_progress.then(|| {
-        let (progress, current, finished) = (progress.clone(), current.clone(), finished.clone());
-        let totals: Vec<(u64, bool)> = plans
-            .iter()
-            .map(|p| (p.count, p.spec.kind == StepKind::WriteVerify))
-            .collect();
-        // Progress is optional: a thread the system refuses means no
-        // progress line, not a panic.
-        std::thread::Builder::new().spawn(move || {
-            while !finished.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(500));
-                let i = current.load(Ordering::Relaxed);
-                if let Some((total, _)) = totals.get(i) {
-                    let done = progress.load(Ordering::Relaxed);
-                    let pct = done as f64 * 100.0 / (*total).max(1) as f64;
-                    eprint!(
-                        "\rTEST {} of {}: {pct:5.1}% of the pass ({done} of {total} blocks)   ",
-                        i + 1,
-                        totals.len()
-                    );
-                }
-            }
-            eprint!("\r{:78}\r", "");
-        })
-    });
-    let ticker = ticker.and_then(Result::ok);
+    let ticker = show_progress
+        .then(|| ticker(&plans, &progress, &current, &finished))
+        .flatten();
     let mut sink_err: Option<anyhow::Error> = None;
     let result = run_sequence(&target, &plans, stop, &progress, |r| {
         current.store(r.index, Ordering::Relaxed);
@@ -415,7 +433,7 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
         }
     }
     if let Some(e) = sinks.log_error {
-        return Err(anyhow::Error::new(crate::output::LateWriteError(format!(
+        return Err(anyhow::Error::new(crate::error::LateWriteError(format!(
             "{e}; the results were written, the log was not"
         ))));
     }

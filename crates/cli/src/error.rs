@@ -18,6 +18,21 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// A write that failed once the results were complete: the results went to
+/// standard output instead (or were delivered, and a side file such as a
+/// log failed). Reported as one line on stderr, even in JSON mode, so that
+/// standard output holds only the results; exit status 1.
+#[derive(Debug)]
+pub struct LateWriteError(pub String);
+
+impl std::fmt::Display for LateWriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LateWriteError {}
+
 /// Shorthand: a usage error as an `anyhow::Error`.
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
@@ -85,7 +100,7 @@ pub fn report(e: &anyhow::Error, json: bool) -> ExitCode {
     let code = exit_status(e);
     // After a late write failure standard output holds the results: the
     // error goes to stderr alone, even in JSON mode.
-    let late = e.chain().any(|c| c.is::<crate::output::LateWriteError>());
+    let late = e.chain().any(|c| c.is::<LateWriteError>());
     emit(&one_line(e), code, json && !late);
     ExitCode::from(code)
 }

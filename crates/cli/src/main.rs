@@ -19,6 +19,7 @@ mod cmd_trace;
 mod error;
 mod output;
 mod progress;
+mod results;
 mod signal;
 mod status;
 mod trace_input;

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use drivelab_device::output::Output;
 
+use crate::error::LateWriteError;
+
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum Format {
@@ -84,21 +86,6 @@ impl OutputArgs {
         }
     }
 }
-
-/// A write that failed once the results were complete: the results went to
-/// standard output instead (or were delivered, and a side file such as a
-/// log failed). Reported as one line on stderr, even in JSON mode, so that
-/// standard output holds only the results; exit status 1.
-#[derive(Debug)]
-pub struct LateWriteError(pub String);
-
-impl std::fmt::Display for LateWriteError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for LateWriteError {}
 
 /// Put `text` (the results) on standard output after `what` failed, and
 /// return the error that says so.

@@ -133,7 +133,7 @@ impl Sink {
             _ => out.emit(&text)?,
         }
         match self.failed {
-            Some(msg) => Err(anyhow::Error::new(crate::output::LateWriteError(msg))),
+            Some(msg) => Err(anyhow::Error::new(crate::error::LateWriteError(msg))),
             None => Ok(()),
         }
     }

@@ -400,14 +400,37 @@ fn p99(l: &crate::LatReport) -> Option<u64> {
     l.percentile.get(&crate::percentile_key(99.0)).copied()
 }
 
+/// The directions of a job that did I/O, named.
+fn dirs(j: &crate::JobReport) -> Vec<(&'static str, &crate::DirReport)> {
+    j.directions()
+        .into_iter()
+        .filter(|(_, d)| d.total_ios > 0)
+        .collect()
+}
+
+/// Each job's and direction's completion latency percentiles.
+fn percentile_chart(r: &RunReport) -> Chart {
+    let mut pct = Chart::new(
+        "Completion latency percentiles",
+        Axis::new("percentile", Unit::Number),
+        Axis::new("latency", Unit::Ns),
+    )
+    .nines();
+    for j in &r.jobs {
+        for (n, d) in dirs(j) {
+            let pts: Vec<(f64, f64)> = d
+                .clat_ns
+                .percentile
+                .iter()
+                .filter_map(|(k, v)| Some((nines(k.parse::<f64>().ok()?), *v as f64)))
+                .collect();
+            pct.push(Series::line(format!("{} {n}", j.jobname), pts));
+        }
+    }
+    pct
+}
+
 fn run_section(r: &RunReport, next_id: &mut impl FnMut() -> String) -> Markup {
-    let dirs = |j: &crate::JobReport| {
-        [("read", &j.read), ("write", &j.write), ("trim", &j.trim)]
-            .into_iter()
-            .filter(|(_, d)| d.total_ios > 0)
-            .map(|(n, d)| (n, d.clone()))
-            .collect::<Vec<_>>()
-    };
     let mut iops = Chart::new(
         "IOPS per second (drivelab's jobs and the device's own count)",
         Axis::new("time", Unit::Seconds),
@@ -483,23 +506,7 @@ fn run_section(r: &RunReport, next_id: &mut impl FnMut() -> String) -> Markup {
             .on_right(),
         );
     }
-    let mut pct = Chart::new(
-        "Completion latency percentiles",
-        Axis::new("percentile", Unit::Number),
-        Axis::new("latency", Unit::Ns),
-    )
-    .nines();
-    for j in &r.jobs {
-        for (n, d) in dirs(j) {
-            let pts: Vec<(f64, f64)> = d
-                .clat_ns
-                .percentile
-                .iter()
-                .filter_map(|(k, v)| Some((nines(k.parse::<f64>().ok()?), *v as f64)))
-                .collect();
-            pct.push(Series::line(format!("{} {n}", j.jobname), pts));
-        }
-    }
+    let pct = percentile_chart(r);
     let has = |c: &Chart| c.point_count() > 0;
     html! {
         p.meta {

@@ -6,6 +6,7 @@
 
 pub mod html;
 pub mod jsonplus;
+pub mod metrics;
 pub mod model;
 pub mod terse;
 pub mod text;

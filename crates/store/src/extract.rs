@@ -1,89 +1,62 @@
-//! The per-second series of a result, read from its JSON: the engine's
-//! (`jobs[i].timeseries[j]`: t_s, iops, bw_bytes, lat_mean_ns, lat_p99_ns,
-//! named by `jobs[i].jobname`) and the device's (`device_check[i].series[j]`:
-//! iostat's fields, named by `device_check[i].device`). Reading the JSON
-//! rather than the result structs keeps the store independent of every
-//! command's types: any result with these paths has its series stored.
+//! The per-second series of a result: the engine's (each job's
+//! `timeseries`, named by its job name) and the device's (each device
+//! check's `series`, iostat's fields, named by its device). The result is
+//! read into `drivelab_report::RunReport` (leniently, so that any version's
+//! JSON reads) and its fields are read, so a renamed field of the model is a
+//! compile error here. A result of another kind has neither list and
+//! stores no series.
 
+use drivelab_report::RunReport;
 use serde_json::Value;
 
 use crate::{SeriesRow, Source};
 
-fn num(v: &Value, key: &str) -> Option<f64> {
-    v.get(key).and_then(Value::as_f64)
-}
-
-fn rows(
-    list: Option<&Value>,
-    name_key: &str,
-    series_key: &str,
-    source: Source,
-    out: &mut Vec<SeriesRow>,
-) {
-    let Some(items) = list.and_then(Value::as_array) else {
-        return;
-    };
-    for (i, item) in items.iter().enumerate() {
-        let name = item
-            .get(name_key)
-            .and_then(Value::as_str)
-            .map(String::from)
-            .unwrap_or_else(|| format!("{}{i}", source.as_str()));
-        let Some(points) = item.get(series_key).and_then(Value::as_array) else {
-            continue;
-        };
-        for p in points {
-            let Some(t_s) = num(p, "t_s") else { continue };
-            let mut r = SeriesRow {
-                source,
-                name: name.clone(),
-                t_s,
-                ..SeriesRow::default()
-            };
-            match source {
-                Source::Engine => {
-                    r.iops = num(p, "iops");
-                    r.bw_bytes = num(p, "bw_bytes");
-                    r.lat_mean_ns = num(p, "lat_mean_ns");
-                    r.lat_p99_ns = num(p, "lat_p99_ns");
-                }
-                Source::Device => {
-                    r.r_iops = num(p, "r_iops");
-                    r.w_iops = num(p, "w_iops");
-                    r.r_bw_bytes = num(p, "r_bw_bytes");
-                    r.w_bw_bytes = num(p, "w_bw_bytes");
-                    r.util_pct = num(p, "util_pct");
-                    r.aqu_sz = num(p, "aqu_sz");
-                    r.r_await_ms = num(p, "r_await_ms");
-                    r.w_await_ms = num(p, "w_await_ms");
-                }
-            }
-            out.push(r);
-        }
+/// `name`, or the source and position when it is empty.
+fn name_or(name: &str, source: Source, i: usize) -> String {
+    if name.is_empty() {
+        format!("{}{i}", source.as_str())
+    } else {
+        name.to_string()
     }
 }
 
 /// Every series row of `result` (engine first, then device), in the order
 /// the result lists them.
 pub fn series(result: &Value) -> Vec<SeriesRow> {
+    let r = RunReport::from_stored(result);
     let mut out = Vec::new();
-    rows(
-        result.get("jobs"),
-        "jobname",
-        "timeseries",
-        Source::Engine,
-        &mut out,
-    );
-    rows(
-        result.get("device_check"),
-        "device",
-        "series",
-        Source::Device,
-        &mut out,
-    );
+    for (i, job) in r.jobs.iter().enumerate() {
+        let name = name_or(&job.jobname, Source::Engine, i);
+        out.extend(job.timeseries.iter().map(|p| SeriesRow {
+            source: Source::Engine,
+            name: name.clone(),
+            t_s: p.t_s,
+            iops: Some(p.iops),
+            bw_bytes: Some(p.bw_bytes),
+            lat_mean_ns: Some(p.lat_mean_ns),
+            lat_p99_ns: Some(p.lat_p99_ns as f64),
+            ..SeriesRow::default()
+        }));
+    }
+    for (i, check) in r.device_check.iter().enumerate() {
+        let name = name_or(&check.device, Source::Device, i);
+        out.extend(check.series.iter().map(|p| SeriesRow {
+            source: Source::Device,
+            name: name.clone(),
+            t_s: p.t_s,
+            r_iops: Some(p.r_iops),
+            w_iops: Some(p.w_iops),
+            r_bw_bytes: Some(p.r_bw_bytes),
+            w_bw_bytes: Some(p.w_bw_bytes),
+            util_pct: Some(p.util_pct),
+            aqu_sz: Some(p.aqu_sz),
+            r_await_ms: Some(p.r_await_ms),
+            w_await_ms: Some(p.w_await_ms),
+            ..SeriesRow::default()
+        }));
+    }
     out
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
