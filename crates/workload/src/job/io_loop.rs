@@ -936,6 +936,93 @@ pub fn run_job<E: Engine>(
     }
 }
 
+impl<'a, const FILL: bool> JobDriver<'a, FILL> {
+    /// A job's driver before its first I/O: the generator and pacer made,
+    /// the job's logs and iolog created, counting from `t0`; `depth` is the
+    /// engine's (the latency target's search starts there).
+    fn new(
+        cfg: &'a JobConfig,
+        t0: u64,
+        depth: u32,
+        progress: &'a AtomicU64,
+    ) -> Result<JobDriver<'a, FILL>, JobError> {
+        let gen = Generator::new(&cfg.gen)?;
+        let pacer = crate::job::rate::Pacer::new(cfg.pace, cfg.gen.seed);
+        let rated = cfg.rate_iops.is_some() || pacer.is_some();
+        let interval_ns = cfg.log_interval.as_nanos().max(1) as u64;
+        let series = TimeSeries::new(interval_ns, Instant::now())
+            .map_err(|e| JobError::Config(e.to_string()))?;
+        let ramp_end = t0 + cfg.ramp.as_nanos() as u64;
+        Ok(JobDriver::<FILL> {
+            cfg,
+            pacer,
+            pending: None,
+            verify_failure: None,
+            gen,
+            rated,
+            dirs: std::array::from_fn(|_| DirStats::new(rated)),
+            per_target: vec![[(0u64, 0u64); 3]; cfg.targets.max(1)],
+            interval_ns,
+            series,
+            ramp_end,
+            measuring: cfg.ramp.is_zero(),
+            meas_start: t0,
+            deadline: cfg.runtime.map(|r| ramp_end + r.as_nanos() as u64),
+            issued_bytes: 0,
+            issued_ios: 0,
+            think_issued: 0,
+            think_until: None,
+            writes_since_sync: 0,
+            last_write_target: 0,
+            errors: Vec::new(),
+            short_ios: [0; 3],
+            progress,
+            config_error: None,
+            samples: JobSamples::new(cfg.logs.sample_window_ms()),
+            logs: JobLogs::create(&cfg.logs, &cfg.log_name.0, cfg.log_name.1)
+                .map_err(JobError::Config)?,
+            fatal: false,
+            err_count: crate::job::error_policy::ErrorCount::default(),
+            filler: cfg
+                .extras
+                .dedupe
+                .as_ref()
+                .map(crate::job::dedupe::BufFiller::new),
+            backlog: (cfg.verify.is_some() && cfg.extras.verify.backlog > 0).then(|| {
+                crate::job::verify::Backlog::new(
+                    cfg.extras.verify.backlog,
+                    cfg.extras.verify.batch(),
+                )
+            }),
+            last_read: false,
+            failed_writes: Vec::new(),
+            verify_stopped: false,
+            flow: cfg.flow.clone().map(crate::job::flow::FlowMember::new),
+            cmdprio: cfg.cmdprio.clone(),
+            lat: cfg
+                .lat
+                .enabled()
+                .then(|| LatSearch::new(cfg.lat, depth, t0)),
+            lat_drain: None,
+            lat_done: false,
+            steady: None,
+            zbd: cfg.zbd.clone(),
+            zbd_held: None,
+            zbd_end: false,
+            op_seen: (vec![false; cfg.targets.max(1)], 0),
+            iolog: match &cfg.iolog {
+                Some(p) => Some(
+                    crate::run::iolog::IoLog::create(p, cfg.extras.target_names.clone(), now_ns())
+                        .map_err(JobError::Config)?,
+                ),
+                None => None,
+            },
+            now: t0,
+            logged: 0,
+        })
+    }
+}
+
 fn run_with<E: Engine, const FILL: bool>(
     engine: &mut E,
     cfg: &JobConfig,
@@ -943,77 +1030,7 @@ fn run_with<E: Engine, const FILL: bool>(
     stop: &AtomicBool,
     progress: &AtomicU64,
 ) -> Result<JobOutcome, JobError> {
-    let gen = Generator::new(&cfg.gen)?;
-    let pacer = crate::job::rate::Pacer::new(cfg.pace, cfg.gen.seed);
-    let rated = cfg.rate_iops.is_some() || pacer.is_some();
-    let interval_ns = cfg.log_interval.as_nanos().max(1) as u64;
-    let series = TimeSeries::new(interval_ns, Instant::now())
-        .map_err(|e| JobError::Config(e.to_string()))?;
-    let ramp_end = t0 + cfg.ramp.as_nanos() as u64;
-    let mut drv = JobDriver::<FILL> {
-        cfg,
-        pacer,
-        pending: None,
-        verify_failure: None,
-        gen,
-        rated,
-        dirs: std::array::from_fn(|_| DirStats::new(rated)),
-        per_target: vec![[(0u64, 0u64); 3]; cfg.targets.max(1)],
-        interval_ns,
-        series,
-        ramp_end,
-        measuring: cfg.ramp.is_zero(),
-        meas_start: t0,
-        deadline: cfg.runtime.map(|r| ramp_end + r.as_nanos() as u64),
-        issued_bytes: 0,
-        issued_ios: 0,
-        think_issued: 0,
-        think_until: None,
-        writes_since_sync: 0,
-        last_write_target: 0,
-        errors: Vec::new(),
-        short_ios: [0; 3],
-        progress,
-        config_error: None,
-        samples: JobSamples::new(cfg.logs.sample_window_ms()),
-        logs: JobLogs::create(&cfg.logs, &cfg.log_name.0, cfg.log_name.1)
-            .map_err(JobError::Config)?,
-        fatal: false,
-        err_count: crate::job::error_policy::ErrorCount::default(),
-        filler: cfg
-            .extras
-            .dedupe
-            .as_ref()
-            .map(crate::job::dedupe::BufFiller::new),
-        backlog: (cfg.verify.is_some() && cfg.extras.verify.backlog > 0).then(|| {
-            crate::job::verify::Backlog::new(cfg.extras.verify.backlog, cfg.extras.verify.batch())
-        }),
-        last_read: false,
-        failed_writes: Vec::new(),
-        verify_stopped: false,
-        flow: cfg.flow.clone().map(crate::job::flow::FlowMember::new),
-        cmdprio: cfg.cmdprio.clone(),
-        lat: cfg
-            .lat
-            .enabled()
-            .then(|| LatSearch::new(cfg.lat, engine.depth(), t0)),
-        lat_drain: None,
-        lat_done: false,
-        steady: None,
-        zbd: cfg.zbd.clone(),
-        zbd_held: None,
-        zbd_end: false,
-        op_seen: (vec![false; cfg.targets.max(1)], 0),
-        iolog: match &cfg.iolog {
-            Some(p) => Some(
-                crate::run::iolog::IoLog::create(p, cfg.extras.target_names.clone(), now_ns())
-                    .map_err(JobError::Config)?,
-            ),
-            None => None,
-        },
-        now: t0,
-        logged: 0,
-    };
+    let mut drv = JobDriver::<FILL>::new(cfg, t0, engine.depth(), progress)?;
     if drv.gen.open_set().is_none() {
         // Every file is open from the start to the end.
         if let Some(l) = drv.iolog.as_mut() {

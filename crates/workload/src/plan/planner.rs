@@ -338,57 +338,8 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         let writes = job_writes(spec);
         // No target to open: the null engine, and net's socket.
         let null = matches!(spec.ioengine, EngineKind::Null | EngineKind::Net);
-        let nfiles = spec.filenames.len() as u64;
-        let mut idx = Vec::new();
         let path_engine = crate::engines::files::path_engine(spec);
-        for f in &spec.filenames {
-            if let Some(t) = path_engine.map(|_| crate::engines::files::path_target(f)) {
-                idx.push(targets.len());
-                targets.push(t?);
-                continue;
-            }
-            if null {
-                let size = spec
-                    .size
-                    .map(|s| s.resolve(NULL_DEFAULT_SIZE))
-                    .unwrap_or(NULL_DEFAULT_SIZE);
-                targets.push(PlannedTarget {
-                    path: PathBuf::from(f),
-                    is_block: false,
-                    size,
-                    logical_block: 512,
-                    device: None,
-                    create: false,
-                    existing_size: size,
-                    layout: false,
-                });
-                idx.push(targets.len() - 1);
-                continue;
-            }
-            // io_uring_cmd: /dev/ngXnY is planned (and claimed) as its
-            // namespace's block device; the engine opens the node itself.
-            let mapped;
-            let f: &str = if spec.ioengine == EngineKind::IoUringCmd {
-                mapped = crate::engines::ucmd::block_of(&spec.name, f)?
-                    .display()
-                    .to_string();
-                &mapped
-            } else if spec.ioengine == EngineKind::Sg && crate::engines::sg::is_node(f) {
-                // sg: /dev/sgN likewise, as its disk's block device.
-                mapped = crate::engines::sg::block_of(&spec.name, f)?
-                    .display()
-                    .to_string();
-                &mapped
-            } else {
-                f
-            };
-            if let Some(i) = targets.iter().position(|t| t.path == Path::new(f)) {
-                idx.push(i);
-                continue;
-            }
-            targets.push(inspect(f, writes)?);
-            idx.push(targets.len() - 1);
-        }
+        let idx = job_targets(spec, writes, &mut targets)?;
         crate::engines::e4defrag::check(spec, idx.iter().map(|&i| &targets[i]))?;
         crate::engines::noio::check(spec)?;
         // Direct I/O: on for block devices; for files where the filesystem takes it.
@@ -402,139 +353,9 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 })
             }
         };
-        let mut regions = Vec::new();
-        // offset_increment: how far each clone's region sits from the last.
-        let mut increments = Vec::new();
-        let last_clone = u64::from(clones.end.saturating_sub(1));
-        let mut sizes = crate::engines::files::file_sizes(spec, clones.start, idx.len());
-        for &i in &idx {
-            let t = &mut targets[i];
-            let total = match spec.size {
-                _ if spec.filesize.is_some() => sizes.next().unwrap_or(0),
-                _ if spec.fill_device => {
-                    if !t.is_block {
-                        return Err(PlanError::target(
-                            &t.path.display().to_string(),
-                            "fill_device on a regular file would fill its whole filesystem; give a block device, or size= for the file",
-                        ));
-                    }
-                    t.size.saturating_sub(spec.offset.resolve(t.size))
-                }
-                Some(s) => {
-                    let base = if t.is_block || t.size > 0 { t.size } else { 0 };
-                    if let (SizeSpec::Percent(_), 0) = (s, base) {
-                        return Err(PlanError::target(
-                            &t.path.display().to_string(),
-                            "a percentage size needs an existing target; give --size in bytes to create it",
-                        ));
-                    }
-                    s.resolve(base) / nfiles
-                }
-                None if t.size == 0 && !null => {
-                    return Err(PlanError::target(
-                        &t.path.display().to_string(),
-                        "the file does not exist or is empty: give --size (e.g. --size=1g) to create it",
-                    ))
-                }
-                None => t.size / nfiles,
-            };
-            let offset = spec.offset.resolve(t.size.max(total));
-            let increment = match spec.offset_increment {
-                SizeSpec::Bytes(b) => b,
-                // fio aligns a share of the target to the smallest block.
-                p @ SizeSpec::Percent(_) => {
-                    let b = p.resolve(t.size.max(total));
-                    b - b % spec.min_bs().max(1)
-                }
-            };
-            let end = offset
-                .checked_add(total)
-                .and_then(|e| e.checked_add(increment.checked_mul(last_clone)?))
-                .ok_or_else(|| {
-                    PlanError::target(
-                        &t.path.display().to_string(),
-                        "offset + size (+ offset_increment per clone) overflows",
-                    )
-                })?;
-            if t.is_block && end > t.size {
-                return Err(PlanError::target(
-                    &t.path.display().to_string(),
-                    format!(
-                        "offset {offset} + size {total}{} runs past the end of the device ({} bytes); use a smaller --size or --offset{}",
-                        if last_clone > 0 && increment > 0 {
-                            format!(" + {last_clone} × offset_increment {increment}")
-                        } else {
-                            String::new()
-                        },
-                        t.size,
-                        if increment > 0 { " or offset_increment" } else { "" }
-                    ),
-                ));
-            }
-            if !t.is_block && !null && end > t.size {
-                t.size = end;
-                // Reads of the grown part must hit data, not holes.
-                if spec.access_lines().iter().any(|l| l.read_pct > 0) {
-                    t.layout = true;
-                }
-            }
-            let lb = u64::from(t.logical_block);
-            if direct {
-                for l in spec.access_lines() {
-                    if l.size % lb != 0 {
-                        return Err(PlanError::target(
-                            &t.path.display().to_string(),
-                            format!(
-                                "block size {} is not a multiple of the logical block size {lb}, which direct I/O needs; use a multiple of {lb} or --direct=0",
-                                l.size
-                            ),
-                        ));
-                    }
-                }
-                if increment % lb != 0 {
-                    return Err(PlanError::target(
-                        &t.path.display().to_string(),
-                        format!("offset_increment {increment} is not a multiple of the logical block size {lb}; direct I/O needs aligned offsets"),
-                    ));
-                }
-                if offset % lb != 0 {
-                    return Err(PlanError::target(
-                        &t.path.display().to_string(),
-                        format!("offset {offset} is not a multiple of the logical block size {lb}; direct I/O needs aligned offsets"),
-                    ));
-                }
-            }
-            check_region(spec, &t.path.display().to_string(), total)?;
-            regions.push(Region {
-                start: offset,
-                end: offset + whole_transfers(spec, total, t.size.saturating_sub(offset)),
-            });
-            increments.push(increment);
-        }
-        if spec.strided()?.is_some() {
-            let refuse = |why: &str| {
-                Err(PlanError::Spec(crate::SpecError::Invalid(format!(
-                    "job '{}': zonemode=strided {why}",
-                    spec.name
-                ))))
-            };
-            if idx.len() > 1 {
-                return refuse(
-                    "works on one file; this job has several (fio turns zonemode off then)",
-                );
-            }
-            if spec.rw_delta != 0 || spec.rw_seq_run > 1 {
-                return refuse("takes no rw=MODE:N modifier");
-            }
-            if !matches!(
-                spec.random_distribution,
-                crate::spec::jobspec::Distribution::Random
-            ) {
-                return refuse(
-                    "draws random offsets uniformly in the zone: drop random_distribution",
-                );
-            }
-        }
+        let (mut regions, increments) =
+            job_regions(spec, (&idx, &mut targets), clones, (direct, null))?;
+        check_strided(spec, idx.len())?;
         let paths: Vec<&Path> = idx.iter().map(|&i| targets[i].path.as_path()).collect();
         let zbd = crate::job::zbd::plan_job(spec, &paths, &mut regions, direct, writes)?;
         let align = spec.blockalign.unwrap_or_else(|| spec.min_bs()).max(1);
@@ -550,48 +371,10 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 ))));
             }
         }
-        let region_total: u64 = regions.iter().map(|r| r.end - r.start).sum();
-        // With filesize, size is the I/O to do (fio), the files' sizes aside.
-        let explicit_io = spec
-            .io_size
-            .or(spec.size.filter(|_| spec.filesize.is_some()))
-            .map(|s| s.resolve(region_total));
-        let (io_limit, runtime) = if spec.time_based {
-            if spec.runtime.is_none() {
-                return Err(PlanError::Spec(crate::SpecError::Invalid(
-                    "time_based needs a runtime (e.g. --runtime=30)".to_string(),
-                )));
-            }
-            (None, spec.runtime)
-        } else if spec.runtime.is_some()
-            && spec.size.is_none()
-            && spec.filesize.is_none()
-            && explicit_io.is_none()
-        {
-            // drivelab: a runtime alone means time-based over the whole target.
-            (None, spec.runtime)
-        } else {
-            let once = explicit_io.unwrap_or(region_total);
-            (
-                Some(once.saturating_mul(u64::from(spec.loops))),
-                spec.runtime,
-            )
-        };
+        let (io_limit, runtime) = job_limits(spec, &regions)?;
         // zonemode=zbd: trims are zone resets, no discard.
         if spec.rw.write_kind() == WriteKind::Trim && zbd.is_none() {
-            for &i in &idx {
-                let t = &targets[i];
-                if t.is_block {
-                    if let Some(d) = &t.device {
-                        if d.discard_max_bytes.0 == 0 {
-                            return Err(PlanError::target(
-                                &t.path.display().to_string(),
-                                "the device does not support discard (discard_max_bytes is 0); trim workloads need it",
-                            ));
-                        }
-                    }
-                }
-            }
+            check_discard(idx.iter().map(|&i| &targets[i]))?;
         }
         crate::engines::engine_opts::check_cpu(spec)?;
         crate::engines::sg::check_targets(
@@ -641,6 +424,267 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         jobs: out,
         force: opts.force,
     })
+}
+
+/// The job's files as the plan's targets (their indices): each path
+/// inspected once, a file engine's path as it is, the null and net
+/// engines' names with no target to open, io_uring_cmd's and sg's
+/// character devices as their block devices.
+fn job_targets(
+    spec: &JobSpec,
+    writes: bool,
+    targets: &mut Vec<PlannedTarget>,
+) -> Result<Vec<usize>, PlanError> {
+    // No target to open: the null engine, and net's socket.
+    let null = matches!(spec.ioengine, EngineKind::Null | EngineKind::Net);
+    let path_engine = crate::engines::files::path_engine(spec);
+    let mut idx = Vec::new();
+    for f in &spec.filenames {
+        if let Some(t) = path_engine.map(|_| crate::engines::files::path_target(f)) {
+            idx.push(targets.len());
+            targets.push(t?);
+            continue;
+        }
+        if null {
+            let size = spec
+                .size
+                .map(|s| s.resolve(NULL_DEFAULT_SIZE))
+                .unwrap_or(NULL_DEFAULT_SIZE);
+            targets.push(PlannedTarget {
+                path: PathBuf::from(f),
+                is_block: false,
+                size,
+                logical_block: 512,
+                device: None,
+                create: false,
+                existing_size: size,
+                layout: false,
+            });
+            idx.push(targets.len() - 1);
+            continue;
+        }
+        // io_uring_cmd: /dev/ngXnY is planned (and claimed) as its
+        // namespace's block device; the engine opens the node itself.
+        let mapped;
+        let f: &str = if spec.ioengine == EngineKind::IoUringCmd {
+            mapped = crate::engines::ucmd::block_of(&spec.name, f)?
+                .display()
+                .to_string();
+            &mapped
+        } else if spec.ioengine == EngineKind::Sg && crate::engines::sg::is_node(f) {
+            // sg: /dev/sgN likewise, as its disk's block device.
+            mapped = crate::engines::sg::block_of(&spec.name, f)?
+                .display()
+                .to_string();
+            &mapped
+        } else {
+            f
+        };
+        if let Some(i) = targets.iter().position(|t| t.path == Path::new(f)) {
+            idx.push(i);
+            continue;
+        }
+        targets.push(inspect(f, writes)?);
+        idx.push(targets.len() - 1);
+    }
+    Ok(idx)
+}
+
+/// The job's region on each of its targets (and how far each clone's
+/// region sits from the last, `offset_increment`): sizes resolved, bounds
+/// and direct I/O's alignment checked, a file grown to hold its region.
+fn job_regions(
+    spec: &JobSpec,
+    (idx, targets): (&[usize], &mut [PlannedTarget]),
+    clones: &std::ops::Range<u32>,
+    (direct, null): (bool, bool),
+) -> Result<(Vec<Region>, Vec<u64>), PlanError> {
+    let nfiles = spec.filenames.len() as u64;
+    let mut regions = Vec::new();
+    // offset_increment: how far each clone's region sits from the last.
+    let mut increments = Vec::new();
+    let last_clone = u64::from(clones.end.saturating_sub(1));
+    let mut sizes = crate::engines::files::file_sizes(spec, clones.start, idx.len());
+    for &i in idx {
+        let t = &mut targets[i];
+        let total = match spec.size {
+            _ if spec.filesize.is_some() => sizes.next().unwrap_or(0),
+            _ if spec.fill_device => {
+                if !t.is_block {
+                    return Err(PlanError::target(
+                        &t.path.display().to_string(),
+                        "fill_device on a regular file would fill its whole filesystem; give a block device, or size= for the file",
+                    ));
+                }
+                t.size.saturating_sub(spec.offset.resolve(t.size))
+            }
+            Some(s) => {
+                let base = if t.is_block || t.size > 0 { t.size } else { 0 };
+                if let (SizeSpec::Percent(_), 0) = (s, base) {
+                    return Err(PlanError::target(
+                        &t.path.display().to_string(),
+                        "a percentage size needs an existing target; give --size in bytes to create it",
+                    ));
+                }
+                s.resolve(base) / nfiles
+            }
+            None if t.size == 0 && !null => return Err(PlanError::target(
+                &t.path.display().to_string(),
+                "the file does not exist or is empty: give --size (e.g. --size=1g) to create it",
+            )),
+            None => t.size / nfiles,
+        };
+        let offset = spec.offset.resolve(t.size.max(total));
+        let increment = match spec.offset_increment {
+            SizeSpec::Bytes(b) => b,
+            // fio aligns a share of the target to the smallest block.
+            p @ SizeSpec::Percent(_) => {
+                let b = p.resolve(t.size.max(total));
+                b - b % spec.min_bs().max(1)
+            }
+        };
+        let end = offset
+            .checked_add(total)
+            .and_then(|e| e.checked_add(increment.checked_mul(last_clone)?))
+            .ok_or_else(|| {
+                PlanError::target(
+                    &t.path.display().to_string(),
+                    "offset + size (+ offset_increment per clone) overflows",
+                )
+            })?;
+        if t.is_block && end > t.size {
+            return Err(PlanError::target(
+                &t.path.display().to_string(),
+                format!(
+                    "offset {offset} + size {total}{} runs past the end of the device ({} bytes); use a smaller --size or --offset{}",
+                    if last_clone > 0 && increment > 0 {
+                        format!(" + {last_clone} × offset_increment {increment}")
+                    } else {
+                        String::new()
+                    },
+                    t.size,
+                    if increment > 0 { " or offset_increment" } else { "" }
+                ),
+            ));
+        }
+        if !t.is_block && !null && end > t.size {
+            t.size = end;
+            // Reads of the grown part must hit data, not holes.
+            if spec.access_lines().iter().any(|l| l.read_pct > 0) {
+                t.layout = true;
+            }
+        }
+        let lb = u64::from(t.logical_block);
+        if direct {
+            for l in spec.access_lines() {
+                if l.size % lb != 0 {
+                    return Err(PlanError::target(
+                        &t.path.display().to_string(),
+                        format!(
+                            "block size {} is not a multiple of the logical block size {lb}, which direct I/O needs; use a multiple of {lb} or --direct=0",
+                            l.size
+                        ),
+                    ));
+                }
+            }
+            if increment % lb != 0 {
+                return Err(PlanError::target(
+                    &t.path.display().to_string(),
+                    format!("offset_increment {increment} is not a multiple of the logical block size {lb}; direct I/O needs aligned offsets"),
+                ));
+            }
+            if offset % lb != 0 {
+                return Err(PlanError::target(
+                    &t.path.display().to_string(),
+                    format!("offset {offset} is not a multiple of the logical block size {lb}; direct I/O needs aligned offsets"),
+                ));
+            }
+        }
+        check_region(spec, &t.path.display().to_string(), total)?;
+        regions.push(Region {
+            start: offset,
+            end: offset + whole_transfers(spec, total, t.size.saturating_sub(offset)),
+        });
+        increments.push(increment);
+    }
+    Ok((regions, increments))
+}
+
+/// zonemode=strided's limits: one file, no rw modifier, uniform offsets.
+fn check_strided(spec: &JobSpec, nfiles: usize) -> Result<(), PlanError> {
+    if spec.strided()?.is_some() {
+        let refuse = |why: &str| {
+            Err(PlanError::Spec(crate::SpecError::Invalid(format!(
+                "job '{}': zonemode=strided {why}",
+                spec.name
+            ))))
+        };
+        if nfiles > 1 {
+            return refuse("works on one file; this job has several (fio turns zonemode off then)");
+        }
+        if spec.rw_delta != 0 || spec.rw_seq_run > 1 {
+            return refuse("takes no rw=MODE:N modifier");
+        }
+        if !matches!(
+            spec.random_distribution,
+            crate::spec::jobspec::Distribution::Random
+        ) {
+            return refuse("draws random offsets uniformly in the zone: drop random_distribution");
+        }
+    }
+    Ok(())
+}
+
+/// The job's bytes to move (none: time-based) and runtime.
+fn job_limits(
+    spec: &JobSpec,
+    regions: &[Region],
+) -> Result<(Option<u64>, Option<std::time::Duration>), PlanError> {
+    let region_total: u64 = regions.iter().map(|r| r.end - r.start).sum();
+    // With filesize, size is the I/O to do (fio), the files' sizes aside.
+    let explicit_io = spec
+        .io_size
+        .or(spec.size.filter(|_| spec.filesize.is_some()))
+        .map(|s| s.resolve(region_total));
+    let limits = if spec.time_based {
+        if spec.runtime.is_none() {
+            return Err(PlanError::Spec(crate::SpecError::Invalid(
+                "time_based needs a runtime (e.g. --runtime=30)".to_string(),
+            )));
+        }
+        (None, spec.runtime)
+    } else if spec.runtime.is_some()
+        && spec.size.is_none()
+        && spec.filesize.is_none()
+        && explicit_io.is_none()
+    {
+        // drivelab: a runtime alone means time-based over the whole target.
+        (None, spec.runtime)
+    } else {
+        let once = explicit_io.unwrap_or(region_total);
+        (
+            Some(once.saturating_mul(u64::from(spec.loops))),
+            spec.runtime,
+        )
+    };
+    Ok(limits)
+}
+
+/// A trim workload needs discard on each block device.
+fn check_discard<'a>(targets: impl Iterator<Item = &'a PlannedTarget>) -> Result<(), PlanError> {
+    for t in targets {
+        if t.is_block {
+            if let Some(d) = &t.device {
+                if d.discard_max_bytes.0 == 0 {
+                    return Err(PlanError::target(
+                        &t.path.display().to_string(),
+                        "the device does not support discard (discard_max_bytes is 0); trim workloads need it",
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

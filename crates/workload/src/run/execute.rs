@@ -626,6 +626,7 @@ fn run_one(
 
 /// What a running job watches and reports to: the stop flag, its progress
 /// counter and which jobs have finished (for `wait_for`).
+#[derive(Clone, Copy)]
 struct Ctl<'a> {
     stop: &'a AtomicBool,
     progress: &'a AtomicU64,
@@ -641,20 +642,8 @@ fn run_on_targets(
     ticket: Ticket<'_>,
     ctl: Ctl<'_>,
 ) -> Result<JobOutcome, RunError> {
-    let Ctl {
-        stop,
-        progress,
-        finished,
-    } = ctl;
     let spec = &job.spec;
     let max_bs = spec.max_bs() as usize;
-    let fail = |source| RunError::Job {
-        job: spec.name.clone(),
-        source,
-    };
-    let not_started = || RunError::NotStarted {
-        job: spec.name.clone(),
-    };
     match spec.ioengine {
         EngineKind::Null | EngineKind::Net => {
             unreachable!("the null and net engines have no targets")
@@ -668,10 +657,7 @@ fn run_on_targets(
                     let targets = open_targets(plan, claims, job)?;
                     let mut e =
                         drivelab_engine::fileops::FdOps::new(targets, op, max_bs).map_err(made)?;
-                    if !ticket.wait() {
-                        return Err(not_started());
-                    }
-                    run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+                    start_and_run(&mut e, job, cfg, ticket, ctl)
                 }
                 Some(FileEngine::Defrag) => {
                     let targets = open_targets(plan, claims, job)?;
@@ -679,17 +665,11 @@ fn run_on_targets(
                         .donors
                         .engine(plan, claims, job, targets, max_bs)
                         .map_err(made)?;
-                    if !ticket.wait() {
-                        return Err(not_started());
-                    }
-                    run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+                    start_and_run(&mut e, job, cfg, ticket, ctl)
                 }
                 _ => {
                     let mut e = sets.engine(job, max_bs).map_err(made)?;
-                    if !ticket.wait() {
-                        return Err(not_started());
-                    }
-                    run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+                    start_and_run(&mut e, job, cfg, ticket, ctl)
                 }
             }
         }
@@ -709,10 +689,7 @@ fn run_on_targets(
                 Psync::new(targets, max_bs, spec.fua, Fill::Random(spec.randseed)).map_err(made)?
             }
             .with_options(spec.engine_opts.psync());
-            if !ticket.wait() {
-                return Err(not_started());
-            }
-            run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+            start_and_run(&mut e, job, cfg, ticket, ctl)
         }
         EngineKind::Sg => {
             let targets = crate::engines::sg::open_targets(plan, claims, job)?;
@@ -733,10 +710,7 @@ fn run_on_targets(
                 engine: "sg",
                 source,
             })?;
-            if !ticket.wait() {
-                return Err(not_started());
-            }
-            let mut o = run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)?;
+            let mut o = start_and_run(&mut e, job, cfg, ticket, ctl)?;
             crate::job::io_loop::attach_details(
                 &mut o.errors,
                 e.failures().iter().map(|f| (&f.io, f.detail.as_str())),
@@ -756,10 +730,7 @@ fn run_on_targets(
                 engine: "io_uring_cmd",
                 source,
             })?;
-            if !ticket.wait() {
-                return Err(not_started());
-            }
-            let mut o = run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)?;
+            let mut o = start_and_run(&mut e, job, cfg, ticket, ctl)?;
             crate::job::io_loop::attach_details(
                 &mut o.errors,
                 e.failures().iter().map(|f| (&f.io, f.detail.as_str())),
@@ -782,12 +753,31 @@ fn run_on_targets(
                 Uring::with_options(targets, spec.iodepth, max_bs, spec.fua, fill, o)
                     .map_err(made)?
             };
-            if !ticket.wait() {
-                return Err(not_started());
-            }
-            run_checked(&mut e, job, cfg, stop, progress, finished).map_err(fail)
+            start_and_run(&mut e, job, cfg, ticket, ctl)
         }
     }
+}
+
+/// Waits at the start gate (a job its group calls off never runs), then
+/// runs the job on its engine.
+fn start_and_run<E: drivelab_engine::engine::Engine>(
+    engine: &mut E,
+    job: &PlannedJob,
+    cfg: &JobConfig,
+    ticket: Ticket<'_>,
+    ctl: Ctl<'_>,
+) -> Result<JobOutcome, RunError> {
+    if !ticket.wait() {
+        return Err(RunError::NotStarted {
+            job: job.spec.name.clone(),
+        });
+    }
+    run_checked(engine, job, cfg, ctl.stop, ctl.progress, ctl.finished).map_err(|source| {
+        RunError::Job {
+            job: job.spec.name.clone(),
+            source,
+        }
+    })
 }
 
 /// The exact unreadable blocks of a failed read on a block device: the
@@ -892,23 +882,8 @@ pub fn execute_with_status(
     mut status: Option<StatusOptions<'_>>,
 ) -> Result<RunReport, RunError> {
     let started = SystemTime::now();
-    let mut clock = status.as_ref().map(|s| {
-        let mut c = StatusClock::new(s.every);
-        c.start(Instant::now());
-        c
-    });
-    let cells: Vec<Arc<StatusCell>> = match status {
-        Some(_) => plan.jobs.iter().map(|_| Arc::default()).collect(),
-        None => Vec::new(),
-    };
-    let mut sets = crate::engines::files::RunSets::claim(plan).map_err(|e| match e {
-        crate::engines::files::SetError::Claim(c) => RunError::Claim(c),
-        crate::engines::files::SetError::Prepare(path, source) => {
-            RunError::Prepare { path, source }
-        }
-    })?;
-    let owned = claim_targets(plan, &sets)?;
-    sets.donors = crate::engines::e4defrag::Donors::claim(plan, &owned)?;
+    let (mut clock, cells) = status_start(status.as_ref(), plan.jobs.len());
+    let (sets, owned) = claim_run(plan)?;
     let sets = &sets;
     let claims = &owned;
     let zones = crate::job::zbd::open_sets(plan, claims)
@@ -920,17 +895,7 @@ pub fn execute_with_status(
     let finished: Vec<AtomicBool> = plan.jobs.iter().map(|_| AtomicBool::new(false)).collect();
     let finished = &finished[..];
     let mut first_error: Option<RunError> = None;
-    // Stonewall groups: a job with stonewall starts a new group.
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    for (i, j) in plan.jobs.iter().enumerate() {
-        if groups.is_empty() || j.stonewall {
-            groups.push(Vec::new());
-        }
-        if let Some(g) = groups.last_mut() {
-            g.push(i);
-        }
-    }
-    let run_start = Instant::now();
+    let groups = stonewall_groups(plan);
     // exit_what=all: a finished exitall job ends every job; later stonewall
     // groups never start.
     let all_end = AtomicBool::new(false);
@@ -948,112 +913,39 @@ pub fn execute_with_status(
         let gate = StartGate::new();
         let counters: Vec<AtomicU64> = group.iter().map(|_| AtomicU64::new(0)).collect();
         let live: Vec<Arc<LiveCounters>> = group.iter().map(|_| Arc::default()).collect();
-        let mut last_bytes = [0u64; 3];
-        let mut last_dir_ios = [0u64; 3];
         let done = AtomicUsize::new(0);
-        // exitall: a job of the group with it that finishes ends others:
-        // its reporting group's (fio's default exit_what=group), every
-        // running job (stonewall), or every job (all).
-        // Each job's flag: its reporting group's (group or new_group).
-        let flags = crate::job::flow::GroupFlags::new(group.iter().map(|&i| &plan.jobs[i]));
-        let group_end: Vec<Option<Arc<AtomicBool>>> = group
-            .iter()
-            .map(|&i| flags.flag(plan.jobs[i].group))
-            .collect();
+        let (flags, group_end, steady) = group_ends(plan, group, &live);
         let flags = &flags;
-        // steadystate: who judges (the last job of a reported group).
-        let steady = crate::job::steadystate::SteadyJob::for_group(
-            &group
-                .iter()
-                .map(|&i| {
-                    let j = &plan.jobs[i];
-                    (j.group, j.spec.group_reporting, j.spec.steady)
-                })
-                .collect::<Vec<_>>(),
-            &live,
-        );
-        let ramp = group
-            .iter()
-            .map(|&i| plan.jobs[i].spec.ramp_time)
-            .max()
-            .unwrap_or_default();
-        let planned = group
-            .iter()
-            .map(|&i| {
-                plan.jobs[i]
-                    .runtime
-                    .map(|r| (r + plan.jobs[i].spec.ramp_time).as_secs_f64())
-            })
-            .try_fold(0.0f64, |m, r| r.map(|r| m.max(r)));
-        let bytes_planned = group
-            .iter()
-            .map(|&i| plan.jobs[i].io_limit)
-            .sum::<Option<u64>>();
+        let GroupShape {
+            ramp,
+            planned,
+            bytes_planned,
+        } = GroupShape::of(plan, group);
         let results: Vec<Result<JobOutcome, RunError>> = std::thread::scope(|s| {
-            // Start one thread per job; stop at the first the system refuses.
-            let mut handles = Vec::with_capacity(group.len());
-            let mut spawn_error: Option<RunError> = None;
-            for ((((&i, ctr), live), group_end), steady) in group
-                .iter()
-                .zip(&counters)
-                .zip(&live)
-                .zip(&group_end)
-                .zip(&steady)
-            {
-                let job = &plan.jobs[i];
-                let gate = &gate;
-                let done = &done;
-                let cell = cells.get(i);
-                let spawned = std::thread::Builder::new()
-                    .name(format!("job-{}", job.spec.name))
-                    .spawn_scoped(s, move || {
-                        let r = run_one(
-                            plan,
-                            (claims, zones, sets),
-                            job,
-                            gate.ticket(),
-                            stop,
-                            (ctr, live, group_end, cell, steady),
-                            finished,
-                        );
-                        if let Some(c) = cell {
-                            c.finish(r.as_ref().ok());
-                        }
-                        if job.spec.exitall {
-                            flags.finished(job, all_end);
-                        }
-                        finished[i].store(true, Ordering::Release);
-                        done.fetch_add(1, Ordering::Release);
-                        r
-                    });
-                match spawned {
-                    Ok(h) => handles.push(h),
-                    Err(source) => {
-                        spawn_error = Some(RunError::Spawn {
-                            job: job.spec.name.clone(),
-                            source,
-                        });
-                        break;
-                    }
-                }
-            }
+            let (handles, spawn_error) = spawn_jobs(
+                s,
+                GroupJobs {
+                    plan,
+                    targets: (claims, zones, sets),
+                    group,
+                    gate: &gate,
+                    stop,
+                    counters: &counters,
+                    live: &live,
+                    group_end: &group_end,
+                    steady: &steady,
+                    cells: &cells,
+                    flags,
+                    all_end,
+                    finished,
+                    done: &done,
+                },
+            );
             let started = handles.len();
             // Jobs never started count as done for the progress loop.
             let missing = group.len() - started;
-            // Start them all together, or none when one could not be started.
-            // The device counters' baseline is read once every job is
-            // ready and before any is let go: read after the release, a
-            // loaded host could let the first I/Os complete before it.
-            gate.all_arrived(started);
-            let mut sampler = if ramp.is_zero() {
-                Sampler::new(names.clone()).ok()
-            } else {
-                None
-            };
-            gate.release(spawn_error.is_none());
-            if sampler.is_some() {
-                series_origin.get_or_insert_with(Instant::now);
-            }
+            let go = spawn_error.is_none();
+            let mut sampler = open_gate(&gate, (started, go), ramp, &names, &mut series_origin);
             let t_start = Instant::now();
             if let Some(c) = clock.as_mut() {
                 c.new_group();
@@ -1063,75 +955,29 @@ pub fn execute_with_status(
                 .filter_map(|&i| cells.get(i).cloned())
                 .collect();
             let mut last_sample = t_start;
-            let mut last_ios: u64 = 0;
-            let mut last_progress = t_start;
+            let mut meter = ProgressMeter::new(t_start);
             let measure_from = t_start + ramp;
             loop {
                 let all_done = done.load(Ordering::Acquire) + missing >= group.len();
                 let now = Instant::now();
-                if sampler.is_none() && now >= measure_from {
-                    sampler = Sampler::new(names.clone()).ok();
-                    last_sample = now;
-                    if sampler.is_some() {
-                        series_origin.get_or_insert(now);
-                    }
-                }
-                if let Some(sm) = sampler.as_mut() {
-                    let since = now.duration_since(last_sample);
-                    if since >= Duration::from_secs(1) || all_done {
-                        if all_done {
-                            // The last completions may not be counted yet.
-                            sm.wait_idle(Duration::from_millis(200));
-                        }
-                        if let Ok(ds) = sm.sample() {
-                            let sampled = Instant::now();
-                            for (w, d) in windows.iter_mut().zip(&ds) {
-                                add_delta(&mut w.total, d);
-                                if !d.elapsed.is_zero() {
-                                    let from = sampled.checked_sub(d.elapsed).unwrap_or(sampled);
-                                    let t_s = series_origin
-                                        .map(|o| from.saturating_duration_since(o).as_secs_f64())
-                                        .unwrap_or(0.0);
-                                    w.series.push(DeviceSecond::from_delta(t_s, d));
-                                }
-                                // A final sample shorter than half a second says
-                                // little about idleness; leave it out.
-                                if d.elapsed >= Duration::from_millis(500) {
-                                    w.per_second.push((
-                                        d.bytes_read + d.bytes_written + d.bytes_discarded,
-                                        d.read_ios + d.write_ios + d.discard_ios,
-                                    ));
-                                }
-                            }
-                        }
-                        last_sample = now;
-                    }
-                }
-                if now.duration_since(last_progress) >= Duration::from_secs(1) {
-                    let ios: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-                    let dt = now.duration_since(last_progress).as_secs_f64();
-                    let sum = |f: fn(&LiveCounters) -> &[AtomicU64; 3]| -> [u64; 3] {
-                        std::array::from_fn(|k| {
-                            live.iter().map(|l| f(l)[k].load(Ordering::Relaxed)).sum()
-                        })
-                    };
-                    let (bytes, dir_ios) = (sum(|l| &l.bytes), sum(|l| &l.ios));
-                    let rate = |now: u64, before: u64| now.saturating_sub(before) as f64 / dt;
+                sample_devices(
+                    (&mut sampler, &mut last_sample, &mut series_origin),
+                    now,
+                    now >= measure_from,
+                    all_done,
+                    &names,
+                    &mut windows,
+                );
+                if now.duration_since(meter.last) >= Duration::from_secs(1) {
+                    let p = meter.read(now, &counters, &live);
                     on_progress(&Progress {
                         elapsed_s: now.duration_since(t_start).as_secs_f64(),
                         planned_s: planned,
-                        iops: ios.saturating_sub(last_ios) as f64 / dt,
                         running: started.saturating_sub(done.load(Ordering::Acquire)),
                         ramping: now < measure_from,
-                        dir_bw: std::array::from_fn(|k| rate(bytes[k], last_bytes[k])),
-                        dir_iops: std::array::from_fn(|k| rate(dir_ios[k], last_dir_ios[k])),
-                        bytes_done: bytes.iter().sum(),
                         bytes_planned,
+                        ..p
                     });
-                    last_bytes = bytes;
-                    last_dir_ios = dir_ios;
-                    last_ios = ios;
-                    last_progress = now;
                 }
                 if all_done {
                     break;
@@ -1140,69 +986,24 @@ pub fn execute_with_status(
                 if let (Some(c), Some(st)) = (clock.as_mut(), status.as_mut()) {
                     if c.poll(now, &group_cells) {
                         let so_far = snapshot_outcomes(plan, &cells, &outcomes, group[0]);
-                        let report = build_report(
-                            plan,
-                            claims,
-                            &names,
-                            &windows,
-                            &so_far,
-                            SystemTime::now(),
-                            false,
-                        );
+                        let now = SystemTime::now();
+                        let report =
+                            build_report(plan, claims, &names, &windows, &so_far, now, false);
                         (st.on_status)(&report);
                     }
                     nap = nap.min(c.sleep_cap(Instant::now()));
                 }
                 std::thread::sleep(nap);
             }
-            let mut results: Vec<Result<JobOutcome, RunError>> = handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(RunError::Engine {
-                            engine: "job thread",
-                            source: std::io::Error::other("the job thread panicked"),
-                        })
-                    })
-                })
-                .collect();
-            results.extend(spawn_error.map(Err));
-            results
+            join_jobs(handles, spawn_error)
         });
-        for (&i, r) in group.iter().zip(results) {
-            match r {
-                Ok(o) => outcomes[i] = Some(o),
-                Err(e) => {
-                    // Report the cause, not the jobs called off because of it.
-                    let called_off = matches!(e, RunError::NotStarted { .. });
-                    if first_error.is_none()
-                        || !called_off && matches!(first_error, Some(RunError::NotStarted { .. }))
-                    {
-                        first_error = Some(e);
-                    }
-                }
-            }
-        }
+        keep_results(group, results, &mut outcomes, &mut first_error);
     }
-    let _ = run_start;
     if all_end.load(Ordering::Relaxed) {
-        // exit_what=all kept the later groups from starting: listed, as
-        // fio lists them, with no I/O.
-        for g in &groups {
-            if g.iter()
-                .all(|&i| outcomes[i].is_none() && !finished[i].load(Ordering::Relaxed))
-            {
-                for &i in g {
-                    outcomes[i] = Some(status::nothing_done(&plan.jobs[i]));
-                }
-            }
-        }
+        list_groups_never_started(plan, &groups, finished, &mut outcomes);
     }
-    if let Some(e) = first_error {
-        // A job the system would not start leaves the run incomplete.
-        if outcomes.iter().all(Option::is_none) || matches!(e, RunError::Spawn { .. }) {
-            return Err(e);
-        }
+    if let Some(e) = first_error.filter(|e| leaves_run_incomplete(e, &outcomes)) {
+        return Err(e);
     }
     let report = build_report(
         plan,
@@ -1218,6 +1019,427 @@ pub fn execute_with_status(
         return Err(RunError::Prepare { path, source });
     }
     Ok(report)
+}
+
+/// What the job threads of one stonewall group share, borrowed from
+/// [`execute_with_status`] for the group's scope.
+struct GroupJobs<'e> {
+    plan: &'e Plan,
+    targets: (
+        &'e [Option<Claim>],
+        &'e [Option<crate::job::zbd::SharedZones>],
+        &'e crate::engines::files::RunSets,
+    ),
+    /// The group's job indices.
+    group: &'e [usize],
+    gate: &'e StartGate,
+    stop: &'e AtomicBool,
+    /// Per job of the group: I/Os done, live counters, its reporting
+    /// group's end flag and its steady-state judge.
+    counters: &'e [AtomicU64],
+    live: &'e [Arc<LiveCounters>],
+    group_end: &'e [Option<Arc<AtomicBool>>],
+    steady: &'e [Option<crate::job::steadystate::SteadyJob>],
+    /// Per job of the plan: its status cell (none without status snapshots).
+    cells: &'e [Arc<StatusCell>],
+    flags: &'e crate::job::flow::GroupFlags,
+    all_end: &'e AtomicBool,
+    finished: &'e [AtomicBool],
+    /// Jobs of the group finished.
+    done: &'e AtomicUsize,
+}
+
+type JobHandle<'s> = std::thread::ScopedJoinHandle<'s, Result<JobOutcome, RunError>>;
+
+/// One thread per job of the group, each waiting at the start gate;
+/// stops at the first thread the system refuses, with that error.
+fn spawn_jobs<'s, 'e: 's>(
+    s: &'s std::thread::Scope<'s, 'e>,
+    g: GroupJobs<'e>,
+) -> (Vec<JobHandle<'s>>, Option<RunError>) {
+    let mut handles = Vec::with_capacity(g.group.len());
+    for ((((&i, ctr), live), group_end), steady) in g
+        .group
+        .iter()
+        .zip(g.counters)
+        .zip(g.live)
+        .zip(g.group_end)
+        .zip(g.steady)
+    {
+        let job = &g.plan.jobs[i];
+        let cell = g.cells.get(i);
+        let GroupJobs {
+            plan,
+            targets,
+            gate,
+            stop,
+            flags,
+            all_end,
+            finished,
+            done,
+            ..
+        } = g;
+        let spawned = std::thread::Builder::new()
+            .name(format!("job-{}", job.spec.name))
+            .spawn_scoped(s, move || {
+                let r = run_one(
+                    plan,
+                    targets,
+                    job,
+                    gate.ticket(),
+                    stop,
+                    (ctr, live, group_end, cell, steady),
+                    finished,
+                );
+                if let Some(c) = cell {
+                    c.finish(r.as_ref().ok());
+                }
+                if job.spec.exitall {
+                    flags.finished(job, all_end);
+                }
+                finished[i].store(true, Ordering::Release);
+                done.fetch_add(1, Ordering::Release);
+                r
+            });
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(source) => {
+                let e = RunError::Spawn {
+                    job: job.spec.name.clone(),
+                    source,
+                };
+                return (handles, Some(e));
+            }
+        }
+    }
+    (handles, None)
+}
+
+/// The run's file sets claimed and laid out, then every target claimed for
+/// writing, then e4defrag's donor files: nothing is written before every
+/// claim is held.
+fn claim_run(
+    plan: &Plan,
+) -> Result<(crate::engines::files::RunSets, Vec<Option<Claim>>), RunError> {
+    let mut sets = crate::engines::files::RunSets::claim(plan).map_err(|e| match e {
+        crate::engines::files::SetError::Claim(c) => RunError::Claim(c),
+        crate::engines::files::SetError::Prepare(path, source) => {
+            RunError::Prepare { path, source }
+        }
+    })?;
+    let owned = claim_targets(plan, &sets)?;
+    sets.donors = crate::engines::e4defrag::Donors::claim(plan, &owned)?;
+    Ok((sets, owned))
+}
+
+/// The end flags and steady-state judges of a group's jobs.
+///
+/// exitall: a job of the group with it that finishes ends others: its
+/// reporting group's (fio's default exit_what=group), every running job
+/// (stonewall), or every job (all). Each job's flag is its reporting
+/// group's (group or new_group). steadystate: the last job of a reported
+/// group judges.
+#[allow(clippy::type_complexity)]
+fn group_ends(
+    plan: &Plan,
+    group: &[usize],
+    live: &[Arc<LiveCounters>],
+) -> (
+    crate::job::flow::GroupFlags,
+    Vec<Option<Arc<AtomicBool>>>,
+    Vec<Option<crate::job::steadystate::SteadyJob>>,
+) {
+    let flags = crate::job::flow::GroupFlags::new(group.iter().map(|&i| &plan.jobs[i]));
+    let group_end = group
+        .iter()
+        .map(|&i| flags.flag(plan.jobs[i].group))
+        .collect();
+    let steady = crate::job::steadystate::SteadyJob::for_group(
+        &group
+            .iter()
+            .map(|&i| {
+                let j = &plan.jobs[i];
+                (j.group, j.spec.group_reporting, j.spec.steady)
+            })
+            .collect::<Vec<_>>(),
+        live,
+    );
+    (flags, group_end, steady)
+}
+
+/// One turn of a group's device sampling: the sampler starts once
+/// measuring starts (`measuring`; its start is the series' time zero,
+/// `origin`, if none is yet), then samples every second and once more
+/// when every job is done, after the devices go idle.
+fn sample_devices(
+    (sampler, last_sample, origin): (&mut Option<Sampler>, &mut Instant, &mut Option<Instant>),
+    now: Instant,
+    measuring: bool,
+    all_done: bool,
+    names: &[String],
+    windows: &mut [DeviceWindow],
+) {
+    if sampler.is_none() && measuring {
+        *sampler = Sampler::new(names.to_vec()).ok();
+        *last_sample = now;
+        if sampler.is_some() {
+            origin.get_or_insert(now);
+        }
+    }
+    if let Some(sm) = sampler.as_mut() {
+        let since = now.duration_since(*last_sample);
+        if since >= Duration::from_secs(1) || all_done {
+            if all_done {
+                // The last completions may not be counted yet.
+                sm.wait_idle(Duration::from_millis(200));
+            }
+            if let Ok(ds) = sm.sample() {
+                add_device_sample(windows, &ds, *origin);
+            }
+            *last_sample = now;
+        }
+    }
+}
+
+/// `--status-interval`'s clock, started, and one status cell per job;
+/// neither without it.
+fn status_start(
+    status: Option<&StatusOptions<'_>>,
+    jobs: usize,
+) -> (Option<StatusClock>, Vec<Arc<StatusCell>>) {
+    let clock = status.map(|s| {
+        let mut c = StatusClock::new(s.every);
+        c.start(Instant::now());
+        c
+    });
+    let cells = match status {
+        Some(_) => (0..jobs).map(|_| Arc::default()).collect(),
+        None => Vec::new(),
+    };
+    (clock, cells)
+}
+
+/// Whether the run's first error ends it with no report: no job has an
+/// outcome, or a job the system would not start left the run incomplete.
+fn leaves_run_incomplete(e: &RunError, outcomes: &[Option<JobOutcome>]) -> bool {
+    outcomes.iter().all(Option::is_none) || matches!(e, RunError::Spawn { .. })
+}
+
+/// The plan's stonewall groups, as job indices: a job with `stonewall`
+/// starts a new group.
+fn stonewall_groups(plan: &Plan) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, j) in plan.jobs.iter().enumerate() {
+        if groups.is_empty() || j.stonewall {
+            groups.push(Vec::new());
+        }
+        if let Some(g) = groups.last_mut() {
+            g.push(i);
+        }
+    }
+    groups
+}
+
+/// What a stonewall group's progress line and device sampling know of
+/// it before it starts.
+struct GroupShape {
+    /// The longest `ramp_time` of its jobs.
+    ramp: Duration,
+    /// Its planned length in seconds (ramp included), when every job has a runtime.
+    planned: Option<f64>,
+    /// Its planned bytes, when every job has an I/O limit.
+    bytes_planned: Option<u64>,
+}
+
+impl GroupShape {
+    fn of(plan: &Plan, group: &[usize]) -> GroupShape {
+        GroupShape {
+            ramp: group
+                .iter()
+                .map(|&i| plan.jobs[i].spec.ramp_time)
+                .max()
+                .unwrap_or_default(),
+            planned: group
+                .iter()
+                .map(|&i| {
+                    plan.jobs[i]
+                        .runtime
+                        .map(|r| (r + plan.jobs[i].spec.ramp_time).as_secs_f64())
+                })
+                .try_fold(0.0f64, |m, r| r.map(|r| m.max(r))),
+            bytes_planned: group
+                .iter()
+                .map(|&i| plan.jobs[i].io_limit)
+                .sum::<Option<u64>>(),
+        }
+    }
+}
+
+/// One device sample added to every device's window: its totals, a point
+/// of its per-second series (timed from `origin`) and, for a sample of
+/// half a second or more, the figures of the idle check.
+fn add_device_sample(windows: &mut [DeviceWindow], ds: &[Delta], origin: Option<Instant>) {
+    let sampled = Instant::now();
+    for (w, d) in windows.iter_mut().zip(ds) {
+        add_delta(&mut w.total, d);
+        if !d.elapsed.is_zero() {
+            let from = sampled.checked_sub(d.elapsed).unwrap_or(sampled);
+            let t_s = origin
+                .map(|o| from.saturating_duration_since(o).as_secs_f64())
+                .unwrap_or(0.0);
+            w.series.push(DeviceSecond::from_delta(t_s, d));
+        }
+        // A final sample shorter than half a second says little about
+        // idleness; leave it out.
+        if d.elapsed >= Duration::from_millis(500) {
+            w.per_second.push((
+                d.bytes_read + d.bytes_written + d.bytes_discarded,
+                d.read_ios + d.write_ios + d.discard_ios,
+            ));
+        }
+    }
+}
+
+/// The counters of a group's jobs at its last progress line, for the
+/// rates of the next.
+struct ProgressMeter {
+    /// When the last line was made.
+    last: Instant,
+    ios: u64,
+    bytes: [u64; 3],
+    dir_ios: [u64; 3],
+}
+
+impl ProgressMeter {
+    fn new(t_start: Instant) -> ProgressMeter {
+        ProgressMeter {
+            last: t_start,
+            ios: 0,
+            bytes: [0; 3],
+            dir_ios: [0; 3],
+        }
+    }
+
+    /// The rates and bytes since the last line (the fields the counters
+    /// give; the caller fills the rest), and `now` becomes the last line.
+    fn read(
+        &mut self,
+        now: Instant,
+        counters: &[AtomicU64],
+        live: &[Arc<LiveCounters>],
+    ) -> Progress {
+        let ios: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        let dt = now.duration_since(self.last).as_secs_f64();
+        let sum = |f: fn(&LiveCounters) -> &[AtomicU64; 3]| -> [u64; 3] {
+            std::array::from_fn(|k| live.iter().map(|l| f(l)[k].load(Ordering::Relaxed)).sum())
+        };
+        let (bytes, dir_ios) = (sum(|l| &l.bytes), sum(|l| &l.ios));
+        let rate = |now: u64, before: u64| now.saturating_sub(before) as f64 / dt;
+        let p = Progress {
+            elapsed_s: 0.0,
+            planned_s: None,
+            iops: ios.saturating_sub(self.ios) as f64 / dt,
+            running: 0,
+            ramping: false,
+            dir_bw: std::array::from_fn(|k| rate(bytes[k], self.bytes[k])),
+            dir_iops: std::array::from_fn(|k| rate(dir_ios[k], self.dir_ios[k])),
+            bytes_done: bytes.iter().sum(),
+            bytes_planned: None,
+        };
+        self.bytes = bytes;
+        self.dir_ios = dir_ios;
+        self.ios = ios;
+        self.last = now;
+        p
+    }
+}
+
+/// The group's job results, in job order, then the error of the job the
+/// system would not start; a thread that panicked is an engine failure.
+fn join_jobs(
+    handles: Vec<JobHandle<'_>>,
+    spawn_error: Option<RunError>,
+) -> Vec<Result<JobOutcome, RunError>> {
+    let mut results: Vec<Result<JobOutcome, RunError>> = handles
+        .into_iter()
+        .map(|h| {
+            h.join().unwrap_or_else(|_| {
+                Err(RunError::Engine {
+                    engine: "job thread",
+                    source: std::io::Error::other("the job thread panicked"),
+                })
+            })
+        })
+        .collect();
+    results.extend(spawn_error.map(Err));
+    results
+}
+
+/// Lets the group's `started` jobs go together once all are ready, or
+/// none when one could not be started (`go` false). Without a ramp the
+/// device counters' baseline is read between the two: read after the
+/// release, a loaded host could let the first I/Os complete before it;
+/// the first sampler's start is the device series' time zero (`origin`).
+fn open_gate(
+    gate: &StartGate,
+    (started, go): (usize, bool),
+    ramp: Duration,
+    names: &[String],
+    origin: &mut Option<Instant>,
+) -> Option<Sampler> {
+    gate.all_arrived(started);
+    let sampler = if ramp.is_zero() {
+        Sampler::new(names.to_vec()).ok()
+    } else {
+        None
+    };
+    gate.release(go);
+    if sampler.is_some() {
+        origin.get_or_insert_with(Instant::now);
+    }
+    sampler
+}
+
+/// A group's results into the run's outcomes; the run's first error is
+/// the cause, not a job called off because of it.
+fn keep_results(
+    group: &[usize],
+    results: Vec<Result<JobOutcome, RunError>>,
+    outcomes: &mut [Option<JobOutcome>],
+    first_error: &mut Option<RunError>,
+) {
+    for (&i, r) in group.iter().zip(results) {
+        match r {
+            Ok(o) => outcomes[i] = Some(o),
+            Err(e) => {
+                let called_off = matches!(e, RunError::NotStarted { .. });
+                if first_error.is_none()
+                    || !called_off && matches!(first_error, Some(RunError::NotStarted { .. }))
+                {
+                    *first_error = Some(e);
+                }
+            }
+        }
+    }
+}
+
+/// exit_what=all kept the later groups from starting: listed, as fio
+/// lists them, with no I/O.
+fn list_groups_never_started(
+    plan: &Plan,
+    groups: &[Vec<usize>],
+    finished: &[AtomicBool],
+    outcomes: &mut [Option<JobOutcome>],
+) {
+    for g in groups {
+        if g.iter()
+            .all(|&i| outcomes[i].is_none() && !finished[i].load(Ordering::Relaxed))
+        {
+            for &i in g {
+                outcomes[i] = Some(status::nothing_done(&plan.jobs[i]));
+            }
+        }
+    }
 }
 
 /// Every job's outcome so far, for a `--status-interval` snapshot: for the
@@ -1437,7 +1659,10 @@ pub fn error_words(e: &IoErrorReport) -> String {
     s
 }
 
-fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
+/// fio's `job options` of a job: the resolved values drivelab reports,
+/// then what was set for the job, as written (so a value the user wrote is
+/// shown as written), then its description and verify.
+fn job_options(plan: &Plan, job: &PlannedJob) -> BTreeMap<String, String> {
     let spec = &job.spec;
     let mut opts = BTreeMap::new();
     opts.insert("rw".to_string(), spec.rw.name().to_string());
@@ -1482,6 +1707,18 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
             opts.insert(k.clone(), v.clone());
         }
     }
+    if let Some(d) = &spec.description {
+        opts.insert("description".to_string(), d.clone());
+    }
+    if let Some(v) = spec.verify {
+        opts.insert("verify".to_string(), v.name().to_string());
+    }
+    opts
+}
+
+fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
+    let spec = &job.spec;
+    let opts = job_options(plan, job);
     let rt = o.runtime_ns;
     let total_ios = o.dirs[0].ios + o.dirs[1].ios + o.dirs[2].ios;
     let sm = &o.samples;
@@ -1525,12 +1762,6 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         }
         s
     });
-    if let Some(d) = &spec.description {
-        opts.insert("description".to_string(), d.clone());
-    }
-    if let Some(v) = spec.verify {
-        opts.insert("verify".to_string(), v.name().to_string());
-    }
     // fio's verify failures are EILSEQ; a missed ratemin is a timeout.
     let failure_errno = |m: &String| {
         if m.starts_with("verify") {

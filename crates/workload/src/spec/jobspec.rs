@@ -989,6 +989,15 @@ impl JobSpec {
                     }
                 }
             }
+            _ => return self.set_sizing_value(key, v),
+        }
+        Ok(())
+    }
+
+    /// `set_value`'s keys of the mix, depth, job count, time, sizes, the
+    /// I/O path and the engine.
+    fn set_sizing_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        match key {
             "rwmixread" => self.rwmixread = parse_declared(key, v)? as u8,
             "rwmixwrite" => self.rwmixread = 100 - parse_declared(key, v)? as u8,
             "percentage_random" => self.percentage_random = parse_declared(key, v)? as u8,
@@ -1030,6 +1039,16 @@ impl JobSpec {
                 })?;
                 self.ioengine_as_written = (name != self.ioengine.name()).then_some(name);
             }
+            _ => return self.set_pacing_value(key, v),
+        }
+        Ok(())
+    }
+
+    /// `set_value`'s keys of pacing, job groups and the option families
+    /// declared beside their stages (latency target, steady state, flow,
+    /// priorities, batching, NUMA, the engines' blocks).
+    fn set_pacing_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        match key {
             "rate_iops" => {
                 if v.contains(',') {
                     let mut r = [0u64; 2];
@@ -1167,6 +1186,15 @@ impl JobSpec {
                 }
             },
             "fill_device" | "fill_fs" => self.fill_device = parse_flag(key, v)?,
+            _ => return self.set_data_value(key, v),
+        }
+        Ok(())
+    }
+
+    /// `set_value`'s keys of the error policy, verify, data patterns,
+    /// randomness, file naming, fio's log files and alignment.
+    fn set_data_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        match key {
             k if crate::job::error_policy::ErrKeys::handles(k) => self.errkeys.set(key, v)?,
             "verify" => self.verify = crate::job::verify::VerifyKind::parse(key, v)?,
             "do_verify" => self.do_verify = parse_flag(key, v)?,
