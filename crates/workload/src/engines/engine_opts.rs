@@ -2,8 +2,9 @@
 //! engines in the job spec, as one block: fio declares `hipri`, `nowait`
 //! and the others once per engine, and several engines share a name
 //! (`hipri` is io_uring's, io_uring_cmd's and pvsync2's; `nowait` is
-//! io_uring's, libaio's and pvsync2's). The block parses them, refuses
-//! each with an engine that does not take it (naming the key, as fio's
+//! io_uring's, libaio's and pvsync2's; `hipri_percentage` is pvsync2's).
+//! The block parses them, refuses each with an engine that does not take
+//! it (naming the key, as fio's
 //! "unrecognized option"), checks what fio leaves to the kernel to fail
 //! (`hipri` without `direct=1` on io_uring, a `sqthread_poll_cpu` that is
 //! not online), and hands each engine its options. The engine note says
@@ -36,6 +37,9 @@ pub struct EngineOpts {
     pub force_async: u32,
     /// `userspace_reap` (libaio): completions reaped without a system call.
     pub userspace_reap: bool,
+    /// `hipri_percentage` (pvsync2): with `hipri`, the share of I/Os (0-100)
+    /// that carry RWF_HIPRI. Default (None): 100, every I/O.
+    pub hipri_percentage: Option<u8>,
     /// The keys the job set, first set first.
     pub set: Vec<&'static str>,
 }
@@ -52,6 +56,7 @@ pub const KEYS: &[&str] = &[
     "nowait",
     "force_async",
     "userspace_reap",
+    "hipri_percentage",
 ];
 
 /// The keys fio leaves out of a job's `job options` when given bare
@@ -90,7 +95,7 @@ fn takes(engine: &str) -> &'static [&'static str] {
             "force_async",
         ],
         "libaio" => &["userspace_reap", "nowait"],
-        "pvsync2" => &["hipri", "nowait"],
+        "pvsync2" => &["hipri", "hipri_percentage", "nowait"],
         _ => &[],
     }
 }
@@ -102,6 +107,7 @@ fn engines_of(key: &str) -> &'static str {
         "nowait" => "io_uring, libaio and pvsync2 (and fio's io_uring_cmd, not drivelab's yet)",
         "force_async" => "io_uring and io_uring_cmd",
         "userspace_reap" => "libaio",
+        "hipri_percentage" => "pvsync2",
         _ => "io_uring and io_uring_cmd",
     }
 }
@@ -126,6 +132,15 @@ impl EngineOpts {
                         .parse()
                         .map_err(|_| bad("a CPU number (0, 1, ...)"))?,
                 )
+            }
+            "hipri_percentage" => {
+                let pct: u8 = v
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|p| *p <= 100)
+                    .ok_or_else(|| bad("a percentage of I/Os, 0 to 100"))?;
+                self.hipri_percentage = Some(pct);
             }
             "force_async" => {
                 self.force_async = v
@@ -182,6 +197,7 @@ impl EngineOpts {
         PsyncOptions {
             hipri: self.hipri,
             nowait: self.nowait,
+            hipri_percentage: self.hipri_percentage,
         }
     }
 }
@@ -352,7 +368,8 @@ mod tests {
             s.psync(),
             PsyncOptions {
                 hipri: true,
-                nowait: true
+                nowait: true,
+                hipri_percentage: None,
             }
         );
         let e = s.set("cmd_type", "scsi").unwrap_err().to_string();

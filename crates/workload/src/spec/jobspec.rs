@@ -420,7 +420,7 @@ pub struct JobSpec {
     /// fio's engine options of io_uring, io_uring_cmd, libaio and pvsync2
     /// (`cmd_type`, `hipri`, `fixedbufs`, `registerfiles`, `sqthread_poll`,
     /// `sqthread_poll_cpu`, `nonvectored`, `nowait`, `force_async`,
-    /// `userspace_reap`).
+    /// `userspace_reap`, `hipri_percentage`).
     pub engine_opts: crate::engines::engine_opts::EngineOpts,
     /// Bytes covered by one verification header (`verify_interval`); default: the smallest block size.
     pub verify_interval: Option<u64>,

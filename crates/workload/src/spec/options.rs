@@ -521,6 +521,16 @@ pub const OPTIONS: &[OptionDecl] = &[
         "ioengine=io_uring, io_uring_cmd: poll for completions (IORING_SETUP_IOPOLL; io_uring needs direct=1; the device's poll queues make it polling); pvsync2: RWF_HIPRI"
     ),
     opt!(
+        "hipri_percentage",
+        [],
+        Int,
+        "100",
+        "ioengine=pvsync2: with hipri, the percentage of I/Os issued with RWF_HIPRI, each I/O drawn at random",
+        0,
+        100,
+        "%"
+    ),
+    opt!(
         "fixedbufs",
         [],
         Bool,
