@@ -732,43 +732,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             }
         }
         if d.result < 0 {
-            let errno = -d.result;
-            let policy = &self.cfg.extras.policy;
-            let passed = policy.passes(io.op, errno);
-            // As fio counts: every error passed, and the one that ends the
-            // job when its kind may be continued past at all (the I/Os
-            // still in flight then fail uncounted).
-            if passed || (!self.fatal && policy.continues_kind(io.op, errno)) {
-                self.err_count.add(errno);
-            }
-            self.fatal |= !passed;
-            if io.op != Op::Fsync {
-                self.err_count.failed_ios[io.op.index()] += 1;
-            }
-            if passed && io.op == Op::Write && FILL && self.cfg.verify.is_some() {
-                // Never checked afterwards: fio drops a failed write from
-                // what it verifies.
-                self.failed_writes.push(io);
-            }
-            self.cfg.extras.report_io_error(&io, errno, passed);
-            if self.errors.len() < MAX_ERRORS {
-                self.errors.push(IoFailure {
-                    op: io.op,
-                    target: io.target,
-                    offset: io.offset,
-                    len: io.len,
-                    errno,
-                    passed,
-                    unreadable: None,
-                    detail: None,
-                });
-            }
-            // fio counts a failed I/O in total_ios (and its IOPS), not in
-            // the bytes moved or the latencies.
-            if self.measuring {
-                self.dirs[io.op.index()].ios += 1;
-            }
-            return After::Release;
+            return self.failed(io, -d.result);
         }
         let bytes = d.result as u64;
         if io.op != Op::Fsync && bytes < u64::from(io.len) {
@@ -937,6 +901,48 @@ pub fn run_job<E: Engine>(
 }
 
 impl<'a, const FILL: bool> JobDriver<'a, FILL> {
+    /// A failed I/O (`errno`): counted as fio counts it, kept for the
+    /// report, and whether the job goes on is the error policy's.
+    #[cold]
+    fn failed(&mut self, io: IoDesc, errno: i32) -> After {
+        let policy = &self.cfg.extras.policy;
+        let passed = policy.passes(io.op, errno);
+        // As fio counts: every error passed, and the one that ends the
+        // job when its kind may be continued past at all (the I/Os
+        // still in flight then fail uncounted).
+        if passed || (!self.fatal && policy.continues_kind(io.op, errno)) {
+            self.err_count.add(errno);
+        }
+        self.fatal |= !passed;
+        if io.op != Op::Fsync {
+            self.err_count.failed_ios[io.op.index()] += 1;
+        }
+        if passed && io.op == Op::Write && FILL && self.cfg.verify.is_some() {
+            // Never checked afterwards: fio drops a failed write from
+            // what it verifies.
+            self.failed_writes.push(io);
+        }
+        self.cfg.extras.report_io_error(&io, errno, passed);
+        if self.errors.len() < MAX_ERRORS {
+            self.errors.push(IoFailure {
+                op: io.op,
+                target: io.target,
+                offset: io.offset,
+                len: io.len,
+                errno,
+                passed,
+                unreadable: None,
+                detail: None,
+            });
+        }
+        // fio counts a failed I/O in total_ios (and its IOPS), not in
+        // the bytes moved or the latencies.
+        if self.measuring {
+            self.dirs[io.op.index()].ios += 1;
+        }
+        After::Release
+    }
+
     /// A job's driver before its first I/O: the generator and pacer made,
     /// the job's logs and iolog created, counting from `t0`; `depth` is the
     /// engine's (the latency target's search starts there).
