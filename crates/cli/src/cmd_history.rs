@@ -142,7 +142,7 @@ fn now_ms() -> i64 {
 
 /// "2026-11-22 04:05:06 UTC" from Unix ms.
 pub fn utc(ms: i64) -> String {
-    drivelab_workload::exec::format_utc(u64::try_from(ms / 1000).unwrap_or(0))
+    drivelab_workload::run::execute::format_utc(u64::try_from(ms / 1000).unwrap_or(0))
 }
 
 /// Run `drivelab history`.

@@ -3,7 +3,7 @@
 //! directory (no root needed) and removes it afterwards.
 //!
 //! The options are parsed here by hand rather than by clap so that the one
-//! declaration table in `drivelab_workload::options` drives the command line,
+//! declaration table in `drivelab_workload::spec::options` drives the command line,
 //! the job-file parser and the help text alike.
 
 use std::io::IsTerminal;
@@ -11,12 +11,13 @@ use std::path::PathBuf;
 
 use clap::Args;
 use drivelab_report::{Exporter, Json, JsonPlus, Terse, Text};
-use drivelab_workload::exec::RunError;
-use drivelab_workload::options::{lookup, OptionKind};
+use drivelab_workload::run::RunError;
+use drivelab_workload::spec::options::{lookup, OptionKind};
+use drivelab_workload::spec::{jobfile, presets};
+use drivelab_workload::JobSpec;
 use drivelab_workload::{
     execute_with_status, plan, PlanError, PlanOptions, Progress, StatusOptions,
 };
-use drivelab_workload::{jobfile, presets, JobSpec};
 
 use crate::error::usage;
 use crate::output::OutputArgs;
@@ -131,7 +132,7 @@ Workload options (also valid as job-file keys):
 {}",
         defaults_text(),
         preset_names().join(", "),
-        drivelab_workload::options::help_text()
+        drivelab_workload::spec::options::help_text()
     )
 }
 
@@ -441,7 +442,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         quick,
     } = jobs_of(&p)?;
     if p.parse_only {
-        drivelab_workload::plan::check(&jobs).map_err(|e| usage(e.to_string()))?;
+        drivelab_workload::plan::planner::check(&jobs).map_err(|e| usage(e.to_string()))?;
         return Ok(0);
     }
     let scratch_path = PathBuf::from(SCRATCH_FILE);

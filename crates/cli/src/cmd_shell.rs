@@ -2,14 +2,14 @@
 //! (clap_complete) and man pages (clap_mangen), generated from the same
 //! declarations the command line is parsed with. `run` parses its fio
 //! options by hand, so its page and completions are built here from the one
-//! option table (`drivelab_workload::options::OPTIONS`) and `run`'s own
+//! option table (`drivelab_workload::spec::options::OPTIONS`) and `run`'s own
 //! flags (`cmd_run::RUN_FLAGS`).
 
 use std::path::PathBuf;
 
 use clap::builder::PossibleValuesParser;
 use clap::{Arg, ArgAction, Args, Command, ValueHint};
-use drivelab_workload::options::{OptionKind, OPTIONS};
+use drivelab_workload::spec::options::{OptionKind, OPTIONS};
 
 use crate::cmd_run::{defaults_text, preset_names, RUN_FLAGS};
 use crate::error::usage;

@@ -6,14 +6,14 @@
 //! appended in order, in the temporary file the device crate's output rules
 //! give it beside `--output`, which replaces the old file when the run ends
 //! (so a failed run leaves the old file whole). The snapshots themselves
-//! are built by `drivelab_workload::status`.
+//! are built by `drivelab_workload::run::status`.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use drivelab_device::output::{Output, OutputFile};
-use drivelab_workload::status::MIN_INTERVAL;
+use drivelab_workload::run::status::MIN_INTERVAL;
 
 use crate::error::usage;
 use crate::output::OutputArgs;

@@ -785,7 +785,14 @@ pub struct PsyncOptions {
     /// `nowait`: RWF_NOWAIT (an I/O that would block fails with EAGAIN).
     /// Default off.
     pub nowait: bool,
+    /// `hipri_percentage`: with `hipri`, the share of I/Os (0-100) that
+    /// carry RWF_HIPRI, each I/O drawn at random as fio does. None: every
+    /// I/O (fio's default, 100).
+    pub hipri_percentage: Option<u8>,
 }
+
+/// The seed of the `hipri_percentage` draws: any nonzero value.
+const HIPRI_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// pread/pwrite, one I/O per commit.
 pub struct Psync {
@@ -799,6 +806,9 @@ pub struct Psync {
     read_flags: i32,
     /// pwritev2 flags of every write (RWF_DSYNC with FUA); 0: plain pwrite.
     write_flags: i32,
+    /// `hipri_percentage` below 100 with `hipri`: the share of I/Os that
+    /// keep RWF_HIPRI, and the state of the generator that draws them.
+    hipri_share: Option<(u8, u64)>,
 }
 
 impl Psync {
@@ -817,6 +827,7 @@ impl Psync {
             done: VecDeque::with_capacity(1),
             read_flags: 0,
             write_flags: if fua { libc::RWF_DSYNC } else { 0 },
+            hipri_share: None,
         })
     }
 
@@ -832,7 +843,33 @@ impl Psync {
         }
         self.read_flags = f;
         self.write_flags |= f;
+        self.hipri_share = match opts.hipri_percentage {
+            Some(p) if opts.hipri && p < 100 => Some((p, HIPRI_SEED)),
+            _ => None,
+        };
         self
+    }
+
+    /// The flags of the next read and write: RWF_HIPRI kept on a draw of
+    /// 1..=100 at most the `hipri_percentage` (fio's pvsync2), otherwise
+    /// the flags as set.
+    fn next_flags(&mut self) -> (i32, i32) {
+        let Some((share, state)) = self.hipri_share.as_mut() else {
+            return (self.read_flags, self.write_flags);
+        };
+        // xorshift64: a cheap, fixed-seed sequence (fio seeds its own the same way each run).
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        let draw = (*state % 100) as u8 + 1;
+        if draw <= *share {
+            (self.read_flags, self.write_flags)
+        } else {
+            (
+                self.read_flags & !libc::RWF_HIPRI,
+                self.write_flags & !libc::RWF_HIPRI,
+            )
+        }
     }
 
     /// A synchronous engine over the files `opener` opens when told
@@ -850,6 +887,7 @@ impl Psync {
     }
 
     fn run_one(&mut self, slot: u32, io: &IoDesc) -> i32 {
+        let (read_flags, write_flags) = self.next_flags();
         let Some(Some(t)) = self.targets.get(io.target as usize) else {
             return -libc::EBADF;
         };
@@ -872,13 +910,9 @@ impl Psync {
         // `len` bytes; the fd is open.
         let r: isize = unsafe {
             match io.op {
-                Op::Read if self.read_flags != 0 => {
-                    libc::preadv2(fd, &iov, 1, off, self.read_flags)
-                }
+                Op::Read if read_flags != 0 => libc::preadv2(fd, &iov, 1, off, read_flags),
                 Op::Read => libc::pread(fd, buf.cast(), len, off),
-                Op::Write if self.write_flags != 0 => {
-                    libc::pwritev2(fd, &iov, 1, off, self.write_flags)
-                }
+                Op::Write if write_flags != 0 => libc::pwritev2(fd, &iov, 1, off, write_flags),
                 Op::Write => libc::pwrite(fd, buf.cast(), len, off),
                 Op::Fsync => libc::fsync(fd) as isize,
                 Op::Trim => return trim_sync(t, io.offset, u64::from(io.len)),
@@ -1187,11 +1221,43 @@ mod tests {
     }
 
     #[test]
+    fn hipri_percentage_keeps_rwf_hipri_on_its_share_of_ios() {
+        // (hipri, hipri_percentage, least and most I/Os of 1000 with RWF_HIPRI)
+        let table: [(bool, Option<u8>, u32, u32); 5] = [
+            (true, None, 1000, 1000),
+            (true, Some(100), 1000, 1000),
+            (true, Some(0), 0, 0),
+            (true, Some(25), 200, 300),
+            (false, Some(50), 0, 0),
+        ];
+        for (hipri, pct, lo, hi) in table {
+            let f = Scratch::new("hipri-pct");
+            let o = PsyncOptions {
+                hipri,
+                hipri_percentage: pct,
+                ..PsyncOptions::default()
+            };
+            let mut p = Psync::new(f.target(), 4096, false, Fill::Zeroed)
+                .unwrap()
+                .with_options(o);
+            let n = (0..1000)
+                .filter(|_| {
+                    let (r, w) = p.next_flags();
+                    assert_eq!(r & libc::RWF_HIPRI, w & libc::RWF_HIPRI);
+                    r & libc::RWF_HIPRI != 0
+                })
+                .count() as u32;
+            assert!((lo..=hi).contains(&n), "{hipri} {pct:?}: {n}");
+        }
+    }
+
+    #[test]
     fn pvsync2_flags_go_to_preadv2_and_pwritev2() {
         let f = Scratch::new("pv2");
         let o = PsyncOptions {
             hipri: true,
             nowait: true,
+            ..PsyncOptions::default()
         };
         let mut p = Psync::new(f.target(), 4096, true, Fill::Zeroed)
             .unwrap()

@@ -1,8 +1,9 @@
 //! fio job files and the command-line options they share a parser with.
 
-use drivelab_workload::options::bounds;
-use drivelab_workload::size::SizeSpec;
-use drivelab_workload::{check_total_jobs, jobfile, presets, JobSpec, MAX_TOTAL_JOBS};
+use drivelab_workload::spec::options::bounds;
+use drivelab_workload::spec::size::SizeSpec;
+use drivelab_workload::spec::{jobfile, presets};
+use drivelab_workload::{check_total_jobs, JobSpec, MAX_TOTAL_JOBS};
 
 /// fio job files (`drivelab run FILE.fio`), each line also as a command-line
 /// option (`--key=value`, `--flag`), and the text as a preset name.

@@ -8,7 +8,7 @@
 use drivelab_erase::cert::{check_signature, sign, Certificate};
 use drivelab_fuzzcheck as fz;
 use drivelab_trace::{open_writer, Device, Flags, Format, Op, Request};
-use drivelab_workload::options::OPTIONS;
+use drivelab_workload::spec::options::OPTIONS;
 use ed25519_dalek::SigningKey;
 use proptest::prelude::*;
 

@@ -506,7 +506,7 @@ pub struct DeviceCheck {
     #[serde(default)]
     pub device_depth: f64,
     /// Whether `device_depth` reached 90% of `asked_depth` (the tolerance
-    /// is argued in `drivelab_workload::check`).
+    /// is argued in `drivelab_workload::run::device_check`).
     #[serde(default)]
     pub holds_depth: bool,
     /// The depth verdict in words: "holds depth 31.6 of 32", or how much

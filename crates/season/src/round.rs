@@ -1,6 +1,6 @@
 //! One timed run of a workload on the claimed drive: a round of the
 //! overwrite stage, or a fresh/used comparison run. The workload is the
-//! workload crate's ([`JobSpec`], planned by [`drivelab_workload::plan`],
+//! workload crate's ([`JobSpec`], planned by [`drivelab_workload::plan::planner`],
 //! run by its job loop on the one I/O loop) on the claim season already
 //! holds.
 //!
@@ -17,7 +17,8 @@ use drivelab_device::claim::Claim;
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Psync, Target, Uring};
 use drivelab_stats::{LatencyHistogram, Welford};
-use drivelab_workload::jobloop::{run_job, JobOutcome};
+use drivelab_workload::job::io_loop::run_job;
+use drivelab_workload::job::outcome::JobOutcome;
 use drivelab_workload::{EngineKind, JobSpec, PlanOptions};
 
 use crate::result::Metrics;
@@ -62,7 +63,7 @@ pub fn parse(what: &str, text: &str) -> Result<JobSpec, SeasonError> {
             }
             spec.set(k, Some(v)).map_err(|e| bad(e.to_string()))?;
         } else if names_a_file(tok) {
-            let jobs = drivelab_workload::jobfile::read_file(Path::new(tok))
+            let jobs = drivelab_workload::spec::jobfile::read_file(Path::new(tok))
                 .map_err(|e| bad(e.to_string()))?;
             let [job] = <[_; 1]>::try_from(jobs).map_err(|j| {
                 bad(format!(
@@ -72,7 +73,7 @@ pub fn parse(what: &str, text: &str) -> Result<JobSpec, SeasonError> {
             })?;
             spec = job.spec;
             spec.filenames.clear();
-        } else if let Ok(p) = drivelab_workload::presets::find(tok) {
+        } else if let Ok(p) = drivelab_workload::spec::presets::find(tok) {
             p.apply(&mut spec);
         } else {
             spec.set(tok, None).map_err(|e| bad(e.to_string()))?;
@@ -128,7 +129,7 @@ pub fn run(
         .jobs
         .first()
         .ok_or_else(|| bad("the workload plans no job".into()))?;
-    let cfg = drivelab_workload::exec::job_config(job, 1);
+    let cfg = drivelab_workload::run::execute::job_config(job, 1);
     let io_err = |what: &str, e: std::io::Error| SeasonError::Io {
         device: dev.clone(),
         what: what.to_string(),
@@ -136,7 +137,7 @@ pub fn run(
     };
     let target = Target::claimed(claim, job.direct).map_err(|e| io_err("open for writing", e))?;
     let max_bs = spec.max_bs() as usize;
-    let t0 = drivelab_workload::jobloop::now_ns();
+    let t0 = drivelab_workload::job::io_loop::now_ns();
     let out = match spec.ioengine {
         EngineKind::Psync => {
             let mut e = Psync::new(vec![target], max_bs, spec.fua, Fill::Random(spec.randseed))

@@ -237,7 +237,7 @@ impl FromStr for Transfer {
     /// bytes, as in fio.
     fn from_str(s: &str) -> Result<Transfer, StepError> {
         let one = |v: &str| {
-            drivelab_workload::size::parse_bytes("bs", v).map_err(|_| {
+            drivelab_workload::spec::size::parse_bytes("bs", v).map_err(|_| {
                 StepError::bad(
                     "bs",
                     s,

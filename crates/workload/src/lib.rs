@@ -1,73 +1,35 @@
-//! Workloads: everything between what the user typed and the I/O loop.
+//! Workloads: everything between what the user typed and the I/O loop,
+//! one folder per stage:
 //!
-//! - Specification ([`spec`], [`options`], [`jobfile`], [`presets`],
-//!   [`size`]): a [`JobSpec`] is built the same way from command-line flags,
-//!   fio job-file keys and Iometer presets; every option is declared once in
-//!   [`options::OPTIONS`] (name, kind, default, bounds, unit, help) and set
-//!   through [`JobSpec::set`].
-//! - Planning ([`plan`]): specs resolved against their targets — sizes
-//!   known, bounds checked, every target claimed for writing through the
-//!   device crate — nothing written yet.
-//! - Multi-file jobs and filesystem engines ([`files`]): `nrfiles`,
-//!   `file_service_type`, `unlink`, `fallocate`, `ioengine=filecreate` and
-//!   the other file and directory operations.
-//! - Generation ([`gen`], with [`drivelab_patterns::prng`]): the offset/operation stream with exact
-//!   sizes and mixes.
-//! - Pacing and checking ([`rate`], [`verify`]): fio's per-direction
-//!   `rate`/`rate_process=poisson` clocks, and the `verify` content rule
-//!   with the read-back pass of a writing job.
-//! - Running ([`jobloop`], [`exec`]): each job is a driver of the engine's
-//!   one I/O loop; `exec` runs the job threads, the device sampler and the
-//!   progress line and assembles the one result struct
-//!   ([`drivelab_report::RunReport`]) including the device check
-//!   ([`check`]).
+//! - [`spec`]: options, fio job files, presets, sizes and data patterns,
+//!   into a [`JobSpec`]; every option is declared once in
+//!   [`spec::options::OPTIONS`].
+//! - [`plan`]: specs resolved against their targets, every bound checked,
+//!   every target claimed for writing through the device crate; nothing
+//!   written yet.
+//! - [`engines`]: one file per fio engine front (its options, checks and
+//!   how it opens); the engines that move no device blocks in
+//!   [`engines::noio`].
+//! - [`job`]: one job's I/O loop and what shapes its I/O (generator,
+//!   pacing, flow, priorities, verify, zones, error policy, ...).
+//! - [`run`]: a whole plan run to one [`drivelab_report::RunReport`],
+//!   with the device check ([`run::device_check`]).
 
-pub mod batch;
-pub mod check;
-pub mod cpuio;
-pub mod dedupe;
-pub mod e4defrag;
-pub mod engopts;
-pub mod errors;
-pub mod exec;
-pub mod execjob;
-pub mod files;
-pub mod fio_pattern;
-pub mod flow;
-pub mod gen;
-pub mod iolog;
-pub mod jobfile;
-pub mod jobloop;
-pub mod latency_target;
-pub mod logs;
-pub mod net;
-pub mod noio;
-pub mod numa;
-pub mod openfiles;
-pub mod options;
+pub mod engines;
+pub mod job;
 pub mod plan;
-pub mod presets;
-pub mod prio;
-pub mod rate;
-pub mod samples;
-pub mod status;
-pub mod verify;
-pub mod zbd;
-
-pub mod sg;
-pub mod size;
+pub mod run;
 pub mod spec;
-pub mod steadystate;
-pub mod ucmd;
 
-pub use exec::{execute, execute_with_status, Progress};
-pub use plan::{plan, Plan, PlanError, PlanOptions};
-pub use size::{human_bytes, parse_bytes, parse_duration, SizeSpec};
-pub use spec::{
+pub use plan::model::{Plan, PlanError, PlanOptions};
+pub use plan::planner::plan;
+pub use run::execute::{execute, execute_with_status, Progress};
+pub use run::status::StatusOptions;
+pub use spec::jobspec::{
     check_filename_splits, check_total_jobs, split_filenames, AccessLine, Distribution, EngineKind,
     JobSpec, RwMode, WriteKind, DEFAULT_LOG_INTERVAL, MAX_TOTAL_JOBS,
 };
-pub use status::StatusOptions;
+pub use spec::size::{human_bytes, parse_bytes, parse_duration, SizeSpec};
 
 /// Why a specification was rejected. Every message names the option (and
 /// for job files the line) and says what would be accepted.

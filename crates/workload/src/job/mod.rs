@@ -1,0 +1,22 @@
+//! One job: its I/O loop ([`io_loop`]) and everything that shapes the I/O
+//! of one job: the offset/operation generator, pacing, flow, priorities,
+//! verify, zones, open files, the error policy, the latency target,
+//! steady state, dedupe and compression, batching, NUMA placement and the
+//! per-job samples.
+
+pub mod batch;
+pub mod dedupe;
+pub mod error_policy;
+pub mod flow;
+pub mod gen;
+pub mod io_loop;
+pub mod latency_target;
+pub mod numa;
+pub mod openfiles;
+pub mod outcome;
+pub mod prio;
+pub mod rate;
+pub mod samples;
+pub mod steadystate;
+pub mod verify;
+pub mod zbd;

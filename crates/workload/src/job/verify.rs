@@ -1,0 +1,731 @@
+//! fio's verify family on drivelab's terms: what written blocks carry
+//! (`verify`, `verify_pattern`, `verify_interval`) and the checks reads make
+//! (`do_verify`).
+//!
+//! Data is laid out per *verify block* of `verify_interval` bytes (default:
+//! the job's smallest transfer size) at its absolute offset, so a block's
+//! content depends only on where it is: overwrites, overlapping sizes and
+//! other jobs reading it later all agree on what it must hold.
+//!
+//! - `pattern`: the block is `verify_pattern` repeated from its first byte.
+//! - `meta`: a 24-byte header (magic, block length, the block's own offset)
+//!   then the payload (the pattern, or bytes keyed by the offset); a read
+//!   checks header and payload, so a block written to the wrong place or
+//!   never written is caught.
+//! - `crc32c` (`crc32c-intel`): the same header plus the CRC-32C
+//!   (Castagnoli) of the whole block with the CRC field zeroed.
+//! - `md5`: the same header plus the first 8 bytes of the MD5 digest (RFC
+//!   1321) of the whole block with that field zeroed.
+//!
+//! A writing job with `do_verify=1` reads back every extent it wrote once it
+//! is done ([`ReadBack`], replaying the job's generator), and those reads are
+//! counted as the job's reads, as fio counts its verify phase. A reading job
+//! checks each block as it comes in. A failed check ends the job with fio's
+//! verify error (EILSEQ) and says where and what.
+
+use drivelab_engine::ioloop::{After, Done, Driver, Next};
+use drivelab_patterns::prng::splitmix64;
+
+use crate::job::gen::{GenConfig, Generator, IoDesc, Op};
+use crate::job::outcome::DirStats;
+use crate::SpecError;
+
+/// What written blocks carry (`verify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyKind {
+    /// Header with CRC-32C of the block.
+    Crc32c,
+    /// Header with (the first 8 bytes of) the block's MD5 digest.
+    Md5,
+    /// Header with the block's offset and length.
+    Meta,
+    /// `verify_pattern` repeated.
+    Pattern,
+}
+
+impl VerifyKind {
+    /// Parse fio's `verify=` value; `0`/`null`/`none` turn verification off.
+    pub fn parse(key: &str, v: &str) -> Result<Option<VerifyKind>, SpecError> {
+        Ok(Some(match v.trim().to_ascii_lowercase().as_str() {
+            "0" | "null" | "none" => return Ok(None),
+            "crc32c" | "crc32c-intel" => VerifyKind::Crc32c,
+            "md5" => VerifyKind::Md5,
+            "meta" => VerifyKind::Meta,
+            "pattern" => VerifyKind::Pattern,
+            _ => {
+                return Err(SpecError::BadValue {
+                    key: key.to_string(),
+                    value: v.to_string(),
+                    expect: "crc32c, crc32c-intel, md5, meta or pattern (drivelab does not implement fio's other checksums)".to_string(),
+                })
+            }
+        }))
+    }
+
+    /// fio's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifyKind::Crc32c => "crc32c",
+            VerifyKind::Md5 => "md5",
+            VerifyKind::Meta => "meta",
+            VerifyKind::Pattern => "pattern",
+        }
+    }
+}
+
+/// The verify options beyond what blocks carry: when checks happen and what
+/// a failed one does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VerifyExtras {
+    /// Check written blocks every this many writes, during the job
+    /// (`verify_backlog`; 0: once the job is done).
+    pub backlog: u64,
+    /// Blocks checked at each backlog point (`verify_backlog_batch`;
+    /// None: `verify_backlog`).
+    pub backlog_batch: Option<u64>,
+    /// End the job at the first failed check even when
+    /// `continue_on_error` passes verify errors (`verify_fatal`).
+    pub fatal: bool,
+    /// Write the block read and the block expected of a failed check to
+    /// files (`verify_dump`).
+    pub dump: bool,
+    /// fio's verify threads (`verify_async`): accepted; drivelab checks on
+    /// the job's thread, and says so.
+    pub async_threads: u32,
+}
+
+impl VerifyExtras {
+    /// Whether `key` is one of these options.
+    pub fn handles(key: &str) -> bool {
+        matches!(
+            key,
+            "verify_backlog"
+                | "verify_backlog_batch"
+                | "verify_fatal"
+                | "verify_dump"
+                | "verify_async"
+        )
+    }
+
+    /// Set option `key` to `v`.
+    pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
+        use crate::job::error_policy::parse_in;
+        use crate::spec::jobspec::parse_flag;
+        match key {
+            "verify_backlog" => self.backlog = parse_in(key, v, 0, 1 << 32)?,
+            "verify_backlog_batch" => {
+                self.backlog_batch = Some(parse_in(key, v, 0, 1 << 32)?).filter(|&n| n > 0)
+            }
+            "verify_fatal" => self.fatal = parse_flag(key, v)?,
+            "verify_dump" => self.dump = parse_flag(key, v)?,
+            _ => self.async_threads = parse_in(key, v, 0, 1024)? as u32,
+        }
+        Ok(())
+    }
+
+    /// Blocks checked at each backlog point.
+    pub fn batch(&self) -> u64 {
+        self.backlog_batch.unwrap_or(self.backlog)
+    }
+}
+
+const MAGIC: u32 = 0x4456_4c44; // "DLVD"
+/// Bytes of the header of `meta` and `crc32c` blocks.
+pub const HEADER: usize = 24;
+/// Seed of the payload of blocks without a pattern: fixed, so any job can
+/// check what another wrote.
+const PAYLOAD_SEED: u64 = 0x5645_5249_4659_0001;
+
+/// The content rule of one job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Content {
+    /// What blocks carry.
+    pub kind: VerifyKind,
+    /// Bytes per verify block.
+    pub interval: usize,
+    /// Payload pattern (none: bytes keyed by the offset).
+    pub pattern: Option<Vec<u8>>,
+}
+
+fn crc32c_table() -> &'static [u32; 256] {
+    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = [0u32; 256];
+        for (i, e) in t.iter_mut().enumerate() {
+            let mut c = i as u32;
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    0x82F6_3B78 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+            }
+            *e = c;
+        }
+        t
+    })
+}
+
+/// The first 8 bytes of the MD5 digest of `data` (RFC 1321).
+pub fn md5_64(data: &[u8]) -> u64 {
+    use md5::{Digest, Md5};
+    let d = Md5::digest(data);
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    u64::from_le_bytes(b)
+}
+
+/// CRC-32C (Castagnoli, reflected, init and final xor all ones).
+pub fn crc32c(data: &[u8]) -> u32 {
+    let t = crc32c_table();
+    let mut c = !0u32;
+    for &b in data {
+        c = t[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8);
+    }
+    !c
+}
+
+impl Content {
+    fn payload(&self, block: &mut [u8], offset: u64) {
+        match &self.pattern {
+            Some(p) => {
+                for (i, b) in block.iter_mut().enumerate() {
+                    *b = p[i % p.len()];
+                }
+            }
+            None => {
+                let mut s = PAYLOAD_SEED ^ offset;
+                for c in block.chunks_mut(8) {
+                    let v = splitmix64(&mut s).to_le_bytes();
+                    c.copy_from_slice(&v[..c.len()]);
+                }
+            }
+        }
+    }
+
+    /// Fill `buf` (a multiple of the interval) for a write at `offset`.
+    pub fn fill(&self, buf: &mut [u8], offset: u64) {
+        let n = self.interval;
+        for (i, block) in buf.chunks_mut(n).enumerate() {
+            let off = offset + (i * n) as u64;
+            self.fill_block(block, off);
+        }
+    }
+
+    fn fill_block(&self, block: &mut [u8], off: u64) {
+        self.payload(block, off);
+        if self.kind == VerifyKind::Pattern || block.len() < HEADER {
+            return;
+        }
+        block[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        let len = block.len() as u32;
+        block[4..8].copy_from_slice(&len.to_le_bytes());
+        block[8..16].copy_from_slice(&off.to_le_bytes());
+        block[16..24].fill(0);
+        if self.kind == VerifyKind::Crc32c {
+            let c = crc32c(block);
+            block[16..20].copy_from_slice(&c.to_le_bytes());
+        }
+        if self.kind == VerifyKind::Md5 {
+            let d = md5_64(block);
+            block[16..24].copy_from_slice(&d.to_le_bytes());
+        }
+    }
+
+    /// Check what a read at `offset` brought in; the message says which
+    /// block and what was wrong.
+    pub fn check(&self, buf: &[u8], offset: u64) -> Result<(), String> {
+        let n = self.interval;
+        let mut want = vec![0u8; n];
+        for (i, block) in buf.chunks(n).enumerate() {
+            let off = offset + (i * n) as u64;
+            let want = &mut want[..block.len()];
+            self.fill_block(want, off);
+            if block == &want[..] {
+                continue;
+            }
+            let what = self.kind.name();
+            if self.kind != VerifyKind::Pattern && block.len() >= HEADER {
+                let word = |r: std::ops::Range<usize>| {
+                    let mut b = [0u8; 8];
+                    b[..r.len()].copy_from_slice(&block[r]);
+                    u64::from_le_bytes(b)
+                };
+                if word(0..4) != u64::from(MAGIC) {
+                    return Err(format!(
+                        "verify ({what}) failed at offset {off}: bad header magic {:#x} (never written, or not by this rule)",
+                        word(0..4)
+                    ));
+                }
+                if word(8..16) != off {
+                    return Err(format!(
+                        "verify ({what}) failed at offset {off}: the block holds the header of offset {}",
+                        word(8..16)
+                    ));
+                }
+                if self.kind == VerifyKind::Crc32c {
+                    let stored = word(16..20) as u32;
+                    let mut copy = block.to_vec();
+                    copy[16..20].fill(0);
+                    let got = crc32c(&copy);
+                    if stored != got {
+                        return Err(format!(
+                            "verify (crc32c) failed at offset {off}: checksum {got:#010x}, header says {stored:#010x}"
+                        ));
+                    }
+                }
+                if self.kind == VerifyKind::Md5 {
+                    let stored = word(16..24);
+                    let mut copy = block.to_vec();
+                    copy[16..24].fill(0);
+                    let got = md5_64(&copy);
+                    if stored != got {
+                        return Err(format!(
+                            "verify (md5) failed at offset {off}: digest {got:#018x}, header says {stored:#018x}"
+                        ));
+                    }
+                }
+            }
+            let at = block
+                .iter()
+                .zip(want.iter())
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
+            return Err(format!(
+                "verify ({what}) failed at offset {}: byte {:#04x}, expected {:#04x}",
+                off + at as u64,
+                block[at],
+                want[at]
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Tag of a backlog verify read in the job loop.
+pub const VERIFY_TAG: u64 = u64::MAX;
+
+/// `verify_backlog`: the writes not yet checked, oldest first, and when to
+/// check them, as fio decides it. A write joins when it is issued; when the
+/// number waiting is a multiple of `verify_backlog` and the last completed
+/// I/O was not a read, the next `verify_backlog_batch` I/Os are reads of
+/// the oldest ones, each once its write has completed (until then the job
+/// writes on). What is left is checked when the job is done.
+#[derive(Debug, Clone)]
+pub struct Backlog {
+    /// Writes in issue order, each with its state: 0 in flight, 1 done,
+    /// 2 failed (never checked, and not counted as waiting, as fio drops a
+    /// failed write from its list).
+    fifo: std::collections::VecDeque<(IoDesc, u8)>,
+    failed: u64,
+    head_seq: u64,
+    every: u64,
+    batch: u64,
+    pending: u64,
+}
+
+impl Backlog {
+    /// A backlog checking after every `every` writes, `batch` at a time.
+    pub fn new(every: u64, batch: u64) -> Backlog {
+        Backlog {
+            fifo: std::collections::VecDeque::with_capacity(every.min(1 << 16) as usize * 2),
+            failed: 0,
+            head_seq: 0,
+            every: every.max(1),
+            batch,
+            pending: 0,
+        }
+    }
+
+    /// A write was issued; its tag (the sequence number to complete it with).
+    pub fn written(&mut self, io: IoDesc) -> u64 {
+        self.fifo.push_back((io, 0));
+        self.head_seq + self.fifo.len() as u64 - 1
+    }
+
+    /// The write tagged `seq` completed (`ok`), or failed.
+    pub fn completed(&mut self, seq: u64, ok: bool) {
+        if let Some(i) = seq.checked_sub(self.head_seq) {
+            if let Some(e) = self.fifo.get_mut(i as usize) {
+                e.1 = if ok { 1 } else { 2 };
+                self.failed += u64::from(!ok);
+            }
+        }
+    }
+
+    /// The next verify read, if one is due now.
+    pub fn next(&mut self, last_was_read: bool) -> Option<IoDesc> {
+        while self.fifo.front().is_some_and(|e| e.1 == 2) {
+            self.fifo.pop_front();
+            self.head_seq += 1;
+            self.failed -= 1;
+        }
+        let n = self.fifo.len() as u64 - self.failed;
+        if n == 0 {
+            return None;
+        }
+        if self.pending == 0 {
+            if n % self.every != 0 || last_was_read {
+                return None;
+            }
+            self.pending = self.batch;
+        }
+        if self.pending == 0 || self.fifo.front().is_none_or(|e| e.1 != 1) {
+            return None;
+        }
+        let (mut io, _) = self.fifo.pop_front()?;
+        self.head_seq += 1;
+        self.pending -= 1;
+        io.op = Op::Read;
+        Some(io)
+    }
+
+    /// The writes never checked, for the pass after the job.
+    pub fn into_left(self) -> Vec<IoDesc> {
+        self.fifo
+            .into_iter()
+            .filter(|e| e.1 != 2)
+            .map(|(io, _)| io)
+            .collect()
+    }
+}
+
+impl Content {
+    /// `verify_dump`: write the first bad verify block of a read at
+    /// `offset` of target `name` as fio names them, `NAME.OFFSET.received`
+    /// and `NAME.OFFSET.expected`, in the current directory; returns the
+    /// file names written.
+    pub fn dump(&self, buf: &[u8], offset: u64, name: &str) -> Vec<String> {
+        let n = self.interval;
+        let base = std::path::Path::new(name)
+            .file_name()
+            .map_or_else(|| name.to_string(), |b| b.to_string_lossy().into_owned());
+        let mut want = vec![0u8; n];
+        for (i, block) in buf.chunks(n).enumerate() {
+            let off = offset + (i * n) as u64;
+            let want = &mut want[..block.len()];
+            self.fill_block(want, off);
+            if block == &want[..] {
+                continue;
+            }
+            let mut out = Vec::new();
+            for (kind, data) in [("received", block), ("expected", &want[..])] {
+                let f = format!("{base}.{off}.{kind}");
+                let file = drivelab_device::output::Output::new(&f).option("verify_dump");
+                if file.write(data).is_ok() {
+                    out.push(f);
+                }
+            }
+            return out;
+        }
+        Vec::new()
+    }
+}
+
+/// What a failed check does to the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Counted, and the job goes on (`continue_on_error=verify`).
+    Pass,
+    /// Counted, and the job ends without failing: a verify error it may go
+    /// past, under `verify_fatal` (fio ends the job, exit status 0).
+    Stop,
+    /// The job fails with it.
+    Fail,
+}
+
+/// A failed check of a read at `offset` of target `name` (message `m`):
+/// dump the blocks (`verify_dump`), count it, and say what it does to the
+/// job.
+pub fn verify_failed(
+    x: &crate::job::error_policy::LoopExtras,
+    count: &mut crate::job::error_policy::ErrorCount,
+    c: &Content,
+    got: &[u8],
+    offset: u64,
+    name: &str,
+    m: &str,
+) -> Verdict {
+    if x.verify.dump {
+        for f in c.dump(got, offset, name) {
+            eprintln!("drivelab: {m}; data dumped as {f}");
+        }
+    }
+    count.add(libc::EILSEQ);
+    let passed = x.policy.passes(Op::Read, libc::EILSEQ);
+    if passed && x.policy.dump {
+        eprintln!(
+            "drivelab: {m} ({})",
+            if x.verify.fatal {
+                "the job ends: verify_fatal"
+            } else {
+                "continuing: continue_on_error"
+            }
+        );
+    }
+    match (passed, x.verify.fatal) {
+        (true, false) => Verdict::Pass,
+        (true, true) => Verdict::Stop,
+        (false, _) => Verdict::Fail,
+    }
+}
+
+/// The distinct extents a job wrote: its generator replayed for the `ios`
+/// I/Os it issued (a job's generator is deterministic for its seed).
+pub fn written_extents(
+    gen: &GenConfig,
+    ios: u64,
+) -> Result<Vec<IoDesc>, crate::job::gen::GenError> {
+    let mut g = Generator::new(gen)?;
+    let mut v: Vec<IoDesc> = (0..ios)
+        .map(|_| g.next_io())
+        .filter(|io| io.op == Op::Write)
+        .collect();
+    v.sort_by_key(|io| (io.target, io.offset, io.len));
+    v.dedup();
+    Ok(v)
+}
+
+/// The read-back pass of a writing job: read each written extent and check it.
+pub struct ReadBack<'a> {
+    extents: &'a [IoDesc],
+    next: usize,
+    content: &'a Content,
+    /// The reads, as the job's read statistics count them.
+    pub stats: DirStats,
+    /// I/Os and bytes read per target (by the I/Os' `target`), for the
+    /// device check: the device counts these reads too.
+    pub per_target: Vec<(u64, u64)>,
+    /// The first failed check or read that ends the pass, in words.
+    pub failure: Option<String>,
+    /// The job's error policy and verify options (None: every failure ends
+    /// the pass).
+    pub extras: Option<&'a crate::job::error_policy::LoopExtras>,
+    /// Failures met, passed or not.
+    pub errors: crate::job::error_policy::ErrorCount,
+    /// Ended by `verify_fatal` on a failure it went past.
+    pub stopped: bool,
+}
+
+impl<'a> ReadBack<'a> {
+    /// A pass over `extents`.
+    pub fn new(extents: &'a [IoDesc], content: &'a Content) -> ReadBack<'a> {
+        ReadBack {
+            extents,
+            next: 0,
+            content,
+            stats: DirStats::new(false),
+            per_target: Vec::new(),
+            failure: None,
+            extras: None,
+            errors: crate::job::error_policy::ErrorCount::default(),
+            stopped: false,
+        }
+    }
+}
+
+impl Driver for ReadBack<'_> {
+    fn next(&mut self, _now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
+        if self.failure.is_some() || self.stopped || self.next == self.extents.len() {
+            return Next::Done;
+        }
+        let mut io = self.extents[self.next];
+        self.next += 1;
+        io.op = Op::Read;
+        Next::Io {
+            io,
+            due: None,
+            tag: 0,
+        }
+    }
+
+    fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
+        if d.result < 0 {
+            let errno = -d.result;
+            self.errors.add(errno);
+            if let Some(x) = self.extras {
+                let passed = x.policy.passes(Op::Read, errno);
+                x.report_io_error(&d.io, errno, passed);
+                if passed {
+                    return After::Release;
+                }
+            }
+            self.failure.get_or_insert_with(|| {
+                format!(
+                    "verify read of {} bytes at offset {} failed: {}",
+                    d.io.len,
+                    d.io.offset,
+                    std::io::Error::from_raw_os_error(-d.result)
+                )
+            });
+            return After::Release;
+        }
+        let lat = d.latency();
+        self.stats.ios += 1;
+        self.stats.bytes += d.result as u64;
+        let t = d.io.target as usize;
+        if self.per_target.len() <= t {
+            self.per_target.resize(t + 1, (0, 0));
+        }
+        self.per_target[t].0 += 1;
+        self.per_target[t].1 += d.result as u64;
+        self.stats.lat.record(lat);
+        self.stats.moments.record(lat as f64);
+        let got = &buf[..(d.result as usize).min(buf.len())];
+        if let Err(e) = self.content.check(got, d.io.offset) {
+            let verdict = match self.extras {
+                Some(x) => {
+                    let name = x.target_name(d.io.target);
+                    verify_failed(
+                        x,
+                        &mut self.errors,
+                        self.content,
+                        got,
+                        d.io.offset,
+                        &name,
+                        &e,
+                    )
+                }
+                None => {
+                    self.errors.add(libc::EILSEQ);
+                    Verdict::Fail
+                }
+            };
+            match verdict {
+                Verdict::Pass => {}
+                Verdict::Stop => self.stopped = true,
+                Verdict::Fail => {
+                    self.failure.get_or_insert(e);
+                }
+            }
+        }
+        After::Release
+    }
+
+    fn inspects(&self, _io: &IoDesc, _tag: u64) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32c_matches_the_standard_check_value() {
+        // RFC 3720 / iSCSI check value of "123456789".
+        assert_eq!(crc32c(b"123456789"), 0xE306_9283);
+        assert_eq!(crc32c(&[0u8; 32]), 0x8A91_36AA);
+        // RFC 1321's test suite: MD5("abc") = 900150983cd24fb0…
+        assert_eq!(
+            md5_64(b"abc").to_le_bytes(),
+            [0x90, 0x01, 0x50, 0x98, 0x3c, 0xd2, 0x4f, 0xb0]
+        );
+    }
+
+    fn content(kind: VerifyKind, pattern: Option<Vec<u8>>) -> Content {
+        Content {
+            kind,
+            interval: 512,
+            pattern,
+        }
+    }
+
+    #[test]
+    fn every_kind_accepts_its_own_blocks_and_catches_a_flipped_byte() {
+        for (kind, pat) in [
+            (VerifyKind::Crc32c, None),
+            (VerifyKind::Md5, None),
+            (VerifyKind::Meta, None),
+            (VerifyKind::Meta, Some(vec![0xaa, 0x55, 0x5a, 0xa5])),
+            (VerifyKind::Pattern, Some(vec![0xaa, 0x55, 0x5a, 0xa5])),
+        ] {
+            let c = content(kind, pat);
+            let mut buf = vec![0u8; 4096];
+            c.fill(&mut buf, 8192);
+            assert_eq!(c.check(&buf, 8192), Ok(()), "{kind:?}");
+            buf[1000] ^= 1;
+            let e = c.check(&buf, 8192).unwrap_err();
+            assert!(e.contains(kind.name()), "{e}");
+            assert!(e.contains("8704") || e.contains("9192"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_block_read_from_the_wrong_place_names_its_offset() {
+        let c = content(VerifyKind::Crc32c, None);
+        let mut buf = vec![0u8; 512];
+        c.fill(&mut buf, 4096);
+        let e = c.check(&buf, 0).unwrap_err();
+        assert!(e.contains("header of offset 4096"), "{e}");
+        let e = c.check(&[0u8; 512], 0).unwrap_err();
+        assert!(e.contains("bad header magic"), "{e}");
+    }
+
+    fn w(offset: u64) -> IoDesc {
+        IoDesc {
+            target: 0,
+            op: Op::Write,
+            offset,
+            len: 4096,
+        }
+    }
+
+    #[test]
+    fn backlog_checks_a_batch_when_the_waiting_writes_reach_a_multiple() {
+        // verify_backlog=3, verify_backlog_batch=2, as fio: 3 writes, 2
+        // checks, then writes until 3 wait again.
+        let mut b = Backlog::new(3, 2);
+        let mut order = Vec::new();
+        let mut off = 0;
+        let mut last_read = false;
+        while order.len() < 11 {
+            if let Some(io) = b.next(last_read) {
+                order.push(format!("r{}", io.offset / 4096));
+                last_read = true;
+                continue;
+            }
+            let seq = b.written(w(off));
+            b.completed(seq, true);
+            order.push(format!("w{}", off / 4096));
+            off += 4096;
+            last_read = false;
+        }
+        assert_eq!(order.join(" "), "w0 w1 w2 r0 r1 w3 w4 r2 r3 w5 w6");
+        // A write still in flight is not read; a failed one never is.
+        let mut b = Backlog::new(2, 2);
+        let s0 = b.written(w(0));
+        let s1 = b.written(w(4096));
+        assert_eq!(b.next(false), None);
+        b.completed(s1, true);
+        b.completed(s0, false);
+        // The batch begun while both were in flight goes on (fio keeps its
+        // verify_batch), past the failed write to the written one.
+        let mut r = w(4096);
+        r.op = Op::Read;
+        assert_eq!(b.next(false), Some(r));
+        assert_eq!(b.next(false), None);
+        assert!(b.into_left().is_empty());
+        // A failed write is not left for the pass after the job either.
+        let mut b = Backlog::new(8, 8);
+        let s0 = b.written(w(0));
+        b.written(w(4096));
+        b.completed(s0, false);
+        assert_eq!(b.into_left(), vec![w(4096)]);
+    }
+
+    #[test]
+    fn other_fio_checksums_are_refused_naming_the_supported_ones() {
+        let e = VerifyKind::parse("verify", "sha512")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("verify")
+                && e.contains("crc32c")
+                && e.contains("pattern")
+                && e.contains("md5"),
+            "{e}"
+        );
+        assert_eq!(VerifyKind::parse("verify", "0"), Ok(None));
+    }
+}

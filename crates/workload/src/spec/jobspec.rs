@@ -1,0 +1,1670 @@
+//! The job specification and its option setters.
+
+use std::time::Duration;
+
+use crate::spec::options::{lookup, OptionKind};
+use crate::spec::size::{parse_bytes, parse_duration, parse_size_spec, SizeSpec};
+use crate::SpecError;
+
+/// Default interval of the per-interval series (`log_interval`): 1 s.
+pub const DEFAULT_LOG_INTERVAL: Duration = Duration::from_secs(1);
+
+/// fio's `rw` modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RwMode {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Random reads.
+    RandRead,
+    /// Random writes.
+    RandWrite,
+    /// Sequential mixed reads and writes (`rw`, `readwrite`).
+    ReadWrite,
+    /// Random mixed reads and writes.
+    RandRw,
+    /// Sequential trims (discards).
+    Trim,
+    /// Random trims.
+    RandTrim,
+}
+
+impl RwMode {
+    /// Parse fio's names.
+    pub fn parse(s: &str) -> Option<RwMode> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "read" => RwMode::Read,
+            "write" => RwMode::Write,
+            "randread" => RwMode::RandRead,
+            "randwrite" => RwMode::RandWrite,
+            "rw" | "readwrite" => RwMode::ReadWrite,
+            "randrw" => RwMode::RandRw,
+            "trim" => RwMode::Trim,
+            "randtrim" => RwMode::RandTrim,
+            _ => return None,
+        })
+    }
+
+    /// fio's canonical name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RwMode::Read => "read",
+            RwMode::Write => "write",
+            RwMode::RandRead => "randread",
+            RwMode::RandWrite => "randwrite",
+            RwMode::ReadWrite => "rw",
+            RwMode::RandRw => "randrw",
+            RwMode::Trim => "trim",
+            RwMode::RandTrim => "randtrim",
+        }
+    }
+
+    /// Whether accesses are random (before `percentage_random`).
+    pub fn is_random(self) -> bool {
+        matches!(
+            self,
+            RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw | RwMode::RandTrim
+        )
+    }
+
+    /// Share of reads in percent implied by the mode, given `rwmixread`.
+    pub fn read_pct(self, rwmixread: u8) -> u8 {
+        match self {
+            RwMode::Read | RwMode::RandRead => 100,
+            RwMode::ReadWrite | RwMode::RandRw => rwmixread,
+            _ => 0,
+        }
+    }
+
+    /// What the non-read direction is.
+    pub fn write_kind(self) -> WriteKind {
+        match self {
+            RwMode::Trim | RwMode::RandTrim => WriteKind::Trim,
+            _ => WriteKind::Write,
+        }
+    }
+}
+
+/// Whether the non-read share of a job writes or trims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    /// Data writes.
+    Write,
+    /// Discards (TRIM / UNMAP / deallocate).
+    Trim,
+}
+
+/// One zone of a `zoned`/`zoned_abs` distribution: this share of the
+/// accesses goes to this much of the range (the zones follow each other
+/// from the start of the range).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Zone {
+    /// Share of the accesses, percent.
+    pub access_pct: f64,
+    /// Length of the zone.
+    pub len: SizeSpec,
+}
+
+/// How random offsets are distributed over the range (`random_distribution`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Distribution {
+    /// Uniform.
+    Random,
+    /// Zipf with exponent θ (> 0, ≠ 1 not required).
+    Zipf(f64),
+    /// Pareto with shape h (0 < h < 1, as fio).
+    Pareto(f64),
+    /// Normal around the middle of the range, σ in percent of the range.
+    Normal(f64),
+    /// fio's `zoned:` (zone lengths in percent of the range) and
+    /// `zoned_abs:` (zone lengths in bytes): uniform within a zone, zones
+    /// drawn by their access share.
+    Zoned(Vec<Zone>),
+}
+
+impl Distribution {
+    fn parse(key: &str, s: &str) -> Result<Distribution, SpecError> {
+        let bad = |expect: &str| SpecError::BadValue {
+            key: key.to_string(),
+            value: s.to_string(),
+            expect: expect.to_string(),
+        };
+        let t = s.trim().to_ascii_lowercase();
+        let (name, arg) = match t.split_once(':') {
+            Some((n, a)) => (n.to_string(), Some(a.to_string())),
+            None => (t.clone(), None),
+        };
+        let num = |a: Option<String>, what: &str| -> Result<f64, SpecError> {
+            a.ok_or_else(|| bad(what))?
+                .parse::<f64>()
+                .map_err(|_| bad(what))
+        };
+        Ok(match name.as_str() {
+            "zoned" | "zoned_abs" => {
+                Distribution::Zoned(parse_zones(key, s, &arg.unwrap_or_default(), name == "zoned_abs")?)
+            }
+            "random" => Distribution::Random,
+            "zipf" => {
+                let v = num(arg, "zipf:THETA with THETA > 0, e.g. zipf:1.2")?;
+                if !(v > 0.0 && v.is_finite()) {
+                    return Err(bad("zipf:THETA with THETA > 0, e.g. zipf:1.2"));
+                }
+                Distribution::Zipf(v)
+            }
+            "pareto" => {
+                let v = num(arg, "pareto:H with 0 < H < 1, e.g. pareto:0.9")?;
+                if !(v > 0.0 && v < 1.0) {
+                    return Err(bad("pareto:H with 0 < H < 1, e.g. pareto:0.9"));
+                }
+                Distribution::Pareto(v)
+            }
+            "normal" | "gauss" => {
+                let v = match arg {
+                    None => 10.0,
+                    a => num(a, "normal:SIGMA_PERCENT, e.g. normal:10")?,
+                };
+                if !(v > 0.0 && v <= 100.0) {
+                    return Err(bad("normal:SIGMA_PERCENT with 0 < SIGMA <= 100"));
+                }
+                Distribution::Normal(v)
+            }
+            _ => {
+                return Err(bad(
+                    "random, zipf:THETA, pareto:H, normal[:SIGMA%], zoned:ACCESS%/RANGE%:… or zoned_abs:ACCESS%/SIZE:…",
+                ))
+            }
+        })
+    }
+}
+
+/// Parse the zones of `zoned:` / `zoned_abs:`: `ACCESS/RANGE` pairs
+/// separated by `:`; a last pair may leave RANGE empty for the rest of
+/// the range (`zoned` only). The access shares must add up to 100, as must
+/// the range percentages of `zoned`.
+fn parse_zones(key: &str, whole: &str, arg: &str, abs: bool) -> Result<Vec<Zone>, SpecError> {
+    let bad = |why: &str| SpecError::BadValue {
+        key: key.to_string(),
+        value: whole.to_string(),
+        expect: format!(
+            "{} ({why})",
+            if abs {
+                "zoned_abs:ACCESS%/SIZE:… e.g. zoned_abs:60/10m:40/50m"
+            } else {
+                "zoned:ACCESS%/RANGE%:… e.g. zoned:50/5:30/15:20/80"
+            }
+        ),
+    };
+    let mut zones = Vec::new();
+    let parts: Vec<&str> = arg.split(':').filter(|p| !p.trim().is_empty()).collect();
+    if parts.is_empty() {
+        return Err(bad("no zones"));
+    }
+    let mut access = 0.0;
+    let mut range = 0.0f64;
+    for (i, part) in parts.iter().enumerate() {
+        let (a, r) = part
+            .split_once('/')
+            .ok_or_else(|| bad("each zone is ACCESS/RANGE"))?;
+        let a: f64 = a
+            .trim()
+            .parse()
+            .map_err(|_| bad("access share not a number"))?;
+        if !(0.0..=100.0).contains(&a) {
+            return Err(bad("access share outside 0..100"));
+        }
+        access += a;
+        let len = if abs {
+            SizeSpec::Bytes(parse_bytes(key, r)?)
+        } else if r.trim().is_empty() {
+            if i + 1 != parts.len() {
+                return Err(bad("only the last zone may leave its range empty"));
+            }
+            SizeSpec::Percent((100.0f64 - range).max(0.0))
+        } else {
+            let v: f64 = r
+                .trim()
+                .parse()
+                .map_err(|_| bad("range share not a number"))?;
+            SizeSpec::Percent(v)
+        };
+        if let SizeSpec::Percent(v) = len {
+            range += v;
+        }
+        zones.push(Zone { access_pct: a, len });
+    }
+    if (access - 100.0).abs() > 1e-6 {
+        return Err(bad("access shares must add up to 100"));
+    }
+    if !abs && (range - 100.0).abs() > 1e-6 {
+        return Err(bad("range shares must add up to 100"));
+    }
+    Ok(zones)
+}
+
+/// The I/O engine (`ioengine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// Linux io_uring with registered buffers and files (default).
+    IoUring,
+    /// pread/pwrite, one I/O at a time per job.
+    Psync,
+    /// No I/O at all: measures the pipeline.
+    Null,
+    /// fio's `sg`: each I/O one SCSI command through SG_IO, one at a time
+    /// ([`drivelab_engine::sg`]).
+    Sg,
+    /// fio's `io_uring_cmd` (`cmd_type=nvme`): each I/O one NVMe command
+    /// through io_uring passthrough to /dev/ngXnY
+    /// ([`drivelab_engine::ucmd`]).
+    IoUringCmd,
+    /// fio's `net`: reads and writes are a socket's receives and sends
+    /// ([`crate::engines::noio::net`]).
+    Net,
+}
+
+impl EngineKind {
+    /// drivelab's engine for a name fio users write: io_uring for the
+    /// asynchronous engines (`libaio`, `posixaio`, `io_uring`), psync for
+    /// the synchronous ones (`sync`, `psync`, `vsync`, `pvsync`, `pvsync2`),
+    /// null for fio's two engines that do no I/O (`null`, `cpp_null`, its
+    /// C++ twin).
+    pub fn from_fio(name: &str) -> Option<EngineKind> {
+        Some(match name.trim().to_ascii_lowercase().as_str() {
+            "io_uring" | "libaio" | "posixaio" => EngineKind::IoUring,
+            "psync" | "sync" | "vsync" | "pvsync" | "pvsync2" => EngineKind::Psync,
+            "null" | "cpp_null" => EngineKind::Null,
+            "sg" => EngineKind::Sg,
+            "io_uring_cmd" => EngineKind::IoUringCmd,
+            "net" => EngineKind::Net,
+            _ => return None,
+        })
+    }
+
+    /// The name fio uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::IoUring => "io_uring",
+            EngineKind::Psync => "psync",
+            EngineKind::Null => "null",
+            EngineKind::Sg => "sg",
+            EngineKind::IoUringCmd => "io_uring_cmd",
+            EngineKind::Net => "net",
+        }
+    }
+}
+
+/// One line of an access specification (Iometer's model, which fio's
+/// `bssplit` + `rwmixread` + `percentage_random` is a special case of).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AccessLine {
+    /// Transfer size in bytes.
+    pub size: u64,
+    /// Share of all accesses, in percent (the lines add up to 100).
+    pub weight: u32,
+    /// Share of this line's accesses that read, in percent.
+    pub read_pct: u8,
+    /// Share of this line's accesses at random offsets, in percent.
+    pub random_pct: u8,
+}
+
+/// One job: what to do to which targets, for how long.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSpec {
+    /// Job name (`name`); default "drivelab".
+    pub name: String,
+    /// Targets (`filename`, repeatable or `:`-separated; `\:` is a colon
+    /// in a name, as in fio).
+    pub filenames: Vec<String>,
+    /// The `filename` values that `:` split into several names, as given:
+    /// the plan refuses one that names an existing file while its parts
+    /// do not ([`check_filename_splits`]).
+    pub filename_splits: Vec<String>,
+    /// Access pattern (`rw`); default read.
+    pub rw: RwMode,
+    /// Block size in bytes (`bs`); default 4 KiB.
+    pub bs: u64,
+    /// Size mix (`bssplit`): (bytes, weight); overrides `bs` when set.
+    pub bssplit: Vec<(u64, u32)>,
+    /// Read share for mixed modes in percent (`rwmixread`); default 50.
+    pub rwmixread: u8,
+    /// Share of random accesses for random modes (`percentage_random`); default 100.
+    pub percentage_random: u8,
+    /// Access lines set by a preset; when set they replace rw/bs/bssplit/rwmixread.
+    pub access: Option<Vec<AccessLine>>,
+    /// Outstanding I/Os per job (`iodepth`); default 1.
+    pub iodepth: u32,
+    /// Number of clones of this job (`numjobs`); default 1, at most
+    /// [`MAX_TOTAL_JOBS`] (which also bounds the sum over all jobs of a run).
+    pub numjobs: u32,
+    /// Run time limit (`runtime`).
+    pub runtime: Option<Duration>,
+    /// Keep running for `runtime` even when `size` is done (`time_based`).
+    pub time_based: bool,
+    /// Region size per job, split over the targets (`size`); default: the whole target.
+    pub size: Option<SizeSpec>,
+    /// Bytes of I/O to do (`io_size`); default: `size`.
+    pub io_size: Option<SizeSpec>,
+    /// Start of the region (`offset`); default 0.
+    pub offset: SizeSpec,
+    /// Time to run before measuring (`ramp_time`); default 0.
+    pub ramp_time: Duration,
+    /// O_DIRECT (`direct`); default: on for block devices and for files where the
+    /// filesystem supports it.
+    pub direct: Option<bool>,
+    /// Engine (`ioengine`); default io_uring.
+    pub ioengine: EngineKind,
+    /// Rate cap in I/O per second per job (`rate_iops`).
+    pub rate_iops: Option<u64>,
+    /// Offset distribution for random accesses (`random_distribution`).
+    pub random_distribution: Distribution,
+    /// Touch every block once per pass in random order (`randommap`); default off,
+    /// so sizes are exactly what was asked.
+    pub randommap: bool,
+    /// Issue an fsync after every N writes (`fsync`); 0 = never.
+    pub fsync: u32,
+    /// Write with FUA (`fua`, via RWF_DSYNC on direct I/O).
+    pub fua: bool,
+    /// Interval of the per-interval series (`log_interval`); default 1 s.
+    pub log_interval: Duration,
+    /// fio's log files and rate samples (`write_*_log`, `log_*`,
+    /// `bwavgtime`, `iopsavgtime`).
+    pub logs: crate::run::fio_logs::LogSpec,
+    /// The options set for this job, as written, in order (fio's `job
+    /// options`); the first `global_given` came from `[global]`.
+    pub given: Vec<(String, String)>,
+    /// How many of `given` a job file's `[global]` section set.
+    pub global_given: usize,
+    /// Seed for the offset generator (`randseed`); default fixed so runs repeat.
+    pub randseed: u64,
+    /// Block alignment of random offsets (`blockalign`); default: the smallest size.
+    pub blockalign: Option<u64>,
+    /// Per-direction block sizes after the first (`bs=R,W,T`): write, trim.
+    pub bs_dir: [Option<u64>; 2],
+    /// Per-direction size mixes after the first (`bssplit=R,W,T`): write, trim.
+    pub bssplit_dir: [Option<Vec<(u64, u32)>>; 2],
+    /// `rw=MODE:N`: for sequential modes bytes added after each I/O (negative
+    /// runs backwards); 0 = contiguous.
+    pub rw_delta: i64,
+    /// `rw=MODE:N` for random modes: I/Os issued sequentially from each
+    /// random offset; 1 = a new random offset for every I/O.
+    pub rw_seq_run: u32,
+    /// Bandwidth cap per direction (`rate=R,W`), bytes/s; 0 = none.
+    pub rate: [u64; 2],
+    /// Per-direction IOPS caps (`rate_iops=R,W` with a comma).
+    pub rate_iops_dir: Option<[u64; 2]>,
+    /// Smallest average bandwidth per direction (`ratemin`), bytes/s; 0 = none.
+    pub ratemin: [u64; 2],
+    /// `rate_process=poisson`: exponential gaps between I/Os with the rate's mean.
+    pub rate_poisson: bool,
+    /// Wait this long after the run starts before starting the job (`startdelay`).
+    pub startdelay: Duration,
+    /// Free text describing the job (`description`).
+    pub description: Option<String>,
+    /// Report the jobs of this job's reporting group as one (`group_reporting`).
+    pub group_reporting: bool,
+    /// Write until the device is full (`fill_device`): the whole block device.
+    pub fill_device: bool,
+    /// What written data carries and reads check (`verify`).
+    pub verify: Option<crate::job::verify::VerifyKind>,
+    /// Read back and check what a writing job wrote; check what a reading
+    /// job reads (`do_verify`); default on.
+    pub do_verify: bool,
+    /// Data pattern of written blocks (`verify_pattern`).
+    pub verify_pattern: Option<Vec<u8>>,
+    /// What write buffers hold (`buffer_pattern`), repeated from each
+    /// buffer's first byte; None: random data.
+    pub buffer_pattern: Option<Vec<u8>>,
+    /// The sg engine's options (`sg_write_mode`, `stream_id`, `readfua`, `writefua`).
+    pub sg: crate::engines::sg::SgSpec,
+    /// fio's engine options of io_uring, io_uring_cmd, libaio and pvsync2
+    /// (`cmd_type`, `hipri`, `fixedbufs`, `registerfiles`, `sqthread_poll`,
+    /// `sqthread_poll_cpu`, `nonvectored`, `nowait`, `force_async`,
+    /// `userspace_reap`, `hipri_percentage`).
+    pub engine_opts: crate::engines::engine_opts::EngineOpts,
+    /// Bytes covered by one verification header (`verify_interval`); default: the smallest block size.
+    pub verify_interval: Option<u64>,
+    /// Error policy, verify extras, dedupe and compression
+    /// (`continue_on_error`, `verify_backlog`, `dedupe_percentage`…).
+    pub errkeys: crate::job::error_policy::ErrKeys,
+    /// The same offsets every run (`randrepeat`); default on.
+    pub randrepeat: bool,
+    /// Files go in this directory (`directory`).
+    pub directory: Option<String>,
+    /// Name of files the job makes itself when no `filename` is given
+    /// (`filename_format`); `$jobname`, `$jobnum`, `$filenum` are replaced.
+    pub filename_format: Option<String>,
+    /// The `ioengine` name as written, when it differs from drivelab's engine's.
+    pub ioengine_as_written: Option<String>,
+    /// Start a new reporting group with this job (`new_group`).
+    pub new_group: bool,
+    /// Do the job's I/O this many times over (`loops`); default 1.
+    pub loops: u32,
+    /// Start only once every clone of the earlier job of this name has
+    /// finished (`wait_for`).
+    pub wait_for: Option<String>,
+    /// Size of each file (`filesize`); `size` then defaults to it times the files.
+    pub filesize: Option<u64>,
+    /// Multi-file options and filesystem engines (`nrfiles`,
+    /// `file_service_type`, `ioengine=filecreate`, …; [`crate::engines::files`]).
+    pub files: crate::engines::files::FileOptions,
+    /// `zonemode`: None when not given (then `zonesize` alone means
+    /// strided, as in fio), Some(false) for none, Some(true) for strided.
+    pub zonemode_strided: Option<bool>,
+    /// Clone k of `numjobs` starts at `offset` + k × this (`offset_increment`).
+    pub offset_increment: SizeSpec,
+    /// When this job finishes, end the others of its group (`exitall`).
+    pub exitall: bool,
+    /// Stop after this many I/Os, times `loops` (`number_ios`); 0 = no limit.
+    pub number_ios: u64,
+    /// Pause after every `thinktime_blocks` I/Os, once they completed (`thinktime`).
+    pub thinktime: Duration,
+    /// Part of each pause spent spinning on the clock (`thinktime_spin`).
+    pub thinktime_spin: Duration,
+    /// I/Os between two pauses (`thinktime_blocks`); default 1.
+    pub thinktime_blocks: u32,
+    /// `zonesize`, `zonerange`, `zoneskip`, bytes (0: not given).
+    pub zonesize: u64,
+    /// See `zonesize`.
+    pub zonerange: u64,
+    /// See `zonesize`.
+    pub zoneskip: u64,
+    /// `flow`, `flow_id`, `flow_sleep`.
+    pub flow: crate::job::flow::FlowOpts,
+    /// What a finishing `exitall` job ends (`exit_what`).
+    pub exit_what: crate::job::flow::ExitWhat,
+    /// `prio`, `prioclass` and the `cmdprio*` options.
+    pub prio: crate::job::prio::PrioOpts,
+    /// `numa_cpu_nodes`, `numa_mem_policy`.
+    pub numa: crate::job::numa::NumaOpts,
+    /// `iodepth_batch*`, `iodepth_low`.
+    pub batch: crate::job::batch::BatchOpts,
+    /// fio's `latency_target` family (`latency_target.rs`).
+    pub lat_target: crate::job::latency_target::LatSpec,
+    /// fio's `steadystate` family (`steadystate.rs`).
+    pub steady: crate::job::steadystate::SsSpec,
+    /// `zonemode=zbd` and its options ([`crate::job::zbd`]).
+    pub zbd: crate::job::zbd::ZbdOptions,
+    /// The e4defrag engine's `donorname` and `inplace` ([`crate::engines::e4defrag`]).
+    pub e4defrag: crate::engines::e4defrag::DefragOpts,
+    /// The cpuio and exec engines and their options ([`crate::engines::noio`]).
+    pub noio: crate::engines::noio::NoIoOpts,
+    /// The net engine's options (`protocol`, `hostname`, `port`, …;
+    /// [`crate::engines::noio::net`]).
+    pub net: crate::engines::noio::net::NetOpts,
+}
+
+impl JobSpec {
+    /// fio's `zonemode=strided`, when on: explicitly, or by `zonesize`
+    /// alone; `zonerange` defaults to `zonesize`. `zonemode=strided`
+    /// without `zonesize` is an error (as in fio).
+    pub fn strided(&self) -> Result<Option<crate::job::gen::Strided>, SpecError> {
+        let on = self.zonemode_strided.unwrap_or(self.zonesize > 0);
+        if !on {
+            return Ok(None);
+        }
+        if self.zonesize == 0 {
+            return Err(SpecError::Invalid(
+                "zonemode=strided needs zonesize (the bytes to transfer in each zone), e.g. zonesize=256m".to_string(),
+            ));
+        }
+        Ok(Some(crate::job::gen::Strided {
+            size: self.zonesize,
+            range: if self.zonerange > 0 {
+                self.zonerange
+            } else {
+                self.zonesize
+            },
+            skip: self.zoneskip,
+        }))
+    }
+}
+
+impl Default for JobSpec {
+    fn default() -> Self {
+        JobSpec {
+            name: "drivelab".to_string(),
+            filenames: Vec::new(),
+            filename_splits: Vec::new(),
+            rw: RwMode::Read,
+            bs: 4096,
+            bssplit: Vec::new(),
+            rwmixread: 50,
+            percentage_random: 100,
+            access: None,
+            iodepth: 1,
+            numjobs: 1,
+            runtime: None,
+            time_based: false,
+            size: None,
+            io_size: None,
+            offset: SizeSpec::Bytes(0),
+            ramp_time: Duration::ZERO,
+            direct: None,
+            ioengine: EngineKind::IoUring,
+            rate_iops: None,
+            random_distribution: Distribution::Random,
+            randommap: false,
+            fsync: 0,
+            fua: false,
+            log_interval: DEFAULT_LOG_INTERVAL,
+            logs: crate::run::fio_logs::LogSpec::default(),
+            given: Vec::new(),
+            global_given: 0,
+            randseed: 0x6472_6976_656c_6162, // "drivelab"
+            blockalign: None,
+            bs_dir: [None, None],
+            bssplit_dir: [None, None],
+            rw_delta: 0,
+            rw_seq_run: 1,
+            rate: [0, 0],
+            rate_iops_dir: None,
+            ratemin: [0, 0],
+            rate_poisson: false,
+            startdelay: Duration::ZERO,
+            description: None,
+            group_reporting: false,
+            fill_device: false,
+            verify: None,
+            do_verify: true,
+            verify_pattern: None,
+            buffer_pattern: None,
+            sg: crate::engines::sg::SgSpec::default(),
+            engine_opts: crate::engines::engine_opts::EngineOpts::default(),
+            verify_interval: None,
+            errkeys: crate::job::error_policy::ErrKeys::default(),
+            randrepeat: true,
+            directory: None,
+            filename_format: None,
+            ioengine_as_written: None,
+            new_group: false,
+            loops: 1,
+            wait_for: None,
+            filesize: None,
+            files: crate::engines::files::FileOptions::default(),
+            zonemode_strided: None,
+            zbd: crate::job::zbd::ZbdOptions::default(),
+            e4defrag: crate::engines::e4defrag::DefragOpts::default(),
+            noio: crate::engines::noio::NoIoOpts::default(),
+            net: crate::engines::noio::net::NetOpts::default(),
+            zonesize: 0,
+            zonerange: 0,
+            zoneskip: 0,
+            flow: crate::job::flow::FlowOpts::default(),
+            exit_what: crate::job::flow::ExitWhat::Group,
+            prio: crate::job::prio::PrioOpts::default(),
+            numa: crate::job::numa::NumaOpts::default(),
+            batch: crate::job::batch::BatchOpts::default(),
+            offset_increment: SizeSpec::Bytes(0),
+            exitall: false,
+            number_ios: 0,
+            thinktime: Duration::ZERO,
+            thinktime_spin: Duration::ZERO,
+            thinktime_blocks: 1,
+            lat_target: Default::default(),
+            steady: Default::default(),
+        }
+    }
+}
+
+/// Split fio's per-direction value `READ[,WRITE[,TRIM]]`. One value applies
+/// to every direction; an empty part leaves that direction as it was; a
+/// missing trim part follows the write part.
+pub(crate) fn per_direction(v: &str) -> [Option<&str>; 3] {
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    fn some(s: &str) -> Option<&str> {
+        (!s.is_empty()).then_some(s)
+    }
+    match parts.as_slice() {
+        [one] => [some(one), some(one), some(one)],
+        [r, w] => [some(r), some(w), some(w)],
+        [r, w, t, ..] => [some(r), some(w), some(t).or(some(w))],
+        [] => [None, None, None],
+    }
+}
+
+/// fio's `filename` list: names separated by `:`, where `\:` is a colon
+/// inside a name (`/dev/disk/by-path/pci-0000\:00\:1f.2-ata-1`) and empty
+/// names are dropped. Any other `\` stays as it is.
+pub fn split_filenames(v: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                cur.push(':');
+                chars.next();
+            }
+            ':' => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Refuse a `filename` value that names an existing file or device as a
+/// whole while the names `:` splits it into do not all exist: the user
+/// meant the one path (a `/dev/disk/by-path/…:…` name), and splitting it
+/// would make new files and leave the device alone. `place` puts a name
+/// where the job looks for it (its `directory`).
+pub fn check_filename_splits(
+    spec: &JobSpec,
+    place: &dyn Fn(&str) -> String,
+) -> Result<(), SpecError> {
+    let exists = |p: &str| std::path::Path::new(&place(p)).symlink_metadata().is_ok();
+    for raw in &spec.filename_splits {
+        let whole = raw.replace("\\:", ":");
+        let parts = split_filenames(raw);
+        if exists(&whole) && !parts.iter().all(|p| exists(p)) {
+            return Err(SpecError::Invalid(format!(
+                "filename={raw}: ':' separates file names, so this is {} files ({}), but {} exists as one path; write each ':' of the name as '\\:' ({})",
+                parts.len(),
+                parts.join(", "),
+                place(&whole),
+                raw.replace(':', "\\:").replace("\\\\:", "\\:"),
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A signed byte count (`-8k`).
+fn parse_signed_bytes(key: &str, v: &str) -> Result<i64, SpecError> {
+    let t = v.trim();
+    let (neg, body) = match t.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let b = parse_bytes(key, body)? as i64;
+    Ok(if neg { -b } else { b })
+}
+
+/// fio's `bsrange=MIN-MAX`: every multiple of MIN from MIN to MAX, equally likely.
+fn parse_bsrange(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecError> {
+    let bad = |why: &str| SpecError::BadValue {
+        key: key.to_string(),
+        value: v.to_string(),
+        expect: format!("MIN-MAX such as 4k-64k ({why})"),
+    };
+    let (lo, hi) = v.split_once('-').ok_or_else(|| bad("no '-'"))?;
+    let lo = parse_bytes(key, lo)?;
+    let hi = parse_bytes(key, hi)?;
+    if lo == 0 || hi < lo {
+        return Err(bad("MIN must be above 0 and at most MAX"));
+    }
+    let n = hi / lo;
+    if n > 4096 {
+        return Err(bad("more than 4096 sizes between MIN and MAX"));
+    }
+    Ok((1..=n).map(|k| (k * lo, 1)).collect())
+}
+
+/// The most job threads one run may start, summed over its jobs' `numjobs`
+/// (fio's limit too). Each job is a thread with its own buffers and engine;
+/// far more than this exhausts the process's memory maps and the thread
+/// start-up aborts.
+pub const MAX_TOTAL_JOBS: u32 = 4096;
+
+/// Check that the jobs of one run ask for at most [`MAX_TOTAL_JOBS`] job
+/// threads in all (the sum of their `numjobs`).
+pub fn check_total_jobs<'a>(jobs: impl IntoIterator<Item = &'a JobSpec>) -> Result<(), SpecError> {
+    let mut total: u64 = 0;
+    let mut sections = 0usize;
+    let mut largest: Option<(&str, u32)> = None;
+    for j in jobs {
+        total += u64::from(j.numjobs);
+        sections += 1;
+        if largest.is_none_or(|(_, n)| j.numjobs > n) {
+            largest = Some((&j.name, j.numjobs));
+        }
+    }
+    if total <= u64::from(MAX_TOTAL_JOBS) {
+        return Ok(());
+    }
+    let (name, n) = largest.unwrap_or(("", 0));
+    Err(SpecError::Invalid(format!(
+        "the run asks for {total} job threads in all (numjobs summed over {sections} jobs; '{name}' alone has {n}); at most {MAX_TOTAL_JOBS} may run: lower numjobs or use fewer job sections"
+    )))
+}
+
+/// A 0/1 option as fio spells it (bare: on); every option module's flags
+/// parse through this one.
+pub(crate) fn parse_flag(key: &str, v: &str) -> Result<bool, SpecError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "" | "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(SpecError::BadValue {
+            key: key.to_string(),
+            value: v.to_string(),
+            expect: "1 or 0".to_string(),
+        }),
+    }
+}
+
+/// A whole number within the bounds the option table declares for `key`.
+/// fio's time options counted in microseconds: a bare number is µs, a
+/// suffix (`ms`, `s`, …) says otherwise.
+fn parse_usec(key: &str, v: &str) -> Result<Duration, SpecError> {
+    let t = v.trim();
+    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
+        let n = parse_uint(key, t, 0, 1_000_000_000_000_000)?;
+        return Ok(Duration::from_micros(n));
+    }
+    parse_duration(key, t).map_err(|_| SpecError::BadValue {
+        key: key.to_string(),
+        value: v.to_string(),
+        expect: "a time such as 500 (µs when bare), 500us, 2ms or 1s".to_string(),
+    })
+}
+
+fn parse_declared(key: &str, v: &str) -> Result<u64, SpecError> {
+    let (min, max) = crate::spec::options::bounds(key);
+    parse_uint(key, v, min, max)
+}
+
+fn parse_uint(key: &str, v: &str, min: u64, max: u64) -> Result<u64, SpecError> {
+    let n: u64 = v.trim().parse().map_err(|_| SpecError::BadValue {
+        key: key.to_string(),
+        value: v.to_string(),
+        expect: format!("a whole number from {min} to {max}"),
+    })?;
+    if n < min || n > max {
+        return Err(SpecError::BadValue {
+            key: key.to_string(),
+            value: v.to_string(),
+            expect: format!("a whole number from {min} to {max}"),
+        });
+    }
+    Ok(n)
+}
+
+/// Parse fio's `bssplit`: `size/percent:size/percent…`. An entry without a
+/// percentage shares what the others leave, as in fio.
+pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecError> {
+    let bad = |why: &str| SpecError::BadValue {
+        key: key.to_string(),
+        value: v.to_string(),
+        expect: format!("size/percent pairs separated by ':', e.g. 512/10:4k/60:64k/30 ({why})"),
+    };
+    let mut out: Vec<(u64, Option<u32>)> = Vec::new();
+    for part in v.split(':').filter(|p| !p.trim().is_empty()) {
+        let (s, p) = match part.split_once('/') {
+            Some((s, p)) => (s, Some(p)),
+            None => (part, None),
+        };
+        let size = parse_bytes(key, s)?;
+        if size == 0 {
+            return Err(bad("a size of 0"));
+        }
+        let pct = match p {
+            Some(p) if !p.trim().is_empty() => {
+                let v = p
+                    .trim()
+                    .parse::<u32>()
+                    .map_err(|_| bad("percent not a whole number"))?;
+                if v > 100 {
+                    return Err(bad("a percentage above 100"));
+                }
+                Some(v)
+            }
+            _ => None,
+        };
+        out.push((size, pct));
+    }
+    if out.is_empty() {
+        return Err(bad("empty"));
+    }
+    // Each share is at most 100, so the sum fits easily; summed in u64 all
+    // the same, as the count of entries is the user's.
+    let given: u64 = out.iter().filter_map(|(_, p)| *p).map(u64::from).sum();
+    if given > 100 {
+        return Err(bad("percentages add up to more than 100"));
+    }
+    let open = out.iter().filter(|(_, p)| p.is_none()).count() as u32;
+    let rest = 100 - given as u32;
+    if open == 0 && given != 100 {
+        return Err(bad("percentages must add up to 100"));
+    }
+    let mut res = Vec::with_capacity(out.len());
+    let mut left = rest;
+    let mut open_seen = 0;
+    for (s, p) in out {
+        let w = match p {
+            Some(p) => p,
+            None => {
+                open_seen += 1;
+                let share = if open_seen == open { left } else { rest / open };
+                left -= share;
+                share
+            }
+        };
+        if w > 0 {
+            res.push((s, w));
+        }
+    }
+    Ok(res)
+}
+
+impl JobSpec {
+    /// Set one option by its fio name. `value` is `None` for a bare flag
+    /// (`--time_based`, `time_based` in a job file).
+    pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), SpecError> {
+        self.set_value(key, value)?;
+        let name = lookup(key)?.name;
+        // fio leaves a bare exitall out of the job options (`exitall=1`
+        // is shown).
+        if name == "exitall" && value.is_none() {
+            return Ok(());
+        }
+        // And bare engine flags (`hipri`, `fixedbufs`, …; `hipri=1` is shown).
+        if value.is_none() && crate::engines::engine_opts::UNSHOWN_BARE.contains(&name) {
+            return Ok(());
+        }
+        let shown = value.unwrap_or("").trim().to_string();
+        // Set again in the same section: fio shows the last value once.
+        let start = self.global_given.min(self.given.len());
+        if let Some(at) = self.given[start..].iter().position(|(k, _)| k == name) {
+            self.given.remove(start + at);
+        }
+        self.given.push((name.to_string(), shown));
+        Ok(())
+    }
+
+    fn set_value(&mut self, key: &str, value: Option<&str>) -> Result<(), SpecError> {
+        let decl = lookup(key)?;
+        let key = decl.name;
+        let v = match (value, decl.kind) {
+            (Some(v), _) => v,
+            (None, OptionKind::Bool) => "1",
+            // fio: a bare write_*_log names the logs after the job.
+            (None, _) if key.starts_with("write_") && key.ends_with("_log") => "",
+            (None, _) => return Err(SpecError::MissingValue(key.to_string())),
+        };
+        if let Some(r) = crate::job::zbd::set_option(self, key, v) {
+            return r;
+        }
+        // A size in bytes replaces an earlier one in zones.
+        crate::job::zbd::plain_size(self, key);
+        match key {
+            "name" => {
+                if v.trim().is_empty() {
+                    return Err(SpecError::MissingValue(key.to_string()));
+                }
+                self.name = v.trim().to_string()
+            }
+            "filename" => {
+                let names = split_filenames(v);
+                if names.len() > 1 {
+                    self.filename_splits.push(v.to_string());
+                }
+                self.filenames.extend(names);
+            }
+            "rw" | "readwrite" => {
+                let (mode, modifier) = match v.split_once(':') {
+                    Some((m, n)) => (m, Some(n)),
+                    None => (v, None),
+                };
+                self.rw = RwMode::parse(mode).ok_or_else(|| SpecError::BadValue {
+                    key: key.to_string(),
+                    value: v.to_string(),
+                    expect:
+                        "read, write, randread, randwrite, rw, readwrite, randrw, trim or randtrim, optionally :N"
+                            .to_string(),
+                })?;
+                self.rw_delta = 0;
+                self.rw_seq_run = 1;
+                if let Some(n) = modifier {
+                    if self.rw.is_random() {
+                        self.rw_seq_run = parse_uint(key, n, 1, u64::from(u32::MAX))? as u32;
+                    } else {
+                        self.rw_delta = parse_signed_bytes(key, n)?;
+                    }
+                }
+            }
+            "bs" | "blocksize" => {
+                let dirs = per_direction(v);
+                if dirs.iter().all(Option::is_none) {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "a block size such as 4k (READ,WRITE[,TRIM] sizes: 4k,64k)"
+                            .to_string(),
+                    });
+                }
+                let mut got = [None; 3];
+                for (i, d) in dirs.iter().enumerate() {
+                    if let Some(d) = d {
+                        let b = parse_bytes(key, d)?;
+                        if b == 0 {
+                            return Err(SpecError::BadValue {
+                                key: key.to_string(),
+                                value: v.to_string(),
+                                expect: "a block size above 0".to_string(),
+                            });
+                        }
+                        got[i] = Some(b);
+                    }
+                }
+                if let Some(b) = got[0] {
+                    self.bs = b;
+                    self.bssplit.clear();
+                }
+                for k in 0..2 {
+                    if got[k + 1].is_some() {
+                        self.bs_dir[k] = got[k + 1];
+                        self.bssplit_dir[k] = None;
+                    }
+                }
+                if dirs[0].is_some() && dirs[1].is_some() && got[0] == got[1] && got[1] == got[2] {
+                    self.bs_dir = [None, None];
+                }
+            }
+            "bssplit" | "bsrange" => {
+                let dirs = per_direction(v);
+                let parse = |d: &str| {
+                    if key == "bsrange" {
+                        parse_bsrange(key, d)
+                    } else {
+                        parse_bssplit(key, d)
+                    }
+                };
+                let same = dirs[0] == dirs[1] && dirs[1] == dirs[2];
+                if let Some(d) = dirs[0] {
+                    self.bssplit = parse(d)?;
+                }
+                for k in 0..2 {
+                    if same {
+                        self.bssplit_dir[k] = None;
+                        self.bs_dir[k] = None;
+                    } else if let Some(d) = dirs[k + 1] {
+                        self.bssplit_dir[k] = Some(parse(d)?);
+                    }
+                }
+            }
+            _ => return self.set_sizing_value(key, v),
+        }
+        Ok(())
+    }
+
+    /// `set_value`'s keys of the mix, depth, job count, time, sizes, the
+    /// I/O path and the engine.
+    fn set_sizing_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        match key {
+            "rwmixread" => self.rwmixread = parse_declared(key, v)? as u8,
+            "rwmixwrite" => self.rwmixread = 100 - parse_declared(key, v)? as u8,
+            "percentage_random" => self.percentage_random = parse_declared(key, v)? as u8,
+            "iodepth" => self.iodepth = parse_declared(key, v)? as u32,
+            "numjobs" => self.numjobs = parse_uint(key, v, 1, u64::from(MAX_TOTAL_JOBS))? as u32,
+            "runtime" => {
+                let d = parse_duration(key, v)?;
+                self.runtime = if d.is_zero() { None } else { Some(d) };
+            }
+            "time_based" => self.time_based = parse_flag(key, v)?,
+            "size" => self.size = Some(parse_size_spec(key, v)?),
+            "io_size" | "io_limit" => self.io_size = Some(parse_size_spec(key, v)?),
+            "offset" => self.offset = parse_size_spec(key, v)?,
+            "ramp_time" => self.ramp_time = parse_duration(key, v)?,
+            "direct" => self.direct = Some(parse_flag(key, v)?),
+            "buffered" => self.direct = Some(!parse_flag(key, v)?),
+            "ioengine" => {
+                let name = v.trim().to_ascii_lowercase();
+                self.files.engine = None;
+                // cpuio and exec move no data: planned as the null engine's
+                // jobs, run by crate::engines::noio.
+                self.noio.engine = crate::engines::noio::NoIoEngine::from_fio(&name);
+                if self.noio.engine.is_some() {
+                    self.ioengine = EngineKind::Null;
+                    self.ioengine_as_written = None;
+                    return Ok(());
+                }
+                if let Some(e) = crate::engines::files::FileEngine::from_fio(&name) {
+                    // One file operation per I/O, one at a time: psync's loop.
+                    self.files.set_engine(e);
+                    self.ioengine = EngineKind::Psync;
+                    self.ioengine_as_written = None;
+                    return Ok(());
+                }
+                self.ioengine = EngineKind::from_fio(&name).ok_or_else(|| SpecError::BadValue {
+                    key: key.to_string(),
+                    value: v.to_string(),
+                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), net (sockets), a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, e4defrag (ext4 extent moves), or cpuio (burn CPU) or exec (run a program)".to_string(),
+                })?;
+                self.ioengine_as_written = (name != self.ioengine.name()).then_some(name);
+            }
+            _ => return self.set_pacing_value(key, v),
+        }
+        Ok(())
+    }
+
+    /// `set_value`'s keys of pacing, job groups and the option families
+    /// declared beside their stages (latency target, steady state, flow,
+    /// priorities, batching, NUMA, the engines' blocks).
+    fn set_pacing_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        match key {
+            "rate_iops" => {
+                if v.contains(',') {
+                    let mut r = [0u64; 2];
+                    for (k, d) in per_direction(v).iter().take(2).enumerate() {
+                        if let Some(d) = d {
+                            r[k] = parse_declared(key, d)?;
+                        }
+                    }
+                    self.rate_iops = None;
+                    self.rate_iops_dir = (r != [0, 0]).then_some(r);
+                } else {
+                    let n = parse_declared(key, v)?;
+                    self.rate_iops = if n == 0 { None } else { Some(n) };
+                    self.rate_iops_dir = None;
+                }
+            }
+            "rate" | "ratemin" => {
+                let mut r = [0u64; 2];
+                for (k, d) in per_direction(v).iter().take(2).enumerate() {
+                    if let Some(d) = d {
+                        r[k] = parse_bytes(key, d)?;
+                    }
+                }
+                if key == "rate" {
+                    self.rate = r;
+                } else {
+                    self.ratemin = r;
+                }
+            }
+            "rate_process" => {
+                self.rate_poisson = match v.trim() {
+                    "linear" => false,
+                    "poisson" => true,
+                    _ => {
+                        return Err(SpecError::BadValue {
+                            key: key.to_string(),
+                            value: v.to_string(),
+                            expect: "linear or poisson".to_string(),
+                        })
+                    }
+                }
+            }
+            "startdelay" => self.startdelay = parse_duration(key, v)?,
+            "description" => self.description = Some(v.trim().to_string()),
+            "group_reporting" => self.group_reporting = parse_flag(key, v)?,
+            "new_group" => self.new_group = parse_flag(key, v)?,
+            "loops" => self.loops = parse_declared(key, v)? as u32,
+            "wait_for" => {
+                let n = v.trim();
+                if n.is_empty() {
+                    return Err(SpecError::MissingValue(key.to_string()));
+                }
+                self.wait_for = Some(n.to_string());
+            }
+            "zonemode" => {
+                self.zonemode_strided = match v.trim() {
+                    "none" => Some(false),
+                    "strided" => Some(true),
+                    _ => {
+                        return Err(SpecError::BadValue {
+                            key: key.to_string(),
+                            value: v.to_string(),
+                            expect: "none, strided or zbd".to_string(),
+                        })
+                    }
+                }
+            }
+            "offset_increment" => self.offset_increment = parse_size_spec(key, v)?,
+            "exitall" => self.exitall = parse_flag(key, v)?,
+            "number_ios" => self.number_ios = parse_declared(key, v)?,
+            "thinktime" => self.thinktime = parse_usec(key, v)?,
+            "thinktime_spin" => self.thinktime_spin = parse_usec(key, v)?,
+            "thinktime_blocks" => self.thinktime_blocks = parse_declared(key, v)? as u32,
+            k if crate::job::latency_target::KEYS.contains(&k) => self.lat_target.set(k, v)?,
+            k if crate::job::steadystate::KEYS.contains(&k) => self.steady.set(k, v)?,
+            "zonesize" => self.zonesize = parse_bytes(key, v)?,
+            "zonerange" => self.zonerange = parse_bytes(key, v)?,
+            "zoneskip" => self.zoneskip = parse_bytes(key, v)?,
+            "flow" => self.flow.weight = parse_declared(key, v)? as u32,
+            "flow_id" => self.flow.id = parse_declared(key, v)? as u32,
+            "flow_sleep" => self.flow.sleep_us = parse_declared(key, v)?,
+            "exit_what" => self.exit_what = crate::job::flow::ExitWhat::parse(key, v)?,
+            "prio" => self.prio.prio = Some(parse_declared(key, v)? as u8),
+            "prioclass" => self.prio.prioclass = Some(parse_declared(key, v)? as u8),
+            "cmdprio_percentage" | "cmdprio_class" | "cmdprio" | "cmdprio_bssplit" => {
+                self.prio.set_cmd(key, v)?
+            }
+            "numa_cpu_nodes" => {
+                let online = crate::job::numa::online_nodes();
+                self.numa.cpu_nodes = Some(crate::job::numa::parse_nodes(key, v, &online)?);
+            }
+            "numa_mem_policy" => {
+                let online = crate::job::numa::online_nodes();
+                self.numa.mem = Some(crate::job::numa::parse_mem_policy(key, v, &online)?);
+            }
+            "iodepth_batch" => self.batch.submit = Some(parse_declared(key, v)? as u32),
+            "iodepth_batch_complete_min" => {
+                self.batch.complete_min = Some(parse_declared(key, v)? as u32)
+            }
+            "iodepth_batch_complete_max" => {
+                self.batch.complete_max = Some(parse_declared(key, v)? as u32)
+            }
+            "iodepth_low" => self.batch.low = Some(parse_declared(key, v)? as u32),
+            "filesize" => {
+                let (b, range) = crate::engines::files::parse_filesize(key, v)?;
+                self.filesize = Some(b);
+                self.files.filesize_range = range;
+            }
+            k if crate::engines::e4defrag::DefragOpts::KEYS.contains(&k) => {
+                self.e4defrag.set(k, v)?
+            }
+            k if crate::engines::noio::NoIoOpts::KEYS.contains(&k) => self.noio.set(k, v)?,
+            k if crate::engines::noio::net::KEYS.contains(&k) => self.net.set(k, v)?,
+            k if crate::engines::files::FileOptions::KEYS.contains(&k) => {
+                if let Some(r) = self.files.set(k, v) {
+                    r?;
+                }
+            }
+            // Accepted with no change: drivelab reads the clock once per loop
+            // turn, and lays out every file before any job starts.
+            "gtod_reduce" | "create_serialize" => {
+                parse_flag(key, v)?;
+            }
+            // What offload buys in fio — I/Os issued at their scheduled
+            // times, latency counted from them — is how drivelab's loop
+            // always issues; its submissions stay on the job's thread.
+            "io_submit_mode" => match v.trim() {
+                "inline" | "offload" => {}
+                _ => {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "inline or offload".to_string(),
+                    })
+                }
+            },
+            "fill_device" | "fill_fs" => self.fill_device = parse_flag(key, v)?,
+            _ => return self.set_data_value(key, v),
+        }
+        Ok(())
+    }
+
+    /// `set_value`'s keys of the error policy, verify, data patterns,
+    /// randomness, file naming, fio's log files and alignment.
+    fn set_data_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        match key {
+            k if crate::job::error_policy::ErrKeys::handles(k) => self.errkeys.set(key, v)?,
+            "verify" => self.verify = crate::job::verify::VerifyKind::parse(key, v)?,
+            "do_verify" => self.do_verify = parse_flag(key, v)?,
+            "buffer_pattern" => {
+                self.buffer_pattern = Some(crate::spec::fio_pattern::parse(key, v)?)
+            }
+            "sg_write_mode" | "stream_id" | "readfua" | "writefua" => self.sg.set(key, v)?,
+            k if crate::engines::engine_opts::KEYS.contains(&k) => self.engine_opts.set(key, v)?,
+            "verify_pattern" => {
+                self.verify_pattern = Some(crate::spec::fio_pattern::parse(key, v)?);
+                if self.verify.is_none() {
+                    // fio: a pattern alone means verify=pattern.
+                    self.verify = Some(crate::job::verify::VerifyKind::Pattern);
+                }
+            }
+            "verify_interval" => {
+                let b = parse_bytes(key, v)?;
+                if b == 0 || b % 512 != 0 {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "a multiple of 512 bytes".to_string(),
+                    });
+                }
+                self.verify_interval = Some(b);
+            }
+            "randrepeat" => self.randrepeat = parse_flag(key, v)?,
+            "random_generator" => match v.trim() {
+                "tausworthe" | "tausworthe64" => {}
+                // lfsr's point is a sequence that visits every block once.
+                "lfsr" => self.randommap = true,
+                _ => {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "tausworthe, tausworthe64 or lfsr".to_string(),
+                    })
+                }
+            },
+            "thread" | "threads" => {
+                parse_flag(key, v)?;
+            }
+            "directory" => self.directory = Some(v.trim().to_string()),
+            "filename_format" => self.filename_format = Some(v.trim().to_string()),
+            "random_distribution" => self.random_distribution = Distribution::parse(key, v)?,
+            "norandommap" => self.randommap = !parse_flag(key, v)?,
+            "randommap" => self.randommap = parse_flag(key, v)?,
+            "fsync" => self.fsync = parse_declared(key, v)? as u32,
+            "fua" => self.fua = parse_flag(key, v)?,
+            "log_interval" => {
+                // fio's log_avg_msec / log_interval is in ms when bare.
+                let d = if v.trim().chars().all(|c| c.is_ascii_digit()) {
+                    Duration::from_millis(parse_uint(key, v, 1, u64::MAX)?)
+                } else {
+                    parse_duration(key, v)?
+                };
+                if d < Duration::from_millis(1) {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "an interval of at least 1 ms (bare number = ms)".to_string(),
+                    });
+                }
+                self.log_interval = d;
+            }
+            "write_bw_log" | "write_lat_log" | "write_iops_log" | "write_hist_log" => {
+                // Bare (or 1, as fio's examples write it): the job's name,
+                // decided when the job is run.
+                let prefix = match v.trim() {
+                    "" | "1" => String::new(),
+                    p => p.to_string(),
+                };
+                let slot = match key {
+                    "write_bw_log" => &mut self.logs.bw,
+                    "write_lat_log" => &mut self.logs.lat,
+                    "write_hist_log" => &mut self.logs.hist,
+                    _ => &mut self.logs.iops,
+                };
+                *slot = Some(prefix);
+            }
+            "log_avg_msec" => self.logs.avg_msec = parse_declared(key, v)?,
+            "log_offset" => self.logs.offset = parse_flag(key, v)?,
+            "log_hist_msec" => self.logs.hist_msec = parse_declared(key, v)?,
+            "log_hist_coarseness" => self.logs.hist_coarseness = parse_declared(key, v)? as u32,
+            "log_prio" => self.logs.prio = parse_flag(key, v)?,
+            "bwavgtime" => self.logs.bw_avg_msec = parse_declared(key, v)?,
+            "iopsavgtime" => self.logs.iops_avg_msec = parse_declared(key, v)?,
+            "randseed" => self.randseed = parse_declared(key, v)?,
+            "blockalign" | "ba" => {
+                let b = parse_bytes(key, v)?;
+                if b == 0 {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "an alignment above 0, a multiple of the logical block size (leave blockalign out to align to the block size)".to_string(),
+                    });
+                }
+                self.blockalign = Some(b);
+            }
+            other => {
+                // Every declared option must be handled above.
+                return Err(SpecError::Invalid(format!(
+                    "option '{other}' is declared but not handled; please report this"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The access lines this job issues: a preset's lines, or the lines
+    /// implied by `rw`, `bs`/`bssplit`, `rwmixread` and `percentage_random`.
+    pub fn access_lines(&self) -> Vec<AccessLine> {
+        if let Some(a) = &self.access {
+            return a.clone();
+        }
+        let read_pct = self.rw.read_pct(self.rwmixread);
+        let random_pct = if self.rw.is_random() {
+            self.percentage_random
+        } else {
+            0
+        };
+        let reads: Vec<(u64, u32)> = if self.bssplit.is_empty() {
+            vec![(self.bs, 100)]
+        } else {
+            self.bssplit.clone()
+        };
+        // The non-read direction: trims take the third value, writes the second.
+        let k = usize::from(self.rw.write_kind() == WriteKind::Trim);
+        let others: Vec<(u64, u32)> = match (&self.bssplit_dir[k], self.bs_dir[k]) {
+            (Some(split), _) => split.clone(),
+            (None, Some(b)) => vec![(b, 100)],
+            (None, None) => reads.clone(),
+        };
+        let line = |(size, weight): (u64, u32), read_pct| AccessLine {
+            size,
+            weight,
+            read_pct,
+            random_pct,
+        };
+        if others == reads || read_pct == 100 || read_pct == 0 {
+            let sizes = if read_pct == 0 { others } else { reads };
+            return sizes.into_iter().map(|s| line(s, read_pct)).collect();
+        }
+        // Different sizes per direction: each direction's lines carry its
+        // share of the mix, and the shares within a direction its split.
+        let rsum: u32 = reads.iter().map(|s| s.1).sum::<u32>().max(1);
+        let osum: u32 = others.iter().map(|s| s.1).sum::<u32>().max(1);
+        let scale = |w: u32, sum: u32, pct: u8| {
+            (u64::from(w) * u64::from(pct) * 100 / u64::from(sum)) as u32
+        };
+        let mut out: Vec<AccessLine> = reads
+            .into_iter()
+            .map(|(s, w)| line((s, scale(w, rsum, read_pct)), 100))
+            .collect();
+        out.extend(
+            others
+                .into_iter()
+                .map(|(s, w)| line((s, scale(w, osum, 100 - read_pct)), 0)),
+        );
+        out.retain(|l| l.weight > 0);
+        out
+    }
+
+    /// Checks that need no target: the job can be planned.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if self.filenames.is_empty() && self.filename_format.is_none() {
+            return Err(SpecError::Invalid(format!(
+                "job '{}' has no target: give --filename=PATH (a file or block device)",
+                self.name
+            )));
+        }
+        self.prio.validate()?;
+        crate::engines::engine_opts::validate(self)?;
+        if self.prio.has_cmdprio() && self.ioengine != EngineKind::IoUring {
+            return Err(SpecError::Invalid(format!(
+                "cmdprio options set a priority per I/O in io_uring submissions: give ioengine=io_uring or libaio (job '{}' has {})",
+                self.name,
+                self.ioengine.name()
+            )));
+        }
+        let lines = self.access_lines();
+        let total: u32 = lines.iter().map(|l| l.weight).sum();
+        if total == 0 {
+            return Err(SpecError::Invalid(format!(
+                "job '{}' has an access mix whose weights add up to 0",
+                self.name
+            )));
+        }
+        if self.rw.write_kind() == WriteKind::Trim && self.fua {
+            return Err(SpecError::Invalid(
+                "fua applies to writes, not to trim".to_string(),
+            ));
+        }
+        if self.fsync > 0 && self.rw.read_pct(self.rwmixread) == 100 {
+            return Err(SpecError::Invalid(
+                "fsync needs writes: use rw=write, randwrite, rw or randrw".to_string(),
+            ));
+        }
+        if self.thinktime_spin > self.thinktime {
+            return Err(SpecError::Invalid(format!(
+                "thinktime_spin ({:?}) is part of thinktime ({:?}): give thinktime_spin at most thinktime",
+                self.thinktime_spin, self.thinktime
+            )));
+        }
+        self.steady.validate()?;
+        Ok(())
+    }
+
+    /// The largest transfer size the job issues.
+    pub fn max_bs(&self) -> u64 {
+        self.access_lines()
+            .iter()
+            .map(|l| l.size)
+            .max()
+            .unwrap_or(self.bs)
+    }
+
+    /// The smallest transfer size the job issues.
+    pub fn min_bs(&self) -> u64 {
+        self.access_lines()
+            .iter()
+            .map(|l| l.size)
+            .min()
+            .unwrap_or(self.bs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpp_null_runs_on_null_and_says_so() {
+        let mut j = JobSpec::default();
+        j.set("ioengine", Some("cpp_null")).unwrap();
+        assert_eq!(j.ioengine, EngineKind::Null);
+        assert_eq!(j.ioengine_as_written.as_deref(), Some("cpp_null"));
+        assert!(j.set("ioengine", Some("rdma")).is_err());
+    }
+
+    #[test]
+    fn zones_follow_fio() {
+        let mut j = JobSpec::default();
+        assert_eq!(j.strided().unwrap(), None);
+        // zonesize alone turns strided on; zonerange defaults to it.
+        j.set("zonesize", Some("256m")).unwrap();
+        j.set("zoneskip", Some("2g")).unwrap();
+        let z = j.strided().unwrap().unwrap();
+        assert_eq!((z.size, z.range, z.skip), (256 << 20, 256 << 20, 2 << 30));
+        j.set("zonemode", Some("none")).unwrap();
+        assert_eq!(j.strided().unwrap(), None);
+        let mut k = JobSpec::default();
+        k.set("zonemode", Some("strided")).unwrap();
+        assert!(k.strided().is_err(), "strided needs zonesize");
+        k.set("zonemode", Some("zbd")).unwrap();
+        assert!(k.zbd.on && k.strided().unwrap().is_none());
+        let e = k.set("zonemode", Some("zoned")).unwrap_err().to_string();
+        assert!(e.contains("zonemode") && e.contains("zbd"), "{e}");
+    }
+
+    #[test]
+    fn bssplit_parses_fio_syntax() {
+        let v = parse_bssplit("bssplit", "512/10:4k/60:64k/30").unwrap();
+        assert_eq!(v, vec![(512, 10), (4096, 60), (65536, 30)]);
+        // Entries without a share split the rest evenly, as fio does.
+        let v = parse_bssplit("bssplit", "4k/50:8k:16k").unwrap();
+        assert_eq!(v, vec![(4096, 50), (8192, 25), (16384, 25)]);
+        assert!(parse_bssplit("bssplit", "4k/50:8k/60").is_err());
+        assert!(parse_bssplit("bssplit", "4k/50:8k/40").is_err());
+        assert!(parse_bssplit("bssplit", "").is_err());
+    }
+
+    #[test]
+    fn bssplit_shares_that_overflow_are_refused_not_a_panic() {
+        // Found by the fuzz target `jobfile`: the shares were summed in u32,
+        // so 4294967295 + 1 overflowed (a panic in debug builds; in release
+        // the sum wrapped to 0).
+        for v in [
+            "4k/4294967295:8k/1",
+            "4k/101",
+            "4k/4294967296",
+            "4k/100:8k/4294967295",
+        ] {
+            let e = parse_bssplit("bssplit", v).unwrap_err().to_string();
+            assert!(e.contains("bssplit"), "{v}: {e}");
+        }
+        let e = parse_bssplit("bssplit", "4k/4294967295:8k/1").unwrap_err();
+        assert!(e.to_string().contains("above 100"), "{e}");
+        let many = vec!["512/1"; 100].join(":");
+        assert_eq!(parse_bssplit("bssplit", &many).unwrap().len(), 100);
+    }
+
+    #[test]
+    fn set_accepts_fio_names_and_rejects_unknown_ones() {
+        let mut j = JobSpec::default();
+        j.set("rw", Some("randrw")).unwrap();
+        j.set("rwmixread", Some("70")).unwrap();
+        j.set("bs", Some("8k")).unwrap();
+        j.set("iodepth", Some("32")).unwrap();
+        j.set("time_based", None).unwrap();
+        j.set("filename", Some("/dev/a:/dev/b")).unwrap();
+        assert_eq!(j.filename_splits, vec!["/dev/a:/dev/b"]);
+        assert_eq!(j.rw, RwMode::RandRw);
+        assert_eq!(j.rwmixread, 70);
+        assert_eq!(j.bs, 8192);
+        assert_eq!(j.iodepth, 32);
+        assert!(j.time_based);
+        assert_eq!(j.filenames, vec!["/dev/a", "/dev/b"]);
+        let e = j.set("blocksz", Some("4k")).unwrap_err();
+        assert!(matches!(e, SpecError::UnknownOption { .. }), "{e:?}");
+        assert!(e.to_string().contains("blocksz"));
+        assert!(j.set("iodepth", Some("0")).is_err());
+        assert!(j.set("rw", Some("randomread")).is_err());
+        assert!(j.set("bs", None).is_err());
+    }
+
+    #[test]
+    fn access_lines_follow_rw_and_bssplit() {
+        let mut j = JobSpec::default();
+        j.set("rw", Some("randrw")).unwrap();
+        j.set("rwmixread", Some("80")).unwrap();
+        j.set("bssplit", Some("4k/60:64k/40")).unwrap();
+        let l = j.access_lines();
+        assert_eq!(l.len(), 2);
+        assert!(l.iter().all(|l| l.read_pct == 80 && l.random_pct == 100));
+        assert_eq!(j.max_bs(), 65536);
+        assert_eq!(j.min_bs(), 4096);
+        j.set("rw", Some("write")).unwrap();
+        assert!(j
+            .access_lines()
+            .iter()
+            .all(|l| l.read_pct == 0 && l.random_pct == 0));
+    }
+
+    #[test]
+    fn distributions_parse() {
+        let mut j = JobSpec::default();
+        j.set("random_distribution", Some("zipf:1.2")).unwrap();
+        assert_eq!(j.random_distribution, Distribution::Zipf(1.2));
+        j.set("random_distribution", Some("pareto:0.9")).unwrap();
+        assert_eq!(j.random_distribution, Distribution::Pareto(0.9));
+        j.set("random_distribution", Some("normal")).unwrap();
+        assert_eq!(j.random_distribution, Distribution::Normal(10.0));
+        assert!(j.set("random_distribution", Some("zipf")).is_err());
+        assert!(j.set("random_distribution", Some("pareto:2")).is_err());
+    }
+
+    #[test]
+    fn numjobs_in_three_sections_over_the_total_is_an_error() {
+        let mut jobs = Vec::new();
+        for name in ["a", "b", "c"] {
+            let mut j = JobSpec {
+                name: name.to_string(),
+                ..JobSpec::default()
+            };
+            j.set("numjobs", Some("4096")).unwrap();
+            jobs.push(j);
+        }
+        let e = check_total_jobs(&jobs).unwrap_err().to_string();
+        assert!(e.contains("12288 job threads"), "{e}");
+        assert!(e.contains("at most 4096"), "{e}");
+        assert!(check_total_jobs(&jobs[..1]).is_ok());
+        jobs[1].set("numjobs", Some("4095")).unwrap();
+        jobs[2].set("numjobs", Some("1")).unwrap();
+        assert!(check_total_jobs(&jobs[1..]).is_ok());
+        assert!(check_total_jobs(&jobs).is_err());
+        assert!(JobSpec::default().set("numjobs", Some("4097")).is_err());
+    }
+
+    #[test]
+    fn validate_requires_a_target() {
+        let j = JobSpec::default();
+        assert!(j.validate().unwrap_err().to_string().contains("--filename"));
+    }
+
+    #[test]
+    fn per_direction_sizes_split_the_mix_by_direction() {
+        let mut j = JobSpec::default();
+        j.set("rw", Some("randrw")).unwrap();
+        j.set("rwmixread", Some("70")).unwrap();
+        j.set("bs", Some("4k,64k")).unwrap();
+        let l = j.access_lines();
+        assert_eq!(l.len(), 2);
+        assert_eq!((l[0].size, l[0].read_pct), (4096, 100));
+        assert_eq!((l[1].size, l[1].read_pct), (65536, 0));
+        assert_eq!(l[0].weight * 30, l[1].weight * 70);
+        // bssplit per direction; writes only: the write split alone.
+        j.set("bssplit", Some("64k/40:1m/60,1m/100")).unwrap();
+        assert_eq!(j.bssplit, vec![(65536, 40), (1 << 20, 60)]);
+        j.set("rw", Some("write")).unwrap();
+        assert_eq!(
+            j.access_lines().iter().map(|l| l.size).collect::<Vec<_>>(),
+            vec![1 << 20]
+        );
+        // One value: every direction.
+        j.set("bs", Some("8k")).unwrap();
+        assert_eq!(j.access_lines().len(), 1);
+        assert_eq!(j.max_bs(), 8192);
+        // ",16k": reads keep theirs.
+        j.set("bs", Some(",16k")).unwrap();
+        assert_eq!((j.bs, j.bs_dir[0]), (8192, Some(16384)));
+    }
+
+    #[test]
+    fn rw_modifiers_rates_and_ranges_parse() {
+        let mut j = JobSpec::default();
+        j.set("rw", Some("read:-8k")).unwrap();
+        assert_eq!((j.rw, j.rw_delta), (RwMode::Read, -8192));
+        j.set("rw", Some("randread:8")).unwrap();
+        assert_eq!((j.rw_seq_run, j.rw_delta), (8, 0));
+        assert!(j.set("rw", Some("randread:x")).is_err());
+        j.set("rate", Some("500k,1m")).unwrap();
+        assert_eq!(j.rate, [500 << 10, 1 << 20]);
+        j.set("rate", Some(",1m")).unwrap();
+        assert_eq!(j.rate, [0, 1 << 20]);
+        j.set("rate_iops", Some("300,300")).unwrap();
+        assert_eq!((j.rate_iops, j.rate_iops_dir), (None, Some([300, 300])));
+        assert!(j.set("rate_process", Some("bursty")).is_err());
+        j.set("bsrange", Some("4k-16k")).unwrap();
+        assert_eq!(
+            j.bssplit,
+            vec![(4096, 1), (8192, 1), (12288, 1), (16384, 1)]
+        );
+        assert!(j.set("bsrange", Some("16k-4k")).is_err());
+        j.set("timeout", Some("60")).unwrap();
+        assert_eq!(j.runtime, Some(Duration::from_secs(60)));
+        j.set("ioengine", Some("libaio")).unwrap();
+        assert_eq!(
+            (j.ioengine, j.ioengine_as_written.as_deref()),
+            (EngineKind::IoUring, Some("libaio"))
+        );
+        j.set("ioengine", Some("pvsync2")).unwrap();
+        assert_eq!(j.ioengine, EngineKind::Psync);
+        j.set("ioengine", Some("psync")).unwrap();
+        assert_eq!(j.ioengine_as_written, None);
+        let e = j
+            .set("ioengine", Some("windowsaio"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ioengine") && e.contains("libaio"), "{e}");
+    }
+
+    #[test]
+    fn zoned_distributions_parse_and_must_add_up() {
+        let mut j = JobSpec::default();
+        j.set("random_distribution", Some("zoned:50/5:30/15:20/"))
+            .unwrap();
+        let Distribution::Zoned(z) = &j.random_distribution else {
+            panic!("{:?}", j.random_distribution)
+        };
+        assert_eq!(z.len(), 3);
+        assert_eq!(z[2].len, SizeSpec::Percent(80.0));
+        j.set("random_distribution", Some("zoned_abs:60/1m:40/3m"))
+            .unwrap();
+        assert!(j
+            .set("random_distribution", Some("zoned:50/5:30/15"))
+            .is_err());
+        assert!(j
+            .set("random_distribution", Some("zoned:50/5:40/95"))
+            .is_err());
+    }
+
+    #[test]
+    fn verify_pattern_alone_means_verify_pattern() {
+        let mut j = JobSpec::default();
+        j.set("verify_pattern", Some("0xaa555aa5")).unwrap();
+        assert_eq!(j.verify_pattern, Some(vec![0xaa, 0x55, 0x5a, 0xa5]));
+        assert_eq!(j.verify, Some(crate::job::verify::VerifyKind::Pattern));
+        j.set("verify_pattern", Some("\"ab\"")).unwrap();
+        assert_eq!(j.verify_pattern, Some(b"ab".to_vec()));
+        assert!(j.set("verify_interval", Some("100")).is_err());
+    }
+}

@@ -1,0 +1,12 @@
+//! Specification: what the user asked for, before any target is looked
+//! at. A [`JobSpec`](jobspec::JobSpec) is built the same way from
+//! command-line flags, fio job-file keys and Iometer presets; every option
+//! is declared once in [`options::OPTIONS`] and set through
+//! [`JobSpec::set`](jobspec::JobSpec::set).
+
+pub mod fio_pattern;
+pub mod jobfile;
+pub mod jobspec;
+pub mod options;
+pub mod presets;
+pub mod size;
