@@ -46,7 +46,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::clock::{now_ns, sleep_until};
-use crate::engine::{Completion, Engine};
+use crate::engine::interface::{Completion, Engine};
 use crate::io::IoDesc;
 
 /// What the driver wants next.
@@ -684,7 +684,7 @@ fn spin_until(w: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Caps;
+    use crate::engine::interface::Caps;
     use crate::io::Op;
     use std::collections::VecDeque;
 
