@@ -233,7 +233,7 @@ pub enum ProbeError {
     },
     /// Passthrough was refused: it needs root, or (for root) the kernel or a
     /// security policy refuses it on this node.
-    #[error("permission denied probing {path}{}", if crate::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root" })]
+    #[error("permission denied probing {path}{}", if crate::block::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root" })]
     Permission {
         /// The path.
         path: PathBuf,

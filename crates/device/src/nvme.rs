@@ -536,7 +536,7 @@ pub enum NvmeError {
     },
     /// Passthrough was refused: privileges the process lacks, or (for root)
     /// the kernel or a security policy refuses it on this node.
-    #[error("permission denied for NVMe passthrough on {path}{}", if crate::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root (CAP_SYS_ADMIN)" })]
+    #[error("permission denied for NVMe passthrough on {path}{}", if crate::block::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root (CAP_SYS_ADMIN)" })]
     Permission {
         /// The path.
         path: PathBuf,

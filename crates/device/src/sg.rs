@@ -355,7 +355,7 @@ pub enum SgError {
     },
     /// Passthrough was refused: privileges the process lacks, or (for root)
     /// the kernel or a security policy refuses it on this node.
-    #[error("permission denied for SCSI passthrough on {path}{}", if crate::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root (CAP_SYS_RAWIO)" })]
+    #[error("permission denied for SCSI passthrough on {path}{}", if crate::block::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root (CAP_SYS_RAWIO)" })]
     Permission {
         /// The path.
         path: PathBuf,

@@ -38,7 +38,7 @@ pub use write::{
 };
 
 use crate::ata::AtaError;
-use crate::blockdev::BlockDevError;
+use crate::block::blockdev::BlockDevError;
 use crate::caps;
 use crate::claim::{Claim, ClaimError, ClaimOptions, Consent};
 use crate::nvme::{NvmeDevice, NvmeError};

@@ -164,7 +164,7 @@ fn buffer(range: BlockRange, bl: u32) -> Result<Vec<u8>, OpError> {
 
 fn write_dump(dump: Option<&Path>, data: &[u8]) -> Result<(), OpError> {
     if let Some(p) = dump {
-        crate::output::Output::new(p)
+        crate::claim::output::Output::new(p)
             .option("--dump")
             .write(data)
             .map_err(|e| Failure::line(e.to_string()))?;

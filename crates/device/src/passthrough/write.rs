@@ -110,7 +110,7 @@ pub fn write_same(
     let source = match &req.block {
         PatternBlock::File(p) => Block::File(
             p,
-            crate::input::read(p, crate::input::Kind::DataBlock)
+            crate::claim::input::read(p, crate::claim::input::Kind::DataBlock)
                 .map_err(|e| OpError::Invalid(e.to_string()))?,
         ),
         PatternBlock::Byte(b) => Block::Byte(*b),

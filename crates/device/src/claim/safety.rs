@@ -35,8 +35,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::blockdev::{self, split_dev, BlockDevice, MountEntry};
-use crate::loopdev::{self, range_text, Extent};
+use crate::block::blockdev::{self, split_dev, BlockDevice, MountEntry};
+use crate::claim::loopdev::{self, range_text, Extent};
 
 /// How much of the start and of the end of a device the probe reads.
 const PROBE_SPAN: u64 = 256 * 1024;
