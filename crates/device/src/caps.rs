@@ -20,7 +20,7 @@ use crate::nvme::{self, IdentifyController, IdentifyNamespace, NvmeDevice, NvmeE
 use crate::scsi::{
     self, BlockLimits, Capacity, LogicalBlockProvisioning, OpcodeSupport, StandardInquiry,
 };
-use crate::sg::{SgDevice, SgError};
+use crate::scsi::sg::{SgDevice, SgError};
 
 /// How commands reach the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

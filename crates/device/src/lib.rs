@@ -10,10 +10,11 @@
 //!   checks, the alias watch, loop devices, and the only ways a file of
 //!   drivelab's own is written ([`output`]) and a user's file is read
 //!   ([`input`]).
-//! - [`sg`], [`scsi`], [`ata`], [`nvme`]: command passthrough (SG_IO, SAT ATA
-//!   PASS-THROUGH, NVMe admin and I/O ioctls), command builders and status
-//!   decoders; [`ata_security`]: ATA SECURITY ERASE UNIT with its temporary
-//!   password, never left set.
+//! - [`scsi`] (with [`scsi::sg`], the CDB table and sense), [`ata`] (with
+//!   [`ata::security`]: ATA SECURITY ERASE UNIT with its temporary
+//!   password, never left set), [`nvme`]: command passthrough (SG_IO, SAT
+//!   ATA PASS-THROUGH, NVMe admin and I/O ioctls), command builders and
+//!   status decoders.
 //! - [`health`]: SMART, SCSI log pages, NVMe health and error logs, and
 //!   capacity hidden from the host (HPA, AMA, DCO, NVMe namespaces); reads only.
 //! - [`caps`]: which commands a device supports, discovered by asking it.
@@ -22,16 +23,16 @@
 
 pub mod ata;
 pub mod block;
-pub mod ata_security;
 pub mod caps;
 pub mod claim;
 pub mod health;
 pub mod nvme;
 pub mod passthrough;
 pub mod scsi;
-pub mod sg;
 pub mod units;
 
 // The modules under the paths other crates name them by.
 pub use block::{blockdev, diskstats, nbd, zero, zoned};
 pub use claim::{input, loopdev, output, safety, watch};
+pub use scsi::sg;
+pub use ata::security as ata_security;

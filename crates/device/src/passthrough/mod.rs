@@ -42,7 +42,7 @@ use crate::block::blockdev::BlockDevError;
 use crate::caps;
 use crate::claim::{Claim, ClaimError, ClaimOptions, Consent};
 use crate::nvme::{NvmeDevice, NvmeError};
-use crate::sg::{SgDevice, SgError};
+use crate::scsi::sg::{SgDevice, SgError};
 use crate::units::{BlockCount, Lba};
 
 /// Default command timeout, ms: one minute.

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::nvme::{self, NvmeDevice};
 use crate::scsi;
-use crate::sg::SgDevice;
+use crate::scsi::sg::SgDevice;
 use crate::units::{BlockCount, Lba};
 
 /// Most bytes one `read` buffers: 256 MiB.

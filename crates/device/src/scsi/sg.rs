@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::scsi::{command_name, command_with_opcode, modifies_medium, Sense};
+use crate::scsi::cdb::{command_name, command_with_opcode, modifies_medium};
+use crate::scsi::sense::Sense;
 
 /// The SG_IO ioctl request number (`include/scsi/sg.h`).
 pub const SG_IO: libc::c_ulong = 0x2285;
