@@ -17,10 +17,10 @@ use serde::Serialize;
 
 use crate::ata::{self, IdentifyDevice};
 use crate::nvme::{self, IdentifyController, IdentifyNamespace, NvmeDevice, NvmeError};
+use crate::scsi::sg::{SgDevice, SgError};
 use crate::scsi::{
     self, BlockLimits, Capacity, LogicalBlockProvisioning, OpcodeSupport, StandardInquiry,
 };
-use crate::scsi::sg::{SgDevice, SgError};
 
 /// How commands reach the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -32,7 +32,7 @@ pub mod scsi;
 pub mod units;
 
 // The modules under the paths other crates name them by.
+pub use ata::security as ata_security;
 pub use block::{blockdev, diskstats, nbd, zero, zoned};
 pub use claim::{input, loopdev, output, safety, watch};
 pub use scsi::sg;
-pub use ata::security as ata_security;

@@ -19,10 +19,9 @@ pub use commands::{command, modifies_medium};
 
 use serde::Serialize;
 
-use crate::scsi::{sense_key, AtaStatusReturn, Sense};
 use crate::scsi::sg::{ScsiCommand, SgDevice, SgError};
+use crate::scsi::{sense_key, AtaStatusReturn, Sense};
 use crate::units::{BlockCount, Lba};
-
 
 /// SAT PROTOCOL field values (SAT-5 table "PROTOCOL field").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -642,7 +641,9 @@ impl IdentifyDevice {
             security_enhanced_erase: w[128] & (1 << 5) != 0,
             security_erase_minutes: erase_minutes(w[89]),
             enhanced_erase_minutes: erase_minutes(w[90]),
-            security: crate::ata::security_state::SecurityState::from_words(w[82], w[89], w[90], w[128]),
+            security: crate::ata::security_state::SecurityState::from_words(
+                w[82], w[89], w[90], w[128],
+            ),
             trim: w[169] & 1 != 0,
             trim_deterministic: w[69] & (1 << 14) != 0,
             trim_reads_zero: w[69] & (1 << 5) != 0,
@@ -1591,4 +1592,3 @@ mod tests {
         assert_eq!(interpret(&[], 0, "X", ok).unwrap(), None);
     }
 }
-

@@ -45,7 +45,6 @@ pub const TEMP_PASSWORD: &str = "drivelab";
 /// unlock), ms.
 pub const SHORT_TIMEOUT_MS: u32 = 30_000;
 
-
 /// Which password a security data block names (word 0 bit 0, IDENTIFIER).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -692,7 +691,10 @@ mod tests {
         ] {
             let e = send(&sg, c, &block, 1000).unwrap_err();
             assert!(
-                matches!(e, AtaError::Scsi(crate::scsi::sg::SgError::Unclaimed { .. })),
+                matches!(
+                    e,
+                    AtaError::Scsi(crate::scsi::sg::SgError::Unclaimed { .. })
+                ),
                 "{}: {e:?}",
                 c.name()
             );
@@ -877,4 +879,3 @@ mod tests {
         assert_eq!(f.codes(), vec![0xF1]);
     }
 }
-

@@ -765,9 +765,13 @@ fn generic_block_of(generic: &Path) -> Result<(PathBuf, u64), ClaimError> {
     // nvme-generic lists it.
     let (md, sys) = char_node_in_class(generic, "nvme-generic", || not(WHAT))?;
     let ctrl = fs::canonicalize(sys.join("device")).map_err(|_| not(WHAT))?;
-    let nsid = crate::nvme::NvmeDevice::open(generic)
+    // Opened as an NVMe handle opens a node: read-only, for the ioctl.
+    let nsid = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(generic)
         .ok()
-        .and_then(|d| d.nsid())
+        .and_then(|f| crate::nvme::id::namespace_id(&f).ok().flatten())
         .ok_or_else(|| not("answers no NVMe namespace ID (NVME_IOCTL_ID); run as root, or give /dev/ngXnY of a namespace"))?;
     let ng = sys
         .file_name()

@@ -41,4 +41,3 @@ pub(crate) fn ascii_field(b: &[u8]) -> String {
         .collect();
     s.trim().to_string()
 }
-

@@ -2,7 +2,6 @@
 //! an ATA PASS-THROUGH CDB carries, and which CDBs change the medium (what
 //! [`crate::scsi::sg::SgDevice`] refuses on a handle not claimed for writing).
 
-
 /// Operation codes used by drivelab (SPC-5 / SBC-4).
 pub mod opcode {
     /// TEST UNIT READY.
@@ -165,4 +164,3 @@ pub fn command_with_opcode(cdb: &[u8]) -> String {
     }
     s
 }
-

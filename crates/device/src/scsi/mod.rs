@@ -1858,4 +1858,3 @@ mod tests {
         assert_eq!(command_name(&[0xC0]), "SCSI opcode 0xC0");
     }
 }
-

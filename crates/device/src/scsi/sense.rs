@@ -369,4 +369,3 @@ impl std::fmt::Display for Sense {
         f.write_str(&self.describe())
     }
 }
-
