@@ -7,10 +7,10 @@ use std::path::Path;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::{
-    elapsed_ms, nvme_namespace, open_sg, transfer_limit, BlockRange, Failure, OpError,
-    SHORT_TIMEOUT_MS,
+use super::common::{
+    elapsed_ms, nvme_namespace, open_sg, transfer_limit, BlockRange, OpError, SHORT_TIMEOUT_MS,
 };
+use super::failure::Failure;
 use crate::nvme::{self, NvmeDevice};
 use crate::scsi;
 use crate::scsi::sg::SgDevice;
