@@ -435,38 +435,7 @@ pub fn render_step(s: &StepResult) -> String {
         }
     }
     if s.io_errors + s.miscompares > 0 {
-        let _ = writeln!(o);
-        let _ = writeln!(
-            o,
-            " Errors: {} failed command(s), {} miscompared block(s), {} bad block(s)",
-            s.io_errors, s.miscompares, s.bad_blocks
-        );
-        for f in &s.failures {
-            let _ = writeln!(o, " ERROR: {}", f.line());
-            if let Failure::Io { bad_ranges, .. } = f {
-                for b in bad_ranges {
-                    let _ = writeln!(o, "   Bad: {}: {}", b.span(), b.message);
-                    if let Some(sense) = &b.sense {
-                        let _ = writeln!(o, "        sense: {sense}");
-                    }
-                }
-            }
-            if let Failure::Miscompare {
-                expected, found, ..
-            } = f
-            {
-                let _ = writeln!(o, "   Expected: {expected}");
-                let _ = writeln!(o, "   Found:    {found}");
-            }
-        }
-        let shown = s.failures.len() as u64;
-        if s.io_errors + s.miscompares > shown {
-            let _ = writeln!(
-                o,
-                " … and {} more (the first {shown} are listed)",
-                s.io_errors + s.miscompares - shown
-            );
-        }
+        render_errors(&mut o, s);
     }
     if let Some(n) = &s.note {
         let _ = writeln!(o, " Note: {n}");
@@ -484,6 +453,43 @@ pub fn render_step(s: &StepResult) -> String {
     let _ = writeln!(o, "\n{}  {verdict:>55}", s.finished);
     let _ = writeln!(o, "{RULE}");
     o
+}
+
+/// The errors of a step that had any: the counts, then each failure listed
+/// (bad ranges with their sense, expected and found data).
+fn render_errors(o: &mut String, s: &StepResult) {
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        " Errors: {} failed command(s), {} miscompared block(s), {} bad block(s)",
+        s.io_errors, s.miscompares, s.bad_blocks
+    );
+    for f in &s.failures {
+        let _ = writeln!(o, " ERROR: {}", f.line());
+        if let Failure::Io { bad_ranges, .. } = f {
+            for b in bad_ranges {
+                let _ = writeln!(o, "   Bad: {}: {}", b.span(), b.message);
+                if let Some(sense) = &b.sense {
+                    let _ = writeln!(o, "        sense: {sense}");
+                }
+            }
+        }
+        if let Failure::Miscompare {
+            expected, found, ..
+        } = f
+        {
+            let _ = writeln!(o, "   Expected: {expected}");
+            let _ = writeln!(o, "   Found:    {found}");
+        }
+    }
+    let shown = s.failures.len() as u64;
+    if s.io_errors + s.miscompares > shown {
+        let _ = writeln!(
+            o,
+            " … and {} more (the first {shown} are listed)",
+            s.io_errors + s.miscompares - shown
+        );
+    }
 }
 
 /// The log header: what is tested.
