@@ -17,10 +17,10 @@ use serde::Serialize;
 
 use crate::ata::{self, IdentifyDevice};
 use crate::nvme::{self, IdentifyController, IdentifyNamespace, NvmeDevice, NvmeError};
+use crate::scsi::sg::{SgDevice, SgError};
 use crate::scsi::{
     self, BlockLimits, Capacity, LogicalBlockProvisioning, OpcodeSupport, StandardInquiry,
 };
-use crate::sg::{SgDevice, SgError};
 
 /// How commands reach the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -233,7 +233,7 @@ pub enum ProbeError {
     },
     /// Passthrough was refused: it needs root, or (for root) the kernel or a
     /// security policy refuses it on this node.
-    #[error("permission denied probing {path}{}", if crate::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root" })]
+    #[error("permission denied probing {path}{}", if crate::block::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root" })]
     Permission {
         /// The path.
         path: PathBuf,

@@ -46,7 +46,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::clock::{now_ns, sleep_until};
-use crate::engine::{Completion, Engine};
+use crate::engine::interface::{Completion, Engine};
 use crate::io::IoDesc;
 
 /// What the driver wants next.
@@ -302,39 +302,7 @@ pub fn run<E: Engine, D: Driver>(
     loop {
         // 1. Reap. Completions whose buffers the driver inspects wait in
         // `inspect` until the turn's new I/O is submitted.
-        if !D::BUFFERS {
-            // No buffers to look at: hand each completion over as it is
-            // reaped.
-            let tt = &mut t;
-            let sst = &mut st;
-            engine.reap_max(reap_limit, |c| {
-                tt.inflight -= 1;
-                hand_over(driver, tt, sst, c.slot, c.result, now, draining, &[]);
-            });
-        }
-        t.reaped.clear();
-        if D::BUFFERS {
-            engine.reap_max(reap_limit, |c| t.reaped.push(c));
-        }
-        for i in 0..t.reaped.len() {
-            let c = t.reaped[i];
-            t.inflight -= 1;
-            let s = t.slots[c.slot as usize];
-            if !draining && driver.inspects(&s.io, s.tag) {
-                t.inspect.push((c.slot, c.result));
-            } else {
-                hand_over(
-                    driver,
-                    &mut t,
-                    &mut st,
-                    c.slot,
-                    c.result,
-                    now,
-                    draining,
-                    engine.buffer(c.slot),
-                );
-            }
-        }
+        reap(engine, driver, &mut t, &mut st, reap_limit, now, draining);
         if !draining {
             let stop_flag = cfg.stop.is_some_and(|s| s.load(Ordering::Relaxed));
             if stop_flag {
@@ -386,23 +354,7 @@ pub fn run<E: Engine, D: Driver>(
         if queued > 0 && (!t.inspect.is_empty() || ahead) {
             engine.commit(0, None)?;
         }
-        if !t.inspect.is_empty() {
-            let mut list = std::mem::take(&mut t.inspect);
-            for &(slot, result) in list.iter() {
-                hand_over(
-                    driver,
-                    &mut t,
-                    &mut st,
-                    slot,
-                    result,
-                    now,
-                    draining,
-                    engine.buffer(slot),
-                );
-            }
-            list.clear();
-            t.inspect = list;
-        }
+        hand_over_inspected(engine, driver, &mut t, &mut st, now, draining);
         if ahead && wake.is_none() {
             prepare(engine, driver, &mut t, now, &mut exhausted, &mut wake);
         }
@@ -453,6 +405,84 @@ pub fn run<E: Engine, D: Driver>(
     }
     st.ended = now_ns();
     Ok(st)
+}
+
+/// Step 1 of a turn: reap what completed. Completions whose buffers the
+/// driver inspects wait in `t.inspect` until the turn's new I/O is
+/// submitted; the others are handed over at once.
+#[inline(always)]
+fn reap<E: Engine, D: Driver>(
+    engine: &mut E,
+    driver: &mut D,
+    t: &mut Table,
+    st: &mut LoopStats,
+    reap_limit: usize,
+    now: u64,
+    draining: bool,
+) {
+    if !D::BUFFERS {
+        // No buffers to look at: hand each completion over as it is
+        // reaped.
+        let tt = &mut *t;
+        let sst = &mut *st;
+        engine.reap_max(reap_limit, |c| {
+            tt.inflight -= 1;
+            hand_over(driver, tt, sst, c.slot, c.result, now, draining, &[]);
+        });
+    }
+    t.reaped.clear();
+    if D::BUFFERS {
+        engine.reap_max(reap_limit, |c| t.reaped.push(c));
+    }
+    for i in 0..t.reaped.len() {
+        let c = t.reaped[i];
+        t.inflight -= 1;
+        let s = t.slots[c.slot as usize];
+        if !draining && driver.inspects(&s.io, s.tag) {
+            t.inspect.push((c.slot, c.result));
+        } else {
+            hand_over(
+                driver,
+                t,
+                st,
+                c.slot,
+                c.result,
+                now,
+                draining,
+                engine.buffer(c.slot),
+            );
+        }
+    }
+}
+
+/// Step 3 of a turn, once the new I/O is submitted: hand over the
+/// completions whose buffers the driver inspects.
+#[inline(always)]
+fn hand_over_inspected<E: Engine, D: Driver>(
+    engine: &mut E,
+    driver: &mut D,
+    t: &mut Table,
+    st: &mut LoopStats,
+    now: u64,
+    draining: bool,
+) {
+    if !t.inspect.is_empty() {
+        let mut list = std::mem::take(&mut t.inspect);
+        for &(slot, result) in list.iter() {
+            hand_over(
+                driver,
+                t,
+                st,
+                slot,
+                result,
+                now,
+                draining,
+                engine.buffer(slot),
+            );
+        }
+        list.clear();
+        t.inspect = list;
+    }
 }
 
 struct Filled {
@@ -684,7 +714,7 @@ fn spin_until(w: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Caps;
+    use crate::engine::interface::Caps;
     use crate::io::Op;
     use std::collections::VecDeque;
 

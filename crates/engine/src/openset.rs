@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use drivelab_device::claim::FileSet;
 
-use crate::engine::Target;
+use crate::target::Target;
 
 /// Opens the files of a job, each through its claimed set.
 #[derive(Debug, Clone)]

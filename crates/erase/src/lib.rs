@@ -30,6 +30,7 @@
 
 pub mod cert;
 pub mod clock;
+mod drive_run;
 pub mod issue;
 pub mod journal;
 pub mod outcome;

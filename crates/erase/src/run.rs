@@ -14,10 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ed25519_dalek::SigningKey;
-
 use crate::cert::{self, build::Evidence};
 use crate::clock;
+use crate::drive_run::DriveRun;
 use crate::issue::{self, Flow};
 use crate::journal::{DriveJournal, JournalHeader};
 use crate::outcome::{EraseResult, Outcome, Report, Summary};
@@ -159,24 +158,6 @@ fn panicked(d: &Drive) -> Outcome {
         error: Some("internal error: the drive's worker panicked".into()),
         ..Outcome::new(d)
     }
-}
-
-/// One drive's erase, with what it shares with the others.
-pub(crate) struct DriveRun<'a> {
-    /// The drive's place in the plan (its round-robin turn).
-    pub index: usize,
-    /// The drive.
-    pub drive: &'a Drive,
-    /// Its claim (the exclusive hold every write goes through).
-    pub claim: &'a Claim,
-    /// What was asked.
-    pub opts: &'a Options,
-    /// What the drives share.
-    pub shared: &'a Shared<'a>,
-    /// The signing key.
-    pub key: &'a SigningKey,
-    /// Its live counters.
-    pub progress: &'a Progress,
 }
 
 /// Erase one drive: journal, issue, verify, certify. An error is the

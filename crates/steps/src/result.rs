@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use drivelab_patterns::{Miscompare, MiscompareKind};
 use drivelab_stats::Summary;
 
 /// How a step ended.
@@ -434,38 +435,7 @@ pub fn render_step(s: &StepResult) -> String {
         }
     }
     if s.io_errors + s.miscompares > 0 {
-        let _ = writeln!(o);
-        let _ = writeln!(
-            o,
-            " Errors: {} failed command(s), {} miscompared block(s), {} bad block(s)",
-            s.io_errors, s.miscompares, s.bad_blocks
-        );
-        for f in &s.failures {
-            let _ = writeln!(o, " ERROR: {}", f.line());
-            if let Failure::Io { bad_ranges, .. } = f {
-                for b in bad_ranges {
-                    let _ = writeln!(o, "   Bad: {}: {}", b.span(), b.message);
-                    if let Some(sense) = &b.sense {
-                        let _ = writeln!(o, "        sense: {sense}");
-                    }
-                }
-            }
-            if let Failure::Miscompare {
-                expected, found, ..
-            } = f
-            {
-                let _ = writeln!(o, "   Expected: {expected}");
-                let _ = writeln!(o, "   Found:    {found}");
-            }
-        }
-        let shown = s.failures.len() as u64;
-        if s.io_errors + s.miscompares > shown {
-            let _ = writeln!(
-                o,
-                " … and {} more (the first {shown} are listed)",
-                s.io_errors + s.miscompares - shown
-            );
-        }
+        render_errors(&mut o, s);
     }
     if let Some(n) = &s.note {
         let _ = writeln!(o, " Note: {n}");
@@ -483,6 +453,43 @@ pub fn render_step(s: &StepResult) -> String {
     let _ = writeln!(o, "\n{}  {verdict:>55}", s.finished);
     let _ = writeln!(o, "{RULE}");
     o
+}
+
+/// The errors of a step that had any: the counts, then each failure listed
+/// (bad ranges with their sense, expected and found data).
+fn render_errors(o: &mut String, s: &StepResult) {
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        " Errors: {} failed command(s), {} miscompared block(s), {} bad block(s)",
+        s.io_errors, s.miscompares, s.bad_blocks
+    );
+    for f in &s.failures {
+        let _ = writeln!(o, " ERROR: {}", f.line());
+        if let Failure::Io { bad_ranges, .. } = f {
+            for b in bad_ranges {
+                let _ = writeln!(o, "   Bad: {}: {}", b.span(), b.message);
+                if let Some(sense) = &b.sense {
+                    let _ = writeln!(o, "        sense: {sense}");
+                }
+            }
+        }
+        if let Failure::Miscompare {
+            expected, found, ..
+        } = f
+        {
+            let _ = writeln!(o, "   Expected: {expected}");
+            let _ = writeln!(o, "   Found:    {found}");
+        }
+    }
+    let shown = s.failures.len() as u64;
+    if s.io_errors + s.miscompares > shown {
+        let _ = writeln!(
+            o,
+            " … and {} more (the first {shown} are listed)",
+            s.io_errors + s.miscompares - shown
+        );
+    }
 }
 
 /// The log header: what is tested.
@@ -575,6 +582,67 @@ pub fn render_footer(r: &TestReport) -> String {
                 .count()
         )
     }
+}
+
+/// Errors found so far in a step: the first few in detail, all counted.
+#[derive(Debug, Default)]
+pub struct Findings {
+    /// Detailed failures, at most [`FAILURE_LIMIT`].
+    pub failures: Vec<Failure>,
+    /// Failed commands.
+    pub io_errors: u64,
+    /// Miscompared blocks.
+    pub miscompares: u64,
+    /// Blocks narrowing found bad.
+    pub bad_blocks: u64,
+}
+
+impl Findings {
+    pub(crate) fn push(&mut self, f: Failure) {
+        if self.failures.len() < FAILURE_LIMIT {
+            self.failures.push(f);
+        }
+    }
+
+    pub(crate) fn miscompare(&mut self, m: &Miscompare, block_size: u64) {
+        self.miscompares += 1;
+        if self.failures.len() >= FAILURE_LIMIT {
+            return;
+        }
+        let (kind, belongs_to) = match m.kind {
+            MiscompareKind::Data => ("data", None),
+            MiscompareKind::Corrupted => ("corrupted", None),
+            MiscompareKind::Misdirected { belongs_to } => ("misdirected", Some(belongs_to)),
+            MiscompareKind::Stale { .. } => ("stale", None),
+            MiscompareKind::SeedMismatch => ("seed_mismatch", None),
+        };
+        self.push(Failure::Miscompare {
+            lba: m.lba,
+            block_offset: m.block_offset as u64,
+            byte_offset: m.lba * block_size + m.block_offset as u64,
+            kind,
+            belongs_to,
+            description: m.kind.to_string(),
+            expected: hex(m.expected()),
+            found: hex(m.found()),
+        });
+    }
+
+    /// Whether anything failed.
+    pub fn any(&self) -> bool {
+        self.io_errors + self.miscompares > 0
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() * 3);
+    for (i, x) in b.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        s.push_str(&format!("{x:02X}"));
+    }
+    s
 }
 
 #[cfg(test)]

@@ -30,13 +30,14 @@ use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Engine, Uring};
 use drivelab_engine::io::{IoDesc, Op};
 use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
-use drivelab_patterns::{Generator, Miscompare, MiscompareKind, Pattern};
+use drivelab_patterns::{Generator, Pattern};
 use drivelab_stats::{LatencyHistogram, Welford};
 
 use crate::error::StepError;
 use crate::layout::Walker;
 use crate::narrow::{add_read_sense, reissue, Reissue};
-use crate::result::{dmm_time, Failure, PassResult, Status, StepResult, FAILURE_LIMIT};
+pub use crate::result::Findings;
+use crate::result::{dmm_time, Failure, PassResult, Status, StepResult};
 use crate::same::{self, SameMethod, SameRun};
 use crate::spec::{Count, OnError, Order, StepKind, StepSpec};
 use crate::target::TestTarget;
@@ -186,67 +187,6 @@ impl StepPlan {
                 msg: e.to_string(),
             })
     }
-}
-
-/// Errors found so far in a step: the first few in detail, all counted.
-#[derive(Debug, Default)]
-pub struct Findings {
-    /// Detailed failures, at most [`FAILURE_LIMIT`].
-    pub failures: Vec<Failure>,
-    /// Failed commands.
-    pub io_errors: u64,
-    /// Miscompared blocks.
-    pub miscompares: u64,
-    /// Blocks narrowing found bad.
-    pub bad_blocks: u64,
-}
-
-impl Findings {
-    pub(crate) fn push(&mut self, f: Failure) {
-        if self.failures.len() < FAILURE_LIMIT {
-            self.failures.push(f);
-        }
-    }
-
-    fn miscompare(&mut self, m: &Miscompare, block_size: u64) {
-        self.miscompares += 1;
-        if self.failures.len() >= FAILURE_LIMIT {
-            return;
-        }
-        let (kind, belongs_to) = match m.kind {
-            MiscompareKind::Data => ("data", None),
-            MiscompareKind::Corrupted => ("corrupted", None),
-            MiscompareKind::Misdirected { belongs_to } => ("misdirected", Some(belongs_to)),
-            MiscompareKind::Stale { .. } => ("stale", None),
-            MiscompareKind::SeedMismatch => ("seed_mismatch", None),
-        };
-        self.push(Failure::Miscompare {
-            lba: m.lba,
-            block_offset: m.block_offset as u64,
-            byte_offset: m.lba * block_size + m.block_offset as u64,
-            kind,
-            belongs_to,
-            description: m.kind.to_string(),
-            expected: hex(m.expected()),
-            found: hex(m.found()),
-        });
-    }
-
-    /// Whether anything failed.
-    pub fn any(&self) -> bool {
-        self.io_errors + self.miscompares > 0
-    }
-}
-
-fn hex(b: &[u8]) -> String {
-    let mut s = String::with_capacity(b.len() * 3);
-    for (i, x) in b.iter().enumerate() {
-        if i > 0 {
-            s.push(' ');
-        }
-        s.push_str(&format!("{x:02X}"));
-    }
-    s
 }
 
 /// What one pass should do.

@@ -33,8 +33,7 @@ use drivelab_engine::narrow::narrow;
 use drivelab_patterns::Pattern;
 use drivelab_stats::{LatencyHistogram, Welford};
 
-use crate::result::{BadRange, Failure, PassResult};
-use crate::run::Findings;
+use crate::result::{BadRange, Failure, Findings, PassResult};
 use crate::spec::OnError;
 
 /// Most blocks per SCSI WRITE SAME when the device sets no lower limit

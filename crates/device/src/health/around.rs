@@ -21,8 +21,8 @@ use super::delta::HealthDelta;
 use super::hidden::{self, AtaCapacity, NvmeCapacity};
 use super::{health, Health};
 use crate::ata::{self, AtaData, AtaPassThrough, Protocol, Taskfile};
-use crate::blockdev::Kind;
-use crate::sg::SgDevice;
+use crate::block::blockdev::Kind;
+use crate::scsi::sg::SgDevice;
 
 /// Whether a device of `kind` has health of its own to ask (NVMe, ATA and
 /// SCSI disks); loop, zram, RAM, virtio, dm and md devices do not.

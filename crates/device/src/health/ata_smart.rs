@@ -14,7 +14,7 @@
 use serde::Serialize;
 
 use crate::ata::{command, execute, AtaData, AtaError, AtaPassThrough, Protocol, Taskfile};
-use crate::sg::SgDevice;
+use crate::scsi::sg::SgDevice;
 
 /// SMART feature codes (ACS-3 SMART command set).
 pub mod feature {

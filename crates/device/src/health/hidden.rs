@@ -16,7 +16,7 @@ use crate::ata::{
     self, execute, AtaData, AtaError, AtaPassThrough, IdentifyDevice, Protocol, Taskfile,
 };
 use crate::nvme::{self, NvmeCommand, NvmeData, NvmeDevice, NvmeError};
-use crate::sg::SgDevice;
+use crate::scsi::sg::SgDevice;
 
 /// ATA command codes used here (ACS-2 / ACS-3).
 pub mod command {

@@ -38,7 +38,7 @@ use crate::ata::{self, AtaError};
 use crate::nvme::{self, NvmeDevice, NvmeError};
 use crate::passthrough::{Failure, OpError, SHORT_TIMEOUT_MS};
 use crate::scsi;
-use crate::sg::SgDevice;
+use crate::scsi::sg::SgDevice;
 
 use ata_smart::{AtaSummary, OverallStatus, SmartData};
 use hidden::{AtaCapacity, NvmeCapacity};

@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 use crate::scsi::asc_ascq_name;
-use crate::sg::{ScsiCommand, SgDevice, SgError};
+use crate::scsi::sg::{ScsiCommand, SgDevice, SgError};
 
 /// The LOG SENSE opcode.
 pub const LOG_SENSE: u8 = 0x4D;

@@ -24,7 +24,7 @@ use crate::ata::{self, execute, AtaData, AtaPassThrough, Protocol};
 use crate::claim::{Claim, ClaimOptions, Consent};
 use crate::nvme::{NvmeCommand, NvmeData, NvmeDevice, Queue};
 use crate::passthrough::{Failure, OpError, WriteConsent};
-use crate::sg::{ScsiCommand, SgDevice};
+use crate::scsi::sg::{ScsiCommand, SgDevice};
 
 /// Which test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use crate::ata::{self, AtaError, AtaRegisters, SctStatus};
 use crate::nvme::{IdentifyNamespace, NvmeError, NvmeStatus};
+use crate::scsi::sg::SgError;
 use crate::scsi::{Capacity, Sense};
-use crate::sg::SgError;
 
 /// A device command that failed. `Display` is the one line (it usually
 /// names the device); the serialised fields are the decoded answer, each

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{open_sg, Failure, OpError, SHORT_TIMEOUT_MS};
+use super::common::{open_sg, OpError, SHORT_TIMEOUT_MS};
+use super::failure::Failure;
 use crate::ata::{self, IdentifyDevice, SctStatus};
 use crate::caps::{self, Capabilities};
 use crate::nvme::{self, IdentifyController, IdentifyNamespace, NvmeDevice, NvmeError};

@@ -7,13 +7,13 @@ use std::path::Path;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::{
-    elapsed_ms, nvme_namespace, open_sg, transfer_limit, BlockRange, Failure, OpError,
-    SHORT_TIMEOUT_MS,
+use super::common::{
+    elapsed_ms, nvme_namespace, open_sg, transfer_limit, BlockRange, OpError, SHORT_TIMEOUT_MS,
 };
+use super::failure::Failure;
 use crate::nvme::{self, NvmeDevice};
 use crate::scsi;
-use crate::sg::SgDevice;
+use crate::scsi::sg::SgDevice;
 use crate::units::{BlockCount, Lba};
 
 /// Most bytes one `read` buffers: 256 MiB.
@@ -164,7 +164,7 @@ fn buffer(range: BlockRange, bl: u32) -> Result<Vec<u8>, OpError> {
 
 fn write_dump(dump: Option<&Path>, data: &[u8]) -> Result<(), OpError> {
     if let Some(p) = dump {
-        crate::output::Output::new(p)
+        crate::claim::output::Output::new(p)
             .option("--dump")
             .write(data)
             .map_err(|e| Failure::line(e.to_string()))?;

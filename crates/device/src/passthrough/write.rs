@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::readback::{block_length, sha256_hex};
-use super::{
-    elapsed_ms, nvme_for_write, open_sg, sg_for_write, BlockRange, Failure, OpError, WriteConsent,
+use super::common::{
+    elapsed_ms, nvme_for_write, open_sg, sg_for_write, BlockRange, OpError, WriteConsent,
     LONG_TIMEOUT_MS, SHORT_TIMEOUT_MS,
 };
+use super::failure::Failure;
+use super::readback::{block_length, sha256_hex};
 use crate::ata::{
     self, AtaRegisters, AtaSanitize, AtaSanitizeOp, AtaSanitizeStatus, SctStatus,
     SctWriteSameFunction,
@@ -110,7 +111,7 @@ pub fn write_same(
     let source = match &req.block {
         PatternBlock::File(p) => Block::File(
             p,
-            crate::input::read(p, crate::input::Kind::DataBlock)
+            crate::claim::input::read(p, crate::claim::input::Kind::DataBlock)
                 .map_err(|e| OpError::Invalid(e.to_string()))?,
         ),
         PatternBlock::Byte(b) => Block::Byte(*b),

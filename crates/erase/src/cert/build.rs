@@ -9,11 +9,11 @@ use drivelab_device::health::around::AroundWork;
 use drivelab_patterns::Pattern;
 use ed25519_dalek::SigningKey;
 
-use super::sign::{hex, sign};
-use super::{
+use super::model::{
     Certificate, CommandRecord, DriveSection, EraseSection, ExceptionRecord, TimingSection,
     ToolSection, FORMAT,
 };
+use super::sign::{hex, sign};
 use crate::clock;
 use crate::issue::Record;
 use crate::journal::{self, DriveJournal, Skipped};
@@ -261,7 +261,7 @@ pub fn write(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let pk = hex(key.verifying_key().as_bytes());
-    wr(&hfile, &super::html(c, &name, &pk))?;
+    wr(&hfile, &super::html::html(c, &name, &pk))?;
     Ok((jfile, hfile))
 }
 

@@ -1,7 +1,7 @@
 //! The certificate's page for people: one table, every value escaped. The
 //! JSON file is the signed record; the page says how to check it.
 
-use super::Certificate;
+use super::model::Certificate;
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")

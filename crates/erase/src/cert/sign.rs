@@ -18,7 +18,7 @@ use drivelab_device::input::{self, Kind};
 use drivelab_device::output::Output;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 
-use super::{Certificate, FORMAT};
+use super::model::{Certificate, FORMAT};
 use crate::EraseError;
 
 /// Name of the secret key file in the config dir.

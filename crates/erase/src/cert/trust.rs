@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use drivelab_device::input::{self, Kind};
 use ed25519_dalek::VerifyingKey;
 
+use super::model::Certificate;
 use super::sign::{self, check_signature, hex, parse_public_key, Signed};
-use super::Certificate;
 
 /// A key the verifier trusts, with where the trust came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -304,8 +304,9 @@ pub fn verify_file(file: &Path, src: &TrustSources) -> Result<Verified, CertErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cert::sign;
     use crate::cert::tests::sample;
-    use crate::cert::{sign, EraseResult};
+    use crate::outcome::EraseResult;
     use ed25519_dalek::SigningKey;
 
     fn key(b: u8) -> SigningKey {

@@ -24,10 +24,10 @@ use std::time::Instant;
 use drivelab_engine::narrow::narrow;
 use drivelab_patterns::{Generator, PatternError};
 
+use crate::drive_run::DriveRun;
 use crate::journal::{DriveJournal, Journal, JournalState, Skipped};
 use crate::outcome::Tuning;
 use crate::plan::{Drive, Method, Options};
-use crate::run::DriveRun;
 use crate::sched::{Phase, Progress, Shared};
 use crate::EraseError;
 use drivelab_device::claim::Claim;

@@ -17,7 +17,7 @@ use std::time::Instant;
 pub use read::{read_back, ReadPolicy, VerifyResult, READ_LEN};
 pub use sample::{full_plan, sample_plan, Region, SamplePlan, REGION_PERCENT, SUBSECTIONS};
 
-use crate::cert::{ExceptionRecord, VerifySection};
+use crate::cert::model::{ExceptionRecord, VerifySection};
 use crate::issue;
 use crate::journal::Skipped;
 use crate::plan::{Drive, Options, VerifyMode};

@@ -17,7 +17,7 @@ use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 use drivelab_engine::narrow::narrow;
 use drivelab_patterns::Generator;
 
-use super::SamplePlan;
+use super::sample::SamplePlan;
 use crate::aligned;
 
 /// Largest single read, bytes.

@@ -25,7 +25,7 @@ const BLKZEROOUT: libc::c_ulong = 0x127f;
 /// writing, and ENOTTY when it is not a block device. The page cache over
 /// the range is dropped by the kernel, so buffered reads see the zeroes.
 /// Whether the kernel offloaded the zeroing is the queue's
-/// `write_zeroes_max_bytes` (see [`crate::blockdev::BlockDevice`]); this
+/// `write_zeroes_max_bytes` (see [`crate::block::blockdev::BlockDevice`]); this
 /// call cannot tell.
 pub fn blkzeroout(file: &File, offset: u64, len: u64) -> io::Result<()> {
     let range: [u64; 2] = [offset, len];

@@ -34,8 +34,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::blockdev::BlockDevice;
-use crate::loopdev::{self, Backing, Extent, LoopInfo};
+use crate::block::blockdev::BlockDevice;
+use crate::claim::loopdev::{self, Backing, Extent, LoopInfo};
 
 /// How often the watcher looks without an event.
 const PERIOD: Duration = Duration::from_secs(1);
@@ -191,7 +191,7 @@ impl Subject {
             Backing::File { .. } => {
                 let md = fs::metadata(&l.backing_file).ok()?;
                 let same = matches!(extent, Some(Extent { backing: Backing::File { dev, ino }, .. })
-                    if crate::blockdev::split_dev(md.dev()) == dev && md.ino() == ino);
+                    if crate::block::blockdev::split_dev(md.dev()) == dev && md.ino() == ino);
                 same.then(|| ((md.dev(), md.ino()), l.backing_file.clone()))
             }
             Backing::Block { .. } => None,
@@ -493,7 +493,7 @@ fn writers_of(file: (u64, u64)) -> Vec<u32> {
 
 fn writer_names(file: (u64, u64)) -> Vec<(u32, String)> {
     let me = std::process::id();
-    crate::safety::processes_with_fd(|fd, md| {
+    crate::claim::safety::processes_with_fd(|fd, md| {
         md.is_file() && (md.dev(), md.ino()) == file && opened_for_writing(fd)
     })
     .into_iter()

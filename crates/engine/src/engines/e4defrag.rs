@@ -35,9 +35,9 @@ use std::path::Path;
 use drivelab_device::claim::Claim;
 
 use crate::buf::Fill;
-use crate::engine::Target;
+use crate::engines::oneshot::{OneShot, RunOne};
 use crate::io::{IoDesc, Op};
-use crate::oneshot::{OneShot, RunOne};
+use crate::target::Target;
 
 /// The argument of `EXT4_IOC_MOVE_EXT` (`struct move_extent` in the
 /// kernel's `fs/ext4/ext4.h`): 40 bytes, in this order.

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::blockdev::{split_dev, BlockDevice};
+use crate::block::blockdev::{split_dev, BlockDevice};
 
 /// `LOOP_GET_STATUS64` from <linux/loop.h>: `0x4C05`.
 const LOOP_GET_STATUS64: libc::c_ulong = 0x4C05;
@@ -215,7 +215,7 @@ pub fn attached() -> Vec<LoopInfo> {
         .filter(|n| n.starts_with("loop"))
         .filter_map(|n| LoopInfo::read(&n))
         .collect();
-    out.sort_by(|a, b| crate::blockdev::natural_cmp(&a.name, &b.name));
+    out.sort_by(|a, b| crate::block::blockdev::natural_cmp(&a.name, &b.name));
     out
 }
 

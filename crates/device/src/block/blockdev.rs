@@ -815,7 +815,7 @@ mod tests {
         let path = PathBuf::from("/nonexistent-drivelab-node");
         let messages = [
             BlockDevice::from_path(&path).unwrap_err().to_string(),
-            crate::sg::SgError::Permission { path: path.clone() }.to_string(),
+            crate::scsi::sg::SgError::Permission { path: path.clone() }.to_string(),
             crate::nvme::NvmeError::Permission { path: path.clone() }.to_string(),
             crate::caps::ProbeError::Permission { path }.to_string(),
         ];

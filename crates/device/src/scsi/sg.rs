@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::scsi::{command_name, command_with_opcode, modifies_medium, Sense};
+use crate::scsi::cdb::{command_name, command_with_opcode, modifies_medium};
+use crate::scsi::sense::Sense;
 
 /// The SG_IO ioctl request number (`include/scsi/sg.h`).
 pub const SG_IO: libc::c_ulong = 0x2285;
@@ -355,7 +356,7 @@ pub enum SgError {
     },
     /// Passthrough was refused: privileges the process lacks, or (for root)
     /// the kernel or a security policy refuses it on this node.
-    #[error("permission denied for SCSI passthrough on {path}{}", if crate::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root (CAP_SYS_RAWIO)" })]
+    #[error("permission denied for SCSI passthrough on {path}{}", if crate::block::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root (CAP_SYS_RAWIO)" })]
     Permission {
         /// The path.
         path: PathBuf,

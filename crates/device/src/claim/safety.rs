@@ -35,8 +35,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::blockdev::{self, split_dev, BlockDevice, MountEntry};
-use crate::loopdev::{self, range_text, Extent};
+use crate::block::blockdev::{self, split_dev, BlockDevice, MountEntry};
+use crate::claim::loopdev::{self, range_text, Extent};
 
 /// How much of the start and of the end of a device the probe reads.
 const PROBE_SPAN: u64 = 256 * 1024;
@@ -1143,22 +1143,7 @@ pub fn scan(head: &[u8], tail: &[u8], size: u64, logical_sector: u32) -> Vec<Fin
     // Partition tables. GPT: "EFI PART" at LBA 1 (for 512 and 4096-byte
     // sectors alike, so a table written for another sector size is seen),
     // or the backup header in the last LBA.
-    let mut gpt = None;
-    for ls in [u64::from(logical_sector.max(512)), 512, 4096] {
-        if v.is(ls, b"EFI PART") {
-            gpt = Some(format!("header at byte {ls}"));
-            break;
-        }
-    }
-    if gpt.is_none() {
-        for ls in [u64::from(logical_sector.max(512)), 512, 4096] {
-            if size >= ls && v.is(size - ls, b"EFI PART") {
-                gpt = Some(format!("backup header at byte {}", size - ls));
-                break;
-            }
-        }
-    }
-    if let Some(detail) = gpt {
+    if let Some(detail) = gpt_header(&v, size, logical_sector) {
         out.push(Finding::PartitionTable {
             scheme: "GPT".into(),
             detail,
@@ -1177,6 +1162,23 @@ pub fn scan(head: &[u8], tail: &[u8], size: u64, logical_sector: u32) -> Vec<Fin
         }
     }
     out
+}
+
+/// Where a GPT header is: "EFI PART" at LBA 1 for the device's, 512- or
+/// 4096-byte sectors, else the backup header in the last LBA; `None`
+/// without either.
+fn gpt_header(v: &View<'_>, size: u64, logical_sector: u32) -> Option<String> {
+    for ls in [u64::from(logical_sector.max(512)), 512, 4096] {
+        if v.is(ls, b"EFI PART") {
+            return Some(format!("header at byte {ls}"));
+        }
+    }
+    for ls in [u64::from(logical_sector.max(512)), 512, 4096] {
+        if size >= ls && v.is(size - ls, b"EFI PART") {
+            return Some(format!("backup header at byte {}", size - ls));
+        }
+    }
+    None
 }
 
 /// With an MBR boot signature (0x55 0xAA at 510), the number of non-empty

@@ -19,8 +19,10 @@ use serde::Serialize;
 
 use crate::units::{BlockCount, Lba};
 
-/// `_IO('N', 0x40)`: the namespace ID of a namespace block device.
-pub const NVME_IOCTL_ID: libc::c_ulong = 0x4E40;
+pub mod id;
+
+pub use id::{namespace_id, NVME_IOCTL_ID};
+
 /// `_IOWR('N', 0x41, struct nvme_admin_cmd)` (72 bytes).
 pub const NVME_IOCTL_ADMIN_CMD: libc::c_ulong = 0xC048_4E41;
 /// `_IOWR('N', 0x43, struct nvme_passthru_cmd)` (72 bytes).
@@ -536,7 +538,7 @@ pub enum NvmeError {
     },
     /// Passthrough was refused: privileges the process lacks, or (for root)
     /// the kernel or a security policy refuses it on this node.
-    #[error("permission denied for NVMe passthrough on {path}{}", if crate::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root (CAP_SYS_ADMIN)" })]
+    #[error("permission denied for NVMe passthrough on {path}{}", if crate::block::blockdev::running_as_root() { " (refused even to root: a partition, or a security policy such as lockdown)" } else { ": run as root (CAP_SYS_ADMIN)" })]
     Permission {
         /// The path.
         path: PathBuf,
@@ -764,13 +766,9 @@ impl NvmeDevice {
                 .map(|m| m.file_type().is_block_device())
                 .unwrap_or(false)
         };
-        // SAFETY: NVME_IOCTL_ID takes no argument; it only returns a value.
-        let rc = unsafe { libc::ioctl(file.as_raw_fd(), NVME_IOCTL_ID as _) };
-        let nsid = if rc > 0 {
-            Some(rc as u32)
-        } else {
-            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-            if is_block && rc < 0 {
+        let nsid = match namespace_id(&file) {
+            Ok(nsid) => nsid,
+            Err(errno) if is_block => {
                 return Err(NvmeError::NotNvme {
                     path: path.to_path_buf(),
                     errno: match errno {
@@ -780,7 +778,7 @@ impl NvmeDevice {
                     },
                 });
             }
-            None
+            Err(_) => None,
         };
         Ok(NvmeDevice {
             file,

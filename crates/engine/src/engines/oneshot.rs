@@ -1,8 +1,8 @@
 //! One I/O at a time: the engine shape that fio's synchronous engines
 //! share, written once.
 //!
-//! The filesystem engines ([`crate::fileops`]), the e4defrag engine
-//! ([`crate::e4defrag`]) and the net engine (in `drivelab-workload`) each
+//! The filesystem engines ([`crate::engines::fileops`]), the e4defrag engine
+//! ([`crate::engines::e4defrag`]) and the net engine (in `drivelab-workload`) each
 //! do one operation per I/O, synchronously, at depth 1. What differs is
 //! only that operation: it is a [`RunOne`], and [`OneShot`] turns it into
 //! an [`Engine`] — `queue` puts the I/O in a deque, `commit` runs each one
@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::buf::{BufferPool, Fill};
-use crate::engine::{drain, Caps, Completion, Engine};
+use crate::engine::interface::{drain, Caps, Completion, Engine};
 use crate::io::IoDesc;
 
 /// The one operation a synchronous engine does per I/O.

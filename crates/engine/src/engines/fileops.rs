@@ -33,9 +33,9 @@ use std::sync::Arc;
 use drivelab_device::claim::{FileSet, SetKind};
 
 use crate::buf::Fill;
-use crate::engine::Target;
+use crate::engines::oneshot::{OneShot, RunOne};
 use crate::io::{IoDesc, Op};
-use crate::oneshot::{OneShot, RunOne};
+use crate::target::Target;
 
 /// What a [`PathOps`] engine does to each path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

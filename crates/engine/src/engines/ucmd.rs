@@ -49,7 +49,8 @@ use drivelab_device::nvme::{
 use drivelab_device::units::Lba;
 
 use crate::buf::{BufferPool, Fill};
-use crate::engine::{Caps, Completion, Engine, ForceAsync, RingSetup, MAX_DEPTH};
+use crate::engine::interface::{Caps, Completion, Engine, MAX_DEPTH};
+use crate::engines::ring::{ForceAsync, RingSetup};
 use crate::io::{IoDesc, Op};
 
 /// fio's options of the io_uring_cmd engine.
@@ -294,7 +295,7 @@ impl UringCmd {
     /// entry types), IOPOLL for `hipri`, SQPOLL (+ SQ_AFF) for
     /// `sqthread_poll`, a CQ of `entries`, and single-issuer with
     /// cooperative task-run where the kernel takes them, dropped where it
-    /// does not ([`crate::engine::build_ring`], the io_uring engine's
+    /// does not ([`crate::engines::ring::build_ring`], the io_uring engine's
     /// too). fio also defers task-run; drivelab does
     /// not, as for its io_uring engine: deferred, completions would wait
     /// for the loop's next waiting enter, and the loop also reaps between
@@ -303,7 +304,7 @@ impl UringCmd {
         entries: u32,
         o: &UcmdOptions,
     ) -> std::io::Result<IoUring<squeue::Entry128, cqueue::Entry32>> {
-        crate::engine::build_ring(
+        crate::engines::ring::build_ring(
             entries,
             entries,
             RingSetup {
@@ -477,7 +478,7 @@ impl Engine for UringCmd {
 
     fn commit(&mut self, wait: u32, timeout: Option<Duration>) -> std::io::Result<()> {
         let wait = if self.immediate.is_empty() { wait } else { 0 };
-        crate::engine::submit_ring(&mut self.ring, wait, timeout)
+        crate::engines::ring::submit_ring(&mut self.ring, wait, timeout)
     }
 
     fn reap<F: FnMut(Completion)>(&mut self, f: F) -> usize {

@@ -38,9 +38,9 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::blockdev::split_dev;
-use crate::loopdev::{self, Backing};
-use crate::safety;
+use crate::block::blockdev::split_dev;
+use crate::claim::loopdev::{self, Backing};
+use crate::claim::safety;
 
 /// Symlinks followed at most when resolving an output path (the kernel's
 /// own limit is 40).

@@ -4,7 +4,7 @@
 //! call is a check some writer forgets. So the device crate hands out a
 //! writable descriptor in exactly one place, [`Claim::open`], which does
 //! the whole job in one step: it runs the safety assessment
-//! ([`crate::safety`]: mounted, partitions, signatures, swap, holders, the
+//! ([`crate::claim::safety`]: mounted, partitions, signatures, swap, holders, the
 //! system disk, another process's exclusive hold, loop devices over the
 //! same bytes), checks the user's consent (`--force` overrides what it may;
 //! a confirmation list must name the device's serial or path), and only
@@ -19,7 +19,7 @@
 //! - a regular file is locked with `flock(LOCK_EX|LOCK_NB)` (created, or
 //!   extended, to [`ClaimOptions::create_size`] when asked).
 //!
-//! While a claim lives it is watched ([`crate::watch`]): a loop device
+//! While a claim lives it is watched ([`crate::claim::watch`]): a loop device
 //! attached over the same bytes, or another process opening the backing
 //! file for writing, is found within a second (at once on the backing
 //! file's open) and stops the program's writers.
@@ -27,6 +27,28 @@
 //! Engines and other device-crate code take a [`Claim`] (and at most a
 //! descriptor from [`Claim::io_file`]), never a path. What was assessed and
 //! consented to is kept as a [`ClaimRecord`] for the result.
+
+//!
+//! Beside the claim, in this folder, is what guards every other path to a
+//! write or a read of the user's:
+//!
+//! - [`safety`]: the checks that decide whether a device may be written.
+//! - [`watch`]: every live claim watched for aliases that appear while it
+//!   is written (a loop device attached over the same bytes).
+//! - [`loopdev`]: loop devices as windows onto a backing file's bytes, so
+//!   aliases of one another can be found.
+//! - [`output`]: the only way to write a file of drivelab's own (results,
+//!   logs, stores, certificates, journals): refuses devices, loop backing
+//!   files, swap, locked files and the command's inputs, and replaces a
+//!   file atomically.
+//! - [`input`]: the only way a user's file is read: a regular file, read
+//!   up to the bound of its kind (job file, certificate, trace, …).
+
+pub mod input;
+pub mod loopdev;
+pub mod output;
+pub mod safety;
+pub mod watch;
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -36,9 +58,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::blockdev::{self, split_dev, BlockDevError, BlockDevice};
-use crate::safety::{self, Assessment, Finding, Refusal};
-use crate::watch::{self, Baseline, Key, Subject, Watched};
+use crate::block::blockdev::{self, split_dev, BlockDevError, BlockDevice};
+use crate::claim::safety::{Assessment, Finding, Refusal};
+use crate::claim::watch::{Baseline, Key, Subject, Watched};
 
 /// What the user said about writing: `--force`, and for destructive
 /// commands that confirm each drive, the serials (or paths) confirmed.
@@ -553,7 +575,7 @@ impl Claim {
     }
 
     /// The alias found over this claim's bytes while it was held (see
-    /// [`crate::watch`]), if any.
+    /// [`crate::claim::watch`]), if any.
     pub fn alias(&self) -> Option<watch::Alias> {
         self.watch.alias()
     }
@@ -592,15 +614,15 @@ impl Claim {
     }
 
     /// Zero `len` bytes at `offset` with the `BLKZEROOUT` ioctl on the
-    /// claimed block device (see [`crate::zero::blkzeroout`]).
+    /// claimed block device (see [`crate::block::zero::blkzeroout`]).
     pub fn zeroout(&self, offset: u64, len: u64) -> io::Result<()> {
-        crate::zero::blkzeroout(&self.file, offset, len)
+        crate::block::zero::blkzeroout(&self.file, offset, len)
     }
 
     /// Discard `len` bytes at `offset` of the claimed target (see
-    /// [`crate::zero::discard_range`]).
+    /// [`crate::block::zero::discard_range`]).
     pub fn discard(&self, offset: u64, len: u64) -> io::Result<()> {
-        crate::zero::discard_range(&self.file, self.is_block(), offset, len)
+        crate::block::zero::discard_range(&self.file, self.is_block(), offset, len)
     }
 
     /// Flush what was written through the claim to stable storage.
@@ -743,9 +765,13 @@ fn generic_block_of(generic: &Path) -> Result<(PathBuf, u64), ClaimError> {
     // nvme-generic lists it.
     let (md, sys) = char_node_in_class(generic, "nvme-generic", || not(WHAT))?;
     let ctrl = fs::canonicalize(sys.join("device")).map_err(|_| not(WHAT))?;
-    let nsid = crate::nvme::NvmeDevice::open(generic)
+    // Opened as an NVMe handle opens a node: read-only, for the ioctl.
+    let nsid = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(generic)
         .ok()
-        .and_then(|d| d.nsid())
+        .and_then(|f| crate::nvme::id::namespace_id(&f).ok().flatten())
         .ok_or_else(|| not("answers no NVMe namespace ID (NVME_IOCTL_ID); run as root, or give /dev/ngXnY of a namespace"))?;
     let ng = sys
         .file_name()
@@ -1207,7 +1233,7 @@ fn missing_device(path: &Path) -> bool {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    crate::blockdev::in_devtmpfs(dir)
+    crate::block::blockdev::in_devtmpfs(dir)
 }
 
 /// Check the confirmation list, if one was given: it must hold the serial

@@ -1,5 +1,5 @@
 //! fio's `sg` engine: every I/O is one SCSI command sent with SG_IO to a
-//! SCSI block device (/dev/sdX), synchronously, like [`crate::engine::Psync`].
+//! SCSI block device (/dev/sdX), synchronously, like [`crate::engines::psync::Psync`].
 //! On a SCSI generic node (/dev/sgN) the engine can also run fio's
 //! asynchronous mode ([`Sg::new_async`]): up to `iodepth` commands queued
 //! with write() on the node and collected with read() as they complete
@@ -36,7 +36,7 @@ use drivelab_device::sg::{ScsiCommand, ScsiResult, SgAsync, SgDevice, SgError};
 use drivelab_device::units::Lba;
 
 use crate::buf::{BufferPool, Fill};
-use crate::engine::{Caps, Completion, Engine};
+use crate::engine::interface::{Caps, Completion, Engine};
 use crate::io::{IoDesc, Op};
 
 /// What a write I/O sends (fio's `sg_write_mode`).
@@ -351,7 +351,7 @@ impl Sg {
         opts: SgOptions,
         fill: Fill,
     ) -> std::io::Result<Sg> {
-        let depth = depth.clamp(1, crate::engine::MAX_DEPTH);
+        let depth = depth.clamp(1, crate::engine::interface::MAX_DEPTH);
         let mut out = Vec::with_capacity(targets.len());
         for t in targets {
             let port = match t.port {

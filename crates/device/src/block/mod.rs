@@ -1,0 +1,17 @@
+//! The block layer as the kernel shows it: sysfs and `/proc` reads and the
+//! block ioctls that need no command passthrough.
+//!
+//! - [`blockdev`]: discovery from sysfs (size, sector sizes, model, serial,
+//!   limits), holders and mounts.
+//! - [`diskstats`]: `/proc/diskstats` parsing and sampling.
+//! - [`zero`]: `BLKZEROOUT`, the kernel's zero-out of a byte range.
+//! - [`zoned`]: zoned block devices: model and limits from sysfs, the zone
+//!   report (`BLKREPORTZONE`) and, through a claim, zone reset/open/close/finish.
+//! - [`nbd`]: the kernel NBD client's ioctls, to back `/dev/nbdN` with a
+//!   user-space server over a socket pair.
+
+pub mod blockdev;
+pub mod diskstats;
+pub mod nbd;
+pub mod zero;
+pub mod zoned;

@@ -1,0 +1,80 @@
+//! What an engine does I/O on: a [`Target`] can only be made from a device
+//! claim, a claimed file set or a read-only open, so no engine can write to
+//! anything that was not claimed.
+//!
+//! Trims are synchronous `BLKDISCARD` ioctls on block devices and
+//! `fallocate(PUNCH_HOLE)` on files, as fio does for its io_uring engine.
+
+use std::fs::File;
+use std::path::Path;
+
+use drivelab_device::claim::Claim;
+use drivelab_device::zero::discard_range;
+
+/// One file or block device an engine does I/O on. It can only be made
+/// from a device [`Claim`] (reads and writes) or by a read-only open, so
+/// no engine can write to anything that was not claimed.
+#[derive(Debug)]
+pub struct Target {
+    pub(crate) file: File,
+    pub(crate) is_block: bool,
+}
+
+impl Target {
+    /// The claimed target, opened for reading and writing (`O_DIRECT` when
+    /// `direct`). The claim stays in force while the target lives.
+    pub fn claimed(claim: &Claim, direct: bool) -> std::io::Result<Target> {
+        Ok(Target {
+            file: claim.io_file(direct)?,
+            is_block: claim.is_block(),
+        })
+    }
+
+    /// `path` opened read-only (`O_DIRECT` when `direct`): writes to it
+    /// fail with EBADF.
+    pub fn read_only(path: &Path, direct: bool) -> std::io::Result<Target> {
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        let mut o = std::fs::OpenOptions::new();
+        o.read(true);
+        if direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        let file = o.open(path)?;
+        let is_block = file.metadata()?.file_type().is_block_device();
+        Ok(Target { file, is_block })
+    }
+
+    /// File `i` of a claimed file set, opened for reading and writing
+    /// (`O_DIRECT` when `direct`; created first when `create`: fio's
+    /// `create_on_open`). The set stays the claim while the target lives.
+    pub fn from_set(
+        set: &drivelab_device::claim::FileSet,
+        i: usize,
+        direct: bool,
+        create: bool,
+    ) -> std::io::Result<Target> {
+        Ok(Target {
+            file: set.open_io(i, direct, create)?,
+            is_block: false,
+        })
+    }
+
+    /// The open descriptor, for the engines of this crate.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Whether it is a block device.
+    pub fn is_block(&self) -> bool {
+        self.is_block
+    }
+}
+
+/// Trim `len` bytes at `offset` of `t` now; the completion's result
+/// (bytes, or −errno).
+pub(crate) fn trim_sync(t: &Target, offset: u64, len: u64) -> i32 {
+    match discard_range(&t.file, t.is_block, offset, len) {
+        Ok(()) => len.min(i32::MAX as u64) as i32,
+        Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+    }
+}
