@@ -113,15 +113,14 @@ mod tests {
             passed: true,
             claim: None,
         };
-        // The step label adds one to the stored (already 1-based) index, as
-        // compare always has.
+        // The label is the stored index, 1-based as in the step log.
         assert_eq!(
             figures(Kind::Test, &report),
             named(&[
-                ("step 2 write rate", 4.0),
-                ("step 2 write IOPS", 976.0),
-                ("step 2 write mean latency", 1.5),
-                ("step 2 write duration", 2.5),
+                ("step 1 write rate", 4.0),
+                ("step 1 write IOPS", 976.0),
+                ("step 1 write mean latency", 1.5),
+                ("step 1 write duration", 2.5),
             ])
         );
     }

@@ -226,7 +226,8 @@ pub mod paths {
     pub fn test(v: &Value) -> Vec<Metric> {
         let mut out = Vec::new();
         for s in list(v, "steps") {
-            let index = num(s, &["index"]).map(|i| i as u64 + 1).unwrap_or(0);
+            // The stored index is already 1-based, as the step log numbers it.
+            let index = num(s, &["index"]).map(|i| i as u64).unwrap_or(0);
             let p = format!("step {index} {}", text(s, "/kind", ""));
             let rate = num(s, &["bw_bytes"]).map(|b| b / 1e6);
             push(&mut out, format!("{p} rate"), "MB/s", rate, true);
