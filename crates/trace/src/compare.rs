@@ -751,6 +751,53 @@ fn criteria(
     out
 }
 
+/// The distances between the two streams' distributions: sizes, queue
+/// depth, seek distance and service time per request, and queue depth
+/// over time (`time_pairs_a`, `time_pairs_b`: each stream's (depth, ns)
+/// pairs).
+fn distances(
+    a_an: &Analysis,
+    b_an: &Analysis,
+    time_pairs_a: &[(u64, u64)],
+    time_pairs_b: &[(u64, u64)],
+) -> Distances {
+    let size_pairs = |x: &Analysis| {
+        x.sizes
+            .iter()
+            .map(|s| (s.bytes, s.count))
+            .collect::<Vec<_>>()
+    };
+    let depth_pairs = |x: &Analysis| {
+        x.queue_depth
+            .iter()
+            .map(|s| (s.depth, s.count))
+            .collect::<Vec<_>>()
+    };
+    let seek_pairs = |x: &Analysis| {
+        x.seek_distance
+            .signed
+            .iter()
+            .map(|s| (s.bucket, s.count))
+            .collect::<Vec<_>>()
+    };
+    let svc_pairs = |x: &Analysis| {
+        x.service_time_histogram
+            .iter()
+            .map(|s| (s.from_ns, s.count))
+            .collect::<Vec<_>>()
+    };
+    Distances {
+        sizes: tvd(&size_pairs(a_an), &size_pairs(b_an)),
+        queue_depth: known(a_an, b_an).then(|| tvd(&depth_pairs(a_an), &depth_pairs(b_an))),
+        seek_distance: tvd(&seek_pairs(a_an), &seek_pairs(b_an)),
+        service_time: known(a_an, b_an).then(|| tvd(&svc_pairs(a_an), &svc_pairs(b_an))),
+        queue_depth_time: (known(a_an, b_an)
+            && !time_pairs_a.is_empty()
+            && !time_pairs_b.is_empty())
+        .then(|| tvd(time_pairs_a, time_pairs_b)),
+    }
+}
+
 /// Compare two request streams (see the module doc). `tolerance` is a
 /// fraction, e.g. 0.05.
 pub fn compare(
@@ -815,43 +862,9 @@ pub fn compare(
     let a_an = an_a.finish();
     let b_an = an_b.finish();
 
-    let size_pairs = |x: &Analysis| {
-        x.sizes
-            .iter()
-            .map(|s| (s.bytes, s.count))
-            .collect::<Vec<_>>()
-    };
-    let depth_pairs = |x: &Analysis| {
-        x.queue_depth
-            .iter()
-            .map(|s| (s.depth, s.count))
-            .collect::<Vec<_>>()
-    };
-    let seek_pairs = |x: &Analysis| {
-        x.seek_distance
-            .signed
-            .iter()
-            .map(|s| (s.bucket, s.count))
-            .collect::<Vec<_>>()
-    };
-    let svc_pairs = |x: &Analysis| {
-        x.service_time_histogram
-            .iter()
-            .map(|s| (s.from_ns, s.count))
-            .collect::<Vec<_>>()
-    };
     let (time_pairs_a, queue_depth_time_a) = clock_a.finish();
     let (time_pairs_b, queue_depth_time_b) = clock_b.finish();
-    let distances = Distances {
-        sizes: tvd(&size_pairs(&a_an), &size_pairs(&b_an)),
-        queue_depth: known(&a_an, &b_an).then(|| tvd(&depth_pairs(&a_an), &depth_pairs(&b_an))),
-        seek_distance: tvd(&seek_pairs(&a_an), &seek_pairs(&b_an)),
-        service_time: known(&a_an, &b_an).then(|| tvd(&svc_pairs(&a_an), &svc_pairs(&b_an))),
-        queue_depth_time: (known(&a_an, &b_an)
-            && !time_pairs_a.is_empty()
-            && !time_pairs_b.is_empty())
-        .then(|| tvd(&time_pairs_a, &time_pairs_b)),
-    };
+    let distances = distances(&a_an, &b_an, &time_pairs_a, &time_pairs_b);
     let requests_a = a_an.requests;
     let match_fraction = if requests_a == 0 {
         if b_an.requests == 0 {
