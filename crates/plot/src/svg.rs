@@ -121,41 +121,7 @@ pub fn render(chart: &Chart) -> String {
             );
         }
     }
-    match cats {
-        Some(labels) => {
-            let every = (labels.len() / 40).max(1);
-            for (i, l) in labels.iter().enumerate().step_by(every) {
-                let lx = px(i as f64);
-                let ly = MT + ph + 12.0;
-                let _ = writeln!(
-                    s,
-                    r##"<text x="{lx:.2}" y="{ly:.2}" text-anchor="end" transform="rotate(-45 {lx:.2} {ly:.2})">{}</text>"##,
-                    esc(l)
-                );
-            }
-        }
-        None => {
-            for i in 0..=4 {
-                let v = x0 + (x1 - x0) * f64::from(i) / 4.0;
-                let label = match chart.x_scale {
-                    XScale::Nines => format(Unit::Number, percentile_at(v)),
-                    _ => format(chart.x.unit, v),
-                };
-                let anchor = match i {
-                    0 => "start",
-                    4 => "end",
-                    _ => "middle",
-                };
-                let _ = writeln!(
-                    s,
-                    r##"<text x="{:.2}" y="{}" text-anchor="{anchor}">{}</text>"##,
-                    px(v),
-                    MT + ph + 14.0,
-                    esc(&label)
-                );
-            }
-        }
-    }
+    x_ticks(&mut s, chart, cats, (x0, x1), ph, px);
     // Marks.
     let n_bar_series = chart
         .series
@@ -217,6 +183,61 @@ pub fn render(chart: &Chart) -> String {
             }
         }
     }
+    legend_and_titles(&mut s, chart, pw, ph);
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The x axis's tick labels: every category (thinned to about 40), or
+/// five values across `x0..x1`.
+fn x_ticks(
+    s: &mut String,
+    chart: &Chart,
+    cats: Option<&Vec<String>>,
+    (x0, x1): (f64, f64),
+    ph: f64,
+    px: impl Fn(f64) -> f64,
+) {
+    match cats {
+        Some(labels) => {
+            let every = (labels.len() / 40).max(1);
+            for (i, l) in labels.iter().enumerate().step_by(every) {
+                let lx = px(i as f64);
+                let ly = MT + ph + 12.0;
+                let _ = writeln!(
+                    s,
+                    r##"<text x="{lx:.2}" y="{ly:.2}" text-anchor="end" transform="rotate(-45 {lx:.2} {ly:.2})">{}</text>"##,
+                    esc(l)
+                );
+            }
+        }
+        None => {
+            for i in 0..=4 {
+                let v = x0 + (x1 - x0) * f64::from(i) / 4.0;
+                let label = match chart.x_scale {
+                    XScale::Nines => format(Unit::Number, percentile_at(v)),
+                    _ => format(chart.x.unit, v),
+                };
+                let anchor = match i {
+                    0 => "start",
+                    4 => "end",
+                    _ => "middle",
+                };
+                let _ = writeln!(
+                    s,
+                    r##"<text x="{:.2}" y="{}" text-anchor="{anchor}">{}</text>"##,
+                    px(v),
+                    MT + ph + 14.0,
+                    esc(&label)
+                );
+            }
+        }
+    }
+}
+
+/// The legend (text in each series' colour, when there is more than one)
+/// and the axis titles.
+fn legend_and_titles(s: &mut String, chart: &Chart, pw: f64, ph: f64) {
     // Legend (text in the series' colour) when more than one series.
     if chart.series.len() > 1 {
         let mut x = ML;
@@ -245,8 +266,6 @@ pub fn render(chart: &Chart) -> String {
         MT + ph / 2.0,
         esc(&y_label)
     );
-    s.push_str("</svg>\n");
-    s
 }
 
 #[cfg(test)]
