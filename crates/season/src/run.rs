@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use drivelab_device::claim::Claim;
 use drivelab_erase::plan::{self, Drive};
 use drivelab_erase::{Consent, Method, Plan, Strategy, VerifyMode};
 use drivelab_patterns::Pattern;
@@ -571,6 +572,92 @@ fn season_one(
     out
 }
 
+/// The fill stage: `--fill-passes` sequential passes over the whole drive,
+/// each resumed from its journalled mark; the first pass's series becomes
+/// the write series.
+#[allow(clippy::too_many_arguments)]
+fn fill(
+    claim: &Claim,
+    d: &Drive,
+    o: &Options,
+    stop: &AtomicBool,
+    st: &Status,
+    journal: &mut Journal,
+    earlier: &JState,
+    out: &mut DriveSeason,
+) -> Result<(), Halt> {
+    let done = earlier.fill_passes();
+    let mut passes: Vec<Pass> = Vec::new();
+    let mut first_series = None;
+    let bucket = seqwrite::bucket_for(d.size, u64::from(FILL_XFER));
+    for pass in 0..o.fill_passes {
+        if let Some((p, s)) = done.iter().find(|(p, _)| p.pass == pass + 1) {
+            passes.push(p.clone());
+            if pass == 0 {
+                first_series = Some((s.clone(), p.start_offset));
+            }
+            continue;
+        }
+        let start = earlier.fill_mark(pass).min(d.size);
+        st.enter(
+            &format!("fill {}/{}", pass + 1, o.fill_passes),
+            d.size,
+            start,
+        );
+        let job = SeqJob {
+            claim,
+            start,
+            end: d.size,
+            xfer: FILL_XFER,
+            depth: FILL_DEPTH,
+            bucket,
+            source: Source::Random(0x5ea5_0000 + u64::from(pass)),
+            stop,
+            done: &st.done,
+        };
+        let mut last = start;
+        let r = seqwrite::write(&job, &mut |w| {
+            if w > last {
+                last = w;
+                journal.add(&Entry::FillMark { pass, offset: w })?;
+            }
+            Ok(())
+        })?;
+        if r.interrupted {
+            return Err(Halt::Stopped);
+        }
+        let p = Pass {
+            pass: pass + 1,
+            start_offset: start,
+            bytes: r.bytes,
+            seconds: r.seconds,
+            bw_bytes: if r.seconds > 0.0 {
+                r.bytes as f64 / r.seconds
+            } else {
+                0.0
+            },
+        };
+        journal.add(&Entry::FillPass {
+            pass: p.clone(),
+            series: r.series.clone(),
+        })?;
+        if pass == 0 {
+            first_series = Some((r.series, start));
+        }
+        passes.push(p);
+    }
+    out.fill = Some(Fill {
+        passes: o.fill_passes,
+        transfer_bytes: FILL_XFER,
+        queue_depth: FILL_DEPTH,
+        pass_results: passes,
+    });
+    if let Some((points, start)) = first_series {
+        out.write_series = Some(series(points, start, bucket, d.size));
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn stages(
     plan: &mut Plan,
@@ -624,77 +711,8 @@ fn stages(
             change: Vec::new(),
         });
     }
-    // Fill.
     if o.stages.fill {
-        let done = earlier.fill_passes();
-        let mut passes: Vec<Pass> = Vec::new();
-        let mut first_series = None;
-        let bucket = seqwrite::bucket_for(d.size, u64::from(FILL_XFER));
-        for pass in 0..o.fill_passes {
-            if let Some((p, s)) = done.iter().find(|(p, _)| p.pass == pass + 1) {
-                passes.push(p.clone());
-                if pass == 0 {
-                    first_series = Some((s.clone(), p.start_offset));
-                }
-                continue;
-            }
-            let start = earlier.fill_mark(pass).min(d.size);
-            st.enter(
-                &format!("fill {}/{}", pass + 1, o.fill_passes),
-                d.size,
-                start,
-            );
-            let job = SeqJob {
-                claim,
-                start,
-                end: d.size,
-                xfer: FILL_XFER,
-                depth: FILL_DEPTH,
-                bucket,
-                source: Source::Random(0x5ea5_0000 + u64::from(pass)),
-                stop,
-                done: &st.done,
-            };
-            let mut last = start;
-            let r = seqwrite::write(&job, &mut |w| {
-                if w > last {
-                    last = w;
-                    journal.add(&Entry::FillMark { pass, offset: w })?;
-                }
-                Ok(())
-            })?;
-            if r.interrupted {
-                return Err(Halt::Stopped);
-            }
-            let p = Pass {
-                pass: pass + 1,
-                start_offset: start,
-                bytes: r.bytes,
-                seconds: r.seconds,
-                bw_bytes: if r.seconds > 0.0 {
-                    r.bytes as f64 / r.seconds
-                } else {
-                    0.0
-                },
-            };
-            journal.add(&Entry::FillPass {
-                pass: p.clone(),
-                series: r.series.clone(),
-            })?;
-            if pass == 0 {
-                first_series = Some((r.series, start));
-            }
-            passes.push(p);
-        }
-        out.fill = Some(Fill {
-            passes: o.fill_passes,
-            transfer_bytes: FILL_XFER,
-            queue_depth: FILL_DEPTH,
-            pass_results: passes,
-        });
-        if let Some((points, start)) = first_series {
-            out.write_series = Some(series(points, start, bucket, d.size));
-        }
+        fill(claim, d, o, stop, st, journal, earlier, out)?;
     }
     // Image restore.
     if o.stages.image && (o.image.is_some() || o.image_trace.is_some()) {
