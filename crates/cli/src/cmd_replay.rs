@@ -224,9 +224,10 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
         report.to_string()
     };
     a.out.emit(&out)?;
+    let lost = report.record.as_ref().map_or(0, |s| s.lost_events);
     let code = if report.replay.interrupted {
         130
-    } else if report.replay.errors > 0 {
+    } else if report.replay.errors > 0 || lost > 0 {
         1
     } else {
         0

@@ -166,7 +166,11 @@ fn fileserver_record_analyze_replay_compare() {
         "--output-format",
         "json",
     ]);
-    assert_eq!(c["match_fraction"].as_f64(), Some(1.0), "{c}");
+    assert_eq!(
+        c["match_fraction"].as_f64(),
+        Some(1.0),
+        "{c}\nthe replay that was recorded: {r}"
+    );
     // (Order agreement is a figure, not a criterion: the dependency replay
     // issues a request as soon as its own dependency has completed, so the
     // order follows the drive's completions, not the trace's.)

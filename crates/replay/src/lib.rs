@@ -656,13 +656,22 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDrive
     }
 
     fn complete(&mut self, d: &Done, _buf: &[u8]) -> After {
-        if d.result < 0 {
+        if !d.is_full() {
+            // A short transfer is a failed request too: the target ended
+            // before the range (it shrank or vanished).
             self.rep.errors += 1;
             if self.rep.first_error.is_none() {
-                self.rep.first_error = Some(format!(
-                    "a request failed: {}",
-                    std::io::Error::from_raw_os_error(-d.result)
-                ));
+                self.rep.first_error = Some(if d.result < 0 {
+                    format!(
+                        "a request failed: {}",
+                        std::io::Error::from_raw_os_error(-d.result)
+                    )
+                } else {
+                    format!(
+                        "a request moved {} of {} bytes at byte {}: the target ends before it",
+                        d.result, d.io.len, d.io.offset
+                    )
+                });
             }
         } else {
             self.rep.completed += 1;

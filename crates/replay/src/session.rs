@@ -19,6 +19,7 @@ use drivelab_device::blockdev::BlockDevice;
 use drivelab_device::claim::{Claim, ClaimError, ClaimOptions, Consent};
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Target, Uring};
+use drivelab_trace::compare::Criterion;
 use drivelab_trace::record::{RecordOptions, RecordSummary, Recorder};
 use drivelab_trace::{Format, ReadOptions, TraceError};
 use serde::Serialize;
@@ -331,6 +332,15 @@ pub fn audit(
         Some(c) => *c = score,
         None => criteria.push(score),
     }
+    // A recording that lost events is missing requests the drive served:
+    // every other criterion would be judged on a partial trace.
+    let lost = replay.record.as_ref().map_or(0, |s| s.lost_events);
+    criteria.push(Criterion {
+        name: "recording complete".into(),
+        figure: format!("{lost} events lost by the kernel's trace buffer"),
+        limit: "0".into(),
+        pass: Some(lost == 0),
+    });
     let pass = !criteria.iter().any(|c| c.pass == Some(false)) && !replay.replay.interrupted;
     Ok(AuditReport {
         recording: rec.display().to_string(),
@@ -404,10 +414,10 @@ fn wait_quiet(name: &str) -> bool {
     false
 }
 
-/// Drain `rec` into a native trace at `out` every 20 ms until `stop`, then
-/// stop it and write what was left.
+/// Drain `rec` into a native trace at `out` until `stop`, then stop it and
+/// write what was left.
 fn record_until(
-    mut rec: Recorder,
+    rec: Recorder,
     out: &Path,
     stop: &AtomicBool,
 ) -> Result<RecordSummary, SessionError> {
@@ -415,19 +425,7 @@ fn record_until(
         .option("--record")
         .create()?;
     let mut w = drivelab_trace::open_writer(&mut file, Format::Native, rec.devices())?;
-    loop {
-        for r in rec.poll()? {
-            w.write(&r)?;
-        }
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let (rest, summary) = rec.stop()?;
-    for r in rest {
-        w.write(&r)?;
-    }
+    let summary = rec.record_into(w.as_mut(), || stop.load(Ordering::Relaxed))?;
     w.finish()?;
     drop(w);
     file.commit()?;
@@ -512,6 +510,13 @@ impl fmt::Display for SessionReport {
                 s.requests,
                 s.lost_events
             )?;
+            if s.lost_events > 0 {
+                writeln!(
+                    f,
+                    "  INCOMPLETE RECORDING: the kernel's trace buffer lost {} events; the recording misses requests the target served",
+                    s.lost_events
+                )?;
+            }
             if self.quiet_before_recording == Some(false) {
                 writeln!(
                     f,

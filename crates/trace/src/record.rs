@@ -495,6 +495,40 @@ impl Recorder {
         Ok(self.take_ready())
     }
 
+    /// Write every request into `w` until `done()` says so, then stop and
+    /// write what was left. Drains the kernel's buffer every 2 ms while
+    /// events arrive (at once again when a drain found some), every 20 ms
+    /// when idle or when reading the text pipe. (Draining every 20 ms lost
+    /// 870,048 events of 1.76M requests on zram at about 175k IOPS though
+    /// the buffer held far more than 20 ms: a non-blocking read of
+    /// `trace_pipe_raw` can come back empty while events are still
+    /// buffered, so a drain can stop short; frequent drains keep up.) Lost
+    /// events are counted in the summary, not turned into an error: the
+    /// caller decides what an incomplete recording means.
+    pub fn record_into(
+        mut self,
+        w: &mut dyn crate::TraceWriter,
+        mut done: impl FnMut() -> bool,
+    ) -> Result<RecordSummary> {
+        loop {
+            for r in self.poll()? {
+                w.write(&r)?;
+            }
+            if done() {
+                break;
+            }
+            if !self.busy() {
+                let idle = if self.raw.is_some() { 2 } else { 20 };
+                std::thread::sleep(Duration::from_millis(idle));
+            }
+        }
+        let (rest, summary) = self.stop()?;
+        for r in &rest {
+            w.write(r)?;
+        }
+        Ok(summary)
+    }
+
     /// Whether the last [`poll`](Recorder::poll) found events (the caller
     /// may poll again at once).
     pub fn busy(&self) -> bool {
@@ -669,7 +703,13 @@ impl Recorder {
         // Let in-flight completions land before turning tracing off.
         std::thread::sleep(Duration::from_millis(50));
         let _ = std::fs::write(self.dir.join("tracing_on"), "0");
-        self.drain(true)?;
+        // A non-blocking read can come back empty while a CPU's buffer
+        // still holds events: drain until two passes in a row find none.
+        let mut empty = 0;
+        while empty < 2 {
+            self.drain(true)?;
+            empty = if self.busy() { 0 } else { empty + 1 };
+        }
         let mut out = self.take_ready();
         if !self.partial.is_empty() {
             let rest = std::mem::take(&mut self.partial);
@@ -706,14 +746,10 @@ impl Drop for Recorder {
 
 /// Record `devices` into `output` (format `format`, usually
 /// [`Format::Native`]) until `duration` has passed (if given) or `stop` is
-/// set (e.g. by a SIGINT handler). Drains the kernel's buffer every 2 ms
-/// while events arrive (at once again when a drain found some), every
-/// 20 ms when idle. (Draining every 20 ms lost 870,048 events of 1.76M
-/// requests on zram at about 175k IOPS though the buffer held far more than
-/// 20 ms: a non-blocking read of `trace_pipe_raw` can come back empty while
-/// events are still buffered, so a drain can stop short; frequent drains
-/// keep up.) The trace is written in full either way; if the kernel
-/// lost any event the result is [`TraceError::LostEvents`] with the count.
+/// set (e.g. by a SIGINT handler), draining as
+/// [`Recorder::record_into`] does. The trace is written in full either
+/// way; if the kernel lost any event the result is
+/// [`TraceError::LostEvents`] with the count.
 pub fn record(
     devices: &[PathBuf],
     output: &Path,
@@ -722,32 +758,16 @@ pub fn record(
     stop: &AtomicBool,
     opts: &RecordOptions,
 ) -> Result<RecordSummary> {
-    let mut rec = Recorder::start(devices, opts)?;
+    let rec = Recorder::start(devices, opts)?;
     let mut file = drivelab_device::output::Output::new(output)
         .option("--output")
         .inputs(devices.iter().cloned())
         .create()?;
     let mut w = crate::open_writer(&mut file, format, rec.devices())?;
     let deadline = duration.map(|d| Instant::now() + d);
-    loop {
-        for r in rec.poll()? {
-            w.write(&r)?;
-        }
-        if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        if !rec.busy() {
-            std::thread::sleep(Duration::from_millis(if rec.raw.is_some() {
-                2
-            } else {
-                20
-            }));
-        }
-    }
-    let (rest, summary) = rec.stop()?;
-    for r in &rest {
-        w.write(r)?;
-    }
+    let summary = rec.record_into(w.as_mut(), || {
+        stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d)
+    })?;
     w.finish()?;
     drop(w);
     file.commit()?;

@@ -732,7 +732,24 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             }
         }
         if d.result < 0 {
-            return self.failed(io, -d.result);
+            return self.failed(io, -d.result, None);
+        }
+        if d.result == 0
+            && matches!(io.op, Op::Read | Op::Write)
+            && io.len > 0
+            && self.cfg.stream_end.is_none()
+        {
+            // Nothing moved inside the range the job was given: the target
+            // now ends before it (a disk deleted mid-run reads as empty).
+            // fio fails such an I/O with EIO ("full resid"); counted as a
+            // success it would add an I/O per loop turn and no byte.
+            return self.failed(
+                io,
+                libc::EIO,
+                Some(
+                    "no byte moved: the target now ends before this range (it shrank or vanished)",
+                ),
+            );
         }
         let bytes = d.result as u64;
         if io.op != Op::Fsync && bytes < u64::from(io.len) {
@@ -904,7 +921,7 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
     /// A failed I/O (`errno`): counted as fio counts it, kept for the
     /// report, and whether the job goes on is the error policy's.
     #[cold]
-    fn failed(&mut self, io: IoDesc, errno: i32) -> After {
+    fn failed(&mut self, io: IoDesc, errno: i32, detail: Option<&str>) -> After {
         let policy = &self.cfg.extras.policy;
         let passed = policy.passes(io.op, errno);
         // As fio counts: every error passed, and the one that ends the
@@ -932,7 +949,7 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
                 errno,
                 passed,
                 unreadable: None,
-                detail: None,
+                detail: detail.map(str::to_string),
             });
         }
         // fio counts a failed I/O in total_ios (and its IOPS), not in
