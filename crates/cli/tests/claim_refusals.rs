@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
 use drivelab_testkit::{
-    digest, diskstats, make_image, read_all, require_root, run, sh, LoopDev, TempDir,
+    digest, diskstats, make_image, mkfs_ext4, read_all, require_root, run, sh, LoopDev, Mounted,
+    TempDir,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
@@ -195,13 +196,6 @@ fn mbr() -> Vec<u8> {
     t
 }
 
-struct Unmount(PathBuf);
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
-
 struct SwapOff(PathBuf);
 impl Drop for SwapOff {
     fn drop(&mut self) {
@@ -248,10 +242,7 @@ fn every_writer_refuses_a_mounted_device_alike() {
     let dir = TempDir::new("claim-mounted");
     let d = LoopDev::new_in(&dir, 32 * MIB);
     sh("mkfs.ext4", &["-q", "-F", d.dev()]);
-    let mnt = dir.join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
-    sh("mount", &[d.dev(), mnt.to_str().unwrap()]);
-    let _u = Unmount(mnt.clone());
+    let _m = Mounted::mount_in(d.dev(), &dir, "mnt", None);
     // The mounted filesystem writes its own journal: no write counter to
     // compare; the other targets show nothing is written.
     all_refuse_even_forced(d.dev(), None, None, "mounted", &dir);
@@ -327,22 +318,9 @@ fn every_writer_refuses_the_running_system_alike() {
 
 /// A mounted ext4 made without lazy initialisation and synced, so that it
 /// writes nothing more while the test looks.
-fn mount_ext4(dev: &str, dir: &TempDir, tag: &str) -> Unmount {
-    sh(
-        "mkfs.ext4",
-        &[
-            "-q",
-            "-F",
-            "-E",
-            "lazy_itable_init=0,lazy_journal_init=0",
-            dev,
-        ],
-    );
-    let mnt = dir.join(tag);
-    std::fs::create_dir_all(&mnt).unwrap();
-    sh("mount", &[dev, mnt.to_str().unwrap()]);
-    sh("sync", &[]);
-    Unmount(mnt)
+fn mount_ext4(dev: &str, dir: &TempDir, tag: &str) -> Mounted {
+    mkfs_ext4(dev);
+    Mounted::mount_in(dev, dir, tag, None)
 }
 
 /// A loop B with a loop T stacked on it and T mounted was written with

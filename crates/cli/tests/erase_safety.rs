@@ -8,16 +8,10 @@ mod erase_common;
 
 use std::process::Command;
 
-use drivelab_testkit::{digest, diskstats, make_image, require_root, sh, LoopDev, TempDir};
+use drivelab_testkit::{
+    digest, diskstats, make_image, require_root, sh, LoopDev, Mounted, TempDir,
+};
 use erase_common::*;
-
-struct Mount(std::path::PathBuf);
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
 
 /// Assert a refusal: exit 2, the message contains `needle`, nothing written.
 fn refused(dir: &TempDir, d: &LoopDev, args: &[&str], needle: &str) {
@@ -156,13 +150,10 @@ fn filesystem_mount_and_partition_table_are_refused() {
     refused(&dir, &fs, &[dev, "--yes", "--confirm-serial", dev], "ext4");
     // Mounted: refused (and the message says so) even with the signature
     // overridden... by --force it becomes writable, so check without.
-    let mnt = dir.join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
     // Read-only: a read-write ext4 mount starts the kernel's lazy inode
     // table zeroing, whose writes land in the write counter on their own (2
     // of them did, once in CI). A read-only mount is as mounted.
-    sh("mount", &["-o", "ro", dev, mnt.to_str().unwrap()]);
-    let guard = Mount(mnt.clone());
+    let guard = Mounted::mount_in(dev, &dir, "mnt", Some("ro"));
     refused(
         &dir,
         &fs,

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use drivelab_testkit::{effective_uid, sh, LoopDev, TempDir};
+use drivelab_testkit::{effective_uid, sh, LoopDev, Mounted, TempDir, Tmpfs};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
@@ -39,26 +39,11 @@ fn job(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Unmounts a mount point on drop (lazily when something still holds it,
-/// so the loop device under it can still be detached).
-struct Unmount(PathBuf);
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        let ok = Command::new("umount")
-            .arg(&self.0)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-        }
-    }
-}
-
 /// A fresh ext4 filesystem (4 KiB blocks) on a loop device of this test,
 /// mounted on a directory of its own. Fields drop in order: unmount, then
 /// detach the loop device (by name), then remove the directory.
 struct Ext4 {
-    _mounted: Unmount,
+    _mounted: Mounted,
     _dev: LoopDev,
     mnt: PathBuf,
     _dir: TempDir,
@@ -69,11 +54,10 @@ impl Ext4 {
         let dir = TempDir::new(tag);
         let dev = LoopDev::new_in(&dir, 128 * MIB);
         sh("mkfs.ext4", &["-q", "-F", "-b", "4096", dev.dev()]);
-        let mnt = dir.join("mnt");
-        std::fs::create_dir_all(&mnt).unwrap();
-        sh("mount", &[dev.dev(), mnt.to_str().unwrap()]);
+        let mounted = Mounted::mount_in(dev.dev(), &dir, "mnt", None);
+        let mnt = mounted.path.clone();
         Ext4 {
-            _mounted: Unmount(mnt.clone()),
+            _mounted: mounted,
             _dev: dev,
             mnt,
             _dir: dir,
@@ -372,20 +356,8 @@ fn a_defrag_job_outside_ext4_is_refused_before_anything_is_written() {
         return;
     }
     let dir = TempDir::new("e4d-tmpfs");
-    let mnt = dir.join("tmpfs");
-    std::fs::create_dir_all(&mnt).unwrap();
-    sh(
-        "mount",
-        &[
-            "-t",
-            "tmpfs",
-            "-o",
-            "size=32m",
-            "e4d-test",
-            mnt.to_str().unwrap(),
-        ],
-    );
-    let _u = Unmount(mnt.clone());
+    let fs = Tmpfs::mount_in(&dir, "tmpfs", 32 * MIB);
+    let mnt = fs.path.clone();
     let listing = |p: &Path| -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(p)
             .unwrap()

@@ -11,32 +11,14 @@
 //!
 //! Needs root (loop devices), fio and strace.
 
-use std::path::Path;
 use std::process::Command;
 
-use drivelab_testkit::{digest, isolate_store, require_root, run, LoopDev, TempDir};
-use serde_json::Value;
+use drivelab_testkit::{
+    digest, isolate_store, json_after_notes, require_root, require_tools, run, LoopDev, TempDir,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
 const MIB: u64 = 1 << 20;
-
-fn require_tools() {
-    require_root();
-    for t in ["/usr/bin/fio", "/usr/bin/strace"] {
-        assert!(
-            Path::new(t).is_file(),
-            "{t} is not installed; this test needs it (apt-get install fio strace)"
-        );
-    }
-}
-
-/// The JSON a tool printed, after any notes before it.
-fn json_of(stdout: &str) -> Value {
-    let start = stdout
-        .find('{')
-        .unwrap_or_else(|| panic!("no JSON in the output:\n{stdout}"));
-    serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{stdout}"))
-}
 
 /// What one tool did with a job under strace: (error, write I/Os, write
 /// bytes), the job's `hipri_percentage` as shown in its `job options`, and
@@ -67,7 +49,7 @@ fn traced(dir: &TempDir, tag: &str, tool: &str, args: &[&str], job: &[String]) -
         stdout,
         String::from_utf8_lossy(&out.stderr)
     );
-    let v = json_of(&stdout);
+    let v = json_after_notes(&stdout);
     let j = &v["jobs"][0];
     let n = |k: &str| j["write"][k].as_u64().unwrap_or(0);
     let trace = std::fs::read_to_string(&log).expect("strace's log");
@@ -90,7 +72,7 @@ fn traced(dir: &TempDir, tag: &str, tool: &str, args: &[&str], job: &[String]) -
 
 #[test]
 fn hipri_percentage_sets_rwf_hipri_on_its_share_of_writes_as_fio_does() {
-    require_tools();
+    require_tools(&["/usr/bin/fio", "/usr/bin/strace"]);
     let dir = TempDir::new("pvsync2-hipri-pct");
     let lo = LoopDev::new_in(&dir, 16 * MIB);
     // (hipri_percentage, least and most writes of 2048 with RWF_HIPRI)

@@ -25,11 +25,12 @@
 //! Needs root (loop devices), fio and strace.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use drivelab_testkit::{digest, isolate_store, require_root, run, LoopDev, TempDir};
+use drivelab_testkit::{
+    digest, isolate_store, json_after_notes, require_root, require_tools, run, LoopDev, TempDir,
+};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
@@ -51,29 +52,11 @@ const KEYS: &[&str] = &[
     "userspace_reap",
 ];
 
-fn require_tools() {
-    require_root();
-    for t in ["/usr/bin/fio", "/usr/bin/strace"] {
-        assert!(
-            Path::new(t).is_file(),
-            "{t} is not installed; this test needs it (apt-get install fio strace)"
-        );
-    }
-}
-
-/// The JSON a tool printed, after any notes before it.
-fn json_of(stdout: &str) -> Value {
-    let start = stdout
-        .find('{')
-        .unwrap_or_else(|| panic!("no JSON in the output:\n{stdout}"));
-    serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{stdout}"))
-}
-
 fn fio(args: &[&str]) -> (i32, Value, String) {
     let mut a = vec!["--output-format=json"];
     a.extend_from_slice(args);
     let (code, out, err) = run("fio", &a);
-    (code, json_of(&out), err)
+    (code, json_after_notes(&out), err)
 }
 
 fn drivelab(args: &[&str]) -> (i32, Value, String) {
@@ -81,7 +64,7 @@ fn drivelab(args: &[&str]) -> (i32, Value, String) {
     a.extend_from_slice(args);
     a.extend_from_slice(&["--force", "--no-store", "--output-format=json"]);
     let (code, out, err) = run(BIN, &a);
-    (code, json_of(&out), err)
+    (code, json_after_notes(&out), err)
 }
 
 /// One job of a tool's JSON: its name, (error, read I/Os, read bytes,
@@ -176,7 +159,7 @@ nowait=1
 
 #[test]
 fn fios_uring_libaio_and_pvsync2_options_move_what_fio_moves() {
-    require_tools();
+    require_tools(&["/usr/bin/fio", "/usr/bin/strace"]);
     let dir = TempDir::new("uring-opts");
     let lo = LoopDev::new_in(&dir, 64 * MIB);
     let job = dir.join("opts.fio");
@@ -347,7 +330,7 @@ fn traced_run(dir: &TempDir, dev: &str, extra: &[&str]) -> Traced {
 
 #[test]
 fn sqthread_poll_submits_through_the_kernel_thread_not_io_uring_enter() {
-    require_tools();
+    require_tools(&["/usr/bin/fio", "/usr/bin/strace"]);
     let dir = TempDir::new("uring-sqpoll");
     let lo = LoopDev::new_in(&dir, 64 * MIB);
     let sq = traced_run(
@@ -379,7 +362,7 @@ fn sqthread_poll_submits_through_the_kernel_thread_not_io_uring_enter() {
 
 #[test]
 fn force_async_sends_submissions_to_io_wq_workers() {
-    require_tools();
+    require_tools(&["/usr/bin/fio", "/usr/bin/strace"]);
     let dir = TempDir::new("uring-force-async");
     let lo = LoopDev::new_in(&dir, 64 * MIB);
     // A loop device takes non-blocking submissions: without force_async
@@ -404,7 +387,7 @@ fn force_async_sends_submissions_to_io_wq_workers() {
 
 #[test]
 fn hipri_on_a_device_without_poll_queues_fails_as_in_fio() {
-    require_tools();
+    require_tools(&["/usr/bin/fio", "/usr/bin/strace"]);
     let dir = TempDir::new("uring-hipri-loop");
     let lo = LoopDev::new_in(&dir, 16 * MIB);
     let io_poll = std::fs::read_to_string(format!("/sys/block/{}/queue/io_poll", lo.name))

@@ -12,36 +12,18 @@ use std::os::unix::fs::{symlink, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use drivelab_testkit::{digest, diskstats, make_image, run, LoopDev, TempDir, Tmpfs};
+use drivelab_testkit::{
+    digest, diskstats, make_image, mkfs_ext4, run, LoopDev, Mounted, TempDir, Tmpfs,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/traces");
-
-/// A filesystem mounted by this test on a directory of its own; unmounted
-/// (by that path) on drop.
-struct Mount(PathBuf);
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
-
-fn sh(cmd: &str, args: &[&str]) {
-    let st = Command::new(cmd).args(args).status().unwrap();
-    assert!(st.success(), "{cmd} {args:?} failed");
-}
 
 /// An ext4 image of 8 MiB, attached.
 fn ext4_loop(dir: &TempDir, name: &str) -> LoopDev {
     let img = dir.join(name);
     make_image(&img, 8 << 20, &[]);
-    // No lazy initialisation: nothing writes the filesystem after mount.
-    let lazy = "lazy_itable_init=0,lazy_journal_init=0";
-    sh(
-        "mkfs.ext4",
-        &["-q", "-F", "-E", lazy, img.to_str().unwrap()],
-    );
+    mkfs_ext4(img.to_str().unwrap());
     LoopDev::attach(&img, &[])
 }
 
@@ -373,13 +355,9 @@ fn assert_refused(cwd: &Path, what: &str, args: &[String], t: &Target, shown: &P
 fn every_side_output_refuses_devices_backing_files_symlinks_and_inputs() {
     let dir = TempDir::new("side-outputs");
     let mounted = ext4_loop(&dir, "mounted.img");
-    let mnt = dir.join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
     // Read-only: a read-write ext4 writes its own superblock and journal
     // now and then, which the write counter would blame on drivelab.
-    sh("mount", &["-o", "ro", mounted.dev(), mnt.to_str().unwrap()]);
-    let mount = Mount(mnt);
-    sh("sync", &[]);
+    let mount = Mounted::mount_in(mounted.dev(), &dir, "mnt", Some("ro"));
     let sig = ext4_loop(&dir, "signature.img");
     let held = LoopDev::new_in(&dir, 8 << 20);
     // Held by this process, so "another process" for drivelab.
@@ -455,13 +433,9 @@ fn subst(arg: &str, path: &Path) -> String {
 fn a_name_in_an_output_directory_that_is_a_symlink_to_a_device_is_refused() {
     let dir = TempDir::new("side-dirs");
     let mounted = ext4_loop(&dir, "mounted.img");
-    let mnt = dir.join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
     // Read-only: a read-write ext4 writes its own superblock and journal
     // now and then, which the write counter would blame on drivelab.
-    sh("mount", &["-o", "ro", mounted.dev(), mnt.to_str().unwrap()]);
-    let mount = Mount(mnt);
-    sh("sync", &[]);
+    let mount = Mounted::mount_in(mounted.dev(), &dir, "mnt", Some("ro"));
     let sig = ext4_loop(&dir, "signature.img");
     let devs: [(&str, &Path, &LoopDev); 3] = [
         ("mounted loop", &mounted.path, &mounted),

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use drivelab_testkit::{digest, diskstats, require_root, run, LoopDev, TempDir};
+use drivelab_testkit::{digest, diskstats, require_root, run, LoopDev, TempDir, Tmpfs};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
@@ -53,35 +53,6 @@ fn refused(code: i32, err: &str, needle: &str) {
     assert_eq!(code, 2, "{err}");
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(err.contains(needle), "{needle:?} not in {err}");
-}
-
-/// A tmpfs of `size` mounted at `dir`, unmounted on drop.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: PathBuf, size: &str) -> Tmpfs {
-        std::fs::create_dir_all(&dir).unwrap();
-        let ok = Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                &format!("size={size}"),
-                "tmpfs",
-                s(&dir),
-            ])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "mount tmpfs at {}", dir.display());
-        Tmpfs(dir)
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
 }
 
 /// `erase D --yes --confirm-serial D` and `extra`.
@@ -257,8 +228,8 @@ fn fsync_flushes_are_not_split_requests(dir: &TempDir) {
 fn replay_onto_failing_writes(dir: &TempDir) {
     // A 64 MiB loop over a sparse file on a 256 KiB tmpfs: the writes past
     // what the tmpfs holds fail with ENOSPC.
-    let fs = Tmpfs::mount(dir.join("tiny"), "256k");
-    let img = fs.0.join("e.img");
+    let fs = Tmpfs::mount_in(dir, "tiny", 256 << 10);
+    let img = fs.join("e.img");
     std::fs::File::create(&img)
         .unwrap()
         .set_len(64 << 20)
@@ -447,8 +418,8 @@ fn store_errors_are_one_line(dir: &TempDir) {
     refused(code, &err, "not a drivelab store");
     assert!(!err.contains("CREATE"), "{err}");
     // A full disk under the store.
-    let fs = Tmpfs::mount(dir.join("full"), "64k");
-    let store = fs.0.join("r.db");
+    let fs = Tmpfs::mount_in(dir, "full", 64 << 10);
+    let store = fs.join("r.db");
     let (code, _, err) = small_run(dir, &["--store", s(&store)]);
     assert_eq!(code, 0, "the result does not depend on the store: {err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");

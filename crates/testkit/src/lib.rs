@@ -218,6 +218,78 @@ impl Drop for Tmpfs {
     }
 }
 
+/// A filesystem this test mounted on a directory of its own; unmounted (by
+/// that path) on drop.
+pub struct Mounted {
+    /// The mount point.
+    pub path: PathBuf,
+}
+
+impl Mounted {
+    /// `mount [-o OPTS] DEV DIR/NAME`, then `sync`.
+    pub fn mount_in(dev: &str, dir: &TempDir, name: &str, opts: Option<&str>) -> Mounted {
+        require_root();
+        let path = dir.join(name);
+        fs::create_dir_all(&path).unwrap();
+        let at = path.to_str().expect("utf-8 path");
+        match opts {
+            Some(o) => sh("mount", &["-o", o, dev, at]),
+            None => sh("mount", &[dev, at]),
+        };
+        sh("sync", &[]);
+        Mounted { path }
+    }
+}
+
+impl Drop for Mounted {
+    // Lazily when something still holds it, so that the loop device under
+    // it can still be detached.
+    fn drop(&mut self) {
+        let ok = Command::new("umount")
+            .arg(&self.path)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(&self.path).status();
+        }
+    }
+}
+
+/// `mkfs.ext4` on a device or image without lazy initialisation, so that
+/// the kernel writes nothing to it after it is mounted.
+pub fn mkfs_ext4(target: &str) {
+    sh(
+        "mkfs.ext4",
+        &[
+            "-q",
+            "-F",
+            "-E",
+            "lazy_itable_init=0,lazy_journal_init=0",
+            target,
+        ],
+    );
+}
+
+/// Root, and every program in `tools` (absolute paths) installed.
+pub fn require_tools(tools: &[&str]) {
+    require_root();
+    for t in tools {
+        let name = t.rsplit('/').next().unwrap_or(t);
+        assert!(
+            Path::new(t).is_file(),
+            "{t} is not installed; this test needs it (apt-get install {name})"
+        );
+    }
+}
+
+/// The JSON a tool printed on stdout, after any notes before it.
+pub fn json_after_notes(stdout: &str) -> serde_json::Value {
+    let start = stdout
+        .find('{')
+        .unwrap_or_else(|| panic!("no JSON in the output:\n{stdout}"));
+    serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{stdout}"))
+}
+
 /// A zram device created for this test through /sys/class/zram-control
 /// (hot_add) and removed (hot_remove, by its own number) on drop.
 pub struct Zram {
