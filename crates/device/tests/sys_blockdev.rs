@@ -167,7 +167,7 @@ fn backing_device_of_a_file_on_root_tmpfs_and_loop_fs() {
     sh("mkfs.ext4", &["-q", "-F", p1.to_str().unwrap()]);
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    let _m = Mount::new(&p1, &mnt);
+    let _m = mount(&p1, &mnt);
     let f = mnt.join("file");
     std::fs::write(&f, b"hello").unwrap();
     let d = backing_device_of_file(&f)

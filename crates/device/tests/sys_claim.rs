@@ -130,19 +130,10 @@ fn a_loop_over_the_bytes_of_a_mounted_loop_is_refused_naming_it() {
     let img_canon = img.canonicalize().unwrap();
     // ext4 at 1 MiB into the file, mounted.
     let lo6 = LoopDev::attach(&img, &["-o", "1048576"]);
-    sh(
-        "mkfs.ext4",
-        &[
-            "-q",
-            "-F",
-            "-E",
-            "lazy_itable_init=0,lazy_journal_init=0",
-            lo6.dev(),
-        ],
-    );
+    mkfs_ext4(lo6.dev());
     let mnt = dir.join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    let mount = Mount::new(&lo6.path, &mnt);
+    let mount = mount(&lo6.path, &mnt);
     sh("sync", &[]);
     // The same file again from byte 0 (overlaps from 1 MiB on), and its
     // first MiB only (ends where the mounted one starts: no overlap).

@@ -175,19 +175,10 @@ fn mounted_loop_is_refused_as_mounted() {
     let img = dir.path().join("disk.img");
     make_image(&img, 16 * MIB, &[]);
     let lo = LoopDev::attach(&img, &[]);
-    sh(
-        "mkfs.ext4",
-        &[
-            "-q",
-            "-F",
-            "-E",
-            "lazy_itable_init=0,lazy_journal_init=0",
-            lo.path.to_str().unwrap(),
-        ],
-    );
+    mkfs_ext4(lo.path.to_str().unwrap());
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    let _m = Mount::new(&lo.path, &mnt);
+    let _m = mount(&lo.path, &mnt);
     let before = read_all(&lo.path);
     let d = BlockDevice::from_path(&lo.path).unwrap();
     let e = check_writable(&d, false).unwrap_err();
@@ -218,19 +209,10 @@ fn mounted_partition_refuses_the_whole_disk() {
     make_image(&img, 16 * MIB, &[(0, &table)]);
     let (lo, parts) = attach_partitioned(&img, 1);
     let p1 = parts[0].clone();
-    sh(
-        "mkfs.ext4",
-        &[
-            "-q",
-            "-F",
-            "-E",
-            "lazy_itable_init=0,lazy_journal_init=0",
-            p1.to_str().unwrap(),
-        ],
-    );
+    mkfs_ext4(p1.to_str().unwrap());
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    let _m = Mount::new(&p1, &mnt);
+    let _m = mount(&p1, &mnt);
     let d = BlockDevice::from_path(&lo.path).unwrap();
     let e = check_writable(&d, false).unwrap_err();
     let pname = format!("{}p1", lo.name);
@@ -281,7 +263,7 @@ fn a_device_under_a_mounted_or_held_stacked_loop_is_refused_even_with_force() {
     std::fs::create_dir_all(&mnt).unwrap();
     let d = BlockDevice::from_path(&lower.path).unwrap();
     {
-        let _m = Mount::new(&upper.path, &mnt);
+        let _m = mount(&upper.path, &mnt);
         let e = check_writable(&d, true).unwrap_err();
         let line = e.to_string();
         assert!(

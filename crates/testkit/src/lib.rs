@@ -228,16 +228,23 @@ pub struct Mounted {
 impl Mounted {
     /// `mount [-o OPTS] DEV DIR/NAME`, then `sync`.
     pub fn mount_in(dev: &str, dir: &TempDir, name: &str, opts: Option<&str>) -> Mounted {
-        require_root();
         let path = dir.join(name);
         fs::create_dir_all(&path).unwrap();
+        Mounted::at(dev, &path, opts)
+    }
+
+    /// `mount [-o OPTS] DEV PATH` on an existing directory, then `sync`.
+    pub fn at(dev: &str, path: &Path, opts: Option<&str>) -> Mounted {
+        require_root();
         let at = path.to_str().expect("utf-8 path");
         match opts {
             Some(o) => sh("mount", &["-o", o, dev, at]),
             None => sh("mount", &[dev, at]),
         };
         sh("sync", &[]);
-        Mounted { path }
+        Mounted {
+            path: path.to_path_buf(),
+        }
     }
 }
 

@@ -4,9 +4,10 @@
 #![allow(dead_code, unused_imports)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-pub use drivelab_testkit::{make_image, read_all, require_root, sh, LoopDev, TempDir};
+pub use drivelab_testkit::{
+    make_image, mkfs_ext4, read_all, require_root, sh, LoopDev, Mounted, TempDir,
+};
 
 /// Attach `file` with partition scanning and make sure the kernel knows the
 /// partitions: kernels built without the MBR/GPT parsers
@@ -28,20 +29,9 @@ pub fn attach_partitioned(file: &Path, n: usize) -> (LoopDev, Vec<PathBuf>) {
     (lo, parts)
 }
 
-/// A mount made by this test; unmounted on drop.
-pub struct Mount(pub PathBuf);
-
-impl Mount {
-    pub fn new(dev: &Path, dir: &Path) -> Mount {
-        sh("mount", &[dev.to_str().unwrap(), dir.to_str().unwrap()]);
-        Mount(dir.to_path_buf())
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
+/// Mount `dev` (a path) on `dir` for this test; unmounted on drop.
+pub fn mount(dev: &Path, dir: &Path) -> Mounted {
+    Mounted::at(dev.to_str().unwrap(), dir, None)
 }
 
 /// Wait up to 5 s for a path to appear (partition nodes after `losetup -P`).
