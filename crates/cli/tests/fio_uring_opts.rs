@@ -238,6 +238,12 @@ struct Traced {
     ios: u64,
     /// drivelab's io_uring_enter calls.
     enters: u64,
+    /// Of those, the ones without IORING_ENTER_GETEVENTS: calls made to
+    /// submit (or, with a submission thread, to wake it), not to wait.
+    submit_enters: u64,
+    /// The entries those calls handed over (`to_submit`), summed over
+    /// every call.
+    to_submit: u64,
     /// The kernel's io_uring threads seen in drivelab's process, by kind:
     /// `iou-sqp` (the SQPOLL thread), `iou-wrk` (io-wq workers). The
     /// kernel names each after the task that made the ring (drivelab's
@@ -245,8 +251,8 @@ struct Traced {
     kernel_threads: BTreeSet<String>,
 }
 
-/// A 2-second random-read job under `strace -f -c` counting
-/// `io_uring_enter`, its threads' names sampled every 50 ms.
+/// A 2-second random-read job under `strace -f` tracing `io_uring_enter`
+/// with its arguments, its threads' names sampled every 50 ms.
 fn traced_run(dir: &TempDir, dev: &str, extra: &[&str]) -> Traced {
     let tag = extra.join("").replace(['-', '=', '_'], "");
     let summary = dir.join(&format!("strace-{tag}.txt"));
@@ -255,7 +261,6 @@ fn traced_run(dir: &TempDir, dev: &str, extra: &[&str]) -> Traced {
     let filename = format!("--filename={dev}");
     let mut args = vec![
         "-f",
-        "-c",
         "--seccomp-bpf",
         "-e",
         "trace=io_uring_enter",
@@ -314,16 +319,28 @@ fn traced_run(dir: &TempDir, dev: &str, extra: &[&str]) -> Traced {
     assert_eq!(j["error"], 0, "{j}");
     let ios = j["read"]["total_ios"].as_u64().unwrap();
     let text = std::fs::read_to_string(&summary).unwrap();
-    // strace -c: "% time seconds usecs/call calls [errors] syscall"; no
-    // row at all when the call was never made.
-    let enters = text
-        .lines()
-        .find(|l| l.trim_end().ends_with(" io_uring_enter"))
-        .and_then(|l| l.split_whitespace().nth(3))
-        .map_or(0, |n| n.parse().expect("calls"));
+    // "PID io_uring_enter(FD, TO_SUBMIT, MIN_COMPLETE, FLAGS, ..." (the
+    // arguments are printed before an "<unfinished ...>" too).
+    let (mut enters, mut submit_enters, mut to_submit) = (0, 0, 0);
+    for l in text.lines() {
+        let Some((_, args)) = l.split_once("io_uring_enter(") else {
+            continue;
+        };
+        let a: Vec<&str> = args.splitn(5, ", ").collect();
+        enters += 1;
+        to_submit += a.get(1).and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
+        if !a
+            .get(3)
+            .is_some_and(|f| f.contains("IORING_ENTER_GETEVENTS"))
+        {
+            submit_enters += 1;
+        }
+    }
     Traced {
         ios,
         enters,
+        submit_enters,
+        to_submit,
         kernel_threads,
     }
 }
@@ -339,24 +356,35 @@ fn sqthread_poll_submits_through_the_kernel_thread_not_io_uring_enter() {
         &["--sqthread_poll", "--sqthread_poll_cpu=0"],
     );
     let plain = traced_run(&dir, lo.dev(), &[]);
-    let (ios, enters, pios, penters) = (sq.ios, sq.enters, plain.ios, plain.enters);
+    let (ios, pios) = (sq.ios, plain.ios);
     let sqp = sq.kernel_threads.contains("iou-sqp");
     let psqp = plain.kernel_threads.contains("iou-sqp");
-    println!("sqthread_poll: {ios} I/Os, {enters} io_uring_enter; without: {pios} I/Os, {penters} io_uring_enter");
+    println!(
+        "sqthread_poll: {ios} I/Os, {} io_uring_enter ({} not waiting); without: {pios} I/Os, {} io_uring_enter handing over {} entries",
+        sq.enters, sq.submit_enters, plain.enters, plain.to_submit
+    );
     assert!(
         sqp,
         "no iou-sqp thread in drivelab's process during the sqthread_poll job"
     );
     assert!(!psqp, "an iou-sqp thread without sqthread_poll");
-    assert!(ios > 1000, "{ios} I/Os in 2 s");
+    assert!(ios > 200, "{ios} I/Os in 2 s");
+    // With the thread, the kernel is entered to submit only when the
+    // thread sleeps (to wake it); the other calls wait for completions,
+    // whose number depends on how much CPU time the two threads get, not
+    // on how I/O is submitted.
     assert!(
-        enters * 20 < ios,
-        "sqthread_poll: {enters} io_uring_enter calls for {ios} I/Os"
+        sq.submit_enters * 20 < ios,
+        "sqthread_poll: {} io_uring_enter calls to submit for {ios} I/Os",
+        sq.submit_enters
     );
-    // The control: without the thread every loop turn enters the kernel.
+    // The control: without the thread every I/O is handed over in an
+    // io_uring_enter, and every loop turn enters the kernel.
     assert!(
-        penters * 8 >= pios,
-        "without sqthread_poll: {penters} io_uring_enter calls for {pios} I/Os at depth 8"
+        plain.to_submit >= pios && plain.enters * 8 >= pios,
+        "without sqthread_poll: {} io_uring_enter calls handing over {} entries for {pios} I/Os at depth 8",
+        plain.enters,
+        plain.to_submit
     );
 }
 
