@@ -422,7 +422,10 @@ mod tests {
             "fill": {"pass_results": [{"pass": 1, "bytes": 1000000}, {"pass": 2, "bytes": 1000000}]},
             "image": {"bytes": 500000}, "rounds": [{"bytes_written": 250000}, {"bytes_written": 250000}]}]});
         assert_eq!(verdict(Kind::Season, &season, 0), "done");
-        assert_eq!(drivelab_report::metrics::paths::season_bytes(&season), 3e6);
+        assert_eq!(
+            drivelab_season::result::SeasonReport::from_stored(&season).bytes_written() as f64,
+            3e6
+        );
         assert_eq!(
             crate::results::headline(Kind::Season, &season),
             "1 drive(s), 3.00M B in 2.00 s, 1.50 MB/s"
