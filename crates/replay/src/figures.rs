@@ -57,3 +57,141 @@ pub fn headline(r: &ReplayReport) -> String {
         r.errors
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Dist, Score};
+
+    fn dist(mean: f64, p50: u64, p99: u64, p999: u64) -> Dist {
+        Dist {
+            count: 40,
+            mean,
+            stddev: 2.0,
+            min: 1,
+            p50,
+            p90: p50 + 1,
+            p99,
+            p999,
+            max: p999 + 1,
+        }
+    }
+
+    fn session() -> SessionReport {
+        SessionReport {
+            replay: ReplayReport {
+                mode: "dependency".into(),
+                requests: 40,
+                completed: 37,
+                errors: 3,
+                first_error: Some("EIO".into()),
+                bytes_read: 4096,
+                bytes_written: 8192,
+                duration_s: 1.5,
+                score: Score {
+                    head_to_head_ms: 5.0,
+                    iops: 200.0,
+                    withheld: None,
+                },
+                service_time_ns: dist(1500.0, 1000, 9000, 12000),
+                lateness_ns: dist(10.0, 5, 50, 70),
+                dependency_window_ns: Some(1_000_000),
+                ..ReplayReport::default()
+            },
+            target: "/dev/loop9".into(),
+            trace: "t.blktrace".into(),
+            quiet_before_recording: Some(true),
+            ..SessionReport::default()
+        }
+    }
+
+    const WANT: [(&str, f64, bool); 6] = [
+        ("IOPS", 200.0, true),
+        ("duration", 1.5, false),
+        ("mean service time", 1.5, false),
+        ("p50 service time", 1.0, false),
+        ("p99 service time", 9.0, false),
+        ("p99.9 service time", 12.0, false),
+    ];
+
+    fn figures(r: &ReplayReport) -> Vec<(String, f64, bool)> {
+        metrics(r)
+            .into_iter()
+            .map(|m| (m.name, m.value, m.higher_is_better))
+            .collect()
+    }
+
+    fn want() -> Vec<(String, f64, bool)> {
+        WANT.iter()
+            .map(|(n, v, u)| (n.to_string(), *v, *u))
+            .collect()
+    }
+
+    #[test]
+    fn every_replay_metric_reads_its_field_of_the_struct() {
+        let s = session();
+        let v = serde_json::to_value(&s).expect("serialise");
+        let back = SessionReport::from_stored(&v);
+        // Read back, it writes the same JSON: nothing is lost on the way.
+        assert_eq!(serde_json::to_value(&back).expect("serialise"), v);
+        assert_eq!(figures(&back.replay), want());
+        assert_eq!(
+            headline(&back.replay),
+            "200 IOPS, 12.3k B over 1.50 s, 3 errors"
+        );
+    }
+
+    #[test]
+    fn every_audit_metric_reads_its_replay() {
+        let a = AuditReport {
+            replay: session(),
+            recording: "/tmp/rec".into(),
+            original_iops: Some(210.0),
+            original_iops_from: "given".into(),
+            criteria: vec![drivelab_trace::compare::Criterion {
+                name: "reads".into(),
+                figure: "A 1, B 1".into(),
+                limit: "identical".into(),
+                pass: Some(true),
+            }],
+            pass: true,
+            comparison: drivelab_trace::Comparison::default(),
+        };
+        let v = serde_json::to_value(&a).expect("serialise");
+        let back = AuditReport::from_stored(&v);
+        assert_eq!(serde_json::to_value(&back).expect("serialise"), v);
+        assert_eq!(figures(&back.replay.replay), want());
+    }
+
+    #[test]
+    fn a_replay_stored_with_fields_missing_still_reads() {
+        // What an older version may hold: no mode, lateness or dependency
+        // counts; a byte count written as a float.
+        let v = serde_json::json!({"target": "/dev/loop8", "errors": 3,
+            "bytes_read": 4096.0, "bytes_written": 8192, "duration_s": 1.5,
+            "score": {"iops": 200.0}, "service_time_ns": {"mean": 2000.0, "p99": 7000}});
+        let r = SessionReport::from_stored(&v);
+        assert_eq!(r.target, "/dev/loop8");
+        let got: Vec<(String, f64)> = metrics(&r.replay)
+            .into_iter()
+            .map(|m| (m.name, m.value))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("IOPS".to_string(), 200.0),
+                ("duration".to_string(), 1.5),
+                ("mean service time".to_string(), 2.0),
+                ("p50 service time".to_string(), 0.0),
+                ("p99 service time".to_string(), 7.0),
+                ("p99.9 service time".to_string(), 0.0),
+            ]
+        );
+        assert_eq!(
+            headline(&r.replay),
+            "200 IOPS, 12.3k B over 1.50 s, 3 errors"
+        );
+        let audit = serde_json::json!({"pass": false, "replay": v});
+        assert_eq!(AuditReport::from_stored(&audit).replay.replay, r.replay);
+    }
+}

@@ -1,8 +1,6 @@
-//! The figures of each kind of result that `drivelab compare` sets side by
-//! side and `drivelab history` sums up in one line: IOPS, bandwidth and
-//! latency per direction for runs; rate and latency per step for tests;
-//! time and rate per drive for erases; fill rate and round IOPS for
-//! seasons; IOPS and service times for replays and audits.
+//! The figures of a result that `drivelab compare` sets side by side and
+//! `drivelab history` sums up in one line ([`Metric`]), and those of a run:
+//! IOPS, bandwidth and latency per direction.
 //!
 //! Every figure is read from a typed result: the stored JSON is read into
 //! the struct ([`RunReport::from_stored`], or [`read_lenient`] for the
@@ -228,7 +226,8 @@ pub fn short(x: f64) -> String {
     }
 }
 
-/// The one-line summaries `drivelab history` shows, per kind.
+/// The one-line summary `drivelab history` shows of a run (the other
+/// kinds' are beside their structs, with their figures).
 pub mod headline {
     use super::short;
     use crate::model::RunReport;

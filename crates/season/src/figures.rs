@@ -85,3 +85,114 @@ pub fn headline(r: &SeasonReport) -> String {
         short(rate)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{Fill, Identity, Image, Metrics, Pass, Round, State};
+
+    fn round(n: usize, iops: f64, bytes: u64) -> Round {
+        Round {
+            round: n,
+            metrics: Metrics {
+                iops,
+                bw_bytes: iops * 4096.0,
+                lat_mean_ns: 80.0,
+                lat_p99_ns: 300.0,
+                seconds: 1.0,
+            },
+            bytes_written: bytes,
+        }
+    }
+
+    fn pass(n: u32, bytes: u64, bw: f64) -> Pass {
+        Pass {
+            pass: n,
+            start_offset: 4096,
+            bytes,
+            seconds: bytes as f64 / bw,
+            bw_bytes: bw,
+        }
+    }
+
+    #[test]
+    fn every_season_metric_reads_its_field_of_the_struct() {
+        let drive = DriveSeason {
+            identity: Identity {
+                device: "/dev/loop9".into(),
+                capacity_bytes: 1 << 30,
+                ..Identity::default()
+            },
+            state: State::Done,
+            fill: Some(Fill {
+                passes: 2,
+                transfer_bytes: 1 << 17,
+                queue_depth: 4,
+                pass_results: vec![
+                    pass(1, 1_000_000, 2_000_000.0),
+                    pass(2, 2_000_000, 3_000_000.0),
+                ],
+            }),
+            image: Some(Image {
+                source: "/tmp/image".into(),
+                kind: "file".into(),
+                bytes: 500_000,
+                seconds: 0.5,
+                writes: 4,
+            }),
+            workload: Some("randwrite".into()),
+            rounds: vec![round(1, 300.0, 250_000), round(2, 250.0, 750_000)],
+            ..DriveSeason::default()
+        };
+        let r = SeasonReport {
+            version: "0.1.0".into(),
+            stages: vec!["fill".into(), "rounds".into()],
+            drives: vec![drive],
+            complete_seconds: 3.0,
+        };
+        let v = serde_json::to_value(&r).expect("serialise");
+        let back = SeasonReport::from_stored(&v);
+        // Read back, it writes the same JSON: nothing is lost on the way.
+        assert_eq!(serde_json::to_value(&back).expect("serialise"), v);
+        let got: Vec<(String, f64, bool)> = metrics(&back)
+            .into_iter()
+            .map(|m| (m.name, m.value, m.higher_is_better))
+            .collect();
+        let want = [
+            ("/dev/loop9 fill pass 1 rate", 2.0, true),
+            ("/dev/loop9 fill pass 2 rate", 3.0, true),
+            ("/dev/loop9 last round IOPS", 250.0, true),
+            ("complete time", 3.0, false),
+        ];
+        let want: Vec<(String, f64, bool)> = want
+            .iter()
+            .map(|(n, v, u)| (n.to_string(), *v, *u))
+            .collect();
+        assert_eq!(got, want);
+        // 3 MB of fill, 0.5 MB of image, 1 MB of rounds.
+        assert_eq!(back.bytes_written(), 4_500_000);
+        assert_eq!(headline(&back), "1 drive(s), 4.50M B in 3.00 s, 1.50 MB/s");
+    }
+
+    #[test]
+    fn a_season_stored_with_fields_missing_still_reads() {
+        // What an older version may hold: passes without rates, rounds
+        // without figures, an image without its source, no identity.
+        let v = serde_json::json!({"complete_seconds": 2.0, "drives": [{
+            "state": "done",
+            "fill": {"pass_results": [{"pass": 1, "bytes": 1000000}]},
+            "image": {"bytes": 500000.0}, "rounds": [{"bytes_written": 500000}]}]});
+        let r = SeasonReport::from_stored(&v);
+        assert_eq!(r.drives[0].state, State::Done);
+        let got: Vec<(String, f64)> = metrics(&r).into_iter().map(|m| (m.name, m.value)).collect();
+        assert_eq!(
+            got,
+            [
+                ("drive fill pass 1 rate".to_string(), 0.0),
+                ("drive last round IOPS".to_string(), 0.0),
+                ("complete time".to_string(), 2.0),
+            ]
+        );
+        assert_eq!(headline(&r), "1 drive(s), 2.00M B in 2.00 s, 1.00 MB/s");
+    }
+}

@@ -49,3 +49,120 @@ pub fn headline(r: &TestReport) -> String {
         .collect();
     format!("{} step(s): {}", r.steps.len(), rates.join(", "))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{Failure, PassResult, Status, StepResult};
+
+    fn step(
+        index: usize,
+        kind: &'static str,
+        bw: f64,
+        iops: f64,
+        mean: f64,
+        ns: u64,
+    ) -> StepResult {
+        StepResult {
+            index,
+            of: 2,
+            kind: kind.into(),
+            test_type: "Sequential Write".into(),
+            order: "butterfly".into(),
+            on_error: "continue".into(),
+            status: Status::Failed,
+            bw_bytes: bw,
+            iops,
+            runtime_ns: ns,
+            clat_ns: drivelab_stats::Summary {
+                min: 1.0,
+                max: 2.0 * mean,
+                mean,
+                stddev: 3.0,
+                count: 7,
+            },
+            passes: vec![PassResult {
+                op: "read".into(),
+                bw_bytes: bw,
+                ..PassResult::default()
+            }],
+            failures: vec![Failure::Io {
+                op: "write".into(),
+                lba: 8,
+                blocks: 2,
+                errno: 5,
+                message: "Input/output error".into(),
+                retries: 3,
+                bad_ranges: Vec::new(),
+            }],
+            ..StepResult::default()
+        }
+    }
+
+    /// A test as `drivelab test` writes it, serialised and read back.
+    fn stored(r: &TestReport) -> TestReport {
+        TestReport::from_stored(&serde_json::to_value(r).expect("serialise"))
+    }
+
+    #[test]
+    fn every_test_metric_reads_its_field_of_the_struct() {
+        let r = TestReport {
+            target: "/dev/loop9".into(),
+            steps: vec![
+                step(1, "write", 4_000_000.0, 976.0, 1500.0, 2_500_000_000),
+                step(2, "verify", 8_000_000.0, 1953.0, 700.0, 1_250_000_000),
+            ],
+            ..TestReport::default()
+        };
+        let back = stored(&r);
+        // Read back, it writes the same JSON: nothing is lost on the way.
+        assert_eq!(
+            serde_json::to_value(&back).expect("serialise"),
+            serde_json::to_value(&r).expect("serialise")
+        );
+        let got: Vec<(String, f64, bool)> = metrics(&back)
+            .into_iter()
+            .map(|m| (m.name, m.value, m.higher_is_better))
+            .collect();
+        let want = [
+            ("step 1 write rate", 4.0, true),
+            ("step 1 write IOPS", 976.0, true),
+            ("step 1 write mean latency", 1.5, false),
+            ("step 1 write duration", 2.5, false),
+            ("step 2 verify rate", 8.0, true),
+            ("step 2 verify IOPS", 1953.0, true),
+            ("step 2 verify mean latency", 0.7, false),
+            ("step 2 verify duration", 1.25, false),
+        ];
+        let want: Vec<(String, f64, bool)> = want
+            .iter()
+            .map(|(n, v, u)| (n.to_string(), *v, *u))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(headline(&back), "2 step(s): 4.00 MB/s, 8.00 MB/s");
+    }
+
+    #[test]
+    fn a_test_stored_with_fields_missing_still_reads() {
+        // What an older version may hold: no status, passes, failures or
+        // latency; a runtime written as a float.
+        let v = serde_json::json!({"target": "/dev/loop9", "passed": true,
+            "steps": [{"index": 1, "kind": "read", "bw_bytes": 2000000.0,
+                       "iops": 500.0, "runtime_ns": 3000000000.0}]});
+        let r = TestReport::from_stored(&v);
+        assert_eq!((r.target.as_str(), r.passed), ("/dev/loop9", true));
+        assert_eq!(r.steps[0].status, Status::Skipped);
+        let got: Vec<(String, f64)> = metrics(&r).into_iter().map(|m| (m.name, m.value)).collect();
+        assert_eq!(
+            got,
+            [
+                ("step 1 read rate".to_string(), 2.0),
+                ("step 1 read IOPS".to_string(), 500.0),
+                ("step 1 read mean latency".to_string(), 0.0),
+                ("step 1 read duration".to_string(), 3.0),
+            ]
+        );
+        assert_eq!(headline(&r), "1 step(s): 2.00 MB/s");
+        assert!(metrics(&TestReport::from_stored(&Value::Null)).is_empty());
+    }
+}
