@@ -5,9 +5,10 @@
 //! silently drops out of comparisons.
 
 use drivelab_report::metrics::{push, read_lenient, short, Metric};
+use drivelab_report::views::{DriveView, EraseView};
 use serde_json::Value;
 
-use crate::outcome::Summary;
+use crate::outcome::{Outcome, Summary};
 
 impl Summary {
     /// An erase's result as stored (any version's JSON): each field
@@ -57,6 +58,48 @@ pub fn headline(r: &Summary) -> String {
         short(r.complete_seconds),
         short(r.aggregate_mb_per_s)
     )
+}
+
+impl From<&Summary> for EraseView {
+    fn from(r: &Summary) -> EraseView {
+        EraseView {
+            strategy: r.strategy.name().into(),
+            pattern: r.pattern.clone(),
+            verify: r.verify.name().into(),
+            total_bytes: r.total_bytes,
+            complete_seconds: r.complete_seconds,
+            aggregate_mb_per_s: r.aggregate_mb_per_s,
+            drives: r.drives.iter().map(DriveView::from).collect(),
+        }
+    }
+}
+
+impl From<&Outcome> for DriveView {
+    fn from(d: &Outcome) -> DriveView {
+        DriveView {
+            device: d.device.clone(),
+            serial: d.serial.clone().unwrap_or_default(),
+            method: d.method.name().into(),
+            result: d.result.as_str().into(),
+            bytes: d.bytes,
+            mb_per_s: d.mb_per_s(),
+            erase_seconds: d.erase_seconds,
+            verify_seconds: d.verify_seconds,
+            verification: d.verification.clone(),
+            exceptions: d.exceptions as u64,
+            certificate: d
+                .certificate
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            error: d.error.clone(),
+            timeline: d
+                .timeline
+                .iter()
+                .map(|p| (p.phase.to_string(), p.t_s, p.done_bytes))
+                .collect(),
+        }
+    }
 }
 
 #[cfg(test)]

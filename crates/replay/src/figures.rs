@@ -6,10 +6,11 @@
 //! silently drops out of comparisons.
 
 use drivelab_report::metrics::{push, read_lenient, short, Metric};
+use drivelab_report::views::{scalar_fields, AuditView, Percentiles, ReplayView};
 use serde_json::Value;
 
 use crate::session::{AuditReport, SessionReport};
-use crate::ReplayReport;
+use crate::{Dist, ReplayReport};
 
 impl SessionReport {
     /// A replay's result as stored (any version's JSON): each field
@@ -56,6 +57,47 @@ pub fn headline(r: &ReplayReport) -> String {
         short(r.duration_s),
         r.errors
     )
+}
+
+impl From<&Dist> for Percentiles {
+    fn from(d: &Dist) -> Percentiles {
+        Percentiles {
+            count: d.count,
+            p50: d.p50,
+            p90: d.p90,
+            p99: d.p99,
+            p999: d.p999,
+        }
+    }
+}
+
+impl From<&SessionReport> for ReplayView {
+    fn from(s: &SessionReport) -> ReplayView {
+        let r = &s.replay;
+        ReplayView {
+            fields: scalar_fields(s),
+            trace: s.trace.clone(),
+            target: s.target.clone(),
+            score_withheld: r.score.withheld.clone(),
+            head_to_head_ms: r.score.head_to_head_ms,
+            iops: r.score.iops,
+            service_time_ns: Percentiles::from(&r.service_time_ns),
+            lateness_ns: Percentiles::from(&r.lateness_ns),
+        }
+    }
+}
+
+impl From<&AuditReport> for AuditView {
+    fn from(a: &AuditReport) -> AuditView {
+        AuditView {
+            pass: a.pass,
+            original_iops: a.original_iops,
+            original_iops_from: a.original_iops_from.to_string(),
+            criteria: a.criteria.clone(),
+            replay: ReplayView::from(&a.replay),
+            comparison: a.comparison.clone(),
+        }
+    }
 }
 
 #[cfg(test)]

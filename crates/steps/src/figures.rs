@@ -5,9 +5,10 @@
 //! silently drops out of comparisons.
 
 use drivelab_report::metrics::{push, read_lenient, short, Metric};
+use drivelab_report::views::{StepView, TestView};
 use serde_json::Value;
 
-use crate::result::TestReport;
+use crate::result::{StepResult, TestReport};
 
 impl TestReport {
     /// A test's result as stored (any version's JSON): each field missing
@@ -48,6 +49,46 @@ pub fn headline(r: &TestReport) -> String {
         .map(|s| format!("{} MB/s", short(s.bw_bytes / 1e6)))
         .collect();
     format!("{} step(s): {}", r.steps.len(), rates.join(", "))
+}
+
+impl From<&TestReport> for TestView {
+    fn from(r: &TestReport) -> TestView {
+        TestView {
+            target: r.target.clone(),
+            block_size: u64::from(r.block_size),
+            capacity_blocks: r.capacity_blocks,
+            passed: r.passed,
+            steps: r.steps.iter().map(StepView::from).collect(),
+        }
+    }
+}
+
+impl From<&StepResult> for StepView {
+    fn from(s: &StepResult) -> StepView {
+        StepView {
+            index: s.index as u64,
+            of: s.of as u64,
+            kind: s.kind.to_string(),
+            test_type: s.test_type.to_string(),
+            order: s.order.to_string(),
+            pattern: s.pattern.clone(),
+            block_count: s.block_count,
+            status: s.status.as_str().to_string(),
+            started: s.started.clone(),
+            bw_bytes: s.bw_bytes,
+            iops: s.iops,
+            clat_mean_ns: s.clat_ns.mean,
+            io_errors: s.io_errors,
+            miscompares: s.miscompares,
+            runtime_ns: s.runtime_ns,
+            error: s.error.clone(),
+            passes: s
+                .passes
+                .iter()
+                .map(|p| (p.op.to_string(), p.bw_bytes))
+                .collect(),
+        }
+    }
 }
 
 #[cfg(test)]

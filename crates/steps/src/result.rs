@@ -35,6 +35,19 @@ pub enum Status {
     Interrupted,
 }
 
+impl Status {
+    /// The word the result JSON holds ("PASSED", "FAILED", "SKIPPED",
+    /// "INTERRUPTED").
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Passed => "PASSED",
+            Status::Failed => "FAILED",
+            Status::Skipped => "SKIPPED",
+            Status::Interrupted => "INTERRUPTED",
+        }
+    }
+}
+
 /// Figures of one pass (a write pass or a read pass) of a step.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
