@@ -1,6 +1,7 @@
-//! A stored erase result read back into [`Summary`], and the figures
+//! A stored erase result read back into [`Summary`], the figures
 //! `drivelab compare` sets side by side and the one line `drivelab history`
-//! shows of it. They are defined here, beside the struct they read, so
+//! shows of it, and what the HTML report draws of it ([`EraseView`]). They
+//! are defined here, beside the struct they read, so
 //! that a renamed field is a compile error rather than a figure that
 //! silently drops out of comparisons.
 

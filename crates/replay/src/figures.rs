@@ -1,7 +1,8 @@
 //! A stored replay or audit read back ([`SessionReport`],
 //! [`AuditReport`]), and the figures `drivelab compare` sets side by side
 //! and the one line `drivelab history` shows of a replay (an audit's are
-//! its replay's). They are defined here, beside the struct they read, so
+//! its replay's), and what the HTML report draws of each ([`ReplayView`],
+//! [`AuditView`]). They are defined here, beside the struct they read, so
 //! that a renamed field is a compile error rather than a figure that
 //! silently drops out of comparisons.
 

@@ -6,6 +6,11 @@
 //! gets its tables and interactive charts; two or more runs also get
 //! comparison charts.
 //!
+//! Each result comes read into its type ([`Body`]): a run and a trace
+//! analysis as their structs, a test, an erase, a replay and an audit as
+//! the views of [`crate::views`] that their owning crates fill, so the page
+//! reads no field by name.
+//!
 //! Charts come from the shared plot model (`drivelab_plot`); trace charts
 //! are `drivelab_trace::plot::charts`, the same ones `trace analyze --plots`
 //! writes as SVG. Markup is written with maud, which escapes every

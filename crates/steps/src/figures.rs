@@ -1,6 +1,7 @@
-//! A stored test result read back into [`TestReport`], and the figures
+//! A stored test result read back into [`TestReport`], the figures
 //! `drivelab compare` sets side by side and the one line `drivelab history`
-//! shows of it. They are defined here, beside the struct they read, so
+//! shows of it, and what the HTML report draws of it ([`TestView`]). They
+//! are defined here, beside the struct they read, so
 //! that a renamed field is a compile error rather than a figure that
 //! silently drops out of comparisons.
 
