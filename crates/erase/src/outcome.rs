@@ -306,9 +306,12 @@ struct StoredRow {
     certificate: Option<PathBuf>,
     html: Option<PathBuf>,
     journal: Option<PathBuf>,
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     claim: Option<drivelab_device::claim::ClaimRecord>,
     timeline: Vec<TimelinePoint>,
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     health: Option<AroundWork>,
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     capacity_restored: Option<crate::plan::Restored>,
 }
 

@@ -237,4 +237,16 @@ mod tests {
         let audit = serde_json::json!({"pass": false, "replay": v});
         assert_eq!(AuditReport::from_stored(&audit).replay.replay, r.replay);
     }
+
+    #[test]
+    fn an_audit_whose_criteria_cannot_be_read_keeps_its_replay() {
+        // Criteria and a comparison in a shape this version does not read
+        // are left out; the verdict and the replay still read.
+        let v = serde_json::json!({"pass": true, "criteria": [{"name": 3}],
+            "comparison": {"a": "old"}, "replay": {"score": {"iops": 50.0}}});
+        let a = AuditReport::from_stored(&v);
+        assert!(a.pass && a.criteria.is_empty());
+        assert_eq!(a.comparison, drivelab_trace::Comparison::default());
+        assert_eq!(a.replay.replay.score.iops, 50.0);
+    }
 }

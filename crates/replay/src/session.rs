@@ -75,6 +75,7 @@ pub struct SessionReport {
     /// The write claim when the trace writes: the safety assessment made
     /// before the first write and how the target was held.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub claim: Option<drivelab_device::claim::ClaimRecord>,
     /// Where the recording went.
     #[serde(skip)]
@@ -281,10 +282,12 @@ pub struct AuditReport {
     pub original_iops_from: Cow<'static, str>,
     /// The seed's criteria, each with its figure; the score criterion is the
     /// replay's own score against `original_iops`.
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub criteria: Vec<drivelab_trace::compare::Criterion>,
     /// Every criterion that could be checked passed.
     pub pass: bool,
     /// The whole comparison of the recording with the trace.
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub comparison: drivelab_trace::Comparison,
 }
 

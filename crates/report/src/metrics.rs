@@ -11,7 +11,7 @@
 //! that owns it (steps, erase, season, replay), over [`Metric`] and
 //! [`push`].
 
-use serde::{de::DeserializeOwned, Serialize};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{DeviceCheck, DirReport, JobReport, RunReport};
@@ -95,6 +95,20 @@ pub fn read_lenient<T: DeserializeOwned>(v: &Value) -> Option<T> {
     let mut v = v.clone();
     whole_numbers(&mut v);
     serde_json::from_value(v).ok()
+}
+
+/// For `#[serde(deserialize_with = "...")]` on a field of a result whose
+/// type is strict (a claim, a health record, a verdict made elsewhere): the
+/// field as stored, or its default when it cannot be read (written by an
+/// older version, in another shape), so that one such field does not make
+/// the whole result unreadable.
+pub fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: DeserializeOwned + Default,
+{
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).unwrap_or_default())
 }
 
 /// The list at `key` of `v`, taken out of it (empty when there is none).

@@ -89,6 +89,7 @@ pub struct DriveSeason {
     /// The whole-drive write series (the first fill pass, right after the
     /// purge) and its cliff.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub write_series: Option<WriteSeries>,
     /// The image restore stage.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -100,6 +101,7 @@ pub struct DriveSeason {
     pub rounds: Vec<Round>,
     /// The PTS steady-state verdict over the rounds.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub steady_state: Option<Verdict>,
     /// Fresh vs used.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -112,10 +114,12 @@ pub struct DriveSeason {
     pub plots: Vec<PathBuf>,
     /// The write claim: safety assessment, consent, hold.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub claim: Option<drivelab_device::claim::ClaimRecord>,
     /// The drive's health before and after this season, and what changed
     /// (drives with health of their own).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub health: Option<drivelab_device::health::around::AroundWork>,
 }
 

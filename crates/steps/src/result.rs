@@ -268,6 +268,7 @@ pub struct StepResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// The first failures in the order found (at most [`FAILURE_LIMIT`]).
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub failures: Vec<Failure>,
     /// The first failure as one line; absent when the step passed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -279,6 +280,7 @@ pub struct StepResult {
     /// and after the step, what changed, and whether its write counter
     /// corroborates the bytes written.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub health: Option<drivelab_device::health::around::AroundWork>,
 }
 
@@ -304,6 +306,7 @@ pub struct TestReport {
     /// The write claim when a step writes: the safety assessment made
     /// before the first write and how the target was held.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub claim: Option<drivelab_device::claim::ClaimRecord>,
 }
 
