@@ -195,4 +195,11 @@ mod tests {
         );
         assert_eq!(headline(&r), "1 drive(s), 2.00M B in 2.00 s, 1.00 MB/s");
     }
+
+    #[test]
+    fn each_state_word_is_the_one_the_json_holds() {
+        for st in [State::Done, State::Stopped, State::Failed] {
+            assert_eq!(serde_json::to_value(st).expect("serialise"), st.as_str());
+        }
+    }
 }

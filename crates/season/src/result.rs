@@ -44,6 +44,17 @@ pub enum State {
     Failed,
 }
 
+impl State {
+    /// The word the result JSON holds ("done", "stopped", "failed").
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Done => "done",
+            State::Stopped => "stopped",
+            State::Failed => "failed",
+        }
+    }
+}
+
 /// The drive's identity, kept with its results.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

@@ -219,4 +219,16 @@ mod tests {
         assert!(r.claim.is_none() && r.steps[0].failures.is_empty());
         assert_eq!(headline(&r), "1 step(s): 1.00 MB/s");
     }
+
+    #[test]
+    fn each_status_word_is_the_one_the_json_holds() {
+        for st in [
+            Status::Passed,
+            Status::Failed,
+            Status::Skipped,
+            Status::Interrupted,
+        ] {
+            assert_eq!(serde_json::to_value(st).expect("serialise"), st.as_str());
+        }
+    }
 }
