@@ -8,7 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use drivelab_report::html::{self, Input, Kind};
+use drivelab_report::html::{self, Body, Input, Kind};
+use drivelab_report::views::{AuditView, EraseView, ReplayView, TestView};
+use drivelab_report::RunReport;
 use serde_json::Value;
 
 use crate::error::usage;
@@ -51,11 +53,45 @@ fn read_input(path: &Path) -> anyhow::Result<Input> {
             kind.name()
         ))
     })?;
+    let body = body(kind, &value).map_err(|why| {
+        usage(format!(
+            "{} is not a readable {} result: {why}; give a result saved from --output-format json, unchanged",
+            path.display(),
+            kind.name()
+        ))
+    })?;
     let label = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string());
-    Ok(Input { label, kind, value })
+    Ok(Input { label, body })
+}
+
+/// A result JSON of `kind` (checked by [`html::check`]) read into its
+/// type: a run and a trace analysis as their structs, the other kinds
+/// through their owners' structs into the page's views.
+fn body(kind: Kind, v: &Value) -> Result<Body, String> {
+    Ok(match kind {
+        Kind::Run => Body::Run(Box::new(
+            serde_json::from_value::<RunReport>(v.clone()).map_err(|e| e.to_string())?,
+        )),
+        Kind::TraceAnalyze => Body::TraceAnalyze(Box::new(
+            serde_json::from_value::<drivelab_trace::analyze::Analysis>(v.clone())
+                .map_err(|e| e.to_string())?,
+        )),
+        Kind::Test => Body::Test(TestView::from(
+            &drivelab_steps::result::TestReport::from_stored(v),
+        )),
+        Kind::Erase => Body::Erase(EraseView::from(
+            &drivelab_erase::outcome::Summary::from_stored(v),
+        )),
+        Kind::Replay => Body::Replay(ReplayView::from(
+            &drivelab_replay::session::SessionReport::from_stored(v),
+        )),
+        Kind::Audit => Body::Audit(Box::new(AuditView::from(
+            &drivelab_replay::session::AuditReport::from_stored(v),
+        ))),
+    })
 }
 
 /// Read one stored result by its ID: its JSON exactly as printed.
@@ -91,13 +127,19 @@ fn read_stored(
             kind.name()
         )
     })?;
+    let body = body(kind, &value).map_err(|why| {
+        anyhow::anyhow!(
+            "stored result {id} is not a readable {} result: {why}",
+            kind.name()
+        )
+    })?;
     let label = format!(
         "#{} {} {}",
         r.id,
         r.kind,
         crate::cmd_history::utc(r.time_ms)
     );
-    Ok(Input { label, kind, value })
+    Ok(Input { label, body })
 }
 
 /// Run `drivelab report`.

@@ -13,6 +13,10 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use drivelab_device::blockdev::{backing_device_of_file, BlockDevice};
+use drivelab_erase::outcome::Summary;
+use drivelab_replay::session::{AuditReport, SessionReport};
+use drivelab_season::result::SeasonReport;
+use drivelab_steps::result::TestReport;
 use drivelab_store::{Artifact, Drive, Kind, NewRecord, Printed, Store};
 use serde_json::Value;
 
@@ -202,38 +206,26 @@ fn proc_line(path: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The verdict in a few words.
+/// The verdict in a few words, read from the result's typed struct.
 fn verdict(kind: Kind, v: &Value, code: u8) -> String {
     let mut words = Vec::new();
     if code == 130 {
         words.push("interrupted".to_string());
     }
     match kind {
-        Kind::Run | Kind::Replay => {
-            if let Some(e) = v.get("error").and_then(Value::as_str) {
+        Kind::Run => {
+            let r = drivelab_report::RunReport::from_stored(v);
+            if let Some(e) = &r.error {
                 words.push(format!("error: {e}"));
             }
-            if let Some(n) = v.get("errors").and_then(Value::as_u64).filter(|n| *n > 0) {
-                words.push(format!("{n} I/O errors"));
-            }
-            let checks = v
-                .get("device_check")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            if checks.is_empty() && kind == Kind::Run {
+            if r.device_check.is_empty() {
                 words.push("no device check".into());
-            } else if !checks.is_empty() {
-                let bad: Vec<String> = checks
+            } else {
+                let bad: Vec<String> = r
+                    .device_check
                     .iter()
-                    .filter(|c| c.get("agrees").and_then(Value::as_bool) != Some(true))
-                    .map(|c| {
-                        format!(
-                            "{}: {}",
-                            c.get("device").and_then(Value::as_str).unwrap_or("?"),
-                            c.get("verdict").and_then(Value::as_str).unwrap_or("?")
-                        )
-                    })
+                    .filter(|c| !c.agrees)
+                    .map(|c| format!("{}: {}", c.device, c.verdict))
                     .collect();
                 if bad.is_empty() {
                     words.push("device check agrees".into());
@@ -242,8 +234,14 @@ fn verdict(kind: Kind, v: &Value, code: u8) -> String {
                 }
             }
         }
+        Kind::Replay => {
+            let errors = SessionReport::from_stored(v).replay.errors;
+            if errors > 0 {
+                words.push(format!("{errors} I/O errors"));
+            }
+        }
         Kind::Test => words.push(
-            if v.get("passed").and_then(Value::as_bool) == Some(true) {
+            if TestReport::from_stored(v).passed {
                 "passed"
             } else {
                 "failed"
@@ -251,26 +249,22 @@ fn verdict(kind: Kind, v: &Value, code: u8) -> String {
             .into(),
         ),
         Kind::Audit => {
-            words.push(
-                match v.get("pass").and_then(Value::as_bool) {
-                    Some(true) => "pass",
-                    Some(false) => "fail",
-                    None => "no verdict",
-                }
-                .into(),
-            );
-            if let Some(n) = v
-                .pointer("/replay/errors")
-                .and_then(Value::as_u64)
-                .filter(|n| *n > 0)
-            {
-                words.push(format!("{n} I/O errors"));
+            let a = AuditReport::from_stored(v);
+            words.push(if a.pass { "pass" } else { "fail" }.into());
+            if a.replay.replay.errors > 0 {
+                words.push(format!("{} I/O errors", a.replay.replay.errors));
             }
         }
         // Each drive's state (season) or result (erase); one word when all
         // drives agree.
-        Kind::Season => drive_words(v, "state", &mut words),
-        Kind::Erase => drive_words(v, "result", &mut words),
+        Kind::Season => {
+            let r = SeasonReport::from_stored(v);
+            drive_words(r.drives.iter().map(|d| d.state.as_str()), &mut words)
+        }
+        Kind::Erase => {
+            let r = Summary::from_stored(v);
+            drive_words(r.drives.iter().map(|d| d.result.as_str()), &mut words)
+        }
     }
     if words.is_empty() {
         words.push(if code == 0 { "ok" } else { "failed" }.into());
@@ -278,18 +272,9 @@ fn verdict(kind: Kind, v: &Value, code: u8) -> String {
     words.join("; ")
 }
 
-/// Each drive's `key`, once when every drive has the same.
-fn drive_words(v: &Value, key: &str, words: &mut Vec<String>) {
-    let each: Vec<String> = v
-        .get("drives")
-        .and_then(Value::as_array)
-        .map(|ds| {
-            ds.iter()
-                .filter_map(|d| d.get(key).and_then(Value::as_str))
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default();
+/// Each drive's word, once when every drive has the same.
+fn drive_words<'a>(each: impl Iterator<Item = &'a str>, words: &mut Vec<String>) {
+    let each: Vec<String> = each.map(String::from).collect();
     let mut uniq = each.clone();
     uniq.dedup();
     if uniq.len() == 1 {
@@ -422,7 +407,10 @@ mod tests {
             "fill": {"pass_results": [{"pass": 1, "bytes": 1000000}, {"pass": 2, "bytes": 1000000}]},
             "image": {"bytes": 500000}, "rounds": [{"bytes_written": 250000}, {"bytes_written": 250000}]}]});
         assert_eq!(verdict(Kind::Season, &season, 0), "done");
-        assert_eq!(drivelab_report::metrics::paths::season_bytes(&season), 3e6);
+        assert_eq!(
+            drivelab_season::result::SeasonReport::from_stored(&season).bytes_written() as f64,
+            3e6
+        );
         assert_eq!(
             crate::results::headline(Kind::Season, &season),
             "1 drive(s), 3.00M B in 2.00 s, 1.50 MB/s"

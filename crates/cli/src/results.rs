@@ -1,27 +1,30 @@
-//! A stored result read by its kind: the figures `compare` and `history
-//! --csv` show and the one-line headline a record keeps, each defined by
-//! `drivelab_report::metrics`. The compare and store commands both read
-//! results through here.
+//! A stored result read by its kind: the JSON is read into the kind's
+//! result struct (its `from_stored`), then the figures `compare` and
+//! `history --csv` show and the one-line headline a record keeps are those
+//! the crate owning the struct defines (`drivelab_report::metrics` for
+//! runs, each other kind's `figures` module). The compare and store
+//! commands both read results through here.
 
-use drivelab_report::metrics::{self, headline, paths, Metric};
+use drivelab_erase::outcome::Summary;
+use drivelab_replay::session::{AuditReport, SessionReport};
+use drivelab_report::metrics::{self, headline, Metric};
 use drivelab_report::RunReport;
+use drivelab_season::result::SeasonReport;
+use drivelab_steps::result::TestReport;
 use drivelab_store::Kind;
 use serde_json::Value;
-
-/// An audit's replay (its `replay` field).
-fn audit_replay(v: &Value) -> &Value {
-    v.get("replay").unwrap_or(&Value::Null)
-}
 
 /// The figures of a result, in a fixed order.
 pub fn metrics(kind: Kind, v: &Value) -> Vec<Metric> {
     match kind {
         Kind::Run => metrics::run(&RunReport::from_stored(v)),
-        Kind::Test => paths::test(v),
-        Kind::Erase => paths::erase(v),
-        Kind::Season => paths::season(v),
-        Kind::Replay => paths::replay(v),
-        Kind::Audit => paths::replay(audit_replay(v)),
+        Kind::Test => drivelab_steps::figures::metrics(&TestReport::from_stored(v)),
+        Kind::Erase => drivelab_erase::figures::metrics(&Summary::from_stored(v)),
+        Kind::Season => drivelab_season::figures::metrics(&SeasonReport::from_stored(v)),
+        Kind::Replay => drivelab_replay::figures::metrics(&SessionReport::from_stored(v).replay),
+        Kind::Audit => {
+            drivelab_replay::figures::metrics(&AuditReport::from_stored(v).replay.replay)
+        }
     }
 }
 
@@ -29,11 +32,13 @@ pub fn metrics(kind: Kind, v: &Value) -> Vec<Metric> {
 pub fn headline(kind: Kind, v: &Value) -> String {
     match kind {
         Kind::Run => headline::run(&RunReport::from_stored(v)),
-        Kind::Test => headline::test(v),
-        Kind::Erase => headline::erase(v),
-        Kind::Season => headline::season(v),
-        Kind::Replay => headline::replay(v),
-        Kind::Audit => headline::replay(audit_replay(v)),
+        Kind::Test => drivelab_steps::figures::headline(&TestReport::from_stored(v)),
+        Kind::Erase => drivelab_erase::figures::headline(&Summary::from_stored(v)),
+        Kind::Season => drivelab_season::figures::headline(&SeasonReport::from_stored(v)),
+        Kind::Replay => drivelab_replay::figures::headline(&SessionReport::from_stored(v).replay),
+        Kind::Audit => {
+            drivelab_replay::figures::headline(&AuditReport::from_stored(v).replay.replay)
+        }
     }
 }
 
@@ -63,9 +68,9 @@ mod tests {
         let step = StepResult {
             index: 1,
             of: 1,
-            kind: "write",
-            test_type: "Sequential Write",
-            order: "sequential",
+            kind: "write".into(),
+            test_type: "Sequential Write".into(),
+            order: "sequential".into(),
             start_block: 0,
             block_count: 2048,
             block_size: 512,
@@ -76,7 +81,7 @@ mod tests {
             pass: 1,
             queue_depth: 1,
             fua: false,
-            on_error: "stop-test",
+            on_error: "stop-test".into(),
             retries: 0,
             started: String::new(),
             finished: String::new(),

@@ -24,13 +24,15 @@
 //!
 //! [`run`] takes every drive through the stages under the strategy and is
 //! the one entry point ([`erase`]); [`sched`] shares the host link among
-//! the drives; [`outcome`] is what comes back; every write goes through the device crate's claim.
+//! the drives; [`outcome`] is what comes back ([`figures`]: read back from
+//! the store, with its figures); every write goes through the device crate's claim.
 //! The command line parses, calls [`erase`] (or [`cert::verify_file`]) and
 //! prints; it asks the user through a [`Frontend`].
 
 pub mod cert;
 pub mod clock;
 mod drive_run;
+pub mod figures;
 pub mod issue;
 pub mod journal;
 pub mod outcome;

@@ -3,10 +3,11 @@
 //! command line prints. The JSON field names are the report's; the result
 //! is an [`EraseResult`], serialised as the words the certificate uses.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::plan::estimate::DryRun;
 use crate::plan::{Drive, Method, Strategy, VerifyMode};
@@ -14,7 +15,7 @@ use drivelab_device::health::around::AroundWork;
 
 /// The result of one drive's erase, as the report and the certificate say
 /// it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EraseResult {
     /// Every block written and the read-back passed (or, for a
     /// cryptographic erase, cannot apply).
@@ -34,8 +35,10 @@ pub enum EraseResult {
     /// read back.
     #[serde(rename = "sanitized, not verified")]
     SanitizedNotVerified,
-    /// The erase or its verification failed.
+    /// The erase or its verification failed (and what a stored outcome
+    /// that names no result reads as).
     #[serde(rename = "failed")]
+    #[default]
     Failed,
     /// Stopped (Ctrl-C); the journal is kept for `--resume`.
     #[serde(rename = "stopped")]
@@ -104,7 +107,7 @@ pub struct Tuning {
 }
 
 /// What happened to one drive.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Outcome {
     /// Device node.
     pub device: String,
@@ -159,12 +162,13 @@ pub struct Outcome {
 }
 
 /// One sample of a drive's progress.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TimelinePoint {
     /// Seconds since the erase started (all drives share the origin).
     pub t_s: f64,
     /// The phase: "erasing", "verifying", "done", "FAILED", "stopped".
-    pub phase: &'static str,
+    pub phase: Cow<'static, str>,
     /// Bytes of the phase done (erase: all passes; verify: read back).
     pub done_bytes: u64,
     /// Bytes of the phase in total.
@@ -277,8 +281,87 @@ impl Serialize for Outcome {
     }
 }
 
+/// An outcome as stored: the fields of [`Row`], owned, each missing one
+/// taking its default (a result written by an older version still reads).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StoredRow {
+    device: String,
+    serial: Option<String>,
+    method: Method,
+    method_reason: String,
+    result: EraseResult,
+    error: Option<String>,
+    bytes: u64,
+    resumed_bytes: u64,
+    erase_seconds: f64,
+    verify_seconds: f64,
+    verification: String,
+    offloaded: Option<bool>,
+    stream_transfer_bytes: Option<u64>,
+    stream_queue_depth: Option<u32>,
+    stream_tuning_changes: Option<u32>,
+    stream_io_seconds: Option<f64>,
+    exceptions: usize,
+    certificate: Option<PathBuf>,
+    html: Option<PathBuf>,
+    journal: Option<PathBuf>,
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
+    claim: Option<drivelab_device::claim::ClaimRecord>,
+    timeline: Vec<TimelinePoint>,
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
+    health: Option<AroundWork>,
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
+    capacity_restored: Option<crate::plan::Restored>,
+}
+
+impl<'de> Deserialize<'de> for Outcome {
+    /// The outcome [`Serialize`] wrote (`mb_per_s` is derived, so not read
+    /// back; the tuning is read when all three of its fields are there).
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let r = StoredRow::deserialize(d)?;
+        let tuning = match (
+            r.stream_transfer_bytes,
+            r.stream_queue_depth,
+            r.stream_tuning_changes,
+        ) {
+            (Some(transfer), Some(depth), Some(changes)) => Some(Tuning {
+                transfer,
+                depth,
+                changes,
+            }),
+            _ => None,
+        };
+        Ok(Outcome {
+            device: r.device,
+            serial: r.serial,
+            method: r.method,
+            reason: r.method_reason,
+            result: r.result,
+            error: r.error,
+            bytes: r.bytes,
+            resumed_bytes: r.resumed_bytes,
+            erase_seconds: r.erase_seconds,
+            verify_seconds: r.verify_seconds,
+            verification: r.verification,
+            offloaded: r.offloaded,
+            tuning,
+            stream_io_seconds: r.stream_io_seconds,
+            exceptions: r.exceptions,
+            certificate: r.certificate,
+            html: r.html,
+            journal: r.journal,
+            claim: r.claim,
+            timeline: r.timeline,
+            health: r.health,
+            restored: r.capacity_restored,
+        })
+    }
+}
+
 /// A finished erase of every drive.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Summary {
     /// Strategy.
     pub strategy: Strategy,

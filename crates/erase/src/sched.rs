@@ -350,7 +350,7 @@ pub fn record_timeline(
             }
             let point = crate::outcome::TimelinePoint {
                 t_s,
-                phase: phase.word(),
+                phase: phase.word().into(),
                 done_bytes: p.done.load(Ordering::Relaxed),
                 total_bytes: p.total.load(Ordering::Relaxed),
             };
@@ -363,7 +363,7 @@ pub fn record_timeline(
         }
         if lines.iter().any(|l| l.len() >= TIMELINE_POINTS) {
             for l in &mut lines {
-                let keep_last = l.last().copied();
+                let keep_last = l.last().cloned();
                 let mut i = 0;
                 l.retain(|_| {
                     i += 1;
@@ -426,7 +426,7 @@ mod tests {
             .any(|q| q.phase == "erasing" && q.done_bytes == 1000));
         assert!(l.iter().any(|q| q.phase == "verifying"));
         let end = l.last().unwrap();
-        assert_eq!((end.phase, end.done_bytes), ("done", 1000));
+        assert_eq!((end.phase.as_ref(), end.done_bytes), ("done", 1000));
         // Within a phase, bytes done only grow.
         assert!(l
             .windows(2)

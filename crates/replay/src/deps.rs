@@ -25,7 +25,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use drivelab_trace::Request;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a request waits for before it is issued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +57,8 @@ pub struct Planned {
 }
 
 /// Counts of the inference.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DepCounts {
     /// Requests that depend on a completion.
     pub dependent: u64,

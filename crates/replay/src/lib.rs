@@ -48,11 +48,14 @@
 //! target's logical block; lengths are rounded up to it. Both are counted.
 //!
 //! [`session`] runs a whole replay from paths: trace, target checks,
-//! optional recording of the replay, report.
+//! optional recording of the replay, report; [`figures`] reads a stored
+//! replay or audit back, with its figures and headline.
 
 pub mod deps;
+pub mod figures;
 pub mod session;
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
@@ -63,7 +66,7 @@ use drivelab_engine::io::{IoDesc, Op};
 use drivelab_engine::ioloop::{self, After, Done, Driver, LoopConfig, Next};
 use drivelab_stats::{LatencyHistogram, Welford};
 use drivelab_trace::{Op as TOp, Request};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How requests are timed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -207,7 +210,8 @@ pub fn think_p90<I: Iterator<Item = drivelab_trace::Result<Request>>>(
 }
 
 /// Latency-like statistics, ns.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct Dist {
     /// Samples.
     pub count: u64,
@@ -249,7 +253,8 @@ impl Dist {
 /// The RankDisk score. A replay in which any request failed has none (0,
 /// with `withheld` saying why): a failed request is answered at once, so
 /// the pace of a replay onto a failing target says nothing of the drive.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct Score {
     /// Mean time between the starts of consecutive requests, ms.
     pub head_to_head_ms: f64,
@@ -261,10 +266,11 @@ pub struct Score {
 }
 
 /// What a replay did.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct ReplayReport {
     /// Timing mode: dependency, original, afap or closed-loop.
-    pub mode: &'static str,
+    pub mode: Cow<'static, str>,
     /// Requests issued.
     pub requests: u64,
     /// Requests completed without error.
@@ -743,7 +749,7 @@ where
             _ => 0,
         },
         rep: ReplayReport {
-            mode: o.timing.name(),
+            mode: o.timing.name().into(),
             ..ReplayReport::default()
         },
         svc: LatencyHistogram::new(),

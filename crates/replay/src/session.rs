@@ -9,6 +9,7 @@
 //! the safety check of a block device target (`force` overrides what it
 //! can).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ use drivelab_engine::engine::{Target, Uring};
 use drivelab_trace::compare::Criterion;
 use drivelab_trace::record::{RecordOptions, RecordSummary, Recorder};
 use drivelab_trace::{Format, ReadOptions, TraceError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{prepass, replay, Remap, ReplayError, ReplayOptions, ReplayReport, Timing};
 
@@ -53,7 +54,8 @@ pub struct SessionOptions {
 }
 
 /// What a session did: the replay's figures, and the recording's summary.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SessionReport {
     /// The replay.
     #[serde(flatten)]
@@ -73,6 +75,7 @@ pub struct SessionReport {
     /// The write claim when the trace writes: the safety assessment made
     /// before the first write and how the target was held.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub claim: Option<drivelab_device::claim::ClaimRecord>,
     /// Where the recording went.
     #[serde(skip)]
@@ -265,7 +268,8 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
 
 /// What `trace audit` found: the replay (recorded) and the seed's verdict
 /// on the recording against the trace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AuditReport {
     /// The replay, with its recording's summary.
     pub replay: SessionReport,
@@ -275,13 +279,15 @@ pub struct AuditReport {
     /// came from ("given" or "trace head-to-head").
     pub original_iops: Option<f64>,
     /// Source of `original_iops`.
-    pub original_iops_from: &'static str,
+    pub original_iops_from: Cow<'static, str>,
     /// The seed's criteria, each with its figure; the score criterion is the
     /// replay's own score against `original_iops`.
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub criteria: Vec<drivelab_trace::compare::Criterion>,
     /// Every criterion that could be checked passed.
     pub pass: bool,
     /// The whole comparison of the recording with the trace.
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub comparison: drivelab_trace::Comparison,
 }
 
@@ -346,7 +352,7 @@ pub fn audit(
         recording: rec.display().to_string(),
         replay,
         original_iops: orig,
-        original_iops_from: from,
+        original_iops_from: from.into(),
         criteria,
         pass,
         comparison,

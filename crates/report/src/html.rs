@@ -6,6 +6,11 @@
 //! gets its tables and interactive charts; two or more runs also get
 //! comparison charts.
 //!
+//! Each result comes read into its type ([`Body`]): a run and a trace
+//! analysis as their structs, a test, an erase, a replay and an audit as
+//! the views of [`crate::views`] that their owning crates fill, so the page
+//! reads no field by name.
+//!
 //! Charts come from the shared plot model (`drivelab_plot`); trace charts
 //! are `drivelab_trace::plot::charts`, the same ones `trace analyze --plots`
 //! writes as SVG. Markup is written with maud, which escapes every
@@ -17,6 +22,7 @@ use serde_json::Value;
 
 use drivelab_plot::{format as fmt, nines, Axis, Chart, Series, Unit};
 
+use crate::views::{AuditView, EraseView, ReplayView, StepView, TestView};
 use crate::{Exporter, RunReport};
 
 /// The kind of a result.
@@ -229,15 +235,46 @@ pub fn check(kind: Kind, v: &Value) -> Result<(), String> {
     }
 }
 
+/// A result, read into its type: runs and trace analyses as the structs
+/// this crate and the trace crate own, the other kinds as the views of
+/// [`crate::views`] that the crates owning them fill.
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// `drivelab run`.
+    Run(Box<RunReport>),
+    /// `drivelab trace analyze`.
+    TraceAnalyze(Box<drivelab_trace::analyze::Analysis>),
+    /// `drivelab test`.
+    Test(TestView),
+    /// `drivelab erase`.
+    Erase(EraseView),
+    /// `drivelab trace replay`.
+    Replay(ReplayView),
+    /// `drivelab trace audit`.
+    Audit(Box<AuditView>),
+}
+
+impl Body {
+    /// The kind of result it is.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Body::Run(_) => Kind::Run,
+            Body::TraceAnalyze(_) => Kind::TraceAnalyze,
+            Body::Test(_) => Kind::Test,
+            Body::Erase(_) => Kind::Erase,
+            Body::Replay(_) => Kind::Replay,
+            Body::Audit(_) => Kind::Audit,
+        }
+    }
+}
+
 /// One result to show.
 #[derive(Debug, Clone)]
 pub struct Input {
     /// How the page names it (a file name, a store ID).
     pub label: String,
-    /// Its kind.
-    pub kind: Kind,
-    /// The result JSON, as drivelab printed it.
-    pub value: Value,
+    /// The result, read by its type.
+    pub body: Body,
 }
 
 /// The page's own style: a single column that narrows to a phone's width,
@@ -271,13 +308,11 @@ pub fn render(inputs: &[Input]) -> String {
         ids += 1;
         format!("chart-{ids}")
     };
-    let runs: Vec<(&str, RunReport)> = inputs
+    let runs: Vec<(&str, &RunReport)> = inputs
         .iter()
-        .filter(|i| i.kind == Kind::Run)
-        .filter_map(|i| {
-            serde_json::from_value::<RunReport>(i.value.clone())
-                .ok()
-                .map(|r| (i.label.as_str(), r))
+        .filter_map(|i| match &i.body {
+            Body::Run(r) => Some((i.label.as_str(), &**r)),
+            _ => None,
         })
         .collect();
     let compare = if runs.len() >= 2 {
@@ -287,7 +322,7 @@ pub fn render(inputs: &[Input]) -> String {
     };
     let sections: Vec<Markup> = inputs.iter().map(|i| section(i, &mut next_id)).collect();
     let title = match inputs {
-        [one] => format!("drivelab {} report: {}", one.kind.name(), one.label),
+        [one] => format!("drivelab {} report: {}", one.body.kind().name(), one.label),
         _ => format!("drivelab report: {} results", inputs.len()),
     };
     let page = html! {
@@ -309,7 +344,7 @@ pub fn render(inputs: &[Input]) -> String {
                 }
                 ul {
                     @for i in inputs {
-                        li { (i.kind.name()) ": " (i.label) @if let Some(t) = when(i) { " — " (t) } }
+                        li { (i.body.kind().name()) ": " (i.label) @if let Some(t) = when(i) { " — " (t) } }
                     }
                 }
                 @if let Some(c) = compare { (c) }
@@ -326,27 +361,20 @@ pub struct Html;
 
 impl Exporter for Html {
     fn render(&self, report: &RunReport) -> String {
-        let value = serde_json::to_value(report).unwrap_or(Value::Null);
         render(&[Input {
             label: "run".into(),
-            kind: Kind::Run,
-            value,
+            body: Body::Run(Box::new(report.clone())),
         }])
     }
 }
 
+/// When the result was made: a run's time, a test's first step's start.
 fn when(i: &Input) -> Option<String> {
-    let v = &i.value;
-    v.get("time")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .or_else(|| {
-            v.get("steps")?
-                .get(0)?
-                .get("started")?
-                .as_str()
-                .map(str::to_string)
-        })
+    match &i.body {
+        Body::Run(r) => Some(r.time.clone()),
+        Body::Test(t) => t.steps.first().map(|s| s.started.clone()),
+        _ => None,
+    }
 }
 
 fn chart(c: &Chart, next_id: &mut impl FnMut() -> String) -> Markup {
@@ -354,44 +382,20 @@ fn chart(c: &Chart, next_id: &mut impl FnMut() -> String) -> Markup {
 }
 
 fn section(i: &Input, next_id: &mut impl FnMut() -> String) -> Markup {
-    let body = match i.kind {
-        Kind::Run => match serde_json::from_value::<RunReport>(i.value.clone()) {
-            Ok(r) => run_section(&r, next_id),
-            Err(e) => unreadable(&e),
-        },
-        Kind::TraceAnalyze => {
-            match serde_json::from_value::<drivelab_trace::analyze::Analysis>(i.value.clone()) {
-                Ok(a) => trace_section(&a, next_id),
-                Err(e) => unreadable(&e),
-            }
-        }
-        Kind::Test => test_section(&i.value, next_id),
-        Kind::Erase => erase_section(&i.value, next_id),
-        Kind::Replay => replay_section(&i.value, next_id),
-        Kind::Audit => audit_section(&i.value, next_id),
+    let body = match &i.body {
+        Body::Run(r) => run_section(r, next_id),
+        Body::TraceAnalyze(a) => trace_section(a, next_id),
+        Body::Test(t) => test_section(t, next_id),
+        Body::Erase(e) => erase_section(e, next_id),
+        Body::Replay(r) => replay_section(r, next_id),
+        Body::Audit(a) => audit_section(a, next_id),
     };
     html! {
         section {
-            h2 { (i.label) " (" (i.kind.name()) ")" }
+            h2 { (i.label) " (" (i.body.kind().name()) ")" }
             (body)
         }
     }
-}
-
-fn unreadable(e: &serde_json::Error) -> Markup {
-    html! { p.bad { "This result could not be read: " (e.to_string()) } }
-}
-
-fn u64_of(v: &Value, k: &str) -> u64 {
-    v.get(k).and_then(Value::as_u64).unwrap_or(0)
-}
-
-fn f64_of(v: &Value, k: &str) -> f64 {
-    v.get(k).and_then(Value::as_f64).unwrap_or(0.0)
-}
-
-fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
-    v.get(k).and_then(Value::as_str).unwrap_or("")
 }
 
 // ---------------------------------------------------------------- runs
@@ -563,7 +567,7 @@ fn run_section(r: &RunReport, next_id: &mut impl FnMut() -> String) -> Markup {
     }
 }
 
-fn comparison(runs: &[(&str, RunReport)], next_id: &mut impl FnMut() -> String) -> Markup {
+fn comparison(runs: &[(&str, &RunReport)], next_id: &mut impl FnMut() -> String) -> Markup {
     let labels: Vec<String> = runs.iter().map(|(l, _)| l.to_string()).collect();
     // Sum over jobs (and directions where it is a rate); latency over the
     // run's I/Os of both directions (mean weighted by I/Os, p99 the larger).
@@ -674,12 +678,9 @@ fn comparison(runs: &[(&str, RunReport)], next_id: &mut impl FnMut() -> String) 
 
 // ---------------------------------------------------------------- tests
 
-fn test_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
-    let steps: &[Value] = v
-        .get("steps")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice);
-    let step_label = |s: &Value| format!("{} {}", u64_of(s, "index"), str_of(s, "kind"));
+fn test_section(t: &TestView, next_id: &mut impl FnMut() -> String) -> Markup {
+    let steps = &t.steps;
+    let step_label = |s: &StepView| format!("{} {}", s.index, s.kind);
     let labels: Vec<String> = steps.iter().map(step_label).collect();
     let thr = Chart::new(
         "Throughput per step",
@@ -689,10 +690,7 @@ fn test_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
     .categories(labels.clone())
     .with(Series::bars(
         "throughput",
-        &steps
-            .iter()
-            .map(|s| f64_of(s, "bw_bytes"))
-            .collect::<Vec<_>>(),
+        &steps.iter().map(|s| s.bw_bytes).collect::<Vec<_>>(),
     ));
     let iops = Chart::new(
         "IOPS per step",
@@ -702,18 +700,14 @@ fn test_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
     .categories(labels)
     .with(Series::bars(
         "IOPS",
-        &steps.iter().map(|s| f64_of(s, "iops")).collect::<Vec<_>>(),
+        &steps.iter().map(|s| s.iops).collect::<Vec<_>>(),
     ));
     let mut pass_labels = Vec::new();
     let mut pass_bw = Vec::new();
     for s in steps {
-        for p in s
-            .get("passes")
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice)
-        {
-            pass_labels.push(format!("{} {}", u64_of(s, "index"), str_of(p, "op")));
-            pass_bw.push(f64_of(p, "bw_bytes"));
+        for (op, bw) in &s.passes {
+            pass_labels.push(format!("{} {op}", s.index));
+            pass_bw.push(*bw);
         }
     }
     let passes = Chart::new(
@@ -723,29 +717,28 @@ fn test_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
     )
     .categories(pass_labels)
     .with(Series::bars("throughput", &pass_bw));
-    let passed = v.get("passed").and_then(Value::as_bool).unwrap_or(false);
     html! {
         p {
-            "Target " b { (str_of(v, "target")) } ", block size " (u64_of(v, "block_size")) " B, "
-            (u64_of(v, "capacity_blocks")) " blocks. Result: "
-            @if passed { span.ok { "passed" } } @else { span.bad { "failed" } }
+            "Target " b { (t.target) } ", block size " (t.block_size) " B, "
+            (t.capacity_blocks) " blocks. Result: "
+            @if t.passed { span.ok { "passed" } } @else { span.bad { "failed" } }
         }
         div.scroll { table {
             tr { th { "step" } th { "kind" } th { "type" } th { "order" } th { "pattern" } th { "blocks" } th { "status" } th { "throughput" } th { "IOPS" } th { "clat mean" } th { "I/O errors" } th { "miscompares" } th { "runtime" } }
             @for s in steps {
-                @let status = str_of(s, "status");
+                @let status = s.status.as_str();
                 tr {
-                    td { (u64_of(s, "index")) "/" (u64_of(s, "of")) }
-                    td { (str_of(s, "kind")) } td { (str_of(s, "test_type")) } td { (str_of(s, "order")) }
-                    td { (str_of(s, "pattern")) } td { (u64_of(s, "block_count")) }
+                    td { (s.index) "/" (s.of) }
+                    td { (s.kind) } td { (s.test_type) } td { (s.order) }
+                    td { (s.pattern) } td { (s.block_count) }
                     td.ok[status == "passed"].bad[status == "failed"] { (status) }
-                    td { (fmt(Unit::BytesPerSec, f64_of(s, "bw_bytes"))) }
-                    td { (fmt(Unit::Number, f64_of(s, "iops"))) }
-                    td { (s.get("clat_ns").and_then(|c| c.get("mean")).and_then(Value::as_f64).map(|m| fmt(Unit::Ns, m)).unwrap_or_default()) }
-                    td { (u64_of(s, "io_errors")) } td { (u64_of(s, "miscompares")) }
-                    td { (fmt(Unit::Ns, u64_of(s, "runtime_ns") as f64)) }
+                    td { (fmt(Unit::BytesPerSec, s.bw_bytes)) }
+                    td { (fmt(Unit::Number, s.iops)) }
+                    td { (fmt(Unit::Ns, s.clat_mean_ns)) }
+                    td { (s.io_errors) } td { (s.miscompares) }
+                    td { (fmt(Unit::Ns, s.runtime_ns as f64)) }
                 }
-                @if let Some(e) = s.get("error").and_then(Value::as_str) { tr { td.text.bad colspan="13" { (e) } } }
+                @if let Some(e) = &s.error { tr { td.text.bad colspan="13" { (e) } } }
             }
         } }
         div.charts.two {
@@ -758,63 +751,56 @@ fn test_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
 
 // ---------------------------------------------------------------- erase
 
-fn erase_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
-    let drives: &[Value] = v
-        .get("drives")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice);
+fn erase_section(e: &EraseView, next_id: &mut impl FnMut() -> String) -> Markup {
     let mut timeline = Chart::new(
         "Per-drive timeline: bytes done in each phase",
         Axis::new("time since the erase started", Unit::Seconds),
         Axis::new("bytes done", Unit::Bytes),
     );
-    for d in drives {
-        let pts: &[Value] = d
-            .get("timeline")
-            .and_then(Value::as_array)
-            .map_or(&[], Vec::as_slice);
+    for d in &e.drives {
         let mut phases: Vec<&str> = Vec::new();
-        for p in pts {
-            let ph = str_of(p, "phase");
+        for (ph, _, _) in &d.timeline {
+            let ph = ph.as_str();
             if (ph == "erasing" || ph == "verifying") && !phases.contains(&ph) {
                 phases.push(ph);
             }
         }
         for ph in phases {
             timeline.push(Series::line(
-                format!("{} {ph}", str_of(d, "device")),
-                pts.iter()
-                    .filter(|p| str_of(p, "phase") == ph)
-                    .map(|p| (f64_of(p, "t_s"), u64_of(p, "done_bytes") as f64))
+                format!("{} {ph}", d.device),
+                d.timeline
+                    .iter()
+                    .filter(|(p, _, _)| p == ph)
+                    .map(|(_, t_s, done)| (*t_s, *done as f64))
                     .collect(),
             ));
         }
     }
     html! {
         p {
-            "Strategy " (str_of(v, "strategy")) ", pattern " (str_of(v, "pattern")) ", verification " (str_of(v, "verify"))
-            ": " (fmt(Unit::Bytes, u64_of(v, "total_bytes") as f64)) " in " (fmt(Unit::Seconds, f64_of(v, "complete_seconds")))
-            " (" (format!("{:.1}", f64_of(v, "aggregate_mb_per_s"))) " MB/s over all drives)."
+            "Strategy " (e.strategy) ", pattern " (e.pattern) ", verification " (e.verify)
+            ": " (fmt(Unit::Bytes, e.total_bytes as f64)) " in " (fmt(Unit::Seconds, e.complete_seconds))
+            " (" (format!("{:.1}", e.aggregate_mb_per_s)) " MB/s over all drives)."
         }
         h3 { "Certificates" }
         div.scroll { table {
             tr { th { "device" } th { "serial" } th { "method" } th { "result" } th { "bytes" } th { "MB/s" } th { "erase" } th { "verify" } th.text { "verification" } th { "exceptions" } th.text { "certificate" } }
-            @for d in drives {
-                @let result = str_of(d, "result");
+            @for d in &e.drives {
+                @let result = d.result.as_str();
                 tr {
-                    td { (str_of(d, "device")) }
-                    td { (str_of(d, "serial")) }
-                    td { (str_of(d, "method")) }
+                    td { (d.device) }
+                    td { (d.serial) }
+                    td { (d.method) }
                     td.ok[result == "erased"].bad[result == "failed" || result == "stopped"] { (result) }
-                    td { (fmt(Unit::Bytes, u64_of(d, "bytes") as f64)) }
-                    td { (format!("{:.1}", f64_of(d, "mb_per_s"))) }
-                    td { (fmt(Unit::Seconds, f64_of(d, "erase_seconds"))) }
-                    td { (fmt(Unit::Seconds, f64_of(d, "verify_seconds"))) }
-                    td.text { (str_of(d, "verification")) }
-                    td { (u64_of(d, "exceptions")) }
-                    td.text { (str_of(d, "certificate")) }
+                    td { (fmt(Unit::Bytes, d.bytes as f64)) }
+                    td { (format!("{:.1}", d.mb_per_s)) }
+                    td { (fmt(Unit::Seconds, d.erase_seconds)) }
+                    td { (fmt(Unit::Seconds, d.verify_seconds)) }
+                    td.text { (d.verification) }
+                    td { (d.exceptions) }
+                    td.text { (d.certificate) }
                 }
-                @if let Some(e) = d.get("error").and_then(Value::as_str) { tr { td.text.bad colspan="11" { (e) } } }
+                @if let Some(err) = &d.error { tr { td.text.bad colspan="11" { (err) } } }
             }
         } }
         @if timeline.point_count() > 0 { div.charts { (chart(&timeline, next_id)) } }
@@ -901,42 +887,32 @@ fn trace_section(
 
 // ---------------------------------------------------------------- replay
 
-fn replay_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
-    let dist = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+fn replay_section(r: &ReplayView, next_id: &mut impl FnMut() -> String) -> Markup {
     let mut pct = Chart::new(
         "Service time and lateness percentiles",
         Axis::new("percentile", Unit::Number),
         Axis::new("time", Unit::Ns),
     )
     .nines();
-    for (k, label) in [
-        ("service_time_ns", "service time"),
-        ("lateness_ns", "lateness"),
+    for (d, label) in [
+        (&r.service_time_ns, "service time"),
+        (&r.lateness_ns, "lateness"),
     ] {
-        let d = dist(k);
-        let pts: Vec<(f64, f64)> = [(50.0, "p50"), (90.0, "p90"), (99.0, "p99"), (99.9, "p999")]
+        let pts: Vec<(f64, f64)> = [(50.0, d.p50), (90.0, d.p90), (99.0, d.p99), (99.9, d.p999)]
             .iter()
-            .filter(|_| u64_of(&d, "count") > 0)
-            .map(|(p, f)| (nines(*p), u64_of(&d, f) as f64))
+            .filter(|_| d.count > 0)
+            .map(|(p, ns)| (nines(*p), *ns as f64))
             .collect();
         pct.push(Series::line(label, pts));
     }
-    let scalars: Vec<(&String, &Value)> = v
-        .as_object()
-        .map(|o| {
-            o.iter()
-                .filter(|(_, x)| !x.is_object() && !x.is_array() && !x.is_null())
-                .collect()
-        })
-        .unwrap_or_default();
     html! {
         div.scroll { table {
-            @for (k, x) in &scalars {
-                tr { td { (k) } td.text { (match x { Value::String(s) => s.clone(), other => other.to_string() }) } }
+            @for (k, x) in &r.fields {
+                tr { td { (k) } td.text { (x) } }
             }
-            tr { td { "score (head-to-head)" } td.text { (match dist("score").get("withheld").and_then(Value::as_str) {
+            tr { td { "score (head-to-head)" } td.text { (match &r.score_withheld {
                 Some(why) => format!("none: {why}"),
-                None => format!("{:.3} ms, {:.1} IOPS", f64_of(&dist("score"), "head_to_head_ms"), f64_of(&dist("score"), "iops")),
+                None => format!("{:.3} ms, {:.1} IOPS", r.head_to_head_ms, r.iops),
             }) } }
         } }
         @if pct.point_count() > 0 { div.charts { (chart(&pct, next_id)) } }
@@ -948,60 +924,40 @@ fn replay_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
 /// A `trace audit`: the verdict, each criterion with its figure, the
 /// replay's own figures, and the original against the replay in charts
 /// (queue depth over time, service-time CDF, the distributions).
-fn audit_section(v: &Value, next_id: &mut impl FnMut() -> String) -> Markup {
-    let cmp = serde_json::from_value::<drivelab_trace::Comparison>(
-        v.get("comparison").cloned().unwrap_or(Value::Null),
-    );
-    let crit: Vec<&Value> = v
-        .get("criteria")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
-    let pass = v.get("pass").and_then(Value::as_bool);
-    let original = v
-        .get("original_iops")
-        .and_then(Value::as_f64)
-        .map(|x| format!("{x:.2} IO/s ({})", str_of(v, "original_iops_from")))
+fn audit_section(a: &AuditView, next_id: &mut impl FnMut() -> String) -> Markup {
+    let original = a
+        .original_iops
+        .map(|x| format!("{x:.2} IO/s ({})", a.original_iops_from))
         .unwrap_or_else(|| "unknown".into());
-    let replay = v.get("replay").cloned().unwrap_or(Value::Null);
     html! {
         p {
             "Verdict: "
-            @match pass {
-                Some(true) => span.ok { "PASS" },
-                Some(false) => span.bad { "FAIL" },
-                None => span { "unknown" },
-            }
-            " — the recording of the replay of " (str_of(&replay, "trace")) " on " (str_of(&replay, "target"))
+            @if a.pass { span.ok { "PASS" } } @else { span.bad { "FAIL" } }
+            " — the recording of the replay of " (a.replay.trace) " on " (a.replay.target)
             " against the trace (original: " (original) ")."
         }
         div.scroll { table {
             tr { th { "verdict" } th.text { "criterion" } th.text { "figure" } th.text { "limit" } }
-            @for c in &crit {
+            @for c in &a.criteria {
                 tr {
                     td {
-                        @match c.get("pass").and_then(Value::as_bool) {
+                        @match c.pass {
                             Some(true) => span.ok { "PASS" },
                             Some(false) => span.bad { "FAIL" },
                             None => span { "n/a" },
                         }
                     }
-                    td.text { (str_of(c, "name")) } td.text { (str_of(c, "figure")) } td.text { (str_of(c, "limit")) }
+                    td.text { (c.name) } td.text { (c.figure) } td.text { (c.limit) }
                 }
             }
         } }
         h3 { "The replay" }
-        (replay_section(&replay, next_id))
+        (replay_section(&a.replay, next_id))
         h3 { "Original against replay" }
-        @match &cmp {
-            Ok(c) => {
-                div.charts.two {
-                    @for (_, ch) in drivelab_trace::plot::audit_charts(c) {
-                        @if ch.point_count() > 0 { (chart(&ch, next_id)) }
-                    }
-                }
+        div.charts.two {
+            @for (_, ch) in drivelab_trace::plot::audit_charts(&a.comparison) {
+                @if ch.point_count() > 0 { (chart(&ch, next_id)) }
             }
-            Err(e) => (unreadable(e)),
         }
     }
 }
@@ -1057,8 +1013,7 @@ mod tests {
         assert_eq!(Kind::detect(&value), Some(Kind::Run));
         Input {
             label: label.into(),
-            kind: Kind::Run,
-            value,
+            body: Body::Run(Box::new(r)),
         }
     }
 

@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod model;
 pub mod terse;
 pub mod text;
+pub mod views;
 
 pub use model::*;
 

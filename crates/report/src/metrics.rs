@@ -1,20 +1,17 @@
-//! The figures of each kind of result that `drivelab compare` sets side by
-//! side and `drivelab history` sums up in one line: IOPS, bandwidth and
-//! latency per direction for runs; rate and latency per step for tests;
-//! time and rate per drive for erases; fill rate and round IOPS for
-//! seasons; IOPS and service times for replays and audits.
+//! The figures of a result that `drivelab compare` sets side by side and
+//! `drivelab history` sums up in one line ([`Metric`]), and those of a run:
+//! IOPS, bandwidth and latency per direction.
 //!
-//! A run's figures are read through [`RunReport`] (the stored JSON is read
-//! into the struct by [`RunReport::from_stored`], then its fields are read),
-//! so a renamed field of the model is a compile error here, not a metric
-//! that silently drops out of comparisons. The other kinds' result structs
-//! live in crates that depend on this one (steps and season through the
-//! workload crate) or are written but never read back (erase, replay), so
-//! their figures are read from the stored JSON by the paths in [`paths`];
-//! the cli, which sees every result struct, tests each kind's figures
-//! against a result serialised from its struct.
+//! Every figure is read from a typed result: the stored JSON is read into
+//! the struct ([`RunReport::from_stored`], or [`read_lenient`] for the
+//! structs that default each missing field themselves), then its fields
+//! are read, so a renamed field is a compile error, not a metric that
+//! silently drops out of comparisons. A run's figures are defined here;
+//! each other kind's are defined beside its result struct, in the crate
+//! that owns it (steps, erase, season, replay), over [`Metric`] and
+//! [`push`].
 
-use serde::{de::DeserializeOwned, Serialize};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{DeviceCheck, DirReport, JobReport, RunReport};
@@ -33,7 +30,7 @@ pub struct Metric {
 }
 
 /// Adds a metric when its value is known and finite.
-fn push(out: &mut Vec<Metric>, name: String, unit: &'static str, value: Option<f64>, up: bool) {
+pub fn push(out: &mut Vec<Metric>, name: String, unit: &'static str, value: Option<f64>, up: bool) {
     if let Some(value) = value.filter(|x| x.is_finite()) {
         out.push(Metric {
             name,
@@ -88,6 +85,30 @@ pub fn read_stored<T: Serialize + DeserializeOwned + Default>(v: &Value) -> Opti
     whole_numbers(&mut v);
     overlay(&mut base, &v);
     serde_json::from_value(base).ok()
+}
+
+/// `v` read into `T`, a struct whose every level defaults each missing
+/// field (`#[serde(default)]`), so that a result written by an older
+/// version, or only in part, still reads; a whole-valued float reads into
+/// an integer field. `None` when a field holds something of the wrong type.
+pub fn read_lenient<T: DeserializeOwned>(v: &Value) -> Option<T> {
+    let mut v = v.clone();
+    whole_numbers(&mut v);
+    serde_json::from_value(v).ok()
+}
+
+/// For `#[serde(deserialize_with = "...")]` on a field of a result whose
+/// type is strict (a claim, a health record, a verdict made elsewhere): the
+/// field as stored, or its default when it cannot be read (written by an
+/// older version, in another shape), so that one such field does not make
+/// the whole result unreadable.
+pub fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: DeserializeOwned + Default,
+{
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).unwrap_or_default())
 }
 
 /// The list at `key` of `v`, taken out of it (empty when there is none).
@@ -199,158 +220,6 @@ pub fn run(r: &RunReport) -> Vec<Metric> {
     out
 }
 
-/// Paths into the stored JSON of the kinds whose structs this crate cannot
-/// name (see the module documentation).
-pub mod paths {
-    use serde_json::Value;
-
-    use super::{push, Metric};
-
-    /// The number at `path` under `v`.
-    pub fn num(v: &Value, path: &[&str]) -> Option<f64> {
-        path.iter().try_fold(v, |at, p| at.get(*p))?.as_f64()
-    }
-
-    /// The list at `key` of `v` (empty when there is none).
-    pub fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-        v.get(key)
-            .and_then(Value::as_array)
-            .map_or(&[], Vec::as_slice)
-    }
-
-    fn text<'a>(v: &'a Value, pointer: &str, or: &'a str) -> &'a str {
-        v.pointer(pointer).and_then(Value::as_str).unwrap_or(or)
-    }
-
-    /// A test's figures: rate, IOPS, mean latency and duration per step.
-    pub fn test(v: &Value) -> Vec<Metric> {
-        let mut out = Vec::new();
-        for s in list(v, "steps") {
-            // The stored index is already 1-based, as the step log numbers it.
-            let index = num(s, &["index"]).map(|i| i as u64).unwrap_or(0);
-            let p = format!("step {index} {}", text(s, "/kind", ""));
-            let rate = num(s, &["bw_bytes"]).map(|b| b / 1e6);
-            push(&mut out, format!("{p} rate"), "MB/s", rate, true);
-            push(
-                &mut out,
-                format!("{p} IOPS"),
-                "IOPS",
-                num(s, &["iops"]),
-                true,
-            );
-            let mean = num(s, &["clat_ns", "mean"]).map(|ns| ns / 1e3);
-            push(&mut out, format!("{p} mean latency"), "µs", mean, false);
-            let secs = num(s, &["runtime_ns"]).map(|ns| ns / 1e9);
-            push(&mut out, format!("{p} duration"), "s", secs, false);
-        }
-        out
-    }
-
-    /// An erase's figures: erase time, rate and verify time per drive, then
-    /// the whole erase's time and rate.
-    pub fn erase(v: &Value) -> Vec<Metric> {
-        let mut out = Vec::new();
-        for d in list(v, "drives") {
-            let dev = text(d, "/device", "drive");
-            let secs = num(d, &["erase_seconds"]);
-            push(&mut out, format!("{dev} erase time"), "s", secs, false);
-            let rate = match (num(d, &["bytes"]), secs) {
-                (Some(b), Some(s)) if s > 0.0 => Some(b / s / 1e6),
-                _ => None,
-            };
-            push(&mut out, format!("{dev} erase rate"), "MB/s", rate, true);
-            let verify = num(d, &["verify_seconds"]);
-            push(&mut out, format!("{dev} verify time"), "s", verify, false);
-        }
-        let secs = num(v, &["complete_seconds"]);
-        push(&mut out, "complete time".into(), "s", secs, false);
-        let rate = num(v, &["aggregate_mb_per_s"]);
-        push(&mut out, "aggregate rate".into(), "MB/s", rate, true);
-        out
-    }
-
-    /// A season's figures: each drive's fill pass rates and last round's
-    /// IOPS, then the whole season's time.
-    pub fn season(v: &Value) -> Vec<Metric> {
-        let mut out = Vec::new();
-        for d in list(v, "drives") {
-            let dev = text(d, "/identity/device", "drive");
-            let passes = d.pointer("/fill/pass_results").and_then(Value::as_array);
-            for p in passes.map_or(&[][..], Vec::as_slice) {
-                let n = num(p, &["pass"]).unwrap_or(0.0);
-                let rate = num(p, &["bw_bytes"]).map(|b| b / 1e6);
-                push(
-                    &mut out,
-                    format!("{dev} fill pass {n} rate"),
-                    "MB/s",
-                    rate,
-                    true,
-                );
-            }
-            let iops = list(d, "rounds").last().and_then(|r| num(r, &["iops"]));
-            push(
-                &mut out,
-                format!("{dev} last round IOPS"),
-                "IOPS",
-                iops,
-                true,
-            );
-        }
-        let secs = num(v, &["complete_seconds"]);
-        push(&mut out, "complete time".into(), "s", secs, false);
-        out
-    }
-
-    /// A replay's figures: IOPS, duration and service times. An audit's
-    /// replay is its `replay` field.
-    pub fn replay(v: &Value) -> Vec<Metric> {
-        let mut out = Vec::new();
-        push(
-            &mut out,
-            "IOPS".into(),
-            "IOPS",
-            num(v, &["score", "iops"]),
-            true,
-        );
-        push(
-            &mut out,
-            "duration".into(),
-            "s",
-            num(v, &["duration_s"]),
-            false,
-        );
-        for (k, label) in [
-            ("mean", "mean"),
-            ("p50", "p50"),
-            ("p99", "p99"),
-            ("p999", "p99.9"),
-        ] {
-            let us = num(v, &["service_time_ns", k]).map(|ns| ns / 1e3);
-            push(&mut out, format!("{label} service time"), "µs", us, false);
-        }
-        out
-    }
-
-    /// Bytes a season wrote: every drive's fill passes, image and rounds.
-    pub fn season_bytes(v: &Value) -> f64 {
-        list(v, "drives")
-            .iter()
-            .map(|d| {
-                let fill: f64 = d
-                    .pointer("/fill/pass_results")
-                    .and_then(Value::as_array)
-                    .map(|ps| ps.iter().filter_map(|p| num(p, &["bytes"])).sum())
-                    .unwrap_or(0.0);
-                let rounds: f64 = list(d, "rounds")
-                    .iter()
-                    .filter_map(|r| num(r, &["bytes_written"]))
-                    .sum();
-                fill + num(d, &["image", "bytes"]).unwrap_or(0.0) + rounds
-            })
-            .sum()
-    }
-}
-
 /// A number in a few significant digits: 12.3k, 1.25M, 0.125.
 pub fn short(x: f64) -> String {
     let a = x.abs();
@@ -371,11 +240,9 @@ pub fn short(x: f64) -> String {
     }
 }
 
-/// The one-line summaries `drivelab history` shows, per kind.
+/// The one-line summary `drivelab history` shows of a run (the other
+/// kinds' are beside their structs, with their figures).
 pub mod headline {
-    use serde_json::Value;
-
-    use super::paths::{list, num, season_bytes};
     use super::short;
     use crate::model::RunReport;
 
@@ -383,56 +250,6 @@ pub mod headline {
     pub fn run(r: &RunReport) -> String {
         let (iops, bw) = r.totals();
         format!("{} IOPS, {} MB/s", short(iops), short(bw / 1e6))
-    }
-
-    /// The number of steps and each step's rate.
-    pub fn test(v: &Value) -> String {
-        let steps = list(v, "steps");
-        let rates: Vec<String> = steps
-            .iter()
-            .filter_map(|s| num(s, &["bw_bytes"]))
-            .map(|b| format!("{} MB/s", short(b / 1e6)))
-            .collect();
-        format!("{} step(s): {}", steps.len(), rates.join(", "))
-    }
-
-    /// Drives, bytes, time and aggregate rate.
-    pub fn erase(v: &Value) -> String {
-        format!(
-            "{} drive(s), {} B in {} s, {} MB/s",
-            list(v, "drives").len(),
-            short(num(v, &["total_bytes"]).unwrap_or(0.0)),
-            short(num(v, &["complete_seconds"]).unwrap_or(0.0)),
-            short(num(v, &["aggregate_mb_per_s"]).unwrap_or(0.0))
-        )
-    }
-
-    /// Drives, bytes written, time and rate.
-    pub fn season(v: &Value) -> String {
-        let bytes = season_bytes(v);
-        let secs = num(v, &["complete_seconds"]).unwrap_or(0.0);
-        let rate = if secs > 0.0 { bytes / secs / 1e6 } else { 0.0 };
-        format!(
-            "{} drive(s), {} B in {} s, {} MB/s",
-            list(v, "drives").len(),
-            short(bytes),
-            short(secs),
-            short(rate)
-        )
-    }
-
-    /// IOPS, bytes, duration and errors of a replay (an audit's is its
-    /// `replay` field).
-    pub fn replay(r: &Value) -> String {
-        let bytes =
-            num(r, &["bytes_read"]).unwrap_or(0.0) + num(r, &["bytes_written"]).unwrap_or(0.0);
-        format!(
-            "{} IOPS, {} B over {} s, {} errors",
-            short(num(r, &["score", "iops"]).unwrap_or(0.0)),
-            short(bytes),
-            short(num(r, &["duration_s"]).unwrap_or(0.0)),
-            num(r, &["errors"]).unwrap_or(0.0)
-        )
     }
 }
 

@@ -18,9 +18,11 @@
 //! [`run`] holds the drives (erase's plan: refusals, consent, the device
 //! claim every write goes through), runs each on its own thread, keeps the
 //! [`journal`] so an interrupted season resumes where it stopped, and
-//! returns the one [`result::SeasonReport`]; [`plots`] draws its charts.
+//! returns the one [`result::SeasonReport`]; [`plots`] draws its charts;
+//! [`figures`] reads a stored one back, with its figures and headline.
 
 pub mod cliff;
+pub mod figures;
 pub mod image;
 pub mod journal;
 pub mod plots;

@@ -10,7 +10,8 @@ use crate::cliff::Cliff;
 use crate::steady::Verdict;
 
 /// The whole run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SeasonReport {
     /// Tool version.
     pub version: String,
@@ -30,19 +31,33 @@ impl SeasonReport {
 }
 
 /// How a drive's season ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum State {
     /// Every stage asked for ran.
     Done,
     /// Ctrl-C: the journal holds the progress (`--resume`).
     Stopped,
-    /// A stage failed (see `error`).
+    /// A stage failed (see `error`); what a stored drive that names no
+    /// state reads as.
+    #[default]
     Failed,
+}
+
+impl State {
+    /// The word the result JSON holds ("done", "stopped", "failed").
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Done => "done",
+            State::Stopped => "stopped",
+            State::Failed => "failed",
+        }
+    }
 }
 
 /// The drive's identity, kept with its results.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Identity {
     /// Device node.
     pub device: String,
@@ -61,7 +76,8 @@ pub struct Identity {
 }
 
 /// One drive's season.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DriveSeason {
     /// Who the drive is.
     pub identity: Identity,
@@ -84,6 +100,7 @@ pub struct DriveSeason {
     /// The whole-drive write series (the first fill pass, right after the
     /// purge) and its cliff.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub write_series: Option<WriteSeries>,
     /// The image restore stage.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -95,6 +112,7 @@ pub struct DriveSeason {
     pub rounds: Vec<Round>,
     /// The PTS steady-state verdict over the rounds.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub steady_state: Option<Verdict>,
     /// Fresh vs used.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -107,15 +125,18 @@ pub struct DriveSeason {
     pub plots: Vec<PathBuf>,
     /// The write claim: safety assessment, consent, hold.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub claim: Option<drivelab_device::claim::ClaimRecord>,
     /// The drive's health before and after this season, and what changed
     /// (drives with health of their own).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub health: Option<drivelab_device::health::around::AroundWork>,
 }
 
 /// The purge stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Purge {
     /// The method used ("nvme-sanitize", "nvme-format", "ata-sanitize",
     /// "discard"), None when the drive could not be purged.
@@ -134,7 +155,8 @@ pub struct Purge {
 }
 
 /// The sequential fill stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Fill {
     /// Passes asked for.
     pub passes: u32,
@@ -147,7 +169,8 @@ pub struct Fill {
 }
 
 /// One sequential pass over the drive (fill or image).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Pass {
     /// Pass number (1-based).
     pub pass: u32,
@@ -162,7 +185,8 @@ pub struct Pass {
 }
 
 /// One point of the whole-drive write series.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WritePoint {
     /// Bytes written at the end of the bucket (its position on the drive).
     pub written_bytes: u64,
@@ -171,7 +195,8 @@ pub struct WritePoint {
 }
 
 /// The whole-drive write series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WriteSeries {
     /// Bucket size, bytes (1 GiB, or 1 % of a drive under 100 GiB): the
     /// least a point holds; a point also spans at least 10 ms, so on a
@@ -199,7 +224,8 @@ pub struct CliffAt {
 }
 
 /// The image restore stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Image {
     /// The image or trace file.
     pub source: PathBuf,
@@ -214,7 +240,8 @@ pub struct Image {
 }
 
 /// What one workload run measured.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Metrics {
     /// I/O per second (all directions).
     pub iops: f64,
@@ -229,7 +256,8 @@ pub struct Metrics {
 }
 
 /// One round of the workload.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Round {
     /// Round number (1-based).
     pub round: usize,
@@ -241,7 +269,8 @@ pub struct Round {
 }
 
 /// Fresh vs used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Compare {
     /// The workload.
     pub workload: String,
@@ -254,7 +283,8 @@ pub struct Compare {
 }
 
 /// One metric, fresh vs used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Change {
     /// "iops", "bw_bytes", "lat_mean_ns", "lat_p99_ns".
     pub metric: String,

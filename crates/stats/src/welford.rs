@@ -29,7 +29,8 @@ pub struct Welford {
 
 /// The five figures reported for a sample set (fio's `min`, `max`,
 /// `mean`, `stddev` and sample count), in the unit of the samples.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Summary {
     /// Smallest sample; 0 when there are none.
     pub min: f64,

@@ -12,7 +12,8 @@
 //! - [`narrow`]: the exact bad LBAs of a failed command (re-issued in
 //!   halves down to single blocks);
 //! - [`same`]: the write-same step (SCSI WRITE SAME, SATA SCT Write Same);
-//! - [`result`]: the result model (JSON) and the text log.
+//! - [`result`]: the result model (JSON) and the text log;
+//! - [`figures`]: a stored result read back, its figures and headline.
 //!
 //! # Sequence files
 //!
@@ -59,6 +60,7 @@
 //! ```
 
 pub mod error;
+pub mod figures;
 pub mod layout;
 pub mod narrow;
 pub mod result;

@@ -10,15 +10,16 @@
 //! is MiB/s (REFERENCE.md); drivelab prints the unit it means: MiB/sec.
 //! Timestamps are UTC.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use drivelab_patterns::{Miscompare, MiscompareKind};
 use drivelab_stats::Summary;
 
 /// How a step ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Status {
     /// Every command succeeded and every block compared.
@@ -26,17 +27,33 @@ pub enum Status {
     /// At least one command failed or block miscompared.
     Failed,
     /// Not run: an earlier step stopped the sequence, or the run was
-    /// interrupted before it.
+    /// interrupted before it (and what a stored step that names no
+    /// status reads as).
+    #[default]
     Skipped,
     /// Stopped by Ctrl-C / SIGTERM.
     Interrupted,
 }
 
+impl Status {
+    /// The word the result JSON holds ("PASSED", "FAILED", "SKIPPED",
+    /// "INTERRUPTED").
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Passed => "PASSED",
+            Status::Failed => "FAILED",
+            Status::Skipped => "SKIPPED",
+            Status::Interrupted => "INTERRUPTED",
+        }
+    }
+}
+
 /// Figures of one pass (a write pass or a read pass) of a step.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PassResult {
     /// "write" or "read" (a verify's read pass compares).
-    pub op: &'static str,
+    pub op: Cow<'static, str>,
     /// Whether data read was compared against the pattern.
     pub compared: bool,
     /// Wall time of the pass, ns.
@@ -62,7 +79,8 @@ pub struct PassResult {
 
 /// Contiguous logical blocks that failed the same way when re-issued one
 /// piece at a time.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BadRange {
     /// First bad LBA.
     pub first: u64,
@@ -93,13 +111,13 @@ impl BadRange {
 }
 
 /// One error a step found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Failure {
     /// A command failed (after its retries).
     Io {
         /// "read" or "write".
-        op: &'static str,
+        op: Cow<'static, str>,
         /// First LBA of the command.
         lba: u64,
         /// Blocks in the command.
@@ -127,7 +145,7 @@ pub enum Failure {
         byte_offset: u64,
         /// What kind of wrong: "data", "corrupted", "misdirected", "stale",
         /// "seed_mismatch".
-        kind: &'static str,
+        kind: Cow<'static, str>,
         /// For a misdirected block: the LBA it was written for.
         belongs_to: Option<u64>,
         /// One line describing the kind (from the patterns crate).
@@ -180,18 +198,19 @@ impl Failure {
 }
 
 /// One step's parameters and outcome.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StepResult {
     /// 1-based position in the sequence.
     pub index: usize,
     /// Steps in the sequence.
     pub of: usize,
     /// write, read, verify, write-verify.
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
     /// DMM's name for the test type.
-    pub test_type: &'static str,
+    pub test_type: Cow<'static, str>,
     /// sequential, random, butterfly.
-    pub order: &'static str,
+    pub order: Cow<'static, str>,
     /// First LBA.
     pub start_block: u64,
     /// Blocks in the range.
@@ -213,7 +232,7 @@ pub struct StepResult {
     /// FUA on writes.
     pub fua: bool,
     /// stop-test, stop-sequence, continue.
-    pub on_error: &'static str,
+    pub on_error: Cow<'static, str>,
     /// Retries per failed command.
     pub retries: u32,
     /// Start time, UTC, `MM/DD/YYYY  HH:MM:SS` as DMM prints it.
@@ -249,6 +268,7 @@ pub struct StepResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// The first failures in the order found (at most [`FAILURE_LIMIT`]).
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub failures: Vec<Failure>,
     /// The first failure as one line; absent when the step passed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -260,6 +280,7 @@ pub struct StepResult {
     /// and after the step, what changed, and whether its write counter
     /// corroborates the bytes written.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub health: Option<drivelab_device::health::around::AroundWork>,
 }
 
@@ -267,7 +288,8 @@ pub struct StepResult {
 pub const FAILURE_LIMIT: usize = 100;
 
 /// The whole run: the document `--output-format json` prints.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TestReport {
     /// Device or file tested.
     pub target: String,
@@ -284,6 +306,7 @@ pub struct TestReport {
     /// The write claim when a step writes: the safety assessment made
     /// before the first write and how the target was held.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     pub claim: Option<drivelab_device::claim::ClaimRecord>,
 }
 
@@ -346,7 +369,7 @@ pub fn render_step(s: &StepResult) -> String {
         o,
         "{}; {}; for {} Blocks",
         s.test_type,
-        pattern_title(s.order),
+        pattern_title(&s.order),
         grouped(s.block_count)
     );
     if let Some(cmd) = &s.command {
@@ -382,7 +405,7 @@ pub fn render_step(s: &StepResult) -> String {
     let _ = writeln!(o, " Data Pattern: {}{extra}", pattern_title(&s.pattern));
     let _ = writeln!(o, " Queue Depth = {}", s.queue_depth);
     let _ = writeln!(o, " FUA = {}", if s.fua { "ON" } else { "OFF" });
-    let on_error = match s.on_error {
+    let on_error = match &*s.on_error {
         "stop-test" => "Stop Current Test",
         "stop-sequence" => "Stop Sequence",
         _ => "Continue on Error",
@@ -419,7 +442,7 @@ pub fn render_step(s: &StepResult) -> String {
     );
     if s.passes.len() > 1 {
         for p in &s.passes {
-            let name = match (p.op, p.compared) {
+            let name = match (&*p.op, p.compared) {
                 ("write", _) => "Write Pass",
                 (_, true) => "Read-Compare Pass",
                 _ => "Read Pass",
@@ -620,7 +643,7 @@ impl Findings {
             lba: m.lba,
             block_offset: m.block_offset as u64,
             byte_offset: m.lba * block_size + m.block_offset as u64,
-            kind,
+            kind: kind.into(),
             belongs_to,
             description: m.kind.to_string(),
             expected: hex(m.expected()),

@@ -316,7 +316,7 @@ impl PassDriver<'_> {
             self.findings.bad_blocks += bad_ranges.iter().map(|b| b.count).sum::<u64>();
         }
         self.findings.push(Failure::Io {
-            op: self.op_name(),
+            op: self.op_name().into(),
             lba,
             blocks,
             errno,
@@ -462,7 +462,7 @@ pub fn run_pass<E: Engine>(
     let (ios, blocks) = (drv.ios, drv.blocks);
     let bytes = blocks * bs;
     let result = PassResult {
-        op: drv.op_name(),
+        op: drv.op_name().into(),
         compared: cfg.compare,
         runtime_ns,
         ios,
@@ -501,9 +501,9 @@ impl StepPlan {
         StepResult {
             index: self.index,
             of: self.of,
-            kind: s.kind.name(),
-            test_type: s.kind.dmm_name(),
-            order: s.order.name(),
+            kind: s.kind.name().into(),
+            test_type: s.kind.dmm_name().into(),
+            order: s.order.name().into(),
             start_block: self.start,
             block_count: self.count,
             block_size: self.block_size,
@@ -514,7 +514,7 @@ impl StepPlan {
             pass: s.pass,
             queue_depth: s.qd,
             fua: s.fua,
-            on_error: s.on_error.name(),
+            on_error: s.on_error.name().into(),
             retries: s.retries,
             started: dmm_time(started_unix),
             finished: dmm_time(started_unix),

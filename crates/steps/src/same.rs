@@ -287,7 +287,7 @@ impl SameRun<'_> {
                         .collect();
                     findings.bad_blocks += bad.iter().map(|b| b.count).sum::<u64>();
                     findings.push(Failure::Io {
-                        op: "write-same",
+                        op: "write-same".into(),
                         lba: pos,
                         blocks: n,
                         errno: 0,
@@ -310,7 +310,7 @@ impl SameRun<'_> {
         let secs = runtime_ns as f64 / 1e9;
         let bytes = blocks * lbs;
         let result = PassResult {
-            op: "write-same",
+            op: "write-same".into(),
             compared: false,
             runtime_ns,
             ios,

@@ -138,7 +138,8 @@ impl Default for RecordOptions {
 }
 
 /// What a recording saw.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct RecordSummary {
     /// Requests recorded.
     pub requests: u64,

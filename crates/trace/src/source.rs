@@ -24,7 +24,8 @@ pub struct ReadOptions {
 }
 
 /// Counters a reader keeps while it streams.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ReadStats {
     /// Lines (text) or records (binary) consumed.
     pub lines: u64,

@@ -21,10 +21,12 @@ use crate::EraseError;
 
 /// One way of overwriting or sanitizing a whole drive. Serialised (reports,
 /// certificates) by its command-line name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
-    /// Choose per drive (see [`choose`]).
+    /// Choose per drive (see [`choose`]); what a stored outcome that names
+    /// no method reads as.
+    #[default]
     Auto,
     /// The `BLKZEROOUT` ioctl (the kernel's `blkdev_issue_zeroout`):
     /// offloaded as REQ_OP_WRITE_ZEROES when the queue's

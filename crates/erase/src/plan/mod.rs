@@ -35,10 +35,11 @@ use crate::EraseError;
 pub use method::{Choice, Method, Offers};
 
 /// How many drives run at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
     /// All drives at once, one thread each (default).
+    #[default]
     Parallel,
     /// One drive after another.
     Sequential,
@@ -58,12 +59,13 @@ impl Strategy {
 }
 
 /// How much is read back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VerifyMode {
     /// Nothing.
     None,
     /// NIST SP 800-88 sample (default).
+    #[default]
     Sample,
     /// Every block.
     Full,
