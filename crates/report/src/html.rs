@@ -731,7 +731,7 @@ fn test_section(t: &TestView, next_id: &mut impl FnMut() -> String) -> Markup {
                     td { (s.index) "/" (s.of) }
                     td { (s.kind) } td { (s.test_type) } td { (s.order) }
                     td { (s.pattern) } td { (s.block_count) }
-                    td.ok[status == "passed"].bad[status == "failed"] { (status) }
+                    td.ok[status.eq_ignore_ascii_case("passed")].bad[status.eq_ignore_ascii_case("failed")] { (status) }
                     td { (fmt(Unit::BytesPerSec, s.bw_bytes)) }
                     td { (fmt(Unit::Number, s.iops)) }
                     td { (fmt(Unit::Ns, s.clat_mean_ns)) }
@@ -1015,6 +1015,28 @@ mod tests {
             label: label.into(),
             body: Body::Run(Box::new(r)),
         }
+    }
+
+    /// The step status is worded as the result JSON holds it ("PASSED"):
+    /// a passed step is marked ok and a failed one bad.
+    #[test]
+    fn a_test_steps_status_is_coloured_as_passed_or_failed() {
+        let step = |status: &str| crate::views::StepView {
+            index: 1,
+            of: 2,
+            status: status.into(),
+            ..Default::default()
+        };
+        let page = render(&[Input {
+            label: "t".into(),
+            body: Body::Test(TestView {
+                target: "loop9".into(),
+                steps: vec![step("PASSED"), step("FAILED")],
+                ..Default::default()
+            }),
+        }]);
+        assert!(page.contains("ok\">PASSED</td>"), "PASSED not marked ok");
+        assert!(page.contains("bad\">FAILED</td>"), "FAILED not marked bad");
     }
 
     #[test]
