@@ -149,7 +149,7 @@ impl EngineOpts {
                     .map_err(|_| bad("a count of SQEs (0: none)"))?
             }
             _ => {
-                let on = crate::spec::jobspec::parse_flag(key, v)?;
+                let on = crate::spec::value::parse_flag(key, v)?;
                 match key {
                     "hipri" => self.hipri = on,
                     "fixedbufs" => self.fixedbufs = on,

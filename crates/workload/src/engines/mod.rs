@@ -7,5 +7,6 @@ pub mod e4defrag;
 pub mod engine_opts;
 pub mod files;
 pub mod noio;
+pub mod opts;
 pub mod sg;
 pub mod ucmd;

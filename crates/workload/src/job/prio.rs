@@ -85,7 +85,7 @@ impl PrioOpts {
             ),
             _ => (0, 7, "a level 0-7 (READ,WRITE per direction)"),
         };
-        let dirs = crate::spec::jobspec::per_direction(v);
+        let dirs = crate::spec::value::per_direction(v);
         for (k, d) in dirs.iter().take(2).enumerate() {
             let Some(d) = d else { continue };
             let n = num(key, d, v, min, max, expect)?;
@@ -100,7 +100,7 @@ impl PrioOpts {
 
     fn set_bssplit(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
         let expect = "BS/PERCENT[/CLASS/LEVEL[/HINT]] entries separated by ':', READ,WRITE per direction, e.g. 64k/40:1m/60/1/0,1m/100";
-        let dirs = crate::spec::jobspec::per_direction(v);
+        let dirs = crate::spec::value::per_direction(v);
         let mut out: [Vec<BsPrio>; 2] = [Vec::new(), Vec::new()];
         for (k, d) in dirs.iter().take(2).enumerate() {
             let Some(d) = d else { continue };

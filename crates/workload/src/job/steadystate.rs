@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use drivelab_stats::steady::{fio_check, FioCheck, FioMetric, FioRule};
 
-use crate::job::outcome::LiveCounters;
+use crate::job::types::LiveCounters;
 use crate::SpecError;
 
 /// The option names this module sets (aliases come from the option table).

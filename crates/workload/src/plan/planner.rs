@@ -9,7 +9,7 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
-use crate::job::gen::Region;
+use crate::job::types::Region;
 use crate::plan::model::{
     Plan, PlanError, PlanOptions, PlannedJob, PlannedTarget, NULL_DEFAULT_SIZE,
 };
@@ -247,7 +247,7 @@ fn with_file_names(jobs: &[(JobSpec, bool)]) -> Vec<(JobSpec, bool, std::ops::Ra
 fn verify_content(
     spec: &JobSpec,
     align: u64,
-) -> Result<Option<crate::job::verify::Content>, PlanError> {
+) -> Result<Option<crate::job::types::Content>, PlanError> {
     use crate::job::verify::{Content, VerifyKind, HEADER};
     let Some(kind) = spec.verify else {
         return Ok(None);

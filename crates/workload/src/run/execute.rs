@@ -11,7 +11,6 @@ use crate::job::gen::GenConfig;
 use std::fs::OpenOptions;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 
-use crate::job::gen::Op;
 use crate::job::io_loop::{now_ns, run_job, JobConfig};
 use crate::job::outcome::{DirStats, IoFailure, JobError, JobOutcome, LiveCounters};
 use crate::EngineKind;
@@ -19,6 +18,7 @@ use drivelab_device::claim::{Claim, ClaimOptions, Consent};
 use drivelab_device::diskstats::{Delta, Sampler};
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Null, Psync, Target, Uring};
+use drivelab_engine::io::Op;
 use drivelab_report::{
     percentile_key, DeviceSecond, DirReport, DiskUtil, IoErrorReport, JobReport, LatReport,
     LbaRange, RunReport, SeriesPoint, SyncReport,
@@ -198,8 +198,8 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         verify: job.verify.clone().or_else(|| {
             spec.buffer_pattern
                 .clone()
-                .map(|p| crate::job::verify::Content {
-                    kind: crate::job::verify::VerifyKind::Pattern,
+                .map(|p| crate::job::types::Content {
+                    kind: crate::job::types::VerifyKind::Pattern,
                     interval: spec.max_bs() as usize,
                     pattern: Some(p),
                 })
@@ -334,7 +334,7 @@ fn run_checked<E: drivelab_engine::engine::Engine>(
                 let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
                 let mut v = crate::job::verify::written_extents(&cfg.gen, issued)?;
                 if !o.failed_writes.is_empty() {
-                    let key = |io: &crate::job::gen::IoDesc| (io.target, io.offset, io.len);
+                    let key = |io: &drivelab_engine::io::IoDesc| (io.target, io.offset, io.len);
                     let mut failed: Vec<_> = o.failed_writes.iter().map(key).collect();
                     failed.sort_unstable();
                     v.retain(|io| failed.binary_search(&key(io)).is_err());
@@ -1576,12 +1576,12 @@ fn dir_report(
     }
 }
 
-fn op_name(op: crate::job::gen::Op) -> &'static str {
+fn op_name(op: drivelab_engine::io::Op) -> &'static str {
     match op {
-        crate::job::gen::Op::Read => "read",
-        crate::job::gen::Op::Write => "write",
-        crate::job::gen::Op::Trim => "trim",
-        crate::job::gen::Op::Fsync => "fsync",
+        drivelab_engine::io::Op::Read => "read",
+        drivelab_engine::io::Op::Write => "write",
+        drivelab_engine::io::Op::Trim => "trim",
+        drivelab_engine::io::Op::Fsync => "fsync",
     }
 }
 
@@ -1624,8 +1624,8 @@ fn io_error_report(plan: &Plan, job: &PlannedJob, e: &IoFailure) -> IoErrorRepor
 
 /// The inclusive LBA range an I/O covered; none for a flush, which covers
 /// no blocks (not "LBA 0-0").
-fn lba_span(op: crate::job::gen::Op, offset: u64, len: u64, lbs: u64) -> Option<(u64, u64)> {
-    (op != crate::job::gen::Op::Fsync).then(|| (offset / lbs, (offset + len.max(1) - 1) / lbs))
+fn lba_span(op: drivelab_engine::io::Op, offset: u64, len: u64, lbs: u64) -> Option<(u64, u64)> {
+    (op != drivelab_engine::io::Op::Fsync).then(|| (offset / lbs, (offset + len.max(1) - 1) / lbs))
 }
 
 /// A failed I/O in one line: "read of LBA 4992-5119 (65536 bytes at

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::spec::options::{lookup, OptionKind};
 use crate::spec::size::{parse_bytes, parse_duration, parse_size_spec, SizeSpec};
+use crate::spec::value::{parse_flag, per_direction};
 use crate::SpecError;
 
 /// Default interval of the per-interval series (`log_interval`): 1 s.
@@ -406,7 +407,7 @@ pub struct JobSpec {
     /// Write until the device is full (`fill_device`): the whole block device.
     pub fill_device: bool,
     /// What written data carries and reads check (`verify`).
-    pub verify: Option<crate::job::verify::VerifyKind>,
+    pub verify: Option<crate::job::types::VerifyKind>,
     /// Read back and check what a writing job wrote; check what a reading
     /// job reads (`do_verify`); default on.
     pub do_verify: bool,
@@ -447,7 +448,7 @@ pub struct JobSpec {
     pub filesize: Option<u64>,
     /// Multi-file options and filesystem engines (`nrfiles`,
     /// `file_service_type`, `ioengine=filecreate`, …; [`crate::engines::files`]).
-    pub files: crate::engines::files::FileOptions,
+    pub files: crate::engines::opts::files::FileOptions,
     /// `zonemode`: None when not given (then `zonesize` alone means
     /// strided, as in fio), Some(false) for none, Some(true) for strided.
     pub zonemode_strided: Option<bool>,
@@ -486,19 +487,19 @@ pub struct JobSpec {
     /// `zonemode=zbd` and its options ([`crate::job::zbd`]).
     pub zbd: crate::job::zbd::ZbdOptions,
     /// The e4defrag engine's `donorname` and `inplace` ([`crate::engines::e4defrag`]).
-    pub e4defrag: crate::engines::e4defrag::DefragOpts,
+    pub e4defrag: crate::engines::opts::e4defrag::DefragOpts,
     /// The cpuio and exec engines and their options ([`crate::engines::noio`]).
-    pub noio: crate::engines::noio::NoIoOpts,
+    pub noio: crate::engines::opts::noio::NoIoOpts,
     /// The net engine's options (`protocol`, `hostname`, `port`, …;
     /// [`crate::engines::noio::net`]).
-    pub net: crate::engines::noio::net::NetOpts,
+    pub net: crate::engines::opts::net::NetOpts,
 }
 
 impl JobSpec {
     /// fio's `zonemode=strided`, when on: explicitly, or by `zonesize`
     /// alone; `zonerange` defaults to `zonesize`. `zonemode=strided`
     /// without `zonesize` is an error (as in fio).
-    pub fn strided(&self) -> Result<Option<crate::job::gen::Strided>, SpecError> {
+    pub fn strided(&self) -> Result<Option<crate::job::types::Strided>, SpecError> {
         let on = self.zonemode_strided.unwrap_or(self.zonesize > 0);
         if !on {
             return Ok(None);
@@ -508,7 +509,7 @@ impl JobSpec {
                 "zonemode=strided needs zonesize (the bytes to transfer in each zone), e.g. zonesize=256m".to_string(),
             ));
         }
-        Ok(Some(crate::job::gen::Strided {
+        Ok(Some(crate::job::types::Strided {
             size: self.zonesize,
             range: if self.zonerange > 0 {
                 self.zonerange
@@ -581,12 +582,12 @@ impl Default for JobSpec {
             loops: 1,
             wait_for: None,
             filesize: None,
-            files: crate::engines::files::FileOptions::default(),
+            files: crate::engines::opts::files::FileOptions::default(),
             zonemode_strided: None,
             zbd: crate::job::zbd::ZbdOptions::default(),
-            e4defrag: crate::engines::e4defrag::DefragOpts::default(),
-            noio: crate::engines::noio::NoIoOpts::default(),
-            net: crate::engines::noio::net::NetOpts::default(),
+            e4defrag: crate::engines::opts::e4defrag::DefragOpts::default(),
+            noio: crate::engines::opts::noio::NoIoOpts::default(),
+            net: crate::engines::opts::net::NetOpts::default(),
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
@@ -604,22 +605,6 @@ impl Default for JobSpec {
             lat_target: Default::default(),
             steady: Default::default(),
         }
-    }
-}
-
-/// Split fio's per-direction value `READ[,WRITE[,TRIM]]`. One value applies
-/// to every direction; an empty part leaves that direction as it was; a
-/// missing trim part follows the write part.
-pub(crate) fn per_direction(v: &str) -> [Option<&str>; 3] {
-    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
-    fn some(s: &str) -> Option<&str> {
-        (!s.is_empty()).then_some(s)
-    }
-    match parts.as_slice() {
-        [one] => [some(one), some(one), some(one)],
-        [r, w] => [some(r), some(w), some(w)],
-        [r, w, t, ..] => [some(r), some(w), some(t).or(some(w))],
-        [] => [None, None, None],
     }
 }
 
@@ -733,20 +718,6 @@ pub fn check_total_jobs<'a>(jobs: impl IntoIterator<Item = &'a JobSpec>) -> Resu
     Err(SpecError::Invalid(format!(
         "the run asks for {total} job threads in all (numjobs summed over {sections} jobs; '{name}' alone has {n}); at most {MAX_TOTAL_JOBS} may run: lower numjobs or use fewer job sections"
     )))
-}
-
-/// A 0/1 option as fio spells it (bare: on); every option module's flags
-/// parse through this one.
-pub(crate) fn parse_flag(key: &str, v: &str) -> Result<bool, SpecError> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "" | "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(SpecError::BadValue {
-            key: key.to_string(),
-            value: v.to_string(),
-            expect: "1 or 0".to_string(),
-        }),
-    }
 }
 
 /// A whole number within the bounds the option table declares for `key`.
@@ -1019,13 +990,13 @@ impl JobSpec {
                 self.files.engine = None;
                 // cpuio and exec move no data: planned as the null engine's
                 // jobs, run by crate::engines::noio.
-                self.noio.engine = crate::engines::noio::NoIoEngine::from_fio(&name);
+                self.noio.engine = crate::engines::opts::noio::NoIoEngine::from_fio(&name);
                 if self.noio.engine.is_some() {
                     self.ioengine = EngineKind::Null;
                     self.ioengine_as_written = None;
                     return Ok(());
                 }
-                if let Some(e) = crate::engines::files::FileEngine::from_fio(&name) {
+                if let Some(e) = crate::engines::opts::files::FileEngine::from_fio(&name) {
                     // One file operation per I/O, one at a time: psync's loop.
                     self.files.set_engine(e);
                     self.ioengine = EngineKind::Psync;
@@ -1153,16 +1124,16 @@ impl JobSpec {
             }
             "iodepth_low" => self.batch.low = Some(parse_declared(key, v)? as u32),
             "filesize" => {
-                let (b, range) = crate::engines::files::parse_filesize(key, v)?;
+                let (b, range) = crate::engines::opts::files::parse_filesize(key, v)?;
                 self.filesize = Some(b);
                 self.files.filesize_range = range;
             }
-            k if crate::engines::e4defrag::DefragOpts::KEYS.contains(&k) => {
+            k if crate::engines::opts::e4defrag::DefragOpts::KEYS.contains(&k) => {
                 self.e4defrag.set(k, v)?
             }
-            k if crate::engines::noio::NoIoOpts::KEYS.contains(&k) => self.noio.set(k, v)?,
-            k if crate::engines::noio::net::KEYS.contains(&k) => self.net.set(k, v)?,
-            k if crate::engines::files::FileOptions::KEYS.contains(&k) => {
+            k if crate::engines::opts::noio::NoIoOpts::KEYS.contains(&k) => self.noio.set(k, v)?,
+            k if crate::engines::opts::net::KEYS.contains(&k) => self.net.set(k, v)?,
+            k if crate::engines::opts::files::FileOptions::KEYS.contains(&k) => {
                 if let Some(r) = self.files.set(k, v) {
                     r?;
                 }
@@ -1196,7 +1167,7 @@ impl JobSpec {
     fn set_data_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         match key {
             k if crate::job::error_policy::ErrKeys::handles(k) => self.errkeys.set(key, v)?,
-            "verify" => self.verify = crate::job::verify::VerifyKind::parse(key, v)?,
+            "verify" => self.verify = crate::job::types::VerifyKind::parse(key, v)?,
             "do_verify" => self.do_verify = parse_flag(key, v)?,
             "buffer_pattern" => {
                 self.buffer_pattern = Some(crate::spec::fio_pattern::parse(key, v)?)
@@ -1207,7 +1178,7 @@ impl JobSpec {
                 self.verify_pattern = Some(crate::spec::fio_pattern::parse(key, v)?);
                 if self.verify.is_none() {
                     // fio: a pattern alone means verify=pattern.
-                    self.verify = Some(crate::job::verify::VerifyKind::Pattern);
+                    self.verify = Some(crate::job::types::VerifyKind::Pattern);
                 }
             }
             "verify_interval" => {
@@ -1662,7 +1633,7 @@ mod tests {
         let mut j = JobSpec::default();
         j.set("verify_pattern", Some("0xaa555aa5")).unwrap();
         assert_eq!(j.verify_pattern, Some(vec![0xaa, 0x55, 0x5a, 0xa5]));
-        assert_eq!(j.verify, Some(crate::job::verify::VerifyKind::Pattern));
+        assert_eq!(j.verify, Some(crate::job::types::VerifyKind::Pattern));
         j.set("verify_pattern", Some("\"ab\"")).unwrap();
         assert_eq!(j.verify_pattern, Some(b"ab".to_vec()));
         assert!(j.set("verify_interval", Some("100")).is_err());

@@ -10,3 +10,4 @@ pub mod jobspec;
 pub mod options;
 pub mod presets;
 pub mod size;
+pub mod value;

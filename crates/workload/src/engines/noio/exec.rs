@@ -46,66 +46,14 @@ use std::time::{Duration, Instant};
 
 use drivelab_device::output::{Output, OutputFile};
 
-use crate::engines::noio::{parse_bounded, End, Tally};
+use crate::engines::noio::tally::{End, Tally};
+pub use crate::engines::opts::noio::ExecOpts;
 use crate::job::outcome::JobError;
-use crate::spec::jobspec::parse_flag;
-use crate::SpecError;
+pub use crate::job::types::ProgramFailure;
 
 /// How long each look at the program sleeps, and the think time after it
 /// (fio's engine sets both to 50 ms).
 pub const POLL: Duration = Duration::from_millis(50);
-
-/// The exec engine's options.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecOpts {
-    /// `program`.
-    pub program: Option<String>,
-    /// `arguments`, as written (`%r`, `%n` not yet replaced).
-    pub arguments: Option<String>,
-    /// `grace_time`, seconds.
-    pub grace_s: u64,
-    /// `std_redirect`.
-    pub std_redirect: bool,
-}
-
-impl Default for ExecOpts {
-    fn default() -> Self {
-        ExecOpts {
-            program: None,
-            arguments: None,
-            grace_s: 1,
-            std_redirect: true,
-        }
-    }
-}
-
-impl ExecOpts {
-    /// Set `program`, `arguments`, `grace_time` or `std_redirect`.
-    pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
-        match key {
-            "program" => {
-                let t = v.trim();
-                if t.is_empty() {
-                    return Err(SpecError::MissingValue(key.to_string()));
-                }
-                self.program = Some(t.to_string());
-            }
-            "arguments" => self.arguments = Some(v.trim().to_string()),
-            "grace_time" => self.grace_s = parse_bounded(key, v)?,
-            _ => self.std_redirect = parse_flag(key, v)?,
-        }
-        Ok(())
-    }
-}
-
-/// A program that ended on its own with a failure: the job's error.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProgramFailure {
-    /// The job's `error`: the exit status, or 128 + the signal.
-    pub status: i32,
-    /// In words, for the job's error detail.
-    pub words: String,
-}
 
 /// `arguments` with fio's `%r` (the runtime in whole seconds) and then
 /// `%n` (the job's name) replaced.
