@@ -91,7 +91,7 @@ pub fn check<'a>(
         )));
     };
     if spec.access_lines().iter().any(|l| l.read_pct > 0)
-        || spec.rw.write_kind() == crate::spec::jobspec::WriteKind::Trim
+        || spec.rw.write_kind() == crate::spec::kinds::WriteKind::Trim
     {
         return Err(invalid(format!(
             "job '{job}': ioengine=e4defrag only moves extents on writes (fio fails every read and trim with EINVAL); use rw=write or rw=randwrite"

@@ -410,15 +410,11 @@ pub fn prealloc_of(plan: &crate::Plan, t: usize) -> Prealloc {
         .map_or(Prealloc::Native, |j| j.spec.files.fallocate)
 }
 
-/// The engine's name as fio reports it: the filesystem engine's, or
-/// drivelab's engine's.
+/// The engine's name as fio reports it: the name of the front the job's
+/// `ioengine` chose (drivelab's own for fio's aliases: `libaio` runs and
+/// reports as io_uring).
 pub fn engine_name(spec: &crate::JobSpec) -> &'static str {
-    if let Some(e) = spec.noio.engine {
-        return e.name();
-    }
-    spec.files
-        .engine
-        .map_or_else(|| spec.ioengine.name(), FileEngine::name)
+    spec.front.name()
 }
 
 /// Whether a job reads (its files then need data before it starts).
@@ -440,7 +436,7 @@ pub fn creates_on_open(spec: &crate::JobSpec) -> bool {
 /// open from the start to the end (also for a job that verifies: it reads
 /// its files back with all of them open).
 pub fn open_limit(spec: &crate::JobSpec, files: usize) -> Option<u32> {
-    use crate::spec::jobspec::EngineKind;
+    use crate::spec::kinds::EngineKind;
     if spec.files.engine.is_some()
         || !matches!(spec.ioengine, EngineKind::Psync | EngineKind::IoUring)
         || spec.verify.is_some()
@@ -461,7 +457,7 @@ pub fn open_limit(spec: &crate::JobSpec, files: usize) -> Option<u32> {
 /// fio's rule while its engine keeps every file open. None: the job's
 /// files are picked by [`FilePicker`].
 pub fn open_set_limit(job: &crate::plan::model::PlannedJob) -> Option<u32> {
-    use crate::spec::jobspec::EngineKind;
+    use crate::spec::kinds::EngineKind;
     let spec = &job.spec;
     let n = job.targets.len();
     if let Some(l) = open_limit(spec, n) {

@@ -677,7 +677,7 @@ mod tests {
 
     #[test]
     fn zoned_sends_each_zone_its_share() {
-        use crate::spec::jobspec::Zone;
+        use crate::spec::kinds::Zone;
         let mut c = cfg(vec![line(4096, 100, 100, 100)], 4096 * 1000);
         c.align = 4096;
         // 50% of the accesses to the first 5%, 30% to the next 15%, 20% to the rest.

@@ -13,11 +13,8 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 
 use crate::job::io_loop::JobConfig;
 use crate::job::outcome::{DirStats, IoFailure, JobError, JobOutcome, LiveCounters};
-use crate::EngineKind;
 use drivelab_device::claim::{Claim, ClaimOptions, Consent};
 use drivelab_device::diskstats::{Delta, Sampler};
-use drivelab_engine::buf::Fill;
-use drivelab_engine::engine::{Null, Psync, Uring};
 use drivelab_engine::io::Op;
 use drivelab_report::{
     percentile_key, DeviceSecond, DirReport, DiskUtil, IoErrorReport, JobReport, LatReport,
@@ -31,9 +28,7 @@ use drivelab_report::OrderedMap;
 use crate::plan::model::{Plan, PlannedJob, PlannedTarget};
 use crate::run::device_check::{verdict, Reported, Seen};
 use crate::run::error::RunError;
-use crate::run::start::{
-    open_targets, run_checked, start_and_run, start_delay, Ctl, StartGate, Ticket,
-};
+use crate::run::start::{Ctl, JobRun, StartGate, Ticket};
 use crate::run::status::{self, StatusCell, StatusClock, StatusOptions};
 
 /// What the run reports once a second while it runs.
@@ -76,9 +71,10 @@ fn claim_targets(
     };
     let mut claims = Vec::with_capacity(plan.targets.len());
     for (i, t) in plan.targets.iter().enumerate() {
-        let null = plan.jobs.iter().any(|j| {
-            j.targets.contains(&i) && matches!(j.spec.ioengine, EngineKind::Null | EngineKind::Net)
-        });
+        let null = plan
+            .jobs
+            .iter()
+            .any(|j| j.targets.contains(&i) && !j.spec.front.on_targets());
         let written = plan.jobs.iter().any(|j| j.writes && j.targets.contains(&i));
         let grows = !t.is_block && (t.create || t.size > t.existing_size);
         if null || sets.holds(i) || !(written || grows) {
@@ -191,7 +187,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         op_per_file: crate::engines::files::path_engine(spec)
             .map(|_| job.regions.iter().map(|r| r.end - r.start).sum()),
         group_end: None,
-        stream_end: (spec.ioengine == EngineKind::Net).then(Default::default),
+        stream_end: spec.front.streams().then(Default::default),
         zbd: None,
         // fio: number_ios counts over all loops of the job.
         io_count_limit: (spec.number_ios > 0)
@@ -260,7 +256,6 @@ fn run_one(
     finished: &[AtomicBool],
 ) -> Result<JobOutcome, RunError> {
     let spec = &job.spec;
-    let max_bs = spec.max_bs() as usize;
     let number = plan
         .jobs
         .iter()
@@ -301,215 +296,40 @@ fn run_one(
     // starts, so every weight counts from the first I/O).
     crate::job::prio::set_up_thread(spec).map_err(|e| fail(JobError::Config(e)))?;
     cfg.flow = crate::job::flow::join(&spec.flow);
-    let not_started = || RunError::NotStarted {
-        job: spec.name.clone(),
+    let front = spec.front.get();
+    let ctl = Ctl {
+        stop,
+        progress,
+        finished,
     };
-    if crate::engines::noio::is_noio(spec) {
-        // cpuio and exec: no engine, no target (crate::engines::noio).
-        if !ticket.wait() {
-            return Err(not_started());
-        }
-        let w = crate::engines::noio::Watch {
-            stop,
-            progress,
-            finished,
-        };
-        return crate::engines::noio::run(plan, job, &cfg, w).map_err(fail);
-    }
-    match spec.ioengine {
-        EngineKind::Null => {
-            let mut e =
-                Null::new(spec.iodepth, max_bs, Fill::Random(spec.randseed)).map_err(|source| {
-                    RunError::Engine {
-                        engine: "null",
-                        source,
-                    }
-                })?;
-            if !ticket.wait() {
-                return Err(not_started());
-            }
-            run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
-        }
-        EngineKind::Net => {
-            let made = |source| RunError::Engine {
-                engine: "net",
-                source,
+    let r = JobRun {
+        plan,
+        claims,
+        sets,
+        job,
+        cfg: &cfg,
+        ticket,
+        ctl,
+    };
+    let mut o = front.run(r)?;
+    if front.on_targets() {
+        for e in o.errors.iter_mut() {
+            let Some(&ti) = job.targets.get(e.target as usize) else {
+                continue;
             };
-            let end = cfg.stream_end.clone().unwrap_or_default();
-            let mut e = crate::engines::noio::net::engine(
-                spec,
-                job.clone,
-                max_bs,
-                spec.randseed,
-                stop,
-                cfg.group_end.clone(),
-                end,
-            )
-            .map_err(made)?;
-            if !ticket.wait() {
-                return Err(not_started());
+            e.unreadable = narrow_failed_read(&plan.targets[ti], e);
+            // Every block of it failed again: the device no longer
+            // answers, and narrowing the other failed reads would only
+            // take time (they stay listed, not narrowed).
+            if e.unreadable
+                .as_ref()
+                .is_some_and(|u| wholly(u, e, plan.targets[ti].logical_block))
+            {
+                break;
             }
-            // fio connects (or accepts) when the job starts, after its
-            // startdelay, and counts from then.
-            start_delay(spec.startdelay, stop, &cfg);
-            e.work_mut().open().map_err(made)?;
-            let mut started = job.clone();
-            started.spec.startdelay = Duration::ZERO;
-            let mut o =
-                run_checked(&mut e, &started, &cfg, stop, progress, finished).map_err(fail)?;
-            o.drop_ios = e.work().dropped();
-            Ok(o)
-        }
-        EngineKind::Psync | EngineKind::IoUring | EngineKind::Sg | EngineKind::IoUringCmd => {
-            let ctl = Ctl {
-                stop,
-                progress,
-                finished,
-            };
-            let mut o = run_on_targets(plan, (claims, sets), job, &cfg, ticket, ctl)?;
-            for e in o.errors.iter_mut() {
-                let Some(&ti) = job.targets.get(e.target as usize) else {
-                    continue;
-                };
-                e.unreadable = narrow_failed_read(&plan.targets[ti], e);
-                // Every block of it failed again: the device no longer
-                // answers, and narrowing the other failed reads would only
-                // take time (they stay listed, not narrowed).
-                if e.unreadable
-                    .as_ref()
-                    .is_some_and(|u| wholly(u, e, plan.targets[ti].logical_block))
-                {
-                    break;
-                }
-            }
-            Ok(o)
         }
     }
-}
-
-/// A job on real targets, with the psync or io_uring engine.
-fn run_on_targets(
-    plan: &Plan,
-    (claims, sets): (&[Option<Claim>], &crate::engines::files::RunSets),
-    job: &PlannedJob,
-    cfg: &JobConfig,
-    ticket: Ticket<'_>,
-    ctl: Ctl<'_>,
-) -> Result<JobOutcome, RunError> {
-    let spec = &job.spec;
-    let max_bs = spec.max_bs() as usize;
-    match spec.ioengine {
-        EngineKind::Null | EngineKind::Net => {
-            unreachable!("the null and net engines have no targets")
-        }
-        EngineKind::Psync if spec.files.engine.is_some() => {
-            use crate::engines::files::FileEngine;
-            let engine = spec.files.engine.map_or("psync", FileEngine::name);
-            let made = |source| RunError::Engine { engine, source };
-            match spec.files.engine {
-                Some(FileEngine::Fd(op)) => {
-                    let targets = open_targets(plan, claims, job)?;
-                    let mut e =
-                        drivelab_engine::fileops::FdOps::new(targets, op, max_bs).map_err(made)?;
-                    start_and_run(&mut e, job, cfg, ticket, ctl)
-                }
-                Some(FileEngine::Defrag) => {
-                    let targets = open_targets(plan, claims, job)?;
-                    let mut e = sets
-                        .donors
-                        .engine(plan, claims, job, targets, max_bs)
-                        .map_err(made)?;
-                    start_and_run(&mut e, job, cfg, ticket, ctl)
-                }
-                _ => {
-                    let mut e = sets.engine(job, max_bs).map_err(made)?;
-                    start_and_run(&mut e, job, cfg, ticket, ctl)
-                }
-            }
-        }
-        EngineKind::Psync => {
-            let made = |source| RunError::Engine {
-                engine: "psync",
-                source,
-            };
-            let mut e = if crate::engines::files::lazy(job) {
-                // fio's openfiles/create_on_open: the job's open set opens
-                // its files through their claimed set.
-                let opener = sets.opener(job).map_err(made)?;
-                Psync::over_opener(opener, max_bs, spec.fua, Fill::Random(spec.randseed))
-                    .map_err(made)?
-            } else {
-                let targets = open_targets(plan, claims, job)?;
-                Psync::new(targets, max_bs, spec.fua, Fill::Random(spec.randseed)).map_err(made)?
-            }
-            .with_options(spec.engine_opts.psync());
-            start_and_run(&mut e, job, cfg, ticket, ctl)
-        }
-        EngineKind::Sg => {
-            let targets = crate::engines::sg::open_targets(plan, claims, job)?;
-            let fill = Fill::Random(spec.randseed);
-            let mut e = if crate::engines::sg::asynchronous(spec, claims, job) {
-                // fio's asynchronous mode on /dev/sgN: queued commands.
-                drivelab_engine::sg::Sg::new_async(
-                    targets,
-                    spec.iodepth,
-                    max_bs,
-                    spec.sg.options(),
-                    fill,
-                )
-            } else {
-                drivelab_engine::sg::Sg::new(targets, max_bs, spec.sg.options(), fill)
-            }
-            .map_err(|source| RunError::Engine {
-                engine: "sg",
-                source,
-            })?;
-            let mut o = start_and_run(&mut e, job, cfg, ticket, ctl)?;
-            crate::job::io_loop::attach_details(
-                &mut o.errors,
-                e.failures().iter().map(|f| (&f.io, f.detail.as_str())),
-            );
-            Ok(o)
-        }
-        EngineKind::IoUringCmd => {
-            let targets = crate::engines::ucmd::open_targets(plan, claims, job)?;
-            let mut e = drivelab_engine::ucmd::UringCmd::new(
-                targets,
-                spec.iodepth,
-                max_bs,
-                spec.engine_opts.ucmd(),
-                Fill::Random(spec.randseed),
-            )
-            .map_err(|source| RunError::Engine {
-                engine: "io_uring_cmd",
-                source,
-            })?;
-            let mut o = start_and_run(&mut e, job, cfg, ticket, ctl)?;
-            crate::job::io_loop::attach_details(
-                &mut o.errors,
-                e.failures().iter().map(|f| (&f.io, f.detail.as_str())),
-            );
-            Ok(o)
-        }
-        EngineKind::IoUring => {
-            let made = |source| RunError::Engine {
-                engine: "io_uring",
-                source,
-            };
-            let fill = Fill::Random(spec.randseed);
-            let mut e = if crate::engines::files::lazy(job) {
-                let opener = sets.opener(job).map_err(made)?;
-                let o = spec.engine_opts.uring();
-                Uring::over_opener(opener, spec.iodepth, max_bs, spec.fua, fill, o).map_err(made)?
-            } else {
-                let targets = open_targets(plan, claims, job)?;
-                let o = spec.engine_opts.uring();
-                Uring::with_options(targets, spec.iodepth, max_bs, spec.fua, fill, o)
-                    .map_err(made)?
-            };
-            start_and_run(&mut e, job, cfg, ticket, ctl)
-        }
-    }
+    Ok(o)
 }
 
 /// The exact unreadable blocks of a failed read on a block device: the
@@ -1404,16 +1224,7 @@ fn job_options(plan: &Plan, job: &PlannedJob) -> BTreeMap<String, String> {
         crate::engines::files::engine_name(spec).to_string(),
     );
     opts.insert("direct".to_string(), u8::from(job.direct).to_string());
-    // io_uring_cmd's targets are planned as block devices; fio names the
-    // /dev/ngXnY the job gave.
-    let names: Vec<String> = if spec.ioengine == EngineKind::IoUringCmd {
-        spec.filenames.clone()
-    } else {
-        job.targets
-            .iter()
-            .map(|&i| plan.targets[i].path.display().to_string())
-            .collect()
-    };
+    let names = spec.front.filenames(plan, job);
     opts.insert("filename".to_string(), names.join(":"));
     let sizes: Vec<String> = spec
         .access_lines()
@@ -1649,10 +1460,14 @@ fn build_report(
         if o.is_none() {
             continue;
         }
-        let depth = match job.spec.ioengine {
-            EngineKind::IoUring | EngineKind::IoUringCmd => f64::from(job.spec.iodepth.max(1)),
-            EngineKind::Psync | EngineKind::Sg => 1.0,
-            EngineKind::Null | EngineKind::Net => continue,
+        let front = job.spec.front;
+        if !front.on_targets() {
+            continue;
+        }
+        let depth = if front.queues() {
+            f64::from(job.spec.iodepth.max(1))
+        } else {
+            1.0
         };
         let share = depth / job.targets.len().max(1) as f64;
         for &ti in &job.targets {

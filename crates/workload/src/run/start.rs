@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use drivelab_device::claim::Claim;
 use drivelab_engine::engine::Target;
 
+use crate::engines::files::RunSets;
 use crate::job::io_loop::{now_ns, run_job, JobConfig};
 use crate::job::outcome::{JobError, JobOutcome};
 use crate::plan::model::{Plan, PlannedJob};
@@ -265,24 +266,81 @@ pub(crate) struct Ctl<'a> {
     pub(crate) finished: &'a [AtomicBool],
 }
 
-/// Waits at the start gate (a job its group calls off never runs), then
-/// runs the job on its engine.
-pub(crate) fn start_and_run<E: drivelab_engine::engine::Engine>(
-    engine: &mut E,
-    job: &PlannedJob,
-    cfg: &JobConfig,
-    ticket: Ticket<'_>,
-    ctl: Ctl<'_>,
-) -> Result<JobOutcome, RunError> {
-    if !ticket.wait() {
-        return Err(RunError::NotStarted {
-            job: job.spec.name.clone(),
-        });
+/// One job handed to its engine front ([`crate::engines::front`]): the
+/// plan, the claims and file sets the run holds, the job and its loop
+/// configuration, its place at the start gate and what it reports to.
+pub struct JobRun<'a> {
+    /// The whole plan.
+    pub plan: &'a Plan,
+    /// The run's claims, by target.
+    pub claims: &'a [Option<Claim>],
+    /// The run's claimed file sets and donors.
+    pub sets: &'a RunSets,
+    /// The job.
+    pub job: &'a PlannedJob,
+    /// Its loop configuration.
+    pub cfg: &'a JobConfig,
+    pub(crate) ticket: Ticket<'a>,
+    pub(crate) ctl: Ctl<'a>,
+}
+
+impl<'a> JobRun<'a> {
+    /// The job's targets, opened from the run's claims (read-only where
+    /// the job does not write).
+    pub(crate) fn open_targets(&self) -> Result<Vec<Target>, RunError> {
+        open_targets(self.plan, self.claims, self.job)
     }
-    run_checked(engine, job, cfg, ctl.stop, ctl.progress, ctl.finished).map_err(|source| {
+
+    /// Wait at the start gate: a job its group calls off never runs.
+    pub(crate) fn start(self) -> Result<Started<'a>, RunError> {
+        if !self.ticket.wait() {
+            return Err(RunError::NotStarted {
+                job: self.job.spec.name.clone(),
+            });
+        }
+        Ok(Started {
+            plan: self.plan,
+            job: self.job,
+            cfg: self.cfg,
+            ctl: self.ctl,
+        })
+    }
+
+    /// Wait at the start gate, then run the job on `engine`.
+    pub(crate) fn start_and_run<E: drivelab_engine::engine::Engine>(
+        self,
+        engine: &mut E,
+    ) -> Result<JobOutcome, RunError> {
+        let started = self.start()?;
+        started.run(engine, started.job)
+    }
+}
+
+/// A job its group's start gate let go.
+pub(crate) struct Started<'a> {
+    pub(crate) plan: &'a Plan,
+    pub(crate) job: &'a PlannedJob,
+    pub(crate) cfg: &'a JobConfig,
+    pub(crate) ctl: Ctl<'a>,
+}
+
+impl Started<'_> {
+    /// The run's error for a failure of this job.
+    pub(crate) fn fail(&self, source: JobError) -> RunError {
         RunError::Job {
-            job: job.spec.name.clone(),
+            job: self.job.spec.name.clone(),
             source,
         }
-    })
+    }
+
+    /// Run `job` (this job, or a copy of it the engine adjusted) on
+    /// `engine`, then what fio does after it.
+    pub(crate) fn run<E: drivelab_engine::engine::Engine>(
+        &self,
+        engine: &mut E,
+        job: &PlannedJob,
+    ) -> Result<JobOutcome, RunError> {
+        let c = self.ctl;
+        run_checked(engine, job, self.cfg, c.stop, c.progress, c.finished).map_err(|e| self.fail(e))
+    }
 }

@@ -7,6 +7,7 @@
 pub mod fio_pattern;
 pub mod jobfile;
 pub mod jobspec;
+pub mod kinds;
 pub mod options;
 pub mod presets;
 pub mod size;

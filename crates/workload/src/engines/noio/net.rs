@@ -60,7 +60,7 @@ use drivelab_engine::oneshot::{OneShot, RunOne};
 use socket2::{Domain, SockAddr, Socket, Type};
 
 pub use crate::engines::opts::net::{NetOpts, Protocol, KEYS};
-use crate::spec::jobspec::RwMode;
+use crate::spec::kinds::RwMode;
 use crate::{JobSpec, SpecError};
 
 /// fio's link open/close magic ("link").

@@ -56,23 +56,6 @@ pub enum FileEngine {
 }
 
 impl FileEngine {
-    /// The engine for fio's name, if it is one of these.
-    pub fn from_fio(name: &str) -> Option<FileEngine> {
-        use FileEngine::*;
-        Some(match name {
-            "filecreate" => Path(PathOp::Create, SetKind::Files),
-            "filestat" => Path(PathOp::Stat(StatKind::Stat), SetKind::Files),
-            "filedelete" => Path(PathOp::Delete, SetKind::Files),
-            "dircreate" => Path(PathOp::Create, SetKind::Dirs),
-            "dirstat" => Path(PathOp::Stat(StatKind::Stat), SetKind::Dirs),
-            "dirdelete" => Path(PathOp::Delete, SetKind::Dirs),
-            "ftruncate" => Fd(FdOp::Ftruncate),
-            "falloc" => Fd(FdOp::Falloc),
-            "e4defrag" => Defrag,
-            _ => return None,
-        })
-    }
-
     /// fio's name.
     pub fn name(self) -> &'static str {
         use FileEngine::*;

@@ -7,3 +7,4 @@ pub mod e4defrag;
 pub mod files;
 pub mod net;
 pub mod noio;
+pub mod sg;

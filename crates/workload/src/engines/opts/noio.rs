@@ -16,15 +16,6 @@ pub enum NoIoEngine {
 }
 
 impl NoIoEngine {
-    /// The engine for fio's name, if it is one of these.
-    pub fn from_fio(name: &str) -> Option<NoIoEngine> {
-        match name {
-            "cpuio" => Some(NoIoEngine::Cpu),
-            "exec" => Some(NoIoEngine::Exec),
-            _ => None,
-        }
-    }
-
     /// fio's name.
     pub fn name(self) -> &'static str {
         match self {
@@ -43,29 +34,6 @@ pub struct NoIoOpts {
     pub cpu: CpuOpts,
     /// `program`, `arguments`, `grace_time`, `std_redirect`.
     pub exec: ExecOpts,
-}
-
-impl NoIoOpts {
-    /// The keys of both engines.
-    pub const KEYS: &'static [&'static str] = &[
-        "cpuload",
-        "cpuchunks",
-        "cpumode",
-        "exit_on_io_done",
-        "program",
-        "arguments",
-        "grace_time",
-        "std_redirect",
-    ];
-
-    /// Set one of [`NoIoOpts::KEYS`] (value as written).
-    pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
-        if CpuOpts::KEYS.contains(&key) {
-            self.cpu.set(key, v)
-        } else {
-            self.exec.set(key, v)
-        }
-    }
 }
 
 /// fio's default `cpuchunks`, µs.
@@ -159,6 +127,10 @@ impl Default for ExecOpts {
 }
 
 impl ExecOpts {
+    /// Keys this engine takes.
+    pub const KEYS: &'static [&'static str] =
+        &["program", "arguments", "grace_time", "std_redirect"];
+
     /// Set `program`, `arguments`, `grace_time` or `std_redirect`.
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
         match key {
