@@ -1411,6 +1411,19 @@ pub fn help_text() -> String {
     s
 }
 
+/// A whole number within the bounds the option table declares for `key`.
+pub(crate) fn parse_bounded(key: &str, v: &str) -> Result<u64, SpecError> {
+    let (min, max) = bounds(key);
+    match v.trim().parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(SpecError::BadValue {
+            key: key.to_string(),
+            value: v.to_string(),
+            expect: format!("a whole number from {min} to {max}"),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1503,18 +1516,5 @@ mod tests {
         for d in OPTIONS {
             assert!(h.contains(&format!("--{}", d.name)), "{}", d.name);
         }
-    }
-}
-
-/// A whole number within the bounds the option table declares for `key`.
-pub(crate) fn parse_bounded(key: &str, v: &str) -> Result<u64, SpecError> {
-    let (min, max) = bounds(key);
-    match v.trim().parse::<u64>() {
-        Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ => Err(SpecError::BadValue {
-            key: key.to_string(),
-            value: v.to_string(),
-            expect: format!("a whole number from {min} to {max}"),
-        }),
     }
 }
