@@ -11,7 +11,7 @@ use std::ops::Deref;
 use std::path::PathBuf;
 
 use crate::job::outcome::JobOutcome;
-use crate::plan::model::{Plan, PlanError, PlannedJob};
+use crate::plan::model::{Plan, PlanError, PlannedJob, PlannedTarget};
 use crate::run::error::RunError;
 use crate::run::start::JobRun;
 use crate::SpecError;
@@ -44,6 +44,12 @@ pub trait EngineFront: Sync {
             "{key} is not an option of ioengine={}",
             self.names()[0]
         )))
+    }
+
+    /// The front's checks of a job and its planned targets, before anything
+    /// is created or written (bad input: one line naming the key).
+    fn check(&self, _spec: &crate::JobSpec, _targets: &[&PlannedTarget]) -> Result<(), PlanError> {
+        Ok(())
     }
 
     /// Whether the job's I/O reaches its planned targets (false for the

@@ -340,8 +340,8 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         let null = !spec.front.on_targets();
         let path_engine = crate::engines::files::path_engine(spec);
         let idx = job_targets(spec, writes, &mut targets)?;
-        crate::engines::e4defrag::check(spec, idx.iter().map(|&i| &targets[i]))?;
-        crate::engines::noio::check(spec)?;
+        let planned: Vec<&PlannedTarget> = idx.iter().map(|&i| &targets[i]).collect();
+        spec.front.check(spec, &planned)?;
         // Direct I/O: on for block devices; for files where the filesystem takes it.
         let direct = match spec.direct {
             Some(d) => d,

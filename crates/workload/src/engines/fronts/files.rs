@@ -12,6 +12,7 @@ use crate::engines::front::EngineFront;
 use crate::engines::opts::e4defrag::DefragOpts;
 use crate::engines::opts::files::FileEngine;
 use crate::job::outcome::JobOutcome;
+use crate::plan::model::{PlanError, PlannedTarget};
 use crate::run::error::RunError;
 use crate::run::start::JobRun;
 use crate::spec::kinds::EngineKind;
@@ -92,6 +93,10 @@ impl EngineFront for FileFront {
     /// have no options of their own.
     fn set(&self, spec: &mut crate::JobSpec, key: &'static str, v: &str) -> Result<(), SpecError> {
         spec.e4defrag.set(key, v)
+    }
+
+    fn check(&self, spec: &crate::JobSpec, targets: &[&PlannedTarget]) -> Result<(), PlanError> {
+        crate::engines::e4defrag::check(spec, targets.iter().copied())
     }
 
     fn choose(&self, spec: &mut crate::JobSpec, _name: &str) {

@@ -7,6 +7,7 @@ use crate::engines::front::EngineFront;
 use crate::engines::noio::Watch;
 use crate::engines::opts::noio::{CpuOpts, ExecOpts, NoIoEngine};
 use crate::job::outcome::JobOutcome;
+use crate::plan::model::{PlanError, PlannedTarget};
 use crate::run::error::RunError;
 use crate::run::start::JobRun;
 use crate::spec::kinds::EngineKind;
@@ -53,6 +54,10 @@ impl EngineFront for NoIoFront {
             NoIoEngine::Cpu => spec.noio.cpu.set(key, v),
             NoIoEngine::Exec => spec.noio.exec.set(key, v),
         }
+    }
+
+    fn check(&self, spec: &crate::JobSpec, _targets: &[&PlannedTarget]) -> Result<(), PlanError> {
+        crate::engines::noio::check(spec)
     }
 
     fn on_targets(&self) -> bool {
