@@ -172,8 +172,8 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
 /// be started): nobody is left waiting for a thread that never came.
 pub(crate) struct StartGate {
     /// (threads that arrived or gave up, the verdict once given: true = go).
-    pub(crate) state: Mutex<(usize, Option<bool>)>,
-    pub(crate) cv: Condvar,
+    state: Mutex<(usize, Option<bool>)>,
+    cv: Condvar,
 }
 
 impl StartGate {
@@ -184,7 +184,7 @@ impl StartGate {
         }
     }
 
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, (usize, Option<bool>)> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, Option<bool>)> {
         // The state stays consistent even if a holder panicked.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -198,7 +198,7 @@ impl StartGate {
         }
     }
 
-    pub(crate) fn arrive(&self) {
+    fn arrive(&self) {
         let mut g = self.lock();
         g.0 += 1;
         self.cv.notify_all();
@@ -230,8 +230,8 @@ impl StartGate {
 
 /// One job thread's place at a [`StartGate`].
 pub(crate) struct Ticket<'a> {
-    pub(crate) gate: &'a StartGate,
-    pub(crate) used: bool,
+    gate: &'a StartGate,
+    used: bool,
 }
 
 impl Ticket<'_> {
@@ -287,12 +287,12 @@ pub struct JobRun<'a> {
 impl<'a> JobRun<'a> {
     /// The job's targets, opened from the run's claims (read-only where
     /// the job does not write).
-    pub(crate) fn open_targets(&self) -> Result<Vec<Target>, RunError> {
+    pub fn open_targets(&self) -> Result<Vec<Target>, RunError> {
         open_targets(self.plan, self.claims, self.job)
     }
 
     /// Wait at the start gate: a job its group calls off never runs.
-    pub(crate) fn start(self) -> Result<Started<'a>, RunError> {
+    pub fn start(self) -> Result<Started<'a>, RunError> {
         if !self.ticket.wait() {
             return Err(RunError::NotStarted {
                 job: self.job.spec.name.clone(),
@@ -307,7 +307,7 @@ impl<'a> JobRun<'a> {
     }
 
     /// Wait at the start gate, then run the job on `engine`.
-    pub(crate) fn start_and_run<E: drivelab_engine::engine::Engine>(
+    pub fn start_and_run<E: drivelab_engine::engine::Engine>(
         self,
         engine: &mut E,
     ) -> Result<JobOutcome, RunError> {
@@ -317,7 +317,7 @@ impl<'a> JobRun<'a> {
 }
 
 /// A job its group's start gate let go.
-pub(crate) struct Started<'a> {
+pub struct Started<'a> {
     pub(crate) plan: &'a Plan,
     pub(crate) job: &'a PlannedJob,
     pub(crate) cfg: &'a JobConfig,
@@ -326,7 +326,7 @@ pub(crate) struct Started<'a> {
 
 impl Started<'_> {
     /// The run's error for a failure of this job.
-    pub(crate) fn fail(&self, source: JobError) -> RunError {
+    pub fn fail(&self, source: JobError) -> RunError {
         RunError::Job {
             job: self.job.spec.name.clone(),
             source,
@@ -335,7 +335,7 @@ impl Started<'_> {
 
     /// Run `job` (this job, or a copy of it the engine adjusted) on
     /// `engine`, then what fio does after it.
-    pub(crate) fn run<E: drivelab_engine::engine::Engine>(
+    pub fn run<E: drivelab_engine::engine::Engine>(
         &self,
         engine: &mut E,
         job: &PlannedJob,
