@@ -269,10 +269,26 @@ pub struct ErrKeys {
 impl ErrKeys {
     /// Whether `key` (fio's canonical name) is one of these options.
     pub fn handles(key: &str) -> bool {
-        matches!(key, "continue_on_error" | "ignore_error" | "error_dump")
-            || crate::job::types::VerifyExtras::handles(key)
-            || crate::job::dedupe::DedupeSpec::handles(key)
+        Self::KEYS.contains(&key)
     }
+
+    /// The keys of the error policy and of verify's and dedupe's extras.
+    pub const KEYS: &'static [&'static str] = &[
+        "continue_on_error",
+        "ignore_error",
+        "error_dump",
+        "verify_backlog",
+        "verify_backlog_batch",
+        "verify_fatal",
+        "verify_dump",
+        "verify_async",
+        "dedupe_percentage",
+        "dedupe_mode",
+        "dedupe_working_set_percentage",
+        "dedupe_global",
+        "buffer_compress_percentage",
+        "buffer_compress_chunk",
+    ];
 
     /// Set option `key` to `v`.
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
@@ -348,6 +364,16 @@ pub fn errno_text(errno: i32) -> String {
     match s.rfind(" (os error") {
         Some(i) => s[..i].to_string(),
         None => s,
+    }
+}
+
+impl crate::spec::family::OptionFamily for ErrKeys {
+    fn keys(&self) -> &'static [&'static str] {
+        Self::KEYS
+    }
+
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        ErrKeys::set(self, key, v)
     }
 }
 

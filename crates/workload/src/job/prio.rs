@@ -327,6 +327,30 @@ pub fn merge(v: &mut Vec<PrioStat>, o: &[PrioStat]) {
     }
 }
 
+impl crate::spec::family::OptionFamily for PrioOpts {
+    fn keys(&self) -> &'static [&'static str] {
+        &[
+            "prio",
+            "prioclass",
+            "cmdprio_percentage",
+            "cmdprio_class",
+            "cmdprio",
+            "cmdprio_bssplit",
+        ]
+    }
+
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        match key {
+            "prio" => self.prio = Some(crate::spec::options::parse_bounded(key, v)? as u8),
+            "prioclass" => {
+                self.prioclass = Some(crate::spec::options::parse_bounded(key, v)? as u8)
+            }
+            _ => self.set_cmd(key, v)?,
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -386,6 +386,16 @@ pub fn report(o: &SteadyOutcome) -> drivelab_report::SteadyStateReport {
     }
 }
 
+impl crate::spec::family::OptionFamily for SsSpec {
+    fn keys(&self) -> &'static [&'static str] {
+        &KEYS
+    }
+
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        SsSpec::set(self, key, v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::engines::front::Front;
+use crate::spec::family::OptionFamily;
 pub use crate::spec::kinds::{AccessLine, Distribution, EngineKind, RwMode, WriteKind, Zone};
 use crate::spec::options::{lookup, OptionKind};
 use crate::spec::size::{parse_bytes, parse_duration, parse_size_spec, SizeSpec};
@@ -709,13 +710,32 @@ impl JobSpec {
         Ok(())
     }
 
+    /// The option family that declares `key`, if one does.
+    fn family_of(&mut self, key: &str) -> Option<&mut dyn OptionFamily> {
+        let families: [&mut dyn OptionFamily; 7] = [
+            &mut self.lat_target,
+            &mut self.steady,
+            &mut self.flow,
+            &mut self.prio,
+            &mut self.numa,
+            &mut self.batch,
+            &mut self.errkeys,
+        ];
+        families.into_iter().find(|f| f.keys().contains(&key))
+    }
+
     /// `set_value`'s keys of pacing, job groups and the option families
     /// declared beside their stages (latency target, steady state, flow,
     /// priorities, batching, NUMA, the engines' blocks).
     fn set_pacing_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
-        // An engine's option: its front sets it in its block.
+        // An engine's option: its front sets it in its block; a family's
+        // (latency target, steady state, flow, priorities, NUMA, batching,
+        // the error policy): the family sets it.
         if let Some(front) = crate::engines::registry::option_owner(key) {
             return front.set(self, key, v);
+        }
+        if let Some(family) = self.family_of(key) {
+            return family.set(key, v);
         }
         match key {
             "rate_iops" => {
@@ -791,36 +811,10 @@ impl JobSpec {
             "thinktime" => self.thinktime = parse_usec(key, v)?,
             "thinktime_spin" => self.thinktime_spin = parse_usec(key, v)?,
             "thinktime_blocks" => self.thinktime_blocks = parse_declared(key, v)? as u32,
-            k if crate::job::latency_target::KEYS.contains(&k) => self.lat_target.set(k, v)?,
-            k if crate::job::steadystate::KEYS.contains(&k) => self.steady.set(k, v)?,
             "zonesize" => self.zonesize = parse_bytes(key, v)?,
             "zonerange" => self.zonerange = parse_bytes(key, v)?,
             "zoneskip" => self.zoneskip = parse_bytes(key, v)?,
-            "flow" => self.flow.weight = parse_declared(key, v)? as u32,
-            "flow_id" => self.flow.id = parse_declared(key, v)? as u32,
-            "flow_sleep" => self.flow.sleep_us = parse_declared(key, v)?,
             "exit_what" => self.exit_what = crate::job::flow::ExitWhat::parse(key, v)?,
-            "prio" => self.prio.prio = Some(parse_declared(key, v)? as u8),
-            "prioclass" => self.prio.prioclass = Some(parse_declared(key, v)? as u8),
-            "cmdprio_percentage" | "cmdprio_class" | "cmdprio" | "cmdprio_bssplit" => {
-                self.prio.set_cmd(key, v)?
-            }
-            "numa_cpu_nodes" => {
-                let online = crate::job::numa::online_nodes();
-                self.numa.cpu_nodes = Some(crate::job::numa::parse_nodes(key, v, &online)?);
-            }
-            "numa_mem_policy" => {
-                let online = crate::job::numa::online_nodes();
-                self.numa.mem = Some(crate::job::numa::parse_mem_policy(key, v, &online)?);
-            }
-            "iodepth_batch" => self.batch.submit = Some(parse_declared(key, v)? as u32),
-            "iodepth_batch_complete_min" => {
-                self.batch.complete_min = Some(parse_declared(key, v)? as u32)
-            }
-            "iodepth_batch_complete_max" => {
-                self.batch.complete_max = Some(parse_declared(key, v)? as u32)
-            }
-            "iodepth_low" => self.batch.low = Some(parse_declared(key, v)? as u32),
             "filesize" => {
                 let (b, range) = crate::engines::opts::files::parse_filesize(key, v)?;
                 self.filesize = Some(b);
@@ -859,7 +853,6 @@ impl JobSpec {
     /// randomness, file naming, fio's log files and alignment.
     fn set_data_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         match key {
-            k if crate::job::error_policy::ErrKeys::handles(k) => self.errkeys.set(key, v)?,
             "verify" => self.verify = crate::job::types::VerifyKind::parse(key, v)?,
             "do_verify" => self.do_verify = parse_flag(key, v)?,
             "buffer_pattern" => {

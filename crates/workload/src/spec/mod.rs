@@ -4,6 +4,7 @@
 //! is declared once in [`options::OPTIONS`] and set through
 //! [`JobSpec::set`](jobspec::JobSpec::set).
 
+pub mod family;
 pub mod fio_pattern;
 pub mod jobfile;
 pub mod jobspec;
