@@ -1,5 +1,7 @@
-//! fio's `ioengine=e4defrag` as a job sees it: its options, the checks
-//! made before anything is written, and the donor files.
+//! fio's `ioengine=e4defrag` as a job sees it: the checks made before
+//! anything is written and the donor files (its options are
+//! [`crate::engines::opts::e4defrag`], its front
+//! [`crate::engines::fronts::files`]).
 //!
 //! Each write of such a job moves the blocks of a donor file into the
 //! I/O's range of the job's file with ext4's `EXT4_IOC_MOVE_EXT` (the

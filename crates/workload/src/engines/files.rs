@@ -14,8 +14,10 @@
 //!
 //! The engines (`ioengine=filecreate|filestat|filedelete|dircreate|dirstat|
 //! dirdelete|ftruncate|falloc`) are drivelab's
-//! [`drivelab_engine::fileops`]; this module says which one a job asked for
-//! and with which `stat_type`.
+//! [`drivelab_engine::fileops`]. A job's choice of one and its options are
+//! [`crate::engines::opts::files`], the engines' fronts
+//! [`crate::engines::fronts::files`]; this module sizes the job's files,
+//! picks the file of each I/O, and claims and prepares the files.
 
 use drivelab_device::claim::{Claim, Consent, FileSet, Prealloc, SetKind};
 use drivelab_engine::fileops::{PathOp, PathOps};

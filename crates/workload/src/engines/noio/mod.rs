@@ -1,9 +1,10 @@
 //! fio's engines that move no device blocks: `ioengine=net` (a socket's
 //! sends and receives, [`net`]), and the two that move no data at all: `ioengine=cpuio` (burn a share of
 //! one CPU, [`crate::engines::noio::cpuio`]) and `ioengine=exec` (run a program beside the
-//! other jobs, [`crate::engines::noio::exec`]). What they share: the engine choice and
-//! options of a job, the checks made before anything runs, and the way fio
-//! counts their work.
+//! other jobs, [`crate::engines::noio::exec`]). What they share: the checks
+//! made before anything runs and the way fio counts their work. Their
+//! options are blocks of [`crate::engines::opts`]; their fronts, which choose
+//! and run them, are in [`crate::engines::fronts`].
 //!
 //! fio runs both through its I/O loop as "I/Os" of zero bytes: a cpuio
 //! job's every burn (one `cpuchunks` of spinning, or one round of sorts),

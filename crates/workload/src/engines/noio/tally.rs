@@ -1,5 +1,5 @@
 //! What the cpuio and exec engines share while they run: when the job is to
-//! end ([`End`]) and the count of its zero-byte "I/Os" ([`Tally`]), kept
+//! end (`End`) and the count of its zero-byte "I/Os" (`Tally`), kept
 //! apart from [`crate::engines::noio`]'s dispatch so that the engines and
 //! the dispatch do not import each other.
 
