@@ -52,7 +52,7 @@ pub fn is_defrag(spec: &crate::JobSpec) -> bool {
 /// The donor of an e4defrag job: `directory/donorname` (fio's join), or
 /// `donorname` alone.
 pub fn donor_path(spec: &crate::JobSpec) -> Option<PathBuf> {
-    let name = spec.e4defrag.donorname.as_deref()?;
+    let name = spec.engine.e4defrag.donorname.as_deref()?;
     Some(match spec.directory.as_deref() {
         Some(d) if !d.is_empty() => PathBuf::from(format!("{d}/{name}")),
         _ => PathBuf::from(name),
@@ -236,7 +236,7 @@ impl Donors {
                 .ok_or_else(missing)?,
             None => return Err(missing()),
         };
-        let reserve = (!job.spec.e4defrag.inplace)
+        let reserve = (!job.spec.engine.e4defrag.inplace)
             .then(|| {
                 let start = job.regions.iter().map(|r| r.start).min().unwrap_or(0);
                 let end = job
@@ -276,7 +276,7 @@ mod tests {
     fn the_donor_goes_in_the_directory_as_fio_joins_it() {
         let mut s = crate::JobSpec::default();
         assert_eq!(donor_path(&s), None);
-        s.e4defrag.donorname = Some("file.def".into());
+        s.engine.e4defrag.donorname = Some("file.def".into());
         assert_eq!(donor_path(&s), Some(PathBuf::from("file.def")));
         s.directory = Some("/scratch".into());
         assert_eq!(donor_path(&s), Some(PathBuf::from("/scratch/file.def")));

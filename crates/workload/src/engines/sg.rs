@@ -16,7 +16,7 @@ pub fn check_targets<'a>(
 ) -> Result<(), crate::PlanError> {
     let bad = |why: String| crate::PlanError::Spec(SpecError::Invalid(why));
     if spec.ioengine != crate::EngineKind::Sg {
-        if let Some(k) = spec.sg.first_key {
+        if let Some(k) = spec.engine.sg.first_key {
             return Err(bad(format!(
                 "job '{}': {k} is an option of ioengine=sg (this job uses {}); drop it or set ioengine=sg",
                 spec.name,

@@ -123,13 +123,8 @@ pub struct JobSpec {
     /// What write buffers hold (`buffer_pattern`), repeated from each
     /// buffer's first byte; None: random data.
     pub buffer_pattern: Option<Vec<u8>>,
-    /// The sg engine's options (`sg_write_mode`, `stream_id`, `readfua`, `writefua`).
-    pub sg: crate::engines::opts::sg::SgSpec,
-    /// fio's engine options of io_uring, io_uring_cmd, libaio and pvsync2
-    /// (`cmd_type`, `hipri`, `fixedbufs`, `registerfiles`, `sqthread_poll`,
-    /// `sqthread_poll_cpu`, `nonvectored`, `nowait`, `force_async`,
-    /// `userspace_reap`, `hipri_percentage`).
-    pub engine_opts: crate::engines::engine_opts::EngineOpts,
+    /// Every engine's option block ([`crate::engines::opts::EngineBlocks`]).
+    pub engine: crate::engines::opts::EngineBlocks,
     /// Bytes covered by one verification header (`verify_interval`); default: the smallest block size.
     pub verify_interval: Option<u64>,
     /// Error policy, verify extras, dedupe and compression
@@ -193,13 +188,6 @@ pub struct JobSpec {
     pub steady: crate::job::steadystate::SsSpec,
     /// `zonemode=zbd` and its options ([`crate::job::zbd`]).
     pub zbd: crate::job::zbd::ZbdOptions,
-    /// The e4defrag engine's `donorname` and `inplace` ([`crate::engines::e4defrag`]).
-    pub e4defrag: crate::engines::opts::e4defrag::DefragOpts,
-    /// The cpuio and exec engines and their options ([`crate::engines::noio`]).
-    pub noio: crate::engines::opts::noio::NoIoOpts,
-    /// The net engine's options (`protocol`, `hostname`, `port`, …;
-    /// [`crate::engines::noio::net`]).
-    pub net: crate::engines::opts::net::NetOpts,
 }
 
 impl JobSpec {
@@ -278,8 +266,7 @@ impl Default for JobSpec {
             do_verify: true,
             verify_pattern: None,
             buffer_pattern: None,
-            sg: crate::engines::opts::sg::SgSpec::default(),
-            engine_opts: crate::engines::engine_opts::EngineOpts::default(),
+            engine: crate::engines::opts::EngineBlocks::default(),
             verify_interval: None,
             errkeys: crate::job::error_policy::ErrKeys::default(),
             randrepeat: true,
@@ -293,9 +280,6 @@ impl Default for JobSpec {
             files: crate::engines::opts::files::FileOptions::default(),
             zonemode_strided: None,
             zbd: crate::job::zbd::ZbdOptions::default(),
-            e4defrag: crate::engines::opts::e4defrag::DefragOpts::default(),
-            noio: crate::engines::opts::noio::NoIoOpts::default(),
-            net: crate::engines::opts::net::NetOpts::default(),
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
@@ -701,7 +685,7 @@ impl JobSpec {
                     expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), net (sockets), a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, e4defrag (ext4 extent moves), or cpuio (burn CPU) or exec (run a program)".to_string(),
                 })?;
                 self.files.engine = None;
-                self.noio.engine = None;
+                self.engine.noio.engine = None;
                 front.choose(self, &name);
                 self.front = Front::new(front);
             }

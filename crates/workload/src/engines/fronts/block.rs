@@ -35,7 +35,7 @@ impl EngineFront for IoUringFront {
     }
 
     fn set(&self, spec: &mut crate::JobSpec, key: &'static str, v: &str) -> Result<(), SpecError> {
-        spec.engine_opts.set(key, v)
+        spec.engine.io.set(key, v)
     }
 
     fn queues(&self) -> bool {
@@ -50,7 +50,7 @@ impl EngineFront for IoUringFront {
             source,
         };
         let fill = Fill::Random(spec.randseed);
-        let o = spec.engine_opts.uring();
+        let o = spec.engine.io.uring();
         let mut e = if crate::engines::files::lazy(r.job) {
             // fio's openfiles/create_on_open: the job's open set opens
             // its files through their claimed set.
@@ -96,7 +96,7 @@ impl EngineFront for PsyncFront {
             let targets = r.open_targets()?;
             Psync::new(targets, max_bs, spec.fua, fill).map_err(made)?
         }
-        .with_options(spec.engine_opts.psync());
+        .with_options(spec.engine.io.psync());
         r.start_and_run(&mut e)
     }
 }

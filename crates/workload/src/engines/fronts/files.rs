@@ -92,7 +92,7 @@ impl EngineFront for FileFront {
     /// e4defrag's `donorname` and `inplace`; the other filesystem engines
     /// have no options of their own.
     fn set(&self, spec: &mut crate::JobSpec, key: &'static str, v: &str) -> Result<(), SpecError> {
-        spec.e4defrag.set(key, v)
+        spec.engine.e4defrag.set(key, v)
     }
 
     fn check(&self, spec: &crate::JobSpec, targets: &[&PlannedTarget]) -> Result<(), PlanError> {

@@ -30,7 +30,7 @@ impl EngineFront for NetFront {
     }
 
     fn set(&self, spec: &mut crate::JobSpec, key: &'static str, v: &str) -> Result<(), SpecError> {
-        spec.net.set(key, v)
+        spec.engine.net.set(key, v)
     }
 
     fn on_targets(&self) -> bool {

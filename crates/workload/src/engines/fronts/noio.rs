@@ -40,7 +40,7 @@ impl EngineFront for NoIoFront {
     }
 
     fn choose(&self, spec: &mut crate::JobSpec, _name: &str) {
-        spec.noio.engine = Some(self.engine);
+        spec.engine.noio.engine = Some(self.engine);
         spec.ioengine = EngineKind::Null;
         spec.ioengine_as_written = None;
     }
@@ -51,8 +51,8 @@ impl EngineFront for NoIoFront {
 
     fn set(&self, spec: &mut crate::JobSpec, key: &'static str, v: &str) -> Result<(), SpecError> {
         match self.engine {
-            NoIoEngine::Cpu => spec.noio.cpu.set(key, v),
-            NoIoEngine::Exec => spec.noio.exec.set(key, v),
+            NoIoEngine::Cpu => spec.engine.noio.cpu.set(key, v),
+            NoIoEngine::Exec => spec.engine.noio.exec.set(key, v),
         }
     }
 

@@ -34,7 +34,7 @@ impl EngineFront for SgFront {
     }
 
     fn set(&self, spec: &mut crate::JobSpec, key: &'static str, v: &str) -> Result<(), SpecError> {
-        spec.sg.set(key, v)
+        spec.engine.sg.set(key, v)
     }
 
     fn planned_path(&self, job: &str, filename: &str) -> Result<Option<PathBuf>, PlanError> {
@@ -56,11 +56,11 @@ impl EngineFront for SgFront {
                 targets,
                 spec.iodepth,
                 max_bs,
-                spec.sg.options(),
+                spec.engine.sg.options(),
                 fill,
             )
         } else {
-            drivelab_engine::sg::Sg::new(targets, max_bs, spec.sg.options(), fill)
+            drivelab_engine::sg::Sg::new(targets, max_bs, spec.engine.sg.options(), fill)
         }
         .map_err(|source| RunError::Engine {
             engine: "sg",

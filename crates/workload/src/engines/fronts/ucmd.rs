@@ -49,7 +49,7 @@ impl EngineFront for IoUringCmdFront {
             targets,
             spec.iodepth,
             spec.max_bs() as usize,
-            spec.engine_opts.ucmd(),
+            spec.engine.io.ucmd(),
             Fill::Random(spec.randseed),
         )
         .map_err(|source| RunError::Engine {

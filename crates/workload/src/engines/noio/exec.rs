@@ -95,7 +95,7 @@ fn locate(program: &str) -> Option<PathBuf> {
 /// An exec job's checks before anything runs: a program, found and
 /// executable (the message names the key).
 pub fn check(spec: &crate::JobSpec) -> Result<(), String> {
-    let Some(program) = spec.noio.exec.program.as_deref() else {
+    let Some(program) = spec.engine.noio.exec.program.as_deref() else {
         return Err(format!(
             "job '{}': ioengine=exec needs program (the program to run, e.g. program=/usr/bin/vmstat)",
             spec.name
@@ -140,7 +140,7 @@ fn start(
     spec: &crate::JobSpec,
     runtime: Option<Duration>,
 ) -> Result<(Child, Vec<OutputFile>), JobError> {
-    let o = &spec.noio.exec;
+    let o = &spec.engine.noio.exec;
     let program = o.program.as_deref().unwrap_or_default();
     let runtime_s = runtime.map_or(0, |r| r.as_secs());
     let args = argv(program, o.arguments.as_deref(), runtime_s, &spec.name);
@@ -224,7 +224,7 @@ pub(crate) fn run(
     end: &End<'_>,
     tally: &mut Tally,
 ) -> Result<Option<ProgramFailure>, JobError> {
-    let program = spec.noio.exec.program.clone().unwrap_or_default();
+    let program = spec.engine.noio.exec.program.clone().unwrap_or_default();
     let t = Instant::now();
     let (mut child, files) = start(spec, runtime)?;
     tally.record(t, Instant::now());
@@ -251,7 +251,10 @@ pub(crate) fn run(
     }
     match exited {
         Some(_) => {}
-        None => end_program(&mut child, Duration::from_secs(spec.noio.exec.grace_s)),
+        None => end_program(
+            &mut child,
+            Duration::from_secs(spec.engine.noio.exec.grace_s),
+        ),
     }
     // fio counts the end, grace time included, as the job's last "I/O".
     tally.record(t, Instant::now());

@@ -36,7 +36,7 @@ use tally::{End, Tally};
 /// one line naming the key).
 pub fn check(spec: &crate::JobSpec) -> Result<(), PlanError> {
     let bad = |why: String| PlanError::Spec(SpecError::Invalid(why));
-    let Some(engine) = spec.noio.engine else {
+    let Some(engine) = spec.engine.noio.engine else {
         return Ok(());
     };
     // What drivelab does not do for these jobs is refused, not ignored.
@@ -61,16 +61,16 @@ pub fn check(spec: &crate::JobSpec) -> Result<(), PlanError> {
             engine.name()
         )));
     }
-    match spec.noio.engine {
+    match spec.engine.noio.engine {
         None => Ok(()),
         Some(NoIoEngine::Cpu) => {
-            if spec.noio.cpu.cpuload.is_none() {
+            if spec.engine.noio.cpu.cpuload.is_none() {
                 return Err(bad(format!(
                     "job '{}': ioengine=cpuio needs cpuload (the percentage of one CPU to burn, 1 to 100)",
                     spec.name
                 )));
             }
-            if spec.runtime.is_none() && !spec.noio.cpu.exit_on_io_done {
+            if spec.runtime.is_none() && !spec.engine.noio.cpu.exit_on_io_done {
                 return Err(bad(format!(
                     "job '{}': a cpuio job burns until its runtime ends (fio's never ends without one): give runtime, or exit_on_io_done=1 beside an I/O job",
                     spec.name
@@ -104,8 +104,8 @@ fn stonewall_groups(jobs: &[PlannedJob]) -> Vec<usize> {
 pub fn check_groups(jobs: &[PlannedJob]) -> Result<(), PlanError> {
     let groups = stonewall_groups(jobs);
     for (i, j) in jobs.iter().enumerate() {
-        let cpu = &j.spec.noio.cpu;
-        let lone = j.spec.noio.engine == Some(NoIoEngine::Cpu)
+        let cpu = &j.spec.engine.noio.cpu;
+        let lone = j.spec.engine.noio.engine == Some(NoIoEngine::Cpu)
             && cpu.exit_on_io_done
             && j.runtime.is_none();
         let io_beside = jobs
@@ -124,7 +124,7 @@ pub fn check_groups(jobs: &[PlannedJob]) -> Result<(), PlanError> {
 
 /// Whether a job runs one of these engines.
 pub fn is_noio(spec: &crate::JobSpec) -> bool {
-    spec.noio.engine.is_some()
+    spec.engine.noio.engine.is_some()
 }
 
 /// What a running cpuio or exec job watches: the run's stop flag, its
@@ -155,7 +155,7 @@ pub(crate) fn run(
     };
     let deadline = job.runtime.map(|r| tally.start + r);
     let end = End::new(deadline, &ended);
-    let mut o = match job.spec.noio.engine {
+    let mut o = match job.spec.engine.noio.engine {
         Some(NoIoEngine::Exec) => {
             let program =
                 crate::engines::noio::exec::run(&job.spec, job.runtime, &end, &mut tally)?;
@@ -187,7 +187,7 @@ pub(crate) fn run(
                         .iter()
                         .all(|&i| w.finished[i].load(Ordering::Acquire))
             };
-            crate::engines::noio::cpuio::run(&job.spec.noio.cpu, &end, &io_done, &mut tally);
+            crate::engines::noio::cpuio::run(&job.spec.engine.noio.cpu, &end, &io_done, &mut tally);
             tally.finish()
         }
     };
@@ -206,12 +206,12 @@ mod tests {
     fn the_engines_are_chosen_by_fio_names_and_keep_them() {
         let mut j = crate::JobSpec::default();
         j.set("ioengine", Some("cpuio")).unwrap();
-        assert_eq!(j.noio.engine, Some(NoIoEngine::Cpu));
+        assert_eq!(j.engine.noio.engine, Some(NoIoEngine::Cpu));
         assert_eq!(crate::engines::files::engine_name(&j), "cpuio");
         j.set("ioengine", Some("exec")).unwrap();
         assert_eq!(crate::engines::files::engine_name(&j), "exec");
         j.set("ioengine", Some("psync")).unwrap();
-        assert_eq!(j.noio.engine, None);
+        assert_eq!(j.engine.noio.engine, None);
         assert_eq!(crate::engines::files::engine_name(&j), "psync");
     }
 
@@ -260,7 +260,7 @@ mod tests {
         }
         j.set("cpuload", Some("100")).unwrap();
         j.set("cpumode", Some("qsort")).unwrap();
-        assert_eq!(j.noio.cpu.cpuload, Some(100));
+        assert_eq!(j.engine.noio.cpu.cpuload, Some(100));
     }
 
     #[test]

@@ -100,7 +100,7 @@ fn multicast(h: &str) -> Option<Ipv4Addr> {
 /// What a job file may not say to the net engine, each refused with the
 /// key to change (fio refuses the same when the job starts).
 pub fn check(spec: &JobSpec) -> Result<(), SpecError> {
-    let o = &spec.net;
+    let o = &spec.engine.net;
     let refuse = |key: &str, why: String| {
         Err(SpecError::Invalid(format!(
             "job '{}': {key}: {why}",
@@ -215,7 +215,7 @@ pub fn check(spec: &JobSpec) -> Result<(), SpecError> {
 /// gave (fio's hostname is its file name; HOWTO names `filename` for unix
 /// sockets), not one named after the job (`filename_format`).
 pub fn host(spec: &JobSpec) -> Option<String> {
-    spec.net.hostname.clone().or_else(|| {
+    spec.engine.net.hostname.clone().or_else(|| {
         spec.filename_format
             .is_none()
             .then(|| spec.filenames.first().cloned())
@@ -237,7 +237,7 @@ pub fn planned(spec: &JobSpec) -> Result<Option<JobSpec>, crate::PlanError> {
     }
     check(spec)?;
     let mut s = spec.clone();
-    s.net.hostname = host(spec);
+    s.engine.net.hostname = host(spec);
     s.filenames = vec![target_name(spec)];
     s.filename_format = None;
     s.direct = Some(false);
@@ -440,7 +440,7 @@ impl<'a> NetLink<'a> {
         group_end: Option<Arc<AtomicBool>>,
         end: Arc<AtomicBool>,
     ) -> std::io::Result<NetLink<'a>> {
-        let o = spec.net.clone();
+        let o = spec.engine.net.clone();
         let receives = o.receives(spec);
         let port = o
             .port
@@ -792,8 +792,8 @@ mod tests {
         let j =
             job("ioengine=net\nproto=udp\nport=9000\nhostname=239.0.0.1\nttl=3\nrw=write\nsize=1m")
                 .unwrap();
-        assert_eq!(j.net.protocol, Protocol::Udp);
-        assert_eq!(j.net.ttl, Some(3));
+        assert_eq!(j.engine.net.protocol, Protocol::Udp);
+        assert_eq!(j.engine.net.ttl, Some(3));
         check(&j).unwrap();
         let e = job("protocol=sctp").unwrap_err().to_string();
         assert!(e.contains("protocol"), "{e}");
