@@ -1,5 +1,7 @@
-//! fio's `ioengine=e4defrag` as a job sees it: its options, the checks
-//! made before anything is written, and the donor files.
+//! fio's `ioengine=e4defrag` as a job sees it: the checks made before
+//! anything is written and the donor files (its options are
+//! [`crate::engines::opts::e4defrag`], its front
+//! [`crate::engines::fronts::files`]).
 //!
 //! Each write of such a job moves the blocks of a donor file into the
 //! I/O's range of the job's file with ext4's `EXT4_IOC_MOVE_EXT` (the
@@ -37,66 +39,20 @@ use std::path::{Path, PathBuf};
 use drivelab_device::claim::{Claim, ClaimOptions, Consent};
 use drivelab_engine::e4defrag::{self as engine, E4Defrag, Reserve};
 
+pub use crate::engines::opts::e4defrag::DefragOpts;
 use crate::plan::model::{PlannedJob, PlannedTarget};
 use crate::run::error::RunError;
 use crate::{Plan, PlanError, SpecError};
 
-/// The e4defrag engine's options.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DefragOpts {
-    /// The donor's name (`donorname`), in `directory` when given.
-    pub donorname: Option<String>,
-    /// Allocate and free the donor's blocks per write (`inplace=1`);
-    /// default 0: the job's whole range once, at its start.
-    pub inplace: bool,
-}
-
-impl DefragOpts {
-    /// Keys this module sets.
-    pub const KEYS: &'static [&'static str] = &["donorname", "inplace"];
-
-    /// Set `donorname` or `inplace` (value as written).
-    pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
-        let t = v.trim();
-        match key {
-            "donorname" => {
-                if t.is_empty() {
-                    return Err(SpecError::MissingValue(key.to_string()));
-                }
-                self.donorname = Some(t.to_string());
-            }
-            "inplace" => {
-                self.inplace = match t {
-                    "0" => false,
-                    "1" => true,
-                    _ => {
-                        return Err(SpecError::BadValue {
-                            key: key.to_string(),
-                            value: v.to_string(),
-                            expect: "0 (allocate the donor once) or 1 (per write)".to_string(),
-                        })
-                    }
-                }
-            }
-            _ => {
-                return Err(SpecError::Invalid(format!(
-                    "{key} is not an e4defrag option"
-                )))
-            }
-        }
-        Ok(())
-    }
-}
-
 /// Whether a job runs the e4defrag engine.
 pub fn is_defrag(spec: &crate::JobSpec) -> bool {
-    spec.files.engine == Some(crate::engines::files::FileEngine::Defrag)
+    spec.files.engine == Some(crate::engines::opts::files::FileEngine::Defrag)
 }
 
 /// The donor of an e4defrag job: `directory/donorname` (fio's join), or
 /// `donorname` alone.
 pub fn donor_path(spec: &crate::JobSpec) -> Option<PathBuf> {
-    let name = spec.e4defrag.donorname.as_deref()?;
+    let name = spec.engine.e4defrag.donorname.as_deref()?;
     Some(match spec.directory.as_deref() {
         Some(d) if !d.is_empty() => PathBuf::from(format!("{d}/{name}")),
         _ => PathBuf::from(name),
@@ -137,7 +93,7 @@ pub fn check<'a>(
         )));
     };
     if spec.access_lines().iter().any(|l| l.read_pct > 0)
-        || spec.rw.write_kind() == crate::spec::jobspec::WriteKind::Trim
+        || spec.rw.write_kind() == crate::spec::kinds::WriteKind::Trim
     {
         return Err(invalid(format!(
             "job '{job}': ioengine=e4defrag only moves extents on writes (fio fails every read and trim with EINVAL); use rw=write or rw=randwrite"
@@ -280,7 +236,7 @@ impl Donors {
                 .ok_or_else(missing)?,
             None => return Err(missing()),
         };
-        let reserve = (!job.spec.e4defrag.inplace)
+        let reserve = (!job.spec.engine.e4defrag.inplace)
             .then(|| {
                 let start = job.regions.iter().map(|r| r.start).min().unwrap_or(0);
                 let end = job
@@ -320,7 +276,7 @@ mod tests {
     fn the_donor_goes_in_the_directory_as_fio_joins_it() {
         let mut s = crate::JobSpec::default();
         assert_eq!(donor_path(&s), None);
-        s.e4defrag.donorname = Some("file.def".into());
+        s.engine.e4defrag.donorname = Some("file.def".into());
         assert_eq!(donor_path(&s), Some(PathBuf::from("file.def")));
         s.directory = Some("/scratch".into());
         assert_eq!(donor_path(&s), Some(PathBuf::from("/scratch/file.def")));

@@ -149,7 +149,7 @@ impl EngineOpts {
                     .map_err(|_| bad("a count of SQEs (0: none)"))?
             }
             _ => {
-                let on = crate::spec::jobspec::parse_flag(key, v)?;
+                let on = crate::spec::value::parse_flag(key, v)?;
                 match key {
                     "hipri" => self.hipri = on,
                     "fixedbufs" => self.fixedbufs = on,
@@ -217,14 +217,14 @@ fn fio_engine(spec: &crate::JobSpec) -> &str {
 pub fn validate(spec: &crate::JobSpec) -> Result<(), SpecError> {
     let engine = fio_engine(spec);
     let ok = takes(engine);
-    if let Some(k) = spec.engine_opts.set.iter().find(|k| !ok.contains(k)) {
+    if let Some(k) = spec.engine.io.set.iter().find(|k| !ok.contains(k)) {
         return Err(SpecError::Invalid(format!(
             "job '{}': {k} is not an option of ioengine={engine} ({} take it); drop it or change ioengine",
             spec.name,
             engines_of(k)
         )));
     }
-    if engine == "io_uring" && spec.engine_opts.hipri && spec.direct != Some(true) {
+    if engine == "io_uring" && spec.engine.io.hipri && spec.direct != Some(true) {
         return Err(SpecError::Invalid(format!(
             "job '{}': hipri polls for completions, which the kernel does only for O_DIRECT I/O: add direct=1 (fio fails every I/O of this job with EOPNOTSUPP)",
             spec.name
@@ -240,7 +240,7 @@ const ONLINE: &str = "/sys/devices/system/cpu/online";
 /// `sqthread_poll_cpu` must be an online CPU (the kernel's ring setup
 /// would fail with EINVAL).
 pub fn check_cpu(spec: &crate::JobSpec) -> Result<(), SpecError> {
-    if spec.engine_opts.sqthread_poll_cpu.is_none() || !spec.engine_opts.sqthread_poll {
+    if spec.engine.io.sqthread_poll_cpu.is_none() || !spec.engine.io.sqthread_poll {
         return Ok(());
     }
     let online = std::fs::read_to_string(ONLINE).map_err(|e| {
@@ -254,10 +254,10 @@ pub fn check_cpu(spec: &crate::JobSpec) -> Result<(), SpecError> {
 
 /// [`check_cpu`] against `online`, a kernel CPU list (`0-3,8`).
 fn check_cpu_in(spec: &crate::JobSpec, online: &str) -> Result<(), SpecError> {
-    let Some(cpu) = spec.engine_opts.sqthread_poll_cpu else {
+    let Some(cpu) = spec.engine.io.sqthread_poll_cpu else {
         return Ok(());
     };
-    if spec.engine_opts.sqthread_poll && !cpu_in_list(online, cpu) {
+    if spec.engine.io.sqthread_poll && !cpu_in_list(online, cpu) {
         return Err(SpecError::Invalid(format!(
             "job '{}': sqthread_poll_cpu={cpu} is not an online CPU (online: {}); give one of those",
             spec.name,
@@ -290,7 +290,7 @@ pub fn notes<'a>(specs: impl IntoIterator<Item = &'a crate::JobSpec>) -> Vec<Str
     let mut reap = false;
     const URING: [&str; 3] = ["fixedbufs", "registerfiles", "nonvectored"];
     for spec in specs {
-        let set = &spec.engine_opts.set;
+        let set = &spec.engine.io.set;
         match fio_engine(spec) {
             "io_uring" => {
                 for (seen, k) in uring.iter_mut().zip(URING) {

@@ -6,6 +6,10 @@
 pub mod e4defrag;
 pub mod engine_opts;
 pub mod files;
+pub mod front;
+pub mod fronts;
 pub mod noio;
+pub mod opts;
+pub mod registry;
 pub mod sg;
 pub mod ucmd;

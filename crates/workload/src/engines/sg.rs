@@ -1,89 +1,11 @@
-//! The options of fio's `sg` engine (`sg_write_mode`, `stream_id`,
-//! `readfua`, `writefua`) as one block of the job spec, turned into the
-//! engine's [`SgOptions`] when the job starts. They mean something only
-//! with `ioengine=sg`; with another engine the plan refuses them, naming
-//! the key (fio: "Bad option").
-
-use drivelab_engine::sg::{SgOptions, SgWriteMode};
+//! What the sg engine's front needs beyond its options
+//! ([`crate::engines::opts::sg`]): the plan's checks of a job's engine and
+//! targets, the disk a /dev/sgN is claimed through, whether the job queues
+//! commands (fio's asynchronous mode), and its targets opened for the run.
 
 use crate::SpecError;
 
-/// The sg engine's options of one job.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SgSpec {
-    /// `sg_write_mode` as parsed (None: fio's default, `write`).
-    pub write_mode: Option<SgWriteMode>,
-    /// `stream_id`: the stream of `write_stream` (default 0).
-    pub stream_id: u16,
-    /// `readfua`: FUA on reads (default 0).
-    pub readfua: bool,
-    /// `writefua`: FUA on writes (default 0).
-    pub writefua: bool,
-    /// The first of these keys the job set (for the plan's refusal with
-    /// another engine).
-    pub first_key: Option<&'static str>,
-}
-
-/// The keys this block handles.
-pub const KEYS: &[&str] = &["sg_write_mode", "stream_id", "readfua", "writefua"];
-
-impl SgSpec {
-    /// Set one of [`KEYS`] from its value.
-    pub fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
-        let bad = |expect: &str| SpecError::BadValue {
-            key: key.to_string(),
-            value: v.to_string(),
-            expect: expect.to_string(),
-        };
-        match key {
-            "sg_write_mode" => {
-                self.write_mode = Some(SgWriteMode::parse(v, 0).ok_or_else(|| {
-                    bad("write, write_and_verify (or verify), write_same (or same), write_same_ndob, write_stream, verify_bytchk_00, verify_bytchk_01 or verify_bytchk_11")
-                })?)
-            }
-            "stream_id" => {
-                self.stream_id = v
-                    .trim()
-                    .parse()
-                    .map_err(|_| bad("a stream identifier 0..=65535"))?
-            }
-            "readfua" | "writefua" => {
-                let on = match v.trim().to_ascii_lowercase().as_str() {
-                    "" | "1" | "true" | "yes" | "on" => true,
-                    "0" | "false" | "no" | "off" => false,
-                    _ => return Err(bad("1 or 0")),
-                };
-                if key == "readfua" {
-                    self.readfua = on;
-                } else {
-                    self.writefua = on;
-                }
-            }
-            _ => return Err(bad("an sg engine option")),
-        }
-        self.first_key.get_or_insert(key);
-        Ok(())
-    }
-
-    /// The engine's options.
-    pub fn options(&self) -> SgOptions {
-        let mode = match self.write_mode.unwrap_or(SgWriteMode::Write) {
-            SgWriteMode::WriteStream(_) => SgWriteMode::WriteStream(self.stream_id),
-            m => m,
-        };
-        SgOptions {
-            write_mode: mode,
-            readfua: self.readfua,
-            writefua: self.writefua,
-        }
-    }
-
-    /// Whether the job's writes leave the medium as it was (the VERIFY
-    /// modes compare, they do not write).
-    pub fn writes_read_only(&self) -> bool {
-        !self.options().write_mode.changes_medium()
-    }
-}
+pub use crate::engines::opts::sg::{SgSpec, KEYS};
 
 /// The plan's check of a job's engine against its sg options and targets:
 /// sg options need `ioengine=sg`, and the sg engine needs block devices
@@ -94,7 +16,7 @@ pub fn check_targets<'a>(
 ) -> Result<(), crate::PlanError> {
     let bad = |why: String| crate::PlanError::Spec(SpecError::Invalid(why));
     if spec.ioengine != crate::EngineKind::Sg {
-        if let Some(k) = spec.sg.first_key {
+        if let Some(k) = spec.engine.sg.first_key {
             return Err(bad(format!(
                 "job '{}': {k} is an option of ioengine=sg (this job uses {}); drop it or set ioengine=sg",
                 spec.name,
@@ -187,6 +109,7 @@ pub(crate) fn open_targets(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use drivelab_engine::sg::SgWriteMode;
 
     #[test]
     fn stream_id_reaches_write_stream_whatever_the_order() {

@@ -106,7 +106,7 @@ mod tests {
             assert_eq!(j.spec.iodepth, 32);
             assert!(j.stonewall);
         }
-        let o: Vec<UcmdOptions> = ng.iter().map(|j| j.spec.engine_opts.ucmd()).collect();
+        let o: Vec<UcmdOptions> = ng.iter().map(|j| j.spec.engine.io.ucmd()).collect();
         assert!(o[0].sqthread_poll && !o[0].nonvectored);
         assert_eq!(o[1], UcmdOptions::default());
         assert_eq!(
@@ -130,7 +130,7 @@ mod tests {
             assert_eq!(j.spec.iodepth, 1);
             assert!(j.spec.verify.is_some());
         }
-        assert!(zoned[2].spec.engine_opts.nonvectored && zoned[2].spec.engine_opts.registerfiles);
+        assert!(zoned[2].spec.engine.io.nonvectored && zoned[2].spec.engine.io.registerfiles);
     }
 
     #[test]

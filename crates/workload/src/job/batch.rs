@@ -63,6 +63,28 @@ impl Batching {
     }
 }
 
+impl crate::spec::family::OptionFamily for BatchOpts {
+    fn keys(&self) -> &'static [&'static str] {
+        &[
+            "iodepth_batch",
+            "iodepth_batch_complete_min",
+            "iodepth_batch_complete_max",
+            "iodepth_low",
+        ]
+    }
+
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), crate::SpecError> {
+        let n = Some(crate::spec::options::parse_bounded(key, v)? as u32);
+        match key {
+            "iodepth_batch" => self.submit = n,
+            "iodepth_batch_complete_min" => self.complete_min = n,
+            "iodepth_batch_complete_max" => self.complete_max = n,
+            _ => self.low = n,
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

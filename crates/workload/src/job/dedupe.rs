@@ -22,8 +22,8 @@
 
 use drivelab_patterns::prng::splitmix64;
 
-use crate::job::error_policy::parse_in;
-use crate::spec::jobspec::parse_flag;
+use crate::spec::value::parse_flag;
+use crate::spec::value::parse_in;
 use crate::SpecError;
 
 /// How duplicate buffers are chosen (`dedupe_mode`).

@@ -19,9 +19,10 @@
 //! this helper adds (verify extras, dedupe), so the job spec carries them
 //! in one field ([`ErrKeys`]).
 
-use crate::job::gen::Op;
-use crate::spec::jobspec::parse_flag;
+pub use crate::job::types::ErrorCount;
+use crate::spec::value::parse_flag;
 use crate::SpecError;
+use drivelab_engine::io::Op;
 
 /// fio's error kinds (bit numbers of `continue_on_error`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,46 +255,13 @@ impl ErrorPolicy {
     }
 }
 
-/// Errors a job counted (fio's `total_err` and `first_error`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ErrorCount {
-    /// Errors met, passed or not.
-    pub total: u64,
-    /// errno of the first (0: none).
-    pub first: i32,
-    /// I/Os that failed, per direction (read, write, trim): fio counts
-    /// them as issued.
-    pub failed_ios: [u64; 3],
-}
-
-impl ErrorCount {
-    /// Count one error.
-    pub fn add(&mut self, errno: i32) {
-        self.total += 1;
-        if self.total == 1 {
-            self.first = errno;
-        }
-    }
-
-    /// Add another run's counts (a job's verify phase after its writes).
-    pub fn merge(&mut self, o: &ErrorCount) {
-        if self.total == 0 {
-            self.first = o.first;
-        }
-        self.total += o.total;
-        for (a, b) in self.failed_ios.iter_mut().zip(o.failed_ios) {
-            *a += b;
-        }
-    }
-}
-
 /// The options this module's families add to a job, parsed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ErrKeys {
     /// `continue_on_error`, `ignore_error`, `error_dump`.
     pub policy: ErrorPolicy,
     /// `verify_backlog`, `verify_fatal`, `verify_dump`, `verify_async`…
-    pub verify: crate::job::verify::VerifyExtras,
+    pub verify: crate::job::types::VerifyExtras,
     /// The dedupe and compression family.
     pub dedupe: crate::job::dedupe::DedupeSpec,
 }
@@ -301,10 +269,26 @@ pub struct ErrKeys {
 impl ErrKeys {
     /// Whether `key` (fio's canonical name) is one of these options.
     pub fn handles(key: &str) -> bool {
-        matches!(key, "continue_on_error" | "ignore_error" | "error_dump")
-            || crate::job::verify::VerifyExtras::handles(key)
-            || crate::job::dedupe::DedupeSpec::handles(key)
+        Self::KEYS.contains(&key)
     }
+
+    /// The keys of the error policy and of verify's and dedupe's extras.
+    pub const KEYS: &'static [&'static str] = &[
+        "continue_on_error",
+        "ignore_error",
+        "error_dump",
+        "verify_backlog",
+        "verify_backlog_batch",
+        "verify_fatal",
+        "verify_dump",
+        "verify_async",
+        "dedupe_percentage",
+        "dedupe_mode",
+        "dedupe_working_set_percentage",
+        "dedupe_global",
+        "buffer_compress_percentage",
+        "buffer_compress_chunk",
+    ];
 
     /// Set option `key` to `v`.
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
@@ -315,7 +299,7 @@ impl ErrKeys {
                 self.policy.dump = parse_flag(key, v)?;
                 Ok(())
             }
-            k if crate::job::verify::VerifyExtras::handles(k) => self.verify.set(key, v),
+            k if crate::job::types::VerifyExtras::handles(k) => self.verify.set(key, v),
             _ => self.dedupe.set(key, v),
         }
     }
@@ -327,7 +311,7 @@ pub struct LoopExtras {
     /// Which errors the job goes past.
     pub policy: ErrorPolicy,
     /// `verify_backlog`, `verify_fatal`, `verify_dump`.
-    pub verify: crate::job::verify::VerifyExtras,
+    pub verify: crate::job::types::VerifyExtras,
     /// The targets' paths, by target index (error lines, verify dumps).
     pub target_names: Vec<String>,
     /// Write buffers built per write (dedupe, compression); None: filled once.
@@ -349,7 +333,7 @@ impl LoopExtras {
     /// and the JSON lists every failed I/O.
     pub fn io_error_line(
         &self,
-        io: &crate::job::gen::IoDesc,
+        io: &drivelab_engine::io::IoDesc,
         errno: i32,
         passed: bool,
     ) -> Option<String> {
@@ -367,7 +351,7 @@ impl LoopExtras {
     }
 
     /// Prints [`Self::io_error_line`] when there is one.
-    pub fn report_io_error(&self, io: &crate::job::gen::IoDesc, errno: i32, passed: bool) {
+    pub fn report_io_error(&self, io: &drivelab_engine::io::IoDesc, errno: i32, passed: bool) {
         if let Some(line) = self.io_error_line(io, errno, passed) {
             eprintln!("{line}");
         }
@@ -383,17 +367,14 @@ pub fn errno_text(errno: i32) -> String {
     }
 }
 
-/// A whole number in `min..=max`.
-pub(crate) fn parse_in(key: &str, v: &str, min: u64, max: u64) -> Result<u64, SpecError> {
-    v.trim()
-        .parse::<u64>()
-        .ok()
-        .filter(|n| (min..=max).contains(n))
-        .ok_or_else(|| SpecError::BadValue {
-            key: key.to_string(),
-            value: v.to_string(),
-            expect: format!("a whole number from {min} to {max}"),
-        })
+impl crate::spec::family::OptionFamily for ErrKeys {
+    fn keys(&self) -> &'static [&'static str] {
+        Self::KEYS
+    }
+
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        ErrKeys::set(self, key, v)
+    }
 }
 
 #[cfg(test)]
@@ -428,7 +409,7 @@ mod tests {
             target_names: vec!["/dev/loop7".into()],
             ..LoopExtras::default()
         };
-        let io = crate::job::gen::IoDesc {
+        let io = drivelab_engine::io::IoDesc {
             target: 0,
             op: Op::Write,
             offset: 8192,

@@ -248,6 +248,22 @@ impl GroupFlags {
     }
 }
 
+impl crate::spec::family::OptionFamily for FlowOpts {
+    fn keys(&self) -> &'static [&'static str] {
+        &["flow", "flow_id", "flow_sleep"]
+    }
+
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), crate::SpecError> {
+        let n = crate::spec::options::parse_bounded(key, v)?;
+        match key {
+            "flow" => self.weight = n as u32,
+            "flow_id" => self.id = n as u32,
+            _ => self.sleep_us = n,
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

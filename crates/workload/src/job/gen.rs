@@ -20,16 +20,8 @@ use crate::{AccessLine, Distribution, WriteKind};
 
 use drivelab_patterns::prng::{Permutation, Rng, Zipf};
 
+pub use crate::job::types::{GenError, Region, Strided};
 pub use drivelab_engine::io::{IoDesc, Op};
-
-/// A byte range `[start, end)` on one target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Region {
-    /// First byte.
-    pub start: u64,
-    /// One past the last byte.
-    pub end: u64,
-}
 
 /// Everything the generator needs.
 #[derive(Debug, Clone)]
@@ -55,25 +47,10 @@ pub struct GenConfig {
     /// fio's `zonemode=strided` (one target only).
     pub strided: Option<Strided>,
     /// Which target each I/O goes to (`file_service_type`).
-    pub file_service: crate::engines::files::FileService,
+    pub file_service: crate::engines::opts::files::FileService,
     /// fio's `openfiles` when it holds the job's files open fewer at a
     /// time than it has ([`crate::job::openfiles`]); None: all open throughout.
     pub open_limit: Option<u32>,
-}
-
-/// fio's `zonemode=strided`: I/O stays in one zone of `range` bytes until
-/// `size` bytes have been transferred, then moves to the zone `range +
-/// skip` bytes further on, wrapping to the region's start past its end.
-/// Sequential I/O runs through the zone (again from its start when it
-/// reaches the zone's end); random offsets fall in the zone, uniformly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Strided {
-    /// Bytes transferred in a zone before moving on (`zonesize`, > 0).
-    pub size: u64,
-    /// Length of a zone (`zonerange`; fio's default: `zonesize`).
-    pub range: u64,
-    /// Bytes skipped after a zone (`zoneskip`).
-    pub skip: u64,
 }
 
 /// A shuffled deck of small values, reshuffled when exhausted.
@@ -166,24 +143,6 @@ pub struct Generator {
     /// next to use; dealt again at each zone (and each `zonerange` bytes).
     zone_map: Option<(Permutation, u64)>,
     randommap: bool,
-}
-
-/// Why a generator could not be built.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum GenError {
-    /// A transfer does not fit in a region.
-    #[error("a {size}-byte transfer does not fit in the {region}-byte region of target {target}; use a larger --size or a smaller --bs")]
-    TooSmall {
-        /// The transfer size.
-        size: u64,
-        /// The region length.
-        region: u64,
-        /// The target index.
-        target: usize,
-    },
-    /// No access lines or no targets.
-    #[error("nothing to generate: the job has no access lines or no targets")]
-    Empty,
 }
 
 impl Generator {
@@ -718,7 +677,7 @@ mod tests {
 
     #[test]
     fn zoned_sends_each_zone_its_share() {
-        use crate::spec::jobspec::Zone;
+        use crate::spec::kinds::Zone;
         let mut c = cfg(vec![line(4096, 100, 100, 100)], 4096 * 1000);
         c.align = 4096;
         // 50% of the accesses to the first 5%, 30% to the next 15%, 20% to the rest.

@@ -51,7 +51,7 @@ pub struct JobConfig {
     /// Per-direction caps (`rate`, `rate_iops=R,W`, `rate_process`).
     pub pace: crate::job::rate::RateConfig,
     /// Content of written blocks (`verify`); None: buffers filled once.
-    pub verify: Option<crate::job::verify::Content>,
+    pub verify: Option<crate::job::types::Content>,
     /// Check each read against `verify` (`do_verify` on a reading job).
     pub check_reads: bool,
     /// fio's log files and the window of the rate samples.
@@ -178,7 +178,7 @@ struct JobDriver<'a, const FILL: bool> {
     logs: Option<JobLogs>,
     /// An error the policy does not pass: the job stops.
     fatal: bool,
-    err_count: crate::job::error_policy::ErrorCount,
+    err_count: crate::job::types::ErrorCount,
     filler: Option<crate::job::dedupe::BufFiller>,
     backlog: Option<crate::job::verify::Backlog>,
     last_read: bool,
@@ -1005,7 +1005,7 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
             logs: JobLogs::create(&cfg.logs, &cfg.log_name.0, cfg.log_name.1)
                 .map_err(JobError::Config)?,
             fatal: false,
-            err_count: crate::job::error_policy::ErrorCount::default(),
+            err_count: crate::job::types::ErrorCount::default(),
             filler: cfg
                 .extras
                 .dedupe

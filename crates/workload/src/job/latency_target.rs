@@ -291,6 +291,16 @@ pub fn error_words(spec: &LatSpec, errno: i32) -> String {
     }
 }
 
+impl crate::spec::family::OptionFamily for LatSpec {
+    fn keys(&self) -> &'static [&'static str] {
+        &KEYS
+    }
+
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        LatSpec::set(self, key, v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

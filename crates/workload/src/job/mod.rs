@@ -18,5 +18,6 @@ pub mod prio;
 pub mod rate;
 pub mod samples;
 pub mod steadystate;
+pub mod types;
 pub mod verify;
 pub mod zbd;

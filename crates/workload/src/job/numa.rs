@@ -157,6 +157,22 @@ impl NumaOpts {
     }
 }
 
+impl crate::spec::family::OptionFamily for NumaOpts {
+    fn keys(&self) -> &'static [&'static str] {
+        &["numa_cpu_nodes", "numa_mem_policy"]
+    }
+
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        let online = online_nodes();
+        if key == "numa_cpu_nodes" {
+            self.cpu_nodes = Some(parse_nodes(key, v, &online)?);
+        } else {
+            self.mem = Some(parse_mem_policy(key, v, &online)?);
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,7 +24,7 @@
 
 use drivelab_patterns::prng::{Rng, Zipf};
 
-use crate::engines::files::{FileService, Service};
+use crate::engines::opts::files::{FileService, Service};
 
 /// What the open set did, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -335,7 +335,7 @@ mod tests {
     use super::*;
 
     fn service(s: &str) -> FileService {
-        let mut o = crate::engines::files::FileOptions::default();
+        let mut o = crate::engines::opts::files::FileOptions::default();
         o.set("file_service_type", s).unwrap().unwrap();
         o.service
     }

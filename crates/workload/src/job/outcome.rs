@@ -3,23 +3,10 @@
 //! stage, so the run, the status snapshots and the engines read a job's
 //! results without importing its loop.
 
-use std::sync::atomic::AtomicU64;
-
 use drivelab_stats::{LatencyHistogram, Series, Welford};
 
-use crate::job::gen::{IoDesc, Op};
-
-/// A running job's counts per direction (read, write, trim) since
-/// measuring started, stored where the loop already publishes its I/O count
-/// (once per turn, relaxed): no clock read or lock is added to the loop. A
-/// side thread reads them for the progress line.
-#[derive(Debug, Default)]
-pub struct LiveCounters {
-    /// Completed I/Os per direction.
-    pub ios: [AtomicU64; 3],
-    /// Bytes moved per direction.
-    pub bytes: [AtomicU64; 3],
-}
+pub use crate::job::types::LiveCounters;
+use drivelab_engine::io::{IoDesc, Op};
 
 /// Per-direction statistics of one job.
 #[derive(Debug, Clone)]
@@ -132,7 +119,7 @@ pub struct JobOutcome {
     /// fio's rate samples, latency ranges, depth distributions, page faults.
     pub samples: crate::job::samples::JobSamples,
     /// Errors met, passed or not (fio's `total_err`, `first_error`).
-    pub err_count: crate::job::error_policy::ErrorCount,
+    pub err_count: crate::job::types::ErrorCount,
     /// Under `verify_backlog`: the writes not checked during the job.
     pub verify_left: Option<Vec<IoDesc>>,
     /// Writes that failed and were gone past, under `verify`: not checked.
@@ -149,7 +136,7 @@ pub struct JobOutcome {
     pub zone_resets: Option<u64>,
     /// `ioengine=exec`: the program ended on its own with a failure, the
     /// job's error (None for other jobs; see [`crate::engines::noio::exec`]).
-    pub program: Option<crate::engines::noio::exec::ProgramFailure>,
+    pub program: Option<crate::job::types::ProgramFailure>,
 }
 
 /// Errors that end a job before it starts or while it runs.
@@ -157,7 +144,7 @@ pub struct JobOutcome {
 pub enum JobError {
     /// The generator rejected the configuration.
     #[error(transparent)]
-    Gen(#[from] crate::job::gen::GenError),
+    Gen(#[from] crate::job::types::GenError),
     /// A setting the job cannot run with.
     #[error("invalid job setting: {0}")]
     Config(String),

@@ -85,7 +85,7 @@ impl PrioOpts {
             ),
             _ => (0, 7, "a level 0-7 (READ,WRITE per direction)"),
         };
-        let dirs = crate::spec::jobspec::per_direction(v);
+        let dirs = crate::spec::value::per_direction(v);
         for (k, d) in dirs.iter().take(2).enumerate() {
             let Some(d) = d else { continue };
             let n = num(key, d, v, min, max, expect)?;
@@ -100,7 +100,7 @@ impl PrioOpts {
 
     fn set_bssplit(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
         let expect = "BS/PERCENT[/CLASS/LEVEL[/HINT]] entries separated by ':', READ,WRITE per direction, e.g. 64k/40:1m/60/1/0,1m/100";
-        let dirs = crate::spec::jobspec::per_direction(v);
+        let dirs = crate::spec::value::per_direction(v);
         let mut out: [Vec<BsPrio>; 2] = [Vec::new(), Vec::new()];
         for (k, d) in dirs.iter().take(2).enumerate() {
             let Some(d) = d else { continue };
@@ -324,6 +324,30 @@ pub fn merge(v: &mut Vec<PrioStat>, o: &[PrioStat]) {
             }
             None => v.push(p.clone()),
         }
+    }
+}
+
+impl crate::spec::family::OptionFamily for PrioOpts {
+    fn keys(&self) -> &'static [&'static str] {
+        &[
+            "prio",
+            "prioclass",
+            "cmdprio_percentage",
+            "cmdprio_class",
+            "cmdprio",
+            "cmdprio_bssplit",
+        ]
+    }
+
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        match key {
+            "prio" => self.prio = Some(crate::spec::options::parse_bounded(key, v)? as u8),
+            "prioclass" => {
+                self.prioclass = Some(crate::spec::options::parse_bounded(key, v)? as u8)
+            }
+            _ => self.set_cmd(key, v)?,
+        }
+        Ok(())
     }
 }
 

@@ -12,7 +12,7 @@
 
 use drivelab_patterns::prng::Rng;
 
-use crate::job::gen::Op;
+use drivelab_engine::io::Op;
 
 /// The caps of one job.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

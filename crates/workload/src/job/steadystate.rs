@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use drivelab_stats::steady::{fio_check, FioCheck, FioMetric, FioRule};
 
-use crate::job::outcome::LiveCounters;
+use crate::job::types::LiveCounters;
 use crate::SpecError;
 
 /// The option names this module sets (aliases come from the option table).
@@ -383,6 +383,16 @@ pub fn report(o: &SteadyOutcome) -> drivelab_report::SteadyStateReport {
             iops: o.iops.clone(),
             bw: o.bw.clone(),
         },
+    }
+}
+
+impl crate::spec::family::OptionFamily for SsSpec {
+    fn keys(&self) -> &'static [&'static str] {
+        &KEYS
+    }
+
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        SsSpec::set(self, key, v)
     }
 }
 

@@ -28,106 +28,7 @@ use drivelab_patterns::prng::splitmix64;
 
 use crate::job::gen::{GenConfig, Generator, IoDesc, Op};
 use crate::job::outcome::DirStats;
-use crate::SpecError;
-
-/// What written blocks carry (`verify`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VerifyKind {
-    /// Header with CRC-32C of the block.
-    Crc32c,
-    /// Header with (the first 8 bytes of) the block's MD5 digest.
-    Md5,
-    /// Header with the block's offset and length.
-    Meta,
-    /// `verify_pattern` repeated.
-    Pattern,
-}
-
-impl VerifyKind {
-    /// Parse fio's `verify=` value; `0`/`null`/`none` turn verification off.
-    pub fn parse(key: &str, v: &str) -> Result<Option<VerifyKind>, SpecError> {
-        Ok(Some(match v.trim().to_ascii_lowercase().as_str() {
-            "0" | "null" | "none" => return Ok(None),
-            "crc32c" | "crc32c-intel" => VerifyKind::Crc32c,
-            "md5" => VerifyKind::Md5,
-            "meta" => VerifyKind::Meta,
-            "pattern" => VerifyKind::Pattern,
-            _ => {
-                return Err(SpecError::BadValue {
-                    key: key.to_string(),
-                    value: v.to_string(),
-                    expect: "crc32c, crc32c-intel, md5, meta or pattern (drivelab does not implement fio's other checksums)".to_string(),
-                })
-            }
-        }))
-    }
-
-    /// fio's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            VerifyKind::Crc32c => "crc32c",
-            VerifyKind::Md5 => "md5",
-            VerifyKind::Meta => "meta",
-            VerifyKind::Pattern => "pattern",
-        }
-    }
-}
-
-/// The verify options beyond what blocks carry: when checks happen and what
-/// a failed one does.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct VerifyExtras {
-    /// Check written blocks every this many writes, during the job
-    /// (`verify_backlog`; 0: once the job is done).
-    pub backlog: u64,
-    /// Blocks checked at each backlog point (`verify_backlog_batch`;
-    /// None: `verify_backlog`).
-    pub backlog_batch: Option<u64>,
-    /// End the job at the first failed check even when
-    /// `continue_on_error` passes verify errors (`verify_fatal`).
-    pub fatal: bool,
-    /// Write the block read and the block expected of a failed check to
-    /// files (`verify_dump`).
-    pub dump: bool,
-    /// fio's verify threads (`verify_async`): accepted; drivelab checks on
-    /// the job's thread, and says so.
-    pub async_threads: u32,
-}
-
-impl VerifyExtras {
-    /// Whether `key` is one of these options.
-    pub fn handles(key: &str) -> bool {
-        matches!(
-            key,
-            "verify_backlog"
-                | "verify_backlog_batch"
-                | "verify_fatal"
-                | "verify_dump"
-                | "verify_async"
-        )
-    }
-
-    /// Set option `key` to `v`.
-    pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
-        use crate::job::error_policy::parse_in;
-        use crate::spec::jobspec::parse_flag;
-        match key {
-            "verify_backlog" => self.backlog = parse_in(key, v, 0, 1 << 32)?,
-            "verify_backlog_batch" => {
-                self.backlog_batch = Some(parse_in(key, v, 0, 1 << 32)?).filter(|&n| n > 0)
-            }
-            "verify_fatal" => self.fatal = parse_flag(key, v)?,
-            "verify_dump" => self.dump = parse_flag(key, v)?,
-            _ => self.async_threads = parse_in(key, v, 0, 1024)? as u32,
-        }
-        Ok(())
-    }
-
-    /// Blocks checked at each backlog point.
-    pub fn batch(&self) -> u64 {
-        self.backlog_batch.unwrap_or(self.backlog)
-    }
-}
+pub use crate::job::types::{Content, VerifyExtras, VerifyKind};
 
 const MAGIC: u32 = 0x4456_4c44; // "DLVD"
 /// Bytes of the header of `meta` and `crc32c` blocks.
@@ -135,17 +36,6 @@ pub const HEADER: usize = 24;
 /// Seed of the payload of blocks without a pattern: fixed, so any job can
 /// check what another wrote.
 const PAYLOAD_SEED: u64 = 0x5645_5249_4659_0001;
-
-/// The content rule of one job.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Content {
-    /// What blocks carry.
-    pub kind: VerifyKind,
-    /// Bytes per verify block.
-    pub interval: usize,
-    /// Payload pattern (none: bytes keyed by the offset).
-    pub pattern: Option<Vec<u8>>,
-}
 
 fn crc32c_table() -> &'static [u32; 256] {
     static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
@@ -439,7 +329,7 @@ pub enum Verdict {
 /// job.
 pub fn verify_failed(
     x: &crate::job::error_policy::LoopExtras,
-    count: &mut crate::job::error_policy::ErrorCount,
+    count: &mut crate::job::types::ErrorCount,
     c: &Content,
     got: &[u8],
     offset: u64,
@@ -475,7 +365,7 @@ pub fn verify_failed(
 pub fn written_extents(
     gen: &GenConfig,
     ios: u64,
-) -> Result<Vec<IoDesc>, crate::job::gen::GenError> {
+) -> Result<Vec<IoDesc>, crate::job::types::GenError> {
     let mut g = Generator::new(gen)?;
     let mut v: Vec<IoDesc> = (0..ios)
         .map(|_| g.next_io())
@@ -502,7 +392,7 @@ pub struct ReadBack<'a> {
     /// the pass).
     pub extras: Option<&'a crate::job::error_policy::LoopExtras>,
     /// Failures met, passed or not.
-    pub errors: crate::job::error_policy::ErrorCount,
+    pub errors: crate::job::types::ErrorCount,
     /// Ended by `verify_fatal` on a failure it went past.
     pub stopped: bool,
 }
@@ -518,7 +408,7 @@ impl<'a> ReadBack<'a> {
             per_target: Vec::new(),
             failure: None,
             extras: None,
-            errors: crate::job::error_policy::ErrorCount::default(),
+            errors: crate::job::types::ErrorCount::default(),
             stopped: false,
         }
     }

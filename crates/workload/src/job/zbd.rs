@@ -39,8 +39,10 @@ use std::sync::{Arc, Mutex};
 
 use drivelab_device::zoned::{self, Model, ZoneCond, ZoneWriter};
 
-use crate::job::gen::{IoDesc, Op, Region};
+use crate::job::types::Region;
+pub use crate::job::types::ZbdJob;
 use crate::{JobSpec, SpecError};
+use drivelab_engine::io::{IoDesc, Op};
 
 /// fio's limit on `max_open_zones` (ZBD_MAX_OPEN_ZONES).
 pub const MAX_OPEN_ZONES: u32 = 4096;
@@ -218,33 +220,6 @@ pub fn resolve_zone_counts(spec: &JobSpec) -> Result<Option<JobSpec>, SpecError>
         }
     }
     Ok(Some(s))
-}
-
-/// A planned job's zone settings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ZbdJob {
-    /// The target's zone size, bytes.
-    pub zone_size: u64,
-    /// The target's zoned model (None: zones emulated from `zonesize`).
-    pub model: Model,
-    /// The open-zone limit shared by every job on the target (0: none).
-    pub max_open_zones: u32,
-    /// This job's own limit (0: none).
-    pub job_max_open_zones: u32,
-    /// `zone_reset_threshold`.
-    pub reset_threshold: f64,
-    /// `zone_reset_frequency`.
-    pub reset_frequency: f64,
-    /// `read_beyond_wp`.
-    pub read_beyond_wp: bool,
-    /// Smallest block size (fio's min_bs).
-    pub min_bs: u64,
-    /// Random offsets.
-    pub random: bool,
-    /// Reads and writes mixed.
-    pub mixed: bool,
-    /// The job writes.
-    pub writes: bool,
 }
 
 /// fio's checks and adjustments of a zbd job at plan time: one target,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use drivelab_device::blockdev::BlockDevice;
 
-use crate::job::gen::Region;
+use crate::job::types::Region;
 use crate::JobSpec;
 
 /// Options that are not part of a job: they govern the whole run.
@@ -94,12 +94,12 @@ pub struct PlannedJob {
     /// Reporting group (fio's `groupid`): a new one at each stonewall or `new_group`.
     pub group: u32,
     /// Content of written blocks and what reads check (`verify`).
-    pub verify: Option<crate::job::verify::Content>,
+    pub verify: Option<crate::job::types::Content>,
     /// Jobs (indices into [`Plan::jobs`]) that must finish before this one
     /// starts (`wait_for`).
     pub wait_for: Vec<usize>,
     /// `zonemode=zbd`: the job's zone settings.
-    pub zbd: Option<crate::job::zbd::ZbdJob>,
+    pub zbd: Option<crate::job::types::ZbdJob>,
 }
 
 /// A resolved run.

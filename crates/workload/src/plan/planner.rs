@@ -9,7 +9,7 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
-use crate::job::gen::Region;
+use crate::job::types::Region;
 use crate::plan::model::{
     Plan, PlanError, PlanOptions, PlannedJob, PlannedTarget, NULL_DEFAULT_SIZE,
 };
@@ -247,7 +247,7 @@ fn with_file_names(jobs: &[(JobSpec, bool)]) -> Vec<(JobSpec, bool, std::ops::Ra
 fn verify_content(
     spec: &JobSpec,
     align: u64,
-) -> Result<Option<crate::job::verify::Content>, PlanError> {
+) -> Result<Option<crate::job::types::Content>, PlanError> {
     use crate::job::verify::{Content, VerifyKind, HEADER};
     let Some(kind) = spec.verify else {
         return Ok(None);
@@ -336,12 +336,12 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             group += 1;
         }
         let writes = job_writes(spec);
-        // No target to open: the null engine, and net's socket.
-        let null = matches!(spec.ioengine, EngineKind::Null | EngineKind::Net);
+        // No target to open: the null engine, net's socket, cpuio, exec.
+        let null = !spec.front.on_targets();
         let path_engine = crate::engines::files::path_engine(spec);
         let idx = job_targets(spec, writes, &mut targets)?;
-        crate::engines::e4defrag::check(spec, idx.iter().map(|&i| &targets[i]))?;
-        crate::engines::noio::check(spec)?;
+        let planned: Vec<&PlannedTarget> = idx.iter().map(|&i| &targets[i]).collect();
+        spec.front.check(spec, &planned)?;
         // Direct I/O: on for block devices; for files where the filesystem takes it.
         let direct = match spec.direct {
             Some(d) => d,
@@ -435,8 +435,8 @@ fn job_targets(
     writes: bool,
     targets: &mut Vec<PlannedTarget>,
 ) -> Result<Vec<usize>, PlanError> {
-    // No target to open: the null engine, and net's socket.
-    let null = matches!(spec.ioengine, EngineKind::Null | EngineKind::Net);
+    // No target to open: the null engine, net's socket, cpuio, exec.
+    let null = !spec.front.on_targets();
     let path_engine = crate::engines::files::path_engine(spec);
     let mut idx = Vec::new();
     for f in &spec.filenames {
@@ -463,22 +463,15 @@ fn job_targets(
             idx.push(targets.len() - 1);
             continue;
         }
-        // io_uring_cmd: /dev/ngXnY is planned (and claimed) as its
-        // namespace's block device; the engine opens the node itself.
+        // io_uring_cmd's /dev/ngXnY and sg's /dev/sgN are planned (and
+        // claimed) as their disk's block device; the engine opens the node.
         let mapped;
-        let f: &str = if spec.ioengine == EngineKind::IoUringCmd {
-            mapped = crate::engines::ucmd::block_of(&spec.name, f)?
-                .display()
-                .to_string();
-            &mapped
-        } else if spec.ioengine == EngineKind::Sg && crate::engines::sg::is_node(f) {
-            // sg: /dev/sgN likewise, as its disk's block device.
-            mapped = crate::engines::sg::block_of(&spec.name, f)?
-                .display()
-                .to_string();
-            &mapped
-        } else {
-            f
+        let f: &str = match spec.front.planned_path(&spec.name, f)? {
+            Some(p) => {
+                mapped = p.display().to_string();
+                &mapped
+            }
+            None => f,
         };
         if let Some(i) = targets.iter().position(|t| t.path == Path::new(f)) {
             idx.push(i);
@@ -627,7 +620,7 @@ fn check_strided(spec: &JobSpec, nfiles: usize) -> Result<(), PlanError> {
         }
         if !matches!(
             spec.random_distribution,
-            crate::spec::jobspec::Distribution::Random
+            crate::spec::kinds::Distribution::Random
         ) {
             return refuse("draws random offsets uniformly in the zone: drop random_distribution");
         }

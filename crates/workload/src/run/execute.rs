@@ -4,21 +4,18 @@
 use std::collections::BTreeMap;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::job::gen::GenConfig;
 use std::fs::OpenOptions;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 
-use crate::job::gen::Op;
-use crate::job::io_loop::{now_ns, run_job, JobConfig};
+use crate::job::io_loop::JobConfig;
 use crate::job::outcome::{DirStats, IoFailure, JobError, JobOutcome, LiveCounters};
-use crate::EngineKind;
 use drivelab_device::claim::{Claim, ClaimOptions, Consent};
 use drivelab_device::diskstats::{Delta, Sampler};
-use drivelab_engine::buf::Fill;
-use drivelab_engine::engine::{Null, Psync, Target, Uring};
+use drivelab_engine::io::Op;
 use drivelab_report::{
     percentile_key, DeviceSecond, DirReport, DiskUtil, IoErrorReport, JobReport, LatReport,
     LbaRange, RunReport, SeriesPoint, SyncReport,
@@ -31,6 +28,7 @@ use drivelab_report::OrderedMap;
 use crate::plan::model::{Plan, PlannedJob, PlannedTarget};
 use crate::run::device_check::{verdict, Reported, Seen};
 use crate::run::error::RunError;
+use crate::run::start::{Ctl, JobRun, StartGate, Ticket};
 use crate::run::status::{self, StatusCell, StatusClock, StatusOptions};
 
 /// What the run reports once a second while it runs.
@@ -73,9 +71,10 @@ fn claim_targets(
     };
     let mut claims = Vec::with_capacity(plan.targets.len());
     for (i, t) in plan.targets.iter().enumerate() {
-        let null = plan.jobs.iter().any(|j| {
-            j.targets.contains(&i) && matches!(j.spec.ioengine, EngineKind::Null | EngineKind::Net)
-        });
+        let null = plan
+            .jobs
+            .iter()
+            .any(|j| j.targets.contains(&i) && !j.spec.front.on_targets());
         let written = plan.jobs.iter().any(|j| j.writes && j.targets.contains(&i));
         let grows = !t.is_block && (t.create || t.size > t.existing_size);
         if null || sets.holds(i) || !(written || grows) {
@@ -132,35 +131,6 @@ fn lay_out(claim: &Claim, t: &PlannedTarget) -> Result<(), RunError> {
     claim.sync().map_err(err)
 }
 
-fn open_targets(
-    plan: &Plan,
-    claims: &[Option<Claim>],
-    job: &PlannedJob,
-) -> Result<Vec<Target>, RunError> {
-    let mut out = Vec::with_capacity(job.targets.len());
-    for &i in &job.targets {
-        let t = &plan.targets[i];
-        let opened = match (&claims[i], job.writes) {
-            (Some(c), true) => Target::claimed(c, job.direct),
-            _ => Target::read_only(&t.path, job.direct),
-        };
-        let target = opened.map_err(|e| {
-            let hint = if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
-                "; this filesystem does not support direct I/O: use --direct=0".to_string()
-            } else {
-                String::new()
-            };
-            RunError::Open {
-                path: t.path.display().to_string(),
-                source: e,
-                hint,
-            }
-        })?;
-        out.push(target);
-    }
-    Ok(out)
-}
-
 /// The job loop's configuration of a planned job (season runs jobs on its
 /// own claim). `number`: the job's place in the run, from 1 (fio's thread
 /// number, which names its log files).
@@ -198,8 +168,8 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         verify: job.verify.clone().or_else(|| {
             spec.buffer_pattern
                 .clone()
-                .map(|p| crate::job::verify::Content {
-                    kind: crate::job::verify::VerifyKind::Pattern,
+                .map(|p| crate::job::types::Content {
+                    kind: crate::job::types::VerifyKind::Pattern,
                     interval: spec.max_bs() as usize,
                     pattern: Some(p),
                 })
@@ -217,7 +187,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         op_per_file: crate::engines::files::path_engine(spec)
             .map(|_| job.regions.iter().map(|r| r.end - r.start).sum()),
         group_end: None,
-        stream_end: (spec.ioengine == EngineKind::Net).then(Default::default),
+        stream_end: spec.front.streams().then(Default::default),
         zbd: None,
         // fio: number_ios counts over all loops of the job.
         io_count_limit: (spec.number_ios > 0)
@@ -262,217 +232,6 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
     }
 }
 
-/// Whether the run is stopped, or the job's group ended by `exitall`.
-fn ended(stop: &AtomicBool, cfg: &JobConfig) -> bool {
-    stop.load(Ordering::Relaxed)
-        || cfg
-            .group_end
-            .as_ref()
-            .is_some_and(|f| f.load(Ordering::Relaxed))
-}
-
-/// Sleep `d` (`startdelay`), waking early when the run is stopped or the
-/// group ended.
-fn start_delay(d: Duration, stop: &AtomicBool, cfg: &JobConfig) {
-    let end = Instant::now() + d;
-    while !ended(stop, cfg) {
-        let now = Instant::now();
-        if now >= end {
-            break;
-        }
-        std::thread::sleep((end - now).min(Duration::from_millis(20)));
-    }
-}
-
-/// Run the job, then what fio does after it: read back and check what it
-/// wrote (`verify` with `do_verify`), and hold it to `ratemin`.
-fn run_checked<E: drivelab_engine::engine::Engine>(
-    engine: &mut E,
-    job: &PlannedJob,
-    cfg: &JobConfig,
-    stop: &AtomicBool,
-    progress: &AtomicU64,
-    finished: &[AtomicBool],
-) -> Result<JobOutcome, JobError> {
-    // wait_for: until every clone of the named job has finished.
-    while !ended(stop, cfg)
-        && !job
-            .wait_for
-            .iter()
-            .all(|&i| finished[i].load(Ordering::Acquire))
-    {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    start_delay(job.spec.startdelay, stop, cfg);
-    let mut o = match crate::job::zbd::trims_reset(&cfg.zbd, &job.spec) {
-        // zonemode=zbd: the job's trims are zone resets.
-        Some(set) => run_job(
-            &mut crate::job::zbd::ZoneTrims::new(engine, set),
-            cfg,
-            now_ns(),
-            stop,
-            progress,
-        )?,
-        None => run_job(engine, cfg, now_ns(), stop, progress)?,
-    };
-    let clean = o.errors.iter().all(|e| e.passed)
-        && o.verify_failure.is_none()
-        && !o.verify_stopped
-        && !o.interrupted;
-    // cfg.verify also fills writes with buffer_pattern; only a job with
-    // verify reads back.
-    let verified = job.verify.is_some();
-    if let (Some(content), true) = (
-        &cfg.verify,
-        verified && clean && job.spec.do_verify && job.writes,
-    ) {
-        let extents = match o.verify_left.take() {
-            // verify_backlog: what the job did not check as it went.
-            Some(left) => left,
-            None => {
-                // The counts hold the failed I/Os too (as fio's total_ios).
-                let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
-                let mut v = crate::job::verify::written_extents(&cfg.gen, issued)?;
-                if !o.failed_writes.is_empty() {
-                    let key = |io: &crate::job::gen::IoDesc| (io.target, io.offset, io.len);
-                    let mut failed: Vec<_> = o.failed_writes.iter().map(key).collect();
-                    failed.sort_unstable();
-                    v.retain(|io| failed.binary_search(&key(io)).is_err());
-                }
-                v
-            }
-        };
-        let mut rb = crate::job::verify::ReadBack::new(&extents, content);
-        rb.extras = Some(&cfg.extras);
-        let lc = drivelab_engine::ioloop::LoopConfig {
-            stop: Some(stop),
-            ..Default::default()
-        };
-        let t = now_ns();
-        let st = drivelab_engine::ioloop::run(engine, &mut rb, &lc)?;
-        // fio counts its verify phase as the job's reads, and its time.
-        o.dirs[0].merge(&rb.stats);
-        // The device check compares per target: the verify reads reached
-        // the device as the job's own did.
-        for (pt, &(ios, bytes)) in o.per_target.iter_mut().zip(&rb.per_target) {
-            pt[0].0 += ios;
-            pt[0].1 += bytes;
-        }
-        o.runtime_ns += st.ended.saturating_sub(t);
-        o.verify_failure = rb.failure;
-        o.err_count.merge(&rb.errors);
-        o.interrupted |= st.interrupted;
-    }
-    if o.verify_failure.is_none() && !o.interrupted && o.errors.iter().all(|e| e.passed) {
-        let secs = o.runtime_ns as f64 / 1e9;
-        let read_pct = job.spec.rw.read_pct(job.spec.rwmixread);
-        for (d, name) in [(0usize, "read"), (1, "write")] {
-            // Only a direction the job does is held to its minimum.
-            let does = if d == 0 { read_pct > 0 } else { read_pct < 100 };
-            let min = if does { job.spec.ratemin[d] } else { 0 };
-            let bytes = o.dirs[d].bytes + if d == 1 { o.dirs[2].bytes } else { 0 };
-            if min > 0 && secs > 0.0 && (bytes as f64 / secs) < min as f64 {
-                o.verify_failure = Some(format!(
-                    "ratemin not met: {name} ran at {:.0} bytes/s, below ratemin {min} bytes/s",
-                    bytes as f64 / secs
-                ));
-            }
-        }
-    }
-    Ok(o)
-}
-
-/// Where the job threads of a group wait once set up, so that they all start
-/// measuring together. The coordinator opens it when every thread it started
-/// has arrived or given up, or calls the start off (when a thread could not
-/// be started): nobody is left waiting for a thread that never came.
-struct StartGate {
-    /// (threads that arrived or gave up, the verdict once given: true = go).
-    state: Mutex<(usize, Option<bool>)>,
-    cv: Condvar,
-}
-
-impl StartGate {
-    fn new() -> StartGate {
-        StartGate {
-            state: Mutex::new((0, None)),
-            cv: Condvar::new(),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, Option<bool>)> {
-        // The state stays consistent even if a holder panicked.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A place at the gate for one job thread. Dropped unused (the job
-    /// failed while setting up, or panicked), it counts as having arrived.
-    fn ticket(&self) -> Ticket<'_> {
-        Ticket {
-            gate: self,
-            used: false,
-        }
-    }
-
-    fn arrive(&self) {
-        let mut g = self.lock();
-        g.0 += 1;
-        self.cv.notify_all();
-    }
-
-    /// Wait until `n` threads have arrived or given up, then let them go
-    /// (`go`) or call the start off.
-    #[cfg(test)]
-    fn open(&self, n: usize, go: bool) {
-        self.all_arrived(n);
-        self.release(go);
-    }
-
-    /// Wait until `n` threads have arrived or given up (none is let go).
-    fn all_arrived(&self, n: usize) {
-        let mut g = self.lock();
-        while g.0 < n {
-            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-
-    /// Let the arrived threads go (`go`) or call the start off.
-    fn release(&self, go: bool) {
-        let mut g = self.lock();
-        g.1 = Some(go);
-        self.cv.notify_all();
-    }
-}
-
-/// One job thread's place at a [`StartGate`].
-struct Ticket<'a> {
-    gate: &'a StartGate,
-    used: bool,
-}
-
-impl Ticket<'_> {
-    /// Arrive and wait for the verdict: true = start, false = called off.
-    fn wait(mut self) -> bool {
-        self.used = true;
-        self.gate.arrive();
-        let mut g = self.gate.lock();
-        loop {
-            if let Some(go) = g.1 {
-                return go;
-            }
-            g = self.gate.cv.wait(g).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-}
-
-impl Drop for Ticket<'_> {
-    fn drop(&mut self) {
-        if !self.used {
-            self.gate.arrive();
-        }
-    }
-}
-
 /// What watches a running job: its progress counter, its live counters,
 /// its group's `exitall` flag and its `--status-interval` cell.
 type JobWatch<'a> = (
@@ -497,7 +256,6 @@ fn run_one(
     finished: &[AtomicBool],
 ) -> Result<JobOutcome, RunError> {
     let spec = &job.spec;
-    let max_bs = spec.max_bs() as usize;
     let number = plan
         .jobs
         .iter()
@@ -538,246 +296,40 @@ fn run_one(
     // starts, so every weight counts from the first I/O).
     crate::job::prio::set_up_thread(spec).map_err(|e| fail(JobError::Config(e)))?;
     cfg.flow = crate::job::flow::join(&spec.flow);
-    let not_started = || RunError::NotStarted {
-        job: spec.name.clone(),
+    let front = spec.front.get();
+    let ctl = Ctl {
+        stop,
+        progress,
+        finished,
     };
-    if crate::engines::noio::is_noio(spec) {
-        // cpuio and exec: no engine, no target (crate::engines::noio).
-        if !ticket.wait() {
-            return Err(not_started());
-        }
-        let w = crate::engines::noio::Watch {
-            stop,
-            progress,
-            finished,
-        };
-        return crate::engines::noio::run(plan, job, &cfg, w).map_err(fail);
-    }
-    match spec.ioengine {
-        EngineKind::Null => {
-            let mut e =
-                Null::new(spec.iodepth, max_bs, Fill::Random(spec.randseed)).map_err(|source| {
-                    RunError::Engine {
-                        engine: "null",
-                        source,
-                    }
-                })?;
-            if !ticket.wait() {
-                return Err(not_started());
-            }
-            run_checked(&mut e, job, &cfg, stop, progress, finished).map_err(fail)
-        }
-        EngineKind::Net => {
-            let made = |source| RunError::Engine {
-                engine: "net",
-                source,
+    let r = JobRun {
+        plan,
+        claims,
+        sets,
+        job,
+        cfg: &cfg,
+        ticket,
+        ctl,
+    };
+    let mut o = front.run(r)?;
+    if front.on_targets() {
+        for e in o.errors.iter_mut() {
+            let Some(&ti) = job.targets.get(e.target as usize) else {
+                continue;
             };
-            let end = cfg.stream_end.clone().unwrap_or_default();
-            let mut e = crate::engines::noio::net::engine(
-                spec,
-                job.clone,
-                max_bs,
-                spec.randseed,
-                stop,
-                cfg.group_end.clone(),
-                end,
-            )
-            .map_err(made)?;
-            if !ticket.wait() {
-                return Err(not_started());
+            e.unreadable = narrow_failed_read(&plan.targets[ti], e);
+            // Every block of it failed again: the device no longer
+            // answers, and narrowing the other failed reads would only
+            // take time (they stay listed, not narrowed).
+            if e.unreadable
+                .as_ref()
+                .is_some_and(|u| wholly(u, e, plan.targets[ti].logical_block))
+            {
+                break;
             }
-            // fio connects (or accepts) when the job starts, after its
-            // startdelay, and counts from then.
-            start_delay(spec.startdelay, stop, &cfg);
-            e.work_mut().open().map_err(made)?;
-            let mut started = job.clone();
-            started.spec.startdelay = Duration::ZERO;
-            let mut o =
-                run_checked(&mut e, &started, &cfg, stop, progress, finished).map_err(fail)?;
-            o.drop_ios = e.work().dropped();
-            Ok(o)
-        }
-        EngineKind::Psync | EngineKind::IoUring | EngineKind::Sg | EngineKind::IoUringCmd => {
-            let ctl = Ctl {
-                stop,
-                progress,
-                finished,
-            };
-            let mut o = run_on_targets(plan, (claims, sets), job, &cfg, ticket, ctl)?;
-            for e in o.errors.iter_mut() {
-                let Some(&ti) = job.targets.get(e.target as usize) else {
-                    continue;
-                };
-                e.unreadable = narrow_failed_read(&plan.targets[ti], e);
-                // Every block of it failed again: the device no longer
-                // answers, and narrowing the other failed reads would only
-                // take time (they stay listed, not narrowed).
-                if e.unreadable
-                    .as_ref()
-                    .is_some_and(|u| wholly(u, e, plan.targets[ti].logical_block))
-                {
-                    break;
-                }
-            }
-            Ok(o)
         }
     }
-}
-
-/// What a running job watches and reports to: the stop flag, its progress
-/// counter and which jobs have finished (for `wait_for`).
-#[derive(Clone, Copy)]
-struct Ctl<'a> {
-    stop: &'a AtomicBool,
-    progress: &'a AtomicU64,
-    finished: &'a [AtomicBool],
-}
-
-/// A job on real targets, with the psync or io_uring engine.
-fn run_on_targets(
-    plan: &Plan,
-    (claims, sets): (&[Option<Claim>], &crate::engines::files::RunSets),
-    job: &PlannedJob,
-    cfg: &JobConfig,
-    ticket: Ticket<'_>,
-    ctl: Ctl<'_>,
-) -> Result<JobOutcome, RunError> {
-    let spec = &job.spec;
-    let max_bs = spec.max_bs() as usize;
-    match spec.ioengine {
-        EngineKind::Null | EngineKind::Net => {
-            unreachable!("the null and net engines have no targets")
-        }
-        EngineKind::Psync if spec.files.engine.is_some() => {
-            use crate::engines::files::FileEngine;
-            let engine = spec.files.engine.map_or("psync", FileEngine::name);
-            let made = |source| RunError::Engine { engine, source };
-            match spec.files.engine {
-                Some(FileEngine::Fd(op)) => {
-                    let targets = open_targets(plan, claims, job)?;
-                    let mut e =
-                        drivelab_engine::fileops::FdOps::new(targets, op, max_bs).map_err(made)?;
-                    start_and_run(&mut e, job, cfg, ticket, ctl)
-                }
-                Some(FileEngine::Defrag) => {
-                    let targets = open_targets(plan, claims, job)?;
-                    let mut e = sets
-                        .donors
-                        .engine(plan, claims, job, targets, max_bs)
-                        .map_err(made)?;
-                    start_and_run(&mut e, job, cfg, ticket, ctl)
-                }
-                _ => {
-                    let mut e = sets.engine(job, max_bs).map_err(made)?;
-                    start_and_run(&mut e, job, cfg, ticket, ctl)
-                }
-            }
-        }
-        EngineKind::Psync => {
-            let made = |source| RunError::Engine {
-                engine: "psync",
-                source,
-            };
-            let mut e = if crate::engines::files::lazy(job) {
-                // fio's openfiles/create_on_open: the job's open set opens
-                // its files through their claimed set.
-                let opener = sets.opener(job).map_err(made)?;
-                Psync::over_opener(opener, max_bs, spec.fua, Fill::Random(spec.randseed))
-                    .map_err(made)?
-            } else {
-                let targets = open_targets(plan, claims, job)?;
-                Psync::new(targets, max_bs, spec.fua, Fill::Random(spec.randseed)).map_err(made)?
-            }
-            .with_options(spec.engine_opts.psync());
-            start_and_run(&mut e, job, cfg, ticket, ctl)
-        }
-        EngineKind::Sg => {
-            let targets = crate::engines::sg::open_targets(plan, claims, job)?;
-            let fill = Fill::Random(spec.randseed);
-            let mut e = if crate::engines::sg::asynchronous(spec, claims, job) {
-                // fio's asynchronous mode on /dev/sgN: queued commands.
-                drivelab_engine::sg::Sg::new_async(
-                    targets,
-                    spec.iodepth,
-                    max_bs,
-                    spec.sg.options(),
-                    fill,
-                )
-            } else {
-                drivelab_engine::sg::Sg::new(targets, max_bs, spec.sg.options(), fill)
-            }
-            .map_err(|source| RunError::Engine {
-                engine: "sg",
-                source,
-            })?;
-            let mut o = start_and_run(&mut e, job, cfg, ticket, ctl)?;
-            crate::job::io_loop::attach_details(
-                &mut o.errors,
-                e.failures().iter().map(|f| (&f.io, f.detail.as_str())),
-            );
-            Ok(o)
-        }
-        EngineKind::IoUringCmd => {
-            let targets = crate::engines::ucmd::open_targets(plan, claims, job)?;
-            let mut e = drivelab_engine::ucmd::UringCmd::new(
-                targets,
-                spec.iodepth,
-                max_bs,
-                spec.engine_opts.ucmd(),
-                Fill::Random(spec.randseed),
-            )
-            .map_err(|source| RunError::Engine {
-                engine: "io_uring_cmd",
-                source,
-            })?;
-            let mut o = start_and_run(&mut e, job, cfg, ticket, ctl)?;
-            crate::job::io_loop::attach_details(
-                &mut o.errors,
-                e.failures().iter().map(|f| (&f.io, f.detail.as_str())),
-            );
-            Ok(o)
-        }
-        EngineKind::IoUring => {
-            let made = |source| RunError::Engine {
-                engine: "io_uring",
-                source,
-            };
-            let fill = Fill::Random(spec.randseed);
-            let mut e = if crate::engines::files::lazy(job) {
-                let opener = sets.opener(job).map_err(made)?;
-                let o = spec.engine_opts.uring();
-                Uring::over_opener(opener, spec.iodepth, max_bs, spec.fua, fill, o).map_err(made)?
-            } else {
-                let targets = open_targets(plan, claims, job)?;
-                let o = spec.engine_opts.uring();
-                Uring::with_options(targets, spec.iodepth, max_bs, spec.fua, fill, o)
-                    .map_err(made)?
-            };
-            start_and_run(&mut e, job, cfg, ticket, ctl)
-        }
-    }
-}
-
-/// Waits at the start gate (a job its group calls off never runs), then
-/// runs the job on its engine.
-fn start_and_run<E: drivelab_engine::engine::Engine>(
-    engine: &mut E,
-    job: &PlannedJob,
-    cfg: &JobConfig,
-    ticket: Ticket<'_>,
-    ctl: Ctl<'_>,
-) -> Result<JobOutcome, RunError> {
-    if !ticket.wait() {
-        return Err(RunError::NotStarted {
-            job: job.spec.name.clone(),
-        });
-    }
-    run_checked(engine, job, cfg, ctl.stop, ctl.progress, ctl.finished).map_err(|source| {
-        RunError::Job {
-            job: job.spec.name.clone(),
-            source,
-        }
-    })
+    Ok(o)
 }
 
 /// The exact unreadable blocks of a failed read on a block device: the
@@ -1576,12 +1128,12 @@ fn dir_report(
     }
 }
 
-fn op_name(op: crate::job::gen::Op) -> &'static str {
+fn op_name(op: drivelab_engine::io::Op) -> &'static str {
     match op {
-        crate::job::gen::Op::Read => "read",
-        crate::job::gen::Op::Write => "write",
-        crate::job::gen::Op::Trim => "trim",
-        crate::job::gen::Op::Fsync => "fsync",
+        drivelab_engine::io::Op::Read => "read",
+        drivelab_engine::io::Op::Write => "write",
+        drivelab_engine::io::Op::Trim => "trim",
+        drivelab_engine::io::Op::Fsync => "fsync",
     }
 }
 
@@ -1624,8 +1176,8 @@ fn io_error_report(plan: &Plan, job: &PlannedJob, e: &IoFailure) -> IoErrorRepor
 
 /// The inclusive LBA range an I/O covered; none for a flush, which covers
 /// no blocks (not "LBA 0-0").
-fn lba_span(op: crate::job::gen::Op, offset: u64, len: u64, lbs: u64) -> Option<(u64, u64)> {
-    (op != crate::job::gen::Op::Fsync).then(|| (offset / lbs, (offset + len.max(1) - 1) / lbs))
+fn lba_span(op: drivelab_engine::io::Op, offset: u64, len: u64, lbs: u64) -> Option<(u64, u64)> {
+    (op != drivelab_engine::io::Op::Fsync).then(|| (offset / lbs, (offset + len.max(1) - 1) / lbs))
 }
 
 /// A failed I/O in one line: "read of LBA 4992-5119 (65536 bytes at
@@ -1672,16 +1224,7 @@ fn job_options(plan: &Plan, job: &PlannedJob) -> BTreeMap<String, String> {
         crate::engines::files::engine_name(spec).to_string(),
     );
     opts.insert("direct".to_string(), u8::from(job.direct).to_string());
-    // io_uring_cmd's targets are planned as block devices; fio names the
-    // /dev/ngXnY the job gave.
-    let names: Vec<String> = if spec.ioengine == EngineKind::IoUringCmd {
-        spec.filenames.clone()
-    } else {
-        job.targets
-            .iter()
-            .map(|&i| plan.targets[i].path.display().to_string())
-            .collect()
-    };
+    let names = spec.front.filenames(plan, job);
     opts.insert("filename".to_string(), names.join(":"));
     let sizes: Vec<String> = spec
         .access_lines()
@@ -1917,10 +1460,14 @@ fn build_report(
         if o.is_none() {
             continue;
         }
-        let depth = match job.spec.ioengine {
-            EngineKind::IoUring | EngineKind::IoUringCmd => f64::from(job.spec.iodepth.max(1)),
-            EngineKind::Psync | EngineKind::Sg => 1.0,
-            EngineKind::Null | EngineKind::Net => continue,
+        let front = job.spec.front;
+        if !front.on_targets() {
+            continue;
+        }
+        let depth = if front.queues() {
+            f64::from(job.spec.iodepth.max(1))
+        } else {
+            1.0
         };
         let share = depth / job.targets.len().max(1) as f64;
         for &ti in &job.targets {

@@ -18,7 +18,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-use crate::job::gen::{IoDesc, Op};
+use drivelab_engine::io::{IoDesc, Op};
 
 /// A job's iolog being written.
 #[derive(Debug)]

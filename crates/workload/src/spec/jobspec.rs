@@ -2,311 +2,16 @@
 
 use std::time::Duration;
 
+use crate::engines::front::Front;
+use crate::spec::family::OptionFamily;
+pub use crate::spec::kinds::{AccessLine, Distribution, EngineKind, RwMode, WriteKind, Zone};
 use crate::spec::options::{lookup, OptionKind};
 use crate::spec::size::{parse_bytes, parse_duration, parse_size_spec, SizeSpec};
+use crate::spec::value::{parse_flag, per_direction};
 use crate::SpecError;
 
 /// Default interval of the per-interval series (`log_interval`): 1 s.
 pub const DEFAULT_LOG_INTERVAL: Duration = Duration::from_secs(1);
-
-/// fio's `rw` modes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RwMode {
-    /// Sequential reads.
-    Read,
-    /// Sequential writes.
-    Write,
-    /// Random reads.
-    RandRead,
-    /// Random writes.
-    RandWrite,
-    /// Sequential mixed reads and writes (`rw`, `readwrite`).
-    ReadWrite,
-    /// Random mixed reads and writes.
-    RandRw,
-    /// Sequential trims (discards).
-    Trim,
-    /// Random trims.
-    RandTrim,
-}
-
-impl RwMode {
-    /// Parse fio's names.
-    pub fn parse(s: &str) -> Option<RwMode> {
-        Some(match s.trim().to_ascii_lowercase().as_str() {
-            "read" => RwMode::Read,
-            "write" => RwMode::Write,
-            "randread" => RwMode::RandRead,
-            "randwrite" => RwMode::RandWrite,
-            "rw" | "readwrite" => RwMode::ReadWrite,
-            "randrw" => RwMode::RandRw,
-            "trim" => RwMode::Trim,
-            "randtrim" => RwMode::RandTrim,
-            _ => return None,
-        })
-    }
-
-    /// fio's canonical name.
-    pub fn name(self) -> &'static str {
-        match self {
-            RwMode::Read => "read",
-            RwMode::Write => "write",
-            RwMode::RandRead => "randread",
-            RwMode::RandWrite => "randwrite",
-            RwMode::ReadWrite => "rw",
-            RwMode::RandRw => "randrw",
-            RwMode::Trim => "trim",
-            RwMode::RandTrim => "randtrim",
-        }
-    }
-
-    /// Whether accesses are random (before `percentage_random`).
-    pub fn is_random(self) -> bool {
-        matches!(
-            self,
-            RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw | RwMode::RandTrim
-        )
-    }
-
-    /// Share of reads in percent implied by the mode, given `rwmixread`.
-    pub fn read_pct(self, rwmixread: u8) -> u8 {
-        match self {
-            RwMode::Read | RwMode::RandRead => 100,
-            RwMode::ReadWrite | RwMode::RandRw => rwmixread,
-            _ => 0,
-        }
-    }
-
-    /// What the non-read direction is.
-    pub fn write_kind(self) -> WriteKind {
-        match self {
-            RwMode::Trim | RwMode::RandTrim => WriteKind::Trim,
-            _ => WriteKind::Write,
-        }
-    }
-}
-
-/// Whether the non-read share of a job writes or trims.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteKind {
-    /// Data writes.
-    Write,
-    /// Discards (TRIM / UNMAP / deallocate).
-    Trim,
-}
-
-/// One zone of a `zoned`/`zoned_abs` distribution: this share of the
-/// accesses goes to this much of the range (the zones follow each other
-/// from the start of the range).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Zone {
-    /// Share of the accesses, percent.
-    pub access_pct: f64,
-    /// Length of the zone.
-    pub len: SizeSpec,
-}
-
-/// How random offsets are distributed over the range (`random_distribution`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Distribution {
-    /// Uniform.
-    Random,
-    /// Zipf with exponent θ (> 0, ≠ 1 not required).
-    Zipf(f64),
-    /// Pareto with shape h (0 < h < 1, as fio).
-    Pareto(f64),
-    /// Normal around the middle of the range, σ in percent of the range.
-    Normal(f64),
-    /// fio's `zoned:` (zone lengths in percent of the range) and
-    /// `zoned_abs:` (zone lengths in bytes): uniform within a zone, zones
-    /// drawn by their access share.
-    Zoned(Vec<Zone>),
-}
-
-impl Distribution {
-    fn parse(key: &str, s: &str) -> Result<Distribution, SpecError> {
-        let bad = |expect: &str| SpecError::BadValue {
-            key: key.to_string(),
-            value: s.to_string(),
-            expect: expect.to_string(),
-        };
-        let t = s.trim().to_ascii_lowercase();
-        let (name, arg) = match t.split_once(':') {
-            Some((n, a)) => (n.to_string(), Some(a.to_string())),
-            None => (t.clone(), None),
-        };
-        let num = |a: Option<String>, what: &str| -> Result<f64, SpecError> {
-            a.ok_or_else(|| bad(what))?
-                .parse::<f64>()
-                .map_err(|_| bad(what))
-        };
-        Ok(match name.as_str() {
-            "zoned" | "zoned_abs" => {
-                Distribution::Zoned(parse_zones(key, s, &arg.unwrap_or_default(), name == "zoned_abs")?)
-            }
-            "random" => Distribution::Random,
-            "zipf" => {
-                let v = num(arg, "zipf:THETA with THETA > 0, e.g. zipf:1.2")?;
-                if !(v > 0.0 && v.is_finite()) {
-                    return Err(bad("zipf:THETA with THETA > 0, e.g. zipf:1.2"));
-                }
-                Distribution::Zipf(v)
-            }
-            "pareto" => {
-                let v = num(arg, "pareto:H with 0 < H < 1, e.g. pareto:0.9")?;
-                if !(v > 0.0 && v < 1.0) {
-                    return Err(bad("pareto:H with 0 < H < 1, e.g. pareto:0.9"));
-                }
-                Distribution::Pareto(v)
-            }
-            "normal" | "gauss" => {
-                let v = match arg {
-                    None => 10.0,
-                    a => num(a, "normal:SIGMA_PERCENT, e.g. normal:10")?,
-                };
-                if !(v > 0.0 && v <= 100.0) {
-                    return Err(bad("normal:SIGMA_PERCENT with 0 < SIGMA <= 100"));
-                }
-                Distribution::Normal(v)
-            }
-            _ => {
-                return Err(bad(
-                    "random, zipf:THETA, pareto:H, normal[:SIGMA%], zoned:ACCESS%/RANGE%:… or zoned_abs:ACCESS%/SIZE:…",
-                ))
-            }
-        })
-    }
-}
-
-/// Parse the zones of `zoned:` / `zoned_abs:`: `ACCESS/RANGE` pairs
-/// separated by `:`; a last pair may leave RANGE empty for the rest of
-/// the range (`zoned` only). The access shares must add up to 100, as must
-/// the range percentages of `zoned`.
-fn parse_zones(key: &str, whole: &str, arg: &str, abs: bool) -> Result<Vec<Zone>, SpecError> {
-    let bad = |why: &str| SpecError::BadValue {
-        key: key.to_string(),
-        value: whole.to_string(),
-        expect: format!(
-            "{} ({why})",
-            if abs {
-                "zoned_abs:ACCESS%/SIZE:… e.g. zoned_abs:60/10m:40/50m"
-            } else {
-                "zoned:ACCESS%/RANGE%:… e.g. zoned:50/5:30/15:20/80"
-            }
-        ),
-    };
-    let mut zones = Vec::new();
-    let parts: Vec<&str> = arg.split(':').filter(|p| !p.trim().is_empty()).collect();
-    if parts.is_empty() {
-        return Err(bad("no zones"));
-    }
-    let mut access = 0.0;
-    let mut range = 0.0f64;
-    for (i, part) in parts.iter().enumerate() {
-        let (a, r) = part
-            .split_once('/')
-            .ok_or_else(|| bad("each zone is ACCESS/RANGE"))?;
-        let a: f64 = a
-            .trim()
-            .parse()
-            .map_err(|_| bad("access share not a number"))?;
-        if !(0.0..=100.0).contains(&a) {
-            return Err(bad("access share outside 0..100"));
-        }
-        access += a;
-        let len = if abs {
-            SizeSpec::Bytes(parse_bytes(key, r)?)
-        } else if r.trim().is_empty() {
-            if i + 1 != parts.len() {
-                return Err(bad("only the last zone may leave its range empty"));
-            }
-            SizeSpec::Percent((100.0f64 - range).max(0.0))
-        } else {
-            let v: f64 = r
-                .trim()
-                .parse()
-                .map_err(|_| bad("range share not a number"))?;
-            SizeSpec::Percent(v)
-        };
-        if let SizeSpec::Percent(v) = len {
-            range += v;
-        }
-        zones.push(Zone { access_pct: a, len });
-    }
-    if (access - 100.0).abs() > 1e-6 {
-        return Err(bad("access shares must add up to 100"));
-    }
-    if !abs && (range - 100.0).abs() > 1e-6 {
-        return Err(bad("range shares must add up to 100"));
-    }
-    Ok(zones)
-}
-
-/// The I/O engine (`ioengine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineKind {
-    /// Linux io_uring with registered buffers and files (default).
-    IoUring,
-    /// pread/pwrite, one I/O at a time per job.
-    Psync,
-    /// No I/O at all: measures the pipeline.
-    Null,
-    /// fio's `sg`: each I/O one SCSI command through SG_IO, one at a time
-    /// ([`drivelab_engine::sg`]).
-    Sg,
-    /// fio's `io_uring_cmd` (`cmd_type=nvme`): each I/O one NVMe command
-    /// through io_uring passthrough to /dev/ngXnY
-    /// ([`drivelab_engine::ucmd`]).
-    IoUringCmd,
-    /// fio's `net`: reads and writes are a socket's receives and sends
-    /// ([`crate::engines::noio::net`]).
-    Net,
-}
-
-impl EngineKind {
-    /// drivelab's engine for a name fio users write: io_uring for the
-    /// asynchronous engines (`libaio`, `posixaio`, `io_uring`), psync for
-    /// the synchronous ones (`sync`, `psync`, `vsync`, `pvsync`, `pvsync2`),
-    /// null for fio's two engines that do no I/O (`null`, `cpp_null`, its
-    /// C++ twin).
-    pub fn from_fio(name: &str) -> Option<EngineKind> {
-        Some(match name.trim().to_ascii_lowercase().as_str() {
-            "io_uring" | "libaio" | "posixaio" => EngineKind::IoUring,
-            "psync" | "sync" | "vsync" | "pvsync" | "pvsync2" => EngineKind::Psync,
-            "null" | "cpp_null" => EngineKind::Null,
-            "sg" => EngineKind::Sg,
-            "io_uring_cmd" => EngineKind::IoUringCmd,
-            "net" => EngineKind::Net,
-            _ => return None,
-        })
-    }
-
-    /// The name fio uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::IoUring => "io_uring",
-            EngineKind::Psync => "psync",
-            EngineKind::Null => "null",
-            EngineKind::Sg => "sg",
-            EngineKind::IoUringCmd => "io_uring_cmd",
-            EngineKind::Net => "net",
-        }
-    }
-}
-
-/// One line of an access specification (Iometer's model, which fio's
-/// `bssplit` + `rwmixread` + `percentage_random` is a special case of).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AccessLine {
-    /// Transfer size in bytes.
-    pub size: u64,
-    /// Share of all accesses, in percent (the lines add up to 100).
-    pub weight: u32,
-    /// Share of this line's accesses that read, in percent.
-    pub read_pct: u8,
-    /// Share of this line's accesses at random offsets, in percent.
-    pub random_pct: u8,
-}
 
 /// One job: what to do to which targets, for how long.
 #[derive(Debug, Clone, PartialEq)]
@@ -354,6 +59,9 @@ pub struct JobSpec {
     pub direct: Option<bool>,
     /// Engine (`ioengine`); default io_uring.
     pub ioengine: EngineKind,
+    /// The front `ioengine` chose ([`crate::engines::registry`]): how the
+    /// job's engine is built and run.
+    pub front: Front,
     /// Rate cap in I/O per second per job (`rate_iops`).
     pub rate_iops: Option<u64>,
     /// Offset distribution for random accesses (`random_distribution`).
@@ -406,7 +114,7 @@ pub struct JobSpec {
     /// Write until the device is full (`fill_device`): the whole block device.
     pub fill_device: bool,
     /// What written data carries and reads check (`verify`).
-    pub verify: Option<crate::job::verify::VerifyKind>,
+    pub verify: Option<crate::job::types::VerifyKind>,
     /// Read back and check what a writing job wrote; check what a reading
     /// job reads (`do_verify`); default on.
     pub do_verify: bool,
@@ -415,13 +123,8 @@ pub struct JobSpec {
     /// What write buffers hold (`buffer_pattern`), repeated from each
     /// buffer's first byte; None: random data.
     pub buffer_pattern: Option<Vec<u8>>,
-    /// The sg engine's options (`sg_write_mode`, `stream_id`, `readfua`, `writefua`).
-    pub sg: crate::engines::sg::SgSpec,
-    /// fio's engine options of io_uring, io_uring_cmd, libaio and pvsync2
-    /// (`cmd_type`, `hipri`, `fixedbufs`, `registerfiles`, `sqthread_poll`,
-    /// `sqthread_poll_cpu`, `nonvectored`, `nowait`, `force_async`,
-    /// `userspace_reap`, `hipri_percentage`).
-    pub engine_opts: crate::engines::engine_opts::EngineOpts,
+    /// Every engine's option block ([`crate::engines::opts::EngineBlocks`]).
+    pub engine: crate::engines::opts::EngineBlocks,
     /// Bytes covered by one verification header (`verify_interval`); default: the smallest block size.
     pub verify_interval: Option<u64>,
     /// Error policy, verify extras, dedupe and compression
@@ -447,7 +150,7 @@ pub struct JobSpec {
     pub filesize: Option<u64>,
     /// Multi-file options and filesystem engines (`nrfiles`,
     /// `file_service_type`, `ioengine=filecreate`, …; [`crate::engines::files`]).
-    pub files: crate::engines::files::FileOptions,
+    pub files: crate::engines::opts::files::FileOptions,
     /// `zonemode`: None when not given (then `zonesize` alone means
     /// strided, as in fio), Some(false) for none, Some(true) for strided.
     pub zonemode_strided: Option<bool>,
@@ -485,20 +188,13 @@ pub struct JobSpec {
     pub steady: crate::job::steadystate::SsSpec,
     /// `zonemode=zbd` and its options ([`crate::job::zbd`]).
     pub zbd: crate::job::zbd::ZbdOptions,
-    /// The e4defrag engine's `donorname` and `inplace` ([`crate::engines::e4defrag`]).
-    pub e4defrag: crate::engines::e4defrag::DefragOpts,
-    /// The cpuio and exec engines and their options ([`crate::engines::noio`]).
-    pub noio: crate::engines::noio::NoIoOpts,
-    /// The net engine's options (`protocol`, `hostname`, `port`, …;
-    /// [`crate::engines::noio::net`]).
-    pub net: crate::engines::noio::net::NetOpts,
 }
 
 impl JobSpec {
     /// fio's `zonemode=strided`, when on: explicitly, or by `zonesize`
     /// alone; `zonerange` defaults to `zonesize`. `zonemode=strided`
     /// without `zonesize` is an error (as in fio).
-    pub fn strided(&self) -> Result<Option<crate::job::gen::Strided>, SpecError> {
+    pub fn strided(&self) -> Result<Option<crate::job::types::Strided>, SpecError> {
         let on = self.zonemode_strided.unwrap_or(self.zonesize > 0);
         if !on {
             return Ok(None);
@@ -508,7 +204,7 @@ impl JobSpec {
                 "zonemode=strided needs zonesize (the bytes to transfer in each zone), e.g. zonesize=256m".to_string(),
             ));
         }
-        Ok(Some(crate::job::gen::Strided {
+        Ok(Some(crate::job::types::Strided {
             size: self.zonesize,
             range: if self.zonerange > 0 {
                 self.zonerange
@@ -542,6 +238,7 @@ impl Default for JobSpec {
             ramp_time: Duration::ZERO,
             direct: None,
             ioengine: EngineKind::IoUring,
+            front: Front::new(&crate::engines::fronts::block::IO_URING),
             rate_iops: None,
             random_distribution: Distribution::Random,
             randommap: false,
@@ -569,8 +266,7 @@ impl Default for JobSpec {
             do_verify: true,
             verify_pattern: None,
             buffer_pattern: None,
-            sg: crate::engines::sg::SgSpec::default(),
-            engine_opts: crate::engines::engine_opts::EngineOpts::default(),
+            engine: crate::engines::opts::EngineBlocks::default(),
             verify_interval: None,
             errkeys: crate::job::error_policy::ErrKeys::default(),
             randrepeat: true,
@@ -581,12 +277,9 @@ impl Default for JobSpec {
             loops: 1,
             wait_for: None,
             filesize: None,
-            files: crate::engines::files::FileOptions::default(),
+            files: crate::engines::opts::files::FileOptions::default(),
             zonemode_strided: None,
             zbd: crate::job::zbd::ZbdOptions::default(),
-            e4defrag: crate::engines::e4defrag::DefragOpts::default(),
-            noio: crate::engines::noio::NoIoOpts::default(),
-            net: crate::engines::noio::net::NetOpts::default(),
             zonesize: 0,
             zonerange: 0,
             zoneskip: 0,
@@ -604,22 +297,6 @@ impl Default for JobSpec {
             lat_target: Default::default(),
             steady: Default::default(),
         }
-    }
-}
-
-/// Split fio's per-direction value `READ[,WRITE[,TRIM]]`. One value applies
-/// to every direction; an empty part leaves that direction as it was; a
-/// missing trim part follows the write part.
-pub(crate) fn per_direction(v: &str) -> [Option<&str>; 3] {
-    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
-    fn some(s: &str) -> Option<&str> {
-        (!s.is_empty()).then_some(s)
-    }
-    match parts.as_slice() {
-        [one] => [some(one), some(one), some(one)],
-        [r, w] => [some(r), some(w), some(w)],
-        [r, w, t, ..] => [some(r), some(w), some(t).or(some(w))],
-        [] => [None, None, None],
     }
 }
 
@@ -733,20 +410,6 @@ pub fn check_total_jobs<'a>(jobs: impl IntoIterator<Item = &'a JobSpec>) -> Resu
     Err(SpecError::Invalid(format!(
         "the run asks for {total} job threads in all (numjobs summed over {sections} jobs; '{name}' alone has {n}); at most {MAX_TOTAL_JOBS} may run: lower numjobs or use fewer job sections"
     )))
-}
-
-/// A 0/1 option as fio spells it (bare: on); every option module's flags
-/// parse through this one.
-pub(crate) fn parse_flag(key: &str, v: &str) -> Result<bool, SpecError> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "" | "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(SpecError::BadValue {
-            key: key.to_string(),
-            value: v.to_string(),
-            expect: "1 or 0".to_string(),
-        }),
-    }
 }
 
 /// A whole number within the bounds the option table declares for `key`.
@@ -1016,38 +679,48 @@ impl JobSpec {
             "buffered" => self.direct = Some(!parse_flag(key, v)?),
             "ioengine" => {
                 let name = v.trim().to_ascii_lowercase();
-                self.files.engine = None;
-                // cpuio and exec move no data: planned as the null engine's
-                // jobs, run by crate::engines::noio.
-                self.noio.engine = crate::engines::noio::NoIoEngine::from_fio(&name);
-                if self.noio.engine.is_some() {
-                    self.ioengine = EngineKind::Null;
-                    self.ioengine_as_written = None;
-                    return Ok(());
-                }
-                if let Some(e) = crate::engines::files::FileEngine::from_fio(&name) {
-                    // One file operation per I/O, one at a time: psync's loop.
-                    self.files.set_engine(e);
-                    self.ioengine = EngineKind::Psync;
-                    self.ioengine_as_written = None;
-                    return Ok(());
-                }
-                self.ioengine = EngineKind::from_fio(&name).ok_or_else(|| SpecError::BadValue {
+                let front = crate::engines::registry::lookup(&name).ok_or_else(|| SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
                     expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), net (sockets), a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, e4defrag (ext4 extent moves), or cpuio (burn CPU) or exec (run a program)".to_string(),
                 })?;
-                self.ioengine_as_written = (name != self.ioengine.name()).then_some(name);
+                self.files.engine = None;
+                self.engine.noio.engine = None;
+                front.choose(self, &name);
+                self.front = Front::new(front);
             }
             _ => return self.set_pacing_value(key, v),
         }
         Ok(())
     }
 
+    /// The option family that declares `key`, if one does.
+    fn family_of(&mut self, key: &str) -> Option<&mut dyn OptionFamily> {
+        let families: [&mut dyn OptionFamily; 7] = [
+            &mut self.lat_target,
+            &mut self.steady,
+            &mut self.flow,
+            &mut self.prio,
+            &mut self.numa,
+            &mut self.batch,
+            &mut self.errkeys,
+        ];
+        families.into_iter().find(|f| f.keys().contains(&key))
+    }
+
     /// `set_value`'s keys of pacing, job groups and the option families
     /// declared beside their stages (latency target, steady state, flow,
     /// priorities, batching, NUMA, the engines' blocks).
     fn set_pacing_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        // An engine's option: its front sets it in its block; a family's
+        // (latency target, steady state, flow, priorities, NUMA, batching,
+        // the error policy): the family sets it.
+        if let Some(front) = crate::engines::registry::option_owner(key) {
+            return front.set(self, key, v);
+        }
+        if let Some(family) = self.family_of(key) {
+            return family.set(key, v);
+        }
         match key {
             "rate_iops" => {
                 if v.contains(',') {
@@ -1122,47 +795,16 @@ impl JobSpec {
             "thinktime" => self.thinktime = parse_usec(key, v)?,
             "thinktime_spin" => self.thinktime_spin = parse_usec(key, v)?,
             "thinktime_blocks" => self.thinktime_blocks = parse_declared(key, v)? as u32,
-            k if crate::job::latency_target::KEYS.contains(&k) => self.lat_target.set(k, v)?,
-            k if crate::job::steadystate::KEYS.contains(&k) => self.steady.set(k, v)?,
             "zonesize" => self.zonesize = parse_bytes(key, v)?,
             "zonerange" => self.zonerange = parse_bytes(key, v)?,
             "zoneskip" => self.zoneskip = parse_bytes(key, v)?,
-            "flow" => self.flow.weight = parse_declared(key, v)? as u32,
-            "flow_id" => self.flow.id = parse_declared(key, v)? as u32,
-            "flow_sleep" => self.flow.sleep_us = parse_declared(key, v)?,
             "exit_what" => self.exit_what = crate::job::flow::ExitWhat::parse(key, v)?,
-            "prio" => self.prio.prio = Some(parse_declared(key, v)? as u8),
-            "prioclass" => self.prio.prioclass = Some(parse_declared(key, v)? as u8),
-            "cmdprio_percentage" | "cmdprio_class" | "cmdprio" | "cmdprio_bssplit" => {
-                self.prio.set_cmd(key, v)?
-            }
-            "numa_cpu_nodes" => {
-                let online = crate::job::numa::online_nodes();
-                self.numa.cpu_nodes = Some(crate::job::numa::parse_nodes(key, v, &online)?);
-            }
-            "numa_mem_policy" => {
-                let online = crate::job::numa::online_nodes();
-                self.numa.mem = Some(crate::job::numa::parse_mem_policy(key, v, &online)?);
-            }
-            "iodepth_batch" => self.batch.submit = Some(parse_declared(key, v)? as u32),
-            "iodepth_batch_complete_min" => {
-                self.batch.complete_min = Some(parse_declared(key, v)? as u32)
-            }
-            "iodepth_batch_complete_max" => {
-                self.batch.complete_max = Some(parse_declared(key, v)? as u32)
-            }
-            "iodepth_low" => self.batch.low = Some(parse_declared(key, v)? as u32),
             "filesize" => {
-                let (b, range) = crate::engines::files::parse_filesize(key, v)?;
+                let (b, range) = crate::engines::opts::files::parse_filesize(key, v)?;
                 self.filesize = Some(b);
                 self.files.filesize_range = range;
             }
-            k if crate::engines::e4defrag::DefragOpts::KEYS.contains(&k) => {
-                self.e4defrag.set(k, v)?
-            }
-            k if crate::engines::noio::NoIoOpts::KEYS.contains(&k) => self.noio.set(k, v)?,
-            k if crate::engines::noio::net::KEYS.contains(&k) => self.net.set(k, v)?,
-            k if crate::engines::files::FileOptions::KEYS.contains(&k) => {
+            k if crate::engines::opts::files::FileOptions::KEYS.contains(&k) => {
                 if let Some(r) = self.files.set(k, v) {
                     r?;
                 }
@@ -1195,19 +837,16 @@ impl JobSpec {
     /// randomness, file naming, fio's log files and alignment.
     fn set_data_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         match key {
-            k if crate::job::error_policy::ErrKeys::handles(k) => self.errkeys.set(key, v)?,
-            "verify" => self.verify = crate::job::verify::VerifyKind::parse(key, v)?,
+            "verify" => self.verify = crate::job::types::VerifyKind::parse(key, v)?,
             "do_verify" => self.do_verify = parse_flag(key, v)?,
             "buffer_pattern" => {
                 self.buffer_pattern = Some(crate::spec::fio_pattern::parse(key, v)?)
             }
-            "sg_write_mode" | "stream_id" | "readfua" | "writefua" => self.sg.set(key, v)?,
-            k if crate::engines::engine_opts::KEYS.contains(&k) => self.engine_opts.set(key, v)?,
             "verify_pattern" => {
                 self.verify_pattern = Some(crate::spec::fio_pattern::parse(key, v)?);
                 if self.verify.is_none() {
                     // fio: a pattern alone means verify=pattern.
-                    self.verify = Some(crate::job::verify::VerifyKind::Pattern);
+                    self.verify = Some(crate::job::types::VerifyKind::Pattern);
                 }
             }
             "verify_interval" => {
@@ -1662,7 +1301,7 @@ mod tests {
         let mut j = JobSpec::default();
         j.set("verify_pattern", Some("0xaa555aa5")).unwrap();
         assert_eq!(j.verify_pattern, Some(vec![0xaa, 0x55, 0x5a, 0xa5]));
-        assert_eq!(j.verify, Some(crate::job::verify::VerifyKind::Pattern));
+        assert_eq!(j.verify, Some(crate::job::types::VerifyKind::Pattern));
         j.set("verify_pattern", Some("\"ab\"")).unwrap();
         assert_eq!(j.verify_pattern, Some(b"ab".to_vec()));
         assert!(j.set("verify_interval", Some("100")).is_err());

@@ -4,9 +4,12 @@
 //! is declared once in [`options::OPTIONS`] and set through
 //! [`JobSpec::set`](jobspec::JobSpec::set).
 
+pub mod family;
 pub mod fio_pattern;
 pub mod jobfile;
 pub mod jobspec;
+pub mod kinds;
 pub mod options;
 pub mod presets;
 pub mod size;
+pub mod value;

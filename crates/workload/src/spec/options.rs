@@ -1109,7 +1109,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         "1",
         "files per job when fio names them ($jobname.$jobnum.$filenum in directory)",
         1,
-        crate::engines::files::MAX_FILES,
+        crate::engines::opts::files::MAX_FILES,
         "files"
     ),
     opt!(
@@ -1119,7 +1119,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         "nrfiles",
         "files open at once: below nrfiles, psync/io_uring jobs open and close files as file_service_type moves (filesystem engines open none)",
         1,
-        crate::engines::files::MAX_FILES,
+        crate::engines::opts::files::MAX_FILES,
         "files"
     ),
     opt!(
@@ -1409,6 +1409,19 @@ pub fn help_text() -> String {
         s.push_str(&format!("  --{names:<26} {} [{extra}]\n", d.help));
     }
     s
+}
+
+/// A whole number within the bounds the option table declares for `key`.
+pub(crate) fn parse_bounded(key: &str, v: &str) -> Result<u64, SpecError> {
+    let (min, max) = bounds(key);
+    match v.trim().parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(SpecError::BadValue {
+            key: key.to_string(),
+            value: v.to_string(),
+            expect: format!("a whole number from {min} to {max}"),
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -24,78 +24,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::engines::noio::{parse_bounded, End, Tally};
-use crate::spec::jobspec::parse_flag;
-use crate::SpecError;
-
-/// fio's default `cpuchunks`, µs.
-pub const DEFAULT_CHUNK_US: u64 = 50_000;
+use crate::engines::noio::tally::{End, Tally};
+pub use crate::engines::opts::noio::{CpuMode, CpuOpts, DEFAULT_CHUNK_US};
 
 /// How many 32-bit numbers a qsort round sorts (fio's 256 Ki).
 pub const QSORT_LEN: usize = 256 << 10;
-
-/// How the CPU is kept busy.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum CpuMode {
-    /// Spin on the clock for the chunk.
-    #[default]
-    Noop,
-    /// Sort an array (more work per cycle, more power drawn).
-    Qsort,
-}
-
-/// The cpuio engine's options.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuOpts {
-    /// `cpuload`: percent of one CPU (None: not given).
-    pub cpuload: Option<u32>,
-    /// `cpuchunks`: length of each burn, µs.
-    pub chunk_us: u64,
-    /// `cpumode`.
-    pub mode: CpuMode,
-    /// `exit_on_io_done`.
-    pub exit_on_io_done: bool,
-}
-
-impl Default for CpuOpts {
-    fn default() -> Self {
-        CpuOpts {
-            cpuload: None,
-            chunk_us: DEFAULT_CHUNK_US,
-            mode: CpuMode::Noop,
-            exit_on_io_done: false,
-        }
-    }
-}
-
-impl CpuOpts {
-    /// Keys this engine takes.
-    pub const KEYS: &'static [&'static str] =
-        &["cpuload", "cpuchunks", "cpumode", "exit_on_io_done"];
-
-    /// Set one of [`CpuOpts::KEYS`].
-    pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
-        match key {
-            "cpuload" => self.cpuload = Some(parse_bounded(key, v)? as u32),
-            "cpuchunks" => self.chunk_us = parse_bounded(key, v)?,
-            "cpumode" => {
-                self.mode = match v.trim().to_ascii_lowercase().as_str() {
-                    "noop" => CpuMode::Noop,
-                    "qsort" => CpuMode::Qsort,
-                    _ => {
-                        return Err(SpecError::BadValue {
-                            key: key.to_string(),
-                            value: v.to_string(),
-                            expect: "noop (spin) or qsort (sort arrays)".to_string(),
-                        })
-                    }
-                }
-            }
-            _ => self.exit_on_io_done = parse_flag(key, v)?,
-        }
-        Ok(())
-    }
-}
 
 /// The sleep after a burn of `burn_us` that makes the burns `load`
 /// percent of the time (fio's think time for the engine).

@@ -46,66 +46,14 @@ use std::time::{Duration, Instant};
 
 use drivelab_device::output::{Output, OutputFile};
 
-use crate::engines::noio::{parse_bounded, End, Tally};
+use crate::engines::noio::tally::{End, Tally};
+pub use crate::engines::opts::noio::ExecOpts;
 use crate::job::outcome::JobError;
-use crate::spec::jobspec::parse_flag;
-use crate::SpecError;
+pub use crate::job::types::ProgramFailure;
 
 /// How long each look at the program sleeps, and the think time after it
 /// (fio's engine sets both to 50 ms).
 pub const POLL: Duration = Duration::from_millis(50);
-
-/// The exec engine's options.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecOpts {
-    /// `program`.
-    pub program: Option<String>,
-    /// `arguments`, as written (`%r`, `%n` not yet replaced).
-    pub arguments: Option<String>,
-    /// `grace_time`, seconds.
-    pub grace_s: u64,
-    /// `std_redirect`.
-    pub std_redirect: bool,
-}
-
-impl Default for ExecOpts {
-    fn default() -> Self {
-        ExecOpts {
-            program: None,
-            arguments: None,
-            grace_s: 1,
-            std_redirect: true,
-        }
-    }
-}
-
-impl ExecOpts {
-    /// Set `program`, `arguments`, `grace_time` or `std_redirect`.
-    pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
-        match key {
-            "program" => {
-                let t = v.trim();
-                if t.is_empty() {
-                    return Err(SpecError::MissingValue(key.to_string()));
-                }
-                self.program = Some(t.to_string());
-            }
-            "arguments" => self.arguments = Some(v.trim().to_string()),
-            "grace_time" => self.grace_s = parse_bounded(key, v)?,
-            _ => self.std_redirect = parse_flag(key, v)?,
-        }
-        Ok(())
-    }
-}
-
-/// A program that ended on its own with a failure: the job's error.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProgramFailure {
-    /// The job's `error`: the exit status, or 128 + the signal.
-    pub status: i32,
-    /// In words, for the job's error detail.
-    pub words: String,
-}
 
 /// `arguments` with fio's `%r` (the runtime in whole seconds) and then
 /// `%n` (the job's name) replaced.
@@ -147,7 +95,7 @@ fn locate(program: &str) -> Option<PathBuf> {
 /// An exec job's checks before anything runs: a program, found and
 /// executable (the message names the key).
 pub fn check(spec: &crate::JobSpec) -> Result<(), String> {
-    let Some(program) = spec.noio.exec.program.as_deref() else {
+    let Some(program) = spec.engine.noio.exec.program.as_deref() else {
         return Err(format!(
             "job '{}': ioengine=exec needs program (the program to run, e.g. program=/usr/bin/vmstat)",
             spec.name
@@ -192,7 +140,7 @@ fn start(
     spec: &crate::JobSpec,
     runtime: Option<Duration>,
 ) -> Result<(Child, Vec<OutputFile>), JobError> {
-    let o = &spec.noio.exec;
+    let o = &spec.engine.noio.exec;
     let program = o.program.as_deref().unwrap_or_default();
     let runtime_s = runtime.map_or(0, |r| r.as_secs());
     let args = argv(program, o.arguments.as_deref(), runtime_s, &spec.name);
@@ -276,7 +224,7 @@ pub(crate) fn run(
     end: &End<'_>,
     tally: &mut Tally,
 ) -> Result<Option<ProgramFailure>, JobError> {
-    let program = spec.noio.exec.program.clone().unwrap_or_default();
+    let program = spec.engine.noio.exec.program.clone().unwrap_or_default();
     let t = Instant::now();
     let (mut child, files) = start(spec, runtime)?;
     tally.record(t, Instant::now());
@@ -303,7 +251,10 @@ pub(crate) fn run(
     }
     match exited {
         Some(_) => {}
-        None => end_program(&mut child, Duration::from_secs(spec.noio.exec.grace_s)),
+        None => end_program(
+            &mut child,
+            Duration::from_secs(spec.engine.noio.exec.grace_s),
+        ),
     }
     // fio counts the end, grace time included, as the job's last "I/O".
     tally.record(t, Instant::now());

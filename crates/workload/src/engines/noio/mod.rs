@@ -1,9 +1,10 @@
 //! fio's engines that move no device blocks: `ioengine=net` (a socket's
 //! sends and receives, [`net`]), and the two that move no data at all: `ioengine=cpuio` (burn a share of
 //! one CPU, [`crate::engines::noio::cpuio`]) and `ioengine=exec` (run a program beside the
-//! other jobs, [`crate::engines::noio::exec`]). What they share: the engine choice and
-//! options of a job, the checks made before anything runs, and the way fio
-//! counts their work.
+//! other jobs, [`crate::engines::noio::exec`]). What they share: the checks
+//! made before anything runs and the way fio counts their work. Their
+//! options are blocks of [`crate::engines::opts`]; their fronts, which choose
+//! and run them, are in [`crate::engines::fronts`].
 //!
 //! fio runs both through its I/O loop as "I/Os" of zero bytes: a cpuio
 //! job's every burn (one `cpuchunks` of spinning, or one round of sorts),
@@ -20,97 +21,22 @@
 pub mod cpuio;
 pub mod exec;
 pub mod net;
+pub mod tally;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
-use drivelab_stats::TimeSeries;
-
+pub use crate::engines::opts::noio::{NoIoEngine, NoIoOpts};
 use crate::job::io_loop::JobConfig;
 use crate::job::outcome::{JobError, JobOutcome};
 use crate::plan::model::{Plan, PlannedJob};
 use crate::{PlanError, SpecError};
-
-/// Which of the two engines a job runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoIoEngine {
-    /// `cpuio`: burn CPU.
-    Cpu,
-    /// `exec`: run a program.
-    Exec,
-}
-
-impl NoIoEngine {
-    /// The engine for fio's name, if it is one of these.
-    pub fn from_fio(name: &str) -> Option<NoIoEngine> {
-        match name {
-            "cpuio" => Some(NoIoEngine::Cpu),
-            "exec" => Some(NoIoEngine::Exec),
-            _ => None,
-        }
-    }
-
-    /// fio's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            NoIoEngine::Cpu => "cpuio",
-            NoIoEngine::Exec => "exec",
-        }
-    }
-}
-
-/// A job's engine (when it is one of these) and both engines' options.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct NoIoOpts {
-    /// The engine (None: the job does I/O).
-    pub engine: Option<NoIoEngine>,
-    /// `cpuload`, `cpuchunks`, `cpumode`, `exit_on_io_done`.
-    pub cpu: crate::engines::noio::cpuio::CpuOpts,
-    /// `program`, `arguments`, `grace_time`, `std_redirect`.
-    pub exec: crate::engines::noio::exec::ExecOpts,
-}
-
-impl NoIoOpts {
-    /// The keys of both engines.
-    pub const KEYS: &'static [&'static str] = &[
-        "cpuload",
-        "cpuchunks",
-        "cpumode",
-        "exit_on_io_done",
-        "program",
-        "arguments",
-        "grace_time",
-        "std_redirect",
-    ];
-
-    /// Set one of [`NoIoOpts::KEYS`] (value as written).
-    pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
-        if crate::engines::noio::cpuio::CpuOpts::KEYS.contains(&key) {
-            self.cpu.set(key, v)
-        } else {
-            self.exec.set(key, v)
-        }
-    }
-}
-
-/// A whole number within the bounds the option table declares for `key`.
-pub(crate) fn parse_bounded(key: &str, v: &str) -> Result<u64, SpecError> {
-    let (min, max) = crate::spec::options::bounds(key);
-    match v.trim().parse::<u64>() {
-        Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ => Err(SpecError::BadValue {
-            key: key.to_string(),
-            value: v.to_string(),
-            expect: format!("a whole number from {min} to {max}"),
-        }),
-    }
-}
+use tally::{End, Tally};
 
 /// The checks of a cpuio or exec job before anything runs (bad input:
 /// one line naming the key).
 pub fn check(spec: &crate::JobSpec) -> Result<(), PlanError> {
     let bad = |why: String| PlanError::Spec(SpecError::Invalid(why));
-    let Some(engine) = spec.noio.engine else {
+    let Some(engine) = spec.engine.noio.engine else {
         return Ok(());
     };
     // What drivelab does not do for these jobs is refused, not ignored.
@@ -135,16 +61,16 @@ pub fn check(spec: &crate::JobSpec) -> Result<(), PlanError> {
             engine.name()
         )));
     }
-    match spec.noio.engine {
+    match spec.engine.noio.engine {
         None => Ok(()),
         Some(NoIoEngine::Cpu) => {
-            if spec.noio.cpu.cpuload.is_none() {
+            if spec.engine.noio.cpu.cpuload.is_none() {
                 return Err(bad(format!(
                     "job '{}': ioengine=cpuio needs cpuload (the percentage of one CPU to burn, 1 to 100)",
                     spec.name
                 )));
             }
-            if spec.runtime.is_none() && !spec.noio.cpu.exit_on_io_done {
+            if spec.runtime.is_none() && !spec.engine.noio.cpu.exit_on_io_done {
                 return Err(bad(format!(
                     "job '{}': a cpuio job burns until its runtime ends (fio's never ends without one): give runtime, or exit_on_io_done=1 beside an I/O job",
                     spec.name
@@ -178,8 +104,8 @@ fn stonewall_groups(jobs: &[PlannedJob]) -> Vec<usize> {
 pub fn check_groups(jobs: &[PlannedJob]) -> Result<(), PlanError> {
     let groups = stonewall_groups(jobs);
     for (i, j) in jobs.iter().enumerate() {
-        let cpu = &j.spec.noio.cpu;
-        let lone = j.spec.noio.engine == Some(NoIoEngine::Cpu)
+        let cpu = &j.spec.engine.noio.cpu;
+        let lone = j.spec.engine.noio.engine == Some(NoIoEngine::Cpu)
             && cpu.exit_on_io_done
             && j.runtime.is_none();
         let io_beside = jobs
@@ -198,7 +124,7 @@ pub fn check_groups(jobs: &[PlannedJob]) -> Result<(), PlanError> {
 
 /// Whether a job runs one of these engines.
 pub fn is_noio(spec: &crate::JobSpec) -> bool {
-    spec.noio.engine.is_some()
+    spec.engine.noio.engine.is_some()
 }
 
 /// What a running cpuio or exec job watches: the run's stop flag, its
@@ -229,7 +155,7 @@ pub(crate) fn run(
     };
     let deadline = job.runtime.map(|r| tally.start + r);
     let end = End::new(deadline, &ended);
-    let mut o = match job.spec.noio.engine {
+    let mut o = match job.spec.engine.noio.engine {
         Some(NoIoEngine::Exec) => {
             let program =
                 crate::engines::noio::exec::run(&job.spec, job.runtime, &end, &mut tally)?;
@@ -261,7 +187,7 @@ pub(crate) fn run(
                         .iter()
                         .all(|&i| w.finished[i].load(Ordering::Acquire))
             };
-            crate::engines::noio::cpuio::run(&job.spec.noio.cpu, &end, &io_done, &mut tally);
+            crate::engines::noio::cpuio::run(&job.spec.engine.noio.cpu, &end, &io_done, &mut tally);
             tally.finish()
         }
     };
@@ -272,126 +198,6 @@ pub(crate) fn run(
     Ok(o)
 }
 
-/// When a job's work ends: its runtime's end, or the run stopped or its
-/// group ended (`exitall`).
-pub(crate) struct End<'a> {
-    /// The end of the runtime (None: no runtime).
-    pub(crate) deadline: Option<Instant>,
-    ended: &'a dyn Fn() -> bool,
-}
-
-impl<'a> End<'a> {
-    /// An end at `deadline` or when `ended` says so.
-    pub(crate) fn new(deadline: Option<Instant>, ended: &'a dyn Fn() -> bool) -> End<'a> {
-        End { deadline, ended }
-    }
-
-    /// Whether the job is to end now.
-    pub(crate) fn reached(&self, now: Instant) -> bool {
-        (self.ended)() || self.deadline.is_some_and(|d| now >= d)
-    }
-
-    /// Sleep `d`, cut at the deadline and in slices of at most 20 ms so
-    /// that a stop is seen soon.
-    pub(crate) fn sleep(&self, d: Duration) {
-        let until = Instant::now() + d;
-        let until = self.deadline.map_or(until, |dl| until.min(dl));
-        loop {
-            let now = Instant::now();
-            if now >= until || (self.ended)() {
-                return;
-            }
-            std::thread::sleep((until - now).min(Duration::from_millis(20)));
-        }
-    }
-}
-
-/// The job's zero-byte "I/Os" counted as fio counts them (see the module
-/// docs), with the thread's CPU time from its start.
-pub(crate) struct Tally<'a> {
-    /// When the job started.
-    pub(crate) start: Instant,
-    outcome: JobOutcome,
-    series: TimeSeries,
-    progress: &'a AtomicU64,
-    live: Option<std::sync::Arc<crate::job::outcome::LiveCounters>>,
-    status: Option<std::sync::Arc<crate::run::status::StatusCell>>,
-    usage: drivelab_engine::sys::ThreadUsage,
-    faults: (u64, u64),
-}
-
-impl<'a> Tally<'a> {
-    fn new(job: &PlannedJob, cfg: &JobConfig, progress: &'a AtomicU64) -> Result<Self, JobError> {
-        let start = Instant::now();
-        let interval = cfg.log_interval.as_nanos().max(1) as u64;
-        Ok(Tally {
-            start,
-            outcome: crate::run::status::nothing_done(job),
-            series: TimeSeries::new(interval, start)
-                .map_err(|e| JobError::Config(e.to_string()))?,
-            progress,
-            live: cfg.live.clone(),
-            status: cfg.status.clone(),
-            usage: drivelab_engine::sys::thread_usage(),
-            faults: crate::job::samples::thread_faults(),
-        })
-    }
-
-    /// One "I/O" that took from `from` to `to`.
-    pub(crate) fn record(&mut self, from: Instant, to: Instant) {
-        let lat = to.saturating_duration_since(from).as_nanos() as u64;
-        let t = to.saturating_duration_since(self.start).as_nanos() as u64;
-        let o = &mut self.outcome;
-        let d = &mut o.dirs[0];
-        d.ios += 1;
-        d.lat.record(lat);
-        d.moments.record(lat as f64);
-        o.per_target[0][0].0 += 1;
-        let s = &mut o.samples;
-        s.depth.queued(1);
-        s.depth.reaped();
-        s.depth.turn();
-        while s.rates.due(t) {
-            s.rates.close();
-        }
-        s.rates.add(0, 0);
-        s.lat.record(lat);
-        self.series.record(t, lat, 0);
-        self.progress.store(d.ios, Ordering::Relaxed);
-        if let Some(l) = &self.live {
-            l.ios[0].store(d.ios, Ordering::Relaxed);
-        }
-        // --status-interval: a copy of what the job did so far (the cell
-        // puts in the CPU time and faults).
-        if let Some(c) = self.status.as_ref().filter(|c| c.due()) {
-            let mut o = self.outcome.clone();
-            o.runtime_ns = t;
-            o.samples.elapsed_ns = t;
-            o.series = self.series.clone().finish(t);
-            c.answer(o);
-        }
-    }
-
-    /// The outcome, timed and with the thread's CPU use to now.
-    fn finish(self) -> JobOutcome {
-        let mut o = self.outcome;
-        let elapsed = self.start.elapsed().as_nanos() as u64;
-        o.runtime_ns = elapsed;
-        o.samples.elapsed_ns = elapsed;
-        o.series = self.series.finish(elapsed);
-        let u = drivelab_engine::sys::thread_usage();
-        o.cpu_user_ns = u.user_ns.saturating_sub(self.usage.user_ns);
-        o.cpu_sys_ns = u.system_ns.saturating_sub(self.usage.system_ns);
-        o.ctx_switches = u
-            .context_switches
-            .saturating_sub(self.usage.context_switches);
-        let (minf, majf) = crate::job::samples::thread_faults();
-        o.samples.minf = minf.saturating_sub(self.faults.0);
-        o.samples.majf = majf.saturating_sub(self.faults.1);
-        o
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -400,12 +206,12 @@ mod tests {
     fn the_engines_are_chosen_by_fio_names_and_keep_them() {
         let mut j = crate::JobSpec::default();
         j.set("ioengine", Some("cpuio")).unwrap();
-        assert_eq!(j.noio.engine, Some(NoIoEngine::Cpu));
+        assert_eq!(j.engine.noio.engine, Some(NoIoEngine::Cpu));
         assert_eq!(crate::engines::files::engine_name(&j), "cpuio");
         j.set("ioengine", Some("exec")).unwrap();
         assert_eq!(crate::engines::files::engine_name(&j), "exec");
         j.set("ioengine", Some("psync")).unwrap();
-        assert_eq!(j.noio.engine, None);
+        assert_eq!(j.engine.noio.engine, None);
         assert_eq!(crate::engines::files::engine_name(&j), "psync");
     }
 
@@ -454,7 +260,7 @@ mod tests {
         }
         j.set("cpuload", Some("100")).unwrap();
         j.set("cpumode", Some("qsort")).unwrap();
-        assert_eq!(j.noio.cpu.cpuload, Some(100));
+        assert_eq!(j.engine.noio.cpu.cpuload, Some(100));
     }
 
     #[test]
