@@ -731,25 +731,10 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 z.completed(&io);
             }
         }
-        if d.result < 0 {
-            return self.failed(io, -d.result, None);
-        }
-        if d.result == 0
-            && matches!(io.op, Op::Read | Op::Write)
-            && io.len > 0
-            && self.cfg.stream_end.is_none()
-        {
-            // Nothing moved inside the range the job was given: the target
-            // now ends before it (a disk deleted mid-run reads as empty).
-            // fio fails such an I/O with EIO ("full resid"); counted as a
-            // success it would add an I/O per loop turn and no byte.
-            return self.failed(
-                io,
-                libc::EIO,
-                Some(
-                    "no byte moved: the target now ends before this range (it shrank or vanished)",
-                ),
-            );
+        if d.result <= 0 {
+            if let Some(after) = self.nothing_moved(io, d.result) {
+                return after;
+            }
         }
         let bytes = d.result as u64;
         if io.op != Op::Fsync && bytes < u64::from(io.len) {
@@ -918,6 +903,28 @@ pub fn run_job<E: Engine>(
 }
 
 impl<'a, const FILL: bool> JobDriver<'a, FILL> {
+    /// A completion that moved no byte (`result` ≤ 0): a failed I/O, or a
+    /// read or write that found the target ending before its range (a
+    /// disk deleted mid-run reads as empty). fio fails the latter with EIO
+    /// ("full resid"); counted as a success it would add an I/O per loop
+    /// turn and no byte. None for a flush, and for a stream its peer ended.
+    #[cold]
+    fn nothing_moved(&mut self, io: IoDesc, result: i32) -> Option<After> {
+        if result < 0 {
+            return Some(self.failed(io, -result, None));
+        }
+        let empty = matches!(io.op, Op::Read | Op::Write) && io.len > 0;
+        (empty && self.cfg.stream_end.is_none()).then(|| {
+            self.failed(
+                io,
+                libc::EIO,
+                Some(
+                    "no byte moved: the target now ends before this range (it shrank or vanished)",
+                ),
+            )
+        })
+    }
+
     /// A failed I/O (`errno`): counted as fio counts it, kept for the
     /// report, and whether the job goes on is the error policy's.
     #[cold]
