@@ -160,17 +160,6 @@ impl PrioOpts {
     pub fn has_cmdprio(&self) -> bool {
         self.bssplit.is_some() || self.cmd_pct != [0, 0]
     }
-
-    /// Checks between options (fio's): percentage and bssplit exclude
-    /// each other.
-    pub fn validate(&self) -> Result<(), SpecError> {
-        if self.bssplit.is_some() && self.cmd_pct != [0, 0] {
-            return Err(SpecError::Invalid(
-                "cmdprio_percentage and cmdprio_bssplit exclude each other: give one".to_string(),
-            ));
-        }
-        Ok(())
-    }
 }
 
 /// Set up the job's thread as fio does before its engine: NUMA placement
@@ -346,6 +335,17 @@ impl crate::spec::family::OptionFamily for PrioOpts {
                 self.prioclass = Some(crate::spec::options::parse_bounded(key, v)? as u8)
             }
             _ => self.set_cmd(key, v)?,
+        }
+        Ok(())
+    }
+
+    /// Checks between options (fio's): percentage and bssplit exclude
+    /// each other.
+    fn check(&self) -> Result<(), SpecError> {
+        if self.bssplit.is_some() && self.cmd_pct != [0, 0] {
+            return Err(SpecError::Invalid(
+                "cmdprio_percentage and cmdprio_bssplit exclude each other: give one".to_string(),
+            ));
         }
         Ok(())
     }

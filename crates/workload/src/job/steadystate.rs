@@ -100,21 +100,6 @@ impl SsSpec {
     pub fn intervals(&self) -> usize {
         (self.duration.as_nanos() / self.interval.as_nanos().max(1)) as usize
     }
-
-    /// The window must hold a whole number of intervals, more than one.
-    pub fn validate(&self) -> Result<(), SpecError> {
-        if !self.enabled() {
-            return Ok(());
-        }
-        let (d, i) = (self.duration.as_nanos(), self.interval.as_nanos());
-        if d % i != 0 || d <= i {
-            return Err(SpecError::Invalid(format!(
-                "steadystate_duration ({:?}) must be a whole multiple of steadystate_check_interval ({:?}), more than one: give e.g. ss_dur=30s",
-                self.duration, self.interval
-            )));
-        }
-        Ok(())
-    }
 }
 
 /// What a job of a steady-state run is given.
@@ -394,11 +379,27 @@ impl crate::spec::family::OptionFamily for SsSpec {
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         SsSpec::set(self, key, v)
     }
+
+    /// The window must hold a whole number of intervals, more than one.
+    fn check(&self) -> Result<(), SpecError> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        let (d, i) = (self.duration.as_nanos(), self.interval.as_nanos());
+        if d % i != 0 || d <= i {
+            return Err(SpecError::Invalid(format!(
+                "steadystate_duration ({:?}) must be a whole multiple of steadystate_check_interval ({:?}), more than one: give e.g. ss_dur=30s",
+                self.duration, self.interval
+            )));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::family::OptionFamily;
 
     const S: u64 = 1_000_000_000;
 
@@ -407,7 +408,7 @@ mod tests {
         s.set("steadystate", rule).unwrap();
         s.set("steadystate_duration", &dur.to_string()).unwrap();
         s.set("steadystate_ramp_time", &ramp.to_string()).unwrap();
-        s.validate().unwrap();
+        OptionFamily::check(&s).unwrap();
         s
     }
 
@@ -507,12 +508,12 @@ mod tests {
             assert!(e.contains(k), "{e}");
         }
         s.set("steadystate_duration", "1500ms").unwrap();
-        let e = s.validate().unwrap_err().to_string();
+        let e = OptionFamily::check(&s).unwrap_err().to_string();
         assert!(e.contains("steadystate_duration"), "{e}");
         s.set("steadystate_duration", "1s").unwrap();
-        assert!(s.validate().is_err());
+        assert!(OptionFamily::check(&s).is_err());
         s.set("steadystate_duration", "30s").unwrap();
-        s.validate().unwrap();
+        OptionFamily::check(&s).unwrap();
         assert_eq!(s.intervals(), 30);
     }
 }

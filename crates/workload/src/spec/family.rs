@@ -1,17 +1,24 @@
 //! The one shape of a job spec's option families: each family (an
 //! engine's block, the latency target, steady state, flow, priorities,
 //! NUMA placement, batching, the error policy with verify's and dedupe's
-//! extras) declares its keys and how a value is set beside its own types,
-//! and [`crate::spec::jobspec::JobSpec`]'s `set_value` hands a key to the
-//! family that declares it.
+//! extras, the file options, zbd's zone options) declares its keys, how a
+//! value is set and its own checks beside its own types;
+//! [`crate::spec::jobspec::JobSpec`]'s `set_value` hands a key to the
+//! family that declares it, and its `validate` runs every family's check.
 
 use crate::SpecError;
 
-/// An option family: its keys and how one of them is set.
+/// An option family: its keys, how one of them is set, and its checks.
 pub trait OptionFamily {
     /// The keys it takes (canonical names: rows of `spec/options.rs`).
     fn keys(&self) -> &'static [&'static str];
 
     /// Set one of [`OptionFamily::keys`] to `v` (value as written).
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError>;
+
+    /// Checks between the family's own options, before the job is
+    /// planned (no target needed).
+    fn check(&self) -> Result<(), SpecError> {
+        Ok(())
+    }
 }

@@ -708,6 +708,19 @@ impl JobSpec {
         families.into_iter().find(|f| f.keys().contains(&key))
     }
 
+    /// Every option family of the job, to check.
+    fn families(&self) -> [&dyn OptionFamily; 7] {
+        [
+            &self.lat_target,
+            &self.steady,
+            &self.flow,
+            &self.prio,
+            &self.numa,
+            &self.batch,
+            &self.errkeys,
+        ]
+    }
+
     /// `set_value`'s keys of pacing, job groups and the option families
     /// declared beside their stages (latency target, steady state, flow,
     /// priorities, batching, NUMA, the engines' blocks).
@@ -1005,7 +1018,9 @@ impl JobSpec {
                 self.name
             )));
         }
-        self.prio.validate()?;
+        for family in self.families() {
+            family.check()?;
+        }
         crate::engines::engine_opts::validate(self)?;
         if self.prio.has_cmdprio() && self.ioengine != EngineKind::IoUring {
             return Err(SpecError::Invalid(format!(
@@ -1038,7 +1053,6 @@ impl JobSpec {
                 self.thinktime_spin, self.thinktime
             )));
         }
-        self.steady.validate()?;
         Ok(())
     }
 
