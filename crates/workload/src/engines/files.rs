@@ -503,6 +503,7 @@ pub fn validate(spec: &crate::JobSpec) -> Result<(), SpecError> {
 mod tests {
     use super::*;
     use crate::engines::opts::files::parse_service;
+    use crate::spec::family::OptionFamily;
 
     fn picks(service: &str, lens: &[u64], n: usize) -> Vec<usize> {
         let s = parse_service("file_service_type", service).unwrap();
@@ -549,7 +550,7 @@ mod tests {
             ("stat_type", "fstat"),
             ("openfiles", "x"),
         ] {
-            let e = o.set(k, v).unwrap().unwrap_err().to_string();
+            let e = o.set(k, v).unwrap_err().to_string();
             assert!(e.contains(k), "{e}");
         }
         assert!(parse_filesize("filesize", "8k-4k").is_err());

@@ -333,10 +333,11 @@ impl OpenSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::family::OptionFamily;
 
     fn service(s: &str) -> FileService {
         let mut o = crate::engines::opts::files::FileOptions::default();
-        o.set("file_service_type", s).unwrap().unwrap();
+        o.set("file_service_type", s).unwrap();
         o.service
     }
 

@@ -696,7 +696,8 @@ impl JobSpec {
 
     /// The option family that declares `key`, if one does.
     fn family_of(&mut self, key: &str) -> Option<&mut dyn OptionFamily> {
-        let families: [&mut dyn OptionFamily; 7] = [
+        let families: [&mut dyn OptionFamily; 8] = [
+            &mut self.files,
             &mut self.lat_target,
             &mut self.steady,
             &mut self.flow,
@@ -709,8 +710,9 @@ impl JobSpec {
     }
 
     /// Every option family of the job, to check.
-    fn families(&self) -> [&dyn OptionFamily; 7] {
+    fn families(&self) -> [&dyn OptionFamily; 8] {
         [
+            &self.files,
             &self.lat_target,
             &self.steady,
             &self.flow,
@@ -722,12 +724,11 @@ impl JobSpec {
     }
 
     /// `set_value`'s keys of pacing, job groups and the option families
-    /// declared beside their stages (latency target, steady state, flow,
-    /// priorities, batching, NUMA, the engines' blocks).
+    /// declared beside their stages (the file options, latency target,
+    /// steady state, flow, priorities, batching, NUMA, the engines' blocks).
     fn set_pacing_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         // An engine's option: its front sets it in its block; a family's
-        // (latency target, steady state, flow, priorities, NUMA, batching,
-        // the error policy): the family sets it.
+        // (see `family_of`): the family sets it.
         if let Some(front) = crate::engines::registry::option_owner(key) {
             return front.set(self, key, v);
         }
@@ -816,11 +817,6 @@ impl JobSpec {
                 let (b, range) = crate::engines::opts::files::parse_filesize(key, v)?;
                 self.filesize = Some(b);
                 self.files.filesize_range = range;
-            }
-            k if crate::engines::opts::files::FileOptions::KEYS.contains(&k) => {
-                if let Some(r) = self.files.set(k, v) {
-                    r?;
-                }
             }
             // Accepted with no change: drivelab reads the clock once per loop
             // turn, and lays out every file before any job starts.

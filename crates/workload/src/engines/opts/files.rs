@@ -146,14 +146,12 @@ fn count(key: &str, v: &str, max: u64) -> Result<u32, SpecError> {
 /// The most files one job may name (`nrfiles`).
 pub const MAX_FILES: u64 = 1 << 24;
 
-impl FileOptions {
-    /// Set one of this module's keys (fio's name, value as written);
-    /// None when `key` is not one of them.
-    pub fn set(&mut self, key: &str, v: &str) -> Option<Result<(), SpecError>> {
-        Self::KEYS.contains(&key).then(|| self.set_known(key, v))
+impl crate::spec::family::OptionFamily for FileOptions {
+    fn keys(&self) -> &'static [&'static str] {
+        Self::KEYS
     }
 
-    fn set_known(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         let t = v.trim();
         match key {
             "nrfiles" => self.nrfiles = count(key, t, MAX_FILES)?,
@@ -190,7 +188,9 @@ impl FileOptions {
         }
         Ok(())
     }
+}
 
+impl FileOptions {
     /// Set the filesystem engine fio's `name` stands for.
     pub fn set_engine(&mut self, e: FileEngine) {
         self.engine = Some(e);
