@@ -76,84 +76,88 @@ fn bad(key: &str, v: &str, expect: &str) -> SpecError {
     }
 }
 
-/// The job-file keys of this module, and sizes counted in zones (`8z`).
-/// Returns None for a key it leaves to the caller.
-pub fn set_option(spec: &mut JobSpec, key: &str, v: &str) -> Option<Result<(), SpecError>> {
-    let o = &mut spec.zbd;
-    let t = v.trim();
-    let share = |key: &str| -> Result<f64, SpecError> {
-        t.parse::<f64>()
-            .ok()
-            .filter(|f| (0.0..=1.0).contains(f))
-            .ok_or_else(|| bad(key, v, "a number from 0 to 1, such as 0.7"))
-    };
-    let r = match key {
-        "zonemode" => {
-            o.on = t == "zbd";
-            if !o.on {
-                return None;
-            }
-            spec.zonemode_strided = Some(false);
-            Ok(())
-        }
-        "max_open_zones" | "job_max_open_zones" => match t.parse::<u32>() {
-            Ok(n) if n <= MAX_OPEN_ZONES => {
-                if key == "max_open_zones" {
-                    o.max_open_zones = n;
-                } else {
-                    o.job_max_open_zones = n;
-                }
-                Ok(())
-            }
-            _ => Err(bad(
-                key,
-                v,
-                &format!("a number of zones from 0 to {MAX_OPEN_ZONES}"),
-            )),
-        },
-        "zone_reset_threshold" => share(key).map(|f| o.reset_threshold = f),
-        "zone_reset_frequency" => share(key).map(|f| o.reset_frequency = f),
-        "read_beyond_wp" => match t {
-            "1" | "true" | "on" | "yes" => {
-                o.read_beyond_wp = true;
-                Ok(())
-            }
-            "0" | "false" | "off" | "no" => {
-                o.read_beyond_wp = false;
-                Ok(())
-            }
-            _ => Err(bad(key, v, "0 or 1")),
-        },
-        k if ZONE_KEYS.contains(&k) => {
-            let n = t
-                .strip_suffix(['z', 'Z'])
-                .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))?;
-            let i = ZONE_KEYS.iter().position(|z| *z == k).unwrap_or(0);
-            match n.parse::<u64>() {
-                Ok(n) => {
-                    o.in_zones[i] = Some(n);
-                    // A stand-in until the plan knows the zone size.
-                    let b = crate::SizeSpec::Bytes(0);
-                    match i {
-                        0 => spec.size = Some(b),
-                        1 => spec.io_size = Some(b),
-                        2 => spec.offset = b,
-                        _ => spec.offset_increment = b,
+/// The zone options' keys (`zonemode=zbd` itself, and sizes counted in
+/// zones, are set through the spec's `zonemode` and size keys:
+/// [`ZbdOptions::size_in`]).
+const KEYS: [&str; 5] = [
+    "max_open_zones",
+    "job_max_open_zones",
+    "zone_reset_threshold",
+    "zone_reset_frequency",
+    "read_beyond_wp",
+];
+
+impl crate::spec::family::OptionFamily for ZbdOptions {
+    fn keys(&self) -> &'static [&'static str] {
+        &KEYS
+    }
+
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
+        let t = v.trim();
+        let share = |key: &str| -> Result<f64, SpecError> {
+            t.parse::<f64>()
+                .ok()
+                .filter(|f| (0.0..=1.0).contains(f))
+                .ok_or_else(|| bad(key, v, "a number from 0 to 1, such as 0.7"))
+        };
+        match key {
+            "max_open_zones" | "job_max_open_zones" => match t.parse::<u32>() {
+                Ok(n) if n <= MAX_OPEN_ZONES => {
+                    if key == "max_open_zones" {
+                        self.max_open_zones = n;
+                    } else {
+                        self.job_max_open_zones = n;
                     }
                     Ok(())
                 }
-                Err(_) => Err(bad(k, v, "a number of zones, such as 8z")),
-            }
+                _ => Err(bad(
+                    key,
+                    v,
+                    &format!("a number of zones from 0 to {MAX_OPEN_ZONES}"),
+                )),
+            },
+            "zone_reset_threshold" => share(key).map(|f| self.reset_threshold = f),
+            "zone_reset_frequency" => share(key).map(|f| self.reset_frequency = f),
+            "read_beyond_wp" => match t {
+                "1" | "true" | "on" | "yes" => {
+                    self.read_beyond_wp = true;
+                    Ok(())
+                }
+                "0" | "false" | "off" | "no" => {
+                    self.read_beyond_wp = false;
+                    Ok(())
+                }
+                _ => Err(bad(key, v, "0 or 1")),
+            },
+            _ => Err(SpecError::Invalid(format!("{key} is not a zone option"))),
         }
-        _ => return None,
-    };
-    Some(r)
+    }
 }
 
-/// Forget a count of zones when `key` is set to bytes.
-pub fn plain_size(spec: &mut JobSpec, key: &str) {
-    if let Some(i) = ZONE_KEYS.iter().position(|z| *z == key) {
-        spec.zbd.in_zones[i] = None;
+impl ZbdOptions {
+    /// The value the spec holds for a size key (`size`, `io_size`,
+    /// `offset`, `offset_increment`): a count of zones (`8z`) is kept here,
+    /// with 0 bytes standing in until the plan knows the zone size; a size
+    /// in bytes replaces an earlier count.
+    pub fn size_in(&mut self, key: &'static str, v: &str) -> Result<crate::SizeSpec, SpecError> {
+        let Some(i) = ZONE_KEYS.iter().position(|z| *z == key) else {
+            return crate::spec::size::parse_size_spec(key, v);
+        };
+        let zones = v
+            .trim()
+            .strip_suffix(['z', 'Z'])
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let Some(n) = zones else {
+            self.in_zones[i] = None;
+            return crate::spec::size::parse_size_spec(key, v);
+        };
+        match n.parse::<u64>() {
+            Ok(n) => {
+                self.in_zones[i] = Some(n);
+                Ok(crate::SizeSpec::Bytes(0))
+            }
+            Err(_) => Err(bad(key, v, "a number of zones, such as 8z")),
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use crate::engines::front::Front;
 use crate::spec::family::OptionFamily;
 pub use crate::spec::kinds::{AccessLine, Distribution, EngineKind, RwMode, WriteKind, Zone};
 use crate::spec::options::{lookup, OptionKind};
-use crate::spec::size::{parse_bytes, parse_duration, parse_size_spec, SizeSpec};
+use crate::spec::size::{parse_bytes, parse_duration, SizeSpec};
 use crate::spec::value::{parse_flag, per_direction};
 use crate::SpecError;
 
@@ -551,11 +551,6 @@ impl JobSpec {
             (None, _) if key.starts_with("write_") && key.ends_with("_log") => "",
             (None, _) => return Err(SpecError::MissingValue(key.to_string())),
         };
-        if let Some(r) = crate::job::zbd::set_option(self, key, v) {
-            return r;
-        }
-        // A size in bytes replaces an earlier one in zones.
-        crate::job::zbd::plain_size(self, key);
         match key {
             "name" => {
                 if v.trim().is_empty() {
@@ -671,9 +666,10 @@ impl JobSpec {
                 self.runtime = if d.is_zero() { None } else { Some(d) };
             }
             "time_based" => self.time_based = parse_flag(key, v)?,
-            "size" => self.size = Some(parse_size_spec(key, v)?),
-            "io_size" | "io_limit" => self.io_size = Some(parse_size_spec(key, v)?),
-            "offset" => self.offset = parse_size_spec(key, v)?,
+            // Sizes may be counted in zones (zonemode=zbd).
+            "size" => self.size = Some(self.zbd.size_in(key, v)?),
+            "io_size" | "io_limit" => self.io_size = Some(self.zbd.size_in(key, v)?),
+            "offset" => self.offset = self.zbd.size_in(key, v)?,
             "ramp_time" => self.ramp_time = parse_duration(key, v)?,
             "direct" => self.direct = Some(parse_flag(key, v)?),
             "buffered" => self.direct = Some(!parse_flag(key, v)?),
@@ -696,8 +692,9 @@ impl JobSpec {
 
     /// The option family that declares `key`, if one does.
     fn family_of(&mut self, key: &str) -> Option<&mut dyn OptionFamily> {
-        let families: [&mut dyn OptionFamily; 8] = [
+        let families: [&mut dyn OptionFamily; 9] = [
             &mut self.files,
+            &mut self.zbd,
             &mut self.lat_target,
             &mut self.steady,
             &mut self.flow,
@@ -710,9 +707,10 @@ impl JobSpec {
     }
 
     /// Every option family of the job, to check.
-    fn families(&self) -> [&dyn OptionFamily; 8] {
+    fn families(&self) -> [&dyn OptionFamily; 9] {
         [
             &self.files,
+            &self.zbd,
             &self.lat_target,
             &self.steady,
             &self.flow,
@@ -724,7 +722,7 @@ impl JobSpec {
     }
 
     /// `set_value`'s keys of pacing, job groups and the option families
-    /// declared beside their stages (the file options, latency target,
+    /// declared beside their stages (the file options, zbd's zone options, latency target,
     /// steady state, flow, priorities, batching, NUMA, the engines' blocks).
     fn set_pacing_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         // An engine's option: its front sets it in its block; a family's
@@ -791,8 +789,9 @@ impl JobSpec {
                 self.wait_for = Some(n.to_string());
             }
             "zonemode" => {
+                self.zbd.on = v.trim() == "zbd";
                 self.zonemode_strided = match v.trim() {
-                    "none" => Some(false),
+                    "none" | "zbd" => Some(false),
                     "strided" => Some(true),
                     _ => {
                         return Err(SpecError::BadValue {
@@ -803,7 +802,7 @@ impl JobSpec {
                     }
                 }
             }
-            "offset_increment" => self.offset_increment = parse_size_spec(key, v)?,
+            "offset_increment" => self.offset_increment = self.zbd.size_in(key, v)?,
             "exitall" => self.exitall = parse_flag(key, v)?,
             "number_ios" => self.number_ios = parse_declared(key, v)?,
             "thinktime" => self.thinktime = parse_usec(key, v)?,
