@@ -1,5 +1,5 @@
 //! fio's `flow`: jobs that share a `flow_id` issue I/O in the ratio of
-//! their `flow` weights, and what ends a job's peers (`exit_what`).
+//! their `flow` weights, and what ends a job's peers (`exitall`, `exit_what`).
 //!
 //! fio 3.33's arithmetic: each flow has one shared counter, starting at 1,
 //! and the sum of its members' weights; each member counts its own I/Os.
@@ -193,6 +193,30 @@ impl ExitWhat {
     }
 }
 
+/// `exitall` and `exit_what`: whether a finishing job ends others, and
+/// which.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExitOpts {
+    /// When this job finishes, end the others of its group (`exitall`).
+    pub exitall: bool,
+    /// What a finishing `exitall` job ends (`exit_what`).
+    pub what: ExitWhat,
+}
+
+impl crate::spec::family::OptionFamily for ExitOpts {
+    fn keys(&self) -> &'static [&'static str] {
+        &["exitall", "exit_what"]
+    }
+
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), crate::SpecError> {
+        match key {
+            "exitall" => self.exitall = crate::spec::value::parse_flag(key, v)?,
+            _ => self.what = ExitWhat::parse(key, v)?,
+        }
+        Ok(())
+    }
+}
+
 /// The end flags of one stonewall group's jobs, one per reporting group,
 /// made when a job of it has `exitall` (fio's `fio_terminate_threads`).
 #[derive(Debug, Default)]
@@ -207,7 +231,7 @@ impl GroupFlags {
         jobs: impl Iterator<Item = &'a crate::plan::model::PlannedJob> + Clone,
     ) -> GroupFlags {
         let mut out = GroupFlags::default();
-        if !jobs.clone().any(|j| j.spec.exitall) {
+        if !jobs.clone().any(|j| j.spec.exit.exitall) {
             return out;
         }
         for j in jobs {
@@ -234,7 +258,7 @@ impl GroupFlags {
         all: &std::sync::atomic::AtomicBool,
     ) {
         for (g, f) in &self.flags {
-            let hit = match job.spec.exit_what {
+            let hit = match job.spec.exit.what {
                 ExitWhat::Group => *g == job.group,
                 ExitWhat::Stonewall | ExitWhat::All => true,
             };
@@ -242,7 +266,7 @@ impl GroupFlags {
                 f.store(true, Ordering::Relaxed);
             }
         }
-        if job.spec.exit_what == ExitWhat::All {
+        if job.spec.exit.what == ExitWhat::All {
             all.store(true, Ordering::Relaxed);
         }
     }

@@ -646,7 +646,7 @@ fn spawn_jobs<'s, 'e: 's>(
                 if let Some(c) = cell {
                     c.finish(r.as_ref().ok());
                 }
-                if job.spec.exitall {
+                if job.spec.exit.exitall {
                     flags.finished(job, all_end);
                 }
                 finished[i].store(true, Ordering::Release);

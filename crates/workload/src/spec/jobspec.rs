@@ -156,8 +156,8 @@ pub struct JobSpec {
     pub zonemode_strided: Option<bool>,
     /// Clone k of `numjobs` starts at `offset` + k × this (`offset_increment`).
     pub offset_increment: SizeSpec,
-    /// When this job finishes, end the others of its group (`exitall`).
-    pub exitall: bool,
+    /// `exitall` and `exit_what` ([`crate::job::flow::ExitOpts`]).
+    pub exit: crate::job::flow::ExitOpts,
     /// Stop after this many I/Os, times `loops` (`number_ios`); 0 = no limit.
     pub number_ios: u64,
     /// Pause after every `thinktime_blocks` I/Os, once they completed (`thinktime`).
@@ -174,8 +174,6 @@ pub struct JobSpec {
     pub zoneskip: u64,
     /// `flow`, `flow_id`, `flow_sleep`.
     pub flow: crate::job::flow::FlowOpts,
-    /// What a finishing `exitall` job ends (`exit_what`).
-    pub exit_what: crate::job::flow::ExitWhat,
     /// `prio`, `prioclass` and the `cmdprio*` options.
     pub prio: crate::job::prio::PrioOpts,
     /// `numa_cpu_nodes`, `numa_mem_policy`.
@@ -284,12 +282,11 @@ impl Default for JobSpec {
             zonerange: 0,
             zoneskip: 0,
             flow: crate::job::flow::FlowOpts::default(),
-            exit_what: crate::job::flow::ExitWhat::Group,
             prio: crate::job::prio::PrioOpts::default(),
             numa: crate::job::numa::NumaOpts::default(),
             batch: crate::job::batch::BatchOpts::default(),
             offset_increment: SizeSpec::Bytes(0),
-            exitall: false,
+            exit: crate::job::flow::ExitOpts::default(),
             number_ios: 0,
             thinktime: Duration::ZERO,
             thinktime_spin: Duration::ZERO,
@@ -692,8 +689,9 @@ impl JobSpec {
 
     /// The option family that declares `key`, if one does.
     fn family_of(&mut self, key: &str) -> Option<&mut dyn OptionFamily> {
-        let families: [&mut dyn OptionFamily; 9] = [
+        let families: [&mut dyn OptionFamily; 10] = [
             &mut self.files,
+            &mut self.exit,
             &mut self.zbd,
             &mut self.lat_target,
             &mut self.steady,
@@ -707,9 +705,10 @@ impl JobSpec {
     }
 
     /// Every option family of the job, to check.
-    fn families(&self) -> [&dyn OptionFamily; 9] {
+    fn families(&self) -> [&dyn OptionFamily; 10] {
         [
             &self.files,
+            &self.exit,
             &self.zbd,
             &self.lat_target,
             &self.steady,
@@ -722,7 +721,8 @@ impl JobSpec {
     }
 
     /// `set_value`'s keys of pacing, job groups and the option families
-    /// declared beside their stages (the file options, zbd's zone options, latency target,
+    /// declared beside their stages (the file options, zbd's zone options,
+    /// exitall and exit_what, latency target,
     /// steady state, flow, priorities, batching, NUMA, the engines' blocks).
     fn set_pacing_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         // An engine's option: its front sets it in its block; a family's
@@ -803,7 +803,6 @@ impl JobSpec {
                 }
             }
             "offset_increment" => self.offset_increment = self.zbd.size_in(key, v)?,
-            "exitall" => self.exitall = parse_flag(key, v)?,
             "number_ios" => self.number_ios = parse_declared(key, v)?,
             "thinktime" => self.thinktime = parse_usec(key, v)?,
             "thinktime_spin" => self.thinktime_spin = parse_usec(key, v)?,
@@ -811,7 +810,6 @@ impl JobSpec {
             "zonesize" => self.zonesize = parse_bytes(key, v)?,
             "zonerange" => self.zonerange = parse_bytes(key, v)?,
             "zoneskip" => self.zoneskip = parse_bytes(key, v)?,
-            "exit_what" => self.exit_what = crate::job::flow::ExitWhat::parse(key, v)?,
             "filesize" => {
                 let (b, range) = crate::engines::opts::files::parse_filesize(key, v)?;
                 self.filesize = Some(b);
