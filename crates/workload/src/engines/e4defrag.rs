@@ -99,7 +99,7 @@ pub fn check<'a>(
             "job '{job}': ioengine=e4defrag only moves extents on writes (fio fails every read and trim with EINVAL); use rw=write or rw=randwrite"
         )));
     }
-    if spec.verify.is_some() {
+    if spec.verify.kind.is_some() {
         return Err(invalid(format!(
             "job '{job}': ioengine=e4defrag writes no data (each write moves blocks; the file keeps its contents), so there is nothing to verify; drop verify= from this job"
         )));

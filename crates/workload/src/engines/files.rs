@@ -429,7 +429,7 @@ fn reads(spec: &crate::JobSpec) -> bool {
 /// the set-up, as data to read, and so does one that verifies (it reads
 /// its files back with all of them open), either way.
 pub fn creates_on_open(spec: &crate::JobSpec) -> bool {
-    spec.files.create_on_open && !reads(spec) && spec.verify.is_none()
+    spec.files.create_on_open && !reads(spec) && spec.verify.kind.is_none()
 }
 
 /// Under fio's `openfiles` below the job's `files`, or `create_on_open`,
@@ -441,7 +441,7 @@ pub fn open_limit(spec: &crate::JobSpec, files: usize) -> Option<u32> {
     use crate::spec::kinds::EngineKind;
     if spec.files.engine.is_some()
         || !matches!(spec.ioengine, EngineKind::Psync | EngineKind::IoUring)
-        || spec.verify.is_some()
+        || spec.verify.kind.is_some()
         || files == 0
     {
         return None;
@@ -472,7 +472,7 @@ pub fn open_set_limit(job: &crate::plan::model::PlannedJob) -> Option<u32> {
     (n > 1
         && uniform
         && spec.files.engine.is_none()
-        && spec.verify.is_none()
+        && spec.verify.kind.is_none()
         && job.zbd.is_none()
         && matches!(spec.ioengine, EngineKind::Psync | EngineKind::IoUring))
     .then(|| u32::try_from(n).unwrap_or(u32::MAX))
@@ -482,7 +482,7 @@ pub fn open_set_limit(job: &crate::plan::model::PlannedJob) -> Option<u32> {
 pub fn validate(spec: &crate::JobSpec) -> Result<(), SpecError> {
     let limited =
         spec.files.openfiles.is_some_and(|o| o < spec.files.nrfiles) && spec.files.engine.is_none();
-    if limited && spec.verify.is_some() {
+    if limited && spec.verify.kind.is_some() {
         return Err(SpecError::Invalid(format!(
             "job '{}': openfiles={} below nrfiles={} with verify: drivelab reads a job's files back with all of them open; drop openfiles or verify",
             spec.name,

@@ -128,7 +128,7 @@ mod tests {
         for j in &zoned {
             assert_eq!(j.spec.ioengine, crate::EngineKind::IoUringCmd);
             assert_eq!(j.spec.iodepth, 1);
-            assert!(j.spec.verify.is_some());
+            assert!(j.spec.verify.kind.is_some());
         }
         assert!(zoned[2].spec.engine.io.nonvectored && zoned[2].spec.engine.io.registerfiles);
     }

@@ -31,6 +31,81 @@ use crate::job::outcome::DirStats;
 pub use crate::job::types::{Content, VerifyExtras, VerifyKind};
 
 const MAGIC: u32 = 0x4456_4c44; // "DLVD"
+/// The verify family's options: what written blocks carry (`verify`,
+/// `verify_pattern`, `verify_interval`, and `buffer_pattern` for writes
+/// verify does not fill) and whether reads check them (`do_verify`).
+/// When checks happen and what a failed one does are
+/// [`VerifyExtras`], in the error policy's family.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerifyOpts {
+    /// What written data carries and reads check (`verify`).
+    pub kind: Option<VerifyKind>,
+    /// Read back and check what a writing job wrote; check what a reading
+    /// job reads (`do_verify`); default on.
+    pub do_verify: bool,
+    /// Data pattern of written blocks (`verify_pattern`).
+    pub pattern: Option<Vec<u8>>,
+    /// What write buffers hold (`buffer_pattern`), repeated from each
+    /// buffer's first byte; None: random data.
+    pub buffer_pattern: Option<Vec<u8>>,
+    /// Bytes covered by one verification header (`verify_interval`);
+    /// default: the smallest block size.
+    pub interval: Option<u64>,
+}
+
+impl Default for VerifyOpts {
+    fn default() -> VerifyOpts {
+        VerifyOpts {
+            kind: None,
+            do_verify: true,
+            pattern: None,
+            buffer_pattern: None,
+            interval: None,
+        }
+    }
+}
+
+impl crate::spec::family::OptionFamily for VerifyOpts {
+    fn keys(&self) -> &'static [&'static str] {
+        &[
+            "verify",
+            "do_verify",
+            "buffer_pattern",
+            "verify_pattern",
+            "verify_interval",
+        ]
+    }
+
+    fn set(&mut self, key: &'static str, v: &str) -> Result<(), crate::SpecError> {
+        match key {
+            "verify" => self.kind = VerifyKind::parse(key, v)?,
+            "do_verify" => self.do_verify = crate::spec::value::parse_flag(key, v)?,
+            "buffer_pattern" => {
+                self.buffer_pattern = Some(crate::spec::fio_pattern::parse(key, v)?)
+            }
+            "verify_pattern" => {
+                self.pattern = Some(crate::spec::fio_pattern::parse(key, v)?);
+                if self.kind.is_none() {
+                    // fio: a pattern alone means verify=pattern.
+                    self.kind = Some(VerifyKind::Pattern);
+                }
+            }
+            _ => {
+                let b = crate::spec::size::parse_bytes(key, v)?;
+                if b == 0 || b % 512 != 0 {
+                    return Err(crate::SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "a multiple of 512 bytes".to_string(),
+                    });
+                }
+                self.interval = Some(b);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Bytes of the header of `meta` and `crc32c` blocks.
 pub const HEADER: usize = 24;
 /// Seed of the payload of blocks without a pattern: fixed, so any job can

@@ -252,7 +252,7 @@ pub fn plan_job(
     if trims {
         check_trim_bs(spec, zone_size).map_err(&invalid)?;
     }
-    if spec.verify.is_some() {
+    if spec.verify.kind.is_some() {
         return Err(invalid(
             "with verify is not supported by drivelab yet; drop verify".to_string(),
         ));

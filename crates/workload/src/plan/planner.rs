@@ -249,11 +249,11 @@ fn verify_content(
     align: u64,
 ) -> Result<Option<crate::job::types::Content>, PlanError> {
     use crate::job::verify::{Content, VerifyKind, HEADER};
-    let Some(kind) = spec.verify else {
+    let Some(kind) = spec.verify.kind else {
         return Ok(None);
     };
     let bad = |why: String| PlanError::Spec(crate::SpecError::Invalid(why));
-    let interval = spec.verify_interval.unwrap_or_else(|| spec.min_bs());
+    let interval = spec.verify.interval.unwrap_or_else(|| spec.min_bs());
     if spec.access_lines().iter().any(|l| l.size % interval != 0) || align % interval != 0 {
         return Err(bad(format!(
             "job '{}': verify_interval {interval} must divide every block size and the block alignment; use a smaller verify_interval",
@@ -268,7 +268,7 @@ fn verify_content(
             2 * HEADER
         )));
     }
-    if kind == VerifyKind::Pattern && spec.verify_pattern.is_none() {
+    if kind == VerifyKind::Pattern && spec.verify.pattern.is_none() {
         return Err(bad(format!(
             "job '{}': verify=pattern needs verify_pattern (e.g. verify_pattern=0xaa555aa5)",
             spec.name
@@ -286,7 +286,7 @@ fn verify_content(
             spec.name
         )));
     }
-    if !spec.ramp_time.is_zero() && job_writes(spec) && spec.do_verify {
+    if !spec.ramp_time.is_zero() && job_writes(spec) && spec.verify.do_verify {
         return Err(bad(format!(
             "job '{}': verify reads back what the whole job wrote, ramp_time included; drop ramp_time or verify",
             spec.name
@@ -295,7 +295,7 @@ fn verify_content(
     Ok(Some(Content {
         kind,
         interval: interval as usize,
-        pattern: spec.verify_pattern.clone(),
+        pattern: spec.verify.pattern.clone(),
     }))
 }
 

@@ -166,7 +166,8 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         },
         // fio's buffer_pattern fills every write that verify does not.
         verify: job.verify.clone().or_else(|| {
-            spec.buffer_pattern
+            spec.verify
+                .buffer_pattern
                 .clone()
                 .map(|p| crate::job::types::Content {
                     kind: crate::job::types::VerifyKind::Pattern,
@@ -177,7 +178,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         // fio checks a job's own reads only when it does not also write
         // (a mixed job's reads may meet blocks it has not written yet); a
         // writing job's blocks are checked by its read-back.
-        check_reads: spec.do_verify && job.verify.is_some() && !job.writes,
+        check_reads: spec.verify.do_verify && job.verify.is_some() && !job.writes,
         logs: spec.logs.clone(),
         log_name: (spec.name.clone(), number),
         live: None,
@@ -1253,7 +1254,7 @@ fn job_options(plan: &Plan, job: &PlannedJob) -> BTreeMap<String, String> {
     if let Some(d) = &spec.description {
         opts.insert("description".to_string(), d.clone());
     }
-    if let Some(v) = spec.verify {
+    if let Some(v) = spec.verify.kind {
         opts.insert("verify".to_string(), v.name().to_string());
     }
     opts
@@ -1543,13 +1544,13 @@ fn build_report(
 fn errkeys_notes(spec: &crate::JobSpec) -> Vec<String> {
     let mut notes = Vec::new();
     let x = &spec.errkeys;
-    if x.verify.async_threads > 0 && spec.verify.is_some() {
+    if x.verify.async_threads > 0 && spec.verify.kind.is_some() {
         notes.push(format!(
             "verify_async={}: drivelab checks verify blocks on the job's thread, as reads complete",
             x.verify.async_threads
         ));
     }
-    if x.dedupe.active() && spec.verify.is_some() {
+    if x.dedupe.active() && spec.verify.kind.is_some() {
         notes.push(
             "dedupe/buffer_compress: verify decides the written data, so these do not apply"
                 .to_string(),

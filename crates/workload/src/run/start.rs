@@ -108,7 +108,7 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
     let verified = job.verify.is_some();
     if let (Some(content), true) = (
         &cfg.verify,
-        verified && clean && job.spec.do_verify && job.writes,
+        verified && clean && job.spec.verify.do_verify && job.writes,
     ) {
         let extents = match o.verify_left.take() {
             // verify_backlog: what the job did not check as it went.

@@ -113,20 +113,11 @@ pub struct JobSpec {
     pub group_reporting: bool,
     /// Write until the device is full (`fill_device`): the whole block device.
     pub fill_device: bool,
-    /// What written data carries and reads check (`verify`).
-    pub verify: Option<crate::job::types::VerifyKind>,
-    /// Read back and check what a writing job wrote; check what a reading
-    /// job reads (`do_verify`); default on.
-    pub do_verify: bool,
-    /// Data pattern of written blocks (`verify_pattern`).
-    pub verify_pattern: Option<Vec<u8>>,
-    /// What write buffers hold (`buffer_pattern`), repeated from each
-    /// buffer's first byte; None: random data.
-    pub buffer_pattern: Option<Vec<u8>>,
+    /// The verify family: `verify`, `do_verify`, `verify_pattern`,
+    /// `verify_interval`, `buffer_pattern` ([`crate::job::verify::VerifyOpts`]).
+    pub verify: crate::job::verify::VerifyOpts,
     /// Every engine's option block ([`crate::engines::opts::EngineBlocks`]).
     pub engine: crate::engines::opts::EngineBlocks,
-    /// Bytes covered by one verification header (`verify_interval`); default: the smallest block size.
-    pub verify_interval: Option<u64>,
     /// Error policy, verify extras, dedupe and compression
     /// (`continue_on_error`, `verify_backlog`, `dedupe_percentage`…).
     pub errkeys: crate::job::error_policy::ErrKeys,
@@ -260,12 +251,8 @@ impl Default for JobSpec {
             description: None,
             group_reporting: false,
             fill_device: false,
-            verify: None,
-            do_verify: true,
-            verify_pattern: None,
-            buffer_pattern: None,
+            verify: crate::job::verify::VerifyOpts::default(),
             engine: crate::engines::opts::EngineBlocks::default(),
-            verify_interval: None,
             errkeys: crate::job::error_policy::ErrKeys::default(),
             randrepeat: true,
             directory: None,
@@ -689,8 +676,9 @@ impl JobSpec {
 
     /// The option family that declares `key`, if one does.
     fn family_of(&mut self, key: &str) -> Option<&mut dyn OptionFamily> {
-        let families: [&mut dyn OptionFamily; 10] = [
+        let families: [&mut dyn OptionFamily; 11] = [
             &mut self.files,
+            &mut self.verify,
             &mut self.exit,
             &mut self.zbd,
             &mut self.lat_target,
@@ -705,9 +693,10 @@ impl JobSpec {
     }
 
     /// Every option family of the job, to check.
-    fn families(&self) -> [&dyn OptionFamily; 10] {
+    fn families(&self) -> [&dyn OptionFamily; 11] {
         [
             &self.files,
+            &self.verify,
             &self.exit,
             &self.zbd,
             &self.lat_target,
@@ -722,7 +711,7 @@ impl JobSpec {
 
     /// `set_value`'s keys of pacing, job groups and the option families
     /// declared beside their stages (the file options, zbd's zone options,
-    /// exitall and exit_what, latency target,
+    /// exitall and exit_what, verify, latency target,
     /// steady state, flow, priorities, batching, NUMA, the engines' blocks).
     fn set_pacing_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         // An engine's option: its front sets it in its block; a family's
@@ -839,33 +828,9 @@ impl JobSpec {
         Ok(())
     }
 
-    /// `set_value`'s keys of the error policy, verify, data patterns,
-    /// randomness, file naming, fio's log files and alignment.
+    /// `set_value`'s keys of randomness, file naming, fio's log files and alignment.
     fn set_data_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         match key {
-            "verify" => self.verify = crate::job::types::VerifyKind::parse(key, v)?,
-            "do_verify" => self.do_verify = parse_flag(key, v)?,
-            "buffer_pattern" => {
-                self.buffer_pattern = Some(crate::spec::fio_pattern::parse(key, v)?)
-            }
-            "verify_pattern" => {
-                self.verify_pattern = Some(crate::spec::fio_pattern::parse(key, v)?);
-                if self.verify.is_none() {
-                    // fio: a pattern alone means verify=pattern.
-                    self.verify = Some(crate::job::types::VerifyKind::Pattern);
-                }
-            }
-            "verify_interval" => {
-                let b = parse_bytes(key, v)?;
-                if b == 0 || b % 512 != 0 {
-                    return Err(SpecError::BadValue {
-                        key: key.to_string(),
-                        value: v.to_string(),
-                        expect: "a multiple of 512 bytes".to_string(),
-                    });
-                }
-                self.verify_interval = Some(b);
-            }
             "randrepeat" => self.randrepeat = parse_flag(key, v)?,
             "random_generator" => match v.trim() {
                 "tausworthe" | "tausworthe64" => {}
@@ -1307,10 +1272,10 @@ mod tests {
     fn verify_pattern_alone_means_verify_pattern() {
         let mut j = JobSpec::default();
         j.set("verify_pattern", Some("0xaa555aa5")).unwrap();
-        assert_eq!(j.verify_pattern, Some(vec![0xaa, 0x55, 0x5a, 0xa5]));
-        assert_eq!(j.verify, Some(crate::job::types::VerifyKind::Pattern));
+        assert_eq!(j.verify.pattern, Some(vec![0xaa, 0x55, 0x5a, 0xa5]));
+        assert_eq!(j.verify.kind, Some(crate::job::types::VerifyKind::Pattern));
         j.set("verify_pattern", Some("\"ab\"")).unwrap();
-        assert_eq!(j.verify_pattern, Some(b"ab".to_vec()));
+        assert_eq!(j.verify.pattern, Some(b"ab".to_vec()));
         assert!(j.set("verify_interval", Some("100")).is_err());
     }
 }

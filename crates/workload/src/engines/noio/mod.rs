@@ -47,7 +47,7 @@ pub fn check(spec: &crate::JobSpec) -> Result<(), PlanError> {
             engine.name()
         )));
     }
-    if spec.verify.is_some() {
+    if spec.verify.kind.is_some() {
         return Err(bad(format!(
             "job '{}': verify: a {} job moves no data, so there is nothing to verify; drop verify from this job",
             spec.name,

@@ -130,7 +130,7 @@ pub fn check(spec: &JobSpec) -> Result<(), SpecError> {
             "ioengine=net needs size= (the most bytes the job sends or receives)".to_string(),
         );
     }
-    if spec.verify.is_some() {
+    if spec.verify.kind.is_some() {
         return refuse(
             "verify",
             "drivelab does not check data sent over ioengine=net; drop verify".to_string(),
