@@ -1444,6 +1444,14 @@ mod tests {
         assert_eq!(s.zbd.in_zones[2], Some(524));
         s.set("size", Some("1m")).unwrap();
         assert_eq!(s.zbd.in_zones[0], None);
+        s.set("offset_increment", Some("3z")).unwrap();
+        assert_eq!(s.zbd.in_zones[3], Some(3));
+        assert_eq!(s.offset_increment, crate::SizeSpec::Bytes(0));
+        let e = s.set("io_size", Some("99999999999999999999z")).unwrap_err();
+        assert!(e.to_string().contains("a number of zones"), "{e}");
+        s.set("zonemode", Some("none")).unwrap();
+        assert!(!s.zbd.on);
+        assert_eq!(s.zonemode_strided, Some(false));
         let e = s
             .set("zone_reset_threshold", Some("1.5"))
             .unwrap_err()

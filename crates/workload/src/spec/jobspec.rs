@@ -500,6 +500,29 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
     Ok(res)
 }
 
+/// How many option families a job spec has (the rows of `families!`).
+const FAMILIES: usize = 11;
+
+/// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
+/// the one list `family_of` and `families` take.
+macro_rules! families {
+    ($spec:ident, $($r:tt)+) => {
+        [
+            $($r)+ $spec.files,
+            $($r)+ $spec.verify,
+            $($r)+ $spec.exit,
+            $($r)+ $spec.zbd,
+            $($r)+ $spec.lat_target,
+            $($r)+ $spec.steady,
+            $($r)+ $spec.flow,
+            $($r)+ $spec.prio,
+            $($r)+ $spec.numa,
+            $($r)+ $spec.batch,
+            $($r)+ $spec.errkeys,
+        ]
+    };
+}
+
 impl JobSpec {
     /// Set one option by its fio name. `value` is `None` for a bare flag
     /// (`--time_based`, `time_based` in a job file).
@@ -676,37 +699,13 @@ impl JobSpec {
 
     /// The option family that declares `key`, if one does.
     fn family_of(&mut self, key: &str) -> Option<&mut dyn OptionFamily> {
-        let families: [&mut dyn OptionFamily; 11] = [
-            &mut self.files,
-            &mut self.verify,
-            &mut self.exit,
-            &mut self.zbd,
-            &mut self.lat_target,
-            &mut self.steady,
-            &mut self.flow,
-            &mut self.prio,
-            &mut self.numa,
-            &mut self.batch,
-            &mut self.errkeys,
-        ];
+        let families: [&mut dyn OptionFamily; FAMILIES] = families!(self, &mut);
         families.into_iter().find(|f| f.keys().contains(&key))
     }
 
     /// Every option family of the job, to check.
-    fn families(&self) -> [&dyn OptionFamily; 11] {
-        [
-            &self.files,
-            &self.verify,
-            &self.exit,
-            &self.zbd,
-            &self.lat_target,
-            &self.steady,
-            &self.flow,
-            &self.prio,
-            &self.numa,
-            &self.batch,
-            &self.errkeys,
-        ]
+    fn families(&self) -> [&dyn OptionFamily; FAMILIES] {
+        families!(self, &)
     }
 
     /// `set_value`'s keys of pacing, job groups and the option families
@@ -1044,6 +1043,37 @@ mod tests {
         assert_eq!(j.ioengine, EngineKind::Null);
         assert_eq!(j.ioengine_as_written.as_deref(), Some("cpp_null"));
         assert!(j.set("ioengine", Some("rdma")).is_err());
+    }
+
+    #[test]
+    fn every_family_key_is_a_declared_option_with_one_owner() {
+        // A family key that is not an options row (or an alias) is never
+        // reached; one that another family or an engine front also
+        // declares is set by whichever set_value asks first.
+        let j = JobSpec::default();
+        let mut seen: Vec<&str> = Vec::new();
+        for family in j.families() {
+            for &key in family.keys() {
+                assert_eq!(lookup(key).map(|d| d.name).ok(), Some(key), "{key}");
+                assert!(!seen.contains(&key), "{key} is in two families");
+                assert!(
+                    crate::engines::registry::option_owner(key).is_none(),
+                    "{key} is an engine's option too"
+                );
+                seen.push(key);
+            }
+        }
+        // A value a family refuses is the spec's error, naming the key.
+        let mut k = JobSpec::default();
+        for (key, v) in [
+            ("max_open_zones", "4097"),
+            ("exit_what", "some"),
+            ("verify_interval", "100"),
+            ("nrfiles", "0"),
+        ] {
+            let e = k.set(key, Some(v)).unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
+        }
     }
 
     #[test]
