@@ -1,7 +1,8 @@
 //! The one shape of a job spec's option families: each family (an
 //! engine's block, the latency target, steady state, flow, priorities,
 //! NUMA placement, batching, the error policy with verify's and dedupe's
-//! extras, the file options, zbd's zone options) declares its keys, how a
+//! extras, the file options, verify, exitall/exit_what, zbd's zone
+//! options) declares its keys, how a
 //! value is set and its own checks beside its own types;
 //! [`crate::spec::jobspec::JobSpec`]'s `set_value` hands a key to the
 //! family that declares it, and its `validate` runs every family's check.
