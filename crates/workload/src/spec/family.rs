@@ -1,11 +1,12 @@
-//! The one shape of a job spec's option families: each family (an
-//! engine's block, the latency target, steady state, flow, priorities,
-//! NUMA placement, batching, the error policy with verify's and dedupe's
-//! extras, the file options, verify, exitall/exit_what, zbd's zone
-//! options) declares its keys, how a
-//! value is set and its own checks beside its own types;
+//! The one shape of a job spec's option families: each family (the file
+//! options, verify, exitall/exit_what, zbd's zone options, the latency
+//! target, steady state, flow, priorities, NUMA placement, batching, the
+//! error policy with verify's and dedupe's extras) declares its keys, how
+//! a value is set and its own checks beside its own types;
 //! [`crate::spec::jobspec::JobSpec`]'s `set_value` hands a key to the
-//! family that declares it, and its `validate` runs every family's check.
+//! family that declares it (an engine's option goes to its front,
+//! [`crate::engines::front::EngineFront`]), and its `validate` runs every
+//! family's check.
 
 use crate::SpecError;
 
