@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use drivelab_testkit::{require_root, TempDir};
+use drivelab_testkit::{json_after_notes, require_root, TempDir};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
@@ -47,8 +47,7 @@ fn run_in(tool: &str, job: &Path, dir: &Path, extra: &[&str]) -> Value {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let start = stdout.find('{').unwrap_or(0);
-    serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("{tool}: {e}: {stdout}"))
+    json_after_notes(tool, &stdout)
 }
 
 /// Per job: name, then per direction (read, write, trim): I/Os, bytes and

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use drivelab_testkit::{require_root, TempDir};
+use drivelab_testkit::{json_after_notes, require_root, TempDir};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
@@ -64,9 +64,7 @@ fn run_kept(tool: &str, job: &Path) -> (Value, TempDir) {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let start = stdout.find('{').unwrap_or(0);
-    let v =
-        serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("{tool}: {e}: {stdout}"));
+    let v = json_after_notes(tool, &stdout);
     (v, dir)
 }
 

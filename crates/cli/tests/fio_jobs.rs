@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use drivelab_testkit::{require_root, run, LoopDev, TempDir};
+use drivelab_testkit::{json_after_notes, require_root, run, LoopDev, TempDir};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
@@ -361,8 +361,7 @@ fn run_in(tool: &str, job: &Path, dir: &Path) -> Value {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let start = stdout.find('{').unwrap_or(0);
-    serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("{tool}: {e}: {stdout}"))
+    json_after_notes(tool, &stdout)
 }
 
 /// Per job, in order: (name, read ios, write ios, read bytes, write bytes).

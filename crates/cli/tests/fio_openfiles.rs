@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use drivelab_testkit::{require_root, TempDir};
+use drivelab_testkit::{json_after_notes, require_root, TempDir};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
@@ -58,8 +58,7 @@ fn parse(tool: &str, job: &Path, out: std::process::Output) -> Value {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let start = stdout.find('{').unwrap_or(0);
-    serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("{tool}: {e}: {stdout}"))
+    json_after_notes(tool, &stdout)
 }
 
 /// One iolog line without its time: file name (no directory), action,

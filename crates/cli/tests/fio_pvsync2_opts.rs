@@ -49,7 +49,7 @@ fn traced(dir: &TempDir, tag: &str, tool: &str, args: &[&str], job: &[String]) -
         stdout,
         String::from_utf8_lossy(&out.stderr)
     );
-    let v = json_after_notes(&stdout);
+    let v = json_after_notes(tag, &stdout);
     let j = &v["jobs"][0];
     let n = |k: &str| j["write"][k].as_u64().unwrap_or(0);
     let trace = std::fs::read_to_string(&log).expect("strace's log");

@@ -56,7 +56,7 @@ fn fio(args: &[&str]) -> (i32, Value, String) {
     let mut a = vec!["--output-format=json"];
     a.extend_from_slice(args);
     let (code, out, err) = run("fio", &a);
-    (code, json_after_notes(&out), err)
+    (code, json_after_notes("fio", &out), err)
 }
 
 fn drivelab(args: &[&str]) -> (i32, Value, String) {
@@ -64,7 +64,7 @@ fn drivelab(args: &[&str]) -> (i32, Value, String) {
     a.extend_from_slice(args);
     a.extend_from_slice(&["--force", "--no-store", "--output-format=json"]);
     let (code, out, err) = run(BIN, &a);
-    (code, json_after_notes(&out), err)
+    (code, json_after_notes("drivelab", &out), err)
 }
 
 /// One job of a tool's JSON: its name, (error, read I/Os, read bytes,
@@ -255,7 +255,7 @@ struct Traced {
 /// with its arguments, its threads' names sampled every 50 ms.
 fn traced_run(dir: &TempDir, dev: &str, extra: &[&str]) -> Traced {
     let tag = extra.join("").replace(['-', '=', '_'], "");
-    let summary = dir.join(&format!("strace-{tag}.txt"));
+    let trace = dir.join(&format!("strace-{tag}.txt"));
     let json = dir.join(&format!("run-{tag}.json"));
     let out = format!("--output={}", json.display());
     let filename = format!("--filename={dev}");
@@ -265,7 +265,7 @@ fn traced_run(dir: &TempDir, dev: &str, extra: &[&str]) -> Traced {
         "-e",
         "trace=io_uring_enter",
         "-o",
-        summary.to_str().unwrap(),
+        trace.to_str().unwrap(),
         BIN,
         "run",
         "--name=sqp",
@@ -318,7 +318,7 @@ fn traced_run(dir: &TempDir, dev: &str, extra: &[&str]) -> Traced {
     let j = &v["jobs"][0];
     assert_eq!(j["error"], 0, "{j}");
     let ios = j["read"]["total_ios"].as_u64().unwrap();
-    let text = std::fs::read_to_string(&summary).unwrap();
+    let text = std::fs::read_to_string(&trace).unwrap();
     // "PID io_uring_enter(FD, TO_SUBMIT, MIN_COMPLETE, FLAGS, ..." (the
     // arguments are printed before an "<unfinished ...>" too).
     let (mut enters, mut submit_enters, mut to_submit) = (0, 0, 0);

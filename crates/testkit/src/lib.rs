@@ -289,12 +289,17 @@ pub fn require_tools(tools: &[&str]) {
     }
 }
 
-/// The JSON a tool printed on stdout, after any notes before it.
-pub fn json_after_notes(stdout: &str) -> serde_json::Value {
+/// `{`, where a JSON object starts (as a code point, so that the braces
+/// of this file's code stay balanced for tools that count them).
+const JSON_OPEN: char = '\u{7b}';
+
+/// The JSON `tool` printed on stdout, after any notes before it.
+pub fn json_after_notes(tool: &str, stdout: &str) -> serde_json::Value {
     let start = stdout
-        .find('{')
-        .unwrap_or_else(|| panic!("no JSON in the output:\n{stdout}"));
-    serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{stdout}"))
+        .find(JSON_OPEN)
+        .unwrap_or_else(|| panic!("{tool}: no JSON in the output:\n{stdout}"));
+    serde_json::from_str(&stdout[start..])
+        .unwrap_or_else(|e| panic!("{tool}: bad JSON ({e}):\n{stdout}"))
 }
 
 /// A zram device created for this test through /sys/class/zram-control
