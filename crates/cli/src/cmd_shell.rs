@@ -2,14 +2,14 @@
 //! (clap_complete) and man pages (clap_mangen), generated from the same
 //! declarations the command line is parsed with. `run` parses its fio
 //! options by hand, so its page and completions are built here from the one
-//! option table (`drivelab_workload::spec::options::OPTIONS`) and `run`'s own
+//! option table (`drivelab_workload::spec::options::all`) and `run`'s own
 //! flags (`cmd_run::RUN_FLAGS`).
 
 use std::path::PathBuf;
 
 use clap::builder::PossibleValuesParser;
 use clap::{Arg, ArgAction, Args, Command, ValueHint};
-use drivelab_workload::spec::options::{OptionKind, OPTIONS};
+use drivelab_workload::spec::options::{all as all_options, OptionKind};
 
 use crate::cmd_run::{defaults_text, preset_names, RUN_FLAGS};
 use crate::error::usage;
@@ -97,7 +97,7 @@ pub fn run_command(about: Option<clap::builder::StyledStr>) -> Command {
         }
         cmd = cmd.arg(a);
     }
-    for d in OPTIONS {
+    for d in all_options() {
         let def = if d.default.is_empty() { "-" } else { d.default };
         let unit = d.unit_text();
         let unit = if unit.is_empty() {
@@ -246,7 +246,7 @@ mod tests {
         let mut cmd = run_command(None);
         cmd.build();
         cmd.clone().debug_assert();
-        for d in OPTIONS {
+        for d in all_options() {
             assert!(
                 cmd.get_arguments().any(|a| a.get_long() == Some(d.name)),
                 "{}",

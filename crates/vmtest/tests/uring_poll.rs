@@ -115,6 +115,17 @@ ls $P > poll_files.txt 2>&1
          if [ $st = 137 ]; then echo $name >> peer_retried.txt; timeout -s KILL 90 \"$@\" > $name.out 2> $name.err; st=$?; fi; \
          echo $st > $name.status; }\n",
     );
+    // A lost completion that the driver times out fails a passthrough
+    // command with EINTR (the block layer retries block I/O, not
+    // io_uring_cmd). A run of either tool that fails while the driver
+    // logged such a timeout is run once more, under the same rule for
+    // both, and the retry is printed with the results.
+    s.push_str(
+        "nvme_timeouts() { dmesg | grep nvme | grep -c timeout; }\n\
+         on_timeout_again() { runner=$1; name=$2; before=$(nvme_timeouts); \"$@\"; \
+         if [ \"$(cat $2.status)\" != 0 ] && [ \"$(nvme_timeouts)\" -gt \"$before\" ]; then \
+         echo $name >> timeout_retried.txt; echo > $T/trace; \"$@\"; fi; }\n",
+    );
     for (name, args, _) in JOBS {
         for t in ["fio", "dl"] {
             let tool = if t == "fio" {
@@ -124,7 +135,7 @@ ls $P > poll_files.txt 2>&1
             };
             let runner = if t == "fio" { "peer_json" } else { "run_json" };
             s.push_str(&format!(
-                "echo > $T/trace\n{runner} {t}_{name} {tool} --name={name} --bs=4k {args}\ngrep nvme_setup_cmd $T/trace > {t}_{name}.trace\n"
+                "echo > $T/trace\non_timeout_again {runner} {t}_{name} {tool} --name={name} --bs=4k {args}\ngrep nvme_setup_cmd $T/trace > {t}_{name}.trace\n"
             ));
         }
     }
@@ -225,6 +236,12 @@ fn hipri_jobs_go_through_the_poll_queue_as_in_fio() {
         .count();
     if timeouts > 0 {
         println!("the guest's NVMe driver timed out {timeouts} commands (lost completions)");
+    }
+    if let Ok(r) = run.file("timeout_retried.txt") {
+        println!(
+            "failed while the driver timed out a command, and run again: {}",
+            r.split_whitespace().collect::<Vec<_>>().join(", ")
+        );
     }
     if let Ok(r) = run.file("peer_retried.txt") {
         println!(

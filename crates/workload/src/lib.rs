@@ -2,8 +2,9 @@
 //! one folder per stage:
 //!
 //! - [`spec`]: options, fio job files, presets, sizes and data patterns,
-//!   into a [`JobSpec`]; every option is declared once in
-//!   [`spec::options::OPTIONS`].
+//!   into a [`JobSpec`]; every option is declared once, in
+//!   [`spec::options::OPTIONS`] or beside its engine's option block
+//!   (`engines/opts/`); [`spec::options::all`] lists both.
 //! - [`plan`]: specs resolved against their targets, every bound checked,
 //!   every target claimed for writing through the device crate; nothing
 //!   written yet.

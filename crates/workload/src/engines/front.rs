@@ -1,9 +1,9 @@
 //! The interface every fio engine's front implements, and the handle a job
 //! spec keeps of the one its `ioengine` chose. A front is what the workload
 //! knows of one fio engine: the names fio users write for it, what choosing
-//! it records in the job spec, its option keys and how they are set into
-//! its block of the spec, and how it builds its engine and runs a job on
-//! it. The fronts are listed once, in [`crate::engines::registry`];
+//! it records in the job spec, its checks of a job's targets, and how it
+//! builds its engine and runs a job on it. Its options are its block's,
+//! under `engines/opts/`. The fronts are listed once, in [`crate::engines::registry`];
 //! nothing else matches on engine names.
 
 use std::fmt;
@@ -14,7 +14,6 @@ use crate::job::outcome::JobOutcome;
 use crate::plan::model::{Plan, PlanError, PlannedJob, PlannedTarget};
 use crate::run::error::RunError;
 use crate::run::start::JobRun;
-use crate::SpecError;
 
 /// One fio engine as the workload sees it.
 pub trait EngineFront: Sync {
@@ -26,28 +25,8 @@ pub trait EngineFront: Sync {
     /// choice (which file operation, which of cpuio and exec).
     fn choose(&self, spec: &mut crate::JobSpec, name: &str);
 
-    /// The option keys whose values go to this front's option block in the
-    /// job spec (rows of `spec/options.rs`); none by default.
-    fn keys(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    /// Set one of [`EngineFront::keys`] (its canonical name) to `v` in the
-    /// front's option block of `spec`.
-    fn set(
-        &self,
-        _spec: &mut crate::JobSpec,
-        key: &'static str,
-        _v: &str,
-    ) -> Result<(), SpecError> {
-        Err(SpecError::Invalid(format!(
-            "{key} is not an option of ioengine={}",
-            self.names()[0]
-        )))
-    }
-
-    /// The front's checks of a job and its planned targets, before anything
-    /// is created or written (bad input: one line naming the key).
+    /// The chosen front's checks of a job and its planned targets, before
+    /// anything is created or written (bad input: one line naming the key).
     fn check(&self, _spec: &crate::JobSpec, _targets: &[&PlannedTarget]) -> Result<(), PlanError> {
         Ok(())
     }

@@ -4,7 +4,6 @@
 //! device blocks are under [`noio`].
 
 pub mod e4defrag;
-pub mod engine_opts;
 pub mod files;
 pub mod front;
 pub mod fronts;

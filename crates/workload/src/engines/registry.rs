@@ -35,9 +35,3 @@ pub fn lookup(name: &str) -> Option<&'static dyn EngineFront> {
         .copied()
         .find(|f| f.names().contains(&name.as_str()))
 }
-
-/// The front whose option block takes `key` (a canonical option name), if
-/// the key is an engine's.
-pub fn option_owner(key: &str) -> Option<&'static dyn EngineFront> {
-    ENGINES.iter().copied().find(|f| f.keys().contains(&key))
-}

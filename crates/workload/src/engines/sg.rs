@@ -5,28 +5,18 @@
 
 use crate::SpecError;
 
-pub use crate::engines::opts::sg::{SgSpec, KEYS};
+pub use crate::engines::opts::sg::SgSpec;
 
-/// The plan's check of a job's engine against its sg options and targets:
-/// sg options need `ioengine=sg`, and the sg engine needs block devices
-/// (SCSI disks; SG_IO is refused on files).
+/// The plan's check of an sg job's targets: the sg engine needs block
+/// devices (SCSI disks; SG_IO is refused on files).
 pub fn check_targets<'a>(
     spec: &crate::JobSpec,
-    targets: impl IntoIterator<Item = (&'a std::path::PathBuf, bool)>,
+    targets: impl IntoIterator<Item = &'a crate::plan::model::PlannedTarget>,
 ) -> Result<(), crate::PlanError> {
     let bad = |why: String| crate::PlanError::Spec(SpecError::Invalid(why));
-    if spec.ioengine != crate::EngineKind::Sg {
-        if let Some(k) = spec.engine.sg.first_key {
-            return Err(bad(format!(
-                "job '{}': {k} is an option of ioengine=sg (this job uses {}); drop it or set ioengine=sg",
-                spec.name,
-                spec.ioengine.name()
-            )));
-        }
-        return Ok(());
-    }
-    for (path, is_block) in targets {
-        if !is_block {
+    for t in targets {
+        if !t.is_block {
+            let path = &t.path;
             return Err(bad(format!(
                 "job '{}': ioengine=sg sends SCSI commands to a SCSI disk (/dev/sdX or its /dev/sgN), and {} is not one; use the disk's /dev/sdX or /dev/sgN, or another ioengine for files",
                 spec.name,

@@ -2,7 +2,7 @@
 //! in the job plan: the mapping of a job's `/dev/ngXnY` onto the
 //! namespace's block device (which is what gets claimed), and the
 //! engine's targets when the job starts. Its options (`cmd_type`, `hipri`,
-//! `fixedbufs`, …) are [`crate::engines::engine_opts`]'s, shared with io_uring as in fio.
+//! `fixedbufs`, …) are [`crate::engines::opts::io`]'s, shared with io_uring as in fio.
 
 use std::path::{Path, PathBuf};
 

@@ -376,11 +376,6 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         if spec.rw.write_kind() == WriteKind::Trim && zbd.is_none() {
             check_discard(idx.iter().map(|&i| &targets[i]))?;
         }
-        crate::engines::engine_opts::check_cpu(spec)?;
-        crate::engines::sg::check_targets(
-            spec,
-            idx.iter().map(|&i| (&targets[i].path, targets[i].is_block)),
-        )?;
         let verify = verify_content(spec, align)?;
         let wait_for = wait_for(spec, out.iter().map(|j| j.spec.name.as_str()))?;
         for clone in clones.clone() {

@@ -1422,7 +1422,7 @@ fn build_report(
     }
     report
         .ioengine_notes
-        .extend(crate::engines::engine_opts::notes(
+        .extend(crate::engines::opts::io::notes(
             plan.jobs.iter().map(|j| &j.spec),
         ));
     let mut reported: Vec<Reported> = names.iter().map(|_| Reported::default()).collect();

@@ -4,7 +4,7 @@
 //! `include FILE` (relative to the including file) and `${VAR}` replaced by
 //! the environment variable VAR.
 //!
-//! Keys are the ones in [`crate::spec::options::OPTIONS`] (see `drivelab run
+//! Keys are the ones in [`crate::spec::options::all`] (see `drivelab run
 //! --help`), plus `stonewall`/`wait_for_previous` (start this job after the
 //! ones before it finish). A `[global]` section applies to the jobs after it.
 //! Where fio's defaults differ from drivelab's command line, a job file gets

@@ -535,7 +535,7 @@ impl JobSpec {
             return Ok(());
         }
         // And bare engine flags (`hipri`, `fixedbufs`, …; `hipri=1` is shown).
-        if value.is_none() && crate::engines::engine_opts::UNSHOWN_BARE.contains(&name) {
+        if value.is_none() && crate::engines::opts::io::UNSHOWN_BARE.contains(&name) {
             return Ok(());
         }
         let shown = value.unwrap_or("").trim().to_string();
@@ -715,8 +715,8 @@ impl JobSpec {
     fn set_pacing_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         // An engine's option: its front sets it in its block; a family's
         // (see `family_of`): the family sets it.
-        if let Some(front) = crate::engines::registry::option_owner(key) {
-            return front.set(self, key, v);
+        if let Some(block) = crate::engines::opts::block_of(key) {
+            return (block.set)(&mut self.engine, key, v);
         }
         if let Some(family) = self.family_of(key) {
             return family.set(key, v);
@@ -978,7 +978,9 @@ impl JobSpec {
         for family in self.families() {
             family.check()?;
         }
-        crate::engines::engine_opts::validate(self)?;
+        for block in crate::engines::opts::BLOCKS {
+            (block.check)(self)?;
+        }
         if self.prio.has_cmdprio() && self.ioengine != EngineKind::IoUring {
             return Err(SpecError::Invalid(format!(
                 "cmdprio options set a priority per I/O in io_uring submissions: give ioengine=io_uring or libaio (job '{}' has {})",
@@ -1057,7 +1059,7 @@ mod tests {
                 assert_eq!(lookup(key).map(|d| d.name).ok(), Some(key), "{key}");
                 assert!(!seen.contains(&key), "{key} is in two families");
                 assert!(
-                    crate::engines::registry::option_owner(key).is_none(),
+                    crate::engines::opts::block_of(key).is_none(),
                     "{key} is an engine's option too"
                 );
                 seen.push(key);

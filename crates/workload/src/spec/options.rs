@@ -7,84 +7,13 @@
 
 use drivelab_engine::engine::MAX_DEPTH;
 
+use crate::spec::decl::opt;
+pub use crate::spec::decl::{OptionDecl, OptionKind};
 use crate::SpecError;
 
-/// What kind of value an option takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OptionKind {
-    /// A flag: bare means on; `=0`/`=1` also accepted.
-    Bool,
-    /// A whole number.
-    Int,
-    /// A size in bytes with fio suffixes (k = 1024).
-    Size,
-    /// A size, or a percentage of the target.
-    SizeOrPercent,
-    /// A time; bare numbers are seconds.
-    Time,
-    /// Free text or a choice.
-    Text,
-}
-
-/// One declared option.
-#[derive(Debug, Clone, Copy)]
-pub struct OptionDecl {
-    /// fio's name.
-    pub name: &'static str,
-    /// Other names fio accepts for it.
-    pub aliases: &'static [&'static str],
-    /// Value kind.
-    pub kind: OptionKind,
-    /// Default, as the user would type it ("" = none).
-    pub default: &'static str,
-    /// Smallest and largest value of a whole-number option, inclusive.
-    pub bounds: Option<(u64, u64)>,
-    /// Unit of the value ("" for none or a kind's own: sizes are bytes
-    /// with k = 1024, bare times are seconds).
-    pub unit: &'static str,
-    /// One line of help.
-    pub help: &'static str,
-}
-
-impl OptionDecl {
-    /// The unit as the help shows it.
-    pub fn unit_text(&self) -> &'static str {
-        match (self.unit, self.kind) {
-            ("", OptionKind::Size) => "bytes, k = 1024",
-            ("", OptionKind::SizeOrPercent) => "bytes (k = 1024) or N%",
-            ("", OptionKind::Time) => "s when bare",
-            (u, _) => u,
-        }
-    }
-}
-
-macro_rules! opt {
-    ($name:literal, [$($alias:literal),*], $kind:ident, $default:literal, $help:literal) => {
-        OptionDecl {
-            name: $name,
-            aliases: &[$($alias),*],
-            kind: OptionKind::$kind,
-            default: $default,
-            bounds: None,
-            unit: "",
-            help: $help,
-        }
-    };
-    ($name:literal, [$($alias:literal),*], $kind:ident, $default:literal, $help:literal,
-     $min:expr, $max:expr, $unit:literal) => {
-        OptionDecl {
-            name: $name,
-            aliases: &[$($alias),*],
-            kind: OptionKind::$kind,
-            default: $default,
-            bounds: Some(($min, $max)),
-            unit: $unit,
-            help: $help,
-        }
-    };
-}
-
-/// The supported options (fio's names and units).
+/// The options every job takes (fio's names and units). Each engine's own
+/// options are declared beside its option block under `engines/opts/`;
+/// [`all`] is both.
 pub const OPTIONS: &[OptionDecl] = &[
     opt!("name", [], Text, "drivelab", "job name"),
     opt!(
@@ -484,113 +413,6 @@ pub const OPTIONS: &[OptionDecl] = &[
         Text,
         "",
         "what write buffers hold, repeated: 0xHEX, a number, a \"string\" or a 'file', joined in any order (fio's syntax; random data when unset)"
-    ),
-    opt!(
-        "sg_write_mode",
-        [],
-        Text,
-        "write",
-        "ioengine=sg: what writes send: write, write_and_verify, write_same, write_same_ndob, write_stream, verify_bytchk_00, verify_bytchk_01 or verify_bytchk_11"
-    ),
-    opt!(
-        "stream_id",
-        [],
-        Int,
-        "0",
-        "ioengine=sg: the stream of sg_write_mode=write_stream",
-        0,
-        65535,
-        ""
-    ),
-    opt!("readfua", [], Bool, "0", "ioengine=sg: force unit access on reads"),
-    opt!("writefua", [], Bool, "0", "ioengine=sg: force unit access on writes"),
-    // fio's io_uring and io_uring_cmd engines' options (shared, as in
-    // fio), and libaio's and pvsync2's (crate::engines::engine_opts).
-    opt!(
-        "cmd_type",
-        [],
-        Text,
-        "nvme",
-        "ioengine=io_uring_cmd: the passthrough command set (nvme, the only one)"
-    ),
-    opt!(
-        "hipri",
-        [],
-        Bool,
-        "0",
-        "ioengine=io_uring, io_uring_cmd: poll for completions (IORING_SETUP_IOPOLL; io_uring needs direct=1; the device's poll queues make it polling); pvsync2: RWF_HIPRI"
-    ),
-    opt!(
-        "hipri_percentage",
-        [],
-        Int,
-        "100",
-        "ioengine=pvsync2: with hipri, the percentage of I/Os issued with RWF_HIPRI, each I/O drawn at random",
-        0,
-        100,
-        "%"
-    ),
-    opt!(
-        "fixedbufs",
-        [],
-        Bool,
-        "0",
-        "ioengine=io_uring_cmd: register the I/O buffers with the ring (IORING_URING_CMD_FIXED; with nonvectored=1); io_uring: accepted, drivelab's io_uring always registers them (READ_FIXED/WRITE_FIXED)"
-    ),
-    opt!(
-        "registerfiles",
-        [],
-        Bool,
-        "0",
-        "ioengine=io_uring_cmd: register the device with the ring (on with sqthread_poll); io_uring: accepted, drivelab's io_uring always registers its files"
-    ),
-    opt!(
-        "sqthread_poll",
-        [],
-        Bool,
-        "0",
-        "ioengine=io_uring, io_uring_cmd: a kernel thread polls for submissions (IORING_SETUP_SQPOLL); the job enters the kernel only to wake it, and watches the completion queue"
-    ),
-    opt!(
-        "sqthread_poll_cpu",
-        [],
-        Int,
-        "",
-        "ioengine=io_uring, io_uring_cmd: the CPU the sqthread_poll thread runs on (IORING_SETUP_SQ_AFF; an online CPU)",
-        0,
-        4095,
-        ""
-    ),
-    opt!(
-        "nonvectored",
-        [],
-        Bool,
-        "0",
-        "ioengine=io_uring_cmd: the command carries the buffer (NVME_URING_CMD_IO) instead of an iovec (NVME_URING_CMD_IO_VEC); io_uring: accepted, drivelab's io_uring never uses iovecs"
-    ),
-    opt!(
-        "nowait",
-        [],
-        Bool,
-        "0",
-        "ioengine=io_uring, libaio, pvsync2: reads and writes carry RWF_NOWAIT; one that would block fails with EAGAIN"
-    ),
-    opt!(
-        "force_async",
-        [],
-        Int,
-        "0",
-        "ioengine=io_uring, io_uring_cmd: every Nth submission goes to the kernel's io-wq workers (IOSQE_ASYNC); 0: none",
-        0,
-        u32::MAX as u64,
-        ""
-    ),
-    opt!(
-        "userspace_reap",
-        [],
-        Bool,
-        "0",
-        "ioengine=libaio: reap completions without a system call; accepted, drivelab's io_uring always reaps them from the ring it shares with the kernel"
     ),
     opt!(
         "verify_interval",
@@ -1172,173 +994,13 @@ pub const OPTIONS: &[OptionDecl] = &[
         "filestat/dirstat: the lookup timed: stat, lstat or statx"
     ),
     // fio's e4defrag engine (crate::engines::e4defrag).
-    opt!(
-        "donorname",
-        [],
-        Text,
-        "",
-        "e4defrag: the file whose blocks each write moves into the job's file (in directory; created, shared by jobs naming it)"
-    ),
-    opt!(
-        "inplace",
-        [],
-        Int,
-        "0",
-        "e4defrag: 0 allocates the donor's blocks once at the job's start, 1 per write (then frees them)",
-        0,
-        1,
-        ""
-    ),
-    // fio's cpuio and exec engines (crate::engines::noio::cpuio, crate::engines::noio::exec).
-    opt!(
-        "cpuload",
-        [],
-        Int,
-        "",
-        "cpuio: the percentage of one CPU each job burns (required)",
-        1,
-        100,
-        "%"
-    ),
-    opt!(
-        "cpuchunks",
-        [],
-        Int,
-        "50000",
-        "cpuio: the length of each burn (noop); a sleep follows that makes the burns cpuload percent",
-        1,
-        60_000_000,
-        "us"
-    ),
-    opt!(
-        "cpumode",
-        [],
-        Text,
-        "noop",
-        "cpuio: noop spins on the clock, qsort sorts arrays (more power drawn)"
-    ),
-    opt!(
-        "exit_on_io_done",
-        [],
-        Bool,
-        "0",
-        "cpuio: end the job when every job of the run that does I/O has finished"
-    ),
-    opt!(
-        "program",
-        [],
-        Text,
-        "",
-        "exec: the program the job runs for its runtime (required; searched on PATH without a '/')"
-    ),
-    opt!(
-        "arguments",
-        [],
-        Text,
-        "",
-        "exec: the program's arguments, split at spaces; %r is the runtime in seconds, %n the job name"
-    ),
-    opt!(
-        "grace_time",
-        [],
-        Int,
-        "1",
-        "exec: time between SIGTERM at the job's end and SIGKILL",
-        0,
-        86_400,
-        "s"
-    ),
-    opt!(
-        "std_redirect",
-        [],
-        Bool,
-        "1",
-        "exec: the program's stdout and stderr go to <jobname>.stdout and <jobname>.stderr"
-    ),
-    // fio's net engine (crate::engines::noio::net).
-    opt!(
-        "hostname",
-        [],
-        Text,
-        "",
-        "net: the peer to connect or send to; a udp reader's multicast group; protocol=unix: the socket's path"
-    ),
-    opt!(
-        "port",
-        [],
-        Int,
-        "",
-        "net: the tcp or udp port (numjobs clones use the next ones); none for unix",
-        1,
-        65535,
-        ""
-    ),
-    opt!(
-        "protocol",
-        ["proto"],
-        Text,
-        "tcp",
-        "net: tcp, tcpv6, udp, udpv6 or unix"
-    ),
-    opt!(
-        "listen",
-        [],
-        Bool,
-        "0",
-        "net: a tcp job accepts one connection (takes no hostname) instead of connecting"
-    ),
-    opt!(
-        "pingpong",
-        [],
-        Bool,
-        "0",
-        "net: each block sent comes back before the next (latency is a round trip)"
-    ),
-    opt!(
-        "ttl",
-        [],
-        Int,
-        "1",
-        "net: time-to-live of outgoing udp multicast",
-        0,
-        255,
-        ""
-    ),
-    opt!(
-        "interface",
-        [],
-        Text,
-        "",
-        "net: the IPv4 address of the interface udp multicast is sent and joined on"
-    ),
-    opt!(
-        "nodelay",
-        [],
-        Bool,
-        "0",
-        "net: set TCP_NODELAY on tcp connections"
-    ),
-    opt!(
-        "window_size",
-        [],
-        Int,
-        "0",
-        "net: the socket buffer size (receive side SO_RCVBUF, send side SO_SNDBUF; 0: the system's)",
-        0,
-        2147483647,
-        "bytes"
-    ),
-    opt!(
-        "mss",
-        [],
-        Int,
-        "0",
-        "net: the TCP maximum segment size, TCP_MAXSEG (0: the system's)",
-        0,
-        65535,
-        "bytes"
-    ),
 ];
+
+/// Every declared option: [`OPTIONS`], then each engine's own, block by
+/// block ([`crate::engines::opts::options`]).
+pub fn all() -> impl Iterator<Item = &'static OptionDecl> {
+    OPTIONS.iter().chain(crate::engines::opts::options())
+}
 
 /// The declared bounds of whole-number option `key` (its name or alias).
 pub fn bounds(key: &str) -> (u64, u64) {
@@ -1354,14 +1016,10 @@ pub fn lookup(key: &str) -> Result<&'static OptionDecl, SpecError> {
     // fio spells options with underscores; accept hyphens too (--log-interval).
     let norm = key.trim().replace('-', "_");
     let k = norm.as_str();
-    if let Some(d) = OPTIONS
-        .iter()
-        .find(|d| d.name == k || d.aliases.contains(&k))
-    {
+    if let Some(d) = all().find(|d| d.name == k || d.aliases.contains(&k)) {
         return Ok(d);
     }
-    let best = OPTIONS
-        .iter()
+    let best = all()
         .flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied()))
         .map(|n| (edit_distance(n, k), n))
         .min();
@@ -1389,39 +1047,43 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// The help table, generated from [`OPTIONS`].
+/// The help table, generated from [`all`]: every job's options, then each
+/// engine's under the engine names that take them.
 pub fn help_text() -> String {
     let mut s = String::new();
     for d in OPTIONS {
-        let names = std::iter::once(d.name)
-            .chain(d.aliases.iter().copied())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let def = if d.default.is_empty() { "-" } else { d.default };
-        let mut extra = format!("default: {def}");
-        if let Some((lo, hi)) = d.bounds {
-            extra.push_str(&format!("; {lo}..={hi}"));
+        help_row(&mut s, d);
+    }
+    for b in crate::engines::opts::BLOCKS {
+        s.push_str(&format!("\n  ioengine={}:\n", b.engines));
+        for d in b.options {
+            help_row(&mut s, d);
         }
-        let unit = d.unit_text();
-        if !unit.is_empty() {
-            extra.push_str(&format!("; {unit}"));
-        }
-        s.push_str(&format!("  --{names:<26} {} [{extra}]\n", d.help));
     }
     s
 }
 
+/// One option's help line.
+fn help_row(s: &mut String, d: &OptionDecl) {
+    let names = std::iter::once(d.name)
+        .chain(d.aliases.iter().copied())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let def = if d.default.is_empty() { "-" } else { d.default };
+    let mut extra = format!("default: {def}");
+    if let Some((lo, hi)) = d.bounds {
+        extra.push_str(&format!("; {lo}..={hi}"));
+    }
+    let unit = d.unit_text();
+    if !unit.is_empty() {
+        extra.push_str(&format!("; {unit}"));
+    }
+    s.push_str(&format!("  --{names:<26} {} [{extra}]\n", d.help));
+}
+
 /// A whole number within the bounds the option table declares for `key`.
 pub(crate) fn parse_bounded(key: &str, v: &str) -> Result<u64, SpecError> {
-    let (min, max) = bounds(key);
-    match v.trim().parse::<u64>() {
-        Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ => Err(SpecError::BadValue {
-            key: key.to_string(),
-            value: v.to_string(),
-            expect: format!("a whole number from {min} to {max}"),
-        }),
-    }
+    crate::spec::decl::parse_within(key, bounds(key), v)
 }
 
 #[cfg(test)]
@@ -1443,7 +1105,7 @@ mod tests {
 
     #[test]
     fn every_declared_option_is_handled_by_set() {
-        for d in OPTIONS {
+        for d in all() {
             let mut j = crate::JobSpec::default();
             let v = match d.name {
                 "rw" => "randread",
@@ -1513,7 +1175,7 @@ mod tests {
     #[test]
     fn help_lists_every_option() {
         let h = help_text();
-        for d in OPTIONS {
+        for d in all() {
             assert!(h.contains(&format!("--{}", d.name)), "{}", d.name);
         }
     }

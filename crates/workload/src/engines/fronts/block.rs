@@ -10,7 +10,6 @@ use crate::job::outcome::JobOutcome;
 use crate::run::error::RunError;
 use crate::run::start::JobRun;
 use crate::spec::kinds::EngineKind;
-use crate::SpecError;
 
 /// io_uring with registered buffers and files.
 pub struct IoUringFront;
@@ -25,17 +24,6 @@ impl EngineFront for IoUringFront {
 
     fn choose(&self, spec: &mut crate::JobSpec, name: &str) {
         super::choose_kind(spec, EngineKind::IoUring, name);
-    }
-
-    /// The options of io_uring, io_uring_cmd, libaio and pvsync2, one
-    /// block ([`crate::engines::engine_opts`]); its check refuses a key the
-    /// job's engine does not take.
-    fn keys(&self) -> &'static [&'static str] {
-        crate::engines::engine_opts::KEYS
-    }
-
-    fn set(&self, spec: &mut crate::JobSpec, key: &'static str, v: &str) -> Result<(), SpecError> {
-        spec.engine.io.set(key, v)
     }
 
     fn queues(&self) -> bool {

@@ -9,90 +9,68 @@ use drivelab_device::claim::SetKind;
 use drivelab_engine::fileops::{FdOp, PathOp, StatKind};
 
 use crate::engines::front::EngineFront;
-use crate::engines::opts::e4defrag::DefragOpts;
 use crate::engines::opts::files::FileEngine;
 use crate::job::outcome::JobOutcome;
 use crate::plan::model::{PlanError, PlannedTarget};
 use crate::run::error::RunError;
 use crate::run::start::JobRun;
 use crate::spec::kinds::EngineKind;
-use crate::SpecError;
 
 /// One filesystem engine: its name and the operation it does.
 pub struct FileFront {
     names: &'static [&'static str],
     engine: FileEngine,
-    keys: &'static [&'static str],
 }
 
 /// `filecreate`.
 pub static FILECREATE: FileFront = FileFront {
     names: &["filecreate"],
     engine: FileEngine::Path(PathOp::Create, SetKind::Files),
-    keys: &[],
 };
 /// `filestat`.
 pub static FILESTAT: FileFront = FileFront {
     names: &["filestat"],
     engine: FileEngine::Path(PathOp::Stat(StatKind::Stat), SetKind::Files),
-    keys: &[],
 };
 /// `filedelete`.
 pub static FILEDELETE: FileFront = FileFront {
     names: &["filedelete"],
     engine: FileEngine::Path(PathOp::Delete, SetKind::Files),
-    keys: &[],
 };
 /// `dircreate`.
 pub static DIRCREATE: FileFront = FileFront {
     names: &["dircreate"],
     engine: FileEngine::Path(PathOp::Create, SetKind::Dirs),
-    keys: &[],
 };
 /// `dirstat`.
 pub static DIRSTAT: FileFront = FileFront {
     names: &["dirstat"],
     engine: FileEngine::Path(PathOp::Stat(StatKind::Stat), SetKind::Dirs),
-    keys: &[],
 };
 /// `dirdelete`.
 pub static DIRDELETE: FileFront = FileFront {
     names: &["dirdelete"],
     engine: FileEngine::Path(PathOp::Delete, SetKind::Dirs),
-    keys: &[],
 };
 /// `ftruncate`.
 pub static FTRUNCATE: FileFront = FileFront {
     names: &["ftruncate"],
     engine: FileEngine::Fd(FdOp::Ftruncate),
-    keys: &[],
 };
 /// `falloc`.
 pub static FALLOC: FileFront = FileFront {
     names: &["falloc"],
     engine: FileEngine::Fd(FdOp::Falloc),
-    keys: &[],
 };
 /// `e4defrag`.
 pub static E4DEFRAG: FileFront = FileFront {
     names: &["e4defrag"],
     engine: FileEngine::Defrag,
-    keys: DefragOpts::KEYS,
 };
 
 impl EngineFront for FileFront {
     fn names(&self) -> &'static [&'static str] {
         self.names
-    }
-
-    fn keys(&self) -> &'static [&'static str] {
-        self.keys
-    }
-
-    /// e4defrag's `donorname` and `inplace`; the other filesystem engines
-    /// have no options of their own.
-    fn set(&self, spec: &mut crate::JobSpec, key: &'static str, v: &str) -> Result<(), SpecError> {
-        spec.engine.e4defrag.set(key, v)
     }
 
     fn check(&self, spec: &crate::JobSpec, targets: &[&PlannedTarget]) -> Result<(), PlanError> {

@@ -8,7 +8,6 @@ use crate::job::outcome::JobOutcome;
 use crate::run::error::RunError;
 use crate::run::start::{start_delay, JobRun};
 use crate::spec::kinds::EngineKind;
-use crate::SpecError;
 
 /// fio's `net`.
 pub struct NetFront;
@@ -23,14 +22,6 @@ impl EngineFront for NetFront {
 
     fn choose(&self, spec: &mut crate::JobSpec, name: &str) {
         super::choose_kind(spec, EngineKind::Net, name);
-    }
-
-    fn keys(&self) -> &'static [&'static str] {
-        crate::engines::opts::net::KEYS
-    }
-
-    fn set(&self, spec: &mut crate::JobSpec, key: &'static str, v: &str) -> Result<(), SpecError> {
-        spec.engine.net.set(key, v)
     }
 
     fn on_targets(&self) -> bool {

@@ -5,33 +5,29 @@
 
 use crate::engines::front::EngineFront;
 use crate::engines::noio::Watch;
-use crate::engines::opts::noio::{CpuOpts, ExecOpts, NoIoEngine};
+use crate::engines::opts::noio::NoIoEngine;
 use crate::job::outcome::JobOutcome;
 use crate::plan::model::{PlanError, PlannedTarget};
 use crate::run::error::RunError;
 use crate::run::start::JobRun;
 use crate::spec::kinds::EngineKind;
-use crate::SpecError;
 
 /// cpuio or exec.
 pub struct NoIoFront {
     names: &'static [&'static str],
     engine: NoIoEngine,
-    keys: &'static [&'static str],
 }
 
 /// `cpuio`.
 pub static CPUIO: NoIoFront = NoIoFront {
     names: &["cpuio"],
     engine: NoIoEngine::Cpu,
-    keys: CpuOpts::KEYS,
 };
 
 /// `exec`.
 pub static EXEC: NoIoFront = NoIoFront {
     names: &["exec"],
     engine: NoIoEngine::Exec,
-    keys: ExecOpts::KEYS,
 };
 
 impl EngineFront for NoIoFront {
@@ -43,17 +39,6 @@ impl EngineFront for NoIoFront {
         spec.engine.noio.engine = Some(self.engine);
         spec.ioengine = EngineKind::Null;
         spec.ioengine_as_written = None;
-    }
-
-    fn keys(&self) -> &'static [&'static str] {
-        self.keys
-    }
-
-    fn set(&self, spec: &mut crate::JobSpec, key: &'static str, v: &str) -> Result<(), SpecError> {
-        match self.engine {
-            NoIoEngine::Cpu => spec.engine.noio.cpu.set(key, v),
-            NoIoEngine::Exec => spec.engine.noio.exec.set(key, v),
-        }
     }
 
     fn check(&self, spec: &crate::JobSpec, _targets: &[&PlannedTarget]) -> Result<(), PlanError> {

@@ -8,11 +8,10 @@ use drivelab_engine::buf::Fill;
 
 use crate::engines::front::EngineFront;
 use crate::job::outcome::JobOutcome;
-use crate::plan::model::PlanError;
+use crate::plan::model::{PlanError, PlannedTarget};
 use crate::run::error::RunError;
 use crate::run::start::JobRun;
 use crate::spec::kinds::EngineKind;
-use crate::SpecError;
 
 /// fio's `sg`.
 pub struct SgFront;
@@ -29,12 +28,8 @@ impl EngineFront for SgFront {
         super::choose_kind(spec, EngineKind::Sg, name);
     }
 
-    fn keys(&self) -> &'static [&'static str] {
-        crate::engines::opts::sg::KEYS
-    }
-
-    fn set(&self, spec: &mut crate::JobSpec, key: &'static str, v: &str) -> Result<(), SpecError> {
-        spec.engine.sg.set(key, v)
+    fn check(&self, spec: &crate::JobSpec, targets: &[&PlannedTarget]) -> Result<(), PlanError> {
+        crate::engines::sg::check_targets(spec, targets.iter().copied())
     }
 
     fn planned_path(&self, job: &str, filename: &str) -> Result<Option<PathBuf>, PlanError> {

@@ -59,7 +59,7 @@ use drivelab_engine::io::{IoDesc, Op};
 use drivelab_engine::oneshot::{OneShot, RunOne};
 use socket2::{Domain, SockAddr, Socket, Type};
 
-pub use crate::engines::opts::net::{NetOpts, Protocol, KEYS};
+pub use crate::engines::opts::net::{NetOpts, Protocol};
 use crate::spec::kinds::RwMode;
 use crate::{JobSpec, SpecError};
 

@@ -1,6 +1,7 @@
 //! The e4defrag engine's options (`donorname`, `inplace`); the engine is
 //! [`crate::engines::e4defrag`].
 
+use crate::spec::decl::{opt, OptionDecl};
 use crate::SpecError;
 
 /// The e4defrag engine's options.
@@ -14,8 +15,27 @@ pub struct DefragOpts {
 }
 
 impl DefragOpts {
-    /// Keys this module sets.
-    pub const KEYS: &'static [&'static str] = &["donorname", "inplace"];
+    /// The e4defrag engine's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
+            "donorname",
+            [],
+            Text,
+            "",
+            "e4defrag: the file whose blocks each write moves into the job's file (in directory; created, shared by jobs naming it)"
+        ),
+        opt!(
+            "inplace",
+            [],
+            Int,
+            "0",
+            "e4defrag: 0 allocates the donor's blocks once at the job's start, 1 per write (then frees them)",
+            0,
+            1,
+            ""
+        ),
+        // fio's cpuio and exec engines (crate::engines::noio::cpuio, crate::engines::noio::exec).
+    ];
 
     /// Set `donorname` or `inplace` (value as written).
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {

@@ -1,23 +1,97 @@
 //! The net engine's options (`hostname`, `port`, `protocol`, `listen`, …);
 //! the engine is [`crate::engines::noio::net`].
 
+use crate::spec::decl::{opt, OptionDecl};
 use std::net::Ipv4Addr;
 
 use crate::spec::value::parse_flag;
 use crate::SpecError;
 
-/// The keys this module sets (by the option table's names).
-pub const KEYS: &[&str] = &[
-    "hostname",
-    "port",
-    "protocol",
-    "listen",
-    "pingpong",
-    "ttl",
-    "interface",
-    "nodelay",
-    "window_size",
-    "mss",
+/// The net engine's options (fio's names and units), set by
+/// [`NetOpts::set`].
+pub const OPTIONS: &[OptionDecl] = &[
+    opt!(
+        "hostname",
+        [],
+        Text,
+        "",
+        "net: the peer to connect or send to; a udp reader's multicast group; protocol=unix: the socket's path"
+    ),
+    opt!(
+        "port",
+        [],
+        Int,
+        "",
+        "net: the tcp or udp port (numjobs clones use the next ones); none for unix",
+        1,
+        65535,
+        ""
+    ),
+    opt!(
+        "protocol",
+        ["proto"],
+        Text,
+        "tcp",
+        "net: tcp, tcpv6, udp, udpv6 or unix"
+    ),
+    opt!(
+        "listen",
+        [],
+        Bool,
+        "0",
+        "net: a tcp job accepts one connection (takes no hostname) instead of connecting"
+    ),
+    opt!(
+        "pingpong",
+        [],
+        Bool,
+        "0",
+        "net: each block sent comes back before the next (latency is a round trip)"
+    ),
+    opt!(
+        "ttl",
+        [],
+        Int,
+        "1",
+        "net: time-to-live of outgoing udp multicast",
+        0,
+        255,
+        ""
+    ),
+    opt!(
+        "interface",
+        [],
+        Text,
+        "",
+        "net: the IPv4 address of the interface udp multicast is sent and joined on"
+    ),
+    opt!(
+        "nodelay",
+        [],
+        Bool,
+        "0",
+        "net: set TCP_NODELAY on tcp connections"
+    ),
+    opt!(
+        "window_size",
+        [],
+        Int,
+        "0",
+        "net: the socket buffer size (receive side SO_RCVBUF, send side SO_SNDBUF; 0: the system's)",
+        0,
+        2147483647,
+        "bytes"
+    ),
+    opt!(
+        "mss",
+        [],
+        Int,
+        "0",
+        "net: the TCP maximum segment size, TCP_MAXSEG (0: the system's)",
+        0,
+        65535,
+        "bytes"
+    ),
 ];
 
 /// `protocol`.
@@ -114,7 +188,7 @@ fn uint(key: &str, v: &str, max: u64, expect: &str) -> Result<u64, SpecError> {
 }
 
 impl NetOpts {
-    /// Set one of [`KEYS`] (value as written).
+    /// Set one of [`OPTIONS`] (value as written).
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
         let t = v.trim();
         match key {

@@ -2,7 +2,8 @@
 //! `ioengine=exec` ([`crate::engines::noio`]): which of the two a job
 //! runs, and each engine's keys.
 
-use crate::spec::options::parse_bounded;
+use crate::spec::decl::parse_in;
+use crate::spec::decl::{opt, OptionDecl};
 use crate::spec::value::parse_flag;
 use crate::SpecError;
 
@@ -74,15 +75,49 @@ impl Default for CpuOpts {
 }
 
 impl CpuOpts {
-    /// Keys this engine takes.
-    pub const KEYS: &'static [&'static str] =
-        &["cpuload", "cpuchunks", "cpumode", "exit_on_io_done"];
+    /// The cpuio engine's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
+            "cpuload",
+            [],
+            Int,
+            "",
+            "cpuio: the percentage of one CPU each job burns (required)",
+            1,
+            100,
+            "%"
+        ),
+        opt!(
+            "cpuchunks",
+            [],
+            Int,
+            "50000",
+            "cpuio: the length of each burn (noop); a sleep follows that makes the burns cpuload percent",
+            1,
+            60_000_000,
+            "us"
+        ),
+        opt!(
+            "cpumode",
+            [],
+            Text,
+            "noop",
+            "cpuio: noop spins on the clock, qsort sorts arrays (more power drawn)"
+        ),
+        opt!(
+            "exit_on_io_done",
+            [],
+            Bool,
+            "0",
+            "cpuio: end the job when every job of the run that does I/O has finished"
+        ),
+    ];
 
-    /// Set one of [`CpuOpts::KEYS`].
+    /// Set one of [`CpuOpts::OPTIONS`].
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
         match key {
-            "cpuload" => self.cpuload = Some(parse_bounded(key, v)? as u32),
-            "cpuchunks" => self.chunk_us = parse_bounded(key, v)?,
+            "cpuload" => self.cpuload = Some(parse_in(Self::OPTIONS, key, v)? as u32),
+            "cpuchunks" => self.chunk_us = parse_in(Self::OPTIONS, key, v)?,
             "cpumode" => {
                 self.mode = match v.trim().to_ascii_lowercase().as_str() {
                     "noop" => CpuMode::Noop,
@@ -127,9 +162,41 @@ impl Default for ExecOpts {
 }
 
 impl ExecOpts {
-    /// Keys this engine takes.
-    pub const KEYS: &'static [&'static str] =
-        &["program", "arguments", "grace_time", "std_redirect"];
+    /// The exec engine's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
+            "program",
+            [],
+            Text,
+            "",
+            "exec: the program the job runs for its runtime (required; searched on PATH without a '/')"
+        ),
+        opt!(
+            "arguments",
+            [],
+            Text,
+            "",
+            "exec: the program's arguments, split at spaces; %r is the runtime in seconds, %n the job name"
+        ),
+        opt!(
+            "grace_time",
+            [],
+            Int,
+            "1",
+            "exec: time between SIGTERM at the job's end and SIGKILL",
+            0,
+            86_400,
+            "s"
+        ),
+        opt!(
+            "std_redirect",
+            [],
+            Bool,
+            "1",
+            "exec: the program's stdout and stderr go to <jobname>.stdout and <jobname>.stderr"
+        ),
+        // fio's net engine (crate::engines::noio::net).
+    ];
 
     /// Set `program`, `arguments`, `grace_time` or `std_redirect`.
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
@@ -142,7 +209,7 @@ impl ExecOpts {
                 self.program = Some(t.to_string());
             }
             "arguments" => self.arguments = Some(v.trim().to_string()),
-            "grace_time" => self.grace_s = parse_bounded(key, v)?,
+            "grace_time" => self.grace_s = parse_in(Self::OPTIONS, key, v)?,
             _ => self.std_redirect = parse_flag(key, v)?,
         }
         Ok(())

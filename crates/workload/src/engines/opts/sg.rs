@@ -4,6 +4,7 @@
 //! with `ioengine=sg`; with another engine the plan refuses them, naming
 //! the key (fio: "Bad option").
 
+use crate::spec::decl::{opt, OptionDecl};
 use drivelab_engine::sg::{SgOptions, SgWriteMode};
 
 use crate::SpecError;
@@ -24,11 +25,48 @@ pub struct SgSpec {
     pub first_key: Option<&'static str>,
 }
 
-/// The keys this block handles.
-pub const KEYS: &[&str] = &["sg_write_mode", "stream_id", "readfua", "writefua"];
+/// The sg engine's options (fio's names and units), set by
+/// [`SgSpec::set`].
+pub const OPTIONS: &[OptionDecl] = &[
+    opt!(
+        "sg_write_mode",
+        [],
+        Text,
+        "write",
+        "ioengine=sg: what writes send: write, write_and_verify, write_same, write_same_ndob, write_stream, verify_bytchk_00, verify_bytchk_01 or verify_bytchk_11"
+    ),
+    opt!(
+        "stream_id",
+        [],
+        Int,
+        "0",
+        "ioengine=sg: the stream of sg_write_mode=write_stream",
+        0,
+        65535,
+        ""
+    ),
+    opt!("readfua", [], Bool, "0", "ioengine=sg: force unit access on reads"),
+    opt!("writefua", [], Bool, "0", "ioengine=sg: force unit access on writes"),
+    // fio's io_uring and io_uring_cmd engines' options (shared, as in
+    // fio), and libaio's and pvsync2's (crate::engines::opts::io).
+];
+
+/// The check of a job's sg options: they need `ioengine=sg`.
+pub fn check(spec: &crate::JobSpec) -> Result<(), SpecError> {
+    match spec.engine.sg.first_key {
+        Some(k) if spec.ioengine != crate::spec::kinds::EngineKind::Sg => {
+            Err(SpecError::Invalid(format!(
+                "job '{}': {k} is an option of ioengine=sg (this job uses {}); drop it or set ioengine=sg",
+                spec.name,
+                spec.ioengine.name()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
 
 impl SgSpec {
-    /// Set one of [`KEYS`] from its value.
+    /// Set one of [`OPTIONS`] from its value.
     pub fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         let bad = |expect: &str| SpecError::BadValue {
             key: key.to_string(),

@@ -10,6 +10,7 @@
 //! not online), and hands each engine its options. The engine note says
 //! which of them drivelab's io_uring does regardless.
 
+use crate::spec::decl::{opt, OptionDecl};
 use drivelab_engine::engine::{PsyncOptions, UringOptions};
 use drivelab_engine::ucmd::UcmdOptions;
 
@@ -44,19 +45,95 @@ pub struct EngineOpts {
     pub set: Vec<&'static str>,
 }
 
-/// The keys this block handles.
-pub const KEYS: &[&str] = &[
-    "cmd_type",
-    "hipri",
-    "fixedbufs",
-    "registerfiles",
-    "sqthread_poll",
-    "sqthread_poll_cpu",
-    "nonvectored",
-    "nowait",
-    "force_async",
-    "userspace_reap",
-    "hipri_percentage",
+/// The options of this block (fio's names and units), set by
+/// [`EngineOpts::set`].
+pub const OPTIONS: &[OptionDecl] = &[
+    opt!(
+        "cmd_type",
+        [],
+        Text,
+        "nvme",
+        "ioengine=io_uring_cmd: the passthrough command set (nvme, the only one)"
+    ),
+    opt!(
+        "hipri",
+        [],
+        Bool,
+        "0",
+        "ioengine=io_uring, io_uring_cmd: poll for completions (IORING_SETUP_IOPOLL; io_uring needs direct=1; the device's poll queues make it polling); pvsync2: RWF_HIPRI"
+    ),
+    opt!(
+        "hipri_percentage",
+        [],
+        Int,
+        "100",
+        "ioengine=pvsync2: with hipri, the percentage of I/Os issued with RWF_HIPRI, each I/O drawn at random",
+        0,
+        100,
+        "%"
+    ),
+    opt!(
+        "fixedbufs",
+        [],
+        Bool,
+        "0",
+        "ioengine=io_uring_cmd: register the I/O buffers with the ring (IORING_URING_CMD_FIXED; with nonvectored=1); io_uring: accepted, drivelab's io_uring always registers them (READ_FIXED/WRITE_FIXED)"
+    ),
+    opt!(
+        "registerfiles",
+        [],
+        Bool,
+        "0",
+        "ioengine=io_uring_cmd: register the device with the ring (on with sqthread_poll); io_uring: accepted, drivelab's io_uring always registers its files"
+    ),
+    opt!(
+        "sqthread_poll",
+        [],
+        Bool,
+        "0",
+        "ioengine=io_uring, io_uring_cmd: a kernel thread polls for submissions (IORING_SETUP_SQPOLL); the job enters the kernel only to wake it, and watches the completion queue"
+    ),
+    opt!(
+        "sqthread_poll_cpu",
+        [],
+        Int,
+        "",
+        "ioengine=io_uring, io_uring_cmd: the CPU the sqthread_poll thread runs on (IORING_SETUP_SQ_AFF; an online CPU)",
+        0,
+        4095,
+        ""
+    ),
+    opt!(
+        "nonvectored",
+        [],
+        Bool,
+        "0",
+        "ioengine=io_uring_cmd: the command carries the buffer (NVME_URING_CMD_IO) instead of an iovec (NVME_URING_CMD_IO_VEC); io_uring: accepted, drivelab's io_uring never uses iovecs"
+    ),
+    opt!(
+        "nowait",
+        [],
+        Bool,
+        "0",
+        "ioengine=io_uring, libaio, pvsync2: reads and writes carry RWF_NOWAIT; one that would block fails with EAGAIN"
+    ),
+    opt!(
+        "force_async",
+        [],
+        Int,
+        "0",
+        "ioengine=io_uring, io_uring_cmd: every Nth submission goes to the kernel's io-wq workers (IOSQE_ASYNC); 0: none",
+        0,
+        u32::MAX as u64,
+        ""
+    ),
+    opt!(
+        "userspace_reap",
+        [],
+        Bool,
+        "0",
+        "ioengine=libaio: reap completions without a system call; accepted, drivelab's io_uring always reaps them from the ring it shares with the kernel"
+    ),
 ];
 
 /// The keys fio leaves out of a job's `job options` when given bare
@@ -70,7 +147,7 @@ pub const UNSHOWN_BARE: &[&str] = &[
     "userspace_reap",
 ];
 
-/// Per fio engine name, the keys of [`KEYS`] it takes in drivelab.
+/// Per fio engine name, the keys of [`OPTIONS`] it takes in drivelab.
 fn takes(engine: &str) -> &'static [&'static str] {
     match engine {
         "io_uring" => &[
@@ -113,7 +190,7 @@ fn engines_of(key: &str) -> &'static str {
 }
 
 impl EngineOpts {
-    /// Set one of [`KEYS`] from its value.
+    /// Set one of [`OPTIONS`] from its value.
     pub fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         let bad = |expect: &str| SpecError::BadValue {
             key: key.to_string(),
@@ -231,6 +308,14 @@ pub fn validate(spec: &crate::JobSpec) -> Result<(), SpecError> {
         )));
     }
     Ok(())
+}
+
+/// The block's check against a job: a key the job's engine does not
+/// take is refused ([`validate`]), and `sqthread_poll_cpu` must name an
+/// online CPU of this machine ([`check_cpu`]).
+pub fn check(spec: &crate::JobSpec) -> Result<(), SpecError> {
+    validate(spec)?;
+    check_cpu(spec)
 }
 
 /// The kernel's list of online CPUs.
