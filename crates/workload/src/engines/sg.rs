@@ -107,7 +107,6 @@ mod tests {
         s.set("sg_write_mode", "write_stream").unwrap();
         s.set("stream_id", "9").unwrap();
         assert_eq!(s.options().write_mode, SgWriteMode::WriteStream(9));
-        assert_eq!(s.first_key, Some("sg_write_mode"));
         let mut s = SgSpec::default();
         s.set("writefua", "1").unwrap();
         assert_eq!(s.options().write_mode, SgWriteMode::Write);

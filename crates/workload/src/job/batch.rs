@@ -7,6 +7,8 @@
 //! queued in a turn goes in with its one wait, for one completion, and
 //! every ready completion is taken).
 
+use crate::spec::decl::{opt, OptionDecl};
+use drivelab_engine::engine::MAX_DEPTH;
 use drivelab_engine::ioloop::LoopConfig;
 
 /// The batching options as given.
@@ -63,18 +65,59 @@ impl Batching {
     }
 }
 
-impl crate::spec::family::OptionFamily for BatchOpts {
-    fn keys(&self) -> &'static [&'static str] {
-        &[
+impl BatchOpts {
+    /// The family's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
             "iodepth_batch",
+            ["iodepth_batch_submit"],
+            Int,
+            "unset: each turn's I/Os go in with its one wait",
+            "enter the kernel to submit each time this many I/Os are queued (0 or above iodepth: iodepth)",
+            0,
+            MAX_DEPTH as u64,
+            "I/Os"
+        ),
+        opt!(
             "iodepth_batch_complete_min",
+            ["iodepth_batch_complete"],
+            Int,
+            "1",
+            "when waiting, wait for this many completions (at most those in flight; 0: 1, as fio 3.33 when the queue is full)",
+            0,
+            MAX_DEPTH as u64,
+            "I/Os"
+        ),
+        opt!(
             "iodepth_batch_complete_max",
+            [],
+            Int,
+            "unset: every ready completion",
+            "take at most this many completions per turn, leaving the rest for the next (at least iodepth_batch_complete_min)",
+            0,
+            MAX_DEPTH as u64,
+            "I/Os"
+        ),
+        opt!(
             "iodepth_low",
-        ]
+            [],
+            Int,
+            "iodepth",
+            "once the queue is full, queue no more until this few I/Os are in flight (fio's low watermark)",
+            0,
+            MAX_DEPTH as u64,
+            "I/Os"
+        ),
+    ];
+}
+
+impl crate::spec::family::OptionFamily for BatchOpts {
+    fn options(&self) -> &'static [OptionDecl] {
+        Self::OPTIONS
     }
 
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), crate::SpecError> {
-        let n = Some(crate::spec::options::parse_bounded(key, v)? as u32);
+        let n = Some(crate::spec::decl::parse_in(Self::OPTIONS, key, v)? as u32);
         match key {
             "iodepth_batch" => self.submit = n,
             "iodepth_batch_complete_min" => self.complete_min = n,

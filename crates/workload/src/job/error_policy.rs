@@ -20,6 +20,7 @@
 //! in one field ([`ErrKeys`]).
 
 pub use crate::job::types::ErrorCount;
+use crate::spec::decl::{opt, OptionDecl};
 use crate::spec::value::parse_flag;
 use crate::SpecError;
 use drivelab_engine::io::Op;
@@ -269,26 +270,8 @@ pub struct ErrKeys {
 impl ErrKeys {
     /// Whether `key` (fio's canonical name) is one of these options.
     pub fn handles(key: &str) -> bool {
-        Self::KEYS.contains(&key)
+        Self::OPTIONS.iter().any(|d| d.name == key)
     }
-
-    /// The keys of the error policy and of verify's and dedupe's extras.
-    pub const KEYS: &'static [&'static str] = &[
-        "continue_on_error",
-        "ignore_error",
-        "error_dump",
-        "verify_backlog",
-        "verify_backlog_batch",
-        "verify_fatal",
-        "verify_dump",
-        "verify_async",
-        "dedupe_percentage",
-        "dedupe_mode",
-        "dedupe_working_set_percentage",
-        "dedupe_global",
-        "buffer_compress_percentage",
-        "buffer_compress_chunk",
-    ];
 
     /// Set option `key` to `v`.
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
@@ -367,9 +350,131 @@ pub fn errno_text(errno: i32) -> String {
     }
 }
 
+impl ErrKeys {
+    /// The family's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
+            "continue_on_error",
+            [],
+            Text,
+            "none",
+            "none, read, write, io, verify or all (0/1): errors of these kinds (EIO, EILSEQ unless ignore_error lists others) are counted and the job goes on"
+        ),
+        opt!(
+            "ignore_error",
+            [],
+            Text,
+            "",
+            "READ,WRITE,VERIFY lists of errnos (names or numbers joined by ':') the job goes past, e.g. ,ENOSPC:122"
+        ),
+        opt!(
+            "error_dump",
+            [],
+            Bool,
+            "1",
+            "print every error, also those the job goes past"
+        ),
+        opt!(
+            "verify_backlog",
+            [],
+            Int,
+            "0",
+            "check written blocks after every N writes, during the job (0: when it is done)",
+            0,
+            1 << 32,
+            "blocks"
+        ),
+        opt!(
+            "verify_backlog_batch",
+            [],
+            Int,
+            "verify_backlog",
+            "blocks checked at each verify_backlog point",
+            0,
+            1 << 32,
+            "blocks"
+        ),
+        opt!(
+            "verify_fatal",
+            [],
+            Bool,
+            "0",
+            "end the job at the first failed check even when continue_on_error passes verify errors"
+        ),
+        opt!(
+            "verify_dump",
+            [],
+            Bool,
+            "0",
+            "write the block read and the block expected of a failed check to FILE.OFFSET.received/.expected"
+        ),
+        opt!(
+            "verify_async",
+            [],
+            Int,
+            "0",
+            "fio's verify threads: accepted; drivelab checks on the job's thread",
+            0,
+            1024,
+            "threads"
+        ),
+        opt!(
+            "dedupe_percentage",
+            [],
+            Int,
+            "0",
+            "percent of write buffers that duplicate another",
+            0,
+            100,
+            "%"
+        ),
+        opt!(
+            "dedupe_mode",
+            [],
+            Text,
+            "repeat",
+            "repeat (the last unique buffer) or working_set (one of the first unique buffers)"
+        ),
+        opt!(
+            "dedupe_working_set_percentage",
+            [],
+            Int,
+            "5",
+            "working set of dedupe_mode=working_set, percent of the job's size",
+            0,
+            100,
+            "%"
+        ),
+        opt!(
+            "dedupe_global",
+            [],
+            Bool,
+            "0",
+            "spread the working set over the run's jobs, so they duplicate each other's blocks"
+        ),
+        opt!(
+            "buffer_compress_percentage",
+            [],
+            Int,
+            "0",
+            "percent of each write chunk that is zeros (how far it compresses)",
+            0,
+            100,
+            "%"
+        ),
+        opt!(
+            "buffer_compress_chunk",
+            [],
+            Size,
+            "512",
+            "bytes per random-then-zeros chunk of buffer_compress_percentage (0: the write size)"
+        ),
+    ];
+}
+
 impl crate::spec::family::OptionFamily for ErrKeys {
-    fn keys(&self) -> &'static [&'static str] {
-        Self::KEYS
+    fn options(&self) -> &'static [OptionDecl] {
+        Self::OPTIONS
     }
 
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {

@@ -13,6 +13,7 @@
 //! its deadlines ([`FlowMember::hold`]): one relaxed read of the two shared
 //! atomics and one add per I/O, no lock and no sleep.
 
+use crate::spec::decl::{opt, OptionDecl};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -203,9 +204,29 @@ pub struct ExitOpts {
     pub what: ExitWhat,
 }
 
+impl ExitOpts {
+    /// The family's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
+            "exitall",
+            [],
+            Bool,
+            "0",
+            "when this job finishes, end the other jobs of its reporting group (they report what they did)"
+        ),
+        opt!(
+            "exit_what",
+            [],
+            Text,
+            "group",
+            "which jobs exitall ends when this job finishes: group (its reporting group), stonewall (every running job), all (every job, later stonewall groups never start)"
+        ),
+    ];
+}
+
 impl crate::spec::family::OptionFamily for ExitOpts {
-    fn keys(&self) -> &'static [&'static str] {
-        &["exitall", "exit_what"]
+    fn options(&self) -> &'static [OptionDecl] {
+        Self::OPTIONS
     }
 
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), crate::SpecError> {
@@ -272,13 +293,49 @@ impl GroupFlags {
     }
 }
 
+impl FlowOpts {
+    /// The family's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
+            "flow",
+            [],
+            Int,
+            "0 (no flow control)",
+            "weight of this job in its flow_id group: the jobs of a group issue I/O in the ratio of their weights (fio's token counting)",
+            0,
+            1000,
+            ""
+        ),
+        opt!(
+            "flow_id",
+            [],
+            Int,
+            "0",
+            "the flow group this job's flow weight counts in",
+            0,
+            u32::MAX as u64,
+            ""
+        ),
+        opt!(
+            "flow_sleep",
+            [],
+            Int,
+            "0",
+            "when the job is ahead of its flow share: wait for its I/Os to complete, then this long before trying again (0: try again at once)",
+            0,
+            u32::MAX as u64,
+            "us"
+        ),
+    ];
+}
+
 impl crate::spec::family::OptionFamily for FlowOpts {
-    fn keys(&self) -> &'static [&'static str] {
-        &["flow", "flow_id", "flow_sleep"]
+    fn options(&self) -> &'static [OptionDecl] {
+        Self::OPTIONS
     }
 
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), crate::SpecError> {
-        let n = crate::spec::options::parse_bounded(key, v)?;
+        let n = crate::spec::decl::parse_in(Self::OPTIONS, key, v)?;
         match key {
             "flow" => self.weight = n as u32,
             "flow_id" => self.id = n as u32,

@@ -23,6 +23,7 @@
 //! comparison and a counter) and [`LatSearch::check`] once per loop turn (a
 //! comparison until a window is over): no allocation, no lock.
 
+use crate::spec::decl::{opt, OptionDecl, OptionKind};
 use std::time::Duration;
 
 use crate::SpecError;
@@ -51,14 +52,6 @@ impl Default for LatSpec {
     }
 }
 
-/// The option names this module sets.
-pub const KEYS: [&str; 4] = [
-    "latency_target",
-    "latency_window",
-    "latency_percentile",
-    "latency_run",
-];
-
 /// fio's time with microseconds when bare (`500`, `500us`, `2ms`, `1s`).
 fn parse_usec(key: &str, v: &str) -> Result<Duration, SpecError> {
     let t = v.trim();
@@ -75,7 +68,7 @@ fn parse_usec(key: &str, v: &str) -> Result<Duration, SpecError> {
 }
 
 impl LatSpec {
-    /// Set one of [`KEYS`].
+    /// Set one of [`Self::OPTIONS`].
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
         match key {
             "latency_target" => {
@@ -291,9 +284,47 @@ pub fn error_words(spec: &LatSpec, errno: i32) -> String {
     }
 }
 
+impl LatSpec {
+    /// The family's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        OptionDecl {
+            name: "latency_target",
+            aliases: &[],
+            kind: OptionKind::Time,
+            default: "0 (off)",
+            bounds: None,
+            unit: "us when bare",
+            help: "search for the highest depth (up to iodepth) at which latency_percentile of I/Os complete within this latency; reported as latency_depth",
+        },
+        OptionDecl {
+            name: "latency_window",
+            aliases: &[],
+            kind: OptionKind::Time,
+            default: "0",
+            bounds: None,
+            unit: "us when bare",
+            help: "with latency_target: how long each depth is tried",
+        },
+        opt!(
+            "latency_percentile",
+            [],
+            Text,
+            "100",
+            "with latency_target: the percent of I/Os (0-100) that must be within the target"
+        ),
+        opt!(
+            "latency_run",
+            [],
+            Bool,
+            "0",
+            "with latency_target: keep adjusting the depth for the whole run instead of ending at the depth found"
+        ),
+    ];
+}
+
 impl crate::spec::family::OptionFamily for LatSpec {
-    fn keys(&self) -> &'static [&'static str] {
-        &KEYS
+    fn options(&self) -> &'static [OptionDecl] {
+        Self::OPTIONS
     }
 
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {

@@ -5,6 +5,7 @@
 //! buffers are made. Node lists are checked against the machine when the
 //! option is read, as fio does: a node that does not exist is an error.
 
+use crate::spec::decl::{opt, OptionDecl};
 use drivelab_engine::sched::{self, MemPolicy};
 
 use crate::SpecError;
@@ -157,9 +158,29 @@ impl NumaOpts {
     }
 }
 
+impl NumaOpts {
+    /// The family's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
+            "numa_cpu_nodes",
+            [],
+            Text,
+            "",
+            "run the job's thread on the CPUs of these NUMA nodes (0, 0-1, 0,2; all)"
+        ),
+        opt!(
+            "numa_mem_policy",
+            [],
+            Text,
+            "",
+            "NUMA memory policy of the job's thread: default, prefer:NODE, bind:NODES, interleave:NODES, local"
+        ),
+    ];
+}
+
 impl crate::spec::family::OptionFamily for NumaOpts {
-    fn keys(&self) -> &'static [&'static str] {
-        &["numa_cpu_nodes", "numa_mem_policy"]
+    fn options(&self) -> &'static [OptionDecl] {
+        Self::OPTIONS
     }
 
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {

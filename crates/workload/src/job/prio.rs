@@ -6,6 +6,7 @@
 //! priority value, and reported as fio's `prios` array when a direction
 //! saw two or more.
 
+use crate::spec::decl::{opt, OptionDecl};
 use drivelab_engine::sched::ioprio_value;
 use drivelab_stats::{LatencyHistogram, Welford};
 
@@ -316,23 +317,70 @@ pub fn merge(v: &mut Vec<PrioStat>, o: &[PrioStat]) {
     }
 }
 
-impl crate::spec::family::OptionFamily for PrioOpts {
-    fn keys(&self) -> &'static [&'static str] {
-        &[
+impl PrioOpts {
+    /// The family's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
             "prio",
+            [],
+            Int,
+            "",
+            "I/O priority level of the job's thread (ioprio_set; 0 is highest); class best-effort unless prioclass says otherwise",
+            0,
+            7,
+            ""
+        ),
+        opt!(
             "prioclass",
+            [],
+            Int,
+            "",
+            "I/O priority class of the job's thread (ioprio_set): 1 realtime, 2 best-effort, 3 idle (0: best-effort)",
+            0,
+            3,
+            ""
+        ),
+        opt!(
             "cmdprio_percentage",
+            [],
+            Text,
+            "0",
+            "percent of I/Os (READ,WRITE per direction) issued with the priority cmdprio_class/cmdprio in their io_uring submission entry"
+        ),
+        opt!(
             "cmdprio_class",
+            [],
+            Text,
+            "1",
+            "priority class of cmdprio_percentage's I/Os (READ,WRITE): 1 realtime, 2 best-effort, 3 idle"
+        ),
+        opt!(
             "cmdprio",
+            [],
+            Text,
+            "0",
+            "priority level 0-7 of cmdprio_percentage's I/Os (READ,WRITE)"
+        ),
+        opt!(
             "cmdprio_bssplit",
-        ]
+            [],
+            Text,
+            "",
+            "per block size, the percent of I/Os with a priority: BS/PCT[/CLASS/LEVEL]:… (READ,WRITE); without CLASS/LEVEL, cmdprio_class and cmdprio; a fifth field (a priority hint) is read past, as fio 3.33 does"
+        ),
+    ];
+}
+
+impl crate::spec::family::OptionFamily for PrioOpts {
+    fn options(&self) -> &'static [OptionDecl] {
+        Self::OPTIONS
     }
 
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         match key {
-            "prio" => self.prio = Some(crate::spec::options::parse_bounded(key, v)? as u8),
+            "prio" => self.prio = Some(crate::spec::decl::parse_in(Self::OPTIONS, key, v)? as u8),
             "prioclass" => {
-                self.prioclass = Some(crate::spec::options::parse_bounded(key, v)? as u8)
+                self.prioclass = Some(crate::spec::decl::parse_in(Self::OPTIONS, key, v)? as u8)
             }
             _ => self.set_cmd(key, v)?,
         }

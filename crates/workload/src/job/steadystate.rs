@@ -16,6 +16,7 @@
 //! comparison per turn, and once per interval a few additions over the
 //! window, whose buffers are allocated when the job starts.
 
+use crate::spec::decl::{opt, OptionDecl};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,14 +25,6 @@ use drivelab_stats::steady::{fio_check, FioCheck, FioMetric, FioRule};
 
 use crate::job::types::LiveCounters;
 use crate::SpecError;
-
-/// The option names this module sets (aliases come from the option table).
-pub const KEYS: [&str; 4] = [
-    "steadystate",
-    "steadystate_duration",
-    "steadystate_ramp_time",
-    "steadystate_check_interval",
-];
 
 /// A job's steady-state options.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,7 +56,7 @@ impl Default for SsSpec {
 }
 
 impl SsSpec {
-    /// Set one of [`KEYS`] (bare times are seconds).
+    /// Set one of [`Self::OPTIONS`] (bare times are seconds).
     pub fn set(&mut self, key: &str, v: &str) -> Result<(), SpecError> {
         match key {
             "steadystate" => {
@@ -371,9 +364,43 @@ pub fn report(o: &SteadyOutcome) -> drivelab_report::SteadyStateReport {
     }
 }
 
+impl SsSpec {
+    /// The family's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
+            "steadystate",
+            ["ss"],
+            Text,
+            "iops_slope:0.01%",
+            "end the job at steady state: iops, iops_slope, bw or bw_slope, ':' and a limit, absolute or N% of the mean (iops_slope:0.1%); needs steadystate_duration"
+        ),
+        opt!(
+            "steadystate_duration",
+            ["ss_dur"],
+            Time,
+            "0 (off)",
+            "the rolling window steady state is judged over"
+        ),
+        opt!(
+            "steadystate_ramp_time",
+            ["ss_ramp"],
+            Time,
+            "0",
+            "run this long before recording steady-state values"
+        ),
+        opt!(
+            "steadystate_check_interval",
+            ["ss_interval"],
+            Time,
+            "1s",
+            "one steady-state value per this long (at least 1s; ss_dur a multiple of it)"
+        ),
+    ];
+}
+
 impl crate::spec::family::OptionFamily for SsSpec {
-    fn keys(&self) -> &'static [&'static str] {
-        &KEYS
+    fn options(&self) -> &'static [OptionDecl] {
+        Self::OPTIONS
     }
 
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {

@@ -23,6 +23,7 @@
 //! checks each block as it comes in. A failed check ends the job with fio's
 //! verify error (EILSEQ) and says where and what.
 
+use crate::spec::decl::{opt, OptionDecl};
 use drivelab_engine::ioloop::{After, Done, Driver, Next};
 use drivelab_patterns::prng::splitmix64;
 
@@ -65,15 +66,50 @@ impl Default for VerifyOpts {
     }
 }
 
-impl crate::spec::family::OptionFamily for VerifyOpts {
-    fn keys(&self) -> &'static [&'static str] {
-        &[
+impl VerifyOpts {
+    /// The family's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
             "verify",
+            [],
+            Text,
+            "0 (off)",
+            "crc32c (alias crc32c-intel), meta or pattern: written blocks carry a header and checksum, offset or pattern that reads check"
+        ),
+        opt!(
             "do_verify",
-            "buffer_pattern",
+            [],
+            Bool,
+            "1",
+            "with verify: read back and check what a writing job wrote; check what a reading job reads"
+        ),
+        opt!(
             "verify_pattern",
+            [],
+            Text,
+            "",
+            "data of written blocks: 0xHEX, a number or a \"string\"; alone it means verify=pattern"
+        ),
+        opt!(
+            "buffer_pattern",
+            [],
+            Text,
+            "",
+            "what write buffers hold, repeated: 0xHEX, a number, a \"string\" or a 'file', joined in any order (fio's syntax; random data when unset)"
+        ),
+        opt!(
             "verify_interval",
-        ]
+            [],
+            Size,
+            "smallest block size",
+            "bytes covered by one verify header (a multiple of 512)"
+        ),
+    ];
+}
+
+impl crate::spec::family::OptionFamily for VerifyOpts {
+    fn options(&self) -> &'static [OptionDecl] {
+        Self::OPTIONS
     }
 
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), crate::SpecError> {

@@ -35,6 +35,7 @@
 //! Sizes may be given in zones (`size=8z`, `offset=524z`, `io_size`,
 //! `offset_increment`), which the plan turns into bytes with the zone size.
 
+use crate::spec::decl::{opt, OptionDecl};
 use std::sync::{Arc, Mutex};
 
 use drivelab_device::zoned::{self, Model, ZoneCond, ZoneWriter};
@@ -79,17 +80,56 @@ fn bad(key: &str, v: &str, expect: &str) -> SpecError {
 /// The zone options' keys (`zonemode=zbd` itself, and sizes counted in
 /// zones, are set through the spec's `zonemode` and size keys:
 /// [`ZbdOptions::size_in`]).
-const KEYS: [&str; 5] = [
-    "max_open_zones",
-    "job_max_open_zones",
-    "zone_reset_threshold",
-    "zone_reset_frequency",
-    "read_beyond_wp",
-];
+impl ZbdOptions {
+    /// The family's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
+            "max_open_zones",
+            [],
+            Int,
+            "device's",
+            "zonemode=zbd: zones written at once on the device (0: the device's limit)",
+            0,
+            4096,
+            "zones"
+        ),
+        opt!(
+            "job_max_open_zones",
+            [],
+            Int,
+            "0",
+            "zonemode=zbd: zones this job writes at once (0: no own limit)",
+            0,
+            4096,
+            "zones"
+        ),
+        opt!(
+            "zone_reset_threshold",
+            [],
+            Text,
+            "0",
+            "zonemode=zbd: share of the range holding data (0..1) past which zone_reset_frequency resets zones"
+        ),
+        opt!(
+            "zone_reset_frequency",
+            [],
+            Text,
+            "0",
+            "zonemode=zbd: past the threshold, reset the written zone every 1/F writes (0..1; 0: never)"
+        ),
+        opt!(
+            "read_beyond_wp",
+            [],
+            Bool,
+            "0",
+            "zonemode=zbd: read sequential zones past their write pointers"
+        ),
+    ];
+}
 
 impl crate::spec::family::OptionFamily for ZbdOptions {
-    fn keys(&self) -> &'static [&'static str] {
-        &KEYS
+    fn options(&self) -> &'static [OptionDecl] {
+        Self::OPTIONS
     }
 
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {

@@ -62,7 +62,7 @@ pub fn parse_in(table: &[OptionDecl], key: &str, v: &str) -> Result<u64, SpecErr
 }
 
 /// A whole number from `min` to `max`, or the error naming `key`.
-pub(crate) fn parse_within(key: &str, (min, max): (u64, u64), v: &str) -> Result<u64, SpecError> {
+fn parse_within(key: &str, (min, max): (u64, u64), v: &str) -> Result<u64, SpecError> {
     match v.trim().parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
         _ => Err(SpecError::BadValue {

@@ -700,7 +700,9 @@ impl JobSpec {
     /// The option family that declares `key`, if one does.
     fn family_of(&mut self, key: &str) -> Option<&mut dyn OptionFamily> {
         let families: [&mut dyn OptionFamily; FAMILIES] = families!(self, &mut);
-        families.into_iter().find(|f| f.keys().contains(&key))
+        families
+            .into_iter()
+            .find(|f| f.options().iter().any(|d| d.name == key))
     }
 
     /// Every option family of the job, to check.
@@ -716,7 +718,11 @@ impl JobSpec {
         // An engine's option: its front sets it in its block; a family's
         // (see `family_of`): the family sets it.
         if let Some(block) = crate::engines::opts::block_of(key) {
-            return (block.set)(&mut self.engine, key, v);
+            (block.set)(&mut self.engine, key, v)?;
+            if !self.engine.keys_set.contains(&key) {
+                self.engine.keys_set.push(key);
+            }
+            return Ok(());
         }
         if let Some(family) = self.family_of(key) {
             return family.set(key, v);
@@ -1037,6 +1043,7 @@ impl JobSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::decl::OptionDecl;
 
     #[test]
     fn cpp_null_runs_on_null_and_says_so() {
@@ -1049,22 +1056,36 @@ mod tests {
 
     #[test]
     fn every_family_key_is_a_declared_option_with_one_owner() {
-        // A family key that is not an options row (or an alias) is never
-        // reached; one that another family or an engine front also
+        // A family key that `lookup` does not find is never reached; one
+        // that another family, the general table or an engine's block also
         // declares is set by whichever set_value asks first.
         let j = JobSpec::default();
         let mut seen: Vec<&str> = Vec::new();
         for family in j.families() {
-            for &key in family.keys() {
+            for d in family.options() {
+                let key = d.name;
                 assert_eq!(lookup(key).map(|d| d.name).ok(), Some(key), "{key}");
                 assert!(!seen.contains(&key), "{key} is in two families");
                 assert!(
                     crate::engines::opts::block_of(key).is_none(),
                     "{key} is an engine's option too"
                 );
+                assert!(
+                    crate::spec::options::OPTIONS.iter().all(|o| o.name != key),
+                    "{key} is in the general table too"
+                );
                 seen.push(key);
             }
         }
+        // The families `set_value` reaches are the ones the option list
+        // (and `run --help`) shows, one table each.
+        let names = |t: &[OptionDecl]| t.iter().map(|d| d.name).collect::<Vec<_>>();
+        let listed: Vec<Vec<&str>> = crate::spec::options::FAMILIES
+            .iter()
+            .map(|(_, t)| names(t))
+            .collect();
+        let held: Vec<Vec<&str>> = j.families().iter().map(|f| names(f.options())).collect();
+        assert_eq!(listed, held, "spec::options::FAMILIES and families! differ");
         // A value a family refuses is the spec's error, naming the key.
         let mut k = JobSpec::default();
         for (key, v) in [

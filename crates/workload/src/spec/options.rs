@@ -11,9 +11,10 @@ use crate::spec::decl::opt;
 pub use crate::spec::decl::{OptionDecl, OptionKind};
 use crate::SpecError;
 
-/// The options every job takes (fio's names and units). Each engine's own
-/// options are declared beside its option block under `engines/opts/`;
-/// [`all`] is both.
+/// The options every job takes (fio's names and units) that belong to no
+/// family. Each option family's are declared beside the family
+/// ([`FAMILIES`]), each engine's beside its option block under
+/// `engines/opts/`; [`all`] is the three.
 pub const OPTIONS: &[OptionDecl] = &[
     opt!("name", [], Text, "drivelab", "job name"),
     opt!(
@@ -220,47 +221,6 @@ pub const OPTIONS: &[OptionDecl] = &[
         "none; strided: I/O stays in a zone until zonesize bytes are done, then skips zoneskip bytes; zbd: zoned block devices, writes at write pointers"
     ),
     opt!(
-        "max_open_zones",
-        [],
-        Int,
-        "device's",
-        "zonemode=zbd: zones written at once on the device (0: the device's limit)",
-        0,
-        4096,
-        "zones"
-    ),
-    opt!(
-        "job_max_open_zones",
-        [],
-        Int,
-        "0",
-        "zonemode=zbd: zones this job writes at once (0: no own limit)",
-        0,
-        4096,
-        "zones"
-    ),
-    opt!(
-        "zone_reset_threshold",
-        [],
-        Text,
-        "0",
-        "zonemode=zbd: share of the range holding data (0..1) past which zone_reset_frequency resets zones"
-    ),
-    opt!(
-        "zone_reset_frequency",
-        [],
-        Text,
-        "0",
-        "zonemode=zbd: past the threshold, reset the written zone every 1/F writes (0..1; 0: never)"
-    ),
-    opt!(
-        "read_beyond_wp",
-        [],
-        Bool,
-        "0",
-        "zonemode=zbd: read sequential zones past their write pointers"
-    ),
-    opt!(
         "zonesize",
         [],
         Size,
@@ -337,13 +297,6 @@ pub const OPTIONS: &[OptionDecl] = &[
         "I/Os"
     ),
     opt!(
-        "exitall",
-        [],
-        Bool,
-        "0",
-        "when this job finishes, end the other jobs of its reporting group (they report what they did)"
-    ),
-    opt!(
         "gtod_reduce",
         [],
         Bool,
@@ -384,159 +337,6 @@ pub const OPTIONS: &[OptionDecl] = &[
         Bool,
         "0",
         "write the whole block device (the job's size is the device's)"
-    ),
-    opt!(
-        "verify",
-        [],
-        Text,
-        "0 (off)",
-        "crc32c (alias crc32c-intel), meta or pattern: written blocks carry a header and checksum, offset or pattern that reads check"
-    ),
-    opt!(
-        "do_verify",
-        [],
-        Bool,
-        "1",
-        "with verify: read back and check what a writing job wrote; check what a reading job reads"
-    ),
-    opt!(
-        "verify_pattern",
-        [],
-        Text,
-        "",
-        "data of written blocks: 0xHEX, a number or a \"string\"; alone it means verify=pattern"
-    ),
-    // fio's buffer contents and its sg engine's options.
-    opt!(
-        "buffer_pattern",
-        [],
-        Text,
-        "",
-        "what write buffers hold, repeated: 0xHEX, a number, a \"string\" or a 'file', joined in any order (fio's syntax; random data when unset)"
-    ),
-    opt!(
-        "verify_interval",
-        [],
-        Size,
-        "smallest block size",
-        "bytes covered by one verify header (a multiple of 512)"
-    ),
-    // errkeys: error policy, verify extras, dedupe and compression.
-    opt!(
-        "continue_on_error",
-        [],
-        Text,
-        "none",
-        "none, read, write, io, verify or all (0/1): errors of these kinds (EIO, EILSEQ unless ignore_error lists others) are counted and the job goes on"
-    ),
-    opt!(
-        "ignore_error",
-        [],
-        Text,
-        "",
-        "READ,WRITE,VERIFY lists of errnos (names or numbers joined by ':') the job goes past, e.g. ,ENOSPC:122"
-    ),
-    opt!(
-        "error_dump",
-        [],
-        Bool,
-        "1",
-        "print every error, also those the job goes past"
-    ),
-    opt!(
-        "verify_backlog",
-        [],
-        Int,
-        "0",
-        "check written blocks after every N writes, during the job (0: when it is done)",
-        0,
-        1 << 32,
-        "blocks"
-    ),
-    opt!(
-        "verify_backlog_batch",
-        [],
-        Int,
-        "verify_backlog",
-        "blocks checked at each verify_backlog point",
-        0,
-        1 << 32,
-        "blocks"
-    ),
-    opt!(
-        "verify_fatal",
-        [],
-        Bool,
-        "0",
-        "end the job at the first failed check even when continue_on_error passes verify errors"
-    ),
-    opt!(
-        "verify_dump",
-        [],
-        Bool,
-        "0",
-        "write the block read and the block expected of a failed check to FILE.OFFSET.received/.expected"
-    ),
-    opt!(
-        "verify_async",
-        [],
-        Int,
-        "0",
-        "fio's verify threads: accepted; drivelab checks on the job's thread",
-        0,
-        1024,
-        "threads"
-    ),
-    opt!(
-        "dedupe_percentage",
-        [],
-        Int,
-        "0",
-        "percent of write buffers that duplicate another",
-        0,
-        100,
-        "%"
-    ),
-    opt!(
-        "dedupe_mode",
-        [],
-        Text,
-        "repeat",
-        "repeat (the last unique buffer) or working_set (one of the first unique buffers)"
-    ),
-    opt!(
-        "dedupe_working_set_percentage",
-        [],
-        Int,
-        "5",
-        "working set of dedupe_mode=working_set, percent of the job's size",
-        0,
-        100,
-        "%"
-    ),
-    opt!(
-        "dedupe_global",
-        [],
-        Bool,
-        "0",
-        "spread the working set over the run's jobs, so they duplicate each other's blocks"
-    ),
-    opt!(
-        "buffer_compress_percentage",
-        [],
-        Int,
-        "0",
-        "percent of each write chunk that is zeros (how far it compresses)",
-        0,
-        100,
-        "%"
-    ),
-    opt!(
-        "buffer_compress_chunk",
-        [],
-        Size,
-        "512",
-        "bytes per random-then-zeros chunk of buffer_compress_percentage (0: the write size)"
     ),
     opt!(
         "randrepeat",
@@ -720,286 +520,39 @@ pub const OPTIONS: &[OptionDecl] = &[
         "smallest size",
         "alignment of random offsets"
     ),
-    // flowprio: flow control between jobs, I/O priorities, exit_what,
-    // NUMA placement and submission/completion batching.
-    opt!(
-        "flow",
-        [],
-        Int,
-        "0 (no flow control)",
-        "weight of this job in its flow_id group: the jobs of a group issue I/O in the ratio of their weights (fio's token counting)",
-        0,
-        1000,
-        ""
-    ),
-    opt!(
-        "flow_id",
-        [],
-        Int,
-        "0",
-        "the flow group this job's flow weight counts in",
-        0,
-        u32::MAX as u64,
-        ""
-    ),
-    opt!(
-        "flow_sleep",
-        [],
-        Int,
-        "0",
-        "when the job is ahead of its flow share: wait for its I/Os to complete, then this long before trying again (0: try again at once)",
-        0,
-        u32::MAX as u64,
-        "us"
-    ),
-    opt!(
-        "exit_what",
-        [],
-        Text,
-        "group",
-        "which jobs exitall ends when this job finishes: group (its reporting group), stonewall (every running job), all (every job, later stonewall groups never start)"
-    ),
-    opt!(
-        "prio",
-        [],
-        Int,
-        "",
-        "I/O priority level of the job's thread (ioprio_set; 0 is highest); class best-effort unless prioclass says otherwise",
-        0,
-        7,
-        ""
-    ),
-    opt!(
-        "prioclass",
-        [],
-        Int,
-        "",
-        "I/O priority class of the job's thread (ioprio_set): 1 realtime, 2 best-effort, 3 idle (0: best-effort)",
-        0,
-        3,
-        ""
-    ),
-    opt!(
-        "cmdprio_percentage",
-        [],
-        Text,
-        "0",
-        "percent of I/Os (READ,WRITE per direction) issued with the priority cmdprio_class/cmdprio in their io_uring submission entry"
-    ),
-    opt!(
-        "cmdprio_class",
-        [],
-        Text,
-        "1",
-        "priority class of cmdprio_percentage's I/Os (READ,WRITE): 1 realtime, 2 best-effort, 3 idle"
-    ),
-    opt!(
-        "cmdprio",
-        [],
-        Text,
-        "0",
-        "priority level 0-7 of cmdprio_percentage's I/Os (READ,WRITE)"
-    ),
-    opt!(
-        "cmdprio_bssplit",
-        [],
-        Text,
-        "",
-        "per block size, the percent of I/Os with a priority: BS/PCT[/CLASS/LEVEL]:… (READ,WRITE); without CLASS/LEVEL, cmdprio_class and cmdprio; a fifth field (a priority hint) is read past, as fio 3.33 does"
-    ),
-    opt!(
-        "numa_cpu_nodes",
-        [],
-        Text,
-        "",
-        "run the job's thread on the CPUs of these NUMA nodes (0, 0-1, 0,2; all)"
-    ),
-    opt!(
-        "numa_mem_policy",
-        [],
-        Text,
-        "",
-        "NUMA memory policy of the job's thread: default, prefer:NODE, bind:NODES, interleave:NODES, local"
-    ),
-    opt!(
-        "iodepth_batch",
-        ["iodepth_batch_submit"],
-        Int,
-        "unset: each turn's I/Os go in with its one wait",
-        "enter the kernel to submit each time this many I/Os are queued (0 or above iodepth: iodepth)",
-        0,
-        MAX_DEPTH as u64,
-        "I/Os"
-    ),
-    opt!(
-        "iodepth_batch_complete_min",
-        ["iodepth_batch_complete"],
-        Int,
-        "1",
-        "when waiting, wait for this many completions (at most those in flight; 0: 1, as fio 3.33 when the queue is full)",
-        0,
-        MAX_DEPTH as u64,
-        "I/Os"
-    ),
-    opt!(
-        "iodepth_batch_complete_max",
-        [],
-        Int,
-        "unset: every ready completion",
-        "take at most this many completions per turn, leaving the rest for the next (at least iodepth_batch_complete_min)",
-        0,
-        MAX_DEPTH as u64,
-        "I/Os"
-    ),
-    opt!(
-        "iodepth_low",
-        [],
-        Int,
-        "iodepth",
-        "once the queue is full, queue no more until this few I/Os are in flight (fio's low watermark)",
-        0,
-        MAX_DEPTH as u64,
-        "I/Os"
-    ),
-    // fio's latency target search and steady-state termination
-    // (latency_target.rs, steadystate.rs).
-    OptionDecl {
-        name: "latency_target",
-        aliases: &[],
-        kind: OptionKind::Time,
-        default: "0 (off)",
-        bounds: None,
-        unit: "us when bare",
-        help: "search for the highest depth (up to iodepth) at which latency_percentile of I/Os complete within this latency; reported as latency_depth",
-    },
-    OptionDecl {
-        name: "latency_window",
-        aliases: &[],
-        kind: OptionKind::Time,
-        default: "0",
-        bounds: None,
-        unit: "us when bare",
-        help: "with latency_target: how long each depth is tried",
-    },
-    opt!(
-        "latency_percentile",
-        [],
-        Text,
-        "100",
-        "with latency_target: the percent of I/Os (0-100) that must be within the target"
-    ),
-    opt!(
-        "latency_run",
-        [],
-        Bool,
-        "0",
-        "with latency_target: keep adjusting the depth for the whole run instead of ending at the depth found"
-    ),
-    opt!(
-        "steadystate",
-        ["ss"],
-        Text,
-        "iops_slope:0.01%",
-        "end the job at steady state: iops, iops_slope, bw or bw_slope, ':' and a limit, absolute or N% of the mean (iops_slope:0.1%); needs steadystate_duration"
-    ),
-    opt!(
-        "steadystate_duration",
-        ["ss_dur"],
-        Time,
-        "0 (off)",
-        "the rolling window steady state is judged over"
-    ),
-    opt!(
-        "steadystate_ramp_time",
-        ["ss_ramp"],
-        Time,
-        "0",
-        "run this long before recording steady-state values"
-    ),
-    opt!(
-        "steadystate_check_interval",
-        ["ss_interval"],
-        Time,
-        "1s",
-        "one steady-state value per this long (at least 1s; ss_dur a multiple of it)"
-    ),
-    // Multi-file jobs and filesystem engines (crate::engines::files).
-    opt!(
-        "nrfiles",
-        ["nr_files"],
-        Int,
-        "1",
-        "files per job when fio names them ($jobname.$jobnum.$filenum in directory)",
-        1,
-        crate::engines::opts::files::MAX_FILES,
-        "files"
-    ),
-    opt!(
-        "openfiles",
-        [],
-        Int,
-        "nrfiles",
-        "files open at once: below nrfiles, psync/io_uring jobs open and close files as file_service_type moves (filesystem engines open none)",
-        1,
-        crate::engines::opts::files::MAX_FILES,
-        "files"
-    ),
-    opt!(
-        "file_service_type",
-        [],
-        Text,
-        "roundrobin",
-        "file of each I/O: roundrobin, sequential, random (each :N I/Os per pick), zipf:θ, pareto:h, normal:σ"
-    ),
-    opt!(
-        "create_on_open",
-        [],
-        Bool,
-        "0",
-        "create files when first opened, during the run (filecreate/dircreate: the measured operation)"
-    ),
-    opt!(
-        "write_iolog",
-        [],
-        Text,
-        "",
-        "log every file add/open/close and I/O to this file (fio's iolog v3)"
-    ),
-    opt!(
-        "unlink",
-        [],
-        Bool,
-        "0",
-        "remove the job's files when it ends"
-    ),
-    opt!(
-        "unlink_each_loop",
-        [],
-        Bool,
-        "0",
-        "remove the job's files after each loop (with loops=1: when it ends)"
-    ),
-    opt!(
-        "fallocate",
-        [],
-        Text,
-        "native",
-        "how created files get their blocks: none, native, posix, keep, truncate, 0, 1"
-    ),
-    opt!(
-        "stat_type",
-        [],
-        Text,
-        "stat",
-        "filestat/dirstat: the lookup timed: stat, lstat or statx"
-    ),
-    // fio's e4defrag engine (crate::engines::e4defrag).
 ];
 
-/// Every declared option: [`OPTIONS`], then each engine's own, block by
-/// block ([`crate::engines::opts::options`]).
+/// Each option family's options, declared beside the family (see
+/// [`crate::spec::family`]), under the heading `run --help` gives them. A
+/// family is listed here and in `JobSpec`'s `families!`; a test holds the
+/// two to the same families.
+pub const FAMILIES: &[(&str, &[OptionDecl])] = &[
+    ("files", crate::engines::opts::files::FileOptions::OPTIONS),
+    ("verify", crate::job::verify::VerifyOpts::OPTIONS),
+    ("exitall", crate::job::flow::ExitOpts::OPTIONS),
+    ("zonemode=zbd", crate::job::zbd::ZbdOptions::OPTIONS),
+    (
+        "latency target",
+        crate::job::latency_target::LatSpec::OPTIONS,
+    ),
+    ("steady state", crate::job::steadystate::SsSpec::OPTIONS),
+    ("flow", crate::job::flow::FlowOpts::OPTIONS),
+    ("priorities", crate::job::prio::PrioOpts::OPTIONS),
+    ("NUMA", crate::job::numa::NumaOpts::OPTIONS),
+    ("batching", crate::job::batch::BatchOpts::OPTIONS),
+    (
+        "error policy, verify and dedupe",
+        crate::job::error_policy::ErrKeys::OPTIONS,
+    ),
+];
+
+/// Every declared option: [`OPTIONS`], each family's ([`FAMILIES`]), then
+/// each engine's, block by block ([`crate::engines::opts::options`]).
 pub fn all() -> impl Iterator<Item = &'static OptionDecl> {
-    OPTIONS.iter().chain(crate::engines::opts::options())
+    OPTIONS
+        .iter()
+        .chain(FAMILIES.iter().flat_map(|(_, t)| t.iter()))
+        .chain(crate::engines::opts::options())
 }
 
 /// The declared bounds of whole-number option `key` (its name or alias).
@@ -1047,12 +600,19 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// The help table, generated from [`all`]: every job's options, then each
-/// engine's under the engine names that take them.
+/// The help table, generated from [`all`]: the options of no family, each
+/// family's under its heading, then each engine's under the engine names
+/// that take them.
 pub fn help_text() -> String {
     let mut s = String::new();
     for d in OPTIONS {
         help_row(&mut s, d);
+    }
+    for (heading, table) in FAMILIES {
+        s.push_str(&format!("\n  {heading}:\n"));
+        for d in *table {
+            help_row(&mut s, d);
+        }
     }
     for b in crate::engines::opts::BLOCKS {
         s.push_str(&format!("\n  ioengine={}:\n", b.engines));
@@ -1079,11 +639,6 @@ fn help_row(s: &mut String, d: &OptionDecl) {
         extra.push_str(&format!("; {unit}"));
     }
     s.push_str(&format!("  --{names:<26} {} [{extra}]\n", d.help));
-}
-
-/// A whole number within the bounds the option table declares for `key`.
-pub(crate) fn parse_bounded(key: &str, v: &str) -> Result<u64, SpecError> {
-    crate::spec::decl::parse_within(key, bounds(key), v)
 }
 
 #[cfg(test)]

@@ -34,7 +34,6 @@ impl DefragOpts {
             1,
             ""
         ),
-        // fio's cpuio and exec engines (crate::engines::noio::cpuio, crate::engines::noio::exec).
     ];
 
     /// Set `donorname` or `inplace` (value as written).

@@ -2,6 +2,7 @@
 //! (`nrfiles`, `filesize`, `file_service_type`, `ioengine=filecreate`, …);
 //! what they do is in [`crate::engines::files`].
 
+use crate::spec::decl::{opt, OptionDecl};
 use drivelab_device::claim::{Prealloc, SetKind};
 use drivelab_engine::fileops::{FdOp, PathOp, StatKind};
 
@@ -146,9 +147,84 @@ fn count(key: &str, v: &str, max: u64) -> Result<u32, SpecError> {
 /// The most files one job may name (`nrfiles`).
 pub const MAX_FILES: u64 = 1 << 24;
 
+impl FileOptions {
+    /// The family's options (fio's names and units).
+    pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
+            "nrfiles",
+            ["nr_files"],
+            Int,
+            "1",
+            "files per job when fio names them ($jobname.$jobnum.$filenum in directory)",
+            1,
+            crate::engines::opts::files::MAX_FILES,
+            "files"
+        ),
+        opt!(
+            "openfiles",
+            [],
+            Int,
+            "nrfiles",
+            "files open at once: below nrfiles, psync/io_uring jobs open and close files as file_service_type moves (filesystem engines open none)",
+            1,
+            crate::engines::opts::files::MAX_FILES,
+            "files"
+        ),
+        opt!(
+            "file_service_type",
+            [],
+            Text,
+            "roundrobin",
+            "file of each I/O: roundrobin, sequential, random (each :N I/Os per pick), zipf:θ, pareto:h, normal:σ"
+        ),
+        opt!(
+            "create_on_open",
+            [],
+            Bool,
+            "0",
+            "create files when first opened, during the run (filecreate/dircreate: the measured operation)"
+        ),
+        opt!(
+            "write_iolog",
+            [],
+            Text,
+            "",
+            "log every file add/open/close and I/O to this file (fio's iolog v3)"
+        ),
+        opt!(
+            "unlink",
+            [],
+            Bool,
+            "0",
+            "remove the job's files when it ends"
+        ),
+        opt!(
+            "unlink_each_loop",
+            [],
+            Bool,
+            "0",
+            "remove the job's files after each loop (with loops=1: when it ends)"
+        ),
+        opt!(
+            "fallocate",
+            [],
+            Text,
+            "native",
+            "how created files get their blocks: none, native, posix, keep, truncate, 0, 1"
+        ),
+        opt!(
+            "stat_type",
+            [],
+            Text,
+            "stat",
+            "filestat/dirstat: the lookup timed: stat, lstat or statx"
+        ),
+    ];
+}
+
 impl crate::spec::family::OptionFamily for FileOptions {
-    fn keys(&self) -> &'static [&'static str] {
-        Self::KEYS
+    fn options(&self) -> &'static [OptionDecl] {
+        Self::OPTIONS
     }
 
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
@@ -202,19 +278,6 @@ impl FileOptions {
             *k = self.stat_type;
         }
     }
-
-    /// Keys this module sets.
-    pub const KEYS: &'static [&'static str] = &[
-        "nrfiles",
-        "openfiles",
-        "create_on_open",
-        "unlink",
-        "unlink_each_loop",
-        "file_service_type",
-        "fallocate",
-        "stat_type",
-        "write_iolog",
-    ];
 }
 
 pub(crate) fn parse_service(key: &str, v: &str) -> Result<FileService, SpecError> {

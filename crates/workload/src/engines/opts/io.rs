@@ -282,9 +282,7 @@ impl EngineOpts {
 /// The fio engine name of a job: as written (`libaio`, `pvsync2`), else
 /// drivelab's.
 fn fio_engine(spec: &crate::JobSpec) -> &str {
-    spec.ioengine_as_written
-        .as_deref()
-        .unwrap_or(spec.ioengine.name())
+    super::fio_name(spec)
 }
 
 /// The spec's check of a job's engine options, needing no target: each

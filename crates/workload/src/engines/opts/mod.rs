@@ -35,6 +35,9 @@ pub struct EngineBlocks {
     pub noio: noio::NoIoOpts,
     /// The net engine's options (`protocol`, `hostname`, `port`, …).
     pub net: net::NetOpts,
+    /// Every engine option the job set, first set first (for the checks
+    /// that refuse one its engine does not take).
+    pub keys_set: Vec<&'static str>,
 }
 
 /// One engine's option block as the job spec sees it.
@@ -64,31 +67,31 @@ pub const BLOCKS: &[Block] = &[
         engines: "sg",
         options: sg::OPTIONS,
         set: |b, k, v| b.sg.set(k, v),
-        check: sg::check,
+        check: |s| only_with(s, "sg", sg::OPTIONS),
     },
     Block {
         engines: "net",
         options: net::OPTIONS,
         set: |b, k, v| b.net.set(k, v),
-        check: |_| Ok(()),
+        check: |s| only_with(s, "net", net::OPTIONS),
     },
     Block {
         engines: "e4defrag",
         options: e4defrag::DefragOpts::OPTIONS,
         set: |b, k, v| b.e4defrag.set(k, v),
-        check: |_| Ok(()),
+        check: |s| only_with(s, "e4defrag", e4defrag::DefragOpts::OPTIONS),
     },
     Block {
         engines: "cpuio",
         options: noio::CpuOpts::OPTIONS,
         set: |b, k, v| b.noio.cpu.set(k, v),
-        check: |_| Ok(()),
+        check: |s| only_with(s, "cpuio", noio::CpuOpts::OPTIONS),
     },
     Block {
         engines: "exec",
         options: noio::ExecOpts::OPTIONS,
         set: |b, k, v| b.noio.exec.set(k, v),
-        check: |_| Ok(()),
+        check: |s| only_with(s, "exec", noio::ExecOpts::OPTIONS),
     },
 ];
 
@@ -102,4 +105,95 @@ pub fn block_of(key: &str) -> Option<&'static Block> {
 /// Every engine's own options, block by block.
 pub fn options() -> impl Iterator<Item = &'static OptionDecl> {
     BLOCKS.iter().flat_map(|b| b.options.iter())
+}
+
+/// The engine as the job names it in fio's terms: as written
+/// (`libaio`, `pvsync2`), else its front's own name (`e4defrag`, `cpuio`).
+pub fn fio_name(spec: &crate::JobSpec) -> &str {
+    spec.ioengine_as_written
+        .as_deref()
+        .unwrap_or(spec.front.name())
+}
+
+/// The check of a block whose options one fio engine takes: the first of
+/// `options` the job set, when the job's engine is another, is refused by
+/// name (fio: "unrecognized option").
+fn only_with(spec: &crate::JobSpec, engine: &str, options: &[OptionDecl]) -> Result<(), SpecError> {
+    let used = fio_name(spec);
+    if used == engine {
+        return Ok(());
+    }
+    match spec
+        .engine
+        .keys_set
+        .iter()
+        .find(|k| options.iter().any(|d| d.name == **k))
+    {
+        Some(k) => Err(SpecError::Invalid(format!(
+            "job '{}': {k} is an option of ioengine={engine} (this job uses {used}); drop it or set ioengine={engine}",
+            spec.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One key of each block that one fio engine takes, with a value it
+    /// accepts.
+    const ONE_KEY: &[(&str, &str, &str)] = &[
+        ("sg", "readfua", "1"),
+        ("net", "hostname", "localhost"),
+        ("e4defrag", "donorname", "donor.bin"),
+        ("cpuio", "cpuload", "50"),
+        ("exec", "program", "/bin/true"),
+    ];
+
+    #[test]
+    fn an_engines_option_with_another_engine_is_refused_by_name() {
+        for &(engine, key, v) in ONE_KEY {
+            assert!(
+                BLOCKS.iter().any(|b| b.engines == engine),
+                "{engine} has no block"
+            );
+            for other in ["io_uring", "libaio", "psync", "null", "filecreate"] {
+                let mut j = crate::JobSpec::default();
+                j.set("filename", Some("f.bin")).unwrap();
+                // The key may come before or after the engine.
+                j.set(key, Some(v)).unwrap();
+                j.set("ioengine", Some(other)).unwrap();
+                let e = j.validate().unwrap_err().to_string();
+                assert!(
+                    e.contains(&format!(
+                        "{key} is an option of ioengine={engine} (this job uses {other})"
+                    )),
+                    "{engine} {key} with {other}: {e}"
+                );
+            }
+            let mut j = crate::JobSpec::default();
+            j.set("filename", Some("f.bin")).unwrap();
+            j.set("ioengine", Some(engine)).unwrap();
+            j.set(key, Some(v)).unwrap();
+            if let Err(e) = j.validate() {
+                assert!(!e.to_string().contains("is an option of"), "{engine}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_engine_option_has_one_block() {
+        let mut seen: Vec<&str> = Vec::new();
+        for d in options() {
+            assert!(!seen.contains(&d.name), "{} is in two blocks", d.name);
+            assert!(
+                crate::spec::options::OPTIONS.iter().all(|o| o.name != d.name),
+                "{} is in the general table too",
+                d.name
+            );
+            assert_eq!(block_of(d.name).map(|b| b.options.len() > 0), Some(true));
+            seen.push(d.name);
+        }
+    }
 }

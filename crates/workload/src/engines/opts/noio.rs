@@ -195,7 +195,6 @@ impl ExecOpts {
             "1",
             "exec: the program's stdout and stderr go to <jobname>.stdout and <jobname>.stderr"
         ),
-        // fio's net engine (crate::engines::noio::net).
     ];
 
     /// Set `program`, `arguments`, `grace_time` or `std_redirect`.

@@ -20,9 +20,6 @@ pub struct SgSpec {
     pub readfua: bool,
     /// `writefua`: FUA on writes (default 0).
     pub writefua: bool,
-    /// The first of these keys the job set (for the plan's refusal with
-    /// another engine).
-    pub first_key: Option<&'static str>,
 }
 
 /// The sg engine's options (fio's names and units), set by
@@ -47,23 +44,7 @@ pub const OPTIONS: &[OptionDecl] = &[
     ),
     opt!("readfua", [], Bool, "0", "ioengine=sg: force unit access on reads"),
     opt!("writefua", [], Bool, "0", "ioengine=sg: force unit access on writes"),
-    // fio's io_uring and io_uring_cmd engines' options (shared, as in
-    // fio), and libaio's and pvsync2's (crate::engines::opts::io).
 ];
-
-/// The check of a job's sg options: they need `ioengine=sg`.
-pub fn check(spec: &crate::JobSpec) -> Result<(), SpecError> {
-    match spec.engine.sg.first_key {
-        Some(k) if spec.ioengine != crate::spec::kinds::EngineKind::Sg => {
-            Err(SpecError::Invalid(format!(
-                "job '{}': {k} is an option of ioengine=sg (this job uses {}); drop it or set ioengine=sg",
-                spec.name,
-                spec.ioengine.name()
-            )))
-        }
-        _ => Ok(()),
-    }
-}
 
 impl SgSpec {
     /// Set one of [`OPTIONS`] from its value.
@@ -99,7 +80,6 @@ impl SgSpec {
             }
             _ => return Err(bad("an sg engine option")),
         }
-        self.first_key.get_or_insert(key);
         Ok(())
     }
 
