@@ -106,7 +106,10 @@ mod tests {
             assert_eq!(j.spec.iodepth, 32);
             assert!(j.stonewall);
         }
-        let o: Vec<UcmdOptions> = ng.iter().map(|j| j.spec.engine.io.ucmd()).collect();
+        let o: Vec<UcmdOptions> = ng
+            .iter()
+            .map(|j| j.spec.engine.io.ucmd(j.spec.fio_engine()))
+            .collect();
         assert!(o[0].sqthread_poll && !o[0].nonvectored);
         assert_eq!(o[1], UcmdOptions::default());
         assert_eq!(

@@ -252,7 +252,11 @@ pub fn parse_with(
             if name == "global" {
                 sec = Sec::Global;
             } else {
+                // The engine options [global] set are checked against its
+                // engine; the job's own against the job's (as in fio).
+                crate::engines::opts::check_keys(&global).map_err(|e| wrap(path, lineno, e))?;
                 let mut spec = global.clone();
+                spec.engine.keys_set.clear();
                 spec.name = name.to_string();
                 spec.global_given = spec.given.len();
                 jobs.push(FileJob {
@@ -497,5 +501,32 @@ filename=/tmp/b
     fn leading_byte_order_mark_is_skipped() {
         let jobs = parse("j.fio", "\u{feff}[global]\nbs=8k\n[j]\nfilename=x\n").unwrap();
         assert_eq!(jobs[0].spec.bs, 8192);
+    }
+
+    #[test]
+    fn engine_options_belong_to_the_engine_of_their_own_section_as_in_fio() {
+        // fio 3.33 runs a job of another engine under a [global] of
+        // e4defrag with its donorname (examples/e4defrag2.fio).
+        let text = "[global]\nioengine=e4defrag\ndonorname=x\n[j]\nioengine=libaio\nfilename=f\n";
+        let jobs = parse("j.fio", text).unwrap();
+        assert!(jobs[0].spec.validate().is_ok());
+        // fio: "Bad option <donorname=x>" in a [global] of io_uring, and in
+        // a job's own section of libaio.
+        let text = "[global]\ndonorname=x\n[j]\nioengine=libaio\nfilename=f\n";
+        let e = parse("j.fio", text).unwrap_err().to_string();
+        assert!(
+            e.contains("donorname is not an option of ioengine=io_uring"),
+            "{e}"
+        );
+        let text = "[j]\nioengine=libaio\nfilename=f\ndonorname=x\n";
+        let e = parse("j.fio", text).unwrap()[0]
+            .spec
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("donorname is not an option of ioengine=libaio"),
+            "{e}"
+        );
     }
 }

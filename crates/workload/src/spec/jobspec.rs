@@ -524,6 +524,15 @@ macro_rules! families {
 }
 
 impl JobSpec {
+    /// The engine as the job names it in fio's terms: as written
+    /// (`libaio`, `pvsync2`), else its front's own name (`e4defrag`,
+    /// `cpuio`).
+    pub fn fio_engine(&self) -> &str {
+        self.ioengine_as_written
+            .as_deref()
+            .unwrap_or(self.front.name())
+    }
+
     /// Set one option by its fio name. `value` is `None` for a bare flag
     /// (`--time_based`, `time_based` in a job file).
     pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), SpecError> {
@@ -984,6 +993,7 @@ impl JobSpec {
         for family in self.families() {
             family.check()?;
         }
+        crate::engines::opts::check_keys(self)?;
         for block in crate::engines::opts::BLOCKS {
             (block.check)(self)?;
         }

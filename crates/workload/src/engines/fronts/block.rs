@@ -38,7 +38,7 @@ impl EngineFront for IoUringFront {
             source,
         };
         let fill = Fill::Random(spec.randseed);
-        let o = spec.engine.io.uring();
+        let o = spec.engine.io.uring(spec.fio_engine());
         let mut e = if crate::engines::files::lazy(r.job) {
             // fio's openfiles/create_on_open: the job's open set opens
             // its files through their claimed set.
@@ -84,7 +84,7 @@ impl EngineFront for PsyncFront {
             let targets = r.open_targets()?;
             Psync::new(targets, max_bs, spec.fua, fill).map_err(made)?
         }
-        .with_options(spec.engine.io.psync());
+        .with_options(spec.engine.io.psync(spec.fio_engine()));
         r.start_and_run(&mut e)
     }
 }

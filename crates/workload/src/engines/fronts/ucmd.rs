@@ -49,7 +49,7 @@ impl EngineFront for IoUringCmdFront {
             targets,
             spec.iodepth,
             spec.max_bs() as usize,
-            spec.engine.io.ucmd(),
+            spec.engine.io.ucmd(spec.fio_engine()),
             Fill::Random(spec.randseed),
         )
         .map_err(|source| RunError::Engine {

@@ -148,7 +148,7 @@ pub const UNSHOWN_BARE: &[&str] = &[
 ];
 
 /// Per fio engine name, the keys of [`OPTIONS`] it takes in drivelab.
-fn takes(engine: &str) -> &'static [&'static str] {
+pub(super) fn takes(engine: &str) -> &'static [&'static str] {
     match engine {
         "io_uring" => &[
             "cmd_type",
@@ -178,7 +178,7 @@ fn takes(engine: &str) -> &'static [&'static str] {
 }
 
 /// The fio engines that take `key` (fio 3.33), for the refusal.
-fn engines_of(key: &str) -> &'static str {
+pub(super) fn engines_of(key: &str) -> &'static str {
     match key {
         "hipri" => "io_uring, io_uring_cmd and pvsync2",
         "nowait" => "io_uring, libaio and pvsync2 (and fio's io_uring_cmd, not drivelab's yet)",
@@ -246,59 +246,59 @@ impl EngineOpts {
     }
 
     /// The io_uring_cmd engine's options.
-    pub fn ucmd(&self) -> UcmdOptions {
+    pub fn ucmd(&self, engine: &str) -> UcmdOptions {
+        let on = |key| takes(engine).contains(&key);
         UcmdOptions {
-            hipri: self.hipri,
-            fixedbufs: self.fixedbufs,
-            registerfiles: self.registerfiles,
-            sqthread_poll: self.sqthread_poll,
-            sqthread_poll_cpu: self.sqthread_poll_cpu,
-            nonvectored: self.nonvectored,
-            force_async: self.force_async,
+            hipri: self.hipri && on("hipri"),
+            fixedbufs: self.fixedbufs && on("fixedbufs"),
+            registerfiles: self.registerfiles && on("registerfiles"),
+            sqthread_poll: self.sqthread_poll && on("sqthread_poll"),
+            sqthread_poll_cpu: self.sqthread_poll_cpu.filter(|_| on("sqthread_poll_cpu")),
+            nonvectored: self.nonvectored && on("nonvectored"),
+            force_async: if on("force_async") {
+                self.force_async
+            } else {
+                0
+            },
         }
     }
 
-    /// The io_uring engine's options (libaio's `nowait` too).
-    pub fn uring(&self) -> UringOptions {
+    /// The io_uring engine's options (libaio's `nowait` too) for fio's
+    /// `engine`: only the ones it takes (a key inherited from a
+    /// `[global]` of another engine does nothing, as in fio).
+    pub fn uring(&self, engine: &str) -> UringOptions {
+        let on = |key| takes(engine).contains(&key);
         UringOptions {
-            hipri: self.hipri,
-            sqthread_poll: self.sqthread_poll,
-            sqthread_poll_cpu: self.sqthread_poll_cpu,
-            nowait: self.nowait,
-            force_async: self.force_async,
+            hipri: self.hipri && on("hipri"),
+            sqthread_poll: self.sqthread_poll && on("sqthread_poll"),
+            sqthread_poll_cpu: self.sqthread_poll_cpu.filter(|_| on("sqthread_poll_cpu")),
+            nowait: self.nowait && on("nowait"),
+            force_async: if on("force_async") {
+                self.force_async
+            } else {
+                0
+            },
         }
     }
 
-    /// The psync engine's flags (pvsync2's `hipri` and `nowait`).
-    pub fn psync(&self) -> PsyncOptions {
+    /// The psync engine's flags (pvsync2's `hipri` and `nowait`) for fio's
+    /// `engine`: only the ones it takes.
+    pub fn psync(&self, engine: &str) -> PsyncOptions {
+        let on = |key| takes(engine).contains(&key);
         PsyncOptions {
-            hipri: self.hipri,
-            nowait: self.nowait,
-            hipri_percentage: self.hipri_percentage,
+            hipri: self.hipri && on("hipri"),
+            nowait: self.nowait && on("nowait"),
+            hipri_percentage: self.hipri_percentage.filter(|_| on("hipri_percentage")),
         }
     }
 }
 
-/// The fio engine name of a job: as written (`libaio`, `pvsync2`), else
-/// drivelab's.
-fn fio_engine(spec: &crate::JobSpec) -> &str {
-    super::fio_name(spec)
-}
-
-/// The spec's check of a job's engine options, needing no target: each
-/// set key must be one its engine takes, and io_uring's `hipri` needs
-/// `direct=1` (the kernel polls only O_DIRECT I/O: fio's job fails every
-/// I/O with EOPNOTSUPP).
+/// The spec's check of a job's engine options beyond which engine takes
+/// them ([`super::check_keys`]), needing no target: io_uring's `hipri`
+/// needs `direct=1` (the kernel polls only O_DIRECT I/O: fio's job fails
+/// every I/O with EOPNOTSUPP).
 pub fn validate(spec: &crate::JobSpec) -> Result<(), SpecError> {
-    let engine = fio_engine(spec);
-    let ok = takes(engine);
-    if let Some(k) = spec.engine.io.set.iter().find(|k| !ok.contains(k)) {
-        return Err(SpecError::Invalid(format!(
-            "job '{}': {k} is not an option of ioengine={engine} ({} take it); drop it or change ioengine",
-            spec.name,
-            engines_of(k)
-        )));
-    }
+    let engine = spec.fio_engine();
     if engine == "io_uring" && spec.engine.io.hipri && spec.direct != Some(true) {
         return Err(SpecError::Invalid(format!(
             "job '{}': hipri polls for completions, which the kernel does only for O_DIRECT I/O: add direct=1 (fio fails every I/O of this job with EOPNOTSUPP)",
@@ -308,9 +308,9 @@ pub fn validate(spec: &crate::JobSpec) -> Result<(), SpecError> {
     Ok(())
 }
 
-/// The block's check against a job: a key the job's engine does not
-/// take is refused ([`validate`]), and `sqthread_poll_cpu` must name an
-/// online CPU of this machine ([`check_cpu`]).
+/// The block's check against a job: `hipri` with direct I/O
+/// ([`validate`]), and `sqthread_poll_cpu` an online CPU of this machine
+/// ([`check_cpu`]).
 pub fn check(spec: &crate::JobSpec) -> Result<(), SpecError> {
     validate(spec)?;
     check_cpu(spec)
@@ -374,7 +374,7 @@ pub fn notes<'a>(specs: impl IntoIterator<Item = &'a crate::JobSpec>) -> Vec<Str
     const URING: [&str; 3] = ["fixedbufs", "registerfiles", "nonvectored"];
     for spec in specs {
         let set = &spec.engine.io.set;
-        match fio_engine(spec) {
+        match spec.fio_engine() {
             "io_uring" => {
                 for (seen, k) in uring.iter_mut().zip(URING) {
                     *seen |= set.contains(&k);
@@ -426,7 +426,7 @@ mod tests {
         s.set("force_async", "4").unwrap();
         assert_eq!(s.set[0], "cmd_type");
         assert_eq!(
-            s.ucmd(),
+            s.ucmd("io_uring_cmd"),
             UcmdOptions {
                 hipri: true,
                 fixedbufs: false,
@@ -438,7 +438,7 @@ mod tests {
             }
         );
         assert_eq!(
-            s.uring(),
+            s.uring("io_uring"),
             UringOptions {
                 hipri: true,
                 sqthread_poll: true,
@@ -448,13 +448,19 @@ mod tests {
             }
         );
         assert_eq!(
-            s.psync(),
+            s.psync("pvsync2"),
             PsyncOptions {
                 hipri: true,
                 nowait: true,
                 hipri_percentage: None,
             }
         );
+        // An engine gets only the options it takes: a `[global]`'s
+        // io_uring options do nothing under libaio or psync, as in fio.
+        let libaio = s.uring("libaio");
+        assert!(libaio.nowait && !libaio.hipri && !libaio.sqthread_poll);
+        assert_eq!(libaio.force_async, 0);
+        assert_eq!(s.psync("psync"), PsyncOptions::default());
         let e = s.set("cmd_type", "scsi").unwrap_err().to_string();
         assert!(e.contains("cmd_type") && e.contains("nvme"), "{e}");
         assert!(s.set("sqthread_poll_cpu", "x").is_err());

@@ -35,8 +35,11 @@ pub struct EngineBlocks {
     pub noio: noio::NoIoOpts,
     /// The net engine's options (`protocol`, `hostname`, `port`, …).
     pub net: net::NetOpts,
-    /// Every engine option the job set, first set first (for the checks
-    /// that refuse one its engine does not take).
+    /// The engine options set since the job's section began (its own
+    /// section of a job file, or the command line), first set first: each
+    /// must be one the job's engine takes ([`check_keys`]). One inherited
+    /// from `[global]` was checked there, against its engine, and does
+    /// nothing under another (as in fio).
     pub keys_set: Vec<&'static str>,
 }
 
@@ -47,11 +50,15 @@ pub struct Block {
     pub engines: &'static str,
     /// The options, declared in the block's file.
     pub options: &'static [OptionDecl],
+    /// Whether fio's engine `engine` takes `key` (one of [`Block::options`]).
+    pub takes: fn(&str, &str) -> bool,
+    /// The fio engines that take `key`, in words, for the refusal.
+    pub takers: fn(&str) -> &'static str,
     /// Set one of [`Block::options`] (its canonical name) in the block.
     pub set: fn(&mut EngineBlocks, &'static str, &str) -> Result<(), SpecError>,
-    /// The block's checks against the whole job, asked of every block
-    /// whichever engine the job chose: a key the job's engine does not
-    /// take is refused here, by name.
+    /// The block's checks between its options and the rest of the job,
+    /// asked of every block whichever engine the job chose (none by
+    /// default).
     pub check: fn(&crate::JobSpec) -> Result<(), SpecError>,
 }
 
@@ -60,38 +67,50 @@ pub const BLOCKS: &[Block] = &[
     Block {
         engines: "io_uring, io_uring_cmd, libaio, pvsync2",
         options: io::OPTIONS,
+        takes: |e, k| io::takes(e).contains(&k),
+        takers: io::engines_of,
         set: |b, k, v| b.io.set(k, v),
         check: io::check,
     },
     Block {
         engines: "sg",
         options: sg::OPTIONS,
+        takes: |e, _| e == "sg",
+        takers: |_| "sg",
         set: |b, k, v| b.sg.set(k, v),
-        check: |s| only_with(s, "sg", sg::OPTIONS),
+        check: |_| Ok(()),
     },
     Block {
         engines: "net",
         options: net::OPTIONS,
+        takes: |e, _| e == "net",
+        takers: |_| "net",
         set: |b, k, v| b.net.set(k, v),
-        check: |s| only_with(s, "net", net::OPTIONS),
+        check: |_| Ok(()),
     },
     Block {
         engines: "e4defrag",
         options: e4defrag::DefragOpts::OPTIONS,
+        takes: |e, _| e == "e4defrag",
+        takers: |_| "e4defrag",
         set: |b, k, v| b.e4defrag.set(k, v),
-        check: |s| only_with(s, "e4defrag", e4defrag::DefragOpts::OPTIONS),
+        check: |_| Ok(()),
     },
     Block {
         engines: "cpuio",
         options: noio::CpuOpts::OPTIONS,
+        takes: |e, _| e == "cpuio",
+        takers: |_| "cpuio",
         set: |b, k, v| b.noio.cpu.set(k, v),
-        check: |s| only_with(s, "cpuio", noio::CpuOpts::OPTIONS),
+        check: |_| Ok(()),
     },
     Block {
         engines: "exec",
         options: noio::ExecOpts::OPTIONS,
+        takes: |e, _| e == "exec",
+        takers: |_| "exec",
         set: |b, k, v| b.noio.exec.set(k, v),
-        check: |s| only_with(s, "exec", noio::ExecOpts::OPTIONS),
+        check: |_| Ok(()),
     },
 ];
 
@@ -107,34 +126,22 @@ pub fn options() -> impl Iterator<Item = &'static OptionDecl> {
     BLOCKS.iter().flat_map(|b| b.options.iter())
 }
 
-/// The engine as the job names it in fio's terms: as written
-/// (`libaio`, `pvsync2`), else its front's own name (`e4defrag`, `cpuio`).
-pub fn fio_name(spec: &crate::JobSpec) -> &str {
-    spec.ioengine_as_written
-        .as_deref()
-        .unwrap_or(spec.front.name())
-}
-
-/// The check of a block whose options one fio engine takes: the first of
-/// `options` the job set, when the job's engine is another, is refused by
-/// name (fio: "unrecognized option").
-fn only_with(spec: &crate::JobSpec, engine: &str, options: &[OptionDecl]) -> Result<(), SpecError> {
-    let used = fio_name(spec);
-    if used == engine {
-        return Ok(());
+/// The check of the engine options set in the job's own section (or on
+/// the command line): each must be one the job's engine takes; the first
+/// that is not is refused by name (fio: "Bad option").
+pub fn check_keys(spec: &crate::JobSpec) -> Result<(), SpecError> {
+    let used = spec.fio_engine();
+    for &k in &spec.engine.keys_set {
+        let Some(b) = block_of(k) else { continue };
+        if !(b.takes)(used, k) {
+            return Err(SpecError::Invalid(format!(
+                "job '{}': {k} is not an option of ioengine={used} ({} take it); drop it or change ioengine",
+                spec.name,
+                (b.takers)(k)
+            )));
+        }
     }
-    match spec
-        .engine
-        .keys_set
-        .iter()
-        .find(|k| options.iter().any(|d| d.name == **k))
-    {
-        Some(k) => Err(SpecError::Invalid(format!(
-            "job '{}': {k} is an option of ioengine={engine} (this job uses {used}); drop it or set ioengine={engine}",
-            spec.name
-        ))),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -167,7 +174,7 @@ mod tests {
                 let e = j.validate().unwrap_err().to_string();
                 assert!(
                     e.contains(&format!(
-                        "{key} is an option of ioengine={engine} (this job uses {other})"
+                        "{key} is not an option of ioengine={other} ({engine} take it)"
                     )),
                     "{engine} {key} with {other}: {e}"
                 );
@@ -177,7 +184,10 @@ mod tests {
             j.set("ioengine", Some(engine)).unwrap();
             j.set(key, Some(v)).unwrap();
             if let Err(e) = j.validate() {
-                assert!(!e.to_string().contains("is an option of"), "{engine}: {e}");
+                assert!(
+                    !e.to_string().contains("is not an option of"),
+                    "{engine}: {e}"
+                );
             }
         }
     }
@@ -188,7 +198,9 @@ mod tests {
         for d in options() {
             assert!(!seen.contains(&d.name), "{} is in two blocks", d.name);
             assert!(
-                crate::spec::options::OPTIONS.iter().all(|o| o.name != d.name),
+                crate::spec::options::OPTIONS
+                    .iter()
+                    .all(|o| o.name != d.name),
                 "{} is in the general table too",
                 d.name
             );
