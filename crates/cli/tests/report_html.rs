@@ -54,6 +54,19 @@ fn report(inputs: &[&Path], html: &Path) {
     assert_eq!(code, 0, "drivelab {a:?}: {out}{err}");
 }
 
+/// `drivelab report INPUT --html HTML`: (exit status, stdout, stderr).
+fn report_of(input: &Path, html: &Path) -> (i32, String, String) {
+    run(
+        BIN,
+        &[
+            "report",
+            input.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+    )
+}
+
 /// Chromium's profile for these tests (not the user's; a fresh one per
 /// process, so that parallel runs do not share it).
 fn profile() -> String {
@@ -600,15 +613,7 @@ fn bad_inputs_write_nothing_and_say_what_to_give() {
     let other = dir.join("other.json");
     std::fs::write(&other, "{\"name\": 1}").unwrap();
     for input in [&not_json, &other, &dir.join("missing.json")] {
-        let (code, out, err) = run(
-            BIN,
-            &[
-                "report",
-                input.to_str().unwrap(),
-                "--html",
-                html.to_str().unwrap(),
-            ],
-        );
+        let (code, out, err) = report_of(input, &html);
         assert_eq!(code, 2, "{input:?}: {out}{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(!html.exists(), "{input:?}: wrote the page anyway");
@@ -646,15 +651,7 @@ fn a_result_missing_a_field_its_page_draws_is_refused_naming_it() {
     for (kind, v, why) in cases {
         let input = dir.join(&format!("{kind}.json"));
         std::fs::write(&input, v.to_string()).unwrap();
-        let (code, out, err) = run(
-            BIN,
-            &[
-                "report",
-                input.to_str().unwrap(),
-                "--html",
-                html.to_str().unwrap(),
-            ],
-        );
+        let (code, out, err) = report_of(&input, &html);
         assert_eq!(code, 2, "{kind}: {out}{err}");
         assert_eq!(
             err.trim(),
