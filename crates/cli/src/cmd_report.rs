@@ -8,9 +8,12 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use drivelab_erase::outcome::Summary;
+use drivelab_replay::session::{AuditReport, SessionReport};
 use drivelab_report::html::{self, Body, Input, Kind};
 use drivelab_report::views::{AuditView, EraseView, ReplayView, TestView};
 use drivelab_report::RunReport;
+use drivelab_steps::result::TestReport;
 use serde_json::Value;
 
 use crate::error::usage;
@@ -46,13 +49,6 @@ fn read_input(path: &Path) -> anyhow::Result<Input> {
             path.display()
         ))
     })?;
-    html::check(kind, &value).map_err(|why| {
-        usage(format!(
-            "{} is not a readable {} result: {why}; give a result saved from --output-format json, unchanged",
-            path.display(),
-            kind.name()
-        ))
-    })?;
     let body = body(kind, &value).map_err(|why| {
         usage(format!(
             "{} is not a readable {} result: {why}; give a result saved from --output-format json, unchanged",
@@ -67,9 +63,11 @@ fn read_input(path: &Path) -> anyhow::Result<Input> {
     Ok(Input { label, body })
 }
 
-/// A result JSON of `kind` (checked by [`html::check`]) read into its
-/// type: a run and a trace analysis as their structs, the other kinds
-/// through their owners' structs into the page's views.
+/// A result JSON of `kind` read into its type: a run and a trace analysis
+/// as their structs (a field that does not fit refuses it), the other
+/// kinds through their owners' structs into the page's views, once the
+/// owner's `check_stored` finds every field the page draws. The error is
+/// one line naming the field.
 fn body(kind: Kind, v: &Value) -> Result<Body, String> {
     Ok(match kind {
         Kind::Run => Body::Run(Box::new(
@@ -79,18 +77,22 @@ fn body(kind: Kind, v: &Value) -> Result<Body, String> {
             serde_json::from_value::<drivelab_trace::analyze::Analysis>(v.clone())
                 .map_err(|e| e.to_string())?,
         )),
-        Kind::Test => Body::Test(TestView::from(
-            &drivelab_steps::result::TestReport::from_stored(v),
-        )),
-        Kind::Erase => Body::Erase(EraseView::from(
-            &drivelab_erase::outcome::Summary::from_stored(v),
-        )),
-        Kind::Replay => Body::Replay(ReplayView::from(
-            &drivelab_replay::session::SessionReport::from_stored(v),
-        )),
-        Kind::Audit => Body::Audit(Box::new(AuditView::from(
-            &drivelab_replay::session::AuditReport::from_stored(v),
-        ))),
+        Kind::Test => {
+            TestReport::check_stored(v)?;
+            Body::Test(TestView::from(&TestReport::from_stored(v)))
+        }
+        Kind::Erase => {
+            Summary::check_stored(v)?;
+            Body::Erase(EraseView::from(&Summary::from_stored(v)))
+        }
+        Kind::Replay => {
+            SessionReport::check_stored(v)?;
+            Body::Replay(ReplayView::from(&SessionReport::from_stored(v)))
+        }
+        Kind::Audit => {
+            AuditReport::check_stored(v)?;
+            Body::Audit(Box::new(AuditView::from(&AuditReport::from_stored(v))))
+        }
     })
 }
 
@@ -121,12 +123,6 @@ fn read_stored(
                 r.kind
             ))
         })?;
-    html::check(kind, &value).map_err(|why| {
-        anyhow::anyhow!(
-            "stored result {id} is not a readable {} result: {why}",
-            kind.name()
-        )
-    })?;
     let body = body(kind, &value).map_err(|why| {
         anyhow::anyhow!(
             "stored result {id} is not a readable {} result: {why}",

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use drivelab_device::blockdev::{backing_device_of_file, BlockDevice};
+use drivelab_device::claim::ClaimRecord;
 use drivelab_erase::outcome::Summary;
 use drivelab_replay::session::{AuditReport, SessionReport};
 use drivelab_season::result::SeasonReport;
@@ -194,7 +195,7 @@ fn record(o: &Outcome<'_>) -> NewRecord {
         verdict: verdict(o.kind, &v, o.exit_status),
         exit_status: i32::from(o.exit_status),
         headline: crate::results::headline(o.kind, &v),
-        drives: drives(&v),
+        drives: drives(o.kind, &v),
         series: drivelab_store::extract::series(&v),
         artifacts: o.artifacts.clone(),
     }
@@ -284,39 +285,40 @@ fn drive_words<'a>(each: impl Iterator<Item = &'a str>, words: &mut Vec<String>)
     }
 }
 
-/// The drives a result names: the devices of its device check and claims,
-/// an erase's drives, a test's or replay's target. Each is described as the
-/// kernel has it now (a partition by its disk's model and serial; a file by
-/// the device under it).
-fn drives(v: &Value) -> Vec<Drive> {
+/// The drives a result of `kind` names, read from its typed struct: a
+/// run's device check and claims, a test's or replay's claim and target,
+/// an erase's drives, a season's drives' identities, an audit's replay's
+/// target. Each is described as the kernel has it now (a partition by its
+/// disk's model and serial; a file by the device under it), once.
+fn drives(kind: Kind, v: &Value) -> Vec<Drive> {
     let mut refs: Vec<String> = Vec::new();
-    let mut push = |x: Option<&Value>| {
-        if let Some(s) = x.and_then(Value::as_str).filter(|s| !s.is_empty()) {
-            refs.push(s.to_string());
+    match kind {
+        Kind::Run => {
+            let r = drivelab_report::RunReport::from_stored(v);
+            refs.extend(r.device_check.into_iter().map(|c| c.device));
+            refs.extend(r.claims.iter().map(claimed));
         }
-    };
-    let list = |k: &str| {
-        v.get(k)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    for c in list("device_check") {
-        push(c.get("device"));
+        Kind::Test => {
+            let r = TestReport::from_stored(v);
+            refs.extend(r.claim.as_ref().map(claimed));
+            refs.push(r.target);
+        }
+        Kind::Erase => {
+            let r = Summary::from_stored(v);
+            refs.extend(r.drives.into_iter().map(|d| d.device));
+        }
+        Kind::Season => {
+            let r = SeasonReport::from_stored(v);
+            refs.extend(r.drives.into_iter().map(|d| d.identity.device));
+        }
+        Kind::Replay => {
+            let r = SessionReport::from_stored(v);
+            refs.extend(r.claim.as_ref().map(claimed));
+            refs.push(r.target);
+        }
+        Kind::Audit => refs.push(AuditReport::from_stored(v).replay.target),
     }
-    for c in list("claims") {
-        push(c.get("device").or(c.get("canonical")));
-    }
-    if let Some(c) = v.get("claim") {
-        push(c.get("device").or(c.get("canonical")));
-    }
-    for d in list("drives") {
-        // An erase's drive names its device; a season's, its identity.
-        push(d.get("device").or(d.pointer("/identity/device")));
-    }
-    push(v.get("target"));
-    // An audit's replay.
-    push(v.pointer("/replay/target"));
+    refs.retain(|r| !r.is_empty());
     let mut out: Vec<Drive> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for r in refs {
@@ -335,6 +337,15 @@ fn drives(v: &Value) -> Vec<Drive> {
         });
     }
     out
+}
+
+/// The device a claim names: its kernel name, or for a file its path with
+/// symlinks resolved.
+fn claimed(c: &ClaimRecord) -> String {
+    match &c.device {
+        Some(d) => d.clone(),
+        None => c.canonical.display().to_string(),
+    }
 }
 
 fn resolve(r: &str) -> Option<BlockDevice> {
@@ -415,7 +426,10 @@ mod tests {
             crate::results::headline(Kind::Season, &season),
             "1 drive(s), 3.00M B in 2.00 s, 1.50 MB/s"
         );
-        assert_eq!(super::drives(&season)[0].path, "/nonexistent/loop9");
+        assert_eq!(
+            super::drives(Kind::Season, &season)[0].path,
+            "/nonexistent/loop9"
+        );
         let audit = json!({"pass": false, "replay": {"target": "/nonexistent/loop8",
             "errors": 3, "bytes_read": 4096, "bytes_written": 8192,
             "duration_s": 1.5, "score": {"iops": 200.0}}});
@@ -424,6 +438,115 @@ mod tests {
             crate::results::headline(Kind::Audit, &audit),
             "200 IOPS, 12.3k B over 1.50 s, 3 errors"
         );
-        assert_eq!(super::drives(&audit)[0].path, "/nonexistent/loop8");
+        assert_eq!(
+            super::drives(Kind::Audit, &audit)[0].path,
+            "/nonexistent/loop8"
+        );
+    }
+
+    /// A claim of `device` (a kernel name) at `canonical`.
+    fn claim(device: Option<&str>, canonical: &str) -> drivelab_device::claim::ClaimRecord {
+        use drivelab_device::claim::{ClaimRecord, ConsentRecord, Hold, TargetKind};
+        ClaimRecord {
+            path: canonical.into(),
+            canonical: canonical.into(),
+            kind: TargetKind::Block,
+            device: device.map(String::from),
+            serial: None,
+            size: 1 << 20,
+            logical_block: 512,
+            findings: Vec::new(),
+            overridden: Vec::new(),
+            consent: ConsentRecord {
+                force: false,
+                confirmed_by: None,
+            },
+            hold: Hold::ExclusiveOpen,
+            created: false,
+            direct: true,
+        }
+    }
+
+    #[test]
+    fn each_kind_names_its_drives_from_its_struct_in_order_once() {
+        use drivelab_erase::outcome::{Outcome, Summary};
+        use drivelab_replay::session::{AuditReport, SessionReport};
+        use drivelab_report::{DeviceCheck, RunReport};
+        use drivelab_steps::result::TestReport;
+        fn check(device: &str) -> DeviceCheck {
+            DeviceCheck {
+                device: device.into(),
+                ..DeviceCheck::default()
+            }
+        }
+        fn erased(device: &str) -> Outcome {
+            Outcome {
+                device: device.into(),
+                ..Outcome::default()
+            }
+        }
+        fn json(r: &impl serde::Serialize) -> serde_json::Value {
+            serde_json::to_value(r).expect("serialise")
+        }
+        let run = RunReport {
+            device_check: vec![check("nonexistent-dl-a"), check("nonexistent-dl-a")],
+            claims: vec![
+                claim(Some("nonexistent-dl-b"), "/nonexistent/b"),
+                claim(None, "/nonexistent/c"),
+            ],
+            ..RunReport::default()
+        };
+        let test = TestReport {
+            target: "/nonexistent/t".into(),
+            claim: Some(claim(Some("nonexistent-dl-t"), "/nonexistent/t")),
+            ..TestReport::default()
+        };
+        let erase = Summary {
+            drives: vec![
+                erased("/nonexistent/e"),
+                erased(""),
+                erased("/nonexistent/e"),
+                erased("/nonexistent/f"),
+            ],
+            ..Summary::default()
+        };
+        let replay = SessionReport {
+            target: "/nonexistent/r".into(),
+            claim: Some(claim(None, "/nonexistent/r")),
+            ..SessionReport::default()
+        };
+        let audit = AuditReport {
+            replay: SessionReport {
+                target: "/nonexistent/a".into(),
+                ..SessionReport::default()
+            },
+            ..AuditReport::default()
+        };
+        let cases: [(Kind, serde_json::Value, &[&str]); 5] = [
+            (
+                Kind::Run,
+                json(&run),
+                &["nonexistent-dl-a", "nonexistent-dl-b", "/nonexistent/c"],
+            ),
+            (
+                Kind::Test,
+                json(&test),
+                &["nonexistent-dl-t", "/nonexistent/t"],
+            ),
+            (
+                Kind::Erase,
+                json(&erase),
+                &["/nonexistent/e", "/nonexistent/f"],
+            ),
+            (Kind::Replay, json(&replay), &["/nonexistent/r"]),
+            (Kind::Audit, json(&audit), &["/nonexistent/a"]),
+        ];
+        for (kind, v, want) in cases {
+            let got: Vec<String> = super::drives(kind, &v)
+                .into_iter()
+                .map(|d| d.path)
+                .collect();
+            assert_eq!(got, want, "{kind}");
+        }
     }
 }

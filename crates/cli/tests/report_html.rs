@@ -54,6 +54,19 @@ fn report(inputs: &[&Path], html: &Path) {
     assert_eq!(code, 0, "drivelab {a:?}: {out}{err}");
 }
 
+/// `drivelab report INPUT --html HTML`: (exit status, stdout, stderr).
+fn report_of(input: &Path, html: &Path) -> (i32, String, String) {
+    run(
+        BIN,
+        &[
+            "report",
+            input.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+    )
+}
+
 /// Chromium's profile for these tests (not the user's; a fresh one per
 /// process, so that parallel runs do not share it).
 fn profile() -> String {
@@ -600,17 +613,54 @@ fn bad_inputs_write_nothing_and_say_what_to_give() {
     let other = dir.join("other.json");
     std::fs::write(&other, "{\"name\": 1}").unwrap();
     for input in [&not_json, &other, &dir.join("missing.json")] {
-        let (code, out, err) = run(
-            BIN,
-            &[
-                "report",
-                input.to_str().unwrap(),
-                "--html",
-                html.to_str().unwrap(),
-            ],
-        );
+        let (code, out, err) = report_of(input, &html);
         assert_eq!(code, 2, "{input:?}: {out}{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(!html.exists(), "{input:?}: wrote the page anyway");
+    }
+}
+
+#[test]
+fn a_result_missing_a_field_its_page_draws_is_refused_naming_it() {
+    let dir = TempDir::new("report-mangled");
+    let html = dir.join("out.html");
+    let replay = serde_json::json!({"requests": 4, "completed": 4, "errors": 0,
+        "duration_s": 1.0, "score": {"iops": 4.0, "head_to_head_ms": 250.0},
+        "service_time_ns": {"count": 4}, "lateness_ns": {}});
+    let cases = [
+        (
+            "test",
+            serde_json::json!({"target": "/dev/loop9", "passed": true,
+                "steps": [{"index": 1, "kind": "write"}]}),
+            "steps[0].bw_bytes is missing",
+        ),
+        (
+            "erase",
+            serde_json::json!({"strategy": "parallel",
+                "drives": [{"device": "/dev/loop9", "result": "erased", "bytes": 1.5}]}),
+            "drives[0].bytes is not a whole number",
+        ),
+        ("replay", replay.clone(), "lateness_ns.count is missing"),
+        (
+            "audit",
+            serde_json::json!({"pass": "yes", "criteria": [], "comparison": {},
+                "replay": replay}),
+            "pass is not true or false",
+        ),
+    ];
+    for (kind, v, why) in cases {
+        let input = dir.join(&format!("{kind}.json"));
+        std::fs::write(&input, v.to_string()).unwrap();
+        let (code, out, err) = report_of(&input, &html);
+        assert_eq!(code, 2, "{kind}: {out}{err}");
+        assert_eq!(
+            err.trim(),
+            format!(
+                "drivelab: error: {} is not a readable {kind} result: {why}; give a result saved from --output-format json, unchanged",
+                input.display()
+            ),
+            "{kind}"
+        );
+        assert!(!html.exists(), "{kind}: wrote the page anyway");
     }
 }

@@ -1,11 +1,13 @@
 //! A stored erase result read back into [`Summary`], the figures
 //! `drivelab compare` sets side by side and the one line `drivelab history`
-//! shows of it, and what the HTML report draws of it ([`EraseView`]). They
-//! are defined here, beside the struct they read, so
-//! that a renamed field is a compile error rather than a figure that
-//! silently drops out of comparisons.
+//! shows of it, what the HTML report draws of it ([`EraseView`]) and what a
+//! result must hold for the report to draw it ([`Summary::check_stored`]).
+//! They are defined here, beside the struct they read, so that a renamed
+//! field is a compile error or a failing test here rather than a figure
+//! that silently drops out.
 
 use drivelab_report::metrics::{push, read_lenient, short, Metric};
+use drivelab_report::stored::{each, fields, Want};
 use drivelab_report::views::{DriveView, EraseView};
 use serde_json::Value;
 
@@ -17,6 +19,18 @@ impl Summary {
     /// one.
     pub fn from_stored(v: &Value) -> Summary {
         read_lenient(v).unwrap_or_default()
+    }
+
+    /// Whether `v` holds what the HTML report draws of an erase: its
+    /// strategy and drives, and each drive's device, result and bytes
+    /// (which [`Summary::from_stored`] would otherwise default). The error
+    /// is one line naming the field.
+    pub fn check_stored(v: &Value) -> Result<(), String> {
+        use Want::*;
+        fields(v, "", &[("strategy", Str), ("drives", Arr)])?;
+        each(v, "drives", |d, at| {
+            fields(d, at, &[("device", Str), ("result", Str), ("bytes", U64)])
+        })
     }
 }
 
@@ -176,6 +190,25 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         assert_eq!(headline(&back), "2 drive(s), 11.00M B in 2.50 s, 4.40 MB/s");
+    }
+
+    #[test]
+    fn every_field_an_erase_must_hold_is_one_the_struct_writes() {
+        let r = Summary {
+            drives: vec![drive("/dev/loop8", 8_000_000, 2.0, 0.5)],
+            ..Summary::default()
+        };
+        let mut v = serde_json::to_value(&r).expect("serialise");
+        assert_eq!(Summary::check_stored(&v), Ok(()));
+        v["drives"][0]["bytes"] = Value::from(1.5);
+        assert_eq!(
+            Summary::check_stored(&v),
+            Err("drives[0].bytes is not a whole number".into())
+        );
+        v.as_object_mut()
+            .expect("a summary is an object")
+            .remove("strategy");
+        assert_eq!(Summary::check_stored(&v), Err("strategy is missing".into()));
     }
 
     #[test]

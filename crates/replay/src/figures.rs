@@ -2,11 +2,14 @@
 //! [`AuditReport`]), and the figures `drivelab compare` sets side by side
 //! and the one line `drivelab history` shows of a replay (an audit's are
 //! its replay's), and what the HTML report draws of each ([`ReplayView`],
-//! [`AuditView`]). They are defined here, beside the struct they read, so
-//! that a renamed field is a compile error rather than a figure that
-//! silently drops out of comparisons.
+//! [`AuditView`]), and what a result must hold for the report to draw it
+//! ([`SessionReport::check_stored`], [`AuditReport::check_stored`]). They
+//! are defined here, beside the structs they read, so that a renamed field
+//! is a compile error or a failing test here rather than a figure that
+//! silently drops out.
 
 use drivelab_report::metrics::{push, read_lenient, short, Metric};
+use drivelab_report::stored::{fields, Want};
 use drivelab_report::views::{scalar_fields, AuditView, Percentiles, ReplayView};
 use serde_json::Value;
 
@@ -20,6 +23,34 @@ impl SessionReport {
     pub fn from_stored(v: &Value) -> SessionReport {
         read_lenient(v).unwrap_or_default()
     }
+
+    /// Whether `v` holds what the HTML report draws of a replay: its
+    /// request counts, duration, score and distributions (which
+    /// [`SessionReport::from_stored`] would otherwise default). The error
+    /// is one line naming the field.
+    pub fn check_stored(v: &Value) -> Result<(), String> {
+        replay_fields(v, "")
+    }
+}
+
+/// The fields of a replay at `v` the report draws; `at` names `v` in the
+/// error ("" for a replay, "replay." for an audit's).
+fn replay_fields(v: &Value, at: &str) -> Result<(), String> {
+    use Want::*;
+    fields(
+        v,
+        at,
+        &[
+            ("requests", U64),
+            ("completed", U64),
+            ("errors", U64),
+            ("duration_s", Num),
+            ("score.iops", Num),
+            ("score.head_to_head_ms", Num),
+            ("service_time_ns.count", U64),
+            ("lateness_ns.count", U64),
+        ],
+    )
 }
 
 impl AuditReport {
@@ -27,6 +58,27 @@ impl AuditReport {
     /// reads a replay.
     pub fn from_stored(v: &Value) -> AuditReport {
         read_lenient(v).unwrap_or_default()
+    }
+
+    /// Whether `v` holds what the HTML report draws of an audit: its
+    /// verdict, criteria, a comparison that reads as one, and its replay
+    /// as [`SessionReport::check_stored`] wants it. The error is one line
+    /// naming the field.
+    pub fn check_stored(v: &Value) -> Result<(), String> {
+        use Want::*;
+        fields(
+            v,
+            "",
+            &[
+                ("pass", Bool),
+                ("criteria", Arr),
+                ("comparison", Obj),
+                ("replay", Obj),
+            ],
+        )?;
+        serde_json::from_value::<drivelab_trace::Comparison>(v["comparison"].clone())
+            .map_err(|e| format!("comparison: {e}"))?;
+        replay_fields(&v["replay"], "replay.")
     }
 }
 
@@ -204,6 +256,34 @@ mod tests {
         let back = AuditReport::from_stored(&v);
         assert_eq!(serde_json::to_value(&back).expect("serialise"), v);
         assert_eq!(figures(&back.replay.replay), want());
+    }
+
+    #[test]
+    fn every_field_a_replay_or_audit_must_hold_is_one_the_struct_writes() {
+        let mut v = serde_json::to_value(session()).expect("serialise");
+        assert_eq!(SessionReport::check_stored(&v), Ok(()));
+        let audit = AuditReport {
+            replay: session(),
+            ..AuditReport::default()
+        };
+        let mut a = serde_json::to_value(&audit).expect("serialise");
+        assert_eq!(AuditReport::check_stored(&a), Ok(()));
+        v["score"]
+            .as_object_mut()
+            .expect("a score is an object")
+            .remove("head_to_head_ms");
+        assert_eq!(
+            SessionReport::check_stored(&v),
+            Err("score.head_to_head_ms is missing".into())
+        );
+        a["replay"]["lateness_ns"]["count"] = Value::from("many");
+        assert_eq!(
+            AuditReport::check_stored(&a),
+            Err("replay.lateness_ns.count is not a whole number".into())
+        );
+        a["comparison"] = serde_json::json!({"a": "old"});
+        let why = AuditReport::check_stored(&a).expect_err("an unreadable comparison");
+        assert!(why.starts_with("comparison: "), "{why}");
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod html;
 pub mod jsonplus;
 pub mod metrics;
 pub mod model;
+pub mod stored;
 pub mod terse;
 pub mod text;
 pub mod views;

@@ -1,11 +1,13 @@
 //! A stored test result read back into [`TestReport`], the figures
 //! `drivelab compare` sets side by side and the one line `drivelab history`
-//! shows of it, and what the HTML report draws of it ([`TestView`]). They
-//! are defined here, beside the struct they read, so
-//! that a renamed field is a compile error rather than a figure that
-//! silently drops out of comparisons.
+//! shows of it, what the HTML report draws of it ([`TestView`]) and what a
+//! result must hold for the report to draw it
+//! ([`TestReport::check_stored`]). They are defined here, beside the
+//! struct they read, so that a renamed field is a compile error or a
+//! failing test here rather than a figure that silently drops out.
 
 use drivelab_report::metrics::{push, read_lenient, short, Metric};
+use drivelab_report::stored::{each, fields, Want};
 use drivelab_report::views::{StepView, TestView};
 use serde_json::Value;
 
@@ -16,6 +18,18 @@ impl TestReport {
     /// takes its default; a result that cannot be read is an empty one.
     pub fn from_stored(v: &Value) -> TestReport {
         read_lenient(v).unwrap_or_default()
+    }
+
+    /// Whether `v` holds what the HTML report draws of a test: its
+    /// target, verdict and steps, and each step's position, kind and rate
+    /// (which [`TestReport::from_stored`] would otherwise default). The
+    /// error is one line naming the field.
+    pub fn check_stored(v: &Value) -> Result<(), String> {
+        use Want::*;
+        fields(v, "", &[("target", Str), ("passed", Bool), ("steps", Arr)])?;
+        each(v, "steps", |s, at| {
+            fields(s, at, &[("index", U64), ("kind", Str), ("bw_bytes", Num)])
+        })
     }
 }
 
@@ -218,6 +232,30 @@ mod tests {
         let r = TestReport::from_stored(&v);
         assert!(r.claim.is_none() && r.steps[0].failures.is_empty());
         assert_eq!(headline(&r), "1 step(s): 1.00 MB/s");
+    }
+
+    #[test]
+    fn every_field_a_test_must_hold_is_one_the_struct_writes() {
+        let r = TestReport {
+            target: "/dev/loop9".into(),
+            steps: vec![step(1, "write", 4e6, 976.0, 1500.0, 1)],
+            ..TestReport::default()
+        };
+        let mut v = serde_json::to_value(&r).expect("serialise");
+        assert_eq!(TestReport::check_stored(&v), Ok(()));
+        v["steps"][0]
+            .as_object_mut()
+            .expect("a step is an object")
+            .remove("bw_bytes");
+        assert_eq!(
+            TestReport::check_stored(&v),
+            Err("steps[0].bw_bytes is missing".into())
+        );
+        v["passed"] = Value::from("yes");
+        assert_eq!(
+            TestReport::check_stored(&v),
+            Err("passed is not true or false".into())
+        );
     }
 
     #[test]
