@@ -94,8 +94,10 @@ pub struct NvmeFormatCaps {
     pub supported: bool,
     /// Cryptographic erase (SES 2) is supported.
     pub crypto_erase: bool,
-    /// A format applies to all namespaces.
+    /// A format applies to all namespaces (FNA bit 0).
     pub all_namespaces: bool,
+    /// A secure erase (SES 1 or 2) applies to all namespaces (FNA bit 1).
+    pub secure_erase_all_namespaces: bool,
 }
 
 /// NVMe Sanitize support (SANICAP).
@@ -206,6 +208,10 @@ pub struct Capabilities {
     pub nvme_controller: Option<IdentifyController>,
     /// NVMe Identify Namespace, when an NVMe namespace.
     pub nvme_namespace: Option<IdentifyNamespace>,
+    /// The controller's active namespaces other than this one (Identify
+    /// CNS 02h), when NVMe and the list could be read: the block devices
+    /// a Sanitize (and a Format where FNA says so) erases too.
+    pub nvme_other_namespaces: Option<Vec<u32>>,
     /// What was tried and refused, one line each (e.g. "ATA PASS-THROUGH
     /// not supported by this device (...)").
     pub notes: Vec<String>,
@@ -276,6 +282,7 @@ impl Capabilities {
             ata_identify: None,
             nvme_controller: None,
             nvme_namespace: None,
+            nvme_other_namespaces: None,
             notes: Vec::new(),
         }
     }
@@ -599,6 +606,7 @@ fn probe_nvme(dev: &NvmeDevice, c: &mut Capabilities) {
                 supported: id.format_supported,
                 crypto_erase: id.format_supported && id.crypto_erase,
                 all_namespaces: id.format_all_namespaces,
+                secure_erase_all_namespaces: id.secure_erase_all_namespaces,
             };
             c.nvme_sanitize = NvmeSanitizeCaps {
                 crypto: id.sanitize_crypto,
@@ -609,6 +617,16 @@ fn probe_nvme(dev: &NvmeDevice, c: &mut Capabilities) {
             c.nvme_controller = Some(id);
         }
         Err(e) => c.notes.push(e.to_string()),
+    }
+    match nvme::active_namespaces(dev) {
+        Ok(list) => {
+            c.nvme_other_namespaces = Some(
+                list.into_iter()
+                    .filter(|&n| Some(n) != dev.nsid())
+                    .collect(),
+            )
+        }
+        Err(e) => c.notes.push(format!("active namespace list: {e}")),
     }
     if let Some(nsid) = dev.nsid() {
         match nvme::identify_namespace(dev, nsid) {

@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::ata::{
     self, execute, AtaData, AtaError, AtaPassThrough, IdentifyDevice, Protocol, Taskfile,
 };
+pub use crate::nvme::parse_active_namespaces;
 use crate::nvme::{self, NvmeCommand, NvmeData, NvmeDevice, NvmeError};
 use crate::scsi::sg::SgDevice;
 
@@ -366,15 +367,6 @@ fn le128(d: &[u8], at: usize) -> u128 {
     let mut a = [0u8; 16];
     a.copy_from_slice(&d[at..at + 16]);
     u128::from_le_bytes(a)
-}
-
-/// The active namespace list (CNS 02h with NSID 0): up to 1024 IDs,
-/// increasing, ended by the first zero.
-pub fn parse_active_namespaces(d: &[u8]) -> Vec<u32> {
-    d.chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .take_while(|&n| n != 0)
-        .collect()
 }
 
 /// TNVMCAP and UNVMCAP from Identify Controller data.

@@ -1162,6 +1162,22 @@ pub fn identify_controller(dev: &NvmeDevice) -> Result<IdentifyController, NvmeE
         .ok_or_else(|| NvmeError::InvalidRequest("Identify data too short".into()))
 }
 
+/// The active namespace list (Identify CNS 02h with NSID 0): up to 1024
+/// IDs, increasing, ended by the first zero.
+pub fn parse_active_namespaces(d: &[u8]) -> Vec<u32> {
+    d.chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .take_while(|&n| n != 0)
+        .collect()
+}
+
+/// The controller's active namespaces (Identify CNS 02h).
+pub fn active_namespaces(dev: &NvmeDevice) -> Result<Vec<u32>, NvmeError> {
+    let mut list = vec![0u8; 4096];
+    dev.execute(&NvmeCommand::identify(2, 0), NvmeData::In(&mut list))?;
+    Ok(parse_active_namespaces(&list))
+}
+
 /// Identify Namespace for the device's own namespace (or `nsid`).
 pub fn identify_namespace(dev: &NvmeDevice, nsid: u32) -> Result<IdentifyNamespace, NvmeError> {
     let mut buf = vec![0u8; 4096];

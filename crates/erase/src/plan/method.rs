@@ -177,6 +177,12 @@ pub struct Offers {
     pub nvme_format_crypto: bool,
     /// NVMe Sanitize block erase / crypto erase / overwrite.
     pub nvme_sanitize: (bool, bool, bool),
+    /// A Format NVM with a secure erase reaches every namespace of the
+    /// controller (FNA bit 0 or 1).
+    pub nvme_format_all_namespaces: bool,
+    /// The controller's active namespaces other than the drive's (None:
+    /// not NVMe, or the list could not be read).
+    pub nvme_other_namespaces: Option<Vec<u32>>,
     /// ATA Sanitize overwrite / block erase / crypto scramble.
     pub ata_sanitize: (bool, bool, bool),
     /// The ATA Security feature set state (IDENTIFY words 82, 89, 90,
@@ -212,6 +218,9 @@ impl Offers {
             nvme_write_zeroes: c.nvme_write_zeroes,
             nvme_format: c.nvme_format.supported,
             nvme_format_crypto: c.nvme_format.crypto_erase,
+            nvme_format_all_namespaces: c.nvme_format.all_namespaces
+                || c.nvme_format.secure_erase_all_namespaces,
+            nvme_other_namespaces: c.nvme_other_namespaces.clone(),
             nvme_sanitize: (
                 c.nvme_sanitize.block,
                 c.nvme_sanitize.crypto,
@@ -467,6 +476,26 @@ impl Ask<'_> {
         Ok("requested: NVMe Write Zeroes".to_string())
     }
 
+    /// A command that `what` erases every namespace of the controller with
+    /// may run only when the drive's namespace is the controller's only
+    /// one: the others are block devices this erase did not claim. An
+    /// unknown list is refused too (nothing proceeds on a guess).
+    fn namespace_alone(&self, what: &str) -> Result<(), String> {
+        match &self.o.nvme_other_namespaces {
+            Some(others) if others.is_empty() => Ok(()),
+            Some(others) => {
+                let ids: Vec<String> = others.iter().map(u32::to_string).collect();
+                Err(format!(
+                    "the controller has other namespaces ({}), which {what} erases too; erase this namespace alone with another method (an overwrite, or nvme-write-zeroes), or delete the other namespaces first",
+                    ids.join(", ")
+                ))
+            }
+            None => Err(format!(
+                "the controller's active namespace list could not be read, so what else {what} erases is unknown; use another method"
+            )),
+        }
+    }
+
     fn nvme_format(&self) -> Result<String, String> {
         self.needs_zero("nvme-format")?;
         if !self.o.nvme_format {
@@ -477,6 +506,9 @@ impl Ask<'_> {
         }
         if self.crypto && !self.o.nvme_format_crypto {
             return Err("the drive does not support cryptographic erase in Format NVM (FNA bit 2); drop --crypto".to_string());
+        }
+        if self.o.nvme_format_all_namespaces {
+            self.namespace_alone("its Format NVM with a secure erase (FNA)")?;
         }
         Ok(format!(
             "requested: NVMe Format NVM, {}",
@@ -505,6 +537,7 @@ impl Ask<'_> {
         if !self.crypto {
             self.needs_zero("nvme-sanitize block erase")?;
         }
+        self.namespace_alone("Sanitize")?;
         Ok(format!(
             "requested: NVMe Sanitize {}",
             if self.crypto {
@@ -703,6 +736,42 @@ mod tests {
         );
         assert!(check_available(Method::Zeroout, &loopish, &z, 512, false, "x").is_ok());
         assert!(check_available(Method::Stream, &loopish, &p("random"), 512, false, "x").is_ok());
+    }
+
+    #[test]
+    fn a_controller_wide_erase_of_one_namespace_among_others_is_refused() {
+        // Sanitize erases every namespace of the controller; a Format with
+        // a secure erase does where FNA says so. The other namespaces are
+        // block devices the erase did not claim.
+        let z = p("allzeros");
+        let nvme = |others: Option<Vec<u32>>, all: bool| Offers {
+            transport: "nvme".into(),
+            nvme_format: true,
+            nvme_format_crypto: true,
+            nvme_sanitize: (true, true, false),
+            nvme_format_all_namespaces: all,
+            nvme_other_namespaces: others,
+            ..Offers::default()
+        };
+        let alone = nvme(Some(vec![]), true);
+        let shared = nvme(Some(vec![2, 7]), true);
+        for crypto in [false, true] {
+            for m in [Method::NvmeSanitize, Method::NvmeFormat] {
+                assert!(check_available(m, &alone, &z, 512, crypto, "d").is_ok());
+                let e = check_available(m, &shared, &z, 512, crypto, "d")
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains("other namespaces (2, 7)"), "{e}");
+                let e = check_available(m, &nvme(None, true), &z, 512, crypto, "d")
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains("namespace list could not be read"), "{e}");
+            }
+            // A Format that reaches this namespace alone may run beside others.
+            let own = nvme(Some(vec![2]), false);
+            assert!(check_available(Method::NvmeFormat, &own, &z, 512, crypto, "d").is_ok());
+            assert!(check_available(Method::NvmeSanitize, &own, &z, 512, crypto, "d").is_err());
+        }
     }
 
     fn ata_with(w128: u16) -> Offers {
