@@ -178,6 +178,9 @@ pub struct SanitizeState {
     pub blocks_erased: u64,
     /// Blocks the current (or last) sanitize operation erased.
     pub op_blocks: u64,
+    /// Sanitize Status log reads while an operation was in progress (the
+    /// host polling it).
+    pub polls_in_progress: u64,
 }
 
 /// One erase the controller carried out, for the state file.
@@ -407,6 +410,7 @@ impl Ctrl {
                 "failure_mode": s.failure_mode,
                 "started": s.started,
                 "blocks_erased": s.blocks_erased,
+                "polls_in_progress": s.polls_in_progress,
             },
             "erases": self.erases.iter().map(|e| json!({
                 "command": e.command,

@@ -1,4 +1,4 @@
-//! Format NVM (NVMe Base 2.0, 5.23): one namespace (or all, NSID
+//! Format NVM (NVMe Base 1.4, 5.23): one namespace (or all, NSID
 //! FFFFFFFFh) formatted with LBA format 0 (the only one), with the Secure
 //! Erase Setting (SES) chosen: 0 none, 1 user data erase, 2 cryptographic
 //! erase. No erase and a user data erase both deallocate every block

@@ -1,4 +1,4 @@
-//! Identify (NVMe Base 2.0, 5.17): the controller (CNS 01h), a namespace
+//! Identify (NVMe Base 1.4, 5.15): the controller (CNS 01h), a namespace
 //! (CNS 00h), the active namespace list (CNS 02h), a namespace's
 //! identification descriptors (CNS 03h) and the NVM command set's
 //! controller data (CNS 06h, CSI 0: no extra limits), each 4096 bytes.

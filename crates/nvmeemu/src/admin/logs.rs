@@ -1,4 +1,4 @@
-//! Get Log Page (NVMe Base 2.0, 5.16): Error Information (01h), SMART /
+//! Get Log Page (NVMe Base 1.4, 5.14): Error Information (01h), SMART /
 //! Health Information (02h), Firmware Slot Information (03h) and Sanitize
 //! Status (81h), each built from the controller's state and cut to the
 //! offset (LPOL/LPOU) and length (NUMDL/NUMDU) asked for.
@@ -117,7 +117,12 @@ pub fn execute(c: &mut Ctrl, sqe: &Sqe) -> Outcome {
         lid::ERROR => errors(c),
         lid::SMART => smart(c),
         lid::FIRMWARE_SLOT => firmware(c),
-        lid::SANITIZE => sanitize(c),
+        lid::SANITIZE => {
+            if c.sanitize.status == 2 {
+                c.sanitize.polls_in_progress += 1;
+            }
+            sanitize(c)
+        }
         _ => return Outcome::status(Status::INVALID_LOG_PAGE),
     };
     if offset % 4 != 0 || offset > page.len() as u64 {

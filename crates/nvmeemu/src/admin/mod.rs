@@ -1,4 +1,4 @@
-//! Admin commands (NVMe Base 2.0, section 5): Identify, Get Log Page,
+//! Admin commands (NVMe Base 1.4, section 5): Identify, Get Log Page,
 //! Get / Set Features, Keep Alive, Asynchronous Event Request, Format NVM
 //! and Sanitize.
 //!

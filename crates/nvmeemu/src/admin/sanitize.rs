@@ -1,4 +1,4 @@
-//! Sanitize (NVMe Base 2.0, 5.24): block erase, crypto erase and
+//! Sanitize (NVMe Base 1.4, 5.24): block erase, crypto erase and
 //! overwrite, run in the background as a drive runs them.
 //!
 //! The command completes at once; the operation then works through every
