@@ -67,9 +67,17 @@ wait_block() { i=0; while [ ! -b $1 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 
 # state NAME TAG: the emulator's state now (its writer runs every 0.1 s).
 state() { sleep 0.5; cp /tmp/$1.json $2.state.json; }
 size_of() { echo $(( $(cat /sys/block/${1#/dev/}/size) * 512 )); }
-fill() { head -c $(size_of $1) /dev/zero | tr '\000' "\\$2" | dd of=$1 bs=64k oflag=direct 2>/dev/null; }
+# fill DEV OCTAL: that byte over the whole namespace (a 1 MiB block of it
+# written over and over: busybox's tr is slow under TCG).
+fill() {
+  head -c 1048576 /dev/zero | tr '\000' "\\$2" > /tmp/fill.bin
+  i=0; while [ $i -lt $(( $(size_of $1) >> 20 )) ]; do cat /tmp/fill.bin; i=$((i + 1)); done | dd of=$1 bs=64k oflag=direct 2>/dev/null
+  rm -f /tmp/fill.bin
+}
 md5() { dd if=$1 bs=64k iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1; }
-zero_md5() { head -c $(size_of $1) /dev/zero | md5sum | cut -d' ' -f1; }
+# zero_md5 DEV: the md5 of zeroes the namespace's size (every one here is
+# the same size: computed once).
+zero_md5() { [ -s /tmp/zero.md5 ] || head -c $(size_of $1) /dev/zero | md5sum | cut -d' ' -f1 > /tmp/zero.md5; cat /tmp/zero.md5; }
 # readback TAG DEV: md5 of the namespace and of zeroes its size, and the
 # distinct bytes of its first block.
 readback() {
