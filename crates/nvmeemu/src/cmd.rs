@@ -3,6 +3,11 @@
 //! Queue Entry"), and completion status values. A leaf: every stage reads
 //! commands and writes completions through these types.
 
+/// Copies `v` into `b` at byte `at` (the data structures' fields).
+pub(crate) fn put(b: &mut [u8], at: usize, v: &[u8]) {
+    b[at..at + v.len()].copy_from_slice(v);
+}
+
 /// A 64-byte submission queue entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sqe(pub [u8; 64]);

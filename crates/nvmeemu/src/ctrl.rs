@@ -340,7 +340,10 @@ impl Ctrl {
                 all.hang.extend(f.hang);
                 self.faults = all;
             }
-            Err(e) => eprintln!("drivelab-nvmeemu: {}: {e}; faults unchanged", path.display()),
+            Err(e) => eprintln!(
+                "drivelab-nvmeemu: {}: {e}; faults unchanged",
+                path.display()
+            ),
         }
     }
 
@@ -383,7 +386,7 @@ impl Ctrl {
             "serial": self.cfg.serial,
             "subnqn": self.cfg.subnqn,
             "capacity_bytes": self.cfg.capacity,
-            "unallocated_bytes": self.cfg.capacity - self.allocated_bytes(),
+            "unallocated_bytes": self.cfg.capacity.saturating_sub(self.allocated_bytes()),
             "namespaces": self.namespaces.iter().enumerate().map(|(i, m)| json!({
                 "nsid": i + 1,
                 "blocks": m.blocks(),

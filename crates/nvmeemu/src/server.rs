@@ -142,9 +142,7 @@ impl Connection {
                 } => self.h2c_data(ttag, datao, data)?,
                 Pdu::TermReq { .. } => return Ok(()),
                 other => {
-                    return Err(
-                        self.terminate(fes::SEQUENCE, format!("unexpected PDU {other:?}"))
-                    )
+                    return Err(self.terminate(fes::SEQUENCE, format!("unexpected PDU {other:?}")))
                 }
             }
         }
@@ -181,9 +179,7 @@ impl Connection {
         let (have, need) = match self.pending.get(&ttag) {
             Some(p) => (p.data.len(), p.need),
             None => {
-                return Err(
-                    self.terminate(fes::SEQUENCE, format!("H2CData for unknown tag {ttag}"))
-                )
+                return Err(self.terminate(fes::SEQUENCE, format!("H2CData for unknown tag {ttag}")))
             }
         };
         if datao as usize != have || have + data.len() > need {

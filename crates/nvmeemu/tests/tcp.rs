@@ -183,7 +183,11 @@ fn up(cfg: Config) -> (Arc<Drive>, Host, Host) {
     let (mut a, c) = Host::open(addr, 0, 0xFFFF);
     assert_eq!((c.status, c.dw0), (Status::SUCCESS, 1), "cntlid 1");
     // Property Set CC.EN, then CSTS.RDY.
-    let set = a.sqe(0x7F).with_fctype(0).with_cdw(11, 0x14).with_cdw(12, 1);
+    let set = a
+        .sqe(0x7F)
+        .with_fctype(0)
+        .with_cdw(11, 0x14)
+        .with_cdw(12, 1);
     assert_eq!(a.admin(set, 0).0.status, Status::SUCCESS);
     let get = a.sqe(0x7F).with_fctype(4).with_cdw(11, 0x1C);
     assert_eq!(a.admin(get, 0).0.dw0 & 1, 1);
@@ -207,13 +211,24 @@ fn connect_properties_and_identify_answer_as_linux_expects() {
     assert_eq!(&id[4..13], b"EMUTEST01");
     assert_eq!(le16(&id, 78), 1, "CNTLID as the Connect gave");
     assert_ne!(le16(&id, 320), 0, "KAS: keep alive is mandatory on fabrics");
-    assert!(u32::from_le_bytes(id[1792..1796].try_into().unwrap()) >= 4, "IOCCSZ");
+    assert!(
+        u32::from_le_bytes(id[1792..1796].try_into().unwrap()) >= 4,
+        "IOCCSZ"
+    );
     assert_eq!(le16(&id, 514), 128, "MAXCMD");
     assert_eq!(id[536] & 1, 1, "SGLs");
     assert_eq!(u32::from_le_bytes(id[328..332].try_into().unwrap()) & 7, 7);
-    assert_eq!(u32::from_le_bytes(id[516..520].try_into().unwrap()), 2, "NN");
+    assert_eq!(
+        u32::from_le_bytes(id[516..520].try_into().unwrap()),
+        2,
+        "NN"
+    );
     assert_eq!(le64(&id, 280), 4 << 20, "TNVMCAP");
-    assert_eq!(le64(&id, 296), 1 << 20, "UNVMCAP: what the namespaces leave");
+    assert_eq!(
+        le64(&id, 296),
+        1 << 20,
+        "UNVMCAP: what the namespaces leave"
+    );
     assert_eq!(&id[768..768 + NQN.len()], NQN.as_bytes());
     let (_, list) = a.identify(2, 0);
     assert_eq!(&list[..12], &[1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]);
@@ -254,9 +269,20 @@ fn writes_in_capsule_and_by_r2t_read_back_and_count_in_smart() {
     let smart = a.log(2, 512);
     let written = 4096 + 128 * 1024u64;
     assert_eq!(le64(&smart, 48), written.div_ceil(512).div_ceil(1000));
-    assert_eq!(le64(&smart, 32), (written + 512).div_ceil(512).div_ceil(1000));
-    assert_eq!((le64(&smart, 64), le64(&smart, 80)), (3, 2), "read, write commands");
-    assert_eq!(le64(&smart, 176), 1, "the out-of-range read is an error entry");
+    assert_eq!(
+        le64(&smart, 32),
+        (written + 512).div_ceil(512).div_ceil(1000)
+    );
+    assert_eq!(
+        (le64(&smart, 64), le64(&smart, 80)),
+        (3, 2),
+        "read, write commands"
+    );
+    assert_eq!(
+        le64(&smart, 176),
+        1,
+        "the out-of-range read is an error entry"
+    );
     let errors = a.log(1, 64);
     assert_eq!(le64(&errors, 0), 1);
     assert_eq!(le16(&errors, 12) >> 1, Status::LBA_RANGE.field());
@@ -271,11 +297,7 @@ fn writes_in_capsule_and_by_r2t_read_back_and_count_in_smart() {
     let mut range = vec![0u8; 16];
     range[4..8].copy_from_slice(&64u32.to_le_bytes());
     range[8..16].copy_from_slice(&228u64.to_le_bytes());
-    let dsm = io
-        .sqe(0x09)
-        .with_nsid(2)
-        .with_cdw(11, 4)
-        .with_data_len(16);
+    let dsm = io.sqe(0x09).with_nsid(2).with_cdw(11, 4).with_data_len(16);
     io.send(dsm, range);
     assert_eq!(io.reply().0.status, Status::SUCCESS);
     let (_, back) = io.read(2, 100, 256);
@@ -294,7 +316,11 @@ fn sanitize_until_done(a: &mut Host, cdw10: u32) -> Vec<u16> {
         let log = a.log(0x81, 512);
         let (sprog, sstat) = (le16(&log, 0), le16(&log, 2) & 7);
         assert_eq!(u32::from_le_bytes(log[4..8].try_into().unwrap()), cdw10);
-        assert_eq!(u32::from_le_bytes(log[12..16].try_into().unwrap()), 3, "EST");
+        assert_eq!(
+            u32::from_le_bytes(log[12..16].try_into().unwrap()),
+            3,
+            "EST"
+        );
         seen.push(sprog);
         if sstat != 2 {
             seen.push(sstat);
@@ -338,7 +364,11 @@ fn sanitize_runs_in_the_background_and_refuses_io_meanwhile() {
     let st = d.lock().state_json();
     assert_eq!(st["sanitize"]["blocks_erased"], 2048 + 4096);
     assert_eq!(st["erases"][0]["result"], "completed");
-    assert_eq!(a.log(0x81, 512)[0..2], [0xFF, 0xFF], "SPROG FFFFh when done");
+    assert_eq!(
+        a.log(0x81, 512)[0..2],
+        [0xFF, 0xFF],
+        "SPROG FFFFh when done"
+    );
 }
 
 #[test]
@@ -350,7 +380,10 @@ fn crypto_erase_reads_back_noise_and_overwrite_the_pattern() {
     assert_eq!(seen.last(), Some(&1));
     let after = io.read(1, 0, 16).1;
     assert_ne!(after, data);
-    assert!(after.iter().filter(|&&b| b == 0).count() < 256, "not zeroes");
+    assert!(
+        after.iter().filter(|&&b| b == 0).count() < 256,
+        "not zeroes"
+    );
     assert_eq!(io.read(1, 16, 1).1, vec![0; 512], "unwritten stays zero");
     // Overwrite, 2 passes, OIPBP: the last pass writes the inverted pattern.
     let seen = sanitize_until_done(&mut a, 3 | (2 << 4) | (1 << 8));
@@ -390,7 +423,10 @@ fn a_failed_sanitize_leaves_failure_mode_until_exited() {
 fn wait_unanswered(d: &Drive, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while d.lock().unanswered < n {
-        assert!(Instant::now() < deadline, "the command never reached the controller");
+        assert!(
+            Instant::now() < deadline,
+            "the command never reached the controller"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }

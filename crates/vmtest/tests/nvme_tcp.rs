@@ -180,7 +180,9 @@ fn json(run: &GuestRun, name: &str) -> Value {
 
 /// `run_json NAME`'s stdout as JSON.
 fn out(run: &GuestRun, name: &str) -> Value {
-    run.outcome_json(name).map(|(_, v)| v).unwrap_or(Value::Null)
+    run.outcome_json(name)
+        .map(|(_, v)| v)
+        .unwrap_or(Value::Null)
 }
 
 fn status(run: &GuestRun, name: &str) -> i64 {
@@ -190,7 +192,8 @@ fn status(run: &GuestRun, name: &str) -> i64 {
 /// A JSON number, or a string of digits (nvme-cli prints 128-bit counters
 /// either way).
 fn num(v: &Value) -> Option<u64> {
-    v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+    v.as_u64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
 }
 
 /// The erase report's one drive row.
@@ -232,9 +235,17 @@ fn health_checks(c: &mut Checks, run: &GuestRun) {
     let mut rows = Vec::new();
     for (ours, theirs, emu) in [
         ("data_units_read", "data_units_read", "data_units_read"),
-        ("data_units_written", "data_units_written", "data_units_written"),
+        (
+            "data_units_written",
+            "data_units_written",
+            "data_units_written",
+        ),
         ("host_read_commands", "host_read_commands", "read_commands"),
-        ("host_write_commands", "host_write_commands", "write_commands"),
+        (
+            "host_write_commands",
+            "host_write_commands",
+            "write_commands",
+        ),
     ] {
         let b = num(&before["nvme"]["smart"][ours]);
         let a = num(&after["nvme"]["smart"][ours]);
@@ -244,7 +255,9 @@ fn health_checks(c: &mut Checks, run: &GuestRun) {
             (Some(b), Some(a), Some(p), Some(e)) => b <= p && p <= a && a <= e,
             _ => false,
         };
-        rows.push(format!("{ours}: drivelab {b:?}..{a:?}, nvme-cli {p:?}, emulator {e:?}"));
+        rows.push(format!(
+            "{ours}: drivelab {b:?}..{a:?}, nvme-cli {p:?}, emulator {e:?}"
+        ));
         c.check(
             &format!("MULTI: SMART {ours}: drivelab <= nvme-cli <= drivelab after <= emulator"),
             ok,
@@ -275,7 +288,12 @@ fn health_checks(c: &mut Checks, run: &GuestRun) {
             && num(&id["tnvmcap"]) == Some(3 * NS_BYTES)
             && num(&cap["unvmcap"]) == Some(NS_BYTES)
             && num(&id["unvmcap"]) == Some(NS_BYTES),
-        || format!("drivelab {cap}; nvme-cli tnvmcap {} unvmcap {}", id["tnvmcap"], id["unvmcap"]),
+        || {
+            format!(
+                "drivelab {cap}; nvme-cli tnvmcap {} unvmcap {}",
+                id["tnvmcap"], id["unvmcap"]
+            )
+        },
     );
     let idns = out(run, "nvme_id_ns");
     c.check(
@@ -305,7 +323,10 @@ fn health_checks(c: &mut Checks, run: &GuestRun) {
         || why(run, "nvme_sanitize_log"),
     );
     let (h2, h3) = (h2, json(run, "h3.state.json"));
-    let refusal = out(run, "fmt_refused")["error"].as_str().unwrap_or("").to_string();
+    let refusal = out(run, "fmt_refused")["error"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
     c.check(
         "MULTI: nvme-format refused (unallocated capacity), exit 2, nothing sent or written",
         status(run, "fmt_refused") == 2
@@ -355,9 +376,11 @@ fn sanitize_checks(c: &mut Checks, run: &GuestRun) {
         || format!("row {r}"),
     );
     let (md5, zero, _) = readback(run, "san_block");
-    c.check("san_block: the namespace reads as zeroes in the guest", md5 == zero, || {
-        format!("{md5} vs zeroes {zero}")
-    });
+    c.check(
+        "san_block: the namespace reads as zeroes in the guest",
+        md5 == zero,
+        || format!("{md5} vs zeroes {zero}"),
+    );
     let (s0, s1) = (json(run, "s0.state.json"), json(run, "s1.state.json"));
     let e = &s1["erases"][0];
     c.check(
@@ -420,7 +443,8 @@ fn sanitize_checks(c: &mut Checks, run: &GuestRun) {
     );
     c.check(
         "san_fail: the reason names the Sanitize and its failure",
-        run.outcome("san_fail").1.contains("failed") || run.outcome("san_fail").2.contains("failed"),
+        run.outcome("san_fail").1.contains("failed")
+            || run.outcome("san_fail").2.contains("failed"),
         || why(run, "san_fail"),
     );
     let s4 = json(run, "s4.state.json");
@@ -500,8 +524,13 @@ fn drivelab_health_and_erase_on_an_emulated_nvme_tcp_drive() {
     for n in ["multi", "sani", "fmt"] {
         c.check(
             &format!("{n}: the kernel's nvme-tcp connected to the emulator"),
-            run.file(&format!("{n}.connect.status")).unwrap_or_default().trim() == "0"
-                && names[n].as_str().is_some_and(|s| s.starts_with("/dev/nvme")),
+            run.file(&format!("{n}.connect.status"))
+                .unwrap_or_default()
+                .trim()
+                == "0"
+                && names[n]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("/dev/nvme")),
             || {
                 format!(
                     "names {names}; emulator: {}",

@@ -9,7 +9,7 @@
 //! drivelab reads to choose an erase (OACS Format, SANICAP, ONCS, FNA,
 //! TNVMCAP / UNVMCAP).
 
-use crate::cmd::{Sqe, Status};
+use crate::cmd::{put, Sqe, Status};
 use crate::ctrl::{Ctrl, Outcome};
 use crate::fabrics::VERSION;
 
@@ -33,10 +33,6 @@ fn ascii(b: &mut [u8], s: &str) {
     b[..n].copy_from_slice(&s.as_bytes()[..n]);
 }
 
-fn put(b: &mut [u8], at: usize, v: &[u8]) {
-    b[at..at + v.len()].copy_from_slice(v);
-}
-
 /// Identify Controller data.
 pub fn controller(c: &Ctrl) -> Vec<u8> {
     let mut d = vec![0u8; 4096];
@@ -57,14 +53,18 @@ pub fn controller(c: &Ctrl) -> Vec<u8> {
     put(&mut d, 266, &WCTEMP_K.to_le_bytes());
     put(&mut d, 268, &CCTEMP_K.to_le_bytes());
     let total = u128::from(c.cfg.capacity);
-    let unallocated = total - u128::from(c.allocated_bytes());
+    let unallocated = total.saturating_sub(u128::from(c.allocated_bytes()));
     put(&mut d, 280, &total.to_le_bytes()); // TNVMCAP
     put(&mut d, 296, &unallocated.to_le_bytes()); // UNVMCAP
     put(&mut d, 320, &10u16.to_le_bytes()); // KAS: 1 s granularity
     put(&mut d, 328, &SANICAP.to_le_bytes());
     d[512] = 0x66; // SQES
     d[513] = 0x44; // CQES
-    put(&mut d, 514, &((crate::fabrics::MQES + 1) as u16).to_le_bytes()); // MAXCMD
+    put(
+        &mut d,
+        514,
+        &((crate::fabrics::MQES + 1) as u16).to_le_bytes(),
+    ); // MAXCMD
     put(&mut d, 516, &(c.namespaces.len() as u32).to_le_bytes()); // NN
     put(&mut d, 520, &ONCS.to_le_bytes());
     d[524] = 0x04; // FNA: crypto erase per namespace

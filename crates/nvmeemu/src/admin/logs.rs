@@ -8,7 +8,7 @@
 //! of 512-byte units, rounded up; Write Zeroes and Dataset Management do
 //! not count as written data, as the specification says.
 
-use crate::cmd::{Sqe, Status};
+use crate::cmd::{put, Sqe, Status};
 use crate::ctrl::{Ctrl, Outcome};
 
 /// Log identifiers.
@@ -29,10 +29,6 @@ pub const TEMPERATURE_K: u16 = 308;
 /// Bytes as SMART data units: thousands of 512-byte units, rounded up.
 pub fn data_units(bytes: u128) -> u128 {
     bytes.div_ceil(512).div_ceil(1000)
-}
-
-fn put(b: &mut [u8], at: usize, v: &[u8]) {
-    b[at..at + v.len()].copy_from_slice(v);
 }
 
 /// The SMART / Health Information log.

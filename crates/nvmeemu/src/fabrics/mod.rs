@@ -159,8 +159,14 @@ mod tests {
         data[512..512 + 10].copy_from_slice(b"nqn.a:host");
         let c = Connect::parse(&sqe, &data).unwrap();
         assert_eq!((c.qid, c.sqsize, c.kato, c.cntlid), (3, 127, 5000, 7));
-        assert_eq!((c.subnqn.as_str(), c.hostnqn.as_str()), ("nqn.a:sub", "nqn.a:host"));
-        assert_eq!(Connect::parse(&sqe, &data[..512]), Err(Status::INVALID_FIELD));
+        assert_eq!(
+            (c.subnqn.as_str(), c.hostnqn.as_str()),
+            ("nqn.a:sub", "nqn.a:host")
+        );
+        assert_eq!(
+            Connect::parse(&sqe, &data[..512]),
+            Err(Status::INVALID_FIELD)
+        );
     }
 
     #[test]
