@@ -231,7 +231,8 @@ pub struct Ctrl {
     pub unanswered: u64,
     /// When the controller started (power-on time).
     pub started: Instant,
-    control_seen: Option<SystemTime>,
+    /// The control file's modification time and length when last read.
+    control_seen: Option<(SystemTime, u64)>,
 }
 
 /// The controller shared by its connections and its sanitize thread.
@@ -319,12 +320,14 @@ impl Drive {
 }
 
 impl Ctrl {
-    /// Re-reads the control file when its modification time changed.
+    /// Re-reads the control file when its modification time or length
+    /// changed (a rewrite within one timestamp tick still changes the
+    /// length of every fault line but one of equal length).
     fn reload_faults(&mut self) {
         let Some(path) = self.cfg.control.clone() else {
             return;
         };
-        let Ok(m) = std::fs::metadata(&path).and_then(|m| m.modified()) else {
+        let Ok(m) = std::fs::metadata(&path).and_then(|m| Ok((m.modified()?, m.len()))) else {
             return;
         };
         if self.control_seen == Some(m) {

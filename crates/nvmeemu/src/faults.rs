@@ -2,6 +2,8 @@
 //! command line (`--fault`) or by lines in a control file the controller
 //! re-reads whenever it changes, so a test can break a drive mid-run.
 //!
+//! The control file's faults are added to the command line's, and replace
+//! the file's previous ones when it changes (an empty file clears them).
 //! One fault per line (blank lines and `#` comments ignored):
 //! - `sanitize-fail`: the next Sanitize stops half way and reports failure
 //!   (Sanitize Status log SSTAT 011b); the controller is then in sanitize

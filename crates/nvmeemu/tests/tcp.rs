@@ -451,7 +451,6 @@ fn hung_commands_and_a_frozen_drive_are_never_answered() {
     assert_eq!(c.status, Status::SUCCESS);
     assert_eq!(d.lock().unanswered, 1);
     // Frozen: nothing is answered, not even a read.
-    std::thread::sleep(Duration::from_millis(20));
     std::fs::write(&control, "freeze\n").unwrap();
     let r = io.sqe(0x02).with_nsid(1).with_data_len(512);
     io.send(r, Vec::new());
