@@ -339,9 +339,9 @@ fn health_checks(c: &mut Checks, run: &GuestRun) {
     );
 }
 
-/// The erase `name` erased the namespace with `method`, the certificate
-/// says `category` and `technique`, and the read-back is as `zeroes` says.
-#[allow(clippy::too_many_arguments)]
+/// The erase `name` erased the namespace with `method` and its
+/// certificate says so, with the NIST `category` and the namespace's size;
+/// the certificate, for further checks.
 fn erased(c: &mut Checks, run: &GuestRun, name: &str, method: &str, category: &str) -> Value {
     let r = row(run, name);
     c.check(
