@@ -135,6 +135,14 @@ run_json exit_failure nvme sanitize $SANI --sanact=1
 run_json read_after_exit dd if=$NS of=/dev/null bs=512 count=1 iflag=direct
 state sani s5
 mark san_fail
+# Overwrite, which drivelab does not send for NVMe: nvme-cli's Sanitize
+# through the kernel, its status log read while it runs, the end awaited
+# in the emulator's state.
+run_json nvme_overwrite nvme sanitize $SANI --sanact=3 --ovrpat=0xA1B2C3D4 --owpass=1
+run_json nvme_overwrite_log nvme sanitize-log $SANI -o json
+i=0; while ! grep -q '"status":1' /tmp/sani.json && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+state sani s6; readback overwrite $NS
+mark san_overwrite
 
 # --- FMT: Format NVM SES 1 and SES 2.
 NS=${FMT}n1
@@ -473,6 +481,36 @@ fn sanitize_checks(c: &mut Checks, run: &GuestRun) {
     );
 }
 
+fn overwrite_checks(c: &mut Checks, run: &GuestRun) {
+    let log = out(run, "nvme_overwrite_log").to_string().to_lowercase();
+    c.check(
+        "overwrite: nvme-cli starts it and reads the Sanitize Status log while it runs",
+        status(run, "nvme_overwrite") == 0
+            && status(run, "nvme_overwrite_log") == 0
+            && log.contains("sprog"),
+        || {
+            format!(
+                "{}; {}",
+                why(run, "nvme_overwrite"),
+                why(run, "nvme_overwrite_log")
+            )
+        },
+    );
+    let s6 = json(run, "s6.state.json");
+    let e = &s6["erases"][3];
+    c.check(
+        "overwrite: the emulator ran SANACT 3 over every block, to its end",
+        e["action"] == 3 && e["result"] == "completed" && e["blocks"] == NS_BLOCKS,
+        || format!("{s6}"),
+    );
+    let (_, _, first) = readback(run, "overwrite");
+    c.check(
+        "overwrite: the namespace reads back as the pattern A1B2C3D4h",
+        first == "a1 b2 c3 d4",
+        || format!("first block bytes {first:?}"),
+    );
+}
+
 fn format_checks(c: &mut Checks, run: &GuestRun) {
     erased(c, run, "fmt_ses1", "nvme-format", "Clear");
     let r = row(run, "fmt_ses1");
@@ -541,6 +579,7 @@ fn drivelab_health_and_erase_on_an_emulated_nvme_tcp_drive() {
     }
     health_checks(&mut c, &run);
     sanitize_checks(&mut c, &run);
+    overwrite_checks(&mut c, &run);
     format_checks(&mut c, &run);
     println!(
         "guest uptime at each step:\n{}",
