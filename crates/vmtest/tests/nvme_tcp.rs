@@ -15,7 +15,9 @@
 //!   end, verifies (block: full read of zeroes; crypto: the test checks the
 //!   data is neither the old data nor zeroes), the certificate says Purge;
 //!   then a sanitize that fails half way (the emulator's control file) is
-//!   reported as failed, I/O is refused until nvme-cli's Exit Failure Mode.
+//!   reported as failed, I/O is refused until nvme-cli's Exit Failure Mode;
+//!   an overwrite started by nvme-cli, its status log read in progress,
+//!   writes the pattern.
 //! - FMT: one namespace, fully allocated. Format NVM SES 1 (zeroes, Clear)
 //!   and SES 2 (crypto erase, Purge).
 //!
@@ -482,12 +484,19 @@ fn sanitize_checks(c: &mut Checks, run: &GuestRun) {
 }
 
 fn overwrite_checks(c: &mut Checks, run: &GuestRun) {
-    let log = out(run, "nvme_overwrite_log").to_string().to_lowercase();
+    // nvme-cli's log, under the controller's name.
+    let log = out(run, "nvme_overwrite_log")
+        .as_object()
+        .and_then(|m| m.values().next().cloned())
+        .unwrap_or(Value::Null);
+    let state = log["sstat"]["status"].as_str().unwrap_or("").to_lowercase();
     c.check(
-        "overwrite: nvme-cli starts it and reads the Sanitize Status log while it runs",
+        "overwrite: nvme-cli starts it, reads its log in progress, estimates as the emulator's",
         status(run, "nvme_overwrite") == 0
-            && status(run, "nvme_overwrite_log") == 0
-            && log.contains("sprog"),
+            && state.contains("in progress")
+            && log["time_over_write"] == SANITIZE_S
+            && log["time_crypto_erase"] == SANITIZE_S
+            && log["time_block_erase_no_dealloc"] == -1,
         || {
             format!(
                 "{}; {}",
