@@ -1,0 +1,92 @@
+//! Faults on command: what the emulated controller does wrong, set by the
+//! command line (`--fault`) or by lines in a control file the controller
+//! re-reads whenever it changes, so a test can break a drive mid-run.
+//!
+//! The control file's faults are added to the command line's, and replace
+//! the file's previous ones when it changes (an empty file clears them).
+//! One fault per line (blank lines and `#` comments ignored):
+//! - `sanitize-fail`: the next Sanitize stops half way and reports failure
+//!   (Sanitize Status log SSTAT 011b); the controller is then in sanitize
+//!   failure mode, refusing I/O with Sanitize Failed until a Sanitize with
+//!   Exit Failure Mode, or a successful one.
+//! - `hang admin|io OPCODE`: commands with that opcode (hex, e.g. `84` or
+//!   `0x02`) on that kind of queue are taken and never answered.
+//! - `freeze`: no command at all is answered (the drive stops responding).
+
+/// The faults in force.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// The next Sanitize fails half way.
+    pub sanitize_fails: bool,
+    /// (admin queue?, opcode) of commands never answered.
+    pub hang: Vec<(bool, u8)>,
+    /// Nothing is answered.
+    pub frozen: bool,
+}
+
+impl Faults {
+    /// Adds the fault one line names; an error says what is wrong.
+    pub fn add(&mut self, line: &str) -> Result<(), String> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            [] => Ok(()),
+            [w, ..] if w.starts_with('#') => Ok(()),
+            ["sanitize-fail"] => {
+                self.sanitize_fails = true;
+                Ok(())
+            }
+            ["freeze"] => {
+                self.frozen = true;
+                Ok(())
+            }
+            ["hang", queue, op] => {
+                let admin = match *queue {
+                    "admin" => true,
+                    "io" => false,
+                    other => return Err(format!("hang: queue {other:?}: use admin or io")),
+                };
+                let hex = op.trim_start_matches("0x").trim_start_matches("0X");
+                let op = u8::from_str_radix(hex, 16)
+                    .map_err(|_| format!("hang: opcode {op:?}: give it in hex, e.g. 84"))?;
+                self.hang.push((admin, op));
+                Ok(())
+            }
+            _ => Err(format!(
+                "fault {line:?}: use sanitize-fail, freeze, or hang admin|io OPCODE"
+            )),
+        }
+    }
+
+    /// Every line of a control file's text; the first bad line is an error.
+    pub fn parse(text: &str) -> Result<Faults, String> {
+        let mut f = Faults::default();
+        for line in text.lines() {
+            f.add(line)?;
+        }
+        Ok(f)
+    }
+
+    /// Whether a command with `opcode` on an admin (or I/O) queue is never
+    /// answered.
+    pub fn hangs(&self, admin: bool, opcode: u8) -> bool {
+        self.frozen || self.hang.contains(&(admin, opcode))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_lines_parse_into_faults() {
+        let f = Faults::parse("# a test\nsanitize-fail\nhang admin 84\nhang io 0x02\n\n").unwrap();
+        assert!(f.sanitize_fails && !f.frozen);
+        assert!(f.hangs(true, 0x84) && f.hangs(false, 0x02));
+        assert!(!f.hangs(false, 0x84) && !f.hangs(true, 0x02));
+        let z = Faults::parse("freeze").unwrap();
+        assert!(z.hangs(true, 0x06) && z.hangs(false, 0x01));
+        for bad in ["hang disk 84", "hang io zz", "explode"] {
+            assert!(Faults::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
