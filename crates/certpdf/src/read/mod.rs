@@ -7,6 +7,7 @@
 //! resources that could draw over the body. A changed value on a page is
 //! named by the first line that differs.
 
+use lopdf::content::{Content, Operation};
 use lopdf::{Dictionary, Document, Object, ObjectId};
 
 use drivelab_erase::cert::{check_signature, CertError, Trust, Verified};
@@ -178,8 +179,14 @@ pub fn check_body(o: &Opened, text: &str) -> Result<(), PdfError> {
                 "page {n}: its font or resources differ from the ones the record renders with"
             )));
         }
-        if hc != wc {
-            return Err(PdfError::BodyMismatch(first_difference(*n, &hc, &wc)));
+        let (ho, wo) = (operations(&hc, *n)?, operations(&wc, *n)?);
+        let key = |ops: &[Operation]| -> Vec<String> {
+            ops.iter()
+                .map(|o| format!("{} {:?}", o.operator, o.operands))
+                .collect()
+        };
+        if key(&ho) != key(&wo) {
+            return Err(PdfError::BodyMismatch(first_difference(*n, &ho, &wo)));
         }
     }
     Ok(())
@@ -232,29 +239,34 @@ fn resources(doc: &Document, id: ObjectId, n: u32) -> Result<Vec<Vec<u8>>, PdfEr
     Ok(out)
 }
 
-/// The first line of text that differs between two pages' operators, in
-/// words.
-fn first_difference(n: u32, have: &[u8], want: &[u8]) -> String {
+/// A page's drawing operators with their operands, whatever the layout
+/// of the stream (a rewrite by qpdf changes spacing, not operations).
+fn operations(content: &[u8], n: u32) -> Result<Vec<Operation>, PdfError> {
+    Content::decode(content)
+        .map(|c| c.operations)
+        .map_err(|e| PdfError::BodyMismatch(format!("page {n}: its drawing cannot be read ({e})")))
+}
+
+/// The first text that differs between two pages' operations, in words.
+fn first_difference(n: u32, have: &[Operation], want: &[Operation]) -> String {
     let chars = crate::layout::font::Font::get().reverse();
-    let decode = |c: &[u8]| -> Vec<String> {
-        String::from_utf8_lossy(c)
-            .lines()
-            .filter_map(|l| {
-                let hex = l.split('<').nth(1)?.split('>').next()?;
-                Some(
-                    (0..hex.len() / 4)
-                        .map(|i| {
-                            let g = hex
-                                .get(4 * i..4 * i + 4)
-                                .and_then(|h| u16::from_str_radix(h, 16).ok());
-                            g.and_then(|g| chars.get(&g).copied()).unwrap_or('?')
+    let texts = |ops: &[Operation]| -> Vec<String> {
+        ops.iter()
+            .filter(|o| o.operator == "Tj")
+            .filter_map(|o| match o.operands.first() {
+                Some(Object::String(b, _)) => Some(
+                    b.chunks(2)
+                        .map(|g| {
+                            let g = u16::from_be_bytes([g[0], *g.get(1).unwrap_or(&0)]);
+                            chars.get(&g).copied().unwrap_or('?')
                         })
                         .collect(),
-                )
+                ),
+                _ => None,
             })
             .collect()
     };
-    let (h, w) = (decode(have), decode(want));
+    let (h, w) = (texts(have), texts(want));
     match h.iter().zip(&w).find(|(a, b)| a != b) {
         Some((a, b)) => format!("page {n} shows \"{a}\" where the record says \"{b}\""),
         None => format!("page {n}'s drawing differs from the page the record renders to"),
