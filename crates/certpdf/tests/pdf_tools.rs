@@ -86,15 +86,20 @@ fn render(c: &Certificate, paper: Paper, dir: &TempDir, tag: &str) -> (PathBuf, 
 }
 
 fn tool(bin: &str, args: &[&str]) -> String {
-    let out = Command::new(bin)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{bin} is not installed ({e}); apt-get install qpdf poppler-utils zbar-tools"));
+    let out = Command::new(bin).args(args).output().unwrap_or_else(|e| {
+        panic!("{bin} is not installed ({e}); apt-get install qpdf poppler-utils zbar-tools")
+    });
     assert!(
         out.status.success(),
         "{bin} {args:?}: {}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+    // poppler reports a damaged file on stderr and still exits 0.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("Syntax Error") && !err.contains("WARNING"),
+        "{bin} {args:?}: {err}"
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -133,7 +138,11 @@ fn pages(pdf: &Path) -> Vec<(f32, f32, Vec<Word>)> {
                     y0: attr(tag, "yMin"),
                     x1: attr(tag, "xMax"),
                     y1: attr(tag, "yMax"),
-                    text: text.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\""),
+                    text: text
+                        .replace("&amp;", "&")
+                        .replace("&lt;", "<")
+                        .replace("&gt;", ">")
+                        .replace("&quot;", "\""),
                 }
             })
             .collect();
@@ -155,7 +164,10 @@ fn every_field_is_shown_inside_the_page_and_no_words_overlap() {
             let pages = pages(&pdf);
             let (pw, ph) = paper.size();
             for (n, (w, h, words)) in pages.iter().enumerate() {
-                assert!((w - pw).abs() < 0.5 && (h - ph).abs() < 0.5, "{tag} {paper} page {n}");
+                assert!(
+                    (w - pw).abs() < 0.5 && (h - ph).abs() < 0.5,
+                    "{tag} {paper} page {n}"
+                );
                 for a in words {
                     assert!(
                         a.x0 >= 0.0 && a.y0 >= 0.0 && a.x1 <= *w && a.y1 <= *h,
@@ -188,14 +200,20 @@ fn every_field_is_shown_inside_the_page_and_no_words_overlap() {
                 c.timing.end.clone(),
                 sha256_hex(text.as_bytes()),
             ] {
-                assert!(first.contains(&squash(&want)), "{tag} {paper}: page 1 lacks {want:?}");
+                assert!(
+                    first.contains(&squash(&want)),
+                    "{tag} {paper}: page 1 lacks {want:?}"
+                );
             }
             // Every leaf of the signed record, somewhere, in the order drawn.
             let all = squash(&tool("pdftotext", &["-raw", pdf.to_str().unwrap(), "-"]));
             let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
             for (path, value) in leaves(&doc) {
                 assert!(all.contains(&squash(&path)), "{tag} {paper}: no {path}");
-                assert!(all.contains(&squash(&value)), "{tag} {paper}: no {path} = {value:?}");
+                assert!(
+                    all.contains(&squash(&value)),
+                    "{tag} {paper}: no {path} = {value:?}"
+                );
             }
             if tag == "long" {
                 assert!(pages.len() > 3, "{tag} {paper}: {} pages", pages.len());
@@ -212,14 +230,27 @@ fn qpdf_check_is_clean_and_the_attachment_is_the_signed_json_byte_for_byte() {
             let (pdf, text) = render(&c, paper, &dir, tag);
             let p = pdf.to_str().unwrap();
             let check = tool("qpdf", &["--check", p]);
-            assert!(check.contains("No syntax or stream encoding errors found"), "{check}");
+            assert!(
+                check.contains("No syntax or stream encoding errors found"),
+                "{check}"
+            );
             let listed = tool("pdfdetach", &["-list", p]);
-            assert!(listed.contains("1 embedded files") && listed.contains("cert.json"), "{listed}");
+            assert!(
+                listed.contains("1 embedded files") && listed.contains("cert.json"),
+                "{listed}"
+            );
             let out = dir.join(&format!("{tag}-{paper}.json"));
             tool("pdfdetach", &["-save", "1", "-o", out.to_str().unwrap(), p]);
-            assert_eq!(std::fs::read(&out).unwrap(), text.as_bytes(), "{tag} {paper}");
+            assert_eq!(
+                std::fs::read(&out).unwrap(),
+                text.as_bytes(),
+                "{tag} {paper}"
+            );
             let info = tool("pdfinfo", &[p]);
-            assert!(info.contains("Encrypted:       no") && info.contains("Metadata Stream: yes"), "{info}");
+            assert!(
+                info.contains("Encrypted:       no") && info.contains("Metadata Stream: yes"),
+                "{info}"
+            );
         }
     }
 }
@@ -232,13 +263,26 @@ fn the_qr_code_read_from_the_rendered_page_holds_the_records_sha256() {
         let prefix = dir.join(&format!("page-{paper}"));
         tool(
             "pdftoppm",
-            &["-r", "200", "-f", "1", "-l", "1", "-singlefile", "-png", pdf.to_str().unwrap(), prefix.to_str().unwrap()],
+            &[
+                "-r",
+                "200",
+                "-f",
+                "1",
+                "-l",
+                "1",
+                "-singlefile",
+                "-png",
+                pdf.to_str().unwrap(),
+                prefix.to_str().unwrap(),
+            ],
         );
         let png = format!("{}.png", prefix.display());
         let read = tool("zbarimg", &["-q", &png]);
         let digest = sha256_hex(text.as_bytes());
         assert!(
-            read.contains(&format!("QR-Code:SHA-256 {digest}\ndrivelab erase verify-cert cert.json")),
+            read.contains(&format!(
+                "QR-Code:SHA-256 {digest}\ndrivelab erase verify-cert cert.json"
+            )),
             "{paper}: {read}"
         );
         assert!(
@@ -262,8 +306,10 @@ fn attachment_id(doc: &lopdf::Document) -> lopdf::ObjectId {
     doc.objects
         .iter()
         .find(|(_, o)| {
-            o.as_stream()
-                .is_ok_and(|s| s.dict.get(b"Type").and_then(|t| t.as_name()).ok() == Some(b"EmbeddedFile".as_slice()))
+            o.as_stream().is_ok_and(|s| {
+                s.dict.get(b"Type").and_then(|t| t.as_name()).ok()
+                    == Some(b"EmbeddedFile".as_slice())
+            })
         })
         .map(|(id, _)| *id)
         .unwrap()
@@ -281,11 +327,16 @@ fn a_changed_attachment_or_body_fails_verification() {
     let forged_attachment = edited(&pdf, |doc| {
         let id = attachment_id(doc);
         let s = doc.get_object_mut(id).unwrap().as_stream_mut().unwrap();
-        let t = String::from_utf8(s.content.clone()).unwrap().replace("S6PUNX0T123456A", "S6PUNX0T999999A");
+        let t = String::from_utf8(s.content.clone())
+            .unwrap()
+            .replace("S6PUNX0T123456A", "S6PUNX0T999999A");
         s.set_content(t.into_bytes());
     });
     let e = read::verify(&forged_attachment, &trust()).unwrap_err();
-    assert!(matches!(e, CertError::Invalid(_)) && e.to_string().contains("changed after signing"), "{e}");
+    assert!(
+        matches!(e, CertError::Invalid(_)) && e.to_string().contains("changed after signing"),
+        "{e}"
+    );
 
     // The attachment re-signed by a forger's own key: intact, not trusted.
     let mut forged = c.clone();
@@ -309,16 +360,24 @@ fn a_changed_attachment_or_body_fails_verification() {
     let e = read::verify(&body, &trust()).unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, CertError::Invalid(_)), "{msg}");
-    assert!(msg.contains("page 1 shows") && msg.contains("S6PUNX0T999999A"), "{msg}");
+    assert!(
+        msg.contains("page 1 shows") && msg.contains("S6PUNX0T999999A"),
+        "{msg}"
+    );
     assert_eq!(msg.lines().count(), 1);
 
     // A line drawn over the body (an extra content stream) is a change too.
     let overlay = edited(&pdf, |doc| {
         let page = *doc.get_pages().get(&1).unwrap();
-        doc.add_page_contents(page, b"1 g 40 700 300 20 re f".to_vec()).unwrap();
+        doc.add_page_contents(page, b"1 g 40 700 300 20 re f".to_vec())
+            .unwrap();
     });
     let e = read::verify(&overlay, &trust()).unwrap_err();
-    assert!(e.to_string().contains("does not match its attached certificate"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("does not match its attached certificate"),
+        "{e}"
+    );
 
     // An annotation over the page.
     let annotated = edited(&pdf, |doc| {
@@ -335,7 +394,10 @@ fn a_changed_attachment_or_body_fails_verification() {
         cat.remove(b"Names");
     });
     let e = read::verify(&bare, &trust()).unwrap_err();
-    assert!(e.to_string().contains("no attached certificate record"), "{e}");
+    assert!(
+        e.to_string().contains("no attached certificate record"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -349,7 +411,15 @@ fn rendering_is_deterministic_and_survives_a_rewrite_by_qpdf() {
     let src = dir.join("a.pdf");
     std::fs::write(&src, &a).unwrap();
     let qdf = dir.join("a.qdf.pdf");
-    tool("qpdf", &["--qdf", "--object-streams=disable", src.to_str().unwrap(), qdf.to_str().unwrap()]);
+    tool(
+        "qpdf",
+        &[
+            "--qdf",
+            "--object-streams=disable",
+            src.to_str().unwrap(),
+            qdf.to_str().unwrap(),
+        ],
+    );
     let rewritten = std::fs::read(&qdf).unwrap();
     assert_ne!(rewritten, a);
     let v = read::verify(&rewritten, &trust()).unwrap();

@@ -52,6 +52,8 @@ pub fn pdf(
 ) -> Result<Vec<u8>, PdfError> {
     let font = Font::get();
     let mut pdf = Document::with_version("1.7");
+    // A classic cross-reference table, which every reader takes.
+    pdf.reference_table.cross_reference_type = lopdf::xref::XrefType::CrossReferenceTable;
     let texts = doc.pages.iter().flatten().filter_map(|it| match it {
         Item::Text { text, .. } => Some(text.as_str()),
         _ => None,

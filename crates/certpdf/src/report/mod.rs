@@ -98,12 +98,7 @@ pub fn report_pdf(entries: &[Entry], paper: Paper, created: &str) -> Result<Vec<
     for (i, e) in entries.iter().enumerate() {
         let c = &e.certificate;
         let n = (i + 1).to_string();
-        let drive = format!(
-            "{} {}\nserial {}",
-            c.drive.model.as_deref().unwrap_or("(model not reported)"),
-            c.drive.path,
-            c.drive.serial.as_deref().unwrap_or("(none)")
-        );
+        let model = c.drive.model.as_deref().unwrap_or("(model not reported)");
         let what = format!(
             "{}\n{} ({}), verification {}: {}",
             c.result.as_str(),
@@ -113,8 +108,19 @@ pub fn report_pdf(entries: &[Entry], paper: Paper, created: &str) -> Result<Vec<
             c.verification.result
         );
         // A drive's lines stay together when they fit on a page.
-        f.need(4.0 * leading(8.0) + leading(6.5));
-        row(&mut f, 8.0, [&n, &drive, &what, &c.timing.end]);
+        f.need(4.0 * leading(8.0) + 2.0 * leading(6.5));
+        row(&mut f, 8.0, [&n, model, &what, &c.timing.end]);
+        // Serial and digest on lines of their own, so that each reads whole.
+        f.para(
+            x0 + 24.0,
+            w - 24.0,
+            8.0,
+            &format!(
+                "serial {} ({})",
+                c.drive.serial.as_deref().unwrap_or("(none)"),
+                c.drive.path
+            ),
+        );
         f.para(
             x0 + 24.0,
             w - 24.0,
