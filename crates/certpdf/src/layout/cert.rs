@@ -96,14 +96,13 @@ fn header(f: &mut Flow<'_>, s: &Signed, digest: &str, name: &str) {
         x0,
         lw,
         10.0,
-        &format!(
+        format!(
             "{} {}, serial {}",
             d.vendor.as_deref().unwrap_or(""),
             d.model.as_deref().unwrap_or("(model not reported)"),
             d.serial.as_deref().unwrap_or("(none)")
         )
-        .trim_start()
-        .to_string(),
+        .trim_start(),
     );
     f.para(
         x0,

@@ -294,8 +294,7 @@ pub fn key_fingerprint(public_key: &str) -> String {
         .filter_map(|i| u8::from_str_radix(public_key.get(2 * i..2 * i + 2)?, 16).ok())
         .collect();
     let h = crate::sha256_hex(&bytes);
-    h[..32]
-        .as_bytes()
+    h.as_bytes()[..32]
         .chunks(4)
         .map(|c| String::from_utf8_lossy(c).into_owned())
         .collect::<Vec<_>>()
