@@ -425,3 +425,78 @@ fn rendering_is_deterministic_and_survives_a_rewrite_by_qpdf() {
     let v = read::verify(&rewritten, &trust()).unwrap();
     assert_eq!(v.certificate, c);
 }
+
+/// The PDF/A-3 parts a validator looks for first, checked on the objects
+/// (no PDF/A validator installs here; this and qpdf --check stand in).
+#[test]
+fn the_pdfa_3_markers_are_in_place() {
+    let text = sign(&ordinary(), &key()).unwrap();
+    let pdf = certificate_pdf(&text, "cert.json", Paper::A4).unwrap();
+    let doc = lopdf::Document::load_mem(&pdf).unwrap();
+    assert!(doc.trailer.get(b"Encrypt").is_err());
+    assert!(doc
+        .trailer
+        .get(b"ID")
+        .and_then(|o| o.as_array())
+        .is_ok_and(|a| a.len() == 2));
+    let cat = doc.catalog().unwrap();
+    let name = |d: &lopdf::Dictionary, k: &str| -> Vec<u8> {
+        d.get(k.as_bytes())
+            .and_then(|o| o.as_name())
+            .unwrap()
+            .to_vec()
+    };
+    let intents = cat
+        .get(b"OutputIntents")
+        .and_then(|o| o.as_array())
+        .unwrap();
+    let intent = intents[0].as_dict().unwrap();
+    assert_eq!(name(intent, "S"), b"GTS_PDFA1");
+    let icc = doc
+        .get_object(
+            intent
+                .get(b"DestOutputProfile")
+                .unwrap()
+                .as_reference()
+                .unwrap(),
+        )
+        .unwrap()
+        .as_stream()
+        .unwrap();
+    assert_eq!(icc.dict.get(b"N").unwrap().as_i64().unwrap(), 1);
+    assert_eq!(&icc.get_plain_content().unwrap()[36..40], b"acsp");
+    let xmp = doc
+        .get_object(cat.get(b"Metadata").unwrap().as_reference().unwrap())
+        .unwrap()
+        .as_stream()
+        .unwrap();
+    assert!(xmp.dict.get(b"Filter").is_err(), "XMP stays uncompressed");
+    let xmp = String::from_utf8(xmp.content.clone()).unwrap();
+    assert!(
+        xmp.contains("<pdfaid:part>3</pdfaid:part>")
+            && xmp.contains("<pdfaid:conformance>B</pdfaid:conformance>")
+    );
+    let end = &ordinary().timing.end[..19];
+    assert!(
+        xmp.contains(&format!("<xmp:CreateDate>{end}Z</xmp:CreateDate>")),
+        "{xmp}"
+    );
+    let af = cat.get(b"AF").and_then(|o| o.as_array()).unwrap();
+    let spec = doc.get_dictionary(af[0].as_reference().unwrap()).unwrap();
+    assert_eq!(name(spec, "AFRelationship"), b"Source");
+    let ef = spec.get(b"EF").and_then(|o| o.as_dict()).unwrap();
+    let file = doc
+        .get_object(ef.get(b"F").unwrap().as_reference().unwrap())
+        .unwrap()
+        .as_stream()
+        .unwrap();
+    assert_eq!(name(&file.dict, "Subtype"), b"application/json");
+    // Every font's program is embedded.
+    for (_, o) in doc.objects.iter() {
+        if let Ok(d) = o.as_dict() {
+            if d.get(b"Type").and_then(|t| t.as_name()).ok() == Some(b"FontDescriptor".as_slice()) {
+                assert!(d.get(b"FontFile2").is_ok(), "{d:?}");
+            }
+        }
+    }
+}

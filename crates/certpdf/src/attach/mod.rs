@@ -5,13 +5,14 @@
 //! that declares PDF/A-3 (part 3, conformance B) with the title, producer
 //! and dates the document information repeats.
 //!
-//! What of PDF/A-3b this meets: every font embedded (whole, with widths
+//! What of PDF/A-3b this aims at: every font embedded (whole, with widths
 //! and a ToUnicode map), XMP metadata with pdfaid, document information
 //! consistent with it, a document /ID, no encryption, no JavaScript, no
-//! transparency, a classic cross-reference table, the associated file with
-//! its relationship, subtype and parameters. What it does not: no output
-//! intent (ICC profile) is embedded, so the DeviceGray black of text and
-//! marks is device-dependent colour, which a validator reports.
+//! transparency, a classic cross-reference table, an output intent with
+//! an embedded gray ICC profile (for the DeviceGray marks), the associated
+//! file with its relationship, subtype and parameters. No PDF/A validator
+//! (veraPDF) has checked it here: qpdf --check and poppler's tools stand
+//! in, and they do not judge PDF/A rules.
 
 use lopdf::{dictionary, Dictionary, Document, Object, StringFormat};
 

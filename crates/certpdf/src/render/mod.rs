@@ -5,6 +5,7 @@
 //! input gives the same bytes.
 
 pub mod font;
+pub mod icc;
 
 use std::fmt::Write as _;
 
@@ -92,10 +93,21 @@ pub fn pdf(
         dictionary! { "Type" => "Metadata", "Subtype" => "XML" },
         attach::xmp(meta.title, meta.created).into_bytes(),
     ));
+    let mut profile = Stream::new(dictionary! { "N" => 1 }, icc::gray_profile());
+    profile.compress()?;
+    let profile = pdf.add_object(profile);
+    let intent = dictionary! {
+        "Type" => "OutputIntent",
+        "S" => "GTS_PDFA1",
+        "OutputConditionIdentifier" => Object::string_literal("Gray, gamma 2.2"),
+        "Info" => Object::string_literal("drivelab gray, gamma 2.2, D50"),
+        "DestOutputProfile" => profile,
+    };
     let mut catalog = dictionary! {
         "Type" => "Catalog",
         "Pages" => pages_id,
         "Metadata" => metadata,
+        "OutputIntents" => vec![Object::Dictionary(intent)],
     };
     if let Some(a) = attachment {
         attach::embed(&mut pdf, &mut catalog, a)?;
