@@ -500,3 +500,72 @@ fn the_pdfa_3_markers_are_in_place() {
         }
     }
 }
+
+/// veraPDF's command line, as tests/run fetches it from Maven Central.
+fn verapdf_jar() -> PathBuf {
+    let jar = std::env::var_os("VERAPDF_JAR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".m2/repository/org/verapdf/apps/cli/1.30.2/cli-1.30.2.jar")
+        });
+    assert!(
+        jar.is_file(),
+        "{} is missing: tests/run fetches it (mvn dependency:get -Dartifact=org.verapdf.apps:cli:1.30.2)",
+        jar.display()
+    );
+    jar
+}
+
+#[test]
+fn verapdf_finds_certificates_and_reports_pdfa_3b_conformant() {
+    let dir = TempDir::new("certpdf-verapdf");
+    let mut files = Vec::new();
+    for (tag, c) in [("ordinary", ordinary()), ("long", long_values())] {
+        for paper in [Paper::A4, Paper::Letter] {
+            files.push(render(&c, paper, &dir, tag).0);
+        }
+    }
+    let entries: Vec<drivelab_certpdf::report::Entry> = (0..30)
+        .map(|i| {
+            let mut c = long_values();
+            c.drive.serial = Some(format!("SER{i:04}"));
+            drivelab_certpdf::report::Entry {
+                file: format!("c{i}.json"),
+                digest: sha256_hex(format!("{i}").as_bytes()),
+                certificate: c,
+                public_key: "00".repeat(32),
+            }
+        })
+        .collect();
+    let report = dir.join("report.pdf");
+    let bytes =
+        drivelab_certpdf::report::report_pdf(&entries, Paper::A4, "2026-11-27T07:00:00.000Z")
+            .unwrap();
+    std::fs::write(&report, bytes).unwrap();
+    files.push(report);
+    let jar = verapdf_jar();
+    let mut args = vec![
+        "-jar".to_string(),
+        jar.display().to_string(),
+        "--flavour".into(),
+        "3b".into(),
+        "--format".into(),
+        "text".into(),
+    ];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    let out = Command::new("java")
+        .args(&args)
+        .output()
+        .expect("run java (openjdk-17-jre-headless)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for f in &files {
+        assert!(
+            text.lines()
+                .any(|l| l == format!("PASS {} 3b", f.display())),
+            "{}: not PDF/A-3b by veraPDF:\n{text}{}",
+            f.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

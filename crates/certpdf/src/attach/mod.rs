@@ -5,14 +5,14 @@
 //! that declares PDF/A-3 (part 3, conformance B) with the title, producer
 //! and dates the document information repeats.
 //!
-//! What of PDF/A-3b this aims at: every font embedded (whole, with widths
-//! and a ToUnicode map), XMP metadata with pdfaid, document information
-//! consistent with it, a document /ID, no encryption, no JavaScript, no
-//! transparency, a classic cross-reference table, an output intent with
-//! an embedded gray ICC profile (for the DeviceGray marks), the associated
-//! file with its relationship, subtype and parameters. No PDF/A validator
-//! (veraPDF) has checked it here: qpdf --check and poppler's tools stand
-//! in, and they do not judge PDF/A rules.
+//! PDF/A-3b, as veraPDF (the reference validator, run by the tests)
+//! judges it: every font embedded (whole, with widths and a ToUnicode
+//! map), XMP metadata with pdfaid, document information consistent with
+//! it, a document /ID, no encryption, no JavaScript, no transparency, a
+//! classic cross-reference table, an output intent with an embedded gray
+//! ICC profile (for the DeviceGray marks), the associated file with its
+//! relationship, subtype and parameters. Not PDF/A-3a or -3u: the pages
+//! are not tagged.
 
 use lopdf::{dictionary, Dictionary, Document, Object, StringFormat};
 
