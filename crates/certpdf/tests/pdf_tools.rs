@@ -347,13 +347,18 @@ fn a_changed_attachment_or_body_fails_verification() {
     let e = read::verify(&fpdf, &trust()).unwrap_err();
     assert!(matches!(e, CertError::Untrusted { .. }), "{e}");
 
-    // The body's serial changed, the attachment left alone.
-    let font = drivelab_certpdf::layout::font::Font::get();
-    let hex = |s: &str| drivelab_certpdf::render::font::glyph_hex(&font, s);
+    // The body's serial changed, the attachment left alone (with glyphs
+    // the page's font has: its digits in another order).
+    let by_char: std::collections::HashMap<char, u16> = read::first_page_glyphs(&pdf)
+        .unwrap()
+        .into_iter()
+        .map(|(g, c)| (c, g))
+        .collect();
+    let hex = |s: &str| -> String { s.chars().map(|c| format!("{:04X}", by_char[&c])).collect() };
     let body = edited(&pdf, |doc| {
         let page = *doc.get_pages().get(&1).unwrap();
         let content = String::from_utf8(doc.get_page_content(page).unwrap()).unwrap();
-        let changed = content.replace(&hex("S6PUNX0T123456A"), &hex("S6PUNX0T999999A"));
+        let changed = content.replace(&hex("S6PUNX0T123456A"), &hex("S6PUNX0T654321A"));
         assert_ne!(changed, content);
         doc.change_page_content(page, changed.into_bytes()).unwrap();
     });
@@ -361,7 +366,9 @@ fn a_changed_attachment_or_body_fails_verification() {
     let msg = e.to_string();
     assert!(matches!(e, CertError::Invalid(_)), "{msg}");
     assert!(
-        msg.contains("page 1 shows") && msg.contains("S6PUNX0T999999A"),
+        msg.contains("page 1 shows")
+            && msg.contains("S6PUNX0T654321A\" where the record says")
+            && msg.contains("S6PUNX0T123456A"),
         "{msg}"
     );
     assert_eq!(msg.lines().count(), 1);

@@ -68,22 +68,6 @@ impl Font {
         ]
     }
 
-    /// Each glyph's character, for reading text back (the first
-    /// character the font's Unicode map gives a glyph).
-    pub fn reverse(&self) -> std::collections::HashMap<u16, char> {
-        let mut m = std::collections::HashMap::new();
-        if let Some(cmap) = self.face.tables().cmap {
-            for t in cmap.subtables.into_iter().filter(|t| t.is_unicode()) {
-                t.codepoints(|cp| {
-                    if let (Some(c), Some(g)) = (char::from_u32(cp), t.glyph_index(cp)) {
-                        m.entry(g.0).or_insert(c);
-                    }
-                });
-            }
-        }
-        m
-    }
-
     /// The characters of every glyph used in `texts`, by glyph (for the
     /// widths array and the ToUnicode map).
     pub fn used<'a>(&self, texts: impl Iterator<Item = &'a str>) -> BTreeMap<u16, char> {

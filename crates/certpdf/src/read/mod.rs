@@ -7,6 +7,8 @@
 //! resources that could draw over the body. A changed value on a page is
 //! named by the first line that differs.
 
+use std::collections::HashMap;
+
 use lopdf::content::{Content, Operation};
 use lopdf::{Dictionary, Document, Object, ObjectId};
 
@@ -186,7 +188,10 @@ pub fn check_body(o: &Opened, text: &str) -> Result<(), PdfError> {
                 .collect()
         };
         if key(&ho) != key(&wo) {
-            return Err(PdfError::BodyMismatch(first_difference(*n, &ho, &wo)));
+            let chars = glyph_chars(&want, *want_id).unwrap_or_default();
+            return Err(PdfError::BodyMismatch(first_difference(
+                *n, &ho, &wo, &chars,
+            )));
         }
     }
     Ok(())
@@ -248,8 +253,12 @@ fn operations(content: &[u8], n: u32) -> Result<Vec<Operation>, PdfError> {
 }
 
 /// The first text that differs between two pages' operations, in words.
-fn first_difference(n: u32, have: &[Operation], want: &[Operation]) -> String {
-    let chars = crate::layout::font::Font::get().reverse();
+fn first_difference(
+    n: u32,
+    have: &[Operation],
+    want: &[Operation],
+    chars: &HashMap<u16, char>,
+) -> String {
     let texts = |ops: &[Operation]| -> Vec<String> {
         ops.iter()
             .filter(|o| o.operator == "Tj")
@@ -271,4 +280,52 @@ fn first_difference(n: u32, have: &[Operation], want: &[Operation]) -> String {
         Some((a, b)) => format!("page {n} shows \"{a}\" where the record says \"{b}\""),
         None => format!("page {n}'s drawing differs from the page the record renders to"),
     }
+}
+
+/// The character of each glyph id of a page's font `F1`, from its
+/// ToUnicode map.
+fn glyph_chars(doc: &Document, page: ObjectId) -> Result<HashMap<u16, char>, PdfError> {
+    let page = doc
+        .get_dictionary(page)
+        .map_err(|_| unreadable("a page is not a dictionary"))?;
+    let res = dict(doc, page, "Resources")?;
+    let f1 = dict(doc, dict(doc, res, "Font")?, "F1")?;
+    let cmap = f1
+        .get(b"ToUnicode")
+        .ok()
+        .and_then(|o| deref(doc, o).ok())
+        .and_then(|o| o.as_stream().ok())
+        .and_then(|s| s.get_plain_content().ok())
+        .ok_or_else(|| unreadable("the font has no readable /ToUnicode"))?;
+    let mut m = HashMap::new();
+    for line in String::from_utf8_lossy(&cmap).lines() {
+        let parts: Vec<&str> = line
+            .split(['<', '>'])
+            .filter(|p| !p.trim().is_empty())
+            .collect();
+        if let [g, u] = parts.as_slice() {
+            let units: Vec<u16> = (0..u.len() / 4)
+                .filter_map(|i| u16::from_str_radix(u.get(4 * i..4 * i + 4)?, 16).ok())
+                .collect();
+            if let (Ok(g), Some(c)) = (
+                u16::from_str_radix(g, 16),
+                char::decode_utf16(units).next().and_then(Result::ok),
+            ) {
+                m.insert(g, c);
+            }
+        }
+    }
+    Ok(m)
+}
+
+/// The characters of the glyph ids on the first page of a PDF, from its
+/// font's ToUnicode map (for reading, and for tests that change a page).
+pub fn first_page_glyphs(pdf: &[u8]) -> Result<HashMap<u16, char>, PdfError> {
+    let doc = Document::load_mem(pdf)?;
+    let (_, id) = doc
+        .get_pages()
+        .into_iter()
+        .next()
+        .ok_or_else(|| unreadable("the PDF has no pages"))?;
+    glyph_chars(&doc, id)
 }

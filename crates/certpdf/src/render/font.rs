@@ -1,9 +1,10 @@
-//! The font objects of a PDF: DejaVu Sans embedded whole as a CID-keyed
-//! TrueType font (Identity-H: two bytes per glyph id), its widths for the
-//! glyphs the document uses, and a ToUnicode map so that text extracts
-//! and searches as the characters it shows.
+//! The font objects of a PDF: DejaVu Sans, cut down to the glyphs the
+//! document uses and embedded as a CID-keyed TrueType font (Identity-H:
+//! two bytes per glyph id of the subset), with their widths and a
+//! ToUnicode map so that text extracts and searches as the characters it
+//! shows.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use lopdf::{dictionary, Document, Object, ObjectId, Stream};
 
@@ -13,16 +14,60 @@ use crate::PdfError;
 /// The font's name in the PDF.
 const BASE_FONT: &str = "DejaVuSans";
 
-/// Add the font to `doc`, with widths and Unicode for the glyphs in
-/// `used`; returns the Type0 font's id.
-pub fn embed(
-    doc: &mut Document,
-    font: &Font,
-    used: &BTreeMap<u16, char>,
-) -> Result<ObjectId, PdfError> {
+/// The glyphs a document uses, renumbered in the subset font.
+pub struct Subset {
+    /// Glyph id in DejaVu Sans to glyph id in the subset.
+    map: HashMap<u16, u16>,
+    /// Each subset glyph's character and advance (thousandths of an em).
+    glyphs: BTreeMap<u16, (char, f32)>,
+    /// The subset font program.
+    program: Vec<u8>,
+    /// The subset's name: a tag of six capitals from its glyphs, `+`,
+    /// the font's name (as PDF names subsets).
+    name: String,
+}
+
+impl Subset {
+    /// The subset of `font` holding the glyphs in `used` (and .notdef).
+    pub fn new(font: &Font, used: &BTreeMap<u16, char>) -> Result<Subset, PdfError> {
+        let mut remapper = subsetter::GlyphRemapper::new();
+        remapper.remap(0);
+        let mut map = HashMap::new();
+        let mut glyphs = BTreeMap::new();
+        for (&g, &c) in used {
+            let n = remapper.remap(g);
+            map.insert(g, n);
+            glyphs.insert(n, (c, font.advance(g)));
+        }
+        let program = subsetter::subset(FONT_FILE, 0, &remapper)
+            .map_err(|e| PdfError::Build(format!("font subset: {e}")))?;
+        let ids: Vec<u8> = used.keys().flat_map(|g| g.to_be_bytes()).collect();
+        let tag: String = crate::sha256_hex(&ids)
+            .bytes()
+            .take(6)
+            .map(|b| char::from(b'A' + b % 26))
+            .collect();
+        Ok(Subset {
+            map,
+            glyphs,
+            program,
+            name: format!("{tag}+{BASE_FONT}"),
+        })
+    }
+
+    /// `text` as the hex string of its glyph ids in the subset.
+    pub fn hex(&self, font: &Font, text: &str) -> String {
+        text.chars()
+            .map(|c| format!("{:04X}", self.map.get(&font.glyph(c)).copied().unwrap_or(0)))
+            .collect()
+    }
+}
+
+/// Add the subset font to `doc`; returns the Type0 font's id.
+pub fn embed(doc: &mut Document, font: &Font, sub: &Subset) -> Result<ObjectId, PdfError> {
     let mut file = Stream::new(
-        dictionary! { "Length1" => FONT_FILE.len() as i64 },
-        FONT_FILE.to_vec(),
+        dictionary! { "Length1" => sub.program.len() as i64 },
+        sub.program.clone(),
     );
     file.compress()?;
     let file_id = doc.add_object(file);
@@ -30,7 +75,7 @@ pub fn embed(
     let bbox = font.bbox();
     let descriptor = doc.add_object(dictionary! {
         "Type" => "FontDescriptor",
-        "FontName" => Object::Name(BASE_FONT.into()),
+        "FontName" => Object::Name(sub.name.clone().into_bytes()),
         "Flags" => 32,
         "FontBBox" => bbox.iter().map(|v| Object::Integer(v.round() as i64)).collect::<Vec<_>>(),
         "ItalicAngle" => 0,
@@ -40,19 +85,20 @@ pub fn embed(
         "StemV" => 80,
         "FontFile2" => file_id,
     });
-    let widths: Vec<Object> = used
-        .keys()
-        .flat_map(|&g| {
+    let widths: Vec<Object> = sub
+        .glyphs
+        .iter()
+        .flat_map(|(&g, &(_, w))| {
             [
                 Object::Integer(i64::from(g)),
-                Object::Array(vec![Object::Integer(font.advance(g).round() as i64)]),
+                Object::Array(vec![Object::Integer(w.round() as i64)]),
             ]
         })
         .collect();
     let cid_font = doc.add_object(dictionary! {
         "Type" => "Font",
         "Subtype" => "CIDFontType2",
-        "BaseFont" => Object::Name(BASE_FONT.into()),
+        "BaseFont" => Object::Name(sub.name.clone().into_bytes()),
         "CIDSystemInfo" => dictionary! {
             "Registry" => Object::string_literal("Adobe"),
             "Ordering" => Object::string_literal("Identity"),
@@ -63,11 +109,11 @@ pub fn embed(
         "W" => widths,
         "CIDToGIDMap" => "Identity",
     });
-    let to_unicode = doc.add_object(Stream::new(dictionary! {}, cmap(used).into_bytes()));
+    let to_unicode = doc.add_object(Stream::new(dictionary! {}, cmap(&sub.glyphs).into_bytes()));
     Ok(doc.add_object(dictionary! {
         "Type" => "Font",
         "Subtype" => "Type0",
-        "BaseFont" => Object::Name(BASE_FONT.into()),
+        "BaseFont" => Object::Name(sub.name.clone().into_bytes()),
         "Encoding" => "Identity-H",
         "DescendantFonts" => vec![Object::Reference(cid_font)],
         "ToUnicode" => to_unicode,
@@ -75,11 +121,11 @@ pub fn embed(
 }
 
 /// The ToUnicode CMap: each used glyph to its character (UTF-16BE).
-fn cmap(used: &BTreeMap<u16, char>) -> String {
+fn cmap(glyphs: &BTreeMap<u16, (char, f32)>) -> String {
     let mut s = String::from(
         "/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def\n/CMapName /Adobe-Identity-UCS def\n/CMapType 2 def\n1 begincodespacerange\n<0000> <FFFF>\nendcodespacerange\n",
     );
-    let pairs: Vec<(&u16, &char)> = used.iter().collect();
+    let pairs: Vec<(&u16, &char)> = glyphs.iter().map(|(g, (c, _))| (g, c)).collect();
     for chunk in pairs.chunks(100) {
         s.push_str(&format!("{} beginbfchar\n", chunk.len()));
         for (g, c) in chunk {
@@ -95,11 +141,4 @@ fn cmap(used: &BTreeMap<u16, char>) -> String {
     }
     s.push_str("endcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n");
     s
-}
-
-/// `text` as the hex string of its glyph ids.
-pub fn glyph_hex(font: &Font, text: &str) -> String {
-    text.chars()
-        .map(|c| format!("{:04X}", font.glyph(c)))
-        .collect()
 }

@@ -28,7 +28,7 @@ pub struct Meta<'a> {
 }
 
 /// The drawing operators of one page.
-fn content(font: &Font, items: &[Item]) -> String {
+fn content(font: &Font, sub: &font::Subset, items: &[Item]) -> String {
     let mut s = String::new();
     for it in items {
         // Writing to a String cannot fail.
@@ -36,7 +36,7 @@ fn content(font: &Font, items: &[Item]) -> String {
             Item::Text { x, y, size, text } => writeln!(
                 s,
                 "BT /F1 {size:.2} Tf {x:.2} {y:.2} Td <{}> Tj ET",
-                font::glyph_hex(font, text)
+                sub.hex(font, text)
             ),
             Item::Rect { x, y, w, h } => writeln!(s, "{x:.3} {y:.3} {w:.3} {h:.3} re f"),
             Item::Rule { x1, x2, y } => writeln!(s, "0.5 w {x1:.2} {y:.2} m {x2:.2} {y:.2} l S"),
@@ -60,12 +60,13 @@ pub fn pdf(
         _ => None,
     });
     let used = font.used(texts);
-    let font_id = font::embed(&mut pdf, &font, &used)?;
+    let sub = font::Subset::new(&font, &used)?;
+    let font_id = font::embed(&mut pdf, &font, &sub)?;
     let pages_id = pdf.new_object_id();
     let (w, h) = doc.paper.size();
     let mut kids = Vec::new();
     for page in &doc.pages {
-        let mut stream = Stream::new(dictionary! {}, content(&font, page).into_bytes());
+        let mut stream = Stream::new(dictionary! {}, content(&font, &sub, page).into_bytes());
         stream.compress()?;
         let content_id = pdf.add_object(stream);
         let page_id = pdf.add_object(dictionary! {
