@@ -86,7 +86,7 @@ pub fn report_pdf(entries: &[Entry], paper: Paper, created: &str) -> Result<Vec<
     ];
     let head = [
         "#",
-        "Drive: model, serial",
+        "Drive model; serial and certificate below",
         "Result, method, verification",
         "Ended",
     ];
