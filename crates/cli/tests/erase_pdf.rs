@@ -67,6 +67,18 @@ fn patch(file: &Path, from: &[u8], to: &[u8]) {
     std::fs::write(file, b).unwrap();
 }
 
+/// `drivelab erase render JSON --pdf PDF EXTRA...`.
+fn render(dir: &TempDir, json: &Path, pdf: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut a = vec![
+        "render",
+        json.to_str().unwrap(),
+        "--pdf",
+        pdf.to_str().unwrap(),
+    ];
+    a.extend(extra);
+    erase(dir, &a)
+}
+
 fn verify(dir: &TempDir, file: &Path) -> (i32, String, String) {
     erase(dir, &["verify-cert", file.to_str().unwrap()])
 }
@@ -106,32 +118,14 @@ fn erase_writes_a_pdf_that_verifies_and_a_changed_one_does_not() {
 
     // `render` makes the same PDF from the JSON.
     let rendered = dir.join("rendered.pdf");
-    let (code, out, err) = erase(
-        &dir,
-        &[
-            "render",
-            json.to_str().unwrap(),
-            "--pdf",
-            rendered.to_str().unwrap(),
-        ],
-    );
+    let (code, out, err) = render(&dir, &json, &rendered, &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(
         std::fs::read(&rendered).unwrap(),
         std::fs::read(&pdf).unwrap()
     );
     let letter = dir.join("letter.pdf");
-    let (code, _, err) = erase(
-        &dir,
-        &[
-            "render",
-            json.to_str().unwrap(),
-            "--pdf",
-            letter.to_str().unwrap(),
-            "--paper",
-            "letter",
-        ],
-    );
+    let (code, _, err) = render(&dir, &json, &letter, &["--paper", "letter"]);
     assert_eq!(code, 0, "{err}");
     assert!(tool("pdfinfo", &[letter.to_str().unwrap()]).contains("612 x 792 pts (letter)"));
     assert_eq!(verify(&dir, &letter).0, 0);
@@ -205,23 +199,17 @@ fn render_refuses_a_certificate_that_does_not_verify() {
     drivelab_erase::cert::load_or_create_key(&other).unwrap();
     let other_key = other.join(drivelab_erase::cert::PUB_FILE);
     let other_key = other_key.to_str().unwrap();
-    let cases: Vec<(&str, Vec<&str>, &str)> = vec![
-        (
-            "changed",
-            vec![tampered.to_str().unwrap()],
-            "changed after signing",
-        ),
+    let cases: [(&str, &Path, &[&str], &str); 2] = [
+        ("changed", &tampered, &[], "changed after signing"),
         (
             "untrusted signer",
-            vec![json.to_str().unwrap(), "--public-key", other_key],
+            &json,
+            &["--public-key", other_key],
             "NOT TRUSTED",
         ),
     ];
-    for (name, args, want) in cases {
-        let mut a = vec!["render"];
-        a.extend(args);
-        a.extend(["--pdf", out_pdf.to_str().unwrap()]);
-        let (code, out, err) = erase(&dir, &a);
+    for (name, file, extra, want) in cases {
+        let (code, out, err) = render(&dir, file, &out_pdf, extra);
         assert_eq!(code, 2, "{name}: {out}{err}");
         assert_eq!(err.trim().lines().count(), 1, "{name}: {err}");
         assert!(

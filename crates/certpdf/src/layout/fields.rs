@@ -68,17 +68,12 @@ fn drive(c: &Certificate) -> Section {
     );
     match &c.capacity_restored {
         Some(x) => {
-            let what: Vec<String> = x
-                .hidden
-                .iter()
-                .map(|a| format!("{} {} LBAs ({} bytes)", a.kind, a.lbas, a.bytes))
-                .collect();
             s.row("Native size", format!("{} bytes", x.bytes_after));
             s.row(
                 "HPA / DCO / AMA",
                 format!(
                     "{} restored before the erase ({} bytes reachable before; native max LBA {}, {})",
-                    what.join(", "),
+                    x.hidden_areas(),
                     x.bytes_before,
                     x.native_max_lba,
                     if x.volatile { "volatile" } else { "lasting" }
