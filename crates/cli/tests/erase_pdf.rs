@@ -23,23 +23,12 @@ const TOOLS: [&str; 4] = [
 /// Erase a loop device asking for `formats`; the printed JSON report.
 fn erase_with(dir: &TempDir, d: &LoopDev, formats: &str) -> serde_json::Value {
     let certs = dir.join("certs");
-    let (code, out, err) = erase(
+    erase_ok(
         dir,
-        &[
-            d.dev(),
-            "--yes",
-            "--confirm-serial",
-            d.dev(),
-            "--certificate-dir",
-            certs.to_str().unwrap(),
-            "--certificate-format",
-            formats,
-            "--output-format",
-            "json",
-        ],
-    );
-    assert_eq!(code, 0, "{out}{err}");
-    serde_json::from_str(&out).unwrap()
+        d.dev(),
+        certs.to_str().unwrap(),
+        &["--certificate-format", formats],
+    )
 }
 
 fn tool(bin: &str, args: &[&str]) -> String {
@@ -245,6 +234,19 @@ fn certificate_format_without_json_is_refused() {
     assert!(certificates(&dir.join("c")).is_empty());
 }
 
+/// `drivelab erase report FILES... --pdf PDF --csv CSV`.
+fn report(dir: &TempDir, files: &[PathBuf], pdf: &Path, csv: &Path) -> (i32, String, String) {
+    let mut args = vec!["report"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    args.extend([
+        "--pdf",
+        pdf.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    erase(dir, &args)
+}
+
 #[test]
 fn a_batch_report_of_100_drives_paginates_with_every_serial_and_digest() {
     require_tools(&TOOLS);
@@ -274,15 +276,7 @@ fn a_batch_report_of_100_drives_paginates_with_every_serial_and_digest() {
         serials.push(serial);
     }
     let (pdf, csv) = (dir.join("report.pdf"), dir.join("report.csv"));
-    let mut args = vec!["report"];
-    args.extend(files.iter().map(|f| f.to_str().unwrap()));
-    args.extend([
-        "--pdf",
-        pdf.to_str().unwrap(),
-        "--csv",
-        csv.to_str().unwrap(),
-    ]);
-    let (code, out, err) = erase(&dir, &args);
+    let (code, out, err) = report(&dir, &files, &pdf, &csv);
     assert_eq!(code, 0, "{out}{err}");
     let p = pdf.to_str().unwrap();
     assert!(tool("qpdf", &["--check", p]).contains("No syntax or stream encoding errors"));
@@ -325,15 +319,7 @@ fn a_batch_report_of_100_drives_paginates_with_every_serial_and_digest() {
         b"\"capacity_bytes\": 8388600",
     );
     let (pdf2, csv2) = (dir.join("r2.pdf"), dir.join("r2.csv"));
-    let mut args = vec!["report"];
-    args.extend(files.iter().map(|f| f.to_str().unwrap()));
-    args.extend([
-        "--pdf",
-        pdf2.to_str().unwrap(),
-        "--csv",
-        csv2.to_str().unwrap(),
-    ]);
-    let (code, out, err) = erase(&dir, &args);
+    let (code, out, err) = report(&dir, &files, &pdf2, &csv2);
     assert_eq!(code, 2, "{out}{err}");
     assert!(
         err.contains("drive-050.json") && err.trim().lines().count() == 1,

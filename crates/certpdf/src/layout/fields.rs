@@ -195,16 +195,7 @@ fn verification(c: &Certificate) -> Section {
     if let Some(d) = &v.detail {
         s.row("Detail", d.clone());
     }
-    let ex: Vec<String> = c
-        .exceptions
-        .iter()
-        .map(|x| {
-            format!(
-                "{}: LBA {} + {} blocks: {}",
-                x.phase, x.first_lba, x.blocks, x.error
-            )
-        })
-        .collect();
+    let ex: Vec<String> = c.exceptions.iter().map(|x| x.describe()).collect();
     s.row(
         "Exceptions",
         if ex.is_empty() {

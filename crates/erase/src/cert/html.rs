@@ -187,19 +187,7 @@ fn check_rows(r: &mut Rows, c: &Certificate) {
     if let Some(l) = v.mismatch_lba {
         row("Mismatch", format!("LBA {l}: {}", opt(&v.detail)));
     }
-    let ex: Vec<String> = c
-        .exceptions
-        .iter()
-        .map(|x| {
-            format!(
-                "{}: LBA {} + {} blocks: {}",
-                esc(&x.phase),
-                x.first_lba,
-                x.blocks,
-                esc(&x.error)
-            )
-        })
-        .collect();
+    let ex: Vec<String> = c.exceptions.iter().map(|x| esc(&x.describe())).collect();
     row(
         "Exceptions",
         if ex.is_empty() {

@@ -142,6 +142,16 @@ pub struct ExceptionRecord {
     pub error: String,
 }
 
+impl ExceptionRecord {
+    /// "PHASE: LBA FIRST + N blocks: ERROR".
+    pub fn describe(&self) -> String {
+        format!(
+            "{}: LBA {} + {} blocks: {}",
+            self.phase, self.first_lba, self.blocks, self.error
+        )
+    }
+}
+
 /// The tool and where it ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSection {
