@@ -257,7 +257,7 @@ fn verify_cert(file: &Path, src: &TrustSources, out: &OutputArgs) -> anyhow::Res
     inputs.extend(src.public_keys.iter().map(Path::new));
     inputs.extend(src.trusted_keys.iter().map(PathBuf::as_path));
     out.check_inputs(&inputs)?;
-    let v = match crate::cmd_erase_pdf::verify_any(file, src) {
+    let (v, pdf) = match crate::cmd_erase_pdf::verify_any(file, src) {
         Ok(v) => v,
         Err(e) if e.is_bad_input() => return Err(usage(e.to_string())),
         Err(e) => return Err(anyhow::anyhow!("{}: {e}", file.display())),
@@ -268,13 +268,19 @@ fn verify_cert(file: &Path, src: &TrustSources, out: &OutputArgs) -> anyhow::Res
             "{}\n",
             json!({"valid": true, "file": file, "result": c.result,
                    "device": c.drive.path, "serial": c.drive.serial,
-                   "public_key": v.public_key, "signed_by": v.signed_by})
+                   "public_key": v.public_key, "signed_by": v.signed_by,
+                   "pdf_pages_match_record": pdf.then_some(true)})
         ))?;
     } else {
         out.emit(&format!(
-            "{}: valid signature ({}); {} {} serial {}: {}, {} by {}, verification {}\n",
+            "{}: valid signature ({}){}; {} {} serial {}: {}, {} by {}, verification {}\n",
             file.display(),
             v.signed_by,
+            if pdf {
+                "; the PDF's pages show its attached record"
+            } else {
+                ""
+            },
             c.drive.path,
             c.drive.model.as_deref().unwrap_or("-"),
             c.drive.serial.as_deref().unwrap_or("-"),

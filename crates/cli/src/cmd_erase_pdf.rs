@@ -86,17 +86,17 @@ impl TrustArgs {
 
 /// Verify a certificate file, JSON or PDF (told apart by the PDF's
 /// `%PDF-` header): a PDF's attachment as a JSON certificate, then its
-/// body against the attachment.
-pub fn verify_any(file: &Path, src: &TrustSources) -> Result<Verified, CertError> {
+/// body against the attachment. Also says whether it was a PDF.
+pub fn verify_any(file: &Path, src: &TrustSources) -> Result<(Verified, bool), CertError> {
     let bytes =
         input::read(file, Kind::Certificate).map_err(|e| CertError::BadInput(e.to_string()))?;
     if bytes.starts_with(b"%PDF-") {
         let trust = Trust::from_sources(src)?;
-        return drivelab_certpdf::read::verify(&bytes, &trust);
+        return drivelab_certpdf::read::verify(&bytes, &trust).map(|v| (v, true));
     }
     let text = String::from_utf8(bytes)
         .map_err(|_| CertError::Invalid("not UTF-8 text: not a certificate".into()))?;
-    cert::verify_text(&text, src)
+    cert::verify_text(&text, src).map(|v| (v, false))
 }
 
 /// Read and verify a JSON certificate for rendering: its text when it

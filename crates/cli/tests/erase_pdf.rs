@@ -91,7 +91,9 @@ fn erase_writes_a_pdf_that_verifies_and_a_changed_one_does_not() {
     let (code, out, err) = verify(&dir, &pdf);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
-        out.contains("valid signature") && out.contains(d.dev()),
+        out.contains("valid signature")
+            && out.contains("the PDF's pages show its attached record")
+            && out.contains(d.dev()),
         "{out}"
     );
     // The attachment is the JSON certificate, byte for byte.
