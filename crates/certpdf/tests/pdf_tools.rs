@@ -395,6 +395,28 @@ fn a_changed_attachment_or_body_fails_verification() {
     let e = read::verify(&annotated, &trust()).unwrap_err();
     assert!(e.to_string().contains("annotations"), "{e}");
 
+    // A crop box that hides part of page 1, and an open action.
+    let cropped = edited(&pdf, |doc| {
+        let page = *doc.get_pages().get(&1).unwrap();
+        let d = doc.get_object_mut(page).unwrap().as_dict_mut().unwrap();
+        d.set("CropBox", vec![0.into(), 0.into(), 300.into(), 300.into()]);
+    });
+    let e = read::verify(&cropped, &trust()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("page 1: its boxes, font or resources differ"),
+        "{e}"
+    );
+    let action = edited(&pdf, |doc| {
+        let cat = doc.catalog_mut().unwrap();
+        cat.set("OpenAction", lopdf::Object::Array(vec![]));
+    });
+    let e = read::verify(&action, &trust()).unwrap_err();
+    assert!(
+        e.to_string().contains("the catalog carries /OpenAction"),
+        "{e}"
+    );
+
     // Not a certificate PDF at all: no attachment.
     let bare = edited(&pdf, |doc| {
         let cat = doc.catalog_mut().unwrap();

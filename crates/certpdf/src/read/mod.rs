@@ -159,6 +159,7 @@ pub fn verify(pdf: &[u8], trust: &Trust) -> Result<Verified, CertError> {
 pub fn check_body(o: &Opened, text: &str) -> Result<(), PdfError> {
     let want_bytes = crate::certificate_pdf(text, &o.name, o.paper)?;
     let want = Document::load_mem(&want_bytes)?;
+    same_keys(&o.doc, &want)?;
     let (have_pages, want_pages) = (o.doc.get_pages(), want.get_pages());
     if have_pages.len() != want_pages.len() {
         return Err(PdfError::BodyMismatch(format!(
@@ -178,7 +179,7 @@ pub fn check_body(o: &Opened, text: &str) -> Result<(), PdfError> {
         let (wc, wr) = page(&want, *want_id)?;
         if hr != wr {
             return Err(PdfError::BodyMismatch(format!(
-                "page {n}: its font or resources differ from the ones the record renders with"
+                "page {n}: its boxes, font or resources differ from the ones the record renders with"
             )));
         }
         let (ho, wo) = (operations(&hc, *n)?, operations(&wc, *n)?);
@@ -197,6 +198,30 @@ pub fn check_body(o: &Opened, text: &str) -> Result<(), PdfError> {
     Ok(())
 }
 
+/// The catalog and the page tree's root hold exactly the keys drivelab
+/// writes: an extra one (an open action, optional content, a page
+/// attribute every page inherits) could change what is shown.
+fn same_keys(have: &Document, want: &Document) -> Result<(), PdfError> {
+    fn keys(doc: &Document) -> Result<[Vec<Vec<u8>>; 2], PdfError> {
+        let cat = doc
+            .catalog()
+            .map_err(|e| unreadable(format!("no document catalog ({e})")))?;
+        let pages = dict(doc, cat, "Pages")?;
+        let k = |d: &Dictionary| d.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+        Ok([k(cat), k(pages)])
+    }
+    let (h, w) = (keys(have)?, keys(want)?);
+    for (what, h, w) in [("catalog", &h[0], &w[0]), ("page tree", &h[1], &w[1])] {
+        if let Some(extra) = h.iter().find(|k| !w.contains(k)) {
+            return Err(PdfError::BodyMismatch(format!(
+                "the {what} carries /{}, which a certificate PDF never has",
+                String::from_utf8_lossy(extra)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// What a page draws with, decoded: its resource dictionary's keys, and
 /// for its one font the font program, widths and Unicode map. A page with
 /// annotations is refused: they draw over the body.
@@ -209,8 +234,25 @@ fn resources(doc: &Document, id: ObjectId, n: u32) -> Result<Vec<Vec<u8>>, PdfEr
             "page {n} carries annotations, which a certificate page never has"
         )));
     }
+    // The page's own keys and boxes: a crop box, a rotation or a
+    // user unit changes what is shown as surely as the drawing does.
+    let mut out: Vec<Vec<u8>> = page.iter().map(|(k, _)| k.clone()).collect();
     let res = dict(doc, page, "Resources")?;
-    let mut out: Vec<Vec<u8>> = res.iter().map(|(k, _)| k.clone()).collect();
+    out.extend(res.iter().map(|(k, _)| k.clone()));
+    // Key order is the writer's (a rewrite by qpdf sorts them).
+    out.sort();
+    let media: Vec<String> = page
+        .get(b"MediaBox")
+        .ok()
+        .and_then(|o| deref(doc, o).ok())
+        .and_then(|o| o.as_array().ok())
+        .map(|a| {
+            a.iter()
+                .map(|v| format!("{:.2}", v.as_float().unwrap_or(f32::NAN)))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.push(media.join(" ").into_bytes());
     let fonts = dict(doc, res, "Font")?;
     out.extend(fonts.iter().map(|(k, _)| k.clone()));
     let f1 = dict(doc, fonts, "F1")?;
