@@ -81,6 +81,27 @@ fn erase_writes_a_pdf_that_verifies_and_a_changed_one_does_not() {
     let json = PathBuf::from(v["drives"][0]["certificate"].as_str().unwrap());
     let pdf = PathBuf::from(v["drives"][0]["pdf"].as_str().unwrap());
     assert_eq!(pdf, json.with_extension("pdf"));
+    // The host's DMI identity, read here from sysfs: in the certificate as
+    // the firmware gives it, absent on a host without DMI tables.
+    let dmi = |k: &str| {
+        std::fs::read_to_string(format!("/sys/class/dmi/id/{k}"))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let machine = &cert_body(&json)["tool"]["machine"];
+    for (field, file) in [
+        ("vendor", "sys_vendor"),
+        ("model", "product_name"),
+        ("serial", "product_serial"),
+        ("uuid", "product_uuid"),
+    ] {
+        assert_eq!(
+            machine[field].as_str().map(String::from),
+            dmi(file),
+            "{field}"
+        );
+    }
     assert!(v["drives"][0]["html"].is_null(), "{v}");
     assert!(
         !json.with_extension("html").exists(),
