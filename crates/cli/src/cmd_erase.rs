@@ -1,5 +1,6 @@
 //! `drivelab erase`: write or erase whole drives, many at once, verified and
-//! certified; and `drivelab erase verify-cert FILE`.
+//! certified; `drivelab erase verify-cert FILE` (JSON or PDF), `render`
+//! and `report` (in [`crate::cmd_erase_pdf`]).
 //!
 //! This module is the command line around `drivelab_erase`: it parses what
 //! was typed into a [`Request`], calls [`drivelab_erase::erase`] (which
@@ -35,6 +36,7 @@ use drivelab_patterns::Pattern;
 use drivelab_report::text::bw_pair;
 
 use crate::cmd_devices::human_size;
+use crate::cmd_erase_pdf::{CertFormat, PaperArg, TrustArgs};
 use crate::error::usage;
 use crate::output::OutputArgs;
 
@@ -69,24 +71,54 @@ pub enum OnErrorArg {
     Abort,
 }
 
-/// `drivelab erase verify-cert`.
+/// `drivelab erase verify-cert`, `render` and `report`.
 #[derive(Subcommand, Debug)]
 pub enum EraseSub {
-    /// Check a certificate: exit 0 when it is intact and signed by a
-    /// trusted key, 1 when it was changed or its signer is not trusted.
+    /// Check a certificate, JSON or PDF: exit 0 when it is intact and
+    /// signed by a trusted key (and a PDF's pages show its attached
+    /// record), 1 when it was changed or its signer is not trusted.
     VerifyCert {
+        /// The certificate (.json, or a .pdf drivelab made).
+        file: PathBuf,
+        #[command(flatten)]
+        trust: TrustArgs,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Render a signed JSON certificate as PDF, the JSON attached; a
+    /// certificate that does not verify is refused (exit 2).
+    Render {
         /// The certificate (.json).
         file: PathBuf,
-        /// Trust this Ed25519 public key (64 hex digits, or a file holding
-        /// them; repeatable). With --public-key or --trusted-keys only the
-        /// keys they name are trusted; without, this user's own key.
-        #[arg(long = "public-key", value_name = "HEX|FILE")]
-        public_key: Vec<String>,
-        /// Trust every key in a list (one key of 64 hex digits per line,
-        /// optionally followed by a name; '#' comments) or in every *.pub
-        /// file of a directory (repeatable).
-        #[arg(long = "trusted-keys", value_name = "FILE|DIR")]
-        trusted_keys: Vec<PathBuf>,
+        /// The PDF to write.
+        #[arg(long, value_name = "FILE")]
+        pdf: PathBuf,
+        /// Paper size.
+        #[arg(long, value_enum, default_value_t = PaperArg::A4)]
+        paper: PaperArg,
+        #[command(flatten)]
+        trust: TrustArgs,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// One report of many certificates: a line per drive with its
+    /// certificate's SHA-256, and the hosts' DMI identity; as PDF and/or
+    /// CSV. Every certificate must verify (else exit 2, nothing written).
+    Report {
+        /// The certificates (.json).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The PDF report to write.
+        #[arg(long, value_name = "FILE")]
+        pdf: Option<PathBuf>,
+        /// The CSV report to write.
+        #[arg(long, value_name = "FILE")]
+        csv: Option<PathBuf>,
+        /// Paper size of the PDF.
+        #[arg(long, value_enum, default_value_t = PaperArg::A4)]
+        paper: PaperArg,
+        #[command(flatten)]
+        trust: TrustArgs,
         #[command(flatten)]
         out: OutputArgs,
     },
@@ -148,6 +180,18 @@ pub struct EraseArgs {
     /// Where certificates and journals go (default: the current directory).
     #[arg(long = "certificate-dir", value_name = "DIR", default_value = ".")]
     pub certificate_dir: PathBuf,
+    /// Which certificate files to write, comma-separated: json (the signed
+    /// record, always), html, pdf (the JSON attached).
+    #[arg(
+        long = "certificate-format",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "json,html"
+    )]
+    pub certificate_format: Vec<CertFormat>,
+    /// Paper size of PDF certificates.
+    #[arg(long, value_enum, default_value_t = PaperArg::A4)]
+    pub paper: PaperArg,
     /// Write even to a drive that is partitioned or holds a signature
     /// (never to one whose bytes are in use: mounted, swap, held, under a
     /// mounted or held device, or the running system's).
@@ -175,19 +219,35 @@ pub struct EraseArgs {
 
 /// Run the subcommand.
 pub fn run(a: EraseArgs) -> anyhow::Result<u8> {
-    if let Some(EraseSub::VerifyCert {
-        file,
-        public_key,
-        trusted_keys,
-        out,
-    }) = &a.sub
-    {
-        let src = TrustSources {
-            public_keys: public_key.clone(),
-            trusted_keys: trusted_keys.clone(),
-            config_dir: cert::config_dir().ok(),
-        };
-        return verify_cert(file, &src, out);
+    match &a.sub {
+        Some(EraseSub::VerifyCert { file, trust, out }) => {
+            return verify_cert(file, &trust.sources(), out)
+        }
+        Some(EraseSub::Render {
+            file,
+            pdf,
+            paper,
+            trust,
+            out,
+        }) => return crate::cmd_erase_pdf::render(file, pdf, *paper, trust, out),
+        Some(EraseSub::Report {
+            files,
+            pdf,
+            csv,
+            paper,
+            trust,
+            out,
+        }) => {
+            return crate::cmd_erase_pdf::report(
+                files,
+                pdf.as_deref(),
+                csv.as_deref(),
+                *paper,
+                trust,
+                out,
+            )
+        }
+        None => {}
     }
     erase(a)
 }
@@ -197,7 +257,7 @@ fn verify_cert(file: &Path, src: &TrustSources, out: &OutputArgs) -> anyhow::Res
     inputs.extend(src.public_keys.iter().map(Path::new));
     inputs.extend(src.trusted_keys.iter().map(PathBuf::as_path));
     out.check_inputs(&inputs)?;
-    let v = match cert::verify_file(file, src) {
+    let (v, pdf) = match crate::cmd_erase_pdf::verify_any(file, src) {
         Ok(v) => v,
         Err(e) if e.is_bad_input() => return Err(usage(e.to_string())),
         Err(e) => return Err(anyhow::anyhow!("{}: {e}", file.display())),
@@ -208,13 +268,19 @@ fn verify_cert(file: &Path, src: &TrustSources, out: &OutputArgs) -> anyhow::Res
             "{}\n",
             json!({"valid": true, "file": file, "result": c.result,
                    "device": c.drive.path, "serial": c.drive.serial,
-                   "public_key": v.public_key, "signed_by": v.signed_by})
+                   "public_key": v.public_key, "signed_by": v.signed_by,
+                   "pdf_pages_match_record": pdf.then_some(true)})
         ))?;
     } else {
         out.emit(&format!(
-            "{}: valid signature ({}); {} {} serial {}: {}, {} by {}, verification {}\n",
+            "{}: valid signature ({}){}; {} {} serial {}: {}, {} by {}, verification {}\n",
             file.display(),
             v.signed_by,
+            if pdf {
+                "; the PDF's pages show its attached record"
+            } else {
+                ""
+            },
             c.drive.path,
             c.drive.model.as_deref().unwrap_or("-"),
             c.drive.serial.as_deref().unwrap_or("-"),
@@ -297,6 +363,11 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
     // Where the certificates, the journal and the result go is checked
     // before any drive is touched.
     crate::output::check_dir(&a.certificate_dir, "--certificate-dir")?;
+    if !a.certificate_format.contains(&CertFormat::Json) {
+        return Err(usage(
+            "--certificate-format: json is the signed record the html and pdf files are made from; keep it in the list (e.g. json,pdf)",
+        ));
+    }
     a.out.check()?;
     let req = request(&a)?;
     let fe = Terminal {
@@ -315,7 +386,9 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
             print_dry_run(&a.out, &plan)?;
             Ok(0)
         }
-        Report::Erased(summary) => {
+        Report::Erased(mut summary) => {
+            let pdfs_made =
+                crate::cmd_erase_pdf::finish_formats(&mut summary, &a.certificate_format, a.paper);
             let printed = print_report(&a.out, &summary)?;
             // Each drive that failed: one line on stderr, in JSON mode
             // too (stdout holds only the report, which has the same error);
@@ -330,7 +403,11 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
                     }
                 }
             }
-            let code = if summary.all_clean() { 0 } else { 1 };
+            let code = if summary.all_clean() && pdfs_made {
+                0
+            } else {
+                1
+            };
             store(&a, &summary, &printed, code)?;
             Ok(code)
         }
@@ -640,6 +717,9 @@ fn drive_notes(o: &drivelab_erase::Outcome) -> String {
     }
     if let Some(c) = &o.certificate {
         s.push_str(&format!("{}: certificate {}\n", o.device, c.display()));
+    }
+    if let Some(p) = &o.pdf {
+        s.push_str(&format!("{}: certificate PDF {}\n", o.device, p.display()));
     }
     s
 }

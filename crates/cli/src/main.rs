@@ -6,6 +6,7 @@ mod cmd_compare;
 mod cmd_device;
 mod cmd_devices;
 mod cmd_erase;
+mod cmd_erase_pdf;
 mod cmd_health;
 mod cmd_history;
 mod cmd_replay;

@@ -151,6 +151,7 @@ mod tests {
             exceptions: 0,
             certificate: None,
             html: None,
+            pdf: None,
             journal: None,
             claim: None,
             timeline: Vec::new(),

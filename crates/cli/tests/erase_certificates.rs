@@ -14,21 +14,7 @@ use drivelab_testkit::{require_root, LoopDev, TempDir};
 use erase_common::*;
 
 fn erase_one(dir: &TempDir, d: &LoopDev, certs: &str) -> std::path::PathBuf {
-    let (code, out, err) = erase(
-        dir,
-        &[
-            d.dev(),
-            "--yes",
-            "--confirm-serial",
-            d.dev(),
-            "--certificate-dir",
-            certs,
-            "--output-format",
-            "json",
-        ],
-    );
-    assert_eq!(code, 0, "{out}{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let v = erase_ok(dir, d.dev(), certs, &[]);
     std::path::PathBuf::from(v["drives"][0]["certificate"].as_str().unwrap())
 }
 

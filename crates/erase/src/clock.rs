@@ -40,6 +40,24 @@ pub fn kernel() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// The host's DMI identity (`/sys/class/dmi/id`), None when the host has
+/// no DMI tables or every field is empty.
+pub fn machine() -> Option<crate::cert::model::MachineSection> {
+    let read = |k: &str| {
+        std::fs::read_to_string(format!("/sys/class/dmi/id/{k}"))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let m = crate::cert::model::MachineSection {
+        vendor: read("sys_vendor"),
+        model: read("product_name"),
+        serial: read("product_serial"),
+        uuid: read("product_uuid"),
+    };
+    (m != crate::cert::model::MachineSection::default()).then_some(m)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -145,6 +145,9 @@ pub struct Outcome {
     pub certificate: Option<PathBuf>,
     /// The HTML page.
     pub html: Option<PathBuf>,
+    /// The PDF certificate (`--certificate-format pdf`), made by the
+    /// command line from the JSON.
+    pub pdf: Option<PathBuf>,
     /// The journal kept for `--resume`, when stopped or failed mid-erase.
     pub journal: Option<PathBuf>,
     /// The drive's write claim: the safety assessment made before the
@@ -196,6 +199,7 @@ impl Outcome {
             exceptions: 0,
             certificate: None,
             html: None,
+            pdf: None,
             journal: None,
             claim: None,
             timeline: Vec::new(),
@@ -237,6 +241,8 @@ struct Row<'a> {
     exceptions: usize,
     certificate: &'a Option<PathBuf>,
     html: &'a Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pdf: &'a Option<PathBuf>,
     journal: &'a Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     claim: &'a Option<drivelab_device::claim::ClaimRecord>,
@@ -271,6 +277,7 @@ impl Serialize for Outcome {
             exceptions: self.exceptions,
             certificate: &self.certificate,
             html: &self.html,
+            pdf: &self.pdf,
             journal: &self.journal,
             claim: &self.claim,
             timeline: &self.timeline,
@@ -305,6 +312,7 @@ struct StoredRow {
     exceptions: usize,
     certificate: Option<PathBuf>,
     html: Option<PathBuf>,
+    pdf: Option<PathBuf>,
     journal: Option<PathBuf>,
     #[serde(deserialize_with = "drivelab_report::metrics::or_default")]
     claim: Option<drivelab_device::claim::ClaimRecord>,
@@ -350,6 +358,7 @@ impl<'de> Deserialize<'de> for Outcome {
             exceptions: r.exceptions,
             certificate: r.certificate,
             html: r.html,
+            pdf: r.pdf,
             journal: r.journal,
             claim: r.claim,
             timeline: r.timeline,

@@ -16,12 +16,14 @@
 pub mod mutate;
 
 mod cert;
+mod cert_pdf;
 mod device;
 mod jobs;
 mod sequence;
 mod trace;
 
 pub use cert::cert;
+pub use cert_pdf::cert_pdf;
 pub use device::{device_data, sense};
 pub use jobs::jobfile;
 pub use sequence::sequence;
@@ -32,11 +34,12 @@ pub type Target = fn(&[u8]);
 
 /// Every target by its name (the name of its corpus directory and of its
 /// cargo-fuzz binary).
-pub const TARGETS: [(&str, Target); 6] = [
+pub const TARGETS: [(&str, Target); 7] = [
     ("jobfile", jobfile),
     ("sequence", sequence),
     ("trace", trace),
     ("cert", cert),
+    ("cert_pdf", cert_pdf),
     ("sense", sense),
     ("device_data", device_data),
 ];

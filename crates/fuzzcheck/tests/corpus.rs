@@ -101,6 +101,11 @@ fn cert_corpus_and_mutations() {
 }
 
 #[test]
+fn cert_pdf_corpus_and_mutations() {
+    check_target("cert_pdf");
+}
+
+#[test]
 fn sense_corpus_and_mutations() {
     check_target("sense");
 }

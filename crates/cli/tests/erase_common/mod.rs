@@ -26,6 +26,25 @@ pub fn erase(dir: &TempDir, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Erase `dev` (confirmed by its path) with certificates in `certs` and
+/// the `extra` arguments; asserts exit status 0 and returns the JSON
+/// report.
+pub fn erase_ok(dir: &TempDir, dev: &str, certs: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        dev,
+        "--yes",
+        "--confirm-serial",
+        dev,
+        "--certificate-dir",
+        certs,
+    ];
+    args.extend(extra);
+    args.extend(["--output-format", "json"]);
+    let (code, out, err) = erase(dir, &args);
+    assert_eq!(code, 0, "{out}{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
 /// Fill a file with `byte` (keeping its size).
 pub fn fill_file(path: &Path, byte: u8) {
     let len = std::fs::metadata(path).unwrap().len() as usize;

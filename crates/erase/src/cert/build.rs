@@ -228,6 +228,7 @@ pub(crate) fn certificate(e: &Evidence<'_>, end: (u64, u32)) -> Certificate {
             host: clock::hostname(),
             kernel: clock::kernel(),
             command_line: e.opts.command_line.clone(),
+            machine: clock::machine(),
         },
     }
 }

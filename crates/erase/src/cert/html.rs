@@ -132,16 +132,11 @@ fn erase_rows(r: &mut Rows, c: &Certificate) {
 /// The drive's health before and after, and a restored capacity.
 fn health_rows(r: &mut Rows, c: &Certificate) {
     if let Some(x) = &c.capacity_restored {
-        let what: Vec<String> = x
-            .hidden
-            .iter()
-            .map(|a| format!("{} {} LBAs ({} bytes)", a.kind, a.lbas, a.bytes))
-            .collect();
         r.row(
             "Hidden area restored",
             esc(&format!(
                 "{}: {} bytes reachable before, {} after (native max LBA {}, {})",
-                what.join(", "),
+                x.hidden_areas(),
                 x.bytes_before,
                 x.bytes_after,
                 x.native_max_lba,
@@ -192,19 +187,7 @@ fn check_rows(r: &mut Rows, c: &Certificate) {
     if let Some(l) = v.mismatch_lba {
         row("Mismatch", format!("LBA {l}: {}", opt(&v.detail)));
     }
-    let ex: Vec<String> = c
-        .exceptions
-        .iter()
-        .map(|x| {
-            format!(
-                "{}: LBA {} + {} blocks: {}",
-                esc(&x.phase),
-                x.first_lba,
-                x.blocks,
-                esc(&x.error)
-            )
-        })
-        .collect();
+    let ex: Vec<String> = c.exceptions.iter().map(|x| esc(&x.describe())).collect();
     row(
         "Exceptions",
         if ex.is_empty() {

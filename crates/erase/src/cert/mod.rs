@@ -24,7 +24,7 @@ pub use sign::{
     check_signature, config_dir, load_or_create_key, local_public_key, parse_public_key, sign,
     Signed, KEY_FILE, PUB_FILE,
 };
-pub use trust::{verify_file, CertError, Trust, TrustSources, TrustedKey, Verified};
+pub use trust::{verify_file, verify_text, CertError, Trust, TrustSources, TrustedKey, Verified};
 
 #[cfg(test)]
 pub(crate) mod tests {
@@ -95,6 +95,7 @@ pub(crate) mod tests {
                 host: "h".into(),
                 kernel: "k".into(),
                 command_line: "x".into(),
+                machine: None,
             },
             health: None,
             capacity_restored: None,

@@ -142,6 +142,16 @@ pub struct ExceptionRecord {
     pub error: String,
 }
 
+impl ExceptionRecord {
+    /// "PHASE: LBA FIRST + N blocks: ERROR".
+    pub fn describe(&self) -> String {
+        format!(
+            "{}: LBA {} + {} blocks: {}",
+            self.phase, self.first_lba, self.blocks, self.error
+        )
+    }
+}
+
 /// The tool and where it ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSection {
@@ -155,6 +165,27 @@ pub struct ToolSection {
     pub kernel: String,
     /// The command line.
     pub command_line: String,
+    /// The host's identity from its firmware (DMI), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineSection>,
+}
+
+/// The host's identity as its firmware's DMI tables give it
+/// (`/sys/class/dmi/id`); a field the firmware leaves empty is absent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineSection {
+    /// System vendor (`sys_vendor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
+    /// System product name (`product_name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// System serial number (`product_serial`, readable by root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// System UUID (`product_uuid`, readable by root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
 }
 
 /// The signed record.

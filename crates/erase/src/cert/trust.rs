@@ -296,8 +296,13 @@ fn parse_list(text: &str, file: &Path) -> Result<Vec<TrustedKey>, CertError> {
 /// `src` asks for, check the signature, then the signer.
 pub fn verify_file(file: &Path, src: &TrustSources) -> Result<Verified, CertError> {
     let text = input::read_string(file, Kind::Certificate).map_err(|e| bad(e.to_string()))?;
+    verify_text(&text, src)
+}
+
+/// A certificate's text checked as [`verify_file`] checks a file's.
+pub fn verify_text(text: &str, src: &TrustSources) -> Result<Verified, CertError> {
     let trust = Trust::from_sources(src)?;
-    let signed = check_signature(&text).map_err(CertError::Invalid)?;
+    let signed = check_signature(text).map_err(CertError::Invalid)?;
     trust.judge(signed)
 }
 

@@ -229,6 +229,17 @@ pub struct Restored {
     pub volatile: bool,
 }
 
+impl Restored {
+    /// The hidden areas in words: "KIND N LBAs (B bytes)", comma-separated.
+    pub fn hidden_areas(&self) -> String {
+        self.hidden
+            .iter()
+            .map(|a| format!("{} {} LBAs ({} bytes)", a.kind, a.lbas, a.bytes))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 impl Drive {
     /// The serial, if the drive has a non-empty one.
     pub fn serial(&self) -> Option<&str> {
