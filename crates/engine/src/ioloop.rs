@@ -115,7 +115,7 @@ impl Done {
     #[inline]
     pub fn is_full(&self) -> bool {
         self.result >= 0
-            && (self.io.op == crate::io::Op::Fsync || self.result as u64 >= u64::from(self.io.len))
+            && (self.io.op.is_sync() || self.result as u64 >= u64::from(self.io.len))
     }
 }
 

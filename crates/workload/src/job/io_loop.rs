@@ -42,8 +42,10 @@ pub struct JobConfig {
     pub ramp: Duration,
     /// Cap in I/O per second.
     pub rate_iops: Option<u64>,
-    /// Issue an fsync after every N writes (0 = never).
+    /// Issue a sync after every N writes (0 = never).
     pub fsync_every: u32,
+    /// That sync: `Op::Fsync` (`fsync`) or `Op::Fdatasync` (`fdatasync`).
+    pub sync_op: Op,
     /// Interval of the per-interval series.
     pub log_interval: Duration,
     /// Number of targets (for per-target byte counts).
@@ -215,7 +217,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         let Some(pass) = self.cfg.op_per_file else {
             return true;
         };
-        if io.op == Op::Fsync {
+        if io.op.is_sync() {
             return false;
         }
         let (seen, bytes) = &mut self.op_seen;
@@ -530,7 +532,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             }
             let io = IoDesc {
                 target: self.last_write_target,
-                op: Op::Fsync,
+                op: self.cfg.sync_op,
                 offset: 0,
                 len: 0,
             };
@@ -712,12 +714,12 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
     #[inline]
     fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
         let io = d.io;
-        if io.op != Op::Fsync {
+        if !io.op.is_sync() {
             if let Some(o) = self.gen.open_set() {
                 o.completed(io.target as usize);
             }
         }
-        if d.result == 0 && io.op != Op::Fsync && self.stream_ended() {
+        if d.result == 0 && !io.op.is_sync() && self.stream_ended() {
             return After::Release;
         }
         if io.op == Op::Write && d.tag != crate::job::verify::VERIFY_TAG {
@@ -727,7 +729,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         }
         self.last_read = io.op == Op::Read;
         if let Some(z) = self.zbd.as_mut() {
-            if io.op != Op::Fsync {
+            if !io.op.is_sync() {
                 z.completed(&io);
             }
         }
@@ -737,7 +739,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             }
         }
         let bytes = d.result as u64;
-        if io.op != Op::Fsync && bytes < u64::from(io.len) {
+        if !io.op.is_sync() && bytes < u64::from(io.len) {
             self.short_ios[io.op.index()] += 1;
         }
         if FILL
@@ -769,7 +771,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 }
             }
         }
-        if self.measuring && io.op != Op::Fsync && self.lat_drain.is_none() {
+        if self.measuring && !io.op.is_sync() && self.lat_drain.is_none() {
             if let Some(ls) = self.lat.as_mut() {
                 match ls.completed(d.latency()) {
                     LatStep::Go => {}
@@ -817,7 +819,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 dir.intended_moments.record(v as f64);
             }
             self.samples.depth.reaped();
-            if io.op != Op::Fsync {
+            if !io.op.is_sync() {
                 let pt = &mut self.per_target[io.target as usize][io.op.index()];
                 pt.0 += 1;
                 pt.1 += bytes;
@@ -938,7 +940,7 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
             self.err_count.add(errno);
         }
         self.fatal |= !passed;
-        if io.op != Op::Fsync {
+        if !io.op.is_sync() {
             self.err_count.failed_ios[io.op.index()] += 1;
         }
         if passed && io.op == Op::Write && FILL && self.cfg.verify.is_some() {

@@ -18,6 +18,7 @@ pub mod prio;
 pub mod rate;
 pub mod samples;
 pub mod steadystate;
+pub mod sync;
 pub mod types;
 pub mod verify;
 pub mod zbd;

@@ -557,8 +557,10 @@ fn job_regions(
         }
         if !t.is_block && !null && end > t.size {
             t.size = end;
-            // Reads of the grown part must hit data, not holes.
-            if spec.access_lines().iter().any(|l| l.read_pct > 0) {
+            // Reads of the grown part must hit data, not holes; fio's
+            // overwrite and create_only lay the file out as well.
+            let s = &spec.syncs;
+            if s.overwrite || s.create_only || spec.access_lines().iter().any(|l| l.read_pct > 0) {
                 t.layout = true;
             }
         }

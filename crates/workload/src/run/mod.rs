@@ -7,6 +7,7 @@ pub mod error;
 pub mod execute;
 pub mod fio_logs;
 pub mod iolog;
+pub mod report_opts;
 pub mod start;
 pub mod status;
 

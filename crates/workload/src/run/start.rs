@@ -23,7 +23,7 @@ pub(crate) fn open_targets(
     job: &PlannedJob,
 ) -> Result<Vec<Target>, RunError> {
     let mut out = Vec::with_capacity(job.targets.len());
-    for &i in &job.targets {
+    for (k, &i) in job.targets.iter().enumerate() {
         let t = &plan.targets[i];
         let opened = match (&claims[i], job.writes) {
             (Some(c), true) => Target::claimed(c, job.direct),
@@ -41,9 +41,58 @@ pub(crate) fn open_targets(
                 hint,
             }
         })?;
+        if job.spec.syncs.drops_cache() {
+            // fio's invalidate: the job's region of the file.
+            let (off, len) = job
+                .regions
+                .get(k)
+                .map_or((0, 0), |r| (r.start, r.end - r.start));
+            target
+                .drop_cache(off, len)
+                .map_err(|source| RunError::Prepare {
+                    path: t.path.display().to_string(),
+                    source,
+                })?;
+        }
         out.push(target);
     }
     Ok(out)
+}
+
+/// fio's `end_fsync` / `fsync_on_close`: once a job that writes has
+/// done its I/O without an error, one fsync of each of its targets,
+/// through its engine; they count as the job's syncs, and a failed one is
+/// the job's error.
+fn end_sync<E: drivelab_engine::engine::Engine>(
+    engine: &mut E,
+    job: &PlannedJob,
+    o: &mut JobOutcome,
+    stop: &AtomicBool,
+) -> Result<(), JobError> {
+    let clean = o.errors.iter().all(|e| e.passed) && !o.interrupted;
+    if !(job.spec.syncs.at_end() && job.writes && clean) {
+        return Ok(());
+    }
+    let mut s = crate::job::sync::EndSync::new((0..job.targets.len() as u32).collect());
+    let lc = drivelab_engine::ioloop::LoopConfig {
+        stop: Some(stop),
+        ..Default::default()
+    };
+    drivelab_engine::ioloop::run(engine, &mut s, &lc)?;
+    o.dirs[3].ios += s.done;
+    if let Some((target, errno)) = s.failed {
+        o.errors.push(crate::job::outcome::IoFailure {
+            op: drivelab_engine::io::Op::Fsync,
+            target,
+            offset: 0,
+            len: 0,
+            errno,
+            passed: false,
+            unreadable: None,
+            detail: None,
+        });
+    }
+    Ok(())
 }
 
 /// Whether the run is stopped, or the job's group ended by `exitall`.
@@ -99,6 +148,7 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
         )?,
         None => run_job(engine, cfg, now_ns(), stop, progress)?,
     };
+    end_sync(engine, job, &mut o, stop)?;
     let clean = o.errors.iter().all(|e| e.passed)
         && o.verify_failure.is_none()
         && !o.verify_stopped

@@ -177,6 +177,13 @@ pub struct JobSpec {
     pub steady: crate::job::steadystate::SsSpec,
     /// `zonemode=zbd` and its options ([`crate::job::zbd`]).
     pub zbd: crate::job::zbd::ZbdOptions,
+    /// fio's sync and page-cache options ([`crate::job::sync`]).
+    pub syncs: crate::job::sync::SyncOpts,
+    /// Options accepted with no effect of drivelab's own
+    /// ([`crate::spec::accepted`]).
+    pub accepted: crate::spec::accepted::Accepted,
+    /// What the job's report shows ([`crate::run::report_opts`]).
+    pub report: crate::run::report_opts::ReportOpts,
 }
 
 impl JobSpec {
@@ -280,6 +287,9 @@ impl Default for JobSpec {
             thinktime_blocks: 1,
             lat_target: Default::default(),
             steady: Default::default(),
+            syncs: Default::default(),
+            accepted: Default::default(),
+            report: Default::default(),
         }
     }
 }
@@ -501,7 +511,7 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
 }
 
 /// How many option families a job spec has (the rows of `families!`).
-const FAMILIES: usize = 11;
+const FAMILIES: usize = 14;
 
 /// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
 /// the one list `family_of` and `families` take.
@@ -519,6 +529,9 @@ macro_rules! families {
             $($r)+ $spec.numa,
             $($r)+ $spec.batch,
             $($r)+ $spec.errkeys,
+            $($r)+ $spec.syncs,
+            $($r)+ $spec.accepted,
+            $($r)+ $spec.report,
         ]
     };
 }
@@ -694,7 +707,7 @@ impl JobSpec {
                 let front = crate::engines::registry::lookup(&name).ok_or_else(|| SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), net (sockets), a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, e4defrag (ext4 extent moves), or cpuio (burn CPU) or exec (run a program)".to_string(),
+                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2, mmap, splice (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), net (sockets), a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, e4defrag (ext4 extent moves), or cpuio (burn CPU) or exec (run a program)".to_string(),
                 })?;
                 self.files.engine = None;
                 self.engine.noio.engine = None;

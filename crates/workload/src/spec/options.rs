@@ -158,7 +158,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Text,
         "io_uring",
-        "io_uring, psync, null, sg, io_uring_cmd, e4defrag, net, cpuio or exec; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk, io_uring_cmd NVMe commands to a namespace's /dev/ngXnY; e4defrag moves a donor's extents into ext4 files on writes; net moves data over sockets; cpuio burns CPU, exec runs a program (no I/O)"
+        "io_uring, psync, null, sg, io_uring_cmd, e4defrag, net, cpuio or exec; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync, pvsync2, mmap and splice on psync (the same reads and writes of the files, through pread/pwrite), cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk, io_uring_cmd NVMe commands to a namespace's /dev/ngXnY; e4defrag moves a donor's extents into ext4 files on writes; net moves data over sockets; cpuio burns CPU, exec runs a program (no I/O)"
     ),
     opt!(
         "rate_iops",
@@ -544,6 +544,12 @@ pub const FAMILIES: &[(&str, &[OptionDecl])] = &[
         "error policy, verify and dedupe",
         crate::job::error_policy::ErrKeys::OPTIONS,
     ),
+    ("sync and page cache", crate::job::sync::SyncOpts::OPTIONS),
+    (
+        "accepted (no effect of drivelab's own)",
+        crate::spec::accepted::Accepted::OPTIONS,
+    ),
+    ("report", crate::run::report_opts::ReportOpts::OPTIONS),
 ];
 
 /// Every declared option: [`OPTIONS`], each family's ([`FAMILIES`]), then
@@ -571,6 +577,13 @@ pub fn lookup(key: &str) -> Result<&'static OptionDecl, SpecError> {
     let k = norm.as_str();
     if let Some(d) = all().find(|d| d.name == k || d.aliases.contains(&k)) {
         return Ok(d);
+    }
+    if let Some(r) = crate::spec::refused::refusal(k) {
+        return Err(SpecError::Refused {
+            key: k.to_string(),
+            rule: r.rule,
+            reason: r.reason,
+        });
     }
     let best = all()
         .flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied()))
@@ -699,6 +712,9 @@ mod tests {
                 "cmd_type" => "nvme",
                 "protocol" => "udp",
                 "interface" => "127.0.0.1",
+                "sync" => "dsync",
+                "clocksource" => "cpu",
+                "percentile_list" => "50:99",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

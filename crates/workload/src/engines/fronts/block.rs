@@ -1,6 +1,7 @@
 //! The fronts of fio's block engines drivelab runs on its own loop engines:
 //! io_uring (fio's `io_uring`, `libaio`, `posixaio`), psync (`psync`,
-//! `sync`, `vsync`, `pvsync`, `pvsync2`) and null (`null`, `cpp_null`).
+//! `sync`, `vsync`, `pvsync`, `pvsync2`, and `mmap`, `splice`, whose reads and
+//! writes of the files are the same) and null (`null`, `cpp_null`).
 
 use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Null, Psync, Uring};
@@ -47,7 +48,8 @@ impl EngineFront for IoUringFront {
         } else {
             let targets = r.open_targets()?;
             Uring::with_options(targets, spec.iodepth, max_bs, spec.fua, fill, o).map_err(made)?
-        };
+        }
+        .with_write_flags(spec.syncs.sync.write_flags());
         r.start_and_run(&mut e)
     }
 }
@@ -60,7 +62,7 @@ pub static PSYNC: PsyncFront = PsyncFront;
 
 impl EngineFront for PsyncFront {
     fn names(&self) -> &'static [&'static str] {
-        &["psync", "sync", "vsync", "pvsync", "pvsync2"]
+        &["psync", "sync", "vsync", "pvsync", "pvsync2", "mmap", "splice"]
     }
 
     fn choose(&self, spec: &mut crate::JobSpec, name: &str) {
@@ -84,7 +86,8 @@ impl EngineFront for PsyncFront {
             let targets = r.open_targets()?;
             Psync::new(targets, max_bs, spec.fua, fill).map_err(made)?
         }
-        .with_options(spec.engine.io.psync(spec.fio_engine()));
+        .with_options(spec.engine.io.psync(spec.fio_engine()))
+        .with_write_flags(spec.syncs.sync.write_flags());
         r.start_and_run(&mut e)
     }
 }
