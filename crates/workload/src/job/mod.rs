@@ -5,6 +5,8 @@
 //! per-job samples.
 
 pub mod batch;
+pub mod buffers;
+pub mod cpus;
 pub mod dedupe;
 pub mod error_policy;
 pub mod flow;

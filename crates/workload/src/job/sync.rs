@@ -127,7 +127,7 @@ impl SyncOpts {
             [],
             Bool,
             "0",
-            "read the job's region of each file into the page cache before the I/O (buffered jobs; turns invalidate off)"
+            "read the job's region of each file into the page cache before the I/O (buffered jobs: a direct read caches nothing); turns invalidate off"
         ),
         opt!(
             "overwrite",

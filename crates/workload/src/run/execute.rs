@@ -217,7 +217,9 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             policy: spec.errkeys.policy.clone(),
             verify: spec.errkeys.verify,
             target_names: Vec::new(),
-            dedupe: (spec.errkeys.dedupe.active() && job.verify.is_none()).then(|| {
+            // refill_buffers: the filler with no dedupe or compression
+            // gives every write new random data.
+            dedupe: ((spec.errkeys.dedupe.active() || spec.buffers.refill) && job.verify.is_none()).then(|| {
                 crate::job::dedupe::DedupeSetup {
                     spec: spec.errkeys.dedupe,
                     min_write: spec.min_bs(),
@@ -311,6 +313,9 @@ fn run_one(
     // as fio), and its place in its flow (before any job of the group
     // starts, so every weight counts from the first I/O).
     crate::job::prio::set_up_thread(spec).map_err(|e| fail(JobError::Config(e)))?;
+    spec.cpus
+        .apply(number)
+        .map_err(|e| fail(JobError::Config(e)))?;
     cfg.flow = crate::job::flow::join(&spec.flow);
     let front = spec.front.get();
     let ctl = Ctl {

@@ -41,19 +41,22 @@ pub(crate) fn open_targets(
                 hint,
             }
         })?;
-        if job.spec.syncs.drops_cache() {
-            // fio's invalidate: the job's region of the file.
-            let (off, len) = job
-                .regions
-                .get(k)
-                .map_or((0, 0), |r| (r.start, r.end - r.start));
-            target
-                .drop_cache(off, len)
-                .map_err(|source| RunError::Prepare {
-                    path: t.path.display().to_string(),
-                    source,
-                })?;
-        }
+        // fio's invalidate and pre_read: on the job's region of the file.
+        let (off, len) = job
+            .regions
+            .get(k)
+            .map_or((0, 0), |r| (r.start, r.end - r.start));
+        let prepared = if job.spec.syncs.drops_cache() {
+            target.drop_cache(off, len)
+        } else if job.spec.syncs.pre_read && !job.direct {
+            target.read_through(off, len).map(|_| ())
+        } else {
+            Ok(())
+        };
+        prepared.map_err(|source| RunError::Prepare {
+            path: t.path.display().to_string(),
+            source,
+        })?;
         out.push(target);
     }
     Ok(out)

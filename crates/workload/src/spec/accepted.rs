@@ -16,7 +16,13 @@ use crate::SpecError;
 pub struct Accepted;
 
 /// The words a text option of [`Accepted::OPTIONS`] takes.
-const CHOICES: &[(&str, &[&str])] = &[("clocksource", &["gettimeofday", "clock_gettime", "cpu"])];
+const CHOICES: &[(&str, &[&str])] = &[
+    ("clocksource", &["gettimeofday", "clock_gettime", "cpu"]),
+    (
+        "mem",
+        &["malloc", "shm", "shmhuge", "mmap", "mmaphuge", "mmapshared"],
+    ),
+];
 
 impl Accepted {
     /// The family's options.
@@ -56,6 +62,27 @@ impl Accepted {
             "writes"
         ),
         opt!(
+            "mem",
+            ["iomem"],
+            Text,
+            "malloc",
+            "accepted: malloc, shm, shmhuge, mmap, mmaphuge or mmapshared; where fio allocates its I/O buffers, which moves the same bytes: drivelab's are one anonymous mapping, aligned to 4096 bytes"
+        ),
+        opt!(
+            "hugepage_size",
+            [],
+            Size,
+            "",
+            "accepted: the huge page size of mem=mmaphuge/shmhuge (see mem)"
+        ),
+        opt!(
+            "allow_mounted_write",
+            [],
+            Bool,
+            "0",
+            "0 only: drivelab's claim refuses to write a mounted device or partition whatever the options (fio writes one with 1)"
+        ),
+        opt!(
             "verify_state_save",
             [],
             Bool,
@@ -76,7 +103,16 @@ impl OptionFamily for Accepted {
         };
         match d.kind {
             OptionKind::Bool => {
-                parse_flag(key, v)?;
+                if parse_flag(key, v)? && key == "allow_mounted_write" {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "0: drivelab never writes a mounted device or partition (its claim refuses one)".to_string(),
+                    });
+                }
+            }
+            OptionKind::Size => {
+                crate::spec::size::parse_bytes(key, v)?;
             }
             OptionKind::Int => {
                 let (lo, hi) = d.bounds.unwrap_or((0, u64::MAX));

@@ -184,6 +184,10 @@ pub struct JobSpec {
     pub accepted: crate::spec::accepted::Accepted,
     /// What the job's report shows ([`crate::run::report_opts`]).
     pub report: crate::run::report_opts::ReportOpts,
+    /// The CPUs the job runs on ([`crate::job::cpus`]).
+    pub cpus: crate::job::cpus::CpuOpts,
+    /// What the write buffers hold ([`crate::job::buffers`]).
+    pub buffers: crate::job::buffers::BufOpts,
 }
 
 impl JobSpec {
@@ -290,6 +294,8 @@ impl Default for JobSpec {
             syncs: Default::default(),
             accepted: Default::default(),
             report: Default::default(),
+            cpus: Default::default(),
+            buffers: Default::default(),
         }
     }
 }
@@ -511,7 +517,7 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
 }
 
 /// How many option families a job spec has (the rows of `families!`).
-const FAMILIES: usize = 14;
+const FAMILIES: usize = 16;
 
 /// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
 /// the one list `family_of` and `families` take.
@@ -532,6 +538,8 @@ macro_rules! families {
             $($r)+ $spec.syncs,
             $($r)+ $spec.accepted,
             $($r)+ $spec.report,
+            $($r)+ $spec.cpus,
+            $($r)+ $spec.buffers,
         ]
     };
 }
@@ -859,6 +867,21 @@ impl JobSpec {
     fn set_data_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         match key {
             "randrepeat" => self.randrepeat = parse_flag(key, v)?,
+            "allrandrepeat" => {
+                if parse_flag(key, v)? {
+                    self.randrepeat = true;
+                }
+            }
+            // A job file's stonewall is the job file's (spec::jobfile); a
+            // single job has no earlier job to wait for.
+            "stonewall" | "wait_for_previous" => {
+                parse_flag(key, v)?;
+            }
+            "atomic" => {
+                if parse_flag(key, v)? {
+                    self.direct = Some(true);
+                }
+            }
             "random_generator" => match v.trim() {
                 "tausworthe" | "tausworthe64" => {}
                 // lfsr's point is a sequence that visits every block once.

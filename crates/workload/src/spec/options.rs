@@ -186,7 +186,7 @@ pub const OPTIONS: &[OptionDecl] = &[
     ),
     opt!(
         "ratemin",
-        [],
+        ["rate_min"],
         Text,
         "0 (none)",
         "fail the job when its average bandwidth over the run falls below this, READ[,WRITE] in bytes/s"
@@ -337,6 +337,27 @@ pub const OPTIONS: &[OptionDecl] = &[
         Bool,
         "0",
         "write the whole block device (the job's size is the device's)"
+    ),
+    opt!(
+        "allrandrepeat",
+        [],
+        Bool,
+        "0",
+        "make every random sequence repeat from run to run (as randrepeat; drivelab's other generators are seeded from randseed already)"
+    ),
+    opt!(
+        "stonewall",
+        ["wait_for_previous"],
+        Bool,
+        "0",
+        "in a job file: start this job after every earlier job has finished, and begin a new reporting group"
+    ),
+    opt!(
+        "atomic",
+        [],
+        Bool,
+        "0",
+        "direct I/O (fio adds O_ATOMIC, a flag Linux does not have and ignores, so the I/O is direct I/O)"
     ),
     opt!(
         "randrepeat",
@@ -550,6 +571,8 @@ pub const FAMILIES: &[(&str, &[OptionDecl])] = &[
         crate::spec::accepted::Accepted::OPTIONS,
     ),
     ("report", crate::run::report_opts::ReportOpts::OPTIONS),
+    ("CPU placement", crate::job::cpus::CpuOpts::OPTIONS),
+    ("write buffers", crate::job::buffers::BufOpts::OPTIONS),
 ];
 
 /// Every declared option: [`OPTIONS`], each family's ([`FAMILIES`]), then
@@ -713,6 +736,11 @@ mod tests {
                 "protocol" => "udp",
                 "interface" => "127.0.0.1",
                 "sync" => "dsync",
+                "mem" => "mmaphuge",
+                "allow_mounted_write" => "0",
+                "cpus_allowed" => "0",
+                "cpumask" => "1",
+                "cpus_allowed_policy" => "split",
                 "clocksource" => "cpu",
                 "percentile_list" => "50:99",
                 "name" | "filename" => "x",

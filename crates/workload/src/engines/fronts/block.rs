@@ -3,7 +3,6 @@
 //! `sync`, `vsync`, `pvsync`, `pvsync2`, and `mmap`, `splice`, whose reads and
 //! writes of the files are the same) and null (`null`, `cpp_null`).
 
-use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Null, Psync, Uring};
 
 use crate::engines::front::EngineFront;
@@ -38,7 +37,7 @@ impl EngineFront for IoUringFront {
             engine: "io_uring",
             source,
         };
-        let fill = Fill::Random(spec.randseed);
+        let fill = spec.buffers.fill(spec.randseed);
         let o = spec.engine.io.uring(spec.fio_engine());
         let mut e = if crate::engines::files::lazy(r.job) {
             // fio's openfiles/create_on_open: the job's open set opens
@@ -76,7 +75,7 @@ impl EngineFront for PsyncFront {
             engine: "psync",
             source,
         };
-        let fill = Fill::Random(spec.randseed);
+        let fill = spec.buffers.fill(spec.randseed);
         let mut e = if crate::engines::files::lazy(r.job) {
             // fio's openfiles/create_on_open: the job's open set opens
             // its files through their claimed set.
@@ -113,7 +112,7 @@ impl EngineFront for NullFront {
 
     fn run(&self, r: JobRun<'_>) -> Result<JobOutcome, RunError> {
         let spec = &r.job.spec;
-        let fill = Fill::Random(spec.randseed);
+        let fill = spec.buffers.fill(spec.randseed);
         let mut e = Null::new(spec.iodepth, spec.max_bs() as usize, fill).map_err(|source| {
             RunError::Engine {
                 engine: "null",
