@@ -235,8 +235,13 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         }
     }
 
+    /// A periodic sync is due: N writes since the last, and another I/O
+    /// to come (fio asks for its sync before the next I/O, so a job whose
+    /// budget ends on the Nth write ends without it).
     fn sync_due(&self) -> bool {
-        self.cfg.fsync_every > 0 && self.writes_since_sync >= self.cfg.fsync_every
+        self.cfg.fsync_every > 0
+            && self.writes_since_sync >= self.cfg.fsync_every
+            && !self.budget_spent()
     }
 
     /// The next generated I/O, under zonemode=zbd moved to where the zone
@@ -872,7 +877,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         }
         let searched = (self.lat.is_some() || self.cfg.steady.is_some()) && self.searches_done(now);
         let time_up = self.deadline.is_some_and(|d| now >= d);
-        let budget_done = self.budget_spent() && !self.sync_due() && self.pending.is_none();
+        let budget_done = self.budget_spent() && self.pending.is_none();
         let group_ended = self
             .cfg
             .group_end
