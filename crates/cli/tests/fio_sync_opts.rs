@@ -43,6 +43,8 @@ enum Probe {
     Distinct(u64, u64),
     /// The file's size, and the I/Os the job reported.
     Created(u64, u64),
+    /// posix_fadvise calls on the file with this advice.
+    Advised(&'static str, u64),
 }
 
 struct Case {
@@ -54,6 +56,30 @@ struct Case {
 }
 
 const CASES: &[Case] = &[
+    Case {
+        name: "fadvise_hint=1 advises random for a random job",
+        opts: "rw=randread\nnumber_ios=4",
+        before: Before::Cached,
+        probe: Probe::Advised("POSIX_FADV_RANDOM", 1),
+    },
+    Case {
+        name: "fadvise_hint=1 advises sequential otherwise",
+        opts: "rw=read\nnumber_ios=4",
+        before: Before::Cached,
+        probe: Probe::Advised("POSIX_FADV_SEQUENTIAL", 1),
+    },
+    Case {
+        name: "fadvise_hint=0 advises nothing",
+        opts: "rw=randread\nnumber_ios=4\nfadvise_hint=0",
+        before: Before::Cached,
+        probe: Probe::Advised("POSIX_FADV_RANDOM", 0),
+    },
+    Case {
+        name: "fadvise_hint=sequential on a random job",
+        opts: "rw=randread\nnumber_ios=4\nfadvise_hint=sequential",
+        before: Before::Cached,
+        probe: Probe::Advised("POSIX_FADV_SEQUENTIAL", 1),
+    },
     Case {
         // fio syncs before the next I/O: 256 writes, none after the last.
         name: "fsync every 8 writes",
@@ -221,7 +247,7 @@ fn run(tool: &str, dir: &TempDir, case: &Case) -> Ran {
     let mut cmd = Command::new("strace");
     cmd.args(["-f", "-qq", "-y", "-s", "0", "-o"]).arg(&trace).args([
         "-e",
-        "trace=fsync,fdatasync,openat,pwrite64,pwritev2",
+        "trace=fsync,fdatasync,openat,pwrite64,pwritev2,fadvise64",
     ]);
     if tool == "fio" {
         cmd.args(["fio", "--output-format=json"]);
@@ -308,6 +334,12 @@ fn measure(probe: Probe, ran: &Ran, file: &Path) -> (String, bool) {
         }
         Probe::SyncWrites(n) => within(sync_writes(&ran.trace, file), n, n),
         Probe::Resident(n) => within(resident_pages(file), n, n),
+        Probe::Advised(advice, n) => {
+            let got = on_file(&ran.trace, file)
+                .filter(|l| l.contains("fadvise64(") && l.contains(advice))
+                .count() as u64;
+            within(got, n, n)
+        }
         Probe::ZeroBlocks(lo, hi) => {
             let z = blocks(file)
                 .iter()

@@ -68,6 +68,12 @@ impl Target {
     /// all of it): fio's `invalidate`, done with posix_fadvise
     /// (POSIX_FADV_DONTNEED) on files and block devices alike.
     pub fn drop_cache(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.advise(offset, len, libc::POSIX_FADV_DONTNEED)
+    }
+
+    /// posix_fadvise `advice` (a `POSIX_FADV_*`) for `len` bytes at
+    /// `offset` (fio's `fadvise_hint`, `invalidate`).
+    pub fn advise(&self, offset: u64, len: u64, advice: i32) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
         // SAFETY: posix_fadvise only reads its integer arguments; the
         // descriptor is open for the life of `self`.
@@ -76,7 +82,7 @@ impl Target {
                 self.file.as_raw_fd(),
                 offset as libc::off_t,
                 len as libc::off_t,
-                libc::POSIX_FADV_DONTNEED,
+                advice,
             )
         };
         if rc == 0 {

@@ -1,7 +1,7 @@
 //! fio's sync and page-cache options: when written data is made durable
 //! (`fdatasync`, `end_fsync`, `fsync_on_close`, `sync`), what happens to
 //! the files before the I/O (`invalidate`, `pre_read`, `overwrite`,
-//! `create_fsync`, `create_only`). One family ([`SyncOpts`]), declared
+//! `create_fsync`, `create_only`, `fadvise_hint`). One family ([`SyncOpts`]), declared
 //! here; the loop's periodic sync is `fsync`'s ([`crate::spec::options`]),
 //! the end-of-job syncs run through the job's own engine ([`EndSync`]), as
 //! fio's `fio_io_sync` does.
@@ -63,6 +63,34 @@ pub struct SyncOpts {
     pub create_fsync: bool,
     /// Lay out the files, then do no I/O (`create_only`).
     pub create_only: bool,
+    /// The access advice given for each file at open (`fadvise_hint`).
+    pub fadvise: Fadvise,
+}
+
+/// fio's `fadvise_hint`: the posix_fadvise advice given at open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fadvise {
+    /// `0`: none.
+    None,
+    /// `1`, the default: random for random jobs, sequential otherwise.
+    #[default]
+    ByType,
+    /// `random`.
+    Random,
+    /// `sequential`.
+    Sequential,
+}
+
+impl Fadvise {
+    /// The POSIX_FADV_* advice for a job (random or not); None: none.
+    pub fn advice(self, random: bool) -> Option<i32> {
+        match self {
+            Fadvise::None => None,
+            Fadvise::ByType if random => Some(libc::POSIX_FADV_RANDOM),
+            Fadvise::ByType | Fadvise::Sequential => Some(libc::POSIX_FADV_SEQUENTIAL),
+            Fadvise::Random => Some(libc::POSIX_FADV_RANDOM),
+        }
+    }
 }
 
 impl Default for SyncOpts {
@@ -77,6 +105,7 @@ impl Default for SyncOpts {
             overwrite: false,
             create_fsync: true,
             create_only: false,
+            fadvise: Fadvise::ByType,
         }
     }
 }
@@ -150,6 +179,13 @@ impl SyncOpts {
             "0",
             "create and lay out the files, then end the job without I/O"
         ),
+        opt!(
+            "fadvise_hint",
+            [],
+            Text,
+            "1",
+            "posix_fadvise advice for each file at open: 0 (none), 1 (random for random jobs, else sequential), random or sequential"
+        ),
     ];
 
     /// The periodic sync of the job loop: `fsync`'s when set, else
@@ -188,6 +224,21 @@ impl OptionFamily for SyncOpts {
             "overwrite" => self.overwrite = parse_flag(key, v)?,
             "create_fsync" => self.create_fsync = parse_flag(key, v)?,
             "create_only" => self.create_only = parse_flag(key, v)?,
+            "fadvise_hint" => {
+                self.fadvise = match v.trim().to_ascii_lowercase().as_str() {
+                    "0" => Fadvise::None,
+                    "1" | "" => Fadvise::ByType,
+                    "random" => Fadvise::Random,
+                    "sequential" => Fadvise::Sequential,
+                    _ => {
+                        return Err(SpecError::BadValue {
+                            key: key.to_string(),
+                            value: v.to_string(),
+                            expect: "0, 1, random or sequential".to_string(),
+                        })
+                    }
+                }
+            }
             _ => {
                 self.sync = match v.trim().to_ascii_lowercase().as_str() {
                     "none" | "0" => SyncMode::None,

@@ -57,6 +57,11 @@ pub(crate) fn open_targets(
             path: t.path.display().to_string(),
             source,
         })?;
+        // fio's fadvise_hint: a failure is only worth a warning in fio,
+        // and changes no I/O.
+        if let Some(a) = job.spec.syncs.fadvise.advice(job.spec.rw.is_random()) {
+            let _ = target.advise(off, len, a);
+        }
         out.push(target);
     }
     Ok(out)

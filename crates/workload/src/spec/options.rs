@@ -736,6 +736,7 @@ mod tests {
                 "protocol" => "udp",
                 "interface" => "127.0.0.1",
                 "sync" => "dsync",
+                "fadvise_hint" => "random",
                 "mem" => "mmaphuge",
                 "allow_mounted_write" => "0",
                 "cpus_allowed" => "0",
