@@ -737,6 +737,7 @@ mod tests {
                 "interface" => "127.0.0.1",
                 "sync" => "dsync",
                 "fadvise_hint" => "random",
+                "nice" => "1",
                 "mem" => "mmaphuge",
                 "allow_mounted_write" => "0",
                 "cpus_allowed" => "0",
