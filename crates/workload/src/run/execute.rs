@@ -332,7 +332,13 @@ fn run_one(
         ticket,
         ctl,
     };
+    spec.hooks
+        .run(&spec.name, "prerun")
+        .map_err(|e| fail(JobError::Config(e)))?;
     let mut o = front.run(r)?;
+    spec.hooks
+        .run(&spec.name, "postrun")
+        .map_err(|e| fail(JobError::Config(e)))?;
     if front.on_targets() {
         for e in o.errors.iter_mut() {
             let Some(&ti) = job.targets.get(e.target as usize) else {

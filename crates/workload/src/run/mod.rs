@@ -4,6 +4,7 @@
 
 pub mod device_check;
 pub mod error;
+pub mod exec_hooks;
 pub mod execute;
 pub mod fio_logs;
 pub mod iolog;

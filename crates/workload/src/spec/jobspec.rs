@@ -188,6 +188,8 @@ pub struct JobSpec {
     pub cpus: crate::job::cpus::CpuOpts,
     /// What the write buffers hold ([`crate::job::buffers`]).
     pub buffers: crate::job::buffers::BufOpts,
+    /// Commands run around the job ([`crate::run::exec_hooks`]).
+    pub hooks: crate::run::exec_hooks::ExecHooks,
 }
 
 impl JobSpec {
@@ -296,6 +298,7 @@ impl Default for JobSpec {
             report: Default::default(),
             cpus: Default::default(),
             buffers: Default::default(),
+            hooks: Default::default(),
         }
     }
 }
@@ -517,7 +520,7 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
 }
 
 /// How many option families a job spec has (the rows of `families!`).
-const FAMILIES: usize = 16;
+const FAMILIES: usize = 17;
 
 /// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
 /// the one list `family_of` and `families` take.
@@ -540,6 +543,7 @@ macro_rules! families {
             $($r)+ $spec.report,
             $($r)+ $spec.cpus,
             $($r)+ $spec.buffers,
+            $($r)+ $spec.hooks,
         ]
     };
 }

@@ -1,0 +1,128 @@
+//! fio's job options of the run around the I/O and the engines fio users
+//! name do in drivelab what they do in fio 3.33: the same job file runs
+//! under both tools in a temp dir, and what the option changes is
+//! compared: the files `exec_prerun`/`exec_postrun` leave, the I/O per
+//! direction of `ioengine=mmap`/`splice`, the direct open `atomic` makes.
+//! Needs fio and strace (tests/run installs them).
+
+use std::path::Path;
+use std::process::Command;
+
+use drivelab_testkit::TempDir;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
+
+/// Run `job` (a job file's text) under `tool` in `dir`, under strace when
+/// `trace` names the calls; (JSON, trace).
+fn run(tool: &str, dir: &Path, job: &str, trace: Option<&str>) -> (Value, String) {
+    drivelab_testkit::isolate_store();
+    let file = dir.join("job.fio");
+    std::fs::write(&file, job).unwrap();
+    let log = dir.join(format!("{tool}.trace"));
+    let mut cmd = match trace {
+        Some(calls) => {
+            let mut c = Command::new("strace");
+            c.args(["-f", "-qq", "-y", "-o"])
+                .arg(&log)
+                .args(["-e", &format!("trace={calls}")]);
+            c
+        }
+        None => Command::new("env"),
+    };
+    if tool == "fio" {
+        cmd.args(["fio", "--output-format=json"]);
+    } else {
+        cmd.args([BIN, "run", "--output-format=json"]);
+    }
+    let out = cmd.arg(&file).current_dir(dir).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{tool}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = stdout
+        .find('{')
+        .and_then(|at| serde_json::from_str(&stdout[at..]).ok())
+        .unwrap_or_else(|| panic!("{tool}: no JSON in {stdout}"));
+    (json, std::fs::read_to_string(&log).unwrap_or_default())
+}
+
+fn data_file(dir: &Path) -> std::path::PathBuf {
+    let f = dir.join("data");
+    std::fs::write(&f, vec![0x5au8; 1 << 20]).unwrap();
+    f
+}
+
+#[test]
+fn exec_prerun_and_postrun_leave_their_output_files_as_in_fio() {
+    for tool in ["fio", "drivelab"] {
+        let dir = TempDir::new("fio-exec-hooks");
+        let data = data_file(dir.path());
+        let job = format!(
+            "[hooked]\nfilename={}\nsize=64k\nrw=read\nioengine=psync\nexec_prerun=echo before $((6*7))\nexec_postrun=echo after && echo oops >&2\n",
+            data.display()
+        );
+        run(tool, dir.path(), &job, None);
+        let pre = std::fs::read_to_string(dir.join("hooked.prerun.txt"))
+            .unwrap_or_else(|e| panic!("{tool}: hooked.prerun.txt: {e}"));
+        let post = std::fs::read_to_string(dir.join("hooked.postrun.txt"))
+            .unwrap_or_else(|e| panic!("{tool}: hooked.postrun.txt: {e}"));
+        assert_eq!(pre, "before 42\n", "{tool}");
+        // fio's `CMD > FILE 2>&1`: the last command's output only.
+        assert_eq!(post, "oops\n", "{tool}");
+    }
+}
+
+#[test]
+fn mmap_and_splice_jobs_move_the_same_bytes_as_fio() {
+    for engine in ["mmap", "splice"] {
+        for rw in ["read", "write", "randrw"] {
+            let mut got = Vec::new();
+            for tool in ["fio", "drivelab"] {
+                let dir = TempDir::new("fio-mmap-splice");
+                let data = data_file(dir.path());
+                let job = format!(
+                    "[j]\nfilename={}\nsize=1m\nbs=4k\nrw={rw}\nioengine={engine}\ndirect=0\nrandrepeat=1\n",
+                    data.display()
+                );
+                let (json, _) = run(tool, dir.path(), &job, None);
+                let j = &json["jobs"][0];
+                let bytes = |d: &str| j[d]["io_bytes"].as_u64().unwrap_or(0);
+                got.push((bytes("read") + bytes("write"), j["error"].as_u64()));
+            }
+            assert_eq!(got[0], got[1], "{engine} {rw}: fio, drivelab");
+            assert_eq!(got[0].0, 1 << 20, "{engine} {rw}");
+        }
+    }
+}
+
+#[test]
+fn atomic_opens_the_file_for_direct_io_as_in_fio() {
+    for tool in ["fio", "drivelab"] {
+        let dir = TempDir::new("fio-atomic");
+        let data = data_file(dir.path());
+        let job = format!(
+            "[j]\nfilename={}\nsize=64k\nbs=4k\nrw=write\nioengine=psync\natomic=1\n",
+            data.display()
+        );
+        let (_, trace) = run(tool, dir.path(), &job, Some("openat"));
+        // The file, or its descriptor reopened (drivelab's claim reopens
+        // /proc/self/fd/N with the I/O flags).
+        let path = format!("\"{}\"", data.display());
+        let mut names = vec![path.clone()];
+        for l in trace.lines().filter(|l| l.contains(&path)) {
+            // "= 4</path>" under strace -y.
+            let ret = l.rsplit("= ").next().unwrap_or("");
+            if let Ok(fd) = ret.split('<').next().unwrap_or("").trim().parse::<u32>() {
+                names.push(format!("\"/proc/self/fd/{fd}\""));
+            }
+        }
+        let direct_rw = trace
+            .lines()
+            .filter(|l| names.iter().any(|n| l.contains(n.as_str())) && l.contains("O_RDWR"))
+            .any(|l| l.contains("O_DIRECT"));
+        assert!(direct_rw, "{tool}: no O_DIRECT open of the file:\n{trace}");
+    }
+}
