@@ -126,3 +126,31 @@ fn atomic_opens_the_file_for_direct_io_as_in_fio() {
         assert!(direct_rw, "{tool}: no O_DIRECT open of the file:\n{trace}");
     }
 }
+
+#[test]
+fn allow_file_create_0_refuses_a_missing_file_as_in_fio() {
+    for tool in ["fio", "drivelab"] {
+        let dir = TempDir::new("fio-no-create");
+        let missing = dir.join("missing");
+        std::fs::write(
+            dir.join("job.fio"),
+            format!(
+                "[j]\nfilename={}\nsize=64k\nrw=write\nallow_file_create=0\n",
+                missing.display()
+            ),
+        )
+        .unwrap();
+        let mut cmd = Command::new(if tool == "fio" { "fio" } else { BIN });
+        if tool == "drivelab" {
+            cmd.arg("run");
+        }
+        let out = cmd.arg(dir.join("job.fio")).output().unwrap();
+        assert!(!out.status.success(), "{tool} ran");
+        assert!(!missing.exists(), "{tool} created the file");
+        if tool == "drivelab" {
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(err.contains("allow_file_create=0"), "{err}");
+        }
+    }
+}

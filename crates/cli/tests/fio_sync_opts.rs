@@ -45,6 +45,8 @@ enum Probe {
     Created(u64, u64),
     /// posix_fadvise calls on the file with this advice.
     Advised(&'static str, u64),
+    /// The file's size, and whether its first MiB is what it held before.
+    Appended(u64),
 }
 
 struct Case {
@@ -182,6 +184,12 @@ const CASES: &[Case] = &[
         opts: "rw=randwrite\nnumber_ios=16",
         before: Before::Missing,
         probe: Probe::ZeroBlocks(240, 256),
+    },
+    Case {
+        name: "file_append writes after the end",
+        opts: "rw=write\nfile_append=1",
+        before: Before::Cached,
+        probe: Probe::Appended(2 * MIB as u64),
     },
     Case {
         name: "create_only lays out and does no I/O",
@@ -334,6 +342,14 @@ fn measure(probe: Probe, ran: &Ran, file: &Path) -> (String, bool) {
         }
         Probe::SyncWrites(n) => within(sync_writes(&ran.trace, file), n, n),
         Probe::Resident(n) => within(resident_pages(file), n, n),
+        Probe::Appended(size) => {
+            let data = std::fs::read(file).unwrap();
+            let kept = data.len() >= MIB && data[..MIB] == random_mib()[..];
+            (
+                format!("size {}, first MiB kept: {kept}", data.len()),
+                data.len() as u64 == size && kept,
+            )
+        }
         Probe::Advised(advice, n) => {
             let got = on_file(&ran.trace, file)
                 .filter(|l| l.contains("fadvise64(") && l.contains(advice))

@@ -522,7 +522,18 @@ fn job_regions(
             )),
             None => t.size / nfiles,
         };
-        let offset = spec.offset.resolve(t.size.max(total));
+        if t.create && !spec.files.allow_create {
+            return Err(PlanError::target(
+                &t.path.display().to_string(),
+                "does not exist, and allow_file_create=0 forbids creating it: create the file or drop allow_file_create",
+            ));
+        }
+        // fio's file_append: the I/O starts at the file's end.
+        let offset = if spec.files.append && !t.is_block {
+            t.existing_size
+        } else {
+            spec.offset.resolve(t.size.max(total))
+        };
         let increment = match spec.offset_increment {
             SizeSpec::Bytes(b) => b,
             // fio aligns a share of the target to the smallest block.
