@@ -219,6 +219,14 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
                     bytes as f64 / secs
                 ));
             }
+            let min_iops = if does { job.spec.rate_iops_min[d] } else { 0 };
+            let ios = o.dirs[d].ios + if d == 1 { o.dirs[2].ios } else { 0 };
+            if min_iops > 0 && secs > 0.0 && (ios as f64 / secs) < min_iops as f64 {
+                o.verify_failure = Some(format!(
+                    "rate_iops_min not met: {name} ran at {:.0} IOPS, below rate_iops_min {min_iops}",
+                    ios as f64 / secs
+                ));
+            }
         }
     }
     Ok(o)

@@ -103,6 +103,8 @@ pub struct JobSpec {
     pub rate_iops_dir: Option<[u64; 2]>,
     /// Smallest average bandwidth per direction (`ratemin`), bytes/s; 0 = none.
     pub ratemin: [u64; 2],
+    /// Smallest average IOPS per direction (`rate_iops_min`); 0 = none.
+    pub rate_iops_min: [u64; 2],
     /// `rate_process=poisson`: exponential gaps between I/Os with the rate's mean.
     pub rate_poisson: bool,
     /// Wait this long after the run starts before starting the job (`startdelay`).
@@ -259,6 +261,7 @@ impl Default for JobSpec {
             rate: [0, 0],
             rate_iops_dir: None,
             ratemin: [0, 0],
+            rate_iops_min: [0, 0],
             rate_poisson: false,
             startdelay: Duration::ZERO,
             description: None,
@@ -778,17 +781,21 @@ impl JobSpec {
                     self.rate_iops_dir = None;
                 }
             }
-            "rate" | "ratemin" => {
+            "rate" | "ratemin" | "rate_iops_min" => {
                 let mut r = [0u64; 2];
                 for (k, d) in per_direction(v).iter().take(2).enumerate() {
                     if let Some(d) = d {
-                        r[k] = parse_bytes(key, d)?;
+                        r[k] = if key == "rate_iops_min" {
+                            parse_uint(key, d, 0, u64::MAX)?
+                        } else {
+                            parse_bytes(key, d)?
+                        };
                     }
                 }
-                if key == "rate" {
-                    self.rate = r;
-                } else {
-                    self.ratemin = r;
+                match key {
+                    "rate" => self.rate = r,
+                    "ratemin" => self.ratemin = r,
+                    _ => self.rate_iops_min = r,
                 }
             }
             "rate_process" => {

@@ -192,6 +192,13 @@ pub const OPTIONS: &[OptionDecl] = &[
         "fail the job when its average bandwidth over the run falls below this, READ[,WRITE] in bytes/s"
     ),
     opt!(
+        "rate_iops_min",
+        [],
+        Text,
+        "0 (none)",
+        "fail the job when its average IOPS over the run falls below this, READ[,WRITE]"
+    ),
+    opt!(
         "rate_process",
         [],
         Text,
@@ -705,6 +712,7 @@ mod tests {
                 "ioengine" => "null",
                 "random_distribution" => "zipf:1.1",
                 "rate" | "ratemin" => "1m,2m",
+                "rate_iops_min" => "10,20",
                 "rate_process" => "poisson",
                 "verify" => "crc32c",
                 "verify_pattern" => "0xaa55",
