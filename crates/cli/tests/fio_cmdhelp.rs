@@ -1,8 +1,9 @@
 //! Every option fio 3.33 lists (`fio --cmdhelp=all`, kept in
 //! `tests/data/fio-3.33-cmdhelp.txt`) is one drivelab knows
-//! (`drivelab_workload::spec::options::lookup`) or one it refuses by a
-//! named rule (`spec::refused::REFUSED`); the installed fio's list is
-//! compared with the kept one, so a different fio is noticed.
+//! (`drivelab_workload::spec::options::lookup`), one it refuses by a
+//! named rule (`spec::refused::REFUSED`), or one of [`PENDING`], the
+//! options still to do, each with what it needs; the installed fio's list
+//! is compared with the kept one, so a different fio is noticed.
 
 use std::process::Command;
 
@@ -43,25 +44,87 @@ fn the_installed_fio_lists_the_kept_options() {
     );
 }
 
+/// fio options drivelab neither knows nor refuses yet, each with what
+/// it needs (issue 29). Any other unknown option fails the test, and so
+/// does one of these once drivelab knows or refuses it (take it off).
+const PENDING: &[(&str, &str)] = &[
+    ("lockfile", "per-file I/O serialisation between jobs"),
+    ("opendir", "the files of a directory tree as targets"),
+    ("bs_unaligned", "block sizes not a multiple of the sector size"),
+    ("rw_sequencer", "identical: N I/Os at one offset (rw=MODE:N reuses offsets)"),
+    ("serialize_overlap", "holding back an I/O overlapping one in flight"),
+    ("offset_align", "alignment of a percentage offset"),
+    ("sync_file_range", "a sync_file_range op in the engines"),
+    ("verify_only", "verify without the write phase"),
+    ("verify_offset", "the verify header moved inside the block"),
+    ("experimental_verify", "verify from the replayed log"),
+    ("verify_state_load", "fio's verify state file"),
+    ("trim_percentage", "trims of written blocks, verified"),
+    ("trim_verify_zero", "trimmed blocks read back as zeroes"),
+    ("trim_backlog", "trims every N writes"),
+    ("trim_backlog_batch", "trims in batches"),
+    ("read_iolog", "fio's iolog v2/v3 on the replay engine"),
+    ("read_iolog_chunked", "read_iolog in chunks"),
+    ("replay_no_stall", "read_iolog"),
+    ("replay_redirect", "read_iolog"),
+    ("replay_scale", "read_iolog"),
+    ("replay_align", "read_iolog"),
+    ("replay_time_scale", "read_iolog"),
+    ("replay_skip", "read_iolog"),
+    ("ioscheduler", "switching the target device's I/O scheduler"),
+    ("zonecapacity", "zonemode=zbd zone capacity below zone size"),
+    ("ignore_zone_limits", "zonemode=zbd open-zone limits"),
+    ("lockmem", "mlock of the given memory for the run"),
+    ("thinktime_blocks_type", "thinktime counted on completions"),
+    ("thinktime_iotime", "thinktime after a time of I/O"),
+    ("rate_cycle", "ratemin/rate_iops_min checked per window"),
+    ("rate_ignore_thinktime", "the rate's clock over thinktime"),
+    ("max_latency", "ending a job on a latency above the limit"),
+    ("write_hint", "F_SET_RW_HINT on the targets"),
+    ("exitall_on_error", "ending every job when one fails"),
+    ("log_entries", "the initial log size (memory only)"),
+    ("log_max_value", "logging the window's maximum, not its mean"),
+    ("log_unix_epoch", "log times since the Unix epoch"),
+    ("log_alternate_epoch", "log times from another clock's epoch"),
+    ("log_alternate_epoch_clock_id", "log_alternate_epoch"),
+    ("block_error_percentiles", "trim and verify error histograms"),
+    ("stats", "a job left out of the statistics"),
+    ("significant_figures", "digits of the text output"),
+    ("unified_rw_reporting", "mixed and both report modes"),
+    ("kb_base", "1000-based units in the text output"),
+    ("unit_base", "bits in the text output"),
+];
+
 #[test]
 fn every_fio_option_is_known_or_refused_by_a_rule() {
     let kept = names(KEPT);
     assert!(kept.len() > 200, "{} options parsed", kept.len());
     let mut unknown = Vec::new();
-    let (mut known, mut refused) = (0, 0);
+    let mut settled = Vec::new();
+    let (mut known, mut refused, mut pending) = (0, 0, 0);
     for n in &kept {
+        let listed = PENDING.iter().any(|(p, _)| p == n);
         match lookup(n) {
+            Ok(_) | Err(SpecError::Refused { .. }) if listed => settled.push(n.clone()),
             Ok(_) => known += 1,
             Err(SpecError::Refused { .. }) => refused += 1,
+            Err(_) if listed => pending += 1,
             Err(e) => unknown.push(format!("{n}: {e}")),
         }
     }
     eprintln!(
-        "{} fio options: {known} known, {refused} refused by a rule, {} unknown",
+        "{} fio options: {known} known, {refused} refused by a rule, {pending} pending, {} unknown",
         kept.len(),
         unknown.len()
     );
     assert!(unknown.is_empty(), "unknown: {unknown:#?}");
+    assert!(
+        settled.is_empty(),
+        "known or refused now, take them off PENDING: {settled:?}"
+    );
+    for (p, _) in PENDING {
+        assert!(kept.iter().any(|n| n == p), "{p} is not fio's");
+    }
     // A refusal names an option fio lists, and one drivelab does not
     // also declare.
     for r in REFUSED {

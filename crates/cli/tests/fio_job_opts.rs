@@ -154,3 +154,23 @@ fn allow_file_create_0_refuses_a_missing_file_as_in_fio() {
         }
     }
 }
+
+#[test]
+fn per_job_logs_0_names_the_logs_without_the_job_number_as_in_fio() {
+    for tool in ["fio", "drivelab"] {
+        for (per_job, want, not) in [
+            ("0", "lg_bw.log", "lg_bw.1.log"),
+            ("1", "lg_bw.1.log", "lg_bw.log"),
+        ] {
+            let dir = TempDir::new("fio-per-job-logs");
+            let data = data_file(dir.path());
+            let job = format!(
+                "[j]\nfilename={}\nsize=64k\nrw=read\nioengine=psync\nwrite_bw_log=lg\nper_job_logs={per_job}\n",
+                data.display()
+            );
+            run(tool, dir.path(), &job, None);
+            assert!(dir.join(want).exists(), "{tool} per_job_logs={per_job}: no {want}");
+            assert!(!dir.join(not).exists(), "{tool} per_job_logs={per_job}: {not}");
+        }
+    }
+}

@@ -75,6 +75,8 @@ pub struct LogSpec {
     pub hist_msec: u64,
     /// `log_hist_coarseness`: 2^N fio buckets per field (0..=6).
     pub hist_coarseness: u32,
+    /// `per_job_logs`: the job's number in the log names (default on).
+    pub per_job: bool,
 }
 
 impl Default for LogSpec {
@@ -91,6 +93,7 @@ impl Default for LogSpec {
             hist: None,
             hist_msec: 0,
             hist_coarseness: 0,
+            per_job: true,
         }
     }
 }
@@ -114,15 +117,24 @@ impl LogSpec {
         }
     }
 
+    /// The file of log `kind` of job number `number` named `job`, when
+    /// `prefix` asks for it: `PREFIX_KIND.N.log`, or `PREFIX_KIND.log`
+    /// without `per_job_logs` (fio's `gen_log_name`).
+    fn path(&self, prefix: &Option<String>, kind: &str, job: &str, number: usize) -> Option<PathBuf> {
+        prefix.as_ref().map(|p| {
+            let prefix = if p.is_empty() { job } else { p.as_str() };
+            PathBuf::from(if self.per_job {
+                format!("{prefix}_{kind}.{number}.log")
+            } else {
+                format!("{prefix}_{kind}.log")
+            })
+        })
+    }
+
     /// The files the logs of job number `number` (from 1) named `job`
     /// write, in the order bw, lat, clat, slat, iops (those asked for).
     pub fn paths(&self, job: &str, number: usize) -> Vec<PathBuf> {
-        let name = |p: &Option<String>, kind: &str| {
-            p.as_ref().map(|p| {
-                let prefix = if p.is_empty() { job } else { p.as_str() };
-                PathBuf::from(format!("{prefix}_{kind}.{number}.log"))
-            })
-        };
+        let name = |p: &Option<String>, kind: &str| self.path(p, kind, job, number);
         let mut v = Vec::new();
         v.extend(name(&self.bw, "bw"));
         for kind in ["lat", "clat", "slat"] {
@@ -249,12 +261,7 @@ impl JobLogs {
         if !spec.any() {
             return Ok(None);
         }
-        let path = |p: &Option<String>, kind: &str| {
-            p.as_ref().map(|p| {
-                let prefix = if p.is_empty() { job } else { p.as_str() };
-                PathBuf::from(format!("{prefix}_{kind}.{number}.log"))
-            })
-        };
+        let path = |p: &Option<String>, kind: &str| spec.path(p, kind, job, number);
         let open = |p: Option<PathBuf>| p.map(create).transpose();
         let logs = JobLogs {
             bw: open(path(&spec.bw, "bw"))?,

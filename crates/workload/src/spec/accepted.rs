@@ -3,8 +3,10 @@
 //! differently, or because drivelab already does it: the help of each row
 //! says which. Their values are checked as fio checks them (a flag, a
 //! number in its bounds, one of its words), so a job file fio refuses is
-//! refused here too. One family ([`Accepted`]); the options that change
-//! the I/O or the report are declared with their own families.
+//! refused here too; an option whose other values drivelab cannot honour
+//! (`allow_mounted_write`, `log_store_compressed`) takes only 0. One
+//! family ([`Accepted`]); the options that change the I/O or the report
+//! are declared with their own families.
 
 use crate::spec::decl::{opt, OptionDecl, OptionKind};
 use crate::spec::family::OptionFamily;
@@ -83,6 +85,27 @@ impl Accepted {
             "0 only: drivelab's claim refuses to write a mounted device or partition whatever the options (fio writes one with 1)"
         ),
         opt!(
+            "log_compression",
+            [],
+            Size,
+            "0",
+            "accepted: fio compresses its in-memory log entries in chunks of this size and writes the same log files; drivelab streams its log entries to the files as it goes"
+        ),
+        opt!(
+            "log_compression_cpus",
+            [],
+            Text,
+            "",
+            "accepted: the CPUs of fio's log compression threads (see log_compression); drivelab has none"
+        ),
+        opt!(
+            "log_store_compressed",
+            [],
+            Bool,
+            "0",
+            "0 only: drivelab writes its logs as text, never fio's zlib-compressed .fz files"
+        ),
+        opt!(
             "verify_state_save",
             [],
             Bool,
@@ -103,11 +126,16 @@ impl OptionFamily for Accepted {
         };
         match d.kind {
             OptionKind::Bool => {
-                if parse_flag(key, v)? && key == "allow_mounted_write" {
+                let why = match key {
+                    "allow_mounted_write" => "drivelab never writes a mounted device or partition (its claim refuses one)",
+                    "log_store_compressed" => "drivelab writes its logs as text, not as fio's .fz files",
+                    _ => "",
+                };
+                if parse_flag(key, v)? && !why.is_empty() {
                     return Err(SpecError::BadValue {
                         key: key.to_string(),
                         value: v.to_string(),
-                        expect: "0: drivelab never writes a mounted device or partition (its claim refuses one)".to_string(),
+                        expect: format!("0: {why}"),
                     });
                 }
             }

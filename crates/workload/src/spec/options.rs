@@ -498,6 +498,13 @@ pub const OPTIONS: &[OptionDecl] = &[
         "ms"
     ),
     opt!(
+        "per_job_logs",
+        [],
+        Bool,
+        "1",
+        "name the log files PREFIX_KIND.N.log with the job's number (0: PREFIX_KIND.log, shared by jobs of the same prefix)"
+    ),
+    opt!(
         "log_offset",
         [],
         Bool,
@@ -748,7 +755,7 @@ mod tests {
                 "fadvise_hint" => "random",
                 "nice" => "1",
                 "mem" => "mmaphuge",
-                "allow_mounted_write" => "0",
+                "allow_mounted_write" | "log_store_compressed" => "0",
                 "cpus_allowed" => "0",
                 "cpumask" => "1",
                 "cpus_allowed_policy" => "split",
