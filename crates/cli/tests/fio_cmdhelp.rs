@@ -50,9 +50,18 @@ fn the_installed_fio_lists_the_kept_options() {
 const PENDING: &[(&str, &str)] = &[
     ("lockfile", "per-file I/O serialisation between jobs"),
     ("opendir", "the files of a directory tree as targets"),
-    ("bs_unaligned", "block sizes not a multiple of the sector size"),
-    ("rw_sequencer", "identical: N I/Os at one offset (rw=MODE:N reuses offsets)"),
-    ("serialize_overlap", "holding back an I/O overlapping one in flight"),
+    (
+        "bs_unaligned",
+        "block sizes not a multiple of the sector size",
+    ),
+    (
+        "rw_sequencer",
+        "identical: N I/Os at one offset (rw=MODE:N reuses offsets)",
+    ),
+    (
+        "serialize_overlap",
+        "holding back an I/O overlapping one in flight",
+    ),
     ("offset_align", "alignment of a percentage offset"),
     ("sync_file_range", "a sync_file_range op in the engines"),
     ("verify_only", "verify without the write phase"),
@@ -83,11 +92,20 @@ const PENDING: &[(&str, &str)] = &[
     ("write_hint", "F_SET_RW_HINT on the targets"),
     ("exitall_on_error", "ending every job when one fails"),
     ("log_entries", "the initial log size (memory only)"),
-    ("log_max_value", "logging the window's maximum, not its mean"),
+    (
+        "log_max_value",
+        "logging the window's maximum, not its mean",
+    ),
     ("log_unix_epoch", "log times since the Unix epoch"),
-    ("log_alternate_epoch", "log times from another clock's epoch"),
+    (
+        "log_alternate_epoch",
+        "log times from another clock's epoch",
+    ),
     ("log_alternate_epoch_clock_id", "log_alternate_epoch"),
-    ("block_error_percentiles", "trim and verify error histograms"),
+    (
+        "block_error_percentiles",
+        "trim and verify error histograms",
+    ),
     ("stats", "a job left out of the statistics"),
     ("significant_figures", "digits of the text output"),
     ("unified_rw_reporting", "mixed and both report modes"),

@@ -169,8 +169,14 @@ fn per_job_logs_0_names_the_logs_without_the_job_number_as_in_fio() {
                 data.display()
             );
             run(tool, dir.path(), &job, None);
-            assert!(dir.join(want).exists(), "{tool} per_job_logs={per_job}: no {want}");
-            assert!(!dir.join(not).exists(), "{tool} per_job_logs={per_job}: {not}");
+            assert!(
+                dir.join(want).exists(),
+                "{tool} per_job_logs={per_job}: no {want}"
+            );
+            assert!(
+                !dir.join(not).exists(),
+                "{tool} per_job_logs={per_job}: {not}"
+            );
         }
     }
 }

@@ -253,10 +253,12 @@ fn run(tool: &str, dir: &TempDir, case: &Case) -> Ran {
     .unwrap();
     let trace = dir.join(&format!("{tool}.trace"));
     let mut cmd = Command::new("strace");
-    cmd.args(["-f", "-qq", "-y", "-s", "0", "-o"]).arg(&trace).args([
-        "-e",
-        "trace=fsync,fdatasync,openat,pwrite64,pwritev2,fadvise64",
-    ]);
+    cmd.args(["-f", "-qq", "-y", "-s", "0", "-o"])
+        .arg(&trace)
+        .args([
+            "-e",
+            "trace=fsync,fdatasync,openat,pwrite64,pwritev2,fadvise64",
+        ]);
     if tool == "fio" {
         cmd.args(["fio", "--output-format=json"]);
     } else {
@@ -292,7 +294,11 @@ fn on_file<'a>(trace: &'a str, file: &Path) -> impl Iterator<Item = &'a str> {
 
 fn count(trace: &str, file: &Path, call: &str) -> u64 {
     on_file(trace, file)
-        .filter(|l| l.split_whitespace().nth(1).is_some_and(|c| c.starts_with(call)))
+        .filter(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .is_some_and(|c| c.starts_with(call))
+        })
         .count() as u64
 }
 
@@ -301,7 +307,9 @@ fn count(trace: &str, file: &Path, call: &str) -> u64 {
 /// or RWF_DSYNC.
 fn sync_writes(trace: &str, file: &Path) -> u64 {
     let sync_open = on_file(trace, file).any(|l| {
-        l.contains("openat(") && (l.contains("O_DSYNC") || l.contains("O_SYNC")) && l.contains("O_RDWR")
+        l.contains("openat(")
+            && (l.contains("O_DSYNC") || l.contains("O_SYNC"))
+            && l.contains("O_RDWR")
     });
     on_file(trace, file)
         .filter(|l| l.contains("pwrite64(") || l.contains("pwritev2("))

@@ -219,22 +219,23 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             target_names: Vec::new(),
             // refill_buffers: the filler with no dedupe or compression
             // gives every write new random data.
-            dedupe: ((spec.errkeys.dedupe.active() || spec.buffers.refill) && job.verify.is_none()).then(|| {
-                crate::job::dedupe::DedupeSetup {
-                    spec: spec.errkeys.dedupe,
-                    min_write: spec.min_bs(),
-                    size: job
-                        .io_limit
-                        .unwrap_or_else(|| job.regions.iter().map(|r| r.end - r.start).sum()),
-                    index: number.saturating_sub(1),
-                    // The run's other jobs are filled in by the runner
-                    // (`dedupe_global`).
-                    states: (1..=number)
-                        .map(|n| crate::job::dedupe::job_state(spec.randseed, n))
-                        .collect(),
-                    seed: crate::job::dedupe::job_state(spec.randseed ^ 0x5eed, number),
-                }
-            }),
+            dedupe: ((spec.errkeys.dedupe.active() || spec.buffers.refill) && job.verify.is_none())
+                .then(|| {
+                    crate::job::dedupe::DedupeSetup {
+                        spec: spec.errkeys.dedupe,
+                        min_write: spec.min_bs(),
+                        size: job
+                            .io_limit
+                            .unwrap_or_else(|| job.regions.iter().map(|r| r.end - r.start).sum()),
+                        index: number.saturating_sub(1),
+                        // The run's other jobs are filled in by the runner
+                        // (`dedupe_global`).
+                        states: (1..=number)
+                            .map(|n| crate::job::dedupe::job_state(spec.randseed, n))
+                            .collect(),
+                        seed: crate::job::dedupe::job_state(spec.randseed ^ 0x5eed, number),
+                    }
+                }),
         },
 
         // Joined by the job's thread while it sets up (see run_one).

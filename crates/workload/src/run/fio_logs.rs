@@ -120,7 +120,13 @@ impl LogSpec {
     /// The file of log `kind` of job number `number` named `job`, when
     /// `prefix` asks for it: `PREFIX_KIND.N.log`, or `PREFIX_KIND.log`
     /// without `per_job_logs` (fio's `gen_log_name`).
-    fn path(&self, prefix: &Option<String>, kind: &str, job: &str, number: usize) -> Option<PathBuf> {
+    fn path(
+        &self,
+        prefix: &Option<String>,
+        kind: &str,
+        job: &str,
+        number: usize,
+    ) -> Option<PathBuf> {
         prefix.as_ref().map(|p| {
             let prefix = if p.is_empty() { job } else { p.as_str() };
             PathBuf::from(if self.per_job {

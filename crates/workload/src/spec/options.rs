@@ -587,7 +587,10 @@ pub const FAMILIES: &[(&str, &[OptionDecl])] = &[
     ("report", crate::run::report_opts::ReportOpts::OPTIONS),
     ("CPU placement", crate::job::cpus::CpuOpts::OPTIONS),
     ("write buffers", crate::job::buffers::BufOpts::OPTIONS),
-    ("commands around the job", crate::run::exec_hooks::ExecHooks::OPTIONS),
+    (
+        "commands around the job",
+        crate::run::exec_hooks::ExecHooks::OPTIONS,
+    ),
 ];
 
 /// Every declared option: [`OPTIONS`], each family's ([`FAMILIES`]), then

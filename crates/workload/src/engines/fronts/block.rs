@@ -61,7 +61,9 @@ pub static PSYNC: PsyncFront = PsyncFront;
 
 impl EngineFront for PsyncFront {
     fn names(&self) -> &'static [&'static str] {
-        &["psync", "sync", "vsync", "pvsync", "pvsync2", "mmap", "splice"]
+        &[
+            "psync", "sync", "vsync", "pvsync", "pvsync2", "mmap", "splice",
+        ]
     }
 
     fn choose(&self, spec: &mut crate::JobSpec, name: &str) {

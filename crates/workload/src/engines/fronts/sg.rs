@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 
-
 use crate::engines::front::EngineFront;
 use crate::job::outcome::JobOutcome;
 use crate::plan::model::{PlanError, PlannedTarget};

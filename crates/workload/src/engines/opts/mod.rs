@@ -204,7 +204,7 @@ mod tests {
                 "{} is in the general table too",
                 d.name
             );
-            assert_eq!(block_of(d.name).map(|b| b.options.len() > 0), Some(true));
+            assert_eq!(block_of(d.name).map(|b| !b.options.is_empty()), Some(true));
             seen.push(d.name);
         }
     }
