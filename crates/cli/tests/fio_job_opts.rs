@@ -180,3 +180,34 @@ fn per_job_logs_0_names_the_logs_without_the_job_number_as_in_fio() {
         }
     }
 }
+
+#[test]
+fn rate_iops_min_fails_a_job_below_it() {
+    // drivelab holds the run's average to it, as its ratemin; fio 3.33
+    // checks per rate_cycle and, on this job, stops after one I/O
+    // without an error (so fio is not run here).
+    let dir = TempDir::new("rate-iops-min");
+    let data = data_file(dir.path());
+    for (min, ok) in [("500", false), ("5", true)] {
+        let out = Command::new(BIN)
+            .args([
+                "run",
+                "--name=j",
+                &format!("--filename={}", data.display()),
+                "--size=1m",
+                "--rw=read",
+                "--ioengine=psync",
+                "--thinktime=20ms",
+                "--runtime=1",
+                "--time_based",
+                &format!("--rate_iops_min={min}"),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.success(), ok, "rate_iops_min={min}: {err}");
+        if !ok {
+            assert!(err.contains("rate_iops_min not met: read ran at"), "{err}");
+        }
+    }
+}

@@ -211,21 +211,18 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
         for (d, name) in [(0usize, "read"), (1, "write")] {
             // Only a direction the job does is held to its minimum.
             let does = if d == 0 { read_pct > 0 } else { read_pct < 100 };
-            let min = if does { job.spec.ratemin[d] } else { 0 };
             let bytes = o.dirs[d].bytes + if d == 1 { o.dirs[2].bytes } else { 0 };
-            if min > 0 && secs > 0.0 && (bytes as f64 / secs) < min as f64 {
-                o.verify_failure = Some(format!(
-                    "ratemin not met: {name} ran at {:.0} bytes/s, below ratemin {min} bytes/s",
-                    bytes as f64 / secs
-                ));
-            }
-            let min_iops = if does { job.spec.rate_iops_min[d] } else { 0 };
             let ios = o.dirs[d].ios + if d == 1 { o.dirs[2].ios } else { 0 };
-            if min_iops > 0 && secs > 0.0 && (ios as f64 / secs) < min_iops as f64 {
-                o.verify_failure = Some(format!(
-                    "rate_iops_min not met: {name} ran at {:.0} IOPS, below rate_iops_min {min_iops}",
-                    ios as f64 / secs
-                ));
+            for (key, min, done, unit) in [
+                ("ratemin", job.spec.ratemin[d], bytes, " bytes/s"),
+                ("rate_iops_min", job.spec.rate_iops_min[d], ios, " IOPS"),
+            ] {
+                let rate = done as f64 / secs;
+                if does && min > 0 && secs > 0.0 && rate < min as f64 {
+                    o.verify_failure = Some(format!(
+                        "{key} not met: {name} ran at {rate:.0}{unit}, below {key} {min}{unit}"
+                    ));
+                }
             }
         }
     }
