@@ -245,50 +245,66 @@ impl EngineOpts {
         Ok(())
     }
 
-    /// The io_uring_cmd engine's options.
-    pub fn ucmd(&self, engine: &str) -> UcmdOptions {
+    /// The block as fio's `engine` sees it: each option it does not take
+    /// at its default, so that a key inherited from a `[global]` of
+    /// another engine does nothing, as in fio.
+    fn taken_by(&self, engine: &str) -> EngineOpts {
         let on = |key| takes(engine).contains(&key);
-        UcmdOptions {
+        let d = EngineOpts::default();
+        EngineOpts {
             hipri: self.hipri && on("hipri"),
             fixedbufs: self.fixedbufs && on("fixedbufs"),
             registerfiles: self.registerfiles && on("registerfiles"),
             sqthread_poll: self.sqthread_poll && on("sqthread_poll"),
             sqthread_poll_cpu: self.sqthread_poll_cpu.filter(|_| on("sqthread_poll_cpu")),
             nonvectored: self.nonvectored && on("nonvectored"),
-            force_async: if on("force_async") {
-                self.force_async
-            } else {
-                0
-            },
-        }
-    }
-
-    /// The io_uring engine's options (libaio's `nowait` too) for fio's
-    /// `engine`: only the ones it takes (a key inherited from a
-    /// `[global]` of another engine does nothing, as in fio).
-    pub fn uring(&self, engine: &str) -> UringOptions {
-        let on = |key| takes(engine).contains(&key);
-        UringOptions {
-            hipri: self.hipri && on("hipri"),
-            sqthread_poll: self.sqthread_poll && on("sqthread_poll"),
-            sqthread_poll_cpu: self.sqthread_poll_cpu.filter(|_| on("sqthread_poll_cpu")),
             nowait: self.nowait && on("nowait"),
             force_async: if on("force_async") {
                 self.force_async
             } else {
-                0
+                d.force_async
             },
-        }
-    }
-
-    /// The psync engine's flags (pvsync2's `hipri` and `nowait`) for fio's
-    /// `engine`: only the ones it takes.
-    pub fn psync(&self, engine: &str) -> PsyncOptions {
-        let on = |key| takes(engine).contains(&key);
-        PsyncOptions {
-            hipri: self.hipri && on("hipri"),
-            nowait: self.nowait && on("nowait"),
+            userspace_reap: self.userspace_reap && on("userspace_reap"),
             hipri_percentage: self.hipri_percentage.filter(|_| on("hipri_percentage")),
+            set: Vec::new(),
+        }
+    }
+
+    /// The io_uring_cmd engine's options, as fio's `engine` takes them.
+    pub fn ucmd(&self, engine: &str) -> UcmdOptions {
+        let o = self.taken_by(engine);
+        UcmdOptions {
+            hipri: o.hipri,
+            fixedbufs: o.fixedbufs,
+            registerfiles: o.registerfiles,
+            sqthread_poll: o.sqthread_poll,
+            sqthread_poll_cpu: o.sqthread_poll_cpu,
+            nonvectored: o.nonvectored,
+            force_async: o.force_async,
+        }
+    }
+
+    /// The io_uring engine's options (libaio's `nowait` too), as fio's
+    /// `engine` takes them.
+    pub fn uring(&self, engine: &str) -> UringOptions {
+        let o = self.taken_by(engine);
+        UringOptions {
+            hipri: o.hipri,
+            sqthread_poll: o.sqthread_poll,
+            sqthread_poll_cpu: o.sqthread_poll_cpu,
+            nowait: o.nowait,
+            force_async: o.force_async,
+        }
+    }
+
+    /// The psync engine's flags (pvsync2's `hipri`, `hipri_percentage`
+    /// and `nowait`), as fio's `engine` takes them.
+    pub fn psync(&self, engine: &str) -> PsyncOptions {
+        let o = self.taken_by(engine);
+        PsyncOptions {
+            hipri: o.hipri,
+            nowait: o.nowait,
+            hipri_percentage: o.hipri_percentage,
         }
     }
 }

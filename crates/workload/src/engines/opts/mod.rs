@@ -204,7 +204,7 @@ mod tests {
                 "{} is in the general table too",
                 d.name
             );
-            assert_eq!(block_of(d.name).map(|b| !b.options.is_empty()), Some(true));
+            assert!(block_of(d.name).is_some_and(|b| b.options.iter().any(|o| o.name == d.name)));
             seen.push(d.name);
         }
     }
