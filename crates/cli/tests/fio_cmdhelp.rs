@@ -96,7 +96,6 @@ const PENDING: &[(&str, &str)] = &[
         "log_max_value",
         "logging the window's maximum, not its mean",
     ),
-    ("log_unix_epoch", "log times since the Unix epoch"),
     (
         "log_alternate_epoch",
         "log times from another clock's epoch",

@@ -211,3 +211,44 @@ fn rate_iops_min_fails_a_job_below_it() {
         }
     }
 }
+
+#[test]
+fn log_unix_epoch_stamps_the_logs_in_unix_time_as_in_fio() {
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    for tool in ["fio", "drivelab"] {
+        for epoch in ["0", "1"] {
+            let dir = TempDir::new("fio-log-epoch");
+            let data = data_file(dir.path());
+            let job = format!(
+                "[j]\nfilename={}\nsize=64k\nrw=read\nioengine=psync\nwrite_bw_log=lg\nlog_unix_epoch={epoch}\n",
+                data.display()
+            );
+            let before = now_ms();
+            run(tool, dir.path(), &job, None);
+            let after = now_ms();
+            let log = std::fs::read_to_string(dir.join("lg_bw.1.log")).unwrap();
+            let t: u64 = log
+                .lines()
+                .next()
+                .and_then(|l| l.split(',').next())
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or_else(|| panic!("{tool}: {log}"));
+            if epoch == "1" {
+                assert!(
+                    (before..=after).contains(&t),
+                    "{tool}: {t} not in {before}..={after}"
+                );
+            } else {
+                assert!(
+                    t < after - before + 1000,
+                    "{tool}: {t} is not from the job's start"
+                );
+            }
+        }
+    }
+}

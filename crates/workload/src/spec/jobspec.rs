@@ -949,6 +949,7 @@ impl JobSpec {
             "log_avg_msec" => self.logs.avg_msec = parse_declared(key, v)?,
             "log_offset" => self.logs.offset = parse_flag(key, v)?,
             "per_job_logs" => self.logs.per_job = parse_flag(key, v)?,
+            "log_unix_epoch" => self.logs.unix_epoch = parse_flag(key, v)?,
             "log_hist_msec" => self.logs.hist_msec = parse_declared(key, v)?,
             "log_hist_coarseness" => self.logs.hist_coarseness = parse_declared(key, v)? as u32,
             "log_prio" => self.logs.prio = parse_flag(key, v)?,

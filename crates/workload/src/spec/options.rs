@@ -505,6 +505,13 @@ pub const OPTIONS: &[OptionDecl] = &[
         "name the log files PREFIX_KIND.N.log with the job's number (0: PREFIX_KIND.log, shared by jobs of the same prefix)"
     ),
     opt!(
+        "log_unix_epoch",
+        [],
+        Bool,
+        "0",
+        "log times in ms since the Unix epoch instead of since the job started"
+    ),
+    opt!(
         "log_offset",
         [],
         Bool,
