@@ -88,7 +88,6 @@ const PENDING: &[(&str, &str)] = &[
     ("thinktime_iotime", "thinktime after a time of I/O"),
     ("rate_cycle", "ratemin/rate_iops_min checked per window"),
     ("rate_ignore_thinktime", "the rate's clock over thinktime"),
-    ("max_latency", "ending a job on a latency above the limit"),
     ("write_hint", "F_SET_RW_HINT on the targets"),
     ("exitall_on_error", "ending every job when one fails"),
     ("log_entries", "the initial log size (memory only)"),

@@ -252,3 +252,39 @@ fn log_unix_epoch_stamps_the_logs_in_unix_time_as_in_fio() {
         }
     }
 }
+
+#[test]
+fn max_latency_ends_the_job_with_etimedout_as_in_fio() {
+    for tool in ["fio", "drivelab"] {
+        for (max, error, ios) in [("1us", 110, 1), ("10s", 0, 16)] {
+            let dir = TempDir::new("fio-max-latency");
+            let data = data_file(dir.path());
+            std::fs::write(
+                dir.join("job.fio"),
+                format!(
+                    "[j]\nfilename={}\nsize=64k\nrw=read\nioengine=psync\ndirect=0\nmax_latency={max}\n",
+                    data.display()
+                ),
+            )
+            .unwrap();
+            let mut cmd = Command::new(if tool == "fio" { "fio" } else { BIN });
+            if tool == "drivelab" {
+                cmd.arg("run");
+            }
+            let out = cmd
+                .arg("--output-format=json")
+                .arg(dir.join("job.fio"))
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let json: Value = stdout
+                .find('{')
+                .and_then(|at| serde_json::from_str(&stdout[at..]).ok())
+                .unwrap_or_else(|| panic!("{tool}: {stdout}"));
+            let j = &json["jobs"][0];
+            assert_eq!(j["error"].as_u64(), Some(error), "{tool} max_latency={max}");
+            assert_eq!(j["read"]["total_ios"].as_u64(), Some(ios), "{tool} {max}");
+            assert_eq!(out.status.success(), error == 0, "{tool} {max}");
+        }
+    }
+}

@@ -238,6 +238,24 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     /// A periodic sync is due: N writes since the last, and another I/O
     /// to come (fio asks for its sync before the next I/O, so a job whose
     /// budget ends on the Nth write ends without it).
+    /// fio's `lat_fatal`: "max latency exceeded", the job ends with
+    /// ETIMEDOUT on this I/O.
+    fn lat_fatal(&mut self, io: &IoDesc) {
+        self.fatal = true;
+        if self.errors.len() < MAX_ERRORS {
+            self.errors.push(IoFailure {
+                op: io.op,
+                target: io.target,
+                offset: io.offset,
+                len: io.len,
+                errno: libc::ETIMEDOUT,
+                passed: false,
+                unreadable: None,
+                detail: None,
+            });
+        }
+    }
+
     fn sync_due(&self) -> bool {
         self.cfg.fsync_every > 0
             && self.writes_since_sync >= self.cfg.fsync_every
@@ -776,26 +794,18 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 }
             }
         }
+        if self.measuring && !io.op.is_sync() {
+            // fio's max_latency: the job ends with ETIMEDOUT.
+            let max = self.cfg.lat.max_ns[io.op.index().min(2)];
+            if max > 0 && d.latency() > max {
+                self.lat_fatal(&io);
+            }
+        }
         if self.measuring && !io.op.is_sync() && self.lat_drain.is_none() {
             if let Some(ls) = self.lat.as_mut() {
                 match ls.completed(d.latency()) {
                     LatStep::Go => {}
-                    LatStep::Fatal => {
-                        // fio: "max latency exceeded", ETIMEDOUT.
-                        self.fatal = true;
-                        if self.errors.len() < MAX_ERRORS {
-                            self.errors.push(IoFailure {
-                                op: io.op,
-                                target: io.target,
-                                offset: io.offset,
-                                len: io.len,
-                                errno: libc::ETIMEDOUT,
-                                passed: false,
-                                unreadable: None,
-                                detail: None,
-                            });
-                        }
-                    }
+                    LatStep::Fatal => self.lat_fatal(&io),
                     s => self.lat_drain = Some(s),
                 }
             }
