@@ -89,7 +89,6 @@ const PENDING: &[(&str, &str)] = &[
     ("rate_cycle", "ratemin/rate_iops_min checked per window"),
     ("rate_ignore_thinktime", "the rate's clock over thinktime"),
     ("write_hint", "F_SET_RW_HINT on the targets"),
-    ("exitall_on_error", "ending every job when one fails"),
     ("log_entries", "the initial log size (memory only)"),
     (
         "log_max_value",

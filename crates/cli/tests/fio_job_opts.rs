@@ -288,3 +288,46 @@ fn max_latency_ends_the_job_with_etimedout_as_in_fio() {
         }
     }
 }
+
+#[test]
+fn exitall_on_error_ends_the_other_jobs_when_one_fails_as_in_fio() {
+    // Job a fails on its first I/O (max_latency=1us: ETIMEDOUT); job b
+    // reads for 3 s unless a's error ends it.
+    for tool in ["fio", "drivelab"] {
+        for on_error in ["1", "0"] {
+            let dir = TempDir::new("fio-exitall-on-error");
+            let data = data_file(dir.path());
+            std::fs::write(
+                dir.join("job.fio"),
+                format!(
+                    "[global]\nfilename={}\nsize=64k\nrw=read\nioengine=psync\ndirect=0\n[a]\nmax_latency=1us\nexitall_on_error={on_error}\n[b]\ntime_based\nruntime=3s\n",
+                    data.display()
+                ),
+            )
+            .unwrap();
+            let mut cmd = Command::new(if tool == "fio" { "fio" } else { BIN });
+            if tool == "drivelab" {
+                cmd.arg("run");
+            }
+            let out = cmd
+                .arg("--output-format=json")
+                .arg(dir.join("job.fio"))
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let json: Value = stdout
+                .find('{')
+                .and_then(|at| serde_json::from_str(&stdout[at..]).ok())
+                .unwrap_or_else(|| panic!("{tool}: {stdout}"));
+            let jobs = json["jobs"].as_array().unwrap();
+            let b = jobs.iter().find(|j| j["jobname"] == "b").unwrap();
+            let ms = b["read"]["runtime"].as_u64().unwrap();
+            assert_eq!(jobs[0]["error"].as_u64(), Some(110), "{tool}");
+            if on_error == "1" {
+                assert!(ms < 2000, "{tool}: b ran {ms} ms after a failed");
+            } else {
+                assert!(ms >= 2900, "{tool}: b ran only {ms} ms");
+            }
+        }
+    }
+}

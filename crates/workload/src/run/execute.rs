@@ -674,7 +674,11 @@ fn spawn_jobs<'s, 'e: 's>(
                 if let Some(c) = cell {
                     c.finish(r.as_ref().ok());
                 }
-                if job.spec.exit.exitall {
+                // exitall, or exitall_on_error and the job failed.
+                let failed = r.as_ref().map_or(true, |o| {
+                    o.verify_failure.is_some() || o.errors.iter().any(|e| !e.passed)
+                });
+                if job.spec.exit.exitall || (job.spec.exit.on_error && failed) {
                     flags.finished(job, all_end);
                 }
                 finished[i].store(true, Ordering::Release);
