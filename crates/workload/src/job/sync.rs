@@ -128,14 +128,14 @@ impl SyncOpts {
             [],
             Bool,
             "0",
-            "fsync every file the job wrote when its I/O is done"
+            "fsync every file the job wrote when its I/O is done (not under openfiles)"
         ),
         opt!(
             "fsync_on_close",
             [],
             Bool,
             "0",
-            "fsync a file the job wrote when it is closed (drivelab closes each at the end of the job)"
+            "fsync a file the job wrote when it is closed (drivelab closes each at the end of the job; not under openfiles)"
         ),
         opt!(
             "sync",

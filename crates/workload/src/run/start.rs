@@ -156,7 +156,11 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
         )?,
         None => run_job(engine, cfg, now_ns(), stop, progress)?,
     };
-    end_sync(engine, job, &mut o, stop)?;
+    // Under openfiles the open set closes files as it goes, so the end
+    // sync would meet closed ones: only jobs that keep every file open.
+    if !cfg.lazy_files {
+        end_sync(engine, job, &mut o, stop)?;
+    }
     let clean = o.errors.iter().all(|e| e.passed)
         && o.verify_failure.is_none()
         && !o.verify_stopped
