@@ -49,6 +49,22 @@ fn run(tool: &str, dir: &Path, job: &str, trace: Option<&str>) -> (Value, String
     (json, std::fs::read_to_string(&log).unwrap_or_default())
 }
 
+/// Run job file `job` under `tool`, which may fail: (its JSON, whether
+/// it exited 0).
+fn run_failing(tool: &str, job: &Path) -> (Value, bool) {
+    let mut cmd = Command::new(if tool == "fio" { "fio" } else { BIN });
+    if tool == "drivelab" {
+        cmd.arg("run");
+    }
+    let out = cmd.arg("--output-format=json").arg(job).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = stdout
+        .find('{')
+        .and_then(|at| serde_json::from_str(&stdout[at..]).ok())
+        .unwrap_or_else(|| panic!("{tool}: {stdout}"));
+    (json, out.status.success())
+}
+
 fn data_file(dir: &Path) -> std::path::PathBuf {
     let f = dir.join("data");
     std::fs::write(&f, vec![0x5au8; 1 << 20]).unwrap();
@@ -267,24 +283,11 @@ fn max_latency_ends_the_job_with_etimedout_as_in_fio() {
                 ),
             )
             .unwrap();
-            let mut cmd = Command::new(if tool == "fio" { "fio" } else { BIN });
-            if tool == "drivelab" {
-                cmd.arg("run");
-            }
-            let out = cmd
-                .arg("--output-format=json")
-                .arg(dir.join("job.fio"))
-                .output()
-                .unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            let json: Value = stdout
-                .find('{')
-                .and_then(|at| serde_json::from_str(&stdout[at..]).ok())
-                .unwrap_or_else(|| panic!("{tool}: {stdout}"));
+            let (json, ok) = run_failing(tool, &dir.join("job.fio"));
             let j = &json["jobs"][0];
             assert_eq!(j["error"].as_u64(), Some(error), "{tool} max_latency={max}");
             assert_eq!(j["read"]["total_ios"].as_u64(), Some(ios), "{tool} {max}");
-            assert_eq!(out.status.success(), error == 0, "{tool} {max}");
+            assert_eq!(ok, error == 0, "{tool} {max}");
         }
     }
 }
@@ -305,20 +308,8 @@ fn exitall_on_error_ends_the_other_jobs_when_one_fails_as_in_fio() {
                 ),
             )
             .unwrap();
-            let mut cmd = Command::new(if tool == "fio" { "fio" } else { BIN });
-            if tool == "drivelab" {
-                cmd.arg("run");
-            }
-            let out = cmd
-                .arg("--output-format=json")
-                .arg(dir.join("job.fio"))
-                .output()
-                .unwrap();
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            let json: Value = stdout
-                .find('{')
-                .and_then(|at| serde_json::from_str(&stdout[at..]).ok())
-                .unwrap_or_else(|| panic!("{tool}: {stdout}"));
+            let (json, ok) = run_failing(tool, &dir.join("job.fio"));
+            assert!(!ok, "{tool}: job a failed, so does the run");
             let jobs = json["jobs"].as_array().unwrap();
             let b = jobs.iter().find(|j| j["jobname"] == "b").unwrap();
             let ms = b["read"]["runtime"].as_u64().unwrap();

@@ -242,16 +242,21 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     /// ETIMEDOUT on this I/O.
     fn lat_fatal(&mut self, io: &IoDesc) {
         self.fatal = true;
+        self.keep_failure(io, libc::ETIMEDOUT, false, None);
+    }
+
+    /// Keep a failed I/O among the first [`MAX_ERRORS`].
+    fn keep_failure(&mut self, io: &IoDesc, errno: i32, passed: bool, detail: Option<&str>) {
         if self.errors.len() < MAX_ERRORS {
             self.errors.push(IoFailure {
                 op: io.op,
                 target: io.target,
                 offset: io.offset,
                 len: io.len,
-                errno: libc::ETIMEDOUT,
-                passed: false,
+                errno,
+                passed,
                 unreadable: None,
-                detail: None,
+                detail: detail.map(str::to_string),
             });
         }
     }
@@ -964,18 +969,7 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
             self.failed_writes.push(io);
         }
         self.cfg.extras.report_io_error(&io, errno, passed);
-        if self.errors.len() < MAX_ERRORS {
-            self.errors.push(IoFailure {
-                op: io.op,
-                target: io.target,
-                offset: io.offset,
-                len: io.len,
-                errno,
-                passed,
-                unreadable: None,
-                detail: detail.map(str::to_string),
-            });
-        }
+        self.keep_failure(&io, errno, passed, detail);
         // fio counts a failed I/O in total_ios (and its IOPS), not in
         // the bytes moved or the latencies.
         if self.measuring {
