@@ -167,3 +167,64 @@ fn fio_plot_graphs_drivelab_logs() {
     assert_eq!(code, 0, "{out}");
     assert!(is_png(&png), "{out}");
 }
+
+#[test]
+fn fio_plot_draws_drivelab_json_beside_fio_json() {
+    let dir = TempDir::new("consumer-fio-plot-json");
+    let data = dir.join("data.bin");
+    let fp = fio_plot().display().to_string();
+    let mut drawn = Vec::new();
+    for (tool, prog) in [("fio", "fio"), ("drivelab", BIN)] {
+        let sub = dir.join(tool);
+        std::fs::create_dir(&sub).unwrap();
+        // fio-plot reads every JSON of the folder and picks the jobs by
+        // their `job options` (rw, iodepth, numjobs).
+        let json = sub.join("randread-1-1.json");
+        let mut args = vec![
+            "--name=job".to_string(),
+            format!("--filename={}", data.display()),
+            "--size=1m".to_string(),
+            "--rw=randread".to_string(),
+            "--bs=4k".to_string(),
+            "--iodepth=1".to_string(),
+            "--numjobs=1".to_string(),
+            "--output-format=json".to_string(),
+            format!("--output={}", json.display()),
+        ];
+        if tool == "drivelab" {
+            args.insert(0, "run".to_string());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out) = run_in(dir.path(), prog, &args);
+        assert_eq!(code, 0, "{tool}: {out}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let version = v["fio version"].as_str().unwrap_or("").to_string();
+        let png = dir.join(&format!("{tool}.png"));
+        let (code, out) = run_in(
+            dir.path(),
+            &fp,
+            &[
+                "-i",
+                &sub.display().to_string(),
+                "-T",
+                tool,
+                "-l",
+                "-r",
+                "randread",
+                "-o",
+                &png.display().to_string(),
+            ],
+        );
+        assert_eq!(code, 0, "{tool}: {out}");
+        assert!(is_png(&png), "{tool}: no graph\n{out}");
+        drawn.push(version);
+    }
+    // Each file says which program wrote it.
+    assert!(drawn[0].starts_with("fio-"), "{drawn:?}");
+    assert_eq!(
+        drawn[1],
+        format!("drivelab-{}", env!("CARGO_PKG_VERSION")),
+        "{drawn:?}"
+    );
+}

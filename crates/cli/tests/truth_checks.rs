@@ -220,9 +220,10 @@ fn fsync_flushes_are_not_split_requests(dir: &TempDir) {
     let c = &v["device_check"][0];
     assert_eq!(c["verdict"], "agrees", "{c}");
     assert_eq!(c["reported_ios"], 128, "{c}");
-    // Kernels from 5.5 count the 16 flushes.
+    // Kernels from 5.5 count the 15 flushes (128 writes, a sync every 8,
+    // none after the last: fio 3.33's count).
     let flushes = c["device_flushes"].as_u64().unwrap();
-    assert!(flushes == 0 || flushes >= 16, "{c}");
+    assert!(flushes == 0 || flushes >= 15, "{c}");
 }
 
 fn replay_onto_failing_writes(dir: &TempDir) {

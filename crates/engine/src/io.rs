@@ -12,13 +12,28 @@ pub enum Op {
     Trim,
     /// Flush the target's volatile cache (fsync).
     Fsync,
+    /// Flush the target's data, not its metadata (fdatasync; a flush
+    /// where the engine has no such distinction).
+    Fdatasync,
 }
 
 impl Op {
-    /// Index into per-direction arrays: read 0, write 1, trim 2, sync 3.
+    /// Index into per-direction arrays: read 0, write 1, trim 2, sync 3
+    /// (both syncs).
     #[inline]
     pub fn index(self) -> usize {
-        self as usize
+        match self {
+            Op::Read => 0,
+            Op::Write => 1,
+            Op::Trim => 2,
+            Op::Fsync | Op::Fdatasync => 3,
+        }
+    }
+
+    /// Whether it is one of the syncs (no data, no offset).
+    #[inline]
+    pub fn is_sync(self) -> bool {
+        matches!(self, Op::Fsync | Op::Fdatasync)
     }
 }
 

@@ -114,8 +114,7 @@ impl Done {
     /// Whether it moved every byte it asked for (flushes: no error).
     #[inline]
     pub fn is_full(&self) -> bool {
-        self.result >= 0
-            && (self.io.op == crate::io::Op::Fsync || self.result as u64 >= u64::from(self.io.len))
+        self.result >= 0 && (self.io.op.is_sync() || self.result as u64 >= u64::from(self.io.len))
     }
 }
 

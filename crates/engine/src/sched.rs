@@ -44,6 +44,33 @@ pub fn thread_ioprio() -> std::io::Result<u16> {
     Ok(r as u16)
 }
 
+/// Add `inc` to the calling thread's nice value, as nice(2) does for the
+/// process fio runs a job in (Linux keeps a nice value per thread);
+/// returns the new value.
+pub fn add_thread_nice(inc: i32) -> std::io::Result<i32> {
+    let want = (thread_nice()? + inc).clamp(-20, 19);
+    // SAFETY: setpriority only reads its integer arguments; PRIO_PROCESS
+    // with who 0 is the calling thread on Linux.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, want) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(want)
+}
+
+/// The calling thread's nice value.
+pub fn thread_nice() -> std::io::Result<i32> {
+    // SAFETY: errno is the calling thread's; getpriority only reads its
+    // integer arguments. -1 is a valid nice value, so errno tells.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let cur = libc::getpriority(libc::PRIO_PROCESS, 0);
+        if cur == -1 && *libc::__errno_location() != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(cur)
+    }
+}
+
 /// Let the calling thread run only on `cpus`.
 pub fn set_thread_cpus(cpus: &[usize]) -> std::io::Result<()> {
     // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.

@@ -64,6 +64,53 @@ impl Target {
         &self.file
     }
 
+    /// Drop the kernel's cached pages of `len` bytes at `offset` (0, 0:
+    /// all of it): fio's `invalidate`, done with posix_fadvise
+    /// (POSIX_FADV_DONTNEED) on files and block devices alike.
+    pub fn drop_cache(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        self.advise(offset, len, libc::POSIX_FADV_DONTNEED)
+    }
+
+    /// posix_fadvise `advice` (a `POSIX_FADV_*`) for `len` bytes at
+    /// `offset` (fio's `fadvise_hint`, `invalidate`).
+    pub fn advise(&self, offset: u64, len: u64, advice: i32) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: posix_fadvise only reads its integer arguments; the
+        // descriptor is open for the life of `self`.
+        let rc = unsafe {
+            libc::posix_fadvise(
+                self.file.as_raw_fd(),
+                offset as libc::off_t,
+                len as libc::off_t,
+                advice,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::from_raw_os_error(rc))
+        }
+    }
+
+    /// Read `len` bytes at `offset` into the page cache and drop them
+    /// (fio's `pre_read`); a short file ends the reading. Only for a
+    /// target opened without `O_DIRECT`: a direct read would cache
+    /// nothing.
+    pub fn read_through(&self, offset: u64, len: u64) -> std::io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(buf.len() as u64) as usize;
+            let got = self.file.read_at(&mut buf[..n], offset + done)?;
+            if got == 0 {
+                break;
+            }
+            done += got as u64;
+        }
+        Ok(done)
+    }
+
     /// Whether it is a block device.
     pub fn is_block(&self) -> bool {
         self.is_block

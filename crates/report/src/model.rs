@@ -10,6 +10,11 @@ use serde::{Deserialize, Serialize};
 /// A whole `drivelab run`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RunReport {
+    /// The key fio's JSON readers (fio-plot) recognise fio's format by;
+    /// its value names drivelab and its version ("drivelab-0.1.0"), never
+    /// fio's.
+    #[serde(rename = "fio version", default)]
+    pub fio_version: String,
     /// drivelab's version ("drivelab-0.1.0").
     #[serde(rename = "drivelab version")]
     pub drivelab_version: String,

@@ -184,6 +184,7 @@ fn write_dir(out: &mut String, name: &str, d: &DirReport, zone_resets: u64) {
         write_lat(out, &label, &p.clat_ns);
     }
     write_percentiles(out, "clat", &d.clat_ns);
+    write_percentiles(out, "lat", &d.lat_ns);
     for p in &d.prios {
         let share = 100.0 * p.clat_ns.n as f64 / d.clat_ns.n.max(1) as f64;
         let label = format!("clat prio {}/{} ({share:.2}% of IOs)", p.prioclass, p.prio);

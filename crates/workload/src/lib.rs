@@ -54,6 +54,17 @@ pub enum SpecError {
         /// What the option accepts.
         expect: String,
     },
+    /// An fio option drivelab refuses by a named rule
+    /// ([`crate::spec::refused::REFUSED`]).
+    #[error("option '{key}' is refused ({rule}): {reason}")]
+    Refused {
+        /// The option as fio names it.
+        key: String,
+        /// The rule it falls under.
+        rule: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
     /// An option that takes a value was given none.
     #[error("option '{0}' needs a value (e.g. --{0}=VALUE)")]
     MissingValue(String),

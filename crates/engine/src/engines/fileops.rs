@@ -119,7 +119,7 @@ impl RunOne for PathWork {
             return -libc::EINVAL;
         };
         let len = io.len.min(i32::MAX as u32) as i32;
-        if io.op == Op::Fsync {
+        if io.op.is_sync() {
             return 0;
         }
         if self.pass.1 >= self.pass.0 {
@@ -218,6 +218,7 @@ impl RunOne for FdWork {
         let r = unsafe {
             match (self.op, io.op) {
                 (_, Op::Fsync) => libc::fsync(fd),
+                (_, Op::Fdatasync) => libc::fdatasync(fd),
                 (FdOp::Ftruncate, Op::Write) => libc::ftruncate(fd, off),
                 (FdOp::Ftruncate, _) => return -libc::EINVAL,
                 (FdOp::Falloc, Op::Read) => {
@@ -237,7 +238,7 @@ impl RunOne for FdWork {
                 .raw_os_error()
                 .unwrap_or(libc::EIO);
         }
-        if io.op == Op::Fsync {
+        if io.op.is_sync() {
             0
         } else {
             io.len.min(i32::MAX as u32) as i32

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::buf::{BufferPool, Fill};
 use crate::engine::interface::{drain, Caps, Completion, Engine, MAX_DEPTH};
-use crate::io::{IoDesc, Op};
+use crate::io::IoDesc;
 
 /// Completes every I/O immediately with its full length; touches nothing.
 pub struct Null {
@@ -46,7 +46,7 @@ impl Engine for Null {
 
     #[inline]
     fn queue(&mut self, slot: u32, io: &IoDesc) {
-        let result = if io.op == Op::Fsync { 0 } else { io.len as i32 };
+        let result = if io.op.is_sync() { 0 } else { io.len as i32 };
         self.done.push_back(Completion { slot, result });
     }
 

@@ -66,6 +66,13 @@ impl Psync {
         })
     }
 
+    /// Every write also carries `flags` (RWF_SYNC or RWF_DSYNC: fio's
+    /// `sync`, which the kernel turns into the same per-write flags).
+    pub fn with_write_flags(mut self, flags: i32) -> Psync {
+        self.write_flags |= flags;
+        self
+    }
+
     /// Reads and writes become `preadv2`/`pwritev2` with `opts`' flags
     /// (fio's pvsync2).
     pub fn with_options(mut self, opts: PsyncOptions) -> Psync {
@@ -133,7 +140,7 @@ impl Psync {
                 Some(p) => p,
                 None => return -libc::EINVAL,
             },
-            Op::Fsync | Op::Trim => std::ptr::null_mut(),
+            Op::Fsync | Op::Fdatasync | Op::Trim => std::ptr::null_mut(),
         };
         let off = io.offset as libc::off_t;
         let iov = libc::iovec {
@@ -150,6 +157,7 @@ impl Psync {
                 Op::Write if write_flags != 0 => libc::pwritev2(fd, &iov, 1, off, write_flags),
                 Op::Write => libc::pwrite(fd, buf.cast(), len, off),
                 Op::Fsync => libc::fsync(fd) as isize,
+                Op::Fdatasync => libc::fdatasync(fd) as isize,
                 Op::Trim => return trim_sync(t, io.offset, u64::from(io.len)),
             }
         };

@@ -124,6 +124,13 @@ impl Uring {
         Uring::with_options(targets, depth, max_len, fua, fill, UringOptions::default())
     }
 
+    /// Every write also carries `flags` (RWF_SYNC or RWF_DSYNC: fio's
+    /// `sync`, which the kernel turns into the same per-write flags).
+    pub fn with_write_flags(mut self, flags: i32) -> Uring {
+        self.write_flags |= flags;
+        self
+    }
+
     /// As [`Uring::new`], set up as fio's io_uring engine is for `opts`.
     pub fn with_options(
         targets: Vec<Target>,
@@ -309,7 +316,7 @@ impl Engine for Uring {
         let fd = types::Fixed(self.fixed[io.target as usize]);
         let buf = match io.op {
             Op::Read | Op::Write => self.pool.ptr(slot as usize),
-            Op::Fsync | Op::Trim => std::ptr::null_mut(),
+            Op::Fsync | Op::Fdatasync | Op::Trim => std::ptr::null_mut(),
         };
         let sqe: squeue::Entry = match io.op {
             Op::Read if self.fixed_bufs => opcode::ReadFixed::new(fd, buf, io.len, slot as u16)
@@ -333,6 +340,9 @@ impl Engine for Uring {
                 .ioprio(ioprio)
                 .build(),
             Op::Fsync => opcode::Fsync::new(fd).build(),
+            Op::Fdatasync => opcode::Fsync::new(fd)
+                .flags(types::FsyncFlags::DATASYNC)
+                .build(),
             Op::Trim => {
                 let result = match &self.targets[io.target as usize] {
                     Some(t) => trim_sync(t, io.offset, u64::from(io.len)),
@@ -343,7 +353,7 @@ impl Engine for Uring {
             }
         };
         let mut sqe = sqe.user_data(u64::from(slot));
-        if self.punt[io.target as usize] && io.op != Op::Fsync {
+        if self.punt[io.target as usize] && !io.op.is_sync() {
             sqe = sqe.flags(squeue::Flags::ASYNC);
         }
         if self.force_async.next() {

@@ -202,6 +202,9 @@ pub struct ExitOpts {
     pub exitall: bool,
     /// What a finishing `exitall` job ends (`exit_what`).
     pub what: ExitWhat,
+    /// When this job ends in an error, end what `exit_what` says
+    /// (`exitall_on_error`).
+    pub on_error: bool,
 }
 
 impl ExitOpts {
@@ -213,6 +216,13 @@ impl ExitOpts {
             Bool,
             "0",
             "when this job finishes, end the other jobs of its reporting group (they report what they did)"
+        ),
+        opt!(
+            "exitall_on_error",
+            [],
+            Bool,
+            "0",
+            "when this job ends in an error, end the jobs exit_what names (as exitall does when it finishes)"
         ),
         opt!(
             "exit_what",
@@ -232,6 +242,7 @@ impl crate::spec::family::OptionFamily for ExitOpts {
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), crate::SpecError> {
         match key {
             "exitall" => self.exitall = crate::spec::value::parse_flag(key, v)?,
+            "exitall_on_error" => self.on_error = crate::spec::value::parse_flag(key, v)?,
             _ => self.what = ExitWhat::parse(key, v)?,
         }
         Ok(())
@@ -252,7 +263,10 @@ impl GroupFlags {
         jobs: impl Iterator<Item = &'a crate::plan::model::PlannedJob> + Clone,
     ) -> GroupFlags {
         let mut out = GroupFlags::default();
-        if !jobs.clone().any(|j| j.spec.exit.exitall) {
+        if !jobs
+            .clone()
+            .any(|j| j.spec.exit.exitall || j.spec.exit.on_error)
+        {
             return out;
         }
         for j in jobs {

@@ -42,8 +42,10 @@ pub struct JobConfig {
     pub ramp: Duration,
     /// Cap in I/O per second.
     pub rate_iops: Option<u64>,
-    /// Issue an fsync after every N writes (0 = never).
+    /// Issue a sync after every N writes (0 = never).
     pub fsync_every: u32,
+    /// That sync: `Op::Fsync` (`fsync`) or `Op::Fdatasync` (`fdatasync`).
+    pub sync_op: Op,
     /// Interval of the per-interval series.
     pub log_interval: Duration,
     /// Number of targets (for per-target byte counts).
@@ -215,7 +217,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         let Some(pass) = self.cfg.op_per_file else {
             return true;
         };
-        if io.op == Op::Fsync {
+        if io.op.is_sync() {
             return false;
         }
         let (seen, bytes) = &mut self.op_seen;
@@ -233,8 +235,36 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         }
     }
 
+    /// A periodic sync is due: N writes since the last, and another I/O
+    /// to come (fio asks for its sync before the next I/O, so a job whose
+    /// budget ends on the Nth write ends without it).
+    /// fio's `lat_fatal`: "max latency exceeded", the job ends with
+    /// ETIMEDOUT on this I/O.
+    fn lat_fatal(&mut self, io: &IoDesc) {
+        self.fatal = true;
+        self.keep_failure(io, libc::ETIMEDOUT, false, None);
+    }
+
+    /// Keep a failed I/O among the first [`MAX_ERRORS`].
+    fn keep_failure(&mut self, io: &IoDesc, errno: i32, passed: bool, detail: Option<&str>) {
+        if self.errors.len() < MAX_ERRORS {
+            self.errors.push(IoFailure {
+                op: io.op,
+                target: io.target,
+                offset: io.offset,
+                len: io.len,
+                errno,
+                passed,
+                unreadable: None,
+                detail: detail.map(str::to_string),
+            });
+        }
+    }
+
     fn sync_due(&self) -> bool {
-        self.cfg.fsync_every > 0 && self.writes_since_sync >= self.cfg.fsync_every
+        self.cfg.fsync_every > 0
+            && self.writes_since_sync >= self.cfg.fsync_every
+            && !self.budget_spent()
     }
 
     /// The next generated I/O, under zonemode=zbd moved to where the zone
@@ -530,7 +560,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             }
             let io = IoDesc {
                 target: self.last_write_target,
-                op: Op::Fsync,
+                op: self.cfg.sync_op,
                 offset: 0,
                 len: 0,
             };
@@ -712,12 +742,12 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
     #[inline]
     fn complete(&mut self, d: &Done, buf: &[u8]) -> After {
         let io = d.io;
-        if io.op != Op::Fsync {
+        if !io.op.is_sync() {
             if let Some(o) = self.gen.open_set() {
                 o.completed(io.target as usize);
             }
         }
-        if d.result == 0 && io.op != Op::Fsync && self.stream_ended() {
+        if d.result == 0 && !io.op.is_sync() && self.stream_ended() {
             return After::Release;
         }
         if io.op == Op::Write && d.tag != crate::job::verify::VERIFY_TAG {
@@ -727,7 +757,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         }
         self.last_read = io.op == Op::Read;
         if let Some(z) = self.zbd.as_mut() {
-            if io.op != Op::Fsync {
+            if !io.op.is_sync() {
                 z.completed(&io);
             }
         }
@@ -737,7 +767,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             }
         }
         let bytes = d.result as u64;
-        if io.op != Op::Fsync && bytes < u64::from(io.len) {
+        if !io.op.is_sync() && bytes < u64::from(io.len) {
             self.short_ios[io.op.index()] += 1;
         }
         if FILL
@@ -769,26 +799,18 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 }
             }
         }
-        if self.measuring && io.op != Op::Fsync && self.lat_drain.is_none() {
+        if self.measuring && !io.op.is_sync() {
+            // fio's max_latency: the job ends with ETIMEDOUT.
+            let max = self.cfg.lat.max_ns[io.op.index().min(2)];
+            if max > 0 && d.latency() > max {
+                self.lat_fatal(&io);
+            }
+        }
+        if self.measuring && !io.op.is_sync() && self.lat_drain.is_none() {
             if let Some(ls) = self.lat.as_mut() {
                 match ls.completed(d.latency()) {
                     LatStep::Go => {}
-                    LatStep::Fatal => {
-                        // fio: "max latency exceeded", ETIMEDOUT.
-                        self.fatal = true;
-                        if self.errors.len() < MAX_ERRORS {
-                            self.errors.push(IoFailure {
-                                op: io.op,
-                                target: io.target,
-                                offset: io.offset,
-                                len: io.len,
-                                errno: libc::ETIMEDOUT,
-                                passed: false,
-                                unreadable: None,
-                                detail: None,
-                            });
-                        }
-                    }
+                    LatStep::Fatal => self.lat_fatal(&io),
                     s => self.lat_drain = Some(s),
                 }
             }
@@ -817,7 +839,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 dir.intended_moments.record(v as f64);
             }
             self.samples.depth.reaped();
-            if io.op != Op::Fsync {
+            if !io.op.is_sync() {
                 let pt = &mut self.per_target[io.target as usize][io.op.index()];
                 pt.0 += 1;
                 pt.1 += bytes;
@@ -870,7 +892,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
         }
         let searched = (self.lat.is_some() || self.cfg.steady.is_some()) && self.searches_done(now);
         let time_up = self.deadline.is_some_and(|d| now >= d);
-        let budget_done = self.budget_spent() && !self.sync_due() && self.pending.is_none();
+        let budget_done = self.budget_spent() && self.pending.is_none();
         let group_ended = self
             .cfg
             .group_end
@@ -938,7 +960,7 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
             self.err_count.add(errno);
         }
         self.fatal |= !passed;
-        if io.op != Op::Fsync {
+        if !io.op.is_sync() {
             self.err_count.failed_ios[io.op.index()] += 1;
         }
         if passed && io.op == Op::Write && FILL && self.cfg.verify.is_some() {
@@ -947,18 +969,7 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
             self.failed_writes.push(io);
         }
         self.cfg.extras.report_io_error(&io, errno, passed);
-        if self.errors.len() < MAX_ERRORS {
-            self.errors.push(IoFailure {
-                op: io.op,
-                target: io.target,
-                offset: io.offset,
-                len: io.len,
-                errno,
-                passed,
-                unreadable: None,
-                detail: detail.map(str::to_string),
-            });
-        }
+        self.keep_failure(&io, errno, passed, detail);
         // fio counts a failed I/O in total_ios (and its IOPS), not in
         // the bytes moved or the latencies.
         if self.measuring {

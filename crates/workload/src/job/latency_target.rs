@@ -39,6 +39,8 @@ pub struct LatSpec {
     pub percentile: f64,
     /// `latency_run`.
     pub run: bool,
+    /// `max_latency` per direction (read, write, trim), ns; 0: none.
+    pub max_ns: [u64; 3],
 }
 
 impl Default for LatSpec {
@@ -48,6 +50,7 @@ impl Default for LatSpec {
             window: Duration::ZERO,
             percentile: 100.0,
             run: false,
+            max_ns: [0; 3],
         }
     }
 }
@@ -75,6 +78,15 @@ impl LatSpec {
                 self.target_ns = u64::try_from(parse_usec(key, v)?.as_nanos()).unwrap_or(u64::MAX)
             }
             "latency_window" => self.window = parse_usec(key, v)?,
+            "max_latency" => {
+                let dirs = crate::spec::value::per_direction(v);
+                for (k, d) in dirs.iter().enumerate() {
+                    if let Some(d) = d {
+                        self.max_ns[k] =
+                            u64::try_from(parse_usec(key, d)?.as_nanos()).unwrap_or(u64::MAX);
+                    }
+                }
+            }
             "latency_percentile" => {
                 let p: f64 = v
                     .trim()
@@ -305,6 +317,15 @@ impl LatSpec {
             unit: "us when bare",
             help: "with latency_target: how long each depth is tried",
         },
+        OptionDecl {
+            name: "max_latency",
+            aliases: &[],
+            kind: OptionKind::Time,
+            default: "0 (none)",
+            bounds: None,
+            unit: "us when bare",
+            help: "end the job with ETIMEDOUT when an I/O's latency exceeds this; READ,WRITE[,TRIM] per direction",
+        },
         opt!(
             "latency_percentile",
             [],
@@ -344,7 +365,19 @@ mod tests {
             window: Duration::from_millis(10),
             percentile: pct,
             run,
+            max_ns: [0; 3],
         }
+    }
+
+    #[test]
+    fn max_latency_takes_a_value_per_direction() {
+        let mut s = LatSpec::default();
+        s.set("max_latency", "100").unwrap();
+        assert_eq!(s.max_ns, [100_000; 3]);
+        s.set("max_latency", "1ms,2ms").unwrap();
+        assert_eq!(s.max_ns, [1_000_000, 2_000_000, 2_000_000]);
+        assert!(s.set("max_latency", "soon").is_err());
+        assert!(!s.enabled(), "max_latency alone runs no search");
     }
 
     /// Run windows of `n` I/Os each, `late(qd)` of them over the target.

@@ -5,6 +5,8 @@
 //! per-job samples.
 
 pub mod batch;
+pub mod buffers;
+pub mod cpus;
 pub mod dedupe;
 pub mod error_policy;
 pub mod flow;
@@ -18,6 +20,7 @@ pub mod prio;
 pub mod rate;
 pub mod samples;
 pub mod steadystate;
+pub mod sync;
 pub mod types;
 pub mod verify;
 pub mod zbd;

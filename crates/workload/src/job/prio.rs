@@ -40,6 +40,8 @@ pub struct PrioOpts {
     pub cmd_level: [u8; 2],
     /// `cmdprio_bssplit` per direction.
     pub bssplit: Option<[Vec<BsPrio>; 2]>,
+    /// `nice`: added to the thread's nice value (0: unchanged).
+    pub nice: i32,
 }
 
 impl Default for PrioOpts {
@@ -51,6 +53,7 @@ impl Default for PrioOpts {
             cmd_class: [1, 1],
             cmd_level: [0, 0],
             bssplit: None,
+            nice: 0,
         }
     }
 }
@@ -164,11 +167,15 @@ impl PrioOpts {
 }
 
 /// Set up the job's thread as fio does before its engine: NUMA placement
-/// (`numa_cpu_nodes`, `numa_mem_policy`), then the thread's I/O priority
-/// (`prio`, `prioclass`).
+/// (`numa_cpu_nodes`, `numa_mem_policy`), the thread's nice value (`nice`),
+/// then its I/O priority (`prio`, `prioclass`).
 pub fn set_up_thread(spec: &crate::JobSpec) -> Result<(), String> {
     if spec.numa.is_set() {
         spec.numa.apply()?;
+    }
+    if spec.prio.nice != 0 {
+        drivelab_engine::sched::add_thread_nice(spec.prio.nice)
+            .map_err(|e| format!("nice: setpriority failed: {e}"))?;
     }
     if let Some(v) = spec.prio.thread_ioprio() {
         drivelab_engine::sched::set_thread_ioprio(v)
@@ -321,6 +328,13 @@ impl PrioOpts {
     /// The family's options (fio's names and units).
     pub const OPTIONS: &'static [OptionDecl] = &[
         opt!(
+            "nice",
+            [],
+            Int,
+            "0",
+            "add this to the job thread's nice value (-20 to 19, as nice(2); lowering it needs root)"
+        ),
+        opt!(
             "prio",
             [],
             Int,
@@ -378,6 +392,18 @@ impl crate::spec::family::OptionFamily for PrioOpts {
 
     fn set(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         match key {
+            "nice" => {
+                let bad = || SpecError::BadValue {
+                    key: key.to_string(),
+                    value: v.to_string(),
+                    expect: "a whole number from -20 to 19".to_string(),
+                };
+                let n: i32 = v.trim().parse().map_err(|_| bad())?;
+                if !(-20..=19).contains(&n) {
+                    return Err(bad());
+                }
+                self.nice = n;
+            }
             "prio" => self.prio = Some(crate::spec::decl::parse_in(Self::OPTIONS, key, v)? as u8),
             "prioclass" => {
                 self.prioclass = Some(crate::spec::decl::parse_in(Self::OPTIONS, key, v)? as u8)
@@ -409,6 +435,22 @@ mod tests {
             o.set_cmd(k, v).unwrap();
         }
         o
+    }
+
+    #[test]
+    fn nice_adds_to_the_job_threads_nice_value() {
+        let mut spec = crate::JobSpec::default();
+        spec.set("nice", Some("5")).unwrap();
+        assert!(spec.set("nice", Some("20")).is_err());
+        let read = || drivelab_engine::sched::thread_nice().unwrap();
+        let (before, after) = std::thread::spawn(move || {
+            let before = read();
+            set_up_thread(&spec).unwrap();
+            (before, read())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(after, (before + 5).min(19));
     }
 
     #[test]

@@ -950,7 +950,7 @@ impl JobZones {
                 // [`ZoneTrims`]) completes.
                 self.own(&mut s, zi, io)
             }
-            Op::Fsync => Adjust::Issue(io),
+            Op::Fsync | Op::Fdatasync => Adjust::Issue(io),
         }
     }
 

@@ -522,7 +522,18 @@ fn job_regions(
             )),
             None => t.size / nfiles,
         };
-        let offset = spec.offset.resolve(t.size.max(total));
+        if t.create && !spec.files.allow_create {
+            return Err(PlanError::target(
+                &t.path.display().to_string(),
+                "does not exist, and allow_file_create=0 forbids creating it: create the file or drop allow_file_create",
+            ));
+        }
+        // fio's file_append: the I/O starts at the file's end.
+        let offset = if spec.files.append && !t.is_block {
+            t.existing_size
+        } else {
+            spec.offset.resolve(t.size.max(total))
+        };
         let increment = match spec.offset_increment {
             SizeSpec::Bytes(b) => b,
             // fio aligns a share of the target to the smallest block.
@@ -557,8 +568,10 @@ fn job_regions(
         }
         if !t.is_block && !null && end > t.size {
             t.size = end;
-            // Reads of the grown part must hit data, not holes.
-            if spec.access_lines().iter().any(|l| l.read_pct > 0) {
+            // Reads of the grown part must hit data, not holes; fio's
+            // overwrite and create_only lay the file out as well.
+            let s = &spec.syncs;
+            if s.overwrite || s.create_only || spec.access_lines().iter().any(|l| l.read_pct > 0) {
                 t.layout = true;
             }
         }

@@ -103,7 +103,14 @@ fn claim_targets(
                 })?;
         }
         if t.layout {
-            lay_out(claim, t)?;
+            // fio's create_fsync (default on): the laid-out file is synced,
+            // unless every job on it turned that off.
+            let fsync = plan
+                .jobs
+                .iter()
+                .filter(|j| j.targets.contains(&i))
+                .any(|j| j.spec.syncs.create_fsync);
+            lay_out(claim, t, fsync)?;
         }
     }
     Ok(claims)
@@ -111,7 +118,7 @@ fn claim_targets(
 
 /// Write real data into a file's grown part, so reads hit data rather
 /// than holes.
-fn lay_out(claim: &Claim, t: &PlannedTarget) -> Result<(), RunError> {
+fn lay_out(claim: &Claim, t: &PlannedTarget, fsync: bool) -> Result<(), RunError> {
     let err = |source| RunError::Prepare {
         path: t.path.display().to_string(),
         source,
@@ -128,7 +135,10 @@ fn lay_out(claim: &Claim, t: &PlannedTarget) -> Result<(), RunError> {
         claim.write_at(&buf[..n], off).map_err(err)?;
         off += n as u64;
     }
-    claim.sync().map_err(err)
+    if fsync {
+        claim.sync().map_err(err)?;
+    }
+    Ok(())
 }
 
 /// The job loop's configuration of a planned job (season runs jobs on its
@@ -156,7 +166,8 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         io_limit: job.io_limit,
         ramp: spec.ramp_time,
         rate_iops: spec.rate_iops,
-        fsync_every: spec.fsync,
+        fsync_every: spec.syncs.periodic(spec.fsync).0,
+        sync_op: spec.syncs.periodic(spec.fsync).1,
         log_interval: spec.log_interval,
         targets: job.targets.len(),
         pace: crate::job::rate::RateConfig {
@@ -190,9 +201,13 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         group_end: None,
         stream_end: spec.front.streams().then(Default::default),
         zbd: None,
-        // fio: number_ios counts over all loops of the job.
-        io_count_limit: (spec.number_ios > 0)
-            .then(|| spec.number_ios.saturating_mul(u64::from(spec.loops))),
+        // fio: number_ios counts over all loops of the job; create_only
+        // ends the job after its files are laid out, with no I/O.
+        io_count_limit: if spec.syncs.create_only {
+            Some(0)
+        } else {
+            (spec.number_ios > 0).then(|| spec.number_ios.saturating_mul(u64::from(spec.loops)))
+        },
         think: (!spec.thinktime.is_zero()).then(|| crate::job::io_loop::Think {
             ns: spec.thinktime.as_nanos() as u64,
             spin_ns: spec.thinktime_spin.as_nanos() as u64,
@@ -202,22 +217,25 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             policy: spec.errkeys.policy.clone(),
             verify: spec.errkeys.verify,
             target_names: Vec::new(),
-            dedupe: (spec.errkeys.dedupe.active() && job.verify.is_none()).then(|| {
-                crate::job::dedupe::DedupeSetup {
-                    spec: spec.errkeys.dedupe,
-                    min_write: spec.min_bs(),
-                    size: job
-                        .io_limit
-                        .unwrap_or_else(|| job.regions.iter().map(|r| r.end - r.start).sum()),
-                    index: number.saturating_sub(1),
-                    // The run's other jobs are filled in by the runner
-                    // (`dedupe_global`).
-                    states: (1..=number)
-                        .map(|n| crate::job::dedupe::job_state(spec.randseed, n))
-                        .collect(),
-                    seed: crate::job::dedupe::job_state(spec.randseed ^ 0x5eed, number),
-                }
-            }),
+            // refill_buffers: the filler with no dedupe or compression
+            // gives every write new random data.
+            dedupe: ((spec.errkeys.dedupe.active() || spec.buffers.refill) && job.verify.is_none())
+                .then(|| {
+                    crate::job::dedupe::DedupeSetup {
+                        spec: spec.errkeys.dedupe,
+                        min_write: spec.min_bs(),
+                        size: job
+                            .io_limit
+                            .unwrap_or_else(|| job.regions.iter().map(|r| r.end - r.start).sum()),
+                        index: number.saturating_sub(1),
+                        // The run's other jobs are filled in by the runner
+                        // (`dedupe_global`).
+                        states: (1..=number)
+                            .map(|n| crate::job::dedupe::job_state(spec.randseed, n))
+                            .collect(),
+                        seed: crate::job::dedupe::job_state(spec.randseed ^ 0x5eed, number),
+                    }
+                }),
         },
 
         // Joined by the job's thread while it sets up (see run_one).
@@ -296,6 +314,9 @@ fn run_one(
     // as fio), and its place in its flow (before any job of the group
     // starts, so every weight counts from the first I/O).
     crate::job::prio::set_up_thread(spec).map_err(|e| fail(JobError::Config(e)))?;
+    spec.cpus
+        .apply(number)
+        .map_err(|e| fail(JobError::Config(e)))?;
     cfg.flow = crate::job::flow::join(&spec.flow);
     let front = spec.front.get();
     let ctl = Ctl {
@@ -312,7 +333,13 @@ fn run_one(
         ticket,
         ctl,
     };
+    spec.hooks
+        .run(&spec.name, "prerun")
+        .map_err(|e| fail(JobError::Config(e)))?;
     let mut o = front.run(r)?;
+    spec.hooks
+        .run(&spec.name, "postrun")
+        .map_err(|e| fail(JobError::Config(e)))?;
     if front.on_targets() {
         for e in o.errors.iter_mut() {
             let Some(&ti) = job.targets.get(e.target as usize) else {
@@ -647,7 +674,11 @@ fn spawn_jobs<'s, 'e: 's>(
                 if let Some(c) = cell {
                     c.finish(r.as_ref().ok());
                 }
-                if job.spec.exit.exitall {
+                // exitall, or exitall_on_error and the job failed.
+                let failed = r.as_ref().map_or(true, |o| {
+                    o.verify_failure.is_some() || o.errors.iter().any(|e| !e.passed)
+                });
+                if job.spec.exit.exitall || (job.spec.exit.on_error && failed) {
                     flags.finished(job, all_end);
                 }
                 finished[i].store(true, Ordering::Release);
@@ -1135,6 +1166,7 @@ fn op_name(op: drivelab_engine::io::Op) -> &'static str {
         drivelab_engine::io::Op::Write => "write",
         drivelab_engine::io::Op::Trim => "trim",
         drivelab_engine::io::Op::Fsync => "fsync",
+        drivelab_engine::io::Op::Fdatasync => "fdatasync",
     }
 }
 
@@ -1178,7 +1210,7 @@ fn io_error_report(plan: &Plan, job: &PlannedJob, e: &IoFailure) -> IoErrorRepor
 /// The inclusive LBA range an I/O covered; none for a flush, which covers
 /// no blocks (not "LBA 0-0").
 fn lba_span(op: drivelab_engine::io::Op, offset: u64, len: u64, lbs: u64) -> Option<(u64, u64)> {
-    (op != drivelab_engine::io::Op::Fsync).then(|| (offset / lbs, (offset + len.max(1) - 1) / lbs))
+    (!op.is_sync()).then(|| (offset / lbs, (offset + len.max(1) - 1) / lbs))
 }
 
 /// A failed I/O in one line: "read of LBA 4992-5119 (65536 bytes at
@@ -1338,13 +1370,22 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         job_options: opts,
         read: DirReport {
             drop_ios: o.drop_ios[0],
-            ..dir_report(&o.dirs[0], rt, o.short_ios[0], Some(rates(0)))
+            ..spec.report.shape(
+                dir_report(&o.dirs[0], rt, o.short_ios[0], Some(rates(0))),
+                &o.dirs[0],
+            )
         },
         write: DirReport {
             drop_ios: o.drop_ios[1],
-            ..dir_report(&o.dirs[1], rt, o.short_ios[1], Some(rates(1)))
+            ..spec.report.shape(
+                dir_report(&o.dirs[1], rt, o.short_ios[1], Some(rates(1))),
+                &o.dirs[1],
+            )
         },
-        trim: dir_report(&o.dirs[2], rt, o.short_ios[2], Some(rates(2))),
+        trim: spec.report.shape(
+            dir_report(&o.dirs[2], rt, o.short_ios[2], Some(rates(2))),
+            &o.dirs[2],
+        ),
         sync: SyncReport {
             total_ios: o.dirs[3].ios,
             lat_ns: lat_report(&o.dirs[3]),
@@ -1402,6 +1443,7 @@ fn build_report(
     let since = started.duration_since(UNIX_EPOCH).unwrap_or_default();
     let mut report = RunReport {
         drivelab_version: format!("drivelab-{}", env!("CARGO_PKG_VERSION")),
+        fio_version: format!("drivelab-{}", env!("CARGO_PKG_VERSION")),
         timestamp: since.as_secs(),
         timestamp_ms: since.as_millis() as u64,
         time: format_utc(since.as_secs()),

@@ -75,6 +75,11 @@ pub struct LogSpec {
     pub hist_msec: u64,
     /// `log_hist_coarseness`: 2^N fio buckets per field (0..=6).
     pub hist_coarseness: u32,
+    /// `per_job_logs`: the job's number in the log names (default on).
+    pub per_job: bool,
+    /// `log_unix_epoch`: times in ms since the Unix epoch, not since the
+    /// job started.
+    pub unix_epoch: bool,
 }
 
 impl Default for LogSpec {
@@ -91,6 +96,8 @@ impl Default for LogSpec {
             hist: None,
             hist_msec: 0,
             hist_coarseness: 0,
+            per_job: true,
+            unix_epoch: false,
         }
     }
 }
@@ -114,15 +121,30 @@ impl LogSpec {
         }
     }
 
+    /// The file of log `kind` of job number `number` named `job`, when
+    /// `prefix` asks for it: `PREFIX_KIND.N.log`, or `PREFIX_KIND.log`
+    /// without `per_job_logs` (fio's `gen_log_name`).
+    fn path(
+        &self,
+        prefix: &Option<String>,
+        kind: &str,
+        job: &str,
+        number: usize,
+    ) -> Option<PathBuf> {
+        prefix.as_ref().map(|p| {
+            let prefix = if p.is_empty() { job } else { p.as_str() };
+            PathBuf::from(if self.per_job {
+                format!("{prefix}_{kind}.{number}.log")
+            } else {
+                format!("{prefix}_{kind}.log")
+            })
+        })
+    }
+
     /// The files the logs of job number `number` (from 1) named `job`
     /// write, in the order bw, lat, clat, slat, iops (those asked for).
     pub fn paths(&self, job: &str, number: usize) -> Vec<PathBuf> {
-        let name = |p: &Option<String>, kind: &str| {
-            p.as_ref().map(|p| {
-                let prefix = if p.is_empty() { job } else { p.as_str() };
-                PathBuf::from(format!("{prefix}_{kind}.{number}.log"))
-            })
-        };
+        let name = |p: &Option<String>, kind: &str| self.path(p, kind, job, number);
         let mut v = Vec::new();
         v.extend(name(&self.bw, "bw"));
         for kind in ["lat", "clat", "slat"] {
@@ -158,6 +180,9 @@ pub struct JobLogs {
     log_prio: bool,
     /// The priority field of the next per-I/O lines.
     prio_field: u16,
+    /// Added to every time written, ms: the job's start in Unix time
+    /// under `log_unix_epoch`, else 0.
+    epoch_ms: u64,
 }
 
 /// fio's number of latency buckets (`FIO_IO_U_PLAT_NR`).
@@ -173,10 +198,18 @@ struct HistLog {
     window_ns: u64,
     next_ns: u64,
     stride: usize,
+    /// See [`JobLogs`]'s `epoch_ms`.
+    epoch_ms: u64,
 }
 
 impl HistLog {
-    fn new(path: PathBuf, w: BufWriter<OutputFile>, msec: u64, coarseness: u32) -> HistLog {
+    fn new(
+        path: PathBuf,
+        w: BufWriter<OutputFile>,
+        msec: u64,
+        coarseness: u32,
+        epoch_ms: u64,
+    ) -> HistLog {
         HistLog {
             path,
             w,
@@ -186,6 +219,7 @@ impl HistLog {
             window_ns: msec * 1_000_000,
             next_ns: msec * 1_000_000,
             stride: 1 << coarseness.min(6),
+            epoch_ms,
         }
     }
 
@@ -206,7 +240,7 @@ impl HistLog {
     }
 
     fn close(&mut self) -> std::io::Result<()> {
-        let t = self.next_ns / 1_000_000;
+        let t = self.epoch_ms + self.next_ns / 1_000_000;
         for d in 0..3 {
             if !self.used[d] {
                 continue;
@@ -249,13 +283,16 @@ impl JobLogs {
         if !spec.any() {
             return Ok(None);
         }
-        let path = |p: &Option<String>, kind: &str| {
-            p.as_ref().map(|p| {
-                let prefix = if p.is_empty() { job } else { p.as_str() };
-                PathBuf::from(format!("{prefix}_{kind}.{number}.log"))
-            })
-        };
+        let path = |p: &Option<String>, kind: &str| spec.path(p, kind, job, number);
         let open = |p: Option<PathBuf>| p.map(create).transpose();
+        // The logs are made as the job starts: their time 0 is now.
+        let epoch_ms = if spec.unix_epoch {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64)
+        } else {
+            0
+        };
         let logs = JobLogs {
             bw: open(path(&spec.bw, "bw"))?,
             lat: open(path(&spec.lat, "lat"))?,
@@ -266,10 +303,11 @@ impl JobLogs {
             next_ns: spec.avg_msec * 1_000_000,
             win: [Window::default(); 3],
             hist: open(path(&spec.hist, "clat_hist"))?
-                .map(|(p, w)| HistLog::new(p, w, spec.hist_msec, spec.hist_coarseness)),
+                .map(|(p, w)| HistLog::new(p, w, spec.hist_msec, spec.hist_coarseness, epoch_ms)),
             error: None,
             log_prio: spec.prio,
             prio_field: 0,
+            epoch_ms,
         };
         // The submission latency log: created, left empty (see the module doc).
         if let Some(p) = path(&spec.lat, "slat") {
@@ -333,7 +371,7 @@ impl JobLogs {
             return;
         }
         if self.avg_ns == 0 {
-            let t = t_ns / 1_000_000;
+            let t = self.epoch_ms + t_ns / 1_000_000;
             let o = self.offset;
             let bw = bytes * 1_000_000 / lat_ns.max(1);
             Self::line(
@@ -375,7 +413,7 @@ impl JobLogs {
     /// Write the averaged lines of the window ending at `end_ns`, `len_ns`
     /// long; the rates (bw, iops) only when `rates`.
     fn close_window(&mut self, end_ns: u64, len_ns: u64, rates: bool) {
-        let t = end_ns / 1_000_000;
+        let t = self.epoch_ms + end_ns / 1_000_000;
         let ms = (len_ns / 1_000_000).max(1);
         let o = self.offset;
         for d in 0..3 {

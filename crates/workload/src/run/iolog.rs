@@ -103,6 +103,7 @@ impl IoLog {
             Op::Write => "write",
             Op::Trim => "trim",
             Op::Fsync => "sync",
+            Op::Fdatasync => "datasync",
         };
         let Some(name) = self.names.get(io.target as usize) else {
             return;

@@ -4,9 +4,11 @@
 
 pub mod device_check;
 pub mod error;
+pub mod exec_hooks;
 pub mod execute;
 pub mod fio_logs;
 pub mod iolog;
+pub mod report_opts;
 pub mod start;
 pub mod status;
 

@@ -23,7 +23,7 @@ pub(crate) fn open_targets(
     job: &PlannedJob,
 ) -> Result<Vec<Target>, RunError> {
     let mut out = Vec::with_capacity(job.targets.len());
-    for &i in &job.targets {
+    for (k, &i) in job.targets.iter().enumerate() {
         let t = &plan.targets[i];
         let opened = match (&claims[i], job.writes) {
             (Some(c), true) => Target::claimed(c, job.direct),
@@ -41,9 +41,66 @@ pub(crate) fn open_targets(
                 hint,
             }
         })?;
+        // fio's invalidate and pre_read: on the job's region of the file.
+        let (off, len) = job
+            .regions
+            .get(k)
+            .map_or((0, 0), |r| (r.start, r.end - r.start));
+        let prepared = if job.spec.syncs.drops_cache() {
+            target.drop_cache(off, len)
+        } else if job.spec.syncs.pre_read && !job.direct {
+            target.read_through(off, len).map(|_| ())
+        } else {
+            Ok(())
+        };
+        prepared.map_err(|source| RunError::Prepare {
+            path: t.path.display().to_string(),
+            source,
+        })?;
+        // fio's fadvise_hint: a failure is only worth a warning in fio,
+        // and changes no I/O.
+        if let Some(a) = job.spec.syncs.fadvise.advice(job.spec.rw.is_random()) {
+            let _ = target.advise(off, len, a);
+        }
         out.push(target);
     }
     Ok(out)
+}
+
+/// fio's `end_fsync` / `fsync_on_close`: once a job that writes has
+/// done its I/O without an error, one fsync of each of its targets,
+/// through its engine; they count as the job's syncs, and a failed one is
+/// the job's error.
+fn end_sync<E: drivelab_engine::engine::Engine>(
+    engine: &mut E,
+    job: &PlannedJob,
+    o: &mut JobOutcome,
+    stop: &AtomicBool,
+) -> Result<(), JobError> {
+    let clean = o.errors.iter().all(|e| e.passed) && !o.interrupted;
+    if !(job.spec.syncs.at_end() && job.writes && clean) {
+        return Ok(());
+    }
+    let mut s = crate::job::sync::EndSync::new((0..job.targets.len() as u32).collect());
+    let lc = drivelab_engine::ioloop::LoopConfig {
+        stop: Some(stop),
+        ..Default::default()
+    };
+    drivelab_engine::ioloop::run(engine, &mut s, &lc)?;
+    o.dirs[3].ios += s.done;
+    if let Some((target, errno)) = s.failed {
+        o.errors.push(crate::job::outcome::IoFailure {
+            op: drivelab_engine::io::Op::Fsync,
+            target,
+            offset: 0,
+            len: 0,
+            errno,
+            passed: false,
+            unreadable: None,
+            detail: None,
+        });
+    }
+    Ok(())
 }
 
 /// Whether the run is stopped, or the job's group ended by `exitall`.
@@ -99,6 +156,11 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
         )?,
         None => run_job(engine, cfg, now_ns(), stop, progress)?,
     };
+    // Under openfiles the open set closes files as it goes, so the end
+    // sync would meet closed ones: only jobs that keep every file open.
+    if !cfg.lazy_files {
+        end_sync(engine, job, &mut o, stop)?;
+    }
     let clean = o.errors.iter().all(|e| e.passed)
         && o.verify_failure.is_none()
         && !o.verify_stopped
@@ -153,13 +215,18 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
         for (d, name) in [(0usize, "read"), (1, "write")] {
             // Only a direction the job does is held to its minimum.
             let does = if d == 0 { read_pct > 0 } else { read_pct < 100 };
-            let min = if does { job.spec.ratemin[d] } else { 0 };
             let bytes = o.dirs[d].bytes + if d == 1 { o.dirs[2].bytes } else { 0 };
-            if min > 0 && secs > 0.0 && (bytes as f64 / secs) < min as f64 {
-                o.verify_failure = Some(format!(
-                    "ratemin not met: {name} ran at {:.0} bytes/s, below ratemin {min} bytes/s",
-                    bytes as f64 / secs
-                ));
+            let ios = o.dirs[d].ios + if d == 1 { o.dirs[2].ios } else { 0 };
+            for (key, min, done, unit) in [
+                ("ratemin", job.spec.ratemin[d], bytes, " bytes/s"),
+                ("rate_iops_min", job.spec.rate_iops_min[d], ios, " IOPS"),
+            ] {
+                let rate = done as f64 / secs;
+                if does && min > 0 && secs > 0.0 && rate < min as f64 {
+                    o.verify_failure = Some(format!(
+                        "{key} not met: {name} ran at {rate:.0}{unit}, below {key} {min}{unit}"
+                    ));
+                }
             }
         }
     }

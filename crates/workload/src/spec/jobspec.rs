@@ -103,6 +103,8 @@ pub struct JobSpec {
     pub rate_iops_dir: Option<[u64; 2]>,
     /// Smallest average bandwidth per direction (`ratemin`), bytes/s; 0 = none.
     pub ratemin: [u64; 2],
+    /// Smallest average IOPS per direction (`rate_iops_min`); 0 = none.
+    pub rate_iops_min: [u64; 2],
     /// `rate_process=poisson`: exponential gaps between I/Os with the rate's mean.
     pub rate_poisson: bool,
     /// Wait this long after the run starts before starting the job (`startdelay`).
@@ -177,6 +179,19 @@ pub struct JobSpec {
     pub steady: crate::job::steadystate::SsSpec,
     /// `zonemode=zbd` and its options ([`crate::job::zbd`]).
     pub zbd: crate::job::zbd::ZbdOptions,
+    /// fio's sync and page-cache options ([`crate::job::sync`]).
+    pub syncs: crate::job::sync::SyncOpts,
+    /// Options accepted with no effect of drivelab's own
+    /// ([`crate::spec::accepted`]).
+    pub accepted: crate::spec::accepted::Accepted,
+    /// What the job's report shows ([`crate::run::report_opts`]).
+    pub report: crate::run::report_opts::ReportOpts,
+    /// The CPUs the job runs on ([`crate::job::cpus`]).
+    pub cpus: crate::job::cpus::CpuOpts,
+    /// What the write buffers hold ([`crate::job::buffers`]).
+    pub buffers: crate::job::buffers::BufOpts,
+    /// Commands run around the job ([`crate::run::exec_hooks`]).
+    pub hooks: crate::run::exec_hooks::ExecHooks,
 }
 
 impl JobSpec {
@@ -246,6 +261,7 @@ impl Default for JobSpec {
             rate: [0, 0],
             rate_iops_dir: None,
             ratemin: [0, 0],
+            rate_iops_min: [0, 0],
             rate_poisson: false,
             startdelay: Duration::ZERO,
             description: None,
@@ -280,6 +296,12 @@ impl Default for JobSpec {
             thinktime_blocks: 1,
             lat_target: Default::default(),
             steady: Default::default(),
+            syncs: Default::default(),
+            accepted: Default::default(),
+            report: Default::default(),
+            cpus: Default::default(),
+            buffers: Default::default(),
+            hooks: Default::default(),
         }
     }
 }
@@ -501,7 +523,7 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
 }
 
 /// How many option families a job spec has (the rows of `families!`).
-const FAMILIES: usize = 11;
+const FAMILIES: usize = 17;
 
 /// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
 /// the one list `family_of` and `families` take.
@@ -519,6 +541,12 @@ macro_rules! families {
             $($r)+ $spec.numa,
             $($r)+ $spec.batch,
             $($r)+ $spec.errkeys,
+            $($r)+ $spec.syncs,
+            $($r)+ $spec.accepted,
+            $($r)+ $spec.report,
+            $($r)+ $spec.cpus,
+            $($r)+ $spec.buffers,
+            $($r)+ $spec.hooks,
         ]
     };
 }
@@ -694,7 +722,7 @@ impl JobSpec {
                 let front = crate::engines::registry::lookup(&name).ok_or_else(|| SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2 (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), net (sockets), a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, e4defrag (ext4 extent moves), or cpuio (burn CPU) or exec (run a program)".to_string(),
+                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2, mmap, splice (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), net (sockets), a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, e4defrag (ext4 extent moves), or cpuio (burn CPU) or exec (run a program)".to_string(),
                 })?;
                 self.files.engine = None;
                 self.engine.noio.engine = None;
@@ -753,17 +781,21 @@ impl JobSpec {
                     self.rate_iops_dir = None;
                 }
             }
-            "rate" | "ratemin" => {
+            "rate" | "ratemin" | "rate_iops_min" => {
                 let mut r = [0u64; 2];
                 for (k, d) in per_direction(v).iter().take(2).enumerate() {
                     if let Some(d) = d {
-                        r[k] = parse_bytes(key, d)?;
+                        r[k] = if key == "rate_iops_min" {
+                            parse_uint(key, d, 0, u64::MAX)?
+                        } else {
+                            parse_bytes(key, d)?
+                        };
                     }
                 }
-                if key == "rate" {
-                    self.rate = r;
-                } else {
-                    self.ratemin = r;
+                match key {
+                    "rate" => self.rate = r,
+                    "ratemin" => self.ratemin = r,
+                    _ => self.rate_iops_min = r,
                 }
             }
             "rate_process" => {
@@ -846,6 +878,21 @@ impl JobSpec {
     fn set_data_value(&mut self, key: &'static str, v: &str) -> Result<(), SpecError> {
         match key {
             "randrepeat" => self.randrepeat = parse_flag(key, v)?,
+            "allrandrepeat" => {
+                if parse_flag(key, v)? {
+                    self.randrepeat = true;
+                }
+            }
+            // A job file's stonewall is the job file's (spec::jobfile); a
+            // single job has no earlier job to wait for.
+            "stonewall" | "wait_for_previous" => {
+                parse_flag(key, v)?;
+            }
+            "atomic" => {
+                if parse_flag(key, v)? {
+                    self.direct = Some(true);
+                }
+            }
             "random_generator" => match v.trim() {
                 "tausworthe" | "tausworthe64" => {}
                 // lfsr's point is a sequence that visits every block once.
@@ -901,6 +948,8 @@ impl JobSpec {
             }
             "log_avg_msec" => self.logs.avg_msec = parse_declared(key, v)?,
             "log_offset" => self.logs.offset = parse_flag(key, v)?,
+            "per_job_logs" => self.logs.per_job = parse_flag(key, v)?,
+            "log_unix_epoch" => self.logs.unix_epoch = parse_flag(key, v)?,
             "log_hist_msec" => self.logs.hist_msec = parse_declared(key, v)?,
             "log_hist_coarseness" => self.logs.hist_coarseness = parse_declared(key, v)? as u32,
             "log_prio" => self.logs.prio = parse_flag(key, v)?,

@@ -5,6 +5,7 @@
 //! block (`engines/opts/`, collected by [`options::all`]), and set through
 //! [`JobSpec::set`](jobspec::JobSpec::set).
 
+pub mod accepted;
 pub mod decl;
 pub mod family;
 pub mod fio_pattern;
@@ -13,5 +14,6 @@ pub mod jobspec;
 pub mod kinds;
 pub mod options;
 pub mod presets;
+pub mod refused;
 pub mod size;
 pub mod value;

@@ -158,7 +158,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Text,
         "io_uring",
-        "io_uring, psync, null, sg, io_uring_cmd, e4defrag, net, cpuio or exec; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync, cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk, io_uring_cmd NVMe commands to a namespace's /dev/ngXnY; e4defrag moves a donor's extents into ext4 files on writes; net moves data over sockets; cpuio burns CPU, exec runs a program (no I/O)"
+        "io_uring, psync, null, sg, io_uring_cmd, e4defrag, net, cpuio or exec; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync, pvsync2, mmap and splice on psync (the same reads and writes of the files, through pread/pwrite), cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk, io_uring_cmd NVMe commands to a namespace's /dev/ngXnY; e4defrag moves a donor's extents into ext4 files on writes; net moves data over sockets; cpuio burns CPU, exec runs a program (no I/O)"
     ),
     opt!(
         "rate_iops",
@@ -186,10 +186,17 @@ pub const OPTIONS: &[OptionDecl] = &[
     ),
     opt!(
         "ratemin",
-        [],
+        ["rate_min"],
         Text,
         "0 (none)",
         "fail the job when its average bandwidth over the run falls below this, READ[,WRITE] in bytes/s"
+    ),
+    opt!(
+        "rate_iops_min",
+        [],
+        Text,
+        "0 (none)",
+        "fail the job when its average IOPS over the run falls below this, READ[,WRITE]"
     ),
     opt!(
         "rate_process",
@@ -339,6 +346,27 @@ pub const OPTIONS: &[OptionDecl] = &[
         "write the whole block device (the job's size is the device's)"
     ),
     opt!(
+        "allrandrepeat",
+        [],
+        Bool,
+        "0",
+        "make every random sequence repeat from run to run (as randrepeat; drivelab's other generators are seeded from randseed already)"
+    ),
+    opt!(
+        "stonewall",
+        ["wait_for_previous"],
+        Bool,
+        "0",
+        "in a job file: start this job after every earlier job has finished, and begin a new reporting group"
+    ),
+    opt!(
+        "atomic",
+        [],
+        Bool,
+        "0",
+        "direct I/O (fio adds O_ATOMIC, a flag Linux does not have and ignores, so the I/O is direct I/O)"
+    ),
+    opt!(
         "randrepeat",
         [],
         Bool,
@@ -470,6 +498,20 @@ pub const OPTIONS: &[OptionDecl] = &[
         "ms"
     ),
     opt!(
+        "per_job_logs",
+        [],
+        Bool,
+        "1",
+        "name the log files PREFIX_KIND.N.log with the job's number (0: PREFIX_KIND.log, shared by jobs of the same prefix)"
+    ),
+    opt!(
+        "log_unix_epoch",
+        [],
+        Bool,
+        "0",
+        "log times in ms since the Unix epoch instead of since the job started"
+    ),
+    opt!(
         "log_offset",
         [],
         Bool,
@@ -544,6 +586,18 @@ pub const FAMILIES: &[(&str, &[OptionDecl])] = &[
         "error policy, verify and dedupe",
         crate::job::error_policy::ErrKeys::OPTIONS,
     ),
+    ("sync and page cache", crate::job::sync::SyncOpts::OPTIONS),
+    (
+        "accepted (no effect of drivelab's own)",
+        crate::spec::accepted::Accepted::OPTIONS,
+    ),
+    ("report", crate::run::report_opts::ReportOpts::OPTIONS),
+    ("CPU placement", crate::job::cpus::CpuOpts::OPTIONS),
+    ("write buffers", crate::job::buffers::BufOpts::OPTIONS),
+    (
+        "commands around the job",
+        crate::run::exec_hooks::ExecHooks::OPTIONS,
+    ),
 ];
 
 /// Every declared option: [`OPTIONS`], each family's ([`FAMILIES`]), then
@@ -571,6 +625,13 @@ pub fn lookup(key: &str) -> Result<&'static OptionDecl, SpecError> {
     let k = norm.as_str();
     if let Some(d) = all().find(|d| d.name == k || d.aliases.contains(&k)) {
         return Ok(d);
+    }
+    if let Some(r) = crate::spec::refused::refusal(k) {
+        return Err(SpecError::Refused {
+            key: k.to_string(),
+            rule: r.rule,
+            reason: r.reason,
+        });
     }
     let best = all()
         .flat_map(|d| std::iter::once(d.name).chain(d.aliases.iter().copied()))
@@ -668,6 +729,7 @@ mod tests {
                 "ioengine" => "null",
                 "random_distribution" => "zipf:1.1",
                 "rate" | "ratemin" => "1m,2m",
+                "rate_iops_min" => "10,20",
                 "rate_process" => "poisson",
                 "verify" => "crc32c",
                 "verify_pattern" => "0xaa55",
@@ -699,6 +761,16 @@ mod tests {
                 "cmd_type" => "nvme",
                 "protocol" => "udp",
                 "interface" => "127.0.0.1",
+                "sync" => "dsync",
+                "fadvise_hint" => "random",
+                "nice" => "1",
+                "mem" => "mmaphuge",
+                "allow_mounted_write" | "log_store_compressed" => "0",
+                "cpus_allowed" => "0",
+                "cpumask" => "1",
+                "cpus_allowed_policy" => "split",
+                "clocksource" => "cpu",
+                "percentile_list" => "50:99",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

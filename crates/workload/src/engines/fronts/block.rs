@@ -1,8 +1,8 @@
 //! The fronts of fio's block engines drivelab runs on its own loop engines:
 //! io_uring (fio's `io_uring`, `libaio`, `posixaio`), psync (`psync`,
-//! `sync`, `vsync`, `pvsync`, `pvsync2`) and null (`null`, `cpp_null`).
+//! `sync`, `vsync`, `pvsync`, `pvsync2`, and `mmap`, `splice`, whose reads and
+//! writes of the files are the same) and null (`null`, `cpp_null`).
 
-use drivelab_engine::buf::Fill;
 use drivelab_engine::engine::{Null, Psync, Uring};
 
 use crate::engines::front::EngineFront;
@@ -37,7 +37,7 @@ impl EngineFront for IoUringFront {
             engine: "io_uring",
             source,
         };
-        let fill = Fill::Random(spec.randseed);
+        let fill = spec.buffers.fill(spec.randseed);
         let o = spec.engine.io.uring(spec.fio_engine());
         let mut e = if crate::engines::files::lazy(r.job) {
             // fio's openfiles/create_on_open: the job's open set opens
@@ -47,7 +47,8 @@ impl EngineFront for IoUringFront {
         } else {
             let targets = r.open_targets()?;
             Uring::with_options(targets, spec.iodepth, max_bs, spec.fua, fill, o).map_err(made)?
-        };
+        }
+        .with_write_flags(spec.syncs.sync.write_flags());
         r.start_and_run(&mut e)
     }
 }
@@ -60,7 +61,9 @@ pub static PSYNC: PsyncFront = PsyncFront;
 
 impl EngineFront for PsyncFront {
     fn names(&self) -> &'static [&'static str] {
-        &["psync", "sync", "vsync", "pvsync", "pvsync2"]
+        &[
+            "psync", "sync", "vsync", "pvsync", "pvsync2", "mmap", "splice",
+        ]
     }
 
     fn choose(&self, spec: &mut crate::JobSpec, name: &str) {
@@ -74,7 +77,7 @@ impl EngineFront for PsyncFront {
             engine: "psync",
             source,
         };
-        let fill = Fill::Random(spec.randseed);
+        let fill = spec.buffers.fill(spec.randseed);
         let mut e = if crate::engines::files::lazy(r.job) {
             // fio's openfiles/create_on_open: the job's open set opens
             // its files through their claimed set.
@@ -84,7 +87,8 @@ impl EngineFront for PsyncFront {
             let targets = r.open_targets()?;
             Psync::new(targets, max_bs, spec.fua, fill).map_err(made)?
         }
-        .with_options(spec.engine.io.psync(spec.fio_engine()));
+        .with_options(spec.engine.io.psync(spec.fio_engine()))
+        .with_write_flags(spec.syncs.sync.write_flags());
         r.start_and_run(&mut e)
     }
 }
@@ -110,7 +114,7 @@ impl EngineFront for NullFront {
 
     fn run(&self, r: JobRun<'_>) -> Result<JobOutcome, RunError> {
         let spec = &r.job.spec;
-        let fill = Fill::Random(spec.randseed);
+        let fill = spec.buffers.fill(spec.randseed);
         let mut e = Null::new(spec.iodepth, spec.max_bs() as usize, fill).map_err(|source| {
             RunError::Engine {
                 engine: "null",

@@ -4,8 +4,6 @@
 
 use std::path::PathBuf;
 
-use drivelab_engine::buf::Fill;
-
 use crate::engines::front::EngineFront;
 use crate::job::outcome::JobOutcome;
 use crate::plan::model::{PlanError, PlannedTarget};
@@ -44,7 +42,7 @@ impl EngineFront for SgFront {
         let spec = &r.job.spec;
         let max_bs = spec.max_bs() as usize;
         let targets = crate::engines::sg::open_targets(r.plan, r.claims, r.job)?;
-        let fill = Fill::Random(spec.randseed);
+        let fill = spec.buffers.fill(spec.randseed);
         let mut e = if crate::engines::sg::asynchronous(spec, r.claims, r.job) {
             // fio's asynchronous mode on /dev/sgN: queued commands.
             drivelab_engine::sg::Sg::new_async(

@@ -4,8 +4,6 @@
 
 use std::path::PathBuf;
 
-use drivelab_engine::buf::Fill;
-
 use crate::engines::front::EngineFront;
 use crate::job::outcome::JobOutcome;
 use crate::plan::model::{Plan, PlanError, PlannedJob};
@@ -50,7 +48,7 @@ impl EngineFront for IoUringCmdFront {
             spec.iodepth,
             spec.max_bs() as usize,
             spec.engine.io.ucmd(spec.fio_engine()),
-            Fill::Random(spec.randseed),
+            spec.buffers.fill(spec.randseed),
         )
         .map_err(|source| RunError::Engine {
             engine: "io_uring_cmd",

@@ -109,6 +109,10 @@ pub struct FileOptions {
     pub filesize_range: Option<(u64, u64)>,
     /// A filesystem engine (`ioengine=filecreate` and the like).
     pub engine: Option<FileEngine>,
+    /// Files may be created (`allow_file_create`); default on.
+    pub allow_create: bool,
+    /// A file's I/O starts at its end (`file_append`).
+    pub append: bool,
 }
 
 impl Default for FileOptions {
@@ -125,6 +129,8 @@ impl Default for FileOptions {
             stat_type: StatKind::Stat,
             filesize_range: None,
             engine: None,
+            allow_create: true,
+            append: false,
         }
     }
 }
@@ -150,6 +156,20 @@ pub const MAX_FILES: u64 = 1 << 24;
 impl FileOptions {
     /// The family's options (fio's names and units).
     pub const OPTIONS: &'static [OptionDecl] = &[
+        opt!(
+            "allow_file_create",
+            [],
+            Bool,
+            "1",
+            "0: a file that does not exist is an error instead of being created"
+        ),
+        opt!(
+            "file_append",
+            [],
+            Bool,
+            "0",
+            "start a file's I/O at its end (its size before the run), not at offset"
+        ),
         opt!(
             "nrfiles",
             ["nr_files"],
@@ -233,6 +253,8 @@ impl crate::spec::family::OptionFamily for FileOptions {
             "nrfiles" => self.nrfiles = count(key, t, MAX_FILES)?,
             "openfiles" => self.openfiles = Some(count(key, t, MAX_FILES)?),
             "create_on_open" => self.create_on_open = parse_flag(key, t)?,
+            "allow_file_create" => self.allow_create = parse_flag(key, t)?,
+            "file_append" => self.append = parse_flag(key, t)?,
             "write_iolog" => {
                 if t.is_empty() {
                     return Err(bad(key, v, "a file name"));
