@@ -292,38 +292,19 @@ impl Drive {
     pub fn take_dirty(&self) -> bool {
         self.dirty.swap(false, Ordering::Relaxed)
     }
+}
 
-    /// Executes one command from queue `qid` with the host's `data`.
-    pub fn execute(self: &Arc<Self>, qid: u16, sqe: &Sqe, data: &[u8]) -> Outcome {
-        let mut c = self.lock();
-        c.reload_faults();
-        if c.faults.hangs(qid == 0, sqe.opcode()) {
-            c.unanswered += 1;
-            self.touch();
-            return Outcome::Never;
-        }
-        let out = if sqe.opcode() == crate::fabrics::OPCODE {
-            crate::fabrics::execute(&mut c, sqe)
-        } else if qid == 0 {
-            crate::admin::execute(self, &mut c, sqe, data)
-        } else {
-            crate::io::execute(&mut c, sqe, data)
-        };
-        if let Outcome::Done { status, .. } = &out {
-            if !status.is_success() {
-                c.log_error(qid, sqe, *status);
-            }
-        }
-        self.touch();
-        out
-    }
+/// Data units (thousands of 512-byte units, rounded up) of `bytes`, as the
+/// SMART / Health log counts them.
+pub fn data_units(bytes: u128) -> u128 {
+    bytes.div_ceil(512).div_ceil(1000)
 }
 
 impl Ctrl {
     /// Re-reads the control file when its modification time or length
     /// changed (a rewrite within one timestamp tick still changes the
     /// length of every fault line but one of equal length).
-    fn reload_faults(&mut self) {
+    pub(crate) fn reload_faults(&mut self) {
         let Some(path) = self.cfg.control.clone() else {
             return;
         };
@@ -402,8 +383,8 @@ impl Ctrl {
                 "bytes_written": n.bytes_written as u64,
                 "read_commands": n.read_commands as u64,
                 "write_commands": n.write_commands as u64,
-                "data_units_read": crate::admin::logs::data_units(n.bytes_read) as u64,
-                "data_units_written": crate::admin::logs::data_units(n.bytes_written) as u64,
+                "data_units_read": data_units(n.bytes_read) as u64,
+                "data_units_written": data_units(n.bytes_written) as u64,
                 "media_errors": n.media_errors as u64,
                 "error_count": self.error_count,
                 "unanswered_commands": self.unanswered,

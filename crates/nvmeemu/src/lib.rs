@@ -24,6 +24,7 @@
 pub mod admin;
 pub mod cmd;
 pub mod ctrl;
+pub mod dispatch;
 pub mod fabrics;
 pub mod faults;
 pub mod io;

@@ -206,7 +206,7 @@ impl Connection {
         let out = match (self.qid, is_connect) {
             (None, true) => self.connect(&sqe, &data),
             (Some(_), true) | (None, false) => Outcome::status(Status::SEQUENCE),
-            (Some(qid), false) => self.drive.execute(qid, &sqe, &data),
+            (Some(qid), false) => crate::dispatch::execute(&self.drive, qid, &sqe, &data),
         };
         self.respond(&sqe, out)
     }

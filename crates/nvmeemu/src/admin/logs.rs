@@ -9,7 +9,7 @@
 //! not count as written data, as the specification says.
 
 use crate::cmd::{put, Sqe, Status};
-use crate::ctrl::{Ctrl, Outcome};
+use crate::ctrl::{data_units, Ctrl, Outcome};
 
 /// Log identifiers.
 pub mod lid {
@@ -25,11 +25,6 @@ pub mod lid {
 
 /// The composite temperature the controller reports, kelvin (35 °C).
 pub const TEMPERATURE_K: u16 = 308;
-
-/// Bytes as SMART data units: thousands of 512-byte units, rounded up.
-pub fn data_units(bytes: u128) -> u128 {
-    bytes.div_ceil(512).div_ceil(1000)
-}
 
 /// The SMART / Health Information log.
 pub fn smart(c: &Ctrl) -> Vec<u8> {
