@@ -1,0 +1,100 @@
+//! `--metrics-listen` without Prometheus: the last scrape of a run equals
+//! its final JSON result (I/Os, bytes and errors per job and direction,
+//! the latency histogram's count), the endpoint's text passes `promtool
+//! check metrics`, and an address that cannot be bound is refused before
+//! any I/O.
+
+mod metrics_common;
+
+use std::net::TcpListener;
+
+use drivelab_testkit::{require_tools, run, TempDir};
+use metrics_common::*;
+use serde_json::Value;
+
+/// The figure `name{jobname="J",job_index="I",direction="D"}` in `text`.
+fn job_figure(text: &str, name: &str, job: &Value, index: usize, dir: &str) -> u64 {
+    let jobname = job["jobname"].as_str().unwrap();
+    let line = format!("{name}{{jobname=\"{jobname}\",job_index=\"{index}\",direction=\"{dir}\"}}");
+    sample(text, &line).unwrap_or_else(|| panic!("{line} not served:\n{text}")) as u64
+}
+
+#[test]
+fn the_last_scrape_equals_the_final_result() {
+    require_tools(&["/usr/bin/promtool"]);
+    let dir = TempDir::new("metrics-truth");
+    let port = free_port();
+    let file = dir.join("target.bin");
+    // Two jobs of the null engine and one on a file, mixed directions,
+    // trims too; paced so that several snapshots are served on the way.
+    let args: Vec<String> = [
+        "run",
+        "--output-format=json",
+        "--metrics-listen",
+        &port.to_string(),
+        "--metrics-linger=300",
+        "--name=mixed",
+        &format!("--filename={}", file.display()),
+        "--size=8m",
+        "--rw=randrw",
+        "--rwmixread=60",
+        "--bs=4k",
+        "--ioengine=psync",
+        "--rate_iops=800",
+        "--numjobs=2",
+        "--name=trims",
+        "--rw=randtrim",
+        "--ioengine=null",
+        "--rate_iops=300",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut d = Drivelab::start(&args);
+    let text = d.final_figures(port);
+    let (code, out, err) = d.stop();
+    assert_eq!(code, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let jobs = r["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 3, "{out}");
+    let mut ios_seen = 0;
+    for (i, j) in jobs.iter().enumerate() {
+        for dir in ["read", "write", "trim"] {
+            let d = &j[dir];
+            let ios = job_figure(&text, "drivelab_job_ios_total", j, i, dir);
+            assert_eq!(ios, d["total_ios"].as_u64().unwrap(), "job {i} {dir}");
+            let bytes = job_figure(&text, "drivelab_job_io_bytes_total", j, i, dir);
+            assert_eq!(bytes, d["io_bytes"].as_u64().unwrap(), "job {i} {dir}");
+            let n = job_figure(&text, "drivelab_job_latency_seconds_count", j, i, dir);
+            assert_eq!(n, d["clat_ns"]["N"].as_u64().unwrap(), "job {i} {dir}");
+            ios_seen += ios;
+            let errors = j["errors"]
+                .as_array()
+                .map_or(0, |e| e.iter().filter(|e| e["op"] == dir).count() as u64);
+            assert_eq!(job_figure(&text, "drivelab_job_errors_total", j, i, dir), errors);
+        }
+    }
+    // 2048 blocks per psync job, 2048 trims of the null job's 8 MiB.
+    assert_eq!(ios_seen, 3 * 2048);
+    promtool_check(&text, dir.path());
+}
+
+#[test]
+fn an_address_in_use_is_refused_before_any_io() {
+    let dir = TempDir::new("metrics-in-use");
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port().to_string();
+    let file = dir.join("never.bin");
+    let f = format!("--filename={}", file.display());
+    for args in [
+        vec!["run", &f, "--size=1m", "--rw=write", "--metrics-listen", &port],
+        vec!["run", &f, "--size=1m", "--metrics-listen", "not-an-address"],
+        vec!["run", &f, "--size=1m", "--metrics-linger=5"],
+    ] {
+        let (code, out, err) = run(BIN, &args);
+        assert_eq!(code, 2, "{args:?}: {out} {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(err.contains("--metrics-l"), "{args:?}: {err}");
+        assert!(!file.exists(), "{args:?}: the target was created");
+    }
+}
