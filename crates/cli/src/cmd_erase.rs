@@ -328,6 +328,9 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
             Ok(0)
         }
         Report::Erased(summary) => {
+            if let Some(l) = &live {
+                l.settle_erase(&summary.drives);
+            }
             let printed = print_report(&a.out, &summary)?;
             // Each drive that failed: one line on stderr, in JSON mode
             // too (stdout holds only the report, which has the same error);

@@ -24,6 +24,9 @@ pub const LINGER_HELP: &str = "with --metrics-listen: keep serving the final fig
 /// A live endpoint and how long it stays up after the work.
 pub struct Live {
     endpoint: Endpoint,
+    /// An erase's drives, followed by [`watch_erase`] and settled by
+    /// [`Live::settle_erase`].
+    erase: std::sync::Mutex<Option<drivelab_metrics::model::erase::Tracker>>,
     linger: Option<Duration>,
     /// Whether notes go to stderr (not in machine-readable modes).
     notes: bool,
@@ -59,6 +62,7 @@ impl Live {
         }
         Ok(Some(Live {
             endpoint,
+            erase: std::sync::Mutex::new(None),
             linger,
             notes,
         }))
@@ -67,6 +71,21 @@ impl Live {
     /// Serve `families` from now on.
     pub fn publish(&self, families: Vec<Family>) {
         self.endpoint.latest().set(families);
+    }
+
+    fn tracker(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Option<drivelab_metrics::model::erase::Tracker>> {
+        self.erase.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The erase has ended with `outcomes`: publish its final figures,
+    /// settled from the result.
+    pub fn settle_erase(&self, outcomes: &[drivelab_erase::Outcome]) {
+        if let Some(t) = self.tracker().as_mut() {
+            t.settle(outcomes);
+            self.publish(t.families(Instant::now(), true));
+        }
     }
 
     /// Keep serving for `--metrics-linger`, or until `stop` (Ctrl-C).
@@ -90,11 +109,16 @@ impl Live {
     }
 }
 
-/// How often an erase's figures are refreshed.
+/// How often an erase's phases are looked at (as often as the erase's own
+/// timeline samples at first: a short verification is still seen).
+const ERASE_LOOK: Duration = Duration::from_millis(10);
+
+/// How often an erase's figures are published.
 const ERASE_EVERY: Duration = Duration::from_millis(250);
 
-/// Publish an erase's figures until `finished` is set, then once more as
-/// final (run beside the progress line, on the erase's watch thread).
+/// Publish an erase's figures until `finished` is set (run beside the
+/// progress line, on the erase's watch thread); [`Live::settle_erase`]
+/// publishes the final ones.
 pub fn watch_erase(
     live: &Live,
     drives: &[drivelab_erase::Drive],
@@ -104,20 +128,29 @@ pub fn watch_erase(
 ) {
     use drivelab_metrics::model::erase::{EraseDrive, Tracker};
     let n = drives.len();
-    let mut t = Tracker::new(
+    let t = Tracker::new(
         drives
             .iter()
             .zip(progress)
             .map(|(d, p)| EraseDrive::of(d, opts, n, p.clone()))
             .collect(),
     );
+    *live.tracker() = Some(t);
+    let mut published = Instant::now() - ERASE_EVERY;
     loop {
         let over = finished.load(Ordering::Acquire);
-        live.publish(t.families(Instant::now(), over));
+        let now = Instant::now();
+        if let Some(t) = live.tracker().as_mut() {
+            t.observe(now);
+            if over || now.duration_since(published) >= ERASE_EVERY {
+                live.publish(t.families(now, false));
+                published = now;
+            }
+        }
         if over {
             return;
         }
-        std::thread::sleep(ERASE_EVERY);
+        std::thread::sleep(ERASE_LOOK);
     }
 }
 

@@ -25,27 +25,24 @@ fn the_last_scrape_equals_the_final_result() {
     let dir = TempDir::new("metrics-truth");
     let port = free_port();
     let file = dir.join("target.bin");
-    // Two jobs of the null engine and one on a file, mixed directions,
-    // trims too; paced so that several snapshots are served on the way.
+    let jobfile = dir.join("mixed.fio");
+    // Two psync jobs on a file and one null-engine job of trims, mixed
+    // directions; paced so that several snapshots are served on the way.
+    std::fs::write(
+        &jobfile,
+        format!(
+            "[global]\nbs=4k\nsize=8m\n\n[mixed]\nfilename={}\nrw=randrw\nrwmixread=60\nioengine=psync\nrate_iops=800\nnumjobs=2\n\n[trims]\nfilename=null\nioengine=null\nrw=randtrim\nrate_iops=1000\n",
+            file.display()
+        ),
+    )
+    .unwrap();
     let args: Vec<String> = [
         "run",
+        jobfile.to_str().unwrap(),
         "--output-format=json",
         "--metrics-listen",
         &port.to_string(),
         "--metrics-linger=300",
-        "--name=mixed",
-        &format!("--filename={}", file.display()),
-        "--size=8m",
-        "--rw=randrw",
-        "--rwmixread=60",
-        "--bs=4k",
-        "--ioengine=psync",
-        "--rate_iops=800",
-        "--numjobs=2",
-        "--name=trims",
-        "--rw=randtrim",
-        "--ioengine=null",
-        "--rate_iops=300",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -63,15 +63,17 @@ fn prometheus_sees_a_paced_run_as_its_result_reports_it() {
         assert_eq!(bytes as u64, d["io_bytes"].as_u64().unwrap(), "{dir}");
         let n = prom.value(&format!("drivelab_job_latency_seconds_count{}", sel(dir)), None);
         assert_eq!(n as u64, d["clat_ns"]["N"].as_u64().unwrap(), "{dir}");
-        // The rate of bytes over 8 s in the middle of the run is the
-        // result's bandwidth (the run is paced: steady).
+        // The rate of bytes over the 8 s before the run's last 2 s is the
+        // result's bandwidth (the run is paced: steady). The window lies
+        // wholly among the samples (Prometheus's rate of a window only
+        // partly covered is lower, not wrong).
         let t0 = r["timestamp_ms"].as_f64().unwrap() / 1e3;
         let runtime = job["job_runtime"].as_f64().unwrap() / 1e3;
-        let mid = t0 + runtime * 0.6;
-        let rate = prom.value(
-            &format!("rate(drivelab_job_io_bytes_total{}[8s])", sel(dir)),
-            Some(mid),
-        );
+        let at = t0 + runtime - 2.0;
+        let metric = format!("drivelab_job_io_bytes_total{}", sel(dir));
+        let held = prom.value(&format!("count_over_time({metric}[8s])"), Some(at));
+        assert!(held >= 6.0, "{dir}: only {held} samples in the 8 s window");
+        let rate = prom.value(&format!("rate({metric}[8s])"), Some(at));
         let bw = d["bw_bytes"].as_f64().unwrap();
         assert!(
             (rate - bw).abs() <= 0.25 * bw,

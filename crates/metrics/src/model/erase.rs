@@ -85,11 +85,27 @@ struct Seen {
     active: Option<Phase>,
 }
 
+/// A phase's figures as the result gives them: its label, bytes done and
+/// planned, and its seconds.
+#[derive(Debug, Clone, PartialEq)]
+struct Settled {
+    phase: &'static str,
+    done: u64,
+    total: u64,
+    /// Bytes this run moved in the phase (a resumed erase's done
+    /// includes earlier runs').
+    moved: u64,
+    seconds: f64,
+}
+
 /// The drives of one erase and when each phase was seen to begin.
 #[derive(Debug)]
 pub struct Tracker {
     drives: Vec<EraseDrive>,
     seen: Vec<Seen>,
+    /// Per drive, once the erase has ended: each phase's figures from its
+    /// outcome, which replace what was seen.
+    settled: Vec<Option<(Vec<Settled>, f64)>>,
     /// Each drive's temperature, °C, and when it was last read.
     temps: Vec<Option<f64>>,
     temps_read: Option<Instant>,
@@ -113,9 +129,11 @@ impl Tracker {
             })
             .collect();
         let temps = drives.iter().map(|_| None).collect();
+        let settled = drives.iter().map(|_| None).collect();
         Tracker {
             drives,
             seen,
+            settled,
             temps,
             temps_read: None,
         }
@@ -145,6 +163,54 @@ impl Tracker {
         }
     }
 
+    /// The erase has ended with `outcomes` (by device path): each drive's
+    /// phases are from then on the result's own figures: the erase's bytes
+    /// and seconds, and the verification's bytes (the last point its
+    /// timeline holds of the phase) and seconds. A phase too short to be
+    /// seen while it ran is settled all the same.
+    pub fn settle(&mut self, outcomes: &[drivelab_erase::Outcome]) {
+        for (d, slot) in self.drives.iter().zip(self.settled.iter_mut()) {
+            let Some(o) = outcomes.iter().find(|o| o.device == d.held.path) else {
+                continue;
+            };
+            // A phase's last point, or the point after it when that is the
+            // drive's end (done, failed, stopped): the phase's bytes stay in
+            // the progress counters when the drive finishes.
+            let tl = &o.timeline;
+            let last = |word: &str| {
+                let i = tl.iter().rposition(|p| p.phase == word)?;
+                let p = match tl.get(i + 1) {
+                    Some(n) if n.phase != "erasing" && n.phase != "verifying" => n,
+                    _ => &tl[i],
+                };
+                Some((p.done_bytes, p.total_bytes))
+            };
+            let mut phases = Vec::new();
+            if o.bytes > 0 || o.erase_seconds > 0.0 {
+                let (done, total) = last("erasing").unwrap_or((o.bytes, o.bytes));
+                phases.push(Settled {
+                    phase: "erasing",
+                    done: done.max(o.bytes + o.resumed_bytes),
+                    total,
+                    moved: o.bytes,
+                    seconds: o.erase_seconds,
+                });
+            }
+            if o.verify_seconds > 0.0 {
+                if let Some((done, total)) = last("verifying") {
+                    phases.push(Settled {
+                        phase: "verifying",
+                        done,
+                        total,
+                        moved: done,
+                        seconds: o.verify_seconds,
+                    });
+                }
+            }
+            *slot = Some((phases, o.erase_seconds + o.verify_seconds));
+        }
+    }
+
     /// Every figure at `now` (observed first); `over`: the erase has ended.
     pub fn families(&mut self, now: Instant, over: bool) -> Vec<Family> {
         use std::sync::atomic::Ordering::Relaxed;
@@ -168,7 +234,13 @@ impl Tracker {
         let mut elapsed = Family::of(&ERASE_ELAPSED);
         let mut estimate = Family::of(&ERASE_ESTIMATE);
         let mut held = Vec::new();
-        for ((d, s), t) in self.drives.iter().zip(&self.seen).zip(&self.temps) {
+        for (((d, s), t), fin) in self
+            .drives
+            .iter()
+            .zip(&self.seen)
+            .zip(&self.temps)
+            .zip(&self.settled)
+        {
             held.push(d.held.clone());
             let dl = [d.held.device.as_str(), d.held.serial.as_str()];
             if let Some(c) = t {
@@ -179,6 +251,20 @@ impl Tracker {
                 state.push(&[dl[0], dl[1], &state_word(p)], Value::Gauge(on));
             }
             estimate.push(&dl, Value::Gauge(d.estimated_s));
+            if let Some((phases, secs)) = fin {
+                elapsed.push(&dl, Value::Gauge(*secs));
+                for p in phases {
+                    let pl = [dl[0], dl[1], p.phase];
+                    done_f.push(&pl, Value::Gauge(p.done as f64));
+                    total_f.push(&pl, Value::Gauge(p.total as f64));
+                    ratio.push(&pl, Value::Gauge(share(p.done, p.total)));
+                    if p.seconds > 0.0 {
+                        tput.push(&pl, Value::Gauge(p.moved as f64 / p.seconds));
+                    }
+                    eta.push(&pl, Value::Gauge(0.0));
+                }
+                continue;
+            }
             if let Some(b) = s.began {
                 let end = s.ended.unwrap_or(now);
                 elapsed.push(&dl, Value::Gauge(end.duration_since(b).as_secs_f64()));
@@ -192,14 +278,7 @@ impl Tracker {
             let pl = [dl[0], dl[1], word.as_str()];
             done_f.push(&pl, Value::Gauge(done as f64));
             total_f.push(&pl, Value::Gauge(total as f64));
-            ratio.push(
-                &pl,
-                Value::Gauge(if total > 0 {
-                    (done as f64 / total as f64).min(1.0)
-                } else {
-                    0.0
-                }),
-            );
+            ratio.push(&pl, Value::Gauge(share(done, total)));
             if let Some((t0, d0)) = s.phase_began {
                 let end = s.ended.unwrap_or(now);
                 let secs = end.duration_since(t0).as_secs_f64();
@@ -230,6 +309,15 @@ impl Tracker {
             estimate,
             temp,
         ]
+    }
+}
+
+/// `done` of `total` as a ratio 0..1 (0 of nothing).
+fn share(done: u64, total: u64) -> f64 {
+    if total > 0 {
+        (done as f64 / total as f64).min(1.0)
+    } else {
+        0.0
     }
 }
 
@@ -284,5 +372,59 @@ mod tests {
         // Elapsed stops when the drive finishes.
         let later = t.families(t0 + Duration::from_secs(50), true);
         assert_eq!(find(&later, &ERASE_ELAPSED).unwrap().get(&dl), Some(&Value::Gauge(4.0)));
+    }
+
+    #[test]
+    fn a_verification_too_short_to_be_seen_is_settled_from_the_result() {
+        let p = Arc::new(Progress::default());
+        let mut t = Tracker::new(vec![EraseDrive {
+            held: Held {
+                path: "/dev/loop9".into(),
+                device: "loop9".into(),
+                serial: "S9".into(),
+            },
+            estimated_s: 3.0,
+            progress: p.clone(),
+        }]);
+        let t0 = Instant::now();
+        p.enter(Phase::Erasing, 0, 4096);
+        t.observe(t0);
+        // Verification began and ended between two looks.
+        p.enter(Phase::Verifying, 0, 2048);
+        p.done.store(2048, std::sync::atomic::Ordering::Relaxed);
+        p.set_phase(Phase::Done);
+        let point = |phase: &'static str, done, total| drivelab_erase::outcome::TimelinePoint {
+            t_s: 0.0,
+            phase: phase.into(),
+            done_bytes: done,
+            total_bytes: total,
+        };
+        let o = drivelab_erase::Outcome {
+            device: "/dev/loop9".into(),
+            bytes: 4096,
+            erase_seconds: 2.0,
+            verify_seconds: 0.5,
+            // The timeline's last look at verifying saw it half done.
+            timeline: vec![
+                point("erasing", 4096, 4096),
+                point("verifying", 1024, 2048),
+                point("done", 2048, 2048),
+            ],
+            ..Default::default()
+        };
+        t.settle(&[o]);
+        let f = t.families(t0 + Duration::from_secs(9), true);
+        let erasing = ["loop9", "S9", "erasing"];
+        let verifying = ["loop9", "S9", "verifying"];
+        let tput = find(&f, &ERASE_THROUGHPUT).unwrap();
+        assert_eq!(tput.get(&erasing), Some(&Value::Gauge(2048.0)));
+        assert_eq!(tput.get(&verifying), Some(&Value::Gauge(4096.0)));
+        let ratio = find(&f, &ERASE_PROGRESS).unwrap();
+        assert_eq!(ratio.get(&verifying), Some(&Value::Gauge(1.0)));
+        assert_eq!(find(&f, &ERASE_DONE).unwrap().get(&erasing), Some(&Value::Gauge(4096.0)));
+        assert_eq!(
+            find(&f, &ERASE_ELAPSED).unwrap().get(&["loop9", "S9"]),
+            Some(&Value::Gauge(2.5))
+        );
     }
 }
