@@ -55,10 +55,7 @@ impl Live {
             .latest()
             .set(vec![info::build(command), finished_family(false)]);
         if notes {
-            eprintln!(
-                "drivelab: metrics at http://{}/metrics",
-                endpoint.addr()
-            );
+            eprintln!("drivelab: metrics at http://{}/metrics", endpoint.addr());
         }
         Ok(Some(Live {
             endpoint,
@@ -177,7 +174,10 @@ mod tests {
         assert_eq!(ticks(None), (ms(1000), 0));
         assert_eq!(ticks(Some(ms(200))), (ms(200), 1));
         assert_eq!(ticks(Some(ms(1000))), (ms(1000), 1));
-        assert_eq!(ticks(Some(ms(2500))), (Duration::from_nanos(833_333_333), 3));
+        assert_eq!(
+            ticks(Some(ms(2500))),
+            (Duration::from_nanos(833_333_333), 3)
+        );
         assert_eq!(ticks(Some(ms(5000))), (ms(1000), 5));
         assert_eq!(ticks(Some(ms(1001))), (Duration::from_micros(500_500), 2));
     }

@@ -68,7 +68,10 @@ fn the_last_scrape_equals_the_final_result() {
             let errors = j["errors"]
                 .as_array()
                 .map_or(0, |e| e.iter().filter(|e| e["op"] == dir).count() as u64);
-            assert_eq!(job_figure(&text, "drivelab_job_errors_total", j, i, dir), errors);
+            assert_eq!(
+                job_figure(&text, "drivelab_job_errors_total", j, i, dir),
+                errors
+            );
         }
     }
     // 2048 blocks per psync job, 2048 trims of the null job's 8 MiB.
@@ -84,7 +87,14 @@ fn an_address_in_use_is_refused_before_any_io() {
     let file = dir.join("never.bin");
     let f = format!("--filename={}", file.display());
     for args in [
-        vec!["run", &f, "--size=1m", "--rw=write", "--metrics-listen", &port],
+        vec![
+            "run",
+            &f,
+            "--size=1m",
+            "--rw=write",
+            "--metrics-listen",
+            &port,
+        ],
         vec!["run", &f, "--size=1m", "--metrics-listen", "not-an-address"],
         vec!["run", &f, "--size=1m", "--metrics-linger=5"],
     ] {

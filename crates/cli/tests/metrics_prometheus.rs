@@ -61,7 +61,10 @@ fn prometheus_sees_a_paced_run_as_its_result_reports_it() {
         // The counters' last values are the result's.
         let bytes = prom.value(&format!("drivelab_job_io_bytes_total{}", sel(dir)), None);
         assert_eq!(bytes as u64, d["io_bytes"].as_u64().unwrap(), "{dir}");
-        let n = prom.value(&format!("drivelab_job_latency_seconds_count{}", sel(dir)), None);
+        let n = prom.value(
+            &format!("drivelab_job_latency_seconds_count{}", sel(dir)),
+            None,
+        );
         assert_eq!(n as u64, d["clat_ns"]["N"].as_u64().unwrap(), "{dir}");
         // The rate of bytes over the 8 s before the run's last 2 s is the
         // result's bandwidth (the run is paced: steady). The window lies
@@ -83,7 +86,10 @@ fn prometheus_sees_a_paced_run_as_its_result_reports_it() {
         // result's own median.
         let p50 = d["clat_ns"]["percentile"]["50.000000"].as_f64().unwrap();
         let q = prom.value(
-            &format!("histogram_quantile(0.5, drivelab_job_latency_seconds_bucket{})", sel(dir)),
+            &format!(
+                "histogram_quantile(0.5, drivelab_job_latency_seconds_bucket{})",
+                sel(dir)
+            ),
             None,
         );
         let (lo, hi) = group_of(p50);
@@ -152,11 +158,17 @@ fn prometheus_sees_an_erase_through_to_done() {
     let sel = |extra: &str| format!("{{device=\"{name}\"{extra}}}");
     // Seen erasing while it ran, done at the end.
     let erasing = prom.value(
-        &format!("max_over_time(drivelab_erase_state{}[5m])", sel(",state=\"erasing\"")),
+        &format!(
+            "max_over_time(drivelab_erase_state{}[5m])",
+            sel(",state=\"erasing\"")
+        ),
         None,
     );
     assert_eq!(erasing, 1.0);
-    let done = prom.value(&format!("drivelab_erase_state{}", sel(",state=\"done\"")), None);
+    let done = prom.value(
+        &format!("drivelab_erase_state{}", sel(",state=\"done\"")),
+        None,
+    );
     assert_eq!(done, 1.0);
     // The erase's progress went through the middle and the verification
     // ended complete.
@@ -169,7 +181,10 @@ fn prometheus_sees_an_erase_through_to_done() {
     );
     assert!(mid >= 1.0, "no progress seen between 10 % and 90 %");
     let verified = prom.value(
-        &format!("drivelab_erase_progress_ratio{}", sel(",phase=\"verifying\"")),
+        &format!(
+            "drivelab_erase_progress_ratio{}",
+            sel(",phase=\"verifying\"")
+        ),
         None,
     );
     assert_eq!(verified, 1.0);

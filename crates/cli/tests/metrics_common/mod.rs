@@ -33,7 +33,8 @@ pub fn get(port: u16, path: &str, accept: Option<&str>) -> Option<(String, Strin
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
     let accept = accept.map_or(String::new(), |a| format!("Accept: {a}\r\n"));
-    let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{accept}Connection: close\r\n\r\n");
+    let req =
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{accept}Connection: close\r\n\r\n");
     s.write_all(req.as_bytes()).ok()?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).ok()?;
@@ -44,11 +45,15 @@ pub fn get(port: u16, path: &str, accept: Option<&str>) -> Option<(String, Strin
         .lines()
         .find_map(|l| {
             let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-type").then(|| v.trim().to_string())
+            k.eq_ignore_ascii_case("content-type")
+                .then(|| v.trim().to_string())
         })
         .unwrap_or_default();
     // Prometheus answers in chunks: the JSON is between the chunk sizes.
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         dechunk(body)
     } else {
         body.to_string()
@@ -105,7 +110,10 @@ impl Drivelab {
             if let Some(Ok(Some(st))) = self.0.as_mut().map(|c| c.try_wait()) {
                 panic!("drivelab ended ({st}) before serving its final figures");
             }
-            assert!(t0.elapsed() < DEADLINE, "no final figures within {DEADLINE:?}");
+            assert!(
+                t0.elapsed() < DEADLINE,
+                "no final figures within {DEADLINE:?}"
+            );
             std::thread::sleep(Duration::from_millis(200));
         }
     }
@@ -160,7 +168,10 @@ impl Prometheus {
         let port = free_port();
         let child = Command::new("/usr/bin/prometheus")
             .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join("prometheus.log")).unwrap())
@@ -173,7 +184,10 @@ impl Prometheus {
         };
         let t0 = Instant::now();
         while get(port, "/-/ready", None).is_none_or(|(s, _, _)| !s.contains(" 200")) {
-            assert!(t0.elapsed() < DEADLINE, "prometheus not ready within {DEADLINE:?}");
+            assert!(
+                t0.elapsed() < DEADLINE,
+                "prometheus not ready within {DEADLINE:?}"
+            );
             std::thread::sleep(Duration::from_millis(200));
         }
         p
@@ -203,7 +217,10 @@ impl Prometheus {
                 let s = v["value"][1].as_str().expect("a value");
                 return s.parse().unwrap_or(f64::NAN);
             }
-            assert!(t0.elapsed() < DEADLINE, "{q}: no answer within {DEADLINE:?}");
+            assert!(
+                t0.elapsed() < DEADLINE,
+                "{q}: no answer within {DEADLINE:?}"
+            );
             std::thread::sleep(Duration::from_millis(500));
         }
     }
@@ -239,7 +256,10 @@ pub fn promtool_check(text: &str, dir: &Path) -> String {
     std::fs::write(&f, text).unwrap();
     let out = Command::new("sh")
         .arg("-c")
-        .arg(format!("/usr/bin/promtool check metrics < '{}'", f.display()))
+        .arg(format!(
+            "/usr/bin/promtool check metrics < '{}'",
+            f.display()
+        ))
         .output()
         .expect("promtool runs");
     let said = format!(
@@ -247,6 +267,9 @@ pub fn promtool_check(text: &str, dir: &Path) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "promtool check metrics failed: {said}");
+    assert!(
+        out.status.success(),
+        "promtool check metrics failed: {said}"
+    );
     said
 }

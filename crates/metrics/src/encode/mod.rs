@@ -157,7 +157,10 @@ mod tests {
     #[test]
     fn text_004_names_counters_by_their_samples() {
         let t = encode(&sample_families(), Format::Text004);
-        assert!(t.contains("# TYPE drivelab_job_io_bytes_total counter\n"), "{t}");
+        assert!(
+            t.contains("# TYPE drivelab_job_io_bytes_total counter\n"),
+            "{t}"
+        );
         assert!(t.contains(
             "drivelab_job_io_bytes_total{jobname=\"a \\\"q\\\"\\\\\",job_index=\"0\",direction=\"read\"} 4096\n"
         ));
@@ -173,7 +176,12 @@ mod tests {
     #[test]
     fn openmetrics_names_families_and_units_and_ends_with_eof() {
         let t = encode(&sample_families(), Format::OpenMetrics);
-        assert!(t.contains("# TYPE drivelab_job_io_bytes counter\n# UNIT drivelab_job_io_bytes bytes\n"), "{t}");
+        assert!(
+            t.contains(
+                "# TYPE drivelab_job_io_bytes counter\n# UNIT drivelab_job_io_bytes bytes\n"
+            ),
+            "{t}"
+        );
         assert!(t.contains("\ndrivelab_job_io_bytes_total{"));
         assert!(t.contains("# TYPE drivelab_build info\n"));
         assert!(t.contains("\ndrivelab_build_info{version=\"1.0\",host=\"h\",command=\"run\"} 1\n"));

@@ -87,7 +87,8 @@ pub static CLAIM: Metric = Metric {
     kind: Kind::Info,
     unit: "",
     labels: &["path", "device", "serial"],
-    help: "A target claimed for writing: its path, kernel name and serial (empty when it has none).",
+    help:
+        "A target claimed for writing: its path, kernel name and serial (empty when it has none).",
     from: "run, erase",
 };
 /// Whether the figures are final.
@@ -177,7 +178,8 @@ pub static DEV_WRITE_BPS: Metric = Metric {
     kind: Kind::Gauge,
     unit: "",
     labels: DEVICE,
-    help: "Bytes per second written at the device in the last whole second (iostat's wkB/s x 1024).",
+    help:
+        "Bytes per second written at the device in the last whole second (iostat's wkB/s x 1024).",
     from: "run",
 };
 /// Device utilisation.
@@ -222,7 +224,8 @@ pub static ERASE_DONE: Metric = Metric {
     kind: Kind::Gauge,
     unit: "bytes",
     labels: PHASE,
-    help: "Bytes done of a phase (erase: every pass; verify: read back), as the progress line shows.",
+    help:
+        "Bytes done of a phase (erase: every pass; verify: read back), as the progress line shows.",
     from: "erase",
 };
 /// Erase bytes to do.

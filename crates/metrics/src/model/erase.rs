@@ -12,8 +12,8 @@ use std::time::Instant;
 use drivelab_erase::sched::{Phase, Progress};
 
 use super::catalog::{
-    DRIVE_TEMPERATURE, ERASE_DONE, ERASE_ELAPSED, ERASE_ESTIMATE, ERASE_ETA, ERASE_PROGRESS, ERASE_STATE,
-    ERASE_THROUGHPUT, ERASE_TOTAL,
+    DRIVE_TEMPERATURE, ERASE_DONE, ERASE_ELAPSED, ERASE_ESTIMATE, ERASE_ETA, ERASE_PROGRESS,
+    ERASE_STATE, ERASE_THROUGHPUT, ERASE_TOTAL,
 };
 use super::info::{self, Held};
 use super::run::finished_family;
@@ -349,29 +349,56 @@ mod tests {
         p.done.store(400, std::sync::atomic::Ordering::Relaxed);
         let f = t.families(t0 + Duration::from_secs(3), false);
         let l = ["loop9", "", "erasing"];
-        assert_eq!(find(&f, &ERASE_STATE).unwrap().get(&l), Some(&Value::Gauge(1.0)));
-        assert_eq!(find(&f, &ERASE_DONE).unwrap().get(&l), Some(&Value::Gauge(400.0)));
-        assert_eq!(find(&f, &ERASE_PROGRESS).unwrap().get(&l), Some(&Value::Gauge(0.4)));
+        assert_eq!(
+            find(&f, &ERASE_STATE).unwrap().get(&l),
+            Some(&Value::Gauge(1.0))
+        );
+        assert_eq!(
+            find(&f, &ERASE_DONE).unwrap().get(&l),
+            Some(&Value::Gauge(400.0))
+        );
+        assert_eq!(
+            find(&f, &ERASE_PROGRESS).unwrap().get(&l),
+            Some(&Value::Gauge(0.4))
+        );
         let dl = ["loop9", ""];
         // 400 bytes in the 2 s since erasing began: 200 B/s, 3 s left.
-        assert_eq!(find(&f, &ERASE_THROUGHPUT).unwrap().get(&l), Some(&Value::Gauge(200.0)));
-        assert_eq!(find(&f, &ERASE_ETA).unwrap().get(&l), Some(&Value::Gauge(3.0)));
-        assert_eq!(find(&f, &ERASE_ELAPSED).unwrap().get(&dl), Some(&Value::Gauge(2.0)));
+        assert_eq!(
+            find(&f, &ERASE_THROUGHPUT).unwrap().get(&l),
+            Some(&Value::Gauge(200.0))
+        );
+        assert_eq!(
+            find(&f, &ERASE_ETA).unwrap().get(&l),
+            Some(&Value::Gauge(3.0))
+        );
+        assert_eq!(
+            find(&f, &ERASE_ELAPSED).unwrap().get(&dl),
+            Some(&Value::Gauge(2.0))
+        );
         p.enter(Phase::Verifying, 0, 500);
         t.observe(t0 + Duration::from_secs(4));
         p.done.store(500, std::sync::atomic::Ordering::Relaxed);
         p.set_phase(Phase::Done);
         let f = t.families(t0 + Duration::from_secs(5), true);
         let last = ["loop9", "", "verifying"];
-        assert_eq!(find(&f, &ERASE_PROGRESS).unwrap().get(&last), Some(&Value::Gauge(1.0)));
+        assert_eq!(
+            find(&f, &ERASE_PROGRESS).unwrap().get(&last),
+            Some(&Value::Gauge(1.0))
+        );
         assert_eq!(
             find(&f, &ERASE_STATE).unwrap().get(&["loop9", "", "done"]),
             Some(&Value::Gauge(1.0))
         );
-        assert_eq!(find(&f, &ERASE_ETA).unwrap().get(&last), Some(&Value::Gauge(0.0)));
+        assert_eq!(
+            find(&f, &ERASE_ETA).unwrap().get(&last),
+            Some(&Value::Gauge(0.0))
+        );
         // Elapsed stops when the drive finishes.
         let later = t.families(t0 + Duration::from_secs(50), true);
-        assert_eq!(find(&later, &ERASE_ELAPSED).unwrap().get(&dl), Some(&Value::Gauge(4.0)));
+        assert_eq!(
+            find(&later, &ERASE_ELAPSED).unwrap().get(&dl),
+            Some(&Value::Gauge(4.0))
+        );
     }
 
     #[test]
@@ -421,7 +448,10 @@ mod tests {
         assert_eq!(tput.get(&verifying), Some(&Value::Gauge(4096.0)));
         let ratio = find(&f, &ERASE_PROGRESS).unwrap();
         assert_eq!(ratio.get(&verifying), Some(&Value::Gauge(1.0)));
-        assert_eq!(find(&f, &ERASE_DONE).unwrap().get(&erasing), Some(&Value::Gauge(4096.0)));
+        assert_eq!(
+            find(&f, &ERASE_DONE).unwrap().get(&erasing),
+            Some(&Value::Gauge(4096.0))
+        );
         assert_eq!(
             find(&f, &ERASE_ELAPSED).unwrap().get(&["loop9", "S9"]),
             Some(&Value::Gauge(2.5))

@@ -58,7 +58,12 @@ impl Family {
 
     /// Add a sample; `labels` in the order the metric declares them.
     pub fn push(&mut self, labels: &[&str], value: Value) {
-        debug_assert_eq!(labels.len(), self.metric.labels.len(), "{}", self.metric.name);
+        debug_assert_eq!(
+            labels.len(),
+            self.metric.labels.len(),
+            "{}",
+            self.metric.name
+        );
         self.samples.push(Sample {
             labels: labels.iter().map(|s| s.to_string()).collect(),
             value,
@@ -69,7 +74,12 @@ impl Family {
     pub fn get(&self, labels: &[&str]) -> Option<&Value> {
         self.samples
             .iter()
-            .find(|s| s.labels.iter().map(String::as_str).eq(labels.iter().copied()))
+            .find(|s| {
+                s.labels
+                    .iter()
+                    .map(String::as_str)
+                    .eq(labels.iter().copied())
+            })
             .map(|s| &s.value)
     }
 }

@@ -173,7 +173,14 @@ mod tests {
         // 100 ns (exact bucket), 129 (fio's [128,130)), 255 ([254,256)),
         // 256 ([256,260)), 35_584 ([35_328, 35_840)), and one past 2^34.
         let l = lat(
-            &[(100, 1), (129, 2), (255, 3), (258, 4), (35_584, 5), (17_314_086_912, 6)],
+            &[
+                (100, 1),
+                (129, 2),
+                (255, 3),
+                (258, 4),
+                (35_584, 5),
+                (17_314_086_912, 6),
+            ],
             1000.0,
         );
         let Value::Histogram {
@@ -201,6 +208,8 @@ mod tests {
         assert_eq!(buckets.last().map(|b| b.1), Some(15));
         assert_eq!(buckets.len(), LE_POWERS.count());
         // Cumulative: never decreasing.
-        assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1 && w[0].0 < w[1].0));
+        assert!(buckets
+            .windows(2)
+            .all(|w| w[0].1 <= w[1].1 && w[0].0 < w[1].0));
     }
 }

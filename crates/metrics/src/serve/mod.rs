@@ -238,7 +238,10 @@ mod tests {
         let held = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = held.local_addr().unwrap().port();
         let e = Endpoint::bind(&port.to_string()).unwrap_err().to_string();
-        assert!(e.contains(&format!("127.0.0.1:{port}")) && e.contains("cannot listen"), "{e}");
+        assert!(
+            e.contains(&format!("127.0.0.1:{port}")) && e.contains("cannot listen"),
+            "{e}"
+        );
     }
 
     #[test]
