@@ -8,7 +8,9 @@ mod metrics_common;
 
 use std::net::TcpListener;
 
-use drivelab_testkit::{require_tools, run, TempDir};
+use drivelab_testkit::{
+    digest, diskstats, make_image, require_root, require_tools, run, LoopDev, TempDir,
+};
 use metrics_common::*;
 use serde_json::Value;
 
@@ -104,4 +106,112 @@ fn an_address_in_use_is_refused_before_any_io() {
         assert!(err.contains("--metrics-l"), "{args:?}: {err}");
         assert!(!file.exists(), "{args:?}: the target was created");
     }
+}
+
+#[test]
+fn an_erase_with_an_address_in_use_writes_nothing() {
+    require_root();
+    let dir = TempDir::new("metrics-erase-in-use");
+    let img = dir.join("disk.img");
+    make_image(&img, 8 << 20, &[(0, b"old data that must stay")]);
+    let dev = LoopDev::attach(&img, &[]);
+    let before = (digest(&img), diskstats(&dev.name));
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port().to_string();
+    let certs = dir.join("certs");
+    let d = dev.path.to_str().unwrap();
+    let (code, out, err) = run(
+        BIN,
+        &[
+            "erase",
+            d,
+            "--yes",
+            "--confirm-serial",
+            d,
+            "--certificate-dir",
+            certs.to_str().unwrap(),
+            "--metrics-listen",
+            &port,
+        ],
+    );
+    assert_eq!(code, 2, "{out} {err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+    assert_eq!(
+        (digest(&img), diskstats(&dev.name)),
+        before,
+        "the drive was touched"
+    );
+}
+
+/// The JSON objects one after another in `s`.
+fn objects(s: &str) -> Vec<Value> {
+    serde_json::Deserializer::from_str(s)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("not a sequence of JSON objects ({e}):\n{s}"))
+}
+
+#[test]
+fn the_users_status_interval_keeps_its_times_beside_the_metrics() {
+    let dir = TempDir::new("metrics-status");
+    let port = free_port();
+    let file = dir.join("t.bin");
+    // 6656 reads at 1000 a second: about 6.7 s; the user asks for a
+    // snapshot every 3 s, the metrics are refreshed every second.
+    let args: Vec<String> = [
+        "run",
+        "--name=both",
+        &format!("--filename={}", file.display()),
+        "--size=26m",
+        "--rw=randread",
+        "--bs=4k",
+        "--ioengine=psync",
+        "--rate_iops=1000",
+        "--output-format=json",
+        "--status-interval=3",
+        "--metrics-listen",
+        &port.to_string(),
+        "--metrics-linger=300",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut d = Drivelab::start(&args);
+    // While it runs, the figures are refreshed between the user's snapshots.
+    let mut seen = std::collections::BTreeSet::new();
+    let t0 = std::time::Instant::now();
+    while seen.len() < 4 && t0.elapsed() < DEADLINE {
+        if let Some((_, _, body)) = get(port, "/metrics", None) {
+            let l = "drivelab_job_ios_total{jobname=\"both\",job_index=\"0\",direction=\"read\"}";
+            if let Some(v) = sample(&body, l) {
+                if v > 0.0 && v < 6656.0 {
+                    seen.insert(v as u64);
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(150));
+    }
+    assert!(
+        seen.len() >= 4,
+        "figures refreshed only {} times",
+        seen.len()
+    );
+    d.final_figures(port);
+    let (code, out, err) = d.stop();
+    assert_eq!(code, 0, "{err}");
+    let objs = objects(&out);
+    let runtime_s = objs.last().unwrap()["jobs"][0]["job_runtime"]
+        .as_f64()
+        .unwrap()
+        / 1e3;
+    // The user's snapshots at 3 s and 6 s (one more or less as the run's
+    // start and end fall), never one a second.
+    let snapshots = objs.len() - 1;
+    let due = (runtime_s / 3.0).floor() as usize;
+    assert!(
+        snapshots + 1 >= due && snapshots <= due + 1 && snapshots < 4,
+        "{snapshots} snapshots in {runtime_s} s with --status-interval=3"
+    );
+    assert_eq!(objs.last().unwrap()["jobs"][0]["read"]["total_ios"], 6656);
 }
