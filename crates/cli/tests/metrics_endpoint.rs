@@ -28,6 +28,7 @@ fn the_last_scrape_equals_the_final_result() {
     let port = free_port();
     let file = dir.join("target.bin");
     let jobfile = dir.join("mixed.fio");
+    let port_s = port.to_string();
     // Two psync jobs on a file and one null-engine job of trims, mixed
     // directions; paced so that several snapshots are served on the way.
     std::fs::write(
@@ -38,24 +39,17 @@ fn the_last_scrape_equals_the_final_result() {
         ),
     )
     .unwrap();
-    let args: Vec<String> = [
+    let args = [
         "run",
         jobfile.to_str().unwrap(),
         "--output-format=json",
         "--metrics-listen",
-        &port.to_string(),
+        &port_s,
         "--metrics-linger=300",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut d = Drivelab::start(&args);
-    let text = d.final_figures(port);
-    let (code, out, err) = d.stop();
-    assert_eq!(code, 0, "{err}");
-    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    ];
+    let (text, r) = Drivelab::start(&args).finish(port, || {});
     let jobs = r["jobs"].as_array().unwrap();
-    assert_eq!(jobs.len(), 3, "{out}");
+    assert_eq!(jobs.len(), 3, "{r}");
     let mut ios_seen = 0;
     for (i, j) in jobs.iter().enumerate() {
         for dir in ["read", "write", "trim"] {
@@ -157,12 +151,14 @@ fn the_users_status_interval_keeps_its_times_beside_the_metrics() {
     let dir = TempDir::new("metrics-status");
     let port = free_port();
     let file = dir.join("t.bin");
+    let port_s = port.to_string();
+    let filename = format!("--filename={}", file.display());
     // 6656 reads at 1000 a second: about 6.7 s; the user asks for a
     // snapshot every 3 s, the metrics are refreshed every second.
-    let args: Vec<String> = [
+    let args = [
         "run",
         "--name=both",
-        &format!("--filename={}", file.display()),
+        &filename,
         "--size=26m",
         "--rw=randread",
         "--bs=4k",
@@ -171,12 +167,9 @@ fn the_users_status_interval_keeps_its_times_beside_the_metrics() {
         "--output-format=json",
         "--status-interval=3",
         "--metrics-listen",
-        &port.to_string(),
+        &port_s,
         "--metrics-linger=300",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ];
     let mut d = Drivelab::start(&args);
     // While it runs, the figures are refreshed between the user's snapshots.
     let mut seen = std::collections::BTreeSet::new();

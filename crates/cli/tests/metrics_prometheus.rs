@@ -8,7 +8,6 @@ mod metrics_common;
 
 use drivelab_testkit::{require_root, LoopDev, TempDir};
 use metrics_common::*;
-use serde_json::Value;
 
 /// The power-of-two group `(2^m - 1, 2^(m+1) - 1]` ns holding `ns`, in
 /// seconds: the histogram bucket a latency of `ns` is counted in.
@@ -26,16 +25,18 @@ fn prometheus_sees_a_paced_run_as_its_result_reports_it() {
     let dir = TempDir::new("metrics-prom-run");
     let dev = LoopDev::new_in(&dir, 64 << 20);
     let port = free_port();
+    let port_s = port.to_string();
+    let filename = format!("--filename={}", dev.dev());
     let prom = Prometheus::start("run", port);
     // 400 I/Os a second for 16 s, 70 % reads, direct, on the loop device.
-    let args: Vec<String> = [
+    let args = [
         "run",
         "--output-format=json",
         "--metrics-listen",
-        &port.to_string(),
+        &port_s,
         "--metrics-linger=600",
         "--name=paced",
-        &format!("--filename={}", dev.dev()),
+        &filename,
         "--rw=randrw",
         "--rwmixread=70",
         "--bs=4k",
@@ -44,16 +45,8 @@ fn prometheus_sees_a_paced_run_as_its_result_reports_it() {
         "--rate_iops=400",
         "--runtime=16",
         "--time_based",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut d = Drivelab::start(&args);
-    let text = d.final_figures(port);
-    prom.await_final();
-    let (code, out, err) = d.stop();
-    assert_eq!(code, 0, "{err}");
-    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    ];
+    let (text, r) = Drivelab::start(&args).finish(port, || prom.await_final());
     let job = &r["jobs"][0];
     let sel = |dir: &str| format!("{{jobname=\"paced\",direction=\"{dir}\"}}");
     for dir in ["read", "write"] {
@@ -119,10 +112,11 @@ fn prometheus_sees_an_erase_through_to_done() {
     let size: u64 = 48 << 20;
     let dev = LoopDev::new_in(&dir, size);
     let port = free_port();
+    let port_s = port.to_string();
     let prom = Prometheus::start("erase", port);
     let certs = dir.join("certs");
     // Streamed at 6 MiB/s over the bus limit: about 8 s of erasing.
-    let args: Vec<String> = [
+    let args = [
         "erase",
         dev.dev(),
         "--method",
@@ -139,19 +133,11 @@ fn prometheus_sees_an_erase_through_to_done() {
         "--output-format",
         "json",
         "--metrics-listen",
-        &port.to_string(),
+        &port_s,
         "--metrics-linger",
         "600",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut d = Drivelab::start(&args);
-    let text = d.final_figures(port);
-    prom.await_final();
-    let (code, out, err) = d.stop();
-    assert_eq!(code, 0, "{err}");
-    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    ];
+    let (text, r) = Drivelab::start(&args).finish(port, || prom.await_final());
     let drive = &r["drives"][0];
     assert_eq!(drive["result"], "erased");
     let name = dev.dev().trim_start_matches("/dev/").to_string();

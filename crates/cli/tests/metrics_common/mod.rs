@@ -86,7 +86,7 @@ pub struct Drivelab(pub Option<Child>);
 
 impl Drivelab {
     /// Start `drivelab ARGS`.
-    pub fn start(args: &[String]) -> Drivelab {
+    pub fn start(args: &[&str]) -> Drivelab {
         drivelab_testkit::isolate_store();
         let child = Command::new(BIN)
             .args(args)
@@ -116,6 +116,18 @@ impl Drivelab {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    /// Wait for the final figures, run `then` (e.g. wait for Prometheus
+    /// to scrape them), end the linger, and return the final figures' text
+    /// and the JSON result (asserting exit status 0).
+    pub fn finish(mut self, port: u16, then: impl FnOnce()) -> (String, Value) {
+        let text = self.final_figures(port);
+        then();
+        let (code, out, err) = self.stop();
+        assert_eq!(code, 0, "{err}");
+        let r = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        (text, r)
     }
 
     /// End the linger with SIGINT (as Ctrl-C would) and collect
