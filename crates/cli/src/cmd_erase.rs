@@ -358,14 +358,15 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
 /// `--metrics-listen`'s endpoint, bound before any drive is touched (none
 /// for a dry run, which writes nothing to watch).
 fn live_metrics(a: &EraseArgs) -> anyhow::Result<Option<crate::metrics::Live>> {
-    let linger = match &a.metrics_linger {
-        Some(v) => Some(crate::progress::parse_interval("--metrics-linger", v)?),
-        None => None,
-    };
     if a.dry_run {
         return Ok(None);
     }
-    crate::metrics::Live::start(a.metrics_listen.as_deref(), linger, "erase", !a.out.json())
+    crate::metrics::Live::from_args(
+        a.metrics_listen.as_deref(),
+        a.metrics_linger.as_deref(),
+        "erase",
+        !a.out.json(),
+    )
 }
 
 /// Ask at the terminal for `d`'s serial (or path, when it has none) before

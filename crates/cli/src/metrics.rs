@@ -27,6 +27,8 @@ pub struct Live {
     /// An erase's drives, followed by [`watch_erase`] and settled by
     /// [`Live::settle_erase`].
     erase: std::sync::Mutex<Option<drivelab_metrics::model::erase::Tracker>>,
+    /// A season's drives as last seen by [`watch_season`].
+    season: std::sync::Mutex<Vec<(String, drivelab_season::StageFigures)>>,
     linger: Option<Duration>,
     /// Whether notes go to stderr (not in machine-readable modes).
     notes: bool,
@@ -60,9 +62,31 @@ impl Live {
         Ok(Some(Live {
             endpoint,
             erase: std::sync::Mutex::new(None),
+            season: std::sync::Mutex::new(Vec::new()),
             linger,
             notes,
         }))
+    }
+
+    /// [`Live::start`] from a command's `--metrics-listen` and
+    /// `--metrics-linger` as typed.
+    pub fn from_args(
+        listen: Option<&str>,
+        linger: Option<&str>,
+        command: &str,
+        notes: bool,
+    ) -> anyhow::Result<Option<Live>> {
+        let linger = match linger {
+            Some(v) => Some(crate::progress::parse_interval("--metrics-linger", v)?),
+            None => None,
+        };
+        Live::start(listen, linger, command, notes)
+    }
+
+    /// The season has ended: publish its last figures as final.
+    pub fn settle_season(&self) {
+        let last = self.season.lock().unwrap_or_else(|p| p.into_inner());
+        self.publish(drivelab_metrics::model::season::families(&last, true));
     }
 
     /// Serve `families` from now on.
@@ -148,6 +172,31 @@ pub fn watch_erase(
             return;
         }
         std::thread::sleep(ERASE_LOOK);
+    }
+}
+
+/// Publish a season's figures every [`ERASE_EVERY`] until `finished` is
+/// set (on the season's watch thread, beside the progress lines).
+pub fn watch_season(
+    live: &Live,
+    status: &[std::sync::Arc<drivelab_season::Status>],
+    finished: &AtomicBool,
+) {
+    loop {
+        let over = finished.load(Ordering::Acquire);
+        let now: Vec<(String, drivelab_season::StageFigures)> = status
+            .iter()
+            .map(|s| {
+                let name = s.device.rsplit('/').next().unwrap_or(&s.device);
+                (name.to_string(), s.figures())
+            })
+            .collect();
+        live.publish(drivelab_metrics::model::season::families(&now, false));
+        *live.season.lock().unwrap_or_else(|p| p.into_inner()) = now;
+        if over {
+            return;
+        }
+        std::thread::sleep(ERASE_EVERY);
     }
 }
 

@@ -208,3 +208,80 @@ fn the_users_status_interval_keeps_its_times_beside_the_metrics() {
     );
     assert_eq!(objs.last().unwrap()["jobs"][0]["read"]["total_ios"], 6656);
 }
+
+#[test]
+fn a_season_is_served_stage_by_stage_to_its_last_round() {
+    require_root();
+    let dir = TempDir::new("metrics-season");
+    let dev = LoopDev::new_in(&dir, 32 << 20);
+    let port = free_port();
+    let port_s = port.to_string();
+    let d = dev.dev();
+    let args = [
+        "season",
+        d,
+        "--yes",
+        "--confirm-serial",
+        d,
+        "--state-dir",
+        dir.path().to_str().unwrap(),
+        "--stages",
+        "fill,rounds",
+        "--fill-passes",
+        "1",
+        "--workload",
+        "rw=randwrite bs=4k iodepth=8 rate_iops=1000",
+        "--round-time",
+        "1",
+        "--max-rounds",
+        "6",
+        "--output-format",
+        "json",
+        "--metrics-listen",
+        &port_s,
+        "--metrics-linger=300",
+    ];
+    let child = Drivelab::start(&args);
+    // The stages as they are served, in the order first seen.
+    let name = dev.name.clone();
+    let mut stages: Vec<String> = Vec::new();
+    let t0 = std::time::Instant::now();
+    let text = loop {
+        let Some((_, _, body)) = get(port, "/metrics", None) else {
+            assert!(t0.elapsed() < DEADLINE, "no metrics within {DEADLINE:?}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            continue;
+        };
+        let prefix = format!("drivelab_season_stage{{device=\"{name}\",stage=\"");
+        for l in body.lines() {
+            if let Some(st) = l.strip_prefix(&prefix).and_then(|r| r.split('"').next()) {
+                if !stages.iter().any(|s| s == st) {
+                    stages.push(st.to_string());
+                }
+            }
+        }
+        if sample(&body, "drivelab_work_finished") == Some(1.0) {
+            break body;
+        }
+        assert!(
+            t0.elapsed() < DEADLINE,
+            "season not finished within {DEADLINE:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let (code, out, err) = child.stop();
+    assert_eq!(code, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let rounds = r["drives"][0]["rounds"].as_array().unwrap().len();
+    assert!(rounds >= 1, "{out}");
+    // Fill, then the rounds, as the season ran them.
+    let fill = stages.iter().position(|s| s == "fill");
+    let rounds_at = stages.iter().position(|s| s == "rounds");
+    assert!(
+        matches!((fill, rounds_at), (Some(f), Some(r)) if f < r),
+        "stages served: {stages:?}"
+    );
+    // The last round served is the result's last.
+    let line = format!("drivelab_season_round{{device=\"{name}\"}}");
+    assert_eq!(sample(&text, &line), Some(rounds as f64), "{text}");
+}

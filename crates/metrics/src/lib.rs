@@ -1,5 +1,5 @@
 //! Live figures of long work for Prometheus: `--metrics-listen ADDR` on
-//! `run` and `erase` serves what the work has done so far over HTTP, in
+//! `run`, `erase` and `season` serves what the work has done so far over HTTP, in
 //! the OpenMetrics text format or Prometheus's text format 0.0.4 (as the
 //! scraper asks), read from the same result structs the final output is
 //! built from, so the last scrape and the final result agree.

@@ -79,7 +79,7 @@ pub static BUILD: Metric = Metric {
     unit: "",
     labels: &["version", "host", "command"],
     help: "drivelab's version, this host's name and the command serving the figures.",
-    from: "run, erase",
+    from: "run, erase, season",
 };
 /// A target held for writing.
 pub static CLAIM: Metric = Metric {
@@ -89,7 +89,7 @@ pub static CLAIM: Metric = Metric {
     labels: &["path", "device", "serial"],
     help:
         "A target claimed for writing: its path, kernel name and serial (empty when it has none).",
-    from: "run, erase",
+    from: "run, erase, season",
 };
 /// Whether the figures are final.
 pub static FINISHED: Metric = Metric {
@@ -98,7 +98,7 @@ pub static FINISHED: Metric = Metric {
     unit: "",
     labels: &[],
     help: "1 once the work has ended and the figures are the final result's, else 0.",
-    from: "run, erase",
+    from: "run, erase, season",
 };
 /// I/Os completed.
 pub static JOB_IOS: Metric = Metric {
@@ -293,6 +293,62 @@ pub static DRIVE_TEMPERATURE: Metric = Metric {
     from: "erase",
 };
 
+/// A season's stage.
+pub static SEASON_STAGE: Metric = Metric {
+    name: "drivelab_season_stage",
+    kind: Kind::Gauge,
+    unit: "",
+    labels: &["device", "stage"],
+    help: "1 for the stage a drive being seasoned is in (purge, fill, image, rounds, compare, ...), labelled by stage.",
+    from: "season",
+};
+/// A season stage's units done.
+pub static SEASON_DONE: Metric = Metric {
+    name: "drivelab_season_stage_done",
+    kind: Kind::Gauge,
+    unit: "",
+    labels: &["device", "stage"],
+    help:
+        "Units done in the stage: bytes (purge, fill, image), or the running round's I/Os (rounds).",
+    from: "season",
+};
+/// A season stage's units planned.
+pub static SEASON_PLANNED: Metric = Metric {
+    name: "drivelab_season_stage_planned",
+    kind: Kind::Gauge,
+    unit: "",
+    labels: &["device", "stage"],
+    help: "Units the stage has to do (absent when unknown, as for rounds).",
+    from: "season",
+};
+/// A season's round.
+pub static SEASON_ROUND: Metric = Metric {
+    name: "drivelab_season_round",
+    kind: Kind::Gauge,
+    unit: "",
+    labels: &["device"],
+    help: "The steady-state round running (or last run), of at most drivelab_season_max_rounds.",
+    from: "season",
+};
+/// A season's most rounds.
+pub static SEASON_MAX_ROUNDS: Metric = Metric {
+    name: "drivelab_season_max_rounds",
+    kind: Kind::Gauge,
+    unit: "",
+    labels: &["device"],
+    help: "The most steady-state rounds the season runs (--max-rounds).",
+    from: "season",
+};
+/// Time in a season stage.
+pub static SEASON_STAGE_SECONDS: Metric = Metric {
+    name: "drivelab_season_stage_seconds",
+    kind: Kind::Gauge,
+    unit: "seconds",
+    labels: &["device", "stage"],
+    help: "Seconds since the stage (in rounds: the round) began.",
+    from: "season",
+};
+
 /// Every metric, in the order of the documentation table.
 pub static CATALOG: &[&Metric] = &[
     &BUILD,
@@ -319,13 +375,19 @@ pub static CATALOG: &[&Metric] = &[
     &ERASE_ELAPSED,
     &ERASE_ESTIMATE,
     &DRIVE_TEMPERATURE,
+    &SEASON_STAGE,
+    &SEASON_DONE,
+    &SEASON_PLANNED,
+    &SEASON_ROUND,
+    &SEASON_MAX_ROUNDS,
+    &SEASON_STAGE_SECONDS,
 ];
 
 /// The documentation table (Markdown), `docs/metrics.md`.
 pub fn table() -> String {
     let mut s = String::from(
         "# drivelab's metrics\n\n\
-         Served by `--metrics-listen ADDR` on `drivelab run` and `drivelab erase`\n\
+         Served by `--metrics-listen ADDR` on `drivelab run`, `erase` and `season`\n\
          (GET /metrics; OpenMetrics text when the scraper asks for it, else\n\
          Prometheus text 0.0.4). Generated from `crates/metrics/src/model/catalog.rs`\n\
          (`cargo test -p drivelab-metrics --test docs` checks this file;\n\

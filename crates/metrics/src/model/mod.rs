@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod erase;
 pub mod info;
 pub mod run;
+pub mod season;
 pub mod temperature;
 
 pub use catalog::{Kind, Metric};
