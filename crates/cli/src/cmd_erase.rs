@@ -213,6 +213,15 @@ pub struct EraseArgs {
     /// Print the plan (methods, estimated times) and touch nothing.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
+    /// Serve live figures for Prometheus at http://ADDR/metrics while the
+    /// drives are erased (ADDR: PORT on loopback, or HOST:PORT); see
+    /// docs/metrics.md.
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// With --metrics-listen: keep serving the final figures for TIME
+    /// (s when bare) after the erase ends.
+    #[arg(long = "metrics-linger", value_name = "TIME")]
+    pub metrics_linger: Option<String>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -370,9 +379,12 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
     }
     a.out.check()?;
     let req = request(&a)?;
+    let live = live_metrics(&a)?;
     let fe = Terminal {
         json: a.out.json(),
         tty: std::io::stderr().is_terminal() && !a.out.json(),
+        live: live.as_ref(),
+        opts: &req.options,
     };
     let report = drivelab_erase::erase(&req, &fe).map_err(|e| {
         if e.is_refusal() {
@@ -387,6 +399,9 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
             Ok(0)
         }
         Report::Erased(mut summary) => {
+            if let Some(l) = &live {
+                l.settle_erase(&summary.drives);
+            }
             let pdfs_made =
                 crate::cmd_erase_pdf::finish_formats(&mut summary, &a.certificate_format, a.paper);
             let printed = print_report(&a.out, &summary)?;
@@ -409,9 +424,26 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
                 1
             };
             store(&a, &summary, &printed, code)?;
+            if let Some(l) = &live {
+                l.linger(crate::signal::stop_flag());
+            }
             Ok(code)
         }
     }
+}
+
+/// `--metrics-listen`'s endpoint, bound before any drive is touched (none
+/// for a dry run, which writes nothing to watch).
+fn live_metrics(a: &EraseArgs) -> anyhow::Result<Option<crate::metrics::Live>> {
+    if a.dry_run {
+        return Ok(None);
+    }
+    crate::metrics::Live::from_args(
+        a.metrics_listen.as_deref(),
+        a.metrics_linger.as_deref(),
+        "erase",
+        !a.out.json(),
+    )
 }
 
 /// Ask at the terminal for `d`'s serial (or path, when it has none) before
@@ -444,12 +476,16 @@ pub(crate) fn ask_to_confirm(
 
 /// The user at a terminal (or not): confirmation prompts, the method of
 /// each drive, live progress on stderr.
-struct Terminal {
+struct Terminal<'a> {
     json: bool,
     tty: bool,
+    /// `--metrics-listen`'s endpoint.
+    live: Option<&'a crate::metrics::Live>,
+    /// The erase's options (the metrics' estimates).
+    opts: &'a drivelab_erase::Options,
 }
 
-impl Frontend for Terminal {
+impl Frontend for Terminal<'_> {
     fn ask(&self, d: &Drive, _token: &str) -> Option<std::io::Result<String>> {
         ask_to_confirm("Erase", "", d)
     }
@@ -470,9 +506,14 @@ impl Frontend for Terminal {
     }
 
     fn watch(&self, drives: &[Drive], progress: &[Arc<Progress>], finished: &AtomicBool) {
-        if !self.json {
-            display(drives, progress, finished, self.tty);
-        }
+        std::thread::scope(|s| {
+            if let Some(l) = self.live {
+                s.spawn(|| crate::metrics::watch_erase(l, drives, self.opts, progress, finished));
+            }
+            if !self.json {
+                display(drives, progress, finished, self.tty);
+            }
+        });
     }
 }
 

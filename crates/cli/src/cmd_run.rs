@@ -72,6 +72,8 @@ pub const RUN_FLAGS: &[RunFlag] = &[
     RunFlag { name: "eta", value: Some("WHEN"), choices: &["auto", "always", "never"], help: "the progress line on stderr: auto (when stderr is a terminal), always, never [default: auto]" },
     RunFlag { name: "eta-newline", value: Some("TIME"), choices: &[], help: "end the progress line with a newline every TIME (s when bare) instead of overwriting it" },
     RunFlag { name: "status-interval", value: Some("TIME"), choices: &[], help: "every TIME (s when bare, e.g. 1, 500ms, 1m; at least 1ms) print every job's full statistics so far in the chosen format(s), then the final result" },
+    RunFlag { name: "metrics-listen", value: Some("ADDR"), choices: &[], help: crate::metrics::LISTEN_HELP },
+    RunFlag { name: "metrics-linger", value: Some("TIME"), choices: &[], help: crate::metrics::LINGER_HELP },
     RunFlag { name: "force", value: None, choices: &[], help: "write to a device that is partitioned or holds a signature (never to one whose bytes are in use, nor the running system)" },
     RunFlag { name: "parse-only", value: None, choices: &[], help: "check the options and job file, run nothing (fio's --parse-only)" },
     RunFlag { name: "store", value: Some("PATH|URL"), choices: &[], help: "keep the result in this store (default: $DRIVELAB_STORE, else ~/.local/share/drivelab/results.db)" },
@@ -158,6 +160,10 @@ struct Parsed {
     eta_newline: Option<std::time::Duration>,
     /// `--status-interval`: print the statistics so far this often.
     status_interval: Option<std::time::Duration>,
+    /// `--metrics-listen`: where to serve live figures.
+    metrics_listen: Option<String>,
+    /// `--metrics-linger`: how long to keep serving after the run.
+    metrics_linger: Option<std::time::Duration>,
 }
 
 /// The output formats asked for (`--output-format=normal,json`,
@@ -277,6 +283,13 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
             "status-interval" => {
                 let v = take_value("a time, e.g. 1 or 500ms")?;
                 p.status_interval = Some(crate::status::parse_status_interval(&v)?);
+            }
+            "metrics-listen" => {
+                p.metrics_listen = Some(take_value("an address: PORT or HOST:PORT")?)
+            }
+            "metrics-linger" => {
+                let v = take_value("a time, e.g. 5 or 1m")?;
+                p.metrics_linger = Some(crate::progress::parse_interval("--metrics-linger", &v)?);
             }
             "terse-version" => {
                 let v = take_value("3")?;
@@ -445,6 +458,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         drivelab_workload::plan::planner::check(&jobs).map_err(|e| usage(e.to_string()))?;
         return Ok(0);
     }
+    // The endpoint is bound before any I/O: an address in use is bad input.
+    let live = crate::metrics::Live::start(
+        p.metrics_listen.as_deref(),
+        p.metrics_linger,
+        "run",
+        !p.formats.machine(),
+    )?;
     let scratch_path = PathBuf::from(SCRATCH_FILE);
     let scratch_existed = scratch && scratch_path.exists();
     // Every plan error is in what was asked: bad input, nothing written.
@@ -493,14 +513,31 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         }
     };
     let mut sink = crate::status::Sink::new(p.out.output.clone(), p.formats.wants_normal());
+    // With metrics, a snapshot at least every second refreshes them; the
+    // user's own snapshots are every n-th of those.
+    let (every, per_user) = match &live {
+        Some(_) => {
+            let (t, n) = crate::metrics::ticks(p.status_interval);
+            (Some(t), n)
+        }
+        None => (p.status_interval, 1),
+    };
+    let mut ticked = 0u32;
     let mut on_status = |r: &drivelab_report::RunReport| {
+        if let Some(l) = &live {
+            l.publish(drivelab_metrics::model::run::families(r, false));
+        }
+        ticked += 1;
+        if per_user == 0 || ticked % per_user != 0 {
+            return;
+        }
         if p.out.file().is_none() {
             // The snapshot goes where the progress line is drawn.
             display.borrow_mut().finish();
         }
         sink.snapshot(&p.formats.render(r));
     };
-    let status = p.status_interval.map(|every| StatusOptions {
+    let status = every.map(|every| StatusOptions {
         every,
         on_status: &mut on_status,
     });
@@ -520,6 +557,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         RunError::Claim(_) => usage(e.to_string()),
         e => anyhow::anyhow!(e),
     })?;
+    if let Some(l) = &live {
+        l.publish(drivelab_metrics::model::run::families(&report, true));
+    }
     let text = p.formats.render(&report);
     sink.finish(&p.out, &text)?;
     // A failed job: one line on stderr, in JSON mode too (stdout holds
@@ -537,5 +577,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         0
     };
     keep(&p, &report, &text, code);
+    if let Some(l) = &live {
+        l.linger(stop);
+    }
     Ok(code)
 }

@@ -90,6 +90,15 @@ pub struct SeasonArgs {
     /// once per drive.
     #[arg(long = "confirm-serial", value_name = "SERIAL")]
     pub confirm_serial: Vec<String>,
+    /// Serve live figures for Prometheus at http://ADDR/metrics while the
+    /// drives are seasoned (ADDR: PORT on loopback, or HOST:PORT); see
+    /// docs/metrics.md.
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// With --metrics-listen: keep serving the final figures for TIME
+    /// (s when bare) after the season ends.
+    #[arg(long = "metrics-linger", value_name = "TIME")]
+    pub metrics_linger: Option<String>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -156,9 +165,16 @@ pub fn run(a: SeasonArgs) -> anyhow::Result<u8> {
             restore_native_max: false,
         },
     };
+    let live = crate::metrics::Live::from_args(
+        a.metrics_listen.as_deref(),
+        a.metrics_linger.as_deref(),
+        "season",
+        !a.out.json(),
+    )?;
     let fe = Terminal {
         json: a.out.json(),
         tty: std::io::stderr().is_terminal() && !a.out.json(),
+        live: live.as_ref(),
     };
     let report = drivelab_season::season(&req, &fe).map_err(|e| {
         if e.is_refusal() {
@@ -167,6 +183,9 @@ pub fn run(a: SeasonArgs) -> anyhow::Result<u8> {
             anyhow::Error::new(e).context("season")
         }
     })?;
+    if let Some(l) = &live {
+        l.settle_season();
+    }
     let printed = print_report(&a.out, &report)?;
     for d in &report.drives {
         if let Some(e) = &d.error {
@@ -183,15 +202,20 @@ pub fn run(a: SeasonArgs) -> anyhow::Result<u8> {
         serde_json::json!({ "arguments": std::env::args().skip(2).collect::<Vec<_>>() }),
         Vec::new(),
     )?;
+    if let Some(l) = &live {
+        l.linger(crate::signal::stop_flag());
+    }
     Ok(code)
 }
 
-struct Terminal {
+struct Terminal<'a> {
     json: bool,
     tty: bool,
+    /// `--metrics-listen`'s endpoint.
+    live: Option<&'a crate::metrics::Live>,
 }
 
-impl Frontend for Terminal {
+impl Frontend for Terminal<'_> {
     fn ask(&self, d: &Drive, _token: &str) -> Option<std::io::Result<String>> {
         crate::cmd_erase::ask_to_confirm("Season", ": its data will be destroyed", d)
     }
@@ -201,9 +225,20 @@ impl Frontend for Terminal {
     }
 
     fn watch(&self, status: &[Arc<Status>], finished: &AtomicBool) {
-        if self.json {
-            return;
-        }
+        std::thread::scope(|s| {
+            if let Some(l) = self.live {
+                s.spawn(|| crate::metrics::watch_season(l, status, finished));
+            }
+            if !self.json {
+                self.draw(status, finished);
+            }
+        });
+    }
+}
+
+impl Terminal<'_> {
+    /// The progress lines until `finished` is set.
+    fn draw(&self, status: &[Arc<Status>], finished: &AtomicBool) {
         let mut err = std::io::stderr();
         let mut drawn = 0usize;
         let mut last_plain = Instant::now();

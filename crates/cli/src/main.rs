@@ -18,6 +18,7 @@ mod cmd_store;
 mod cmd_test;
 mod cmd_trace;
 mod error;
+mod metrics;
 mod output;
 mod progress;
 mod results;

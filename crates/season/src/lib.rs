@@ -36,7 +36,7 @@ pub mod steady;
 use std::path::PathBuf;
 
 pub use result::SeasonReport;
-pub use run::{season, Frontend, Options, Request, Stages, Status};
+pub use run::{season, Frontend, Options, Request, StageFigures, Stages, Status};
 
 /// Everything that can go wrong, each saying what to do next.
 #[derive(Debug, thiserror::Error)]

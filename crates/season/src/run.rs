@@ -142,6 +142,23 @@ pub struct Request {
     pub consent: Consent,
 }
 
+/// A drive's stage as [`Status::figures`] reads it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StageFigures {
+    /// The stage's name (purge, fill, image, rounds, compare, ...).
+    pub stage: String,
+    /// Units done in the stage: bytes, or in rounds the round's I/Os.
+    pub done: u64,
+    /// Units the stage has to do (0 when unknown: rounds).
+    pub total: u64,
+    /// The round running (rounds only).
+    pub round: usize,
+    /// The most rounds (rounds only).
+    pub max_rounds: usize,
+    /// Seconds since the stage (or round) began.
+    pub stage_seconds: f64,
+}
+
 /// A drive's live status, for the progress line.
 #[derive(Debug)]
 pub struct Status {
@@ -195,6 +212,25 @@ impl Status {
             g.max_rounds = max;
             g.round_seconds = secs;
             g.started = Instant::now();
+        }
+    }
+
+    /// The stage's figures now, for live metrics.
+    pub fn figures(&self) -> StageFigures {
+        let done = self.done.load(Ordering::Relaxed);
+        match self.inner.lock() {
+            Ok(g) => StageFigures {
+                stage: g.stage.clone(),
+                done,
+                total: g.total,
+                round: g.round,
+                max_rounds: g.max_rounds,
+                stage_seconds: g.started.elapsed().as_secs_f64(),
+            },
+            Err(_) => StageFigures {
+                done,
+                ..StageFigures::default()
+            },
         }
     }
 
