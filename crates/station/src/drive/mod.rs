@@ -1,0 +1,8 @@
+//! One drive: its states and what the operator asked ([`state`]), its
+//! worker thread ([`worker`]), triage ([`triage`]) and its erase through
+//! the erase crate ([`erase`]).
+
+pub mod erase;
+pub mod state;
+pub mod triage;
+pub mod worker;
