@@ -61,13 +61,20 @@ pub fn run(a: StationArgs) -> anyhow::Result<u8> {
             eprintln!(
                 "  {} {}: {}",
                 d.path.display(),
-                names.first().map(String::as_str).unwrap_or("(no by-path name)"),
+                names
+                    .first()
+                    .map(String::as_str)
+                    .unwrap_or("(no by-path name)"),
                 bay.map(|b| format!("in bay {b}"))
                     .unwrap_or_else(|| "in no bay: never touched".into())
             );
         }
         return Ok(0);
     }
+    // The signing key exists before the first worker signs: workers that
+    // each found it missing would race to create it.
+    drivelab_erase::cert::sign::load_or_create_key(&key_dir)
+        .map_err(|e| anyhow::Error::new(e).context("station"))?;
     let ui = if a.events.is_some() || !std::io::stdout().is_terminal() {
         Ui::Events
     } else {

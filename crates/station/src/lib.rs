@@ -47,22 +47,42 @@ pub enum StationError {
 
 /// What the station will do, in a few lines: printed before it starts.
 pub fn describe(p: &Policy) -> String {
-    let mut s = String::from("drivelab station: the policy's bays (only drives in them are touched):\n");
+    let mut s =
+        String::from("drivelab station: the policy's bays (only drives in them are touched):\n");
     for b in &p.bays {
         s.push_str(&format!("  {b}\n"));
     }
     if p.include_loop {
-        s.push_str("  (loop devices included: a bay also matches a loop device's node or backing file)\n");
+        s.push_str(
+            "  (loop devices included: a bay also matches a loop device's node or backing file)\n",
+        );
     }
     let f = &p.filter;
-    if !f.transport.is_empty() || f.min_size.is_some() || f.max_size.is_some() || !f.model.is_empty() || !f.serial.is_empty() {
+    if !f.transport.is_empty()
+        || f.min_size.is_some()
+        || f.max_size.is_some()
+        || !f.model.is_empty()
+        || !f.serial.is_empty()
+    {
         s.push_str(&format!(
             "filter: transport {}, size {}..{}, model {}, serial {}\n",
-            if f.transport.is_empty() { "any".into() } else { f.transport.join("/") },
+            if f.transport.is_empty() {
+                "any".into()
+            } else {
+                f.transport.join("/")
+            },
             f.min_size.as_deref().unwrap_or("0"),
             f.max_size.as_deref().unwrap_or("any"),
-            if f.model.is_empty() { "any".into() } else { f.model.join(" ") },
-            if f.serial.is_empty() { "any".into() } else { f.serial.join(" ") },
+            if f.model.is_empty() {
+                "any".into()
+            } else {
+                f.model.join(" ")
+            },
+            if f.serial.is_empty() {
+                "any".into()
+            } else {
+                f.serial.join(" ")
+            },
         ));
     }
     let t = &p.triage;
@@ -78,7 +98,11 @@ pub fn describe(p: &Policy) -> String {
     .collect();
     s.push_str(&format!(
         "triage: {}; a failing drive is {}\n",
-        if limits.is_empty() { "no thresholds".into() } else { limits.join(", ") },
+        if limits.is_empty() {
+            "no thresholds".into()
+        } else {
+            limits.join(", ")
+        },
         match t.failing {
             Failing::EraseAndMark => "erased and marked",
             Failing::Hold => "held",
@@ -90,7 +114,8 @@ pub fn describe(p: &Policy) -> String {
         match e.method {
             MethodPref::Auto => "a Purge when the drive has one, else the fastest Clear",
             MethodPref::Clear => "the fastest Clear (overwrite)",
-            MethodPref::Purge => "a Purge (sanitize, enhanced security erase, crypto format) or hold",
+            MethodPref::Purge =>
+                "a Purge (sanitize, enhanced security erase, crypto format) or hold",
         },
         e.pattern,
         e.passes,
@@ -99,7 +124,11 @@ pub fn describe(p: &Policy) -> String {
             Verify::Sample => "sample (NIST SP 800-88)",
             Verify::Full => "full",
         },
-        p.erase.rate_limit.as_deref().map(|r| format!(", at most {r}/s a drive")).unwrap_or_default(),
+        p.erase
+            .rate_limit
+            .as_deref()
+            .map(|r| format!(", at most {r}/s a drive"))
+            .unwrap_or_default(),
         e.certificate_dir.display()
     ));
     s.push_str(&format!(

@@ -52,7 +52,9 @@ impl Command {
         let rest = rest.trim();
         let drive = || {
             if rest.is_empty() {
-                Err(format!("{verb}: name the drive (kernel name, /dev node or serial)"))
+                Err(format!(
+                    "{verb}: name the drive (kernel name, /dev node or serial)"
+                ))
             } else {
                 Ok(rest.to_string())
             }
@@ -89,11 +91,24 @@ mod tests {
 
     #[test]
     fn control_lines_parse_or_say_what_to_write() {
-        assert_eq!(Command::parse("confirm loop3"), Ok(Command::Confirm("loop3".into())));
-        assert_eq!(Command::parse(" hold /dev/sdb \n"), Ok(Command::Hold("/dev/sdb".into())));
-        assert_eq!(Command::parse("tag sdb A-17 rack 2"), Ok(Command::Tag("sdb".into(), "A-17 rack 2".into())));
+        assert_eq!(
+            Command::parse("confirm loop3"),
+            Ok(Command::Confirm("loop3".into()))
+        );
+        assert_eq!(
+            Command::parse(" hold /dev/sdb \n"),
+            Ok(Command::Hold("/dev/sdb".into()))
+        );
+        assert_eq!(
+            Command::parse("tag sdb A-17 rack 2"),
+            Ok(Command::Tag("sdb".into(), "A-17 rack 2".into()))
+        );
         assert_eq!(Command::parse("quit"), Ok(Command::Quit));
-        assert!(Command::parse("confirm").unwrap_err().contains("name the drive"));
-        assert!(Command::parse("wipe sdb").unwrap_err().contains("unknown command"));
+        assert!(Command::parse("confirm")
+            .unwrap_err()
+            .contains("name the drive"));
+        assert!(Command::parse("wipe sdb")
+            .unwrap_err()
+            .contains("unknown command"));
     }
 }

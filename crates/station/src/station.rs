@@ -145,7 +145,8 @@ impl Station<'_> {
             match rx.recv_timeout(Duration::from_millis(250)) {
                 Ok(Msg::Seen(s)) => self.seen(s),
                 Ok(Msg::Changed { view, progress }) => {
-                    self.events.drive(if progress { "progress" } else { "state" }, &view);
+                    self.events
+                        .drive(if progress { "progress" } else { "state" }, &view);
                 }
                 Ok(Msg::Result(r)) => self.store(&r),
                 Ok(Msg::Command(Command::Quit)) => return Ok(()),
@@ -207,7 +208,8 @@ impl Station<'_> {
             tx: self.tx.clone(),
             identity: identity.clone(),
         };
-        self.events.drive("state", &View::detected(&dev.name, dev.path.clone()));
+        self.events
+            .drive("state", &View::detected(&dev.name, dev.path.clone()));
         let handle = std::thread::Builder::new()
             .name(format!("station {}", dev.name))
             .spawn(move || worker::run(&w))
@@ -320,9 +322,9 @@ impl Station<'_> {
     fn drain(&mut self, rx: &Receiver<Msg>) {
         while let Ok(m) = rx.try_recv() {
             match m {
-                Msg::Changed { view, progress } => {
-                    self.events.drive(if progress { "progress" } else { "state" }, &view)
-                }
+                Msg::Changed { view, progress } => self
+                    .events
+                    .drive(if progress { "progress" } else { "state" }, &view),
                 Msg::Result(r) => self.store(&r),
                 _ => {}
             }
@@ -330,7 +332,11 @@ impl Station<'_> {
     }
 
     fn store(&mut self, r: &crate::msg::DriveResult) {
-        let rec = StationRecord::of(r, &self.ctx.policy, &self.ctx.policy_path.display().to_string());
+        let rec = StationRecord::of(
+            r,
+            &self.ctx.policy,
+            &self.ctx.policy_path.display().to_string(),
+        );
         match self.sink.store(r, &rec) {
             Ok(id) => {
                 self.stored += 1;
@@ -356,7 +362,11 @@ impl Station<'_> {
         }
         let deadline = Instant::now() + QUIT_WAIT;
         let mut left = 0usize;
-        let handles: Vec<_> = self.slots.values_mut().filter_map(|s| s.handle.take()).collect();
+        let handles: Vec<_> = self
+            .slots
+            .values_mut()
+            .filter_map(|s| s.handle.take())
+            .collect();
         for h in handles {
             while !h.is_finished() && Instant::now() < deadline {
                 self.drain(rx);

@@ -125,9 +125,9 @@ impl UeventSocket {
         if n < 0 {
             let e = io::Error::last_os_error();
             return match e.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted => {
-                    Ok(None)
-                }
+                io::ErrorKind::WouldBlock
+                | io::ErrorKind::TimedOut
+                | io::ErrorKind::Interrupted => Ok(None),
                 _ => Err(e),
             };
         }

@@ -56,7 +56,10 @@ impl Frontend for Front<'_> {
         loop {
             let done = finished.load(Ordering::Relaxed);
             let phase = p.phase();
-            let (d, t) = (p.done.load(Ordering::Relaxed), p.total.load(Ordering::Relaxed));
+            let (d, t) = (
+                p.done.load(Ordering::Relaxed),
+                p.total.load(Ordering::Relaxed),
+            );
             let now = Instant::now();
             if phase != last_phase {
                 window.clear();
@@ -70,7 +73,11 @@ impl Frontend for Front<'_> {
                 }
                 _ => 0.0,
             };
-            let pct = if t > 0 { d as f64 * 100.0 / t as f64 } else { 0.0 };
+            let pct = if t > 0 {
+                d as f64 * 100.0 / t as f64
+            } else {
+                0.0
+            };
             let v = self.w.update(|v| {
                 v.bytes_done = d;
                 v.bytes_total = t;
@@ -78,12 +85,22 @@ impl Frontend for Front<'_> {
                 v.speed_bytes_per_s = speed;
                 v.eta_s = (speed > 0.0).then(|| t.saturating_sub(d) as f64 / speed);
             });
-            if phase != last_phase && matches!(phase, Phase::Erasing | Phase::Verifying) {
-                let s = if phase == Phase::Erasing { State::Erasing } else { State::Verifying };
-                self.w.set(s, v.detail.clone());
-            } else if matches!(phase, Phase::Erasing | Phase::Verifying) && t > 0 && d * 10 / t > tenth {
+            let s = match phase {
+                Phase::Erasing => Some(State::Erasing),
+                Phase::Verifying => Some(State::Verifying),
+                _ => None,
+            };
+            if phase != last_phase && s.is_some_and(|s| s != v.state) {
+                self.w.set(s.unwrap_or(v.state), v.detail.clone());
+            } else if matches!(phase, Phase::Erasing | Phase::Verifying)
+                && t > 0
+                && d * 10 / t > tenth
+            {
                 tenth = d * 10 / t;
-                let _ = self.w.tx.send(Msg::Changed { view: Box::new(v), progress: true });
+                let _ = self.w.tx.send(Msg::Changed {
+                    view: Box::new(v),
+                    progress: true,
+                });
             }
             last_phase = phase;
             if done {
@@ -153,7 +170,10 @@ fn pick(w: &Worker, req: &Request) -> Result<(Method, bool), String> {
         }
     }
     match pref {
-        MethodPref::Purge => Err("the drive offers no Purge method (sanitize, enhanced security erase, crypto format)".into()),
+        MethodPref::Purge => Err(
+            "the drive offers no Purge method (sanitize, enhanced security erase, crypto format)"
+                .into(),
+        ),
         _ => Ok((Method::Auto, false)),
     }
 }
@@ -162,7 +182,19 @@ fn pick(w: &Worker, req: &Request) -> Result<(Method, bool), String> {
 pub fn erase(w: &Worker, dev: &BlockDevice, force: bool, restore: bool, resume: bool) -> Ended {
     let c = &w.control;
     c.stop.store(false, Ordering::SeqCst);
-    let token = dev.serial.clone().unwrap_or_else(|| dev.path.display().to_string());
+    let token = dev
+        .serial
+        .clone()
+        .unwrap_or_else(|| dev.path.display().to_string());
+    // Resume only what a journal holds (a drive that comes back mid-erase);
+    // any other drive starts a new erase.
+    let journal = drivelab_erase::journal::path_for(
+        &w.ctx.policy.erase.certificate_dir,
+        dev.serial.as_deref(),
+        &dev.path,
+        dev.size.0,
+    );
+    let resume = resume && journal.exists();
     let mut req = Request {
         devices: vec![dev.path.clone()],
         options: match options(w, Method::Auto, false, resume) {
@@ -187,13 +219,19 @@ pub fn erase(w: &Worker, dev: &BlockDevice, force: bool, restore: bool, resume: 
         }
         Err(why) => return Ended::Held(format!("{why}: resume to erase with the fastest Clear")),
     }
-    w.set(State::Erasing, "starting");
+    w.set(
+        State::Erasing,
+        format!("method {}", req.options.method.name()),
+    );
     let report = drivelab_erase::erase(&req, &Front { w });
     match report {
         Err(e) if e.is_refusal() => Ended::Refused(e.to_string()),
         Err(e) => {
             let (state, why) = if w.pulled() {
-                (State::Removed, "removed before writing: not erased".to_string())
+                (
+                    State::Removed,
+                    "removed before writing: not erased".to_string(),
+                )
             } else {
                 (State::Failed, e.to_string())
             };
@@ -249,13 +287,17 @@ fn ended(w: &Worker, summary: drivelab_erase::Summary) -> Ended {
         ),
         r => (State::Failed, format!("{r}: no certificate"), Ended::Final),
     };
+    if !matches!(ended, Ended::Held(_)) {
+        w.set(state, detail.clone());
+    }
     let view = w.update(|_| {});
     let _ = w.tx.send(Msg::Result(Box::new(DriveResult {
-        view: crate::drive::state::View { state, detail: detail.clone(), ..view },
+        view: crate::drive::state::View {
+            state,
+            detail,
+            ..view
+        },
         summary,
     })));
-    if !matches!(ended, Ended::Held(_)) {
-        w.set(state, detail);
-    }
     ended
 }

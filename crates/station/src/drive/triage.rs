@@ -70,7 +70,11 @@ impl Figures {
 /// Grade figures against the thresholds: each one exceeded is a reason.
 pub fn grade_of(f: &Figures, t: &Triage) -> Grade {
     let checks = [
-        ("reallocated sectors", f.reallocated, t.max_reallocated_sectors),
+        (
+            "reallocated sectors",
+            f.reallocated,
+            t.max_reallocated_sectors,
+        ),
         ("pending sectors", f.pending, t.max_pending_sectors),
         ("media errors", f.media_errors, t.max_media_errors),
         ("percentage used", f.percentage_used, t.max_percentage_used),
@@ -133,12 +137,19 @@ mod tests {
         let table = [
             (Figures::default(), "pass", vec![]),
             (
-                Figures { reallocated: Some(10), pending: Some(0), ..Default::default() },
+                Figures {
+                    reallocated: Some(10),
+                    pending: Some(0),
+                    ..Default::default()
+                },
                 "pass",
                 vec![],
             ),
             (
-                Figures { reallocated: Some(11), ..Default::default() },
+                Figures {
+                    reallocated: Some(11),
+                    ..Default::default()
+                },
                 "fail",
                 vec!["reallocated sectors 11 > 10"],
             ),
@@ -151,7 +162,11 @@ mod tests {
                     ..Default::default()
                 },
                 "fail",
-                vec!["pending sectors 1 > 0", "percentage used 91 > 90", "power-on hours 40001 > 40000"],
+                vec![
+                    "pending sectors 1 > 0",
+                    "percentage used 91 > 90",
+                    "power-on hours 40001 > 40000",
+                ],
             ),
         ];
         for (f, grade, reasons) in table {

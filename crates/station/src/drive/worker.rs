@@ -92,18 +92,27 @@ pub fn run(w: &Worker) {
     let dev = match BlockDevice::from_name(&w.name) {
         Ok(d) => d,
         Err(e) => {
-            w.set(State::Removed, format!("gone before it was identified: {e}"));
+            w.set(
+                State::Removed,
+                format!("gone before it was identified: {e}"),
+            );
             return;
         }
     };
     identify(w, &dev);
     let bay = w.update(|_| {}).bay;
     if bay.is_none() {
-        w.set(State::Outside, "in no bay of the policy: shown, never touched");
+        w.set(
+            State::Outside,
+            "in no bay of the policy: shown, never touched",
+        );
         return;
     }
     if let Some(why) = filtered(&w.ctx.policy, &dev) {
-        w.set(State::Outside, format!("filtered out: {why}: never touched"));
+        w.set(
+            State::Outside,
+            format!("filtered out: {why}: never touched"),
+        );
         return;
     }
     w.set(State::Triage, "reading health");
@@ -181,7 +190,10 @@ fn identify(w: &Worker, dev: &BlockDevice) {
             v.asset_tag = tag;
         }
     });
-    w.set(State::Identified, names.first().cloned().unwrap_or_default());
+    w.set(
+        State::Identified,
+        names.first().cloned().unwrap_or_default(),
+    );
 }
 
 /// The transport a filter names.
@@ -216,10 +228,15 @@ fn filtered(p: &Policy, dev: &BlockDevice) -> Option<String> {
     }
     let (lo, hi) = p.size_range();
     if dev.size.0 < lo || dev.size.0 > hi {
-        return Some(format!("size {} B is outside filter.min_size..max_size", dev.size.0));
+        return Some(format!(
+            "size {} B is outside filter.min_size..max_size",
+            dev.size.0
+        ));
     }
     let any = |pats: &[String], v: &Option<String>| {
-        pats.is_empty() || v.as_deref().is_some_and(|s| pats.iter().any(|p| glob::matches(p, s)))
+        pats.is_empty()
+            || v.as_deref()
+                .is_some_and(|s| pats.iter().any(|p| glob::matches(p, s)))
     };
     if !any(&f.model, &dev.model) {
         return Some("model matches no filter.model pattern".into());

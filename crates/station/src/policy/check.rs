@@ -48,9 +48,13 @@ pub fn values(p: &Policy) -> Result<(), (String, String)> {
         ("erase.rate_limit", &p.erase.rate_limit),
     ] {
         if let Some(s) = v {
-            let n = parse_size(s.trim().trim_end_matches("/s")).map_err(|why| (key.to_string(), why))?;
+            let n = parse_size(s.trim().trim_end_matches("/s"))
+                .map_err(|why| (key.to_string(), why))?;
             if key == "erase.rate_limit" && n == 0 {
-                return Err((key.into(), "must be more than 0 bytes/s (leave it out for no limit)".into()));
+                return Err((
+                    key.into(),
+                    "must be more than 0 bytes/s (leave it out for no limit)".into(),
+                ));
             }
         }
     }
@@ -89,8 +93,13 @@ pub fn values(p: &Policy) -> Result<(), (String, String)> {
         ("certificate.customer", &p.certificate.customer),
         ("certificate.technician", &p.certificate.technician),
     ] {
-        if v.as_deref().is_some_and(|s| s.trim().is_empty() || s.contains('\n')) {
-            return Err((key.into(), "must be one non-empty line (or left out)".into()));
+        if v.as_deref()
+            .is_some_and(|s| s.trim().is_empty() || s.contains('\n'))
+        {
+            return Err((
+                key.into(),
+                "must be one non-empty line (or left out)".into(),
+            ));
         }
     }
     Ok(())
@@ -114,12 +123,11 @@ pub fn against_machine(path: &Path, p: &Policy) -> Result<(), PolicyError> {
             continue;
         }
         let names = names::names_of(dev, p.include_loop);
-        let Some((i, bay)) = p
-            .bays
-            .iter()
-            .enumerate()
-            .find(|(_, b)| names.iter().any(|n| glob::matches(Policy::bay_pattern(b), n) || glob::matches(b, n)))
-        else {
+        let Some((i, bay)) = p.bays.iter().enumerate().find(|(_, b)| {
+            names
+                .iter()
+                .any(|n| glob::matches(Policy::bay_pattern(b), n) || glob::matches(b, n))
+        }) else {
             continue;
         };
         let mut own: Vec<&BlockDevice> = vec![dev];

@@ -280,7 +280,9 @@ pub struct Certificate {
 }
 
 /// Transports a filter may name.
-pub const TRANSPORTS: [&str; 8] = ["sata", "sas", "scsi", "nvme", "usb", "virtio", "mmc", "loop"];
+pub const TRANSPORTS: [&str; 8] = [
+    "sata", "sas", "scsi", "nvme", "usb", "virtio", "mmc", "loop",
+];
 
 /// Prefix a bay may carry.
 pub const BY_PATH: &str = "/dev/disk/by-path/";

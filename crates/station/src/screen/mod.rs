@@ -65,7 +65,8 @@ impl Screen {
         let ctrl_c = k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c');
         if self.asking_quit {
             self.asking_quit = false;
-            return matches!(k.code, KeyCode::Char('y') | KeyCode::Char('Y')).then_some(Command::Quit);
+            return matches!(k.code, KeyCode::Char('y') | KeyCode::Char('Y'))
+                .then_some(Command::Quit);
         }
         let name = rows.get(self.selected).map(|v| v.name.clone());
         self.message.clear();
@@ -121,8 +122,11 @@ impl Screen {
             .areas(f.area());
             f.render_widget(Paragraph::new(Line::from(head)), top);
             let header = Row::new(
-                ["BAY", "MODEL", "SERIAL", "SIZE", "GRADE", "STATE", "PROGRESS", "SPEED", "ETA", "°C"]
-                    .map(Cell::from),
+                [
+                    "BAY", "MODEL", "SERIAL", "SIZE", "GRADE", "STATE", "PROGRESS", "SPEED", "ETA",
+                    "°C",
+                ]
+                .map(Cell::from),
             )
             .style(Style::default().add_modifier(Modifier::BOLD));
             let body: Vec<Row> = rows.iter().map(row).collect();
@@ -189,7 +193,12 @@ pub fn size_text(b: u64) -> String {
 fn row(v: &View) -> Row<'static> {
     let bar = if v.state.is_busy() || v.progress_pct > 0.0 {
         let k = (v.progress_pct / 100.0 * 8.0).round().clamp(0.0, 8.0) as usize;
-        format!("{}{} {:>3.0}%", "#".repeat(k), ".".repeat(8 - k), v.progress_pct)
+        format!(
+            "{}{} {:>3.0}%",
+            "#".repeat(k),
+            ".".repeat(8 - k),
+            v.progress_pct
+        )
     } else {
         String::new()
     };
@@ -215,8 +224,17 @@ fn row(v: &View) -> Row<'static> {
         Cell::from(tail(&bay, 12)),
         Cell::from(v.model.clone().unwrap_or_default()),
         Cell::from(v.serial.clone().unwrap_or_default()),
-        Cell::from(if v.size > 0 { size_text(v.size) } else { String::new() }),
-        Cell::from(v.grade.as_ref().map(|g| g.grade.clone()).unwrap_or_default()),
+        Cell::from(if v.size > 0 {
+            size_text(v.size)
+        } else {
+            String::new()
+        }),
+        Cell::from(
+            v.grade
+                .as_ref()
+                .map(|g| g.grade.clone())
+                .unwrap_or_default(),
+        ),
         Cell::from(v.state.word()),
         Cell::from(bar),
         Cell::from(speed),

@@ -134,7 +134,11 @@ impl Identity {
 }
 
 fn autoclear(name: &str) -> bool {
-    std::fs::read_to_string(Path::new("/sys/class/block").join(name).join("loop/autoclear"))
-        .map(|s| s.trim() == "1")
-        .unwrap_or(false)
+    std::fs::read_to_string(
+        Path::new("/sys/class/block")
+            .join(name)
+            .join("loop/autoclear"),
+    )
+    .map(|s| s.trim() == "1")
+    .unwrap_or(false)
 }

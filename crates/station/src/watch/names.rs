@@ -67,13 +67,20 @@ pub fn from_sysfs_parts(parts: &[String], name: &str) -> Option<String> {
         return Some(format!("virtio-pci-{addr}"));
     }
     let mut s = format!("pci-{addr}");
-    if let Some(usb) = rest.iter().rev().find(|p| p.contains(':') && p.contains('-') && !is_hctl(p)) {
+    if let Some(usb) = rest
+        .iter()
+        .rev()
+        .find(|p| p.contains(':') && p.contains('-') && !is_hctl(p))
+    {
         // "1-1.2:1.0": the port path and interface, as udev's "usb-0:1.2:1.0".
         if let Some((_, port)) = usb.split_once('-') {
             s.push_str(&format!("-usb-0:{port}"));
         }
     }
-    if let Some(ata) = rest.iter().find(|p| p.strip_prefix("ata").is_some_and(|n| n.parse::<u32>().is_ok())) {
+    if let Some(ata) = rest.iter().find(|p| {
+        p.strip_prefix("ata")
+            .is_some_and(|n| n.parse::<u32>().is_ok())
+    }) {
         s.push_str(&format!("-{ata}").replace("-ata", "-ata-"));
     } else if let Some(hctl) = rest.iter().rev().find(|p| is_hctl(p)) {
         s.push_str(&format!("-scsi-{hctl}"));
@@ -110,7 +117,10 @@ mod tests {
     use super::*;
 
     fn parts(p: &str) -> Vec<String> {
-        p.split('/').filter(|s| !s.is_empty()).map(String::from).collect()
+        p.split('/')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
     }
 
     #[test]
@@ -135,7 +145,11 @@ mod tests {
             ("/sys/devices/virtual/block/loop3", "loop3", None),
         ];
         for (path, name, want) in table {
-            assert_eq!(from_sysfs_parts(&parts(path), name).as_deref(), want, "{path}");
+            assert_eq!(
+                from_sysfs_parts(&parts(path), name).as_deref(),
+                want,
+                "{path}"
+            );
         }
     }
 }
