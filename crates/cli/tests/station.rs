@@ -328,7 +328,7 @@ fn check_store(dir: &TempDir, events: &[Value], tagged: &str, pulled: &str) {
         );
         let ev = stored
             .iter()
-            .find(|v| v["record"] == id.to_string())
+            .find(|v| v["record"].as_str() == Some(id.to_string().as_str()))
             .unwrap_or_else(|| panic!("no stored event for record {id}"));
         assert_eq!(s["state"], ev["state"]);
         if ev["name"] == tagged {

@@ -248,10 +248,12 @@ impl Station<'_> {
                     // A new drive, or a different one in a slot whose drive
                     // is gone or done with.
                     None if shown => self.add(&dev),
-                    Some((state, id)) if shown && state.is_final() => {
-                        if id.as_ref() != Some(&Identity::of(&dev)) {
-                            self.add(&dev);
-                        }
+                    Some((state, id))
+                        if shown
+                            && state.is_final()
+                            && id.as_ref() != Some(&Identity::of(&dev)) =>
+                    {
+                        self.add(&dev)
                     }
                     _ => {}
                 }

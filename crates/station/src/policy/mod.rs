@@ -408,3 +408,90 @@ fn syntax_line(text: &str, e: &toml::de::Error) -> String {
         (None, None) => format!("line {line_no}: {msg}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example in docs/station.md, which names every key.
+    fn documented() -> String {
+        let doc = include_str!("../../../../docs/station.md");
+        let start = doc.find("```toml\n").expect("a toml block") + 8;
+        let len = doc[start..].find("```").expect("its end");
+        doc[start..start + len].to_string()
+    }
+
+    #[test]
+    fn the_documented_policy_sets_every_key() {
+        let p = parse(Path::new("station.md"), &documented()).expect("the documented policy");
+        assert_eq!(p.bays.len(), 2);
+        assert!(!p.include_loop);
+        assert_eq!(p.operator.as_deref(), Some("A. Operator"));
+        assert!(p.store.is_some());
+        assert_eq!(p.filter.transport, ["sata", "sas", "nvme"]);
+        assert_eq!(p.size_range(), (32 << 30, 20 << 40));
+        assert_eq!(p.filter.model.len(), 2);
+        assert_eq!(p.filter.serial, ["*"]);
+        let t = &p.triage;
+        assert_eq!(
+            (
+                t.max_reallocated_sectors,
+                t.max_pending_sectors,
+                t.max_media_errors
+            ),
+            (Some(10), Some(0), Some(0))
+        );
+        assert_eq!(
+            (t.max_percentage_used, t.max_power_on_hours),
+            (Some(90), Some(50_000))
+        );
+        assert_eq!(t.failing, Failing::EraseAndMark);
+        let e = &p.erase;
+        assert_eq!((e.method, e.verify), (MethodPref::Auto, Verify::Sample));
+        assert_eq!((e.pattern.as_str(), e.passes), ("allzeros", 1));
+        assert_eq!(
+            (e.on_content, e.on_hidden, e.resume),
+            (OnContent::Hold, OnHidden::Hold, true)
+        );
+        assert_eq!(p.rate_limit(), Some(200 << 20));
+        assert_eq!(
+            e.certificate_dir,
+            Path::new("/var/lib/drivelab/certificates")
+        );
+        let c = &p.certificate;
+        assert!(c.organisation.is_some() && c.customer.is_some() && c.technician.is_some());
+        assert_eq!(c.asset_tag, AssetTag::Serial);
+        // Every key of the example, removed in turn, still parses (each is
+        // optional) except bays.
+        let text = documented();
+        for line in text
+            .lines()
+            .filter(|l| l.contains(" = ") && !l.starts_with('#'))
+        {
+            let without = text.replace(line, "");
+            let r = parse(Path::new("station.md"), &without);
+            assert_eq!(
+                r.is_ok(),
+                !line.starts_with("bays"),
+                "without {line}: {r:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn sizes_parse_with_1024_based_suffixes() {
+        let table = [
+            ("1048576", Some(1 << 20)),
+            ("4k", Some(4096)),
+            ("32G", Some(32 << 30)),
+            ("2tib", Some(2 << 40)),
+            ("1mb", Some(1 << 20)),
+            ("x", None),
+            ("", None),
+            ("99999999999t", None),
+        ];
+        for (s, want) in table {
+            assert_eq!(parse_size(s).ok(), want, "{s}");
+        }
+    }
+}
