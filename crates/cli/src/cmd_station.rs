@@ -80,6 +80,9 @@ pub fn run(a: StationArgs) -> anyhow::Result<u8> {
     } else {
         Ui::Screen
     };
+    if ui == Ui::Screen {
+        crate::cmd_store::quiet();
+    }
     let ctx = Ctx {
         policy: p,
         policy_path: a.policy.clone(),

@@ -30,6 +30,16 @@ struct Choice {
     disabled: bool,
 }
 
+/// Set while a full-screen interface owns the terminal: the "stored as"
+/// notice is not printed over it.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Print no "stored as" notice from now on (the station's screen shows
+/// what was stored itself).
+pub fn quiet() {
+    QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 static CHOICE: Mutex<Choice> = Mutex::new(Choice {
     spec: None,
     disabled: false,
@@ -118,7 +128,8 @@ pub fn save(o: Outcome<'_>) -> Option<String> {
         // On a terminal only: stderr of a script keeps to warnings and
         // errors (one line each); scripts find the ID with `history`.
         Ok((id, at)) => {
-            if std::io::stderr().is_terminal() {
+            if std::io::stderr().is_terminal() && !QUIET.load(std::sync::atomic::Ordering::Relaxed)
+            {
                 eprintln!(
                     "drivelab: stored as {} {id} in {at} (drivelab show {id})",
                     rec.kind

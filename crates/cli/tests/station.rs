@@ -396,3 +396,120 @@ fn bad_policies_exit_2_with_one_line_naming_the_key() {
         );
     }
 }
+
+/// A tmux server of this test's own (its own socket), killed on drop.
+struct Tmux(String);
+
+impl Tmux {
+    fn new() -> Tmux {
+        Tmux(format!("drivelab-station-test-{}", std::process::id()))
+    }
+
+    fn cmd(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.0])
+            .args(args)
+            .output()
+            .expect("run tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.cmd(&["capture-pane", "-p", "-t", "station"])
+    }
+
+    /// Wait until the screen shows what `pred` accepts.
+    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let t0 = Instant::now();
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            assert!(
+                t0.elapsed() < DEADLINE,
+                "the screen never showed {what}:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .output();
+    }
+}
+
+/// The screen's row of the drive whose bay is `bay` (its backing file).
+fn row_of<'a>(screen: &'a str, bay: &str) -> Option<&'a str> {
+    screen.lines().find(|l| l.contains(bay))
+}
+
+#[test]
+fn the_screen_has_a_row_per_drive_at_80x24_and_takes_keys() {
+    drivelab_testkit::require_tools(&["/usr/bin/tmux", "/usr/sbin/mkfs.ext4"]);
+    let dir = TempDir::new("station-tmux");
+    let a = loop_filled(&dir, "bay-a.img", 4 << 20, 0x11);
+    let fs = loop_filled(&dir, "bay-f.img", 8 << 20, 0);
+    mkfs_ext4(fs.dev());
+    let fs_before = digest(&fs.backing);
+    let policy = write_policy(&dir, "");
+    let tmux = Tmux::new();
+    let command = format!(
+        "env XDG_CONFIG_HOME={} DRIVELAB_STORE={} {BIN} station --policy {}; echo station exited $?; sleep 600",
+        dir.join("config").display(),
+        dir.join("results.db").display(),
+        policy.display()
+    );
+    tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "station",
+        "-x",
+        "80",
+        "-y",
+        "24",
+        &command,
+    ]);
+    let s = tmux.wait("the certified bay and the held one", |s| {
+        row_of(s, "bay-a.img").is_some_and(|r| r.contains("certified"))
+            && row_of(s, "bay-f.img").is_some_and(|r| r.contains("held"))
+    });
+    let header = s
+        .lines()
+        .find(|l| l.starts_with("BAY"))
+        .expect("the header row");
+    for col in [
+        "MODEL", "SERIAL", "SIZE", "GRADE", "STATE", "PROGRESS", "SPEED", "ETA",
+    ] {
+        assert!(header.contains(col), "{col} not in {header}");
+    }
+    assert!(row_of(&s, "bay-a.img").unwrap().contains("#####"), "{s}");
+    assert!(s.contains("q quit"), "{s}");
+    assert_eq!(digest(&fs.backing), fs_before, "a held drive was written");
+
+    // Select the held drive (the line under the table names it), confirm.
+    let t0 = Instant::now();
+    let held = format!("{}: held", fs.dev());
+    while !tmux.screen().contains(&held) {
+        assert!(
+            t0.elapsed() < DEADLINE,
+            "cannot select {}:\n{}",
+            fs.dev(),
+            tmux.screen()
+        );
+        tmux.cmd(&["send-keys", "-t", "station", "Down"]);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    tmux.cmd(&["send-keys", "-t", "station", "c"]);
+    tmux.wait("the confirmed drive certified", |s| {
+        row_of(s, "bay-f.img").is_some_and(|r| r.contains("certified"))
+    });
+    tmux.cmd(&["send-keys", "-t", "station", "q"]);
+    tmux.wait("the station's exit", |s| s.contains("station exited 0"));
+    assert!(erased(&a) && erased(&fs));
+}

@@ -61,6 +61,8 @@ struct Station<'a> {
     events: Events,
     sink: &'a mut dyn Sink,
     stored: usize,
+    /// The last store warning, for the screen's message line.
+    warning: Option<String>,
 }
 
 /// Run the station until the operator quits (a key, `quit` on stdin, or
@@ -91,6 +93,7 @@ pub fn run(ctx: Ctx, ui: Ui, stop: &AtomicBool, sink: &mut dyn Sink) -> Result<(
         events: Events::new(ui == Ui::Events),
         sink,
         stored: 0,
+        warning: None,
     };
     st.events.emit(
         "start",
@@ -177,6 +180,9 @@ impl Station<'_> {
                 self.check_present();
                 last_check = Instant::now();
                 if let Some(s) = screen.as_mut() {
+                    if let Some(w) = self.warning.take() {
+                        s.message = w;
+                    }
                     let rows = self.rows();
                     s.draw(&rows, &self.ctx.policy.bays, self.stored);
                 }
@@ -348,10 +354,16 @@ impl Station<'_> {
                            "state": rec.state, "record": id}),
                 );
             }
-            Err(e) => eprintln!(
-                "drivelab: station: warning: {}'s result was not stored: {e}",
-                r.view.device.display()
-            ),
+            Err(e) => {
+                let line = format!("{}'s result was not stored: {e}", r.view.device.display());
+                self.events
+                    .emit("warning", json!({"name": r.view.name, "warning": line}));
+                if self.events.on() {
+                    eprintln!("drivelab: station: warning: {line}");
+                } else {
+                    self.warning = Some(line);
+                }
+            }
         }
     }
 

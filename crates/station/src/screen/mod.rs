@@ -130,14 +130,15 @@ impl Screen {
             )
             .style(Style::default().add_modifier(Modifier::BOLD));
             let body: Vec<Row> = rows.iter().map(row).collect();
+            // 70 columns and 9 gaps: 79, so a row fits 80 columns.
             let widths = [
-                Constraint::Length(12),
-                Constraint::Length(10),
                 Constraint::Length(9),
+                Constraint::Length(8),
+                Constraint::Length(8),
                 Constraint::Length(6),
-                Constraint::Length(4),
+                Constraint::Length(5),
                 Constraint::Length(9),
-                Constraint::Length(13),
+                Constraint::Length(10),
                 Constraint::Length(7),
                 Constraint::Length(5),
                 Constraint::Length(3),
@@ -192,11 +193,11 @@ pub fn size_text(b: u64) -> String {
 /// One drive's row.
 fn row(v: &View) -> Row<'static> {
     let bar = if v.state.is_busy() || v.progress_pct > 0.0 {
-        let k = (v.progress_pct / 100.0 * 8.0).round().clamp(0.0, 8.0) as usize;
+        let k = (v.progress_pct / 100.0 * 5.0).round().clamp(0.0, 5.0) as usize;
         format!(
-            "{}{} {:>3.0}%",
+            "{}{}{:>4.0}%",
             "#".repeat(k),
-            ".".repeat(8 - k),
+            ".".repeat(5 - k),
             v.progress_pct
         )
     } else {
@@ -221,7 +222,7 @@ fn row(v: &View) -> Row<'static> {
     let bay = v.bay.clone().unwrap_or_else(|| format!("({})", v.name));
     let bay = bay.rsplit('/').next().unwrap_or(&bay).to_string();
     Row::new(vec![
-        Cell::from(tail(&bay, 12)),
+        Cell::from(tail(&bay, 9)),
         Cell::from(v.model.clone().unwrap_or_default()),
         Cell::from(v.serial.clone().unwrap_or_default()),
         Cell::from(if v.size > 0 {
