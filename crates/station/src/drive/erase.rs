@@ -17,8 +17,8 @@ use drivelab_erase::{
     VerifyMode,
 };
 
+use super::handle::Worker;
 use super::state::{Control, State};
-use super::worker::Worker;
 use crate::msg::{DriveResult, Msg};
 use crate::policy::{MethodPref, Verify};
 

@@ -8,7 +8,8 @@ use std::path::Path;
 use drivelab_device::blockdev::{self, BlockDevice, Kind};
 use drivelab_device::safety;
 
-use super::{glob, parse_size, Policy, PolicyError, TRANSPORTS};
+use super::glob;
+use super::model::{parse_size, Policy, PolicyError, BY_PATH, TRANSPORTS};
 use crate::watch::names;
 
 /// Check every value (key, what is wrong) in the order the keys are
@@ -27,7 +28,7 @@ pub fn values(p: &Policy) -> Result<(), (String, String)> {
                 "an empty pattern: name a slot's /dev/disk/by-path name (wildcards * ? [..] allowed)".into(),
             ));
         }
-        if b.starts_with('/') && !b.starts_with(super::BY_PATH) && !p.include_loop {
+        if b.starts_with('/') && !b.starts_with(BY_PATH) && !p.include_loop {
             return Err((
                 format!("bays[{i}]"),
                 format!("'{b}' is not a /dev/disk/by-path name: bays are slots (pci-...-ata-1); loop devices and their files need include_loop = true"),
