@@ -179,22 +179,33 @@ fn pick(w: &Worker, req: &Request) -> Result<(Method, bool), String> {
 }
 
 /// Erase `dev` once.
-pub fn erase(w: &Worker, dev: &BlockDevice, force: bool, restore: bool, resume: bool) -> Ended {
+pub fn erase(
+    w: &Worker,
+    dev: &BlockDevice,
+    force: bool,
+    restore: bool,
+    resume: bool,
+    own_journal: bool,
+) -> Ended {
     let c = &w.control;
     c.stop.store(false, Ordering::SeqCst);
     let token = dev
         .serial
         .clone()
         .unwrap_or_else(|| dev.path.display().to_string());
-    // Resume only what a journal holds (a drive that comes back mid-erase);
-    // any other drive starts a new erase.
+    // Resume only what a journal holds for this very drive: one that comes
+    // back mid-erase, known by its serial. A journal of a drive without a
+    // serial names only its device node, which the next drive plugged in
+    // may get: resuming it would skip what that other drive had written.
+    // Such a drive starts over (a held one resumes its own erase: the
+    // station has held it since).
     let journal = drivelab_erase::journal::path_for(
         &w.ctx.policy.erase.certificate_dir,
         dev.serial.as_deref(),
         &dev.path,
         dev.size.0,
     );
-    let resume = resume && journal.exists();
+    let resume = resume && journal.exists() && (dev.serial.is_some() || own_journal);
     let mut req = Request {
         devices: vec![dev.path.clone()],
         options: match options(w, Method::Auto, false, resume) {

@@ -69,18 +69,21 @@ pub fn run(w: &Worker) {
 /// state.
 fn erase_until_done(w: &Worker, dev: &BlockDevice, mut force: bool) {
     let mut resume = w.ctx.policy.erase.resume;
+    // Whether the journal, if any, is of an erase this worker began.
+    let mut own_journal = false;
     let mut restore = w.ctx.policy.erase.on_hidden == crate::policy::OnHidden::Restore;
     loop {
         if Control::is(&w.control.hold) && !hold(w, "held by the operator: resume to erase") {
             return;
         }
-        match erase::erase(w, dev, force, restore, resume) {
+        match erase::erase(w, dev, force, restore, resume, own_journal) {
             Ended::Final => return,
             Ended::Held(detail) => {
                 if !hold(w, &detail) {
                     return;
                 }
                 resume = true;
+                own_journal = true;
             }
             Ended::Refused(detail) => {
                 if !hold(w, &format!("{detail}: confirm to erase anyway")) {
