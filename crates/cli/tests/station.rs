@@ -149,6 +149,37 @@ fn loop_filled(dir: &TempDir, name: &str, size: u64, byte: u8) -> LoopDev {
     LoopDev::attach(&img, &[])
 }
 
+/// A backing file like [`loop_filled`]'s, attached at `node`'s device once
+/// the kernel has cleared it (else at any free one: another test took it).
+fn attach_at(dir: &TempDir, name: &str, size: u64, byte: u8, node: &LoopDev) -> LoopDev {
+    let img = dir.join(name);
+    make_image(&img, size, &[]);
+    std::fs::write(&img, vec![byte; size as usize]).unwrap();
+    let t0 = Instant::now();
+    let backing = format!("/sys/class/block/{}/loop/backing_file", node.name);
+    while Path::new(&backing).exists() && t0.elapsed() < DEADLINE {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ok = Command::new("losetup")
+        .arg(&node.path)
+        .arg(&img)
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        LoopDev {
+            path: node.path.clone(),
+            name: node.name.clone(),
+            backing: img,
+        }
+    } else {
+        eprintln!(
+            "{} was taken by another test: {name} attached elsewhere",
+            node.name
+        );
+        LoopDev::attach(&img, &[])
+    }
+}
+
 /// The digest `testkit::digest` gives a file of `len` bytes of `byte`.
 fn digest_of_fill(len: usize, byte: u8) -> u64 {
     std::iter::repeat_n(byte, len).fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
@@ -229,7 +260,10 @@ fn station_erases_the_drives_in_its_bays_as_they_come_and_go() {
 
     // Held by the operator mid-erase, then resumed from its journal; and
     // one aborted mid-erase (not erased). 32 MiB each at 4 MiB/s.
-    let held = loop_filled(&dir, "bay-held.img", 32 << 20, 0x66);
+    // The held drive goes into the pulled drive's node when it is free, as
+    // the next drive plugged into a slot would: the pulled drive's journal
+    // (same node, same size, no serial) must not be resumed on it.
+    let held = attach_at(&dir, "bay-held.img", 32 << 20, 0x66, &pulled);
     let aborted = loop_filled(&dir, "bay-aborted.img", 32 << 20, 0x77);
     for d in [&held, &aborted] {
         st.wait_for("an erase under way", |v| {
