@@ -104,18 +104,7 @@ impl Sink for StoreSink {
         let json = serde_json::to_value(&r.summary)
             .and_then(|v| serde_json::to_string_pretty(&v))
             .map_err(|e| e.to_string())?;
-        let mut artifacts = Vec::new();
-        for o in &r.summary.drives {
-            for p in [&o.certificate, &o.html].into_iter().flatten() {
-                if let Ok(content) = std::fs::read_to_string(p) {
-                    let name = p
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_else(|| p.display().to_string());
-                    artifacts.push(drivelab_store::Artifact { name, content });
-                }
-            }
-        }
+        let artifacts = crate::cmd_erase::certificate_artifacts(&r.summary);
         let code = u8::from(!r.summary.all_clean());
         crate::cmd_store::save_printed(
             drivelab_store::Kind::Erase,
