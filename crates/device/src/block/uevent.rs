@@ -83,9 +83,10 @@ impl UeventSocket {
                 std::mem::size_of::<libc::c_int>() as libc::socklen_t,
             );
         }
+        // The field types are inferred: musl deprecates naming `time_t`.
         let tv = libc::timeval {
-            tv_sec: timeout.as_secs() as libc::time_t,
-            tv_usec: timeout.subsec_micros() as libc::suseconds_t,
+            tv_sec: timeout.as_secs().min(i32::MAX as u64) as _,
+            tv_usec: timeout.subsec_micros() as _,
         };
         // SAFETY: SO_RCVTIMEO takes a timeval; its address and size are passed.
         let r = unsafe {
