@@ -641,18 +641,7 @@ fn print_dry_run(out: &OutputArgs, plan: &DryRun) -> anyhow::Result<()> {
 /// Keep the erase in the store, with each drive's certificate (JSON and
 /// HTML) as it was written.
 fn store(a: &EraseArgs, r: &Summary, printed: &str, code: u8) -> anyhow::Result<()> {
-    let mut artifacts = Vec::new();
-    for o in &r.drives {
-        for p in [&o.certificate, &o.html].into_iter().flatten() {
-            if let Ok(content) = std::fs::read_to_string(p) {
-                let name = p
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| p.display().to_string());
-                artifacts.push(drivelab_store::Artifact { name, content });
-            }
-        }
-    }
+    let artifacts = certificate_artifacts(r);
     crate::cmd_store::save_printed(
         drivelab_store::Kind::Erase,
         printed,
@@ -670,6 +659,24 @@ fn store(a: &EraseArgs, r: &Summary, printed: &str, code: u8) -> anyhow::Result<
         artifacts,
     )?;
     Ok(())
+}
+
+/// Each drive's certificate (JSON and HTML) as it was written, to keep
+/// with the stored result.
+pub(crate) fn certificate_artifacts(r: &Summary) -> Vec<drivelab_store::Artifact> {
+    let mut artifacts = Vec::new();
+    for o in &r.drives {
+        for p in [&o.certificate, &o.html].into_iter().flatten() {
+            if let Ok(content) = std::fs::read_to_string(p) {
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| p.display().to_string());
+                artifacts.push(drivelab_store::Artifact { name, content });
+            }
+        }
+    }
+    artifacts
 }
 
 /// Print the per-drive table (or the JSON); returns what was printed.

@@ -30,6 +30,16 @@ struct Choice {
     disabled: bool,
 }
 
+/// Set while a full-screen interface owns the terminal: the "stored as"
+/// notice is not printed over it.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Print no "stored as" notice from now on (the station's screen shows
+/// what was stored itself).
+pub fn quiet() {
+    QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 static CHOICE: Mutex<Choice> = Mutex::new(Choice {
     spec: None,
     disabled: false,
@@ -102,12 +112,12 @@ pub struct Outcome<'a> {
     pub artifacts: Vec<Artifact>,
 }
 
-/// Store a printed result unless `--no-store`. Never fails: a store that
-/// cannot be opened or written is a warning.
-pub fn save(o: Outcome<'_>) {
+/// Store a printed result unless `--no-store`; its record ID when stored.
+/// Never fails: a store that cannot be opened or written is a warning.
+pub fn save(o: Outcome<'_>) -> Option<String> {
     let c = choice();
     if c.disabled {
-        return;
+        return None;
     }
     let rec = record(&o);
     let stored = drivelab_store::open(c.spec.as_deref()).and_then(|mut s| {
@@ -117,15 +127,23 @@ pub fn save(o: Outcome<'_>) {
     match stored {
         // On a terminal only: stderr of a script keeps to warnings and
         // errors (one line each); scripts find the ID with `history`.
-        Ok((id, at)) if std::io::stderr().is_terminal() => eprintln!(
-            "drivelab: stored as {} {id} in {at} (drivelab show {id})",
-            rec.kind
-        ),
-        Ok(_) => {}
-        Err(e) => eprintln!(
-            "drivelab: warning: the result was not stored: {}; it was printed above (--no-store skips the store)",
-            e.to_string().replace('\n', " ")
-        ),
+        Ok((id, at)) => {
+            if std::io::stderr().is_terminal() && !QUIET.load(std::sync::atomic::Ordering::Relaxed)
+            {
+                eprintln!(
+                    "drivelab: stored as {} {id} in {at} (drivelab show {id})",
+                    rec.kind
+                );
+            }
+            Some(id.to_string())
+        }
+        Err(e) => {
+            eprintln!(
+                "drivelab: warning: the result was not stored: {}; it was printed above (--no-store skips the store)",
+                e.to_string().replace('\n', " ")
+            );
+            None
+        }
     }
 }
 
@@ -140,7 +158,7 @@ pub fn save_printed<R: serde::Serialize>(
     exit_status: u8,
     options: Value,
     artifacts: Vec<Artifact>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<String>> {
     let rendered;
     let (json, text) = if json_mode {
         (printed, None)
@@ -151,15 +169,14 @@ pub fn save_printed<R: serde::Serialize>(
         );
         (rendered.as_str(), Some(printed))
     };
-    save(Outcome {
+    Ok(save(Outcome {
         kind,
         json,
         text,
         exit_status,
         options,
         artifacts,
-    });
-    Ok(())
+    }))
 }
 
 /// The record for what was printed.

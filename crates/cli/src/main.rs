@@ -14,6 +14,7 @@ mod cmd_report;
 mod cmd_run;
 mod cmd_season;
 mod cmd_shell;
+mod cmd_station;
 mod cmd_store;
 mod cmd_test;
 mod cmd_trace;
@@ -63,6 +64,9 @@ enum Command {
     Health(cmd_health::HealthArgs),
     /// Write or erase whole drives, many at once, verified and certified.
     Erase(cmd_erase::EraseArgs),
+    /// An erasure station: drives come and go, each in a bay of the policy
+    /// triaged, erased, verified and certified on its own.
+    Station(cmd_station::StationArgs),
     /// Precondition SSDs to their used, steady state (SNIA PTS); fresh vs used.
     Season(cmd_season::SeasonArgs),
     /// Block traces: record, analyze, convert, compare.
@@ -116,6 +120,7 @@ fn main() -> ExitCode {
         Command::Device(a) => cmd_device::run(a),
         Command::Test(a) => cmd_test::run(a),
         Command::Erase(a) => cmd_erase::run(a),
+        Command::Station(a) => cmd_station::run(a),
         Command::Season(a) => cmd_season::run(a),
         Command::Health(a) => cmd_health::run(a),
         Command::Trace(a) => cmd_trace::run(a),

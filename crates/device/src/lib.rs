@@ -33,6 +33,6 @@ pub mod units;
 
 // The modules under the paths other crates name them by.
 pub use ata::security as ata_security;
-pub use block::{blockdev, diskstats, nbd, zero, zoned};
+pub use block::{blockdev, diskstats, nbd, uevent, zero, zoned};
 pub use claim::{input, loopdev, output, safety, watch};
 pub use scsi::sg;

@@ -9,9 +9,12 @@
 //!   report (`BLKREPORTZONE`) and, through a claim, zone reset/open/close/finish.
 //! - [`nbd`]: the kernel NBD client's ioctls, to back `/dev/nbdN` with a
 //!   user-space server over a socket pair.
+//! - [`uevent`]: the kernel's device events from its netlink socket (no
+//!   udev daemon needed).
 
 pub mod blockdev;
 pub mod diskstats;
 pub mod nbd;
+pub mod uevent;
 pub mod zero;
 pub mod zoned;

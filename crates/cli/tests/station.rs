@@ -1,0 +1,582 @@
+//! `drivelab station` with real parts: loop devices over files this test
+//! creates, attached and detached while the station (a child process,
+//! JSON events on stdout, control lines on stdin) runs under a policy in a
+//! temp dir. Drives in the bays are erased and certified (bytes checked
+//! after), a drive attached mid-run is picked up from the kernel's events,
+//! one detached mid-erase is reported removed and never certified, a loop
+//! outside the bays and one holding ext4 (held until confirmed) are left
+//! untouched; every result is in the store with the host, bay and
+//! operator. Bad policies exit 2 with one line naming the key.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use drivelab_testkit::{digest, make_image, mkfs_ext4, require_root, sh, LoopDev, TempDir};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
+
+/// Generous: the machine may be busy with other builds and tests.
+const DEADLINE: Duration = Duration::from_secs(240);
+
+/// The pattern the policy writes; not zeroes, so every byte of an erased
+/// drive is known and a loop device streams it (at the policy's rate).
+const FILL: u8 = 0xA5;
+
+/// A station running as a child process.
+struct Station {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    events: Arc<Mutex<Vec<Value>>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Station {
+    fn start(dir: &TempDir, policy: &Path) -> Station {
+        let mut child = Command::new(BIN)
+            .args(["station", "--policy"])
+            .arg(policy)
+            .args(["--events", "json"])
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env("DRIVELAB_STORE", dir.join("results.db"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start drivelab station");
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (out, err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let ev = events.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("not one JSON object per line ({e}): {line}"));
+                ev.lock().unwrap().push(v);
+            }
+        });
+        let se = stderr.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                se.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        let stdin = child.stdin.take();
+        Station {
+            child,
+            stdin,
+            events,
+            stderr,
+        }
+    }
+
+    fn events(&self) -> Vec<Value> {
+        self.events.lock().unwrap().clone()
+    }
+
+    /// Wait for an event `pred` accepts; panics with what was seen.
+    fn wait_for(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let t0 = Instant::now();
+        loop {
+            if let Some(v) = self.events().into_iter().find(|v| pred(v)) {
+                return v;
+            }
+            assert!(
+                t0.elapsed() < DEADLINE,
+                "no event for {what} in {DEADLINE:?}; events:\n{}\nstderr:\n{}",
+                self.events()
+                    .iter()
+                    .map(|v| format!(
+                        "{} {} {} {}",
+                        v["event"], v["name"], v["state"], v["detail"]
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                self.stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Wait for `name` to reach `state`.
+    fn wait_state(&self, name: &str, state: &str) -> Value {
+        self.wait_for(&format!("{name} {state}"), |v| {
+            v["event"] == "state" && v["name"] == name && v["state"] == state
+        })
+    }
+
+    fn send(&mut self, line: &str) {
+        let s = self.stdin.as_mut().expect("stdin");
+        writeln!(s, "{line}").expect("write to the station");
+        s.flush().unwrap();
+    }
+
+    /// Quit and wait for the exit status.
+    fn quit(mut self) -> (i32, Vec<Value>, String) {
+        self.send("quit");
+        let t0 = Instant::now();
+        let code = loop {
+            if let Some(s) = self.child.try_wait().expect("wait") {
+                break s.code().unwrap_or(-1);
+            }
+            assert!(t0.elapsed() < DEADLINE, "the station did not quit");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        // The reader threads finish with the pipes.
+        std::thread::sleep(Duration::from_millis(300));
+        let err = self.stderr.lock().unwrap().clone();
+        (code, self.events(), err)
+    }
+}
+
+impl Drop for Station {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A backing file of `size` bytes filled with `byte`, attached.
+fn loop_filled(dir: &TempDir, name: &str, size: u64, byte: u8) -> LoopDev {
+    let img = dir.join(name);
+    make_image(&img, size, &[]);
+    std::fs::write(&img, vec![byte; size as usize]).unwrap();
+    LoopDev::attach(&img, &[])
+}
+
+/// A backing file like [`loop_filled`]'s, attached at `node`'s device once
+/// the kernel has cleared it (else at any free one: another test took it).
+fn attach_at(dir: &TempDir, name: &str, size: u64, byte: u8, node: &LoopDev) -> LoopDev {
+    let img = dir.join(name);
+    make_image(&img, size, &[]);
+    std::fs::write(&img, vec![byte; size as usize]).unwrap();
+    let t0 = Instant::now();
+    let backing = format!("/sys/class/block/{}/loop/backing_file", node.name);
+    while Path::new(&backing).exists() && t0.elapsed() < DEADLINE {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ok = Command::new("losetup")
+        .arg(&node.path)
+        .arg(&img)
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        LoopDev {
+            path: node.path.clone(),
+            name: node.name.clone(),
+            backing: img,
+        }
+    } else {
+        eprintln!(
+            "{} was taken by another test: {name} attached elsewhere",
+            node.name
+        );
+        LoopDev::attach(&img, &[])
+    }
+}
+
+/// The digest `testkit::digest` gives a file of `len` bytes of `byte`.
+fn digest_of_fill(len: usize, byte: u8) -> u64 {
+    std::iter::repeat_n(byte, len).fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+fn erased(d: &LoopDev) -> bool {
+    let len = std::fs::metadata(&d.backing).unwrap().len() as usize;
+    digest(&d.backing) == digest_of_fill(len, FILL)
+}
+
+fn write_policy(dir: &TempDir, extra: &str) -> std::path::PathBuf {
+    let p = dir.join("policy.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "bays = [\"{}/bay-*.img\"]\ninclude_loop = true\noperator = \"test operator\"\n\n[erase]\npattern = \"fixed:0x{FILL:02X}\"\nrate_limit = \"4m\"\ncertificate_dir = \"{}\"\n{extra}\n[certificate]\norganisation = \"drivelab tests\"\nasset_tag = \"operator\"\n",
+            dir.0.display(),
+            dir.join("certs").display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn station_erases_the_drives_in_its_bays_as_they_come_and_go() {
+    require_root();
+    drivelab_testkit::require_tools(&["/usr/sbin/mkfs.ext4", "/usr/sbin/losetup"]);
+    let dir = TempDir::new("station");
+    let a = loop_filled(&dir, "bay-a.img", 4 << 20, 0x11);
+    let b = loop_filled(&dir, "bay-b.img", 4 << 20, 0x22);
+    let outside = loop_filled(&dir, "outside.img", 4 << 20, 0x33);
+    let fs = loop_filled(&dir, "bay-fs.img", 8 << 20, 0);
+    mkfs_ext4(fs.dev());
+    let (outside_before, fs_before) = (digest(&outside.backing), digest(&fs.backing));
+    let policy = write_policy(&dir, "");
+    let mut st = Station::start(&dir, &policy);
+    st.wait_for("start", |v| v["event"] == "start");
+
+    // Present at start: both bays certified, the outside loop shown only,
+    // the ext4 loop held.
+    let ca = st.wait_state(&a.name, "certified");
+    let cb = st.wait_state(&b.name, "certified");
+    for (c, d) in [(&ca, &a), (&cb, &b)] {
+        assert_eq!(c["bay"], d.backing.display().to_string());
+        let cert = c["certificate"].as_str().expect("a certificate path");
+        assert!(Path::new(cert).exists(), "{cert}");
+    }
+    let out = st.wait_state(&outside.name, "outside");
+    assert_eq!(out["bay"], Value::Null);
+    let held = st.wait_state(&fs.name, "held");
+    assert!(held["detail"].as_str().unwrap().contains("ext4"), "{held}");
+
+    // Attached mid-run: picked up from the kernel's event.
+    let late = loop_filled(&dir, "bay-late.img", 4 << 20, 0x44);
+    st.wait_state(&late.name, "certified");
+
+    // Detached mid-erase (32 MiB at 4 MiB/s): removed, never certified.
+    let pulled = loop_filled(&dir, "bay-pulled.img", 32 << 20, 0x55);
+    st.wait_for("the pulled drive's erase under way", |v| {
+        v["name"] == pulled.name.as_str()
+            && v["state"] == "erasing"
+            && v["progress_pct"].as_f64().is_some_and(|p| p >= 10.0)
+    });
+    sh("losetup", &["-d", pulled.dev()]);
+    let gone = st.wait_state(&pulled.name, "removed");
+    let detail = gone["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("removed at ") && detail.ends_with("%: not erased"),
+        "{detail}"
+    );
+    assert!(
+        !erased(&pulled),
+        "a pulled drive cannot have been erased whole"
+    );
+
+    // Held by the operator mid-erase, then resumed from its journal; and
+    // one aborted mid-erase (not erased). 32 MiB each at 4 MiB/s.
+    // The held drive goes into the pulled drive's node when it is free, as
+    // the next drive plugged into a slot would: the pulled drive's journal
+    // (same node, same size, no serial) must not be resumed on it.
+    let held = attach_at(&dir, "bay-held.img", 32 << 20, 0x66, &pulled);
+    let aborted = loop_filled(&dir, "bay-aborted.img", 32 << 20, 0x77);
+    for d in [&held, &aborted] {
+        st.wait_for("an erase under way", |v| {
+            v["name"] == d.name.as_str()
+                && v["state"] == "erasing"
+                && v["progress_pct"].as_f64().is_some_and(|p| p >= 10.0)
+        });
+    }
+    st.send(&format!("hold {}", held.name));
+    st.send(&format!("abort {}", aborted.dev()));
+    let h = st.wait_state(&held.name, "held");
+    let detail = h["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("held at ") && detail.contains("journal kept"),
+        "{detail}"
+    );
+    let journal = h["journal"].as_str().expect("the journal kept");
+    assert!(Path::new(journal).exists(), "{journal}");
+    let ab = st.wait_state(&aborted.name, "aborted");
+    assert!(
+        ab["detail"].as_str().unwrap().contains("not erased"),
+        "{ab}"
+    );
+    st.send(&format!("resume {}", held.name));
+    st.wait_state(&held.name, "certified");
+    assert!(erased(&held) && !erased(&aborted));
+    assert!(
+        !Path::new(journal).exists(),
+        "the journal outlived its erase"
+    );
+
+    // Held until confirmed: untouched while held, erased once confirmed.
+    assert_eq!(digest(&fs.backing), fs_before, "a held drive was written");
+    st.send(&format!("tag {} ASSET-7", fs.name));
+    st.send(&format!("confirm {}", fs.name));
+    st.wait_state(&fs.name, "certified");
+
+    let (code, events, err) = st.quit();
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(err.contains("drivelab station: the policy's bays"), "{err}");
+    assert!(events.iter().any(|v| v["event"] == "stop"));
+
+    for d in [&a, &b, &late, &fs] {
+        assert!(erased(d), "{} not erased to 0x{FILL:02X}", d.name);
+    }
+    assert_eq!(
+        digest(&outside.backing),
+        outside_before,
+        "a loop outside the bays was written"
+    );
+    let pulled_bay = pulled.backing.display().to_string();
+    check_events(&events, &a.name, &outside.name, &pulled_bay);
+    check_store(&dir, &events, &fs.name, &pulled_bay);
+}
+
+/// Every drive event carries its identity, state and times; a bay's drive
+/// goes detected -> identified -> triage -> erasing -> certified; the
+/// outside drive and the pulled one are never certified.
+fn check_events(events: &[Value], bay: &str, outside: &str, pulled: &str) {
+    for v in events.iter().filter(|v| v["event"] == "state") {
+        for k in [
+            "name",
+            "device",
+            "state",
+            "time",
+            "t_s",
+            "size",
+            "progress_pct",
+        ] {
+            assert!(!v[k].is_null(), "{k} missing in {v}");
+        }
+    }
+    let states: Vec<&str> = events
+        .iter()
+        .filter(|v| v["event"] == "state" && v["name"] == bay)
+        .filter_map(|v| v["state"].as_str())
+        .collect();
+    let order = ["detected", "identified", "triage", "erasing", "certified"];
+    let pos: Vec<usize> = order
+        .iter()
+        .map(|s| {
+            states
+                .iter()
+                .position(|x| x == s)
+                .unwrap_or_else(|| panic!("{s} missing: {states:?}"))
+        })
+        .collect();
+    assert!(pos.windows(2).all(|w| w[0] < w[1]), "{states:?}");
+    // Kernel names are reused (the next loop attached may get the pulled
+    // one's): the pulled drive is known by its bay.
+    assert!(
+        !events
+            .iter()
+            .any(|v| (v["name"] == outside || v["bay"] == pulled) && v["state"] == "certified"),
+        "the outside or the pulled drive certified"
+    );
+    assert!(!events
+        .iter()
+        .any(|v| v["name"] == outside && matches!(v["state"].as_str(), Some("erasing" | "held"))));
+}
+
+/// Each erase is a record of the store with the host, the bay and the
+/// operator: the certified ones and the pulled one (stopped, not erased).
+fn check_store(dir: &TempDir, events: &[Value], tagged: &str, pulled: &str) {
+    let db = rusqlite::Connection::open(dir.join("results.db")).expect("the store");
+    let mut q = db
+        .prepare("SELECT r.id, r.kind, r.host, t.spec_json FROM records r JOIN record_texts t ON t.record_id = r.id")
+        .unwrap();
+    let rows: Vec<(i64, String, String, String)> = q
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let stored: Vec<&Value> = events.iter().filter(|v| v["event"] == "stored").collect();
+    assert_eq!(rows.len(), stored.len(), "records {rows:?}");
+    // Five certified, one removed, one held mid-erase (a record) then
+    // certified, one aborted.
+    assert_eq!(stored.len(), 8, "{stored:?}");
+    for (id, kind, host, spec) in &rows {
+        assert_eq!(kind, "erase");
+        assert!(!host.is_empty());
+        let spec: Value = serde_json::from_str(spec).unwrap();
+        let s = &spec["options"]["station"];
+        assert_eq!(s["operator"], "test operator", "record {id}: {spec}");
+        assert_eq!(s["organisation"], "drivelab tests");
+        assert!(
+            s["bay"].as_str().is_some_and(|b| b.ends_with(".img")),
+            "{spec}"
+        );
+        let ev = stored
+            .iter()
+            .find(|v| v["record"].as_str() == Some(id.to_string().as_str()))
+            .unwrap_or_else(|| panic!("no stored event for record {id}"));
+        assert_eq!(s["state"], ev["state"]);
+        if ev["name"] == tagged {
+            assert_eq!(s["asset_tag"], "ASSET-7");
+        }
+        if ev["bay"] == pulled {
+            assert_eq!(s["state"], "removed");
+        }
+    }
+}
+
+#[test]
+fn bad_policies_exit_2_with_one_line_naming_the_key() {
+    require_root();
+    let dir = TempDir::new("station-policy");
+    let certs = dir.join("certs");
+    let table: [(&str, &str); 9] = [
+        ("operator = \"x\"\n", "bays: the policy names no bays"),
+        ("bays = []\n", "bays: the policy names no bays"),
+        (
+            "bays = [\"pci-*\"]\nbay = 1\n",
+            "line 2: bay: unknown field `bay`",
+        ),
+        (
+            "bays = [\"pci-*\"]\n[erase]\nmethd = \"auto\"\n",
+            "erase.methd: unknown field `methd`",
+        ),
+        (
+            "bays = [\"pci-*\"]\n[erase]\nmethod = \"fast\"\n",
+            "erase.method: unknown variant `fast`",
+        ),
+        (
+            "bays = [\"/dev/loop7\"]\n",
+            "bays[0]: '/dev/loop7' is not a /dev/disk/by-path name",
+        ),
+        (
+            "bays = [\"pci-*\"]\n[filter]\nmin_size = \"2t\"\nmax_size = \"1t\"\n",
+            "filter.min_size: is larger",
+        ),
+        (
+            "bays = [\"pci-*\"]\n[filter]\ntransport = [\"floppy\"]\n",
+            "filter.transport: 'floppy' is not a transport",
+        ),
+        // Every disk of this machine, the one holding / among them.
+        ("bays = [\"*\"]\n", "the running system"),
+    ];
+    for (text, needle) in table {
+        let p = dir.join("bad.toml");
+        std::fs::write(&p, text).unwrap();
+        let out = Command::new(BIN)
+            .args(["station", "--events", "json", "--policy"])
+            .arg(&p)
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env("DRIVELAB_STORE", dir.join("results.db"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{text}: one line: {err}");
+        assert!(err.contains(needle), "{text}: {needle:?} not in {err}");
+        assert!(out.stdout.is_empty(), "{text}: wrote events");
+        assert!(
+            !certs.exists() && !dir.join("results.db").exists(),
+            "{text}: wrote files"
+        );
+    }
+}
+
+/// A tmux server of this test's own (its own socket), killed on drop.
+struct Tmux(String);
+
+impl Tmux {
+    fn new() -> Tmux {
+        Tmux(format!("drivelab-station-test-{}", std::process::id()))
+    }
+
+    fn cmd(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.0])
+            .args(args)
+            .output()
+            .expect("run tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.cmd(&["capture-pane", "-p", "-t", "station"])
+    }
+
+    /// Wait until the screen shows what `pred` accepts.
+    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let t0 = Instant::now();
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            assert!(
+                t0.elapsed() < DEADLINE,
+                "the screen never showed {what}:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .output();
+    }
+}
+
+/// The screen's row of the drive whose bay is `bay` (its backing file).
+fn row_of<'a>(screen: &'a str, bay: &str) -> Option<&'a str> {
+    screen.lines().find(|l| l.contains(bay))
+}
+
+#[test]
+fn the_screen_has_a_row_per_drive_at_80x24_and_takes_keys() {
+    drivelab_testkit::require_tools(&["/usr/bin/tmux", "/usr/sbin/mkfs.ext4"]);
+    let dir = TempDir::new("station-tmux");
+    let a = loop_filled(&dir, "bay-a.img", 4 << 20, 0x11);
+    let fs = loop_filled(&dir, "bay-f.img", 8 << 20, 0);
+    mkfs_ext4(fs.dev());
+    let fs_before = digest(&fs.backing);
+    let policy = write_policy(&dir, "");
+    let tmux = Tmux::new();
+    let command = format!(
+        "env XDG_CONFIG_HOME={} DRIVELAB_STORE={} {BIN} station --policy {}; echo station exited $?; sleep 600",
+        dir.join("config").display(),
+        dir.join("results.db").display(),
+        policy.display()
+    );
+    tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "station",
+        "-x",
+        "80",
+        "-y",
+        "24",
+        &command,
+    ]);
+    let s = tmux.wait("the certified bay and the held one", |s| {
+        row_of(s, "bay-a.img").is_some_and(|r| r.contains("certified"))
+            && row_of(s, "bay-f.img").is_some_and(|r| r.contains("held"))
+    });
+    let header = s
+        .lines()
+        .find(|l| l.starts_with("BAY"))
+        .expect("the header row");
+    for col in [
+        "MODEL", "SERIAL", "SIZE", "GRADE", "STATE", "PROGRESS", "SPEED", "ETA",
+    ] {
+        assert!(header.contains(col), "{col} not in {header}");
+    }
+    assert!(row_of(&s, "bay-a.img").unwrap().contains("#####"), "{s}");
+    assert!(s.contains("q quit"), "{s}");
+    assert_eq!(digest(&fs.backing), fs_before, "a held drive was written");
+
+    // Select the held drive (the line under the table names it), confirm.
+    let t0 = Instant::now();
+    let held = format!("{}: held", fs.dev());
+    while !tmux.screen().contains(&held) {
+        assert!(
+            t0.elapsed() < DEADLINE,
+            "cannot select {}:\n{}",
+            fs.dev(),
+            tmux.screen()
+        );
+        tmux.cmd(&["send-keys", "-t", "station", "Down"]);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    tmux.cmd(&["send-keys", "-t", "station", "c"]);
+    tmux.wait("the confirmed drive certified", |s| {
+        row_of(s, "bay-f.img").is_some_and(|r| r.contains("certified"))
+    });
+    tmux.cmd(&["send-keys", "-t", "station", "q"]);
+    tmux.wait("the station's exit", |s| s.contains("station exited 0"));
+    assert!(erased(&a) && erased(&fs));
+}

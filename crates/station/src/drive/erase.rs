@@ -1,0 +1,314 @@
+//! One erase of one drive through `drivelab_erase::erase`, exactly as
+//! `drivelab erase DEV` runs it (plan, claim, journal, issue, verify,
+//! certificate), with the policy as the consent and a [`Frontend`] that
+//! copies the erase's live counters into the drive's row and obeys the
+//! drive's own stop flag. How it ended is mapped to the drive's state:
+//! a drive pulled mid-erase is "removed at N %: not erased", never
+//! certified.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use drivelab_device::blockdev::BlockDevice;
+use drivelab_erase::sched::{Phase, Progress};
+use drivelab_erase::{
+    Consent, Drive, EraseError, EraseResult, Frontend, Method, Options, Report, Request, Strategy,
+    VerifyMode,
+};
+
+use super::handle::Worker;
+use super::state::{Control, State};
+use crate::msg::{DriveResult, Msg};
+use crate::policy::{MethodPref, Verify};
+
+/// How one erase ended.
+pub enum Ended {
+    /// In a final state (certified, failed, removed, aborted, or the
+    /// station quit).
+    Final,
+    /// Held by the operator mid-erase (journal kept); the detail.
+    Held(String),
+    /// Refused before anything was written (the claim or the plan); why.
+    Refused(String),
+}
+
+/// The drive's row fed from the erase's counters; the drive's stop flag.
+struct Front<'a> {
+    w: &'a Worker,
+}
+
+impl Frontend for Front<'_> {
+    fn ask(&self, _d: &Drive, _token: &str) -> Option<std::io::Result<String>> {
+        // The policy is the consent (Consent::confirm names the drive).
+        None
+    }
+
+    fn starting(&self, _drives: &[Drive]) -> &AtomicBool {
+        &self.w.control.stop
+    }
+
+    fn watch(&self, _drives: &[Drive], progress: &[Arc<Progress>], finished: &AtomicBool) {
+        let Some(p) = progress.first() else { return };
+        let mut last_phase = Phase::Waiting;
+        let mut tenth = 0u64;
+        let mut window: Vec<(Instant, u64)> = Vec::new();
+        loop {
+            let done = finished.load(Ordering::Relaxed);
+            let phase = p.phase();
+            let (d, t) = (
+                p.done.load(Ordering::Relaxed),
+                p.total.load(Ordering::Relaxed),
+            );
+            let now = Instant::now();
+            if phase != last_phase {
+                window.clear();
+                tenth = 0;
+            }
+            window.push((now, d));
+            window.retain(|(at, _)| now.duration_since(*at) <= Duration::from_secs(5));
+            let speed = match (window.first(), window.last()) {
+                (Some((a, da)), Some((b, db))) if b > a => {
+                    db.saturating_sub(*da) as f64 / b.duration_since(*a).as_secs_f64()
+                }
+                _ => 0.0,
+            };
+            let pct = if t > 0 {
+                d as f64 * 100.0 / t as f64
+            } else {
+                0.0
+            };
+            let v = self.w.update(|v| {
+                v.bytes_done = d;
+                v.bytes_total = t;
+                v.progress_pct = pct.min(100.0);
+                v.speed_bytes_per_s = speed;
+                v.eta_s = (speed > 0.0).then(|| t.saturating_sub(d) as f64 / speed);
+            });
+            let s = match phase {
+                Phase::Erasing => Some(State::Erasing),
+                Phase::Verifying => Some(State::Verifying),
+                _ => None,
+            };
+            if phase != last_phase && s.is_some_and(|s| s != v.state) {
+                self.w.set(s.unwrap_or(v.state), v.detail.clone());
+            } else if matches!(phase, Phase::Erasing | Phase::Verifying)
+                && t > 0
+                && d * 10 / t > tenth
+            {
+                tenth = d * 10 / t;
+                let _ = self.w.tx.send(Msg::Changed {
+                    view: Box::new(v),
+                    progress: true,
+                });
+            }
+            last_phase = phase;
+            if done {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// The erase options the policy gives, with `method`.
+fn options(w: &Worker, method: Method, crypto: bool, resume: bool) -> Result<Options, EraseError> {
+    let p = &w.ctx.policy;
+    Ok(Options {
+        method,
+        pattern: p.erase.pattern.parse()?,
+        passes: p.erase.passes,
+        verify: match p.erase.verify {
+            Verify::None => VerifyMode::None,
+            Verify::Sample => VerifyMode::Sample,
+            Verify::Full => VerifyMode::Full,
+        },
+        skip_errors: true,
+        retries: 3,
+        resume,
+        crypto,
+        discard_first: false,
+        certificate_dir: p.erase.certificate_dir.clone(),
+        key_dir: w.ctx.key_dir.clone(),
+        transfer: None,
+        queue_depth: None,
+        bus_limit: p.rate_limit(),
+        strategy: Strategy::Parallel,
+        command_line: format!(
+            "drivelab station --policy {} ({})",
+            w.ctx.policy_path.display(),
+            w.update(|_| {}).bay.unwrap_or_default()
+        ),
+        version: w.ctx.version.clone(),
+    })
+}
+
+/// The Purge methods, most preferred first (method, crypto).
+const PURGES: [(Method, bool); 4] = [
+    (Method::NvmeSanitize, false),
+    (Method::AtaSanitize, false),
+    (Method::AtaSecurityEraseEnhanced, false),
+    (Method::NvmeFormat, true),
+];
+
+/// The method the policy's preference picks for `dev` (a dry run of each
+/// candidate: nothing is written); Err(why) when a Purge is asked and the
+/// drive has none.
+fn pick(w: &Worker, req: &Request) -> Result<(Method, bool), String> {
+    let pref = w.ctx.policy.erase.method;
+    if pref == MethodPref::Clear {
+        return Ok((Method::Auto, false));
+    }
+    let quiet = Front { w };
+    for (m, crypto) in PURGES {
+        let mut r = req.clone();
+        r.dry_run = true;
+        r.options.method = m;
+        r.options.crypto = crypto;
+        if drivelab_erase::erase(&r, &quiet).is_ok() {
+            return Ok((m, crypto));
+        }
+    }
+    match pref {
+        MethodPref::Purge => Err(
+            "the drive offers no Purge method (sanitize, enhanced security erase, crypto format)"
+                .into(),
+        ),
+        _ => Ok((Method::Auto, false)),
+    }
+}
+
+/// Erase `dev` once.
+pub fn erase(
+    w: &Worker,
+    dev: &BlockDevice,
+    force: bool,
+    restore: bool,
+    resume: bool,
+    own_journal: bool,
+) -> Ended {
+    let c = &w.control;
+    c.stop.store(false, Ordering::SeqCst);
+    let token = dev
+        .serial
+        .clone()
+        .unwrap_or_else(|| dev.path.display().to_string());
+    // Resume only what a journal holds for this very drive: one that comes
+    // back mid-erase, known by its serial. A journal of a drive without a
+    // serial names only its device node, which the next drive plugged in
+    // may get: resuming it would skip what that other drive had written.
+    // Such a drive starts over (a held one resumes its own erase: the
+    // station has held it since).
+    let journal = drivelab_erase::journal::path_for(
+        &w.ctx.policy.erase.certificate_dir,
+        dev.serial.as_deref(),
+        &dev.path,
+        dev.size.0,
+    );
+    let resume = resume && journal.exists() && (dev.serial.is_some() || own_journal);
+    let mut req = Request {
+        devices: vec![dev.path.clone()],
+        options: match options(w, Method::Auto, false, resume) {
+            Ok(o) => o,
+            Err(e) => {
+                w.set(State::Failed, format!("erase options: {e}"));
+                return Ended::Final;
+            }
+        },
+        consent: Consent {
+            force,
+            yes: true,
+            confirm: vec![token],
+            restore_native_max: restore,
+        },
+        dry_run: false,
+    };
+    match pick(w, &req) {
+        Ok((m, crypto)) => {
+            req.options.method = m;
+            req.options.crypto = crypto;
+        }
+        Err(why) => return Ended::Held(format!("{why}: resume to erase with the fastest Clear")),
+    }
+    w.set(
+        State::Erasing,
+        format!("method {}", req.options.method.name()),
+    );
+    let report = drivelab_erase::erase(&req, &Front { w });
+    match report {
+        Err(e) if e.is_refusal() => Ended::Refused(e.to_string()),
+        Err(e) => {
+            let (state, why) = if w.pulled() {
+                (
+                    State::Removed,
+                    "removed before writing: not erased".to_string(),
+                )
+            } else {
+                (State::Failed, e.to_string())
+            };
+            w.set(state, why);
+            Ended::Final
+        }
+        Ok(Report::DryRun(_)) => Ended::Final,
+        Ok(Report::Erased(summary)) => ended(w, summary),
+    }
+}
+
+/// Map a finished erase to the drive's state; the result goes to the store.
+fn ended(w: &Worker, summary: drivelab_erase::Summary) -> Ended {
+    let c = &w.control;
+    let Some(o) = summary.drives.first() else {
+        w.set(State::Failed, "the erase reported no drive");
+        return Ended::Final;
+    };
+    let pct = w.update(|v| {
+        v.journal = o.journal.clone();
+        v.certificate = o.certificate.clone();
+    });
+    let at = format!("{:.0} %", pct.progress_pct);
+    let (state, detail, ended) = match o.result {
+        _ if w.pulled() && o.result != EraseResult::Erased => (
+            State::Removed,
+            format!("removed at {at}: not erased"),
+            Ended::Final,
+        ),
+        EraseResult::Stopped if Control::is(&c.abort) => (
+            State::Aborted,
+            format!("aborted at {at}: not erased (journal kept)"),
+            Ended::Final,
+        ),
+        EraseResult::Stopped if Control::is(&c.hold) => {
+            let d = format!("held at {at}: resume to continue (journal kept)");
+            (State::Held, d.clone(), Ended::Held(d))
+        }
+        EraseResult::Stopped => (
+            State::Aborted,
+            format!("station stopped at {at}: not erased (journal kept)"),
+            Ended::Final,
+        ),
+        EraseResult::Failed => (
+            State::Failed,
+            o.error.clone().unwrap_or_else(|| "failed".into()),
+            Ended::Final,
+        ),
+        r if o.certificate.is_some() => (
+            State::Certified,
+            format!("{}: {}", r, o.verification),
+            Ended::Final,
+        ),
+        r => (State::Failed, format!("{r}: no certificate"), Ended::Final),
+    };
+    if !matches!(ended, Ended::Held(_)) {
+        w.set(state, detail.clone());
+    }
+    let view = w.update(|_| {});
+    let _ = w.tx.send(Msg::Result(Box::new(DriveResult {
+        view: crate::drive::state::View {
+            state,
+            detail,
+            ..view
+        },
+        summary,
+    })));
+    ended
+}
