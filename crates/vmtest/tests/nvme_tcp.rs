@@ -8,7 +8,10 @@
 //!   agrees with nvme-cli (id-ctrl, id-ns, list-ns, smart-log) and with the
 //!   emulator's own counters, which corroborate a 1 MiB write to the byte;
 //!   `drivelab erase --method nvme-format` is refused (the unallocated
-//!   capacity a format cannot reach) with nothing sent.
+//!   capacity a format cannot reach) with nothing sent, and so is
+//!   `--method nvme-sanitize` of n1 while n2 exists (a Sanitize erases
+//!   every namespace of the controller; n2 is a block device the erase did
+//!   not claim), n2's bytes unchanged.
 //! - SANI: one namespace and unallocated capacity. NVMe Sanitize block
 //!   erase and crypto erase through `drivelab erase`: drivelab polls the
 //!   Sanitize Status log while the emulator reports progress, waits for the
@@ -115,6 +118,12 @@ NAME=fmt_refused; md5 $NS > $NAME.md5_before
 run_json $NAME @ERASE@ --method nvme-format
 md5 $NS > $NAME.md5_after
 state multi h3
+# Sanitize erases every namespace of the controller: refused for n1 while
+# n2 exists (a block device this erase did not claim).
+NAME=san_refused; md5 ${MULTI}n2 > $NAME.md5_before
+run_json $NAME @ERASE@ --method nvme-sanitize
+md5 ${MULTI}n2 > $NAME.md5_after
+state multi h4
 mark health
 
 # --- SANI: Sanitize block erase, crypto erase, a failure.
@@ -346,6 +355,21 @@ fn health_checks(c: &mut Checks, run: &GuestRun) {
             && h3["erases"] == serde_json::json!([])
             && h3["counters"]["bytes_written"] == h2["counters"]["bytes_written"],
         || format!("{}; emulator {}", why(run, "fmt_refused"), h3["erases"]),
+    );
+    let h4 = json(run, "h4.state.json");
+    let refusal = out(run, "san_refused")["error"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    c.check(
+        "MULTI: nvme-sanitize of n1 refused while n2 exists (other namespaces), exit 2, nothing sent or written",
+        status(run, "san_refused") == 2
+            && refusal.contains("other namespaces (2)")
+            && !refusal.contains('\n')
+            && run.file("san_refused.md5_before").ok() == run.file("san_refused.md5_after").ok()
+            && h4["erases"] == serde_json::json!([])
+            && h4["counters"]["bytes_written"] == h3["counters"]["bytes_written"],
+        || format!("{}; emulator {}", why(run, "san_refused"), h4["erases"]),
     );
 }
 
