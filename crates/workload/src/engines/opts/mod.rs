@@ -50,10 +50,10 @@ pub struct Block {
     pub engines: &'static str,
     /// The options, declared in the block's file.
     pub options: &'static [OptionDecl],
-    /// Whether fio's engine `engine` takes `key` (one of [`Block::options`]).
-    pub takes: fn(&str, &str) -> bool,
-    /// The fio engines that take `key`, in words, for the refusal.
-    pub takers: fn(&str) -> &'static str,
+    /// Which engines take which key, for a block several fio engines
+    /// share; None: every option is the one engine's named in
+    /// [`Block::engines`].
+    pub per_key: Option<PerKey>,
     /// Set one of [`Block::options`] (its canonical name) in the block.
     pub set: fn(&mut EngineBlocks, &'static str, &str) -> Result<(), SpecError>,
     /// The block's checks between its options and the rest of the job,
@@ -62,53 +62,76 @@ pub struct Block {
     pub check: fn(&crate::JobSpec) -> Result<(), SpecError>,
 }
 
+/// Which of a shared block's options each fio engine takes.
+pub struct PerKey {
+    /// Whether fio's engine `engine` takes `key` (one of [`Block::options`]).
+    pub takes: fn(&str, &str) -> bool,
+    /// The fio engines that take `key`, in words, for the refusal.
+    pub takers: fn(&str) -> &'static str,
+}
+
+impl Block {
+    /// Whether fio's engine `engine` takes `key`.
+    fn takes(&self, engine: &str, key: &str) -> bool {
+        match &self.per_key {
+            Some(p) => (p.takes)(engine, key),
+            None => engine == self.engines,
+        }
+    }
+
+    /// The fio engines that take `key`, in words.
+    fn takers(&self, key: &str) -> &'static str {
+        match &self.per_key {
+            Some(p) => (p.takers)(key),
+            None => self.engines,
+        }
+    }
+}
+
 /// Every engine's option block, in the order `run --help` lists them.
 pub const BLOCKS: &[Block] = &[
     Block {
         engines: "io_uring, io_uring_cmd, libaio, pvsync2",
         options: io::OPTIONS,
-        takes: |e, k| io::takes(e).contains(&k),
-        takers: io::engines_of,
+        per_key: Some(PerKey {
+            takes: |e, k| io::takes(e).contains(&k),
+            takers: io::engines_of,
+        }),
         set: |b, k, v| b.io.set(k, v),
         check: io::check,
     },
     Block {
         engines: "sg",
         options: sg::OPTIONS,
-        takes: |e, _| e == "sg",
-        takers: |_| "sg",
+        per_key: None,
         set: |b, k, v| b.sg.set(k, v),
         check: |_| Ok(()),
     },
     Block {
         engines: "net",
         options: net::OPTIONS,
-        takes: |e, _| e == "net",
-        takers: |_| "net",
+        per_key: None,
         set: |b, k, v| b.net.set(k, v),
         check: |_| Ok(()),
     },
     Block {
         engines: "e4defrag",
         options: e4defrag::DefragOpts::OPTIONS,
-        takes: |e, _| e == "e4defrag",
-        takers: |_| "e4defrag",
+        per_key: None,
         set: |b, k, v| b.e4defrag.set(k, v),
         check: |_| Ok(()),
     },
     Block {
         engines: "cpuio",
         options: noio::CpuOpts::OPTIONS,
-        takes: |e, _| e == "cpuio",
-        takers: |_| "cpuio",
+        per_key: None,
         set: |b, k, v| b.noio.cpu.set(k, v),
         check: |_| Ok(()),
     },
     Block {
         engines: "exec",
         options: noio::ExecOpts::OPTIONS,
-        takes: |e, _| e == "exec",
-        takers: |_| "exec",
+        per_key: None,
         set: |b, k, v| b.noio.exec.set(k, v),
         check: |_| Ok(()),
     },
@@ -133,11 +156,11 @@ pub fn check_keys(spec: &crate::JobSpec) -> Result<(), SpecError> {
     let used = spec.fio_engine();
     for &k in &spec.engine.keys_set {
         let Some(b) = block_of(k) else { continue };
-        if !(b.takes)(used, k) {
+        if !b.takes(used, k) {
             return Err(SpecError::Invalid(format!(
                 "job '{}': {k} is not an option of ioengine={used} ({} take it); drop it or change ioengine",
                 spec.name,
-                (b.takers)(k)
+                b.takers(k)
             )));
         }
     }
