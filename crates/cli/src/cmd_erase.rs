@@ -192,6 +192,8 @@ pub struct EraseArgs {
     /// Paper size of PDF certificates.
     #[arg(long, value_enum, default_value_t = PaperArg::A4)]
     pub paper: PaperArg,
+    #[command(flatten)]
+    pub parties: PartiesArgs,
     /// Write even to a drive that is partitioned or holds a signature
     /// (never to one whose bytes are in use: mounted, swap, held, under a
     /// mounted or held device, or the running system's).
@@ -224,6 +226,62 @@ pub struct EraseArgs {
     pub metrics_linger: Option<String>,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// Who the erase is done by and for: fields of every drive's signed
+/// certificate (and of its PDF and HTML pages and of `erase report`).
+#[derive(Args, Debug, Default)]
+pub struct PartiesArgs {
+    /// The organisation doing the erasure (in each certificate, signed).
+    #[arg(long, value_name = "NAME", help_heading = "Certificate")]
+    pub organisation: Option<String>,
+    /// The customer whose drives these are.
+    #[arg(long, value_name = "NAME", help_heading = "Certificate")]
+    pub customer: Option<String>,
+    /// The customer's postal address, on one line.
+    #[arg(
+        long = "customer-address",
+        value_name = "TEXT",
+        help_heading = "Certificate"
+    )]
+    pub customer_address: Option<String>,
+    /// The customer's contact (person, telephone, e-mail).
+    #[arg(
+        long = "customer-contact",
+        value_name = "TEXT",
+        help_heading = "Certificate"
+    )]
+    pub customer_contact: Option<String>,
+    /// The technician doing the erasure.
+    #[arg(long, value_name = "NAME", help_heading = "Certificate")]
+    pub technician: Option<String>,
+    /// A drive's asset tag, once per drive: DEV=TAG or SERIAL=TAG (DEV as
+    /// named here, or another name of its node, e.g. /dev/disk/by-id/...),
+    /// or a bare TAG when one drive is erased. A drive given none has none;
+    /// a tag naming no drive, a bare tag with several drives, or two tags
+    /// for one drive is refused before anything is written.
+    #[arg(
+        long = "asset-tag",
+        value_name = "[DRIVE=]TAG",
+        help_heading = "Certificate"
+    )]
+    pub asset_tag: Vec<String>,
+}
+
+impl PartiesArgs {
+    /// The erase library's parties.
+    pub fn parties(&self) -> drivelab_erase::Parties {
+        drivelab_erase::Parties {
+            organisation: self.organisation.clone(),
+            customer: drivelab_erase::cert::Customer {
+                name: self.customer.clone(),
+                address: self.customer_address.clone(),
+                contact: self.customer_contact.clone(),
+            },
+            technician: self.technician.clone(),
+            asset_tags: self.asset_tag.clone(),
+        }
+    }
 }
 
 /// Run the subcommand.
@@ -354,6 +412,7 @@ fn request(a: &EraseArgs) -> anyhow::Result<Request> {
         },
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
         version: env!("CARGO_PKG_VERSION").to_string(),
+        parties: a.parties.parties(),
     };
     Ok(Request {
         devices: a.devices.clone(),
@@ -655,6 +714,10 @@ fn store(a: &EraseArgs, r: &Summary, printed: &str, code: u8) -> anyhow::Result<
             "discard_first": a.discard_first, "bus_limit": a.bus_limit,
             "restore_native_max": a.restore_native_max,
             "transfer_length": a.transfer_length, "queue_depth": a.queue_depth,
+            "organisation": a.parties.organisation, "customer": a.parties.customer,
+            "customer_address": a.parties.customer_address,
+            "customer_contact": a.parties.customer_contact,
+            "technician": a.parties.technician, "asset_tags": a.parties.asset_tag,
         }),
         artifacts,
     )?;

@@ -287,6 +287,7 @@ fn erase_options(
         strategy: Strategy::Sequential,
         command_line: command_line.to_string(),
         version: version.to_string(),
+        parties: drivelab_erase::Parties::default(),
     })
 }
 

@@ -381,6 +381,7 @@ fn erase_options(o: &Options) -> Result<drivelab_erase::Options, SeasonError> {
         strategy: Strategy::Parallel,
         command_line: o.command_line.clone(),
         version: o.version.clone(),
+        parties: drivelab_erase::Parties::default(),
     })
 }
 

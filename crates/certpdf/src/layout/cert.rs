@@ -3,7 +3,7 @@
 //! sections, a hand-over block to sign on paper, and every field of the
 //! signed record.
 
-use drivelab_erase::cert::Signed;
+use drivelab_erase::cert::{Certificate, Signed};
 
 use super::codes::{code128, qr};
 use super::fields::{leaves, sections};
@@ -50,7 +50,7 @@ pub fn layout(s: &Signed, text: &str, name: &str, paper: Paper) -> Doc {
             );
         }
     }
-    handover(&mut f, label_w);
+    handover(&mut f, label_w, &s.certificate);
     f.heading("Every field of the signed record");
     let doc: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
     let size = 7.5;
@@ -139,19 +139,23 @@ fn header(f: &mut Flow<'_>, s: &Signed, digest: &str, name: &str) {
     f.y = f.y.min(qr_bottom) - 4.0;
 }
 
-/// Lines to fill in by hand when the certificate changes hands.
-fn handover(f: &mut Flow<'_>, label_w: f32) {
-    f.heading("Hand-over (filled in by hand)");
+/// Who did the erase and for whom, as the signed record names them; a
+/// field the record lacks, the technician's signature and the date are
+/// lines to fill in by hand when the certificate changes hands.
+fn handover(f: &mut Flow<'_>, label_w: f32, c: &Certificate) {
+    f.heading("Organisation, customer and technician");
     let (x0, w) = (f.left(), f.width());
-    for k in [
-        "Organisation",
-        "Customer: name",
-        "Customer: address",
-        "Customer: contact",
-        "Technician: name",
-        "Technician: signature",
-        "Date",
-    ] {
+    for (k, v) in parties_rows(c) {
+        if let Some(v) = v {
+            f.row(
+                BODY,
+                &[
+                    (x0, label_w, k),
+                    (x0 + label_w + 8.0, w - label_w - 8.0, &v),
+                ],
+            );
+            continue;
+        }
         let h = 20.0;
         f.need(h);
         f.down(h - leading(BODY));
@@ -164,4 +168,19 @@ fn handover(f: &mut Flow<'_>, label_w: f32) {
         });
         f.down(leading(BODY));
     }
+}
+
+/// The hand-over block's rows: the record's value, or None for a line to
+/// fill in by hand.
+pub fn parties_rows(c: &Certificate) -> Vec<(&'static str, Option<String>)> {
+    let p = c.parties.clone().unwrap_or_default();
+    vec![
+        ("Organisation", p.organisation),
+        ("Customer: name", p.customer.name),
+        ("Customer: address", p.customer.address),
+        ("Customer: contact", p.customer.contact),
+        ("Technician: name", p.technician),
+        ("Technician: signature", None),
+        ("Date", None),
+    ]
 }

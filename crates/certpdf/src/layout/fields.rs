@@ -52,6 +52,13 @@ fn drive(c: &Certificate) -> Section {
     s.row("Vendor", opt(&d.vendor));
     s.row("Model", opt(&d.model));
     s.row("Serial number", opt(&d.serial));
+    s.row(
+        "Asset tag",
+        c.parties
+            .as_ref()
+            .and_then(|p| p.asset_tag.clone())
+            .unwrap_or_else(|| "not given".into()),
+    );
     s.row("Firmware", opt(&d.firmware));
     s.row("World-wide name", opt(&d.wwid));
     s.row(

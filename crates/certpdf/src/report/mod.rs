@@ -53,6 +53,29 @@ fn hosts(entries: &[Entry]) -> BTreeSet<String> {
         .collect()
 }
 
+/// "; asset tag T; organisation O; customer N, ADDRESS, CONTACT; technician
+/// T" with the parts the certificate gives (empty when it gives none).
+fn parties_line(c: &Certificate) -> String {
+    let Some(p) = &c.parties else {
+        return String::new();
+    };
+    let customer: Vec<&str> = [&p.customer.name, &p.customer.address, &p.customer.contact]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let customer = (!customer.is_empty()).then(|| customer.join(", "));
+    [
+        ("asset tag", p.asset_tag.as_deref()),
+        ("organisation", p.organisation.as_deref()),
+        ("customer", customer.as_deref()),
+        ("technician", p.technician.as_deref()),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| format!("; {k} {v}")))
+    .collect()
+}
+
 /// The report as PDF pages on `paper`, dated `created` (RFC 3339 UTC).
 pub fn report_pdf(entries: &[Entry], paper: Paper, created: &str) -> Result<Vec<u8>, PdfError> {
     let font = Font::get();
@@ -116,9 +139,10 @@ pub fn report_pdf(entries: &[Entry], paper: Paper, created: &str) -> Result<Vec<
             w - 24.0,
             8.0,
             &format!(
-                "serial {} ({})",
+                "serial {} ({}){}",
                 c.drive.serial.as_deref().unwrap_or("(none)"),
-                c.drive.path
+                c.drive.path,
+                parties_line(c)
             ),
         );
         f.para(
@@ -152,7 +176,7 @@ fn csv_field(s: &str) -> String {
 }
 
 /// The CSV header.
-pub const CSV_HEADER: &str = "file,sha256,device,vendor,model,serial,firmware,capacity_bytes,result,method,nist_category,passes,pattern,verification_mode,verification_result,excepted_blocks,start,end,duration_seconds,host,system_vendor,system_model,system_serial,system_uuid,drivelab_version,public_key";
+pub const CSV_HEADER: &str = "file,sha256,device,vendor,model,serial,asset_tag,firmware,capacity_bytes,result,method,nist_category,passes,pattern,verification_mode,verification_result,excepted_blocks,start,end,duration_seconds,host,system_vendor,system_model,system_serial,system_uuid,drivelab_version,public_key,organisation,customer_name,customer_address,customer_contact,technician";
 
 /// The report as CSV: a header and one line per drive.
 pub fn report_csv(entries: &[Entry]) -> String {
@@ -160,6 +184,7 @@ pub fn report_csv(entries: &[Entry]) -> String {
     for e in entries {
         let c = &e.certificate;
         let m = c.tool.machine.clone().unwrap_or_default();
+        let p = c.parties.clone().unwrap_or_default();
         let fields = [
             e.file.clone(),
             e.digest.clone(),
@@ -167,6 +192,7 @@ pub fn report_csv(entries: &[Entry]) -> String {
             or_dash(&c.drive.vendor),
             or_dash(&c.drive.model),
             or_dash(&c.drive.serial),
+            or_dash(&p.asset_tag),
             or_dash(&c.drive.firmware),
             c.drive.capacity_bytes.to_string(),
             c.result.as_str().to_string(),
@@ -187,6 +213,11 @@ pub fn report_csv(entries: &[Entry]) -> String {
             or_dash(&m.uuid),
             c.tool.version.clone(),
             e.public_key.clone(),
+            or_dash(&p.organisation),
+            or_dash(&p.customer.name),
+            or_dash(&p.customer.address),
+            or_dash(&p.customer.contact),
+            or_dash(&p.technician),
         ];
         let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
         s.push_str(&line.join(","));

@@ -222,6 +222,7 @@ pub(crate) fn certificate(e: &Evidence<'_>, end: (u64, u32)) -> Certificate {
         retried: e.rec.retried + e.verification.retried,
         health: e.health.cloned(),
         capacity_restored: e.drive.restored.clone(),
+        parties: e.opts.parties.section(e.drive.asset_tag.clone()),
         tool: ToolSection {
             name: "drivelab".into(),
             version: e.opts.version.clone(),

@@ -28,6 +28,7 @@ impl Rows {
 pub fn html(c: &Certificate, json_file: &str, public_key: &str) -> String {
     let mut rows = Rows(String::new());
     drive_rows(&mut rows, c);
+    parties_rows(&mut rows, c);
     erase_rows(&mut rows, c);
     check_rows(&mut rows, c);
     health_rows(&mut rows, c);
@@ -87,6 +88,25 @@ fn drive_rows(r: &mut Rows, c: &Certificate) {
             d.logical_sector, d.physical_sector
         ),
     );
+}
+
+/// Asset tag, organisation, customer and technician, when the record
+/// names them.
+fn parties_rows(r: &mut Rows, c: &Certificate) {
+    let Some(p) = &c.parties else { return };
+    let cu = &p.customer;
+    for (k, v) in [
+        ("Asset tag", &p.asset_tag),
+        ("Organisation", &p.organisation),
+        ("Customer", &cu.name),
+        ("Customer address", &cu.address),
+        ("Customer contact", &cu.contact),
+        ("Technician", &p.technician),
+    ] {
+        if v.is_some() {
+            r.row(k, opt(v));
+        }
+    }
 }
 
 /// Method, pattern, commands.
@@ -239,5 +259,32 @@ mod tests {
         let h = html(&sample(), "c.json", "ab");
         assert!(h.contains("&lt;Model &amp; Co&gt;"));
         assert!(!h.contains("<Model"));
+        assert!(!h.contains("Organisation"), "no parties, no rows");
+    }
+
+    #[test]
+    fn html_shows_the_parties_escaped() {
+        let mut c = sample();
+        c.parties = Some(crate::cert::PartiesSection {
+            organisation: Some("Wipe & Co".into()),
+            customer: crate::cert::Customer {
+                name: Some("Globex".into()),
+                address: None,
+                contact: Some("<ops@globex.example>".into()),
+            },
+            technician: Some("J. Doe".into()),
+            asset_tag: Some("AT-7".into()),
+        });
+        let h = html(&c, "c.json", "ab");
+        for want in [
+            "<th>Organisation</th><td>Wipe &amp; Co</td>",
+            "<th>Customer</th><td>Globex</td>",
+            "<th>Customer contact</th><td>&lt;ops@globex.example&gt;</td>",
+            "<th>Technician</th><td>J. Doe</td>",
+            "<th>Asset tag</th><td>AT-7</td>",
+        ] {
+            assert!(h.contains(want), "{want}");
+        }
+        assert!(!h.contains("Customer address"), "an absent part has no row");
     }
 }

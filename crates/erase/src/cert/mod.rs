@@ -99,6 +99,7 @@ pub(crate) mod tests {
             },
             health: None,
             capacity_restored: None,
+            parties: None,
         }
     }
 }

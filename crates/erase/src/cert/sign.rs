@@ -357,6 +357,44 @@ mod tests {
     }
 
     #[test]
+    fn parties_are_signed_and_a_changed_organisation_is_caught() {
+        let key = SigningKey::from_bytes(&[6u8; 32]);
+        let mut c = sample();
+        c.parties = Some(crate::cert::PartiesSection {
+            organisation: Some("Acme Wipe Ltd".into()),
+            customer: crate::cert::Customer {
+                name: Some("Globex".into()),
+                address: Some("1 Main St".into()),
+                contact: None,
+            },
+            technician: Some("J. Doe".into()),
+            asset_tag: Some("AT-0001".into()),
+        });
+        let text = sign(&c, &key).unwrap();
+        assert_eq!(check_signature(&text).unwrap().certificate, c);
+        assert!(
+            !text.contains("\"contact\""),
+            "an absent part is not written"
+        );
+        for (from, to) in [
+            ("\"Acme Wipe Ltd\"", "\"Acme Wipe Inc\""),
+            ("\"AT-0001\"", "\"AT-0002\""),
+            ("\"J. Doe\"", "\"R. Roe\""),
+        ] {
+            let e = check_signature(&text.replacen(from, to, 1)).unwrap_err();
+            assert!(e.contains("changed after signing"), "{from}: {e}");
+        }
+        // Added to a certificate signed without them: also a change.
+        let old = sign(&sample(), &key).unwrap();
+        assert!(!old.contains("\"parties\""));
+        let mut doc: serde_json::Value = serde_json::from_str(&old).unwrap();
+        doc["certificate"]["parties"] = serde_json::json!({"organisation": "Forged"});
+        let e = check_signature(&doc.to_string()).unwrap_err();
+        assert!(e.contains("changed after signing"), "{e}");
+        assert_eq!(check_signature(&old).unwrap().certificate.parties, None);
+    }
+
+    #[test]
     fn duplicate_key_or_unsigned_field_is_invalid() {
         let key = SigningKey::from_bytes(&[7u8; 32]);
         let text = sign(&sample(), &key).unwrap();

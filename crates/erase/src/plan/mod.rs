@@ -17,6 +17,7 @@
 
 pub mod estimate;
 pub mod method;
+pub mod parties;
 pub mod tune;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ use serde::Serialize;
 
 use crate::EraseError;
 pub use method::{Choice, Method, Offers};
+pub use parties::Parties;
 
 /// How many drives run at once.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -119,6 +121,9 @@ pub struct Options {
     pub command_line: String,
     /// Tool version, for the certificate.
     pub version: String,
+    /// Who the erase is done by and for, and the drives' asset tags (the
+    /// certificate's, signed).
+    pub parties: Parties,
 }
 
 /// The most passes over a drive: Gutmann's method, the longest erase in
@@ -156,7 +161,7 @@ impl Options {
         if self.queue_depth.is_some_and(|q| !(1..=64).contains(&q)) {
             return bad("--queue-depth must be 1 to 64");
         }
-        Ok(())
+        self.parties.check()
     }
 }
 
@@ -211,6 +216,8 @@ pub struct Drive {
     pub hidden: Vec<HiddenArea>,
     /// The capacity restored before the erase, when it was.
     pub restored: Option<Restored>,
+    /// The drive's asset tag (from [`Options::parties`]).
+    pub asset_tag: Option<String>,
 }
 
 /// A drive's full capacity, restored before its erase.
@@ -370,10 +377,18 @@ impl Plan {
 pub fn prepare(req: &Request) -> Result<Plan, EraseError> {
     req.options.check()?;
     let devs = describe(&req.devices, req.consent.force)?;
-    let drives = devs
+    let mut drives = devs
         .into_iter()
         .map(|d| plan_drive(d, &req.options))
         .collect::<Result<Vec<_>, _>>()?;
+    let named: Vec<(&Path, Option<&str>)> = drives
+        .iter()
+        .map(|d| (d.dev.path.as_path(), d.serial()))
+        .collect();
+    let tags = req.options.parties.tags_for(&named)?;
+    for (d, tag) in drives.iter_mut().zip(tags) {
+        d.asset_tag = tag;
+    }
     if req.options.resume {
         for d in &drives {
             resumable(d, &req.options.certificate_dir)?;
@@ -492,6 +507,7 @@ pub fn plan_drive(dev: BlockDevice, opts: &Options) -> Result<Drive, EraseError>
         notes,
         hidden: Vec::new(),
         restored: None,
+        asset_tag: None,
     })
 }
 
@@ -646,6 +662,7 @@ mod tests {
             strategy: Strategy::Parallel,
             command_line: String::new(),
             version: String::new(),
+            parties: Parties::default(),
         }
     }
 

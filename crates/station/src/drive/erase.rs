@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use drivelab_device::blockdev::BlockDevice;
+use drivelab_erase::cert::Customer;
 use drivelab_erase::sched::{Phase, Progress};
 use drivelab_erase::{
-    Consent, Drive, EraseError, EraseResult, Frontend, Method, Options, Report, Request, Strategy,
-    VerifyMode,
+    Consent, Drive, EraseError, EraseResult, Frontend, Method, Options, Parties, Report, Request,
+    Strategy, VerifyMode,
 };
 
 use super::handle::Worker;
@@ -140,7 +141,32 @@ fn options(w: &Worker, method: Method, crypto: bool, resume: bool) -> Result<Opt
             w.update(|_| {}).bay.unwrap_or_default()
         ),
         version: w.ctx.version.clone(),
+        parties: parties(w),
     })
+}
+
+/// The certificate's "who" from the policy (its certificate fields, the
+/// technician defaulting to the operator) and the drive's asset tag as
+/// its row has it when the erase begins (read from the drive, or typed by
+/// the operator before then). The tag is keyed by the drive's node, so it
+/// is taken whole whatever it holds.
+fn parties(w: &Worker) -> Parties {
+    let p = &w.ctx.policy;
+    let v = w.update(|_| {});
+    Parties {
+        organisation: p.certificate.organisation.clone(),
+        customer: Customer {
+            name: p.certificate.customer.clone(),
+            address: p.certificate.customer_address.clone(),
+            contact: p.certificate.customer_contact.clone(),
+        },
+        technician: p.technician().map(String::from),
+        asset_tags: v
+            .asset_tag
+            .iter()
+            .map(|t| format!("{}={t}", v.device.display()))
+            .collect(),
+    }
 }
 
 /// The Purge methods, most preferred first (method, crypto).

@@ -92,10 +92,18 @@ pub fn values(p: &Policy) -> Result<(), (String, String)> {
         ("store", &p.store),
         ("certificate.organisation", &p.certificate.organisation),
         ("certificate.customer", &p.certificate.customer),
+        (
+            "certificate.customer_address",
+            &p.certificate.customer_address,
+        ),
+        (
+            "certificate.customer_contact",
+            &p.certificate.customer_contact,
+        ),
         ("certificate.technician", &p.certificate.technician),
     ] {
         if v.as_deref()
-            .is_some_and(|s| s.trim().is_empty() || s.contains('\n'))
+            .is_some_and(|s| s.trim().is_empty() || s.chars().any(char::is_control))
         {
             return Err((
                 key.into(),

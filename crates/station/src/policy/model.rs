@@ -263,6 +263,10 @@ pub struct Certificate {
     pub organisation: Option<String>,
     /// The customer whose drives these are.
     pub customer: Option<String>,
+    /// The customer's postal address, on one line.
+    pub customer_address: Option<String>,
+    /// The customer's contact (person, telephone, e-mail).
+    pub customer_contact: Option<String>,
     /// The technician (default: the station's operator).
     pub technician: Option<String>,
     /// Where each drive's asset tag comes from.
