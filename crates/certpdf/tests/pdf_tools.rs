@@ -12,7 +12,9 @@ use std::process::Command;
 
 use drivelab_certpdf::layout::fields::leaves;
 use drivelab_certpdf::{certificate_pdf, read, sha256_hex, Paper};
-use drivelab_erase::cert::{sign, CertError, Certificate, MachineSection, Trust};
+use drivelab_erase::cert::{
+    sign, CertError, Certificate, Customer, MachineSection, PartiesSection, Trust,
+};
 use drivelab_testkit::TempDir;
 use ed25519_dalek::SigningKey;
 
@@ -52,6 +54,16 @@ fn ordinary() -> Certificate {
         serial: Some("7XK2Q33".into()),
         uuid: Some("4c4c4544-0058-4b10-8032-b7c04f513333".into()),
     });
+    c.parties = Some(PartiesSection {
+        organisation: Some("Example Recycling Ltd".into()),
+        customer: Customer {
+            name: Some("Globex Corporation".into()),
+            address: Some("1 Main Street, Springfield".into()),
+            contact: Some("J. Smith, +1 555 0100".into()),
+        },
+        technician: Some("A. Operator".into()),
+        asset_tag: Some("AT-000123".into()),
+    });
     c
 }
 
@@ -74,6 +86,16 @@ fn long_values() -> Certificate {
         })
         .collect();
     c.verification.excepted_blocks = 320;
+    let p = c.parties.as_mut().unwrap();
+    p.organisation = Some(
+        "Northern Hemisphere Secure IT Asset Disposition and Data Sanitisation Services Cooperative Ltd"
+            .into(),
+    );
+    p.customer.address = Some(
+        "Building 7, Floor 3, Suite 301, 1234 Long Industrial Estate Road, Greater Springfield Metropolitan Area, SP1 2AB, United Kingdom of Great Britain and Northern Ireland"
+            .into(),
+    );
+    p.asset_tag = Some("ASSET-0000000000-1111111111-2222222222-3333333333".into());
     c
 }
 
@@ -215,11 +237,47 @@ fn every_field_is_shown_inside_the_page_and_no_words_overlap() {
                     "{tag} {paper}: no {path} = {value:?}"
                 );
             }
+            // The parties as filled fields: each label followed by its
+            // value; the signature and date stay lines to fill by hand.
+            let p = c.parties.clone().unwrap();
+            for (label, value) in [
+                ("Organisation", p.organisation),
+                ("Customer: name", p.customer.name),
+                ("Customer: address", p.customer.address),
+                ("Customer: contact", p.customer.contact),
+                ("Technician: name", p.technician),
+                ("Asset tag", p.asset_tag),
+            ] {
+                let want = squash(&format!("{label}{}", value.unwrap()));
+                assert!(all.contains(&want), "{tag} {paper}: {label} not filled");
+            }
+            assert!(all.contains(&squash("Technician: signature Date")));
             if tag == "long" {
                 assert!(pages.len() > 3, "{tag} {paper}: {} pages", pages.len());
             }
         }
     }
+}
+
+/// A certificate made before the parties were fields: it verifies, and
+/// its hand-over block is lines to fill in by hand.
+#[test]
+fn a_certificate_without_parties_renders_blank_lines_to_fill() {
+    let dir = TempDir::new("certpdf-noparties");
+    let c = fixture();
+    assert!(c.parties.is_none());
+    let (pdf, text) = render(&c, Paper::A4, &dir, "old");
+    assert!(!text.contains("\"parties\""));
+    let bytes = std::fs::read(&pdf).unwrap();
+    read::verify(&bytes, &trust()).expect("verifies");
+    let all = squash(&tool("pdftotext", &["-raw", pdf.to_str().unwrap(), "-"]));
+    assert!(
+        all.contains(&squash(
+            "Organisation Customer: name Customer: address Customer: contact Technician: name Technician: signature Date"
+        )),
+        "{all}"
+    );
+    assert!(all.contains(&squash("Asset tag not given")));
 }
 
 #[test]

@@ -350,3 +350,200 @@ fn a_batch_report_of_100_drives_paginates_with_every_serial_and_digest() {
     );
     assert!(!pdf2.exists() && !csv2.exists());
 }
+
+/// Organisation, customer, technician and each drive's asset tag, given
+/// on the command line: fields of each signed certificate (a changed
+/// organisation fails verification), filled in on the PDF and the HTML
+/// page, and columns of the batch report.
+#[test]
+fn parties_given_to_erase_are_signed_shown_and_reported() {
+    require_tools(&TOOLS);
+    let dir = TempDir::new("erase-pdf-parties");
+    let a = LoopDev::new_in(&dir, 8 << 20);
+    let b = LoopDev::new_in(&dir, 8 << 20);
+    let certs = dir.join("certs");
+    let (tag_a, tag_b) = (
+        format!("{}=AT-0001", a.dev()),
+        format!("{}=AT-0002", b.dev()),
+    );
+    let (code, out, err) = erase(
+        &dir,
+        &[
+            a.dev(),
+            b.dev(),
+            "--yes",
+            "--confirm-serial",
+            a.dev(),
+            "--confirm-serial",
+            b.dev(),
+            "--certificate-dir",
+            certs.to_str().unwrap(),
+            "--certificate-format",
+            "json,html,pdf",
+            "--organisation",
+            "Acme Wipe Ltd",
+            "--customer",
+            "Globex Corporation",
+            "--customer-address",
+            "1 Main Street, Springfield",
+            "--customer-contact",
+            "ops@globex.example",
+            "--technician",
+            "J. Doe",
+            "--asset-tag",
+            &tag_b,
+            "--asset-tag",
+            &tag_a,
+            "--output-format",
+            "json",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let mut jsons = Vec::new();
+    for (i, (d, tag)) in [(&a, "AT-0001"), (&b, "AT-0002")].into_iter().enumerate() {
+        let drive = &v["drives"][i];
+        assert_eq!(drive["device"], d.dev(), "{v}");
+        let json = PathBuf::from(drive["certificate"].as_str().unwrap());
+        let p = &cert_body(&json)["parties"];
+        assert_eq!(p["organisation"], "Acme Wipe Ltd", "{p}");
+        assert_eq!(p["customer"]["name"], "Globex Corporation");
+        assert_eq!(p["customer"]["address"], "1 Main Street, Springfield");
+        assert_eq!(p["customer"]["contact"], "ops@globex.example");
+        assert_eq!(p["technician"], "J. Doe");
+        assert_eq!(p["asset_tag"], tag, "{}", d.dev());
+        let html = std::fs::read_to_string(json.with_extension("html")).unwrap();
+        assert!(
+            html.contains("<th>Organisation</th><td>Acme Wipe Ltd</td>")
+                && html.contains(&format!("<th>Asset tag</th><td>{tag}</td>")),
+            "{html}"
+        );
+        let pdf = PathBuf::from(drive["pdf"].as_str().unwrap());
+        assert_eq!(verify(&dir, &pdf).0, 0);
+        let text: String = tool("pdftotext", &["-raw", pdf.to_str().unwrap(), "-"])
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        for want in [
+            "OrganisationAcmeWipeLtd",
+            "Customer:nameGlobexCorporation",
+            "Customer:address1MainStreet,Springfield",
+            "Customer:contactops@globex.example",
+            "Technician:nameJ.Doe",
+        ] {
+            assert!(text.contains(want), "{want} not on the PDF");
+        }
+        assert!(text.contains(&format!("Assettag{tag}")));
+        jsons.push(json);
+    }
+
+    // A changed organisation (same length): the signature fails, JSON and PDF.
+    let changed = dir.join("changed.json");
+    std::fs::copy(&jsons[0], &changed).unwrap();
+    patch(&changed, b"\"Acme Wipe Ltd\"", b"\"Acme Wipe Inc\"");
+    let (code, out, err) = verify(&dir, &changed);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("changed after signing"), "{err}");
+    let changed_pdf = dir.join("changed.pdf");
+    std::fs::copy(jsons[0].with_extension("pdf"), &changed_pdf).unwrap();
+    patch(&changed_pdf, b"\"Acme Wipe Ltd\"", b"\"Acme Wipe Inc\"");
+    assert_eq!(verify(&dir, &changed_pdf).0, 1);
+
+    // The batch report: the parties in the PDF's lines and CSV columns.
+    let (pdf, csv) = (dir.join("report.pdf"), dir.join("report.csv"));
+    let (code, out, err) = report(&dir, &jsons, &pdf, &csv);
+    assert_eq!(code, 0, "{out}{err}");
+    let csv_text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = csv_text.lines().collect();
+    let head: Vec<&str> = rows[0].split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    for (row, tag) in rows[1..].iter().zip(["AT-0001", "AT-0002"]) {
+        // No field of these holds a comma but the address (quoted).
+        let f: Vec<&str> = row.split(',').collect();
+        assert_eq!(f[col("asset_tag")], tag, "{row}");
+        assert_eq!(f[col("organisation")], "Acme Wipe Ltd", "{row}");
+        assert_eq!(f[col("customer_name")], "Globex Corporation", "{row}");
+        assert!(row.contains(",\"1 Main Street, Springfield\",ops@globex.example,J. Doe"));
+    }
+    let text: String = tool("pdftotext", &["-raw", pdf.to_str().unwrap(), "-"])
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    for tag in ["AT-0001", "AT-0002"] {
+        assert!(
+            text.contains(&format!(
+                "assettag{tag};organisationAcmeWipeLtd;customerGlobexCorporation,1MainStreet,Springfield,ops@globex.example;technicianJ.Doe"
+            )),
+            "{text}"
+        );
+    }
+}
+
+/// An asset tag that names no drive, a bare one with two drives, two tags
+/// for one drive, or a field on two lines: one line, exit 2, nothing
+/// written (the drives' bytes unchanged, no certificate or journal).
+#[test]
+fn a_misdirected_asset_tag_or_a_field_on_two_lines_is_refused_before_anything_is_written() {
+    drivelab_testkit::require_root();
+    let dir = TempDir::new("erase-parties-refused");
+    let a = LoopDev::new_in(&dir, 8 << 20);
+    let b = LoopDev::new_in(&dir, 8 << 20);
+    fill_file(&a.backing, 0x5A);
+    fill_file(&b.backing, 0x5A);
+    let before = (
+        drivelab_testkit::digest(&a.backing),
+        drivelab_testkit::digest(&b.backing),
+    );
+    let certs = dir.join("certs");
+    let a_twice = [format!("{}=X-1", a.dev()), format!("{}=X-2", a.dev())];
+    let cases: Vec<(&str, Vec<&str>, &str)> = vec![
+        (
+            "bare tag, two drives",
+            vec!["--asset-tag", "AT-1"],
+            "name the drive it belongs to",
+        ),
+        (
+            "tag for a drive not named",
+            vec!["--asset-tag", "/dev/loop999999=AT-1"],
+            "name the drive it belongs to",
+        ),
+        (
+            "two tags for one drive",
+            vec!["--asset-tag", &a_twice[0], "--asset-tag", &a_twice[1]],
+            "given two tags",
+        ),
+        (
+            "organisation on two lines",
+            vec!["--organisation", "Acme\nVERIFIED BY AUDITOR"],
+            "--organisation holds a control character",
+        ),
+    ];
+    for (name, extra, want) in cases {
+        let mut args = vec![
+            a.dev(),
+            b.dev(),
+            "--yes",
+            "--confirm-serial",
+            a.dev(),
+            "--confirm-serial",
+            b.dev(),
+            "--certificate-dir",
+            certs.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let (code, out, err) = erase(&dir, &args);
+        assert_eq!(code, 2, "{name}: {out}{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{name}: {err}");
+        assert!(err.contains(want), "{name}: {err}");
+        let files = std::fs::read_dir(&certs).map(|r| r.count()).unwrap_or(0);
+        assert_eq!(files, 0, "{name}: a file was written");
+    }
+    assert_eq!(
+        (
+            drivelab_testkit::digest(&a.backing),
+            drivelab_testkit::digest(&b.backing)
+        ),
+        before,
+        "a refused erase wrote to a drive"
+    );
+}

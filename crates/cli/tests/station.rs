@@ -197,7 +197,7 @@ fn write_policy(dir: &TempDir, extra: &str) -> std::path::PathBuf {
     std::fs::write(
         &p,
         format!(
-            "bays = [\"{}/bay-*.img\"]\ninclude_loop = true\noperator = \"test operator\"\n\n[erase]\npattern = \"fixed:0x{FILL:02X}\"\nrate_limit = \"4m\"\ncertificate_dir = \"{}\"\n{extra}\n[certificate]\norganisation = \"drivelab tests\"\nasset_tag = \"operator\"\n",
+            "bays = [\"{}/bay-*.img\"]\ninclude_loop = true\noperator = \"test operator\"\n\n[erase]\npattern = \"fixed:0x{FILL:02X}\"\nrate_limit = \"4m\"\ncertificate_dir = \"{}\"\n{extra}\n[certificate]\norganisation = \"drivelab tests\"\ncustomer = \"Globex\"\ncustomer_address = \"1 Main Street, Springfield\"\ncustomer_contact = \"ops@globex.example\"\nasset_tag = \"operator\"\n",
             dir.0.display(),
             dir.join("certs").display()
         ),
@@ -299,7 +299,9 @@ fn station_erases_the_drives_in_its_bays_as_they_come_and_go() {
     assert_eq!(digest(&fs.backing), fs_before, "a held drive was written");
     st.send(&format!("tag {} ASSET-7", fs.name));
     st.send(&format!("confirm {}", fs.name));
-    st.wait_state(&fs.name, "certified");
+    let cf = st.wait_state(&fs.name, "certified");
+    check_signed_parties(&dir, &cf, Some("ASSET-7"));
+    check_signed_parties(&dir, &ca, None);
 
     let (code, events, err) = st.quit();
     assert_eq!(code, 0, "stderr: {err}");
@@ -317,6 +319,38 @@ fn station_erases_the_drives_in_its_bays_as_they_come_and_go() {
     let pulled_bay = pulled.backing.display().to_string();
     check_events(&events, &a.name, &outside.name, &pulled_bay);
     check_store(&dir, &events, &fs.name, &pulled_bay);
+}
+
+/// The certificate of a station erase holds the policy's certificate
+/// fields, the operator as technician and the drive's asset tag, signed:
+/// it verifies, and with its organisation changed it does not.
+fn check_signed_parties(dir: &TempDir, certified: &Value, tag: Option<&str>) {
+    let cert = Path::new(certified["certificate"].as_str().expect("a certificate"));
+    let text = std::fs::read_to_string(cert).unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let p = &doc["certificate"]["parties"];
+    assert_eq!(p["organisation"], "drivelab tests", "{p}");
+    assert_eq!(p["customer"]["name"], "Globex");
+    assert_eq!(p["customer"]["address"], "1 Main Street, Springfield");
+    assert_eq!(p["customer"]["contact"], "ops@globex.example");
+    assert_eq!(p["technician"], "test operator");
+    assert_eq!(p["asset_tag"].as_str(), tag, "{p}");
+    let verify = |file: &Path| {
+        Command::new(BIN)
+            .args(["erase", "verify-cert"])
+            .arg(file)
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .output()
+            .expect("run drivelab")
+            .status
+            .code()
+    };
+    assert_eq!(verify(cert), Some(0), "{}", cert.display());
+    let changed = dir.join("changed-organisation.json");
+    let forged = text.replacen("\"drivelab tests\"", "\"drivelab forged\"", 1);
+    assert_ne!(forged, text);
+    std::fs::write(&changed, forged).unwrap();
+    assert_eq!(verify(&changed), Some(1), "a changed organisation verified");
 }
 
 /// Every drive event carries its identity, state and times; a bay's drive
