@@ -12,13 +12,15 @@
 //! attachment is verified as a JSON certificate is, and the body is
 //! rendered afresh from it and compared, so a changed body or attachment
 //! is caught. [`report`] is the batch report of many certificates, as PDF
-//! and CSV.
+//! and CSV. [`formats`] leaves each erased drive the certificate files
+//! asked for (JSON, HTML, PDF), for `drivelab erase` and the station.
 //!
 //! Rendering is deterministic: the same record, file name and paper give
 //! the same bytes, which is what lets [`read`] compare a body with the
 //! attachment it came with.
 
 pub mod attach;
+pub mod formats;
 pub mod layout;
 pub mod read;
 pub mod render;
@@ -29,7 +31,8 @@ use std::fmt;
 use sha2::{Digest, Sha256};
 
 /// Paper sizes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Paper {
     /// ISO A4, 210 × 297 mm.
     #[default]

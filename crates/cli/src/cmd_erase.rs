@@ -432,9 +432,10 @@ fn erase(a: EraseArgs) -> anyhow::Result<u8> {
     // before any drive is touched.
     crate::output::check_dir(&a.certificate_dir, "--certificate-dir")?;
     if !a.certificate_format.contains(&CertFormat::Json) {
-        return Err(usage(
-            "--certificate-format: json is the signed record the html and pdf files are made from; keep it in the list (e.g. json,pdf)",
-        ));
+        return Err(usage(format!(
+            "--certificate-format: {}",
+            drivelab_certpdf::formats::NEEDS_JSON
+        )));
     }
     a.out.check()?;
     let req = request(&a)?;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 
 use drivelab_certpdf::report::{report_csv, report_pdf, Entry};
-use drivelab_certpdf::{certificate_pdf, sha256_hex, Paper};
+use drivelab_certpdf::{certificate_pdf, formats, sha256_hex, Paper};
 use drivelab_device::input::{self, Kind};
 use drivelab_erase::cert::{self, CertError, Trust, TrustSources, Verified};
 use drivelab_erase::Summary;
@@ -49,6 +49,16 @@ pub enum CertFormat {
     Html,
     /// PDF with the signed JSON attached (PDF/A-3 style).
     Pdf,
+}
+
+impl From<CertFormat> for formats::CertFormat {
+    fn from(f: CertFormat) -> formats::CertFormat {
+        match f {
+            CertFormat::Json => formats::CertFormat::Json,
+            CertFormat::Html => formats::CertFormat::Html,
+            CertFormat::Pdf => formats::CertFormat::Pdf,
+        }
+    }
 }
 
 /// Which keys to trust, as `verify-cert` takes them.
@@ -206,42 +216,10 @@ pub fn report(
     Ok(0)
 }
 
-/// After an erase: a PDF beside each drive's JSON certificate when `pdf`
-/// is asked, and no HTML page when `html` is not. A PDF that cannot be
-/// made is the drive's error (the JSON certificate stands); returns
-/// whether every PDF asked for was made.
+/// After an erase: the certificate files `formats` asks for, on `paper`
+/// (`drivelab_certpdf::formats::finish`); returns whether every PDF asked
+/// for was made.
 pub fn finish_formats(summary: &mut Summary, formats: &[CertFormat], paper: PaperArg) -> bool {
-    let mut all = true;
-    for o in &mut summary.drives {
-        let Some(json) = o.certificate.clone() else {
-            continue;
-        };
-        if !formats.contains(&CertFormat::Html) {
-            if let Some(h) = o.html.take() {
-                let _ = std::fs::remove_file(h);
-            }
-        }
-        if !formats.contains(&CertFormat::Pdf) {
-            continue;
-        }
-        let pdf = json.with_extension("pdf");
-        let made = input::read_string(&json, Kind::Certificate)
-            .map_err(|e| e.to_string())
-            .and_then(|text| {
-                certificate_pdf(&text, &file_name(&json), paper.into()).map_err(|e| e.to_string())
-            })
-            .and_then(|bytes| write_file(&pdf, "certificate", &bytes).map_err(|e| e.to_string()));
-        match made {
-            Ok(()) => o.pdf = Some(pdf),
-            Err(e) => {
-                all = false;
-                let why = format!("certificate PDF {}: {e}", pdf.display());
-                o.error = Some(match o.error.take() {
-                    Some(old) => format!("{old}; {why}"),
-                    None => why,
-                });
-            }
-        }
-    }
-    all
+    let formats: Vec<formats::CertFormat> = formats.iter().map(|&f| f.into()).collect();
+    formats::finish(summary, &formats, paper.into())
 }

@@ -197,7 +197,7 @@ fn write_policy(dir: &TempDir, extra: &str) -> std::path::PathBuf {
     std::fs::write(
         &p,
         format!(
-            "bays = [\"{}/bay-*.img\"]\ninclude_loop = true\noperator = \"test operator\"\n\n[erase]\npattern = \"fixed:0x{FILL:02X}\"\nrate_limit = \"4m\"\ncertificate_dir = \"{}\"\n{extra}\n[certificate]\norganisation = \"drivelab tests\"\ncustomer = \"Globex\"\ncustomer_address = \"1 Main Street, Springfield\"\ncustomer_contact = \"ops@globex.example\"\nasset_tag = \"operator\"\n",
+            "bays = [\"{}/bay-*.img\"]\ninclude_loop = true\noperator = \"test operator\"\n\n[erase]\npattern = \"fixed:0x{FILL:02X}\"\nrate_limit = \"4m\"\ncertificate_dir = \"{}\"\n{extra}\n[certificate]\norganisation = \"drivelab tests\"\ncustomer = \"Globex\"\ncustomer_address = \"1 Main Street, Springfield\"\ncustomer_contact = \"ops@globex.example\"\nasset_tag = \"operator\"\nformats = [\"json\", \"pdf\"]\npaper = \"letter\"\n",
             dir.0.display(),
             dir.join("certs").display()
         ),
@@ -209,7 +209,11 @@ fn write_policy(dir: &TempDir, extra: &str) -> std::path::PathBuf {
 #[test]
 fn station_erases_the_drives_in_its_bays_as_they_come_and_go() {
     require_root();
-    drivelab_testkit::require_tools(&["/usr/sbin/mkfs.ext4", "/usr/sbin/losetup"]);
+    drivelab_testkit::require_tools(&[
+        "/usr/sbin/mkfs.ext4",
+        "/usr/sbin/losetup",
+        "/usr/bin/pdfinfo",
+    ]);
     let dir = TempDir::new("station");
     let a = loop_filled(&dir, "bay-a.img", 4 << 20, 0x11);
     let b = loop_filled(&dir, "bay-b.img", 4 << 20, 0x22);
@@ -346,6 +350,17 @@ fn check_signed_parties(dir: &TempDir, certified: &Value, tag: Option<&str>) {
             .code()
     };
     assert_eq!(verify(cert), Some(0), "{}", cert.display());
+    // The policy's formats: json and pdf on Letter, no HTML page.
+    let pdf = Path::new(certified["pdf"].as_str().expect("a PDF"));
+    assert_eq!(pdf, cert.with_extension("pdf"));
+    assert_eq!(verify(pdf), Some(0), "{}", pdf.display());
+    assert!(
+        !cert.with_extension("html").exists(),
+        "html was not asked for"
+    );
+    let info = Command::new("pdfinfo").arg(pdf).output().expect("pdfinfo");
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(info.contains("612 x 792 pts (letter)"), "{info}");
     let changed = dir.join("changed-organisation.json");
     let forged = text.replacen("\"drivelab tests\"", "\"drivelab forged\"", 1);
     assert_ne!(forged, text);
@@ -446,7 +461,7 @@ fn bad_policies_exit_2_with_one_line_naming_the_key() {
     require_root();
     let dir = TempDir::new("station-policy");
     let certs = dir.join("certs");
-    let table: [(&str, &str); 9] = [
+    let table: [(&str, &str); 12] = [
         ("operator = \"x\"\n", "bays: the policy names no bays"),
         ("bays = []\n", "bays: the policy names no bays"),
         (
@@ -472,6 +487,18 @@ fn bad_policies_exit_2_with_one_line_naming_the_key() {
         (
             "bays = [\"pci-*\"]\n[filter]\ntransport = [\"floppy\"]\n",
             "filter.transport: 'floppy' is not a transport",
+        ),
+        (
+            "bays = [\"pci-*\"]\n[certificate]\nformats = [\"pdf\"]\n",
+            "certificate.formats: json is the signed record",
+        ),
+        (
+            "bays = [\"pci-*\"]\n[certificate]\nformats = [\"json\", \"docx\"]\n",
+            "certificate.formats: unknown variant `docx`",
+        ),
+        (
+            "bays = [\"pci-*\"]\n[certificate]\npaper = \"a3\"\n",
+            "certificate.paper: unknown variant `a3`",
         ),
         // Every disk of this machine, the one holding / among them.
         ("bays = [\"*\"]\n", "the running system"),

@@ -143,5 +143,12 @@ pub fn describe(p: &Policy) -> String {
         },
         if e.resume { "resumed from its journal" } else { "started over" }
     ));
+    let c = &p.certificate;
+    let formats: Vec<&str> = c.formats.iter().map(|f| f.name()).collect();
+    s.push_str(&format!(
+        "certificates: {} ({}), signed with the organisation, customer, technician and asset tag the policy gives\n",
+        formats.join(", "),
+        c.paper
+    ));
     s
 }

@@ -281,8 +281,10 @@ pub fn erase(
 }
 
 /// Map a finished erase to the drive's state; the result goes to the store.
-fn ended(w: &Worker, summary: drivelab_erase::Summary) -> Ended {
+fn ended(w: &Worker, mut summary: drivelab_erase::Summary) -> Ended {
     let c = &w.control;
+    let cert = &w.ctx.policy.certificate;
+    drivelab_certpdf::formats::finish(&mut summary, &cert.formats, cert.paper);
     let Some(o) = summary.drives.first() else {
         w.set(State::Failed, "the erase reported no drive");
         return Ended::Final;
@@ -290,6 +292,7 @@ fn ended(w: &Worker, summary: drivelab_erase::Summary) -> Ended {
     let pct = w.update(|v| {
         v.journal = o.journal.clone();
         v.certificate = o.certificate.clone();
+        v.pdf = o.pdf.clone();
     });
     let at = format!("{:.0} %", pct.progress_pct);
     let (state, detail, ended) = match o.result {
@@ -317,9 +320,14 @@ fn ended(w: &Worker, summary: drivelab_erase::Summary) -> Ended {
             o.error.clone().unwrap_or_else(|| "failed".into()),
             Ended::Final,
         ),
+        // A PDF that could not be made is said on the row; the signed
+        // JSON certificate stands.
         r if o.certificate.is_some() => (
             State::Certified,
-            format!("{}: {}", r, o.verification),
+            match &o.error {
+                Some(e) => format!("{}: {}; {e}", r, o.verification),
+                None => format!("{}: {}", r, o.verification),
+            },
             Ended::Final,
         ),
         r => (State::Failed, format!("{r}: no certificate"), Ended::Final),

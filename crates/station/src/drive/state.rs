@@ -123,6 +123,8 @@ pub struct View {
     pub temperature_c: Option<i64>,
     /// The certificate (JSON), once certified.
     pub certificate: Option<PathBuf>,
+    /// Its PDF, when the policy's certificate.formats holds pdf.
+    pub pdf: Option<PathBuf>,
     /// The erase journal, while one is kept.
     pub journal: Option<PathBuf>,
 }
@@ -149,6 +151,7 @@ impl View {
             eta_s: None,
             temperature_c: None,
             certificate: None,
+            pdf: None,
             journal: None,
         }
     }

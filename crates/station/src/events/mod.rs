@@ -40,6 +40,10 @@ pub struct StationRecord {
     pub organisation: Option<String>,
     /// Customer.
     pub customer: Option<String>,
+    /// The customer's address.
+    pub customer_address: Option<String>,
+    /// The customer's contact.
+    pub customer_contact: Option<String>,
     /// Technician.
     pub technician: Option<String>,
     /// Asset tag.
@@ -59,6 +63,8 @@ impl StationRecord {
             grade: r.view.grade.clone(),
             organisation: policy.certificate.organisation.clone(),
             customer: policy.certificate.customer.clone(),
+            customer_address: policy.certificate.customer_address.clone(),
+            customer_contact: policy.certificate.customer_contact.clone(),
             technician: policy.technician().map(String::from),
             asset_tag: r.view.asset_tag.clone(),
             policy: policy_path.into(),

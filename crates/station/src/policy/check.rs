@@ -87,6 +87,9 @@ pub fn values(p: &Policy) -> Result<(), (String, String)> {
             "is empty: name the directory certificates and journals go to".into(),
         ));
     }
+    if let Err(why) = drivelab_certpdf::formats::check(&p.certificate.formats) {
+        return Err(("certificate.formats".into(), why.into()));
+    }
     for (key, v) in [
         ("operator", &p.operator),
         ("store", &p.store),

@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use drivelab_certpdf::formats::CertFormat;
+use drivelab_certpdf::Paper;
 use serde::Deserialize;
 
 use super::glob;
@@ -256,7 +258,7 @@ pub enum AssetTag {
 }
 
 /// The certificate section.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Certificate {
     /// The organisation doing the erasure.
@@ -272,6 +274,33 @@ pub struct Certificate {
     /// Where each drive's asset tag comes from.
     #[serde(default)]
     pub asset_tag: AssetTag,
+    /// Which certificate files each drive gets (json, html, pdf; json
+    /// must be among them: it is the signed record the others show).
+    #[serde(default = "default_formats")]
+    pub formats: Vec<CertFormat>,
+    /// Paper size of PDF certificates (a4 or letter).
+    #[serde(default)]
+    pub paper: Paper,
+}
+
+impl Default for Certificate {
+    fn default() -> Certificate {
+        Certificate {
+            organisation: None,
+            customer: None,
+            customer_address: None,
+            customer_contact: None,
+            technician: None,
+            asset_tag: AssetTag::default(),
+            formats: default_formats(),
+            paper: Paper::default(),
+        }
+    }
+}
+
+/// `drivelab erase`'s default: the signed JSON and its HTML page.
+fn default_formats() -> Vec<CertFormat> {
+    vec![CertFormat::Json, CertFormat::Html]
 }
 
 /// Transports a filter may name.
