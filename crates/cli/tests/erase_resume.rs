@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use drivelab_testkit::{diskstats, read_all, require_root, LoopDev, TempDir};
+use drivelab_erase::journal::{DriveIdentity, JournalHeader};
+use drivelab_testkit::{digest, diskstats, make_image, read_all, require_root, LoopDev, TempDir};
 use erase_common::*;
 
 fn journal_in(dir: &Path) -> Option<PathBuf> {
@@ -164,13 +165,25 @@ fn resume_refuses_a_journal_for_another_pattern() {
     let d = LoopDev::new_in(&dir, size);
     let certs = dir.join("certs");
     std::fs::create_dir_all(&certs).unwrap();
-    // A journal left by an erase with another pattern.
+    // A journal left by an erase of this drive with another pattern.
     let j = certs.join(format!("erase-{}-{size}.journal", d.name));
+    let dev = drivelab_device::blockdev::BlockDevice::from_path(&d.path).unwrap();
+    let header = JournalHeader {
+        device: d.dev().into(),
+        serial: None,
+        size,
+        method: "stream".into(),
+        pattern: "allones".into(),
+        passes: 1,
+        seed: 1,
+        started: "x".into(),
+        identity: Some(DriveIdentity::of(&dev, None, size)),
+    };
     std::fs::write(
         &j,
         format!(
-            "drivelab-erase-journal 1 {{\"device\":\"{}\",\"serial\":null,\"size\":{size},\"method\":\"stream\",\"pattern\":\"allones\",\"passes\":1,\"seed\":1,\"started\":\"x\"}}\nD 0 1048576\n",
-            d.dev()
+            "drivelab-erase-journal 1 {}\nD 0 1048576\n",
+            serde_json::to_string(&header).unwrap()
         ),
     )
     .unwrap();
@@ -180,4 +193,130 @@ fn resume_refuses_a_journal_for_another_pattern() {
     assert!(out.contains("pattern allones"), "{out}");
     // Nothing was written.
     assert_eq!(first_not(&read_all(&d.backing), 0), None);
+}
+
+/// Start an erase of `d` slowed to 16 MiB/s and kill it once its journal
+/// holds at least 8 MiB; returns the journal.
+fn killed_mid_erase(dir: &TempDir, d: &LoopDev, certs: &str) -> PathBuf {
+    let first = args(d.dev(), certs, &["--bus-limit", "16m"]);
+    let mut child = Command::new(BIN)
+        .arg("erase")
+        .args(&first)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    loop {
+        if let Some(j) = journal_in(Path::new(certs)) {
+            if watermark(&j) >= 8 << 20 {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                return j;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the journal never reached 8 MiB"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "erase ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Another drive at the node of an interrupted erase (here another image
+/// on the loop device, as another disk in the slot would be): `--resume`
+/// must not continue the journal on it, which would skip every byte the
+/// first drive had written and certify the new one erased. Refused up
+/// front, exit 2, one line saying what to do, nothing written; likewise
+/// for a journal without a recorded identity of a drive without a serial.
+#[test]
+fn resume_refuses_a_journal_of_another_drive_at_the_same_node() {
+    require_root();
+    let dir = TempDir::new("erase-resume-other");
+    let size: u64 = 64 << 20;
+    let a = LoopDev::new_in(&dir, size);
+    let certs = dir.join("certs");
+    let certs_s = certs.to_str().unwrap().to_string();
+    let journal = killed_mid_erase(&dir, &a, &certs_s);
+    // Another image, not erased, put at the first one's node when the
+    // kernel gives it back; else at another node, the journal renamed to
+    // that node's (what a --resume there would look for).
+    let img = dir.join("other.img");
+    make_image(&img, size, &[]);
+    std::fs::write(&img, vec![0x5Au8; size as usize]).unwrap();
+    drivelab_testkit::sh("losetup", &["-d", a.dev()]);
+    let same_node = Command::new("losetup")
+        .arg(&a.path)
+        .arg(&img)
+        .status()
+        .is_ok_and(|s| s.success());
+    let b = if same_node {
+        let b = LoopDev {
+            path: a.path.clone(),
+            name: a.name.clone(),
+            backing: img.clone(),
+        };
+        std::mem::forget(a);
+        b
+    } else {
+        eprintln!(
+            "{} was taken meanwhile: the other image goes elsewhere",
+            a.name
+        );
+        drop(a);
+        LoopDev::attach(&img, &[])
+    };
+    let at_b = certs.join(format!("erase-{}-{size}.journal", b.name));
+    if at_b != journal {
+        std::fs::rename(&journal, &at_b).unwrap();
+    }
+    let text = std::fs::read_to_string(&at_b).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    let mut header: serde_json::Value =
+        serde_json::from_str(first.strip_prefix("drivelab-erase-journal 1 ").unwrap()).unwrap();
+    assert!(
+        header["identity"]["backing"]["inode"].as_u64().is_some(),
+        "{header}"
+    );
+    header.as_object_mut().unwrap().remove("identity");
+    let without_identity = format!("drivelab-erase-journal 1 {header}\n{rest}");
+    let cases: [(&str, &str, &str); 2] = [
+        (
+            "the journal of the image that was there",
+            &text,
+            "is not the drive the journal",
+        ),
+        (
+            "a journal recording no identity, a drive without a serial",
+            &without_identity,
+            "records no drive identity",
+        ),
+    ];
+    let before = (digest(&img), diskstats(&b.name).3);
+    for (name, journal_text, want) in cases {
+        std::fs::write(&at_b, journal_text).unwrap();
+        let (code, out, err) = erase(&dir, &args(b.dev(), &certs_s, &["--resume"]));
+        assert_eq!(code, 2, "{name}: {out}{err}");
+        // The one line, in JSON under --output-format json.
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let e = v["error"].as_str().unwrap_or_default();
+        assert!(!e.contains('\n') && v["exit_status"] == 2, "{name}: {out}");
+        assert!(
+            e.contains(want) && e.contains("run without --resume"),
+            "{name}: {e}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&at_b).unwrap(),
+            journal_text,
+            "{name}"
+        );
+        assert!(certificates(&certs).is_empty(), "{name}: a certificate");
+        assert_eq!(
+            (digest(&img), diskstats(&b.name).3),
+            before,
+            "{name}: written"
+        );
+    }
 }

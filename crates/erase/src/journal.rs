@@ -26,6 +26,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use drivelab_device::blockdev::BlockDevice;
 use drivelab_device::input::{self, InputError, Kind};
 use drivelab_device::output::Output;
 
@@ -54,6 +55,119 @@ pub struct JournalHeader {
     pub seed: u64,
     /// When the first run started (RFC 3339 UTC).
     pub started: String,
+    /// Who the drive is, so `--resume` continues only on the same drive;
+    /// absent in journals written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<DriveIdentity>,
+}
+
+/// What tells one drive from another that may take its device node later:
+/// its serial, WWN, model and size, and for a loop device (no serial) its
+/// backing file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriveIdentity {
+    /// Serial number.
+    pub serial: Option<String>,
+    /// World-wide name.
+    pub wwid: Option<String>,
+    /// Model.
+    pub model: Option<String>,
+    /// Size, bytes.
+    pub size: u64,
+    /// A loop device's backing file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing: Option<BackingFile>,
+}
+
+/// A loop device's backing file: its path and the file itself (device and
+/// inode), so another image put at the same path is another drive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackingFile {
+    /// The path the kernel shows.
+    pub path: PathBuf,
+    /// The filesystem's device number.
+    pub device: u64,
+    /// The inode.
+    pub inode: u64,
+}
+
+impl DriveIdentity {
+    /// The identity of `dev` (whose serial, as the plan knows it, is
+    /// `serial`) as sysfs and the backing file show it now.
+    pub fn of(dev: &BlockDevice, serial: Option<&str>, size: u64) -> DriveIdentity {
+        use std::os::unix::fs::MetadataExt;
+        let clean = |s: &Option<String>| {
+            s.as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+        };
+        let backing = dev.loop_backing_file.as_ref().map(|p| {
+            let (device, inode) = std::fs::metadata(p)
+                .map(|m| (m.dev(), m.ino()))
+                .unwrap_or((0, 0));
+            BackingFile {
+                path: p.clone(),
+                device,
+                inode,
+            }
+        });
+        DriveIdentity {
+            serial: serial.map(String::from),
+            wwid: clean(&dev.wwid),
+            model: clean(&dev.model),
+            size,
+            backing,
+        }
+    }
+
+    /// Whether anything tells this drive apart from another of its model
+    /// and size: a serial, a WWN or a backing file.
+    pub fn established(&self) -> bool {
+        self.serial.is_some()
+            || self.wwid.is_some()
+            || self.backing.as_ref().is_some_and(|b| b.inode != 0)
+    }
+
+    /// How the drive `now` differs from this one, the journal's, in words;
+    /// None when it is the same drive.
+    pub fn differs(&self, now: &DriveIdentity) -> Option<String> {
+        let show = |s: &Option<String>| s.clone().unwrap_or_else(|| "none".into());
+        let mut diff = Vec::new();
+        for (what, was, is) in [
+            ("serial", &self.serial, &now.serial),
+            ("WWN", &self.wwid, &now.wwid),
+            ("model", &self.model, &now.model),
+        ] {
+            if was != is {
+                diff.push(format!(
+                    "{what} {} (the drive now: {})",
+                    show(was),
+                    show(is)
+                ));
+            }
+        }
+        if self.size != now.size {
+            diff.push(format!("size {} (the drive now: {})", self.size, now.size));
+        }
+        match (&self.backing, &now.backing) {
+            (Some(a), Some(b)) if a == b => {}
+            (None, None) => {}
+            (a, b) => {
+                let show = |x: &Option<BackingFile>| {
+                    x.as_ref()
+                        .map(|f| format!("{} (inode {})", f.path.display(), f.inode))
+                        .unwrap_or_else(|| "none".into())
+                };
+                diff.push(format!(
+                    "backing file {} (the drive now: {})",
+                    show(a),
+                    show(b)
+                ));
+            }
+        }
+        (!diff.is_empty()).then(|| diff.join(", "))
+    }
 }
 
 /// One range skipped after errors.
@@ -390,6 +504,7 @@ mod tests {
             passes: 2,
             seed: 7,
             started: "2026-01-01T00:00:00Z".into(),
+            identity: None,
         }
     }
 
@@ -471,5 +586,70 @@ mod tests {
             "WD-AB_12_34"
         );
         assert_eq!(file_key(Some(""), Path::new("/dev/nvme0n1")), "nvme0n1");
+    }
+
+    #[test]
+    fn identities_differ_by_serial_wwn_model_size_or_backing_file() {
+        let base = DriveIdentity {
+            serial: None,
+            wwid: None,
+            model: Some("M".into()),
+            size: 1 << 20,
+            backing: Some(BackingFile {
+                path: "/tmp/a.img".into(),
+                device: 2049,
+                inode: 11,
+            }),
+        };
+        let with = |f: &dyn Fn(&mut DriveIdentity)| {
+            let mut d = base.clone();
+            f(&mut d);
+            d
+        };
+        let cases: Vec<(&str, DriveIdentity, Option<&str>)> = vec![
+            ("same", base.clone(), None),
+            (
+                "serial",
+                with(&|d| d.serial = Some("S2".into())),
+                Some("serial none (the drive now: S2)"),
+            ),
+            (
+                "wwn",
+                with(&|d| d.wwid = Some("naa.5".into())),
+                Some("WWN none"),
+            ),
+            (
+                "model",
+                with(&|d| d.model = Some("N".into())),
+                Some("model M (the drive now: N)"),
+            ),
+            ("size", with(&|d| d.size = 2 << 20), Some("size 1048576")),
+            (
+                "another image at the same path",
+                with(&|d| d.backing.as_mut().unwrap().inode = 12),
+                Some("backing file /tmp/a.img (inode 11)"),
+            ),
+            (
+                "no backing file now",
+                with(&|d| d.backing = None),
+                Some("(the drive now: none)"),
+            ),
+        ];
+        for (name, now, want) in cases {
+            match (base.differs(&now), want) {
+                (None, None) => {}
+                (Some(d), Some(w)) => assert!(d.contains(w), "{name}: {d}"),
+                (got, _) => panic!("{name}: {got:?}"),
+            }
+        }
+        assert!(base.established());
+        let bare = DriveIdentity {
+            backing: None,
+            ..base.clone()
+        };
+        assert!(
+            !bare.established(),
+            "a model and a size tell no drive apart"
+        );
     }
 }

@@ -18,7 +18,7 @@ use crate::cert::{self, build::Evidence};
 use crate::clock;
 use crate::drive_run::DriveRun;
 use crate::issue::{self, Flow};
-use crate::journal::{DriveJournal, JournalHeader};
+use crate::journal::{DriveIdentity, DriveJournal, JournalHeader};
 use crate::outcome::{EraseResult, Outcome, Report, Summary};
 use crate::plan::{self, estimate, Drive, Options, Plan, Request};
 use crate::sched::{Phase, Progress, Shared};
@@ -201,6 +201,7 @@ fn header(d: &Drive, opts: &Options, seed: u64, t0: (u64, u32)) -> JournalHeader
         passes: opts.passes.max(1),
         seed,
         started: clock::rfc3339(t0.0, t0.1),
+        identity: Some(DriveIdentity::of(&d.dev, d.serial(), d.size)),
     }
 }
 

@@ -32,6 +32,7 @@ use drivelab_device::sg::SgDevice;
 use drivelab_patterns::Pattern;
 use serde::Serialize;
 
+use crate::journal::DriveIdentity;
 use crate::EraseError;
 pub use method::{Choice, Method, Offers};
 pub use parties::Parties;
@@ -402,18 +403,46 @@ pub fn prepare(req: &Request) -> Result<Plan, EraseError> {
 
 /// `--resume` continues a journal: without one for `d` in `dir` there is
 /// nothing to continue, and starting a new erase instead would not be what
-/// was asked.
+/// was asked. The journal must be of this very drive: a journal is found
+/// by serial, else by device node, and another drive may have taken the
+/// node since (another disk in the slot, another image on the loop
+/// device); continuing its journal would skip what that drive never had
+/// written. A drive that differs from the journal's, or one without a
+/// serial, WWN or backing file (nothing tells it from another), is refused.
 fn resumable(d: &Drive, dir: &Path) -> Result<(), EraseError> {
     let path = crate::journal::path_for(dir, d.serial(), &d.dev.path, d.size);
-    if path.is_file() {
-        return Ok(());
-    }
-    Err(EraseError::BadOption(format!(
-        "--resume: no journal of an erase of {} in {} (looked for {}); run without --resume to start a new erase, or give the --certificate-dir the journal is in",
-        d.dev.path.display(),
-        dir.display(),
+    let node = d.dev.path.display();
+    let Some(st) = crate::journal::load(&path)? else {
+        return Err(EraseError::BadOption(format!(
+            "--resume: no journal of an erase of {node} in {} (looked for {}); run without --resume to start a new erase, or give the --certificate-dir the journal is in",
+            dir.display(),
+            path.display()
+        )));
+    };
+    let now = DriveIdentity::of(&d.dev, d.serial(), d.size);
+    let start_over = format!(
+        "run without --resume to erase {node} from the start (the journal {} is then replaced)",
         path.display()
-    )))
+    );
+    match &st.header.identity {
+        Some(was) => match was.differs(&now) {
+            Some(diff) => Err(EraseError::Refused(format!(
+                "--resume: {node} is not the drive the journal {} was written for: {diff}; put that drive back to resume its erase, or {start_over}",
+                path.display()
+            ))),
+            None if !was.established() => Err(EraseError::Refused(format!(
+                "--resume: {node} has no serial, WWN or backing file, so nothing shows it is the drive the journal was written for; {start_over}"
+            ))),
+            None => Ok(()),
+        },
+        // A journal from before identities were recorded: its file name
+        // holds the serial, which is the identity; without one, none.
+        None if d.serial().is_some() => Ok(()),
+        None => Err(EraseError::Refused(format!(
+            "--resume: the journal {} records no drive identity and {node} has no serial, so nothing shows it is the same drive; {start_over}",
+            path.display()
+        ))),
+    }
 }
 
 /// Describe every named device and refuse unsafe ones (every reason of
