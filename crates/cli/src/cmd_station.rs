@@ -5,12 +5,16 @@
 //! host, bay and operator. `--dry-run` stops after the policy's checks and
 //! lists the drives present with their bays.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
+use drivelab_metrics::model::station::StationDrive;
+use drivelab_station::drive::state::{State, View};
 use drivelab_station::events::{Sink, StationRecord};
 use drivelab_station::msg::DriveResult;
 use drivelab_station::policy::{self, check};
@@ -41,6 +45,16 @@ pub struct StationArgs {
     /// with their bays; touch nothing.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
+    /// Serve live figures for Prometheus at http://ADDR/metrics while the
+    /// station runs: each drive's state, progress, speed, time left and
+    /// temperature, labelled by bay (ADDR: PORT on loopback, or
+    /// HOST:PORT); see docs/metrics.md.
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// With --metrics-listen: keep serving the last figures for TIME (s
+    /// when bare) after the station stops.
+    #[arg(long = "metrics-linger", value_name = "TIME")]
+    pub metrics_linger: Option<String>,
 }
 
 /// Run the subcommand.
@@ -83,6 +97,14 @@ pub fn run(a: StationArgs) -> anyhow::Result<u8> {
     if ui == Ui::Screen {
         crate::cmd_store::quiet();
     }
+    // Bound before any drive is touched: an address that cannot be bound
+    // is bad input.
+    let live = crate::metrics::Live::from_args(
+        a.metrics_listen.as_deref(),
+        a.metrics_linger.as_deref(),
+        "station",
+        true,
+    )?;
     let ctx = Ctx {
         policy: p,
         policy_path: a.policy.clone(),
@@ -90,14 +112,70 @@ pub fn run(a: StationArgs) -> anyhow::Result<u8> {
         version: env!("CARGO_PKG_VERSION").to_string(),
     };
     let stop = crate::signal::stop_flag();
-    drivelab_station::run(ctx, ui, stop, &mut StoreSink)?;
+    let mut sink = StoreSink {
+        live,
+        temps: Temperatures::default(),
+    };
+    drivelab_station::run(ctx, ui, stop, &mut sink)?;
+    if let Some(l) = &sink.live {
+        l.linger(stop);
+    }
     Ok(0)
+}
+
+/// How often a drive's hwmon temperature is read (a read may be a command
+/// to the drive: drivetemp and nvme ask it each time).
+const TEMPERATURE_EVERY: Duration = Duration::from_secs(10);
+
+/// Each drive's last hwmon temperature and when it was read.
+#[derive(Default)]
+struct Temperatures(HashMap<String, (Instant, Option<f64>)>);
+
+impl Temperatures {
+    /// The temperature of kernel device `name`: hwmon's, read at most
+    /// every [`TEMPERATURE_EVERY`], else `triage`'s reading.
+    fn of(&mut self, name: &str, triage: Option<i64>) -> Option<f64> {
+        let now = Instant::now();
+        let e = self
+            .0
+            .entry(name.to_string())
+            .or_insert((now - TEMPERATURE_EVERY, None));
+        if now.duration_since(e.0) >= TEMPERATURE_EVERY {
+            *e = (now, drivelab_metrics::model::temperature::celsius(name));
+        }
+        e.1.or(triage.map(|t| t as f64))
+    }
+}
+
+/// The station's rows as the metrics' drives.
+fn station_drives(rows: &[View], temps: &mut Temperatures) -> Vec<StationDrive> {
+    rows.iter()
+        .map(|v| StationDrive {
+            device: v.name.clone(),
+            serial: v.serial.clone().unwrap_or_default(),
+            bay: v.bay.clone().unwrap_or_default(),
+            state: v.state.word().to_string(),
+            done_bytes: v.bytes_done,
+            planned_bytes: v.bytes_total,
+            progress: v.progress_pct / 100.0,
+            throughput: if v.state.is_busy() {
+                v.speed_bytes_per_s
+            } else {
+                0.0
+            },
+            eta_s: v.eta_s.filter(|_| v.state.is_busy()),
+            temperature_c: temps.of(&v.name, v.temperature_c),
+        })
+        .collect()
 }
 
 /// Each drive's erase into the store, as `drivelab erase` keeps one, with
 /// the station's record (bay, operator, grade, certificate fields) in its
-/// options.
-struct StoreSink;
+/// options; every row's figures to `--metrics-listen`'s endpoint.
+struct StoreSink {
+    live: Option<crate::metrics::Live>,
+    temps: Temperatures,
+}
 
 impl Sink for StoreSink {
     fn store(&mut self, r: &DriveResult, rec: &StationRecord) -> Result<String, String> {
@@ -117,5 +195,13 @@ impl Sink for StoreSink {
         )
         .map_err(|e| e.to_string())?
         .ok_or_else(|| "the store did not take it (see the warning above)".to_string())
+    }
+
+    fn observe(&mut self, rows: &[View]) {
+        if let Some(l) = &self.live {
+            let states: Vec<&str> = State::ALL.iter().map(|s| s.word()).collect();
+            let drives = station_drives(rows, &mut self.temps);
+            l.publish(drivelab_metrics::model::station::families(&drives, &states));
+        }
     }
 }

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 use drivelab_testkit::{digest, make_image, mkfs_ext4, require_root, sh, LoopDev, TempDir};
 use serde_json::Value;
 
+mod metrics_common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
 
 /// Generous: the machine may be busy with other builds and tests.
@@ -36,10 +38,15 @@ struct Station {
 
 impl Station {
     fn start(dir: &TempDir, policy: &Path) -> Station {
+        Station::start_with(dir, policy, &[])
+    }
+
+    fn start_with(dir: &TempDir, policy: &Path, extra: &[&str]) -> Station {
         let mut child = Command::new(BIN)
             .args(["station", "--policy"])
             .arg(policy)
             .args(["--events", "json"])
+            .args(extra)
             .env("XDG_CONFIG_HOME", dir.join("config"))
             .env("DRIVELAB_STORE", dir.join("results.db"))
             .stdin(Stdio::piped())
@@ -640,4 +647,156 @@ fn the_screen_has_a_row_per_drive_at_80x24_and_takes_keys() {
     tmux.cmd(&["send-keys", "-t", "station", "q"]);
     tmux.wait("the station's exit", |s| s.contains("station exited 0"));
     assert!(erased(&a) && erased(&fs));
+}
+
+/// The scrape's sample `name{labels}` (labels as written), or None.
+fn scraped(text: &str, name: &str, labels: &str) -> Option<f64> {
+    metrics_common::sample(text, &format!("{name}{{{labels}}}"))
+}
+
+/// `--metrics-listen`: a scrape while a drive is erased shows it erasing
+/// in its bay with the bytes planned its events give; once it is
+/// certified, the scrape's figures are its last event's (state, bytes,
+/// share done); the drive outside the bays is counted outside, bay empty.
+#[test]
+fn station_metrics_show_each_drive_in_its_bay_as_its_events_do() {
+    require_root();
+    let dir = TempDir::new("station-metrics");
+    let a = loop_filled(&dir, "bay-m.img", 24 << 20, 0x12);
+    let outside = loop_filled(&dir, "outside-m.img", 4 << 20, 0x34);
+    let policy = write_policy(&dir, "");
+    let port = metrics_common::free_port();
+    let mut st = Station::start_with(&dir, &policy, &["--metrics-listen", &port.to_string()]);
+    st.wait_for("start", |v| v["event"] == "start");
+    let bay = a.backing.display().to_string();
+    let labels = |state: Option<&str>| match state {
+        Some(s) => format!(
+            "device=\"{}\",serial=\"\",bay=\"{bay}\",state=\"{s}\"",
+            a.name
+        ),
+        None => format!("device=\"{}\",serial=\"\",bay=\"{bay}\"", a.name),
+    };
+    let scrape = || {
+        metrics_common::get(port, "/metrics", None)
+            .map(|(_, _, body)| body)
+            .unwrap_or_default()
+    };
+    let erasing = st.wait_for("the erase under way", |v| {
+        v["name"] == a.name.as_str()
+            && v["state"] == "erasing"
+            && v["progress_pct"].as_f64().is_some_and(|p| p >= 10.0)
+    });
+    // Poll: the figures are published a few times a second.
+    let t0 = Instant::now();
+    let during = loop {
+        let text = scrape();
+        if scraped(
+            &text,
+            "drivelab_station_drive_state",
+            &labels(Some("erasing")),
+        ) == Some(1.0)
+            && scraped(&text, "drivelab_station_drive_done_bytes", &labels(None))
+                .is_some_and(|d| d > 0.0)
+        {
+            break text;
+        }
+        assert!(
+            t0.elapsed() < DEADLINE,
+            "no scrape showed the erase:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let planned = scraped(
+        &during,
+        "drivelab_station_drive_planned_bytes",
+        &labels(None),
+    );
+    assert_eq!(planned, erasing["bytes_total"].as_f64(), "{during}");
+    let done = scraped(&during, "drivelab_station_drive_done_bytes", &labels(None)).unwrap();
+    assert!(done <= planned.unwrap(), "{during}");
+    assert!(
+        scraped(
+            &during,
+            "drivelab_station_drive_throughput_bytes_per_second",
+            &labels(None)
+        )
+        .is_some_and(|t| t > 0.0),
+        "{during}"
+    );
+    assert_eq!(
+        scraped(
+            &during,
+            "drivelab_station_drive_state",
+            &labels(Some("certified"))
+        ),
+        Some(0.0)
+    );
+    // A loop device has no temperature: absent, not 0.
+    assert!(
+        !during.contains("drivelab_station_drive_temperature_celsius{"),
+        "{during}"
+    );
+
+    let certified = st.wait_state(&a.name, "certified");
+    let t0 = Instant::now();
+    let after = loop {
+        let text = scrape();
+        if scraped(
+            &text,
+            "drivelab_station_drive_state",
+            &labels(Some("certified")),
+        ) == Some(1.0)
+        {
+            break text;
+        }
+        assert!(
+            t0.elapsed() < DEADLINE,
+            "no scrape showed it certified:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    for (name, field) in [
+        ("drivelab_station_drive_done_bytes", "bytes_done"),
+        ("drivelab_station_drive_planned_bytes", "bytes_total"),
+    ] {
+        assert_eq!(
+            scraped(&after, name, &labels(None)),
+            certified[field].as_f64(),
+            "{name}: {certified}"
+        );
+    }
+    let ratio = scraped(
+        &after,
+        "drivelab_station_drive_progress_ratio",
+        &labels(None),
+    )
+    .unwrap();
+    let pct = certified["progress_pct"].as_f64().unwrap();
+    assert!((ratio * 100.0 - pct).abs() < 1e-9, "{ratio} vs {pct}");
+    assert_eq!(
+        scraped(
+            &after,
+            "drivelab_station_drive_state",
+            &format!(
+                "device=\"{}\",serial=\"\",bay=\"\",state=\"outside\"",
+                outside.name
+            )
+        ),
+        Some(1.0),
+        "{after}"
+    );
+    // Counted by state, as the events say: other loop devices of other
+    // tests may be seen (outside), never in this policy's bays.
+    assert_eq!(
+        scraped(&after, "drivelab_station_drives", "state=\"certified\""),
+        Some(1.0),
+        "{after}"
+    );
+    assert!(after.contains("drivelab_build_info{"), "{after}");
+    let (code, _, err) = st.quit();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!("metrics at http://127.0.0.1:{port}/metrics")),
+        "{err}"
+    );
 }

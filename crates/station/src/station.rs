@@ -179,6 +179,8 @@ impl Station<'_> {
             if last_check.elapsed() >= Duration::from_millis(250) {
                 self.check_present();
                 last_check = Instant::now();
+                let rows = self.rows();
+                self.sink.observe(&rows);
                 if let Some(s) = screen.as_mut() {
                     if let Some(w) = self.warning.take() {
                         s.message = w;
@@ -395,6 +397,7 @@ impl Station<'_> {
         // Results sent while stopping (a stopped erase's record).
         self.drain(rx);
         let rows = self.rows();
+        self.sink.observe(&rows);
         self.events.emit(
             "stop",
             json!({"drives": rows.len(), "stored": self.stored, "workers_left": left,

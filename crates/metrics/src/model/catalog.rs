@@ -71,6 +71,7 @@ const JOB: &[&str] = &["jobname", "job_index", "direction"];
 const DEVICE: &[&str] = &["device"];
 const DRIVE: &[&str] = &["device", "serial"];
 const PHASE: &[&str] = &["device", "serial", "phase"];
+const BAY: &[&str] = &["device", "serial", "bay"];
 
 /// drivelab itself.
 pub static BUILD: Metric = Metric {
@@ -79,7 +80,7 @@ pub static BUILD: Metric = Metric {
     unit: "",
     labels: &["version", "host", "command"],
     help: "drivelab's version, this host's name and the command serving the figures.",
-    from: "run, erase, season",
+    from: "run, erase, season, station",
 };
 /// A target held for writing.
 pub static CLAIM: Metric = Metric {
@@ -349,6 +350,79 @@ pub static SEASON_STAGE_SECONDS: Metric = Metric {
     from: "season",
 };
 
+/// A station drive's state.
+pub static STATION_STATE: Metric = Metric {
+    name: "drivelab_station_drive_state",
+    kind: Kind::Gauge,
+    unit: "",
+    labels: &["device", "serial", "bay", "state"],
+    help: "1 for the state of a drive the station sees (detected, identified, outside, triage, held, erasing, verifying, certified, failed, removed, aborted), 0 for the others; bay is empty for a drive in no bay.",
+    from: "station",
+};
+/// Drives per state.
+pub static STATION_DRIVES: Metric = Metric {
+    name: "drivelab_station_drives",
+    kind: Kind::Gauge,
+    unit: "",
+    labels: &["state"],
+    help: "How many of the drives the station sees are in each state.",
+    from: "station",
+};
+/// A station drive's bytes done.
+pub static STATION_DONE: Metric = Metric {
+    name: "drivelab_station_drive_done_bytes",
+    kind: Kind::Gauge,
+    unit: "bytes",
+    labels: BAY,
+    help: "Bytes done of the drive's current phase (erasing: every pass; verifying: read back), as its row shows.",
+    from: "station",
+};
+/// A station drive's bytes planned.
+pub static STATION_TOTAL: Metric = Metric {
+    name: "drivelab_station_drive_planned_bytes",
+    kind: Kind::Gauge,
+    unit: "bytes",
+    labels: BAY,
+    help: "Bytes the drive's current phase has to do in all (0 before its erase begins).",
+    from: "station",
+};
+/// A station drive's progress.
+pub static STATION_PROGRESS: Metric = Metric {
+    name: "drivelab_station_drive_progress_ratio",
+    kind: Kind::Gauge,
+    unit: "ratio",
+    labels: BAY,
+    help: "Share of the drive's current phase done, 0..1 (its row's percent / 100).",
+    from: "station",
+};
+/// A station drive's speed.
+pub static STATION_THROUGHPUT: Metric = Metric {
+    name: "drivelab_station_drive_throughput_bytes_per_second",
+    kind: Kind::Gauge,
+    unit: "",
+    labels: BAY,
+    help: "Bytes per second of the drive's current phase over the last 5 s, as its row shows (0 when it is not busy).",
+    from: "station",
+};
+/// A station drive's time left.
+pub static STATION_ETA: Metric = Metric {
+    name: "drivelab_station_drive_eta_seconds",
+    kind: Kind::Gauge,
+    unit: "seconds",
+    labels: BAY,
+    help: "Seconds the drive's current phase still needs at its speed (absent while no speed is known).",
+    from: "station",
+};
+/// A station drive's temperature.
+pub static STATION_TEMPERATURE: Metric = Metric {
+    name: "drivelab_station_drive_temperature_celsius",
+    kind: Kind::Gauge,
+    unit: "celsius",
+    labels: BAY,
+    help: "The drive's temperature: the kernel's hwmon (drivetemp, nvme), read every 10 s, else the health read at triage; absent when the drive reports none.",
+    from: "station",
+};
+
 /// Every metric, in the order of the documentation table.
 pub static CATALOG: &[&Metric] = &[
     &BUILD,
@@ -381,14 +455,22 @@ pub static CATALOG: &[&Metric] = &[
     &SEASON_ROUND,
     &SEASON_MAX_ROUNDS,
     &SEASON_STAGE_SECONDS,
+    &STATION_STATE,
+    &STATION_DRIVES,
+    &STATION_DONE,
+    &STATION_TOTAL,
+    &STATION_PROGRESS,
+    &STATION_THROUGHPUT,
+    &STATION_ETA,
+    &STATION_TEMPERATURE,
 ];
 
 /// The documentation table (Markdown), `docs/metrics.md`.
 pub fn table() -> String {
     let mut s = String::from(
         "# drivelab's metrics\n\n\
-         Served by `--metrics-listen ADDR` on `drivelab run`, `erase` and `season`\n\
-         (GET /metrics; OpenMetrics text when the scraper asks for it, else\n\
+         Served by `--metrics-listen ADDR` on `drivelab run`, `erase`, `season` and\n\
+         `station` (GET /metrics; OpenMetrics text when the scraper asks for it, else\n\
          Prometheus text 0.0.4). Generated from `crates/metrics/src/model/catalog.rs`\n\
          (`cargo test -p drivelab-metrics --test docs` checks this file;\n\
          `UPDATE_DOCS=1` rewrites it). Alerting and recording rules for labs:\n\

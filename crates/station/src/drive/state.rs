@@ -44,6 +44,21 @@ pub enum State {
 }
 
 impl State {
+    /// Every state, in the order of the machine.
+    pub const ALL: [State; 11] = [
+        State::Detected,
+        State::Identified,
+        State::Outside,
+        State::Triage,
+        State::Held,
+        State::Erasing,
+        State::Verifying,
+        State::Certified,
+        State::Failed,
+        State::Removed,
+        State::Aborted,
+    ];
+
     /// The word shown.
     pub fn word(self) -> &'static str {
         match self {

@@ -1,7 +1,8 @@
 //! What the station tells the world besides its screen: one JSON object
 //! per line for each state change (`--events json`, or whenever stdout is
 //! not a terminal), for logs and agents; and the results it hands the
-//! store ([`Sink`]), each drive's erase with the host, bay and operator.
+//! store ([`Sink`]), each drive's erase with the host, bay and operator,
+//! and every row a few times a second for live figures.
 //!
 //! Every line has `event` (`start`, `state`, `progress`, `stored`,
 //! `stop`), `time` (RFC 3339 UTC) and `t_s` (seconds since the station
@@ -20,6 +21,10 @@ use crate::policy::Policy;
 pub trait Sink {
     /// Keep one drive's result; returns the record's ID, or why not.
     fn store(&mut self, result: &DriveResult, record: &StationRecord) -> Result<String, String>;
+
+    /// Every drive's row, a few times a second (live figures); nothing by
+    /// default.
+    fn observe(&mut self, _rows: &[View]) {}
 }
 
 /// What the station adds to a drive's stored erase.
