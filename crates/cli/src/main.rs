@@ -63,7 +63,7 @@ enum Command {
     /// (HPA, AMA, DCO, NVMe namespaces); reads only.
     Health(cmd_health::HealthArgs),
     /// Write or erase whole drives, many at once, verified and certified.
-    Erase(cmd_erase::EraseArgs),
+    Erase(Box<cmd_erase::EraseArgs>),
     /// An erasure station: drives come and go, each in a bay of the policy
     /// triaged, erased, verified and certified on its own.
     Station(cmd_station::StationArgs),
@@ -119,7 +119,7 @@ fn main() -> ExitCode {
         Command::Devices(a) => cmd_devices::run(a),
         Command::Device(a) => cmd_device::run(a),
         Command::Test(a) => cmd_test::run(a),
-        Command::Erase(a) => cmd_erase::run(a),
+        Command::Erase(a) => cmd_erase::run(*a),
         Command::Station(a) => cmd_station::run(a),
         Command::Season(a) => cmd_season::run(a),
         Command::Health(a) => cmd_health::run(a),

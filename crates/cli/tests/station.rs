@@ -666,7 +666,7 @@ fn station_metrics_show_each_drive_in_its_bay_as_its_events_do() {
     let outside = loop_filled(&dir, "outside-m.img", 4 << 20, 0x34);
     let policy = write_policy(&dir, "");
     let port = metrics_common::free_port();
-    let mut st = Station::start_with(&dir, &policy, &["--metrics-listen", &port.to_string()]);
+    let st = Station::start_with(&dir, &policy, &["--metrics-listen", &port.to_string()]);
     st.wait_for("start", |v| v["event"] == "start");
     let bay = a.backing.display().to_string();
     let labels = |state: Option<&str>| match state {

@@ -150,7 +150,8 @@ mod tests {
         ];
         let one = [(Path::new("/dev/sdb"), Some("S1"))];
         type Want = Result<Vec<Option<&'static str>>, &'static str>;
-        let cases: Vec<(&[&str], &[(&Path, Option<&str>)], Want)> = vec![
+        type Drives<'a> = &'a [(&'a Path, Option<&'a str>)];
+        let cases: Vec<(&[&str], Drives, Want)> = vec![
             (&["A-1"], &one, Ok(vec![Some("A-1")])),
             // A bare tag that holds '=' and names no drive is the tag.
             (&["room=4"], &one, Ok(vec![Some("room=4")])),
