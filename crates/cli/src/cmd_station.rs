@@ -5,10 +5,8 @@
 //! host, bay and operator. `--dry-run` stops after the policy's checks and
 //! lists the drives present with their bays.
 
-use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use serde_json::json;
@@ -112,10 +110,7 @@ pub fn run(a: StationArgs) -> anyhow::Result<u8> {
         version: env!("CARGO_PKG_VERSION").to_string(),
     };
     let stop = crate::signal::stop_flag();
-    let mut sink = StoreSink {
-        live,
-        temps: Temperatures::default(),
-    };
+    let mut sink = StoreSink { live };
     drivelab_station::run(ctx, ui, stop, &mut sink)?;
     if let Some(l) = &sink.live {
         l.linger(stop);
@@ -123,32 +118,8 @@ pub fn run(a: StationArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// How often a drive's hwmon temperature is read (a read may be a command
-/// to the drive: drivetemp and nvme ask it each time).
-const TEMPERATURE_EVERY: Duration = Duration::from_secs(10);
-
-/// Each drive's last hwmon temperature and when it was read.
-#[derive(Default)]
-struct Temperatures(HashMap<String, (Instant, Option<f64>)>);
-
-impl Temperatures {
-    /// The temperature of kernel device `name`: hwmon's, read at most
-    /// every [`TEMPERATURE_EVERY`], else `triage`'s reading.
-    fn of(&mut self, name: &str, triage: Option<i64>) -> Option<f64> {
-        let now = Instant::now();
-        let e = self
-            .0
-            .entry(name.to_string())
-            .or_insert((now - TEMPERATURE_EVERY, None));
-        if now.duration_since(e.0) >= TEMPERATURE_EVERY {
-            *e = (now, drivelab_metrics::model::temperature::celsius(name));
-        }
-        e.1.or(triage.map(|t| t as f64))
-    }
-}
-
 /// The station's rows as the metrics' drives.
-fn station_drives(rows: &[View], temps: &mut Temperatures) -> Vec<StationDrive> {
+fn station_drives(rows: &[View]) -> Vec<StationDrive> {
     rows.iter()
         .map(|v| StationDrive {
             device: v.name.clone(),
@@ -164,7 +135,7 @@ fn station_drives(rows: &[View], temps: &mut Temperatures) -> Vec<StationDrive> 
                 0.0
             },
             eta_s: v.eta_s.filter(|_| v.state.is_busy()),
-            temperature_c: temps.of(&v.name, v.temperature_c),
+            temperature_c: v.temperature_c.map(|t| t as f64),
         })
         .collect()
 }
@@ -174,7 +145,6 @@ fn station_drives(rows: &[View], temps: &mut Temperatures) -> Vec<StationDrive> 
 /// options; every row's figures to `--metrics-listen`'s endpoint.
 struct StoreSink {
     live: Option<crate::metrics::Live>,
-    temps: Temperatures,
 }
 
 impl Sink for StoreSink {
@@ -200,7 +170,7 @@ impl Sink for StoreSink {
     fn observe(&mut self, rows: &[View]) {
         if let Some(l) = &self.live {
             let states: Vec<&str> = State::ALL.iter().map(|s| s.word()).collect();
-            let drives = station_drives(rows, &mut self.temps);
+            let drives = station_drives(rows);
             l.publish(drivelab_metrics::model::station::families(&drives, &states));
         }
     }

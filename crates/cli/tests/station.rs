@@ -686,17 +686,20 @@ fn station_metrics_show_each_drive_in_its_bay_as_its_events_do() {
             && v["state"] == "erasing"
             && v["progress_pct"].as_f64().is_some_and(|p| p >= 10.0)
     });
-    // Poll: the figures are published a few times a second.
+    // Poll: the figures are published a few times a second, so a scrape
+    // may trail the events a little; it catches up with the event seen.
+    let seen_done = erasing["bytes_done"].as_f64().unwrap();
     let t0 = Instant::now();
     let during = loop {
         let text = scrape();
+        let get = |name: &str| scraped(&text, name, &labels(None));
         if scraped(
             &text,
             "drivelab_station_drive_state",
             &labels(Some("erasing")),
         ) == Some(1.0)
-            && scraped(&text, "drivelab_station_drive_done_bytes", &labels(None))
-                .is_some_and(|d| d > 0.0)
+            && get("drivelab_station_drive_done_bytes").is_some_and(|d| d >= seen_done)
+            && get("drivelab_station_drive_throughput_bytes_per_second").is_some_and(|t| t > 0.0)
         {
             break text;
         }

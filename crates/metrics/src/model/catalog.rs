@@ -419,7 +419,7 @@ pub static STATION_TEMPERATURE: Metric = Metric {
     kind: Kind::Gauge,
     unit: "celsius",
     labels: BAY,
-    help: "The drive's temperature: the kernel's hwmon (drivetemp, nvme), read every 10 s, else the health read at triage; absent when the drive reports none.",
+    help: "The drive's temperature as its row shows it: the kernel's hwmon (drivetemp, nvme), read every 10 s while the drive is erased or verified, else its health read at triage; absent when it reports none.",
     from: "station",
 };
 

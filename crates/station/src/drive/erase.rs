@@ -34,6 +34,11 @@ pub enum Ended {
     Refused(String),
 }
 
+/// How often the row's temperature is read from hwmon while the drive is
+/// erased (a read may be a command to the drive: drivetemp and nvme ask it
+/// each time).
+const TEMPERATURE_EVERY: Duration = Duration::from_secs(10);
+
 /// The drive's row fed from the erase's counters; the drive's stop flag.
 struct Front<'a> {
     w: &'a Worker,
@@ -54,6 +59,7 @@ impl Frontend for Front<'_> {
         let mut last_phase = Phase::Waiting;
         let mut tenth = 0u64;
         let mut window: Vec<(Instant, u64)> = Vec::new();
+        let mut temp_read: Option<Instant> = None;
         loop {
             let done = finished.load(Ordering::Relaxed);
             let phase = p.phase();
@@ -79,7 +85,18 @@ impl Frontend for Front<'_> {
             } else {
                 0.0
             };
+            // The row's temperature stays live while the drive works; a
+            // drive without a hwmon sensor keeps triage's reading.
+            let temp = if temp_read.is_none_or(|t| now.duration_since(t) >= TEMPERATURE_EVERY) {
+                temp_read = Some(now);
+                drivelab_metrics::model::temperature::celsius(&self.w.name)
+            } else {
+                None
+            };
             let v = self.w.update(|v| {
+                if let Some(c) = temp {
+                    v.temperature_c = Some(c.round() as i64);
+                }
                 v.bytes_done = d;
                 v.bytes_total = t;
                 v.progress_pct = pct.min(100.0);
