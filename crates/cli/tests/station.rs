@@ -644,6 +644,35 @@ fn the_screen_has_a_row_per_drive_at_80x24_and_takes_keys() {
     tmux.wait("the confirmed drive certified", |s| {
         row_of(s, "bay-f.img").is_some_and(|r| r.contains("certified"))
     });
+    // Its log: every state it went through, in order, newest last; l
+    // again returns to the table.
+    tmux.cmd(&["send-keys", "-t", "station", "l"]);
+    let log = tmux.wait("the drive's log", |s| {
+        s.contains(&format!("log of {}", fs.dev())) && s.contains(" certified")
+    });
+    let order = [
+        "detected",
+        "identified",
+        "triage",
+        "held",
+        "erasing",
+        "certified",
+    ];
+    let at: Vec<usize> = order
+        .iter()
+        .map(|w| {
+            log.lines()
+                .position(|l| l.get(8..).is_some_and(|t| t.starts_with(&format!(" {w}"))))
+                .unwrap_or_else(|| panic!("{w} not in the log:\n{log}"))
+        })
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{log}");
+    assert!(
+        row_of(&log, "bay-a.img").is_none(),
+        "the table under the log:\n{log}"
+    );
+    tmux.cmd(&["send-keys", "-t", "station", "l"]);
+    tmux.wait("the table again", |s| row_of(s, "bay-a.img").is_some());
     tmux.cmd(&["send-keys", "-t", "station", "q"]);
     tmux.wait("the station's exit", |s| s.contains("station exited 0"));
     assert!(erased(&a) && erased(&fs));

@@ -36,9 +36,27 @@ pub enum Ui {
 /// its journal stays).
 const QUIT_WAIT: Duration = Duration::from_secs(60);
 
+/// The most lines a drive's log keeps (the oldest go first).
+const LOG_LINES: usize = 500;
+
+/// A drive's state change as its log shows it: "HH:MM:SS state: detail".
+fn log_line(v: &View) -> String {
+    let (s, n) = drivelab_erase::clock::unix_now();
+    let t = drivelab_erase::clock::rfc3339(s, n);
+    let hms = t.get(11..19).unwrap_or(&t);
+    if v.detail.is_empty() {
+        format!("{hms} {}", v.state.word())
+    } else {
+        format!("{hms} {}: {}", v.state.word(), v.detail)
+    }
+}
+
 /// One drive the station has seen.
 struct Slot {
     view: Arc<Mutex<View>>,
+    /// Its state changes, one line each ("HH:MM:SS state: detail"), for
+    /// the screen's log of the drive.
+    log: Vec<String>,
     control: Arc<Control>,
     identity: Arc<Mutex<Option<Identity>>>,
     handle: Option<std::thread::JoinHandle<()>>,
@@ -150,6 +168,12 @@ impl Station<'_> {
                 Ok(Msg::Changed { view, progress }) => {
                     self.events
                         .drive(if progress { "progress" } else { "state" }, &view);
+                    if let (false, Some(slot)) = (progress, self.slots.get_mut(&view.name)) {
+                        if slot.log.len() >= LOG_LINES {
+                            slot.log.remove(0);
+                        }
+                        slot.log.push(log_line(&view));
+                    }
                 }
                 Ok(Msg::Result(r)) => self.store(&r),
                 Ok(Msg::Command(Command::Quit)) => return Ok(()),
@@ -186,7 +210,12 @@ impl Station<'_> {
                         s.message = w;
                     }
                     let rows = self.rows();
-                    s.draw(&rows, &self.ctx.policy.bays, self.stored);
+                    let log = s
+                        .selected(&rows)
+                        .and_then(|v| self.slots.get(&v.name))
+                        .map(|slot| slot.log.as_slice())
+                        .unwrap_or_default();
+                    s.draw(&rows, &self.ctx.policy.bays, self.stored, log);
                 }
             }
         }
@@ -226,6 +255,7 @@ impl Station<'_> {
             dev.name.clone(),
             Slot {
                 view,
+                log: vec![log_line(&View::detected(&dev.name, dev.path.clone()))],
                 control,
                 identity,
                 handle,

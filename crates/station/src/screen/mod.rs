@@ -2,7 +2,8 @@
 //! drive (bay, model, serial, size, grade, state, progress bar, speed,
 //! ETA, temperature), the selected drive's state line under the table,
 //! and keys, no mouse: ↑/↓ (or k/j) select, h hold, r resume, c confirm,
-//! a abort, q quit (asked again while erasures run; their journals stay).
+//! a abort, l the drive's log (its state changes, newest last; l or Esc
+//! back), q quit (asked again while erasures run; their journals stay).
 //! It fits 80x24 (SSH, a serial console): columns shrink, the bay shows
 //! its tail.
 
@@ -26,6 +27,8 @@ pub struct Screen {
     term: Terminal<CrosstermBackend<Stdout>>,
     selected: usize,
     asking_quit: bool,
+    /// Whether the selected drive's log is shown instead of the table.
+    log_open: bool,
     /// A line for the operator (a refused command).
     pub message: String,
 }
@@ -56,8 +59,14 @@ impl Screen {
             term,
             selected: 0,
             asking_quit: false,
+            log_open: false,
             message: String::new(),
         })
+    }
+
+    /// The drive selected among `rows`.
+    pub fn selected<'a>(&self, rows: &'a [View]) -> Option<&'a View> {
+        rows.get(self.selected.min(rows.len().saturating_sub(1)))
     }
 
     /// What a key asks for, given the rows shown.
@@ -91,12 +100,20 @@ impl Screen {
             KeyCode::Char('r') => name.map(Command::Resume),
             KeyCode::Char('c') => name.map(Command::Confirm),
             KeyCode::Char('a') => name.map(Command::Abort),
+            KeyCode::Char('l') => {
+                self.log_open = !self.log_open;
+                None
+            }
+            KeyCode::Esc => {
+                self.log_open = false;
+                None
+            }
             _ => None,
         }
     }
 
-    /// Draw the rows.
-    pub fn draw(&mut self, rows: &[View], bays: &[String], stored: usize) {
+    /// Draw the rows, or with the log open the selected drive's `log`.
+    pub fn draw(&mut self, rows: &[View], bays: &[String], stored: usize, log: &[String]) {
         self.selected = self.selected.min(rows.len().saturating_sub(1));
         let sel = self.selected;
         let foot = if self.asking_quit {
@@ -112,6 +129,11 @@ impl Screen {
             "drivelab station  bays: {}  stored: {stored}",
             bays.join(" ")
         );
+        let log_open = self.log_open && !rows.is_empty();
+        let log_title = rows
+            .get(sel)
+            .map(|v| format!("log of {} (l or Esc: back)", v.device.display()))
+            .unwrap_or_default();
         let _ = self.term.draw(|f| {
             let [top, mid, bottom, keys] = Layout::vertical([
                 Constraint::Length(1),
@@ -147,12 +169,16 @@ impl Screen {
                 .header(header)
                 .column_spacing(1)
                 .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
-            let mut state = TableState::default().with_selected(Some(sel));
-            f.render_stateful_widget(table, mid, &mut state);
+            if log_open {
+                f.render_widget(log_pane(&log_title, log, mid.height), mid);
+            } else {
+                let mut state = TableState::default().with_selected(Some(sel));
+                f.render_stateful_widget(table, mid, &mut state);
+            }
             f.render_widget(Paragraph::new(Line::from(foot)), bottom);
             f.render_widget(
                 Paragraph::new(Line::from(
-                    "↑↓ select  h hold  r resume  c confirm  a abort  q quit",
+                    "↑↓ select  h hold  r resume  c confirm  a abort  l log  q quit",
                 )),
                 keys,
             );
@@ -166,6 +192,18 @@ impl Drop for Screen {
         let _ = terminal::disable_raw_mode();
         let _ = self.term.show_cursor();
     }
+}
+
+/// The log pane: its title, then the newest lines that fit `height`.
+fn log_pane<'a>(title: &'a str, log: &'a [String], height: u16) -> Paragraph<'a> {
+    let fit = usize::from(height).saturating_sub(1);
+    let mut lines = vec![Line::from(title).style(Style::default().add_modifier(Modifier::BOLD))];
+    lines.extend(
+        log[log.len().saturating_sub(fit)..]
+            .iter()
+            .map(|l| Line::from(l.as_str())),
+    );
+    Paragraph::new(lines)
 }
 
 /// The last `n` characters of `s`.
