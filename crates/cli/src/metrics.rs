@@ -109,6 +109,23 @@ impl Live {
         }
     }
 
+    /// The test sequence has ended with `steps`: publish its final figures.
+    pub fn settle_test(
+        &self,
+        plans: &[drivelab_steps::StepPlan],
+        steps: &[drivelab_steps::StepResult],
+        held: Option<&drivelab_metrics::model::info::Held>,
+    ) {
+        use drivelab_metrics::model::steps::{families, Sequence};
+        let seq = Sequence {
+            plans,
+            finished: steps,
+            running_blocks: 0,
+            held,
+        };
+        self.publish(families(&seq, true));
+    }
+
     /// Keep serving for `--metrics-linger`, or until `stop` (Ctrl-C).
     pub fn linger(&self, stop: &AtomicBool) {
         let Some(d) = self.linger else { return };
@@ -197,6 +214,37 @@ pub fn watch_season(
             return;
         }
         std::thread::sleep(ERASE_EVERY);
+    }
+}
+
+/// Publish a test sequence's figures every [`EVERY`] until `finished` is
+/// set (on a thread beside the steps): the steps finished so far are
+/// `done`, the running one's blocks `progress`.
+pub fn watch_test(
+    live: &Live,
+    plans: &[drivelab_steps::StepPlan],
+    done: &std::sync::Mutex<Vec<drivelab_steps::StepResult>>,
+    progress: &std::sync::atomic::AtomicU64,
+    held: Option<&drivelab_metrics::model::info::Held>,
+    finished: &AtomicBool,
+) {
+    use drivelab_metrics::model::steps::{families, Sequence};
+    while !finished.load(Ordering::Acquire) {
+        let figures = {
+            let done = done.lock().unwrap_or_else(|p| p.into_inner());
+            let seq = Sequence {
+                plans,
+                finished: &done,
+                running_blocks: progress.load(Ordering::Relaxed),
+                held,
+            };
+            families(&seq, false)
+        };
+        live.publish(figures);
+        let t0 = Instant::now();
+        while t0.elapsed() < EVERY && !finished.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 

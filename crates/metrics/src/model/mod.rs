@@ -7,6 +7,7 @@ pub mod erase;
 pub mod info;
 pub mod run;
 pub mod season;
+pub mod steps;
 pub mod temperature;
 
 pub use catalog::{Kind, Metric};
