@@ -100,9 +100,11 @@ impl Live {
         self.erase.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The erase has ended with `outcomes`: publish its final figures,
-    /// settled from the result.
+    /// The erase has ended with `outcomes`: read the health of every drive
+    /// that has its own (the drives are idle now), then publish the final
+    /// figures, settled from the result.
     pub fn settle_erase(&self, outcomes: &[drivelab_erase::Outcome]) {
+        self.read_health(true);
         if let Some(t) = self.tracker().as_mut() {
             t.settle(outcomes);
             self.publish(t.families(Instant::now(), true));
@@ -124,6 +126,30 @@ impl Live {
             held,
         };
         self.publish(families(&seq, true));
+    }
+
+    /// Ask the erase's drives whose health is due (every one that has
+    /// health with `last`) at once, each on its own thread, and keep the
+    /// readings; the tracker is not held while the drives answer.
+    fn read_health(&self, last: bool) {
+        use drivelab_metrics::model::health::DriveHealth;
+        let now = Instant::now();
+        let due = match self.tracker().as_ref() {
+            Some(t) => t.health_due(now, last),
+            None => return,
+        };
+        std::thread::scope(|s| {
+            for (i, path) in due {
+                s.spawn(move || {
+                    let h = drivelab_device::health::health(std::path::Path::new(&path), None)
+                        .ok()
+                        .map(|h| DriveHealth::of(&h));
+                    if let Some(t) = self.tracker().as_mut() {
+                        t.set_health(i, now, h);
+                    }
+                });
+            }
+        });
     }
 
     /// Keep serving for `--metrics-linger`, or until `stop` (Ctrl-C).
@@ -174,6 +200,25 @@ pub fn watch_erase(
             .collect(),
     );
     *live.tracker() = Some(t);
+    std::thread::scope(|s| {
+        s.spawn(|| watch_health(live, finished));
+        publish_erase(live, finished);
+    });
+}
+
+/// Read the erase's drives' health as it falls due, until `finished`.
+fn watch_health(live: &Live, finished: &AtomicBool) {
+    while !finished.load(Ordering::Acquire) {
+        live.read_health(false);
+        let t0 = Instant::now();
+        while t0.elapsed() < EVERY && !finished.load(Ordering::Acquire) {
+            std::thread::sleep(ERASE_LOOK);
+        }
+    }
+}
+
+/// Publish the erase's figures every [`ERASE_EVERY`] until `finished`.
+fn publish_erase(live: &Live, finished: &AtomicBool) {
     let mut published = Instant::now() - ERASE_EVERY;
     loop {
         let over = finished.load(Ordering::Acquire);

@@ -293,6 +293,25 @@ pub static DRIVE_TEMPERATURE: Metric = Metric {
     from: "erase",
 };
 
+/// A drive's health counter.
+pub static DRIVE_HEALTH: Metric = Metric {
+    name: "drivelab_drive_health_counter",
+    kind: Kind::Gauge,
+    unit: "",
+    labels: &["device", "serial", "counter"],
+    help: "A drive's own error counter as its last health reading gave it (ATA: reallocated_sectors, pending_sectors, offline_uncorrectable, reported_uncorrectable, crc_errors; NVMe: media_errors, error_log_entries; SCSI: read/write/verify_uncorrected). Read every minute while the host writes or verifies, never during a command the drive runs on its own (sanitize, security erase, format), and once at the end.",
+    from: "erase",
+};
+/// A drive's wear.
+pub static DRIVE_USED: Metric = Metric {
+    name: "drivelab_drive_percentage_used_ratio",
+    kind: Kind::Gauge,
+    unit: "ratio",
+    labels: DRIVE,
+    help: "The drive's estimate of its life used (NVMe Percentage Used / 100; may exceed 1), as its last health reading gave it.",
+    from: "erase",
+};
+
 /// The labels of a test step.
 const STEP: &[&str] = &["step", "kind"];
 /// A test step's state.
@@ -452,6 +471,8 @@ pub static CATALOG: &[&Metric] = &[
     &ERASE_ELAPSED,
     &ERASE_ESTIMATE,
     &DRIVE_TEMPERATURE,
+    &DRIVE_HEALTH,
+    &DRIVE_USED,
     &TEST_STEP_STATE,
     &TEST_STEP_DONE,
     &TEST_STEP_PLANNED,

@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod erase;
+pub mod health;
 pub mod info;
 pub mod run;
 pub mod season;
