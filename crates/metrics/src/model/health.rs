@@ -14,6 +14,12 @@ use super::catalog::{DRIVE_HEALTH, DRIVE_USED};
 use super::info::Held;
 use super::{Family, Value};
 
+/// Whether a drive being seasoned may be asked for its health in stage
+/// `word`: not while it is purged (a sanitize or format the drive runs).
+pub fn may_read_seasoning(word: &str) -> bool {
+    word != "purge"
+}
+
 /// How often a drive's health is read while it may be.
 pub const HEALTH_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -24,6 +30,8 @@ pub struct DriveHealth {
     pub counters: Vec<(&'static str, u128)>,
     /// NVMe Percentage Used, when the drive reports it.
     pub percentage_used: Option<u8>,
+    /// The serial the drive gave.
+    pub serial: String,
 }
 
 impl DriveHealth {
@@ -32,6 +40,7 @@ impl DriveHealth {
         DriveHealth {
             counters: delta::counters(h),
             percentage_used: h.nvme.as_ref().map(|n| n.smart.percentage_used),
+            serial: h.serial.clone().unwrap_or_default(),
         }
     }
 }
@@ -56,7 +65,12 @@ pub fn empty() -> [Family; 2] {
 
 /// Add drive `held`'s reading `h` to `fams` (from [`empty`]).
 pub fn push(fams: &mut [Family; 2], held: &Held, h: &DriveHealth) {
-    let (dev, serial) = (held.device.as_str(), held.serial.as_str());
+    push_as(fams, &held.device, &held.serial, h);
+}
+
+/// Add the reading `h` of drive `dev` (kernel name) with `serial` to
+/// `fams`.
+pub fn push_as(fams: &mut [Family; 2], dev: &str, serial: &str, h: &DriveHealth) {
     for (name, v) in &h.counters {
         fams[0].push(&[dev, serial, name], Value::Gauge(*v as f64));
     }
@@ -88,6 +102,10 @@ mod tests {
         for m in [Method::Stream, Method::Zeroout, Method::NvmeWriteZeroes] {
             assert!(may_read(m, Phase::Erasing), "{m:?}");
         }
+        assert!(!may_read_seasoning("purge"));
+        for w in ["fill", "image", "rounds", "compare"] {
+            assert!(may_read_seasoning(w), "{w}");
+        }
     }
 
     #[test]
@@ -100,6 +118,7 @@ mod tests {
         let h = DriveHealth {
             counters: vec![("media_errors", 3), ("error_log_entries", 12)],
             percentage_used: Some(104),
+            serial: "S1".into(),
         };
         let mut f = empty();
         push(&mut f, &held, &h);
