@@ -6,16 +6,17 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Args;
 use drivelab_device::input;
+use drivelab_metrics::model::info::Held;
 use drivelab_steps::result::{render_footer, render_header, render_step};
 use drivelab_steps::spec::parse_pattern;
 use drivelab_steps::{
-    parse_sequence, plan_steps, run_sequence, Status, StepError, StepKind, StepPlan, StepSpec,
-    TestReport, TestTarget,
+    parse_sequence, plan_steps, run_sequence, Status, StepError, StepKind, StepPlan, StepResult,
+    StepSpec, TestReport, TestTarget,
 };
 
 use crate::error::usage;
@@ -95,6 +96,15 @@ pub struct TestArgs {
     /// Also write the text log to FILE (as each step finishes).
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Serve live figures for Prometheus at http://ADDR/metrics while the
+    /// steps run (ADDR: PORT on loopback, or HOST:PORT); see
+    /// docs/metrics.md.
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// With --metrics-listen: keep serving the final figures for TIME
+    /// (s when bare) after the steps end, so the last scrape sees them.
+    #[arg(long = "metrics-linger", value_name = "TIME")]
+    pub metrics_linger: Option<String>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -265,7 +275,7 @@ fn specs_of(a: &TestArgs) -> anyhow::Result<(Vec<StepSpec>, Option<u64>)> {
 }
 
 /// The progress line's thread: every half second, the current step's
-/// share of its pass. `None` when the system refuses a thread (progress is
+/// share of its blocks (a write-verify's both passes). `None` when the system refuses a thread (progress is
 /// optional).
 fn ticker(
     plans: &[StepPlan],
@@ -274,10 +284,7 @@ fn ticker(
     finished: &Arc<AtomicBool>,
 ) -> Option<std::thread::JoinHandle<()>> {
     let (progress, current, finished) = (progress.clone(), current.clone(), finished.clone());
-    let totals: Vec<(u64, bool)> = plans
-        .iter()
-        .map(|p| (p.count, p.spec.kind == StepKind::WriteVerify))
-        .collect();
+    let totals: Vec<u64> = plans.iter().map(StepPlan::planned_blocks).collect();
     // Progress is optional: a thread the system refuses means no
     // progress line, not a panic.
     std::thread::Builder::new()
@@ -285,11 +292,11 @@ fn ticker(
             while !finished.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(500));
                 let i = current.load(Ordering::Relaxed);
-                if let Some((total, _)) = totals.get(i) {
+                if let Some(total) = totals.get(i) {
                     let done = progress.load(Ordering::Relaxed);
                     let pct = done as f64 * 100.0 / (*total).max(1) as f64;
                     eprint!(
-                        "\rTEST {} of {}: {pct:5.1}% of the pass ({done} of {total} blocks)   ",
+                        "\rTEST {} of {}: {pct:5.1}% of the step ({done} of {total} blocks)   ",
                         i + 1,
                         totals.len()
                     );
@@ -310,6 +317,14 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
     if let Some(p) = &a.log {
         crate::output::check_file_inputs(p, "--log", &inputs)?;
     }
+    // The endpoint is bound before the target is opened: an address that
+    // cannot be bound is bad input, nothing written.
+    let live = crate::metrics::Live::from_args(
+        a.metrics_listen.as_deref(),
+        a.metrics_linger.as_deref(),
+        "test",
+        !a.out.json(),
+    )?;
     let seed_given = a.seed.is_some() || file_seed.is_some();
     let seed = a.seed.or(file_seed).unwrap_or_else(fresh_seed);
     // High args: the target, the safety check, the plan.
@@ -355,39 +370,7 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
         sinks.put(&header)?;
     }
 
-    let stop = crate::signal::stop_flag();
-    let progress = Arc::new(AtomicU64::new(0));
-    let current = Arc::new(AtomicUsize::new(0));
-    let finished = Arc::new(AtomicBool::new(false));
-    let show_progress = std::io::stderr().is_terminal() && !json;
-    let ticker = show_progress
-        .then(|| ticker(&plans, &progress, &current, &finished))
-        .flatten();
-    let mut sink_err: Option<anyhow::Error> = None;
-    let result = run_sequence(&target, &plans, stop, &progress, |r| {
-        current.store(r.index, Ordering::Relaxed);
-        let text = render_step(r);
-        let put = if json {
-            sinks.log(&text);
-            Ok(())
-        } else {
-            if show_progress {
-                eprint!("\r{:78}\r", "");
-            }
-            sinks.put(&text)
-        };
-        if let Err(e) = put {
-            sink_err.get_or_insert(e);
-        }
-    });
-    finished.store(true, Ordering::Relaxed);
-    if let Some(t) = ticker {
-        let _ = t.join();
-    }
-    report.steps = result.map_err(step_error)?;
-    if let Some(e) = sink_err {
-        return Err(e);
-    }
+    report.steps = execute(&target, &plans, json, &mut sinks, live.as_ref())?;
     report.passed = report.steps.iter().all(|s| s.status == Status::Passed);
     let interrupted = report.steps.iter().any(|s| s.status == Status::Interrupted);
     let code: u8 = if interrupted {
@@ -432,10 +415,82 @@ pub fn run(a: TestArgs) -> anyhow::Result<u8> {
             sinks.log_error = Some(e.to_string());
         }
     }
+    if let Some(l) = &live {
+        l.linger(crate::signal::stop_flag());
+    }
     if let Some(e) = sinks.log_error {
         return Err(anyhow::Error::new(crate::error::LateWriteError(format!(
             "{e}; the results were written, the log was not"
         ))));
     }
     Ok(code)
+}
+
+/// Run the steps, with the progress line (on a terminal) and the live
+/// figures (with `--metrics-listen`) beside them; each step's text goes to
+/// the sinks as it finishes.
+fn execute(
+    target: &TestTarget,
+    plans: &[StepPlan],
+    json: bool,
+    sinks: &mut Sinks,
+    live: Option<&crate::metrics::Live>,
+) -> anyhow::Result<Vec<StepResult>> {
+    let stop = crate::signal::stop_flag();
+    let progress = Arc::new(AtomicU64::new(0));
+    let current = Arc::new(AtomicUsize::new(0));
+    let finished = Arc::new(AtomicBool::new(false));
+    let show_progress = std::io::stderr().is_terminal() && !json;
+    let ticker = show_progress
+        .then(|| ticker(plans, &progress, &current, &finished))
+        .flatten();
+    let held = target.claim.as_ref().map(|c| {
+        let r = c.assessment();
+        Held {
+            path: r.path.display().to_string(),
+            device: r.device.clone().unwrap_or_default(),
+            serial: r.serial.clone().unwrap_or_default(),
+        }
+    });
+    let done: Mutex<Vec<StepResult>> = Mutex::new(Vec::new());
+    let mut sink_err: Option<anyhow::Error> = None;
+    let result = std::thread::scope(|s| {
+        if let Some(l) = live {
+            s.spawn(|| {
+                crate::metrics::watch_test(l, plans, &done, &progress, held.as_ref(), &finished)
+            });
+        }
+        let result = run_sequence(target, plans, stop, &progress, |r| {
+            current.store(r.index, Ordering::Relaxed);
+            done.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(r.clone());
+            let text = render_step(r);
+            let put = if json {
+                sinks.log(&text);
+                Ok(())
+            } else {
+                if show_progress {
+                    eprint!("\r{:78}\r", "");
+                }
+                sinks.put(&text)
+            };
+            if let Err(e) = put {
+                sink_err.get_or_insert(e);
+            }
+        });
+        finished.store(true, Ordering::Release);
+        result
+    });
+    if let Some(t) = ticker {
+        let _ = t.join();
+    }
+    let steps = result.map_err(step_error)?;
+    if let Some(l) = live {
+        l.settle_test(plans, &steps, held.as_ref());
+    }
+    match sink_err {
+        Some(e) => Err(e),
+        None => Ok(steps),
+    }
 }

@@ -29,6 +29,8 @@ pub struct Live {
     erase: std::sync::Mutex<Option<drivelab_metrics::model::erase::Tracker>>,
     /// A season's drives as last seen by [`watch_season`].
     season: std::sync::Mutex<Vec<(String, drivelab_season::StageFigures)>>,
+    /// The season's drives' last health figures.
+    season_health: std::sync::Mutex<Vec<Family>>,
     linger: Option<Duration>,
     /// Whether notes go to stderr (not in machine-readable modes).
     notes: bool,
@@ -63,6 +65,7 @@ impl Live {
             endpoint,
             erase: std::sync::Mutex::new(None),
             season: std::sync::Mutex::new(Vec::new()),
+            season_health: std::sync::Mutex::new(Vec::new()),
             linger,
             notes,
         }))
@@ -86,7 +89,15 @@ impl Live {
     /// The season has ended: publish its last figures as final.
     pub fn settle_season(&self) {
         let last = self.season.lock().unwrap_or_else(|p| p.into_inner());
-        self.publish(drivelab_metrics::model::season::families(&last, true));
+        let mut fams = drivelab_metrics::model::season::families(&last, true);
+        fams.extend(
+            self.season_health
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .cloned(),
+        );
+        self.publish(fams);
     }
 
     /// Serve `families` from now on.
@@ -100,13 +111,56 @@ impl Live {
         self.erase.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The erase has ended with `outcomes`: publish its final figures,
-    /// settled from the result.
+    /// The erase has ended with `outcomes`: read the health of every drive
+    /// that has its own (the drives are idle now), then publish the final
+    /// figures, settled from the result.
     pub fn settle_erase(&self, outcomes: &[drivelab_erase::Outcome]) {
+        self.read_health(true);
         if let Some(t) = self.tracker().as_mut() {
             t.settle(outcomes);
             self.publish(t.families(Instant::now(), true));
         }
+    }
+
+    /// The test sequence has ended with `steps`: publish its final figures.
+    pub fn settle_test(
+        &self,
+        plans: &[drivelab_steps::StepPlan],
+        steps: &[drivelab_steps::StepResult],
+        held: Option<&drivelab_metrics::model::info::Held>,
+    ) {
+        use drivelab_metrics::model::steps::{families, Sequence};
+        let seq = Sequence {
+            plans,
+            finished: steps,
+            running_blocks: 0,
+            held,
+        };
+        self.publish(families(&seq, true));
+    }
+
+    /// Ask the erase's drives whose health is due (every one that has
+    /// health with `last`) at once, each on its own thread, and keep the
+    /// readings; the tracker is not held while the drives answer.
+    fn read_health(&self, last: bool) {
+        use drivelab_metrics::model::health::DriveHealth;
+        let now = Instant::now();
+        let due = match self.tracker().as_ref() {
+            Some(t) => t.health_due(now, last),
+            None => return,
+        };
+        std::thread::scope(|s| {
+            for (i, path) in due {
+                s.spawn(move || {
+                    let h = drivelab_device::health::health(std::path::Path::new(&path), None)
+                        .ok()
+                        .map(|h| DriveHealth::of(&h));
+                    if let Some(t) = self.tracker().as_mut() {
+                        t.set_health(i, now, h);
+                    }
+                });
+            }
+        });
     }
 
     /// Keep serving for `--metrics-linger`, or until `stop` (Ctrl-C).
@@ -157,6 +211,25 @@ pub fn watch_erase(
             .collect(),
     );
     *live.tracker() = Some(t);
+    std::thread::scope(|s| {
+        s.spawn(|| watch_health(live, finished));
+        publish_erase(live, finished);
+    });
+}
+
+/// Read the erase's drives' health as it falls due, until `finished`.
+fn watch_health(live: &Live, finished: &AtomicBool) {
+    while !finished.load(Ordering::Acquire) {
+        live.read_health(false);
+        let t0 = Instant::now();
+        while t0.elapsed() < EVERY && !finished.load(Ordering::Acquire) {
+            std::thread::sleep(ERASE_LOOK);
+        }
+    }
+}
+
+/// Publish the erase's figures every [`ERASE_EVERY`] until `finished`.
+fn publish_erase(live: &Live, finished: &AtomicBool) {
     let mut published = Instant::now() - ERASE_EVERY;
     loop {
         let over = finished.load(Ordering::Acquire);
@@ -175,28 +248,124 @@ pub fn watch_erase(
     }
 }
 
+/// What is known of a seasoned drive's health: when it was last asked,
+/// whether it has none of its own (its first reading failed), and the
+/// last reading.
+#[derive(Default)]
+struct SeasonHealth {
+    asked: Option<Instant>,
+    none: bool,
+    last: Option<drivelab_metrics::model::health::DriveHealth>,
+}
+
 /// Publish a season's figures every [`ERASE_EVERY`] until `finished` is
-/// set (on the season's watch thread, beside the progress lines).
+/// set (on the season's watch thread, beside the progress lines), with
+/// each drive's health as [`season_health`] reads it.
 pub fn watch_season(
     live: &Live,
     status: &[std::sync::Arc<drivelab_season::Status>],
     finished: &AtomicBool,
 ) {
-    loop {
-        let over = finished.load(Ordering::Acquire);
-        let now: Vec<(String, drivelab_season::StageFigures)> = status
-            .iter()
-            .map(|s| {
-                let name = s.device.rsplit('/').next().unwrap_or(&s.device);
-                (name.to_string(), s.figures())
-            })
-            .collect();
-        live.publish(drivelab_metrics::model::season::families(&now, false));
-        *live.season.lock().unwrap_or_else(|p| p.into_inner()) = now;
-        if over {
-            return;
+    use drivelab_metrics::model::health;
+    let slots: Vec<std::sync::Mutex<SeasonHealth>> =
+        status.iter().map(|_| Default::default()).collect();
+    std::thread::scope(|s| {
+        s.spawn(|| season_health(status, &slots, finished));
+        loop {
+            let over = finished.load(Ordering::Acquire);
+            let now: Vec<(String, drivelab_season::StageFigures)> = status
+                .iter()
+                .map(|s| {
+                    let name = s.device.rsplit('/').next().unwrap_or(&s.device);
+                    (name.to_string(), s.figures())
+                })
+                .collect();
+            let mut fams = drivelab_metrics::model::season::families(&now, false);
+            let mut hf = health::empty();
+            for ((name, _), slot) in now.iter().zip(&slots) {
+                let slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(h) = &slot.last {
+                    health::push_as(&mut hf, name, &h.serial, h);
+                }
+            }
+            *live.season_health.lock().unwrap_or_else(|p| p.into_inner()) = hf.to_vec();
+            fams.extend(hf);
+            live.publish(fams);
+            *live.season.lock().unwrap_or_else(|p| p.into_inner()) = now;
+            if over {
+                return;
+            }
+            std::thread::sleep(ERASE_EVERY);
         }
-        std::thread::sleep(ERASE_EVERY);
+    });
+}
+
+/// Read each seasoned drive's health every [`HEALTH_EVERY`] while its
+/// stage allows it, until `finished`; a drive whose first reading fails
+/// (a loop device) is not asked again.
+///
+/// [`HEALTH_EVERY`]: drivelab_metrics::model::health::HEALTH_EVERY
+fn season_health(
+    status: &[std::sync::Arc<drivelab_season::Status>],
+    slots: &[std::sync::Mutex<SeasonHealth>],
+    finished: &AtomicBool,
+) {
+    use drivelab_metrics::model::health::{may_read_seasoning, DriveHealth, HEALTH_EVERY};
+    while !finished.load(Ordering::Acquire) {
+        for (st, slot) in status.iter().zip(slots) {
+            let stage = st.figures().stage;
+            let word = stage.split_whitespace().next().unwrap_or("");
+            let due = {
+                let s = slot.lock().unwrap_or_else(|p| p.into_inner());
+                !s.none && s.asked.is_none_or(|t| t.elapsed() >= HEALTH_EVERY)
+            };
+            if !due || !may_read_seasoning(word) {
+                continue;
+            }
+            let read = drivelab_device::health::health(std::path::Path::new(&st.device), None);
+            let mut s = slot.lock().unwrap_or_else(|p| p.into_inner());
+            match read {
+                Ok(h) => s.last = Some(DriveHealth::of(&h)),
+                Err(_) if s.asked.is_none() => s.none = true,
+                Err(_) => {}
+            }
+            s.asked = Some(Instant::now());
+        }
+        let t0 = Instant::now();
+        while t0.elapsed() < EVERY && !finished.load(Ordering::Acquire) {
+            std::thread::sleep(ERASE_LOOK);
+        }
+    }
+}
+
+/// Publish a test sequence's figures every [`EVERY`] until `finished` is
+/// set (on a thread beside the steps): the steps finished so far are
+/// `done`, the running one's blocks `progress`.
+pub fn watch_test(
+    live: &Live,
+    plans: &[drivelab_steps::StepPlan],
+    done: &std::sync::Mutex<Vec<drivelab_steps::StepResult>>,
+    progress: &std::sync::atomic::AtomicU64,
+    held: Option<&drivelab_metrics::model::info::Held>,
+    finished: &AtomicBool,
+) {
+    use drivelab_metrics::model::steps::{families, Sequence};
+    while !finished.load(Ordering::Acquire) {
+        let figures = {
+            let done = done.lock().unwrap_or_else(|p| p.into_inner());
+            let seq = Sequence {
+                plans,
+                finished: &done,
+                running_blocks: progress.load(Ordering::Relaxed),
+                held,
+            };
+            families(&seq, false)
+        };
+        live.publish(figures);
+        let t0 = Instant::now();
+        while t0.elapsed() < EVERY && !finished.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 

@@ -100,6 +100,21 @@ fn an_address_in_use_is_refused_before_any_io() {
         assert!(err.contains("--metrics-l"), "{args:?}: {err}");
         assert!(!file.exists(), "{args:?}: the target was created");
     }
+    // A test's write step on an existing file: refused before it is opened.
+    let kept = dir.join("kept.bin");
+    std::fs::write(&kept, vec![0x5au8; 1 << 20]).unwrap();
+    let before = digest(&kept);
+    let k = kept.to_str().unwrap();
+    for args in [
+        vec!["test", k, "--step", "write", "--metrics-listen", &port],
+        vec!["test", k, "--step", "write", "--metrics-linger=5"],
+    ] {
+        let (code, out, err) = run(BIN, &args);
+        assert_eq!(code, 2, "{args:?}: {out} {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(err.contains("--metrics-l"), "{args:?}: {err}");
+        assert_eq!(digest(&kept), before, "{args:?}: the file was written");
+    }
 }
 
 #[test]
@@ -284,4 +299,100 @@ fn a_season_is_served_stage_by_stage_to_its_last_round() {
     // The last round served is the result's last.
     let line = format!("drivelab_season_round{{device=\"{name}\"}}");
     assert_eq!(sample(&text, &line), Some(rounds as f64), "{text}");
+}
+
+/// The figure `name{step="S",kind="K"...}` in `text`.
+fn step_figure(text: &str, name: &str, labels: &str) -> f64 {
+    let line = format!("{name}{{{labels}}}");
+    sample(text, &line).unwrap_or_else(|| panic!("{line} not served:\n{text}"))
+}
+
+#[test]
+fn a_test_sequence_is_served_step_by_step_and_ends_equal_to_its_result() {
+    require_tools(&["/usr/bin/promtool"]);
+    let dir = TempDir::new("metrics-test-steps");
+    let file = dir.join("target.bin");
+    std::fs::write(&file, vec![0u8; 8 << 20]).unwrap();
+    let seq = dir.join("steps.toml");
+    // A write-verify that passes, a verify of the wrong pattern that fails
+    // on every block and goes on, and a read.
+    std::fs::write(
+        &seq,
+        "seed = 7\n[[step]]\nkind = \"write-verify\"\npattern = \"incrementing\"\nbs = \"4k\"\n\
+         [[step]]\nkind = \"verify\"\npattern = \"allzeros\"\nbs = \"64k\"\non_error = \"continue\"\n\
+         [[step]]\nkind = \"read\"\nbs = \"64k\"\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let port_s = port.to_string();
+    let args = [
+        "test",
+        file.to_str().unwrap(),
+        "--sequence",
+        seq.to_str().unwrap(),
+        "--output-format=json",
+        "--metrics-listen",
+        &port_s,
+        "--metrics-linger=300",
+    ];
+    let mut child = Drivelab::start(&args);
+    let text = child.final_figures(port);
+    let (code, out, err) = child.stop();
+    assert_eq!(code, 1, "a step failed: {err}");
+    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3, "{out}");
+    for s in steps {
+        let step = s["index"].as_u64().unwrap();
+        let kind = s["kind"].as_str().unwrap();
+        let l = format!("step=\"{step}\",kind=\"{kind}\"");
+        let status = s["status"].as_str().unwrap().to_ascii_lowercase();
+        for state in ["waiting", "running", "passed", "failed", "skipped"] {
+            let v = step_figure(
+                &text,
+                "drivelab_test_step_state",
+                &format!("{l},state=\"{state}\""),
+            );
+            assert_eq!(
+                v,
+                f64::from(u8::from(state == status)),
+                "step {step} {state}"
+            );
+        }
+        let bs = s["block_size"].as_u64().unwrap();
+        let blocks = s["blocks_transferred"].as_u64().unwrap();
+        assert_eq!(
+            step_figure(&text, "drivelab_test_step_done_bytes", &l),
+            (blocks * bs) as f64,
+            "step {step}"
+        );
+        for p in s["passes"].as_array().unwrap() {
+            let lo = format!("{l},op=\"{}\"", p["op"].as_str().unwrap());
+            assert_eq!(
+                step_figure(&text, "drivelab_test_ios_total", &lo),
+                p["ios"].as_u64().unwrap() as f64
+            );
+            assert_eq!(
+                step_figure(&text, "drivelab_test_io_bytes_total", &lo),
+                p["bytes"].as_u64().unwrap() as f64
+            );
+        }
+        assert_eq!(
+            step_figure(&text, "drivelab_test_miscompared_blocks_total", &l),
+            s["miscompares"].as_u64().unwrap() as f64
+        );
+        assert_eq!(
+            step_figure(&text, "drivelab_test_io_errors_total", &l),
+            s["io_errors"].as_u64().unwrap() as f64
+        );
+    }
+    // The write-verify did both passes over the whole 8 MiB; the verify
+    // of the wrong pattern miscompared every block.
+    let wv = "step=\"1\",kind=\"write-verify\"";
+    assert_eq!(
+        step_figure(&text, "drivelab_test_step_planned_bytes", wv),
+        f64::from(16u32 << 20)
+    );
+    assert_eq!(steps[1]["miscompares"].as_u64(), Some(16384), "{out}");
+    promtool_check(&text, dir.path());
 }

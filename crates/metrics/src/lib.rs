@@ -1,5 +1,5 @@
 //! Live figures of long work for Prometheus: `--metrics-listen ADDR` on
-//! `run`, `erase` and `season` serves what the work has done so far over HTTP, in
+//! `run`, `test`, `erase` and `season` serves what the work has done so far over HTTP, in
 //! the OpenMetrics text format or Prometheus's text format 0.0.4 (as the
 //! scraper asks), read from the same result structs the final output is
 //! built from, so the last scrape and the final result agree.
@@ -10,7 +10,8 @@
 //!   [`model::catalog`] (name, type, unit, labels, help; the table in
 //!   `docs/metrics.md` is generated from it); `model::run` reads a
 //!   [`drivelab_report::RunReport`] (a `--status-interval` snapshot or the
-//!   final result), `model::erase` an erase's per-drive progress.
+//!   final result), `model::steps` a test sequence's steps,
+//!   `model::erase` an erase's per-drive progress.
 //! - `encode/`: the two text formats. Written here rather than through a
 //!   client library: the figures are snapshots of result structs (a client
 //!   library's registry wants live instruments counted in place, and its

@@ -165,6 +165,12 @@ pub fn plan_steps(
 }
 
 impl StepPlan {
+    /// Blocks the step transfers when every command succeeds: the range,
+    /// once per pass (what the progress counter counts up to).
+    pub fn planned_blocks(&self) -> u64 {
+        self.count * self.spec.kind.passes()
+    }
+
     /// The access order as a fresh walker (each pass starts its own).
     pub fn walker(&self) -> Walker {
         let (a, n, lo, hi, seed) = (self.start, self.count, self.lo, self.hi, self.seed);
@@ -206,6 +212,9 @@ pub struct PassConfig {
     pub on_error: OnError,
     /// Retries per failed command.
     pub retries: u32,
+    /// Blocks the step's earlier passes did: `progress` counts on from
+    /// them, so it shows the step's blocks, not the pass's.
+    pub progress_from: u64,
 }
 
 /// How a pass narrows a failed command down to its bad blocks.
@@ -397,7 +406,8 @@ impl Driver for PassDriver<'_> {
     }
 
     fn turn(&mut self, _now: u64) -> bool {
-        self.progress.store(self.blocks, Ordering::Relaxed);
+        self.progress
+            .store(self.cfg.progress_from + self.blocks, Ordering::Relaxed);
         self.stopping
     }
 }
@@ -406,7 +416,8 @@ impl Driver for PassDriver<'_> {
 /// commands in flight. The engine needs `cfg.qd + 1` slots: the spare
 /// buffer is filled ahead (writes of non-periodic patterns) or compared
 /// (reads) while the device works on the others, so pattern work overlaps
-/// I/O even at queue depth 1. `progress` counts blocks completed; `stop`
+/// I/O even at queue depth 1. `progress` counts blocks completed (on from
+/// `cfg.progress_from`); `stop`
 /// ends the pass early (in-flight commands drained, not checked). A
 /// command that fails its retries is narrowed down to its bad blocks with
 /// `narrowing` (when given) before the pass goes on or stops.
@@ -456,7 +467,7 @@ pub fn run_pass<E: Engine>(
         ..LoopConfig::default()
     };
     let st = ioloop::run(engine, &mut drv, &lc)?;
-    progress.store(drv.blocks, Ordering::Relaxed);
+    progress.store(cfg.progress_from + drv.blocks, Ordering::Relaxed);
     let runtime_ns = st.ended.saturating_sub(st.started).max(1);
     let secs = runtime_ns as f64 / 1e9;
     let (ios, blocks) = (drv.ios, drv.blocks);
@@ -619,6 +630,7 @@ pub fn run_step(
             qd: spec.qd,
             on_error: spec.on_error,
             retries: spec.retries,
+            progress_from: r.blocks_transferred,
         };
         let narrowing = narrowing_for(target, op);
         let out = run_pass(

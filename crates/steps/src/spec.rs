@@ -46,6 +46,15 @@ impl StepKind {
         matches!(self, StepKind::Verify | StepKind::WriteVerify)
     }
 
+    /// Passes over the range: a write-verify writes it, then reads it.
+    pub fn passes(self) -> u64 {
+        if self == StepKind::WriteVerify {
+            2
+        } else {
+            1
+        }
+    }
+
     /// The name used on the command line and in sequence files.
     pub fn name(self) -> &'static str {
         match self {

@@ -130,7 +130,21 @@ mark health
 NS=${SANI}n1
 fill $NS 245; readback san_block_before $NS
 state sani s0
-NAME=san_block; run_json $NAME @ERASE@ --method nvme-sanitize
+# With live metrics: scraped every 0.2 s (busybox wget) until final, then
+# the linger is ended as Ctrl-C would.
+NAME=san_block
+@ERASE@ --method nvme-sanitize --metrics-listen 9400 --metrics-linger 300 > $NAME.out 2> $NAME.err &
+epid=$!
+: > $NAME.scrapes; i=0
+while [ $i -lt 1500 ]; do
+  if wget -qO /tmp/m.txt http://127.0.0.1:9400/metrics 2>/dev/null; then
+    grep -E '^drivelab_(erase_state|drive_health_counter|drive_percentage_used_ratio|work_finished)' /tmp/m.txt | sed "s/^/$i /" >> $NAME.scrapes
+    grep -q '^drivelab_work_finished 1' /tmp/m.txt && break
+  fi
+  sleep 0.2; i=$((i + 1))
+done
+cp /tmp/m.txt $NAME.metrics.txt
+kill -INT $epid; wait $epid; echo $? > $NAME.status
 state sani s1; readback $NAME $NS
 mark san_block
 fill $NS 132; readback san_crypto_before $NS
@@ -373,6 +387,56 @@ fn health_checks(c: &mut Checks, run: &GuestRun) {
     );
 }
 
+/// The sanitize's live figures: the drive's health counters and wear are
+/// served at the end, equal to the certificate's reading after the erase,
+/// and never while the drive sanitizes (no health command is sent then).
+fn san_block_metrics(c: &mut Checks, run: &GuestRun) {
+    let text = run.file("san_block.metrics.txt").unwrap_or_default();
+    let cert = cert(run, &row(run, "san_block"));
+    let smart = &cert["health"]["after"]["health"]["nvme"]["smart"];
+    let served = |name: &str| {
+        text.lines()
+            .find(|l| {
+                l.starts_with("drivelab_drive_health_counter{")
+                    && l.contains(&format!("counter=\"{name}\""))
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+    };
+    let used = text
+        .lines()
+        .find(|l| l.starts_with("drivelab_drive_percentage_used_ratio{"))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+    c.check(
+        "san_block: the last scrape serves the drive's media errors, error log entries and wear as its health after the erase reads them",
+        served("media_errors") == num(&smart["media_errors"]).map(|v| v as f64)
+            && served("error_log_entries") == num(&smart["error_log_entries"]).map(|v| v as f64)
+            && used == num(&smart["percentage_used"]).map(|v| v as f64 / 100.0),
+        || format!("served:\n{text}\ncertificate's smart after: {smart}"),
+    );
+    let scrapes = run.file("san_block.scrapes").unwrap_or_default();
+    let mut erasing = std::collections::BTreeSet::new();
+    let mut with_health = std::collections::BTreeSet::new();
+    for l in scrapes.lines() {
+        let Some((i, rest)) = l.split_once(' ') else {
+            continue;
+        };
+        if rest.starts_with("drivelab_erase_state{")
+            && rest.contains("state=\"erasing\"")
+            && rest.ends_with(" 1")
+        {
+            erasing.insert(i.to_string());
+        }
+        if rest.starts_with("drivelab_drive_health_counter{") {
+            with_health.insert(i.to_string());
+        }
+    }
+    c.check(
+        "san_block: scraped while the drive sanitized, and no health reading was taken then",
+        !erasing.is_empty() && erasing.is_disjoint(&with_health),
+        || format!("scrapes erasing {erasing:?}, with health {with_health:?}"),
+    );
+}
+
 /// The erase `name` erased the namespace with `method` and its
 /// certificate says so, with the NIST `category` and the namespace's size;
 /// the certificate, for further checks.
@@ -415,6 +479,7 @@ fn sanitize_checks(c: &mut Checks, run: &GuestRun) {
         md5 == zero,
         || format!("{md5} vs zeroes {zero}"),
     );
+    san_block_metrics(c, run);
     let (s0, s1) = (json(run, "s0.state.json"), json(run, "s1.state.json"));
     let e = &s1["erases"][0];
     c.check(

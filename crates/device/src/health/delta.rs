@@ -56,7 +56,12 @@ pub struct HealthDelta {
     pub changes: Vec<String>,
 }
 
-fn counters(h: &Health) -> Vec<(&'static str, u128)> {
+/// The error and wear counters of a snapshot that can only grow while a
+/// drive wears or fails, by name ("reallocated_sectors", "pending_sectors",
+/// "offline_uncorrectable", "reported_uncorrectable", "crc_errors" for
+/// ATA; "media_errors", "error_log_entries" for NVMe; "read_uncorrected",
+/// "write_uncorrected", "verify_uncorrected" for SCSI), those it reports.
+pub fn counters(h: &Health) -> Vec<(&'static str, u128)> {
     let mut v = Vec::new();
     if let Some(a) = &h.ata {
         let s = &a.summary;

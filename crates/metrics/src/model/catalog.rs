@@ -80,7 +80,7 @@ pub static BUILD: Metric = Metric {
     unit: "",
     labels: &["version", "host", "command"],
     help: "drivelab's version, this host's name and the command serving the figures.",
-    from: "run, erase, season, station",
+    from: "run, test, erase, season, station",
 };
 /// A target held for writing.
 pub static CLAIM: Metric = Metric {
@@ -90,7 +90,7 @@ pub static CLAIM: Metric = Metric {
     labels: &["path", "device", "serial"],
     help:
         "A target claimed for writing: its path, kernel name and serial (empty when it has none).",
-    from: "run, erase, season",
+    from: "run, test, erase, season",
 };
 /// Whether the figures are final.
 pub static FINISHED: Metric = Metric {
@@ -99,7 +99,7 @@ pub static FINISHED: Metric = Metric {
     unit: "",
     labels: &[],
     help: "1 once the work has ended and the figures are the final result's, else 0.",
-    from: "run, erase, season",
+    from: "run, test, erase, season",
 };
 /// I/Os completed.
 pub static JOB_IOS: Metric = Metric {
@@ -294,6 +294,102 @@ pub static DRIVE_TEMPERATURE: Metric = Metric {
     from: "erase",
 };
 
+/// A drive's health counter.
+pub static DRIVE_HEALTH: Metric = Metric {
+    name: "drivelab_drive_health_counter",
+    kind: Kind::Gauge,
+    unit: "",
+    labels: &["device", "serial", "counter"],
+    help: "A drive's own error counter as its last health reading gave it (ATA: reallocated_sectors, pending_sectors, offline_uncorrectable, reported_uncorrectable, crc_errors; NVMe: media_errors, error_log_entries; SCSI: read/write/verify_uncorrected). Read every minute while the host writes or verifies, never during a command the drive runs on its own (sanitize, security erase, format, a season's purge), and once at the end of an erase.",
+    from: "erase, season",
+};
+/// A drive's wear.
+pub static DRIVE_USED: Metric = Metric {
+    name: "drivelab_drive_percentage_used_ratio",
+    kind: Kind::Gauge,
+    unit: "ratio",
+    labels: DRIVE,
+    help: "The drive's estimate of its life used (NVMe Percentage Used / 100; may exceed 1), as its last health reading gave it.",
+    from: "erase, season",
+};
+
+/// The labels of a test step.
+const STEP: &[&str] = &["step", "kind"];
+/// A test step's state.
+pub static TEST_STEP_STATE: Metric = Metric {
+    name: "drivelab_test_step_state",
+    kind: Kind::Gauge,
+    unit: "",
+    labels: &["step", "kind", "state"],
+    help: "1 for the state a test step is in (waiting, running, passed, failed, skipped, interrupted), 0 for the others; step is its 1-based place in the sequence.",
+    from: "test",
+};
+/// A test step's blocks done, in bytes.
+pub static TEST_STEP_DONE: Metric = Metric {
+    name: "drivelab_test_step_done_bytes",
+    kind: Kind::Gauge,
+    unit: "bytes",
+    labels: STEP,
+    help: "Bytes a test step has transferred so far, over its passes (a write-verify counts the write and the read), as the progress line counts them.",
+    from: "test",
+};
+/// A test step's planned bytes.
+pub static TEST_STEP_PLANNED: Metric = Metric {
+    name: "drivelab_test_step_planned_bytes",
+    kind: Kind::Gauge,
+    unit: "bytes",
+    labels: STEP,
+    help: "Bytes a test step transfers when every command succeeds: its range once per pass.",
+    from: "test",
+};
+/// Commands of a finished pass.
+pub static TEST_IOS: Metric = Metric {
+    name: "drivelab_test_ios",
+    kind: Kind::Counter,
+    unit: "",
+    labels: &["step", "kind", "op"],
+    help:
+        "Commands a finished test step completed, by pass (write, read): the result's passes[].ios.",
+    from: "test",
+};
+/// Bytes of a finished pass.
+pub static TEST_BYTES: Metric = Metric {
+    name: "drivelab_test_io_bytes",
+    kind: Kind::Counter,
+    unit: "bytes",
+    labels: &["step", "kind", "op"],
+    help: "Bytes a finished test step moved, by pass: the result's passes[].bytes.",
+    from: "test",
+};
+/// Failed commands of a step.
+pub static TEST_IO_ERRORS: Metric = Metric {
+    name: "drivelab_test_io_errors",
+    kind: Kind::Counter,
+    unit: "",
+    labels: STEP,
+    help:
+        "Commands of a finished test step that failed after their retries: the result's io_errors.",
+    from: "test",
+};
+/// Miscompared blocks of a step.
+pub static TEST_MISCOMPARES: Metric = Metric {
+    name: "drivelab_test_miscompared_blocks",
+    kind: Kind::Counter,
+    unit: "",
+    labels: STEP,
+    help: "Blocks of a finished test step that read back different from the pattern: the result's miscompares.",
+    from: "test",
+};
+/// Bad blocks of a step.
+pub static TEST_BAD_BLOCKS: Metric = Metric {
+    name: "drivelab_test_bad_blocks",
+    kind: Kind::Counter,
+    unit: "",
+    labels: STEP,
+    help: "Blocks of a finished test step found unreadable or unwritable by narrowing its failed commands: the result's bad_blocks.",
+    from: "test",
+};
+
 /// A season's stage.
 pub static SEASON_STAGE: Metric = Metric {
     name: "drivelab_season_stage",
@@ -449,6 +545,16 @@ pub static CATALOG: &[&Metric] = &[
     &ERASE_ELAPSED,
     &ERASE_ESTIMATE,
     &DRIVE_TEMPERATURE,
+    &DRIVE_HEALTH,
+    &DRIVE_USED,
+    &TEST_STEP_STATE,
+    &TEST_STEP_DONE,
+    &TEST_STEP_PLANNED,
+    &TEST_IOS,
+    &TEST_BYTES,
+    &TEST_IO_ERRORS,
+    &TEST_MISCOMPARES,
+    &TEST_BAD_BLOCKS,
     &SEASON_STAGE,
     &SEASON_DONE,
     &SEASON_PLANNED,
@@ -469,8 +575,8 @@ pub static CATALOG: &[&Metric] = &[
 pub fn table() -> String {
     let mut s = String::from(
         "# drivelab's metrics\n\n\
-         Served by `--metrics-listen ADDR` on `drivelab run`, `erase`, `season` and\n\
-         `station` (GET /metrics; OpenMetrics text when the scraper asks for it, else\n\
+         Served by `--metrics-listen ADDR` on `drivelab run`, `test`, `erase`, `season`\n\
+         and `station` (GET /metrics; OpenMetrics text when the scraper asks for it, else\n\
          Prometheus text 0.0.4). Generated from `crates/metrics/src/model/catalog.rs`\n\
          (`cargo test -p drivelab-metrics --test docs` checks this file;\n\
          `UPDATE_DOCS=1` rewrites it). Alerting and recording rules for labs:\n\

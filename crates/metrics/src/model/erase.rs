@@ -9,12 +9,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use drivelab_erase::plan::method::Method;
 use drivelab_erase::sched::{Phase, Progress};
 
 use super::catalog::{
     DRIVE_TEMPERATURE, ERASE_DONE, ERASE_ELAPSED, ERASE_ESTIMATE, ERASE_ETA, ERASE_PROGRESS,
     ERASE_STATE, ERASE_THROUGHPUT, ERASE_TOTAL,
 };
+use super::health::{self, DriveHealth, HEALTH_EVERY};
 use super::info::{self, Held};
 use super::run::finished_family;
 use super::temperature;
@@ -48,6 +50,10 @@ pub struct EraseDrive {
     pub estimated_s: f64,
     /// Its live counters.
     pub progress: Arc<Progress>,
+    /// The erase method (whether the drive runs it on its own).
+    pub method: Method,
+    /// Whether it has health of its own to read (NVMe, ATA, SCSI).
+    pub has_health: bool,
 }
 
 impl EraseDrive {
@@ -67,6 +73,8 @@ impl EraseDrive {
             },
             estimated_s: erase_s + verify_s,
             progress,
+            method: d.choice.method,
+            has_health: drivelab_device::health::around::has_health(d.dev.kind),
         }
     }
 }
@@ -109,6 +117,9 @@ pub struct Tracker {
     /// Each drive's temperature, °C, and when it was last read.
     temps: Vec<Option<f64>>,
     temps_read: Option<Instant>,
+    /// Each drive's last health reading, and when it was asked.
+    health: Vec<Option<DriveHealth>>,
+    health_asked: Vec<Option<Instant>>,
 }
 
 fn finished(p: Phase) -> bool {
@@ -130,12 +141,45 @@ impl Tracker {
             .collect();
         let temps = drives.iter().map(|_| None).collect();
         let settled = drives.iter().map(|_| None).collect();
+        let health = drives.iter().map(|_| None).collect();
+        let health_asked = drives.iter().map(|_| None).collect();
         Tracker {
             drives,
             seen,
             settled,
             temps,
             temps_read: None,
+            health,
+            health_asked,
+        }
+    }
+
+    /// The drives whose health is due at `now` (index, device path): those
+    /// with health of their own, in a phase where a reading disturbs
+    /// nothing ([`health::may_read`]), asked [`HEALTH_EVERY`] ago or never;
+    /// with `last`, every such drive (the erase has ended).
+    pub fn health_due(&self, now: Instant, last: bool) -> Vec<(usize, String)> {
+        self.drives
+            .iter()
+            .enumerate()
+            .filter(|(i, d)| {
+                let phase = d.progress.phase();
+                let due = last
+                    || self.health_asked[*i].is_none_or(|t| now.duration_since(t) >= HEALTH_EVERY);
+                d.has_health && due && health::may_read(d.method, phase)
+            })
+            .map(|(i, d)| (i, d.held.path.clone()))
+            .collect()
+    }
+
+    /// Drive `i` was asked for its health at `asked`; `h` is the reading
+    /// (None: it did not answer, the last reading stays).
+    pub fn set_health(&mut self, i: usize, asked: Instant, h: Option<DriveHealth>) {
+        if let Some(t) = self.health_asked.get_mut(i) {
+            *t = Some(asked);
+        }
+        if let (Some(slot), Some(h)) = (self.health.get_mut(i), h) {
+            *slot = Some(h);
         }
     }
 
@@ -233,6 +277,12 @@ impl Tracker {
         let mut eta = Family::of(&ERASE_ETA);
         let mut elapsed = Family::of(&ERASE_ELAPSED);
         let mut estimate = Family::of(&ERASE_ESTIMATE);
+        let mut hf = health::empty();
+        for (d, h) in self.drives.iter().zip(&self.health) {
+            if let Some(h) = h {
+                health::push(&mut hf, &d.held, h);
+            }
+        }
         let mut held = Vec::new();
         for (((d, s), t), fin) in self
             .drives
@@ -309,6 +359,9 @@ impl Tracker {
             estimate,
             temp,
         ]
+        .into_iter()
+        .chain(hf)
+        .collect()
     }
 }
 
@@ -338,6 +391,8 @@ mod tests {
             },
             estimated_s: 12.0,
             progress: p.clone(),
+            method: Method::Stream,
+            has_health: false,
         }]);
         let t0 = Instant::now();
         let f = t.families(t0, false);
@@ -412,6 +467,8 @@ mod tests {
             },
             estimated_s: 3.0,
             progress: p.clone(),
+            method: Method::Stream,
+            has_health: false,
         }]);
         let t0 = Instant::now();
         p.enter(Phase::Erasing, 0, 4096);

@@ -4,10 +4,12 @@
 
 pub mod catalog;
 pub mod erase;
+pub mod health;
 pub mod info;
 pub mod run;
 pub mod season;
 pub mod station;
+pub mod steps;
 pub mod temperature;
 
 pub use catalog::{Kind, Metric};
