@@ -136,6 +136,7 @@ fn station_drives(rows: &[View]) -> Vec<StationDrive> {
             },
             eta_s: v.eta_s.filter(|_| v.state.is_busy()),
             temperature_c: v.temperature_c.map(|t| t as f64),
+            health: v.health.clone(),
         })
         .collect()
 }

@@ -300,8 +300,8 @@ pub static DRIVE_HEALTH: Metric = Metric {
     kind: Kind::Gauge,
     unit: "",
     labels: &["device", "serial", "counter"],
-    help: "A drive's own error counter as its last health reading gave it (ATA: reallocated_sectors, pending_sectors, offline_uncorrectable, reported_uncorrectable, crc_errors; NVMe: media_errors, error_log_entries; SCSI: read/write/verify_uncorrected). Read every minute while the host writes or verifies, never during a command the drive runs on its own (sanitize, security erase, format, a season's purge), and once at the end of an erase.",
-    from: "erase, season",
+    help: "A drive's own error counter as its last health reading gave it (ATA: reallocated_sectors, pending_sectors, offline_uncorrectable, reported_uncorrectable, crc_errors; NVMe: media_errors, error_log_entries; SCSI: read/write/verify_uncorrected). Read every minute while the host writes or verifies, never during a command the drive runs on its own (sanitize, security erase, format, a season's purge), and once at the end of an erase; a station's drives: as triage read them.",
+    from: "erase, season, station",
 };
 /// A drive's wear.
 pub static DRIVE_USED: Metric = Metric {
@@ -310,7 +310,7 @@ pub static DRIVE_USED: Metric = Metric {
     unit: "ratio",
     labels: DRIVE,
     help: "The drive's estimate of its life used (NVMe Percentage Used / 100; may exceed 1), as its last health reading gave it.",
-    from: "erase, season",
+    from: "erase, season, station",
 };
 
 /// The labels of a test step.

@@ -9,6 +9,7 @@ use super::catalog::{
     STATION_DONE, STATION_DRIVES, STATION_ETA, STATION_PROGRESS, STATION_STATE,
     STATION_TEMPERATURE, STATION_THROUGHPUT, STATION_TOTAL,
 };
+use super::health::{self, DriveHealth};
 use super::info;
 use super::{Family, Value};
 
@@ -35,6 +36,8 @@ pub struct StationDrive {
     pub eta_s: Option<f64>,
     /// °C, when the drive reports one.
     pub temperature_c: Option<f64>,
+    /// Its error counters and wear, as triage read them.
+    pub health: Option<DriveHealth>,
 }
 
 /// Every figure of `drives`, whose machine has the states `states` (each
@@ -48,6 +51,7 @@ pub fn families(drives: &[StationDrive], states: &[&str]) -> Vec<Family> {
     let mut tput = Family::of(&STATION_THROUGHPUT);
     let mut eta = Family::of(&STATION_ETA);
     let mut temp = Family::of(&STATION_TEMPERATURE);
+    let mut hf = health::empty();
     for s in states {
         let n = drives.iter().filter(|d| d.state == *s).count();
         count.push(&[s], Value::Gauge(n as f64));
@@ -68,6 +72,9 @@ pub fn families(drives: &[StationDrive], states: &[&str]) -> Vec<Family> {
         if let Some(t) = d.temperature_c {
             temp.push(&l, Value::Gauge(t));
         }
+        if let Some(h) = &d.health {
+            health::push_as(&mut hf, &d.device, &d.serial, h);
+        }
     }
     vec![
         info::build("station"),
@@ -80,6 +87,9 @@ pub fn families(drives: &[StationDrive], states: &[&str]) -> Vec<Family> {
         eta,
         temp,
     ]
+    .into_iter()
+    .chain(hf)
+    .collect()
 }
 
 #[cfg(test)]
@@ -99,6 +109,7 @@ mod tests {
             throughput: 1e6,
             eta_s: None,
             temperature_c: None,
+            health: None,
         }
     }
 

@@ -136,6 +136,10 @@ pub struct View {
     pub eta_s: Option<f64>,
     /// Temperature, °C, when the drive reports one.
     pub temperature_c: Option<i64>,
+    /// Its error counters and wear as triage read them (served as
+    /// metrics; the events carry the grade).
+    #[serde(skip)]
+    pub health: Option<drivelab_metrics::model::health::DriveHealth>,
     /// The certificate (JSON), once certified.
     pub certificate: Option<PathBuf>,
     /// Its PDF, when the policy's certificate.formats holds pdf.
@@ -165,6 +169,7 @@ impl View {
             speed_bytes_per_s: 0.0,
             eta_s: None,
             temperature_c: None,
+            health: None,
             certificate: None,
             pdf: None,
             journal: None,

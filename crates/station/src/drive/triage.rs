@@ -4,6 +4,7 @@
 
 use drivelab_device::blockdev::BlockDevice;
 use drivelab_device::health::{self, around, Health};
+use drivelab_metrics::model::health::DriveHealth;
 
 use super::state::Grade;
 use crate::policy::Triage;
@@ -93,30 +94,44 @@ pub fn grade_of(f: &Figures, t: &Triage) -> Grade {
     }
 }
 
+/// What triage found: the grade, the temperature, and the drive's error
+/// counters and wear as the metrics serve them.
+pub struct Found {
+    /// The grade.
+    pub grade: Grade,
+    /// °C, when the drive reports one.
+    pub temperature_c: Option<i64>,
+    /// The reading's counters, when the drive answered.
+    pub health: Option<DriveHealth>,
+}
+
 /// Read `dev`'s health and grade it; a drive with no health of its own
 /// (a loop device, virtio) is "n/a", one that does not answer "fail".
-pub fn triage(dev: &BlockDevice, t: &Triage) -> (Grade, Option<i64>) {
+pub fn triage(dev: &BlockDevice, t: &Triage) -> Found {
+    let without = |grade: &str, reason: String| Found {
+        grade: Grade {
+            grade: grade.into(),
+            reasons: vec![reason],
+        },
+        temperature_c: None,
+        health: None,
+    };
     if !around::has_health(dev.kind) {
-        return (
-            Grade {
-                grade: "n/a".into(),
-                reasons: vec![format!("a {:?} device reports no health", dev.kind).to_lowercase()],
-            },
-            None,
+        return without(
+            "n/a",
+            format!("a {:?} device reports no health", dev.kind).to_lowercase(),
         );
     }
     match health::health(&dev.path, Some(HEALTH_TIMEOUT_MS)) {
         Ok(h) => {
             let f = Figures::of(&h);
-            (grade_of(&f, t), f.temperature_c)
+            Found {
+                grade: grade_of(&f, t),
+                temperature_c: f.temperature_c,
+                health: Some(DriveHealth::of(&h)),
+            }
         }
-        Err(e) => (
-            Grade {
-                grade: "fail".into(),
-                reasons: vec![format!("health could not be read: {e}")],
-            },
-            None,
-        ),
+        Err(e) => without("fail", format!("health could not be read: {e}")),
     }
 }
 

@@ -46,12 +46,14 @@ pub fn run(w: &Worker) {
         return;
     }
     w.set(State::Triage, "reading health");
-    let (grade, temp) = triage::triage(&dev, &w.ctx.policy.triage);
+    let found = triage::triage(&dev, &w.ctx.policy.triage);
+    let grade = found.grade;
     let failing = grade.grade == "fail";
     let why = grade.reasons.join("; ");
     w.update(|v| {
         v.grade = Some(grade);
-        v.temperature_c = temp;
+        v.temperature_c = found.temperature_c;
+        v.health = found.health;
     });
     if failing && w.ctx.policy.triage.failing == Failing::Hold {
         let detail = format!("failing grade ({why}): resume to erase anyway");
