@@ -1,0 +1,151 @@
+//! `drivelab-tcmuemu`: creates the emulated drive's backstore and loopback
+//! LUN, then serves its commands until killed.
+//!
+//! ```text
+//! drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H]
+//!     [--serial S] [--vendor V] [--product P] [--revision R]
+//!     [--max-transfer-kib K] [--state FILE]
+//! ```
+//!
+//! The backing file is created (or cut) to the size. The state file is
+//! written once the ring is mapped and before the LUN is linked, then after
+//! every batch of commands; "ready" is printed on stdout once the LUN
+//! exists.
+
+use std::fs::OpenOptions;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use drivelab_device::block::uio::UioMap;
+use drivelab_tcmuemu::configfs::{self, Names};
+use drivelab_tcmuemu::disk::Disk;
+use drivelab_tcmuemu::pages::{Geometry, Identity};
+use drivelab_tcmuemu::ring::Ring;
+use drivelab_tcmuemu::server;
+
+const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE]";
+
+const BLOCK: u32 = 512;
+
+struct Args {
+    backing: PathBuf,
+    bytes: u64,
+    name: String,
+    hba: u32,
+    identity: Identity,
+    max_transfer_blocks: u32,
+    state: Option<PathBuf>,
+}
+
+fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut backing = None;
+    let mut a = Args {
+        backing: PathBuf::new(),
+        bytes: 16 << 20,
+        name: "emu0".into(),
+        hba: 1,
+        identity: Identity {
+            vendor: "DRIVELAB".into(),
+            product: "TCMU EMULATOR".into(),
+            revision: "1.0".into(),
+            serial: "DLTCMU0001".into(),
+        },
+        max_transfer_blocks: 2048,
+        state: None,
+    };
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value; {USAGE}"));
+        let num = |v: String| {
+            v.parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or(format!("{flag} {v:?}: give a positive whole number"))
+        };
+        match flag.as_str() {
+            "--backing" => backing = Some(PathBuf::from(value()?)),
+            "--size-mib" => {
+                a.bytes = num(value()?)?
+                    .checked_mul(1 << 20)
+                    .ok_or(format!("{flag}: too large"))?
+            }
+            "--name" => a.name = value()?,
+            "--hba" => {
+                a.hba = u32::try_from(num(value()?)?).map_err(|_| format!("{flag}: too large"))?
+            }
+            "--serial" => a.identity.serial = value()?,
+            "--vendor" => a.identity.vendor = value()?,
+            "--product" => a.identity.product = value()?,
+            "--revision" => a.identity.revision = value()?,
+            "--max-transfer-kib" => {
+                let k = num(value()?)?;
+                a.max_transfer_blocks = u32::try_from(k * 1024 / u64::from(BLOCK))
+                    .ok()
+                    .filter(|b| *b > 0)
+                    .ok_or(format!("{flag}: give 1 to 4194303"))?;
+            }
+            "--state" => a.state = Some(value()?.into()),
+            other => return Err(format!("unknown option {other}; {USAGE}")),
+        }
+    }
+    a.backing = backing.ok_or(format!("--backing FILE is required; {USAGE}"))?;
+    if !a
+        .name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        || a.name.is_empty()
+    {
+        return Err(format!("--name {:?}: letters, digits and _ only", a.name));
+    }
+    Ok(a)
+}
+
+fn run(a: Args) -> Result<(), String> {
+    let media = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&a.backing)
+        .map_err(|e| format!("{}: {e}", a.backing.display()))?;
+    media
+        .set_len(a.bytes)
+        .map_err(|e| format!("{}: {e}", a.backing.display()))?;
+    let geometry = Geometry {
+        blocks: a.bytes / u64::from(BLOCK),
+        block_size: BLOCK,
+        max_transfer_blocks: a.max_transfer_blocks,
+    };
+    let disk = Disk::new(media, a.identity, geometry);
+    configfs::ensure_configfs().map_err(|e| e.to_string())?;
+    let names = Names::new(a.hba, &a.name);
+    let uio = configfs::create_backstore(&names, a.bytes, BLOCK, a.max_transfer_blocks)
+        .map_err(|e| e.to_string())?;
+    let map = UioMap::open(uio).map_err(|e| e.to_string())?;
+    let ring = Ring::new(map).map_err(|e| e.to_string())?;
+    let state = a.state.clone();
+    let server = std::thread::spawn(move || server::serve(ring, disk, state));
+    configfs::create_loopback_lun(&names).map_err(|e| e.to_string())?;
+    println!("ready {} uio{uio} {}", names.name, names.wwn);
+    match server.join() {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("the serving thread panicked".into()),
+    }
+}
+
+fn main() -> ExitCode {
+    let a = match parse(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("drivelab-tcmuemu: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(a) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("drivelab-tcmuemu: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

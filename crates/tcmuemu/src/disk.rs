@@ -1,0 +1,300 @@
+//! The emulated drive: a backing file as its medium, its identity, and the
+//! SCSI command set of a plain disk (the table in docs/emulators.md).
+//! [`Disk::execute`] takes a CDB and the data-out buffer and returns what
+//! goes back to the initiator; it never sees the ring.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use crate::cdb::Cdb;
+use crate::pages::{self, Geometry, Identity};
+use crate::ring::Response;
+use crate::sense::{self, Sense};
+
+/// What the drive has done, for the state file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Commands received, by operation code (two hex digits).
+    pub by_opcode: BTreeMap<String, u64>,
+    /// READ commands.
+    pub read_commands: u64,
+    /// WRITE commands.
+    pub write_commands: u64,
+    /// Logical blocks read.
+    pub blocks_read: u64,
+    /// Logical blocks written.
+    pub blocks_written: u64,
+    /// Commands answered with CHECK CONDITION.
+    pub check_conditions: u64,
+}
+
+/// The drive.
+#[derive(Debug)]
+pub struct Disk {
+    media: File,
+    /// Who it says it is.
+    pub identity: Identity,
+    /// Its shape.
+    pub geometry: Geometry,
+    /// What it has done.
+    pub counters: Counters,
+}
+
+fn good(data_in: Vec<u8>) -> Response {
+    Response {
+        status: sense::GOOD,
+        sense: Vec::new(),
+        data_in,
+    }
+}
+
+fn check(s: Sense) -> Response {
+    Response {
+        status: sense::CHECK_CONDITION,
+        sense: s.fixed().to_vec(),
+        data_in: Vec::new(),
+    }
+}
+
+impl Disk {
+    /// A drive over `media`, which must hold `geometry.blocks` blocks.
+    pub fn new(media: File, identity: Identity, geometry: Geometry) -> Disk {
+        Disk {
+            media,
+            identity,
+            geometry,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Answer one command: `cdb` its bytes, `data_out` what the initiator
+    /// sent (empty for a command without data-out).
+    pub fn execute(&mut self, cdb: &[u8], data_out: &[u8]) -> Response {
+        if let Some(&op) = cdb.first() {
+            *self
+                .counters
+                .by_opcode
+                .entry(format!("{op:02x}"))
+                .or_default() += 1;
+        }
+        let rsp = match Cdb::parse(cdb) {
+            Ok(c) => self.dispatch(c, data_out),
+            Err(s) => check(s),
+        };
+        if rsp.status != sense::GOOD {
+            self.counters.check_conditions += 1;
+        }
+        rsp
+    }
+
+    fn dispatch(&mut self, c: Cdb, data_out: &[u8]) -> Response {
+        let g = self.geometry;
+        match c {
+            Cdb::TestUnitReady | Cdb::SynchronizeCache => good(Vec::new()),
+            Cdb::RequestSense { alloc, desc } => {
+                if desc {
+                    // Descriptor format, NO SENSE: 8 bytes of header.
+                    good(pages::cut(vec![0x72, 0, 0, 0, 0, 0, 0, 0], alloc))
+                } else {
+                    good(pages::cut(Sense::NONE.fixed().to_vec(), alloc))
+                }
+            }
+            Cdb::Inquiry { evpd, page, alloc } => {
+                if !evpd {
+                    return good(pages::cut(pages::standard_inquiry(&self.identity), alloc));
+                }
+                match pages::vpd(page, &self.identity, &g) {
+                    Some(d) => good(pages::cut(d, alloc)),
+                    None => check(Sense::INVALID_FIELD_IN_CDB),
+                }
+            }
+            Cdb::ModeSense {
+                ten,
+                dbd,
+                pc,
+                page,
+                subpage,
+                alloc,
+            } => {
+                if pc == 3 {
+                    // Saved values are not supported (SPC-5 6.13).
+                    return check(Sense::new(sense::key::ILLEGAL_REQUEST, 0x39, 0x00));
+                }
+                match pages::mode_sense(ten, dbd, pc, page, subpage, &g) {
+                    Some(d) => good(pages::cut(d, alloc)),
+                    None => check(Sense::INVALID_FIELD_IN_CDB),
+                }
+            }
+            Cdb::ReadCapacity { alloc16: None } => good(pages::read_capacity_10(&g)),
+            Cdb::ReadCapacity { alloc16: Some(a) } => {
+                good(pages::cut(pages::read_capacity_16(&g), a))
+            }
+            Cdb::Read { lba, blocks } => self.read(lba, blocks),
+            Cdb::Write { lba, blocks } => self.write(lba, blocks, data_out),
+            Cdb::ReportLuns { alloc } => good(pages::cut(pages::report_luns(), alloc)),
+            Cdb::Unsupported(_) => check(Sense::INVALID_OPCODE),
+        }
+    }
+
+    /// The byte range of `blocks` blocks at `lba`, or the sense for one
+    /// beyond the medium or longer than a transfer may be.
+    fn range(&self, lba: u64, blocks: u32) -> Result<(u64, usize), Sense> {
+        let g = &self.geometry;
+        let end = lba.checked_add(u64::from(blocks));
+        if end.is_none_or(|e| e > g.blocks) {
+            return Err(Sense::LBA_OUT_OF_RANGE);
+        }
+        if blocks > g.max_transfer_blocks {
+            return Err(Sense::INVALID_FIELD_IN_CDB);
+        }
+        let bs = u64::from(g.block_size);
+        Ok((lba * bs, blocks as usize * g.block_size as usize))
+    }
+
+    fn read(&mut self, lba: u64, blocks: u32) -> Response {
+        let (off, len) = match self.range(lba, blocks) {
+            Ok(r) => r,
+            Err(s) => return check(s),
+        };
+        let mut buf = vec![0u8; len];
+        if self.media.read_exact_at(&mut buf, off).is_err() {
+            return check(Sense::READ_ERROR);
+        }
+        self.counters.read_commands += 1;
+        self.counters.blocks_read += u64::from(blocks);
+        good(buf)
+    }
+
+    fn write(&mut self, lba: u64, blocks: u32, data: &[u8]) -> Response {
+        let (off, len) = match self.range(lba, blocks) {
+            Ok(r) => r,
+            Err(s) => return check(s),
+        };
+        let Some(data) = data.get(..len) else {
+            // The initiator's buffer is shorter than the blocks it names.
+            return check(Sense::new(sense::key::ILLEGAL_REQUEST, 0x24, 0x00));
+        };
+        if self.media.write_all_at(data, off).is_err() {
+            return check(Sense::WRITE_ERROR);
+        }
+        self.counters.write_commands += 1;
+        self.counters.blocks_written += u64::from(blocks);
+        good(Vec::new())
+    }
+
+    /// Bytes `[off, off + len)` of the medium, for tests.
+    pub fn peek(&self, off: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        let mut b = vec![0u8; len];
+        self.media.read_exact_at(&mut b, off)?;
+        Ok(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk(name: &str, blocks: u64) -> (Disk, std::path::PathBuf) {
+        let path = std::env::temp_dir().join(format!("tcmuemu-{name}-{}", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .expect("temp file");
+        f.set_len(blocks * 512).expect("size");
+        let d = Disk::new(
+            f,
+            Identity {
+                vendor: "DRIVELAB".into(),
+                product: "TCMU".into(),
+                revision: "1".into(),
+                serial: "S1".into(),
+            },
+            Geometry {
+                blocks,
+                block_size: 512,
+                max_transfer_blocks: 64,
+            },
+        );
+        (d, path)
+    }
+
+    #[test]
+    fn write_then_read_round_trips_and_counts() {
+        let (mut d, path) = disk("rw", 128);
+        let data: Vec<u8> = (0..1024).map(|i| (i * 7 % 251) as u8).collect();
+        let w = d.execute(&[0x2A, 0, 0, 0, 0, 10, 0, 0, 2, 0], &data);
+        assert_eq!(w.status, sense::GOOD);
+        assert_eq!(d.peek(10 * 512, 1024).unwrap(), data);
+        let r = d.execute(&[0x88, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 2, 0, 0], &[]);
+        assert_eq!(r.status, sense::GOOD);
+        assert_eq!(r.data_in, data);
+        assert_eq!(d.counters.blocks_written, 2);
+        assert_eq!(d.counters.blocks_read, 2);
+        assert_eq!(d.counters.by_opcode.get("2a"), Some(&1));
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn bad_commands_get_their_sense_and_touch_nothing() {
+        let (mut d, path) = disk("bad", 128);
+        let cases: &[(&[u8], usize, Sense)] = &[
+            // Past the end.
+            (
+                &[0x28, 0, 0, 0, 0, 127, 0, 0, 2, 0],
+                0,
+                Sense::LBA_OUT_OF_RANGE,
+            ),
+            // Longer than the maximum transfer.
+            (
+                &[0x28, 0, 0, 0, 0, 0, 0, 0, 65, 0],
+                0,
+                Sense::INVALID_FIELD_IN_CDB,
+            ),
+            // A write whose buffer is short.
+            (
+                &[0x2A, 0, 0, 0, 0, 0, 0, 0, 2, 0],
+                512,
+                Sense::INVALID_FIELD_IN_CDB,
+            ),
+            // Not implemented: FORMAT UNIT, ATA PASS-THROUGH(16), WRITE SAME(16).
+            (&[0x04, 0, 0, 0, 0, 0], 0, Sense::INVALID_OPCODE),
+            (&[0x85; 16], 0, Sense::INVALID_OPCODE),
+            (
+                &[0x93, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0],
+                512,
+                Sense::INVALID_OPCODE,
+            ),
+            // An unknown VPD page.
+            (&[0x12, 1, 0x89, 0, 255, 0], 0, Sense::INVALID_FIELD_IN_CDB),
+        ];
+        for (cdb, out, want) in cases {
+            let r = d.execute(cdb, &vec![0xEE; *out]);
+            assert_eq!(r.status, sense::CHECK_CONDITION, "{cdb:02x?}");
+            assert_eq!(r.sense, want.fixed().to_vec(), "{cdb:02x?}");
+            assert!(r.data_in.is_empty());
+        }
+        assert_eq!(d.counters.blocks_written, 0);
+        assert_eq!(d.peek(0, 1024).unwrap(), vec![0u8; 1024]);
+        assert_eq!(d.counters.check_conditions, cases.len() as u64);
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn allocation_lengths_cut_the_data() {
+        let (mut d, path) = disk("alloc", 128);
+        let r = d.execute(&[0x12, 0, 0, 0, 36, 0], &[]);
+        assert_eq!(r.data_in.len(), 36);
+        let r = d.execute(&[0x12, 1, 0x80, 0, 5, 0], &[]);
+        assert_eq!(r.data_in, vec![0, 0x80, 0, 2, b'S']);
+        let r = d.execute(&[0x03, 0, 0, 0, 252, 0], &[]);
+        assert_eq!(r.data_in.len(), 18);
+        assert_eq!(r.data_in[0], 0x70);
+        let r = d.execute(&[0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0], &[]);
+        assert_eq!(r.data_in, vec![0, 0, 0, 127, 0, 0, 2, 0]);
+        std::fs::remove_file(path).ok();
+    }
+}

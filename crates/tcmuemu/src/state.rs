@@ -1,0 +1,43 @@
+//! The state file: what the drive is and has done, as JSON, rewritten
+//! (write then rename) after every batch of commands, so a test compares
+//! it with what drivelab reports.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::disk::Disk;
+
+/// The drive's state as JSON.
+pub fn to_json(d: &Disk) -> Value {
+    let c = &d.counters;
+    json!({
+        "identity": {
+            "vendor": d.identity.vendor,
+            "product": d.identity.product,
+            "revision": d.identity.revision,
+            "serial": d.identity.serial,
+        },
+        "geometry": {
+            "blocks": d.geometry.blocks,
+            "block_size": d.geometry.block_size,
+            "max_transfer_blocks": d.geometry.max_transfer_blocks,
+        },
+        "counters": {
+            "by_opcode": c.by_opcode,
+            "read_commands": c.read_commands,
+            "write_commands": c.write_commands,
+            "blocks_read": c.blocks_read,
+            "blocks_written": c.blocks_written,
+            "check_conditions": c.check_conditions,
+        },
+    })
+}
+
+/// Write `d`'s state to `path` atomically (a sibling temporary, renamed).
+pub fn write(path: &Path, d: &Disk) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let text = serde_json::to_string_pretty(&to_json(d)).map_err(std::io::Error::other)?;
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
