@@ -34,6 +34,10 @@ pub mod op {
     pub const SERVICE_ACTION_IN_16: u8 = 0x9E;
     /// REPORT LUNS (SPC-5 6.33).
     pub const REPORT_LUNS: u8 = 0xA0;
+    /// ATA PASS-THROUGH(16) (SAT-4 12.2.2).
+    pub const ATA_PASS_THROUGH_16: u8 = 0x85;
+    /// ATA PASS-THROUGH(12) (SAT-4 12.2.3).
+    pub const ATA_PASS_THROUGH_12: u8 = 0xA1;
 }
 
 /// A decoded CDB.
@@ -98,6 +102,8 @@ pub enum Cdb {
         /// Allocation length.
         alloc: usize,
     },
+    /// ATA PASS-THROUGH (12) or (16): decoded by [`crate::sat`].
+    AtaPassThrough,
     /// An operation code this drive does not implement.
     Unsupported(u8),
 }
@@ -128,10 +134,17 @@ fn be64(b: &[u8]) -> u64 {
     u64::from_be_bytes(a)
 }
 
-/// Whether the command with this operation code carries data to the drive
-/// (its iovecs hold the data-out buffer).
-pub fn is_data_out(opcode: u8) -> bool {
-    matches!(opcode, op::WRITE_10 | op::WRITE_16)
+/// Whether the command carries data to the drive (its iovecs hold the
+/// data-out buffer): WRITE, and ATA PASS-THROUGH with T_DIR 0 and a
+/// transfer length (SAT-4 12.2.2.3).
+pub fn is_data_out(cdb: &[u8]) -> bool {
+    match cdb.first() {
+        Some(&(op::WRITE_10 | op::WRITE_16)) => true,
+        Some(&(op::ATA_PASS_THROUGH_16 | op::ATA_PASS_THROUGH_12)) => {
+            cdb.get(2).is_some_and(|b| b & 0x08 == 0 && b & 0x03 != 0)
+        }
+        _ => false,
+    }
 }
 
 impl Cdb {
@@ -198,6 +211,7 @@ impl Cdb {
                 blocks: be32(&b[10..14]),
             },
             op::SYNCHRONIZE_CACHE_10 | op::SYNCHRONIZE_CACHE_16 => Cdb::SynchronizeCache,
+            op::ATA_PASS_THROUGH_16 | op::ATA_PASS_THROUGH_12 => Cdb::AtaPassThrough,
             op::REPORT_LUNS => Cdb::ReportLuns {
                 alloc: be32(&b[6..10]) as usize,
             },
@@ -242,7 +256,7 @@ mod tests {
             (
                 &[0x8A, 0, 0, 0, 0, 1, 0, 0, 0, 0x10, 0, 0, 0x01, 0x00, 0, 0],
                 Ok(Cdb::Write {
-                    lba: 0x0100_0000_10,
+                    lba: 0x0001_0000_0010,
                     blocks: 256,
                 }),
             ),
@@ -267,12 +281,44 @@ mod tests {
                 }),
             ),
             (&[0xC5, 0, 0, 0, 0, 0], Ok(Cdb::Unsupported(0xC5))),
+            (
+                &[0xA1, 0x08, 0x0E, 0, 1, 0, 0, 0, 0, 0xEC, 0, 0],
+                Ok(Cdb::AtaPassThrough),
+            ),
             // Shorter than its group says.
             (&[0x28, 0, 0, 0], Err(Sense::INVALID_FIELD_IN_CDB)),
             (&[], Err(Sense::INVALID_FIELD_IN_CDB)),
         ];
         for (bytes, want) in cases {
             assert_eq!(&Cdb::parse(bytes), want, "{bytes:02x?}");
+        }
+    }
+
+    #[test]
+    fn data_out_follows_the_opcode_and_t_dir() {
+        let cases: &[(&[u8], bool)] = &[
+            (&[0x2A, 0, 0, 0, 0, 0, 0, 0, 1, 0], true),
+            (&[0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0], false),
+            // SECURITY SET PASSWORD: PIO data-out, T_LENGTH in COUNT.
+            (
+                &[0x85, 0x0A, 0x26, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xF1, 0],
+                true,
+            ),
+            // IDENTIFY: T_DIR in.
+            (
+                &[0x85, 0x08, 0x0E, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xEC, 0],
+                false,
+            ),
+            // Non-data: no T_LENGTH.
+            (
+                &[
+                    0x85, 0x06, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40, 0x27, 0,
+                ],
+                false,
+            ),
+        ];
+        for (cdb, want) in cases {
+            assert_eq!(is_data_out(cdb), *want, "{cdb:02x?}");
         }
     }
 

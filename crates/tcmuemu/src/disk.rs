@@ -7,9 +7,11 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
+use crate::ata::{Ata, MediumAction};
 use crate::cdb::Cdb;
 use crate::pages::{self, Geometry, Identity};
 use crate::ring::Response;
+use crate::sat::{self, PassThrough};
 use crate::sense::{self, Sense};
 
 /// What the drive has done, for the state file.
@@ -39,6 +41,9 @@ pub struct Disk {
     pub geometry: Geometry,
     /// What it has done.
     pub counters: Counters,
+    /// The SATA personality's ATA device (ATA PASS-THROUGH is answered
+    /// only when there is one).
+    pub ata: Option<Ata>,
 }
 
 fn good(data_in: Vec<u8>) -> Response {
@@ -65,7 +70,28 @@ impl Disk {
             identity,
             geometry,
             counters: Counters::default(),
+            ata: None,
         }
+    }
+
+    /// The SATA personality: an ATA device behind a SATL. INQUIRY says
+    /// vendor "ATA" with the model and firmware (as libata's SATL does),
+    /// and the addressable blocks follow the ATA max address.
+    pub fn with_ata(mut self, ata: Ata) -> Disk {
+        self.identity.vendor = "ATA".into();
+        self.identity.product = ata.model.clone();
+        let fw = ata.firmware.clone();
+        self.identity.revision = fw
+            .chars()
+            .rev()
+            .take(4)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        self.geometry.blocks = ata.max_blocks;
+        self.ata = Some(ata);
+        self
     }
 
     /// Answer one command: `cdb` its bytes, `data_out` what the initiator
@@ -79,7 +105,7 @@ impl Disk {
                 .or_default() += 1;
         }
         let rsp = match Cdb::parse(cdb) {
-            Ok(c) => self.dispatch(c, data_out),
+            Ok(c) => self.dispatch(c, cdb, data_out),
             Err(s) => check(s),
         };
         if rsp.status != sense::GOOD {
@@ -88,7 +114,7 @@ impl Disk {
         rsp
     }
 
-    fn dispatch(&mut self, c: Cdb, data_out: &[u8]) -> Response {
+    fn dispatch(&mut self, c: Cdb, cdb: &[u8], data_out: &[u8]) -> Response {
         let g = self.geometry;
         match c {
             Cdb::TestUnitReady | Cdb::SynchronizeCache => good(Vec::new()),
@@ -103,6 +129,12 @@ impl Disk {
             Cdb::Inquiry { evpd, page, alloc } => {
                 if !evpd {
                     return good(pages::cut(pages::standard_inquiry(&self.identity), alloc));
+                }
+                if page == 0x89 {
+                    return match &self.ata {
+                        Some(a) => good(pages::cut(sat::vpd89(a), alloc)),
+                        None => check(Sense::INVALID_FIELD_IN_CDB),
+                    };
                 }
                 match pages::vpd(page, &self.identity, &g) {
                     Some(d) => good(pages::cut(d, alloc)),
@@ -133,6 +165,7 @@ impl Disk {
             Cdb::Read { lba, blocks } => self.read(lba, blocks),
             Cdb::Write { lba, blocks } => self.write(lba, blocks, data_out),
             Cdb::ReportLuns { alloc } => good(pages::cut(pages::report_luns(), alloc)),
+            Cdb::AtaPassThrough => self.ata_pass_through(cdb, data_out),
             Cdb::Unsupported(_) => check(Sense::INVALID_OPCODE),
         }
     }
@@ -152,7 +185,19 @@ impl Disk {
         Ok((lba * bs, blocks as usize * g.block_size as usize))
     }
 
+    /// A locked ATA drive refuses media access (ACS-3 4.18.11); the SATL
+    /// reports the ATA abort.
+    fn locked(&self) -> Option<Response> {
+        self.ata
+            .as_ref()
+            .filter(|a| a.security.locked)
+            .map(|_| check(Sense::new(sense::key::DATA_PROTECT, 0x27, 0x00)))
+    }
+
     fn read(&mut self, lba: u64, blocks: u32) -> Response {
+        if let Some(r) = self.locked() {
+            return r;
+        }
         let (off, len) = match self.range(lba, blocks) {
             Ok(r) => r,
             Err(s) => return check(s),
@@ -163,10 +208,16 @@ impl Disk {
         }
         self.counters.read_commands += 1;
         self.counters.blocks_read += u64::from(blocks);
+        if let Some(a) = &mut self.ata {
+            a.smart.lbas_read += u64::from(blocks);
+        }
         good(buf)
     }
 
     fn write(&mut self, lba: u64, blocks: u32, data: &[u8]) -> Response {
+        if let Some(r) = self.locked() {
+            return r;
+        }
         let (off, len) = match self.range(lba, blocks) {
             Ok(r) => r,
             Err(s) => return check(s),
@@ -180,7 +231,67 @@ impl Disk {
         }
         self.counters.write_commands += 1;
         self.counters.blocks_written += u64::from(blocks);
+        if let Some(a) = &mut self.ata {
+            a.smart.lbas_written += u64::from(blocks);
+        }
         good(Vec::new())
+    }
+
+    /// ATA PASS-THROUGH (12/16) through the SATL: the taskfile to the ATA
+    /// device, its data-in back, the registers in sense data when CK_COND
+    /// is set or the command failed (SAT-4 12.2.2.5).
+    fn ata_pass_through(&mut self, cdb: &[u8], data_out: &[u8]) -> Response {
+        let pt = match PassThrough::parse(cdb) {
+            Ok(p) => p,
+            Err(s) => return check(s),
+        };
+        let Some(ata) = self.ata.as_mut() else {
+            return check(Sense::INVALID_OPCODE);
+        };
+        let mut o = ata.execute(&pt.tf, pt.extend, data_out);
+        if let Some(MediumAction::Fill(b)) = o.medium {
+            let native = ata.native_blocks * u64::from(self.geometry.block_size);
+            if self.fill(native, b).is_err() {
+                o = crate::ata::Outcome::abort();
+            }
+        }
+        let max = self.ata.as_ref().map(|a| a.max_blocks);
+        if let Some(m) = max {
+            self.geometry.blocks = m;
+        }
+        let desc = sat::status_descriptor(&o.regs, pt.extend, o.error);
+        if o.failed() {
+            return Response {
+                status: sense::CHECK_CONDITION,
+                sense: sat::sense(&desc, true),
+                data_in: Vec::new(),
+            };
+        }
+        Response {
+            status: if pt.ck_cond {
+                sense::CHECK_CONDITION
+            } else {
+                sense::GOOD
+            },
+            sense: if pt.ck_cond {
+                sat::sense(&desc, false)
+            } else {
+                Vec::new()
+            },
+            data_in: o.data_in,
+        }
+    }
+
+    /// Fill the first `bytes` of the medium with `byte`.
+    fn fill(&mut self, bytes: u64, byte: u8) -> std::io::Result<()> {
+        let chunk = vec![byte; 1 << 20];
+        let mut off = 0u64;
+        while off < bytes {
+            let n = (bytes - off).min(chunk.len() as u64) as usize;
+            self.media.write_all_at(&chunk[..n], off)?;
+            off += n as u64;
+        }
+        self.media.sync_data()
     }
 
     /// Bytes `[off, off + len)` of the medium, for tests.

@@ -10,16 +10,21 @@
 //! - [`cdb`]: CDBs decoded; [`sense`]: status and sense data.
 //! - [`pages`]: INQUIRY, VPD, READ CAPACITY, mode pages.
 //! - [`disk`]: the drive: its medium, identity, counters and commands.
+//! - [`sat`]: ATA PASS-THROUGH decoded and answered as a SATL does;
+//!   [`ata`]: the SATA personality's ATA device (IDENTIFY, SMART, the
+//!   Security feature set, the host protected area).
 //! - [`configfs`]: the backstore and the loopback LUN that make it appear.
 //! - [`server`]: the serving loop; [`state`]: the state file.
 //!
 //! The command table with each command's section is in docs/emulators.md.
 
+pub mod ata;
 pub mod cdb;
 pub mod configfs;
 pub mod disk;
 pub mod pages;
 pub mod ring;
+pub mod sat;
 pub mod sense;
 pub mod server;
 pub mod state;

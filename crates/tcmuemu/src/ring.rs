@@ -194,7 +194,7 @@ impl<M: Shared> Ring<M> {
     /// The next SCSI command, skipping padding (and task management
     /// entries, which this drive does not ask for); `None` when the ring is
     /// empty. A command stays the user's until [`Ring::complete`].
-    pub fn next(&mut self) -> Result<Option<Request>, RingError> {
+    pub fn take(&mut self) -> Result<Option<Request>, RingError> {
         loop {
             let head = self.mem.load_u32(mb::CMD_HEAD)?;
             if head == self.tail {
@@ -275,8 +275,10 @@ impl<M: Shared> Ring<M> {
         let s = rsp.sense.len().min(SENSE_SIZE);
         r[8..8 + s].copy_from_slice(&rsp.sense[..s]);
         self.mem.write(req.entry + 8, &r)?;
-        let data_out = req.cdb.first().is_some_and(|&o| crate::cdb::is_data_out(o));
-        if self.read_len && !data_out && at < req.data_len() {
+        // READ_LEN: how much data-in there is, also on CHECK CONDITION (ATA
+        // PASS-THROUGH with CK_COND returns data and sense together).
+        let data_out = crate::cdb::is_data_out(&req.cdb);
+        if self.read_len && !data_out && (at > 0 || rsp.status == crate::sense::GOOD) {
             let mut uflags = [0u8; 1];
             self.mem.read(req.entry + 7, &mut uflags)?;
             self.mem
@@ -380,7 +382,7 @@ mod tests {
             &[(DATA_OFF, 64), (DATA_OFF + 512, 32)],
         );
         r.mem().store_u32(mb::CMD_HEAD, len as u32).unwrap();
-        let req = r.next().unwrap().expect("a command");
+        let req = r.take().unwrap().expect("a command");
         assert_eq!(req.cmd_id, 7);
         assert_eq!(req.cdb, vec![0x12, 0, 0, 0, 96, 0]);
         assert_eq!(req.data_len(), 96);
@@ -405,7 +407,7 @@ mod tests {
         r.mem().read(e + 7, &mut uflags).unwrap();
         assert_eq!(uflags[0] & UFLAG_READ_LEN, UFLAG_READ_LEN);
         assert_eq!(r.mem().load_u32(mb::CMD_TAIL).unwrap(), len as u32);
-        assert!(r.next().unwrap().is_none());
+        assert!(r.take().unwrap().is_none());
     }
 
     #[test]
@@ -417,7 +419,7 @@ mod tests {
         r.mem().store_u32(CMDR_OFF + start, 64 | OP_PAD).unwrap();
         let len = put_cmd(&r, 0, 9, &[0x00, 0, 0, 0, 0, 0], &[]);
         r.mem().store_u32(mb::CMD_HEAD, len as u32).unwrap();
-        let req = r.next().unwrap().expect("the command after the padding");
+        let req = r.take().unwrap().expect("the command after the padding");
         assert_eq!(req.cmd_id, 9);
         let sense = crate::sense::Sense::INVALID_OPCODE.fixed().to_vec();
         r.complete(
@@ -451,7 +453,7 @@ mod tests {
             &[(DATA_OFF, 3), (DATA_OFF + 1024, 2)],
         );
         r.mem().store_u32(mb::CMD_HEAD, len as u32).unwrap();
-        let req = r.next().unwrap().expect("a command");
+        let req = r.take().unwrap().expect("a command");
         assert_eq!(r.data_out(&req).unwrap(), vec![1, 2, 3, 4, 5]);
     }
 

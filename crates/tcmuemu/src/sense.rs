@@ -16,6 +16,8 @@ pub mod key {
     pub const MEDIUM_ERROR: u8 = 0x3;
     /// ILLEGAL REQUEST.
     pub const ILLEGAL_REQUEST: u8 = 0x5;
+    /// DATA PROTECT.
+    pub const DATA_PROTECT: u8 = 0x7;
 }
 
 /// One sense condition: key, additional sense code and qualifier.

@@ -34,9 +34,8 @@ pub fn drain<M: crate::ring::Shared>(
     disk: &mut Disk,
 ) -> Result<usize, RingError> {
     let mut n = 0;
-    while let Some(req) = ring.next()? {
-        let op = req.cdb.first().copied().unwrap_or(0);
-        let out = if crate::cdb::is_data_out(op) {
+    while let Some(req) = ring.take()? {
+        let out = if crate::cdb::is_data_out(&req.cdb) {
             ring.data_out(&req)?
         } else {
             Vec::new()

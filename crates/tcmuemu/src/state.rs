@@ -11,7 +11,38 @@ use crate::disk::Disk;
 /// The drive's state as JSON.
 pub fn to_json(d: &Disk) -> Value {
     let c = &d.counters;
+    let ata = d.ata.as_ref().map(|a| {
+        let sec = &a.security;
+        json!({
+            "model": a.model,
+            "serial": a.serial,
+            "firmware": a.firmware,
+            "native_blocks": a.native_blocks,
+            "max_blocks": a.max_blocks,
+            "max_volatile": a.max_volatile,
+            "security": {
+                "enabled": sec.enabled(),
+                "locked": sec.locked,
+                "frozen": sec.frozen,
+                "count_expired": sec.count_expired(),
+                "attempts": sec.attempts,
+                "erases": sec.erases.iter().map(|(enhanced, master)| json!({
+                    "enhanced": enhanced,
+                    "master_password": master,
+                })).collect::<Vec<_>>(),
+            },
+            "smart": {
+                "lbas_written": a.smart.lbas_written,
+                "lbas_read": a.smart.lbas_read,
+                "power_on_hours": a.smart.power_on_hours,
+                "power_cycles": a.smart.power_cycles,
+                "temperature_c": a.smart.temperature_c,
+            },
+            "commands": a.log,
+        })
+    });
     json!({
+        "ata": ata,
         "identity": {
             "vendor": d.identity.vendor,
             "product": d.identity.product,

@@ -22,6 +22,8 @@ use drivelab_vmtest::drivelab_bin::static_package_binary;
 use drivelab_vmtest::{Checks, GuestRun, Vm};
 use serde_json::Value;
 
+const SMARTCTL: &str = "/usr/sbin/smartctl";
+
 /// The drive's size, MiB.
 const MIB: u64 = 16;
 
@@ -63,13 +65,69 @@ run_json health drivelab health $SAS --output-format json
 state sas p2
 run_json read_all drivelab run --name=all --filename=$SAS --rw=read --bs=64k --iodepth=4 --direct=1 --output-format=json
 state sas p3
-mark steps
+mark sas
+
+# --- SATA: health against smartctl and the emulator.
+emu sata 2 DLTCMUSATA01 --sata --product "DRIVELAB TCMU SATA SSD" --revision 1.0
+SATA=$(disk_of DLTCMUSATA01)
+emu frozen 3 DLTCMUFROZ01 --sata --frozen --product "DRIVELAB TCMU SATA SSD"
+FROZEN=$(disk_of DLTCMUFROZ01)
+emu hpa 4 DLTCMUHPA001 --sata --hpa-mib @HPA_MIB@ --product "DRIVELAB TCMU SATA SSD"
+HPA=$(disk_of DLTCMUHPA001)
+printf '{"sas":"%s","sata":"%s","frozen":"%s","hpa":"%s"}\n' "$SAS" "$SATA" "$FROZEN" "$HPA" > names.json
+mark sata_attached
+head -c 1048576 /dev/zero | tr '\000' '\245' > /tmp/a5.bin
+dd if=/tmp/a5.bin of=$SATA bs=64k oflag=direct 2>/dev/null
+state sata s0
+run_json sata_health drivelab health $SATA --output-format json
+run_json sata_smartctl smartctl -i -A -H -j $SATA
+state sata s1
+mark sata_health
+
+# --- ATA security erase, enhanced: the whole drive filled first.
+i=0; while [ $i -lt @MIB@ ]; do cat /tmp/a5.bin; i=$((i + 1)); done | dd of=$SATA bs=64k oflag=direct 2>/dev/null
+rm -f /tmp/a5.bin
+md5 $SATA > sec.md5_before
+state sata s2
+run_json sec @ERASE@ $SATA --method ata-security-erase-enhanced --confirm-serial DLTCMUSATA01 --certificate-dir /out/certs/sec
+state sata s3
+md5 $SATA > sec.md5_after
+head -c $((@MIB@ << 20)) /dev/zero | tr '\000' '\154' | md5sum | cut -d' ' -f1 > sec.md5_pattern
+mark sec
+
+# --- A frozen drive: refused, nothing sent.
+state frozen f0
+md5 $FROZEN > frozen.md5_before
+run_json frozen @ERASE@ $FROZEN --method ata-security-erase --confirm-serial DLTCMUFROZ01 --certificate-dir /out/certs/frozen
+state frozen f1
+md5 $FROZEN > frozen.md5_after
+mark frozen
+
+# --- A host protected area: held, then restored and erased whole.
+cat /sys/block/${HPA#/dev/}/size > hpa.size_before
+state hpa h0
+run_json hpa_held @ERASE@ $HPA --method ata-security-erase --confirm-serial DLTCMUHPA001 --certificate-dir /out/certs/hpa_held
+state hpa h1
+run_json hpa_restored @ERASE@ $HPA --method ata-security-erase --restore-native-max --confirm-serial DLTCMUHPA001 --certificate-dir /out/certs/hpa
+state hpa h2
+cat /sys/block/${HPA#/dev/}/size > hpa.size_after
+md5 $HPA > hpa.md5_after
+head -c $((@MIB@ << 20)) /dev/zero | md5sum | cut -d' ' -f1 > hpa.md5_zero
+mark hpa
 kill $EMUS
 true
 "#;
 
+/// What the HPA drive shows before its native max is restored, MiB.
+const HPA_MIB: u64 = 12;
+
+const ERASE: &str = "drivelab erase --verify full --yes --output-format json";
+
 fn script() -> String {
-    SCRIPT.replace("@MIB@", &MIB.to_string())
+    SCRIPT
+        .replace("@ERASE@", ERASE)
+        .replace("@MIB@", &MIB.to_string())
+        .replace("@HPA_MIB@", &HPA_MIB.to_string())
 }
 
 fn boot() -> GuestRun {
@@ -78,6 +136,7 @@ fn boot() -> GuestRun {
     Vm::builder()
         .modules(&["target_core_user", "tcm_loop"])
         .binary("drivelab-tcmuemu", &emu)
+        .host_tool(SMARTCTL)
         .with_drivelab()
         .guest_script(&script())
         .timeout(Duration::from_secs(600))
@@ -179,6 +238,235 @@ fn drivelab_checks(c: &mut Checks, run: &GuestRun) {
     );
 }
 
+/// The erase report's one drive row.
+fn row(run: &GuestRun, name: &str) -> Value {
+    out(run, name)["drives"][0].clone()
+}
+
+/// The signed certificate a report row names.
+fn cert(run: &GuestRun, row: &Value) -> Value {
+    row["certificate"]
+        .as_str()
+        .and_then(|p| p.strip_prefix("/out/"))
+        .and_then(|p| std::fs::read_to_string(run.out_dir().join(p)).ok())
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .map(|v| v["certificate"].clone())
+        .unwrap_or(Value::Null)
+}
+
+/// The ATA commands the emulator received between two states.
+fn ata_sent(before: &Value, after: &Value) -> Vec<String> {
+    let list = |v: &Value| {
+        v["ata"]["commands"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_else(Vec::new)
+    };
+    let (b, a) = (list(before), list(after));
+    a.get(b.len()..).map(<[String]>::to_vec).unwrap_or_default()
+}
+
+/// The raw value of SMART attribute `id` in drivelab's health JSON.
+fn ours_raw(h: &Value, id: u64) -> Option<u64> {
+    h["ata"]["smart"]["attributes"]
+        .as_array()?
+        .iter()
+        .find(|a| a["id"].as_u64() == Some(id))?["raw"]
+        .as_u64()
+}
+
+/// The raw value of SMART attribute `id` in smartctl's JSON.
+fn theirs_raw(sc: &Value, id: u64) -> Option<u64> {
+    sc["ata_smart_attributes"]["table"]
+        .as_array()?
+        .iter()
+        .find(|a| a["id"].as_u64() == Some(id))?["raw"]["value"]
+        .as_u64()
+}
+
+fn sata_health_checks(c: &mut Checks, run: &GuestRun) {
+    let h = out(run, "sata_health")["devices"][0].clone();
+    let sc = out(run, "sata_smartctl");
+    let (s0, s1) = (json(run, "s0.state.json"), json(run, "s1.state.json"));
+    let t = |v: &Value| v.as_str().map(|x| x.trim().to_string()).unwrap_or_default();
+    c.check(
+        "SATA: serial, model, firmware: drivelab = smartctl = the emulator's IDENTIFY",
+        t(&h["serial"]) == "DLTCMUSATA01"
+            && t(&sc["serial_number"]) == "DLTCMUSATA01"
+            && t(&h["model"]) == "DRIVELAB TCMU SATA SSD"
+            && t(&sc["model_name"]) == "DRIVELAB TCMU SATA SSD"
+            && t(&h["firmware"]) == "1.0"
+            && t(&sc["firmware_version"]) == "1.0",
+        || format!("drivelab {h}; smartctl {sc}; {}", why(run, "sata_health")),
+    );
+    c.check(
+        "SATA: capacity: drivelab = smartctl = the emulator's blocks",
+        h["capacity"]["accessible_sectors"] == BLOCKS
+            && sc["user_capacity"]["blocks"] == BLOCKS
+            && s1["ata"]["max_blocks"] == BLOCKS,
+        || {
+            format!(
+                "drivelab {}; smartctl {}",
+                h["capacity"], sc["user_capacity"]
+            )
+        },
+    );
+    c.check(
+        "SATA: SMART overall status passed (RETURN STATUS): drivelab = smartctl",
+        h["ata"]["status"] == "passed" && sc["smart_status"]["passed"] == true,
+        || {
+            format!(
+                "drivelab {}; smartctl {}",
+                h["ata"]["status"], sc["smart_status"]
+            )
+        },
+    );
+    // 241 moved with the 1 MiB written; drivelab, smartctl and the
+    // emulator agree (nothing was written between the two reads).
+    let emu_w = s1["ata"]["smart"]["lbas_written"].as_u64();
+    c.check(
+        "SATA: attribute 241 (LBAs written) = 2048 after 1 MiB: drivelab = smartctl = emulator",
+        ours_raw(&h, 241) == emu_w
+            && theirs_raw(&sc, 241) == emu_w
+            && emu_w.is_some_and(|w| w >= 2048)
+            && s0["ata"]["smart"]["lbas_written"] == 2048,
+        || {
+            format!(
+                "drivelab {:?}, smartctl {:?}, emulator {emu_w:?}",
+                ours_raw(&h, 241),
+                theirs_raw(&sc, 241)
+            )
+        },
+    );
+    let ids = |v: Option<&Vec<Value>>, key: &str| {
+        v.map(|a| a.iter().filter_map(|x| x[key].as_u64()).collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    let ours = ids(h["ata"]["smart"]["attributes"].as_array(), "id");
+    let theirs = ids(sc["ata_smart_attributes"]["table"].as_array(), "id");
+    c.check(
+        "SATA: the attribute ids: drivelab = smartctl = 5, 9, 12, 194, 241, 242",
+        ours == theirs && ours == vec![5, 9, 12, 194, 241, 242],
+        || format!("drivelab {ours:?}; smartctl {theirs:?}"),
+    );
+}
+
+fn security_checks(c: &mut Checks, run: &GuestRun) {
+    let r = row(run, "sec");
+    c.check(
+        "sec: drivelab erase --method ata-security-erase-enhanced exits 0, drive erased",
+        run.outcome("sec").0 == 0
+            && r["result"] == "erased"
+            && r["method"] == "ata-security-erase-enhanced",
+        || why(run, "sec"),
+    );
+    let cert = cert(run, &r);
+    c.check(
+        "sec: the certificate says ata-security-erase-enhanced, NIST Purge, the whole drive",
+        cert["erase"]["method"] == "ata-security-erase-enhanced"
+            && cert["erase"]["nist_category"] == "Purge"
+            && cert["drive"]["capacity_bytes"] == MIB << 20,
+        || format!("certificate {cert}"),
+    );
+    let (s2, s3) = (json(run, "s2.state.json"), json(run, "s3.state.json"));
+    let sent = ata_sent(&s2, &s3);
+    let security: Vec<&String> = sent.iter().filter(|x| x.starts_with("SECURITY")).collect();
+    c.check(
+        "sec: the emulator received SET PASSWORD, ERASE PREPARE, ERASE UNIT in that order, and no password is left",
+        security == ["SECURITY SET PASSWORD", "SECURITY ERASE PREPARE", "SECURITY ERASE UNIT"]
+            && s3["ata"]["security"]["enabled"] == false
+            && s3["ata"]["security"]["locked"] == false
+            && s3["ata"]["security"]["erases"] == serde_json::json!([{"enhanced": true, "master_password": false}]),
+        || format!("sent {sent:?}; state {}", s3["ata"]["security"]),
+    );
+    let (before, after, pattern) = (
+        text(run, "sec.md5_before"),
+        text(run, "sec.md5_after"),
+        text(run, "sec.md5_pattern"),
+    );
+    c.check(
+        "sec: the drive reads back as the emulator's enhanced-erase pattern (6Ch), not the old data",
+        !pattern.is_empty() && after == pattern && after != before,
+        || format!("before {before}, after {after}, pattern {pattern}"),
+    );
+}
+
+fn frozen_checks(c: &mut Checks, run: &GuestRun) {
+    let (s, _, e) = run.outcome("frozen");
+    c.check(
+        "frozen: drivelab erase refuses a frozen drive: exit 2, one line saying frozen",
+        s == 2 && e.trim().lines().count() == 1 && e.contains("frozen"),
+        || why(run, "frozen"),
+    );
+    let (f0, f1) = (json(run, "f0.state.json"), json(run, "f1.state.json"));
+    let sent = ata_sent(&f0, &f1);
+    c.check(
+        "frozen: nothing but IDENTIFY and health reads reached the drive: no security command, no write",
+        !sent.iter().any(|x| x.starts_with("SECURITY") || x.starts_with("SET MAX"))
+            && counter(&f1, "blocks_written") == counter(&f0, "blocks_written")
+            && text(run, "frozen.md5_before") == text(run, "frozen.md5_after"),
+        || format!("sent {sent:?}; {f0} -> {f1}"),
+    );
+}
+
+fn hpa_checks(c: &mut Checks, run: &GuestRun) {
+    let hpa_blocks = (HPA_MIB << 20) / 512;
+    c.check(
+        "hpa: the kernel sees the accessible size, not the native one",
+        text(run, "hpa.size_before") == hpa_blocks.to_string(),
+        || text(run, "hpa.size_before"),
+    );
+    let (s, _, e) = run.outcome("hpa_held");
+    let (h0, h1, h2) = (
+        json(run, "h0.state.json"),
+        json(run, "h1.state.json"),
+        json(run, "h2.state.json"),
+    );
+    let held = ata_sent(&h0, &h1);
+    c.check(
+        "hpa: without --restore-native-max the erase is refused (exit 2, naming the option), nothing set, nothing written",
+        s == 2
+            && e.contains("--restore-native-max")
+            && !held.iter().any(|x| x.starts_with("SECURITY") || x.starts_with("SET MAX"))
+            && counter(&h1, "blocks_written") == counter(&h0, "blocks_written")
+            && h1["ata"]["max_blocks"] == hpa_blocks,
+        || format!("{}; sent {held:?}", why(run, "hpa_held")),
+    );
+    let r = row(run, "hpa_restored");
+    let cert = cert(run, &r);
+    c.check(
+        "hpa: with --restore-native-max: SET MAX ADDRESS EXT restores the native max, the erase succeeds",
+        run.outcome("hpa_restored").0 == 0
+            && r["result"] == "erased"
+            && h2["ata"]["max_blocks"] == BLOCKS
+            && h2["ata"]["max_volatile"] == true
+            && text(run, "hpa.size_after") == BLOCKS.to_string(),
+        || format!("{}; state {}", why(run, "hpa_restored"), h2["ata"]),
+    );
+    let restored = &cert["capacity_restored"];
+    c.check(
+        "hpa: the certificate shows the capacity before, after and the native max",
+        restored["bytes_before"] == HPA_MIB << 20
+            && restored["bytes_after"] == MIB << 20
+            && restored["native_max_lba"] == BLOCKS - 1
+            && cert["erase"]["method"] == "ata-security-erase"
+            && cert["erase"]["nist_category"] == "Clear",
+        || format!("certificate {cert}"),
+    );
+    c.check(
+        "hpa: the whole native capacity reads back as zeroes, verified by drivelab too",
+        text(run, "hpa.md5_after") == text(run, "hpa.md5_zero")
+            && r["verification"] == "full: passed"
+            && h2["ata"]["security"]["erases"]
+                == serde_json::json!([{"enhanced": false, "master_password": false}]),
+        || format!("row {r}; {}", h2["ata"]["security"]),
+    );
+}
+
 #[test]
 fn drivelab_on_a_scsi_drive_emulated_behind_tcmu() {
     let run = boot();
@@ -201,8 +489,24 @@ fn drivelab_on_a_scsi_drive_emulated_behind_tcmu() {
             )
         },
     );
+    for n in ["sata", "frozen", "hpa"] {
+        c.check(
+            &format!("{n}: the emulated SATA drive appeared as a SCSI disk"),
+            names[n].as_str().is_some_and(|s| s.starts_with("/dev/sd")),
+            || {
+                format!(
+                    "names {names}; emulator: {}",
+                    text(&run, &format!("{n}.emu.err"))
+                )
+            },
+        );
+    }
     disk_checks(&mut c, &run);
     drivelab_checks(&mut c, &run);
+    sata_health_checks(&mut c, &run);
+    security_checks(&mut c, &run);
+    frozen_checks(&mut c, &run);
+    hpa_checks(&mut c, &run);
     println!(
         "guest uptime at each step:\n{}",
         run.file("marks.txt").unwrap_or_default()

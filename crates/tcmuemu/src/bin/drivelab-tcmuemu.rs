@@ -5,7 +5,15 @@
 //! drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H]
 //!     [--serial S] [--vendor V] [--product P] [--revision R]
 //!     [--max-transfer-kib K] [--state FILE]
+//!     [--sata [--frozen] [--locked-password PW] [--hpa-mib N]]
 //! ```
+//!
+//! `--sata` makes it an ATA drive behind a SATL (ATA PASS-THROUGH
+//! answered; INQUIRY vendor "ATA", product the model = `--product`,
+//! revision the firmware = `--revision`); `--frozen` freezes its security
+//! at power-on, `--locked-password` has someone else's user password set
+//! and the drive locked, `--hpa-mib` hides all but the first N MiB behind
+//! a host protected area.
 //!
 //! The backing file is created (or cut) to the size. The state file is
 //! written once the ring is mapped and before the LUN is linked, then after
@@ -17,13 +25,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use drivelab_device::block::uio::UioMap;
+use drivelab_tcmuemu::ata::Ata;
 use drivelab_tcmuemu::configfs::{self, Names};
 use drivelab_tcmuemu::disk::Disk;
 use drivelab_tcmuemu::pages::{Geometry, Identity};
 use drivelab_tcmuemu::ring::Ring;
 use drivelab_tcmuemu::server;
 
-const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE]";
+const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sata [--frozen] [--locked-password PW] [--hpa-mib N]]";
 
 const BLOCK: u32 = 512;
 
@@ -35,6 +44,15 @@ struct Args {
     identity: Identity,
     max_transfer_blocks: u32,
     state: Option<PathBuf>,
+    sata: Option<Sata>,
+}
+
+/// The SATA personality's power-on state.
+#[derive(Default)]
+struct Sata {
+    frozen: bool,
+    locked_password: Option<String>,
+    hpa_bytes: Option<u64>,
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -52,7 +70,10 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         },
         max_transfer_blocks: 2048,
         state: None,
+        sata: None,
     };
+    let mut sata = Sata::default();
+    let mut is_sata = false;
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value; {USAGE}"));
         let num = |v: String| {
@@ -84,10 +105,31 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     .ok_or(format!("{flag}: give 1 to 4194303"))?;
             }
             "--state" => a.state = Some(value()?.into()),
+            "--sata" => is_sata = true,
+            "--frozen" => sata.frozen = true,
+            "--locked-password" => sata.locked_password = Some(value()?),
+            "--hpa-mib" => {
+                sata.hpa_bytes = Some(
+                    num(value()?)?
+                        .checked_mul(1 << 20)
+                        .ok_or(format!("{flag}: too large"))?,
+                )
+            }
             other => return Err(format!("unknown option {other}; {USAGE}")),
         }
     }
     a.backing = backing.ok_or(format!("--backing FILE is required; {USAGE}"))?;
+    let sata_only = sata.frozen || sata.locked_password.is_some() || sata.hpa_bytes.is_some();
+    if sata_only && !is_sata {
+        return Err("--frozen, --locked-password and --hpa-mib need --sata".into());
+    }
+    if sata.hpa_bytes.is_some_and(|h| h >= a.bytes) {
+        return Err("--hpa-mib must be less than --size-mib".into());
+    }
+    if sata.locked_password.as_ref().is_some_and(|p| p.len() > 32) {
+        return Err("--locked-password: at most 32 bytes".into());
+    }
+    a.sata = is_sata.then_some(sata);
     if !a
         .name
         .chars()
@@ -115,7 +157,11 @@ fn run(a: Args) -> Result<(), String> {
         block_size: BLOCK,
         max_transfer_blocks: a.max_transfer_blocks,
     };
-    let disk = Disk::new(media, a.identity, geometry);
+    let disk = Disk::new(media, a.identity.clone(), geometry);
+    let disk = match &a.sata {
+        Some(s) => disk.with_ata(ata_device(&a, s)),
+        None => disk,
+    };
     configfs::ensure_configfs().map_err(|e| e.to_string())?;
     let names = Names::new(a.hba, &a.name);
     let uio = configfs::create_backstore(&names, a.bytes, BLOCK, a.max_transfer_blocks)
@@ -131,6 +177,28 @@ fn run(a: Args) -> Result<(), String> {
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("the serving thread panicked".into()),
     }
+}
+
+/// The ATA device of `--sata`, in its power-on state.
+fn ata_device(a: &Args, s: &Sata) -> Ata {
+    let blocks = a.bytes / u64::from(BLOCK);
+    let mut ata = Ata::new(
+        &a.identity.product,
+        &a.identity.serial,
+        &a.identity.revision,
+        blocks,
+    );
+    ata.security.frozen = s.frozen;
+    if let Some(p) = &s.locked_password {
+        let mut pw = [0u8; 32];
+        pw[..p.len()].copy_from_slice(p.as_bytes());
+        ata.security.user = Some(pw);
+        ata.security.locked = true;
+    }
+    if let Some(h) = s.hpa_bytes {
+        ata.max_blocks = h / u64::from(BLOCK);
+    }
+    ata
 }
 
 fn main() -> ExitCode {
