@@ -104,6 +104,9 @@ impl Disk {
                 .entry(format!("{op:02x}"))
                 .or_default() += 1;
         }
+        if let Some(r) = self.advance_sanitize() {
+            return r;
+        }
         let rsp = match Cdb::parse(cdb) {
             Ok(c) => self.dispatch(c, cdb, data_out),
             Err(s) => check(s),
@@ -185,13 +188,34 @@ impl Disk {
         Ok((lba * bs, blocks as usize * g.block_size as usize))
     }
 
-    /// A locked ATA drive refuses media access (ACS-3 4.18.11); the SATL
-    /// reports the ATA abort.
+    /// Carry out what a background sanitize left when its time came; a
+    /// backing file that fails there is a MEDIUM ERROR for the command that
+    /// found it.
+    fn advance_sanitize(&mut self) -> Option<Response> {
+        let ata = self.ata.as_mut()?;
+        let action = ata.sanitize.advance(std::time::Instant::now())?;
+        let native = ata.native_blocks * u64::from(self.geometry.block_size);
+        self.apply(&action, native)
+            .err()
+            .map(|_| check(Sense::WRITE_ERROR))
+    }
+
+    /// A locked ATA drive refuses media access (ACS-3 4.18.11): DATA
+    /// PROTECT; a sanitize in progress: NOT READY, SANITIZE IN PROGRESS
+    /// (04h/1Bh) with its progress; a failed one: MEDIUM ERROR, SANITIZE
+    /// COMMAND FAILED (31h/03h) (SAT-4 / SBC-4 4.11).
     fn locked(&self) -> Option<Response> {
-        self.ata
-            .as_ref()
-            .filter(|a| a.security.locked)
-            .map(|_| check(Sense::new(sense::key::DATA_PROTECT, 0x27, 0x00)))
+        let a = self.ata.as_ref()?;
+        if a.security.locked {
+            return Some(check(Sense::new(sense::key::DATA_PROTECT, 0x27, 0x00)));
+        }
+        if a.sanitize.running.is_some() {
+            return Some(check(Sense::new(sense::key::NOT_READY, 0x04, 0x1B)));
+        }
+        if a.sanitize.failed {
+            return Some(check(Sense::new(sense::key::MEDIUM_ERROR, 0x31, 0x03)));
+        }
+        None
     }
 
     fn read(&mut self, lba: u64, blocks: u32) -> Response {
@@ -249,9 +273,9 @@ impl Disk {
             return check(Sense::INVALID_OPCODE);
         };
         let mut o = ata.execute(&pt.tf, pt.extend, data_out);
-        if let Some(MediumAction::Fill(b)) = o.medium {
+        if let Some(action) = o.medium.take() {
             let native = ata.native_blocks * u64::from(self.geometry.block_size);
-            if self.fill(native, b).is_err() {
+            if self.apply(&action, native).is_err() {
                 o = crate::ata::Outcome::abort();
             }
         }
@@ -282,12 +306,27 @@ impl Disk {
         }
     }
 
-    /// Fill the first `bytes` of the medium with `byte`.
-    fn fill(&mut self, bytes: u64, byte: u8) -> std::io::Result<()> {
-        let chunk = vec![byte; 1 << 20];
+    /// Carry out `action` over the first `bytes` of the medium.
+    fn apply(&mut self, action: &MediumAction, bytes: u64) -> std::io::Result<()> {
+        const CHUNK: usize = 1 << 20;
+        let (action, bytes) = match action {
+            MediumAction::Half(a) => (a.as_ref(), bytes / 2),
+            a => (a, bytes),
+        };
+        let mut chunk = vec![0u8; CHUNK];
         let mut off = 0u64;
         while off < bytes {
-            let n = (bytes - off).min(chunk.len() as u64) as usize;
+            let n = (bytes - off).min(CHUNK as u64) as usize;
+            match action {
+                MediumAction::Fill(b) => chunk.fill(*b),
+                MediumAction::Pattern(p) => {
+                    for (i, b) in chunk.iter_mut().enumerate() {
+                        *b = p.to_le_bytes()[i % 4];
+                    }
+                }
+                MediumAction::Noise(key) => noise(*key, off, &mut chunk),
+                MediumAction::Half(_) => {}
+            }
             self.media.write_all_at(&chunk[..n], off)?;
             off += n as u64;
         }
@@ -299,6 +338,20 @@ impl Disk {
         let mut b = vec![0u8; len];
         self.media.read_exact_at(&mut b, off)?;
         Ok(b)
+    }
+}
+
+/// The keystream of `key` for the bytes at `off..off + out.len()`
+/// (splitmix64 of key and word index): what a crypto scramble leaves.
+fn noise(key: u32, off: u64, out: &mut [u8]) {
+    for (i, w) in out.chunks_mut(8).enumerate() {
+        let mut z = (u64::from(key) << 40) ^ (off / 8 + i as u64);
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let b = z.to_le_bytes();
+        w.copy_from_slice(&b[..w.len()]);
     }
 }
 

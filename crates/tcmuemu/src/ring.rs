@@ -3,14 +3,16 @@
 //! mailbox's `cmd_head`; user space answers each entry in place (status,
 //! sense, read length) and advances `cmd_tail`, then pokes the UIO device.
 //!
-//! Layouts (all little-endian, packed):
+//! Layouts (little-endian; the entry is `__packed`, but its request
+//! struct is not, so `cdb_off` sits on its 8-byte boundary):
 //! - mailbox: version u16 @0, flags u16 @2, cmdr_off u32 @4, cmdr_size u32
 //!   @8, cmd_head u32 @12, cmd_tail u32 @64 (its own cache line);
 //! - entry header: len_op u32 @0 (low 3 bits the opcode: 0 PAD, 1 CMD,
 //!   2 TMR), cmd_id u16 @4, kflags u8 @6, uflags u8 @7;
 //! - request: iov_cnt u32 @8, iov_bidi_cnt u32 @12, iov_dif_cnt u32 @16,
-//!   cdb_off u64 @20, iovecs (base u64, len u64; base is an offset into
-//!   the mapping) @44;
+//!   (4 bytes of padding), cdb_off u64 @24 (an offset into the mapping),
+//!   two reserved u64, iovecs (base u64, len u64; base is an offset into
+//!   the mapping) @48;
 //! - response (over the request): scsi_status u8 @8, read_len u32 @12,
 //!   sense_buffer [u8; 96] @16.
 //!
@@ -46,8 +48,10 @@ pub const OP_CMD: u32 = 1;
 pub const UFLAG_READ_LEN: u8 = 0x2;
 /// Size of the sense buffer in a response.
 pub const SENSE_SIZE: usize = 96;
+/// Offset of the CDB's offset in a request entry.
+const CDB_OFF: usize = 24;
 /// Offset of the first iovec in a request entry.
-const IOV_OFF: usize = 44;
+const IOV_OFF: usize = 48;
 /// At most this many CDB bytes are read (the longest fixed CDB; variable
 /// length CDBs are refused as unsupported).
 const CDB_MAX: usize = 16;
@@ -226,7 +230,7 @@ impl<M: Shared> Ring<M> {
                     .map_err(|_| RingError::Bad("iovec length beyond the address space".into()))?;
                 iovs.push(Iov { off, len });
             }
-            let cdb_off = usize::try_from(u64_at(&hdr, 20))
+            let cdb_off = usize::try_from(u64_at(&hdr, CDB_OFF))
                 .map_err(|_| RingError::Bad("CDB offset beyond the address space".into()))?;
             let mut first = [0u8; 1];
             self.mem.read(cdb_off, &mut first)?;
@@ -355,12 +359,13 @@ mod tests {
     /// iovecs, the CDB after them; returns the entry's length.
     fn put_cmd(r: &Ring<Buf>, at: usize, id: u16, cdb: &[u8], iovs: &[(usize, usize)]) -> usize {
         let cdb_at = CMDR_OFF + at + IOV_OFF + 16 * iovs.len();
-        let len = (IOV_OFF + 16 * iovs.len() + cdb.len()).div_ceil(8) * 8;
+        // As the kernel sizes it: at least a whole entry (112 bytes).
+        let len = ((IOV_OFF + 16 * iovs.len() + cdb.len()).div_ceil(8) * 8).max(112);
         let m = r.mem();
         m.store_u32(CMDR_OFF + at, len as u32 | OP_CMD).unwrap();
         m.write(CMDR_OFF + at + 4, &id.to_le_bytes()).unwrap();
         m.store_u32(CMDR_OFF + at + 8, iovs.len() as u32).unwrap();
-        m.write(CMDR_OFF + at + 20, &(cdb_at as u64).to_le_bytes())
+        m.write(CMDR_OFF + at + CDB_OFF, &(cdb_at as u64).to_le_bytes())
             .unwrap();
         for (i, (off, l)) in iovs.iter().enumerate() {
             let e = CMDR_OFF + at + IOV_OFF + 16 * i;

@@ -38,6 +38,17 @@ pub fn to_json(d: &Disk) -> Value {
                 "power_cycles": a.smart.power_cycles,
                 "temperature_c": a.smart.temperature_c,
             },
+            "sanitize": {
+                "running": a.sanitize.running.map(|(k, _)| k.name()),
+                "completed_ok": a.sanitize.completed_ok,
+                "failed": a.sanitize.failed,
+                "frozen": a.sanitize.frozen,
+                "status_polls_while_running": a.sanitize.status_polls_running,
+                "done": a.sanitize.done.iter().map(|(k, ok)| json!({
+                    "kind": k.name(),
+                    "ok": ok,
+                })).collect::<Vec<_>>(),
+            },
             "commands": a.log,
         })
     });

@@ -44,6 +44,13 @@ emu() {
 disk_of() { for d in /sys/block/sd*; do [ "$(vpd80_serial $d/device/vpd_pg80)" = "$1" ] && echo /dev/${d##*/}; done; return 0; }
 state() { sleep 0.3; cp /tmp/$1.json $2.state.json; }
 md5() { dd if=$1 bs=64k iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1; }
+head -c $((@MIB@ << 20)) /dev/zero | md5sum | cut -d' ' -f1 > zero.md5
+# fill DEV OCTAL: that byte over the whole drive.
+fill() {
+  head -c 1048576 /dev/zero | tr '\000' "\\$2" > /tmp/fill.bin
+  i=0; while [ $i -lt @MIB@ ]; do cat /tmp/fill.bin; i=$((i + 1)); done | dd of=$1 bs=64k oflag=direct 2>/dev/null
+  rm -f /tmp/fill.bin
+}
 
 emu sas 1 DLTCMUSAS001 --product "TCMU SAS DISK"
 SAS=$(disk_of DLTCMUSAS001)
@@ -74,7 +81,9 @@ emu frozen 3 DLTCMUFROZ01 --sata --frozen --product "DRIVELAB TCMU SATA SSD"
 FROZEN=$(disk_of DLTCMUFROZ01)
 emu hpa 4 DLTCMUHPA001 --sata --hpa-mib @HPA_MIB@ --product "DRIVELAB TCMU SATA SSD"
 HPA=$(disk_of DLTCMUHPA001)
-printf '{"sas":"%s","sata":"%s","frozen":"%s","hpa":"%s"}\n' "$SAS" "$SATA" "$FROZEN" "$HPA" > names.json
+emu fail 5 DLTCMUFAIL01 --sata --fault sanitize-fail --product "DRIVELAB TCMU SATA SSD"
+FAIL=$(disk_of DLTCMUFAIL01)
+printf '{"sas":"%s","sata":"%s","frozen":"%s","hpa":"%s","fail":"%s"}\n' "$SAS" "$SATA" "$FROZEN" "$HPA" "$FAIL" > names.json
 mark sata_attached
 head -c 1048576 /dev/zero | tr '\000' '\245' > /tmp/a5.bin
 dd if=/tmp/a5.bin of=$SATA bs=64k oflag=direct 2>/dev/null
@@ -85,8 +94,8 @@ state sata s1
 mark sata_health
 
 # --- ATA security erase, enhanced: the whole drive filled first.
-i=0; while [ $i -lt @MIB@ ]; do cat /tmp/a5.bin; i=$((i + 1)); done | dd of=$SATA bs=64k oflag=direct 2>/dev/null
 rm -f /tmp/a5.bin
+fill $SATA 245
 md5 $SATA > sec.md5_before
 state sata s2
 run_json sec @ERASE@ $SATA --method ata-security-erase-enhanced --confirm-serial DLTCMUSATA01 --certificate-dir /out/certs/sec
@@ -94,6 +103,22 @@ state sata s3
 md5 $SATA > sec.md5_after
 head -c $((@MIB@ << 20)) /dev/zero | tr '\000' '\154' | md5sum | cut -d' ' -f1 > sec.md5_pattern
 mark sec
+
+# --- ATA SANITIZE: overwrite (the zero pattern), crypto scramble, a failure.
+fill $SATA 245
+state sata s4
+run_json ow @ERASE@ $SATA --method ata-sanitize --confirm-serial DLTCMUSATA01 --certificate-dir /out/certs/ow
+state sata s5
+md5 $SATA > ow.md5_after
+fill $SATA 132
+md5 $SATA > crypto.md5_before
+run_json crypto @ERASE@ $SATA --method ata-sanitize --crypto --confirm-serial DLTCMUSATA01 --certificate-dir /out/certs/crypto
+state sata s6
+md5 $SATA > crypto.md5_after
+run_json sanfail @ERASE@ $FAIL --method ata-sanitize --confirm-serial DLTCMUFAIL01 --certificate-dir /out/certs/sanfail
+state fail x1
+run_json read_after_fail dd if=$FAIL of=/dev/null bs=512 count=1 iflag=direct
+mark sanitize
 
 # --- A frozen drive: refused, nothing sent.
 state frozen f0
@@ -112,7 +137,6 @@ run_json hpa_restored @ERASE@ $HPA --method ata-security-erase --restore-native-
 state hpa h2
 cat /sys/block/${HPA#/dev/}/size > hpa.size_after
 md5 $HPA > hpa.md5_after
-head -c $((@MIB@ << 20)) /dev/zero | md5sum | cut -d' ' -f1 > hpa.md5_zero
 mark hpa
 kill $EMUS
 true
@@ -395,6 +419,75 @@ fn security_checks(c: &mut Checks, run: &GuestRun) {
     );
 }
 
+fn sanitize_checks(c: &mut Checks, run: &GuestRun) {
+    let zero = text(run, "zero.md5");
+    for (name, crypto) in [("ow", false), ("crypto", true)] {
+        let r = row(run, name);
+        let cert = cert(run, &r);
+        c.check(
+            &format!("{name}: drivelab erase --method ata-sanitize exits 0; certificate: ata-sanitize, NIST Purge"),
+            run.outcome(name).0 == 0
+                && r["result"] == "erased"
+                && cert["erase"]["method"] == "ata-sanitize"
+                && cert["erase"]["nist_category"] == "Purge",
+            || format!("{}; certificate {cert}", why(run, name)),
+        );
+        let (before, after) = if crypto {
+            (json(run, "s5.state.json"), json(run, "s6.state.json"))
+        } else {
+            (json(run, "s4.state.json"), json(run, "s5.state.json"))
+        };
+        let kind = if crypto {
+            "crypto-scramble"
+        } else {
+            "overwrite"
+        };
+        let sent = ata_sent(&before, &after);
+        let polls = after["ata"]["sanitize"]["status_polls_while_running"]
+            .as_u64()
+            .unwrap_or(0)
+            - before["ata"]["sanitize"]["status_polls_while_running"]
+                .as_u64()
+                .unwrap_or(0);
+        c.check(
+            &format!("{name}: the emulator ran a {kind}, drivelab polled SANITIZE STATUS EXT while it ran and waited for its end"),
+            after["ata"]["sanitize"]["done"].as_array().and_then(|d| d.last()) == Some(&serde_json::json!({"kind": kind, "ok": true}))
+                && polls > 0
+                && sent.iter().any(|x| x == if crypto { "CRYPTO SCRAMBLE EXT" } else { "OVERWRITE EXT" }),
+            || format!("polls {polls}; sent {sent:?}; {}", after["ata"]["sanitize"]),
+        );
+    }
+    let ow = text(run, "ow.md5_after");
+    c.check(
+        "ow: the drive reads back as zeroes (the pattern overwritten), verified by drivelab too",
+        !zero.is_empty() && ow == zero && row(run, "ow")["verification"] == "full: passed",
+        || format!("{ow} vs zeroes {zero}; row {}", row(run, "ow")),
+    );
+    let (cb, ca) = (
+        text(run, "crypto.md5_before"),
+        text(run, "crypto.md5_after"),
+    );
+    c.check(
+        "crypto: the drive reads as neither the old data nor zeroes",
+        !ca.is_empty() && ca != cb && ca != zero,
+        || format!("before {cb}, after {ca}, zeroes {zero}"),
+    );
+    let (s, _, _) = run.outcome("sanfail");
+    let x1 = json(run, "x1.state.json");
+    c.check(
+        "sanfail: a sanitize that fails half way: drivelab exits 1, no certificate, the emulator recorded the failure",
+        s == 1
+            && row(run, "sanfail")["certificate"].is_null()
+            && x1["ata"]["sanitize"]["done"] == serde_json::json!([{"kind": "overwrite", "ok": false}]),
+        || format!("{}; {}", why(run, "sanfail"), x1["ata"]["sanitize"]),
+    );
+    c.check(
+        "sanfail: media access is refused after the failure",
+        run.outcome("read_after_fail").0 != 0,
+        || why(run, "read_after_fail"),
+    );
+}
+
 fn frozen_checks(c: &mut Checks, run: &GuestRun) {
     let (s, _, e) = run.outcome("frozen");
     c.check(
@@ -459,7 +552,7 @@ fn hpa_checks(c: &mut Checks, run: &GuestRun) {
     );
     c.check(
         "hpa: the whole native capacity reads back as zeroes, verified by drivelab too",
-        text(run, "hpa.md5_after") == text(run, "hpa.md5_zero")
+        text(run, "hpa.md5_after") == text(run, "zero.md5")
             && r["verification"] == "full: passed"
             && h2["ata"]["security"]["erases"]
                 == serde_json::json!([{"enhanced": false, "master_password": false}]),
@@ -489,7 +582,7 @@ fn drivelab_on_a_scsi_drive_emulated_behind_tcmu() {
             )
         },
     );
-    for n in ["sata", "frozen", "hpa"] {
+    for n in ["sata", "frozen", "hpa", "fail"] {
         c.check(
             &format!("{n}: the emulated SATA drive appeared as a SCSI disk"),
             names[n].as_str().is_some_and(|s| s.starts_with("/dev/sd")),
@@ -505,6 +598,7 @@ fn drivelab_on_a_scsi_drive_emulated_behind_tcmu() {
     drivelab_checks(&mut c, &run);
     sata_health_checks(&mut c, &run);
     security_checks(&mut c, &run);
+    sanitize_checks(&mut c, &run);
     frozen_checks(&mut c, &run);
     hpa_checks(&mut c, &run);
     println!(

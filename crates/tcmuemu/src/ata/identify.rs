@@ -1,6 +1,6 @@
 //! IDENTIFY DEVICE data (ACS-3 7.12.7) built from the device's state: the
 //! strings, the capacity (the max address, so an HPA shows), the feature
-//! words for SMART, Security, HPA, 48-bit addressing, the security erase
+//! words for SMART, Security, HPA, Sanitize, 48-bit addressing, the security erase
 //! times (89, 90) and state (128), and the integrity word.
 
 use super::Ata;
@@ -32,7 +32,9 @@ pub fn build(a: &Ata) -> [u8; 512] {
     w[47] = 0x8010;
     w[49] = 0x0300; // LBA, DMA
     w[53] = 0x0006; // words 64-70 and 88 valid
-    w[59] = 0x0110; // multiple sector setting valid, 16
+                    // Sanitize: block erase, overwrite, crypto scramble, the feature set;
+                    // multiple sector setting valid, 16.
+    w[59] = 0xF110;
     let max = a.max_blocks;
     let max28 = max.min(0x0FFF_FFFF) as u32;
     w[60] = max28 as u16;
@@ -93,6 +95,9 @@ mod tests {
         );
         assert_eq!(id.checksum_ok, Some(true));
         assert_eq!(id.logical_sector_size, 512);
-        assert!(!id.sanitize && !id.trim && !id.sct_write_same);
+        assert!(
+            id.sanitize && id.sanitize_block_erase && id.sanitize_crypto && id.sanitize_overwrite
+        );
+        assert!(!id.trim && !id.sct_write_same);
     }
 }

@@ -1,14 +1,18 @@
 //! The SATA personality: an ATA device behind the SATL, reached through
 //! ATA PASS-THROUGH. It holds what an ATA drive holds beyond its blocks:
 //! the Security feature set state ([`security`]), the host protected area
-//! (READ NATIVE MAX ADDRESS EXT, SET MAX ADDRESS EXT), SMART data whose
+//! (READ NATIVE MAX ADDRESS EXT, SET MAX ADDRESS EXT), the Sanitize
+//! Device feature set ([`sanitize`]), SMART data whose
 //! counters move with the I/O ([`smart`]), and the IDENTIFY DEVICE data
 //! built from all of it ([`identify`]). Commands are ACS-3's; each
 //! returns an [`Outcome`] the SATL ([`crate::sat`]) encodes.
 
 pub mod identify;
+pub mod sanitize;
 pub mod security;
 pub mod smart;
+
+use std::time::Instant;
 
 use crate::sat::{Regs, ERROR_ABRT, STATUS_DRDY, STATUS_ERR};
 
@@ -20,6 +24,8 @@ pub mod command {
     pub const SET_MAX_ADDRESS_EXT: u8 = 0x37;
     /// SMART (7.48).
     pub const SMART: u8 = 0xB0;
+    /// SANITIZE DEVICE (7.36).
+    pub const SANITIZE_DEVICE: u8 = 0xB4;
     /// FLUSH CACHE (7.10).
     pub const FLUSH_CACHE: u8 = 0xE7;
     /// FLUSH CACHE EXT (7.11).
@@ -43,10 +49,18 @@ pub mod command {
 }
 
 /// What the drive does to its medium as a result of a command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MediumAction {
     /// Fill every native block with this byte.
     Fill(u8),
+    /// Fill every native block with this 32-bit pattern, little-endian.
+    Pattern(u32),
+    /// Fill every native block with the keystream of this key (what a
+    /// cryptographic erase leaves: neither the old data nor zeroes).
+    Noise(u32),
+    /// The action over the first half of the native blocks only (an
+    /// operation that failed half way).
+    Half(Box<MediumAction>),
 }
 
 /// An ATA command's result.
@@ -125,6 +139,8 @@ pub struct Ata {
     pub security: security::Security,
     /// SMART.
     pub smart: smart::Smart,
+    /// The Sanitize Device feature set.
+    pub sanitize: sanitize::Sanitize,
     /// Every command received, by name, in order (the state file's log).
     pub log: Vec<String>,
 }
@@ -147,6 +163,7 @@ impl Ata {
                 temperature_c: 35,
                 ..smart::Smart::default()
             },
+            sanitize: sanitize::Sanitize::default(),
             log: Vec::new(),
         }
     }
@@ -175,6 +192,7 @@ impl Ata {
                 })
             }
             SET_MAX_ADDRESS_EXT if extend => self.set_max(tf, native_read),
+            SANITIZE_DEVICE if extend => self.sanitize.execute(tf, Instant::now()),
             SECURITY_SET_PASSWORD..=SECURITY_DISABLE_PASSWORD => {
                 self.security.execute(tf.command, data_out)
             }
@@ -213,6 +231,14 @@ pub fn command_name(tf: &Regs) -> &'static str {
         FLUSH_CACHE => "FLUSH CACHE",
         FLUSH_CACHE_EXT => "FLUSH CACHE EXT",
         SMART => smart::feature_name(tf.feature),
+        SANITIZE_DEVICE => match tf.feature {
+            sanitize::sub::STATUS => "SANITIZE STATUS EXT",
+            sanitize::sub::CRYPTO => "CRYPTO SCRAMBLE EXT",
+            sanitize::sub::BLOCK => "BLOCK ERASE EXT",
+            sanitize::sub::OVERWRITE => "OVERWRITE EXT",
+            sanitize::sub::FREEZE_LOCK => "SANITIZE FREEZE LOCK EXT",
+            _ => "SANITIZE DEVICE (unsupported)",
+        },
         READ_NATIVE_MAX_EXT => "READ NATIVE MAX ADDRESS EXT",
         SET_MAX_ADDRESS_EXT => "SET MAX ADDRESS EXT",
         SECURITY_SET_PASSWORD => "SECURITY SET PASSWORD",

@@ -5,7 +5,8 @@
 //! drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H]
 //!     [--serial S] [--vendor V] [--product P] [--revision R]
 //!     [--max-transfer-kib K] [--state FILE]
-//!     [--sata [--frozen] [--locked-password PW] [--hpa-mib N]]
+//!     [--sata [--frozen] [--locked-password PW] [--hpa-mib N]
+//!      [--sanitize-seconds S] [--fault sanitize-fail]]
 //! ```
 //!
 //! `--sata` makes it an ATA drive behind a SATL (ATA PASS-THROUGH
@@ -13,7 +14,9 @@
 //! revision the firmware = `--revision`); `--frozen` freezes its security
 //! at power-on, `--locked-password` has someone else's user password set
 //! and the drive locked, `--hpa-mib` hides all but the first N MiB behind
-//! a host protected area.
+//! a host protected area, `--sanitize-seconds` is how long an ATA
+//! SANITIZE runs (default 4), `--fault sanitize-fail` makes the first one
+//! fail half way.
 //!
 //! The backing file is created (or cut) to the size. The state file is
 //! written once the ring is mapped and before the LUN is linked, then after
@@ -32,7 +35,7 @@ use drivelab_tcmuemu::pages::{Geometry, Identity};
 use drivelab_tcmuemu::ring::Ring;
 use drivelab_tcmuemu::server;
 
-const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sata [--frozen] [--locked-password PW] [--hpa-mib N]]";
+const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--sanitize-seconds S] [--fault sanitize-fail]]";
 
 const BLOCK: u32 = 512;
 
@@ -51,6 +54,8 @@ struct Args {
 #[derive(Default)]
 struct Sata {
     frozen: bool,
+    sanitize_seconds: Option<f64>,
+    sanitize_fail: bool,
     locked_password: Option<String>,
     hpa_bytes: Option<u64>,
 }
@@ -107,6 +112,19 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--state" => a.state = Some(value()?.into()),
             "--sata" => is_sata = true,
             "--frozen" => sata.frozen = true,
+            "--sanitize-seconds" => {
+                let v = value()?;
+                sata.sanitize_seconds = Some(
+                    v.parse::<f64>()
+                        .ok()
+                        .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
+                        .ok_or(format!("--sanitize-seconds {v:?}: give 0 to 3600 seconds"))?,
+                );
+            }
+            "--fault" => match value()?.as_str() {
+                "sanitize-fail" => sata.sanitize_fail = true,
+                other => return Err(format!("--fault {other:?}: the faults are: sanitize-fail")),
+            },
             "--locked-password" => sata.locked_password = Some(value()?),
             "--hpa-mib" => {
                 sata.hpa_bytes = Some(
@@ -119,9 +137,16 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         }
     }
     a.backing = backing.ok_or(format!("--backing FILE is required; {USAGE}"))?;
-    let sata_only = sata.frozen || sata.locked_password.is_some() || sata.hpa_bytes.is_some();
+    let sata_only = sata.frozen
+        || sata.locked_password.is_some()
+        || sata.hpa_bytes.is_some()
+        || sata.sanitize_seconds.is_some()
+        || sata.sanitize_fail;
     if sata_only && !is_sata {
-        return Err("--frozen, --locked-password and --hpa-mib need --sata".into());
+        return Err(
+            "--frozen, --locked-password, --hpa-mib, --sanitize-seconds and --fault need --sata"
+                .into(),
+        );
     }
     if sata.hpa_bytes.is_some_and(|h| h >= a.bytes) {
         return Err("--hpa-mib must be less than --size-mib".into());
@@ -198,6 +223,8 @@ fn ata_device(a: &Args, s: &Sata) -> Ata {
     if let Some(h) = s.hpa_bytes {
         ata.max_blocks = h / u64::from(BLOCK);
     }
+    ata.sanitize.duration = std::time::Duration::from_secs_f64(s.sanitize_seconds.unwrap_or(4.0));
+    ata.sanitize.fail_next = s.sanitize_fail;
     ata
 }
 
