@@ -22,6 +22,10 @@ pub mod op {
     pub const WRITE_10: u8 = 0x2A;
     /// SYNCHRONIZE CACHE(10) (SBC-4 5.28).
     pub const SYNCHRONIZE_CACHE_10: u8 = 0x35;
+    /// SANITIZE (SBC-4 5.30).
+    pub const SANITIZE: u8 = 0x48;
+    /// LOG SENSE (SPC-5 6.8).
+    pub const LOG_SENSE: u8 = 0x4D;
     /// MODE SENSE(10) (SPC-5 6.14).
     pub const MODE_SENSE_10: u8 = 0x5A;
     /// READ(16) (SBC-4 5.19).
@@ -102,6 +106,10 @@ pub enum Cdb {
         /// Allocation length.
         alloc: usize,
     },
+    /// SANITIZE: decoded by [`crate::scsi_sanitize`].
+    Sanitize,
+    /// LOG SENSE: decoded by [`crate::logpages`].
+    LogSense,
     /// ATA PASS-THROUGH (12) or (16): decoded by [`crate::sat`].
     AtaPassThrough,
     /// An operation code this drive does not implement.
@@ -140,6 +148,8 @@ fn be64(b: &[u8]) -> u64 {
 pub fn is_data_out(cdb: &[u8]) -> bool {
     match cdb.first() {
         Some(&(op::WRITE_10 | op::WRITE_16)) => true,
+        // SANITIZE with a parameter list (overwrite).
+        Some(&op::SANITIZE) => cdb.get(7..9).is_some_and(|l| l != [0, 0]),
         Some(&(op::ATA_PASS_THROUGH_16 | op::ATA_PASS_THROUGH_12)) => {
             cdb.get(2).is_some_and(|b| b & 0x08 == 0 && b & 0x03 != 0)
         }
@@ -212,6 +222,8 @@ impl Cdb {
             },
             op::SYNCHRONIZE_CACHE_10 | op::SYNCHRONIZE_CACHE_16 => Cdb::SynchronizeCache,
             op::ATA_PASS_THROUGH_16 | op::ATA_PASS_THROUGH_12 => Cdb::AtaPassThrough,
+            op::LOG_SENSE => Cdb::LogSense,
+            op::SANITIZE => Cdb::Sanitize,
             op::REPORT_LUNS => Cdb::ReportLuns {
                 alloc: be32(&b[6..10]) as usize,
             },

@@ -7,11 +7,13 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
+use crate::ata::sanitize::Sanitize;
 use crate::ata::{Ata, MediumAction};
 use crate::cdb::Cdb;
 use crate::pages::{self, Geometry, Identity};
 use crate::ring::Response;
 use crate::sat::{self, PassThrough};
+use crate::scsi_sanitize::{self, Request};
 use crate::sense::{self, Sense};
 
 /// What the drive has done, for the state file.
@@ -44,6 +46,13 @@ pub struct Disk {
     /// The SATA personality's ATA device (ATA PASS-THROUGH is answered
     /// only when there is one).
     pub ata: Option<Ata>,
+    /// The temperature the SAS personality reports (LOG SENSE 0Dh, 2Fh).
+    pub temperature_c: u8,
+    /// The SAS personality's SANITIZE state (the SATA one's is the ATA
+    /// device's).
+    pub scsi_sanitize: Sanitize,
+    /// Whether the running or failed SCSI sanitize had AUSE set.
+    ause: bool,
 }
 
 fn good(data_in: Vec<u8>) -> Response {
@@ -71,6 +80,12 @@ impl Disk {
             geometry,
             counters: Counters::default(),
             ata: None,
+            temperature_c: 35,
+            scsi_sanitize: Sanitize {
+                duration: std::time::Duration::from_secs(4),
+                ..Sanitize::default()
+            },
+            ause: false,
         }
     }
 
@@ -120,8 +135,15 @@ impl Disk {
     fn dispatch(&mut self, c: Cdb, cdb: &[u8], data_out: &[u8]) -> Response {
         let g = self.geometry;
         match c {
-            Cdb::TestUnitReady | Cdb::SynchronizeCache => good(Vec::new()),
+            Cdb::TestUnitReady | Cdb::SynchronizeCache => {
+                self.sanitize_refusal().unwrap_or_else(|| good(Vec::new()))
+            }
+            Cdb::Sanitize => self.scsi_sanitize(cdb, data_out),
             Cdb::RequestSense { alloc, desc } => {
+                // While a sanitize runs: its progress (SBC-4 4.11.3).
+                if let Some(r) = self.sanitize_refusal() {
+                    return good(pages::cut(r.sense, alloc));
+                }
                 if desc {
                     // Descriptor format, NO SENSE: 8 bytes of header.
                     good(pages::cut(vec![0x72, 0, 0, 0, 0, 0, 0, 0], alloc))
@@ -169,6 +191,16 @@ impl Disk {
             Cdb::Write { lba, blocks } => self.write(lba, blocks, data_out),
             Cdb::ReportLuns { alloc } => good(pages::cut(pages::report_luns(), alloc)),
             Cdb::AtaPassThrough => self.ata_pass_through(cdb, data_out),
+            Cdb::LogSense => {
+                let t = self
+                    .ata
+                    .as_ref()
+                    .map_or(self.temperature_c, |a| a.smart.temperature_c);
+                match crate::logpages::log_sense(cdb, t) {
+                    Ok(d) => good(d),
+                    Err(s) => check(s),
+                }
+            }
             Cdb::Unsupported(_) => check(Sense::INVALID_OPCODE),
         }
     }
@@ -192,12 +224,73 @@ impl Disk {
     /// backing file that fails there is a MEDIUM ERROR for the command that
     /// found it.
     fn advance_sanitize(&mut self) -> Option<Response> {
-        let ata = self.ata.as_mut()?;
-        let action = ata.sanitize.advance(std::time::Instant::now())?;
-        let native = ata.native_blocks * u64::from(self.geometry.block_size);
+        let native = self
+            .ata
+            .as_ref()
+            .map_or(self.geometry.blocks, |a| a.native_blocks)
+            * u64::from(self.geometry.block_size);
+        let action = self.sanitize_mut().advance(std::time::Instant::now())?;
         self.apply(&action, native)
             .err()
             .map(|_| check(Sense::WRITE_ERROR))
+    }
+
+    /// The sanitize state of whichever personality this is.
+    pub fn sanitize(&self) -> &Sanitize {
+        self.ata
+            .as_ref()
+            .map_or(&self.scsi_sanitize, |a| &a.sanitize)
+    }
+
+    fn sanitize_mut(&mut self) -> &mut Sanitize {
+        match &mut self.ata {
+            Some(a) => &mut a.sanitize,
+            None => &mut self.scsi_sanitize,
+        }
+    }
+
+    /// SCSI SANITIZE (SAS personality; a SATL would translate it, this one
+    /// leaves that to ATA PASS-THROUGH).
+    fn scsi_sanitize(&mut self, cdb: &[u8], data_out: &[u8]) -> Response {
+        if self.ata.is_some() {
+            return check(Sense::INVALID_OPCODE);
+        }
+        let req = match scsi_sanitize::parse(cdb, data_out) {
+            Ok(r) => r,
+            Err(s) => return check(s),
+        };
+        let now = std::time::Instant::now();
+        let s = &mut self.scsi_sanitize;
+        match req {
+            Request::ExitFailureMode => {
+                if !s.failed || !self.ause || s.running.is_some() {
+                    return check(Sense::INVALID_FIELD_IN_CDB);
+                }
+                s.failed = false;
+                good(Vec::new())
+            }
+            Request::Start { kind, immed, ause } => {
+                if s.running.is_some() {
+                    return check(scsi_sanitize::in_progress(s.progress(now)));
+                }
+                s.failed = false;
+                s.start(kind, now);
+                self.ause = ause;
+                if immed {
+                    return good(Vec::new());
+                }
+                // Without IMMED the command ends with the operation.
+                std::thread::sleep(self.scsi_sanitize.duration);
+                if let Some(r) = self.advance_sanitize() {
+                    return r;
+                }
+                if self.scsi_sanitize.failed {
+                    check(scsi_sanitize::FAILED)
+                } else {
+                    good(Vec::new())
+                }
+            }
+        }
     }
 
     /// A locked ATA drive refuses media access (ACS-3 4.18.11): DATA
@@ -205,17 +298,21 @@ impl Disk {
     /// (04h/1Bh) with its progress; a failed one: MEDIUM ERROR, SANITIZE
     /// COMMAND FAILED (31h/03h) (SAT-4 / SBC-4 4.11).
     fn locked(&self) -> Option<Response> {
-        let a = self.ata.as_ref()?;
-        if a.security.locked {
+        if self.ata.as_ref().is_some_and(|a| a.security.locked) {
             return Some(check(Sense::new(sense::key::DATA_PROTECT, 0x27, 0x00)));
         }
-        if a.sanitize.running.is_some() {
-            return Some(check(Sense::new(sense::key::NOT_READY, 0x04, 0x1B)));
+        self.sanitize_refusal()
+    }
+
+    /// The sense for media access (and TEST UNIT READY) while a sanitize
+    /// runs, with its progress, or after one failed.
+    fn sanitize_refusal(&self) -> Option<Response> {
+        let s = self.sanitize();
+        if s.running.is_some() {
+            let p = s.progress(std::time::Instant::now());
+            return Some(check(scsi_sanitize::in_progress(p)));
         }
-        if a.sanitize.failed {
-            return Some(check(Sense::new(sense::key::MEDIUM_ERROR, 0x31, 0x03)));
-        }
-        None
+        s.failed.then(|| check(scsi_sanitize::FAILED))
     }
 
     fn read(&mut self, lba: u64, blocks: u32) -> Response {
@@ -444,6 +541,67 @@ mod tests {
         assert_eq!(d.counters.blocks_written, 0);
         assert_eq!(d.peek(0, 1024).unwrap(), vec![0u8; 1024]);
         assert_eq!(d.counters.check_conditions, cases.len() as u64);
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn scsi_sanitize_runs_in_the_background_with_progress_then_erases() {
+        use drivelab_device::scsi::{Sanitize as S, SanitizeAction};
+        let (mut d, path) = disk("sanitize", 128);
+        d.execute(&[0x2A, 0, 0, 0, 0, 0, 0, 0, 1, 0], &[0xA5; 512]);
+        d.scsi_sanitize.duration = std::time::Duration::from_secs(3600);
+        let r = d.execute(&S::new(SanitizeAction::BlockErase).immed(true).build(), &[]);
+        assert_eq!(r.status, sense::GOOD);
+        // Media access and TEST UNIT READY: NOT READY, in progress.
+        for cdb in [
+            &[0x28u8, 0, 0, 0, 0, 0, 0, 0, 1, 0][..],
+            &[0x00, 0, 0, 0, 0, 0],
+        ] {
+            let r = d.execute(cdb, &[]);
+            assert_eq!(
+                (r.sense[2], r.sense[12], r.sense[13]),
+                (0x02, 0x04, 0x1B),
+                "{cdb:02x?}"
+            );
+            assert_eq!(r.sense[15], 0x80, "progress field valid");
+        }
+        // REQUEST SENSE: GOOD, the progress in its data.
+        let r = d.execute(&[0x03, 0, 0, 0, 18, 0], &[]);
+        assert_eq!(
+            (r.status, r.data_in[12], r.data_in[13]),
+            (sense::GOOD, 0x04, 0x1B)
+        );
+        // Its time up: the next command finds the medium erased.
+        d.scsi_sanitize.duration = std::time::Duration::ZERO;
+        let r = d.execute(&[0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0], &[]);
+        assert_eq!(r.status, sense::GOOD);
+        assert_eq!(r.data_in, vec![0u8; 512]);
+        assert_eq!(
+            d.scsi_sanitize.done,
+            vec![(crate::ata::sanitize::Kind::Block, true)]
+        );
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn a_failed_scsi_sanitize_holds_media_access_until_exit_failure_mode() {
+        use drivelab_device::scsi::{Sanitize as S, SanitizeAction};
+        let (mut d, path) = disk("sanfail", 128);
+        d.scsi_sanitize.duration = std::time::Duration::ZERO;
+        d.scsi_sanitize.fail_next = true;
+        d.execute(
+            &S::new(SanitizeAction::CryptoErase)
+                .immed(true)
+                .ause(true)
+                .build(),
+            &[],
+        );
+        let r = d.execute(&[0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0], &[]);
+        assert_eq!(r.sense, scsi_sanitize::FAILED.fixed().to_vec());
+        let r = d.execute(&S::new(SanitizeAction::ExitFailureMode).build(), &[]);
+        assert_eq!(r.status, sense::GOOD);
+        let r = d.execute(&[0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0], &[]);
+        assert_eq!(r.status, sense::GOOD);
         std::fs::remove_file(path).ok();
     }
 

@@ -8,7 +8,8 @@
 //! - [`ring`]: the target_core_user command ring (mailbox, entries, data
 //!   area), over shared memory mapped by `drivelab_device::block::uio`.
 //! - [`cdb`]: CDBs decoded; [`sense`]: status and sense data.
-//! - [`pages`]: INQUIRY, VPD, READ CAPACITY, mode pages.
+//! - [`pages`]: INQUIRY, VPD, READ CAPACITY, mode pages; [`logpages`]:
+//!   LOG SENSE; [`scsi_sanitize`]: SCSI SANITIZE.
 //! - [`disk`]: the drive: its medium, identity, counters and commands.
 //! - [`sat`]: ATA PASS-THROUGH decoded and answered as a SATL does;
 //!   [`ata`]: the SATA personality's ATA device (IDENTIFY, SMART, the
@@ -22,9 +23,11 @@ pub mod ata;
 pub mod cdb;
 pub mod configfs;
 pub mod disk;
+pub mod logpages;
 pub mod pages;
 pub mod ring;
 pub mod sat;
+pub mod scsi_sanitize;
 pub mod sense;
 pub mod server;
 pub mod state;

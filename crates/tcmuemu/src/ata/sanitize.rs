@@ -110,8 +110,14 @@ impl Sanitize {
         })
     }
 
+    /// Start `kind` now (the caller has checked it may start).
+    pub fn start(&mut self, kind: Kind, now: Instant) {
+        self.running = Some((kind, now));
+        self.completed_ok = false;
+    }
+
     /// Progress of the running operation, 0..=65535 of 65536.
-    fn progress(&self, now: Instant) -> u16 {
+    pub fn progress(&self, now: Instant) -> u16 {
         let Some((_, since)) = self.running else {
             return 0;
         };
@@ -141,8 +147,7 @@ impl Sanitize {
         if self.frozen || self.running.is_some() || (self.failed && tf.count & 0x10 == 0) {
             return Outcome::abort();
         }
-        self.running = Some((kind, now));
-        self.completed_ok = false;
+        self.start(kind, now);
         Outcome::ok(Regs::default())
     }
 
