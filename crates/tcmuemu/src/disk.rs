@@ -31,6 +31,8 @@ pub struct Counters {
     pub blocks_written: u64,
     /// Commands answered with CHECK CONDITION.
     pub check_conditions: u64,
+    /// Commands taken and never answered (a fault).
+    pub unanswered: u64,
 }
 
 /// The drive.
@@ -242,7 +244,8 @@ impl Disk {
             .map_or(&self.scsi_sanitize, |a| &a.sanitize)
     }
 
-    fn sanitize_mut(&mut self) -> &mut Sanitize {
+    /// The sanitize state, mutably (a fault sets its next failure).
+    pub fn sanitize_mut(&mut self) -> &mut Sanitize {
         match &mut self.ata {
             Some(a) => &mut a.sanitize,
             None => &mut self.scsi_sanitize,

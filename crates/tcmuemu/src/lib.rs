@@ -15,7 +15,8 @@
 //!   [`ata`]: the SATA personality's ATA device (IDENTIFY, SMART, the
 //!   Security feature set, the host protected area).
 //! - [`configfs`]: the backstore and the loopback LUN that make it appear.
-//! - [`server`]: the serving loop; [`state`]: the state file.
+//! - [`server`]: the serving loop; [`state`]: the state file;
+//!   [`faults`]: faults on command.
 //!
 //! The command table with each command's section is in docs/emulators.md.
 
@@ -23,6 +24,7 @@ pub mod ata;
 pub mod cdb;
 pub mod configfs;
 pub mod disk;
+pub mod faults;
 pub mod logpages;
 pub mod pages;
 pub mod ring;

@@ -16,6 +16,14 @@
 //! - response (over the request): scsi_status u8 @8, read_len u32 @12,
 //!   sense_buffer [u8; 96] @16.
 //!
+//! Completions may come out of order (TCMU_MAILBOX_FLAG_CAP_OOOC, which the
+//! kernel sets): the kernel reads each entry from its last cleaned one up
+//! to `cmd_tail` and finds the command by the entry's `cmd_id`, so a
+//! completion is written into the oldest entry not yet used for one, with
+//! its own `cmd_id`. A command never answered (a fault) thus holds no
+//! entry back: the next completion takes its place, and only the last
+//! entry stays behind the tail.
+//!
 //! The memory is reached through [`Shared`], so the ring logic is tested
 //! on a plain buffer and runs on [`drivelab_device::block::uio::UioMap`].
 
@@ -106,8 +114,6 @@ pub struct Iov {
 /// A SCSI command taken from the ring.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    /// Offset of its entry in the mapping.
-    entry: usize,
     /// The kernel's command id.
     pub cmd_id: u16,
     /// The CDB bytes (up to 16).
@@ -141,7 +147,14 @@ pub struct Ring<M: Shared> {
     cmdr_off: usize,
     cmdr_size: usize,
     read_len: bool,
+    /// `cmd_tail`: every entry before it holds a completion or padding.
     tail: u32,
+    /// Where the next command is taken from.
+    next: u32,
+    /// The entries between `tail` and `next`, in ring order: offset in
+    /// the mapping, length, and whether it may be passed (padding, or a
+    /// completion written into it).
+    slots: std::collections::VecDeque<(usize, usize, bool)>,
 }
 
 fn u32_at(b: &[u8], o: usize) -> u32 {
@@ -177,6 +190,8 @@ impl<M: Shared> Ring<M> {
             cmdr_size,
             read_len: flags & CAP_READ_LEN != 0,
             tail,
+            next: tail,
+            slots: std::collections::VecDeque::new(),
         })
     }
 
@@ -192,7 +207,7 @@ impl<M: Shared> Ring<M> {
 
     /// Whether the kernel has entries user space has not taken.
     pub fn pending(&self) -> Result<bool, RingError> {
-        Ok(self.mem.load_u32(mb::CMD_HEAD)? != self.tail)
+        Ok(self.mem.load_u32(mb::CMD_HEAD)? != self.next)
     }
 
     /// The next SCSI command, skipping padding (and task management
@@ -201,22 +216,24 @@ impl<M: Shared> Ring<M> {
     pub fn take(&mut self) -> Result<Option<Request>, RingError> {
         loop {
             let head = self.mem.load_u32(mb::CMD_HEAD)?;
-            if head == self.tail {
+            if head == self.next {
                 return Ok(None);
             }
-            let entry = self.cmdr_off + self.tail as usize;
+            let entry = self.cmdr_off + self.next as usize;
             let mut hdr = [0u8; IOV_OFF];
             self.mem.read(entry, &mut hdr)?;
             let len_op = u32_at(&hdr, 0);
             let (op, len) = (len_op & 7, (len_op & !7) as usize);
             if len == 0 || len > self.cmdr_size {
                 return Err(RingError::Bad(format!(
-                    "entry of {len} bytes at tail {}",
-                    self.tail
+                    "entry of {len} bytes at {}",
+                    self.next
                 )));
             }
+            self.next = ((self.next as usize + len) % self.cmdr_size) as u32;
+            self.slots.push_back((entry, len, op != OP_CMD));
             if op != OP_CMD {
-                self.advance(len)?;
+                self.pass()?;
                 continue;
             }
             let iov_cnt = u32_at(&hdr, 8) as usize;
@@ -241,7 +258,6 @@ impl<M: Shared> Ring<M> {
             let mut cdb = vec![0u8; n];
             self.mem.read(cdb_off, &mut cdb)?;
             return Ok(Some(Request {
-                entry,
                 cmd_id: u16::from_le_bytes([hdr[4], hdr[5]]),
                 cdb,
                 iovs,
@@ -261,9 +277,19 @@ impl<M: Shared> Ring<M> {
     }
 
     /// Answer `req`: data-in scattered over its iovecs (cut to their
-    /// length), the status and sense written over the entry, the tail
-    /// moved past it. The caller notifies the kernel.
+    /// length), its `cmd_id`, status and sense written into the oldest
+    /// entry not yet used for a completion (its own, unless one before it
+    /// was never answered), the tail moved past every used entry. The
+    /// caller notifies the kernel.
     pub fn complete(&mut self, req: &Request, rsp: &Response) -> Result<(), RingError> {
+        let Some(slot) = self.slots.iter_mut().find(|s| !s.2) else {
+            return Err(RingError::Bad(format!(
+                "completion of command {} with no entry taken",
+                req.cmd_id
+            )));
+        };
+        slot.2 = true;
+        let entry = slot.0;
         let mut at = 0;
         for v in &req.iovs {
             if at >= rsp.data_in.len() {
@@ -278,24 +304,40 @@ impl<M: Shared> Ring<M> {
         r[4..8].copy_from_slice(&(at as u32).to_le_bytes());
         let s = rsp.sense.len().min(SENSE_SIZE);
         r[8..8 + s].copy_from_slice(&rsp.sense[..s]);
-        self.mem.write(req.entry + 8, &r)?;
+        self.mem.write(entry + 8, &r)?;
         // READ_LEN: how much data-in there is, also on CHECK CONDITION (ATA
         // PASS-THROUGH with CK_COND returns data and sense together).
         let data_out = crate::cdb::is_data_out(&req.cdb);
-        if self.read_len && !data_out && (at > 0 || rsp.status == crate::sense::GOOD) {
-            let mut uflags = [0u8; 1];
-            self.mem.read(req.entry + 7, &mut uflags)?;
-            self.mem
-                .write(req.entry + 7, &[uflags[0] | UFLAG_READ_LEN])?;
-        }
-        let len_op = self.mem.load_u32(req.entry)?;
-        self.advance((len_op & !7) as usize)
+        let uflags = if self.read_len && !data_out && (at > 0 || rsp.status == crate::sense::GOOD) {
+            UFLAG_READ_LEN
+        } else {
+            0
+        };
+        let mut hdr = [0u8; 4];
+        hdr[..2].copy_from_slice(&req.cmd_id.to_le_bytes());
+        self.mem.read(entry + 6, &mut hdr[2..3])?;
+        hdr[3] = uflags;
+        self.mem.write(entry + 4, &hdr)?;
+        self.pass()
     }
 
-    fn advance(&mut self, len: usize) -> Result<(), RingError> {
-        self.tail = ((self.tail as usize + len) % self.cmdr_size) as u32;
-        self.mem.store_u32(mb::CMD_TAIL, self.tail)?;
+    /// Move the tail past every used entry at the front.
+    fn pass(&mut self) -> Result<(), RingError> {
+        let mut moved = false;
+        while let Some(&(_, len, true)) = self.slots.front() {
+            self.slots.pop_front();
+            self.tail = ((self.tail as usize + len) % self.cmdr_size) as u32;
+            moved = true;
+        }
+        if moved {
+            self.mem.store_u32(mb::CMD_TAIL, self.tail)?;
+        }
         Ok(())
+    }
+
+    /// Commands taken and not answered.
+    pub fn unanswered(&self) -> usize {
+        self.slots.iter().filter(|s| !s.2).count()
     }
 }
 
@@ -421,6 +463,7 @@ mod tests {
         // Tail and head near the end: a PAD entry to the end, then a command at 0.
         let start = CMDR_SIZE - 64;
         r.tail = start as u32;
+        r.next = start as u32;
         r.mem().store_u32(CMDR_OFF + start, 64 | OP_PAD).unwrap();
         let len = put_cmd(&r, 0, 9, &[0x00, 0, 0, 0, 0, 0], &[]);
         r.mem().store_u32(mb::CMD_HEAD, len as u32).unwrap();
@@ -443,6 +486,26 @@ mod tests {
         r.mem().read(CMDR_OFF + 8, &mut st).unwrap();
         assert_eq!(st[0], 2);
         assert_eq!(r.mem().load_u32(mb::CMD_TAIL).unwrap(), len as u32);
+    }
+
+    #[test]
+    fn a_command_never_answered_lends_its_entry_to_the_next_completion() {
+        let mut r = ring();
+        let a = put_cmd(&r, 0, 1, &[0x00, 0, 0, 0, 0, 0], &[]);
+        let b = put_cmd(&r, a, 2, &[0x00, 0, 0, 0, 0, 0], &[]);
+        r.mem().store_u32(mb::CMD_HEAD, (a + b) as u32).unwrap();
+        let first = r.take().unwrap().expect("1");
+        let second = r.take().unwrap().expect("2");
+        assert_eq!((first.cmd_id, second.cmd_id), (1, 2));
+        // The first hangs; the second's completion goes into the first
+        // entry, with the second's id; the tail passes one entry.
+        r.complete(&second, &Response::default()).unwrap();
+        let mut id = [0u8; 2];
+        r.mem().read(CMDR_OFF + 4, &mut id).unwrap();
+        assert_eq!(u16::from_le_bytes(id), 2);
+        assert_eq!(r.mem().load_u32(mb::CMD_TAIL).unwrap(), a as u32);
+        assert_eq!(r.unanswered(), 1);
+        assert!(!r.pending().unwrap());
     }
 
     #[test]

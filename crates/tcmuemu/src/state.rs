@@ -65,6 +65,12 @@ pub fn to_json(d: &Disk) -> Value {
             "block_size": d.geometry.block_size,
             "max_transfer_blocks": d.geometry.max_transfer_blocks,
         },
+        "sanitize": {
+            "running": d.scsi_sanitize.running.map(|(k, _)| k.name()),
+            "completed_ok": d.scsi_sanitize.completed_ok,
+            "failed": d.scsi_sanitize.failed,
+            "done": d.scsi_sanitize.done.iter().map(|(k, ok)| json!({"kind": k.name(), "ok": ok})).collect::<Vec<_>>(),
+        },
         "counters": {
             "by_opcode": c.by_opcode,
             "read_commands": c.read_commands,
@@ -72,6 +78,7 @@ pub fn to_json(d: &Disk) -> Value {
             "blocks_read": c.blocks_read,
             "blocks_written": c.blocks_written,
             "check_conditions": c.check_conditions,
+            "unanswered": c.unanswered,
         },
     })
 }

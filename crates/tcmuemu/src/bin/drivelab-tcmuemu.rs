@@ -5,8 +5,8 @@
 //! drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H]
 //!     [--serial S] [--vendor V] [--product P] [--revision R]
 //!     [--max-transfer-kib K] [--state FILE]
-//!     [--sata [--frozen] [--locked-password PW] [--hpa-mib N]
-//!      [--sanitize-seconds S] [--fault sanitize-fail]]
+//!     [--sanitize-seconds S] [--fault LINE]... [--control FILE]
+//!     [--sata [--frozen] [--locked-password PW] [--hpa-mib N]]
 //! ```
 //!
 //! `--sata` makes it an ATA drive behind a SATL (ATA PASS-THROUGH
@@ -14,9 +14,9 @@
 //! revision the firmware = `--revision`); `--frozen` freezes its security
 //! at power-on, `--locked-password` has someone else's user password set
 //! and the drive locked, `--hpa-mib` hides all but the first N MiB behind
-//! a host protected area, `--sanitize-seconds` is how long an ATA
-//! SANITIZE runs (default 4), `--fault sanitize-fail` makes the first one
-//! fail half way.
+//! a host protected area. `--sanitize-seconds` is how long a sanitize
+//! runs (default 4); `--fault` and the lines of the `--control` file are
+//! faults on command (`drivelab_tcmuemu::faults`).
 //!
 //! The backing file is created (or cut) to the size. The state file is
 //! written once the ring is mapped and before the LUN is linked, then after
@@ -33,9 +33,9 @@ use drivelab_tcmuemu::configfs::{self, Names};
 use drivelab_tcmuemu::disk::Disk;
 use drivelab_tcmuemu::pages::{Geometry, Identity};
 use drivelab_tcmuemu::ring::Ring;
-use drivelab_tcmuemu::server;
+use drivelab_tcmuemu::server::{self, FaultSource};
 
-const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--sanitize-seconds S] [--fault sanitize-fail]]";
+const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sanitize-seconds S] [--fault LINE]... [--control FILE] [--sata [--frozen] [--locked-password PW] [--hpa-mib N]]";
 
 const BLOCK: u32 = 512;
 
@@ -48,14 +48,14 @@ struct Args {
     max_transfer_blocks: u32,
     state: Option<PathBuf>,
     sata: Option<Sata>,
+    sanitize_seconds: f64,
+    faults: FaultSource,
 }
 
 /// The SATA personality's power-on state.
 #[derive(Default)]
 struct Sata {
     frozen: bool,
-    sanitize_seconds: Option<f64>,
-    sanitize_fail: bool,
     locked_password: Option<String>,
     hpa_bytes: Option<u64>,
 }
@@ -76,6 +76,8 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         max_transfer_blocks: 2048,
         state: None,
         sata: None,
+        sanitize_seconds: 4.0,
+        faults: FaultSource::default(),
     };
     let mut sata = Sata::default();
     let mut is_sata = false;
@@ -114,17 +116,14 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--frozen" => sata.frozen = true,
             "--sanitize-seconds" => {
                 let v = value()?;
-                sata.sanitize_seconds = Some(
-                    v.parse::<f64>()
-                        .ok()
-                        .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
-                        .ok_or(format!("--sanitize-seconds {v:?}: give 0 to 3600 seconds"))?,
-                );
+                a.sanitize_seconds = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
+                    .ok_or(format!("--sanitize-seconds {v:?}: give 0 to 3600 seconds"))?;
             }
-            "--fault" => match value()?.as_str() {
-                "sanitize-fail" => sata.sanitize_fail = true,
-                other => return Err(format!("--fault {other:?}: the faults are: sanitize-fail")),
-            },
+            "--fault" => a.faults.fixed.add(&value()?)?,
+            "--control" => a.faults.control = Some(value()?.into()),
             "--locked-password" => sata.locked_password = Some(value()?),
             "--hpa-mib" => {
                 sata.hpa_bytes = Some(
@@ -137,16 +136,9 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         }
     }
     a.backing = backing.ok_or(format!("--backing FILE is required; {USAGE}"))?;
-    let sata_only = sata.frozen
-        || sata.locked_password.is_some()
-        || sata.hpa_bytes.is_some()
-        || sata.sanitize_seconds.is_some()
-        || sata.sanitize_fail;
+    let sata_only = sata.frozen || sata.locked_password.is_some() || sata.hpa_bytes.is_some();
     if sata_only && !is_sata {
-        return Err(
-            "--frozen, --locked-password, --hpa-mib, --sanitize-seconds and --fault need --sata"
-                .into(),
-        );
+        return Err("--frozen, --locked-password and --hpa-mib need --sata".into());
     }
     if sata.hpa_bytes.is_some_and(|h| h >= a.bytes) {
         return Err("--hpa-mib must be less than --size-mib".into());
@@ -183,10 +175,11 @@ fn run(a: Args) -> Result<(), String> {
         max_transfer_blocks: a.max_transfer_blocks,
     };
     let disk = Disk::new(media, a.identity.clone(), geometry);
-    let disk = match &a.sata {
+    let mut disk = match &a.sata {
         Some(s) => disk.with_ata(ata_device(&a, s)),
         None => disk,
     };
+    disk.scsi_sanitize.duration = std::time::Duration::from_secs_f64(a.sanitize_seconds);
     configfs::ensure_configfs().map_err(|e| e.to_string())?;
     let names = Names::new(a.hba, &a.name);
     let uio = configfs::create_backstore(&names, a.bytes, BLOCK, a.max_transfer_blocks)
@@ -194,7 +187,8 @@ fn run(a: Args) -> Result<(), String> {
     let map = UioMap::open(uio).map_err(|e| e.to_string())?;
     let ring = Ring::new(map).map_err(|e| e.to_string())?;
     let state = a.state.clone();
-    let server = std::thread::spawn(move || server::serve(ring, disk, state));
+    let faults = a.faults.clone();
+    let server = std::thread::spawn(move || server::serve(ring, disk, state, faults));
     configfs::create_loopback_lun(&names).map_err(|e| e.to_string())?;
     println!("ready {} uio{uio} {}", names.name, names.wwn);
     match server.join() {
@@ -223,8 +217,7 @@ fn ata_device(a: &Args, s: &Sata) -> Ata {
     if let Some(h) = s.hpa_bytes {
         ata.max_blocks = h / u64::from(BLOCK);
     }
-    ata.sanitize.duration = std::time::Duration::from_secs_f64(s.sanitize_seconds.unwrap_or(4.0));
-    ata.sanitize.fail_next = s.sanitize_fail;
+    ata.sanitize.duration = std::time::Duration::from_secs_f64(a.sanitize_seconds);
     ata
 }
 
