@@ -138,8 +138,10 @@ pub fn read_capacity_16(g: &Geometry) -> Vec<u8> {
     d
 }
 
-/// Mode pages for MODE SENSE: Caching (08h, write cache enabled) and
-/// Control (0Ah, D_SENSE 0); `None` for a page this drive lacks. PC 1
+/// Mode pages for MODE SENSE: Caching (08h, write cache enabled),
+/// Control (0Ah, D_SENSE 0) and Informational Exceptions Control (1Ch,
+/// SPC-5 7.5.11: exceptions enabled (DEXCPT 0), MRIE 6: reported only on
+/// request, i.e. in log page 2Fh); `None` for a page this drive lacks. PC 1
 /// (changeable) reports nothing changeable.
 fn mode_page(page: u8, pc: u8) -> Option<Vec<u8>> {
     let changeable = pc == 1;
@@ -162,6 +164,15 @@ fn mode_page(page: u8, pc: u8) -> Option<Vec<u8>> {
             }
             Some(p)
         }
+        0x1C => {
+            let mut p = vec![0u8; 12];
+            p[0] = 0x1C;
+            p[1] = 10;
+            if !changeable {
+                p[3] = 0x06; // MRIE: only report on request
+            }
+            Some(p)
+        }
         _ => None,
     }
 }
@@ -181,7 +192,7 @@ pub fn mode_sense(
         return None;
     }
     let pages: Vec<u8> = if page == 0x3F {
-        [0x08, 0x0A]
+        [0x08, 0x0A, 0x1C]
             .iter()
             .filter_map(|p| mode_page(*p, pc))
             .flatten()
@@ -287,10 +298,15 @@ mod tests {
 
     #[test]
     fn mode_sense_lengths_and_descriptors() {
-        // (6), all pages, with block descriptor: 4 + 8 + 20 + 12.
+        // (6), all pages, with block descriptor: 4 + 8 + 20 + 12 + 12.
         let d = mode_sense(false, false, 0, 0x3F, 0, &G).unwrap();
-        assert_eq!(d.len(), 44);
-        assert_eq!(d[0] as usize, 43);
+        assert_eq!(d.len(), 56);
+        assert_eq!(d[0] as usize, 55);
+        assert_eq!(
+            (d[44], d[46] & 0x08, d[47]),
+            (0x1C, 0, 0x06),
+            "IE control: enabled, MRIE 6"
+        );
         assert_eq!(d[3], 8);
         assert_eq!(&d[4..8], &32768u32.to_be_bytes());
         assert_eq!(d[12], 0x08);
@@ -303,7 +319,7 @@ mod tests {
         // Changeable values: nothing changeable.
         let d = mode_sense(false, true, 1, 0x08, 0, &G).unwrap();
         assert_eq!(d[4 + 2], 0);
-        assert!(mode_sense(false, false, 0, 0x1C, 0, &G).is_none());
+        assert!(mode_sense(false, false, 0, 0x19, 0, &G).is_none());
         assert!(mode_sense(false, false, 0, 0x08, 0x01, &G).is_none());
     }
 }
