@@ -300,7 +300,7 @@ fn cert(run: &GuestRun, row: &Value) -> Value {
 
 /// The ATA commands the emulator received between two states.
 fn ata_sent(before: &Value, after: &Value) -> Vec<String> {
-    let list = |v: &Value| {
+    let list = |v: &Value| -> Vec<String> {
         v["ata"]["commands"]
             .as_array()
             .map(|a| {
@@ -308,7 +308,7 @@ fn ata_sent(before: &Value, after: &Value) -> Vec<String> {
                     .filter_map(|x| x.as_str().map(str::to_string))
                     .collect()
             })
-            .unwrap_or_else(Vec::new)
+            .unwrap_or_default()
     };
     let (b, a) = (list(before), list(after));
     a.get(b.len()..).map(<[String]>::to_vec).unwrap_or_default()
