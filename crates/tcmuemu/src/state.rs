@@ -17,7 +17,9 @@ pub fn to_json(d: &Disk) -> Value {
             "model": a.model,
             "serial": a.serial,
             "firmware": a.firmware,
+            "factory_blocks": a.factory_blocks,
             "native_blocks": a.native_blocks,
+            "dco_frozen": a.dco_frozen,
             "max_blocks": a.max_blocks,
             "max_volatile": a.max_volatile,
             "security": {

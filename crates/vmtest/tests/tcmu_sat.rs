@@ -1,20 +1,38 @@
-//! Issue 28 item 1: drivelab against an emulated SCSI drive served from
-//! user space through the guest kernel's own SCSI target
+//! Issue 28 item 1: drivelab against emulated SAS and SATA drives served
+//! from user space through the guest kernel's own SCSI target
 //! (target_core_user + tcm_loop). `drivelab-tcmuemu` (crates/tcmuemu)
 //! creates the user backstore and a loopback LUN over it; the guest's sd
-//! and sg drivers find a disk, and every CDB they and drivelab send comes
-//! to the emulator through its UIO command ring:
+//! and sg drivers find a disk, and every CDB they and drivelab send
+//! (SG_IO, ATA PASS-THROUGH) comes to the emulator through its UIO ring:
 //!
-//! - the kernel sees a disk of the emulator's size, with its vendor,
-//!   product and serial (VPD 80h) and its block limits;
-//! - 1 MiB written through the block layer lands in the backing file at
-//!   the same offset, and the emulator counts the blocks written;
-//! - `drivelab health` names the drive as the emulator does;
-//! - `drivelab run` reads it whole, and the emulator counts every block.
+//! - SAS: the kernel sees a disk of the emulator's size, vendor, product,
+//!   serial (VPD 80h) and transfer limit (VPD B0h); 1 MiB written through
+//!   the block layer lands in the backing file at the same offset and is
+//!   counted; `drivelab health` and smartctl agree with the emulator
+//!   (serial, LOG SENSE temperature); `drivelab run` reads it whole.
+//! - SATA behind the SATL: `drivelab health` = smartctl = the emulator on
+//!   identity, capacity, SMART status and attributes (241 counts the 1 MiB
+//!   written).
+//! - ATA security erase, enhanced: SET PASSWORD, ERASE PREPARE, ERASE UNIT
+//!   reach the drive in that order, no password is left, the drive reads
+//!   as its own pattern, the certificate says Purge.
+//! - ATA SANITIZE overwrite and crypto scramble: drivelab polls SANITIZE
+//!   STATUS EXT while the emulator runs it, waits for the end, Purge; a
+//!   sanitize that fails half way (a fault) ends in exit 1, no certificate.
+//! - A frozen drive and a drive locked by an unknown password: refused in
+//!   one line, no security command sent, nothing written.
+//! - A device configuration overlay: found (DEVICE CONFIGURATION
+//!   IDENTIFY), the erase refused even with `--restore-native-max`,
+//!   nothing changed.
+//! - A host protected area: the erase is refused without
+//!   `--restore-native-max`; with it SET MAX ADDRESS EXT restores the
+//!   native max, the whole drive is erased and verified, and the
+//!   certificate shows the capacity before, after and native.
 //!
-//! One boot; the emulator's state file is copied after each step and
-//! compared on the host. Needs root, QEMU and the cached kernel
-//! (`bash tests/vm/setup.sh`).
+//! One boot, seven drives; the emulators' state files are copied after each
+//! step and compared on the host. Needs root, QEMU, the cached kernel
+//! (`bash tests/vm/setup.sh`) and the host's smartctl (tests/run installs
+//! smartmontools).
 
 use std::time::Duration;
 
@@ -84,7 +102,11 @@ emu hpa 4 DLTCMUHPA001 --sata --hpa-mib @HPA_MIB@ --product "DRIVELAB TCMU SATA 
 HPA=$(disk_of DLTCMUHPA001)
 emu fail 5 DLTCMUFAIL01 --sata --fault sanitize-fail --product "DRIVELAB TCMU SATA SSD"
 FAIL=$(disk_of DLTCMUFAIL01)
-printf '{"sas":"%s","sata":"%s","frozen":"%s","hpa":"%s","fail":"%s"}\n' "$SAS" "$SATA" "$FROZEN" "$HPA" "$FAIL" > names.json
+emu locked 6 DLTCMULOCK01 --sata --locked-password "someone else's" --product "DRIVELAB TCMU SATA SSD"
+LOCKED=$(disk_of DLTCMULOCK01)
+emu dco 7 DLTCMUDCO001 --sata --dco-mib @HPA_MIB@ --product "DRIVELAB TCMU SATA SSD"
+DCO=$(disk_of DLTCMUDCO001)
+printf '{"sas":"%s","sata":"%s","frozen":"%s","hpa":"%s","fail":"%s","locked":"%s","dco":"%s"}\n' "$SAS" "$SATA" "$FROZEN" "$HPA" "$FAIL" "$LOCKED" "$DCO" > names.json
 mark sata_attached
 head -c 1048576 /dev/zero | tr '\000' '\245' > /tmp/a5.bin
 dd if=/tmp/a5.bin of=$SATA bs=64k oflag=direct 2>/dev/null
@@ -129,6 +151,19 @@ state frozen f1
 md5 $FROZEN > frozen.md5_after
 mark frozen
 
+# --- A drive locked by someone else's password: refused, nothing sent.
+state locked l0
+run_json locked @ERASE@ $LOCKED --method ata-security-erase-enhanced --confirm-serial DLTCMULOCK01 --certificate-dir /out/certs/locked
+run_json locked_force @ERASE@ $LOCKED --force --method ata-security-erase-enhanced --confirm-serial DLTCMULOCK01 --certificate-dir /out/certs/locked
+state locked l1
+mark locked
+
+# --- A device configuration overlay: refused even with --restore-native-max.
+state dco d0
+run_json dco @ERASE@ $DCO --method ata-security-erase --restore-native-max --confirm-serial DLTCMUDCO001 --certificate-dir /out/certs/dco
+state dco d1
+mark dco
+
 # --- A host protected area: held, then restored and erased whole.
 cat /sys/block/${HPA#/dev/}/size > hpa.size_before
 state hpa h0
@@ -141,7 +176,7 @@ md5 $HPA > hpa.md5_after
 mark hpa
 # Detach the disks while their emulators still answer (the kernel's
 # shutdown would otherwise wait on commands nobody serves), then stop them.
-for d in $SAS $SATA $FROZEN $HPA $FAIL; do echo 1 > /sys/block/${d#/dev/}/device/delete; done
+for d in $SAS $SATA $FROZEN $HPA $FAIL $LOCKED $DCO; do echo 1 > /sys/block/${d#/dev/}/device/delete; done
 kill $EMUS
 true
 "#;
@@ -529,6 +564,54 @@ fn frozen_checks(c: &mut Checks, run: &GuestRun) {
     );
 }
 
+fn locked_checks(c: &mut Checks, run: &GuestRun) {
+    let e = out(run, "locked")["error"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    c.check(
+        "locked: drivelab erase refuses a drive locked by an unknown password: exit 2, one line saying locked",
+        run.outcome("locked").0 == 2 && !e.contains('\n') && e.contains("locked by a user password"),
+        || why(run, "locked"),
+    );
+    let (l0, l1) = (json(run, "l0.state.json"), json(run, "l1.state.json"));
+    let sent = ata_sent(&l0, &l1);
+    c.check(
+        "locked: no security command reached the drive, nothing written, still locked with its password",
+        !sent.iter().any(|x| x.starts_with("SECURITY"))
+            && counter(&l1, "blocks_written") == counter(&l0, "blocks_written")
+            && l1["ata"]["security"]["locked"] == true
+            && l1["ata"]["security"]["enabled"] == true
+            && l1["ata"]["security"]["attempts"] == 0,
+        || format!("sent {sent:?}; {}", l1["ata"]["security"]),
+    );
+}
+
+fn dco_checks(c: &mut Checks, run: &GuestRun) {
+    let e = out(run, "dco")["error"].as_str().unwrap_or("").to_string();
+    c.check(
+        "dco: a device configuration overlay is found and the erase refused, even with --restore-native-max: exit 2, one line",
+        run.outcome("dco").0 == 2 && !e.contains('\n') && e.contains("Device Configuration Overlay"),
+        || why(run, "dco"),
+    );
+    let (d0, d1) = (json(run, "d0.state.json"), json(run, "d1.state.json"));
+    let sent = ata_sent(&d0, &d1);
+    c.check(
+        "dco: drivelab asked DEVICE CONFIGURATION IDENTIFY and changed nothing (no SET, RESTORE, SET MAX, security command, write)",
+        sent.iter().any(|x| x == "DEVICE CONFIGURATION IDENTIFY")
+            && !sent.iter().any(|x| {
+                x.starts_with("SECURITY")
+                    || x.starts_with("SET MAX")
+                    || x == "DEVICE CONFIGURATION SET"
+                    || x == "DEVICE CONFIGURATION RESTORE"
+            })
+            && counter(&d1, "blocks_written") == counter(&d0, "blocks_written")
+            && d1["ata"]["native_blocks"] == (HPA_MIB << 20) / 512
+            && d1["ata"]["factory_blocks"] == BLOCKS,
+        || format!("sent {sent:?}; {}", d1["ata"]),
+    );
+}
+
 fn hpa_checks(c: &mut Checks, run: &GuestRun) {
     let hpa_blocks = (HPA_MIB << 20) / 512;
     c.check(
@@ -609,7 +692,7 @@ fn drivelab_on_a_scsi_drive_emulated_behind_tcmu() {
             )
         },
     );
-    for n in ["sata", "frozen", "hpa", "fail"] {
+    for n in ["sata", "frozen", "hpa", "fail", "locked", "dco"] {
         c.check(
             &format!("{n}: the emulated SATA drive appeared as a SCSI disk"),
             names[n].as_str().is_some_and(|s| s.starts_with("/dev/sd")),
@@ -627,6 +710,8 @@ fn drivelab_on_a_scsi_drive_emulated_behind_tcmu() {
     security_checks(&mut c, &run);
     sanitize_checks(&mut c, &run);
     frozen_checks(&mut c, &run);
+    locked_checks(&mut c, &run);
+    dco_checks(&mut c, &run);
     hpa_checks(&mut c, &run);
     println!(
         "guest uptime at each step:\n{}",

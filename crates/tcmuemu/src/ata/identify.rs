@@ -44,12 +44,12 @@ pub fn build(a: &Ata) -> [u8; 512] {
     w[80] = 0x0FF0; // ATA/ATAPI-4 .. ACS-4
                     // 82: SMART, Security, write cache, look-ahead, HPA, NOP.
     w[82] = 0x4463;
-    // 83: 48-bit, FLUSH CACHE (EXT); bit 14 one.
-    w[83] = 0x7400;
+    // 83: 48-bit, DCO, FLUSH CACHE (EXT); bit 14 one.
+    w[83] = 0x7C00;
     // 84: SMART error logging and self-test, GPL; bit 14 one.
     w[84] = 0x4023;
     w[85] = 0x4461 | (u16::from(a.security.enabled()) << 1);
-    w[86] = 0xB400;
+    w[86] = 0xBC00;
     w[87] = 0x4023;
     w[88] = 0x407F;
     w[89] = a.security.erase_time;

@@ -2,11 +2,13 @@
 //! ATA PASS-THROUGH. It holds what an ATA drive holds beyond its blocks:
 //! the Security feature set state ([`security`]), the host protected area
 //! (READ NATIVE MAX ADDRESS EXT, SET MAX ADDRESS EXT), the Sanitize
-//! Device feature set ([`sanitize`]), SMART data whose
+//! Device feature set ([`sanitize`]), the Device Configuration Overlay
+//! ([`dco`]), SMART data whose
 //! counters move with the I/O ([`smart`]), and the IDENTIFY DEVICE data
 //! built from all of it ([`identify`]). Commands are ACS-3's; each
 //! returns an [`Outcome`] the SATL ([`crate::sat`]) encodes.
 
+pub mod dco;
 pub mod identify;
 pub mod sanitize;
 pub mod security;
@@ -26,6 +28,8 @@ pub mod command {
     pub const SMART: u8 = 0xB0;
     /// SANITIZE DEVICE (7.36).
     pub const SANITIZE_DEVICE: u8 = 0xB4;
+    /// DEVICE CONFIGURATION (ACS-2 7.10).
+    pub const DEVICE_CONFIGURATION: u8 = 0xB1;
     /// FLUSH CACHE (7.10).
     pub const FLUSH_CACHE: u8 = 0xE7;
     /// FLUSH CACHE EXT (7.11).
@@ -125,8 +129,13 @@ pub struct Ata {
     pub serial: String,
     /// Firmware (words 23-26).
     pub firmware: String,
-    /// Blocks of the medium (native max address + 1).
+    /// Blocks of the medium as made (DEVICE CONFIGURATION IDENTIFY's max).
+    pub factory_blocks: u64,
+    /// Blocks up to the native max address + 1: less than the factory's
+    /// while a device configuration overlay is set.
     pub native_blocks: u64,
+    /// DEVICE CONFIGURATION FREEZE LOCK was sent.
+    pub dco_frozen: bool,
     /// Blocks the host can address (max address + 1): less than native
     /// while a host protected area exists.
     pub max_blocks: u64,
@@ -152,7 +161,9 @@ impl Ata {
             model: model.to_string(),
             serial: serial.to_string(),
             firmware: firmware.to_string(),
+            factory_blocks: blocks,
             native_blocks: blocks,
+            dco_frozen: false,
             max_blocks: blocks,
             max_volatile: false,
             native_read: false,
@@ -193,6 +204,7 @@ impl Ata {
             }
             SET_MAX_ADDRESS_EXT if extend => self.set_max(tf, native_read),
             SANITIZE_DEVICE if extend => self.sanitize.execute(tf, Instant::now()),
+            DEVICE_CONFIGURATION => self.dco(tf, data_out),
             SECURITY_SET_PASSWORD..=SECURITY_DISABLE_PASSWORD => {
                 self.security.execute(tf.command, data_out)
             }
@@ -231,6 +243,13 @@ pub fn command_name(tf: &Regs) -> &'static str {
         FLUSH_CACHE => "FLUSH CACHE",
         FLUSH_CACHE_EXT => "FLUSH CACHE EXT",
         SMART => smart::feature_name(tf.feature),
+        DEVICE_CONFIGURATION => match tf.feature {
+            dco::sub::IDENTIFY => "DEVICE CONFIGURATION IDENTIFY",
+            dco::sub::SET => "DEVICE CONFIGURATION SET",
+            dco::sub::RESTORE => "DEVICE CONFIGURATION RESTORE",
+            dco::sub::FREEZE_LOCK => "DEVICE CONFIGURATION FREEZE LOCK",
+            _ => "DEVICE CONFIGURATION (unsupported)",
+        },
         SANITIZE_DEVICE => match tf.feature {
             sanitize::sub::STATUS => "SANITIZE STATUS EXT",
             sanitize::sub::CRYPTO => "CRYPTO SCRAMBLE EXT",

@@ -6,7 +6,7 @@
 //!     [--serial S] [--vendor V] [--product P] [--revision R]
 //!     [--max-transfer-kib K] [--state FILE]
 //!     [--sanitize-seconds S] [--fault LINE]... [--control FILE]
-//!     [--sata [--frozen] [--locked-password PW] [--hpa-mib N]]
+//!     [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]
 //! ```
 //!
 //! `--sata` makes it an ATA drive behind a SATL (ATA PASS-THROUGH
@@ -14,7 +14,9 @@
 //! revision the firmware = `--revision`); `--frozen` freezes its security
 //! at power-on, `--locked-password` has someone else's user password set
 //! and the drive locked, `--hpa-mib` hides all but the first N MiB behind
-//! a host protected area. `--sanitize-seconds` is how long a sanitize
+//! a host protected area, `--dco-mib` all but the first N MiB behind a
+//! device configuration overlay (the native max lowered; `--hpa-mib` then
+//! counts within it). `--sanitize-seconds` is how long a sanitize
 //! runs (default 4); `--fault` and the lines of the `--control` file are
 //! faults on command (`drivelab_tcmuemu::faults`).
 //!
@@ -35,7 +37,7 @@ use drivelab_tcmuemu::pages::{Geometry, Identity};
 use drivelab_tcmuemu::ring::Ring;
 use drivelab_tcmuemu::server::{self, FaultSource};
 
-const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sanitize-seconds S] [--fault LINE]... [--control FILE] [--sata [--frozen] [--locked-password PW] [--hpa-mib N]]";
+const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sanitize-seconds S] [--fault LINE]... [--control FILE] [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]";
 
 const BLOCK: u32 = 512;
 
@@ -58,6 +60,7 @@ struct Sata {
     frozen: bool,
     locked_password: Option<String>,
     hpa_bytes: Option<u64>,
+    dco_bytes: Option<u64>,
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -125,6 +128,13 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--fault" => a.faults.fixed.add(&value()?)?,
             "--control" => a.faults.control = Some(value()?.into()),
             "--locked-password" => sata.locked_password = Some(value()?),
+            "--dco-mib" => {
+                sata.dco_bytes = Some(
+                    num(value()?)?
+                        .checked_mul(1 << 20)
+                        .ok_or(format!("{flag}: too large"))?,
+                )
+            }
             "--hpa-mib" => {
                 sata.hpa_bytes = Some(
                     num(value()?)?
@@ -136,12 +146,18 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         }
     }
     a.backing = backing.ok_or(format!("--backing FILE is required; {USAGE}"))?;
-    let sata_only = sata.frozen || sata.locked_password.is_some() || sata.hpa_bytes.is_some();
+    let sata_only = sata.frozen
+        || sata.locked_password.is_some()
+        || sata.hpa_bytes.is_some()
+        || sata.dco_bytes.is_some();
     if sata_only && !is_sata {
-        return Err("--frozen, --locked-password and --hpa-mib need --sata".into());
+        return Err("--frozen, --locked-password, --hpa-mib and --dco-mib need --sata".into());
     }
-    if sata.hpa_bytes.is_some_and(|h| h >= a.bytes) {
-        return Err("--hpa-mib must be less than --size-mib".into());
+    let native = sata.dco_bytes.unwrap_or(a.bytes);
+    if native > a.bytes || sata.hpa_bytes.is_some_and(|h| h >= native) {
+        return Err(
+            "--hpa-mib must be less than --dco-mib, and that no more than --size-mib".into(),
+        );
     }
     if sata.locked_password.as_ref().is_some_and(|p| p.len() > 32) {
         return Err("--locked-password: at most 32 bytes".into());
@@ -213,6 +229,10 @@ fn ata_device(a: &Args, s: &Sata) -> Ata {
         pw[..p.len()].copy_from_slice(p.as_bytes());
         ata.security.user = Some(pw);
         ata.security.locked = true;
+    }
+    if let Some(d) = s.dco_bytes {
+        ata.native_blocks = d / u64::from(BLOCK);
+        ata.max_blocks = ata.native_blocks;
     }
     if let Some(h) = s.hpa_bytes {
         ata.max_blocks = h / u64::from(BLOCK);
