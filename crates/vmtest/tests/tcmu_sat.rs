@@ -536,6 +536,14 @@ fn sanitize_checks(c: &mut Checks, run: &GuestRun) {
             && x1["ata"]["sanitize"]["done"] == serde_json::json!([{"kind": "overwrite", "ok": false}]),
         || format!("{}; {}", why(run, "sanfail"), x1["ata"]["sanitize"]),
     );
+    // Regression: drivelab called the aborted SANITIZE STATUS EXT of a
+    // failed sanitize "likely not supported by this device".
+    let e = run.outcome("sanfail").2;
+    c.check(
+        "sanfail: drivelab says the sanitize failed, not that the status command is unsupported",
+        e.contains("the device reports the sanitize failed") && !e.contains("not supported"),
+        || why(run, "sanfail"),
+    );
     c.check(
         "sanfail: media access is refused after the failure",
         run.outcome("read_after_fail").0 != 0,
@@ -565,14 +573,28 @@ fn frozen_checks(c: &mut Checks, run: &GuestRun) {
 }
 
 fn locked_checks(c: &mut Checks, run: &GuestRun) {
+    // The claim's safety probe cannot read a locked drive (DATA PROTECT):
+    // refused there, in one line; with --force past that, the method's
+    // check names the lock.
     let e = out(run, "locked")["error"]
         .as_str()
         .unwrap_or("")
         .to_string();
     c.check(
-        "locked: drivelab erase refuses a drive locked by an unknown password: exit 2, one line saying locked",
-        run.outcome("locked").0 == 2 && !e.contains('\n') && e.contains("locked by a user password"),
+        "locked: drivelab erase refuses a drive locked by an unknown password: exit 2, one line (the drive cannot be read)",
+        run.outcome("locked").0 == 2 && !e.contains('\n') && e.contains("could not be probed"),
         || why(run, "locked"),
+    );
+    let f = out(run, "locked_force")["error"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    c.check(
+        "locked: with --force, refused in one line that names the lock",
+        run.outcome("locked_force").0 == 2
+            && !f.contains('\n')
+            && f.contains("locked by a user password"),
+        || why(run, "locked_force"),
     );
     let (l0, l1) = (json(run, "l0.state.json"), json(run, "l1.state.json"));
     let sent = ata_sent(&l0, &l1);
