@@ -237,3 +237,40 @@ impl Drop for UioMap {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A regular file maps like a UIO region: the bounds and alignment
+    /// checks, whole-word access and byte copies are the same code.
+    #[test]
+    fn accesses_are_checked_against_the_mapping() {
+        let path = std::env::temp_dir().join(format!("uio-map-test-{}", std::process::id()));
+        std::fs::write(&path, vec![0u8; 8192]).expect("temp file");
+        let m = UioMap::map(&path, 8192).expect("map");
+        assert_eq!(m.len(), 8192);
+        m.store_u32(64, 0xA1B2_C3D4).expect("store");
+        assert_eq!(m.load_u32(64).expect("load"), 0xA1B2_C3D4);
+        let mut b = [0u8; 4];
+        m.read(64, &mut b).expect("read");
+        assert_eq!(b, [0xD4, 0xC3, 0xB2, 0xA1], "little-endian");
+        m.write(8190, &[7, 8]).expect("the last two bytes");
+        assert!(matches!(
+            m.write(8191, &[1, 2]),
+            Err(UioError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            m.read(usize::MAX, &mut b),
+            Err(UioError::OutOfRange { .. })
+        ));
+        assert!(matches!(m.load_u32(8190), Err(UioError::OutOfRange { .. })));
+        assert!(matches!(m.load_u32(66), Err(UioError::Unaligned(66))));
+        drop(m);
+        // The writes went to the file (a shared mapping).
+        let back = std::fs::read(&path).expect("read back");
+        assert_eq!(&back[64..68], &[0xD4, 0xC3, 0xB2, 0xA1]);
+        assert_eq!(&back[8190..], &[7, 8]);
+        std::fs::remove_file(&path).ok();
+    }
+}
