@@ -127,6 +127,16 @@ pub fn create_backstore(
     find_uio(&n.uio_name())
 }
 
+/// How long the kernel waits for a command the backstore took before it
+/// fails it (the backstore's `attrib/cmd_time_out`, seconds; the kernel's
+/// default is 30).
+pub fn set_command_timeout(n: &Names, seconds: u32) -> Result<(), SetupError> {
+    put(
+        &n.backstore().join("attrib/cmd_time_out"),
+        &seconds.to_string(),
+    )
+}
+
 /// The number of the UIO device whose name is `want`.
 pub fn find_uio(want: &str) -> Result<u32, SetupError> {
     let class = Path::new("/sys/class/uio");

@@ -9,7 +9,9 @@
 //!   serial (VPD 80h) and transfer limit (VPD B0h); 1 MiB written through
 //!   the block layer lands in the backing file at the same offset and is
 //!   counted; `drivelab health` and smartctl agree with the emulator
-//!   (serial, LOG SENSE temperature); `drivelab run` reads it whole.
+//!   (serial, LOG SENSE temperature); `drivelab run` reads it whole; a
+//!   command never answered (a fault) is ended by the kernel's timer and
+//!   the drive serves what follows.
 //! - SATA behind the SATL: `drivelab health` = smartctl = the emulator on
 //!   identity, capacity, SMART status and attributes (241 counts the 1 MiB
 //!   written).
@@ -70,7 +72,8 @@ fill() {
   rm -f /tmp/fill.bin
 }
 
-emu sas 1 DLTCMUSAS001 --product "TCMU SAS DISK"
+: > /tmp/sas.control
+emu sas 1 DLTCMUSAS001 --product "TCMU SAS DISK" --control /tmp/sas.control --command-timeout @CMD_TIMEOUT_S@
 SAS=$(disk_of DLTCMUSAS001)
 printf '{"sas":"%s"}\n' "$SAS" > names.json
 mark attached
@@ -91,6 +94,14 @@ run_json sas_smartctl smartctl -i -H -A -j $SAS
 state sas p2
 run_json read_all drivelab run --name=all --filename=$SAS --rw=read --bs=64k --iodepth=4 --direct=1 --output-format=json
 state sas p3
+# A command never answered: LOG SENSE hangs; the kernel's command timer
+# ends it; the drive still serves what follows.
+echo "hang scsi 4d" > /tmp/sas.control
+run_json hang_health drivelab health $SAS --output-format json
+state sas p4
+: > /tmp/sas.control
+run_json after_hang dd if=$SAS of=/dev/null bs=64k count=16 iflag=direct
+state sas p5
 mark sas
 
 # --- SATA: health against smartctl and the emulator.
@@ -181,6 +192,10 @@ kill $EMUS
 true
 "#;
 
+/// How long the kernel waits for a command the SAS emulator never answers
+/// (its backstore's cmd_time_out), s.
+const CMD_TIMEOUT_S: u64 = 3;
+
 /// What the HPA drive shows before its native max is restored, MiB.
 const HPA_MIB: u64 = 12;
 
@@ -191,6 +206,7 @@ fn script() -> String {
         .replace("@ERASE@", ERASE)
         .replace("@MIB@", &MIB.to_string())
         .replace("@HPA_MIB@", &HPA_MIB.to_string())
+        .replace("@CMD_TIMEOUT_S@", &CMD_TIMEOUT_S.to_string())
 }
 
 fn boot() -> GuestRun {
@@ -365,6 +381,27 @@ fn theirs_raw(sc: &Value, id: u64) -> Option<u64> {
         .iter()
         .find(|a| a["id"].as_u64() == Some(id))?["raw"]["value"]
         .as_u64()
+}
+
+fn hang_checks(c: &mut Checks, run: &GuestRun) {
+    let (p3, p4, p5) = (
+        json(run, "p3.state.json"),
+        json(run, "p4.state.json"),
+        json(run, "p5.state.json"),
+    );
+    let hung = counter(&p4, "unanswered") - counter(&p3, "unanswered");
+    let (s, _, _) = run.outcome("hang_health");
+    c.check(
+        "hang: LOG SENSE taken and never answered; the kernel's timer ended it and drivelab health returned",
+        hung >= 1 && (s == 0 || s == 1),
+        || format!("unanswered {hung}; {}", why(run, "hang_health")),
+    );
+    c.check(
+        "hang: the drive still serves the commands that follow (1 MiB read, counted)",
+        run.outcome("after_hang").0 == 0
+            && counter(&p5, "blocks_read") - counter(&p4, "blocks_read") == 2048,
+        || format!("{}; {p4}\n{p5}", why(run, "after_hang")),
+    );
 }
 
 fn sata_health_checks(c: &mut Checks, run: &GuestRun) {
@@ -728,6 +765,7 @@ fn drivelab_on_a_scsi_drive_emulated_behind_tcmu() {
     }
     disk_checks(&mut c, &run);
     drivelab_checks(&mut c, &run);
+    hang_checks(&mut c, &run);
     sata_health_checks(&mut c, &run);
     security_checks(&mut c, &run);
     sanitize_checks(&mut c, &run);

@@ -6,6 +6,7 @@
 //!     [--serial S] [--vendor V] [--product P] [--revision R]
 //!     [--max-transfer-kib K] [--state FILE]
 //!     [--sanitize-seconds S] [--fault LINE]... [--control FILE]
+//!     [--command-timeout S]
 //!     [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]
 //! ```
 //!
@@ -18,7 +19,9 @@
 //! device configuration overlay (the native max lowered; `--hpa-mib` then
 //! counts within it). `--sanitize-seconds` is how long a sanitize
 //! runs (default 4); `--fault` and the lines of the `--control` file are
-//! faults on command (`drivelab_tcmuemu::faults`).
+//! faults on command (`drivelab_tcmuemu::faults`); `--command-timeout` is
+//! how long the kernel waits for a command never answered (default: the
+//! kernel's 30 s).
 //!
 //! The backing file is created (or cut) to the size. The state file is
 //! written once the ring is mapped and before the LUN is linked, then after
@@ -37,7 +40,7 @@ use drivelab_tcmuemu::pages::{Geometry, Identity};
 use drivelab_tcmuemu::ring::Ring;
 use drivelab_tcmuemu::server::{self, FaultSource};
 
-const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sanitize-seconds S] [--fault LINE]... [--control FILE] [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]";
+const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sanitize-seconds S] [--fault LINE]... [--control FILE] [--command-timeout S] [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]";
 
 const BLOCK: u32 = 512;
 
@@ -52,6 +55,7 @@ struct Args {
     sata: Option<Sata>,
     sanitize_seconds: f64,
     faults: FaultSource,
+    command_timeout: Option<u32>,
 }
 
 /// The SATA personality's power-on state.
@@ -81,6 +85,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         sata: None,
         sanitize_seconds: 4.0,
         faults: FaultSource::default(),
+        command_timeout: None,
     };
     let mut sata = Sata::default();
     let mut is_sata = false;
@@ -127,6 +132,10 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--fault" => a.faults.fixed.add(&value()?)?,
             "--control" => a.faults.control = Some(value()?.into()),
+            "--command-timeout" => {
+                a.command_timeout =
+                    Some(u32::try_from(num(value()?)?).map_err(|_| format!("{flag}: too large"))?)
+            }
             "--locked-password" => sata.locked_password = Some(value()?),
             "--dco-mib" => {
                 sata.dco_bytes = Some(
@@ -200,6 +209,9 @@ fn run(a: Args) -> Result<(), String> {
     let names = Names::new(a.hba, &a.name);
     let uio = configfs::create_backstore(&names, a.bytes, BLOCK, a.max_transfer_blocks)
         .map_err(|e| e.to_string())?;
+    if let Some(t) = a.command_timeout {
+        configfs::set_command_timeout(&names, t).map_err(|e| e.to_string())?;
+    }
     let map = UioMap::open(uio).map_err(|e| e.to_string())?;
     let ring = Ring::new(map).map_err(|e| e.to_string())?;
     let state = a.state.clone();
