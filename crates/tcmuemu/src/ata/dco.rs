@@ -41,14 +41,7 @@ pub fn identify(factory_blocks: u64) -> [u8; 512] {
     // Word 7, the feature sets the overlay could remove: SMART (bit 0),
     // Security (3), HPA (7), 48-bit addressing (8).
     w[7] = (1 << 0) | (1 << 3) | (1 << 7) | (1 << 8);
-    w[255] = 0x00A5;
-    let mut d = [0u8; 512];
-    for (i, v) in w.iter().enumerate() {
-        d[2 * i..2 * i + 2].copy_from_slice(&v.to_le_bytes());
-    }
-    let sum = d[..511].iter().fold(0u8, |s, b| s.wrapping_add(*b));
-    d[511] = 0u8.wrapping_sub(sum);
-    d
+    super::identify::sector(&w)
 }
 
 impl Ata {

@@ -61,11 +61,18 @@ pub fn build(a: &Ata) -> [u8; 512] {
     w[106] = 0x4000; // valid; one 512-byte logical sector per physical
     w[128] = a.security.word128();
     w[217] = 1; // solid state
-    w[255] = 0x00A5;
+    sector(&w)
+}
+
+/// The 512 bytes of a data structure of 256 little-endian words, word
+/// 255 its integrity word: signature A5h, then the checksum that makes
+/// every byte sum to zero (ACS-3 7.12.7.90; DCO's is the same).
+pub fn sector(words: &[u16; 256]) -> [u8; 512] {
     let mut d = [0u8; 512];
-    for (i, v) in w.iter().enumerate() {
+    for (i, v) in words.iter().enumerate() {
         d[2 * i..2 * i + 2].copy_from_slice(&v.to_le_bytes());
     }
+    d[510] = 0xA5;
     let sum = d[..511].iter().fold(0u8, |s, b| s.wrapping_add(*b));
     d[511] = 0u8.wrapping_sub(sum);
     d
