@@ -8,6 +8,12 @@ use crate::sense::Sense;
 pub mod op {
     /// TEST UNIT READY (SPC-5 6.47).
     pub const TEST_UNIT_READY: u8 = 0x00;
+    /// FORMAT UNIT (SBC-4 5.3).
+    pub const FORMAT_UNIT: u8 = 0x04;
+    /// MODE SELECT(6) (SPC-5 6.11).
+    pub const MODE_SELECT_6: u8 = 0x15;
+    /// MODE SELECT(10) (SPC-5 6.12).
+    pub const MODE_SELECT_10: u8 = 0x55;
     /// REQUEST SENSE (SPC-5 6.39).
     pub const REQUEST_SENSE: u8 = 0x03;
     /// INQUIRY (SPC-5 6.7).
@@ -108,6 +114,13 @@ pub enum Cdb {
     },
     /// SANITIZE: decoded by [`crate::scsi_sanitize`].
     Sanitize,
+    /// MODE SELECT (6) or (10): its parameter list by [`crate::format`].
+    ModeSelect {
+        /// The 10-byte form.
+        ten: bool,
+    },
+    /// FORMAT UNIT: checked by [`crate::format`].
+    FormatUnit,
     /// LOG SENSE: decoded by [`crate::logpages`].
     LogSense,
     /// ATA PASS-THROUGH (12) or (16): decoded by [`crate::sat`].
@@ -148,8 +161,11 @@ fn be64(b: &[u8]) -> u64 {
 pub fn is_data_out(cdb: &[u8]) -> bool {
     match cdb.first() {
         Some(&(op::WRITE_10 | op::WRITE_16)) => true,
-        // SANITIZE with a parameter list (overwrite).
-        Some(&op::SANITIZE) => cdb.get(7..9).is_some_and(|l| l != [0, 0]),
+        // SANITIZE with a parameter list (overwrite), MODE SELECT with one,
+        // FORMAT UNIT with FMTDATA.
+        Some(&op::SANITIZE | &op::MODE_SELECT_10) => cdb.get(7..9).is_some_and(|l| l != [0, 0]),
+        Some(&op::MODE_SELECT_6) => cdb.get(4).is_some_and(|l| *l != 0),
+        Some(&op::FORMAT_UNIT) => cdb.get(1).is_some_and(|b| b & 0x10 != 0),
         Some(&(op::ATA_PASS_THROUGH_16 | op::ATA_PASS_THROUGH_12)) => {
             cdb.get(2).is_some_and(|b| b & 0x08 == 0 && b & 0x03 != 0)
         }
@@ -224,6 +240,9 @@ impl Cdb {
             op::ATA_PASS_THROUGH_16 | op::ATA_PASS_THROUGH_12 => Cdb::AtaPassThrough,
             op::LOG_SENSE => Cdb::LogSense,
             op::SANITIZE => Cdb::Sanitize,
+            op::MODE_SELECT_6 => Cdb::ModeSelect { ten: false },
+            op::MODE_SELECT_10 => Cdb::ModeSelect { ten: true },
+            op::FORMAT_UNIT => Cdb::FormatUnit,
             op::REPORT_LUNS => Cdb::ReportLuns {
                 alloc: be32(&b[6..10]) as usize,
             },

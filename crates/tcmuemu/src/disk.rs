@@ -55,6 +55,10 @@ pub struct Disk {
     pub scsi_sanitize: Sanitize,
     /// Whether the running or failed SCSI sanitize had AUSE set.
     ause: bool,
+    /// The block length the last MODE SELECT named, for FORMAT UNIT.
+    pending_block_size: Option<u32>,
+    /// FORMAT UNITs carried out: (block length before, after).
+    pub formats: Vec<(u32, u32)>,
 }
 
 fn good(data_in: Vec<u8>) -> Response {
@@ -88,6 +92,8 @@ impl Disk {
                 ..Sanitize::default()
             },
             ause: false,
+            pending_block_size: None,
+            formats: Vec::new(),
         }
     }
 
@@ -141,6 +147,18 @@ impl Disk {
                 self.sanitize_refusal().unwrap_or_else(|| good(Vec::new()))
             }
             Cdb::Sanitize => self.scsi_sanitize(cdb, data_out),
+            Cdb::ModeSelect { ten } => {
+                match crate::format::mode_select_block_length(ten, data_out) {
+                    Ok(l) => {
+                        if l.is_some() {
+                            self.pending_block_size = l;
+                        }
+                        good(Vec::new())
+                    }
+                    Err(s) => check(s),
+                }
+            }
+            Cdb::FormatUnit => self.format_unit(cdb, data_out),
             Cdb::RequestSense { alloc, desc } => {
                 // While a sanitize runs: its progress (SBC-4 4.11.3).
                 if let Some(r) = self.sanitize_refusal() {
@@ -406,6 +424,38 @@ impl Disk {
         }
     }
 
+    /// FORMAT UNIT (SAS personality): the block length the last MODE
+    /// SELECT named (else the current one) over the whole medium, which
+    /// is zeroed; the number of blocks follows. Refused on the SATA
+    /// personality (an ATA drive's sector size is not the SATL's to
+    /// change) and while a sanitize runs or has failed.
+    fn format_unit(&mut self, cdb: &[u8], list: &[u8]) -> Response {
+        if self.ata.is_some() {
+            return check(Sense::INVALID_OPCODE);
+        }
+        if let Some(r) = self.sanitize_refusal() {
+            return r;
+        }
+        if let Err(s) = crate::format::check_format_unit(cdb, list) {
+            return check(s);
+        }
+        let bytes = match self.media.metadata() {
+            Ok(m) => m.len(),
+            Err(_) => return check(Sense::WRITE_ERROR),
+        };
+        let new = self
+            .pending_block_size
+            .take()
+            .unwrap_or(self.geometry.block_size);
+        if self.apply(&MediumAction::Fill(0), bytes).is_err() {
+            return check(Sense::WRITE_ERROR);
+        }
+        self.formats.push((self.geometry.block_size, new));
+        self.geometry.block_size = new;
+        self.geometry.blocks = bytes / u64::from(new);
+        good(Vec::new())
+    }
+
     /// Carry out `action` over the first `bytes` of the medium.
     fn apply(&mut self, action: &MediumAction, bytes: u64) -> std::io::Result<()> {
         const CHUNK: usize = 1 << 20;
@@ -524,8 +574,8 @@ mod tests {
                 512,
                 Sense::INVALID_FIELD_IN_CDB,
             ),
-            // Not implemented: FORMAT UNIT, ATA PASS-THROUGH(16), WRITE SAME(16).
-            (&[0x04, 0, 0, 0, 0, 0], 0, Sense::INVALID_OPCODE),
+            // Not implemented: UNMAP, ATA PASS-THROUGH(16) on SAS, WRITE SAME(16).
+            (&[0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0, Sense::INVALID_OPCODE),
             (&[0x85; 16], 0, Sense::INVALID_OPCODE),
             (
                 &[0x93, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0],
@@ -605,6 +655,32 @@ mod tests {
         assert_eq!(r.status, sense::GOOD);
         let r = d.execute(&[0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0], &[]);
         assert_eq!(r.status, sense::GOOD);
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn a_520_byte_drive_is_reformatted_to_512_and_read_capacity_follows() {
+        let (mut d, path) = disk("format", 128);
+        // As a storage array's drive: 520-byte blocks over the same bytes.
+        d.geometry.block_size = 520;
+        d.geometry.blocks = 128 * 512 / 520;
+        d.execute(&[0x2A, 0, 0, 0, 0, 0, 0, 0, 1, 0], &[0x5A; 520]);
+        let rc = d.execute(&[0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0], &[]);
+        assert_eq!(&rc.data_in[4..], &520u32.to_be_bytes());
+        // MODE SELECT(6) with a block descriptor of 512, then FORMAT UNIT.
+        let list = [0, 0, 0, 8, 0, 0, 0, 0, 0, 0x00, 0x02, 0x00];
+        let r = d.execute(&[0x15, 0x10, 0, 0, list.len() as u8, 0], &list);
+        assert_eq!(r.status, sense::GOOD);
+        let r = d.execute(&[0x04, 0, 0, 0, 0, 0], &[]);
+        assert_eq!(r.status, sense::GOOD);
+        let rc = d.execute(&[0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0], &[]);
+        assert_eq!(rc.data_in, vec![0, 0, 0, 127, 0, 0, 2, 0]);
+        assert_eq!(d.formats, vec![(520, 512)]);
+        assert_eq!(d.peek(0, 520).unwrap(), vec![0u8; 520], "formatted");
+        // A protected format is refused, nothing changed.
+        let r = d.execute(&[0x04, 0x80, 0, 0, 0, 0], &[]);
+        assert_eq!(r.sense, Sense::INVALID_FIELD_IN_CDB.fixed().to_vec());
+        assert_eq!(d.formats.len(), 1);
         std::fs::remove_file(path).ok();
     }
 

@@ -9,7 +9,8 @@
 //!   area), over shared memory mapped by `drivelab_device::block::uio`.
 //! - [`cdb`]: CDBs decoded; [`sense`]: status and sense data.
 //! - [`pages`]: INQUIRY, VPD, READ CAPACITY, mode pages; [`logpages`]:
-//!   LOG SENSE; [`scsi_sanitize`]: SCSI SANITIZE.
+//!   LOG SENSE; [`scsi_sanitize`]: SCSI SANITIZE; [`format`]: MODE
+//!   SELECT's block length and FORMAT UNIT.
 //! - [`disk`]: the drive: its medium, identity, counters and commands.
 //! - [`sat`]: ATA PASS-THROUGH decoded and answered as a SATL does;
 //!   [`ata`]: the SATA personality's ATA device (IDENTIFY, SMART, the
@@ -25,6 +26,7 @@ pub mod cdb;
 pub mod configfs;
 pub mod disk;
 pub mod faults;
+pub mod format;
 pub mod logpages;
 pub mod pages;
 pub mod ring;

@@ -67,6 +67,7 @@ pub fn to_json(d: &Disk) -> Value {
             "block_size": d.geometry.block_size,
             "max_transfer_blocks": d.geometry.max_transfer_blocks,
         },
+        "formats": d.formats.iter().map(|(from, to)| json!({"from": from, "to": to})).collect::<Vec<_>>(),
         "sanitize": {
             "running": d.scsi_sanitize.running.map(|(k, _)| k.name()),
             "completed_ok": d.scsi_sanitize.completed_ok,

@@ -6,7 +6,7 @@
 //!     [--serial S] [--vendor V] [--product P] [--revision R]
 //!     [--max-transfer-kib K] [--state FILE]
 //!     [--sanitize-seconds S] [--fault LINE]... [--control FILE]
-//!     [--command-timeout S]
+//!     [--command-timeout S] [--block-size 512|520|528|4096]
 //!     [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]
 //! ```
 //!
@@ -21,7 +21,10 @@
 //! runs (default 4); `--fault` and the lines of the `--control` file are
 //! faults on command (`drivelab_tcmuemu::faults`); `--command-timeout` is
 //! how long the kernel waits for a command never answered (default: the
-//! kernel's 30 s).
+//! kernel's 30 s). `--block-size` is the SAS personality's logical block
+//! length (520 and 528 as drives from storage arrays have; MODE SELECT and
+//! FORMAT UNIT change it); the backstore itself is declared with 512-byte
+//! blocks whatever it is.
 //!
 //! The backing file is created (or cut) to the size. The state file is
 //! written once the ring is mapped and before the LUN is linked, then after
@@ -40,7 +43,7 @@ use drivelab_tcmuemu::pages::{Geometry, Identity};
 use drivelab_tcmuemu::ring::Ring;
 use drivelab_tcmuemu::server::{self, FaultSource};
 
-const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sanitize-seconds S] [--fault LINE]... [--control FILE] [--command-timeout S] [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]";
+const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sanitize-seconds S] [--fault LINE]... [--control FILE] [--command-timeout S] [--block-size N] [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]";
 
 const BLOCK: u32 = 512;
 
@@ -56,6 +59,7 @@ struct Args {
     sanitize_seconds: f64,
     faults: FaultSource,
     command_timeout: Option<u32>,
+    block_size: u32,
 }
 
 /// The SATA personality's power-on state.
@@ -86,6 +90,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         sanitize_seconds: 4.0,
         faults: FaultSource::default(),
         command_timeout: None,
+        block_size: BLOCK,
     };
     let mut sata = Sata::default();
     let mut is_sata = false;
@@ -132,6 +137,13 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--fault" => a.faults.fixed.add(&value()?)?,
             "--control" => a.faults.control = Some(value()?.into()),
+            "--block-size" => {
+                let v = num(value()?)?;
+                a.block_size = u32::try_from(v)
+                    .ok()
+                    .filter(|b| drivelab_tcmuemu::format::LENGTHS.contains(b))
+                    .ok_or(format!("{flag} {v}: give 512, 520, 528 or 4096"))?;
+            }
             "--command-timeout" => {
                 a.command_timeout =
                     Some(u32::try_from(num(value()?)?).map_err(|_| format!("{flag}: too large"))?)
@@ -155,6 +167,12 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         }
     }
     a.backing = backing.ok_or(format!("--backing FILE is required; {USAGE}"))?;
+    if is_sata && a.block_size != BLOCK {
+        return Err(
+            "--block-size is for the SAS personality (an ATA drive here has 512-byte sectors)"
+                .into(),
+        );
+    }
     let sata_only = sata.frozen
         || sata.locked_password.is_some()
         || sata.hpa_bytes.is_some()
@@ -195,8 +213,8 @@ fn run(a: Args) -> Result<(), String> {
         .set_len(a.bytes)
         .map_err(|e| format!("{}: {e}", a.backing.display()))?;
     let geometry = Geometry {
-        blocks: a.bytes / u64::from(BLOCK),
-        block_size: BLOCK,
+        blocks: a.bytes / u64::from(a.block_size),
+        block_size: a.block_size,
         max_transfer_blocks: a.max_transfer_blocks,
     };
     let disk = Disk::new(media, a.identity.clone(), geometry);
