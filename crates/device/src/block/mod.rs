@@ -11,10 +11,13 @@
 //!   user-space server over a socket pair.
 //! - [`uevent`]: the kernel's device events from its netlink socket (no
 //!   udev daemon needed).
+//! - [`uio`]: a UIO device's shared memory map (the target_core_user
+//!   command ring the test harness's SCSI emulator serves).
 
 pub mod blockdev;
 pub mod diskstats;
 pub mod nbd;
 pub mod uevent;
+pub mod uio;
 pub mod zero;
 pub mod zoned;

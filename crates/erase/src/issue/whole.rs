@@ -133,8 +133,22 @@ impl Ctx<'_> {
         ata::sanitize(&sg, &op).map_err(|e| self.command_error("SANITIZE", e.to_string()))?;
         loop {
             std::thread::sleep(Duration::from_secs(1));
-            let regs = ata::sanitize(&sg, &AtaSanitize::new(AtaSanitizeOp::Status))
-                .map_err(|e| self.command_error("SANITIZE STATUS EXT", e.to_string()))?;
+            let regs = match ata::sanitize(&sg, &AtaSanitize::new(AtaSanitizeOp::Status)) {
+                Ok(r) => r,
+                // A drive whose sanitize failed answers SANITIZE STATUS EXT
+                // with ABRT and the reason in LBA 7:0 (ACS-3 7.36.6); the
+                // sanitize itself was accepted, so this is its failure.
+                Err(ata::AtaError::Device { regs, .. }) => {
+                    return Err(self.command_error(
+                        "SANITIZE",
+                        format!(
+                            "the device reports the sanitize failed (SANITIZE STATUS EXT aborted, reason {:#04x} in LBA 7:0)",
+                            regs.lba & 0xFF
+                        ),
+                    ))
+                }
+                Err(e) => return Err(self.command_error("SANITIZE STATUS EXT", e.to_string())),
+            };
             let Some(regs) = regs else { continue };
             let s = AtaSanitizeStatus::from_registers(&regs);
             self.sanitize_progress(s.progress);

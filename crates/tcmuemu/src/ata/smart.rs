@@ -1,0 +1,226 @@
+//! SMART (ACS-3 7.48; the data structures of the ATA/ATAPI-7 SMART
+//! attribute table that ACS keeps as vendor specific, laid out as every
+//! drive and smartctl do): READ DATA with attributes that move with the
+//! I/O (241/242 count the LBAs written and read), READ THRESHOLDS, RETURN
+//! STATUS, ENABLE / DISABLE OPERATIONS.
+
+use super::Outcome;
+use crate::sat::Regs;
+
+/// SMART features (the FEATURE register).
+pub mod feature {
+    /// READ DATA.
+    pub const READ_DATA: u16 = 0xD0;
+    /// READ ATTRIBUTE THRESHOLDS.
+    pub const READ_THRESHOLDS: u16 = 0xD1;
+    /// ENABLE OPERATIONS.
+    pub const ENABLE: u16 = 0xD8;
+    /// DISABLE OPERATIONS.
+    pub const DISABLE: u16 = 0xD9;
+    /// RETURN STATUS.
+    pub const RETURN_STATUS: u16 = 0xDA;
+}
+
+/// LBA 23:8 of every SMART command: the signature 4Fh / C2h.
+pub const SIGNATURE: u64 = 0x00C2_4F00;
+
+/// The counters SMART reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Smart {
+    /// Logical blocks written by the host (attribute 241).
+    pub lbas_written: u64,
+    /// Logical blocks read by the host (attribute 242).
+    pub lbas_read: u64,
+    /// Power-on hours (attribute 9).
+    pub power_on_hours: u32,
+    /// Power cycles (attribute 12).
+    pub power_cycles: u32,
+    /// Temperature, Celsius (attribute 194).
+    pub temperature_c: u8,
+    /// Reallocated sectors (attribute 5).
+    pub reallocated: u32,
+}
+
+/// One attribute: id, flags, normalized value, worst, raw, threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attribute {
+    /// Attribute id.
+    pub id: u8,
+    /// Flags (bit 0 pre-fail, bit 1 online).
+    pub flags: u16,
+    /// Normalized value.
+    pub value: u8,
+    /// Worst value.
+    pub worst: u8,
+    /// Raw value (48 bits).
+    pub raw: u64,
+    /// Threshold.
+    pub threshold: u8,
+}
+
+impl Smart {
+    /// The attribute table, in id order.
+    pub fn attributes(&self) -> Vec<Attribute> {
+        let a = |id, flags, value, raw, threshold| Attribute {
+            id,
+            flags,
+            value,
+            worst: value,
+            raw,
+            threshold,
+        };
+        vec![
+            a(5, 0x0033, 100, u64::from(self.reallocated), 10),
+            a(9, 0x0032, 100, u64::from(self.power_on_hours), 0),
+            a(12, 0x0032, 100, u64::from(self.power_cycles), 0),
+            a(
+                194,
+                0x0022,
+                100 - self.temperature_c.min(99),
+                u64::from(self.temperature_c),
+                0,
+            ),
+            a(241, 0x0032, 100, self.lbas_written & 0xFFFF_FFFF_FFFF, 0),
+            a(242, 0x0032, 100, self.lbas_read & 0xFFFF_FFFF_FFFF, 0),
+        ]
+    }
+
+    /// SMART READ DATA's 512 bytes.
+    pub fn read_data(&self) -> [u8; 512] {
+        let mut d = [0u8; 512];
+        d[0..2].copy_from_slice(&0x0010u16.to_le_bytes());
+        for (i, at) in self.attributes().iter().enumerate() {
+            let e = &mut d[2 + 12 * i..14 + 12 * i];
+            e[0] = at.id;
+            e[1..3].copy_from_slice(&at.flags.to_le_bytes());
+            e[3] = at.value;
+            e[4] = at.worst;
+            e[5..11].copy_from_slice(&at.raw.to_le_bytes()[..6]);
+        }
+        d[362] = 0x00; // off-line data collection: never started
+        d[363] = 0x00; // self-test execution: the last one completed
+        d[367] = 0x00; // off-line data collection capability: none
+        d[368..370].copy_from_slice(&0x0003u16.to_le_bytes()); // saves over power cycles
+        d[370] = 0x01; // error logging supported
+        checksum(&mut d);
+        d
+    }
+
+    /// SMART READ ATTRIBUTE THRESHOLDS' 512 bytes.
+    pub fn read_thresholds(&self) -> [u8; 512] {
+        let mut d = [0u8; 512];
+        d[0..2].copy_from_slice(&0x0010u16.to_le_bytes());
+        for (i, at) in self.attributes().iter().enumerate() {
+            d[2 + 12 * i] = at.id;
+            d[3 + 12 * i] = at.threshold;
+        }
+        checksum(&mut d);
+        d
+    }
+
+    /// Whether a pre-fail attribute is at or below its threshold.
+    pub fn threshold_exceeded(&self) -> bool {
+        self.attributes()
+            .iter()
+            .any(|a| a.flags & 1 != 0 && a.threshold > 0 && a.value <= a.threshold)
+    }
+
+    /// One SMART command. Every one needs the signature in LBA 23:8.
+    pub fn execute(&mut self, tf: &Regs) -> Outcome {
+        if tf.lba & 0x00FF_FF00 != SIGNATURE {
+            return Outcome::abort();
+        }
+        match tf.feature {
+            feature::READ_DATA => Outcome::data(self.read_data().to_vec()),
+            feature::READ_THRESHOLDS => Outcome::data(self.read_thresholds().to_vec()),
+            feature::ENABLE | feature::DISABLE => Outcome::ok(Regs {
+                lba: SIGNATURE,
+                ..Regs::default()
+            }),
+            feature::RETURN_STATUS => Outcome::ok(Regs {
+                lba: if self.threshold_exceeded() {
+                    0x002C_F400
+                } else {
+                    SIGNATURE
+                },
+                ..Regs::default()
+            }),
+            _ => Outcome::abort(),
+        }
+    }
+}
+
+/// The last byte makes the 512 bytes sum to zero.
+fn checksum(d: &mut [u8; 512]) {
+    let s = d[..511].iter().fold(0u8, |a, b| a.wrapping_add(*b));
+    d[511] = 0u8.wrapping_sub(s);
+}
+
+/// A SMART feature's name for the state file's log.
+pub fn feature_name(f: u16) -> &'static str {
+    match f {
+        feature::READ_DATA => "SMART READ DATA",
+        feature::READ_THRESHOLDS => "SMART READ THRESHOLDS",
+        feature::ENABLE => "SMART ENABLE OPERATIONS",
+        feature::DISABLE => "SMART DISABLE OPERATIONS",
+        feature::RETURN_STATUS => "SMART RETURN STATUS",
+        _ => "SMART (unsupported feature)",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drivelab_device::health::ata_smart;
+
+    fn smart() -> Smart {
+        Smart {
+            lbas_written: 2048,
+            lbas_read: 0x1_0000_0001,
+            power_on_hours: 1234,
+            power_cycles: 7,
+            temperature_c: 35,
+            reallocated: 0,
+        }
+    }
+
+    #[test]
+    fn read_data_sums_to_zero_and_carries_the_io_counters() {
+        let d = smart().read_data();
+        assert_eq!(d.iter().fold(0u8, |a, b| a.wrapping_add(*b)), 0);
+        let raw = |id: u8| {
+            let i = (0..30).find(|i| d[2 + 12 * i] == id).expect("attribute");
+            let mut r = [0u8; 8];
+            r[..6].copy_from_slice(&d[7 + 12 * i..13 + 12 * i]);
+            u64::from_le_bytes(r)
+        };
+        assert_eq!(raw(241), 2048);
+        assert_eq!(raw(242), 0x1_0000_0001);
+        assert_eq!(raw(9), 1234);
+        assert_eq!(raw(194), 35);
+    }
+
+    #[test]
+    fn return_status_and_the_signature() {
+        let mut s = smart();
+        let tf = |feature| Regs {
+            feature,
+            lba: SIGNATURE,
+            ..Regs::default()
+        };
+        let o = s.execute(&tf(feature::RETURN_STATUS));
+        assert_eq!(
+            ata_smart::OverallStatus::from_lba(o.regs.lba),
+            ata_smart::OverallStatus::Passed
+        );
+        s.reallocated = 1000;
+        // Value stays 100 (the raw count does not move the normalized value).
+        assert!(!s.threshold_exceeded());
+        let bad = Regs {
+            lba: 0,
+            ..tf(feature::READ_DATA)
+        };
+        assert!(s.execute(&bad).failed());
+        assert!(s.execute(&tf(0xD5)).failed());
+    }
+}

@@ -1,0 +1,701 @@
+//! The emulated drive: a backing file as its medium, its identity, and the
+//! SCSI command set of a plain disk (the table in docs/emulators.md).
+//! [`Disk::execute`] takes a CDB and the data-out buffer and returns what
+//! goes back to the initiator; it never sees the ring.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use crate::ata::sanitize::Sanitize;
+use crate::ata::{Ata, MediumAction};
+use crate::cdb::Cdb;
+use crate::pages::{self, Geometry, Identity};
+use crate::ring::Response;
+use crate::sat::{self, PassThrough};
+use crate::scsi_sanitize::{self, Request};
+use crate::sense::{self, Sense};
+
+/// What the drive has done, for the state file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Commands received, by operation code (two hex digits).
+    pub by_opcode: BTreeMap<String, u64>,
+    /// READ commands.
+    pub read_commands: u64,
+    /// WRITE commands.
+    pub write_commands: u64,
+    /// Logical blocks read.
+    pub blocks_read: u64,
+    /// Logical blocks written.
+    pub blocks_written: u64,
+    /// Commands answered with CHECK CONDITION.
+    pub check_conditions: u64,
+    /// Commands taken and never answered (a fault).
+    pub unanswered: u64,
+}
+
+/// The drive.
+#[derive(Debug)]
+pub struct Disk {
+    media: File,
+    /// Who it says it is.
+    pub identity: Identity,
+    /// Its shape.
+    pub geometry: Geometry,
+    /// What it has done.
+    pub counters: Counters,
+    /// The SATA personality's ATA device (ATA PASS-THROUGH is answered
+    /// only when there is one).
+    pub ata: Option<Ata>,
+    /// The temperature the SAS personality reports (LOG SENSE 0Dh, 2Fh).
+    pub temperature_c: u8,
+    /// The SAS personality's SANITIZE state (the SATA one's is the ATA
+    /// device's).
+    pub scsi_sanitize: Sanitize,
+    /// Whether the running or failed SCSI sanitize had AUSE set.
+    ause: bool,
+    /// The block length the last MODE SELECT named, for FORMAT UNIT.
+    pending_block_size: Option<u32>,
+    /// FORMAT UNITs carried out: (block length before, after).
+    pub formats: Vec<(u32, u32)>,
+}
+
+fn good(data_in: Vec<u8>) -> Response {
+    Response {
+        status: sense::GOOD,
+        sense: Vec::new(),
+        data_in,
+    }
+}
+
+fn check(s: Sense) -> Response {
+    Response {
+        status: sense::CHECK_CONDITION,
+        sense: s.fixed().to_vec(),
+        data_in: Vec::new(),
+    }
+}
+
+impl Disk {
+    /// A drive over `media`, which must hold `geometry.blocks` blocks.
+    pub fn new(media: File, identity: Identity, geometry: Geometry) -> Disk {
+        Disk {
+            media,
+            identity,
+            geometry,
+            counters: Counters::default(),
+            ata: None,
+            temperature_c: 35,
+            scsi_sanitize: Sanitize {
+                duration: std::time::Duration::from_secs(4),
+                ..Sanitize::default()
+            },
+            ause: false,
+            pending_block_size: None,
+            formats: Vec::new(),
+        }
+    }
+
+    /// The SATA personality: an ATA device behind a SATL. INQUIRY says
+    /// vendor "ATA" with the model and firmware (as libata's SATL does),
+    /// and the addressable blocks follow the ATA max address.
+    pub fn with_ata(mut self, ata: Ata) -> Disk {
+        self.identity.vendor = "ATA".into();
+        self.identity.product = ata.model.clone();
+        let fw = ata.firmware.clone();
+        self.identity.revision = fw
+            .chars()
+            .rev()
+            .take(4)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        self.geometry.blocks = ata.max_blocks;
+        self.ata = Some(ata);
+        self
+    }
+
+    /// Answer one command: `cdb` its bytes, `data_out` what the initiator
+    /// sent (empty for a command without data-out).
+    pub fn execute(&mut self, cdb: &[u8], data_out: &[u8]) -> Response {
+        if let Some(&op) = cdb.first() {
+            *self
+                .counters
+                .by_opcode
+                .entry(format!("{op:02x}"))
+                .or_default() += 1;
+        }
+        if let Some(r) = self.advance_sanitize() {
+            return r;
+        }
+        let rsp = match Cdb::parse(cdb) {
+            Ok(c) => self.dispatch(c, cdb, data_out),
+            Err(s) => check(s),
+        };
+        if rsp.status != sense::GOOD {
+            self.counters.check_conditions += 1;
+        }
+        rsp
+    }
+
+    fn dispatch(&mut self, c: Cdb, cdb: &[u8], data_out: &[u8]) -> Response {
+        let g = self.geometry;
+        match c {
+            Cdb::TestUnitReady | Cdb::SynchronizeCache => {
+                self.sanitize_refusal().unwrap_or_else(|| good(Vec::new()))
+            }
+            Cdb::Sanitize => self.scsi_sanitize(cdb, data_out),
+            Cdb::ModeSelect { ten } => {
+                match crate::format::mode_select_block_length(ten, data_out) {
+                    Ok(l) => {
+                        if l.is_some() {
+                            self.pending_block_size = l;
+                        }
+                        good(Vec::new())
+                    }
+                    Err(s) => check(s),
+                }
+            }
+            Cdb::FormatUnit => self.format_unit(cdb, data_out),
+            Cdb::RequestSense { alloc, desc } => {
+                // While a sanitize runs: its progress (SBC-4 4.11.3).
+                if let Some(r) = self.sanitize_refusal() {
+                    return good(pages::cut(r.sense, alloc));
+                }
+                if desc {
+                    // Descriptor format, NO SENSE: 8 bytes of header.
+                    good(pages::cut(vec![0x72, 0, 0, 0, 0, 0, 0, 0], alloc))
+                } else {
+                    good(pages::cut(Sense::NONE.fixed().to_vec(), alloc))
+                }
+            }
+            Cdb::Inquiry { evpd, page, alloc } => {
+                if !evpd {
+                    return good(pages::cut(pages::standard_inquiry(&self.identity), alloc));
+                }
+                if page == 0x89 {
+                    return match &self.ata {
+                        Some(a) => good(pages::cut(sat::vpd89(a), alloc)),
+                        None => check(Sense::INVALID_FIELD_IN_CDB),
+                    };
+                }
+                match pages::vpd(page, &self.identity, &g) {
+                    Some(d) => good(pages::cut(d, alloc)),
+                    None => check(Sense::INVALID_FIELD_IN_CDB),
+                }
+            }
+            Cdb::ModeSense {
+                ten,
+                dbd,
+                pc,
+                page,
+                subpage,
+                alloc,
+            } => {
+                if pc == 3 {
+                    // Saved values are not supported (SPC-5 6.13).
+                    return check(Sense::new(sense::key::ILLEGAL_REQUEST, 0x39, 0x00));
+                }
+                match pages::mode_sense(ten, dbd, pc, page, subpage, &g) {
+                    Some(d) => good(pages::cut(d, alloc)),
+                    None => check(Sense::INVALID_FIELD_IN_CDB),
+                }
+            }
+            Cdb::ReadCapacity { alloc16: None } => good(pages::read_capacity_10(&g)),
+            Cdb::ReadCapacity { alloc16: Some(a) } => {
+                good(pages::cut(pages::read_capacity_16(&g), a))
+            }
+            Cdb::Read { lba, blocks } => self.read(lba, blocks),
+            Cdb::Write { lba, blocks } => self.write(lba, blocks, data_out),
+            Cdb::ReportLuns { alloc } => good(pages::cut(pages::report_luns(), alloc)),
+            Cdb::AtaPassThrough => self.ata_pass_through(cdb, data_out),
+            Cdb::LogSense => {
+                let t = self
+                    .ata
+                    .as_ref()
+                    .map_or(self.temperature_c, |a| a.smart.temperature_c);
+                match crate::logpages::log_sense(cdb, t) {
+                    Ok(d) => good(d),
+                    Err(s) => check(s),
+                }
+            }
+            Cdb::Unsupported(_) => check(Sense::INVALID_OPCODE),
+        }
+    }
+
+    /// The byte range of `blocks` blocks at `lba`, or the sense for one
+    /// beyond the medium or longer than a transfer may be.
+    fn range(&self, lba: u64, blocks: u32) -> Result<(u64, usize), Sense> {
+        let g = &self.geometry;
+        let end = lba.checked_add(u64::from(blocks));
+        if end.is_none_or(|e| e > g.blocks) {
+            return Err(Sense::LBA_OUT_OF_RANGE);
+        }
+        if blocks > g.max_transfer_blocks {
+            return Err(Sense::INVALID_FIELD_IN_CDB);
+        }
+        let bs = u64::from(g.block_size);
+        Ok((lba * bs, blocks as usize * g.block_size as usize))
+    }
+
+    /// Carry out what a background sanitize left when its time came; a
+    /// backing file that fails there is a MEDIUM ERROR for the command that
+    /// found it.
+    fn advance_sanitize(&mut self) -> Option<Response> {
+        let native = self
+            .ata
+            .as_ref()
+            .map_or(self.geometry.blocks, |a| a.native_blocks)
+            * u64::from(self.geometry.block_size);
+        let action = self.sanitize_mut().advance(std::time::Instant::now())?;
+        self.apply(&action, native)
+            .err()
+            .map(|_| check(Sense::WRITE_ERROR))
+    }
+
+    /// The sanitize state of whichever personality this is.
+    pub fn sanitize(&self) -> &Sanitize {
+        self.ata
+            .as_ref()
+            .map_or(&self.scsi_sanitize, |a| &a.sanitize)
+    }
+
+    /// The sanitize state, mutably (a fault sets its next failure).
+    pub fn sanitize_mut(&mut self) -> &mut Sanitize {
+        match &mut self.ata {
+            Some(a) => &mut a.sanitize,
+            None => &mut self.scsi_sanitize,
+        }
+    }
+
+    /// SCSI SANITIZE (SAS personality; a SATL would translate it, this one
+    /// leaves that to ATA PASS-THROUGH).
+    fn scsi_sanitize(&mut self, cdb: &[u8], data_out: &[u8]) -> Response {
+        if self.ata.is_some() {
+            return check(Sense::INVALID_OPCODE);
+        }
+        let req = match scsi_sanitize::parse(cdb, data_out) {
+            Ok(r) => r,
+            Err(s) => return check(s),
+        };
+        let now = std::time::Instant::now();
+        let s = &mut self.scsi_sanitize;
+        match req {
+            Request::ExitFailureMode => {
+                if !s.failed || !self.ause || s.running.is_some() {
+                    return check(Sense::INVALID_FIELD_IN_CDB);
+                }
+                s.failed = false;
+                good(Vec::new())
+            }
+            Request::Start { kind, immed, ause } => {
+                if s.running.is_some() {
+                    return check(scsi_sanitize::in_progress(s.progress(now)));
+                }
+                s.failed = false;
+                s.start(kind, now);
+                self.ause = ause;
+                if immed {
+                    return good(Vec::new());
+                }
+                // Without IMMED the command ends with the operation.
+                std::thread::sleep(self.scsi_sanitize.duration);
+                if let Some(r) = self.advance_sanitize() {
+                    return r;
+                }
+                if self.scsi_sanitize.failed {
+                    check(scsi_sanitize::FAILED)
+                } else {
+                    good(Vec::new())
+                }
+            }
+        }
+    }
+
+    /// A locked ATA drive refuses media access (ACS-3 4.18.11): DATA
+    /// PROTECT; a sanitize in progress: NOT READY, SANITIZE IN PROGRESS
+    /// (04h/1Bh) with its progress; a failed one: MEDIUM ERROR, SANITIZE
+    /// COMMAND FAILED (31h/03h) (SAT-4 / SBC-4 4.11).
+    fn locked(&self) -> Option<Response> {
+        if self.ata.as_ref().is_some_and(|a| a.security.locked) {
+            return Some(check(Sense::new(sense::key::DATA_PROTECT, 0x27, 0x00)));
+        }
+        self.sanitize_refusal()
+    }
+
+    /// The sense for media access (and TEST UNIT READY) while a sanitize
+    /// runs, with its progress, or after one failed.
+    fn sanitize_refusal(&self) -> Option<Response> {
+        let s = self.sanitize();
+        if s.running.is_some() {
+            let p = s.progress(std::time::Instant::now());
+            return Some(check(scsi_sanitize::in_progress(p)));
+        }
+        s.failed.then(|| check(scsi_sanitize::FAILED))
+    }
+
+    fn read(&mut self, lba: u64, blocks: u32) -> Response {
+        if let Some(r) = self.locked() {
+            return r;
+        }
+        let (off, len) = match self.range(lba, blocks) {
+            Ok(r) => r,
+            Err(s) => return check(s),
+        };
+        let mut buf = vec![0u8; len];
+        if self.media.read_exact_at(&mut buf, off).is_err() {
+            return check(Sense::READ_ERROR);
+        }
+        self.counters.read_commands += 1;
+        self.counters.blocks_read += u64::from(blocks);
+        if let Some(a) = &mut self.ata {
+            a.smart.lbas_read += u64::from(blocks);
+        }
+        good(buf)
+    }
+
+    fn write(&mut self, lba: u64, blocks: u32, data: &[u8]) -> Response {
+        if let Some(r) = self.locked() {
+            return r;
+        }
+        let (off, len) = match self.range(lba, blocks) {
+            Ok(r) => r,
+            Err(s) => return check(s),
+        };
+        let Some(data) = data.get(..len) else {
+            // The initiator's buffer is shorter than the blocks it names.
+            return check(Sense::new(sense::key::ILLEGAL_REQUEST, 0x24, 0x00));
+        };
+        if self.media.write_all_at(data, off).is_err() {
+            return check(Sense::WRITE_ERROR);
+        }
+        self.counters.write_commands += 1;
+        self.counters.blocks_written += u64::from(blocks);
+        if let Some(a) = &mut self.ata {
+            a.smart.lbas_written += u64::from(blocks);
+        }
+        good(Vec::new())
+    }
+
+    /// ATA PASS-THROUGH (12/16) through the SATL: the taskfile to the ATA
+    /// device, its data-in back, the registers in sense data when CK_COND
+    /// is set or the command failed (SAT-4 12.2.2.5).
+    fn ata_pass_through(&mut self, cdb: &[u8], data_out: &[u8]) -> Response {
+        let pt = match PassThrough::parse(cdb) {
+            Ok(p) => p,
+            Err(s) => return check(s),
+        };
+        let Some(ata) = self.ata.as_mut() else {
+            return check(Sense::INVALID_OPCODE);
+        };
+        let mut o = ata.execute(&pt.tf, pt.extend, data_out);
+        if let Some(action) = o.medium.take() {
+            let native = ata.native_blocks * u64::from(self.geometry.block_size);
+            if self.apply(&action, native).is_err() {
+                o = crate::ata::Outcome::abort();
+            }
+        }
+        let max = self.ata.as_ref().map(|a| a.max_blocks);
+        if let Some(m) = max {
+            self.geometry.blocks = m;
+        }
+        let desc = sat::status_descriptor(&o.regs, pt.extend, o.error);
+        if o.failed() {
+            return Response {
+                status: sense::CHECK_CONDITION,
+                sense: sat::sense(&desc, true),
+                data_in: Vec::new(),
+            };
+        }
+        Response {
+            status: if pt.ck_cond {
+                sense::CHECK_CONDITION
+            } else {
+                sense::GOOD
+            },
+            sense: if pt.ck_cond {
+                sat::sense(&desc, false)
+            } else {
+                Vec::new()
+            },
+            data_in: o.data_in,
+        }
+    }
+
+    /// FORMAT UNIT (SAS personality): the block length the last MODE
+    /// SELECT named (else the current one) over the whole medium, which
+    /// is zeroed; the number of blocks follows. Refused on the SATA
+    /// personality (an ATA drive's sector size is not the SATL's to
+    /// change) and while a sanitize runs or has failed.
+    fn format_unit(&mut self, cdb: &[u8], list: &[u8]) -> Response {
+        if self.ata.is_some() {
+            return check(Sense::INVALID_OPCODE);
+        }
+        if let Some(r) = self.sanitize_refusal() {
+            return r;
+        }
+        if let Err(s) = crate::format::check_format_unit(cdb, list) {
+            return check(s);
+        }
+        let bytes = match self.media.metadata() {
+            Ok(m) => m.len(),
+            Err(_) => return check(Sense::WRITE_ERROR),
+        };
+        let new = self
+            .pending_block_size
+            .take()
+            .unwrap_or(self.geometry.block_size);
+        if self.apply(&MediumAction::Fill(0), bytes).is_err() {
+            return check(Sense::WRITE_ERROR);
+        }
+        self.formats.push((self.geometry.block_size, new));
+        self.geometry.block_size = new;
+        self.geometry.blocks = bytes / u64::from(new);
+        good(Vec::new())
+    }
+
+    /// Carry out `action` over the first `bytes` of the medium.
+    fn apply(&mut self, action: &MediumAction, bytes: u64) -> std::io::Result<()> {
+        const CHUNK: usize = 1 << 20;
+        let (action, bytes) = match action {
+            MediumAction::Half(a) => (a.as_ref(), bytes / 2),
+            a => (a, bytes),
+        };
+        let mut chunk = vec![0u8; CHUNK];
+        let mut off = 0u64;
+        while off < bytes {
+            let n = (bytes - off).min(CHUNK as u64) as usize;
+            match action {
+                MediumAction::Fill(b) => chunk.fill(*b),
+                MediumAction::Pattern(p) => {
+                    for (i, b) in chunk.iter_mut().enumerate() {
+                        *b = p.to_le_bytes()[i % 4];
+                    }
+                }
+                MediumAction::Noise(key) => noise(*key, off, &mut chunk),
+                MediumAction::Half(_) => {}
+            }
+            self.media.write_all_at(&chunk[..n], off)?;
+            off += n as u64;
+        }
+        self.media.sync_data()
+    }
+
+    /// Bytes `[off, off + len)` of the medium, for tests.
+    pub fn peek(&self, off: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        let mut b = vec![0u8; len];
+        self.media.read_exact_at(&mut b, off)?;
+        Ok(b)
+    }
+}
+
+/// The keystream of `key` for the bytes at `off..off + out.len()`
+/// (splitmix64 of key and word index): what a crypto scramble leaves.
+fn noise(key: u32, off: u64, out: &mut [u8]) {
+    for (i, w) in out.chunks_mut(8).enumerate() {
+        let mut z = (u64::from(key) << 40) ^ (off / 8 + i as u64);
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let b = z.to_le_bytes();
+        w.copy_from_slice(&b[..w.len()]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk(name: &str, blocks: u64) -> (Disk, std::path::PathBuf) {
+        let path = std::env::temp_dir().join(format!("tcmuemu-{name}-{}", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .expect("temp file");
+        f.set_len(blocks * 512).expect("size");
+        let d = Disk::new(
+            f,
+            Identity {
+                vendor: "DRIVELAB".into(),
+                product: "TCMU".into(),
+                revision: "1".into(),
+                serial: "S1".into(),
+            },
+            Geometry {
+                blocks,
+                block_size: 512,
+                max_transfer_blocks: 64,
+            },
+        );
+        (d, path)
+    }
+
+    #[test]
+    fn write_then_read_round_trips_and_counts() {
+        let (mut d, path) = disk("rw", 128);
+        let data: Vec<u8> = (0..1024).map(|i| (i * 7 % 251) as u8).collect();
+        let w = d.execute(&[0x2A, 0, 0, 0, 0, 10, 0, 0, 2, 0], &data);
+        assert_eq!(w.status, sense::GOOD);
+        assert_eq!(d.peek(10 * 512, 1024).unwrap(), data);
+        let r = d.execute(&[0x88, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 2, 0, 0], &[]);
+        assert_eq!(r.status, sense::GOOD);
+        assert_eq!(r.data_in, data);
+        assert_eq!(d.counters.blocks_written, 2);
+        assert_eq!(d.counters.blocks_read, 2);
+        assert_eq!(d.counters.by_opcode.get("2a"), Some(&1));
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn bad_commands_get_their_sense_and_touch_nothing() {
+        let (mut d, path) = disk("bad", 128);
+        let cases: &[(&[u8], usize, Sense)] = &[
+            // Past the end.
+            (
+                &[0x28, 0, 0, 0, 0, 127, 0, 0, 2, 0],
+                0,
+                Sense::LBA_OUT_OF_RANGE,
+            ),
+            // Longer than the maximum transfer.
+            (
+                &[0x28, 0, 0, 0, 0, 0, 0, 0, 65, 0],
+                0,
+                Sense::INVALID_FIELD_IN_CDB,
+            ),
+            // A write whose buffer is short.
+            (
+                &[0x2A, 0, 0, 0, 0, 0, 0, 0, 2, 0],
+                512,
+                Sense::INVALID_FIELD_IN_CDB,
+            ),
+            // Not implemented: UNMAP, ATA PASS-THROUGH(16) on SAS, WRITE SAME(16).
+            (&[0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0, Sense::INVALID_OPCODE),
+            (&[0x85; 16], 0, Sense::INVALID_OPCODE),
+            (
+                &[0x93, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0],
+                512,
+                Sense::INVALID_OPCODE,
+            ),
+            // An unknown VPD page.
+            (&[0x12, 1, 0x89, 0, 255, 0], 0, Sense::INVALID_FIELD_IN_CDB),
+        ];
+        for (cdb, out, want) in cases {
+            let r = d.execute(cdb, &vec![0xEE; *out]);
+            assert_eq!(r.status, sense::CHECK_CONDITION, "{cdb:02x?}");
+            assert_eq!(r.sense, want.fixed().to_vec(), "{cdb:02x?}");
+            assert!(r.data_in.is_empty());
+        }
+        assert_eq!(d.counters.blocks_written, 0);
+        assert_eq!(d.peek(0, 1024).unwrap(), vec![0u8; 1024]);
+        assert_eq!(d.counters.check_conditions, cases.len() as u64);
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn scsi_sanitize_runs_in_the_background_with_progress_then_erases() {
+        use drivelab_device::scsi::{Sanitize as S, SanitizeAction};
+        let (mut d, path) = disk("sanitize", 128);
+        d.execute(&[0x2A, 0, 0, 0, 0, 0, 0, 0, 1, 0], &[0xA5; 512]);
+        d.scsi_sanitize.duration = std::time::Duration::from_secs(3600);
+        let r = d.execute(&S::new(SanitizeAction::BlockErase).immed(true).build(), &[]);
+        assert_eq!(r.status, sense::GOOD);
+        // Media access and TEST UNIT READY: NOT READY, in progress.
+        for cdb in [
+            &[0x28u8, 0, 0, 0, 0, 0, 0, 0, 1, 0][..],
+            &[0x00, 0, 0, 0, 0, 0],
+        ] {
+            let r = d.execute(cdb, &[]);
+            assert_eq!(
+                (r.sense[2], r.sense[12], r.sense[13]),
+                (0x02, 0x04, 0x1B),
+                "{cdb:02x?}"
+            );
+            assert_eq!(r.sense[15], 0x80, "progress field valid");
+        }
+        // REQUEST SENSE: GOOD, the progress in its data.
+        let r = d.execute(&[0x03, 0, 0, 0, 18, 0], &[]);
+        assert_eq!(
+            (r.status, r.data_in[12], r.data_in[13]),
+            (sense::GOOD, 0x04, 0x1B)
+        );
+        // Its time up: the next command finds the medium erased.
+        d.scsi_sanitize.duration = std::time::Duration::ZERO;
+        let r = d.execute(&[0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0], &[]);
+        assert_eq!(r.status, sense::GOOD);
+        assert_eq!(r.data_in, vec![0u8; 512]);
+        assert_eq!(
+            d.scsi_sanitize.done,
+            vec![(crate::ata::sanitize::Kind::Block, true)]
+        );
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn a_failed_scsi_sanitize_holds_media_access_until_exit_failure_mode() {
+        use drivelab_device::scsi::{Sanitize as S, SanitizeAction};
+        let (mut d, path) = disk("sanfail", 128);
+        d.scsi_sanitize.duration = std::time::Duration::ZERO;
+        d.scsi_sanitize.fail_next = true;
+        d.execute(
+            &S::new(SanitizeAction::CryptoErase)
+                .immed(true)
+                .ause(true)
+                .build(),
+            &[],
+        );
+        let r = d.execute(&[0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0], &[]);
+        assert_eq!(r.sense, scsi_sanitize::FAILED.fixed().to_vec());
+        let r = d.execute(&S::new(SanitizeAction::ExitFailureMode).build(), &[]);
+        assert_eq!(r.status, sense::GOOD);
+        let r = d.execute(&[0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0], &[]);
+        assert_eq!(r.status, sense::GOOD);
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn a_520_byte_drive_is_reformatted_to_512_and_read_capacity_follows() {
+        let (mut d, path) = disk("format", 128);
+        // As a storage array's drive: 520-byte blocks over the same bytes.
+        d.geometry.block_size = 520;
+        d.geometry.blocks = 128 * 512 / 520;
+        d.execute(&[0x2A, 0, 0, 0, 0, 0, 0, 0, 1, 0], &[0x5A; 520]);
+        let rc = d.execute(&[0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0], &[]);
+        assert_eq!(&rc.data_in[4..], &520u32.to_be_bytes());
+        // MODE SELECT(6) with a block descriptor of 512, then FORMAT UNIT.
+        let list = [0, 0, 0, 8, 0, 0, 0, 0, 0, 0x00, 0x02, 0x00];
+        let r = d.execute(&[0x15, 0x10, 0, 0, list.len() as u8, 0], &list);
+        assert_eq!(r.status, sense::GOOD);
+        let r = d.execute(&[0x04, 0, 0, 0, 0, 0], &[]);
+        assert_eq!(r.status, sense::GOOD);
+        let rc = d.execute(&[0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0], &[]);
+        assert_eq!(rc.data_in, vec![0, 0, 0, 127, 0, 0, 2, 0]);
+        assert_eq!(d.formats, vec![(520, 512)]);
+        assert_eq!(d.peek(0, 520).unwrap(), vec![0u8; 520], "formatted");
+        // A protected format is refused, nothing changed.
+        let r = d.execute(&[0x04, 0x80, 0, 0, 0, 0], &[]);
+        assert_eq!(r.sense, Sense::INVALID_FIELD_IN_CDB.fixed().to_vec());
+        assert_eq!(d.formats.len(), 1);
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn allocation_lengths_cut_the_data() {
+        let (mut d, path) = disk("alloc", 128);
+        let r = d.execute(&[0x12, 0, 0, 0, 36, 0], &[]);
+        assert_eq!(r.data_in.len(), 36);
+        let r = d.execute(&[0x12, 1, 0x80, 0, 5, 0], &[]);
+        assert_eq!(r.data_in, vec![0, 0x80, 0, 2, b'S']);
+        let r = d.execute(&[0x03, 0, 0, 0, 252, 0], &[]);
+        assert_eq!(r.data_in.len(), 18);
+        assert_eq!(r.data_in[0], 0x70);
+        let r = d.execute(&[0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0], &[]);
+        assert_eq!(r.data_in, vec![0, 0, 0, 127, 0, 0, 2, 0]);
+        std::fs::remove_file(path).ok();
+    }
+}

@@ -1,0 +1,127 @@
+//! The serving loop: take every command the kernel put in the ring, have
+//! the drive answer it, complete it, tell the kernel, write the state
+//! file, and sleep on the UIO device until more arrive.
+
+use std::path::PathBuf;
+
+use drivelab_device::block::uio::{UioError, UioMap};
+
+use crate::disk::Disk;
+use crate::faults::Faults;
+use crate::ring::{Ring, RingError};
+
+/// What stopped the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The ring.
+    #[error(transparent)]
+    Ring(#[from] RingError),
+    /// Waiting on or notifying the UIO device.
+    #[error(transparent)]
+    Uio(#[from] UioError),
+    /// The state file.
+    #[error("state file {path}: {source}")]
+    State {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// Answer every command now in the ring, except those a fault holds;
+/// returns how many were answered.
+pub fn drain<M: crate::ring::Shared>(
+    ring: &mut Ring<M>,
+    disk: &mut Disk,
+    faults: &Faults,
+) -> Result<usize, RingError> {
+    let mut n = 0;
+    while let Some(req) = ring.take()? {
+        if faults.hangs(&req.cdb) {
+            disk.counters.unanswered += 1;
+            continue;
+        }
+        let out = if crate::cdb::is_data_out(&req.cdb) {
+            ring.data_out(&req)?
+        } else {
+            Vec::new()
+        };
+        let rsp = disk.execute(&req.cdb, &out);
+        ring.complete(&req, &rsp)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Where faults come from: the command line's, and a control file's.
+#[derive(Debug, Clone, Default)]
+pub struct FaultSource {
+    /// `--fault` lines.
+    pub fixed: Faults,
+    /// `--control FILE`.
+    pub control: Option<PathBuf>,
+}
+
+impl FaultSource {
+    /// The control file's text, when it has changed since `seen` (its
+    /// modification time, updated).
+    fn changed(&self, seen: &mut Option<std::time::SystemTime>) -> Option<String> {
+        let p = self.control.as_ref()?;
+        let m = std::fs::metadata(p).and_then(|m| m.modified()).ok()?;
+        if *seen == Some(m) {
+            return None;
+        }
+        *seen = Some(m);
+        std::fs::read_to_string(p).ok()
+    }
+}
+
+/// Serve the drive on `ring` until an error: drain, notify, record, wait.
+/// A control file that changes is read before the next batch; a bad line
+/// there is reported on stderr and the faults stay as they were.
+pub fn serve(
+    mut ring: Ring<UioMap>,
+    mut disk: Disk,
+    state: Option<PathBuf>,
+    source: FaultSource,
+) -> Result<(), ServeError> {
+    let record = |disk: &Disk| -> Result<(), ServeError> {
+        match &state {
+            Some(p) => crate::state::write(p, disk).map_err(|source| ServeError::State {
+                path: p.clone(),
+                source,
+            }),
+            None => Ok(()),
+        }
+    };
+    let mut faults = source.fixed.clone();
+    let mut seen = None;
+    if faults.sanitize_fail {
+        disk.sanitize_mut().fail_next = true;
+    }
+    record(&disk)?;
+    loop {
+        if let Some(text) = source.changed(&mut seen) {
+            match Faults::parse(&text) {
+                Ok(f) => {
+                    faults = source.fixed.with(&f);
+                    if f.sanitize_fail {
+                        disk.sanitize_mut().fail_next = true;
+                    }
+                }
+                Err(e) => eprintln!("drivelab-tcmuemu: control file: {e}"),
+            }
+        }
+        let before = disk.counters.unanswered;
+        if drain(&mut ring, &mut disk, &faults)? > 0 {
+            ring.mem_mut().notify()?;
+            record(&disk)?;
+        } else if disk.counters.unanswered != before {
+            record(&disk)?;
+        }
+        if !ring.pending()? {
+            ring.mem_mut().wait()?;
+        }
+    }
+}
