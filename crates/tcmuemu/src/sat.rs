@@ -4,6 +4,7 @@
 //! GOOD, or with CK_COND or an ATA error, CHECK CONDITION with descriptor
 //! sense carrying the ATA Status Return descriptor (SAT-4 12.2.2.7).
 
+use crate::ata::regs::{Regs, STATUS_DRDY};
 use crate::sense::Sense;
 
 /// The PROTOCOL field (SAT-4 table 155).
@@ -19,21 +20,6 @@ pub enum Protocol {
     Dma,
     /// Anything else (hard reset, DMA queued, device diagnostic, UDMA...).
     Other(u8),
-}
-
-/// The ATA registers of a command or of its outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Regs {
-    /// FEATURE (command) or ERROR (outcome).
-    pub feature: u16,
-    /// COUNT.
-    pub count: u16,
-    /// LBA, 48 bits.
-    pub lba: u64,
-    /// DEVICE.
-    pub device: u8,
-    /// COMMAND (command) or STATUS (outcome).
-    pub command: u8,
 }
 
 /// A decoded ATA PASS-THROUGH CDB.
@@ -105,13 +91,6 @@ impl PassThrough {
     }
 }
 
-/// ATA STATUS: DRDY.
-pub const STATUS_DRDY: u8 = 0x40;
-/// ATA STATUS: ERR.
-pub const STATUS_ERR: u8 = 0x01;
-/// ATA ERROR: ABRT.
-pub const ERROR_ABRT: u8 = 0x04;
-
 /// The ATA Status Return descriptor (14 bytes) for outcome `r`, with
 /// `error` in ERROR and `r.command` as STATUS.
 pub fn status_descriptor(r: &Regs, extend: bool, error: u8) -> [u8; 14] {
@@ -167,6 +146,7 @@ pub fn vpd89(a: &crate::ata::Ata) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ata::regs::ERROR_ABRT;
     use drivelab_device::ata::{AtaPassThrough, Protocol as P, Taskfile};
 
     #[test]

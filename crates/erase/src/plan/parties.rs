@@ -8,7 +8,8 @@
 use std::fs;
 use std::path::Path;
 
-use crate::cert::{Customer, PartiesSection};
+use serde::{Deserialize, Serialize};
+
 use crate::EraseError;
 
 /// The longest value of one field, in characters: a postal address fits
@@ -129,6 +130,56 @@ fn names(key: &str, path: &Path, serial: Option<&str>) -> bool {
     }
     key.starts_with('/')
         && matches!((fs::canonicalize(key), fs::canonicalize(path)), (Ok(a), Ok(b)) if a == b)
+}
+
+/// The customer whose drive was erased; a part not given is absent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Customer {
+    /// Name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Postal address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// Contact (person, telephone, e-mail).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contact: Option<String>,
+}
+
+impl Customer {
+    /// Whether no part is given.
+    pub fn is_empty(&self) -> bool {
+        self.name.is_none() && self.address.is_none() && self.contact.is_none()
+    }
+}
+
+/// Who the erase was done by and for, and the drive's asset tag, as the
+/// signed record names them (NIST SP 800-88's "who"); a field not given
+/// is absent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartiesSection {
+    /// The organisation doing the erasure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organisation: Option<String>,
+    /// The customer whose drive it is.
+    #[serde(default, skip_serializing_if = "Customer::is_empty")]
+    pub customer: Customer,
+    /// The technician who did it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub technician: Option<String>,
+    /// The drive's asset tag (the customer's or the organisation's label).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asset_tag: Option<String>,
+}
+
+impl PartiesSection {
+    /// Whether no field is given.
+    pub fn is_empty(&self) -> bool {
+        self.organisation.is_none()
+            && self.customer.is_empty()
+            && self.technician.is_none()
+            && self.asset_tag.is_none()
+    }
 }
 
 #[cfg(test)]

@@ -6,8 +6,9 @@
 //! power cycle. SET and RESTORE are aborted while a host protected area
 //! is set (ACS-2 7.10.4, 7.10.2).
 
-use super::{Ata, Outcome};
-use crate::sat::Regs;
+use super::device::Ata;
+use super::outcome::Outcome;
+use super::regs::Regs;
 
 /// DEVICE CONFIGURATION subcommands (FEATURE).
 pub mod sub {

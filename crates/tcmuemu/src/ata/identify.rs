@@ -3,7 +3,7 @@
 //! words for SMART, Security, HPA, Sanitize, 48-bit addressing, the security erase
 //! times (89, 90) and state (128), and the integrity word.
 
-use super::Ata;
+use super::device::Ata;
 
 /// Put `s` into words `w0..w0 + n` as an ATA string (two characters a
 /// word, the first in the high byte), space padded.

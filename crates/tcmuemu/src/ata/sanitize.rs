@@ -9,8 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::{MediumAction, Outcome};
-use crate::sat::Regs;
+use super::outcome::{MediumAction, Outcome};
+use super::regs::Regs;
 
 /// SANITIZE DEVICE subcommands (the FEATURE register) and their keys (LBA).
 pub mod sub {

@@ -3,8 +3,8 @@
 //! (SEC1-SEC6), and SECURITY ERASE UNIT, normal (zeroes) and enhanced (the
 //! drive's own pattern, [`ENHANCED_PATTERN`]).
 
-use super::{command, MediumAction, Outcome};
-use crate::sat::Regs;
+use super::outcome::{command, MediumAction, Outcome};
+use super::regs::Regs;
 
 /// The byte an enhanced erase leaves in every byte of the medium (the
 /// "vendor specific pattern" of ACS-3 7.43.1; a normal erase leaves zeroes).

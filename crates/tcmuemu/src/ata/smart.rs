@@ -4,8 +4,8 @@
 //! I/O (241/242 count the LBAs written and read), READ THRESHOLDS, RETURN
 //! STATUS, ENABLE / DISABLE OPERATIONS.
 
-use super::Outcome;
-use crate::sat::Regs;
+use super::outcome::Outcome;
+use super::regs::Regs;
 
 /// SMART features (the FEATURE register).
 pub mod feature {
