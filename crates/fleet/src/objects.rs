@@ -419,10 +419,8 @@ mod tests {
                 assert_eq!(hosts, ["/dev", STATE_DIR]);
             }
         }
-        let secret = &find(
-            &render(&f, &Work::Health { selection: sel() }, &nodes),
-            "Secret",
-        )[0];
+        let health = render(&f, &Work::Health { selection: sel() }, &nodes);
+        let secret = find(&health, "Secret")[0];
         assert_eq!(secret["stringData"]["url"], "postgresql://lab@db/results");
     }
 

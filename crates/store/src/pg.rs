@@ -13,9 +13,9 @@ use postgres::{Client, Config, NoTls, Row};
 use crate::migrate::{self, Dialect, Migration, SCHEMA_VERSION};
 use crate::packed;
 use crate::{
-    corrupt, count_query, history_query, Artifact, Drive, FleetRow, Filter, NewRecord, Param, Printed,
-    Record, RecordId, Result, SeriesRow, Source, Store, StoreError, Summary, DRIVE_COLUMNS,
-    RECORD_COLUMNS, RECORD_READ, SERIES_METRICS,
+    corrupt, count_query, history_query, Artifact, Drive, Filter, FleetRow, NewRecord, Param,
+    Printed, Record, RecordId, Result, SeriesRow, Source, Store, StoreError, Summary,
+    DRIVE_COLUMNS, RECORD_COLUMNS, RECORD_READ, SERIES_METRICS,
 };
 
 /// The advisory lock key migrations hold ("drivelab" in ASCII, truncated).

@@ -16,9 +16,9 @@ use rusqlite::{
 use crate::migrate::{self, Dialect, Migration, SCHEMA_VERSION};
 use crate::packed;
 use crate::{
-    corrupt, count_query, history_query, Artifact, Drive, FleetRow, Filter, Kind, NewRecord, Param, Printed,
-    Record, RecordId, Result, SeriesRow, Source, Store, StoreError, Summary, DRIVE_COLUMNS,
-    RECORD_COLUMNS, RECORD_READ, SERIES_METRICS,
+    corrupt, count_query, history_query, Artifact, Drive, Filter, FleetRow, Kind, NewRecord, Param,
+    Printed, Record, RecordId, Result, SeriesRow, Source, Store, StoreError, Summary,
+    DRIVE_COLUMNS, RECORD_COLUMNS, RECORD_READ, SERIES_METRICS,
 };
 
 /// How long a writer waits for another one before giving up.
@@ -571,7 +571,9 @@ impl Store for SqliteStore {
     }
 
     fn fleet(&mut self, run_id: Option<&str>) -> Result<Vec<FleetRow>> {
-        let mut st = self.conn.prepare(&crate::fleet_query(run_id, |i| format!("?{i}")))?;
+        let mut st = self
+            .conn
+            .prepare(&crate::fleet_query(run_id, |i| format!("?{i}")))?;
         let read = |r: &Row<'_>| {
             Ok((
                 r.get::<_, i64>(0)?,
@@ -581,8 +583,12 @@ impl Store for SqliteStore {
             ))
         };
         let rows = match run_id {
-            Some(run) => st.query_map([run], read)?.collect::<rusqlite::Result<Vec<_>>>()?,
-            None => st.query_map([], read)?.collect::<rusqlite::Result<Vec<_>>>()?,
+            Some(run) => st
+                .query_map([run], read)?
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+            None => st
+                .query_map([], read)?
+                .collect::<rusqlite::Result<Vec<_>>>()?,
         };
         rows.into_iter()
             .map(|(id, kind, node, run)| crate::fleet_row(id, &kind, node, run))

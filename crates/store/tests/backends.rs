@@ -7,8 +7,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use drivelab_store::{
-    open, open_unmigrated, Artifact, Drive, Filter, Kind, Location, NewRecord, Printed, RecordId,
-    FleetTag, SeriesRow, Source, Store, StoreError, SCHEMA_VERSION,
+    open, open_unmigrated, Artifact, Drive, Filter, FleetTag, Kind, Location, NewRecord, Printed,
+    RecordId, SeriesRow, Source, Store, StoreError, SCHEMA_VERSION,
 };
 use drivelab_testkit::{PgServer, TempDir};
 
@@ -113,7 +113,10 @@ fn check_fleet(s: &mut dyn Store) {
     assert_eq!(got, [(a1, "node-a"), (b1, "node-b")]);
     assert_eq!(run1[1].kind, Kind::Erase, "tag 43 is an erase");
     let all: Vec<RecordId> = s.fleet(None).unwrap().iter().map(|r| r.id).collect();
-    assert!(all.contains(&a2) && all.contains(&b1) && !all.contains(&none), "{all:?}");
+    assert!(
+        all.contains(&a2) && all.contains(&b1) && !all.contains(&none),
+        "{all:?}"
+    );
     assert!(s.fleet(Some("run-3")).unwrap().is_empty());
 }
 
