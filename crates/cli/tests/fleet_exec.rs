@@ -37,6 +37,20 @@ fn as_pod(
     )
 }
 
+/// Assert that `d`'s bytes and write counter are still `before`.
+fn untouched(d: &LoopDev, before: (u64, u64)) {
+    assert_eq!(
+        digest(&d.backing),
+        before.0,
+        "an unselected drive's bytes changed"
+    );
+    assert_eq!(
+        diskstats(&d.name).2,
+        before.1,
+        "writes to an unselected drive"
+    );
+}
+
 fn fill(path: &Path, byte: u8) {
     let len = std::fs::metadata(path).unwrap().len() as usize;
     std::fs::write(path, vec![byte; len]).unwrap();
@@ -111,16 +125,7 @@ fn fleet_exec_erases_only_the_selected_drives_and_the_report_merges_the_nodes() 
             d.dev()
         );
     }
-    assert_eq!(
-        digest(&c.backing),
-        c_digest,
-        "an unselected drive's bytes changed"
-    );
-    assert_eq!(
-        diskstats(&c.name).2,
-        c_writes,
-        "writes to an unselected drive"
-    );
+    untouched(&c, (c_digest, c_writes));
 
     // A selection that names no drive here does nothing, successfully: an
     // erase of serials that sit on other nodes.
@@ -243,16 +248,7 @@ fn fleet_exec_runs_a_job_file_on_the_selected_drives() {
         data[4 << 20..].iter().all(|&x| x == 0x77),
         "past the job's size"
     );
-    assert_eq!(
-        digest(&b.backing),
-        b_digest,
-        "an unselected drive's bytes changed"
-    );
-    assert_eq!(
-        diskstats(&b.name).2,
-        b_writes,
-        "writes to an unselected drive"
-    );
+    untouched(&b, (b_digest, b_writes));
     let (code, out, err) = as_pod(
         &dir,
         &store,
