@@ -37,6 +37,14 @@ fn as_pod(
     )
 }
 
+/// `drivelab fleet report --run RUN --json` of `store`, succeeded.
+fn report_json(dir: &TempDir, store: &str, run: &str) -> serde_json::Value {
+    let args = ["fleet", "report", "--run", run, "--store", store, "--json"];
+    let (code, out, err) = as_pod(dir, store, "", "", &args);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
 /// Assert that `d`'s bytes and write counter are still `before`.
 fn untouched(d: &LoopDev, before: (u64, u64)) {
     assert_eq!(
@@ -150,17 +158,7 @@ fn fleet_exec_erases_only_the_selected_drives_and_the_report_merges_the_nodes() 
     assert!(err.contains("no selected drive on this node"), "{err}");
     assert_eq!(digest(&c.backing), c_digest);
 
-    let (code, out, err) = as_pod(
-        &dir,
-        &store,
-        "",
-        "",
-        &[
-            "fleet", "report", "--run", "burnin-1", "--store", &store, "--json",
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
-    let rep: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rep = report_json(&dir, &store, "burnin-1");
     let rows: Vec<(String, u64, u64, u64)> = rep["nodes"]
         .as_array()
         .unwrap()
@@ -249,17 +247,7 @@ fn fleet_exec_runs_a_job_file_on_the_selected_drives() {
         "past the job's size"
     );
     untouched(&b, (b_digest, b_writes));
-    let (code, out, err) = as_pod(
-        &dir,
-        &store,
-        "",
-        "",
-        &[
-            "fleet", "report", "--run", "fio-1", "--store", &store, "--json",
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
-    let rep: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rep = report_json(&dir, &store, "fio-1");
     assert_eq!(rep["nodes"][0]["node"], "node-a");
     assert_eq!(rep["entries"][0]["kind"], "run");
     assert!(
