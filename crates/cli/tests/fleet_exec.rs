@@ -256,6 +256,44 @@ fn fleet_exec_runs_a_job_file_on_the_selected_drives() {
     );
 }
 
+/// A health Job on a node: the command reads exactly the selected drive
+/// (`{}` becomes its path) and its exit status is the Job's (a loop device
+/// answers no health command: 1, as for a drive that fails it).
+#[test]
+fn fleet_exec_hands_the_selected_drive_to_health_and_its_exit_status_back() {
+    require_root();
+    let dir = TempDir::new("fleet-health");
+    let (a, b) = (
+        LoopDev::new_in(&dir, 8 << 20),
+        LoopDev::new_in(&dir, 8 << 20),
+    );
+    let before = (digest(&b.backing), diskstats(&b.name).2);
+    let pattern = a.backing.display().to_string();
+    let args = [
+        "fleet",
+        "exec",
+        "--include-loop",
+        "--by-path",
+        &pattern,
+        "--",
+        "health",
+        "--output-format",
+        "json",
+        "{}",
+    ];
+    let (code, out, err) = as_pod(&dir, "", "node-a", "hc-1", &args);
+    assert_eq!(code, 1, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let devices: Vec<&str> = v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device"].as_str().unwrap())
+        .collect();
+    assert_eq!(devices, [a.dev()]);
+    untouched(&b, before);
+}
+
 /// Bad input to render: one line, exit status 2, nothing printed.
 #[test]
 fn fleet_render_refuses_bad_input_in_one_line() {
