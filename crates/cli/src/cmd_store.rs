@@ -18,7 +18,7 @@ use drivelab_erase::outcome::Summary;
 use drivelab_replay::session::{AuditReport, SessionReport};
 use drivelab_season::result::SeasonReport;
 use drivelab_steps::result::TestReport;
-use drivelab_store::{Artifact, Drive, Kind, NewRecord, Printed, Store};
+use drivelab_store::{Artifact, Drive, FleetTag, Kind, NewRecord, Printed, Store};
 use serde_json::Value;
 
 use crate::error::usage;
@@ -215,6 +215,7 @@ fn record(o: &Outcome<'_>) -> NewRecord {
         drives: drives(o.kind, &v),
         series: drivelab_store::extract::series(&v),
         artifacts: o.artifacts.clone(),
+        fleet: FleetTag::from_env(),
     }
 }
 

@@ -7,6 +7,7 @@ mod cmd_device;
 mod cmd_devices;
 mod cmd_erase;
 mod cmd_erase_pdf;
+mod cmd_fleet;
 mod cmd_health;
 mod cmd_history;
 mod cmd_replay;
@@ -67,6 +68,9 @@ enum Command {
     /// An erasure station: drives come and go, each in a bay of the policy
     /// triaged, erased, verified and certified on its own.
     Station(cmd_station::StationArgs),
+    /// drivelab on many hosts through Kubernetes: a DaemonSet of stations,
+    /// Jobs on selected drives, every result in one PostgreSQL store.
+    Fleet(cmd_fleet::FleetArgs),
     /// Precondition SSDs to their used, steady state (SNIA PTS); fresh vs used.
     Season(cmd_season::SeasonArgs),
     /// Block traces: record, analyze, convert, compare.
@@ -121,6 +125,7 @@ fn main() -> ExitCode {
         Command::Test(a) => cmd_test::run(a),
         Command::Erase(a) => cmd_erase::run(*a),
         Command::Station(a) => cmd_station::run(a),
+        Command::Fleet(a) => cmd_fleet::run(a),
         Command::Season(a) => cmd_season::run(a),
         Command::Health(a) => cmd_health::run(a),
         Command::Trace(a) => cmd_trace::run(a),

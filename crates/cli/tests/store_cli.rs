@@ -250,6 +250,7 @@ fn synthetic(iops: f64, serial: &str, bs: &str) -> NewRecord {
         }],
         series: Vec::new(),
         artifacts: Vec::new(),
+        fleet: None,
     }
 }
 

@@ -82,6 +82,7 @@ fn record(i: u64, seconds: usize) -> NewRecord {
         drives: vec![drive(i)],
         series: extract::series(&v),
         artifacts: Vec::new(),
+        fleet: None,
     }
 }
 

@@ -35,6 +35,52 @@ pub use migrate::{Migration, SCHEMA_VERSION};
 /// given: a path, or a `postgres://` / `postgresql://` connection string.
 pub const STORE_ENV: &str = "DRIVELAB_STORE";
 
+/// The environment variable a fleet's pod gets its node's name in (from
+/// the Kubernetes downward API, `spec.nodeName`); with [`FLEET_RUN_ENV`]
+/// it makes the [`FleetTag`] of every record the pod stores.
+pub const FLEET_NODE_ENV: &str = "DRIVELAB_FLEET_NODE";
+
+/// The environment variable a fleet's pod gets the fleet run's ID in.
+pub const FLEET_RUN_ENV: &str = "DRIVELAB_FLEET_RUN";
+
+/// Where in a fleet a record was made: the Kubernetes node and the fleet
+/// run (`drivelab fleet`) it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetTag {
+    /// The node's name, as Kubernetes names it.
+    pub node: String,
+    /// The fleet run's ID.
+    pub run_id: String,
+}
+
+impl FleetTag {
+    /// The tag the environment gives ([`FLEET_NODE_ENV`] and
+    /// [`FLEET_RUN_ENV`], both set and not blank), or none.
+    pub fn from_env() -> Option<FleetTag> {
+        let get = |k: &str| {
+            std::env::var(k)
+                .ok()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        Some(FleetTag {
+            node: get(FLEET_NODE_ENV)?,
+            run_id: get(FLEET_RUN_ENV)?,
+        })
+    }
+}
+
+/// A record made in a fleet, as [`Store::fleet`] lists them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetRow {
+    /// The record.
+    pub id: RecordId,
+    /// Its kind.
+    pub kind: Kind,
+    /// Where it was made.
+    pub tag: FleetTag,
+}
+
 /// Why the store could not do what was asked. Each message is one line
 /// that says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -459,6 +505,8 @@ pub struct NewRecord {
     pub series: Vec<SeriesRow>,
     /// Files kept with the record.
     pub artifacts: Vec<Artifact>,
+    /// The node and fleet run, for a record made in a fleet.
+    pub fleet: Option<FleetTag>,
 }
 
 impl NewRecord {
@@ -593,6 +641,9 @@ pub trait Store {
     fn count(&mut self, filter: &Filter, at_most: u64) -> Result<u64>;
     /// A record's series, by source, name and time.
     fn series(&mut self, id: RecordId) -> Result<Vec<SeriesRow>>;
+    /// The records made in a fleet, of the run `run_id` (or of every run),
+    /// oldest first.
+    fn fleet(&mut self, run_id: Option<&str>) -> Result<Vec<FleetRow>>;
     /// Bring the schema up to [`SCHEMA_VERSION`] (done by [`open`]); a
     /// newer schema is refused.
     fn migrate(&mut self) -> Result<Migration>;
@@ -728,6 +779,28 @@ pub fn migrate_to(loc: &Location, target: u32) -> Result<Migration> {
 enum Param {
     Text(String),
     Int(i64),
+}
+
+/// The query [`Store::fleet`] runs, with `ph(1)` the run's placeholder
+/// when a run is given.
+fn fleet_query(run_id: Option<&str>, ph: impl Fn(usize) -> String) -> String {
+    let cond = match run_id {
+        Some(_) => format!("fleet_run = {}", ph(1)),
+        None => "fleet_run IS NOT NULL".to_string(),
+    };
+    format!("SELECT id, kind, node, fleet_run FROM records WHERE {cond} ORDER BY id")
+}
+
+/// A row of [`fleet_query`] read back.
+fn fleet_row(id: i64, kind: &str, node: Option<String>, run: Option<String>) -> Result<FleetRow> {
+    Ok(FleetRow {
+        id: RecordId(id),
+        kind: kind.parse().map_err(|e: String| corrupt(id, e))?,
+        tag: FleetTag {
+            node: node.ok_or_else(|| corrupt(id, "a fleet record without its node"))?,
+            run_id: run.unwrap_or_default(),
+        },
+    })
 }
 
 /// The columns `history` reads, in [`Summary`] order.

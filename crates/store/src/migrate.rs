@@ -17,6 +17,7 @@ pub const MIGRATIONS: &[(u32, &str)] = &[
         include_str!("../migrations/0002_history_and_artifacts.sql"),
     ),
     (3, include_str!("../migrations/0003_series_columns.sql")),
+    (4, include_str!("../migrations/0004_fleet.sql")),
 ];
 
 /// The schema version this build writes and reads.

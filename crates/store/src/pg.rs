@@ -13,9 +13,9 @@ use postgres::{Client, Config, NoTls, Row};
 use crate::migrate::{self, Dialect, Migration, SCHEMA_VERSION};
 use crate::packed;
 use crate::{
-    corrupt, count_query, history_query, Artifact, Drive, Filter, NewRecord, Param, Printed,
-    Record, RecordId, Result, SeriesRow, Source, Store, StoreError, Summary, DRIVE_COLUMNS,
-    RECORD_COLUMNS, RECORD_READ, SERIES_METRICS,
+    corrupt, count_query, history_query, Artifact, Drive, Filter, FleetRow, NewRecord, Param,
+    Printed, Record, RecordId, Result, SeriesRow, Source, Store, StoreError, Summary,
+    DRIVE_COLUMNS, RECORD_COLUMNS, RECORD_READ, SERIES_METRICS,
 };
 
 /// The advisory lock key migrations hold ("drivelab" in ASCII, truncated).
@@ -209,6 +209,12 @@ impl Store for PgStore {
             ],
         )?;
         let id: i64 = row.try_get(0)?;
+        if let Some(f) = &rec.fleet {
+            tx.execute(
+                "UPDATE records SET node = $1, fleet_run = $2 WHERE id = $3",
+                &[&f.node, &f.run_id, &id],
+            )?;
+        }
         tx.execute(
             "INSERT INTO record_texts (record_id, spec_json, result_json, result_text) VALUES ($1, $2, $3, $4)",
             &[&id, &spec, &rec.result_json, &rec.result_text],
@@ -382,6 +388,21 @@ impl Store for PgStore {
 
     fn migrate(&mut self) -> Result<Migration> {
         self.migrate_to(SCHEMA_VERSION)
+    }
+
+    fn fleet(&mut self, run_id: Option<&str>) -> Result<Vec<FleetRow>> {
+        let sql = crate::fleet_query(run_id, |i| format!("${i}"));
+        let rows = match run_id {
+            Some(run) => self.client.query(&sql, &[&run])?,
+            None => self.client.query(&sql, &[])?,
+        };
+        rows.iter()
+            .map(|r| {
+                let id: i64 = r.try_get(0)?;
+                let kind: String = r.try_get(1)?;
+                crate::fleet_row(id, &kind, r.try_get(2)?, r.try_get(3)?)
+            })
+            .collect()
     }
 
     fn schema_version(&mut self) -> Result<u32> {

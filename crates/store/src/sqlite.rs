@@ -16,9 +16,9 @@ use rusqlite::{
 use crate::migrate::{self, Dialect, Migration, SCHEMA_VERSION};
 use crate::packed;
 use crate::{
-    corrupt, count_query, history_query, Artifact, Drive, Filter, Kind, NewRecord, Param, Printed,
-    Record, RecordId, Result, SeriesRow, Source, Store, StoreError, Summary, DRIVE_COLUMNS,
-    RECORD_COLUMNS, RECORD_READ, SERIES_METRICS,
+    corrupt, count_query, history_query, Artifact, Drive, Filter, FleetRow, Kind, NewRecord, Param,
+    Printed, Record, RecordId, Result, SeriesRow, Source, Store, StoreError, Summary,
+    DRIVE_COLUMNS, RECORD_COLUMNS, RECORD_READ, SERIES_METRICS,
 };
 
 /// How long a writer waits for another one before giving up.
@@ -317,6 +317,14 @@ fn insert(tx: &rusqlite::Transaction<'_>, rec: &NewRecord) -> Result<RecordId> {
         ],
     )?;
     let id = tx.last_insert_rowid();
+    // Only for a fleet's record: a store below schema version 4 has no
+    // such columns (tests put records into one on purpose).
+    if let Some(f) = &rec.fleet {
+        tx.execute(
+            "UPDATE records SET node = ?1, fleet_run = ?2 WHERE id = ?3",
+            params![f.node, f.run_id, id],
+        )?;
+    }
     tx.execute(
         "INSERT INTO record_texts (record_id, spec_json, result_json, result_text) VALUES (?1, ?2, ?3, ?4)",
         params![id, rec.spec.to_string(), rec.result_json, rec.result_text],
@@ -560,6 +568,31 @@ impl Store for SqliteStore {
 
     fn migrate(&mut self) -> Result<Migration> {
         self.migrate_to(SCHEMA_VERSION)
+    }
+
+    fn fleet(&mut self, run_id: Option<&str>) -> Result<Vec<FleetRow>> {
+        let mut st = self
+            .conn
+            .prepare(&crate::fleet_query(run_id, |i| format!("?{i}")))?;
+        let read = |r: &Row<'_>| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, Option<String>>(3)?,
+            ))
+        };
+        let rows = match run_id {
+            Some(run) => st
+                .query_map([run], read)?
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+            None => st
+                .query_map([], read)?
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+        };
+        rows.into_iter()
+            .map(|(id, kind, node, run)| crate::fleet_row(id, &kind, node, run))
+            .collect()
     }
 
     fn schema_version(&mut self) -> Result<u32> {

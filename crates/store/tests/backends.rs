@@ -7,8 +7,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use drivelab_store::{
-    open, open_unmigrated, Artifact, Drive, Filter, Kind, Location, NewRecord, Printed, RecordId,
-    SeriesRow, Source, Store, StoreError, SCHEMA_VERSION,
+    open, open_unmigrated, Artifact, Drive, Filter, FleetTag, Kind, Location, NewRecord, Printed,
+    RecordId, SeriesRow, Source, Store, StoreError, SCHEMA_VERSION,
 };
 use drivelab_testkit::{PgServer, TempDir};
 
@@ -88,7 +88,36 @@ fn record(tag: u64, seconds: usize) -> NewRecord {
             name: format!("certificate-{tag}.json"),
             content: format!("{{\"tag\": {tag}}}"),
         }],
+        fleet: None,
     }
+}
+
+/// Records of two fleet runs on two nodes and one made outside a fleet:
+/// each run's are listed with their nodes, in order, and nothing else.
+fn check_fleet(s: &mut dyn Store) {
+    let tag = |node: &str, run: &str| FleetTag {
+        node: node.into(),
+        run_id: run.into(),
+    };
+    let mut put = |t: u64, f: Option<FleetTag>| {
+        let mut r = record(t, 1);
+        r.fleet = f;
+        s.put(&r).unwrap()
+    };
+    let a1 = put(40, Some(tag("node-a", "run-1")));
+    let b1 = put(43, Some(tag("node-b", "run-1")));
+    let a2 = put(41, Some(tag("node-a", "run-2")));
+    let none = put(44, None);
+    let run1 = s.fleet(Some("run-1")).unwrap();
+    let got: Vec<(RecordId, &str)> = run1.iter().map(|r| (r.id, r.tag.node.as_str())).collect();
+    assert_eq!(got, [(a1, "node-a"), (b1, "node-b")]);
+    assert_eq!(run1[1].kind, Kind::Erase, "tag 43 is an erase");
+    let all: Vec<RecordId> = s.fleet(None).unwrap().iter().map(|r| r.id).collect();
+    assert!(
+        all.contains(&a2) && all.contains(&b1) && !all.contains(&none),
+        "{all:?}"
+    );
+    assert!(s.fleet(Some("run-3")).unwrap().is_empty());
 }
 
 fn check_roundtrip(s: &mut dyn Store) {
@@ -425,6 +454,7 @@ fn sqlite_suite() {
         );
         check_roundtrip(s.as_mut());
         check_history(s.as_mut());
+        check_fleet(s.as_mut());
     }
     check_concurrent_writers(&loc);
     for from in [1, 2] {
@@ -457,6 +487,7 @@ fn postgres_suite() {
         assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
         check_roundtrip(s.as_mut());
         check_history(s.as_mut());
+        check_fleet(s.as_mut());
     }
     check_concurrent_writers(&Location::parse(&main).unwrap());
     for from in [1, 2] {

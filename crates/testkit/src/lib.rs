@@ -560,6 +560,8 @@ pub struct PgServer {
     dir: TempDir,
     child: std::process::Child,
     bin: PathBuf,
+    /// The port (also the number in the socket's name).
+    port: u16,
 }
 
 impl PgServer {
@@ -582,8 +584,19 @@ impl PgServer {
         })
     }
 
-    /// Start a fresh server.
+    /// Start a fresh server (its unix socket only).
     pub fn start() -> PgServer {
+        Self::start_on(None)
+    }
+
+    /// Start a fresh server that also listens on 127.0.0.1:`port`, for
+    /// clients that cannot reach its socket (a container on the host's
+    /// network); [`PgServer::database_tcp`] gives their URL.
+    pub fn start_tcp(port: u16) -> PgServer {
+        Self::start_on(Some(port))
+    }
+
+    fn start_on(port: Option<u16>) -> PgServer {
         let bin = Self::bin_dir();
         let dir = TempDir::new("pg");
         let user = if sh_ok("id", &["-u", "postgres"]) {
@@ -628,30 +641,43 @@ impl PgServer {
             String::from_utf8_lossy(&out.stderr)
         );
         let sock = dir.path().display().to_string();
-        let child = as_user(
-            "postgres",
-            &[
-                "-D",
-                &data.display().to_string(),
-                "-k",
-                &sock,
-                "-c",
-                "listen_addresses=",
-                "-c",
-                "fsync=off",
-                "-c",
-                "max_connections=100",
+        let listen = match port {
+            Some(p) => vec![
+                "listen_addresses=127.0.0.1".to_string(),
+                format!("port={p}"),
             ],
-        )
-        .stdout(std::process::Stdio::null())
-        .stderr(fs::File::create(dir.join("server.log")).expect("server log"))
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start postgres: {e}"));
-        let server = PgServer { dir, child, bin };
+            None => vec!["listen_addresses=".to_string()],
+        };
+        let mut args = vec![
+            "-D".to_string(),
+            data.display().to_string(),
+            "-k".into(),
+            sock.clone(),
+        ];
+        for kv in listen
+            .into_iter()
+            .chain(["fsync=off".into(), "max_connections=100".into()])
+        {
+            args.push("-c".into());
+            args.push(kv);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let child = as_user("postgres", &args)
+            .stdout(std::process::Stdio::null())
+            .stderr(fs::File::create(dir.join("server.log")).expect("server log"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start postgres: {e}"));
+        let server = PgServer {
+            dir,
+            child,
+            bin,
+            port: port.unwrap_or(5432),
+        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
             let ready = Command::new(server.bin.join("pg_isready"))
-                .args(["-h", &sock, "-U", "drivelab", "-d", "postgres", "-q"])
+                .args(["-h", &sock, "-p", &server.port.to_string()])
+                .args(["-U", "drivelab", "-d", "postgres", "-q"])
                 .status()
                 .map(|s| s.success())
                 .unwrap_or(false);
@@ -673,7 +699,8 @@ impl PgServer {
     pub fn database(&self, name: &str) -> String {
         let sock = self.dir.path().display().to_string();
         let out = Command::new(self.bin.join("createdb"))
-            .args(["-h", &sock, "-U", "drivelab", name])
+            .args(["-h", &sock, "-p", &self.port.to_string()])
+            .args(["-U", "drivelab", name])
             .output()
             .unwrap_or_else(|e| panic!("cannot run createdb: {e}"));
         assert!(
@@ -684,12 +711,30 @@ impl PgServer {
         format!("postgresql:///{name}?host={sock}&user=drivelab")
     }
 
+    /// [`PgServer::database`], with the URL over TCP on 127.0.0.1 (a
+    /// server from [`PgServer::start_tcp`]).
+    pub fn database_tcp(&self, name: &str) -> String {
+        self.database(name);
+        format!("postgresql://drivelab@127.0.0.1:{}/{name}", self.port)
+    }
+
     /// Run one SQL command on database `name` with psql; its output.
     pub fn psql(&self, name: &str, sql: &str) -> String {
         let sock = self.dir.path().display().to_string();
         sh(
             &self.bin.join("psql").display().to_string(),
-            &["-h", &sock, "-U", "drivelab", "-d", name, "-tAc", sql],
+            &[
+                "-h",
+                &sock,
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "drivelab",
+                "-d",
+                name,
+                "-tAc",
+                sql,
+            ],
         )
     }
 }
