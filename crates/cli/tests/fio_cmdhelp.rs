@@ -89,25 +89,11 @@ const PENDING: &[(&str, &str)] = &[
     ("rate_cycle", "ratemin/rate_iops_min checked per window"),
     ("rate_ignore_thinktime", "the rate's clock over thinktime"),
     ("write_hint", "F_SET_RW_HINT on the targets"),
-    ("log_entries", "the initial log size (memory only)"),
-    (
-        "log_max_value",
-        "logging the window's maximum, not its mean",
-    ),
     (
         "log_alternate_epoch",
         "log times from another clock's epoch",
     ),
     ("log_alternate_epoch_clock_id", "log_alternate_epoch"),
-    (
-        "block_error_percentiles",
-        "trim and verify error histograms",
-    ),
-    ("stats", "a job left out of the statistics"),
-    ("significant_figures", "digits of the text output"),
-    ("unified_rw_reporting", "mixed and both report modes"),
-    ("kb_base", "1000-based units in the text output"),
-    ("unit_base", "bits in the text output"),
 ];
 
 #[test]

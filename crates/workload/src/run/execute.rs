@@ -28,6 +28,7 @@ use drivelab_report::OrderedMap;
 use crate::plan::model::{Plan, PlannedJob, PlannedTarget};
 use crate::run::device_check::{verdict, Reported, Seen};
 use crate::run::error::RunError;
+use crate::run::output_opts::Unified;
 use crate::run::start::{Ctl, JobRun, StartGate, Ticket};
 use crate::run::status::{self, StatusCell, StatusClock, StatusOptions};
 
@@ -1148,6 +1149,7 @@ fn dir_report(
         iops_mean: iops_s.moments.mean(),
         iops_stddev: iops_s.moments.stddev(),
         iops_samples: iops_s.samples(),
+        folded: false,
         lat_from_intended_ns: d
             .lat_intended
             .as_ref()
@@ -1292,6 +1294,23 @@ fn job_options(plan: &Plan, job: &PlannedJob) -> BTreeMap<String, String> {
     opts
 }
 
+/// fio's `mixed` direction (`unified_rw_reporting`): reads, writes and
+/// trims summed, with the bandwidth and IOPS samples of all three together.
+fn mixed_report(spec: &crate::JobSpec, o: &JobOutcome) -> DirReport {
+    let mut sum = o.dirs[0].clone();
+    sum.merge(&o.dirs[1]);
+    sum.merge(&o.dirs[2]);
+    let r = &o.samples.rates;
+    let short = o.short_ios[..3].iter().sum();
+    DirReport {
+        drop_ios: o.drop_ios[..3].iter().sum(),
+        ..spec.report.shape(
+            dir_report(&sum, o.runtime_ns, short, Some((&r.mixed_bw, &r.mixed_iops))),
+            &sum,
+        )
+    }
+}
+
 fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
     let spec = &job.spec;
     let opts = job_options(plan, job);
@@ -1386,6 +1405,9 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
             dir_report(&o.dirs[2], rt, o.short_ios[2], Some(rates(2))),
             &o.dirs[2],
         ),
+        mixed: (spec.output.unified != Unified::None).then(|| mixed_report(spec, o)),
+        text_units: spec.output.text_units(),
+        block_error_percentiles: spec.output.block_errors,
         sync: SyncReport {
             total_ios: o.dirs[3].ios,
             lat_ns: lat_report(&o.dirs[3]),
@@ -1484,8 +1506,16 @@ fn build_report(
             _ => merged.push((i, o.clone())),
         }
     }
-    for (i, o) in &merged {
-        report.jobs.push(job_report(plan, &plan.jobs[*i], o));
+    // fio leaves a job with stats=0 out of the report.
+    for (i, o) in merged.iter().filter(|(i, _)| plan.jobs[*i].spec.output.stats) {
+        let mut j = job_report(plan, &plan.jobs[*i], o);
+        // unified_rw_reporting=mixed: the directions only as `mixed`.
+        if plan.jobs[*i].spec.output.unified == Unified::Mixed {
+            for d in [&mut j.read, &mut j.write, &mut j.trim] {
+                d.folded = true;
+            }
+        }
+        report.jobs.push(j);
     }
     set_bw_agg(&mut report.jobs);
     // fio's `global options`: a job file's [global] section (the same for
@@ -1669,33 +1699,29 @@ fn pct_of(c: u64, total: u64) -> f64 {
 /// group's aggregate bandwidth (the group's bytes over its longest
 /// runtime), at most 100.
 fn set_bw_agg(jobs: &mut [JobReport]) {
+    /// Direction `d` of a job: read, write, trim, then `mixed` if reported.
+    fn pick(j: &mut JobReport, d: usize) -> Option<&mut DirReport> {
+        match d {
+            0 => Some(&mut j.read),
+            1 => Some(&mut j.write),
+            2 => Some(&mut j.trim),
+            _ => j.mixed.as_mut(),
+        }
+    }
     let groups: Vec<u32> = jobs.iter().map(|j| j.groupid).collect();
     for g in groups {
-        for d in 0..3 {
-            fn pick(j: &JobReport, d: usize) -> &DirReport {
-                match d {
-                    0 => &j.read,
-                    1 => &j.write,
-                    _ => &j.trim,
-                }
-            }
+        for d in 0..4 {
             let (bytes, ms) = jobs
-                .iter()
+                .iter_mut()
                 .filter(|j| j.groupid == g)
-                .fold((0u64, 0u64), |(b, m), j| {
-                    (b + pick(j, d).io_bytes, m.max(pick(j, d).runtime))
-                });
+                .filter_map(|j| pick(j, d).map(|x| (x.io_bytes, x.runtime)))
+                .fold((0u64, 0u64), |(b, m), (xb, xm)| (b + xb, m.max(xm)));
             if bytes == 0 || ms == 0 {
                 continue;
             }
             let agg_kib = bytes as f64 * 1000.0 / ms as f64 / 1024.0;
             for j in jobs.iter_mut().filter(|j| j.groupid == g) {
-                let dir = match d {
-                    0 => &mut j.read,
-                    1 => &mut j.write,
-                    _ => &mut j.trim,
-                };
-                if dir.bw_samples > 0 {
+                if let Some(dir) = pick(j, d).filter(|x| x.bw_samples > 0) {
                     dir.bw_agg = (dir.bw_mean * 100.0 / agg_kib).min(100.0);
                 }
             }

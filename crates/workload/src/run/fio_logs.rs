@@ -21,7 +21,8 @@
 //! it), the latency logs' its latency in ns, the IOPS log's 1. With
 //! `log_avg_msec=M` each direction gets one line per M ms window in which
 //! it did I/O: KiB/s, I/O per second, mean latency in ns, with bs and
-//! offset 0, as fio writes averaged entries.
+//! offset 0, as fio writes averaged entries; with `log_max_value=1` the
+//! latency lines hold the window's largest latency instead of its mean.
 //!
 //! `write_hist_log` writes `PREFIX_clat_hist.N.log`: every `log_hist_msec`
 //! ms, for each direction that did I/O, `time, ddir, bs, c0, c1, …`: the
@@ -63,6 +64,9 @@ pub struct LogSpec {
     pub avg_msec: u64,
     /// `log_offset`: add the offset field.
     pub offset: bool,
+    /// `log_max_value`: an averaged latency line holds the window's
+    /// largest latency, not its mean.
+    pub max_value: bool,
     /// `log_prio`: the priority field holds the priority value.
     pub prio: bool,
     /// `bwavgtime`, ms (default 500).
@@ -90,6 +94,7 @@ impl Default for LogSpec {
             iops: None,
             avg_msec: 0,
             offset: false,
+            max_value: false,
             prio: false,
             bw_avg_msec: DEFAULT_AVG_MSEC,
             iops_avg_msec: DEFAULT_AVG_MSEC,
@@ -162,6 +167,7 @@ struct Window {
     bytes: u64,
     ios: u64,
     lat_sum: u128,
+    lat_max: u64,
 }
 
 /// The open log files of one running job.
@@ -172,6 +178,8 @@ pub struct JobLogs {
     iops: Option<(PathBuf, BufWriter<OutputFile>)>,
     avg_ns: u64,
     offset: bool,
+    /// `log_max_value`.
+    max_value: bool,
     next_ns: u64,
     win: [Window; 3],
     hist: Option<HistLog>,
@@ -300,6 +308,7 @@ impl JobLogs {
             iops: open(path(&spec.iops, "iops"))?,
             avg_ns: spec.avg_msec * 1_000_000,
             offset: spec.offset,
+            max_value: spec.max_value,
             next_ns: spec.avg_msec * 1_000_000,
             win: [Window::default(); 3],
             hist: open(path(&spec.hist, "clat_hist"))?
@@ -408,6 +417,7 @@ impl JobLogs {
         w.bytes += bytes;
         w.ios += 1;
         w.lat_sum += u128::from(lat_ns);
+        w.lat_max = w.lat_max.max(lat_ns);
     }
 
     /// Write the averaged lines of the window ending at `end_ns`, `len_ns`
@@ -423,7 +433,11 @@ impl JobLogs {
             }
             let bw = w.bytes * 1000 / ms / 1024;
             let iops = w.ios * 1000 / ms;
-            let mean = ((w.lat_sum + u128::from(w.ios) / 2) / u128::from(w.ios)) as u64;
+            let mean = if self.max_value {
+                w.lat_max
+            } else {
+                ((w.lat_sum + u128::from(w.ios) / 2) / u128::from(w.ios)) as u64
+            };
             if rates {
                 Self::line(
                     &mut self.bw,

@@ -186,6 +186,8 @@ pub struct JobSpec {
     pub accepted: crate::spec::accepted::Accepted,
     /// What the job's report shows ([`crate::run::report_opts`]).
     pub report: crate::run::report_opts::ReportOpts,
+    /// How the job's results are written out ([`crate::run::output_opts`]).
+    pub output: crate::run::output_opts::OutputOpts,
     /// The CPUs the job runs on ([`crate::job::cpus`]).
     pub cpus: crate::job::cpus::CpuOpts,
     /// What the write buffers hold ([`crate::job::buffers`]).
@@ -299,6 +301,7 @@ impl Default for JobSpec {
             syncs: Default::default(),
             accepted: Default::default(),
             report: Default::default(),
+            output: Default::default(),
             cpus: Default::default(),
             buffers: Default::default(),
             hooks: Default::default(),
@@ -523,7 +526,7 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
 }
 
 /// How many option families a job spec has (the rows of `families!`).
-const FAMILIES: usize = 17;
+const FAMILIES: usize = 18;
 
 /// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
 /// the one list `family_of` and `families` take.
@@ -544,6 +547,7 @@ macro_rules! families {
             $($r)+ $spec.syncs,
             $($r)+ $spec.accepted,
             $($r)+ $spec.report,
+            $($r)+ $spec.output,
             $($r)+ $spec.cpus,
             $($r)+ $spec.buffers,
             $($r)+ $spec.hooks,
@@ -564,7 +568,10 @@ impl JobSpec {
     /// Set one option by its fio name. `value` is `None` for a bare flag
     /// (`--time_based`, `time_based` in a job file).
     pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), SpecError> {
-        self.set_value(key, value)?;
+        // Sizes are read in the job's kb_base (fio's get_kb_base).
+        crate::spec::size::with_kb_base(u64::from(self.output.kb_base), || {
+            self.set_value(key, value)
+        })?;
         let name = lookup(key)?.name;
         // fio leaves a bare exitall out of the job options (`exitall=1`
         // is shown).
@@ -948,6 +955,7 @@ impl JobSpec {
             }
             "log_avg_msec" => self.logs.avg_msec = parse_declared(key, v)?,
             "log_offset" => self.logs.offset = parse_flag(key, v)?,
+            "log_max_value" => self.logs.max_value = parse_flag(key, v)?,
             "per_job_logs" => self.logs.per_job = parse_flag(key, v)?,
             "log_unix_epoch" => self.logs.unix_epoch = parse_flag(key, v)?,
             "log_hist_msec" => self.logs.hist_msec = parse_declared(key, v)?,
@@ -1058,6 +1066,12 @@ impl JobSpec {
         if total == 0 {
             return Err(SpecError::Invalid(format!(
                 "job '{}' has an access mix whose weights add up to 0",
+                self.name
+            )));
+        }
+        if self.output.block_errors && self.rw.write_kind() == WriteKind::Trim {
+            return Err(SpecError::Invalid(format!(
+                "block_error_percentiles: job '{}' trims, and drivelab records no trim block lifetimes (fio's per-block trim states); leave the option out of trimming jobs",
                 self.name
             )));
         }

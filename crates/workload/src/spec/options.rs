@@ -498,6 +498,13 @@ pub const OPTIONS: &[OptionDecl] = &[
         "ms"
     ),
     opt!(
+        "log_max_value",
+        [],
+        Bool,
+        "0",
+        "with log_avg_msec: log each window's largest latency rather than its mean (the bw and iops logs hold one rate per window either way)"
+    ),
+    opt!(
         "per_job_logs",
         [],
         Bool,
@@ -592,6 +599,7 @@ pub const FAMILIES: &[(&str, &[OptionDecl])] = &[
         crate::spec::accepted::Accepted::OPTIONS,
     ),
     ("report", crate::run::report_opts::ReportOpts::OPTIONS),
+    ("output", crate::run::output_opts::OutputOpts::OPTIONS),
     ("CPU placement", crate::job::cpus::CpuOpts::OPTIONS),
     ("write buffers", crate::job::buffers::BufOpts::OPTIONS),
     (
