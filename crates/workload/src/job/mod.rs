@@ -14,6 +14,7 @@ pub mod gen;
 pub mod io_loop;
 pub mod latency_target;
 pub mod numa;
+pub mod offsets;
 pub mod openfiles;
 pub mod outcome;
 pub mod prio;

@@ -346,6 +346,8 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         let direct = match spec.direct {
             Some(d) => d,
             _ if path_engine.is_some() => false,
+            // Sizes of any byte count: buffered, as fio's default.
+            None if spec.offsets.bs_unaligned => false,
             None => {
                 null || idx.iter().all(|&i| {
                     targets[i].is_block
@@ -529,10 +531,14 @@ fn job_regions(
             ));
         }
         // fio's file_append: the I/O starts at the file's end.
-        let offset = if spec.files.append && !t.is_block {
-            t.existing_size
-        } else {
-            spec.offset.resolve(t.size.max(total))
+        let offset = match spec.offset {
+            _ if spec.files.append && !t.is_block => t.existing_size,
+            // fio rounds a share of the target up to offset_align, else to
+            // the smallest block.
+            p @ SizeSpec::Percent(_) => spec
+                .offsets
+                .align_up(p.resolve(t.size.max(total)), spec.min_bs().max(1)),
+            b @ SizeSpec::Bytes(_) => b.resolve(t.size.max(total)),
         };
         let increment = match spec.offset_increment {
             SizeSpec::Bytes(b) => b,

@@ -158,6 +158,8 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             seed: spec.randseed,
             seq_delta: spec.rw_delta,
             seq_run: spec.rw_seq_run,
+            identical: spec.offsets.identical,
+            unaligned: spec.offsets.bs_unaligned.then_some(spec.bsrange).flatten(),
             // Checked by the plan.
             strided: spec.strided().ok().flatten(),
             file_service: spec.files.service,

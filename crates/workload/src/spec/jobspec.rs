@@ -31,6 +31,9 @@ pub struct JobSpec {
     pub bs: u64,
     /// Size mix (`bssplit`): (bytes, weight); overrides `bs` when set.
     pub bssplit: Vec<(u64, u32)>,
+    /// `bsrange=MIN-MAX` as given (the mix is in `bssplit`), for
+    /// `bs_unaligned`; None after `bs` or `bssplit`.
+    pub bsrange: Option<(u64, u64)>,
     /// Read share for mixed modes in percent (`rwmixread`); default 50.
     pub rwmixread: u8,
     /// Share of random accesses for random modes (`percentage_random`); default 100.
@@ -188,6 +191,8 @@ pub struct JobSpec {
     pub report: crate::run::report_opts::ReportOpts,
     /// How the job's results are written out ([`crate::run::output_opts`]).
     pub output: crate::run::output_opts::OutputOpts,
+    /// Offsets and sizes beyond offset, bs and rw ([`crate::job::offsets`]).
+    pub offsets: crate::job::offsets::OffsetOpts,
     /// The CPUs the job runs on ([`crate::job::cpus`]).
     pub cpus: crate::job::cpus::CpuOpts,
     /// What the write buffers hold ([`crate::job::buffers`]).
@@ -260,6 +265,7 @@ impl Default for JobSpec {
             bssplit_dir: [None, None],
             rw_delta: 0,
             rw_seq_run: 1,
+            bsrange: None,
             rate: [0, 0],
             rate_iops_dir: None,
             ratemin: [0, 0],
@@ -302,6 +308,7 @@ impl Default for JobSpec {
             accepted: Default::default(),
             report: Default::default(),
             output: Default::default(),
+            offsets: Default::default(),
             cpus: Default::default(),
             buffers: Default::default(),
             hooks: Default::default(),
@@ -526,7 +533,7 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
 }
 
 /// How many option families a job spec has (the rows of `families!`).
-const FAMILIES: usize = 18;
+const FAMILIES: usize = 19;
 
 /// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
 /// the one list `family_of` and `families` take.
@@ -548,6 +555,7 @@ macro_rules! families {
             $($r)+ $spec.accepted,
             $($r)+ $spec.report,
             $($r)+ $spec.output,
+            $($r)+ $spec.offsets,
             $($r)+ $spec.cpus,
             $($r)+ $spec.buffers,
             $($r)+ $spec.hooks,
@@ -665,6 +673,7 @@ impl JobSpec {
                 if let Some(b) = got[0] {
                     self.bs = b;
                     self.bssplit.clear();
+                    self.bsrange = None;
                 }
                 for k in 0..2 {
                     if got[k + 1].is_some() {
@@ -688,6 +697,10 @@ impl JobSpec {
                 let same = dirs[0] == dirs[1] && dirs[1] == dirs[2];
                 if let Some(d) = dirs[0] {
                     self.bssplit = parse(d)?;
+                    self.bsrange = (key == "bsrange").then(|| {
+                        let sizes = self.bssplit.iter().map(|&(b, _)| b);
+                        (sizes.clone().min().unwrap_or(0), sizes.max().unwrap_or(0))
+                    });
                 }
                 for k in 0..2 {
                     if same {
@@ -1066,6 +1079,12 @@ impl JobSpec {
         if total == 0 {
             return Err(SpecError::Invalid(format!(
                 "job '{}' has an access mix whose weights add up to 0",
+                self.name
+            )));
+        }
+        if self.offsets.bs_unaligned && self.direct == Some(true) {
+            return Err(SpecError::Invalid(format!(
+                "bs_unaligned: job '{}' uses direct I/O, which moves whole sectors only; give direct=0 for sizes of any byte count",
                 self.name
             )));
         }
