@@ -51,18 +51,9 @@ const PENDING: &[(&str, &str)] = &[
     ("lockfile", "per-file I/O serialisation between jobs"),
     ("opendir", "the files of a directory tree as targets"),
     (
-        "bs_unaligned",
-        "block sizes not a multiple of the sector size",
-    ),
-    (
-        "rw_sequencer",
-        "identical: N I/Os at one offset (rw=MODE:N reuses offsets)",
-    ),
-    (
         "serialize_overlap",
         "holding back an I/O overlapping one in flight",
     ),
-    ("offset_align", "alignment of a percentage offset"),
     ("sync_file_range", "a sync_file_range op in the engines"),
     ("verify_only", "verify without the write phase"),
     ("verify_offset", "the verify header moved inside the block"),
