@@ -75,10 +75,7 @@ const PENDING: &[(&str, &str)] = &[
     ("zonecapacity", "zonemode=zbd zone capacity below zone size"),
     ("ignore_zone_limits", "zonemode=zbd open-zone limits"),
     ("lockmem", "mlock of the given memory for the run"),
-    ("thinktime_blocks_type", "thinktime counted on completions"),
-    ("thinktime_iotime", "thinktime after a time of I/O"),
     ("rate_cycle", "ratemin/rate_iops_min checked per window"),
-    ("rate_ignore_thinktime", "the rate's clock over thinktime"),
     ("write_hint", "F_SET_RW_HINT on the targets"),
     (
         "log_alternate_epoch",

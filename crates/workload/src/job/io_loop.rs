@@ -119,6 +119,15 @@ pub struct Think {
     pub spin_ns: u64,
     /// I/Os between pauses (`thinktime_blocks`), at least 1.
     pub blocks: u32,
+    /// `blocks` counts completed I/Os (`thinktime_blocks_type=complete`),
+    /// else issued ones.
+    pub on_completion: bool,
+    /// Think after this long doing I/O, ns (`thinktime_iotime`); 0: not.
+    pub iotime_ns: u64,
+    /// Whether `blocks` brings a pause (not with `thinktime_iotime` alone).
+    pub by_blocks: bool,
+    /// The rate's clock runs on through a pause (`rate_ignore_thinktime`).
+    pub rate_ignore: bool,
 }
 
 /// The longest the job loop waits for a deadline before looking at the
@@ -168,8 +177,13 @@ struct JobDriver<'a, const FILL: bool> {
     issued_ios: u64,
     /// Reads, writes and trims issued since the last think time.
     think_issued: u32,
-    /// The current think time ends at this monotonic time, ns.
-    think_until: Option<u64>,
+    /// Reads, writes and trims completed since the last think time.
+    think_done: u32,
+    /// The current think time: (its start, its end), monotonic ns.
+    think_until: Option<(u64, u64)>,
+    /// When the job last started doing I/O after thinking (or at all),
+    /// monotonic ns; for `thinktime_iotime`.
+    think_io_since: Option<u64>,
     writes_since_sync: u32,
     last_write_target: u32,
     errors: Vec<IoFailure>,
@@ -326,14 +340,29 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     #[inline]
     fn thinking(&mut self, now: u64, inflight: u32) -> Option<Next> {
         let t = self.cfg.think?;
-        if let Some(end) = self.think_until {
+        if let Some((start, end)) = self.think_until {
             if now < end {
                 return Some(Next::At(end));
             }
             self.think_until = None;
+            self.think_io_since = Some(now);
+            // rate_ignore_thinktime: the rate's schedule moves on by the
+            // pause, so nothing held back is issued at once after it.
+            if t.rate_ignore {
+                if let Some(p) = self.pacer.as_mut() {
+                    p.shift(end - start);
+                }
+            }
             return None;
         }
-        if self.think_issued < t.blocks {
+        let since = *self.think_io_since.get_or_insert(now);
+        let counted = if t.on_completion {
+            self.think_done
+        } else {
+            self.think_issued
+        };
+        let by_time = t.iotime_ns > 0 && now.saturating_sub(since) >= t.iotime_ns;
+        if !by_time && !(t.by_blocks && counted >= t.blocks) {
             return None;
         }
         if inflight > 0 {
@@ -341,9 +370,10 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             return Some(Next::Idle);
         }
         self.think_issued = 0;
+        self.think_done = 0;
         // Never past the job's runtime (fio cuts the pause at its end too).
         let end = (now + t.ns).min(self.deadline.unwrap_or(u64::MAX));
-        self.think_until = Some(end);
+        self.think_until = Some((now, end));
         Some(Next::At(end))
     }
 
@@ -746,6 +776,7 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             if let Some(o) = self.gen.open_set() {
                 o.completed(io.target as usize);
             }
+            self.think_done = self.think_done.saturating_add(1);
         }
         if d.result == 0 && !io.op.is_sync() && self.stream_ended() {
             return After::Release;
@@ -1012,7 +1043,9 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
             issued_bytes: 0,
             issued_ios: 0,
             think_issued: 0,
+            think_done: 0,
             think_until: None,
+            think_io_since: None,
             writes_since_sync: 0,
             last_write_target: 0,
             errors: Vec::new(),
@@ -1235,13 +1268,14 @@ mod tests {
     }
 
     #[test]
-    fn thinktime_blocks_caps_the_depth() {
-        // Depth 8 but a pause after every 2 I/Os: 2 in flight at most.
+    fn thinktime_blocks_of_issued_ios_caps_the_depth() {
+        // Depth 8 but a pause after every 2 I/Os issued: 2 in flight at most.
         let o = run_null(&[
             ("size", "64k"),
             ("iodepth", "8"),
             ("thinktime", "100"),
             ("thinktime_blocks", "2"),
+            ("thinktime_blocks_type", "issue"),
         ]);
         assert_eq!(ios(&o), 16);
         // I/Os by the depth they were queued at: 1, 2-3, 4-7, …

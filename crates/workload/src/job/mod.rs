@@ -21,6 +21,7 @@ pub mod prio;
 pub mod rate;
 pub mod samples;
 pub mod steadystate;
+pub mod think;
 pub mod sync;
 pub mod types;
 pub mod verify;

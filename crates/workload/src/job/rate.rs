@@ -81,6 +81,14 @@ impl Pacer {
         Some(*self.next[d].get_or_insert(now))
     }
 
+    /// Move every direction's schedule on by `ns` (a pause the rate
+    /// ignores, fio's `rate_ignore_thinktime`).
+    pub fn shift(&mut self, ns: u64) {
+        for n in self.next.iter_mut().flatten() {
+            *n += ns;
+        }
+    }
+
     /// Account an issued I/O: move its direction's clock on by one gap.
     pub fn advance(&mut self, op: Op, len: u32) {
         let Some(d) = dir(op) else { return };

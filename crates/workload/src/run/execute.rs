@@ -147,6 +147,7 @@ fn lay_out(claim: &Claim, t: &PlannedTarget, fsync: bool) -> Result<(), RunError
 /// number, which names its log files).
 pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
     let spec = &job.spec;
+    let ignore_think = spec.think.rate_ignore && !spec.thinktime.is_zero();
     JobConfig {
         gen: GenConfig {
             lines: spec.access_lines(),
@@ -168,14 +169,19 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         runtime: job.runtime,
         io_limit: job.io_limit,
         ramp: spec.ramp_time,
-        rate_iops: spec.rate_iops,
+        rate_iops: spec.rate_iops.filter(|_| !ignore_think),
         fsync_every: spec.syncs.periodic(spec.fsync).0,
         sync_op: spec.syncs.periodic(spec.fsync).1,
         log_interval: spec.log_interval,
         targets: job.targets.len(),
         pace: crate::job::rate::RateConfig {
             bytes: spec.rate,
-            iops: spec.rate_iops_dir.unwrap_or([0, 0]),
+            // rate_ignore_thinktime moves the rate's schedule on through
+            // each pause: the job's pacer, not the loop's rate_iops clock.
+            iops: match spec.rate_iops {
+                Some(r) if ignore_think => [r, r],
+                _ => spec.rate_iops_dir.unwrap_or([0, 0]),
+            },
             poisson: spec.rate_poisson,
         },
         // fio's buffer_pattern fills every write that verify does not.
@@ -215,6 +221,12 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             ns: spec.thinktime.as_nanos() as u64,
             spin_ns: spec.thinktime_spin.as_nanos() as u64,
             blocks: spec.thinktime_blocks.max(1),
+            on_completion: spec.think.on_completion,
+            iotime_ns: spec.think.iotime_us.saturating_mul(1000),
+            // fio: thinktime_iotime alone thinks by time only.
+            by_blocks: spec.think.iotime_us == 0
+                || spec.given.iter().any(|(k, _)| k == "thinktime_blocks"),
+            rate_ignore: spec.think.rate_ignore,
         }),
         extras: crate::job::error_policy::LoopExtras {
             policy: spec.errkeys.policy.clone(),

@@ -193,6 +193,9 @@ pub struct JobSpec {
     pub output: crate::run::output_opts::OutputOpts,
     /// Offsets and sizes beyond offset, bs and rw ([`crate::job::offsets`]).
     pub offsets: crate::job::offsets::OffsetOpts,
+    /// When think time comes and what it does to a rate
+    /// ([`crate::job::think`]).
+    pub think: crate::job::think::ThinkOpts,
     /// The CPUs the job runs on ([`crate::job::cpus`]).
     pub cpus: crate::job::cpus::CpuOpts,
     /// What the write buffers hold ([`crate::job::buffers`]).
@@ -309,6 +312,7 @@ impl Default for JobSpec {
             report: Default::default(),
             output: Default::default(),
             offsets: Default::default(),
+            think: Default::default(),
             cpus: Default::default(),
             buffers: Default::default(),
             hooks: Default::default(),
@@ -533,7 +537,7 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
 }
 
 /// How many option families a job spec has (the rows of `families!`).
-const FAMILIES: usize = 19;
+const FAMILIES: usize = 20;
 
 /// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
 /// the one list `family_of` and `families` take.
@@ -556,6 +560,7 @@ macro_rules! families {
             $($r)+ $spec.report,
             $($r)+ $spec.output,
             $($r)+ $spec.offsets,
+            $($r)+ $spec.think,
             $($r)+ $spec.cpus,
             $($r)+ $spec.buffers,
             $($r)+ $spec.hooks,

@@ -601,6 +601,7 @@ pub const FAMILIES: &[(&str, &[OptionDecl])] = &[
     ("report", crate::run::report_opts::ReportOpts::OPTIONS),
     ("output", crate::run::output_opts::OutputOpts::OPTIONS),
     ("offsets and sizes", crate::job::offsets::OffsetOpts::OPTIONS),
+    ("think time", crate::job::think::ThinkOpts::OPTIONS),
     ("CPU placement", crate::job::cpus::CpuOpts::OPTIONS),
     ("write buffers", crate::job::buffers::BufOpts::OPTIONS),
     (
