@@ -781,6 +781,12 @@ mod tests {
                 "cpus_allowed_policy" => "split",
                 "clocksource" => "cpu",
                 "percentile_list" => "50:99",
+                "log_entries" => "2048",
+                "kb_base" => "1000",
+                "unit_base" => "1",
+                "unified_rw_reporting" => "both",
+                "rw_sequencer" => "identical",
+                "thinktime_blocks_type" => "issue",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",
