@@ -74,9 +74,7 @@ const PENDING: &[(&str, &str)] = &[
     ("ioscheduler", "switching the target device's I/O scheduler"),
     ("zonecapacity", "zonemode=zbd zone capacity below zone size"),
     ("ignore_zone_limits", "zonemode=zbd open-zone limits"),
-    ("lockmem", "mlock of the given memory for the run"),
     ("rate_cycle", "ratemin/rate_iops_min checked per window"),
-    ("write_hint", "F_SET_RW_HINT on the targets"),
     (
         "log_alternate_epoch",
         "log times from another clock's epoch",

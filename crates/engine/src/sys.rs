@@ -1,6 +1,7 @@
 //! The few system calls drivelab makes outside the engines, each behind a
 //! safe function, so that `unsafe` stays in the engine and device crates:
-//! thread CPU usage, timer slack, and the stop signals (Ctrl-C, SIGTERM).
+//! thread CPU usage, timer slack, the stop signals (Ctrl-C, SIGTERM), and
+//! memory pinned for a run (fio's `lockmem`).
 //! The monotonic clock and absolute sleeps are in [`crate::clock`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -241,5 +242,69 @@ mod tests {
         let status = child.wait().unwrap();
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(status.signal(), Some(libc::SIGINT));
+    }
+}
+
+/// Anonymous memory locked into RAM (`mlock`) until dropped: fio's
+/// `lockmem`, which takes that much memory away from the rest of the
+/// system (the page cache shrinks) for a job's run.
+#[derive(Debug)]
+pub struct PinnedMemory {
+    base: std::ptr::NonNull<libc::c_void>,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by this value alone and only unmapped by
+// its drop; no reference into it is ever handed out.
+unsafe impl Send for PinnedMemory {}
+
+impl PinnedMemory {
+    /// Map `len` bytes (at least one page) and lock them into RAM.
+    pub fn lock(len: usize) -> std::io::Result<PinnedMemory> {
+        let len = len.max(1);
+        // SAFETY: an anonymous private mapping at an address the kernel
+        // chooses touches no existing memory.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let Some(base) = std::ptr::NonNull::new(p) else {
+            return Err(std::io::Error::other("mmap returned null"));
+        };
+        let pinned = PinnedMemory { base, len };
+        // SAFETY: base/len are the mapping just made.
+        if unsafe { libc::mlock(base.as_ptr(), len) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(pinned)
+    }
+
+    /// Bytes locked.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing is locked (never: at least one byte is asked).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for PinnedMemory {
+    fn drop(&mut self) {
+        // SAFETY: base/len are exactly what mmap returned, unmapped once
+        // (which also unlocks them).
+        unsafe {
+            libc::munmap(self.base.as_ptr(), self.len);
+        }
     }
 }

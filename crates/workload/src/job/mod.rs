@@ -23,6 +23,7 @@ pub mod samples;
 pub mod steadystate;
 pub mod think;
 pub mod sync;
+pub mod target_opts;
 pub mod types;
 pub mod verify;
 pub mod zbd;

@@ -57,6 +57,15 @@ pub(crate) fn open_targets(
             path: t.path.display().to_string(),
             source,
         })?;
+        // fio's write_hint: a refused hint fails the job, as in fio.
+        if let Some(h) = job.spec.target_opts.write_hint {
+            target
+                .set_write_hint(h, job.direct)
+                .map_err(|source| RunError::Prepare {
+                    path: format!("{} (fcntl write hint)", t.path.display()),
+                    source,
+                })?;
+        }
         // fio's fadvise_hint: a failure is only worth a warning in fio,
         // and changes no I/O.
         if let Some(a) = job.spec.syncs.fadvise.advice(job.spec.rw.is_random()) {
@@ -408,6 +417,15 @@ impl Started<'_> {
         job: &PlannedJob,
     ) -> Result<JobOutcome, RunError> {
         let c = self.ctl;
+        // fio's lockmem: held locked for the job's run.
+        let lockmem = job.spec.target_opts.lockmem;
+        let _pinned = (lockmem > 0)
+            .then(|| drivelab_engine::sys::PinnedMemory::lock(lockmem as usize))
+            .transpose()
+            .map_err(|source| RunError::Prepare {
+                path: format!("{lockmem} bytes of locked memory (lockmem)"),
+                source,
+            })?;
         run_checked(engine, job, self.cfg, c.stop, c.progress, c.finished).map_err(|e| self.fail(e))
     }
 }

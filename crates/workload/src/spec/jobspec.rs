@@ -196,6 +196,8 @@ pub struct JobSpec {
     /// When think time comes and what it does to a rate
     /// ([`crate::job::think`]).
     pub think: crate::job::think::ThinkOpts,
+    /// The write hint and locked memory ([`crate::job::target_opts`]).
+    pub target_opts: crate::job::target_opts::TargetOpts,
     /// The CPUs the job runs on ([`crate::job::cpus`]).
     pub cpus: crate::job::cpus::CpuOpts,
     /// What the write buffers hold ([`crate::job::buffers`]).
@@ -313,6 +315,7 @@ impl Default for JobSpec {
             output: Default::default(),
             offsets: Default::default(),
             think: Default::default(),
+            target_opts: Default::default(),
             cpus: Default::default(),
             buffers: Default::default(),
             hooks: Default::default(),
@@ -537,7 +540,7 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
 }
 
 /// How many option families a job spec has (the rows of `families!`).
-const FAMILIES: usize = 20;
+const FAMILIES: usize = 21;
 
 /// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
 /// the one list `family_of` and `families` take.
@@ -561,6 +564,7 @@ macro_rules! families {
             $($r)+ $spec.output,
             $($r)+ $spec.offsets,
             $($r)+ $spec.think,
+            $($r)+ $spec.target_opts,
             $($r)+ $spec.cpus,
             $($r)+ $spec.buffers,
             $($r)+ $spec.hooks,

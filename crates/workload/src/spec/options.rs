@@ -602,6 +602,7 @@ pub const FAMILIES: &[(&str, &[OptionDecl])] = &[
     ("output", crate::run::output_opts::OutputOpts::OPTIONS),
     ("offsets and sizes", crate::job::offsets::OffsetOpts::OPTIONS),
     ("think time", crate::job::think::ThinkOpts::OPTIONS),
+    ("targets and memory", crate::job::target_opts::TargetOpts::OPTIONS),
     ("CPU placement", crate::job::cpus::CpuOpts::OPTIONS),
     ("write buffers", crate::job::buffers::BufOpts::OPTIONS),
     (
@@ -787,6 +788,7 @@ mod tests {
                 "unified_rw_reporting" => "both",
                 "rw_sequencer" => "identical",
                 "thinktime_blocks_type" => "issue",
+                "write_hint" => "short",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

@@ -1,0 +1,145 @@
+//! fio's options that act on a job's targets and memory do what they do
+//! in fio 3.33: the same job runs under both tools and what the option
+//! changes is seen from outside: the write lifetime hint's fcntl on the
+//! target (`write_hint`, by strace; with direct I/O both tools fail, the
+//! kernel refusing fio's per-file hint) and the memory locked while the
+//! job runs (`lockmem`, VmLck in /proc). Needs fio and strace (tests/run
+//! installs them).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use drivelab_testkit::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
+
+/// The tool's command on `job`.
+fn tool_cmd(tool: &str, job: &std::path::Path) -> Command {
+    let mut c = if tool == "fio" {
+        Command::new("fio")
+    } else {
+        let mut c = Command::new(BIN);
+        c.arg("run");
+        c
+    };
+    c.arg(job);
+    c
+}
+
+fn write_job(dir: &TempDir, name: &str, opts: &str) -> std::path::PathBuf {
+    drivelab_testkit::isolate_store();
+    let job = dir.join(name);
+    std::fs::write(
+        &job,
+        format!(
+            "[job]\nioengine=psync\nfilename={}\nsize=64k\nbs=4k\nrw=write\n{opts}\n",
+            dir.join("data").display()
+        ),
+    )
+    .unwrap();
+    job
+}
+
+/// F_SET_RW_HINT is fcntl command 0x40c, F_SET_FILE_RW_HINT 0x40e.
+#[test]
+fn write_hint_sets_the_files_write_life_as_fio_does() {
+    let dir = TempDir::new("fio-write-hint");
+    for tool in ["fio", "drivelab"] {
+        let job = write_job(&dir, "hint.fio", "direct=0\nwrite_hint=short");
+        let out = Command::new("strace")
+            .args(["-f", "-e", "trace=fcntl"])
+            .args(tool_cmd(tool, &job).get_program().to_str())
+            .args(tool_cmd(tool, &job).get_args())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{tool}: {err}");
+        let set = err
+            .lines()
+            .filter(|l| l.contains("fcntl(") && l.contains("0x40c") && l.ends_with("= 0"))
+            .count();
+        assert_eq!(set, 1, "{tool}: {err}");
+        // Without the option, no hint.
+        let job = write_job(&dir, "nohint.fio", "direct=0");
+        let out = Command::new("strace")
+            .args(["-f", "-e", "trace=fcntl"])
+            .args(tool_cmd(tool, &job).get_program().to_str())
+            .args(tool_cmd(tool, &job).get_args())
+            .output()
+            .unwrap();
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("0x40c"), "{tool}");
+        // Direct I/O: the per-file hint, which this kernel refuses; the
+        // job fails under both tools.
+        let job = write_job(&dir, "direct.fio", "direct=1\nwrite_hint=short");
+        let out = tool_cmd(tool, &job).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        let refused = if tool == "fio" {
+            text.contains("fcntl write hint")
+        } else {
+            !out.status.success() && text.contains("fcntl write hint")
+        };
+        let kernel_takes_it = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .and_then(|r| {
+                let mut p = r.trim().split(['.', '-']);
+                Some((p.next()?.parse::<u32>().ok()?, p.next()?.parse::<u32>().ok()?))
+            })
+            .is_some_and(|v| v < (5, 17));
+        assert!(refused || kernel_takes_it, "{tool}: {text}");
+    }
+}
+
+/// The largest VmLck (kB) of the processes whose command line names
+/// `job`, polled until `child` ends.
+fn max_locked(child: &mut std::process::Child, job: &std::path::Path) -> u64 {
+    let needle = job.display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut most = 0;
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let p = e.path();
+            let cmd = std::fs::read(p.join("cmdline")).unwrap_or_default();
+            if !String::from_utf8_lossy(&cmd).contains(&needle) {
+                continue;
+            }
+            let status = std::fs::read_to_string(p.join("status")).unwrap_or_default();
+            let kb = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmLck:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(0);
+            most = most.max(kb);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(child.wait().unwrap().success());
+    most
+}
+
+/// 2 s of rated reads: 24 MiB locked while the job runs under both tools,
+/// none without the option.
+#[test]
+fn lockmem_locks_the_memory_while_the_job_runs_as_in_fio() {
+    let dir = TempDir::new("fio-lockmem");
+    std::fs::write(dir.join("data"), vec![7u8; 1 << 20]).unwrap();
+    for tool in ["fio", "drivelab"] {
+        for (name, lock, want) in [("lock.fio", "lockmem=24m", 24 * 1024), ("nolock.fio", "", 0)] {
+            let job = dir.join(name);
+            std::fs::write(
+                &job,
+                format!(
+                    "[job]\nioengine=psync\nfilename={}\nsize=1m\nbs=4k\nrw=read\ndirect=0\ntime_based\nruntime=2\nrate=1m\n{lock}\n",
+                    dir.join("data").display()
+                ),
+            )
+            .unwrap();
+            let mut child = tool_cmd(tool, &job)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            assert_eq!(max_locked(&mut child, &job), want, "{tool} {lock:?}");
+        }
+    }
+}
