@@ -143,3 +143,77 @@ fn lockmem_locks_the_memory_while_the_job_runs_as_in_fio() {
         }
     }
 }
+
+/// The scheduler in use on `dev` (the bracketed one).
+fn scheduler(dev: &str) -> String {
+    let line = std::fs::read_to_string(format!("/sys/block/{dev}/queue/scheduler")).unwrap();
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Writes to the test's own loop device with ioscheduler=mq-deadline: the
+/// device runs under mq-deadline while the job runs, under both tools;
+/// drivelab switches it back after the run (fio leaves it switched, so
+/// the test switches it back itself).
+#[test]
+fn ioscheduler_switches_the_claimed_devices_scheduler_for_the_run() {
+    drivelab_testkit::require_root();
+    let dir = TempDir::new("fio-ioscheduler");
+    let lo = drivelab_testkit::LoopDev::new_in(&dir, 16 << 20);
+    let sched = format!("/sys/block/{}/queue/scheduler", lo.name);
+    let offered = std::fs::read_to_string(&sched).unwrap();
+    if !offered.contains("mq-deadline") {
+        eprintln!("skipped: {} offers no mq-deadline ({offered})", lo.name);
+        return;
+    }
+    std::fs::write(&sched, "none").unwrap();
+    for tool in ["fio", "drivelab"] {
+        let job = dir.join("sched.fio");
+        std::fs::write(
+            &job,
+            format!(
+                "[job]\nioengine=psync\nfilename={}\nsize=4m\nbs=4k\nrw=write\ndirect=1\ntime_based\nruntime=2\nrate=2m\nioscheduler=mq-deadline\n",
+                lo.dev()
+            ),
+        )
+        .unwrap();
+        let mut child = tool_cmd(tool, &job)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut seen = Vec::new();
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            let s = scheduler(&lo.name);
+            if seen.last() != Some(&s) {
+                seen.push(s);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(seen.iter().any(|s| s == "mq-deadline"), "{tool}: {seen:?}");
+        if tool == "drivelab" {
+            assert_eq!(scheduler(&lo.name), "none", "drivelab switches it back");
+        }
+        std::fs::write(&sched, "none").unwrap();
+    }
+    // A job that only reads claims nothing: refused before any I/O.
+    let job = dir.join("read.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[job]\nfilename={}\nsize=1m\nrw=read\nioscheduler=mq-deadline\n",
+            lo.dev()
+        ),
+    )
+    .unwrap();
+    let out = tool_cmd("drivelab", &job).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("ioscheduler") && err.trim().lines().count() == 1, "{err}");
+    assert_eq!(scheduler(&lo.name), "none");
+}

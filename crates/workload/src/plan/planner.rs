@@ -342,6 +342,18 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         let idx = job_targets(spec, writes, &mut targets)?;
         let planned: Vec<&PlannedTarget> = idx.iter().map(|&i| &targets[i]).collect();
         spec.front.check(spec, &planned)?;
+        let devs: Vec<(String, Option<String>)> = planned
+            .iter()
+            .map(|t| {
+                let dev = t.device.as_ref().filter(|_| t.is_block);
+                (t.path.display().to_string(), dev.map(|d| d.name.clone()))
+            })
+            .collect();
+        let devs: Vec<(&str, Option<&str>)> =
+            devs.iter().map(|(p, d)| (p.as_str(), d.as_deref())).collect();
+        spec.target_opts
+            .check_scheduler(writes, &devs)
+            .map_err(|why| PlanError::target(devs.first().map_or("", |d| d.0), why))?;
         // Direct I/O: on for block devices; for files where the filesystem takes it.
         let direct = match spec.direct {
             Some(d) => d,

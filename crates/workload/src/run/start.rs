@@ -374,11 +374,21 @@ impl<'a> JobRun<'a> {
                 job: self.job.spec.name.clone(),
             });
         }
+        // fio's ioscheduler: each claimed device of the job, for its run.
+        let mut schedulers = Vec::new();
+        if let Some(name) = &self.job.spec.target_opts.ioscheduler {
+            for &ti in &self.job.targets {
+                if let Some(c) = self.claims.get(ti).and_then(Option::as_ref) {
+                    schedulers.push(c.switch_scheduler(name)?);
+                }
+            }
+        }
         Ok(Started {
             plan: self.plan,
             job: self.job,
             cfg: self.cfg,
             ctl: self.ctl,
+            _schedulers: schedulers,
         })
     }
 
@@ -398,6 +408,9 @@ pub struct Started<'a> {
     pub(crate) job: &'a PlannedJob,
     pub(crate) cfg: &'a JobConfig,
     pub(crate) ctl: Ctl<'a>,
+    /// The devices' schedulers switched for the run (`ioscheduler`),
+    /// switched back when the job lets go of it.
+    _schedulers: Vec<drivelab_device::claim::scheduler::SchedulerSwitch>,
 }
 
 impl Started<'_> {

@@ -789,6 +789,7 @@ mod tests {
                 "rw_sequencer" => "identical",
                 "thinktime_blocks_type" => "issue",
                 "write_hint" => "short",
+                "ioscheduler" => "mq-deadline",
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",
