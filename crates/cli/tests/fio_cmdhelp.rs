@@ -74,11 +74,6 @@ const PENDING: &[(&str, &str)] = &[
     ("zonecapacity", "zonemode=zbd zone capacity below zone size"),
     ("ignore_zone_limits", "zonemode=zbd open-zone limits"),
     ("rate_cycle", "ratemin/rate_iops_min checked per window"),
-    (
-        "log_alternate_epoch",
-        "log times from another clock's epoch",
-    ),
-    ("log_alternate_epoch_clock_id", "log_alternate_epoch"),
 ];
 
 #[test]

@@ -330,3 +330,40 @@ fn log_max_value_logs_the_windows_largest_latency() {
         );
     }
 }
+
+/// CLOCK_BOOTTIME in ms, as /proc/uptime gives it (to 10 ms).
+fn uptime_ms() -> u64 {
+    let s = std::fs::read_to_string("/proc/uptime").unwrap();
+    let secs: f64 = s.split_whitespace().next().unwrap().parse().unwrap();
+    (secs * 1000.0) as u64
+}
+
+/// log_alternate_epoch with clock 7 (CLOCK_BOOTTIME): the log's times
+/// count from the boot, as /proc/uptime does, under both tools.
+#[test]
+fn log_alternate_epoch_counts_from_the_clocks_epoch() {
+    let dir = TempDir::new("fio-alt-epoch");
+    let file = dir.join("data");
+    std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+    for tool in ["fio", "drivelab"] {
+        let prefix = dir.join(&format!("{tool}-epoch"));
+        let job = format!(
+            "[job]\nioengine=psync\nfilename={}\nsize=1m\nbs=4k\nrw=read\ndirect=0\ntime_based\nruntime=300ms\nwrite_lat_log={}\nlog_avg_msec=100\nlog_alternate_epoch=1\nlog_alternate_epoch_clock_id=7\n",
+            file.display(),
+            prefix.display()
+        );
+        let before = uptime_ms();
+        run(tool, &dir, &job);
+        let after = uptime_ms();
+        let first = std::fs::read_to_string(dir.join(&format!("{tool}-epoch_lat.1.log")))
+            .unwrap()
+            .lines()
+            .next()
+            .and_then(|l| l.split(',').next()?.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        assert!(
+            first + 20 >= before && first <= after + 20,
+            "{tool}: first log time {first} ms, boot clock {before}..{after} ms"
+        );
+    }
+}

@@ -84,6 +84,12 @@ pub struct LogSpec {
     /// `log_unix_epoch`: times in ms since the Unix epoch, not since the
     /// job started.
     pub unix_epoch: bool,
+    /// `log_alternate_epoch`: times in ms since the epoch of clock
+    /// `epoch_clock`.
+    pub alternate_epoch: bool,
+    /// `log_alternate_epoch_clock_id`: the clock of `unix_epoch` and
+    /// `alternate_epoch` (0, CLOCK_REALTIME, by default).
+    pub epoch_clock: i32,
 }
 
 impl Default for LogSpec {
@@ -103,6 +109,8 @@ impl Default for LogSpec {
             hist_coarseness: 0,
             per_job: true,
             unix_epoch: false,
+            alternate_epoch: false,
+            epoch_clock: 0,
         }
     }
 }
@@ -188,8 +196,8 @@ pub struct JobLogs {
     log_prio: bool,
     /// The priority field of the next per-I/O lines.
     prio_field: u16,
-    /// Added to every time written, ms: the job's start in Unix time
-    /// under `log_unix_epoch`, else 0.
+    /// Added to every time written, ms: the job's start on the epoch
+    /// clock under `log_unix_epoch` or `log_alternate_epoch`, else 0.
     epoch_ms: u64,
 }
 
@@ -294,10 +302,15 @@ impl JobLogs {
         let path = |p: &Option<String>, kind: &str| spec.path(p, kind, job, number);
         let open = |p: Option<PathBuf>| p.map(create).transpose();
         // The logs are made as the job starts: their time 0 is now.
-        let epoch_ms = if spec.unix_epoch {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64)
+        // Under log_unix_epoch or log_alternate_epoch, counted from the
+        // epoch of the clock log_alternate_epoch_clock_id names.
+        let epoch_ms = if spec.unix_epoch || spec.alternate_epoch {
+            drivelab_engine::clock::clock_ms(spec.epoch_clock).map_err(|e| {
+                format!(
+                    "log_alternate_epoch_clock_id={}: clock_gettime: {e}",
+                    spec.epoch_clock
+                )
+            })?
         } else {
             0
         };

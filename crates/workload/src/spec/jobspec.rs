@@ -980,6 +980,10 @@ impl JobSpec {
             "log_max_value" => self.logs.max_value = parse_flag(key, v)?,
             "per_job_logs" => self.logs.per_job = parse_flag(key, v)?,
             "log_unix_epoch" => self.logs.unix_epoch = parse_flag(key, v)?,
+            "log_alternate_epoch" => self.logs.alternate_epoch = parse_flag(key, v)?,
+            "log_alternate_epoch_clock_id" => {
+                self.logs.epoch_clock = parse_declared(key, v)? as i32
+            }
             "log_hist_msec" => self.logs.hist_msec = parse_declared(key, v)?,
             "log_hist_coarseness" => self.logs.hist_coarseness = parse_declared(key, v)? as u32,
             "log_prio" => self.logs.prio = parse_flag(key, v)?,

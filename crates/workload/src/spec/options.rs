@@ -519,6 +519,23 @@ pub const OPTIONS: &[OptionDecl] = &[
         "log times in ms since the Unix epoch instead of since the job started"
     ),
     opt!(
+        "log_alternate_epoch",
+        [],
+        Bool,
+        "0",
+        "log times in ms since the epoch of the clock log_alternate_epoch_clock_id names instead of since the job started"
+    ),
+    opt!(
+        "log_alternate_epoch_clock_id",
+        [],
+        Int,
+        "0",
+        "the clock_gettime clock whose epoch log_alternate_epoch and log_unix_epoch use: 0 realtime (the Unix epoch), 1 monotonic, 7 boottime, …",
+        0,
+        i32::MAX as u64,
+        "clock id"
+    ),
+    opt!(
         "log_offset",
         [],
         Bool,
