@@ -71,8 +71,6 @@ const PENDING: &[(&str, &str)] = &[
     ("replay_align", "read_iolog"),
     ("replay_time_scale", "read_iolog"),
     ("replay_skip", "read_iolog"),
-    ("zonecapacity", "zonemode=zbd zone capacity below zone size"),
-    ("ignore_zone_limits", "zonemode=zbd open-zone limits"),
     ("rate_cycle", "ratemin/rate_iops_min checked per window"),
 ];
 

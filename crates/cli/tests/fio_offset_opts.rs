@@ -4,7 +4,8 @@
 //! two iologs are compared: the first offset of a percentage `offset`
 //! under `offset_align`, the runs of `rw=randread:4` under each
 //! `rw_sequencer`, the sizes of a `bsrange` with and without
-//! `bs_unaligned`. Needs fio (tests/run installs it).
+//! `bs_unaligned`, the writes to zones emulated with a `zonecapacity`.
+//! Needs fio (tests/run installs it).
 
 use std::process::Command;
 
@@ -15,6 +16,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
 /// The (offset, length) of each read of the job `opts` under `tool`, from
 /// its `write_iolog`.
 fn reads(tool: &str, dir: &TempDir, opts: &str) -> Vec<(u64, u64)> {
+    ios(tool, dir, opts, "read")
+}
+
+/// The (offset, length) of each I/O `op` ("read", "write") of the job
+/// `opts` under `tool`, from its `write_iolog`.
+fn ios(tool: &str, dir: &TempDir, opts: &str, op: &str) -> Vec<(u64, u64)> {
     drivelab_testkit::isolate_store();
     let file = dir.join("data");
     if !file.exists() {
@@ -51,7 +58,7 @@ fn reads(tool: &str, dir: &TempDir, opts: &str) -> Vec<(u64, u64)> {
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            let at = f.iter().position(|w| *w == "read")?;
+            let at = f.iter().position(|w| *w == op)?;
             Some((f.get(at + 1)?.parse().ok()?, f.get(at + 2)?.parse().ok()?))
         })
         .collect()
@@ -123,5 +130,20 @@ fn bs_unaligned_draws_any_size_of_the_range_as_fio_does() {
                 assert_eq!(odd, 0, "{tool}: {r:?}");
             }
         }
+    }
+}
+
+/// Sequential writes to 1 MiB zones emulated on the file with 512 KiB of
+/// capacity each: the first half of every zone is written, the job ending
+/// at the file's end, under fio as under drivelab (the same offsets).
+#[test]
+fn zonecapacity_writes_the_capacity_of_each_emulated_zone_as_fio_does() {
+    let dir = TempDir::new("fio-zonecapacity");
+    let opts = "size=4m\nbs=64k\nrw=write\nzonemode=zbd\nzonesize=1m\nzonecapacity=512k";
+    let want: Vec<(u64, u64)> = (0..4u64)
+        .flat_map(|z| (0..8u64).map(move |k| (z * (1 << 20) + k * 65536, 65536)))
+        .collect();
+    for tool in ["fio", "drivelab"] {
+        assert_eq!(ios(tool, &dir, opts, "write"), want, "{tool}");
     }
 }
