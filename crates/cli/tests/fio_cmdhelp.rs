@@ -49,7 +49,6 @@ fn the_installed_fio_lists_the_kept_options() {
 /// does one of these once drivelab knows or refuses it (take it off).
 const PENDING: &[(&str, &str)] = &[
     ("lockfile", "per-file I/O serialisation between jobs"),
-    ("opendir", "the files of a directory tree as targets"),
     (
         "serialize_overlap",
         "holding back an I/O overlapping one in flight",

@@ -217,3 +217,44 @@ fn ioscheduler_switches_the_claimed_devices_scheduler_for_the_run() {
     assert!(err.contains("ioscheduler") && err.trim().lines().count() == 1, "{err}");
     assert_eq!(scheduler(&lo.name), "none");
 }
+
+/// opendir=DIR: the regular files under DIR at any depth (a symlink left
+/// out) are the job's files, each read whole: the files and reads of the
+/// iolog under both tools.
+#[test]
+fn opendir_takes_the_files_under_the_directory_as_fio_does() {
+    let dir = TempDir::new("fio-opendir");
+    let tree = dir.join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    for (k, f) in ["a", "b", "sub/c"].iter().enumerate() {
+        std::fs::write(tree.join(f), vec![k as u8; 64 << 10]).unwrap();
+    }
+    std::os::unix::fs::symlink(tree.join("a"), tree.join("link")).unwrap();
+    for tool in ["fio", "drivelab"] {
+        let log = dir.join(&format!("{tool}.iolog"));
+        let job = dir.join("opendir.fio");
+        std::fs::write(
+            &job,
+            format!(
+                "[job]\nioengine=psync\nopendir={}\nrw=read\nbs=4k\ndirect=0\nwrite_iolog={}\n",
+                tree.display(),
+                log.display()
+            ),
+        )
+        .unwrap();
+        let out = tool_cmd(tool, &job).output().unwrap();
+        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+        let mut reads: std::collections::BTreeMap<String, usize> = Default::default();
+        for l in std::fs::read_to_string(&log).unwrap().lines() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if let Some(at) = f.iter().position(|w| *w == "read") {
+                *reads.entry(f[at - 1].to_string()).or_default() += 1;
+            }
+        }
+        let want: std::collections::BTreeMap<String, usize> = ["a", "b", "sub/c"]
+            .iter()
+            .map(|f| (tree.join(f).display().to_string(), 16))
+            .collect();
+        assert_eq!(reads, want, "{tool}");
+    }
+}

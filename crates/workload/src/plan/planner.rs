@@ -534,7 +534,8 @@ fn job_regions(
                 &t.path.display().to_string(),
                 "the file does not exist or is empty: give --size (e.g. --size=1g) to create it",
             )),
-            None => t.size / nfiles,
+            // fio: without a size, each existing file is done whole.
+            None => t.size,
         };
         if t.create && !spec.files.allow_create {
             return Err(PlanError::target(

@@ -407,6 +407,23 @@ fn parse_bsrange(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecError> {
     Ok((1..=n).map(|k| (k * lo, 1)).collect())
 }
 
+/// fio's `opendir`: the regular files under `dir`, at any depth, in name
+/// order within each directory (symlinks and other kinds left out, as
+/// fio's lstat walk leaves them).
+fn files_under(dir: &std::path::Path, out: &mut Vec<String>) -> std::io::Result<()> {
+    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let kind = e.file_type()?;
+        if kind.is_file() {
+            out.push(e.path().display().to_string());
+        } else if kind.is_dir() {
+            files_under(&e.path(), out)?;
+        }
+    }
+    Ok(())
+}
+
 /// The most job threads one run may start, summed over its jobs' `numjobs`
 /// (fio's limit too). Each job is a thread with its own buffers and engine;
 /// far more than this exhausts the process's memory maps and the thread
@@ -938,6 +955,24 @@ impl JobSpec {
                 parse_flag(key, v)?;
             }
             "directory" => self.directory = Some(v.trim().to_string()),
+            "opendir" => {
+                let mut found = Vec::new();
+                files_under(std::path::Path::new(v.trim()), &mut found).map_err(|e| {
+                    SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: format!("a directory drivelab can list ({e})"),
+                    }
+                })?;
+                if found.is_empty() {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: "a directory with regular files in it (none found)".to_string(),
+                    });
+                }
+                self.filenames.extend(found);
+            }
             "filename_format" => self.filename_format = Some(v.trim().to_string()),
             "random_distribution" => self.random_distribution = Distribution::parse(key, v)?,
             "norandommap" => self.randommap = !parse_flag(key, v)?,

@@ -395,6 +395,13 @@ pub const OPTIONS: &[OptionDecl] = &[
         "directory of the job's files (with filename, or fio's default names)"
     ),
     opt!(
+        "opendir",
+        [],
+        Text,
+        "",
+        "the regular files under this directory, at any depth, are the job's files (symlinks and other kinds left out), each read or written whole unless size says otherwise"
+    ),
+    opt!(
         "filename_format",
         [],
         Text,
