@@ -69,7 +69,11 @@ fn ios(tool: &str, dir: &TempDir, opts: &str, op: &str) -> Vec<(u64, u64)> {
 #[test]
 fn offset_align_rounds_a_percentage_offset_up_as_fio_does() {
     let dir = TempDir::new("fio-offset-align");
-    for (align, first) in [("", 1_384_448), ("offset_align=64k", 1_441_792), ("offset_align=1m", 2_097_152)] {
+    for (align, first) in [
+        ("", 1_384_448),
+        ("offset_align=64k", 1_441_792),
+        ("offset_align=1m", 2_097_152),
+    ] {
         for tool in ["fio", "drivelab"] {
             let opts = format!("size=64k\noffset=33%\nbs=4k\nrw=read\n{align}");
             let r = reads(tool, &dir, &opts);

@@ -318,7 +318,11 @@ fn log_max_value_logs_the_windows_largest_latency() {
             let logged = log_values(&dir.join(&format!("{tool}{max}_lat.1.log")));
             assert!(logged.len() >= 5, "{tool}: {} windows", logged.len());
             if max == 1 {
-                assert_eq!(logged.iter().max(), Some(&lat_max), "{tool}: log_max_value=1");
+                assert_eq!(
+                    logged.iter().max(),
+                    Some(&lat_max),
+                    "{tool}: log_max_value=1"
+                );
             }
             medians.push(median(logged));
         }

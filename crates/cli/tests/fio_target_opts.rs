@@ -67,7 +67,10 @@ fn write_hint_sets_the_files_write_life_as_fio_does() {
             .args(tool_cmd(tool, &job).get_args())
             .output()
             .unwrap();
-        assert!(!String::from_utf8_lossy(&out.stderr).contains("0x40c"), "{tool}");
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains("0x40c"),
+            "{tool}"
+        );
         // Direct I/O: the per-file hint, which this kernel refuses; the
         // job fails under both tools.
         let job = write_job(&dir, "direct.fio", "direct=1\nwrite_hint=short");
@@ -83,7 +86,10 @@ fn write_hint_sets_the_files_write_life_as_fio_does() {
             .ok()
             .and_then(|r| {
                 let mut p = r.trim().split(['.', '-']);
-                Some((p.next()?.parse::<u32>().ok()?, p.next()?.parse::<u32>().ok()?))
+                Some((
+                    p.next()?.parse::<u32>().ok()?,
+                    p.next()?.parse::<u32>().ok()?,
+                ))
             })
             .is_some_and(|v| v < (5, 17));
         assert!(refused || kernel_takes_it, "{tool}: {text}");
@@ -124,7 +130,10 @@ fn lockmem_locks_the_memory_while_the_job_runs_as_in_fio() {
     let dir = TempDir::new("fio-lockmem");
     std::fs::write(dir.join("data"), vec![7u8; 1 << 20]).unwrap();
     for tool in ["fio", "drivelab"] {
-        for (name, lock, want) in [("lock.fio", "lockmem=24m", 24 * 1024), ("nolock.fio", "", 0)] {
+        for (name, lock, want) in [
+            ("lock.fio", "lockmem=24m", 24 * 1024),
+            ("nolock.fio", "", 0),
+        ] {
             let job = dir.join(name);
             std::fs::write(
                 &job,
@@ -194,7 +203,11 @@ fn ioscheduler_switches_the_claimed_devices_scheduler_for_the_run() {
             std::thread::sleep(Duration::from_millis(50));
         }
         let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(seen.iter().any(|s| s == "mq-deadline"), "{tool}: {seen:?}");
         if tool == "drivelab" {
             assert_eq!(scheduler(&lo.name), "none", "drivelab switches it back");
@@ -214,7 +227,10 @@ fn ioscheduler_switches_the_claimed_devices_scheduler_for_the_run() {
     let out = tool_cmd("drivelab", &job).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("ioscheduler") && err.trim().lines().count() == 1, "{err}");
+    assert!(
+        err.contains("ioscheduler") && err.trim().lines().count() == 1,
+        "{err}"
+    );
     assert_eq!(scheduler(&lo.name), "none");
 }
 
@@ -243,7 +259,11 @@ fn opendir_takes_the_files_under_the_directory_as_fio_does() {
         )
         .unwrap();
         let out = tool_cmd(tool, &job).output().unwrap();
-        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let mut reads: std::collections::BTreeMap<String, usize> = Default::default();
         for l in std::fs::read_to_string(&log).unwrap().lines() {
             let f: Vec<&str> = l.split_whitespace().collect();

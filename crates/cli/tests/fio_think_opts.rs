@@ -38,11 +38,7 @@ fn run(tool: &str, dir: &TempDir, opts: &str) -> Value {
         c.arg("run");
         c
     };
-    let out = cmd
-        .arg("--output-format=json")
-        .arg(&job)
-        .output()
-        .unwrap();
+    let out = cmd.arg("--output-format=json").arg(&job).output().unwrap();
     assert!(
         out.status.success(),
         "{tool} {opts:?}: {}",
@@ -68,7 +64,10 @@ fn rate_ignore_thinktime_loses_the_pauses_as_in_fio() {
             let j = run(tool, &dir, &opts);
             bytes.push(j["jobs"][0]["read"]["io_bytes"].as_u64().unwrap_or(0));
         }
-        eprintln!("{tool}: caught up {} bytes, ignoring the pauses {}", bytes[0], bytes[1]);
+        eprintln!(
+            "{tool}: caught up {} bytes, ignoring the pauses {}",
+            bytes[0], bytes[1]
+        );
         assert!(bytes[0] >= 1_800_000, "{tool}: {bytes:?}");
         assert!(
             (bytes[1] as f64) < 0.75 * bytes[0] as f64 && bytes[1] > 600_000,

@@ -130,11 +130,7 @@ pub fn num2str(num: u64, maxlen: usize, pow2: bool, unit: N2s) -> String {
         }
         return format!("{num}{prefix}{unit}");
     }
-    let frac = format!(
-        "{:.*}",
-        maxlen - len - 1,
-        modulo as f64 / thousand as f64
-    );
+    let frac = format!("{:.*}", maxlen - len - 1, modulo as f64 / thousand as f64);
     // "1.0": the remainder rounded up into the next whole number.
     if frac.starts_with('1') {
         num += 1;
@@ -706,7 +702,10 @@ mod tests {
             pair(bw, N2s::BytePerSec, &u(1024, false, 6)),
             ("2049.0KiB/s".to_string(), "2098.1kB/s".to_string())
         );
-        assert_eq!(pair(4_198_400, N2s::Byte, &u(1024, false, 6)).0, "4100.0KiB");
+        assert_eq!(
+            pair(4_198_400, N2s::Byte, &u(1024, false, 6)).0,
+            "4100.0KiB"
+        );
         // significant_figures=2: "IOPS=10k", "bs=(R) 4KiB-4KiB", "(2MiB/…)".
         assert_eq!(num2str(10_100, 2, false, N2s::None), "10k");
         assert_eq!(pair(4096, N2s::Byte, &u(1024, false, 2)).0, "4KiB");

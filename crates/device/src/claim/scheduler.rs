@@ -51,13 +51,15 @@ pub fn parse_schedulers(line: &str) -> (Vec<String>, Option<String>) {
     let mut current = None;
     let names = line
         .split_whitespace()
-        .map(|w| match w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
-            Some(n) => {
-                current = Some(n.to_string());
-                n.to_string()
-            }
-            None => w.to_string(),
-        })
+        .map(
+            |w| match w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
+                Some(n) => {
+                    current = Some(n.to_string());
+                    n.to_string()
+                }
+                None => w.to_string(),
+            },
+        )
         .collect();
     (names, current)
 }

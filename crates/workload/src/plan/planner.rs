@@ -349,8 +349,10 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 (t.path.display().to_string(), dev.map(|d| d.name.clone()))
             })
             .collect();
-        let devs: Vec<(&str, Option<&str>)> =
-            devs.iter().map(|(p, d)| (p.as_str(), d.as_deref())).collect();
+        let devs: Vec<(&str, Option<&str>)> = devs
+            .iter()
+            .map(|(p, d)| (p.as_str(), d.as_deref()))
+            .collect();
         spec.target_opts
             .check_scheduler(writes, &devs)
             .map_err(|why| PlanError::target(devs.first().map_or("", |d| d.0), why))?;

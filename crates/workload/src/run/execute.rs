@@ -1319,7 +1319,12 @@ fn mixed_report(spec: &crate::JobSpec, o: &JobOutcome) -> DirReport {
     DirReport {
         drop_ios: o.drop_ios[..3].iter().sum(),
         ..spec.report.shape(
-            dir_report(&sum, o.runtime_ns, short, Some((&r.mixed_bw, &r.mixed_iops))),
+            dir_report(
+                &sum,
+                o.runtime_ns,
+                short,
+                Some((&r.mixed_bw, &r.mixed_iops)),
+            ),
             &sum,
         )
     }
@@ -1521,7 +1526,10 @@ fn build_report(
         }
     }
     // fio leaves a job with stats=0 out of the report.
-    for (i, o) in merged.iter().filter(|(i, _)| plan.jobs[*i].spec.output.stats) {
+    for (i, o) in merged
+        .iter()
+        .filter(|(i, _)| plan.jobs[*i].spec.output.stats)
+    {
         let mut j = job_report(plan, &plan.jobs[*i], o);
         // unified_rw_reporting=mixed: the directions only as `mixed`.
         if plan.jobs[*i].spec.output.unified == Unified::Mixed {

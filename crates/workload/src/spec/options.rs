@@ -624,9 +624,15 @@ pub const FAMILIES: &[(&str, &[OptionDecl])] = &[
     ),
     ("report", crate::run::report_opts::ReportOpts::OPTIONS),
     ("output", crate::run::output_opts::OutputOpts::OPTIONS),
-    ("offsets and sizes", crate::job::offsets::OffsetOpts::OPTIONS),
+    (
+        "offsets and sizes",
+        crate::job::offsets::OffsetOpts::OPTIONS,
+    ),
     ("think time", crate::job::think::ThinkOpts::OPTIONS),
-    ("targets and memory", crate::job::target_opts::TargetOpts::OPTIONS),
+    (
+        "targets and memory",
+        crate::job::target_opts::TargetOpts::OPTIONS,
+    ),
     ("CPU placement", crate::job::cpus::CpuOpts::OPTIONS),
     ("write buffers", crate::job::buffers::BufOpts::OPTIONS),
     (
