@@ -7,11 +7,9 @@
 //! `bs_unaligned`, the writes to zones emulated with a `zonecapacity`.
 //! Needs fio (tests/run installs it).
 
-use std::process::Command;
+mod fio_common;
 
 use drivelab_testkit::TempDir;
-
-const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
 
 /// The (offset, length) of each read of the job `opts` under `tool`, from
 /// its `write_iolog`.
@@ -39,14 +37,7 @@ fn ios(tool: &str, dir: &TempDir, opts: &str, op: &str) -> Vec<(u64, u64)> {
         ),
     )
     .unwrap();
-    let mut cmd = if tool == "fio" {
-        Command::new("fio")
-    } else {
-        let mut c = Command::new(BIN);
-        c.arg("run");
-        c
-    };
-    let out = cmd.arg(&job).output().unwrap();
+    let out = fio_common::tool(tool).arg(&job).output().unwrap();
     assert!(
         out.status.success(),
         "{tool} {opts:?}: {}",

@@ -9,12 +9,10 @@
 //! checked in the latency log against the JSON's largest latency. Needs
 //! fio (tests/run installs it).
 
-use std::process::Command;
+mod fio_common;
 
 use drivelab_testkit::TempDir;
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
 
 struct Case {
     /// Job lines after the common ones.
@@ -177,14 +175,7 @@ fn run(tool: &str, dir: &TempDir, job: &str) -> (Value, String) {
     let path = dir.join("job.fio");
     std::fs::write(&path, job).unwrap();
     let json_out = dir.join(&format!("{tool}.json"));
-    let mut cmd = if tool == "fio" {
-        Command::new("fio")
-    } else {
-        let mut c = Command::new(BIN);
-        c.arg("run");
-        c
-    };
-    let out = cmd
+    let out = fio_common::tool(tool)
         .arg("--output-format=json,normal")
         .arg(format!("--output={}", json_out.display()))
         .arg(&path)
@@ -196,16 +187,7 @@ fn run(tool: &str, dir: &TempDir, job: &str) -> (Value, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     let all = std::fs::read_to_string(&json_out).unwrap();
-    let start = if all.starts_with('{') {
-        0
-    } else {
-        all.find("\n{").map_or(0, |i| i + 1)
-    };
-    let mut de = serde_json::Deserializer::from_str(&all[start..]).into_iter::<Value>();
-    let json = de
-        .next()
-        .and_then(Result::ok)
-        .unwrap_or_else(|| panic!("{tool}: no JSON in {all}"));
+    let json = fio_common::json_of(tool, &all);
     (json, all)
 }
 

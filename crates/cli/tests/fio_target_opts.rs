@@ -6,22 +6,16 @@
 //! job runs (`lockmem`, VmLck in /proc). Needs fio and strace (tests/run
 //! installs them).
 
+mod fio_common;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use drivelab_testkit::TempDir;
 
-const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
-
 /// The tool's command on `job`.
 fn tool_cmd(tool: &str, job: &std::path::Path) -> Command {
-    let mut c = if tool == "fio" {
-        Command::new("fio")
-    } else {
-        let mut c = Command::new(BIN);
-        c.arg("run");
-        c
-    };
+    let mut c = fio_common::tool(tool);
     c.arg(job);
     c
 }
@@ -40,18 +34,24 @@ fn write_job(dir: &TempDir, name: &str, opts: &str) -> std::path::PathBuf {
     job
 }
 
+/// The tool run on `job` under `strace -f -e trace=fcntl`.
+fn straced(tool: &str, job: &std::path::Path) -> std::process::Output {
+    let cmd = tool_cmd(tool, job);
+    Command::new("strace")
+        .args(["-f", "-e", "trace=fcntl"])
+        .args(cmd.get_program().to_str())
+        .args(cmd.get_args())
+        .output()
+        .unwrap()
+}
+
 /// F_SET_RW_HINT is fcntl command 0x40c, F_SET_FILE_RW_HINT 0x40e.
 #[test]
 fn write_hint_sets_the_files_write_life_as_fio_does() {
     let dir = TempDir::new("fio-write-hint");
     for tool in ["fio", "drivelab"] {
         let job = write_job(&dir, "hint.fio", "direct=0\nwrite_hint=short");
-        let out = Command::new("strace")
-            .args(["-f", "-e", "trace=fcntl"])
-            .args(tool_cmd(tool, &job).get_program().to_str())
-            .args(tool_cmd(tool, &job).get_args())
-            .output()
-            .unwrap();
+        let out = straced(tool, &job);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{tool}: {err}");
         let set = err

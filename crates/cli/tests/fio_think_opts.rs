@@ -7,12 +7,10 @@
 //! `thinktime_blocks` counts issued or completed I/Os
 //! (`thinktime_blocks_type`). Needs fio (tests/run installs it).
 
-use std::process::Command;
+mod fio_common;
 
 use drivelab_testkit::TempDir;
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
 
 /// Run the job `opts` (after a psync or given engine's common lines) under
 /// `tool`; its JSON.
@@ -31,14 +29,11 @@ fn run(tool: &str, dir: &TempDir, opts: &str) -> Value {
         ),
     )
     .unwrap();
-    let mut cmd = if tool == "fio" {
-        Command::new("fio")
-    } else {
-        let mut c = Command::new(BIN);
-        c.arg("run");
-        c
-    };
-    let out = cmd.arg("--output-format=json").arg(&job).output().unwrap();
+    let out = fio_common::tool(tool)
+        .arg("--output-format=json")
+        .arg(&job)
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{tool} {opts:?}: {}",

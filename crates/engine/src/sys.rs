@@ -247,64 +247,32 @@ mod tests {
 
 /// Anonymous memory locked into RAM (`mlock`) until dropped: fio's
 /// `lockmem`, which takes that much memory away from the rest of the
-/// system (the page cache shrinks) for a job's run.
+/// system (the page cache shrinks) for a job's run. The memory is one
+/// [`crate::buf::BufferPool`] buffer; unmapping it unlocks it.
 #[derive(Debug)]
 pub struct PinnedMemory {
-    base: std::ptr::NonNull<libc::c_void>,
-    len: usize,
+    pool: crate::buf::BufferPool,
 }
 
-// SAFETY: the mapping is owned by this value alone and only unmapped by
-// its drop; no reference into it is ever handed out.
-unsafe impl Send for PinnedMemory {}
-
 impl PinnedMemory {
-    /// Map `len` bytes (at least one page) and lock them into RAM.
+    /// Map `len` bytes (rounded up to whole pages) and lock them into RAM.
     pub fn lock(len: usize) -> std::io::Result<PinnedMemory> {
-        let len = len.max(1);
-        // SAFETY: an anonymous private mapping at an address the kernel
-        // chooses touches no existing memory.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
+        let pool = crate::buf::BufferPool::new(1, len, crate::buf::Fill::Zeroed)?;
+        // SAFETY: the pointer and length are the pool's one buffer, mapped
+        // for the pool's life; mlock only changes how the pages are kept.
+        if unsafe { libc::mlock(pool.ptr(0).cast(), pool.stride()) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let Some(base) = std::ptr::NonNull::new(p) else {
-            return Err(std::io::Error::other("mmap returned null"));
-        };
-        let pinned = PinnedMemory { base, len };
-        // SAFETY: base/len are the mapping just made.
-        if unsafe { libc::mlock(base.as_ptr(), len) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(pinned)
+        Ok(PinnedMemory { pool })
     }
 
     /// Bytes locked.
     pub fn len(&self) -> usize {
-        self.len
+        self.pool.stride()
     }
 
-    /// Whether nothing is locked (never: at least one byte is asked).
+    /// Whether nothing is locked (never: at least one page is).
     pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl Drop for PinnedMemory {
-    fn drop(&mut self) {
-        // SAFETY: base/len are exactly what mmap returned, unmapped once
-        // (which also unlocks them).
-        unsafe {
-            libc::munmap(self.base.as_ptr(), self.len);
-        }
+        self.pool.stride() == 0
     }
 }

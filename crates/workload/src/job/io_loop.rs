@@ -362,7 +362,8 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             self.think_issued
         };
         let by_time = t.iotime_ns > 0 && now.saturating_sub(since) >= t.iotime_ns;
-        if !by_time && !(t.by_blocks && counted >= t.blocks) {
+        let by_blocks = t.by_blocks && counted >= t.blocks;
+        if !(by_time || by_blocks) {
             return None;
         }
         if inflight > 0 {
