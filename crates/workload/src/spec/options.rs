@@ -820,6 +820,8 @@ mod tests {
                 "thinktime_blocks_type" => "issue",
                 "write_hint" => "short",
                 "ioscheduler" => "mq-deadline",
+                // A directory with regular files in it.
+                "opendir" => env!("CARGO_MANIFEST_DIR"),
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",
