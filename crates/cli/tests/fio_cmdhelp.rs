@@ -70,7 +70,6 @@ const PENDING: &[(&str, &str)] = &[
     ("replay_align", "read_iolog"),
     ("replay_time_scale", "read_iolog"),
     ("replay_skip", "read_iolog"),
-    ("rate_cycle", "ratemin/rate_iops_min checked per window"),
 ];
 
 #[test]

@@ -5,7 +5,8 @@
 //! (`rate_ignore_thinktime`), the pauses in the iolog when the job thinks
 //! after a time of I/O (`thinktime_iotime`), the I/Os between pauses when
 //! `thinktime_blocks` counts issued or completed I/Os
-//! (`thinktime_blocks_type`). Needs fio (tests/run installs it).
+//! (`thinktime_blocks_type`); and a job slowed by think time below its
+//! `ratemin`, checked per `rate_cycle`. Needs fio (tests/run installs it).
 
 mod fio_common;
 
@@ -124,5 +125,41 @@ fn thinktime_blocks_type_counts_issued_or_completed_ios_as_in_fio() {
         // At most 11 pauses fit in 500 ms of 50 ms pauses.
         assert!(ios[0] <= 4 * 11 && ios[0] >= 4 * 5, "{tool}: {ios:?}");
         assert!(ios[1] > ios[0] && ios[1] <= 8 * 11, "{tool}: {ios:?}");
+    }
+}
+
+/// Reads slowed to about 400 kB/s by a 10 ms pause after each, held to
+/// ratemin=2m per 500 ms rate_cycle: after fio's 2 s settling time the
+/// first window fails the job with EIO, well before its 5 s runtime, under
+/// both tools.
+#[test]
+fn ratemin_fails_the_job_per_rate_cycle_as_in_fio() {
+    let dir = TempDir::new("fio-rate-cycle");
+    let file = dir.join("data");
+    std::fs::write(&file, vec![7u8; 4 << 20]).unwrap();
+    let job = dir.join("ratemin.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[job]\nioengine=psync\nfilename={}\nsize=4m\nbs=4k\nrw=read\ndirect=0\ntime_based\nruntime=5\nthinktime=10ms\nratemin=2m\nrate_cycle=500\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    for tool in ["fio", "drivelab"] {
+        let json_out = dir.join(&format!("{tool}.json"));
+        let out = fio_common::tool(tool)
+            .arg("--output-format=json")
+            .arg(format!("--output={}", json_out.display()))
+            .arg(&job)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{tool}: {err}");
+        let all = std::fs::read_to_string(&json_out).unwrap();
+        let j = &fio_common::json_of(tool, &all)["jobs"][0];
+        assert_eq!(j["error"], 5, "{tool}: {j}");
+        let ran = j["job_runtime"].as_u64().unwrap_or(0);
+        assert!((2000..4500).contains(&ran), "{tool}: ran {ran} ms of 5000");
     }
 }

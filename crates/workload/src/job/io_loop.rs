@@ -52,6 +52,9 @@ pub struct JobConfig {
     pub targets: usize,
     /// Per-direction caps (`rate`, `rate_iops=R,W`, `rate_process`).
     pub pace: crate::job::rate::RateConfig,
+    /// Per-direction minimums checked per window (`ratemin`,
+    /// `rate_iops_min`, `rate_cycle`); None: none.
+    pub min_rate: Option<crate::job::rate::MinRate>,
     /// Content of written blocks (`verify`); None: buffers filled once.
     pub verify: Option<crate::job::types::Content>,
     /// Check each read against `verify` (`do_verify` on a reading job).
@@ -163,6 +166,8 @@ struct JobDriver<'a, const FILL: bool> {
     pacer: Option<crate::job::rate::Pacer>,
     pending: Option<IoDesc>,
     verify_failure: Option<String>,
+    /// The `min_rate` check's open window.
+    min_rate: crate::job::rate::MinRateCheck,
     gen: Generator,
     rated: bool,
     dirs: [DirStats; 4],
@@ -922,6 +927,15 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 return true;
             }
         }
+        if let (Some(m), true) = (self.cfg.min_rate, self.measuring) {
+            let d = &self.dirs;
+            let bytes = [d[0].bytes, d[1].bytes + d[2].bytes];
+            let ios = [d[0].ios, d[1].ios + d[2].ios];
+            let since = now.saturating_sub(self.meas_start);
+            if let Some(e) = self.min_rate.check(&m, since, bytes, ios) {
+                self.verify_failure = Some(e);
+            }
+        }
         let searched = (self.lat.is_some() || self.cfg.steady.is_some()) && self.searches_done(now);
         let time_up = self.deadline.is_some_and(|d| now >= d);
         let budget_done = self.budget_spent() && self.pending.is_none();
@@ -1031,6 +1045,7 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
             pacer,
             pending: None,
             verify_failure: None,
+            min_rate: Default::default(),
             gen,
             rated,
             dirs: std::array::from_fn(|_| DirStats::new(rated)),

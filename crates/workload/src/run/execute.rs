@@ -174,6 +174,13 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         sync_op: spec.syncs.periodic(spec.fsync).1,
         log_interval: spec.log_interval,
         targets: job.targets.len(),
+        min_rate: (spec.ratemin != [0, 0] || spec.rate_iops_min != [0, 0]).then_some(
+            crate::job::rate::MinRate {
+                bytes: spec.ratemin,
+                iops: spec.rate_iops_min,
+                cycle_ns: spec.rate_cycle_ms.saturating_mul(1_000_000),
+            },
+        ),
         pace: crate::job::rate::RateConfig {
             bytes: spec.rate,
             // rate_ignore_thinktime moves the rate's schedule on through
@@ -1376,10 +1383,13 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         }
         s
     });
-    // fio's verify failures are EILSEQ; a missed ratemin is a timeout.
+    // fio's verify failures are EILSEQ, a missed ratemin or rate_iops_min
+    // EIO (check_min_rate), a missed max_latency ETIMEDOUT.
     let failure_errno = |m: &String| {
         if m.starts_with("verify") {
             libc::EILSEQ
+        } else if m.starts_with("rate_min=") || m.starts_with("rate_iops_min=") {
+            libc::EIO
         } else {
             libc::ETIMEDOUT
         }

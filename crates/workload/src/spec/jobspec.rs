@@ -108,6 +108,8 @@ pub struct JobSpec {
     pub ratemin: [u64; 2],
     /// Smallest average IOPS per direction (`rate_iops_min`); 0 = none.
     pub rate_iops_min: [u64; 2],
+    /// The window of `ratemin` and `rate_iops_min`, ms (`rate_cycle`).
+    pub rate_cycle_ms: u64,
     /// `rate_process=poisson`: exponential gaps between I/Os with the rate's mean.
     pub rate_poisson: bool,
     /// Wait this long after the run starts before starting the job (`startdelay`).
@@ -275,6 +277,7 @@ impl Default for JobSpec {
             rate_iops_dir: None,
             ratemin: [0, 0],
             rate_iops_min: [0, 0],
+            rate_cycle_ms: 1000,
             rate_poisson: false,
             startdelay: Duration::ZERO,
             description: None,
@@ -1013,6 +1016,7 @@ impl JobSpec {
             "log_avg_msec" => self.logs.avg_msec = parse_declared(key, v)?,
             "log_offset" => self.logs.offset = parse_flag(key, v)?,
             "log_max_value" => self.logs.max_value = parse_flag(key, v)?,
+            "rate_cycle" => self.rate_cycle_ms = parse_declared(key, v)?,
             "per_job_logs" => self.logs.per_job = parse_flag(key, v)?,
             "log_unix_epoch" => self.logs.unix_epoch = parse_flag(key, v)?,
             "log_alternate_epoch" => self.logs.alternate_epoch = parse_flag(key, v)?,

@@ -189,14 +189,24 @@ pub const OPTIONS: &[OptionDecl] = &[
         ["rate_min"],
         Text,
         "0 (none)",
-        "fail the job when its average bandwidth over the run falls below this, READ[,WRITE] in bytes/s"
+        "fail the job when its bandwidth over a rate_cycle window falls below this, READ[,WRITE] in bytes/s (checked from 2 s into the run, as fio)"
     ),
     opt!(
         "rate_iops_min",
         [],
         Text,
         "0 (none)",
-        "fail the job when its average IOPS over the run falls below this, READ[,WRITE]"
+        "fail the job when its IOPS over a rate_cycle window falls below this, READ[,WRITE] (checked from 2 s into the run, as fio)"
+    ),
+    opt!(
+        "rate_cycle",
+        ["ratecycle"],
+        Int,
+        "1000",
+        "the window of ratemin and rate_iops_min, ms",
+        1,
+        u32::MAX as u64,
+        "ms"
     ),
     opt!(
         "rate_process",
