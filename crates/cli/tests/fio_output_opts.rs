@@ -174,21 +174,7 @@ fn run(tool: &str, dir: &TempDir, job: &str) -> (Value, String) {
     drivelab_testkit::isolate_store();
     let path = dir.join("job.fio");
     std::fs::write(&path, job).unwrap();
-    let json_out = dir.join(&format!("{tool}.json"));
-    let out = fio_common::tool(tool)
-        .arg("--output-format=json,normal")
-        .arg(format!("--output={}", json_out.display()))
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{tool}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let all = std::fs::read_to_string(&json_out).unwrap();
-    let json = fio_common::json_of(tool, &all);
-    (json, all)
+    fio_common::run_json_normal(tool, &path, &dir.join(&format!("{tool}.json")))
 }
 
 /// The common job: 1 MiB of sequential reads and writes at 2 MiB/s a

@@ -21,6 +21,28 @@ pub fn tool(tool: &str) -> Command {
     }
 }
 
+/// Run the job file `job` under `tool` with `--output-format=json,normal`
+/// into `out` (a file); it must succeed: the JSON and the whole output.
+pub fn run_json_normal(
+    tool: &str,
+    job: &std::path::Path,
+    out: &std::path::Path,
+) -> (Value, String) {
+    let done = self::tool(tool)
+        .arg("--output-format=json,normal")
+        .arg(format!("--output={}", out.display()))
+        .arg(job)
+        .output()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{tool}: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let all = std::fs::read_to_string(out).unwrap();
+    (json_of(tool, &all), all)
+}
+
 /// The JSON object of a `json,normal` output (before or after the text).
 pub fn json_of(tool: &str, all: &str) -> Value {
     let start = if all.starts_with('{') {
