@@ -52,6 +52,9 @@ pub struct JobConfig {
     pub targets: usize,
     /// Per-direction caps (`rate`, `rate_iops=R,W`, `rate_process`).
     pub pace: crate::job::rate::RateConfig,
+    /// An I/O waits while one it overlaps is in flight
+    /// (`serialize_overlap`).
+    pub serialize_overlap: bool,
     /// Per-direction minimums checked per window (`ratemin`,
     /// `rate_iops_min`, `rate_cycle`); None: none.
     pub min_rate: Option<crate::job::rate::MinRate>,
@@ -168,6 +171,11 @@ struct JobDriver<'a, const FILL: bool> {
     verify_failure: Option<String>,
     /// The `min_rate` check's open window.
     min_rate: crate::job::rate::MinRateCheck,
+    /// Under `serialize_overlap`: the (target, start, end) of the reads,
+    /// writes and trims in flight, and an I/O held back until the one it
+    /// overlaps completes (with its due time).
+    in_flight: Vec<(u32, u64, u64)>,
+    overlap_held: Option<(IoDesc, Option<u64>)>,
     gen: Generator,
     rated: bool,
     dirs: [DirStats; 4],
@@ -523,6 +531,9 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         if self.fatal || self.verify_failure.is_some() {
             return Next::Done;
         }
+        if let Some((io, due)) = self.overlap_held.take() {
+            return self.issue(io, due, buf);
+        }
         if self.lat.is_some() {
             if let Some(n) = self.lat_gate(now, inflight) {
                 return n;
@@ -618,6 +629,19 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     /// Account a generated I/O as issued (and fill its buffer under verify).
     #[inline]
     fn issue(&mut self, io: IoDesc, due: Option<u64>, buf: &mut [u8]) -> Next {
+        if self.cfg.serialize_overlap && !io.op.is_sync() {
+            let (start, end) = (io.offset, io.offset + u64::from(io.len));
+            let overlaps = self
+                .in_flight
+                .iter()
+                .any(|&(t, s, e)| t == io.target && s < end && start < e);
+            if overlaps {
+                // fio's serialize_overlap: wait for completions, then again.
+                self.overlap_held = Some((io, due));
+                return Next::Idle;
+            }
+            self.in_flight.push((io.target, start, end));
+        }
         if io.op == Op::Write {
             self.writes_since_sync += 1;
             self.last_write_target = io.target;
@@ -783,6 +807,12 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 o.completed(io.target as usize);
             }
             self.think_done = self.think_done.saturating_add(1);
+            if self.cfg.serialize_overlap {
+                let r = (io.target, io.offset, io.offset + u64::from(io.len));
+                if let Some(i) = self.in_flight.iter().position(|&x| x == r) {
+                    self.in_flight.swap_remove(i);
+                }
+            }
         }
         if d.result == 0 && !io.op.is_sync() && self.stream_ended() {
             return After::Release;
@@ -1046,6 +1076,8 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
             pending: None,
             verify_failure: None,
             min_rate: Default::default(),
+            in_flight: Vec::new(),
+            overlap_held: None,
             gen,
             rated,
             dirs: std::array::from_fn(|_| DirStats::new(rated)),
@@ -1298,6 +1330,30 @@ mod tests {
         let level = o.samples.depth.level;
         assert!(level[1] > 0, "{level:?}");
         assert_eq!(level[2..].iter().sum::<u64>(), 0, "{level:?}");
+    }
+
+    #[test]
+    fn serialize_overlap_keeps_overlapping_ios_out_of_flight_together() {
+        // Two 4 KiB blocks, depth 8, random writes with no map: without the
+        // option up to 8 in flight, with it at most 2 (one per block).
+        let opts = |so: &'static str| {
+            [
+                ("size", "8k"),
+                ("bs", "4k"),
+                ("rw", "randwrite"),
+                ("norandommap", "1"),
+                ("iodepth", "8"),
+                ("time_based", "1"),
+                ("runtime", "100ms"),
+                ("serialize_overlap", so),
+            ]
+        };
+        let deep = |o: &JobOutcome| o.samples.depth.level[2..].iter().sum::<u64>();
+        let o = run_null(&opts("0"));
+        assert!(deep(&o) > 0, "{:?}", o.samples.depth.level);
+        let o = run_null(&opts("1"));
+        assert!(ios(&o) > 100, "{}", ios(&o));
+        assert_eq!(deep(&o), 0, "{:?}", o.samples.depth.level);
     }
 
     #[test]

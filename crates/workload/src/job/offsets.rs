@@ -3,7 +3,8 @@
 //! percentage offset (`offset_align`), block sizes of any byte count
 //! within `bsrange` (`bs_unaligned`), and whether the I/Os after each
 //! random offset of `rw=randread:N` continue sequentially or repeat it
-//! (`rw_sequencer`). One family ([`OffsetOpts`]), read where the plan
+//! (`rw_sequencer`), and whether an I/O waits while one it overlaps is in
+//! flight (`serialize_overlap`). One family ([`OffsetOpts`]), read where the plan
 //! resolves a target's region (`plan::planner`) and where the job's
 //! generator is configured (`run::execute`, [`crate::job::gen`]).
 
@@ -25,6 +26,9 @@ pub struct OffsetOpts {
     /// `rw_sequencer=identical`: the I/Os after a random offset of
     /// `rw=randread:N` repeat it instead of following it.
     pub identical: bool,
+    /// `serialize_overlap`: an I/O that overlaps one of the job's I/Os in
+    /// flight waits for it to complete.
+    pub serialize_overlap: bool,
 }
 
 impl OffsetOpts {
@@ -51,6 +55,13 @@ impl OffsetOpts {
             "sequential",
             "with rw=randread:N (and the other random modes): the N-1 I/Os after each random offset follow it (sequential) or repeat it (identical)"
         ),
+        opt!(
+            "serialize_overlap",
+            [],
+            Bool,
+            "0",
+            "an I/O that overlaps one of the job's I/Os in flight waits until that one completes (no two overlapping I/Os of the job in flight at once)"
+        ),
     ];
 
     /// A percentage offset `raw` rounded up to `offset_align`, or to
@@ -73,6 +84,7 @@ impl OptionFamily for OffsetOpts {
                 self.offset_align = (a > 0).then_some(a);
             }
             "bs_unaligned" => self.bs_unaligned = parse_flag(key, v)?,
+            "serialize_overlap" => self.serialize_overlap = parse_flag(key, v)?,
             _ => {
                 self.identical = match v.trim() {
                     "sequential" => false,

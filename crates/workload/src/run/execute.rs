@@ -174,6 +174,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         sync_op: spec.syncs.periodic(spec.fsync).1,
         log_interval: spec.log_interval,
         targets: job.targets.len(),
+        serialize_overlap: spec.offsets.serialize_overlap,
         min_rate: (spec.ratemin != [0, 0] || spec.rate_iops_min != [0, 0]).then_some(
             crate::job::rate::MinRate {
                 bytes: spec.ratemin,
