@@ -410,13 +410,20 @@ fn parse_bsrange(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecError> {
     Ok((1..=n).map(|k| (k * lo, 1)).collect())
 }
 
+/// The most files `opendir` takes: the walk stops past it (a job file
+/// naming `/` is refused, not walked to the end).
+const OPENDIR_MAX: usize = 1 << 16;
+
 /// fio's `opendir`: the regular files under `dir`, at any depth, in name
 /// order within each directory (symlinks and other kinds left out, as
-/// fio's lstat walk leaves them).
+/// fio's lstat walk leaves them); stops once past [`OPENDIR_MAX`].
 fn files_under(dir: &std::path::Path, out: &mut Vec<String>) -> std::io::Result<()> {
     let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
+        if out.len() > OPENDIR_MAX {
+            return Ok(());
+        }
         let kind = e.file_type()?;
         if kind.is_file() {
             out.push(e.path().display().to_string());
@@ -967,11 +974,18 @@ impl JobSpec {
                         expect: format!("a directory drivelab can list ({e})"),
                     }
                 })?;
-                if found.is_empty() {
+                if found.is_empty() || found.len() > OPENDIR_MAX {
                     return Err(SpecError::BadValue {
                         key: key.to_string(),
                         value: v.to_string(),
-                        expect: "a directory with regular files in it (none found)".to_string(),
+                        expect: format!(
+                            "a directory with from 1 to {OPENDIR_MAX} regular files under it ({})",
+                            if found.is_empty() {
+                                "none found"
+                            } else {
+                                "more found"
+                            }
+                        ),
                     });
                 }
                 self.filenames.extend(found);
@@ -1413,6 +1427,14 @@ mod tests {
         assert_eq!((j.rw, j.rw_delta), (RwMode::Read, -8192));
         j.set("rw", Some("randread:8")).unwrap();
         assert_eq!((j.rw_seq_run, j.rw_delta), (8, 0));
+        // opendir: a tree with no regular file in it is refused.
+        let empty = drivelab_testkit::TempDir::new("opendir-empty");
+        std::fs::create_dir(empty.join("sub")).unwrap();
+        let e = j
+            .set("opendir", Some(empty.path().to_str().unwrap()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("none found"), "{e}");
         assert!(j.set("rw", Some("randread:x")).is_err());
         j.set("rate", Some("500k,1m")).unwrap();
         assert_eq!(j.rate, [500 << 10, 1 << 20]);
