@@ -389,7 +389,11 @@ fn jobs_of(p: &Parsed) -> anyhow::Result<Jobs> {
                     .map_err(|e| usage(e.to_string()))?;
             }
         }
-        for (k, v) in &p.opts {
+        // fio reads kb_base before the other options (it decides how
+        // their sizes read), wherever it is given.
+        let mut opts: Vec<&(String, Option<String>)> = p.opts.iter().collect();
+        opts.sort_by_key(|(k, _)| k != "kb_base");
+        for (k, v) in opts {
             job.set(k, v.as_deref()).map_err(|e| usage(e.to_string()))?;
         }
         // fio: a job file's time_based without a runtime is a warning, and

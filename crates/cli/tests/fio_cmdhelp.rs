@@ -49,20 +49,6 @@ fn the_installed_fio_lists_the_kept_options() {
 /// does one of these once drivelab knows or refuses it (take it off).
 const PENDING: &[(&str, &str)] = &[
     ("lockfile", "per-file I/O serialisation between jobs"),
-    ("opendir", "the files of a directory tree as targets"),
-    (
-        "bs_unaligned",
-        "block sizes not a multiple of the sector size",
-    ),
-    (
-        "rw_sequencer",
-        "identical: N I/Os at one offset (rw=MODE:N reuses offsets)",
-    ),
-    (
-        "serialize_overlap",
-        "holding back an I/O overlapping one in flight",
-    ),
-    ("offset_align", "alignment of a percentage offset"),
     ("sync_file_range", "a sync_file_range op in the engines"),
     ("verify_only", "verify without the write phase"),
     ("verify_offset", "the verify header moved inside the block"),
@@ -80,34 +66,6 @@ const PENDING: &[(&str, &str)] = &[
     ("replay_align", "read_iolog"),
     ("replay_time_scale", "read_iolog"),
     ("replay_skip", "read_iolog"),
-    ("ioscheduler", "switching the target device's I/O scheduler"),
-    ("zonecapacity", "zonemode=zbd zone capacity below zone size"),
-    ("ignore_zone_limits", "zonemode=zbd open-zone limits"),
-    ("lockmem", "mlock of the given memory for the run"),
-    ("thinktime_blocks_type", "thinktime counted on completions"),
-    ("thinktime_iotime", "thinktime after a time of I/O"),
-    ("rate_cycle", "ratemin/rate_iops_min checked per window"),
-    ("rate_ignore_thinktime", "the rate's clock over thinktime"),
-    ("write_hint", "F_SET_RW_HINT on the targets"),
-    ("log_entries", "the initial log size (memory only)"),
-    (
-        "log_max_value",
-        "logging the window's maximum, not its mean",
-    ),
-    (
-        "log_alternate_epoch",
-        "log times from another clock's epoch",
-    ),
-    ("log_alternate_epoch_clock_id", "log_alternate_epoch"),
-    (
-        "block_error_percentiles",
-        "trim and verify error histograms",
-    ),
-    ("stats", "a job left out of the statistics"),
-    ("significant_figures", "digits of the text output"),
-    ("unified_rw_reporting", "mixed and both report modes"),
-    ("kb_base", "1000-based units in the text output"),
-    ("unit_base", "bits in the text output"),
 ];
 
 #[test]

@@ -5,12 +5,10 @@
 //! percentiles, the latencies and samples left out, the percentile
 //! headings printed. Needs fio (tests/run installs it).
 
-use std::process::Command;
+mod fio_common;
 
 use drivelab_testkit::TempDir;
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
 
 struct Case {
     name: &'static str,
@@ -113,34 +111,7 @@ fn run(tool: &str, dir: &TempDir, opts: &str) -> String {
         ),
     )
     .unwrap();
-    let json_out = dir.join(&format!("{tool}.json"));
-    let mut cmd = if tool == "fio" {
-        Command::new("fio")
-    } else {
-        let mut c = Command::new(BIN);
-        c.arg("run");
-        c
-    };
-    let out = cmd
-        .args(["--output-format=json,normal"])
-        .arg(format!("--output={}", json_out.display()))
-        .arg(&job)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{tool}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let all = std::fs::read_to_string(&json_out).unwrap();
-    // normal,json: the JSON object, then (or before) the text.
-    let start = all.find("\n{").map_or(0, |i| i + 1);
-    let start = if all.starts_with('{') { 0 } else { start };
-    let mut de = serde_json::Deserializer::from_str(&all[start..]).into_iter::<Value>();
-    let json = de
-        .next()
-        .and_then(Result::ok)
-        .unwrap_or_else(|| panic!("{tool}: no JSON in {all}"));
+    let (json, all) = fio_common::run_json_normal(tool, &job, &dir.join(&format!("{tool}.json")));
     shape(&json, &all)
 }
 

@@ -1,6 +1,7 @@
 //! The few system calls drivelab makes outside the engines, each behind a
 //! safe function, so that `unsafe` stays in the engine and device crates:
-//! thread CPU usage, timer slack, and the stop signals (Ctrl-C, SIGTERM).
+//! thread CPU usage, timer slack, the stop signals (Ctrl-C, SIGTERM), and
+//! memory pinned for a run (fio's `lockmem`).
 //! The monotonic clock and absolute sleeps are in [`crate::clock`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -241,5 +242,37 @@ mod tests {
         let status = child.wait().unwrap();
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(status.signal(), Some(libc::SIGINT));
+    }
+}
+
+/// Anonymous memory locked into RAM (`mlock`) until dropped: fio's
+/// `lockmem`, which takes that much memory away from the rest of the
+/// system (the page cache shrinks) for a job's run. The memory is one
+/// [`crate::buf::BufferPool`] buffer; unmapping it unlocks it.
+#[derive(Debug)]
+pub struct PinnedMemory {
+    pool: crate::buf::BufferPool,
+}
+
+impl PinnedMemory {
+    /// Map `len` bytes (rounded up to whole pages) and lock them into RAM.
+    pub fn lock(len: usize) -> std::io::Result<PinnedMemory> {
+        let pool = crate::buf::BufferPool::new(1, len, crate::buf::Fill::Zeroed)?;
+        // SAFETY: the pointer and length are the pool's one buffer, mapped
+        // for the pool's life; mlock only changes how the pages are kept.
+        if unsafe { libc::mlock(pool.ptr(0).cast(), pool.stride()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(PinnedMemory { pool })
+    }
+
+    /// Bytes locked.
+    pub fn len(&self) -> usize {
+        self.pool.stride()
+    }
+
+    /// Whether nothing is locked (never: at least one page is).
+    pub fn is_empty(&self) -> bool {
+        self.pool.stride() == 0
     }
 }

@@ -96,12 +96,20 @@ pub struct JobReport {
     /// what drivelab resolved (`filename`, `access`, `direct`…).
     #[serde(rename = "job options")]
     pub job_options: BTreeMap<String, String>,
-    /// Reads.
+    /// Reads (absent, as in fio's JSON, when `unified_rw_reporting=mixed`
+    /// folds the directions into `mixed`).
+    #[serde(default, skip_serializing_if = "DirReport::is_folded")]
     pub read: DirReport,
-    /// Writes.
+    /// Writes (see `read`).
+    #[serde(default, skip_serializing_if = "DirReport::is_folded")]
     pub write: DirReport,
-    /// Trims.
+    /// Trims (see `read`).
+    #[serde(default, skip_serializing_if = "DirReport::is_folded")]
     pub trim: DirReport,
+    /// Reads, writes and trims summed into one direction (fio's `mixed`,
+    /// with `unified_rw_reporting=mixed` or `both`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixed: Option<DirReport>,
     /// Syncs (fsync): count and latency.
     pub sync: SyncReport,
     /// Measured run time of the job, ms.
@@ -166,6 +174,51 @@ pub struct JobReport {
     pub timeseries: Vec<SeriesPoint>,
     /// The I/O engine used.
     pub ioengine: String,
+    /// The units of the job's text report (`kb_base`, `unit_base`,
+    /// `significant_figures`); drivelab-only, absent at fio's defaults.
+    #[serde(
+        default,
+        rename = "text_units",
+        skip_serializing_if = "TextUnits::is_default"
+    )]
+    pub text_units: TextUnits,
+    /// fio's trim block lifetime section is shown
+    /// (`block_error_percentiles`). fio counts a block's states and trim
+    /// cycles only once one of its trims has completed under the option,
+    /// and prints the section's heading and an all-zero states line while
+    /// none has; drivelab records no trim block lifetimes, so it prints
+    /// that. drivelab-only, absent without the option.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub block_error_percentiles: bool,
+}
+
+/// How the text report writes a job's figures, as fio's `kb_base`,
+/// `unit_base` and `significant_figures` ask.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TextUnits {
+    /// 1024: binary units first (the default); 1000: decimal first.
+    pub kb_base: u32,
+    /// Bandwidth in bits (`unit_base=1`), not bytes.
+    pub bits: bool,
+    /// Significant figures of IOPS, bandwidth and sizes (default 4).
+    pub sig_figs: u8,
+}
+
+impl Default for TextUnits {
+    fn default() -> Self {
+        TextUnits {
+            kb_base: 1024,
+            bits: false,
+            sig_figs: 4,
+        }
+    }
+}
+
+impl TextUnits {
+    /// Whether these are fio's defaults.
+    pub fn is_default(&self) -> bool {
+        *self == TextUnits::default()
+    }
 }
 
 impl JobReport {
@@ -323,6 +376,17 @@ pub struct DirReport {
     /// Latency from the intended issue time, ns (rate-limited runs only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lat_from_intended_ns: Option<LatReport>,
+    /// Summed into the job's `mixed` direction and left out of the JSON
+    /// (`unified_rw_reporting=mixed`).
+    #[serde(skip)]
+    pub folded: bool,
+}
+
+impl DirReport {
+    /// Whether the direction is folded into `mixed` (see `folded`).
+    pub fn is_folded(&self) -> bool {
+        self.folded
+    }
 }
 
 /// One I/O priority's completion latency (an entry of fio's `prios`).

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::model::{DirReport, JobReport, LatReport, OrderedMap, RunReport};
+use crate::model::{DirReport, JobReport, LatReport, OrderedMap, RunReport, TextUnits};
 
 /// Bandwidth as fio prints it: binary and decimal units side by side.
 pub fn bw_pair(bytes_per_s: f64) -> String {
@@ -70,6 +70,87 @@ pub fn fio_num(v: f64, base: f64, units: &[&str]) -> String {
     }
 }
 
+/// The unit fio's `num2str` appends (its `enum n2s_unit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum N2s {
+    /// A plain count (IOPS).
+    None,
+    /// Bytes.
+    Byte,
+    /// Bytes per second.
+    BytePerSec,
+    /// Bits per second (the value is bytes, multiplied by 8).
+    BitPerSec,
+}
+
+/// Decimal digits of `n`.
+fn digits(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |l| l as usize + 1)
+}
+
+/// fio 3.33's `num2str`: `num` divided by 1024 (`pow2`) or 1000 until it
+/// has at most `maxlen` digits (`significant_figures`), then the quotient
+/// with as many decimals of the last remainder as `maxlen` leaves room for
+/// (none when at most one is left, rounding up from half), the prefix
+/// (Ki, Mi… or k, M…) and the unit. The decimals are the remainder over
+/// the base printed with that many places; one that rounds to 1 adds one
+/// to the quotient (15.97 → "16.0").
+pub fn num2str(num: u64, maxlen: usize, pow2: bool, unit: N2s) -> String {
+    const SI: [&str; 6] = ["", "k", "M", "G", "T", "P"];
+    const IEC: [&str; 6] = ["", "Ki", "Mi", "Gi", "Ti", "Pi"];
+    let thousand: u64 = if pow2 { 1024 } else { 1000 };
+    let mut num = match unit {
+        N2s::BitPerSec => num.saturating_mul(8),
+        _ => num,
+    };
+    let unit = match unit {
+        N2s::None => "",
+        N2s::Byte => "B",
+        N2s::BytePerSec => "B/s",
+        N2s::BitPerSec => "bit/s",
+    };
+    let mut post = 0;
+    let mut last: Option<u64> = None;
+    while post < SI.len() && digits(num) > maxlen {
+        last = Some(num % thousand);
+        num /= thousand;
+        post += 1;
+    }
+    if post >= SI.len() {
+        post = 0;
+    }
+    let prefix = if pow2 { IEC[post] } else { SI[post] };
+    let Some(modulo) = last else {
+        return format!("{num}{prefix}{unit}");
+    };
+    let len = digits(num);
+    if maxlen <= len + 1 {
+        if modulo >= thousand / 2 {
+            num += 1;
+        }
+        return format!("{num}{prefix}{unit}");
+    }
+    let frac = format!("{:.*}", maxlen - len - 1, modulo as f64 / thousand as f64);
+    // "1.0": the remainder rounded up into the next whole number.
+    if frac.starts_with('1') {
+        num += 1;
+    }
+    format!("{num}.{}{prefix}{unit}", frac.get(2..).unwrap_or(""))
+}
+
+/// A rate or size in the job's units, the preferred form then the other
+/// one: "14.5MiB/s (15.2MB/s)"; bits with `unit_base=1`, decimal first
+/// with `kb_base=1000`.
+fn pair(v: u64, unit: N2s, u: &TextUnits) -> (String, String) {
+    let unit = match unit {
+        N2s::BytePerSec if u.bits => N2s::BitPerSec,
+        other => other,
+    };
+    let i2p = u.kb_base != 1000;
+    let n = usize::from(u.sig_figs);
+    (num2str(v, n, i2p, unit), num2str(v, n, !i2p, unit))
+}
+
 /// Bandwidth as fio prints it: "14.5MiB/s (15.2MB/s)".
 pub fn fio_bw(bytes_per_s: f64) -> String {
     format!(
@@ -85,14 +166,6 @@ pub fn fio_bw(bytes_per_s: f64) -> String {
             &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]
         )
     )
-}
-
-fn fio_bytes_bin(b: u64) -> String {
-    fio_num(b as f64, 1024.0, &["B", "KiB", "MiB", "GiB", "TiB", "PiB"])
-}
-
-fn fio_bytes_dec(b: u64) -> String {
-    fio_num(b as f64, 1000.0, &["B", "kB", "MB", "GB", "TB", "PB"])
 }
 
 /// fio's unit for a latency line: msec or usec once the figures are large
@@ -157,18 +230,19 @@ fn write_percentiles(out: &mut String, label: &str, l: &LatReport) {
     }
 }
 
-fn write_dir(out: &mut String, name: &str, d: &DirReport, zone_resets: u64) {
+fn write_dir(out: &mut String, name: &str, d: &DirReport, zone_resets: u64, u: &TextUnits) {
     // fio shows a direction that moved bytes (a cpuio or exec job's
-    // zero-byte "I/Os" show only in the distributions below).
-    if d.io_bytes == 0 {
+    // zero-byte "I/Os" show only in the distributions below), and not one
+    // folded into `mixed`.
+    if d.io_bytes == 0 || d.folded {
         return;
     }
+    let (bw, bw_alt) = pair(d.bw_bytes, N2s::BytePerSec, u);
+    let (io, _) = pair(d.io_bytes, N2s::Byte, u);
     let _ = writeln!(
         out,
-        "  {name}: IOPS={}, BW={}({}/{}msec){}",
-        fio_num(d.iops, 1000.0, &["", "k", "M", "G"]),
-        fio_bw(d.bw_bytes as f64),
-        fio_bytes_bin(d.io_bytes),
+        "  {name}: IOPS={}, BW={bw} ({bw_alt})({io}/{}msec){}",
+        num2str(d.iops as u64, usize::from(u.sig_figs), false, N2s::None),
         d.runtime,
         if name == "write" {
             format!("; {zone_resets} zone resets")
@@ -194,10 +268,20 @@ fn write_dir(out: &mut String, name: &str, d: &DirReport, zone_resets: u64) {
         write_lat(out, "    lat from intended issue", l);
     }
     if d.bw_samples > 0 {
+        // fio: the samples are KiB/s whatever the units, named kB under
+        // kb_base=1000, and divided once more above kb_base² ("MiB").
+        let kb = f64::from(u.kb_base);
+        let (mut min, mut max, mut mean, mut dev) =
+            (d.bw_min as f64, d.bw_max as f64, d.bw_mean, d.bw_dev);
+        let mut label = if u.kb_base == 1000 { "kB" } else { "KiB" };
+        if mean > kb * kb {
+            (min, max, mean, dev) = (min / kb, max / kb, mean / kb, dev / kb);
+            label = "MiB";
+        }
         let _ = writeln!(
             out,
-            "   bw (  KiB/s): min={:5}, max={:5}, per={:3.2}%, avg={:5.2}, stdev={:5.2}, samples={}",
-            d.bw_min, d.bw_max, d.bw_agg, d.bw_mean, d.bw_dev, d.bw_samples
+            "   bw ({label:>5}/s): min={:5}, max={:5}, per={:3.2}%, avg={mean:5.2}, stdev={dev:5.2}, samples={}",
+            min as u64, max as u64, d.bw_agg, d.bw_samples
         );
     }
     if d.iops_samples > 0 {
@@ -244,7 +328,8 @@ fn bs_range(j: &JobReport) -> String {
         sizes.iter().copied().min().unwrap_or(0),
         sizes.iter().copied().max().unwrap_or(0),
     );
-    let r = format!("{}-{}", fio_bytes_bin(lo), fio_bytes_bin(hi));
+    let b = |v: u64| pair(v, N2s::Byte, &j.text_units).0;
+    let r = format!("{}-{}", b(lo), b(hi));
     format!("(R) {r}, (W) {r}, (T) {r}")
 }
 
@@ -316,9 +401,13 @@ fn write_job(out: &mut String, j: &JobReport, time: &str) {
         let _ = writeln!(out, "  note: {n}");
     }
     let resets = j.zone_resets.unwrap_or(0);
-    write_dir(out, "read", &j.read, resets);
-    write_dir(out, "write", &j.write, resets);
-    write_dir(out, "trim", &j.trim, resets);
+    let u = &j.text_units;
+    write_dir(out, "read", &j.read, resets, u);
+    write_dir(out, "write", &j.write, resets, u);
+    write_dir(out, "trim", &j.trim, resets, u);
+    if let Some(m) = &j.mixed {
+        write_dir(out, "mixed", m, resets, u);
+    }
     if j.sync.total_ios > 0 {
         let _ = writeln!(out, "  sync: {} fsyncs", j.sync.total_ios);
         write_lat(out, "    sync", &j.sync.lat_ns);
@@ -363,6 +452,14 @@ fn write_job(out: &mut String, j: &JobReport, time: &str) {
         "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
         j.latency_target, j.latency_window, j.latency_percentile, j.latency_depth
     );
+    if j.block_error_percentiles {
+        // fio's section before any trim block has a state (see the field).
+        let _ = writeln!(out, "  block lifetime percentiles :");
+        let _ = writeln!(
+            out,
+            "   |        states               : unwritten=0, trimmed=0, written=0, trim failure=0, write failure=0"
+        );
+    }
     if let Some(ss) = &j.steadystate {
         let _ = writeln!(out, "{}", steadystate_line(ss));
     }
@@ -403,45 +500,45 @@ fn write_groups(out: &mut String, jobs: &[JobReport]) {
     groups.dedup();
     for g in groups {
         let _ = writeln!(out, "\nRun status group {g} (all jobs):");
-        for (name, pick) in [("READ", 0usize), ("WRITE", 1), ("TRIM", 2)] {
-            let dirs: Vec<&DirReport> = jobs
+        let members: Vec<&JobReport> = jobs.iter().filter(|j| j.groupid == g).collect();
+        // fio takes a group's units from its jobs (all alike in practice).
+        let u = members.first().map(|j| j.text_units).unwrap_or_default();
+        for (name, pick) in [("READ", 0usize), ("WRITE", 1), ("TRIM", 2), ("MIXED", 3)] {
+            let dirs: Vec<&DirReport> = members
                 .iter()
-                .filter(|j| j.groupid == g)
-                .map(|j| match pick {
-                    0 => &j.read,
-                    1 => &j.write,
-                    _ => &j.trim,
+                .filter_map(|j| match pick {
+                    0 => Some(&j.read),
+                    1 => Some(&j.write),
+                    2 => Some(&j.trim),
+                    _ => j.mixed.as_ref(),
                 })
-                .filter(|d| d.io_bytes > 0)
+                .filter(|d| d.io_bytes > 0 && !d.folded)
                 .collect();
-            if dirs.is_empty() {
-                continue;
+            if !dirs.is_empty() {
+                write_group_line(out, name, &dirs, &u);
             }
-            let bytes: u64 = dirs.iter().map(|d| d.io_bytes).sum();
-            let run_min = dirs.iter().map(|d| d.runtime).min().unwrap_or(0);
-            let run_max = dirs.iter().map(|d| d.runtime).max().unwrap_or(0);
-            let agg = if run_max > 0 {
-                bytes as f64 * 1000.0 / run_max as f64
-            } else {
-                0.0
-            };
-            let bw_min = dirs.iter().map(|d| d.bw_bytes).min().unwrap_or(0) as f64;
-            let bw_max = dirs.iter().map(|d| d.bw_bytes).max().unwrap_or(0) as f64;
-            let bin = |v: f64| fio_num(v, 1024.0, &["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"]);
-            let dec = |v: f64| fio_num(v, 1000.0, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]);
-            let _ = writeln!(
-                out,
-                "{name:>7}: bw={}, {}-{} ({}-{}), io={} ({}), run={run_min}-{run_max}msec",
-                fio_bw(agg),
-                bin(bw_min),
-                bin(bw_max),
-                dec(bw_min),
-                dec(bw_max),
-                fio_bytes_bin(bytes),
-                fio_bytes_dec(bytes)
-            );
         }
     }
+}
+
+/// One "   READ: bw=…" line of a group: the group's bandwidth (its bytes
+/// over its longest runtime), the slowest and fastest job, the bytes moved
+/// and the shortest and longest runtime.
+fn write_group_line(out: &mut String, name: &str, dirs: &[&DirReport], u: &TextUnits) {
+    let bytes: u64 = dirs.iter().map(|d| d.io_bytes).sum();
+    let run_min = dirs.iter().map(|d| d.runtime).min().unwrap_or(0);
+    let run_max = dirs.iter().map(|d| d.runtime).max().unwrap_or(0);
+    let agg = (bytes * 1000).checked_div(run_max).unwrap_or(0);
+    let bw_min = dirs.iter().map(|d| d.bw_bytes).min().unwrap_or(0);
+    let bw_max = dirs.iter().map(|d| d.bw_bytes).max().unwrap_or(0);
+    let (agg, agg_alt) = pair(agg, N2s::BytePerSec, u);
+    let (min, min_alt) = pair(bw_min, N2s::BytePerSec, u);
+    let (max, max_alt) = pair(bw_max, N2s::BytePerSec, u);
+    let (io, io_alt) = pair(bytes, N2s::Byte, u);
+    let _ = writeln!(
+        out,
+        "{name:>7}: bw={agg} ({agg_alt}), {min}-{max} ({min_alt}-{max_alt}), io={io} ({io_alt}), run={run_min}-{run_max}msec"
+    );
 }
 
 /// Render the whole report: each job's header line, each job's results,
@@ -571,9 +668,50 @@ mod tests {
         assert_eq!(fio_bw(4_010_069.0), "3916KiB/s (4010kB/s)");
         assert_eq!(fio_num(3723.4, 1000.0, &["", "k"]), "3723");
         assert_eq!(fio_num(12_345.0, 1000.0, &["", "k"]), "12.3k");
-        assert_eq!(fio_bytes_bin(4096), "4096B");
-        assert_eq!(fio_bytes_bin(65536), "64.0KiB");
-        assert_eq!(fio_bytes_bin(131_072), "128KiB");
+        let b = |v| num2str(v, 4, true, N2s::Byte);
+        assert_eq!(b(4096), "4096B");
+        assert_eq!(b(65536), "64.0KiB");
+        assert_eq!(b(131_072), "128KiB");
+    }
+
+    /// Figures fio 3.33 printed for these values under kb_base,
+    /// unit_base and significant_figures.
+    #[test]
+    fn units_and_figures_are_fios() {
+        let u = |kb_base, bits, sig_figs| TextUnits {
+            kb_base,
+            bits,
+            sig_figs,
+        };
+        // BW=16.0Mibit/s (16.7Mbit/s) at 2,093,056 B/s (4088 KiB in 2002 ms).
+        let bw = 4088 * 1024 * 1000 / 2002;
+        assert_eq!(
+            pair(bw, N2s::BytePerSec, &u(1024, true, 4)),
+            ("16.0Mibit/s".to_string(), "16.7Mbit/s".to_string())
+        );
+        // kb_base=1000: "BW=1999kB/s (1952KiB/s)(4000kB/2001msec)".
+        let bw = 4_000_000 * 1000 / 2001;
+        assert_eq!(
+            pair(bw, N2s::BytePerSec, &u(1000, false, 4)),
+            ("1999kB/s".to_string(), "1952KiB/s".to_string())
+        );
+        assert_eq!(pair(4_000_000, N2s::Byte, &u(1000, false, 4)).0, "4000kB");
+        // significant_figures=6: "BW=2049.0KiB/s (2098.1kB/s)(4100.0KiB/…)".
+        let bw = 4_198_400 * 1000 / 2001;
+        assert_eq!(
+            pair(bw, N2s::BytePerSec, &u(1024, false, 6)),
+            ("2049.0KiB/s".to_string(), "2098.1kB/s".to_string())
+        );
+        assert_eq!(
+            pair(4_198_400, N2s::Byte, &u(1024, false, 6)).0,
+            "4100.0KiB"
+        );
+        // significant_figures=2: "IOPS=10k", "bs=(R) 4KiB-4KiB", "(2MiB/…)".
+        assert_eq!(num2str(10_100, 2, false, N2s::None), "10k");
+        assert_eq!(pair(4096, N2s::Byte, &u(1024, false, 2)).0, "4KiB");
+        assert_eq!(pair(2_031_616, N2s::Byte, &u(1024, false, 2)).0, "2MiB");
+        // A remainder that rounds to 1 carries into the quotient.
+        assert_eq!(num2str(15 * 1024 + 1000, 4, true, N2s::Byte), "16.0KiB");
     }
 
     #[test]

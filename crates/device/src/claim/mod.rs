@@ -48,6 +48,7 @@ pub mod input;
 pub mod loopdev;
 pub mod output;
 pub mod safety;
+pub mod scheduler;
 pub mod watch;
 
 use std::fs::{self, File, OpenOptions};

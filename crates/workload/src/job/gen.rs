@@ -44,6 +44,12 @@ pub struct GenConfig {
     pub seq_delta: i64,
     /// Sequential I/Os per random offset (`rw=randread:8`); 1 = every I/O random.
     pub seq_run: u32,
+    /// `rw_sequencer=identical`: the I/Os of a run repeat its random
+    /// offset instead of following it.
+    pub identical: bool,
+    /// `bs_unaligned` with `bsrange=MIN-MAX`: each I/O's size is any byte
+    /// count from MIN to MAX (the lines' sizes give the rest of the mix).
+    pub unaligned: Option<(u64, u64)>,
     /// fio's `zonemode=strided` (one target only).
     pub strided: Option<Strided>,
     /// Which target each I/O goes to (`file_service_type`).
@@ -136,6 +142,8 @@ pub struct Generator {
     rng: Rng,
     seq_delta: i64,
     seq_run: u32,
+    identical: bool,
+    unaligned: Option<(u64, u64)>,
     strided: Option<Strided>,
     /// The zone (strided): its start, and the bytes transferred in it.
     zone: (u64, u64),
@@ -252,6 +260,8 @@ impl Generator {
             rng: Rng::new(cfg.seed),
             seq_delta: cfg.seq_delta,
             seq_run: cfg.seq_run.max(1),
+            identical: cfg.identical,
+            unaligned: cfg.unaligned.filter(|(lo, hi)| lo <= hi && *lo > 0),
             strided: cfg.strided.filter(|z| z.size > 0 && z.range > 0),
             zone: (cfg.regions[0].start, 0),
             zone_map: None,
@@ -289,7 +299,7 @@ impl Generator {
                 (li, read, random)
             }
         };
-        let size = self.lines[li].size;
+        let size = self.size_of(li);
         let picked = match self.open.as_mut() {
             Some(o) => o.pick(&mut self.rng, size),
             None => Ok(0),
@@ -308,11 +318,21 @@ impl Generator {
     pub fn next_io(&mut self) -> IoDesc {
         let li = self.which.draw(&mut self.rng) as usize;
         let line = &mut self.lines[li];
-        let size = line.size;
         let read = line.reads.draw(&mut self.rng) == 1;
         let random = line.randoms.draw(&mut self.rng) == 1;
+        let size = self.size_of(li);
         let t = self.files.pick(&mut self.rng, size);
         self.io_on(t, size, read, random)
+    }
+
+    /// The size of the next I/O of line `li`: the line's, or under
+    /// `bs_unaligned` any byte count of the range.
+    #[inline(always)]
+    fn size_of(&mut self, li: usize) -> u64 {
+        match self.unaligned {
+            None => self.lines[li].size,
+            Some((lo, hi)) => lo + self.rng.below(hi - lo + 1),
+        }
     }
 
     /// The I/O of `size` bytes on target `t`.
@@ -325,15 +345,19 @@ impl Generator {
         let offset = if random {
             let ts = &mut self.targets[t];
             if ts.run.0 > 0 && ts.run.1 + size <= ts.region.end {
-                // rw=randread:N: continue sequentially from the random offset.
+                // rw=randread:N: continue sequentially from the random
+                // offset (rw_sequencer=identical: repeat it).
                 ts.run.0 -= 1;
                 let off = ts.run.1;
-                ts.run.1 += size;
+                if !self.identical {
+                    ts.run.1 += size;
+                }
                 off
             } else {
                 let off = self.random_offset(t, size);
                 let ts = &mut self.targets[t];
-                ts.run = (self.seq_run - 1, off + size);
+                let next = if self.identical { off } else { off + size };
+                ts.run = (self.seq_run - 1, next);
                 off
             }
         } else {
@@ -504,6 +528,8 @@ mod tests {
             seed: 1,
             seq_delta: 0,
             seq_run: 1,
+            identical: false,
+            unaligned: None,
             strided: None,
         }
     }

@@ -52,6 +52,12 @@ pub struct JobConfig {
     pub targets: usize,
     /// Per-direction caps (`rate`, `rate_iops=R,W`, `rate_process`).
     pub pace: crate::job::rate::RateConfig,
+    /// An I/O waits while one it overlaps is in flight
+    /// (`serialize_overlap`).
+    pub serialize_overlap: bool,
+    /// Per-direction minimums checked per window (`ratemin`,
+    /// `rate_iops_min`, `rate_cycle`); None: none.
+    pub min_rate: Option<crate::job::rate::MinRate>,
     /// Content of written blocks (`verify`); None: buffers filled once.
     pub verify: Option<crate::job::types::Content>,
     /// Check each read against `verify` (`do_verify` on a reading job).
@@ -119,6 +125,15 @@ pub struct Think {
     pub spin_ns: u64,
     /// I/Os between pauses (`thinktime_blocks`), at least 1.
     pub blocks: u32,
+    /// `blocks` counts completed I/Os (`thinktime_blocks_type=complete`),
+    /// else issued ones.
+    pub on_completion: bool,
+    /// Think after this long doing I/O, ns (`thinktime_iotime`); 0: not.
+    pub iotime_ns: u64,
+    /// Whether `blocks` brings a pause (not with `thinktime_iotime` alone).
+    pub by_blocks: bool,
+    /// The rate's clock runs on through a pause (`rate_ignore_thinktime`).
+    pub rate_ignore: bool,
 }
 
 /// The longest the job loop waits for a deadline before looking at the
@@ -154,6 +169,13 @@ struct JobDriver<'a, const FILL: bool> {
     pacer: Option<crate::job::rate::Pacer>,
     pending: Option<IoDesc>,
     verify_failure: Option<String>,
+    /// The `min_rate` check's open window.
+    min_rate: crate::job::rate::MinRateCheck,
+    /// Under `serialize_overlap`: the (target, start, end) of the reads,
+    /// writes and trims in flight, and an I/O held back until the one it
+    /// overlaps completes (with its due time).
+    in_flight: Vec<(u32, u64, u64)>,
+    overlap_held: Option<(IoDesc, Option<u64>)>,
     gen: Generator,
     rated: bool,
     dirs: [DirStats; 4],
@@ -168,8 +190,13 @@ struct JobDriver<'a, const FILL: bool> {
     issued_ios: u64,
     /// Reads, writes and trims issued since the last think time.
     think_issued: u32,
-    /// The current think time ends at this monotonic time, ns.
-    think_until: Option<u64>,
+    /// Reads, writes and trims completed since the last think time.
+    think_done: u32,
+    /// The current think time: (its start, its end), monotonic ns.
+    think_until: Option<(u64, u64)>,
+    /// When the job last started doing I/O after thinking (or at all),
+    /// monotonic ns; for `thinktime_iotime`.
+    think_io_since: Option<u64>,
     writes_since_sync: u32,
     last_write_target: u32,
     errors: Vec<IoFailure>,
@@ -326,14 +353,30 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     #[inline]
     fn thinking(&mut self, now: u64, inflight: u32) -> Option<Next> {
         let t = self.cfg.think?;
-        if let Some(end) = self.think_until {
+        if let Some((start, end)) = self.think_until {
             if now < end {
                 return Some(Next::At(end));
             }
             self.think_until = None;
+            self.think_io_since = Some(now);
+            // rate_ignore_thinktime: the rate's schedule moves on by the
+            // pause, so nothing held back is issued at once after it.
+            if t.rate_ignore {
+                if let Some(p) = self.pacer.as_mut() {
+                    p.shift(end - start);
+                }
+            }
             return None;
         }
-        if self.think_issued < t.blocks {
+        let since = *self.think_io_since.get_or_insert(now);
+        let counted = if t.on_completion {
+            self.think_done
+        } else {
+            self.think_issued
+        };
+        let by_time = t.iotime_ns > 0 && now.saturating_sub(since) >= t.iotime_ns;
+        let by_blocks = t.by_blocks && counted >= t.blocks;
+        if !(by_time || by_blocks) {
             return None;
         }
         if inflight > 0 {
@@ -341,9 +384,10 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             return Some(Next::Idle);
         }
         self.think_issued = 0;
+        self.think_done = 0;
         // Never past the job's runtime (fio cuts the pause at its end too).
         let end = (now + t.ns).min(self.deadline.unwrap_or(u64::MAX));
-        self.think_until = Some(end);
+        self.think_until = Some((now, end));
         Some(Next::At(end))
     }
 
@@ -487,6 +531,9 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         if self.fatal || self.verify_failure.is_some() {
             return Next::Done;
         }
+        if let Some((io, due)) = self.overlap_held.take() {
+            return self.issue(io, due, buf);
+        }
         if self.lat.is_some() {
             if let Some(n) = self.lat_gate(now, inflight) {
                 return n;
@@ -582,6 +629,19 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     /// Account a generated I/O as issued (and fill its buffer under verify).
     #[inline]
     fn issue(&mut self, io: IoDesc, due: Option<u64>, buf: &mut [u8]) -> Next {
+        if self.cfg.serialize_overlap && !io.op.is_sync() {
+            let (start, end) = (io.offset, io.offset + u64::from(io.len));
+            let overlaps = self
+                .in_flight
+                .iter()
+                .any(|&(t, s, e)| t == io.target && s < end && start < e);
+            if overlaps {
+                // fio's serialize_overlap: wait for completions, then again.
+                self.overlap_held = Some((io, due));
+                return Next::Idle;
+            }
+            self.in_flight.push((io.target, start, end));
+        }
         if io.op == Op::Write {
             self.writes_since_sync += 1;
             self.last_write_target = io.target;
@@ -746,6 +806,13 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
             if let Some(o) = self.gen.open_set() {
                 o.completed(io.target as usize);
             }
+            self.think_done = self.think_done.saturating_add(1);
+            if self.cfg.serialize_overlap {
+                let r = (io.target, io.offset, io.offset + u64::from(io.len));
+                if let Some(i) = self.in_flight.iter().position(|&x| x == r) {
+                    self.in_flight.swap_remove(i);
+                }
+            }
         }
         if d.result == 0 && !io.op.is_sync() && self.stream_ended() {
             return After::Release;
@@ -890,6 +957,15 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
                 return true;
             }
         }
+        if let (Some(m), true) = (self.cfg.min_rate, self.measuring) {
+            let d = &self.dirs;
+            let bytes = [d[0].bytes, d[1].bytes + d[2].bytes];
+            let ios = [d[0].ios, d[1].ios + d[2].ios];
+            let since = now.saturating_sub(self.meas_start);
+            if let Some(e) = self.min_rate.check(&m, since, bytes, ios) {
+                self.verify_failure = Some(e);
+            }
+        }
         let searched = (self.lat.is_some() || self.cfg.steady.is_some()) && self.searches_done(now);
         let time_up = self.deadline.is_some_and(|d| now >= d);
         let budget_done = self.budget_spent() && self.pending.is_none();
@@ -999,6 +1075,9 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
             pacer,
             pending: None,
             verify_failure: None,
+            min_rate: Default::default(),
+            in_flight: Vec::new(),
+            overlap_held: None,
             gen,
             rated,
             dirs: std::array::from_fn(|_| DirStats::new(rated)),
@@ -1012,7 +1091,9 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
             issued_bytes: 0,
             issued_ios: 0,
             think_issued: 0,
+            think_done: 0,
             think_until: None,
+            think_io_since: None,
             writes_since_sync: 0,
             last_write_target: 0,
             errors: Vec::new(),
@@ -1235,19 +1316,44 @@ mod tests {
     }
 
     #[test]
-    fn thinktime_blocks_caps_the_depth() {
-        // Depth 8 but a pause after every 2 I/Os: 2 in flight at most.
+    fn thinktime_blocks_of_issued_ios_caps_the_depth() {
+        // Depth 8 but a pause after every 2 I/Os issued: 2 in flight at most.
         let o = run_null(&[
             ("size", "64k"),
             ("iodepth", "8"),
             ("thinktime", "100"),
             ("thinktime_blocks", "2"),
+            ("thinktime_blocks_type", "issue"),
         ]);
         assert_eq!(ios(&o), 16);
         // I/Os by the depth they were queued at: 1, 2-3, 4-7, …
         let level = o.samples.depth.level;
         assert!(level[1] > 0, "{level:?}");
         assert_eq!(level[2..].iter().sum::<u64>(), 0, "{level:?}");
+    }
+
+    #[test]
+    fn serialize_overlap_keeps_overlapping_ios_out_of_flight_together() {
+        // Two 4 KiB blocks, depth 8, random writes with no map: without the
+        // option up to 8 in flight, with it at most 2 (one per block).
+        let opts = |so: &'static str| {
+            [
+                ("size", "8k"),
+                ("bs", "4k"),
+                ("rw", "randwrite"),
+                ("norandommap", "1"),
+                ("iodepth", "8"),
+                ("time_based", "1"),
+                ("runtime", "100ms"),
+                ("serialize_overlap", so),
+            ]
+        };
+        let deep = |o: &JobOutcome| o.samples.depth.level[2..].iter().sum::<u64>();
+        let o = run_null(&opts("0"));
+        assert!(deep(&o) > 0, "{:?}", o.samples.depth.level);
+        let o = run_null(&opts("1"));
+        assert!(ios(&o) > 100, "{}", ios(&o));
+        assert_eq!(deep(&o), 0, "{:?}", o.samples.depth.level);
     }
 
     #[test]

@@ -81,6 +81,14 @@ impl Pacer {
         Some(*self.next[d].get_or_insert(now))
     }
 
+    /// Move every direction's schedule on by `ns` (a pause the rate
+    /// ignores, fio's `rate_ignore_thinktime`).
+    pub fn shift(&mut self, ns: u64) {
+        for n in self.next.iter_mut().flatten() {
+            *n += ns;
+        }
+    }
+
     /// Account an issued I/O: move its direction's clock on by one gap.
     pub fn advance(&mut self, op: Op, len: u32) {
         let Some(d) = dir(op) else { return };
@@ -99,9 +107,103 @@ impl Pacer {
     }
 }
 
+/// fio's `ratemin`, `rate_iops_min` and `rate_cycle`, checked while the
+/// job runs as fio's check_min_rate does: after a 2 s settling time from
+/// the start of measurement, the first check sets a baseline, and every
+/// `rate_cycle` after it each direction that has moved data must have
+/// done at least its minimum over the window, or the job ends with the
+/// failure fio prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MinRate {
+    /// Smallest bandwidth, bytes/s, read and write/trim (0: none).
+    pub bytes: [u64; 2],
+    /// Smallest IOPS, read and write/trim (0: none).
+    pub iops: [u64; 2],
+    /// The window, ns (`rate_cycle`, 1000 ms by default).
+    pub cycle_ns: u64,
+}
+
+/// fio's settling time before the first check.
+const SETTLE_NS: u64 = 2_000_000_000;
+
+/// The state of a [`MinRate`] check: the baseline (time, bytes and I/Os
+/// per direction) of the open window.
+#[derive(Debug, Clone, Default)]
+pub struct MinRateCheck {
+    base: Option<(u64, [u64; 2], [u64; 2])>,
+}
+
+impl MinRateCheck {
+    /// Check at `since_start` ns of measurement with the direction totals
+    /// `bytes` and `ios` (read, write/trim): the failure in fio's words, or
+    /// None.
+    pub fn check(
+        &mut self,
+        m: &MinRate,
+        since_start: u64,
+        bytes: [u64; 2],
+        ios: [u64; 2],
+    ) -> Option<String> {
+        if since_start < SETTLE_NS {
+            return None;
+        }
+        let Some((t, b0, i0)) = self.base else {
+            self.base = Some((since_start, bytes, ios));
+            return None;
+        };
+        let spent = since_start - t;
+        if spent < m.cycle_ns.max(1) {
+            return None;
+        }
+        for d in 0..2 {
+            if bytes[d] == 0 {
+                continue;
+            }
+            let per_s = |n: u64, n0: u64| {
+                (n.saturating_sub(n0) as u128 * 1_000_000_000 / u128::from(spent)) as u64
+            };
+            let rate = per_s(bytes[d], b0[d]);
+            if m.bytes[d] > 0 && rate < m.bytes[d] {
+                return Some(format!("rate_min={}B/s not met, got {rate}B/s", m.bytes[d]));
+            }
+            let iops = per_s(ios[d], i0[d]);
+            if m.bytes[d] == 0 && m.iops[d] > 0 && iops < m.iops[d] {
+                return Some(format!(
+                    "rate_iops_min={} not met, got {iops} IOPS",
+                    m.iops[d]
+                ));
+            }
+        }
+        self.base = Some((since_start, bytes, ios));
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_minimum_is_checked_per_cycle_after_the_settling_time() {
+        let m = MinRate {
+            bytes: [1_000_000, 0],
+            iops: [0, 0],
+            cycle_ns: 500_000_000,
+        };
+        let mut c = MinRateCheck::default();
+        // Nothing before 2 s, then the baseline.
+        assert_eq!(c.check(&m, 1_000_000_000, [1, 0], [1, 0]), None);
+        assert_eq!(c.check(&m, 2_000_000_000, [2_000_000, 0], [10, 0]), None);
+        // 600 kB in the next 500 ms: 1.2 MB/s, met; the window moves on.
+        assert_eq!(c.check(&m, 2_400_000_000, [2_100_000, 0], [11, 0]), None);
+        assert_eq!(c.check(&m, 2_500_000_000, [2_600_000, 0], [12, 0]), None);
+        // 250 kB in the next 500 ms: 500 kB/s.
+        let e = c.check(&m, 3_000_000_000, [2_850_000, 0], [13, 0]);
+        assert_eq!(
+            e.as_deref(),
+            Some("rate_min=1000000B/s not met, got 500000B/s")
+        );
+    }
 
     #[test]
     fn byte_cap_spaces_ios_by_their_size() {

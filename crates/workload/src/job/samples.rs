@@ -83,6 +83,12 @@ pub struct RateSampler {
     pub bw: [SampleStat; 3],
     /// IOPS samples per direction.
     pub iops: [SampleStat; 3],
+    /// Bandwidth samples of the three directions together, KiB/s (fio's
+    /// samples under `unified_rw_reporting`): a window in which any
+    /// direction moved adds one.
+    pub mixed_bw: SampleStat,
+    /// IOPS samples of the three directions together.
+    pub mixed_iops: SampleStat,
 }
 
 impl RateSampler {
@@ -96,6 +102,8 @@ impl RateSampler {
             ios: [0; 3],
             bw: Default::default(),
             iops: Default::default(),
+            mixed_bw: SampleStat::default(),
+            mixed_iops: SampleStat::default(),
         }
     }
 
@@ -126,6 +134,11 @@ impl RateSampler {
             self.iops[d].record(iops);
             *slot = Some((bw, iops));
         }
+        let (bytes, ios): (u64, u64) = (self.bytes.iter().sum(), self.ios.iter().sum());
+        if bytes > 0 || ios > 0 {
+            self.mixed_bw.record(bytes * 1000 / spent_ms / 1024);
+            self.mixed_iops.record(ios * 1000 / spent_ms);
+        }
         self.bytes = [0; 3];
         self.ios = [0; 3];
         let end_ms = self.next_ns / 1_000_000;
@@ -146,6 +159,8 @@ impl RateSampler {
             self.bw[d].merge(&o.bw[d]);
             self.iops[d].merge(&o.iops[d]);
         }
+        self.mixed_bw.merge(&o.mixed_bw);
+        self.mixed_iops.merge(&o.mixed_iops);
     }
 }
 

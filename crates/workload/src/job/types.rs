@@ -221,6 +221,9 @@ pub struct Content {
 pub struct ZbdJob {
     /// The target's zone size, bytes.
     pub zone_size: u64,
+    /// The writable bytes of each emulated zone (`zonecapacity`; the zone
+    /// size without it).
+    pub zone_capacity: u64,
     /// The target's zoned model (None: zones emulated from `zonesize`).
     pub model: Model,
     /// The open-zone limit shared by every job on the target (0: none).

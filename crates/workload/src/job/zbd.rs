@@ -63,6 +63,11 @@ pub struct ZbdOptions {
     pub reset_frequency: f64,
     /// `read_beyond_wp`.
     pub read_beyond_wp: bool,
+    /// `zonecapacity`: the writable bytes of each emulated zone (0: the
+    /// zone size).
+    pub zone_capacity: u64,
+    /// `ignore_zone_limits`: the device's open-zone limit is not applied.
+    pub ignore_limits: bool,
     /// Sizes given in zones: size, io_size, offset, offset_increment.
     pub in_zones: [Option<u64>; 4],
 }
@@ -124,6 +129,20 @@ impl ZbdOptions {
             "0",
             "zonemode=zbd: read sequential zones past their write pointers"
         ),
+        opt!(
+            "zonecapacity",
+            [],
+            Size,
+            "0",
+            "zonemode=zbd with zones emulated from zonesize: the bytes of each zone that take writes, from its start (0: all of it); a zoned device's zones have their own"
+        ),
+        opt!(
+            "ignore_zone_limits",
+            [],
+            Bool,
+            "0",
+            "zonemode=zbd: leave the device's own open-zone limit out (max_open_zones, if given, still applies)"
+        ),
     ];
 }
 
@@ -169,6 +188,14 @@ impl crate::spec::family::OptionFamily for ZbdOptions {
                 }
                 _ => Err(bad(key, v, "0 or 1")),
             },
+            "zonecapacity" => {
+                self.zone_capacity = crate::spec::size::parse_bytes(key, v)?;
+                Ok(())
+            }
+            "ignore_zone_limits" => {
+                self.ignore_limits = crate::spec::value::parse_flag(key, v)?;
+                Ok(())
+            }
             _ => Err(SpecError::Invalid(format!("{key} is not a zone option"))),
         }
     }
@@ -314,17 +341,30 @@ pub fn plan_job(
             spec.max_bs()
         )));
     }
-    if spec.zbd.job_max_open_zones > 0
-        && spec.zbd.max_open_zones == 0
-        && device_limit(paths[0], model) == 0
-    {
+    // ignore_zone_limits: as if the device set none.
+    let dev_limit = if spec.zbd.ignore_limits {
+        0
+    } else {
+        device_limit(paths[0], model)
+    };
+    if spec.zbd.zone_capacity > 0 && model != Model::None {
+        return Err(invalid(
+            "zonecapacity sets the capacity of emulated zones (zonesize on a target that is not zoned); a zoned device's zones have their own: drop zonecapacity".to_string(),
+        ));
+    }
+    if spec.zbd.zone_capacity > zone_size {
+        return Err(invalid(format!(
+            "zonecapacity {} is larger than the zone size {zone_size}",
+            spec.zbd.zone_capacity
+        )));
+    }
+    if spec.zbd.job_max_open_zones > 0 && spec.zbd.max_open_zones == 0 && dev_limit == 0 {
         return Err(invalid(
             "job_max_open_zones needs a global open-zone limit (max_open_zones or the device's)"
                 .to_string(),
         ));
     }
-    let max_open = resolve_max_open(spec.zbd.max_open_zones, device_limit(paths[0], model))
-        .map_err(&invalid)?;
+    let max_open = resolve_max_open(spec.zbd.max_open_zones, dev_limit).map_err(&invalid)?;
     for r in regions.iter_mut() {
         if !writes {
             continue;
@@ -342,6 +382,10 @@ pub fn plan_job(
     }
     Ok(Some(ZbdJob {
         zone_size,
+        zone_capacity: match spec.zbd.zone_capacity {
+            0 => zone_size,
+            c => c,
+        },
         model,
         max_open_zones: max_open,
         job_max_open_zones: spec.zbd.job_max_open_zones,
@@ -512,15 +556,16 @@ impl ZoneSet {
         s
     }
 
-    /// Zones made up on a target that is not zoned: all sequential, empty.
-    pub fn emulated(size: u64, zone_size: u64, max_open: u32) -> ZoneSet {
+    /// Zones made up on a target that is not zoned: all sequential, empty,
+    /// `(size, capacity)` each (`zonecapacity`).
+    pub fn emulated(size: u64, (zone_size, capacity): (u64, u64), max_open: u32) -> ZoneSet {
         let n = size.div_ceil(zone_size);
         let report: Vec<zoned::Zone> = (0..n)
             .map(|i| zoned::Zone {
                 start: i * zone_size,
                 len: zone_size,
                 wp: i * zone_size,
-                capacity: zone_size,
+                capacity: capacity.min(zone_size),
                 kind: zoned::ZoneType::SeqRequired,
                 cond: ZoneCond::Empty,
             })
@@ -877,6 +922,19 @@ impl JobZones {
                         io.len, s.zone_size
                     ));
                 }
+                // fio: a sequential write past a zone's capacity (an
+                // emulated zone under zonecapacity) goes on at the next.
+                let z = &s.zones[zi];
+                if !self.cfg.random && z.cap_end() < z.end && io.offset >= z.cap_end() {
+                    if z.end >= self.region.end {
+                        return Adjust::Eof;
+                    }
+                    io.offset = z.end;
+                    zi = s.idx(io.offset);
+                    if self.busy(&s, zi) {
+                        return Adjust::Wait;
+                    }
+                }
                 if !self.try_open(&mut s, zi) {
                     zi = match self.open_zone_for(&mut s, io.offset, inflight) {
                         Ok(z) => z,
@@ -1134,7 +1192,7 @@ pub fn open_set(
     path: &std::path::Path,
 ) -> std::io::Result<SharedZones> {
     let set = if cfg.model == Model::None {
-        ZoneSet::emulated(size, cfg.zone_size, cfg.max_open_zones)
+        ZoneSet::emulated(size, (cfg.zone_size, cfg.zone_capacity), cfg.max_open_zones)
     } else {
         let writer = claim.map(ZoneWriter::from_claim).transpose()?;
         let n = size.div_ceil(cfg.zone_size) as usize;
@@ -1204,6 +1262,7 @@ mod tests {
     fn cfg(max_open: u32, random: bool) -> ZbdJob {
         ZbdJob {
             zone_size: Z,
+            zone_capacity: Z,
             model: Model::None,
             max_open_zones: max_open,
             job_max_open_zones: 0,
@@ -1250,7 +1309,7 @@ mod tests {
 
     #[test]
     fn writes_go_to_the_write_pointer_in_order() {
-        let set = Arc::new(Mutex::new(ZoneSet::emulated(8 * Z, Z, 0)));
+        let set = Arc::new(Mutex::new(ZoneSet::emulated(8 * Z, (Z, Z), 0)));
         let mut j = job(&set, cfg(0, true), 1, (0, 8));
         // Random offsets in zone 3: written at its write pointer, in order.
         let a = issue(&mut j, w(3 * Z + (512 << 10), 65536));
@@ -1263,7 +1322,7 @@ mod tests {
 
     #[test]
     fn max_open_zones_holds_and_full_zones_close() {
-        let set = Arc::new(Mutex::new(ZoneSet::emulated(8 * Z, Z, 2)));
+        let set = Arc::new(Mutex::new(ZoneSet::emulated(8 * Z, (Z, Z), 2)));
         let mut j = job(&set, cfg(2, true), 1, (0, 8));
         let mut zones = std::collections::BTreeSet::new();
         for k in 0..8u64 {
@@ -1286,7 +1345,7 @@ mod tests {
 
     #[test]
     fn a_full_zone_is_reset_before_it_is_written_again() {
-        let set = Arc::new(Mutex::new(ZoneSet::emulated(Z, Z, 0)));
+        let set = Arc::new(Mutex::new(ZoneSet::emulated(Z, (Z, Z), 0)));
         let mut j = job(&set, cfg(0, false), 1, (0, 1));
         for k in 0..16u64 {
             assert_eq!(issue(&mut j, w(0, 65536)).offset, k * 65536);
@@ -1303,7 +1362,7 @@ mod tests {
 
     #[test]
     fn the_threshold_resets_every_nth_write_past_it() {
-        let set = Arc::new(Mutex::new(ZoneSet::emulated(4 * Z, Z, 0)));
+        let set = Arc::new(Mutex::new(ZoneSet::emulated(4 * Z, (Z, Z), 0)));
         let mut c = cfg(0, true);
         c.reset_threshold = 0.25;
         c.reset_frequency = 0.25;
@@ -1325,7 +1384,7 @@ mod tests {
 
     #[test]
     fn reads_stay_below_the_write_pointer() {
-        let set = Arc::new(Mutex::new(ZoneSet::emulated(4 * Z, Z, 0)));
+        let set = Arc::new(Mutex::new(ZoneSet::emulated(4 * Z, (Z, Z), 0)));
         let mut wj = job(&set, cfg(0, false), 1, (0, 4));
         for _ in 0..3 {
             issue(&mut wj, w(2 * Z, 65536));
@@ -1355,7 +1414,7 @@ mod tests {
 
     #[test]
     fn a_zone_with_another_jobs_io_in_flight_waits() {
-        let set = Arc::new(Mutex::new(ZoneSet::emulated(Z, Z, 0)));
+        let set = Arc::new(Mutex::new(ZoneSet::emulated(Z, (Z, Z), 0)));
         let mut a = job(&set, cfg(0, false), 1, (0, 1));
         let mut b = job(&set, cfg(0, false), 2, (0, 1));
         let Adjust::Issue(x) = a.adjust(w(0, 65536), 0) else {
@@ -1383,7 +1442,7 @@ mod tests {
 
     #[test]
     fn a_random_trim_of_an_empty_zone_moves_to_one_with_data() {
-        let set = Arc::new(Mutex::new(ZoneSet::emulated(4 * Z, Z, 0)));
+        let set = Arc::new(Mutex::new(ZoneSet::emulated(4 * Z, (Z, Z), 0)));
         let mut c = cfg(0, true);
         c.min_bs = Z;
         let mut tj = job(&set, c.clone(), 2, (0, 4));
@@ -1408,7 +1467,7 @@ mod tests {
     #[test]
     fn trims_are_zone_resets_completed_without_the_engine() {
         use drivelab_engine::engine::{Engine, Null};
-        let set = Arc::new(Mutex::new(ZoneSet::emulated(4 * Z, Z, 0)));
+        let set = Arc::new(Mutex::new(ZoneSet::emulated(4 * Z, (Z, Z), 0)));
         let mut wj = job(&set, cfg(0, false), 1, (0, 4));
         for _ in 0..3 {
             issue(&mut wj, w(Z, 65536));

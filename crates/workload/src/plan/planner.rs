@@ -342,10 +342,26 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         let idx = job_targets(spec, writes, &mut targets)?;
         let planned: Vec<&PlannedTarget> = idx.iter().map(|&i| &targets[i]).collect();
         spec.front.check(spec, &planned)?;
+        let devs: Vec<(String, Option<String>)> = planned
+            .iter()
+            .map(|t| {
+                let dev = t.device.as_ref().filter(|_| t.is_block);
+                (t.path.display().to_string(), dev.map(|d| d.name.clone()))
+            })
+            .collect();
+        let devs: Vec<(&str, Option<&str>)> = devs
+            .iter()
+            .map(|(p, d)| (p.as_str(), d.as_deref()))
+            .collect();
+        spec.target_opts
+            .check_scheduler(writes, &devs)
+            .map_err(|why| PlanError::target(devs.first().map_or("", |d| d.0), why))?;
         // Direct I/O: on for block devices; for files where the filesystem takes it.
         let direct = match spec.direct {
             Some(d) => d,
             _ if path_engine.is_some() => false,
+            // Sizes of any byte count: buffered, as fio's default.
+            None if spec.offsets.bs_unaligned => false,
             None => {
                 null || idx.iter().all(|&i| {
                     targets[i].is_block
@@ -520,7 +536,8 @@ fn job_regions(
                 &t.path.display().to_string(),
                 "the file does not exist or is empty: give --size (e.g. --size=1g) to create it",
             )),
-            None => t.size / nfiles,
+            // fio: without a size, each existing file is done whole.
+            None => t.size,
         };
         if t.create && !spec.files.allow_create {
             return Err(PlanError::target(
@@ -529,10 +546,14 @@ fn job_regions(
             ));
         }
         // fio's file_append: the I/O starts at the file's end.
-        let offset = if spec.files.append && !t.is_block {
-            t.existing_size
-        } else {
-            spec.offset.resolve(t.size.max(total))
+        let offset = match spec.offset {
+            _ if spec.files.append && !t.is_block => t.existing_size,
+            // fio rounds a share of the target up to offset_align, else to
+            // the smallest block.
+            p @ SizeSpec::Percent(_) => spec
+                .offsets
+                .align_up(p.resolve(t.size.max(total)), spec.min_bs().max(1)),
+            b @ SizeSpec::Bytes(_) => b.resolve(t.size.max(total)),
         };
         let increment = match spec.offset_increment {
             SizeSpec::Bytes(b) => b,

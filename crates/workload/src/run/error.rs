@@ -7,6 +7,9 @@ use crate::job::outcome::JobError;
 /// Why a run failed to start or finish.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// fio's `ioscheduler`: the device's scheduler could not be switched.
+    #[error(transparent)]
+    Scheduler(#[from] drivelab_device::claim::scheduler::SchedulerError),
     /// Preparing a file failed.
     #[error("cannot prepare {path}: {source}")]
     Prepare {

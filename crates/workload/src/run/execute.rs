@@ -28,6 +28,7 @@ use drivelab_report::OrderedMap;
 use crate::plan::model::{Plan, PlannedJob, PlannedTarget};
 use crate::run::device_check::{verdict, Reported, Seen};
 use crate::run::error::RunError;
+use crate::run::output_opts::Unified;
 use crate::run::start::{Ctl, JobRun, StartGate, Ticket};
 use crate::run::status::{self, StatusCell, StatusClock, StatusOptions};
 
@@ -146,6 +147,7 @@ fn lay_out(claim: &Claim, t: &PlannedTarget, fsync: bool) -> Result<(), RunError
 /// number, which names its log files).
 pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
     let spec = &job.spec;
+    let ignore_think = spec.think.rate_ignore && !spec.thinktime.is_zero();
     JobConfig {
         gen: GenConfig {
             lines: spec.access_lines(),
@@ -157,6 +159,8 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             seed: spec.randseed,
             seq_delta: spec.rw_delta,
             seq_run: spec.rw_seq_run,
+            identical: spec.offsets.identical,
+            unaligned: spec.offsets.bs_unaligned.then_some(spec.bsrange).flatten(),
             // Checked by the plan.
             strided: spec.strided().ok().flatten(),
             file_service: spec.files.service,
@@ -165,14 +169,27 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         runtime: job.runtime,
         io_limit: job.io_limit,
         ramp: spec.ramp_time,
-        rate_iops: spec.rate_iops,
+        rate_iops: spec.rate_iops.filter(|_| !ignore_think),
         fsync_every: spec.syncs.periodic(spec.fsync).0,
         sync_op: spec.syncs.periodic(spec.fsync).1,
         log_interval: spec.log_interval,
         targets: job.targets.len(),
+        serialize_overlap: spec.offsets.serialize_overlap,
+        min_rate: (spec.ratemin != [0, 0] || spec.rate_iops_min != [0, 0]).then_some(
+            crate::job::rate::MinRate {
+                bytes: spec.ratemin,
+                iops: spec.rate_iops_min,
+                cycle_ns: spec.rate_cycle_ms.saturating_mul(1_000_000),
+            },
+        ),
         pace: crate::job::rate::RateConfig {
             bytes: spec.rate,
-            iops: spec.rate_iops_dir.unwrap_or([0, 0]),
+            // rate_ignore_thinktime moves the rate's schedule on through
+            // each pause: the job's pacer, not the loop's rate_iops clock.
+            iops: match spec.rate_iops {
+                Some(r) if ignore_think => [r, r],
+                _ => spec.rate_iops_dir.unwrap_or([0, 0]),
+            },
             poisson: spec.rate_poisson,
         },
         // fio's buffer_pattern fills every write that verify does not.
@@ -212,6 +229,12 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
             ns: spec.thinktime.as_nanos() as u64,
             spin_ns: spec.thinktime_spin.as_nanos() as u64,
             blocks: spec.thinktime_blocks.max(1),
+            on_completion: spec.think.on_completion,
+            iotime_ns: spec.think.iotime_us.saturating_mul(1000),
+            // fio: thinktime_iotime alone thinks by time only.
+            by_blocks: spec.think.iotime_us == 0
+                || spec.given.iter().any(|(k, _)| k == "thinktime_blocks"),
+            rate_ignore: spec.think.rate_ignore,
         }),
         extras: crate::job::error_policy::LoopExtras {
             policy: spec.errkeys.policy.clone(),
@@ -1148,6 +1171,7 @@ fn dir_report(
         iops_mean: iops_s.moments.mean(),
         iops_stddev: iops_s.moments.stddev(),
         iops_samples: iops_s.samples(),
+        folded: false,
         lat_from_intended_ns: d
             .lat_intended
             .as_ref()
@@ -1292,6 +1316,28 @@ fn job_options(plan: &Plan, job: &PlannedJob) -> BTreeMap<String, String> {
     opts
 }
 
+/// fio's `mixed` direction (`unified_rw_reporting`): reads, writes and
+/// trims summed, with the bandwidth and IOPS samples of all three together.
+fn mixed_report(spec: &crate::JobSpec, o: &JobOutcome) -> DirReport {
+    let mut sum = o.dirs[0].clone();
+    sum.merge(&o.dirs[1]);
+    sum.merge(&o.dirs[2]);
+    let r = &o.samples.rates;
+    let short = o.short_ios[..3].iter().sum();
+    DirReport {
+        drop_ios: o.drop_ios[..3].iter().sum(),
+        ..spec.report.shape(
+            dir_report(
+                &sum,
+                o.runtime_ns,
+                short,
+                Some((&r.mixed_bw, &r.mixed_iops)),
+            ),
+            &sum,
+        )
+    }
+}
+
 fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
     let spec = &job.spec;
     let opts = job_options(plan, job);
@@ -1338,10 +1384,13 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
         }
         s
     });
-    // fio's verify failures are EILSEQ; a missed ratemin is a timeout.
+    // fio's verify failures are EILSEQ, a missed ratemin or rate_iops_min
+    // EIO (check_min_rate), a missed max_latency ETIMEDOUT.
     let failure_errno = |m: &String| {
         if m.starts_with("verify") {
             libc::EILSEQ
+        } else if m.starts_with("rate_min=") || m.starts_with("rate_iops_min=") {
+            libc::EIO
         } else {
             libc::ETIMEDOUT
         }
@@ -1386,6 +1435,9 @@ fn job_report(plan: &Plan, job: &PlannedJob, o: &JobOutcome) -> JobReport {
             dir_report(&o.dirs[2], rt, o.short_ios[2], Some(rates(2))),
             &o.dirs[2],
         ),
+        mixed: (spec.output.unified != Unified::None).then(|| mixed_report(spec, o)),
+        text_units: spec.output.text_units(),
+        block_error_percentiles: spec.output.block_errors,
         sync: SyncReport {
             total_ios: o.dirs[3].ios,
             lat_ns: lat_report(&o.dirs[3]),
@@ -1484,8 +1536,19 @@ fn build_report(
             _ => merged.push((i, o.clone())),
         }
     }
-    for (i, o) in &merged {
-        report.jobs.push(job_report(plan, &plan.jobs[*i], o));
+    // fio leaves a job with stats=0 out of the report.
+    for (i, o) in merged
+        .iter()
+        .filter(|(i, _)| plan.jobs[*i].spec.output.stats)
+    {
+        let mut j = job_report(plan, &plan.jobs[*i], o);
+        // unified_rw_reporting=mixed: the directions only as `mixed`.
+        if plan.jobs[*i].spec.output.unified == Unified::Mixed {
+            for d in [&mut j.read, &mut j.write, &mut j.trim] {
+                d.folded = true;
+            }
+        }
+        report.jobs.push(j);
     }
     set_bw_agg(&mut report.jobs);
     // fio's `global options`: a job file's [global] section (the same for
@@ -1669,33 +1732,29 @@ fn pct_of(c: u64, total: u64) -> f64 {
 /// group's aggregate bandwidth (the group's bytes over its longest
 /// runtime), at most 100.
 fn set_bw_agg(jobs: &mut [JobReport]) {
+    /// Direction `d` of a job: read, write, trim, then `mixed` if reported.
+    fn pick(j: &mut JobReport, d: usize) -> Option<&mut DirReport> {
+        match d {
+            0 => Some(&mut j.read),
+            1 => Some(&mut j.write),
+            2 => Some(&mut j.trim),
+            _ => j.mixed.as_mut(),
+        }
+    }
     let groups: Vec<u32> = jobs.iter().map(|j| j.groupid).collect();
     for g in groups {
-        for d in 0..3 {
-            fn pick(j: &JobReport, d: usize) -> &DirReport {
-                match d {
-                    0 => &j.read,
-                    1 => &j.write,
-                    _ => &j.trim,
-                }
-            }
+        for d in 0..4 {
             let (bytes, ms) = jobs
-                .iter()
+                .iter_mut()
                 .filter(|j| j.groupid == g)
-                .fold((0u64, 0u64), |(b, m), j| {
-                    (b + pick(j, d).io_bytes, m.max(pick(j, d).runtime))
-                });
+                .filter_map(|j| pick(j, d).map(|x| (x.io_bytes, x.runtime)))
+                .fold((0u64, 0u64), |(b, m), (xb, xm)| (b + xb, m.max(xm)));
             if bytes == 0 || ms == 0 {
                 continue;
             }
             let agg_kib = bytes as f64 * 1000.0 / ms as f64 / 1024.0;
             for j in jobs.iter_mut().filter(|j| j.groupid == g) {
-                let dir = match d {
-                    0 => &mut j.read,
-                    1 => &mut j.write,
-                    _ => &mut j.trim,
-                };
-                if dir.bw_samples > 0 {
+                if let Some(dir) = pick(j, d).filter(|x| x.bw_samples > 0) {
                     dir.bw_agg = (dir.bw_mean * 100.0 / agg_kib).min(100.0);
                 }
             }

@@ -21,7 +21,8 @@
 //! it), the latency logs' its latency in ns, the IOPS log's 1. With
 //! `log_avg_msec=M` each direction gets one line per M ms window in which
 //! it did I/O: KiB/s, I/O per second, mean latency in ns, with bs and
-//! offset 0, as fio writes averaged entries.
+//! offset 0, as fio writes averaged entries; with `log_max_value=1` the
+//! latency lines hold the window's largest latency instead of its mean.
 //!
 //! `write_hist_log` writes `PREFIX_clat_hist.N.log`: every `log_hist_msec`
 //! ms, for each direction that did I/O, `time, ddir, bs, c0, c1, …`: the
@@ -63,6 +64,9 @@ pub struct LogSpec {
     pub avg_msec: u64,
     /// `log_offset`: add the offset field.
     pub offset: bool,
+    /// `log_max_value`: an averaged latency line holds the window's
+    /// largest latency, not its mean.
+    pub max_value: bool,
     /// `log_prio`: the priority field holds the priority value.
     pub prio: bool,
     /// `bwavgtime`, ms (default 500).
@@ -80,6 +84,12 @@ pub struct LogSpec {
     /// `log_unix_epoch`: times in ms since the Unix epoch, not since the
     /// job started.
     pub unix_epoch: bool,
+    /// `log_alternate_epoch`: times in ms since the epoch of clock
+    /// `epoch_clock`.
+    pub alternate_epoch: bool,
+    /// `log_alternate_epoch_clock_id`: the clock of `unix_epoch` and
+    /// `alternate_epoch` (0, CLOCK_REALTIME, by default).
+    pub epoch_clock: i32,
 }
 
 impl Default for LogSpec {
@@ -90,6 +100,7 @@ impl Default for LogSpec {
             iops: None,
             avg_msec: 0,
             offset: false,
+            max_value: false,
             prio: false,
             bw_avg_msec: DEFAULT_AVG_MSEC,
             iops_avg_msec: DEFAULT_AVG_MSEC,
@@ -98,6 +109,8 @@ impl Default for LogSpec {
             hist_coarseness: 0,
             per_job: true,
             unix_epoch: false,
+            alternate_epoch: false,
+            epoch_clock: 0,
         }
     }
 }
@@ -162,6 +175,7 @@ struct Window {
     bytes: u64,
     ios: u64,
     lat_sum: u128,
+    lat_max: u64,
 }
 
 /// The open log files of one running job.
@@ -172,6 +186,8 @@ pub struct JobLogs {
     iops: Option<(PathBuf, BufWriter<OutputFile>)>,
     avg_ns: u64,
     offset: bool,
+    /// `log_max_value`.
+    max_value: bool,
     next_ns: u64,
     win: [Window; 3],
     hist: Option<HistLog>,
@@ -180,8 +196,8 @@ pub struct JobLogs {
     log_prio: bool,
     /// The priority field of the next per-I/O lines.
     prio_field: u16,
-    /// Added to every time written, ms: the job's start in Unix time
-    /// under `log_unix_epoch`, else 0.
+    /// Added to every time written, ms: the job's start on the epoch
+    /// clock under `log_unix_epoch` or `log_alternate_epoch`, else 0.
     epoch_ms: u64,
 }
 
@@ -286,10 +302,15 @@ impl JobLogs {
         let path = |p: &Option<String>, kind: &str| spec.path(p, kind, job, number);
         let open = |p: Option<PathBuf>| p.map(create).transpose();
         // The logs are made as the job starts: their time 0 is now.
-        let epoch_ms = if spec.unix_epoch {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64)
+        // Under log_unix_epoch or log_alternate_epoch, counted from the
+        // epoch of the clock log_alternate_epoch_clock_id names.
+        let epoch_ms = if spec.unix_epoch || spec.alternate_epoch {
+            drivelab_engine::clock::clock_ms(spec.epoch_clock).map_err(|e| {
+                format!(
+                    "log_alternate_epoch_clock_id={}: clock_gettime: {e}",
+                    spec.epoch_clock
+                )
+            })?
         } else {
             0
         };
@@ -300,6 +321,7 @@ impl JobLogs {
             iops: open(path(&spec.iops, "iops"))?,
             avg_ns: spec.avg_msec * 1_000_000,
             offset: spec.offset,
+            max_value: spec.max_value,
             next_ns: spec.avg_msec * 1_000_000,
             win: [Window::default(); 3],
             hist: open(path(&spec.hist, "clat_hist"))?
@@ -408,6 +430,7 @@ impl JobLogs {
         w.bytes += bytes;
         w.ios += 1;
         w.lat_sum += u128::from(lat_ns);
+        w.lat_max = w.lat_max.max(lat_ns);
     }
 
     /// Write the averaged lines of the window ending at `end_ns`, `len_ns`
@@ -423,7 +446,11 @@ impl JobLogs {
             }
             let bw = w.bytes * 1000 / ms / 1024;
             let iops = w.ios * 1000 / ms;
-            let mean = ((w.lat_sum + u128::from(w.ios) / 2) / u128::from(w.ios)) as u64;
+            let mean = if self.max_value {
+                w.lat_max
+            } else {
+                ((w.lat_sum + u128::from(w.ios) / 2) / u128::from(w.ios)) as u64
+            };
             if rates {
                 Self::line(
                     &mut self.bw,

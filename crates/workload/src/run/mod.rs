@@ -8,6 +8,7 @@ pub mod exec_hooks;
 pub mod execute;
 pub mod fio_logs;
 pub mod iolog;
+pub mod output_opts;
 pub mod report_opts;
 pub mod start;
 pub mod status;

@@ -1,7 +1,7 @@
 //! How one job starts and runs on the engine its front opened: the start
 //! gate every job of a group waits at, the job's targets opened from its
-//! claims, and the run itself with what fio does after it (read back,
-//! `ratemin`). Each engine front ([`crate::engines::front`]) calls
+//! claims, and the run itself with what fio does after it (read back).
+//! Each engine front ([`crate::engines::front`]) calls
 //! [`JobRun::start_and_run`] once with the engine it built.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -57,6 +57,15 @@ pub(crate) fn open_targets(
             path: t.path.display().to_string(),
             source,
         })?;
+        // fio's write_hint: a refused hint fails the job, as in fio.
+        if let Some(h) = job.spec.target_opts.write_hint {
+            target
+                .set_write_hint(h, job.direct)
+                .map_err(|source| RunError::Prepare {
+                    path: format!("{} (fcntl write hint)", t.path.display()),
+                    source,
+                })?;
+        }
         // fio's fadvise_hint: a failure is only worth a warning in fio,
         // and changes no I/O.
         if let Some(a) = job.spec.syncs.fadvise.advice(job.spec.rw.is_random()) {
@@ -126,7 +135,8 @@ pub(crate) fn start_delay(d: Duration, stop: &AtomicBool, cfg: &JobConfig) {
 }
 
 /// Run the job, then what fio does after it: read back and check what it
-/// wrote (`verify` with `do_verify`), and hold it to `ratemin`.
+/// wrote (`verify` with `do_verify`). `ratemin` is held while it runs
+/// ([`crate::job::rate::MinRate`]).
 pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
     engine: &mut E,
     job: &PlannedJob,
@@ -208,27 +218,6 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
         o.verify_failure = rb.failure;
         o.err_count.merge(&rb.errors);
         o.interrupted |= st.interrupted;
-    }
-    if o.verify_failure.is_none() && !o.interrupted && o.errors.iter().all(|e| e.passed) {
-        let secs = o.runtime_ns as f64 / 1e9;
-        let read_pct = job.spec.rw.read_pct(job.spec.rwmixread);
-        for (d, name) in [(0usize, "read"), (1, "write")] {
-            // Only a direction the job does is held to its minimum.
-            let does = if d == 0 { read_pct > 0 } else { read_pct < 100 };
-            let bytes = o.dirs[d].bytes + if d == 1 { o.dirs[2].bytes } else { 0 };
-            let ios = o.dirs[d].ios + if d == 1 { o.dirs[2].ios } else { 0 };
-            for (key, min, done, unit) in [
-                ("ratemin", job.spec.ratemin[d], bytes, " bytes/s"),
-                ("rate_iops_min", job.spec.rate_iops_min[d], ios, " IOPS"),
-            ] {
-                let rate = done as f64 / secs;
-                if does && min > 0 && secs > 0.0 && rate < min as f64 {
-                    o.verify_failure = Some(format!(
-                        "{key} not met: {name} ran at {rate:.0}{unit}, below {key} {min}{unit}"
-                    ));
-                }
-            }
-        }
     }
     Ok(o)
 }
@@ -365,11 +354,21 @@ impl<'a> JobRun<'a> {
                 job: self.job.spec.name.clone(),
             });
         }
+        // fio's ioscheduler: each claimed device of the job, for its run.
+        let mut schedulers = Vec::new();
+        if let Some(name) = &self.job.spec.target_opts.ioscheduler {
+            for &ti in &self.job.targets {
+                if let Some(c) = self.claims.get(ti).and_then(Option::as_ref) {
+                    schedulers.push(c.switch_scheduler(name)?);
+                }
+            }
+        }
         Ok(Started {
             plan: self.plan,
             job: self.job,
             cfg: self.cfg,
             ctl: self.ctl,
+            _schedulers: schedulers,
         })
     }
 
@@ -389,6 +388,9 @@ pub struct Started<'a> {
     pub(crate) job: &'a PlannedJob,
     pub(crate) cfg: &'a JobConfig,
     pub(crate) ctl: Ctl<'a>,
+    /// The devices' schedulers switched for the run (`ioscheduler`),
+    /// switched back when the job lets go of it.
+    _schedulers: Vec<drivelab_device::claim::scheduler::SchedulerSwitch>,
 }
 
 impl Started<'_> {
@@ -408,6 +410,15 @@ impl Started<'_> {
         job: &PlannedJob,
     ) -> Result<JobOutcome, RunError> {
         let c = self.ctl;
+        // fio's lockmem: held locked for the job's run.
+        let lockmem = job.spec.target_opts.lockmem;
+        let _pinned = (lockmem > 0)
+            .then(|| drivelab_engine::sys::PinnedMemory::lock(lockmem as usize))
+            .transpose()
+            .map_err(|source| RunError::Prepare {
+                path: format!("{lockmem} bytes of locked memory (lockmem)"),
+                source,
+            })?;
         run_checked(engine, job, self.cfg, c.stop, c.progress, c.finished).map_err(|e| self.fail(e))
     }
 }

@@ -106,6 +106,16 @@ impl Accepted {
             "0 only: drivelab writes its logs as text, never fio's zlib-compressed .fz files"
         ),
         opt!(
+            "log_entries",
+            [],
+            Int,
+            "1024",
+            "accepted: the number of entries fio first allocates for a job's in-memory log (it grows the log as needed); drivelab streams its log entries to the files as it goes, so the logs written are the same",
+            1024,
+            1_048_576,
+            "entries"
+        ),
+        opt!(
             "verify_state_save",
             [],
             Bool,

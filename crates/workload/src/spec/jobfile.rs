@@ -200,6 +200,28 @@ pub fn parse(path: &str, text: &str) -> Result<Vec<FileJob>, SpecError> {
     })
 }
 
+/// fio reads a section's `kb_base` before its other options (the option
+/// is sorted first), so it decides how every size of the section is read
+/// wherever it stands: move each section's `kb_base` lines to its start.
+fn kb_base_first(lines: &mut [Line]) {
+    let is_kb = |l: &Line| {
+        l.text
+            .split_once('=')
+            .is_some_and(|(k, _)| k.trim() == "kb_base")
+    };
+    let mut start = 0;
+    while start < lines.len() {
+        let body = start + usize::from(lines[start].text.starts_with('['));
+        let end = lines[body..]
+            .iter()
+            .position(|l| l.text.starts_with('['))
+            .map_or(lines.len(), |p| body + p);
+        // A stable sort on "not kb_base" keeps the order otherwise.
+        lines[body..end].sort_by_key(|l| !is_kb(l));
+        start = end;
+    }
+}
+
 /// [`parse`] with the environment and the file reader given.
 pub fn parse_with(
     path: &str,
@@ -216,6 +238,7 @@ pub fn parse_with(
         bytes: 0,
     };
     walk.collect(path, text, &mut lines)?;
+    kb_base_first(&mut lines);
     // fio's defaults where they differ from drivelab's command line.
     let mut global = JobSpec {
         randommap: true,

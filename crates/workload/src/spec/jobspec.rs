@@ -31,6 +31,9 @@ pub struct JobSpec {
     pub bs: u64,
     /// Size mix (`bssplit`): (bytes, weight); overrides `bs` when set.
     pub bssplit: Vec<(u64, u32)>,
+    /// `bsrange=MIN-MAX` as given (the mix is in `bssplit`), for
+    /// `bs_unaligned`; None after `bs` or `bssplit`.
+    pub bsrange: Option<(u64, u64)>,
     /// Read share for mixed modes in percent (`rwmixread`); default 50.
     pub rwmixread: u8,
     /// Share of random accesses for random modes (`percentage_random`); default 100.
@@ -105,6 +108,8 @@ pub struct JobSpec {
     pub ratemin: [u64; 2],
     /// Smallest average IOPS per direction (`rate_iops_min`); 0 = none.
     pub rate_iops_min: [u64; 2],
+    /// The window of `ratemin` and `rate_iops_min`, ms (`rate_cycle`).
+    pub rate_cycle_ms: u64,
     /// `rate_process=poisson`: exponential gaps between I/Os with the rate's mean.
     pub rate_poisson: bool,
     /// Wait this long after the run starts before starting the job (`startdelay`).
@@ -186,6 +191,15 @@ pub struct JobSpec {
     pub accepted: crate::spec::accepted::Accepted,
     /// What the job's report shows ([`crate::run::report_opts`]).
     pub report: crate::run::report_opts::ReportOpts,
+    /// How the job's results are written out ([`crate::run::output_opts`]).
+    pub output: crate::run::output_opts::OutputOpts,
+    /// Offsets and sizes beyond offset, bs and rw ([`crate::job::offsets`]).
+    pub offsets: crate::job::offsets::OffsetOpts,
+    /// When think time comes and what it does to a rate
+    /// ([`crate::job::think`]).
+    pub think: crate::job::think::ThinkOpts,
+    /// The write hint and locked memory ([`crate::job::target_opts`]).
+    pub target_opts: crate::job::target_opts::TargetOpts,
     /// The CPUs the job runs on ([`crate::job::cpus`]).
     pub cpus: crate::job::cpus::CpuOpts,
     /// What the write buffers hold ([`crate::job::buffers`]).
@@ -258,10 +272,12 @@ impl Default for JobSpec {
             bssplit_dir: [None, None],
             rw_delta: 0,
             rw_seq_run: 1,
+            bsrange: None,
             rate: [0, 0],
             rate_iops_dir: None,
             ratemin: [0, 0],
             rate_iops_min: [0, 0],
+            rate_cycle_ms: 1000,
             rate_poisson: false,
             startdelay: Duration::ZERO,
             description: None,
@@ -299,6 +315,10 @@ impl Default for JobSpec {
             syncs: Default::default(),
             accepted: Default::default(),
             report: Default::default(),
+            output: Default::default(),
+            offsets: Default::default(),
+            think: Default::default(),
+            target_opts: Default::default(),
             cpus: Default::default(),
             buffers: Default::default(),
             hooks: Default::default(),
@@ -388,6 +408,30 @@ fn parse_bsrange(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecError> {
         return Err(bad("more than 4096 sizes between MIN and MAX"));
     }
     Ok((1..=n).map(|k| (k * lo, 1)).collect())
+}
+
+/// The most files `opendir` takes: the walk stops past it (a job file
+/// naming `/` is refused, not walked to the end).
+const OPENDIR_MAX: usize = 1 << 16;
+
+/// fio's `opendir`: the regular files under `dir`, at any depth, in name
+/// order within each directory (symlinks and other kinds left out, as
+/// fio's lstat walk leaves them); stops once past [`OPENDIR_MAX`].
+fn files_under(dir: &std::path::Path, out: &mut Vec<String>) -> std::io::Result<()> {
+    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        if out.len() > OPENDIR_MAX {
+            return Ok(());
+        }
+        let kind = e.file_type()?;
+        if kind.is_file() {
+            out.push(e.path().display().to_string());
+        } else if kind.is_dir() {
+            files_under(&e.path(), out)?;
+        }
+    }
+    Ok(())
 }
 
 /// The most job threads one run may start, summed over its jobs' `numjobs`
@@ -523,7 +567,7 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
 }
 
 /// How many option families a job spec has (the rows of `families!`).
-const FAMILIES: usize = 17;
+const FAMILIES: usize = 21;
 
 /// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
 /// the one list `family_of` and `families` take.
@@ -544,6 +588,10 @@ macro_rules! families {
             $($r)+ $spec.syncs,
             $($r)+ $spec.accepted,
             $($r)+ $spec.report,
+            $($r)+ $spec.output,
+            $($r)+ $spec.offsets,
+            $($r)+ $spec.think,
+            $($r)+ $spec.target_opts,
             $($r)+ $spec.cpus,
             $($r)+ $spec.buffers,
             $($r)+ $spec.hooks,
@@ -564,7 +612,10 @@ impl JobSpec {
     /// Set one option by its fio name. `value` is `None` for a bare flag
     /// (`--time_based`, `time_based` in a job file).
     pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), SpecError> {
-        self.set_value(key, value)?;
+        // Sizes are read in the job's kb_base (fio's get_kb_base).
+        crate::spec::size::with_kb_base(u64::from(self.output.kb_base), || {
+            self.set_value(key, value)
+        })?;
         let name = lookup(key)?.name;
         // fio leaves a bare exitall out of the job options (`exitall=1`
         // is shown).
@@ -658,6 +709,7 @@ impl JobSpec {
                 if let Some(b) = got[0] {
                     self.bs = b;
                     self.bssplit.clear();
+                    self.bsrange = None;
                 }
                 for k in 0..2 {
                     if got[k + 1].is_some() {
@@ -681,6 +733,10 @@ impl JobSpec {
                 let same = dirs[0] == dirs[1] && dirs[1] == dirs[2];
                 if let Some(d) = dirs[0] {
                     self.bssplit = parse(d)?;
+                    self.bsrange = (key == "bsrange").then(|| {
+                        let sizes = self.bssplit.iter().map(|&(b, _)| b);
+                        (sizes.clone().min().unwrap_or(0), sizes.max().unwrap_or(0))
+                    });
                 }
                 for k in 0..2 {
                     if same {
@@ -909,6 +965,31 @@ impl JobSpec {
                 parse_flag(key, v)?;
             }
             "directory" => self.directory = Some(v.trim().to_string()),
+            "opendir" => {
+                let mut found = Vec::new();
+                files_under(std::path::Path::new(v.trim()), &mut found).map_err(|e| {
+                    SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: format!("a directory drivelab can list ({e})"),
+                    }
+                })?;
+                if found.is_empty() || found.len() > OPENDIR_MAX {
+                    return Err(SpecError::BadValue {
+                        key: key.to_string(),
+                        value: v.to_string(),
+                        expect: format!(
+                            "a directory with from 1 to {OPENDIR_MAX} regular files under it ({})",
+                            if found.is_empty() {
+                                "none found"
+                            } else {
+                                "more found"
+                            }
+                        ),
+                    });
+                }
+                self.filenames.extend(found);
+            }
             "filename_format" => self.filename_format = Some(v.trim().to_string()),
             "random_distribution" => self.random_distribution = Distribution::parse(key, v)?,
             "norandommap" => self.randommap = !parse_flag(key, v)?,
@@ -948,8 +1029,14 @@ impl JobSpec {
             }
             "log_avg_msec" => self.logs.avg_msec = parse_declared(key, v)?,
             "log_offset" => self.logs.offset = parse_flag(key, v)?,
+            "log_max_value" => self.logs.max_value = parse_flag(key, v)?,
+            "rate_cycle" => self.rate_cycle_ms = parse_declared(key, v)?,
             "per_job_logs" => self.logs.per_job = parse_flag(key, v)?,
             "log_unix_epoch" => self.logs.unix_epoch = parse_flag(key, v)?,
+            "log_alternate_epoch" => self.logs.alternate_epoch = parse_flag(key, v)?,
+            "log_alternate_epoch_clock_id" => {
+                self.logs.epoch_clock = parse_declared(key, v)? as i32
+            }
             "log_hist_msec" => self.logs.hist_msec = parse_declared(key, v)?,
             "log_hist_coarseness" => self.logs.hist_coarseness = parse_declared(key, v)? as u32,
             "log_prio" => self.logs.prio = parse_flag(key, v)?,
@@ -1058,6 +1145,18 @@ impl JobSpec {
         if total == 0 {
             return Err(SpecError::Invalid(format!(
                 "job '{}' has an access mix whose weights add up to 0",
+                self.name
+            )));
+        }
+        if self.offsets.bs_unaligned && self.direct == Some(true) {
+            return Err(SpecError::Invalid(format!(
+                "bs_unaligned: job '{}' uses direct I/O, which moves whole sectors only; give direct=0 for sizes of any byte count",
+                self.name
+            )));
+        }
+        if self.output.block_errors && self.rw.write_kind() == WriteKind::Trim {
+            return Err(SpecError::Invalid(format!(
+                "block_error_percentiles: job '{}' trims, and drivelab records no trim block lifetimes (fio's per-block trim states); leave the option out of trimming jobs",
                 self.name
             )));
         }
@@ -1328,6 +1427,14 @@ mod tests {
         assert_eq!((j.rw, j.rw_delta), (RwMode::Read, -8192));
         j.set("rw", Some("randread:8")).unwrap();
         assert_eq!((j.rw_seq_run, j.rw_delta), (8, 0));
+        // opendir: a tree with no regular file in it is refused.
+        let empty = drivelab_testkit::TempDir::new("opendir-empty");
+        std::fs::create_dir(empty.join("sub")).unwrap();
+        let e = j
+            .set("opendir", Some(empty.path().to_str().unwrap()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("none found"), "{e}");
         assert!(j.set("rw", Some("randread:x")).is_err());
         j.set("rate", Some("500k,1m")).unwrap();
         assert_eq!(j.rate, [500 << 10, 1 << 20]);

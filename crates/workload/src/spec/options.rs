@@ -189,14 +189,24 @@ pub const OPTIONS: &[OptionDecl] = &[
         ["rate_min"],
         Text,
         "0 (none)",
-        "fail the job when its average bandwidth over the run falls below this, READ[,WRITE] in bytes/s"
+        "fail the job when its bandwidth over a rate_cycle window falls below this, READ[,WRITE] in bytes/s (checked from 2 s into the run, as fio)"
     ),
     opt!(
         "rate_iops_min",
         [],
         Text,
         "0 (none)",
-        "fail the job when its average IOPS over the run falls below this, READ[,WRITE]"
+        "fail the job when its IOPS over a rate_cycle window falls below this, READ[,WRITE] (checked from 2 s into the run, as fio)"
+    ),
+    opt!(
+        "rate_cycle",
+        ["ratecycle"],
+        Int,
+        "1000",
+        "the window of ratemin and rate_iops_min, ms",
+        1,
+        u32::MAX as u64,
+        "ms"
     ),
     opt!(
         "rate_process",
@@ -395,6 +405,13 @@ pub const OPTIONS: &[OptionDecl] = &[
         "directory of the job's files (with filename, or fio's default names)"
     ),
     opt!(
+        "opendir",
+        [],
+        Text,
+        "",
+        "the regular files under this directory, at any depth, are the job's files (symlinks and other kinds left out), each read or written whole unless size says otherwise"
+    ),
+    opt!(
         "filename_format",
         [],
         Text,
@@ -498,6 +515,13 @@ pub const OPTIONS: &[OptionDecl] = &[
         "ms"
     ),
     opt!(
+        "log_max_value",
+        [],
+        Bool,
+        "0",
+        "with log_avg_msec: log each window's largest latency rather than its mean (the bw and iops logs hold one rate per window either way)"
+    ),
+    opt!(
         "per_job_logs",
         [],
         Bool,
@@ -510,6 +534,23 @@ pub const OPTIONS: &[OptionDecl] = &[
         Bool,
         "0",
         "log times in ms since the Unix epoch instead of since the job started"
+    ),
+    opt!(
+        "log_alternate_epoch",
+        [],
+        Bool,
+        "0",
+        "log times in ms since the epoch of the clock log_alternate_epoch_clock_id names instead of since the job started"
+    ),
+    opt!(
+        "log_alternate_epoch_clock_id",
+        [],
+        Int,
+        "0",
+        "the clock_gettime clock whose epoch log_alternate_epoch and log_unix_epoch use: 0 realtime (the Unix epoch), 1 monotonic, 7 boottime, …",
+        0,
+        i32::MAX as u64,
+        "clock id"
     ),
     opt!(
         "log_offset",
@@ -592,6 +633,16 @@ pub const FAMILIES: &[(&str, &[OptionDecl])] = &[
         crate::spec::accepted::Accepted::OPTIONS,
     ),
     ("report", crate::run::report_opts::ReportOpts::OPTIONS),
+    ("output", crate::run::output_opts::OutputOpts::OPTIONS),
+    (
+        "offsets and sizes",
+        crate::job::offsets::OffsetOpts::OPTIONS,
+    ),
+    ("think time", crate::job::think::ThinkOpts::OPTIONS),
+    (
+        "targets and memory",
+        crate::job::target_opts::TargetOpts::OPTIONS,
+    ),
     ("CPU placement", crate::job::cpus::CpuOpts::OPTIONS),
     ("write buffers", crate::job::buffers::BufOpts::OPTIONS),
     (
@@ -771,6 +822,16 @@ mod tests {
                 "cpus_allowed_policy" => "split",
                 "clocksource" => "cpu",
                 "percentile_list" => "50:99",
+                "log_entries" => "2048",
+                "kb_base" => "1000",
+                "unit_base" => "1",
+                "unified_rw_reporting" => "both",
+                "rw_sequencer" => "identical",
+                "thinktime_blocks_type" => "issue",
+                "write_hint" => "short",
+                "ioscheduler" => "mq-deadline",
+                // A directory with regular files in it.
+                "opendir" => env!("CARGO_MANIFEST_DIR"),
                 "name" | "filename" => "x",
                 _ => match d.kind {
                     OptionKind::Bool => "1",

@@ -2,11 +2,32 @@
 //!
 //! Like fio with its default `kb_base=1024`, every suffix is a power of 1024:
 //! `k`/`K`/`KiB`/`KB` = 1024, `m` = 1024², `g` = 1024³, `t` = 1024⁴,
-//! `p` = 1024⁵. A bare number is bytes. A trailing `%` (where the option
-//! allows it) is a share of the target's size, resolved once the target is
-//! open.
+//! `p` = 1024⁵. Under fio's `kb_base=1000` (the job's
+//! [`crate::run::output_opts::OutputOpts`]), `k`/`kB` and the other SI
+//! prefixes are powers of 1000 and `KiB`/`MiB`/… powers of 1024, as fio
+//! reads them; a job's options are set inside [`with_kb_base`], which is how
+//! [`parse_bytes`] knows the base without every option's parser carrying
+//! it (fio reads it the same way, from the job being parsed). A bare number
+//! is bytes. A trailing `%` (where the option allows it) is a share of the
+//! target's size, resolved once the target is open.
+
+use std::cell::Cell;
 
 use crate::SpecError;
+
+thread_local! {
+    /// The `kb_base` of the job whose options this thread is setting.
+    static KB_BASE: Cell<u64> = const { Cell::new(1024) };
+}
+
+/// Run `f` with sizes read under `kb_base` (1000 or 1024), then restore
+/// the base that was in effect.
+pub fn with_kb_base<R>(kb_base: u64, f: impl FnOnce() -> R) -> R {
+    let before = KB_BASE.with(|b| b.replace(kb_base));
+    let out = f();
+    KB_BASE.with(|b| b.set(before));
+    out
+}
 
 /// A size given either in bytes or as a percentage of the target.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,15 +63,25 @@ pub fn parse_bytes(key: &str, s: &str) -> Result<u64, SpecError> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, suffix) = t.split_at(split);
-    let mult: u64 = match suffix.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        "p" | "pb" | "pib" => 1 << 50,
+    let suffix = suffix.to_ascii_lowercase();
+    let (prefix, iec) = match suffix.strip_suffix("ib") {
+        Some(p) => (p, true),
+        None => (suffix.strip_suffix('b').unwrap_or(&suffix), false),
+    };
+    let pow: u32 = match prefix {
+        "" if !iec => 0,
+        "k" => 1,
+        "m" => 2,
+        "g" => 3,
+        "t" => 4,
+        "p" => 5,
         _ => return Err(bad()),
     };
+    // fio: under kb_base=1000 the SI prefixes are 1000 and the IEC ones
+    // 1024; under its default 1024 drivelab reads both as 1024.
+    let kb_base = KB_BASE.with(Cell::get);
+    let base: u64 = if kb_base == 1000 && !iec { 1000 } else { 1024 };
+    let mult = base.pow(pow);
     if num.contains('.') {
         let f: f64 = num.parse().map_err(|_| bad())?;
         let v = f * mult as f64;
@@ -143,6 +174,15 @@ mod tests {
         assert_eq!(parse_bytes("size", "1m").unwrap(), 1 << 20);
         assert_eq!(parse_bytes("size", "2g").unwrap(), 2 << 30);
         assert_eq!(parse_bytes("size", "1.5m").unwrap(), 1_572_864);
+        assert!(parse_bytes("bs", "4ib").is_err() && parse_bytes("bs", "4x").is_err());
+        with_kb_base(1000, || {
+            assert_eq!(parse_bytes("bs", "4k").unwrap(), 4000);
+            assert_eq!(parse_bytes("bs", "4kB").unwrap(), 4000);
+            assert_eq!(parse_bytes("bs", "4KiB").unwrap(), 4096);
+            assert_eq!(parse_bytes("size", "2m").unwrap(), 2_000_000);
+            assert_eq!(parse_bytes("size", "512").unwrap(), 512);
+        });
+        assert_eq!(parse_bytes("bs", "4k").unwrap(), 4096);
         assert_eq!(parse_bytes("size", "1t").unwrap(), 1 << 40);
     }
 

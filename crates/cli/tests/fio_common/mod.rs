@@ -1,0 +1,58 @@
+//! Shared helpers of the tests that run one job under fio 3.33 and under
+//! drivelab and compare what an option changes: the command of each tool
+//! and the JSON of a `--output-format=json,normal` output.
+
+#![allow(dead_code)]
+
+use std::process::Command;
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
+
+/// `fio` or `drivelab run`, ready for the job file and options.
+pub fn tool(tool: &str) -> Command {
+    if tool == "fio" {
+        Command::new("fio")
+    } else {
+        let mut c = Command::new(BIN);
+        c.arg("run");
+        c
+    }
+}
+
+/// Run the job file `job` under `tool` with `--output-format=json,normal`
+/// into `out` (a file); it must succeed: the JSON and the whole output.
+pub fn run_json_normal(
+    tool: &str,
+    job: &std::path::Path,
+    out: &std::path::Path,
+) -> (Value, String) {
+    let done = self::tool(tool)
+        .arg("--output-format=json,normal")
+        .arg(format!("--output={}", out.display()))
+        .arg(job)
+        .output()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{tool}: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let all = std::fs::read_to_string(out).unwrap();
+    (json_of(tool, &all), all)
+}
+
+/// The JSON object of a `json,normal` output (before or after the text).
+pub fn json_of(tool: &str, all: &str) -> Value {
+    let start = if all.starts_with('{') {
+        0
+    } else {
+        all.find("\n{").map_or(0, |i| i + 1)
+    };
+    serde_json::Deserializer::from_str(&all[start..])
+        .into_iter::<Value>()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("{tool}: no JSON in {all}"))
+}
