@@ -343,6 +343,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn lines_across_the_buffer_end_read_as_lines_within_it() {
+        // A 16-byte buffer: most lines cross its end (copied), some lie
+        // within it (handed out in place); both give the same lines.
+        let text = b"a\nbb\r\nthis line is longer than the buffer\n\nccc\n0123456789abcd\nend";
+        let mut l = Lines::new(std::io::BufReader::with_capacity(16, &text[..]));
+        let mut got = Vec::new();
+        while let Some(line) = l.next_line().unwrap() {
+            got.push(String::from_utf8(line.to_vec()).unwrap());
+        }
+        assert_eq!(
+            got,
+            [
+                "a",
+                "bb",
+                "this line is longer than the buffer",
+                "",
+                "ccc",
+                "0123456789abcd",
+                "end"
+            ]
+        );
+        assert_eq!(l.line, 7);
+    }
+
+    #[test]
     fn seconds_parse_exactly() {
         assert_eq!(parse_seconds_ns(b"0.000001850", "t").unwrap(), 1850);
         assert_eq!(
