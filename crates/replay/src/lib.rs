@@ -53,6 +53,7 @@
 
 pub mod deps;
 pub mod figures;
+mod recent;
 pub mod session;
 
 use std::borrow::Cow;
@@ -419,14 +420,11 @@ struct ReplayDriver<'a, I: Iterator<Item = drivelab_trace::Result<Request>>> {
     first_issue: Option<u64>,
     last_issue: u64,
     last_done: u64,
-    /// Dependency timing: completion times of trace requests not yet
-    /// waited for, by index; and the indices in flight.
-    done_at: IdxMap<u64>,
+    /// Dependency timing: the recent requests' issue times and the
+    /// completion times nobody waited for yet, by index; and the indices
+    /// in flight.
+    recent: recent::Recent,
     inflight: IdxSet,
-    /// Dependency timing: issue times by index (recent ones), and the
-    /// index below which times were dropped.
-    issued_at: IdxMap<u64>,
-    forgotten_below: u64,
     /// Dependency timing: the lookahead (requests pulled from the trace,
     /// not yet issued) by index; those due, by due time; who waits for
     /// whose completion (dependency → dependent) and for whose issue
@@ -457,10 +455,6 @@ struct ReplayDriver<'a, I: Iterator<Item = drivelab_trace::Result<Request>>> {
 }
 
 impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
-    /// Completion times older than this many requests are dropped when
-    /// nobody waited for them (bounds memory; far beyond any depth).
-    const KEEP: u64 = 1 << 16;
-
     /// Requests looked at ahead in dependency timing: a request whose
     /// dependency has completed is issued even while an earlier one still
     /// waits for its own (the device may complete in another order than in
@@ -502,7 +496,7 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
             return Next::Idle;
         };
         self.inflight.insert(p.idx);
-        self.issued_at.insert(p.idx, now);
+        self.recent.issued(p.idx, now);
         // Whoever waited for this issue: its successor (timed from it) and
         // the request that waits for its completion (now in flight).
         if let Some(next) = self.by_pred.remove(&p.idx) {
@@ -515,12 +509,6 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
             self.wait_since.insert(dep, now);
             self.rep.dependency_waits += 1;
         }
-        if (self.done_at.len() + self.issued_at.len()) as u64 > 2 * Self::KEEP {
-            let keep_from = p.idx.saturating_sub(Self::KEEP);
-            self.done_at.retain(|&i, _| i >= keep_from);
-            self.issued_at.retain(|&i, _| i >= keep_from);
-            self.forgotten_below = self.forgotten_below.max(keep_from);
-        }
         self.issue(p, due, now)
     }
 
@@ -530,16 +518,16 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
         self.pending.insert(idx, p);
         match p.anchor {
             deps::Anchor::Issue { gap_ns } => {
-                if idx == 0 || idx - 1 < self.forgotten_below {
+                if idx == 0 || idx - 1 < self.recent.forgotten_below() {
                     self.ready.push(Reverse((now, idx)));
-                } else if let Some(&t) = self.issued_at.get(&(idx - 1)) {
+                } else if let Some(t) = self.recent.issued_at(idx - 1) {
                     self.ready.push(Reverse((t + gap_ns, idx)));
                 } else {
                     self.by_pred.insert(idx - 1, idx);
                 }
             }
             deps::Anchor::Completion { of, think_ns } => {
-                if let Some(c) = self.done_at.remove(&of) {
+                if let Some(c) = self.recent.take_done(of) {
                     let due = c + think_ns.saturating_sub(self.reaction_ns);
                     self.ready.push(Reverse((due, idx)));
                 } else if self.inflight.contains(&of) {
@@ -547,7 +535,8 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
                     self.by_dep.insert(of, idx);
                     self.wait_since.insert(idx, now);
                     self.rep.dependency_waits += 1;
-                } else if self.issued_at.contains_key(&of) || of < self.forgotten_below {
+                } else if self.recent.issued_at(of).is_some() || of < self.recent.forgotten_below()
+                {
                     // Completed and forgotten (far behind): at once.
                     self.ready.push(Reverse((now, idx)));
                 } else {
@@ -565,7 +554,7 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
             Some(idx) => self.release(idx, at),
             None if self.hand_on.remove(&tag) => self.hand_on_slot(at),
             None => {
-                self.done_at.insert(tag, at);
+                self.recent.completed(tag, at);
             }
         }
     }
@@ -609,11 +598,11 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
         let mut done: Vec<(u64, u64)> = self
             .hand_on
             .iter()
-            .filter_map(|i| self.done_at.get(i).map(|&at| (at, *i)))
+            .filter_map(|i| self.recent.done_at(*i).map(|at| (at, *i)))
             .collect();
         done.sort_unstable();
         for (at, i) in done {
-            self.done_at.remove(&i);
+            self.recent.take_done(i);
             self.hand_on.remove(&i);
             self.hand_on_slot(at);
         }
@@ -742,14 +731,10 @@ where
         _ => 1.0,
     };
     // Dependency timing only: the other modes keep no maps.
-    let (keep, lookahead, o_depth) = if window.is_some() {
-        (
-            ReplayDriver::<I>::KEEP as usize,
-            ReplayDriver::<I>::LOOKAHEAD,
-            engine.depth() as usize,
-        )
+    let (lookahead, o_depth) = if window.is_some() {
+        (ReplayDriver::<I>::LOOKAHEAD, engine.depth() as usize)
     } else {
-        (0, 0, 0)
+        (0, 0)
     };
     let mut drv = ReplayDriver {
         reqs: deps::Infer::new(reqs, window),
@@ -763,12 +748,10 @@ where
         first_issue: None,
         last_issue: 0,
         last_done: 0,
-        // Sized once for what they hold at most (the kept times, the
+        // Sized once for what they hold at most (the recent requests, the
         // lookahead, the slots), so no request allocates.
-        done_at: idx_map(2 * keep + lookahead),
+        recent: recent::Recent::new(window.is_some()),
         inflight: set_with_capacity(o_depth + lookahead),
-        issued_at: idx_map(2 * keep + lookahead),
-        forgotten_below: 0,
         pending: idx_map(lookahead),
         ready: BinaryHeap::with_capacity(lookahead),
         by_dep: idx_map(lookahead),
@@ -1222,11 +1205,10 @@ mod tests {
 
     #[test]
     fn a_dependency_replay_past_the_kept_times_issues_each_request_once_in_its_chain() {
-        // A closed loop at depth 4 of more than twice the completion and
-        // issue times the driver keeps: they are pruned on the way, and
-        // every request still goes out once, after its own dependency.
-        type Drv<'a> = ReplayDriver<'a, std::iter::Empty<drivelab_trace::Result<Request>>>;
-        let n = 2 * Drv::KEEP + 10_000;
+        // A closed loop at depth 4 of more than twice the recent times the
+        // driver keeps: their ring is overwritten on the way, and every
+        // request still goes out once, after its own dependency.
+        let n = 2 * recent::Recent::CAP as u64 + 10_000;
         let (svc, think, depth) = (50_000, 5_000, 4);
         let mut v = Vec::new();
         for i in 0..n {
