@@ -80,7 +80,8 @@ pub struct RecordArgs {
 /// `drivelab trace analyze`.
 #[derive(Args, Debug)]
 pub struct AnalyzeArgs {
-    /// The trace file.
+    /// The trace file; `-` reads standard input (a trace generated or
+    /// decompressed on the fly, of any length).
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     #[command(flatten)]

@@ -70,6 +70,66 @@ fn analyze_json_has_the_documented_keys_and_right_numbers() {
 }
 
 #[test]
+fn analyze_reads_standard_input_as_it_reads_the_file() {
+    // `-` streams a trace from a pipe (generated or decompressed on the
+    // fly, too long to store): the same figures as from the file.
+    let t = Path::new(SAMPLES).join("wsrch-small.trace");
+    let from_file = json(&drivelab(&[
+        "trace",
+        "analyze",
+        s(&t),
+        "--format",
+        "mqsim",
+        "--output-format",
+        "json",
+    ]));
+    let mut child = Command::new(BIN)
+        .args([
+            "trace",
+            "analyze",
+            "-",
+            "--format",
+            "mqsim",
+            "--output-format",
+            "json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = std::fs::read(&t).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(&text).unwrap();
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let from_pipe = json(&out);
+    let (n, r, _, _) = mqsim_counts(&t);
+    assert_eq!(from_pipe["requests"], n);
+    assert_eq!(from_pipe["reads"], r);
+    for k in [
+        "requests",
+        "bytes_read",
+        "bytes_written",
+        "sizes",
+        "queue_depth",
+        "service_time_ns",
+    ] {
+        assert_eq!(from_pipe[k], from_file[k], "{k}");
+    }
+    assert_eq!(from_pipe["trace"], "-");
+}
+
+#[test]
 fn analyze_writes_five_svg_plots() {
     let d = TempDir::new("plots");
     let t = Path::new(SAMPLES).join("apress_blktrace.txt");

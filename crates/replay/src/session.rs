@@ -466,6 +466,13 @@ impl fmt::Display for SessionReport {
             ms(d.p99 as f64),
             ms(d.max as f64)
         )?;
+        writeln!(
+            f,
+            "  CPU: {:.2} s user, {:.2} s system = {:.2} us per request",
+            r.cpu_user_ns as f64 / 1e9,
+            r.cpu_system_ns as f64 / 1e9,
+            r.cpu_ns_per_request() / 1e3
+        )?;
         if r.lateness_ns.count > 0 {
             let l = &r.lateness_ns;
             writeln!(

@@ -63,7 +63,8 @@ pub struct Analyzed {
     pub plots: Vec<PathBuf>,
 }
 
-/// Analyze the trace at `path` (format detected when `None`); with `plots`
+/// Analyze the trace at `path` (`-`: standard input; format detected when
+/// `None`); with `plots`
 /// `(dir, png)`, also write the SVG plots (and PNGs) into `dir`.
 pub fn analyze_file(
     path: &Path,
@@ -71,7 +72,15 @@ pub fn analyze_file(
     opts: ReadOptions,
     plots: Option<(&Path, bool)>,
 ) -> Result<Analyzed, FileError> {
-    let (format, mut reader) = crate::open_file(path, format, opts).map_err(FileError::at(path))?;
+    let (format, mut reader) = if path == Path::new("-") {
+        // Standard input, streamed: a trace generated or decompressed on
+        // the fly, of any length.
+        let stdin = std::io::BufReader::with_capacity(256 * 1024, std::io::stdin().lock());
+        crate::open_reader(stdin, format, opts)
+    } else {
+        crate::open_file(path, format, opts)
+    }
+    .map_err(FileError::at(path))?;
     let analysis = crate::analyze(&mut reader).map_err(FileError::at(path))?;
     let plots = match plots {
         Some((dir, png)) => {

@@ -14,6 +14,7 @@ pub mod analyze;
 pub mod blkparse;
 pub mod compare;
 pub mod error;
+pub mod fasthash;
 pub mod files;
 pub mod fio;
 mod hist;

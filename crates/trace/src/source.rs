@@ -58,10 +58,14 @@ pub trait TraceReader: Iterator<Item = Result<Request>> {
 }
 
 /// Reads lines as bytes, counting them (1-based), with the end-of-line
-/// (`\n`, `\r\n`) removed.
+/// (`\n`, `\r\n`) removed. A line that lies whole in the reader's buffer
+/// (nearly all of them) is handed out in place and consumed at the next
+/// call; only one that crosses the buffer's end is copied.
 pub(crate) struct Lines<R> {
     inner: R,
     buf: Vec<u8>,
+    /// Bytes of `inner`'s buffer the last line was handed out from.
+    used: usize,
     pub(crate) line: u64,
 }
 
@@ -70,6 +74,7 @@ impl<R: BufRead> Lines<R> {
         Lines {
             inner,
             buf: Vec::with_capacity(256),
+            used: 0,
             line: 0,
         }
     }
@@ -78,6 +83,21 @@ impl<R: BufRead> Lines<R> {
     /// [`MAX_TRACE_LINE`] is an error (its end is never looked for, so
     /// input without line ends is read no further).
     pub(crate) fn next_line(&mut self) -> Result<Option<&[u8]>> {
+        if self.used > 0 {
+            self.inner.consume(std::mem::take(&mut self.used));
+        }
+        let whole = match self.inner.fill_buf() {
+            Ok(b) => b.iter().position(|c| *c == b'\n'),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => None,
+            Err(e) => return Err(e.into()),
+        };
+        if let Some(p) = whole.filter(|p| *p < MAX_TRACE_LINE) {
+            self.used = p + 1;
+            self.line += 1;
+            // The same buffer again: it holds data, so no read is made.
+            let b = self.inner.fill_buf()?;
+            return Ok(Some(strip_eol(&b[..p])));
+        }
         self.buf.clear();
         let n = (&mut self.inner)
             .take(MAX_TRACE_LINE as u64 + 1)
@@ -92,12 +112,17 @@ impl<R: BufRead> Lines<R> {
                 max: MAX_TRACE_LINE,
             });
         }
-        let mut end = self.buf.len();
-        while end > 0 && (self.buf[end - 1] == b'\n' || self.buf[end - 1] == b'\r') {
-            end -= 1;
-        }
-        Ok(Some(&self.buf[..end]))
+        Ok(Some(strip_eol(&self.buf)))
     }
+}
+
+/// `line` without its trailing `\n` and `\r` bytes.
+fn strip_eol(line: &[u8]) -> &[u8] {
+    let mut end = line.len();
+    while end > 0 && (line[end - 1] == b'\n' || line[end - 1] == b'\r') {
+        end -= 1;
+    }
+    &line[..end]
 }
 
 /// What a text format's line parser returns for one line.
@@ -244,6 +269,18 @@ pub(crate) fn parse_u64(s: &[u8], what: &str) -> std::result::Result<u64, String
     if s.is_empty() {
         return Err(format!("{what} is empty"));
     }
+    if s.len() < 20 {
+        // At most 19 digits: below 10^19 < 2^64, so no step overflows.
+        let mut v: u64 = 0;
+        for &c in s {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return Err(format!("{what} '{}' is not an unsigned integer", show(s)));
+            }
+            v = v * 10 + u64::from(d);
+        }
+        return Ok(v);
+    }
     let mut v: u64 = 0;
     for &c in s {
         if !c.is_ascii_digit() {
@@ -304,6 +341,31 @@ pub(crate) fn show(s: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_across_the_buffer_end_read_as_lines_within_it() {
+        // A 16-byte buffer: most lines cross its end (copied), some lie
+        // within it (handed out in place); both give the same lines.
+        let text = b"a\nbb\r\nthis line is longer than the buffer\n\nccc\n0123456789abcd\nend";
+        let mut l = Lines::new(std::io::BufReader::with_capacity(16, &text[..]));
+        let mut got = Vec::new();
+        while let Some(line) = l.next_line().unwrap() {
+            got.push(String::from_utf8(line.to_vec()).unwrap());
+        }
+        assert_eq!(
+            got,
+            [
+                "a",
+                "bb",
+                "this line is longer than the buffer",
+                "",
+                "ccc",
+                "0123456789abcd",
+                "end"
+            ]
+        );
+        assert_eq!(l.line, 7);
+    }
 
     #[test]
     fn seconds_parse_exactly() {
