@@ -97,6 +97,15 @@ pub struct ReplayArgs {
     /// Record the replay as it plays into TRACE2 (native format; block devices only).
     #[arg(long, value_name = "TRACE2")]
     pub record: Option<PathBuf>,
+    /// Serve live figures for Prometheus at http://ADDR/metrics while the
+    /// replay runs (ADDR: PORT on loopback, or HOST:PORT); see
+    /// docs/metrics.md.
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// With --metrics-listen: keep serving the final figures for TIME
+    /// (s when bare) after the replay ends, so the last scrape sees them.
+    #[arg(long = "metrics-linger", value_name = "TIME")]
+    pub metrics_linger: Option<String>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -202,6 +211,7 @@ fn session_options(a: PlayArgs, record: Option<PathBuf>) -> anyhow::Result<Sessi
         },
         record,
         force: a.force,
+        progress: None,
     })
 }
 
@@ -212,9 +222,33 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
     if let Some(p) = &a.record {
         crate::output::check_file_inputs(p, "--record", &inputs)?;
     }
-    let opts = session_options(a.play, a.record)?;
+    // The endpoint is bound before the target is opened: an address that
+    // cannot be bound is bad input, nothing written.
+    let live = crate::metrics::Live::from_args(
+        a.metrics_listen.as_deref(),
+        a.metrics_linger.as_deref(),
+        "replay",
+        !a.out.json(),
+    )?;
+    let mut opts = session_options(a.play, a.record)?;
     let spec = spec_json(&opts);
-    let report = session::run(&opts, crate::signal::stop_flag()).map_err(session_error)?;
+    let report = match &live {
+        Some(l) => {
+            let progress = std::sync::Arc::new(drivelab_replay::Progress::default());
+            opts.progress = Some(progress.clone());
+            let finished = std::sync::atomic::AtomicBool::new(false);
+            let report = std::thread::scope(|s| {
+                s.spawn(|| crate::metrics::watch_replay(l, &progress, &finished));
+                let r = session::run(&opts, crate::signal::stop_flag());
+                finished.store(true, std::sync::atomic::Ordering::Release);
+                r
+            })
+            .map_err(session_error)?;
+            l.settle_replay(&report.replay, &progress);
+            report
+        }
+        None => session::run(&opts, crate::signal::stop_flag()).map_err(session_error)?,
+    };
     let out = if a.out.json() {
         format!(
             "{}\n",
@@ -241,6 +275,9 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<u8> {
         spec,
         Vec::new(),
     )?;
+    if let Some(l) = &live {
+        l.linger(crate::signal::stop_flag());
+    }
     Ok(code)
 }
 

@@ -163,6 +163,17 @@ impl Live {
         });
     }
 
+    /// The replay has ended with `r`: publish its final figures (the
+    /// report's own counters; the trace's size from `progress`).
+    pub fn settle_replay(
+        &self,
+        r: &drivelab_replay::ReplayReport,
+        progress: &drivelab_replay::Progress,
+    ) {
+        use drivelab_metrics::model::replay::{families, Figures};
+        self.publish(families(&Figures::of_report(r, progress), true));
+    }
+
     /// Keep serving for `--metrics-linger`, or until `stop` (Ctrl-C).
     pub fn linger(&self, stop: &AtomicBool) {
         let Some(d) = self.linger else { return };
@@ -334,6 +345,20 @@ fn season_health(
         let t0 = Instant::now();
         while t0.elapsed() < EVERY && !finished.load(Ordering::Acquire) {
             std::thread::sleep(ERASE_LOOK);
+        }
+    }
+}
+
+/// Publish a replay's figures every [`EVERY`] until `finished` is set
+/// (on a thread beside the replay), from the counters it copies into
+/// `progress` once per turn of its loop.
+pub fn watch_replay(live: &Live, progress: &drivelab_replay::Progress, finished: &AtomicBool) {
+    use drivelab_metrics::model::replay::{families, Figures};
+    while !finished.load(Ordering::Acquire) {
+        live.publish(families(&Figures::of_progress(progress), false));
+        let t0 = Instant::now();
+        while t0.elapsed() < EVERY && !finished.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 }

@@ -105,9 +105,25 @@ fn an_address_in_use_is_refused_before_any_io() {
     std::fs::write(&kept, vec![0x5au8; 1 << 20]).unwrap();
     let before = digest(&kept);
     let k = kept.to_str().unwrap();
+    let trace = dir.join("w.iolog");
+    std::fs::write(
+        &trace,
+        "fio version 2 iolog\ndev add\ndev open\ndev write 0 4096\ndev close\n",
+    )
+    .unwrap();
+    let t = trace.to_str().unwrap();
     for args in [
         vec!["test", k, "--step", "write", "--metrics-listen", &port],
         vec!["test", k, "--step", "write", "--metrics-linger=5"],
+        vec![
+            "trace",
+            "replay",
+            t,
+            "--target",
+            k,
+            "--metrics-listen",
+            &port,
+        ],
     ] {
         let (code, out, err) = run(BIN, &args);
         assert_eq!(code, 2, "{args:?}: {out} {err}");
@@ -394,5 +410,92 @@ fn a_test_sequence_is_served_step_by_step_and_ends_equal_to_its_result() {
         f64::from(16u32 << 20)
     );
     assert_eq!(steps[1]["miscompares"].as_u64(), Some(16384), "{out}");
+    promtool_check(&text, dir.path());
+}
+
+#[test]
+fn a_replay_is_served_as_it_plays_and_ends_equal_to_its_result() {
+    require_tools(&["/usr/bin/promtool"]);
+    let dir = TempDir::new("metrics-replay");
+    let trace = dir.join("t.iolog");
+    let target = dir.join("target.img");
+    std::fs::write(&target, vec![0u8; 8 << 20]).unwrap();
+    // 3000 requests a millisecond apart (the timestamps are µs; original
+    // timing: about 3 s),
+    // reads and writes of 4 KiB over the first 8 MiB.
+    let n = 3000u64;
+    let mut s = String::from("fio version 3 iolog\n0 dev add\n0 dev open\n");
+    for i in 0..n {
+        let op = if i % 3 == 0 { "write" } else { "read" };
+        s += &format!(
+            "{} dev {op} {} 4096\n",
+            i * 1000,
+            (i * 4096 * 7) % (8 << 20)
+        );
+    }
+    s += &format!("{} dev close\n", n * 1000);
+    std::fs::write(&trace, s).unwrap();
+    let port = free_port();
+    let port_s = port.to_string();
+    let args = [
+        "trace",
+        "replay",
+        trace.to_str().unwrap(),
+        "--target",
+        target.to_str().unwrap(),
+        "--mode",
+        "original",
+        "--output-format=json",
+        "--metrics-listen",
+        &port_s,
+        "--metrics-linger=300",
+    ];
+    let mut child = Drivelab::start(&args);
+    // Scrape as it plays: some scrape sees it part way.
+    let t0 = std::time::Instant::now();
+    let mut part_way = false;
+    let text = loop {
+        if let Some((_, _, body)) = get(port, "/metrics", None) {
+            let issued = sample(&body, "drivelab_replay_issued_requests_total").unwrap_or(0.0);
+            part_way |= issued > 0.0 && issued < n as f64;
+            if sample(&body, "drivelab_work_finished") == Some(1.0) {
+                break body;
+            }
+        }
+        assert!(
+            t0.elapsed() < DEADLINE,
+            "no final figures within {DEADLINE:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let _ = child.final_figures(port);
+    let (code, out, err) = child.stop();
+    assert_eq!(code, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(part_way, "no scrape saw the replay part way:\n{text}");
+    let served = |name: &str| sample(&text, name).unwrap_or_else(|| panic!("{name}:\n{text}"));
+    assert_eq!(served("drivelab_replay_planned_requests"), n as f64);
+    assert_eq!(
+        served("drivelab_replay_issued_requests_total"),
+        r["requests"].as_f64().unwrap()
+    );
+    assert_eq!(
+        served("drivelab_replay_completed_requests_total"),
+        r["completed"].as_f64().unwrap()
+    );
+    assert_eq!(
+        served("drivelab_replay_failed_requests_total"),
+        r["errors"].as_f64().unwrap()
+    );
+    assert_eq!(
+        served("drivelab_replay_io_bytes_total{direction=\"read\"}"),
+        r["bytes_read"].as_f64().unwrap()
+    );
+    assert_eq!(
+        served("drivelab_replay_io_bytes_total{direction=\"write\"}"),
+        r["bytes_written"].as_f64().unwrap()
+    );
+    assert_eq!(r["requests"].as_u64(), Some(n), "{out}");
+    assert_eq!(r["bytes_written"].as_u64(), Some(1000 * 4096), "{out}");
     promtool_check(&text, dir.path());
 }

@@ -60,7 +60,7 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use drivelab_engine::engine::Engine;
 use drivelab_engine::io::{IoDesc, Op};
@@ -267,6 +267,37 @@ pub struct Score {
     pub withheld: Option<String>,
 }
 
+/// A replay's counters as it runs, for a reader on another thread (the
+/// live metrics): copied from the replay's own figures once per turn of its
+/// loop, never per request.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Requests in the trace (set before the replay starts).
+    pub planned: AtomicU64,
+    /// Requests issued.
+    pub requests: AtomicU64,
+    /// Requests completed without error.
+    pub completed: AtomicU64,
+    /// Requests that failed.
+    pub errors: AtomicU64,
+    /// Bytes read by completed requests.
+    pub bytes_read: AtomicU64,
+    /// Bytes written by completed requests.
+    pub bytes_written: AtomicU64,
+}
+
+impl Progress {
+    /// Copy `r`'s counters.
+    fn store(&self, r: &ReplayReport) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.requests.store(r.requests, Relaxed);
+        self.completed.store(r.completed, Relaxed);
+        self.errors.store(r.errors, Relaxed);
+        self.bytes_read.store(r.bytes_read, Relaxed);
+        self.bytes_written.store(r.bytes_written, Relaxed);
+    }
+}
+
 /// What a replay did.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
@@ -452,6 +483,8 @@ struct ReplayDriver<'a, I: Iterator<Item = drivelab_trace::Result<Request>>> {
     wait: LatencyHistogram,
     wait_w: Welford,
     error: Option<drivelab_trace::TraceError>,
+    /// Where a live reader sees the counters (copied once per turn).
+    progress: Option<&'a Progress>,
 }
 
 impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
@@ -638,6 +671,13 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDrive
     // Buffers were filled once (random data, as fio's); never looked at.
     const BUFFERS: bool = false;
 
+    fn turn(&mut self, _now: u64) -> bool {
+        if let Some(p) = self.progress {
+            p.store(&self.rep);
+        }
+        false
+    }
+
     fn next(&mut self, now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
         self.t0.get_or_insert(now);
         if self.dep {
@@ -720,6 +760,22 @@ where
     E: Engine,
     I: Iterator<Item = drivelab_trace::Result<Request>>,
 {
+    replay_watched(engine, reqs, o, stop, None)
+}
+
+/// [`replay`], its counters copied into `progress` once per turn of the
+/// loop as it runs.
+pub fn replay_watched<E, I>(
+    engine: &mut E,
+    reqs: I,
+    o: &ReplayOptions,
+    stop: &AtomicBool,
+    progress: Option<&Progress>,
+) -> Result<ReplayReport, ReplayError>
+where
+    E: Engine,
+    I: Iterator<Item = drivelab_trace::Result<Request>>,
+{
     set_timer_slack();
     let timed = matches!(o.timing, Timing::Original { .. });
     let window = match o.timing {
@@ -774,6 +830,7 @@ where
         wait: LatencyHistogram::new(),
         wait_w: Welford::new(),
         error: None,
+        progress,
     };
     // Spin the last stretch before a deadline rather than sleep through it.
     let lc = LoopConfig {

@@ -25,7 +25,7 @@ use drivelab_trace::record::{RecordOptions, RecordSummary, Recorder};
 use drivelab_trace::{Format, ReadOptions, TraceError};
 use serde::{Deserialize, Serialize};
 
-use crate::{prepass, replay, Remap, ReplayError, ReplayOptions, ReplayReport, Timing};
+use crate::{prepass, Remap, ReplayError, ReplayOptions, ReplayReport, Timing};
 
 /// What to replay, where and how.
 #[derive(Debug, Clone)]
@@ -51,6 +51,8 @@ pub struct SessionOptions {
     /// Write to a block device the safety checks refuse, except a read-only
     /// one or one the running system uses.
     pub force: bool,
+    /// Where the replay's counters are copied as it runs (live metrics).
+    pub progress: Option<std::sync::Arc<crate::Progress>>,
 }
 
 /// What a session did: the replay's figures, and the recording's summary.
@@ -247,7 +249,11 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
             let rec_stop = &rec_stop;
             s.spawn(move || record_until(rec, out, rec_stop))
         });
-        let result = replay(&mut engine, reader, &opts, stop);
+        if let Some(p) = &o.progress {
+            p.planned
+                .store(pre.requests, std::sync::atomic::Ordering::Relaxed);
+        }
+        let result = crate::replay_watched(&mut engine, reader, &opts, stop, o.progress.as_deref());
         rec_stop.store(true, Ordering::Relaxed);
         let record = match drain {
             Some(h) => Some(h.join().map_err(|_| SessionError::RecorderPanicked)??),
@@ -563,6 +569,7 @@ mod tests {
             remap: Remap::Wrap,
             record: None,
             force: false,
+            progress: None,
         }
     }
 

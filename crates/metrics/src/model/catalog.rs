@@ -80,7 +80,7 @@ pub static BUILD: Metric = Metric {
     unit: "",
     labels: &["version", "host", "command"],
     help: "drivelab's version, this host's name and the command serving the figures.",
-    from: "run, test, erase, season, station",
+    from: "run, test, erase, season, station, trace replay",
 };
 /// A target held for writing.
 pub static CLAIM: Metric = Metric {
@@ -99,7 +99,7 @@ pub static FINISHED: Metric = Metric {
     unit: "",
     labels: &[],
     help: "1 once the work has ended and the figures are the final result's, else 0.",
-    from: "run, test, erase, season",
+    from: "run, test, erase, season, trace replay",
 };
 /// I/Os completed.
 pub static JOB_IOS: Metric = Metric {
@@ -311,6 +311,52 @@ pub static DRIVE_USED: Metric = Metric {
     labels: DRIVE,
     help: "The drive's estimate of its life used (NVMe Percentage Used / 100; may exceed 1), as its last health reading gave it.",
     from: "erase, season, station",
+};
+
+/// A replay's requests in its trace.
+pub static REPLAY_PLANNED: Metric = Metric {
+    name: "drivelab_replay_planned_requests",
+    kind: Kind::Gauge,
+    unit: "",
+    labels: &[],
+    help: "Requests in the trace being replayed (its first pass counts them).",
+    from: "trace replay",
+};
+/// A replay's requests issued.
+pub static REPLAY_ISSUED: Metric = Metric {
+    name: "drivelab_replay_issued_requests",
+    kind: Kind::Counter,
+    unit: "",
+    labels: &[],
+    help: "Requests the replay has issued: the result's requests.",
+    from: "trace replay",
+};
+/// A replay's requests completed.
+pub static REPLAY_COMPLETED: Metric = Metric {
+    name: "drivelab_replay_completed_requests",
+    kind: Kind::Counter,
+    unit: "",
+    labels: &[],
+    help: "Requests completed without error: the result's completed.",
+    from: "trace replay",
+};
+/// A replay's requests failed.
+pub static REPLAY_FAILED: Metric = Metric {
+    name: "drivelab_replay_failed_requests",
+    kind: Kind::Counter,
+    unit: "",
+    labels: &[],
+    help: "Requests that failed or moved fewer bytes than asked: the result's errors.",
+    from: "trace replay",
+};
+/// A replay's bytes moved.
+pub static REPLAY_BYTES: Metric = Metric {
+    name: "drivelab_replay_io_bytes",
+    kind: Kind::Counter,
+    unit: "bytes",
+    labels: &["direction"],
+    help: "Bytes moved by completed requests (read, write): the result's bytes_read and bytes_written.",
+    from: "trace replay",
 };
 
 /// The labels of a test step.
@@ -547,6 +593,11 @@ pub static CATALOG: &[&Metric] = &[
     &DRIVE_TEMPERATURE,
     &DRIVE_HEALTH,
     &DRIVE_USED,
+    &REPLAY_PLANNED,
+    &REPLAY_ISSUED,
+    &REPLAY_COMPLETED,
+    &REPLAY_FAILED,
+    &REPLAY_BYTES,
     &TEST_STEP_STATE,
     &TEST_STEP_DONE,
     &TEST_STEP_PLANNED,
@@ -575,8 +626,8 @@ pub static CATALOG: &[&Metric] = &[
 pub fn table() -> String {
     let mut s = String::from(
         "# drivelab's metrics\n\n\
-         Served by `--metrics-listen ADDR` on `drivelab run`, `test`, `erase`, `season`\n\
-         and `station` (GET /metrics; OpenMetrics text when the scraper asks for it, else\n\
+         Served by `--metrics-listen ADDR` on `drivelab run`, `test`, `erase`, `season`,\n\
+         `station` and `trace replay` (GET /metrics; OpenMetrics text when the scraper asks for it, else\n\
          Prometheus text 0.0.4). Generated from `crates/metrics/src/model/catalog.rs`\n\
          (`cargo test -p drivelab-metrics --test docs` checks this file;\n\
          `UPDATE_DOCS=1` rewrites it). Alerting and recording rules for labs:\n\

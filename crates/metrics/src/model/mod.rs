@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod erase;
 pub mod health;
 pub mod info;
+pub mod replay;
 pub mod run;
 pub mod season;
 pub mod station;
