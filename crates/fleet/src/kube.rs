@@ -90,6 +90,10 @@ pub fn kubeconfig_path(path: Option<&Path>) -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kube/config"))
 }
 
+/// How many times a request is sent to a busy API server (7.5 s of
+/// pauses in all) before its answer stands.
+const ATTEMPTS: u32 = 5;
+
 impl Client {
     /// A client from the kubeconfig at `path` (its current context).
     pub fn from_kubeconfig(path: &Path) -> Result<Client> {
@@ -225,12 +229,27 @@ impl Client {
     /// One request: `body` as JSON with `content_type`; the answer's JSON
     /// (an API error is [`FleetError::Refused`] with the Status's message).
     pub fn request(&self, method: &str, path: &str, body: Option<(&str, &Value)>) -> Result<Value> {
-        let (status, text) =
-            self.exchange(method, path, body)
-                .map_err(|why| FleetError::Transport {
+        // A busy or starting API server answers 429 or 5xx, or drops the
+        // connection; every request drivelab sends is idempotent (GET,
+        // server-side apply, DELETE), so it is sent again after a pause.
+        let mut pause = Duration::from_millis(500);
+        let mut attempt = 1;
+        let (status, text) = loop {
+            let got = self.exchange(method, path, body);
+            let busy = match &got {
+                Ok((status, _)) => matches!(status, 429 | 500 | 502 | 503 | 504),
+                Err(_) => true,
+            };
+            if !busy || attempt == ATTEMPTS {
+                break got.map_err(|why| FleetError::Transport {
                     server: self.server.clone(),
                     why,
                 })?;
+            }
+            std::thread::sleep(pause);
+            pause *= 2;
+            attempt += 1;
+        };
         let v: Value = if text.trim().is_empty() {
             Value::Null
         } else {
