@@ -17,6 +17,7 @@ pub mod drivelab_bin;
 pub mod error;
 pub mod host;
 pub mod modules;
+pub mod results;
 pub mod tools;
 pub mod vm;
 

@@ -33,6 +33,7 @@
 use std::time::Duration;
 
 use drivelab_vmtest::drivelab_bin::static_package_binary;
+use drivelab_vmtest::results::{cert, json, num, out, print_times, row, status, why};
 use drivelab_vmtest::{Checks, GuestRun, Vm};
 use serde_json::Value;
 
@@ -204,50 +205,6 @@ fn boot() -> GuestRun {
         .timeout(Duration::from_secs(900))
         .run()
         .unwrap_or_else(|e| panic!("the test VM did not run: {e}"))
-}
-
-/// A result file as JSON, Null when missing or not JSON.
-fn json(run: &GuestRun, name: &str) -> Value {
-    run.json(name).unwrap_or(Value::Null)
-}
-
-/// `run_json NAME`'s stdout as JSON.
-fn out(run: &GuestRun, name: &str) -> Value {
-    run.outcome_json(name)
-        .map(|(_, v)| v)
-        .unwrap_or(Value::Null)
-}
-
-fn status(run: &GuestRun, name: &str) -> i64 {
-    run.outcome(name).0
-}
-
-/// A JSON number, or a string of digits (nvme-cli prints 128-bit counters
-/// either way).
-fn num(v: &Value) -> Option<u64> {
-    v.as_u64()
-        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-}
-
-/// The erase report's one drive row.
-fn row(run: &GuestRun, name: &str) -> Value {
-    out(run, name)["drives"][0].clone()
-}
-
-/// The signed certificate a report row names.
-fn cert(run: &GuestRun, row: &Value) -> Value {
-    row["certificate"]
-        .as_str()
-        .and_then(|p| p.strip_prefix("/out/"))
-        .and_then(|p| std::fs::read_to_string(run.out_dir().join(p)).ok())
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .map(|v| v["certificate"].clone())
-        .unwrap_or(Value::Null)
-}
-
-fn why(run: &GuestRun, name: &str) -> String {
-    let (s, o, e) = run.outcome(name);
-    format!("status {s}; stdout {o}; stderr {e}")
 }
 
 const NS_BYTES: u64 = NS_MIB << 20;
@@ -679,15 +636,6 @@ fn drivelab_health_and_erase_on_an_emulated_nvme_tcp_drive() {
     sanitize_checks(&mut c, &run);
     overwrite_checks(&mut c, &run);
     format_checks(&mut c, &run);
-    println!(
-        "guest uptime at each step:\n{}",
-        run.file("marks.txt").unwrap_or_default()
-    );
-    println!(
-        "guest uptime at script start {:?} s, at end {:?} s; wall {:.0} s",
-        run.boot_to_script_s,
-        run.script_end_s,
-        run.elapsed.as_secs_f64()
-    );
+    print_times(&run);
     c.finish(&ctx);
 }

@@ -39,6 +39,7 @@
 use std::time::Duration;
 
 use drivelab_vmtest::drivelab_bin::static_package_binary;
+use drivelab_vmtest::results::{cert, json, out, print_times, row, why};
 use drivelab_vmtest::{Checks, GuestRun, Vm};
 use serde_json::Value;
 
@@ -223,23 +224,6 @@ fn boot() -> GuestRun {
         .unwrap_or_else(|e| panic!("the test VM did not run: {e}"))
 }
 
-/// A result file as JSON, Null when missing or not JSON.
-fn json(run: &GuestRun, name: &str) -> Value {
-    run.json(name).unwrap_or(Value::Null)
-}
-
-/// `run_json NAME`'s stdout as JSON.
-fn out(run: &GuestRun, name: &str) -> Value {
-    run.outcome_json(name)
-        .map(|(_, v)| v)
-        .unwrap_or(Value::Null)
-}
-
-fn why(run: &GuestRun, name: &str) -> String {
-    let (s, o, e) = run.outcome(name);
-    format!("status {s}; stdout {o}; stderr {e}")
-}
-
 fn text(run: &GuestRun, name: &str) -> String {
     run.file(name).unwrap_or_default().trim().to_string()
 }
@@ -331,22 +315,6 @@ fn drivelab_checks(c: &mut Checks, run: &GuestRun) {
             && counter(&p3, "blocks_read") - counter(&p2, "blocks_read") == BLOCKS,
         || format!("{}; {p2}\n{p3}", why(run, "read_all")),
     );
-}
-
-/// The erase report's one drive row.
-fn row(run: &GuestRun, name: &str) -> Value {
-    out(run, name)["drives"][0].clone()
-}
-
-/// The signed certificate a report row names.
-fn cert(run: &GuestRun, row: &Value) -> Value {
-    row["certificate"]
-        .as_str()
-        .and_then(|p| p.strip_prefix("/out/"))
-        .and_then(|p| std::fs::read_to_string(run.out_dir().join(p)).ok())
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .map(|v| v["certificate"].clone())
-        .unwrap_or(Value::Null)
 }
 
 /// The ATA commands the emulator received between two states.
@@ -773,15 +741,6 @@ fn drivelab_on_a_scsi_drive_emulated_behind_tcmu() {
     locked_checks(&mut c, &run);
     dco_checks(&mut c, &run);
     hpa_checks(&mut c, &run);
-    println!(
-        "guest uptime at each step:\n{}",
-        run.file("marks.txt").unwrap_or_default()
-    );
-    println!(
-        "guest uptime at script start {:?} s, at end {:?} s; wall {:.0} s",
-        run.boot_to_script_s,
-        run.script_end_s,
-        run.elapsed.as_secs_f64()
-    );
+    print_times(&run);
     c.finish(&ctx);
 }
