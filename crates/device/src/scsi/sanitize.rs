@@ -105,6 +105,9 @@ pub enum SanitizeState {
     /// No sense to report (NO SENSE, or no sense data at all): no sanitize
     /// is running and none failed.
     Idle,
+    /// UNIT ATTENTION (a reset, a changed capacity, ...), in words: reported
+    /// once, so the state is to be asked again.
+    Attention(String),
     /// Any other sense, in words.
     Other(String),
 }
@@ -122,6 +125,7 @@ impl SanitizeState {
             },
             (sense_key::MEDIUM_ERROR, 0x31, 0x03) => SanitizeState::Failed,
             (sense_key::NO_SENSE, 0x00, 0x00) => SanitizeState::Idle,
+            (sense_key::UNIT_ATTENTION, _, _) => SanitizeState::Attention(s.describe()),
             _ => SanitizeState::Other(s.describe()),
         }
     }
@@ -346,7 +350,7 @@ mod tests {
 
     #[test]
     fn sanitize_state_from_sense_both_formats() {
-        let table: [(u8, u8, u8, Option<u16>, SanitizeState); 6] = [
+        let table: [(u8, u8, u8, Option<u16>, SanitizeState); 7] = [
             (
                 0x02,
                 0x04,
@@ -370,6 +374,16 @@ mod tests {
                 SanitizeState::InProgress { progress: 0 },
             ),
             (0x03, 0x31, 0x03, None, SanitizeState::Failed),
+            (
+                0x06,
+                0x29,
+                0x00,
+                None,
+                SanitizeState::Attention(
+                    "UNIT ATTENTION: power on, reset, or bus device reset occurred (asc 0x29 ascq 0x00)"
+                        .into(),
+                ),
+            ),
             (0x00, 0x00, 0x00, None, SanitizeState::Idle),
             // A format in progress is not a sanitize.
             (
