@@ -211,6 +211,10 @@ impl Disk {
             Cdb::Write { lba, blocks } => self.write(lba, blocks, data_out),
             Cdb::ReportLuns { alloc } => good(pages::cut(pages::report_luns(), alloc)),
             Cdb::AtaPassThrough => self.ata_pass_through(cdb, data_out),
+            Cdb::ReportSupportedOpcode(r) => match crate::rsoc::answer(&r, self.ata.is_some()) {
+                Ok(d) => good(pages::cut(d, r.alloc)),
+                Err(s) => check(s),
+            },
             Cdb::LogSense => {
                 let t = self
                     .ata
