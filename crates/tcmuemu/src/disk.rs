@@ -161,6 +161,9 @@ impl Disk {
             Cdb::FormatUnit => self.format_unit(cdb, data_out),
             Cdb::RequestSense { alloc, desc } => {
                 // While a sanitize runs: its progress (SBC-4 4.11.3).
+                if self.sanitize().running.is_some() {
+                    self.sanitize_mut().status_polls_running += 1;
+                }
                 if let Some(r) = self.sanitize_refusal() {
                     return good(pages::cut(r.sense, alloc));
                 }
