@@ -864,12 +864,13 @@ mod tests {
     fn scsi_sanitize_is_planned_only_for_what_the_drive_reports() {
         // (offered (overwrite, block, crypto), pattern, crypto, the action or
         // the words the refusal holds)
-        let table: [(
+        type Row = (
             (bool, bool, bool),
-            &str,
+            &'static str,
             bool,
-            Result<ScsiSanitizeAction, &str>,
-        ); 9] = [
+            Result<ScsiSanitizeAction, &'static str>,
+        );
+        let table: [Row; 9] = [
             (
                 (false, true, false),
                 "allzeros",
