@@ -135,7 +135,7 @@ pub struct EraseArgs {
     pub devices: Vec<PathBuf>,
     /// auto (default: the fastest method that writes the pattern), zeroout,
     /// write-same, sct-write-same, nvme-write-zeroes, nvme-format,
-    /// nvme-sanitize, ata-sanitize, ata-security-erase,
+    /// nvme-sanitize, ata-sanitize, scsi-sanitize, ata-security-erase,
     /// ata-security-erase-enhanced, discard or stream.
     #[arg(long, default_value = "auto")]
     pub method: String,
@@ -161,7 +161,8 @@ pub struct EraseArgs {
     /// Continue an interrupted erase from its journal (in the certificate dir).
     #[arg(long)]
     pub resume: bool,
-    /// Cryptographic erase for nvme-format, nvme-sanitize and ata-sanitize.
+    /// Cryptographic erase for nvme-format, nvme-sanitize, ata-sanitize and
+    /// scsi-sanitize.
     #[arg(long)]
     pub crypto: bool,
     /// Discard the whole drive before overwriting it.

@@ -37,7 +37,8 @@ pub struct SeasonArgs {
     #[arg(long, default_value = "all")]
     pub stages: String,
     /// Purge by this method instead of the strongest the drive offers:
-    /// nvme-sanitize, nvme-format, ata-sanitize, ata-security-erase-enhanced,
+    /// nvme-sanitize, nvme-format, ata-sanitize, scsi-sanitize,
+    /// ata-security-erase-enhanced,
     /// ata-security-erase or discard (refused, nothing written, when the
     /// drive cannot).
     #[arg(long, value_name = "METHOD", default_value = "auto")]

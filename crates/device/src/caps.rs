@@ -170,6 +170,9 @@ pub struct Capabilities {
     pub ata_sct_write_same: bool,
     /// ATA SANITIZE subcommands supported.
     pub ata_sanitize: AtaSanitizeCaps,
+    /// SCSI SANITIZE service actions the device reports supported (REPORT
+    /// SUPPORTED OPERATION CODES); all false when it could not say.
+    pub scsi_sanitize: scsi::sanitize::SanitizeSupport,
     /// ATA SECURITY ERASE UNIT is available (supported, not frozen, not locked).
     pub ata_security_erase: bool,
     /// ATA security is frozen (a BIOS froze it; erase needs a power cycle/hotplug).
@@ -265,6 +268,7 @@ impl Capabilities {
             reads_zero_after_unmap: false,
             ata_sct_write_same: false,
             ata_sanitize: AtaSanitizeCaps::default(),
+            scsi_sanitize: scsi::sanitize::SanitizeSupport::default(),
             ata_security_erase: false,
             ata_security_frozen: false,
             ata_trim: false,
@@ -540,6 +544,13 @@ fn probe_scsi(dev: &SgDevice, c: &mut Capabilities, d: &mut ScsiDetail) {
                 rsoc_ok = false;
                 break;
             }
+        }
+    }
+    if rsoc_ok {
+        match scsi::sanitize::sanitize_support(dev) {
+            Ok(s) => c.scsi_sanitize = s,
+            Err(e) if e.is_not_supported() => {}
+            Err(e) => c.notes.push(e.to_string()),
         }
     }
     let rsoc = |op: u8| {

@@ -66,7 +66,7 @@ pub enum EraseError {
     #[error("{0}")]
     NotConfirmed(String),
     /// `--method` names no method.
-    #[error("unknown method '{0}': use auto, zeroout, write-same, sct-write-same, nvme-write-zeroes, nvme-format, nvme-sanitize, ata-sanitize, discard or stream")]
+    #[error("unknown method '{0}': use auto, zeroout, write-same, sct-write-same, nvme-write-zeroes, nvme-format, nvme-sanitize, ata-sanitize, scsi-sanitize, ata-security-erase, ata-security-erase-enhanced, discard or stream")]
     UnknownMethod(String),
     /// The drive lacks the requested method.
     #[error("{device}: method {method} is not available: {why} (use --method auto to let drivelab choose)")]

@@ -8,18 +8,20 @@
 //! 3. ATA SANITIZE, block erase (crypto scramble when only that is
 //!    offered; overwrite alone is not a purge for this purpose: it leaves
 //!    every block written, the opposite of fresh);
-//! 4. ATA SECURITY ERASE UNIT, enhanced mode when offered, else normal
+//! 4. SCSI SANITIZE, block erase (cryptographic erase when only that is
+//!    offered; overwrite alone is not a purge here, as for ATA), as the
+//!    drive reports it in REPORT SUPPORTED OPERATION CODES;
+//! 5. ATA SECURITY ERASE UNIT, enhanced mode when offered, else normal
 //!    (a temporary password, never left set); a frozen, locked or
 //!    password-protected drive is listed with the reason and how to fix it;
-//! 5. a whole-device discard (BLKDISCARD through the claim): the drive
+//! 6. a whole-device discard (BLKDISCARD through the claim): the drive
 //!    learns that no LBA holds data, which is what a fresh drive is;
-//! 6. nothing: "not purged: <why>", and the measurements after it are not
+//! 7. nothing: "not purged: <why>", and the measurements after it are not
 //!    called fresh.
 //!
 //! `--purge METHOD` asks for one of them by name; a drive that cannot run
 //! it is refused before anything is written ([`choose_requested`]).
-//! SCSI SANITIZE is not a drivelab method yet; a SCSI drive is told so in
-//! the method list. Sanitize, format and security erase run through
+//! Sanitize, format and security erase run through
 //! [`drivelab_erase::run::run_all`] (with no read-back), so they are the
 //! erase command's own code and leave its signed certificate.
 
@@ -97,9 +99,6 @@ fn candidates(o: &Offers) -> Vec<(&'static str, Result<Candidate, String>)> {
             ))
         },
     ));
-    if o.transport == "scsi" {
-        v.push(("scsi-sanitize", Err("not yet a drivelab method".into())));
-    }
     let (ow, blk, cr) = o.ata_sanitize;
     v.push((
         "ata-sanitize",
@@ -122,6 +121,32 @@ fn candidates(o: &Offers) -> Vec<(&'static str, Result<Candidate, String>)> {
         } else {
             Err(format!(
                 "the drive does not support ATA SANITIZE (transport {})",
+                o.transport
+            ))
+        },
+    ));
+    let (sow, sblk, scr) = o.scsi_sanitize;
+    v.push((
+        "scsi-sanitize",
+        if sblk {
+            Ok((
+                Method::ScsiSanitize,
+                false,
+                false,
+                "SCSI SANITIZE BLOCK ERASE (REPORT SUPPORTED OPERATION CODES)".into(),
+            ))
+        } else if scr {
+            Ok((
+                Method::ScsiSanitize,
+                true,
+                false,
+                "SCSI SANITIZE CRYPTOGRAPHIC ERASE (REPORT SUPPORTED OPERATION CODES)".into(),
+            ))
+        } else if sow {
+            Err("overwrite only: it leaves every block written, not fresh".into())
+        } else {
+            Err(format!(
+                "the drive does not report SCSI SANITIZE (REPORT SUPPORTED OPERATION CODES, transport {})",
                 o.transport
             ))
         },
@@ -184,10 +209,11 @@ fn candidates(o: &Offers) -> Vec<(&'static str, Result<Candidate, String>)> {
 }
 
 /// The `--purge` names: every method [`candidates`] knows.
-pub const PURGE_METHODS: [&str; 6] = [
+pub const PURGE_METHODS: [&str; 7] = [
     "nvme-sanitize",
     "nvme-format",
     "ata-sanitize",
+    "scsi-sanitize",
     "ata-security-erase-enhanced",
     "ata-security-erase",
     "discard",
@@ -398,6 +424,36 @@ pub fn identity(d: &Drive) -> crate::result::Identity {
 mod tests {
     use super::*;
     use drivelab_device::ata_security::SecurityState;
+
+    #[test]
+    fn a_sas_drive_is_purged_by_scsi_sanitize_as_it_reports() {
+        // (overwrite, block, crypto) as REPORT SUPPORTED OPERATION CODES
+        // said, the method and crypto chosen (None: discard, the next).
+        let table: [((bool, bool, bool), Option<bool>); 5] = [
+            ((true, true, true), Some(false)),
+            ((false, true, false), Some(false)),
+            ((false, false, true), Some(true)),
+            ((true, false, false), None),
+            ((false, false, false), None),
+        ];
+        for (offered, want) in table {
+            let sas = Offers {
+                transport: "scsi".into(),
+                scsi_sanitize: offered,
+                discard: true,
+                ..Offers::default()
+            };
+            let c = choose(&sas);
+            match want {
+                Some(crypto) => {
+                    assert_eq!((c.method, c.crypto), (Some(Method::ScsiSanitize), crypto));
+                    assert!(c.reason.contains("SCSI SANITIZE"), "{}", c.reason);
+                }
+                None => assert_eq!(c.method, Some(Method::Discard), "{offered:?}"),
+            }
+            assert!(choose_requested(&sas, Some(Method::ScsiSanitize)).is_ok() == want.is_some());
+        }
+    }
 
     #[test]
     fn the_strongest_offered_method_wins() {

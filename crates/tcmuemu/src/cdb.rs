@@ -48,6 +48,9 @@ pub mod op {
     pub const ATA_PASS_THROUGH_16: u8 = 0x85;
     /// ATA PASS-THROUGH(12) (SAT-4 12.2.3).
     pub const ATA_PASS_THROUGH_12: u8 = 0xA1;
+    /// MAINTENANCE IN; service action 0Ch is REPORT SUPPORTED OPERATION
+    /// CODES (SPC-5 6.35).
+    pub const MAINTENANCE_IN: u8 = 0xA3;
 }
 
 /// A decoded CDB.
@@ -125,6 +128,8 @@ pub enum Cdb {
     LogSense,
     /// ATA PASS-THROUGH (12) or (16): decoded by [`crate::sat`].
     AtaPassThrough,
+    /// REPORT SUPPORTED OPERATION CODES for one command: [`crate::rsoc`].
+    ReportSupportedOpcode(crate::rsoc::Request),
     /// An operation code this drive does not implement.
     Unsupported(u8),
 }
@@ -243,6 +248,9 @@ impl Cdb {
             op::MODE_SELECT_6 => Cdb::ModeSelect { ten: false },
             op::MODE_SELECT_10 => Cdb::ModeSelect { ten: true },
             op::FORMAT_UNIT => Cdb::FormatUnit,
+            op::MAINTENANCE_IN if b[1] & 0x1F == 0x0C => {
+                Cdb::ReportSupportedOpcode(crate::rsoc::Request::parse(b))
+            }
             op::REPORT_LUNS => Cdb::ReportLuns {
                 alloc: be32(&b[6..10]) as usize,
             },

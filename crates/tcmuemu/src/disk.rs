@@ -161,6 +161,9 @@ impl Disk {
             Cdb::FormatUnit => self.format_unit(cdb, data_out),
             Cdb::RequestSense { alloc, desc } => {
                 // While a sanitize runs: its progress (SBC-4 4.11.3).
+                if self.sanitize().running.is_some() {
+                    self.sanitize_mut().status_polls_running += 1;
+                }
                 if let Some(r) = self.sanitize_refusal() {
                     return good(pages::cut(r.sense, alloc));
                 }
@@ -211,6 +214,10 @@ impl Disk {
             Cdb::Write { lba, blocks } => self.write(lba, blocks, data_out),
             Cdb::ReportLuns { alloc } => good(pages::cut(pages::report_luns(), alloc)),
             Cdb::AtaPassThrough => self.ata_pass_through(cdb, data_out),
+            Cdb::ReportSupportedOpcode(r) => match crate::rsoc::answer(&r, self.ata.is_some()) {
+                Ok(d) => good(pages::cut(d, r.alloc)),
+                Err(s) => check(s),
+            },
             Cdb::LogSense => {
                 let t = self
                     .ata

@@ -30,6 +30,7 @@ pub mod format;
 pub mod logpages;
 pub mod pages;
 pub mod ring;
+pub mod rsoc;
 pub mod sat;
 pub mod scsi_sanitize;
 pub mod sense;

@@ -72,6 +72,7 @@ pub fn to_json(d: &Disk) -> Value {
             "running": d.scsi_sanitize.running.map(|(k, _)| k.name()),
             "completed_ok": d.scsi_sanitize.completed_ok,
             "failed": d.scsi_sanitize.failed,
+            "status_polls_while_running": d.scsi_sanitize.status_polls_running,
             "done": d.scsi_sanitize.done.iter().map(|(k, ok)| json!({"kind": k.name(), "ok": ok})).collect::<Vec<_>>(),
         },
         "counters": {

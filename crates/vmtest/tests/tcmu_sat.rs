@@ -21,6 +21,12 @@
 //! - ATA SANITIZE overwrite and crypto scramble: drivelab polls SANITIZE
 //!   STATUS EXT while the emulator runs it, waits for the end, Purge; a
 //!   sanitize that fails half way (a fault) ends in exit 1, no certificate.
+//! - SCSI SANITIZE on the SAS drive, block erase and cryptographic erase:
+//!   drivelab asks REPORT SUPPORTED OPERATION CODES, sends SANITIZE with
+//!   IMMED, polls REQUEST SENSE while it runs, Purge; the drive reads as
+//!   zeroes after the block erase, as neither the old data nor zeroes after
+//!   the crypto erase; a sanitize that fails (a fault) ends in exit 1, no
+//!   certificate.
 //! - A frozen drive and a drive locked by an unknown password: refused in
 //!   one line, no security command sent, nothing written.
 //! - A device configuration overlay: found (DEVICE CONFIGURATION
@@ -31,7 +37,7 @@
 //!   native max, the whole drive is erased and verified, and the
 //!   certificate shows the capacity before, after and native.
 //!
-//! One boot, seven drives; the emulators' state files are copied after each
+//! One boot, eight drives; the emulators' state files are copied after each
 //! step and compared on the host. Needs root, QEMU, the cached kernel
 //! (`bash tests/vm/setup.sh`) and the host's smartctl (tests/run installs
 //! smartmontools).
@@ -104,6 +110,26 @@ state sas p4
 run_json after_hang dd if=$SAS of=/dev/null bs=64k count=16 iflag=direct
 state sas p5
 mark sas
+
+# --- SCSI SANITIZE on the SAS drive: block erase, cryptographic erase, and
+# a drive whose sanitize fails half way.
+fill $SAS 245
+md5 $SAS > ssblock.md5_before
+state sas q0
+run_json ssblock @ERASE@ $SAS --method scsi-sanitize --confirm-serial DLTCMUSAS001 --certificate-dir /out/certs/ssblock
+state sas q1
+md5 $SAS > ssblock.md5_after
+fill $SAS 132
+md5 $SAS > sscrypto.md5_before
+run_json sscrypto @ERASE@ $SAS --method scsi-sanitize --crypto --confirm-serial DLTCMUSAS001 --certificate-dir /out/certs/sscrypto
+state sas q2
+md5 $SAS > sscrypto.md5_after
+emu sasfail 8 DLTCMUSASF01 --fault sanitize-fail --product "TCMU SAS DISK"
+SASFAIL=$(disk_of DLTCMUSASF01)
+echo "$SASFAIL" > sasfail.name
+run_json sssanfail @ERASE@ $SASFAIL --method scsi-sanitize --confirm-serial DLTCMUSASF01 --certificate-dir /out/certs/sssanfail
+state sasfail y1
+mark scsi_sanitize
 
 # --- SATA: health against smartctl and the emulator.
 emu sata 2 DLTCMUSATA01 --sata --product "DRIVELAB TCMU SATA SSD" --revision 1.0
@@ -188,7 +214,7 @@ md5 $HPA > hpa.md5_after
 mark hpa
 # Detach the disks while their emulators still answer (the kernel's
 # shutdown would otherwise wait on commands nobody serves), then stop them.
-for d in $SAS $SATA $FROZEN $HPA $FAIL $LOCKED $DCO; do echo 1 > /sys/block/${d#/dev/}/device/delete; done
+for d in $SAS $SASFAIL $SATA $FROZEN $HPA $FAIL $LOCKED $DCO; do echo 1 > /sys/block/${d#/dev/}/device/delete; done
 kill $EMUS
 true
 "#;
@@ -271,10 +297,21 @@ fn disk_checks(c: &mut Checks, run: &GuestRun) {
             )
         },
     );
+    // drivelab's probe (by p2) asks the SAS drive for ATA IDENTIFY DEVICE
+    // through ATA PASS-THROUGH, which the SAS personality lacks.
+    let p2 = json(run, "p2.state.json");
+    let pass_through = |v: &Value| {
+        ["85", "a1"]
+            .iter()
+            .map(|o| v["counters"]["by_opcode"][o].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
     c.check(
         "the emulator answered ATA PASS-THROUGH and the rest it lacks with CHECK CONDITION",
-        counter(&p1, "check_conditions") > 0,
-        || format!("{p1}"),
+        pass_through(&p2) > pass_through(&p1)
+            && counter(&p2, "check_conditions") - counter(&p1, "check_conditions")
+                >= pass_through(&p2) - pass_through(&p1),
+        || format!("{p1}\n{p2}"),
     );
 }
 
@@ -556,6 +593,88 @@ fn sanitize_checks(c: &mut Checks, run: &GuestRun) {
     );
 }
 
+/// SCSI SANITIZE through `drivelab erase --method scsi-sanitize` on the
+/// SAS personality: block erase, cryptographic erase, a failure.
+fn scsi_sanitize_checks(c: &mut Checks, run: &GuestRun) {
+    let zero = text(run, "zero.md5");
+    let states = [
+        json(run, "q0.state.json"),
+        json(run, "q1.state.json"),
+        json(run, "q2.state.json"),
+    ];
+    for (i, (name, kind)) in [("ssblock", "block-erase"), ("sscrypto", "crypto-scramble")]
+        .into_iter()
+        .enumerate()
+    {
+        let r = row(run, name);
+        let cert = cert(run, &r);
+        c.check(
+            &format!("{name}: drivelab erase --method scsi-sanitize exits 0; certificate: scsi-sanitize, NIST Purge"),
+            run.outcome(name).0 == 0
+                && r["result"] == "erased"
+                && cert["erase"]["method"] == "scsi-sanitize"
+                && cert["erase"]["nist_category"] == "Purge",
+            || format!("{}; certificate {cert}", why(run, name)),
+        );
+        // q1 is taken after the block erase; the crypto erase runs between
+        // q1 and q2 (a fill between them writes, but sends no SANITIZE).
+        let (before, after) = (&states[i], &states[i + 1]);
+        let sanitizes = |v: &Value| v["counters"]["by_opcode"]["48"].as_u64().unwrap_or(0);
+        let polls = after["sanitize"]["status_polls_while_running"]
+            .as_u64()
+            .unwrap_or(0)
+            - before["sanitize"]["status_polls_while_running"]
+                .as_u64()
+                .unwrap_or(0);
+        c.check(
+            &format!("{name}: the emulator ran one {kind}, drivelab polled REQUEST SENSE while it ran and waited for its end"),
+            after["sanitize"]["done"].as_array().and_then(|d| d.last())
+                == Some(&serde_json::json!({"kind": kind, "ok": true}))
+                && after["sanitize"]["running"].is_null()
+                && sanitizes(after) - sanitizes(before) == 1
+                && polls > 0,
+            || format!("polls {polls}; {before}\n{after}"),
+        );
+    }
+    let (bb, ba) = (
+        text(run, "ssblock.md5_before"),
+        text(run, "ssblock.md5_after"),
+    );
+    c.check(
+        "ssblock: the drive reads back as zeroes after the block erase, verified by drivelab too",
+        !zero.is_empty()
+            && ba == zero
+            && bb != zero
+            && row(run, "ssblock")["verification"] == "full: passed",
+        || {
+            format!(
+                "before {bb}, after {ba}, zeroes {zero}; row {}",
+                row(run, "ssblock")
+            )
+        },
+    );
+    let (cb, ca) = (
+        text(run, "sscrypto.md5_before"),
+        text(run, "sscrypto.md5_after"),
+    );
+    c.check(
+        "sscrypto: the drive reads as neither the old data nor zeroes",
+        !ca.is_empty() && ca != cb && ca != zero,
+        || format!("before {cb}, after {ca}, zeroes {zero}"),
+    );
+    let (s, _, e) = run.outcome("sssanfail");
+    let y1 = json(run, "y1.state.json");
+    c.check(
+        "sssanfail: a SCSI sanitize that fails half way: drivelab exits 1, no certificate, says the device reports the failure; the emulator recorded it",
+        s == 1
+            && row(run, "sssanfail")["certificate"].is_null()
+            && e.contains("the device reports the sanitize failed")
+            && y1["sanitize"]["done"] == serde_json::json!([{"kind": "block-erase", "ok": false}])
+            && y1["sanitize"]["failed"] == true,
+        || format!("{}; {}", why(run, "sssanfail"), y1["sanitize"]),
+    );
+}
+
 fn frozen_checks(c: &mut Checks, run: &GuestRun) {
     let e = out(run, "frozen")["error"]
         .as_str()
@@ -737,6 +856,7 @@ fn drivelab_on_a_scsi_drive_emulated_behind_tcmu() {
     sata_health_checks(&mut c, &run);
     security_checks(&mut c, &run);
     sanitize_checks(&mut c, &run);
+    scsi_sanitize_checks(&mut c, &run);
     frozen_checks(&mut c, &run);
     locked_checks(&mut c, &run);
     dco_checks(&mut c, &run);

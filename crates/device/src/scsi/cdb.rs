@@ -6,6 +6,8 @@
 pub mod opcode {
     /// TEST UNIT READY.
     pub const TEST_UNIT_READY: u8 = 0x00;
+    /// REQUEST SENSE.
+    pub const REQUEST_SENSE: u8 = 0x03;
     /// INQUIRY.
     pub const INQUIRY: u8 = 0x12;
     /// READ CAPACITY(10).
@@ -57,6 +59,7 @@ pub fn command_name(cdb: &[u8]) -> String {
     };
     let name = match op {
         opcode::TEST_UNIT_READY => "TEST UNIT READY",
+        opcode::REQUEST_SENSE => "REQUEST SENSE",
         opcode::INQUIRY => "INQUIRY",
         opcode::READ_CAPACITY_10 => "READ CAPACITY(10)",
         opcode::READ_10 => "READ(10)",

@@ -13,11 +13,14 @@
 //! - [`cdb`]: the CDB table: operation codes, names, which CDBs change the
 //!   medium.
 //! - [`sense`]: sense data decoded.
+//! - [`sanitize`]: SANITIZE support, sending it with IMMED, and its
+//!   state through REQUEST SENSE.
 //! - here: the CDB builders, the decoders of what a device returns, and
 //!   the helpers that issue one command.
 
 mod bytes;
 pub mod cdb;
+pub mod sanitize;
 pub mod sense;
 pub mod sg;
 
@@ -1237,6 +1240,7 @@ pub fn test_unit_ready(dev: &SgDevice) -> Result<ScsiResult, SgError> {
 pub fn direction_of(op: u8) -> DataDirection {
     match op {
         opcode::INQUIRY
+        | opcode::REQUEST_SENSE
         | opcode::READ_CAPACITY_10
         | opcode::READ_10
         | opcode::READ_16

@@ -56,12 +56,15 @@ fn media(d: &Drive) -> String {
 
 fn technique(m: Method, crypto: bool, pattern: &Pattern) -> String {
     match m {
-        Method::NvmeFormat | Method::NvmeSanitize | Method::AtaSanitize if crypto => {
+        Method::NvmeFormat | Method::NvmeSanitize | Method::AtaSanitize | Method::ScsiSanitize
+            if crypto =>
+        {
             "cryptographic erase".into()
         }
         Method::NvmeFormat => "user data erase (format)".into(),
         Method::NvmeSanitize => "block erase (sanitize)".into(),
         Method::AtaSanitize => "sanitize (overwrite or block erase)".into(),
+        Method::ScsiSanitize => "SCSI sanitize (block erase or overwrite)".into(),
         Method::AtaSecurityErase => "ATA security erase, normal mode (zeroes)".into(),
         Method::AtaSecurityEraseEnhanced => "ATA enhanced security erase (vendor pattern)".into(),
         Method::Discard => "discard (drive guarantees zeroes)".into(),

@@ -214,6 +214,7 @@ impl Ctx<'_> {
                 Method::NvmeFormat
                 | Method::NvmeSanitize
                 | Method::AtaSanitize
+                | Method::ScsiSanitize
                 | Method::AtaSecurityErase
                 | Method::AtaSecurityEraseEnhanced => self.whole_device(pass)?,
             };

@@ -1,5 +1,5 @@
-//! The one-command methods: NVMe Format NVM, NVMe Sanitize, ATA SANITIZE
-//! and ATA SECURITY ERASE UNIT. One command covers the whole drive; the
+//! The one-command methods: NVMe Format NVM, NVMe Sanitize, ATA SANITIZE,
+//! SCSI SANITIZE and ATA SECURITY ERASE UNIT. One command covers the whole drive; the
 //! sanitize commands are polled to their end, their progress shown as they
 //! go (security erase reports none: it returns when it is done).
 
@@ -22,6 +22,7 @@ impl Ctx<'_> {
             Method::NvmeFormat => self.nvme_format().map(Some),
             Method::NvmeSanitize => self.nvme_sanitize().map(Some),
             Method::AtaSanitize => self.ata_sanitize().map(Some),
+            Method::ScsiSanitize => self.scsi_sanitize().map(Some),
             Method::AtaSecurityErase => self.ata_security_erase(false),
             Method::AtaSecurityEraseEnhanced => self.ata_security_erase(true),
             other => Err(self.command_error(other.name(), "not a whole-device method".into())),
@@ -164,6 +165,72 @@ impl Ctx<'_> {
         }
         Ok(format!(
             "ATA SANITIZE {what} (B4h) via ATA PASS-THROUGH(16); SANITIZE STATUS EXT polled"
+        ))
+    }
+
+    /// SCSI SANITIZE (block erase, overwrite or cryptographic erase, as
+    /// [`method::scsi_sanitize_action`] picks for the drive and pattern),
+    /// sent with IMMED and polled with REQUEST SENSE until the device no
+    /// longer reports it in progress.
+    fn scsi_sanitize(&self) -> Result<String, EraseError> {
+        use drivelab_device::scsi::sanitize::{self, OverwriteParameters, SanitizeState};
+        use drivelab_device::scsi::SanitizeAction;
+        use drivelab_device::sg::SgDevice;
+        use method::ScsiSanitizeAction as A;
+        let d = self.drive;
+        let mut sg =
+            SgDevice::claimed(self.claim).map_err(|e| self.command_error("open", e.to_string()))?;
+        sg.set_timeout_ms(60_000);
+        let act = method::scsi_sanitize_action(
+            &d.offers,
+            &self.opts.pattern,
+            d.lbs as usize,
+            self.opts.crypto,
+        )
+        .map_err(|why| self.command_error("SANITIZE", why))?;
+        let (action, params, what) = match act {
+            A::Crypto => (
+                SanitizeAction::CryptoErase,
+                None,
+                "CRYPTOGRAPHIC ERASE".to_string(),
+            ),
+            A::BlockErase => (SanitizeAction::BlockErase, None, "BLOCK ERASE".to_string()),
+            A::Overwrite(w) => (
+                SanitizeAction::Overwrite,
+                Some(OverwriteParameters::new(&w.to_le_bytes())),
+                format!("OVERWRITE, pattern {:02x?}, one pass", w.to_le_bytes()),
+            ),
+        };
+        sanitize::sanitize_immed(&sg, action, params.as_ref())
+            .map_err(|e| self.command_error("SANITIZE", e.to_string()))?;
+        let mut polls = 0u64;
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            polls += 1;
+            let state = sanitize::sanitize_state(&sg)
+                .map_err(|e| self.command_error("REQUEST SENSE", e.to_string()))?;
+            match state {
+                SanitizeState::InProgress { progress } => self.sanitize_progress(progress),
+                // A unit attention is reported once; the next REQUEST
+                // SENSE shows the sanitize again.
+                SanitizeState::Attention(_) => {}
+                SanitizeState::Idle => break,
+                SanitizeState::Failed => {
+                    return Err(self.command_error(
+                        "SANITIZE",
+                        "the device reports the sanitize failed (REQUEST SENSE: MEDIUM ERROR, SANITIZE COMMAND FAILED, 31h/03h)".into(),
+                    ))
+                }
+                SanitizeState::Other(s) => {
+                    return Err(self.command_error(
+                        "SANITIZE",
+                        format!("REQUEST SENSE reports neither the sanitize running nor its end: {s}"),
+                    ))
+                }
+            }
+        }
+        Ok(format!(
+            "SCSI SANITIZE {what} (48h, IMMED); REQUEST SENSE (03h) polled {polls} times until no sanitize was in progress"
         ))
     }
 

@@ -54,7 +54,11 @@ pub fn estimate(d: &Drive, opts: &Options, n: usize) -> (f64, f64, String) {
         note = "offloaded on a virtual device, assumed 18.6 GiB/s (20 GB/s)".into();
     }
     let erase = match m {
-        Method::NvmeFormat | Method::NvmeSanitize | Method::AtaSanitize if opts.crypto => 10.0,
+        Method::NvmeFormat | Method::NvmeSanitize | Method::AtaSanitize | Method::ScsiSanitize
+            if opts.crypto =>
+        {
+            10.0
+        }
         Method::AtaSecurityErase | Method::AtaSecurityEraseEnhanced => {
             let enhanced = m == Method::AtaSecurityEraseEnhanced;
             match d

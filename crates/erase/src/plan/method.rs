@@ -46,6 +46,9 @@ pub enum Method {
     /// ATA SANITIZE (overwrite with a 32-bit pattern, block erase, or crypto
     /// scramble with `crypto`).
     AtaSanitize,
+    /// SCSI SANITIZE (SBC-4 5.30): BLOCK ERASE, OVERWRITE with a pattern of
+    /// up to a block, or CRYPTOGRAPHIC ERASE with `crypto`.
+    ScsiSanitize,
     /// ATA SECURITY ERASE UNIT, normal mode, through SAT (temporary user
     /// password, ERASE PREPARE, ERASE UNIT): the drive writes zeroes over
     /// every user-addressable sector.
@@ -61,7 +64,7 @@ pub enum Method {
 }
 
 /// Every concrete method, in the order `--help` lists them.
-pub const ALL: [Method; 12] = [
+pub const ALL: [Method; 13] = [
     Method::Auto,
     Method::Zeroout,
     Method::WriteSame,
@@ -70,6 +73,7 @@ pub const ALL: [Method; 12] = [
     Method::NvmeFormat,
     Method::NvmeSanitize,
     Method::AtaSanitize,
+    Method::ScsiSanitize,
     Method::AtaSecurityErase,
     Method::AtaSecurityEraseEnhanced,
     Method::Discard,
@@ -88,6 +92,7 @@ impl Method {
             Method::NvmeFormat => "nvme-format",
             Method::NvmeSanitize => "nvme-sanitize",
             Method::AtaSanitize => "ata-sanitize",
+            Method::ScsiSanitize => "scsi-sanitize",
             Method::AtaSecurityErase => "ata-security-erase",
             Method::AtaSecurityEraseEnhanced => "ata-security-erase-enhanced",
             Method::Discard => "discard",
@@ -103,6 +108,7 @@ impl Method {
             Method::NvmeFormat
                 | Method::NvmeSanitize
                 | Method::AtaSanitize
+                | Method::ScsiSanitize
                 | Method::AtaSecurityErase
                 | Method::AtaSecurityEraseEnhanced
         )
@@ -127,7 +133,7 @@ impl Method {
     /// So: normal = Clear, enhanced = Purge.
     pub fn nist_category(self, crypto: bool) -> &'static str {
         match self {
-            Method::NvmeSanitize | Method::AtaSanitize => "Purge",
+            Method::NvmeSanitize | Method::AtaSanitize | Method::ScsiSanitize => "Purge",
             Method::NvmeFormat if crypto => "Purge",
             Method::AtaSecurityEraseEnhanced => "Purge",
             _ => "Clear",
@@ -185,6 +191,9 @@ pub struct Offers {
     pub nvme_other_namespaces: Option<Vec<u32>>,
     /// ATA Sanitize overwrite / block erase / crypto scramble.
     pub ata_sanitize: (bool, bool, bool),
+    /// SCSI SANITIZE overwrite / block erase / cryptographic erase, as
+    /// REPORT SUPPORTED OPERATION CODES reported them.
+    pub scsi_sanitize: (bool, bool, bool),
     /// The ATA Security feature set state (IDENTIFY words 82, 89, 90,
     /// 128); None when the drive is not ATA or IDENTIFY failed.
     pub ata_security: Option<SecurityState>,
@@ -231,6 +240,11 @@ impl Offers {
                 c.ata_sanitize.block,
                 c.ata_sanitize.crypto,
             ),
+            scsi_sanitize: (
+                c.scsi_sanitize.overwrite,
+                c.scsi_sanitize.block,
+                c.scsi_sanitize.crypto,
+            ),
             ata_security: c.ata_identify.as_ref().map(|i| i.security),
             discard: c.discard,
             reads_zero_after_discard: c.reads_zero_after_unmap,
@@ -261,6 +275,59 @@ pub fn pattern_dword(p: &Pattern, block_size: usize) -> Option<u32> {
         }
     }
     Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// The SCSI SANITIZE service action an erase sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScsiSanitizeAction {
+    /// CRYPTOGRAPHIC ERASE (`--crypto`).
+    Crypto,
+    /// BLOCK ERASE: the zero pattern on a drive that offers it.
+    BlockErase,
+    /// OVERWRITE with this 32-bit word (its little-endian bytes, the order
+    /// they land on the medium, are the initialization pattern).
+    Overwrite(u32),
+}
+
+/// Which SCSI SANITIZE service action leaves `pattern` on a drive offering
+/// `o` (crypto: the cryptographic erase); Err(why) when none does. The
+/// plan's check and the erase itself both ask here, so they agree.
+///
+/// The zero pattern is a BLOCK ERASE where the drive offers it, else an
+/// OVERWRITE with zeroes; a pattern that is a repeated 32-bit word is an
+/// OVERWRITE.
+pub fn scsi_sanitize_action(
+    o: &Offers,
+    pattern: &Pattern,
+    block_size: usize,
+    crypto: bool,
+) -> Result<ScsiSanitizeAction, String> {
+    let (ow, block, cr) = o.scsi_sanitize;
+    if crypto {
+        return if cr {
+            Ok(ScsiSanitizeAction::Crypto)
+        } else {
+            Err("the drive does not report SANITIZE CRYPTOGRAPHIC ERASE (REPORT SUPPORTED OPERATION CODES); drop --crypto".to_string())
+        };
+    }
+    if !(ow || block) {
+        return Err(format!(
+            "the drive does not report SCSI SANITIZE BLOCK ERASE or OVERWRITE as supported (REPORT SUPPORTED OPERATION CODES, transport {})",
+            o.transport
+        ));
+    }
+    match pattern_dword(pattern, block_size) {
+        Some(0) if block => Ok(ScsiSanitizeAction::BlockErase),
+        Some(w) if ow => Ok(ScsiSanitizeAction::Overwrite(w)),
+        _ => Err(format!(
+            "the drive offers no SCSI SANITIZE action that leaves pattern {pattern} ({}); use write-same or stream",
+            if ow {
+                "OVERWRITE repeats a 32-bit word here"
+            } else {
+                "BLOCK ERASE leaves zeroes"
+            }
+        )),
+    }
 }
 
 /// Whether the pattern is all zero bytes.
@@ -355,13 +422,13 @@ pub fn check_available(
                     .find_map(|&c| check_available(c, o, pattern, block_size, true, dev).ok())
                     .ok_or_else(|| {
                         EraseError::BadOption(format!(
-                            "{dev}: --crypto: the drive offers no cryptographic erase (nvme-format, nvme-sanitize or ata-sanitize); drop --crypto to overwrite it"
+                            "{dev}: --crypto: the drive offers no cryptographic erase (nvme-format, nvme-sanitize, ata-sanitize or scsi-sanitize); drop --crypto to overwrite it"
                         ))
                     });
             }
             m if !CRYPTO_METHODS.contains(&m) && !m.whole_device() => {
                 return Err(EraseError::BadOption(format!(
-                    "{dev}: --crypto does not apply to --method {}, which writes the drive's blocks; drop --crypto, or use nvme-format, nvme-sanitize or ata-sanitize",
+                    "{dev}: --crypto does not apply to --method {}, which writes the drive's blocks; drop --crypto, or use nvme-format, nvme-sanitize, ata-sanitize or scsi-sanitize",
                     m.name()
                 )));
             }
@@ -378,6 +445,7 @@ pub fn check_available(
         Method::NvmeFormat => ask.nvme_format(),
         Method::NvmeSanitize => ask.nvme_sanitize(),
         Method::AtaSanitize => ask.ata_sanitize(),
+        Method::ScsiSanitize => ask.scsi_sanitize(),
         Method::AtaSecurityErase => ask.ata_security_erase(false),
         Method::AtaSecurityEraseEnhanced => ask.ata_security_erase(true),
         Method::Discard => ask.discard(),
@@ -388,10 +456,11 @@ pub fn check_available(
 }
 
 /// The methods `--crypto` applies to, in the order `auto` picks them.
-const CRYPTO_METHODS: [Method; 3] = [
+const CRYPTO_METHODS: [Method; 4] = [
     Method::NvmeSanitize,
     Method::NvmeFormat,
     Method::AtaSanitize,
+    Method::ScsiSanitize,
 ];
 
 /// One explicitly requested method checked against a drive: each check
@@ -569,6 +638,22 @@ impl Ask<'_> {
         }
     }
 
+    fn scsi_sanitize(&self) -> Result<String, String> {
+        match scsi_sanitize_action(self.o, self.pattern, self.block_size, self.crypto) {
+            Ok(ScsiSanitizeAction::Crypto) => {
+                Ok("requested: SCSI SANITIZE CRYPTOGRAPHIC ERASE".to_string())
+            }
+            Ok(ScsiSanitizeAction::BlockErase) => {
+                Ok("requested: SCSI SANITIZE BLOCK ERASE".to_string())
+            }
+            Ok(ScsiSanitizeAction::Overwrite(w)) => Ok(format!(
+                "requested: SCSI SANITIZE OVERWRITE, pattern {:02x?}, one pass",
+                w.to_le_bytes()
+            )),
+            Err(why) => Err(why),
+        }
+    }
+
     fn ata_security_erase(&self, enhanced: bool) -> Result<String, String> {
         let name = if enhanced {
             "ata-security-erase-enhanced"
@@ -724,6 +809,7 @@ mod tests {
             Method::NvmeFormat,
             Method::NvmeSanitize,
             Method::AtaSanitize,
+            Method::ScsiSanitize,
             Method::AtaSecurityErase,
             Method::AtaSecurityEraseEnhanced,
             Method::Discard,
@@ -772,6 +858,105 @@ mod tests {
             assert!(check_available(Method::NvmeFormat, &own, &z, 512, crypto, "d").is_ok());
             assert!(check_available(Method::NvmeSanitize, &own, &z, 512, crypto, "d").is_err());
         }
+    }
+
+    #[test]
+    fn scsi_sanitize_is_planned_only_for_what_the_drive_reports() {
+        // (offered (overwrite, block, crypto), pattern, crypto, the action or
+        // the words the refusal holds)
+        type Row = (
+            (bool, bool, bool),
+            &'static str,
+            bool,
+            Result<ScsiSanitizeAction, &'static str>,
+        );
+        let table: [Row; 9] = [
+            (
+                (false, true, false),
+                "allzeros",
+                false,
+                Ok(ScsiSanitizeAction::BlockErase),
+            ),
+            (
+                (true, true, true),
+                "allzeros",
+                false,
+                Ok(ScsiSanitizeAction::BlockErase),
+            ),
+            (
+                (true, false, false),
+                "allzeros",
+                false,
+                Ok(ScsiSanitizeAction::Overwrite(0)),
+            ),
+            (
+                (true, true, false),
+                "fixed:0x01020304",
+                false,
+                Ok(ScsiSanitizeAction::Overwrite(0x0403_0201)),
+            ),
+            (
+                (false, true, false),
+                "allones",
+                false,
+                Err("BLOCK ERASE leaves zeroes"),
+            ),
+            (
+                (true, true, false),
+                "random",
+                false,
+                Err("no SCSI SANITIZE action"),
+            ),
+            (
+                (false, false, true),
+                "allzeros",
+                true,
+                Ok(ScsiSanitizeAction::Crypto),
+            ),
+            (
+                (true, true, false),
+                "allzeros",
+                true,
+                Err("CRYPTOGRAPHIC ERASE"),
+            ),
+            (
+                (false, false, false),
+                "allzeros",
+                false,
+                Err("does not report SCSI SANITIZE"),
+            ),
+        ];
+        for (offered, pat, crypto, want) in table {
+            let o = Offers {
+                transport: "scsi".into(),
+                scsi_sanitize: offered,
+                ..Offers::default()
+            };
+            let got = scsi_sanitize_action(&o, &p(pat), 512, crypto);
+            let planned = check_available(Method::ScsiSanitize, &o, &p(pat), 512, crypto, "d");
+            match (want, got) {
+                (Ok(w), Ok(g)) => {
+                    assert_eq!(g, w, "{offered:?} {pat} {crypto}");
+                    assert_eq!(planned.unwrap().method, Method::ScsiSanitize);
+                }
+                (Err(words), Err(why)) => {
+                    assert!(why.contains(words), "{why}");
+                    let e = planned.unwrap_err();
+                    assert!(e.to_string().contains("scsi-sanitize"), "{e}");
+                }
+                (w, g) => panic!("{offered:?} {pat} {crypto}: want {w:?}, got {g:?}"),
+            }
+        }
+        // Purge, whole-device; --crypto with auto reaches it on a SAS drive.
+        assert!(Method::ScsiSanitize.whole_device());
+        assert_eq!(Method::ScsiSanitize.nist_category(false), "Purge");
+        let sas = Offers {
+            transport: "scsi".into(),
+            scsi_sanitize: (false, false, true),
+            ..Offers::default()
+        };
+        let c = check_available(Method::Auto, &sas, &p("allzeros"), 512, true, "d").unwrap();
+        assert_eq!(c.method, Method::ScsiSanitize);
     }
 
     fn ata_with(w128: u16) -> Offers {

@@ -90,6 +90,7 @@ mod tests {
             Method::NvmeSanitize,
             Method::NvmeFormat,
             Method::AtaSanitize,
+            Method::ScsiSanitize,
             Method::AtaSecurityErase,
             Method::AtaSecurityEraseEnhanced,
             Method::SctWriteSame,

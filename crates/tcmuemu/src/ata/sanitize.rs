@@ -66,7 +66,8 @@ pub struct Sanitize {
     pub fail_next: bool,
     /// Operations finished: kind, whether it succeeded.
     pub done: Vec<(Kind, bool)>,
-    /// SANITIZE STATUS EXT commands answered while one ran.
+    /// Status requests answered while one ran: SANITIZE STATUS EXT, or
+    /// REQUEST SENSE on the SAS personality.
     pub status_polls_running: u64,
     /// Crypto scrambles so far (the keystream's key).
     pub keys: u32,
