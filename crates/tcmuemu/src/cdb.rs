@@ -129,7 +129,7 @@ pub enum Cdb {
     /// ATA PASS-THROUGH (12) or (16): decoded by [`crate::sat`].
     AtaPassThrough,
     /// REPORT SUPPORTED OPERATION CODES for one command: [`crate::rsoc`].
-    ReportSupportedOpcode(crate::rsoc::Request),
+    ReportSupportedOpcode(RsocRequest),
     /// An operation code this drive does not implement.
     Unsupported(u8),
 }
@@ -249,13 +249,39 @@ impl Cdb {
             op::MODE_SELECT_10 => Cdb::ModeSelect { ten: true },
             op::FORMAT_UNIT => Cdb::FormatUnit,
             op::MAINTENANCE_IN if b[1] & 0x1F == 0x0C => {
-                Cdb::ReportSupportedOpcode(crate::rsoc::Request::parse(b))
+                Cdb::ReportSupportedOpcode(RsocRequest::parse(b))
             }
             op::REPORT_LUNS => Cdb::ReportLuns {
                 alloc: be32(&b[6..10]) as usize,
             },
             other => Cdb::Unsupported(other),
         })
+    }
+}
+
+/// A decoded one-command REPORT SUPPORTED OPERATION CODES (answered by
+/// [`crate::rsoc`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RsocRequest {
+    /// REPORTING OPTIONS (byte 2 bits 2:0).
+    pub option: u8,
+    /// REQUESTED OPERATION CODE.
+    pub opcode: u8,
+    /// REQUESTED SERVICE ACTION.
+    pub service_action: u16,
+    /// Allocation length.
+    pub alloc: usize,
+}
+
+impl RsocRequest {
+    /// Decode the 12-byte CDB (service action 0Ch already matched).
+    pub fn parse(b: &[u8]) -> RsocRequest {
+        RsocRequest {
+            option: b[2] & 0x07,
+            opcode: b[3],
+            service_action: u16::from_be_bytes([b[4], b[5]]),
+            alloc: u32::from_be_bytes([b[6], b[7], b[8], b[9]]) as usize,
+        }
     }
 }
 

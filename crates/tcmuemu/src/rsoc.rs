@@ -5,33 +5,8 @@
 //! personality serves it: SANITIZE on the SAS personality only (the SATL
 //! leaves sanitize to ATA PASS-THROUGH), ATA PASS-THROUGH on the SATA one.
 
-use crate::cdb::{cdb_len, op, Cdb};
+use crate::cdb::{cdb_len, op, Cdb, RsocRequest as Request};
 use crate::sense::Sense;
-
-/// A decoded one-command REPORT SUPPORTED OPERATION CODES.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Request {
-    /// REPORTING OPTIONS (byte 2 bits 2:0).
-    pub option: u8,
-    /// REQUESTED OPERATION CODE.
-    pub opcode: u8,
-    /// REQUESTED SERVICE ACTION.
-    pub service_action: u16,
-    /// Allocation length.
-    pub alloc: usize,
-}
-
-impl Request {
-    /// Decode the 12-byte CDB (service action 0Ch already matched).
-    pub fn parse(b: &[u8]) -> Request {
-        Request {
-            option: b[2] & 0x07,
-            opcode: b[3],
-            service_action: u16::from_be_bytes([b[4], b[5]]),
-            alloc: u32::from_be_bytes([b[6], b[7], b[8], b[9]]) as usize,
-        }
-    }
-}
 
 /// Operation codes whose commands are told apart by a service action
 /// field: option 1 is refused for them, option 2 for the others.
