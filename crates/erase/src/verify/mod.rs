@@ -23,10 +23,10 @@ use crate::cert::model::{ExceptionRecord, VerifySection};
 use crate::issue;
 use crate::journal::Skipped;
 use crate::plan::{Drive, Options, VerifyMode};
-use drivelab_device::claim::Claim;
-use prior::Prior;
 use crate::sched::{Phase, Progress, Shared};
 use crate::EraseError;
+use drivelab_device::claim::Claim;
+use prior::Prior;
 
 /// The command record of the verification reads.
 pub const READS_COMMAND: &str = "io_uring READ (O_DIRECT), verification reads";
@@ -191,11 +191,7 @@ fn not_the_old_data(
         v.section.mismatch_lba = ps.unchanged_lbas.first().copied();
         v.failure = Some(format!("verification failed: {line}"));
     } else {
-        v.section.result = line
-            .split(':')
-            .next()
-            .unwrap_or("passed")
-            .to_string();
+        v.section.result = line.split(':').next().unwrap_or("passed").to_string();
     }
     v.section.prior_sample = Some(ps);
     Ok(())

@@ -252,7 +252,9 @@ mod tests {
         let p = judge_prior(&prior, &same);
         assert_eq!((p.unchanged, p.changed), (3, 0));
         assert_eq!(p.unchanged_lbas, vec![0, 10, 40]);
-        assert!(p.result(true).starts_with("failed: sampled 5 blocks: 3 still hold"));
+        assert!(p
+            .result(true)
+            .starts_with("failed: sampled 5 blocks: 3 still hold"));
 
         // Only blank blocks sampled: nothing shown either way.
         let blank = Prior {
@@ -260,6 +262,10 @@ mod tests {
             blocks: vec![(0, Content::Zero), (1, Content::Ones)],
         };
         let p = judge_prior(&blank, &[data(1), Content::Zero]);
-        assert!(p.result(true).starts_with("inconclusive"), "{}", p.result(true));
+        assert!(
+            p.result(true).starts_with("inconclusive"),
+            "{}",
+            p.result(true)
+        );
     }
 }
