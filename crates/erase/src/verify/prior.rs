@@ -19,6 +19,7 @@ use std::os::unix::fs::FileExt;
 use drivelab_device::claim::Claim;
 use sha2::{Digest, Sha256};
 
+use super::sample::splitmix;
 use crate::aligned;
 use crate::cert::model::PriorSample;
 
@@ -60,15 +61,6 @@ pub struct Prior {
     pub seed: u64,
     /// Each sampled LBA with what it held.
     pub blocks: Vec<(u64, Content)>,
-}
-
-/// SplitMix64, as the NIST sample uses, seeded apart from it.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// The LBAs sampled on a drive of `total_blocks`: one at a seeded place in
