@@ -355,7 +355,10 @@ fn verify_cert(file: &Path, src: &TrustSources, out: &OutputArgs) -> anyhow::Res
             c.result,
             c.timing.end,
             c.erase.method,
-            c.verification.result
+            match (&c.verification.prior_sample, &c.verification.detail) {
+                (Some(_), Some(d)) => d,
+                _ => &c.verification.result,
+            }
         ))?;
     }
     Ok(0)

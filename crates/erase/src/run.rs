@@ -224,6 +224,7 @@ fn stages(
     out.journal = Some(jr.path.clone());
     out.resumed_bytes = jr.resumed_bytes();
 
+    let prior = sample_before(run, &jr, seed)?;
     let issued = issue::issue(run, &mut jr, seed)?;
     // Offloaded and passthrough methods change the medium behind the page
     // cache: drop it, so that no buffered reader sees the old data.
@@ -251,7 +252,16 @@ fn stages(
         return Ok(());
     }
 
-    let v = verify::verify_drive(d, opts, seed, &rec.skipped, run.shared, progress)?;
+    let v = verify::verify_drive(
+        d,
+        run.claim,
+        prior.as_ref(),
+        opts,
+        seed,
+        &rec.skipped,
+        run.shared,
+        progress,
+    )?;
     if let Some((reads, bytes)) = v.reads {
         rec.command(READS_COMMAND, reads, bytes);
     }
@@ -299,6 +309,29 @@ fn stages(
         Phase::Done
     });
     Ok(())
+}
+
+/// Before an erase whose data is the drive's choice, the blocks the
+/// verification reads again (not on a resumed run: the erase may be done).
+fn sample_before(
+    run: &DriveRun<'_>,
+    jr: &DriveJournal,
+    seed: u64,
+) -> Result<Option<verify::prior::Prior>, EraseError> {
+    let (d, opts) = (run.drive, run.opts);
+    if opts.verify == crate::plan::VerifyMode::None
+        || !d.choice.method.leaves_indeterminate_data(opts.crypto)
+        || jr.earlier.is_some()
+    {
+        return Ok(None);
+    }
+    verify::prior::take(run.claim, d.lbs, d.size / u64::from(d.lbs), seed)
+        .map(Some)
+        .map_err(|source| EraseError::Io {
+            device: d.dev.path.display().to_string(),
+            what: "reading the sample before the erase (O_DIRECT)".into(),
+            source,
+        })
 }
 
 fn now_text() -> String {

@@ -321,6 +321,7 @@ impl Ctrl {
                 let mut all = self.cfg.faults.clone();
                 all.sanitize_fails |= f.sanitize_fails;
                 all.frozen |= f.frozen;
+                all.crypto_noop |= f.crypto_noop;
                 all.hang.extend(f.hang);
                 self.faults = all;
             }

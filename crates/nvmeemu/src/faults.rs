@@ -12,6 +12,9 @@
 //! - `hang admin|io OPCODE`: commands with that opcode (hex, e.g. `84` or
 //!   `0x02`) on that kind of queue are taken and never answered.
 //! - `freeze`: no command at all is answered (the drive stops responding).
+//! - `crypto-noop`: a crypto erase (Sanitize Crypto Erase, Format NVM SES 2)
+//!   completes with success but keeps the media key, so every block reads
+//!   back as before (the drive that reports an erase it did not do).
 
 /// The faults in force.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,6 +25,8 @@ pub struct Faults {
     pub hang: Vec<(bool, u8)>,
     /// Nothing is answered.
     pub frozen: bool,
+    /// A crypto erase succeeds without replacing the media key.
+    pub crypto_noop: bool,
 }
 
 impl Faults {
@@ -39,6 +44,10 @@ impl Faults {
                 self.frozen = true;
                 Ok(())
             }
+            ["crypto-noop"] => {
+                self.crypto_noop = true;
+                Ok(())
+            }
             ["hang", queue, op] => {
                 let admin = match *queue {
                     "admin" => true,
@@ -52,7 +61,7 @@ impl Faults {
                 Ok(())
             }
             _ => Err(format!(
-                "fault {line:?}: use sanitize-fail, freeze, or hang admin|io OPCODE"
+                "fault {line:?}: use sanitize-fail, freeze, crypto-noop, or hang admin|io OPCODE"
             )),
         }
     }
@@ -83,6 +92,7 @@ mod tests {
         assert!(f.sanitize_fails && !f.frozen);
         assert!(f.hangs(true, 0x84) && f.hangs(false, 0x02));
         assert!(!f.hangs(false, 0x84) && !f.hangs(true, 0x02));
+        assert!(Faults::parse("crypto-noop").unwrap().crypto_noop);
         let z = Faults::parse("freeze").unwrap();
         assert!(z.hangs(true, 0x06) && z.hangs(false, 0x01));
         for bad in ["hang disk 84", "hang io zz", "explode"] {

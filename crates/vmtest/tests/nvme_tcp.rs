@@ -180,6 +180,12 @@ fill $NS 74; readback fmt_ses2_before $NS
 NAME=fmt_ses2; run_json $NAME @ERASE@ --method nvme-format --crypto
 state fmt f2; readback $NAME $NS
 mark fmt_ses2
+# A crypto erase the drive reports done without replacing its key.
+echo crypto-noop > /tmp/fmt.control
+fill $NS 125; readback fmt_noop_before $NS
+NAME=fmt_noop; run_json $NAME @ERASE@ --method nvme-format --crypto
+state fmt f3; readback $NAME $NS
+mark fmt_noop
 # Disconnect the kernel from the controllers, then stop them.
 for c in $MULTI $SANI $FMT; do echo 1 > /sys/class/nvme/${c#/dev/}/delete_controller; done
 kill $EMUS
@@ -476,6 +482,7 @@ fn sanitize_checks(c: &mut Checks, run: &GuestRun) {
     );
     let (old, _, old_first) = readback(run, "san_crypto_before");
     let (now, zero, first) = readback(run, "san_crypto");
+    not_the_old_data(c, run, "san_crypto", &cert);
     c.check(
         "san_crypto: the namespace reads back neither as the old data nor as zeroes",
         old_first.trim() == "5a" && now != old && now != zero && first.split(' ').count() > 100,
@@ -590,6 +597,7 @@ fn format_checks(c: &mut Checks, run: &GuestRun) {
         cert["erase"]["technique"] == "cryptographic erase",
         || format!("{}", cert["erase"]),
     );
+    not_the_old_data(c, run, "fmt_ses2", &cert);
     let (old, _, _) = readback(run, "fmt_ses2_before");
     let (now, zero, _) = readback(run, "fmt_ses2");
     c.check(
@@ -602,6 +610,86 @@ fn format_checks(c: &mut Checks, run: &GuestRun) {
         "fmt_ses2: the emulator ran Format NVM SES 2 (the media key replaced)",
         f2["erases"][1]["action"] == 2 && f2["namespaces"][0]["key_changes"] == 1,
         || format!("{f2}"),
+    );
+}
+
+/// Blocks drivelab samples before a crypto erase on one namespace: one in
+/// each of 1,000 slices plus the first and the last (the first slice's may
+/// be LBA 0, the last's the last LBA).
+const PRIOR_MIN: u64 = 1000;
+const PRIOR_MAX: u64 = 1002;
+
+/// The certificate of a crypto erase of a namespace filled with one
+/// non-zero byte says every sampled block changed, none to zeroes.
+fn not_the_old_data(c: &mut Checks, run: &GuestRun, name: &str, cert: &Value) {
+    let v = &cert["verification"];
+    let p = &v["prior_sample"];
+    let n = p["sampled"].as_u64().unwrap_or(0);
+    c.check(
+        &format!("{name}: certificate: verified as not the old data, every sampled block changed"),
+        v["result"] == "passed"
+            && (PRIOR_MIN..=PRIOR_MAX).contains(&n)
+            && p["changed"] == n
+            && p["unchanged"] == 0
+            && p["blank_before"] == 0
+            && p["zeroed"] == 0
+            && v["detail"].as_str().is_some_and(|d| {
+                d.starts_with(&format!(
+                    "passed: sampled {n} blocks: none holds its old data"
+                ))
+            }),
+        || format!("verification {v}"),
+    );
+    let r = row(run, name);
+    c.check(
+        &format!("{name}: the result row says none of the sampled blocks holds its old data"),
+        r["verification"]
+            .as_str()
+            .is_some_and(|s| s.contains("none holds its old data")),
+        || format!("row {r}"),
+    );
+}
+
+/// The emulator's crypto erase that keeps its key (fault crypto-noop):
+/// drivelab finds the old data and fails the erase.
+fn crypto_noop_checks(c: &mut Checks, run: &GuestRun) {
+    let r = row(run, "fmt_noop");
+    let (old, _, old_first) = readback(run, "fmt_noop_before");
+    let (now, _, _) = readback(run, "fmt_noop");
+    let f3 = json(run, "f3.state.json");
+    c.check(
+        "fmt_noop: the emulator reported Format NVM SES 2 done but kept its key: the data is unchanged",
+        old_first == "55"
+            && now == old
+            && f3["erases"][2]["action"] == 2
+            && f3["erases"][2]["result"] == "completed"
+            && f3["namespaces"][0]["key_changes"] == 1,
+        || format!("old {old} ({old_first}), now {now}; {f3}"),
+    );
+    let err = r["error"].as_str().unwrap_or("");
+    c.check(
+        "fmt_noop: drivelab fails the crypto erase that left the old data (exit 1, not erased)",
+        status(run, "fmt_noop") == 1
+            && r["result"] == "failed"
+            && err.contains("still hold their old data"),
+        || why(run, "fmt_noop"),
+    );
+    // A failed verification is recorded as every failed verify is: a
+    // signed record whose result is failed, never an erasure certificate.
+    let cert = if r["certificate"].is_null() {
+        Value::Null
+    } else {
+        cert(run, &r)
+    };
+    let p = &cert["verification"]["prior_sample"];
+    c.check(
+        "fmt_noop: no certificate of erasure: any record says failed, with every sampled block unchanged",
+        r["certificate"].is_null()
+            || (cert["result"] == "failed"
+                && cert["verification"]["result"] == "failed"
+                && p["unchanged"] == p["sampled"]
+                && p["changed"] == 0),
+        || format!("certificate {cert}"),
     );
 }
 
@@ -636,6 +724,7 @@ fn drivelab_health_and_erase_on_an_emulated_nvme_tcp_drive() {
     sanitize_checks(&mut c, &run);
     overwrite_checks(&mut c, &run);
     format_checks(&mut c, &run);
+    crypto_noop_checks(&mut c, &run);
     print_times(&run);
     c.finish(&ctx);
 }

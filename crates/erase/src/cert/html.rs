@@ -204,7 +204,25 @@ fn check_rows(r: &mut Rows, c: &Certificate) {
             esc(&v.reads)
         ),
     );
-    if let Some(l) = v.mismatch_lba {
+    if let Some(p) = &v.prior_sample {
+        row(
+            "Not the old data",
+            format!(
+                "{} (blocks sampled before the erase, seed {}; first unchanged LBAs: {})",
+                opt(&v.detail),
+                p.seed,
+                if p.unchanged_lbas.is_empty() {
+                    "none".to_string()
+                } else {
+                    p.unchanged_lbas
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ),
+        );
+    } else if let Some(l) = v.mismatch_lba {
         row("Mismatch", format!("LBA {l}: {}", opt(&v.detail)));
     }
     let ex: Vec<String> = c.exceptions.iter().map(|x| esc(&x.describe())).collect();

@@ -85,6 +85,7 @@ pub(crate) mod tests {
                 detail: None,
                 excepted_blocks: 0,
                 reads: "O_DIRECT".into(),
+                prior_sample: None,
             },
             exceptions: vec![],
             errors: vec![],

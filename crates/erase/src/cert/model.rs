@@ -124,6 +124,33 @@ pub struct VerifySection {
     pub excepted_blocks: u64,
     /// How reads were made.
     pub reads: String,
+    /// The "not the old data" check of an erase whose data is the drive's
+    /// choice; absent otherwise (and in certificates from before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_sample: Option<PriorSample>,
+}
+
+/// Blocks sampled before an erase whose data is the drive's choice and
+/// read again after it (see `verify::prior`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PriorSample {
+    /// The seed that placed the blocks.
+    pub seed: u64,
+    /// Blocks sampled (one per slice of the capacity, plus first and last).
+    pub sampled: u64,
+    /// Blocks whose content changed.
+    pub changed: u64,
+    /// Blocks all-zero or all-0xFF before the erase: what an erase may
+    /// leave, so neither changed nor failing.
+    pub blank_before: u64,
+    /// Changed blocks that read back as zeroes (a crypto erase should not
+    /// leave zeroes; reported, not failing).
+    pub zeroed: u64,
+    /// Blocks that still hold their old content (the verification fails).
+    pub unchanged: u64,
+    /// The first of those LBAs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchanged_lbas: Vec<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {

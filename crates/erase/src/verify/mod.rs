@@ -4,10 +4,12 @@
 //! block), [`read`] reads them with O_DIRECT and checks each against the
 //! last pass's pattern. Ranges the erase skipped are left out (they are
 //! exceptions already). A cryptographic erase leaves indeterminate data, so
-//! nothing is read after one. What comes back is a [`Verification`]: the
+//! after one [`prior`] checks that sampled blocks no longer hold what they
+//! held before the erase. What comes back is a [`Verification`]: the
 //! certificate's section, the unreadable ranges, and whether verification
 //! failed or was stopped.
 
+pub mod prior;
 pub mod read;
 pub mod sample;
 
@@ -23,6 +25,8 @@ use crate::journal::Skipped;
 use crate::plan::{Drive, Options, VerifyMode};
 use crate::sched::{Phase, Progress, Shared};
 use crate::EraseError;
+use drivelab_device::claim::Claim;
+use prior::Prior;
 
 /// The command record of the verification reads.
 pub const READS_COMMAND: &str = "io_uring READ (O_DIRECT), verification reads";
@@ -52,6 +56,9 @@ impl Verification {
     /// The report's one-line verification result ("full: passed",
     /// "sample failed at LBA 42").
     pub fn summary(&self, mode: VerifyMode) -> String {
+        if let (Some(_), Some(d)) = (&self.section.prior_sample, &self.section.detail) {
+            return d.clone();
+        }
         match self.section.mismatch_lba {
             Some(l) => format!("{} failed at LBA {l}", mode.name()),
             None if self.section.excepted_blocks > 0 => format!(
@@ -102,8 +109,13 @@ pub fn plan_minus(plan: SamplePlan, skipped: &[(u64, u64)]) -> SamplePlan {
 
 /// Verify one drive after its erase: `skipped` are the ranges the erase
 /// gave up (only the last pass's, and discard-first's, are left out).
+/// `prior` is the sample taken before an erase whose data is the drive's
+/// choice (None when none could be: a resumed run).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn verify_drive(
     d: &Drive,
+    claim: &Claim,
+    prior: Option<&Prior>,
     opts: &Options,
     seed: u64,
     skipped: &[Skipped],
@@ -124,6 +136,7 @@ pub(crate) fn verify_drive(
             excepted_blocks: 0,
             reads: "io_uring READ (O_DIRECT, bypassing the page cache), 1 MiB at most per read"
                 .into(),
+            prior_sample: None,
         },
         exceptions: Vec::new(),
         errors: Vec::new(),
@@ -135,17 +148,53 @@ pub(crate) fn verify_drive(
     };
     let m = d.choice.method;
     if opts.verify != VerifyMode::None && m.leaves_indeterminate_data(opts.crypto) {
-        v.section.result = if opts.crypto {
-            "not applicable (cryptographic erase leaves indeterminate data)".into()
-        } else {
-            format!("not applicable ({m} leaves the drive's own pattern)")
-        };
+        match prior {
+            Some(p) => not_the_old_data(&mut v, d, claim, p, opts.crypto)?,
+            None => {
+                v.section.result =
+                    "not performed (resumed run: no sample from before the erase)".into()
+            }
+        }
     } else if opts.verify != VerifyMode::None {
         let res = read_drive(d, opts, seed, skipped, shared, progress, &mut v.section)?;
         judge(&mut v, res, d.size, opts.skip_errors);
     }
     v.seconds = started.elapsed().as_secs_f64();
     Ok(v)
+}
+
+/// Read `prior`'s blocks again and judge them: a block still holding its
+/// old content fails the verification.
+fn not_the_old_data(
+    v: &mut Verification,
+    d: &Drive,
+    claim: &Claim,
+    p: &Prior,
+    crypto: bool,
+) -> Result<(), EraseError> {
+    let after = prior::read_again(claim, d.lbs, p).map_err(|e| EraseError::Io {
+        device: d.dev.path.display().to_string(),
+        what: "verify (O_DIRECT read of the blocks sampled before the erase)".into(),
+        source: e,
+    })?;
+    let bytes = after.len() as u64 * u64::from(d.lbs);
+    v.reads = Some((after.len() as u64, bytes));
+    v.section.bytes_read = bytes;
+    v.section.coverage_percent = bytes as f64 * 100.0 / d.size.max(1) as f64;
+    v.section.regions = after.len() as u64;
+    v.section.reads = "O_DIRECT read through the claim, one block per read; SHA-256 of each block before the erase kept, never its data".into();
+    let ps = prior::judge_prior(p, &after);
+    let line = ps.result(crypto);
+    v.section.detail = Some(line.clone());
+    if ps.unchanged > 0 {
+        v.section.result = "failed".into();
+        v.section.mismatch_lba = ps.unchanged_lbas.first().copied();
+        v.failure = Some(format!("verification failed: {line}"));
+    } else {
+        v.section.result = line.split(':').next().unwrap_or("passed").to_string();
+    }
+    v.section.prior_sample = Some(ps);
+    Ok(())
 }
 
 /// Plan the reads (sample or full, minus skipped ranges) and read them.
@@ -289,6 +338,7 @@ mod tests {
                 detail: None,
                 excepted_blocks: 0,
                 reads: String::new(),
+                prior_sample: None,
             },
             exceptions: Vec::new(),
             errors: Vec::new(),

@@ -32,11 +32,14 @@ pub fn execute(c: &mut Ctrl, sqe: &Sqe) -> Outcome {
         return Outcome::status(Status::INVALID_NS);
     };
     let mut blocks = 0;
+    let keep_key = c.faults.crypto_noop;
     for &n in &nsids {
         let Some(m) = c.namespace(n) else { continue };
         let count = m.blocks();
         if ses == 2 {
-            m.change_key();
+            if !keep_key {
+                m.change_key();
+            }
         } else {
             m.deallocate(0, count);
         }

@@ -85,7 +85,7 @@ pub fn start(drive: &Arc<Drive>, c: &mut Ctrl, sqe: &Sqe) -> Outcome {
         fail,
         step: Duration::from_secs_f64(c.cfg.sanitize_seconds.max(0.0) / STEPS as f64),
     };
-    if act == action::CRYPTO_ERASE {
+    if act == action::CRYPTO_ERASE && !c.faults.crypto_noop {
         for m in &mut c.namespaces {
             m.change_key();
         }
