@@ -832,3 +832,56 @@ fn station_metrics_show_each_drive_in_its_bay_as_its_events_do() {
         "{err}"
     );
 }
+
+#[test]
+fn prometheus_sees_the_station_erase_and_certify_two_drives() {
+    require_root();
+    let dir = TempDir::new("station-prometheus");
+    let policy = write_policy(&dir, "");
+    let port = metrics_common::free_port();
+    let prom = metrics_common::Prometheus::start("station", port);
+    let st = Station::start_with(&dir, &policy, &["--metrics-listen", &port.to_string()]);
+    // The drives arrive once Prometheus scrapes the station, so it sees
+    // them from the start.
+    prom.value("drivelab_build_info", None);
+    let a = loop_filled(&dir, "bay-p1.img", 24 << 20, 0x21);
+    let b = loop_filled(&dir, "bay-p2.img", 24 << 20, 0x43);
+    for d in [&a, &b] {
+        st.wait_state(&d.name, "certified");
+    }
+    for d in [&a, &b] {
+        // By device and bay: the station also sees other tests' loop
+        // devices (outside its bays), and a kernel name is reused.
+        let bay = d.backing.display().to_string();
+        let sel = |state: &str| format!("device=\"{}\",bay=\"{bay}\",state=\"{state}\"", d.name);
+        // Seen erasing (the policy's 4 MiB/s limit keeps each erase a few
+        // seconds long, several scrapes), then certified, as the events say.
+        let erasing = format!(
+            "max_over_time(drivelab_station_drive_state{{{}}}[10m])",
+            sel("erasing")
+        );
+        assert_eq!(prom.value(&erasing, None), 1.0, "{}", d.name);
+        let certified = format!("drivelab_station_drive_state{{{}}} == 1", sel("certified"));
+        assert_eq!(prom.value(&certified, None), 1.0, "{}", d.name);
+        // The speed Prometheus saw stays under the policy's limit.
+        let speed = format!(
+            "max_over_time(drivelab_station_drive_throughput_bytes_per_second{{device=\"{}\",bay=\"{bay}\"}}[10m])",
+            d.name
+        );
+        let s = prom.value(&speed, None);
+        assert!(
+            s > 0.0 && s <= 1.25 * f64::from(4u32 << 20),
+            "{}: {s} B/s",
+            d.name
+        );
+    }
+    assert_eq!(
+        prom.value("drivelab_station_drives{state=\"certified\"} == 2", None),
+        2.0
+    );
+    let (code, _, err) = st.quit();
+    assert_eq!(code, 0, "{err}");
+    for d in [&a, &b] {
+        assert!(erased(d), "{} not erased", d.name);
+    }
+}
