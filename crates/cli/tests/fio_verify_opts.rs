@@ -10,7 +10,7 @@ use std::process::Command;
 use drivelab_testkit::TempDir;
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
+mod fio_common;
 
 /// What one run gave: the JSON's job, and the trace's calls on the file.
 struct Ran {
@@ -34,26 +34,19 @@ fn run(tool: &str, dir: &TempDir, extra: &str) -> Ran {
     )
     .unwrap();
     let trace = dir.join("trace");
-    let mut cmd = Command::new("strace");
-    cmd.args(["-f", "-qq", "-y", "-s", "0", "-o"])
+    // strace runs the tool's command.
+    let cmd = fio_common::tool(tool);
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-y", "-s", "0", "-o"])
         .arg(&trace)
-        .args(["-e", "trace=pread64,preadv2,pwrite64,pwritev2"]);
-    if tool == "fio" {
-        cmd.args(["fio", "--output-format=json"]);
-    } else {
-        cmd.args([BIN, "run", "--output-format=json"]);
-    }
-    let out = cmd.arg(&job).output().expect("strace runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let json: Value = stdout
-        .find('{')
-        .and_then(|at| serde_json::from_str(&stdout[at..]).ok())
-        .unwrap_or_else(|| {
-            panic!(
-                "{tool}: no JSON in {stdout}{}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+        .args(["-e", "trace=pread64,preadv2,pwrite64,pwritev2"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .arg("--output-format=json")
+        .arg(&job)
+        .output()
+        .expect("strace runs");
+    let json = fio_common::json_of(tool, &String::from_utf8_lossy(&out.stdout));
     let trace = std::fs::read_to_string(&trace).unwrap_or_default();
     let on_file = |call: &str| {
         let needle = format!("<{}>", file.display());
