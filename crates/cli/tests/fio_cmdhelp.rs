@@ -49,8 +49,6 @@ fn the_installed_fio_lists_the_kept_options() {
 /// does one of these once drivelab knows or refuses it (take it off).
 const PENDING: &[(&str, &str)] = &[
     ("lockfile", "per-file I/O serialisation between jobs"),
-    ("sync_file_range", "a sync_file_range op in the engines"),
-    ("verify_only", "verify without the write phase"),
     ("verify_offset", "the verify header moved inside the block"),
     ("experimental_verify", "verify from the replayed log"),
     ("verify_state_load", "fio's verify state file"),

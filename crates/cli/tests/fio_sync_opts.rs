@@ -1,9 +1,10 @@
 //! fio's sync, page-cache and write-buffer options do in drivelab what
 //! they do in fio 3.33: the same job file runs under both tools (psync,
 //! 4 KiB blocks, a 1 MiB file in a temp dir) and what each option changes
-//! is compared: the fsync/fdatasync calls on the data file (strace), the
-//! synchronous writes, the file's pages in the page cache (fincore), the
-//! zero and distinct blocks written, the file laid out. Needs fio, strace
+//! is compared: the fsync/fdatasync/sync_file_range calls on the data
+//! file and their ranges (strace), the synchronous writes, the file's
+//! pages in the page cache (fincore), the zero and distinct blocks
+//! written, the file laid out. Needs fio, strace
 //! and util-linux's fincore (tests/run installs them).
 
 use std::collections::HashSet;
@@ -32,6 +33,11 @@ enum Before {
 enum Probe {
     /// (fsync, fdatasync) calls on the data file.
     Syncs(u64, u64),
+    /// (fsync, fdatasync, sync_file_range) calls on the data file.
+    AllSyncs(u64, u64, u64),
+    /// sync_file_range calls on the data file: how many, each over the
+    /// next `len` bytes from 0, with these flags.
+    Ranges(u64, u64, &'static str),
     /// Writes to the data file that are synchronous (an O_SYNC/O_DSYNC
     /// open, or RWF_SYNC/RWF_DSYNC on the write).
     SyncWrites(u64),
@@ -94,6 +100,30 @@ const CASES: &[Case] = &[
         opts: "rw=write\nfdatasync=8",
         before: Before::Cached,
         probe: Probe::Syncs(0, 31),
+    },
+    Case {
+        name: "sync_file_range every 8 writes, over the range written",
+        opts: "rw=write\nsync_file_range=wait_before,write:8",
+        before: Before::Cached,
+        probe: Probe::Ranges(
+            31,
+            32768,
+            "SYNC_FILE_RANGE_WAIT_BEFORE|SYNC_FILE_RANGE_WRITE",
+        ),
+    },
+    Case {
+        // fio issues the first of fsync, fdatasync, sync_file_range whose
+        // count falls on the write; the others still have theirs.
+        name: "fsync=8 and sync_file_range=write:4 share the writes",
+        opts: "rw=write\nfsync=8\nsync_file_range=write:4",
+        before: Before::Cached,
+        probe: Probe::AllSyncs(31, 0, 32),
+    },
+    Case {
+        name: "fsync=8 and fdatasync=4 share the writes",
+        opts: "rw=write\nfsync=8\nfdatasync=4",
+        before: Before::Cached,
+        probe: Probe::AllSyncs(31, 32, 0),
     },
     Case {
         name: "end_fsync once at the end",
@@ -257,7 +287,7 @@ fn run(tool: &str, dir: &TempDir, case: &Case) -> Ran {
         .arg(&trace)
         .args([
             "-e",
-            "trace=fsync,fdatasync,openat,pwrite64,pwritev2,fadvise64",
+            "trace=fsync,fdatasync,sync_file_range,openat,pwrite64,pwritev2,fadvise64",
         ]);
     if tool == "fio" {
         cmd.args(["fio", "--output-format=json"]);
@@ -347,6 +377,30 @@ fn measure(probe: Probe, ran: &Ran, file: &Path) -> (String, bool) {
                 count(&ran.trace, file, "fdatasync("),
             );
             (format!("{got:?}"), got == (fs, fds))
+        }
+        Probe::AllSyncs(fs, fds, sfr) => {
+            let got = (
+                count(&ran.trace, file, "fsync("),
+                count(&ran.trace, file, "fdatasync("),
+                count(&ran.trace, file, "sync_file_range("),
+            );
+            (format!("{got:?}"), got == (fs, fds, sfr))
+        }
+        Probe::Ranges(n, len, flags) => {
+            let calls: Vec<String> = on_file(&ran.trace, file)
+                .filter_map(|l| l.split_once("sync_file_range("))
+                .filter_map(|(_, args)| args.split_once(", "))
+                .filter_map(|(_, rest)| rest.split_once(')'))
+                .map(|(args, _)| args.to_string())
+                .collect();
+            let want: Vec<String> = (0..n)
+                .map(|i| format!("{}, {len}, {flags}", i * len))
+                .collect();
+            let shown = calls.first().cloned().unwrap_or_default();
+            (
+                format!("{} calls, first {shown:?}", calls.len()),
+                calls == want,
+            )
         }
         Probe::SyncWrites(n) => within(sync_writes(&ran.trace, file), n, n),
         Probe::Resident(n) => within(resident_pages(file), n, n),

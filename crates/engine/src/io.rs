@@ -15,6 +15,9 @@ pub enum Op {
     /// Flush the target's data, not its metadata (fdatasync; a flush
     /// where the engine has no such distinction).
     Fdatasync,
+    /// Start or wait for writeback of `len` bytes at `offset`
+    /// (sync_file_range(2)); the value is its SYNC_FILE_RANGE_* flags.
+    SyncRange(u32),
 }
 
 impl Op {
@@ -26,14 +29,15 @@ impl Op {
             Op::Read => 0,
             Op::Write => 1,
             Op::Trim => 2,
-            Op::Fsync | Op::Fdatasync => 3,
+            Op::Fsync | Op::Fdatasync | Op::SyncRange(_) => 3,
         }
     }
 
-    /// Whether it is one of the syncs (no data, no offset).
+    /// Whether it is one of the syncs (no data; only a range sync has an
+    /// offset and length).
     #[inline]
     pub fn is_sync(self) -> bool {
-        matches!(self, Op::Fsync | Op::Fdatasync)
+        matches!(self, Op::Fsync | Op::Fdatasync | Op::SyncRange(_))
     }
 }
 

@@ -649,7 +649,7 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
             Op::Read => rep.reads += 1,
             Op::Write => rep.writes += 1,
             Op::Trim => rep.trims += 1,
-            Op::Fsync | Op::Fdatasync => rep.flushes += 1,
+            Op::Fsync | Op::Fdatasync | Op::SyncRange(_) => rep.flushes += 1,
         }
         if self.timed || self.dep {
             let l = now.saturating_sub(due);
@@ -734,7 +734,7 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDrive
             match d.io.op {
                 Op::Read => self.rep.bytes_read += moved,
                 Op::Write => self.rep.bytes_written += moved,
-                Op::Trim | Op::Fsync | Op::Fdatasync => {}
+                Op::Trim | Op::Fsync | Op::Fdatasync | Op::SyncRange(_) => {}
             }
             let l = d.latency();
             self.svc.record(l);

@@ -219,6 +219,7 @@ impl RunOne for FdWork {
             match (self.op, io.op) {
                 (_, Op::Fsync) => libc::fsync(fd),
                 (_, Op::Fdatasync) => libc::fdatasync(fd),
+                (_, Op::SyncRange(flags)) => libc::sync_file_range(fd, off, len, flags),
                 (FdOp::Ftruncate, Op::Write) => libc::ftruncate(fd, off),
                 (FdOp::Ftruncate, _) => return -libc::EINVAL,
                 (FdOp::Falloc, Op::Read) => {

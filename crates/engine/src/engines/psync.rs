@@ -140,7 +140,7 @@ impl Psync {
                 Some(p) => p,
                 None => return -libc::EINVAL,
             },
-            Op::Fsync | Op::Fdatasync | Op::Trim => std::ptr::null_mut(),
+            Op::Fsync | Op::Fdatasync | Op::SyncRange(_) | Op::Trim => std::ptr::null_mut(),
         };
         let off = io.offset as libc::off_t;
         let iov = libc::iovec {
@@ -158,6 +158,9 @@ impl Psync {
                 Op::Write => libc::pwrite(fd, buf.cast(), len, off),
                 Op::Fsync => libc::fsync(fd) as isize,
                 Op::Fdatasync => libc::fdatasync(fd) as isize,
+                Op::SyncRange(flags) => {
+                    libc::sync_file_range(fd, off, len as libc::off_t, flags) as isize
+                }
                 Op::Trim => return trim_sync(t, io.offset, u64::from(io.len)),
             }
         };

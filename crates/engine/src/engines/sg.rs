@@ -273,7 +273,7 @@ fn build(io: &IoDesc, block: u32, o: &SgOptions) -> Result<Built, i32> {
             let b = Read::new(lba, blocks).fua(o.readfua);
             (cdb10_or_16(b.build10(), || b.build16()), Dir::In(len))
         }
-        Op::Fsync | Op::Fdatasync => {
+        Op::Fsync | Op::Fdatasync | Op::SyncRange(_) => {
             let c = SynchronizeCache10::new().build();
             (cdb10_or_16(Some(c), || [0; 16]), Dir::None)
         }
@@ -500,7 +500,7 @@ impl Sg {
             return self.fail(io, detail, libc::EIO);
         }
         match io.op {
-            Op::Fsync | Op::Fdatasync => 0,
+            Op::Fsync | Op::Fdatasync | Op::SyncRange(_) => 0,
             // The residual counts against the transfer when all of it moves.
             Op::Read | Op::Write if want == io.len as usize => {
                 r.transferred(want).min(i32::MAX as usize) as i32
@@ -569,7 +569,7 @@ fn op_name(op: Op) -> &'static str {
         Op::Read => "read",
         Op::Write => "write",
         Op::Trim => "trim",
-        Op::Fsync | Op::Fdatasync => "flush",
+        Op::Fsync | Op::Fdatasync | Op::SyncRange(_) => "flush",
     }
 }
 

@@ -174,7 +174,7 @@ const MAX_FAILURES: usize = 16;
 /// (trims, flushes: EOPNOTSUPP) or cannot express (not whole blocks, more
 /// than 65536 blocks: EINVAL).
 fn command(io: &IoDesc, nsid: u32, lba_shift: u32) -> Result<NvmeCommand, i32> {
-    if matches!(io.op, Op::Trim | Op::Fsync | Op::Fdatasync) {
+    if matches!(io.op, Op::Trim) || io.op.is_sync() {
         return Err(libc::EOPNOTSUPP);
     }
     let mask = (1u64 << lba_shift) - 1;
@@ -189,7 +189,7 @@ fn command(io: &IoDesc, nsid: u32, lba_shift: u32) -> Result<NvmeCommand, i32> {
     let c = match io.op {
         Op::Read => NvmeCommand::read(nsid, slba, blocks),
         Op::Write => NvmeCommand::write(nsid, slba, blocks),
-        Op::Trim | Op::Fsync | Op::Fdatasync => return Err(libc::EOPNOTSUPP),
+        Op::Trim | Op::Fsync | Op::Fdatasync | Op::SyncRange(_) => return Err(libc::EOPNOTSUPP),
     };
     // fio leaves the timeout 0: the driver's own.
     Ok(c.timeout_ms(0))
@@ -359,7 +359,7 @@ fn op_name(op: Op) -> &'static str {
         Op::Read => "read",
         Op::Write => "write",
         Op::Trim => "trim",
-        Op::Fsync | Op::Fdatasync => "flush",
+        Op::Fsync | Op::Fdatasync | Op::SyncRange(_) => "flush",
     }
 }
 

@@ -316,7 +316,7 @@ impl Engine for Uring {
         let fd = types::Fixed(self.fixed[io.target as usize]);
         let buf = match io.op {
             Op::Read | Op::Write => self.pool.ptr(slot as usize),
-            Op::Fsync | Op::Fdatasync | Op::Trim => std::ptr::null_mut(),
+            Op::Fsync | Op::Fdatasync | Op::SyncRange(_) | Op::Trim => std::ptr::null_mut(),
         };
         let sqe: squeue::Entry = match io.op {
             Op::Read if self.fixed_bufs => opcode::ReadFixed::new(fd, buf, io.len, slot as u16)
@@ -342,6 +342,10 @@ impl Engine for Uring {
             Op::Fsync => opcode::Fsync::new(fd).build(),
             Op::Fdatasync => opcode::Fsync::new(fd)
                 .flags(types::FsyncFlags::DATASYNC)
+                .build(),
+            Op::SyncRange(flags) => opcode::SyncFileRange::new(fd, io.len)
+                .offset(io.offset)
+                .flags(flags)
                 .build(),
             Op::Trim => {
                 let result = match &self.targets[io.target as usize] {

@@ -42,10 +42,10 @@ pub struct JobConfig {
     pub ramp: Duration,
     /// Cap in I/O per second.
     pub rate_iops: Option<u64>,
-    /// Issue a sync after every N writes (0 = never).
-    pub fsync_every: u32,
-    /// That sync: `Op::Fsync` (`fsync`) or `Op::Fdatasync` (`fdatasync`).
-    pub sync_op: Op,
+    /// The periodic syncs, (every N writes, the operation), in fio's
+    /// order of precedence: when the write count is a multiple of
+    /// several N, the first of them is issued.
+    pub syncs: Vec<(u32, Op)>,
     /// Interval of the per-interval series.
     pub log_interval: Duration,
     /// Number of targets (for per-target byte counts).
@@ -197,8 +197,13 @@ struct JobDriver<'a, const FILL: bool> {
     /// When the job last started doing I/O after thinking (or at all),
     /// monotonic ns; for `thinktime_iotime`.
     think_io_since: Option<u64>,
-    writes_since_sync: u32,
+    /// Writes issued, and their count when the last periodic sync was.
+    writes: u64,
+    synced_at: u64,
     last_write_target: u32,
+    /// The bytes written since the last sync, [first, end) (a range
+    /// sync's offset and length, as fio's first_write/last_write).
+    written_since_sync: Option<(u64, u64)>,
     errors: Vec<IoFailure>,
     short_ios: [u64; 3],
     progress: &'a AtomicU64,
@@ -288,10 +293,22 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         }
     }
 
+    /// The periodic sync due after the writes so far, if any (none
+    /// after the last write of the job, as in fio).
+    fn due_sync(&self) -> Option<Op> {
+        if self.writes == self.synced_at || self.budget_spent() {
+            return None;
+        }
+        let n = self.writes;
+        self.cfg
+            .syncs
+            .iter()
+            .find(|&&(every, _)| every > 0 && n % u64::from(every) == 0)
+            .map(|&(_, op)| op)
+    }
+
     fn sync_due(&self) -> bool {
-        self.cfg.fsync_every > 0
-            && self.writes_since_sync >= self.cfg.fsync_every
-            && !self.budget_spent()
+        self.due_sync().is_some()
     }
 
     /// The next generated I/O, under zonemode=zbd moved to where the zone
@@ -597,19 +614,24 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     /// The next I/O when nothing is paced (or a sync, or the end).
     #[inline]
     fn unpaced(&mut self, now: u64, inflight: u32, buf: &mut [u8]) -> Next {
-        if self.sync_due() {
-            self.writes_since_sync = 0;
+        if let Some(op) = self.due_sync() {
+            self.synced_at = self.writes;
             let t = self.last_write_target as usize;
             let closed = self.cfg.lazy_files && self.gen.open_set().is_some_and(|o| !o.is_open(t));
             if closed {
                 // Its file was closed (openfiles): nothing to flush there.
                 return self.unpaced(now, inflight, buf);
             }
+            let (start, end) = self.written_since_sync.take().unwrap_or_default();
+            let (offset, len) = match op {
+                Op::SyncRange(_) => (start, u32::try_from(end - start).unwrap_or(u32::MAX)),
+                _ => (0, 0),
+            };
             let io = IoDesc {
                 target: self.last_write_target,
-                op: self.cfg.sync_op,
-                offset: 0,
-                len: 0,
+                op,
+                offset,
+                len,
             };
             return Next::Io {
                 io,
@@ -643,8 +665,13 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             self.in_flight.push((io.target, start, end));
         }
         if io.op == Op::Write {
-            self.writes_since_sync += 1;
+            self.writes += 1;
             self.last_write_target = io.target;
+            let end = io.offset + u64::from(io.len);
+            self.written_since_sync = Some(match self.written_since_sync {
+                Some((s, e)) => (s.min(io.offset), e.max(end)),
+                None => (io.offset, end),
+            });
             if FILL {
                 if let Some(c) = &self.cfg.verify {
                     c.fill(&mut buf[..io.len as usize], io.offset);
@@ -1094,8 +1121,10 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
             think_done: 0,
             think_until: None,
             think_io_since: None,
-            writes_since_sync: 0,
+            writes: 0,
+            synced_at: 0,
             last_write_target: 0,
+            written_since_sync: None,
             errors: Vec::new(),
             short_ios: [0; 3],
             progress,

@@ -44,7 +44,7 @@ fn dir(op: Op) -> Option<usize> {
     match op {
         Op::Read => Some(0),
         Op::Write | Op::Trim => Some(1),
-        Op::Fsync | Op::Fdatasync => None,
+        Op::Fsync | Op::Fdatasync | Op::SyncRange(_) => None,
     }
 }
 

@@ -1,8 +1,9 @@
 //! fio's sync and page-cache options: when written data is made durable
-//! (`fdatasync`, `end_fsync`, `fsync_on_close`, `sync`), what happens to
-//! the files before the I/O (`invalidate`, `pre_read`, `overwrite`,
-//! `create_fsync`, `create_only`, `fadvise_hint`). One family ([`SyncOpts`]), declared
-//! here; the loop's periodic sync is `fsync`'s ([`crate::spec::options`]),
+//! (`fdatasync`, `sync_file_range`, `end_fsync`, `fsync_on_close`, `sync`),
+//! what happens to the files before the I/O (`invalidate`, `pre_read`,
+//! `overwrite`, `create_fsync`, `create_only`, `fadvise_hint`). One family
+//! ([`SyncOpts`]), declared here; the loop's periodic syncs are these and
+//! `fsync`'s ([`crate::spec::options`]),
 //! the end-of-job syncs run through the job's own engine ([`EndSync`]), as
 //! fio's `fio_io_sync` does.
 
@@ -65,6 +66,9 @@ pub struct SyncOpts {
     pub create_only: bool,
     /// The access advice given for each file at open (`fadvise_hint`).
     pub fadvise: Fadvise,
+    /// sync_file_range(2) over the range written since the last sync,
+    /// after every N writes (`sync_file_range`): (its flags, N).
+    pub sync_range: Option<(u32, u32)>,
 }
 
 /// fio's `fadvise_hint`: the posix_fadvise advice given at open.
@@ -106,6 +110,7 @@ impl Default for SyncOpts {
             create_fsync: true,
             create_only: false,
             fadvise: Fadvise::ByType,
+            sync_range: None,
         }
     }
 }
@@ -118,7 +123,7 @@ impl SyncOpts {
             [],
             Int,
             "0",
-            "fdatasync (data only) after every N writes; with fsync also set, fsync's count is used",
+            "fdatasync (data only) after every N writes; where fsync's count falls on the same write, fsync is issued",
             0,
             u32::MAX as u64,
             "writes"
@@ -186,16 +191,25 @@ impl SyncOpts {
             "1",
             "posix_fadvise advice for each file at open: 0 (none), 1 (random for random jobs, else sequential), random or sequential"
         ),
+        opt!(
+            "sync_file_range",
+            [],
+            Text,
+            "",
+            "sync_file_range(2) over the range written since the last sync, every N writes: FLAG[,FLAG...][:N] with FLAG wait_before, write or wait_after (N defaults to 1; fsync and fdatasync take precedence)"
+        ),
     ];
 
-    /// The periodic sync of the job loop: `fsync`'s when set, else
-    /// `fdatasync`'s ((every N writes, the operation); N = 0: none).
-    pub fn periodic(&self, fsync: u32) -> (u32, Op) {
-        if fsync > 0 || self.fdatasync == 0 {
-            (fsync, Op::Fsync)
-        } else {
-            (self.fdatasync, Op::Fdatasync)
-        }
+    /// The periodic syncs of the job loop, (every N writes, the
+    /// operation), in fio's order of precedence: `fsync`'s, `fdatasync`'s,
+    /// `sync_file_range`'s; those set (N > 0) only.
+    pub fn periodic(&self, fsync: u32) -> Vec<(u32, Op)> {
+        let range = self.sync_range.map(|(flags, n)| (n, Op::SyncRange(flags)));
+        [(fsync, Op::Fsync), (self.fdatasync, Op::Fdatasync)]
+            .into_iter()
+            .chain(range)
+            .filter(|&(n, _)| n > 0)
+            .collect()
     }
 
     /// Whether the files a job wrote are fsynced when its I/O is done.
@@ -207,6 +221,34 @@ impl SyncOpts {
     pub fn drops_cache(&self) -> bool {
         self.invalidate && !self.pre_read
     }
+}
+
+/// `sync_file_range`'s value, `FLAG[,FLAG...][:N]`: the ORed
+/// SYNC_FILE_RANGE_* flags and N (1 when left out), as fio reads it.
+fn parse_sync_range(key: &str, v: &str) -> Result<(u32, u32), SpecError> {
+    let bad = || SpecError::BadValue {
+        key: key.to_string(),
+        value: v.to_string(),
+        expect: "wait_before, write or wait_after, joined by commas, then :N writes (N > 0)"
+            .to_string(),
+    };
+    let (names, every) = match v.trim().split_once(':') {
+        Some((names, n)) => (names, n.trim().parse::<u32>().map_err(|_| bad())?),
+        None => (v.trim(), 1),
+    };
+    let mut flags = 0;
+    for name in names.split(',') {
+        flags |= match name.trim().to_ascii_lowercase().as_str() {
+            "wait_before" => libc::SYNC_FILE_RANGE_WAIT_BEFORE,
+            "write" => libc::SYNC_FILE_RANGE_WRITE,
+            "wait_after" => libc::SYNC_FILE_RANGE_WAIT_AFTER,
+            _ => return Err(bad()),
+        };
+    }
+    if every == 0 {
+        return Err(bad());
+    }
+    Ok((flags, every))
 }
 
 impl OptionFamily for SyncOpts {
@@ -224,6 +266,7 @@ impl OptionFamily for SyncOpts {
             "overwrite" => self.overwrite = parse_flag(key, v)?,
             "create_fsync" => self.create_fsync = parse_flag(key, v)?,
             "create_only" => self.create_only = parse_flag(key, v)?,
+            "sync_file_range" => self.sync_range = Some(parse_sync_range(key, v)?),
             "fadvise_hint" => {
                 self.fadvise = match v.trim().to_ascii_lowercase().as_str() {
                     "0" => Fadvise::None,
@@ -333,9 +376,21 @@ mod tests {
             assert_eq!(s.sync, m, "{v}");
         }
         assert!(s.set("sync", "fsync").is_err());
-        assert_eq!(s.periodic(0), (0, Op::Fsync));
+        assert_eq!(s.periodic(0), vec![]);
         s.set("fdatasync", "8").unwrap();
-        assert_eq!(s.periodic(0), (8, Op::Fdatasync));
-        assert_eq!(s.periodic(4), (4, Op::Fsync));
+        assert_eq!(s.periodic(0), vec![(8, Op::Fdatasync)]);
+        assert_eq!(s.periodic(4), vec![(4, Op::Fsync), (8, Op::Fdatasync)]);
+        let mut r = SyncOpts::default();
+        r.set("sync_file_range", "wait_before,write:4").unwrap();
+        let both = libc::SYNC_FILE_RANGE_WAIT_BEFORE | libc::SYNC_FILE_RANGE_WRITE;
+        assert_eq!(r.periodic(0), vec![(4, Op::SyncRange(both))]);
+        r.set("sync_file_range", "wait_after").unwrap();
+        let after = libc::SYNC_FILE_RANGE_WAIT_AFTER;
+        assert_eq!(r.periodic(0), vec![(1, Op::SyncRange(after))]);
+        let first = r.periodic(2)[0];
+        assert_eq!(first, (2, Op::Fsync), "fsync takes precedence");
+        for bad in ["", "flush:4", "write:0", "write:x"] {
+            assert!(r.set("sync_file_range", bad).is_err(), "{bad}");
+        }
     }
 }

@@ -44,6 +44,10 @@ pub struct VerifyOpts {
     /// Read back and check what a writing job wrote; check what a reading
     /// job reads (`do_verify`); default on.
     pub do_verify: bool,
+    /// A writing job's writes are generated and counted but not issued,
+    /// then what they would have written is read back and checked, as a
+    /// check of an earlier run's data (`verify_only`).
+    pub only: bool,
     /// Data pattern of written blocks (`verify_pattern`).
     pub pattern: Option<Vec<u8>>,
     /// What write buffers hold (`buffer_pattern`), repeated from each
@@ -59,6 +63,7 @@ impl Default for VerifyOpts {
         VerifyOpts {
             kind: None,
             do_verify: true,
+            only: false,
             pattern: None,
             buffer_pattern: None,
             interval: None,
@@ -82,6 +87,13 @@ impl VerifyOpts {
             Bool,
             "1",
             "with verify: read back and check what a writing job wrote; check what a reading job reads"
+        ),
+        opt!(
+            "verify_only",
+            [],
+            Bool,
+            "0",
+            "with verify: a writing job counts its writes without issuing them, then reads back and checks what they would have written (an earlier run's data)"
         ),
         opt!(
             "verify_pattern",
@@ -116,6 +128,7 @@ impl crate::spec::family::OptionFamily for VerifyOpts {
         match key {
             "verify" => self.kind = VerifyKind::parse(key, v)?,
             "do_verify" => self.do_verify = crate::spec::value::parse_flag(key, v)?,
+            "verify_only" => self.only = crate::spec::value::parse_flag(key, v)?,
             "buffer_pattern" => {
                 self.buffer_pattern = Some(crate::spec::fio_pattern::parse(key, v)?)
             }

@@ -1008,7 +1008,7 @@ impl JobZones {
                 // [`ZoneTrims`]) completes.
                 self.own(&mut s, zi, io)
             }
-            Op::Fsync | Op::Fdatasync => Adjust::Issue(io),
+            Op::Fsync | Op::Fdatasync | Op::SyncRange(_) => Adjust::Issue(io),
         }
     }
 

@@ -170,8 +170,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         io_limit: job.io_limit,
         ramp: spec.ramp_time,
         rate_iops: spec.rate_iops.filter(|_| !ignore_think),
-        fsync_every: spec.syncs.periodic(spec.fsync).0,
-        sync_op: spec.syncs.periodic(spec.fsync).1,
+        syncs: spec.syncs.periodic(spec.fsync),
         log_interval: spec.log_interval,
         targets: job.targets.len(),
         serialize_overlap: spec.offsets.serialize_overlap,
@@ -1191,6 +1190,7 @@ fn op_name(op: drivelab_engine::io::Op) -> &'static str {
         drivelab_engine::io::Op::Trim => "trim",
         drivelab_engine::io::Op::Fsync => "fsync",
         drivelab_engine::io::Op::Fdatasync => "fdatasync",
+        drivelab_engine::io::Op::SyncRange(_) => "sync_file_range",
     }
 }
 

@@ -104,6 +104,7 @@ impl IoLog {
             Op::Trim => "trim",
             Op::Fsync => "sync",
             Op::Fdatasync => "datasync",
+            Op::SyncRange(_) => "sync_file_range",
         };
         let Some(name) = self.names.get(io.target as usize) else {
             return;

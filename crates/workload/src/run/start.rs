@@ -164,6 +164,15 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
             stop,
             progress,
         )?,
+        // verify_only: the writes are counted as done and not issued, as
+        // fio completes them; the read-back below checks the target.
+        None if job.spec.verify.only && job.writes => {
+            let max_len = usize::try_from(job.spec.max_bs()).unwrap_or(usize::MAX);
+            let fill = drivelab_engine::buf::Fill::Zeroed;
+            let mut null =
+                drivelab_engine::engines::null::Null::new(engine.depth(), max_len, fill)?;
+            run_job(&mut null, cfg, now_ns(), stop, progress)?
+        }
         None => run_job(engine, cfg, now_ns(), stop, progress)?,
     };
     // Under openfiles the open set closes files as it goes, so the end

@@ -830,6 +830,7 @@ mod tests {
                 "thinktime_blocks_type" => "issue",
                 "write_hint" => "short",
                 "ioscheduler" => "mq-deadline",
+                "sync_file_range" => "write:8",
                 // A directory with regular files in it.
                 "opendir" => env!("CARGO_MANIFEST_DIR"),
                 "name" | "filename" => "x",

@@ -727,7 +727,7 @@ impl RunOne for NetLink<'_> {
                 Xfer::Bytes(n) if self.opts.pingpong => self.send(buf, n).map(Xfer::Bytes),
                 x => Ok(x),
             }),
-            Op::Fsync | Op::Fdatasync => Ok(Xfer::Bytes(0)),
+            Op::Fsync | Op::Fdatasync | Op::SyncRange(_) => Ok(Xfer::Bytes(0)),
             Op::Trim => Err(ErrorKind::Unsupported.into()),
         };
         match r {
