@@ -269,8 +269,9 @@ struct SeasonHealth {
     last: Option<drivelab_metrics::model::health::DriveHealth>,
 }
 
-/// Publish a season's figures every [`ERASE_EVERY`] until `finished` is
-/// set (on the season's watch thread, beside the progress lines), with
+/// Publish a season's figures every [`ERASE_EVERY`], and when a drive
+/// changes stage, until `finished` is set (on the season's watch thread,
+/// beside the progress lines), with
 /// each drive's health as [`season_health`] reads it.
 pub fn watch_season(
     live: &Live,
@@ -306,9 +307,23 @@ pub fn watch_season(
             if over {
                 return;
             }
-            std::thread::sleep(ERASE_EVERY);
+            // Every ERASE_EVERY, and at once when a drive changes stage:
+            // a short stage is served while it lasts.
+            let stages = stage_words(status);
+            let t0 = Instant::now();
+            while t0.elapsed() < ERASE_EVERY
+                && !finished.load(Ordering::Acquire)
+                && stage_words(status) == stages
+            {
+                std::thread::sleep(ERASE_LOOK);
+            }
         }
     });
+}
+
+/// Each seasoned drive's stage, as its progress line names it.
+fn stage_words(status: &[std::sync::Arc<drivelab_season::Status>]) -> Vec<String> {
+    status.iter().map(|s| s.figures().stage).collect()
 }
 
 /// Read each seasoned drive's health every [`HEALTH_EVERY`] while its

@@ -244,7 +244,7 @@ fn the_users_status_interval_keeps_its_times_beside_the_metrics() {
 fn a_season_is_served_stage_by_stage_to_its_last_round() {
     require_root();
     let dir = TempDir::new("metrics-season");
-    let dev = LoopDev::new_in(&dir, 32 << 20);
+    let dev = LoopDev::new_in(&dir, 64 << 20);
     let port = free_port();
     let port_s = port.to_string();
     let d = dev.dev();
@@ -258,8 +258,11 @@ fn a_season_is_served_stage_by_stage_to_its_last_round() {
         dir.path().to_str().unwrap(),
         "--stages",
         "fill,rounds",
+        // Two passes over 64 MiB: a fill long enough to be scraped on a
+        // fast disk (the stage is a gauge: one shorter than the scrape
+        // interval is not seen).
         "--fill-passes",
-        "1",
+        "2",
         "--workload",
         "rw=randwrite bs=4k iodepth=8 rate_iops=1000",
         "--round-time",
@@ -298,7 +301,7 @@ fn a_season_is_served_stage_by_stage_to_its_last_round() {
             t0.elapsed() < DEADLINE,
             "season not finished within {DEADLINE:?}"
         );
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let (code, out, err) = child.stop();
     assert_eq!(code, 0, "{err}");
