@@ -915,81 +915,7 @@ impl JobZones {
                 io.len = cut as u32;
                 self.own(&mut s, zi, io)
             }
-            Op::Write => {
-                if u64::from(io.len) > s.zone_size {
-                    return Adjust::Failed(format!(
-                        "a {}-byte write is larger than the zone size {}",
-                        io.len, s.zone_size
-                    ));
-                }
-                // fio: a sequential write past a zone's capacity (an
-                // emulated zone under zonecapacity) goes on at the next.
-                let z = &s.zones[zi];
-                if !self.cfg.random && z.cap_end() < z.end && io.offset >= z.cap_end() {
-                    if z.end >= self.region.end {
-                        return Adjust::Eof;
-                    }
-                    io.offset = z.end;
-                    zi = s.idx(io.offset);
-                    if self.busy(&s, zi) {
-                        return Adjust::Wait;
-                    }
-                }
-                if !self.try_open(&mut s, zi) {
-                    zi = match self.open_zone_for(&mut s, io.offset, inflight) {
-                        Ok(z) => z,
-                        Err(a) => return a,
-                    };
-                }
-                if self.cfg.reset_frequency > 0.0
-                    && s.with_data as f64 >= self.io_size() as f64 * self.cfg.reset_threshold
-                {
-                    s.write_cnt = s.write_cnt.saturating_sub(1);
-                    if s.write_cnt == 0 {
-                        s.write_cnt = countdown(self.cfg.reset_frequency);
-                        s.zones[zi].reset_due = true;
-                    }
-                }
-                let full = {
-                    let z = &s.zones[zi];
-                    z.wp + min_bs > z.cap_end()
-                };
-                if s.zones[zi].reset_due || full {
-                    // The job's writes complete before the reset.
-                    if inflight > 0 {
-                        return Adjust::Wait;
-                    }
-                    s.zones[zi].reset_due = false;
-                    match s.reset_zone(zi) {
-                        Ok(done) => self.resets += u64::from(done),
-                        Err(e) => return Adjust::Failed(e),
-                    }
-                    if s.zones[zi].capacity < min_bs {
-                        return Adjust::Failed(format!(
-                            "zone capacity {} is smaller than the block size {min_bs}",
-                            s.zones[zi].capacity
-                        ));
-                    }
-                }
-                let z = &s.zones[zi];
-                io.offset = z.wp;
-                if io.offset < self.region.start || io.offset >= self.region.end {
-                    return Adjust::Eof;
-                }
-                let len = u64::from(io.len).min(z.cap_end() - io.offset) / min_bs * min_bs;
-                if len < min_bs {
-                    return Adjust::Failed(format!(
-                        "zone remainder {} is smaller than the block size {min_bs}",
-                        z.cap_end() - io.offset
-                    ));
-                }
-                io.len = len as u32;
-                // The write pointer moves when the write is issued.
-                let end = (io.offset + len).min(z.cap_end());
-                s.with_data += end - s.zones[zi].wp;
-                s.zones[zi].wp = end;
-                self.own(&mut s, zi, io)
-            }
+            Op::Write => self.adjust_write(&mut s, zi, io, inflight),
             Op::Trim => {
                 // fio: a random trim of an empty zone moves to a zone with
                 // data (none left: the job ends); a sequential one stays.
@@ -1010,6 +936,92 @@ impl JobZones {
             }
             Op::Fsync | Op::Fdatasync | Op::SyncRange(_) => Adjust::Issue(io),
         }
+    }
+
+    /// [`adjust`](Self::adjust) for a write to zone `zi` (one with a
+    /// write pointer): at the write pointer of an open zone, the zone
+    /// reset first when it is full or due, the write pointer moved.
+    fn adjust_write(
+        &mut self,
+        s: &mut ZoneSet,
+        mut zi: usize,
+        mut io: IoDesc,
+        inflight: u32,
+    ) -> Adjust {
+        let min_bs = self.cfg.min_bs;
+        if u64::from(io.len) > s.zone_size {
+            return Adjust::Failed(format!(
+                "a {}-byte write is larger than the zone size {}",
+                io.len, s.zone_size
+            ));
+        }
+        // fio: a sequential write past a zone's capacity (an
+        // emulated zone under zonecapacity) goes on at the next.
+        let z = &s.zones[zi];
+        if !self.cfg.random && z.cap_end() < z.end && io.offset >= z.cap_end() {
+            if z.end >= self.region.end {
+                return Adjust::Eof;
+            }
+            io.offset = z.end;
+            zi = s.idx(io.offset);
+            if self.busy(s, zi) {
+                return Adjust::Wait;
+            }
+        }
+        if !self.try_open(s, zi) {
+            zi = match self.open_zone_for(s, io.offset, inflight) {
+                Ok(z) => z,
+                Err(a) => return a,
+            };
+        }
+        if self.cfg.reset_frequency > 0.0
+            && s.with_data as f64 >= self.io_size() as f64 * self.cfg.reset_threshold
+        {
+            s.write_cnt = s.write_cnt.saturating_sub(1);
+            if s.write_cnt == 0 {
+                s.write_cnt = countdown(self.cfg.reset_frequency);
+                s.zones[zi].reset_due = true;
+            }
+        }
+        let full = {
+            let z = &s.zones[zi];
+            z.wp + min_bs > z.cap_end()
+        };
+        if s.zones[zi].reset_due || full {
+            // The job's writes complete before the reset.
+            if inflight > 0 {
+                return Adjust::Wait;
+            }
+            s.zones[zi].reset_due = false;
+            match s.reset_zone(zi) {
+                Ok(done) => self.resets += u64::from(done),
+                Err(e) => return Adjust::Failed(e),
+            }
+            if s.zones[zi].capacity < min_bs {
+                return Adjust::Failed(format!(
+                    "zone capacity {} is smaller than the block size {min_bs}",
+                    s.zones[zi].capacity
+                ));
+            }
+        }
+        let z = &s.zones[zi];
+        io.offset = z.wp;
+        if io.offset < self.region.start || io.offset >= self.region.end {
+            return Adjust::Eof;
+        }
+        let len = u64::from(io.len).min(z.cap_end() - io.offset) / min_bs * min_bs;
+        if len < min_bs {
+            return Adjust::Failed(format!(
+                "zone remainder {} is smaller than the block size {min_bs}",
+                z.cap_end() - io.offset
+            ));
+        }
+        io.len = len as u32;
+        // The write pointer moves when the write is issued.
+        let end = (io.offset + len).min(z.cap_end());
+        s.with_data += end - s.zones[zi].wp;
+        s.zones[zi].wp = end;
+        self.own(s, zi, io)
     }
 
     fn own(&mut self, s: &mut ZoneSet, zi: usize, io: IoDesc) -> Adjust {

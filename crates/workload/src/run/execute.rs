@@ -1519,7 +1519,6 @@ fn build_report(
         .extend(crate::engines::opts::io::notes(
             plan.jobs.iter().map(|j| &j.spec),
         ));
-    let mut reported: Vec<Reported> = names.iter().map(|_| Reported::default()).collect();
     // group_reporting: one report per reporting group, its jobs summed.
     let mut merged: Vec<(usize, JobOutcome)> = Vec::new();
     for (i, (job, o)) in plan.jobs.iter().zip(outcomes).enumerate() {
@@ -1559,6 +1558,48 @@ fn build_report(
             .cloned()
             .collect();
     }
+    let reported = reported_per_device(plan, names, outcomes);
+    for ((name, w), rep) in names.iter().zip(windows).zip(&reported) {
+        let Some(d) = &w.total else { continue };
+        report.disk_util.push(DiskUtil {
+            name: name.clone(),
+            read_ios: d.read_ios,
+            write_ios: d.write_ios,
+            read_merges: d.read_merges,
+            write_merges: d.write_merges,
+            read_ticks: d.read_ticks_ms,
+            write_ticks: d.write_ticks_ms,
+            in_queue: d.time_in_queue_ms,
+            util: d.util() * 100.0,
+        });
+        let seen = Seen {
+            read_bytes: d.bytes_read,
+            write_bytes: d.bytes_written,
+            discard_bytes: d.bytes_discarded,
+            ios: d.read_ios + d.write_ios + d.discard_ios,
+            flushes: d.flush_ios,
+            queue_ms: d.time_in_queue_ms,
+            ticks_ms: d.read_ticks_ms + d.write_ticks_ms + d.discard_ticks_ms,
+            elapsed_ms: d.elapsed.as_secs_f64() * 1000.0,
+        };
+        let mut check = verdict(name, rep, &seen, &w.per_second);
+        crate::engines::ucmd::passthrough_check(plan, name, &mut check);
+        check.series = w.series.clone();
+        report.device_check.push(check);
+    }
+    report
+}
+
+/// What the run asked of each device in `names` (by index): the depth
+/// (its largest stonewall group's, groups running one after another),
+/// the bytes and I/Os its jobs report there, and how they reached it; the
+/// device check compares it with what the device saw.
+fn reported_per_device(
+    plan: &Plan,
+    names: &[String],
+    outcomes: &[Option<JobOutcome>],
+) -> Vec<Reported> {
+    let mut reported: Vec<Reported> = names.iter().map(|_| Reported::default()).collect();
     // Asked depth per device and stonewall group; the device's is its
     // largest group's (groups run one after another).
     let mut asked: BTreeMap<(usize, u32), f64> = BTreeMap::new();
@@ -1613,35 +1654,7 @@ fn build_report(
             r.paced |= paced;
         }
     }
-    for ((name, w), rep) in names.iter().zip(windows).zip(&reported) {
-        let Some(d) = &w.total else { continue };
-        report.disk_util.push(DiskUtil {
-            name: name.clone(),
-            read_ios: d.read_ios,
-            write_ios: d.write_ios,
-            read_merges: d.read_merges,
-            write_merges: d.write_merges,
-            read_ticks: d.read_ticks_ms,
-            write_ticks: d.write_ticks_ms,
-            in_queue: d.time_in_queue_ms,
-            util: d.util() * 100.0,
-        });
-        let seen = Seen {
-            read_bytes: d.bytes_read,
-            write_bytes: d.bytes_written,
-            discard_bytes: d.bytes_discarded,
-            ios: d.read_ios + d.write_ios + d.discard_ios,
-            flushes: d.flush_ios,
-            queue_ms: d.time_in_queue_ms,
-            ticks_ms: d.read_ticks_ms + d.write_ticks_ms + d.discard_ticks_ms,
-            elapsed_ms: d.elapsed.as_secs_f64() * 1000.0,
-        };
-        let mut check = verdict(name, rep, &seen, &w.per_second);
-        crate::engines::ucmd::passthrough_check(plan, name, &mut check);
-        check.series = w.series.clone();
-        report.device_check.push(check);
-    }
-    report
+    reported
 }
 
 /// What drivelab says about the options of this module's families that it
