@@ -92,10 +92,15 @@ disk_by_model() {
 }
 
 # run_json NAME CMD...: runs CMD, saving stdout to NAME.out, stderr to
-# NAME.err and the exit status to NAME.status.
+# NAME.err and the exit status to NAME.status. Its start and end go to the
+# console with the guest's uptime, so a guest the host kills for taking too
+# long names the run it was in.
 run_json() {
     name=$1
     shift
+    echo "drivelab-vm: run $name at $(cut -d' ' -f1 /proc/uptime) s" > /dev/console
     "$@" > "$name.out" 2> "$name.err"
-    echo $? > "$name.status"
+    st=$?
+    echo "$st" > "$name.status"
+    echo "drivelab-vm: run $name exited $st at $(cut -d' ' -f1 /proc/uptime) s" > /dev/console
 }
