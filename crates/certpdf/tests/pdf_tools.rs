@@ -588,6 +588,56 @@ fn the_pdfa_3_markers_are_in_place() {
     }
 }
 
+/// A batch report whose drives' lines wrap (a long model, organisation and
+/// customer address on every drive): each drive's lines, from its row to
+/// its digest, are on one page, on A4 and Letter.
+#[test]
+fn a_drives_wrapped_lines_in_a_batch_report_stay_on_one_page() {
+    let dir = TempDir::new("certpdf-report-pages");
+    let entries: Vec<drivelab_certpdf::report::Entry> = (0..60)
+        .map(|i| {
+            let mut c = long_values();
+            c.drive.serial = Some(format!("SER{i:04}"));
+            let model = c.drive.model.take().unwrap();
+            c.drive.model = Some(format!("MODEL{i:04} {model}"));
+            drivelab_certpdf::report::Entry {
+                file: format!("c{i}.json"),
+                digest: sha256_hex(format!("{i}").as_bytes()),
+                certificate: c,
+                public_key: "00".repeat(32),
+            }
+        })
+        .collect();
+    for paper in [Paper::A4, Paper::Letter] {
+        let bytes =
+            drivelab_certpdf::report::report_pdf(&entries, paper, "2026-11-27T07:00:00.000Z")
+                .unwrap();
+        let path = dir.join(&format!("report-{paper}.pdf"));
+        std::fs::write(&path, bytes).unwrap();
+        let pages = pages(&path);
+        assert!(pages.len() > 2, "{paper}: {} pages", pages.len());
+        let page_of = |token: &str| -> Vec<usize> {
+            pages
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, _, words))| words.iter().any(|w| w.text.contains(token)))
+                .map(|(n, _)| n)
+                .collect()
+        };
+        for (i, e) in entries.iter().enumerate() {
+            let (row, serial, digest) = (
+                page_of(&format!("MODEL{i:04}")),
+                page_of(&format!("SER{i:04}")),
+                page_of(&e.digest),
+            );
+            assert!(
+                row.len() == 1 && serial == row && digest == row,
+                "{paper}: drive {i}'s row is on pages {row:?}, its serial on {serial:?}, its digest on {digest:?}"
+            );
+        }
+    }
+}
+
 /// veraPDF's command line, as tests/run fetches it from Maven Central.
 fn verapdf_jar() -> PathBuf {
     let jar = std::env::var_os("VERAPDF_JAR")

@@ -146,6 +146,21 @@ impl<'f> Flow<'f> {
         }
     }
 
+    /// The height [`Flow::para`] takes for `text` across `width`.
+    pub fn para_height(&self, width: f32, size: f32, text: &str) -> f32 {
+        wrap(self.font, text, size, width).len() as f32 * leading(size)
+    }
+
+    /// The height [`Flow::row`] takes for `cols`.
+    pub fn row_height(&self, size: f32, cols: &[(f32, f32, &str)]) -> f32 {
+        let n = cols
+            .iter()
+            .map(|(_, w, t)| wrap(self.font, t, size, *w).len())
+            .max()
+            .unwrap_or(0);
+        n as f32 * leading(size)
+    }
+
     /// A row of columns: each `(x, width, text)` wrapped in its column,
     /// line by line, pages breaking between lines.
     pub fn row(&mut self, size: f32, cols: &[(f32, f32, &str)]) {

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use drivelab_erase::cert::Certificate;
 
 use crate::layout::font::Font;
-use crate::layout::{leading, Flow};
+use crate::layout::Flow;
 use crate::render::{self, Meta};
 use crate::{Paper, PdfError};
 
@@ -113,11 +113,12 @@ pub fn report_pdf(entries: &[Entry], paper: Paper, created: &str) -> Result<Vec<
         "Result, method, verification",
         "Ended",
     ];
-    let row = |f: &mut Flow<'_>, size: f32, t: [&str; 4]| {
-        let c: Vec<(f32, f32, &str)> = cols.iter().zip(t).map(|(&(x, w), s)| (x, w, s)).collect();
-        f.row(size, &c);
-    };
-    row(&mut f, 8.0, head);
+    let head: Vec<(f32, f32, &str)> = cols
+        .iter()
+        .zip(head)
+        .map(|(&(x, w), t)| (x, w, t))
+        .collect();
+    f.row(8.0, &head);
     for (i, e) in entries.iter().enumerate() {
         let c = &e.certificate;
         let n = (i + 1).to_string();
@@ -130,27 +131,29 @@ pub fn report_pdf(entries: &[Entry], paper: Paper, created: &str) -> Result<Vec<
             c.verification.mode,
             c.verification.result
         );
-        // A drive's lines stay together when they fit on a page.
-        f.need(4.0 * leading(8.0) + 2.0 * leading(6.5));
-        row(&mut f, 8.0, [&n, model, &what, &c.timing.end]);
         // Serial and digest on lines of their own, so that each reads whole.
-        f.para(
-            x0 + 24.0,
-            w - 24.0,
-            8.0,
-            &format!(
-                "serial {} ({}){}",
-                c.drive.serial.as_deref().unwrap_or("(none)"),
-                c.drive.path,
-                parties_line(c)
-            ),
+        let serial = format!(
+            "serial {} ({}){}",
+            c.drive.serial.as_deref().unwrap_or("(none)"),
+            c.drive.path,
+            parties_line(c)
         );
-        f.para(
-            x0 + 24.0,
-            w - 24.0,
-            6.5,
-            &format!("SHA-256 {} {}", e.digest, e.file),
+        let digest = format!("SHA-256 {} {}", e.digest, e.file);
+        let row = [
+            (cols[0].0, cols[0].1, n.as_str()),
+            (cols[1].0, cols[1].1, model),
+            (cols[2].0, cols[2].1, what.as_str()),
+            (cols[3].0, cols[3].1, c.timing.end.as_str()),
+        ];
+        // A drive's lines stay together on one page, measured as wrapped.
+        f.need(
+            f.row_height(8.0, &row)
+                + f.para_height(w - 24.0, 8.0, &serial)
+                + f.para_height(w - 24.0, 6.5, &digest),
         );
+        f.row(8.0, &row);
+        f.para(x0 + 24.0, w - 24.0, 8.0, &serial);
+        f.para(x0 + 24.0, w - 24.0, 6.5, &digest);
         f.down(2.0);
     }
     let doc = f.finish(&format!("drivelab erase report, {} drives", entries.len()));
