@@ -29,6 +29,12 @@ pub struct HistoryArgs {
     /// for a duration back from now (90m, 12h, 7d, 2w).
     #[arg(long, value_name = "DATE|DURATION")]
     pub since: Option<String>,
+    /// Only records a fleet made on this Kubernetes node.
+    #[arg(long, value_name = "NODE")]
+    pub node: Option<String>,
+    /// Only records of this fleet run (`drivelab fleet`).
+    #[arg(long, value_name = "RUN")]
+    pub fleet_run: Option<String>,
     /// At most N records, the newest (0 = all); a last line says how many
     /// more match.
     #[arg(long, value_name = "N", default_value_t = drivelab_store::DEFAULT_HISTORY_LIMIT)]
@@ -165,6 +171,8 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<u8> {
         kind,
         since_ms,
         spec_key: None,
+        node: a.node.clone(),
+        fleet_run: a.fleet_run.clone(),
         limit: (a.limit > 0).then_some(a.limit),
     };
     let mut store = open()?;
@@ -175,7 +183,9 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<u8> {
             .map(|r| {
                 json!({"id": r.id.0, "kind": r.kind.as_str(), "time_ms": r.time_ms, "time": utc(r.time_ms),
                        "host": r.host, "drives": r.drives, "verdict": r.verdict,
-                       "exit_status": r.exit_status, "headline": r.headline, "spec_key": r.spec_key})
+                       "exit_status": r.exit_status, "headline": r.headline, "spec_key": r.spec_key,
+                       "node": r.fleet.as_ref().map(|f| &f.node),
+                       "fleet_run": r.fleet.as_ref().map(|f| &f.run_id)})
             })
             .collect();
         format!("{}\n", serde_json::to_string_pretty(&Value::Array(v))?)
@@ -184,16 +194,32 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<u8> {
         if rows.is_empty() {
             s.push_str(&format!("no records in {} match\n", store.location()));
         } else {
+            // The node column only when a listed record came from a fleet.
+            let nodes = rows.iter().any(|r| r.fleet.is_some());
+            let node = |n: &str| {
+                if nodes {
+                    format!("{:<16}  ", clip(n, 16))
+                } else {
+                    String::new()
+                }
+            };
             s.push_str(&format!(
-                "{:>6}  {:<6}  {:<23}  {:<28}  {:<24}  {}\n",
-                "ID", "KIND", "TIME", "DRIVE", "VERDICT", "FIGURES"
+                "{:>6}  {:<6}  {:<23}  {}{:<28}  {:<24}  {}\n",
+                "ID",
+                "KIND",
+                "TIME",
+                node("NODE"),
+                "DRIVE",
+                "VERDICT",
+                "FIGURES"
             ));
             for r in &rows {
                 s.push_str(&format!(
-                    "{:>6}  {:<6}  {:<23}  {:<28}  {:<24}  {}\n",
+                    "{:>6}  {:<6}  {:<23}  {}{:<28}  {:<24}  {}\n",
                     r.id.0,
                     r.kind.as_str(),
                     utc(r.time_ms),
+                    node(r.fleet.as_ref().map_or("-", |f| f.node.as_str())),
                     clip(if r.drives.is_empty() { "-" } else { &r.drives }, 28),
                     clip(&r.verdict, 24),
                     r.headline

@@ -193,6 +193,45 @@ fn fleet_exec_erases_only_the_selected_drives_and_the_report_merges_the_nodes() 
         &["fleet", "report", "--run", "burnin-2", "--store", &store],
     );
     assert_eq!(code, 2, "a run with no record: {err}");
+    // `history` across the fleet: each record with its node and run.
+    let history = |args: &[&str]| {
+        let (code, out, err) = as_pod(&dir, &store, "", "", args);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let listed: serde_json::Value = serde_json::from_str(&history(&[
+        "history",
+        "--fleet-run",
+        "burnin-1",
+        "--output-format",
+        "json",
+    ]))
+    .unwrap();
+    let mut nodes: Vec<(String, String)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["node"].as_str().unwrap().to_string(),
+                r["fleet_run"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    nodes.sort();
+    assert_eq!(
+        nodes,
+        [
+            ("node-a".to_string(), "burnin-1".to_string()),
+            ("node-b".to_string(), "burnin-1".to_string())
+        ]
+    );
+    let text = history(&["history", "--node", "node-b"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("NODE"), "{text}");
+    assert_eq!(lines.len(), 2, "node-b's one record: {text}");
+    assert!(lines[1].contains("node-b") && lines[1].contains("erase"), "{text}");
+    assert!(history(&["history", "--node", "node-c"]).starts_with("no records"));
 }
 
 /// A fleet Job's `run`: the job file names the node's selected drives as

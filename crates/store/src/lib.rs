@@ -595,6 +595,8 @@ pub struct Summary {
     pub headline: String,
     /// See [`NewRecord::spec_key`].
     pub spec_key: String,
+    /// The node and fleet run, for a record made in a fleet.
+    pub fleet: Option<FleetTag>,
 }
 
 /// What `history` selects. Every field narrows; the default is everything
@@ -611,6 +613,10 @@ pub struct Filter {
     pub since_ms: Option<i64>,
     /// Only records with this spec key.
     pub spec_key: Option<String>,
+    /// Only records a fleet made on this node.
+    pub node: Option<String>,
+    /// Only records of this fleet run.
+    pub fleet_run: Option<String>,
     /// At most this many (the newest); `None` = all.
     pub limit: Option<u64>,
 }
@@ -803,9 +809,18 @@ fn fleet_row(id: i64, kind: &str, node: Option<String>, run: Option<String>) -> 
     })
 }
 
+/// A record's fleet tag from its `node` and `fleet_run` columns: none
+/// unless the record was made in a fleet (the node is set).
+fn fleet_tag(node: Option<String>, run: Option<String>) -> Option<FleetTag> {
+    node.map(|node| FleetTag {
+        node,
+        run_id: run.unwrap_or_default(),
+    })
+}
+
 /// The columns `history` reads, in [`Summary`] order.
 const SUMMARY_COLUMNS: &str =
-    "id, kind, time_ms, host, drive_summary, verdict, exit_status, headline, spec_key";
+    "id, kind, time_ms, host, drive_summary, verdict, exit_status, headline, spec_key, node, fleet_run";
 
 /// The columns of `records` a record is written with (its large texts go
 /// to `record_texts`).
@@ -847,6 +862,12 @@ fn history_where(f: &Filter, ph: impl Fn(usize) -> String) -> (String, Vec<Param
     }
     if let Some(k) = &f.spec_key {
         add(" AND spec_key = ?", Param::Text(k.clone()), &mut sql);
+    }
+    if let Some(n) = &f.node {
+        add(" AND node = ?", Param::Text(n.clone()), &mut sql);
+    }
+    if let Some(r) = &f.fleet_run {
+        add(" AND fleet_run = ?", Param::Text(r.clone()), &mut sql);
     }
     if let Some(s) = &f.serial {
         // IN: one drive's records are few, found by the serial's index.

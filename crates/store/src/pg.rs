@@ -160,6 +160,7 @@ fn summary(r: &Row) -> Result<Summary> {
         exit_status: r.try_get(6)?,
         headline: r.try_get(7)?,
         spec_key: r.try_get(8)?,
+        fleet: crate::fleet_tag(r.try_get(9)?, r.try_get(10)?),
     })
 }
 

@@ -287,6 +287,7 @@ fn summary(r: &Row<'_>) -> rusqlite::Result<(i64, String, Summary)> {
             exit_status: r.get(6)?,
             headline: r.get(7)?,
             spec_key: r.get(8)?,
+            fleet: crate::fleet_tag(r.get(9)?, r.get(10)?),
         },
     ))
 }
