@@ -230,7 +230,10 @@ fn fleet_exec_erases_only_the_selected_drives_and_the_report_merges_the_nodes() 
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].contains("NODE"), "{text}");
     assert_eq!(lines.len(), 2, "node-b's one record: {text}");
-    assert!(lines[1].contains("node-b") && lines[1].contains("erase"), "{text}");
+    assert!(
+        lines[1].contains("node-b") && lines[1].contains("erase"),
+        "{text}"
+    );
     assert!(history(&["history", "--node", "node-c"]).starts_with("no records"));
 }
 
