@@ -385,7 +385,7 @@ fn san_block_metrics(c: &mut Checks, run: &GuestRun) {
         };
         if rest.starts_with("drivelab_erase_state{")
             && rest.contains("state=\"erasing\"")
-            && rest.ends_with(" 1")
+            && rest.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) == Some(1.0)
         {
             erasing.insert(i.to_string());
         }

@@ -1,11 +1,18 @@
-//! The figures as text: OpenMetrics 1.0 (what Prometheus asks for first)
-//! or Prometheus's text format 0.0.4 (what `promtool check metrics`, older
-//! scrapers and a plain `curl` get). The two differ in how a counter's and
-//! an info's family are named (`# TYPE x counter` with samples `x_total`
-//! in OpenMetrics, `# TYPE x_total counter` in 0.0.4), in `# UNIT` lines
-//! and the closing `# EOF`, which OpenMetrics alone has.
+//! The figures as text, written by the `prometheus-client` crate:
+//! OpenMetrics 1.0 (what Prometheus asks for first) or Prometheus's text
+//! format 0.0.4 (what `promtool check metrics`, older scrapers and a plain
+//! `curl` get). The two differ in how a counter's and an info's family are
+//! named (`# TYPE x counter` with samples `x_total` in OpenMetrics,
+//! `# TYPE x_total counter` in 0.0.4), in `# UNIT` lines and the closing
+//! `# EOF`, which OpenMetrics alone has. The figures reach the crate as
+//! one collector over the model's families, built per scrape: a histogram
+//! is handed over as the work's own buckets, never observed sample by
+//! sample.
 
-use std::fmt::Write;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
 
 use crate::model::{Family, Kind, Value};
 
@@ -37,98 +44,102 @@ impl Format {
     }
 }
 
-/// A label value with `\`, `"` and newlines escaped.
-fn label_value(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// The families of one scrape, as the crate's collector.
+#[derive(Debug)]
+struct Scrape(Vec<Family>);
+
+/// The crate's unit for a metric's, and its name without it (the crate
+/// writes the unit back as the name's last word).
+fn unit_of(name: &'static str, unit: &'static str) -> (&'static str, Option<Unit>) {
+    let base = match name.strip_suffix(unit) {
+        Some(b) if !unit.is_empty() => b.strip_suffix('_'),
+        _ => None,
+    };
+    let Some(base) = base else {
+        return (name, None);
+    };
+    let u = match unit {
+        "bytes" => Unit::Bytes,
+        "seconds" => Unit::Seconds,
+        "celsius" => Unit::Celsius,
+        other => Unit::Other(other.to_string()),
+    };
+    (base, Some(u))
 }
 
-/// A number as both formats write it.
-fn number(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v == f64::INFINITY {
-        "+Inf".into()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".into()
-    } else {
-        format!("{v}")
-    }
-}
-
-/// `{a="1",b="2"}` from names and values, plus `extra` (e.g. `le`); empty
-/// when there are no labels.
-fn labels(names: &[&str], values: &[String], extra: Option<(&str, &str)>) -> String {
-    let mut parts: Vec<String> = names
+/// Cumulative counts per bound as the crate takes them: each bucket's own,
+/// closed by the `+Inf` bucket's (the samples above the last bound).
+fn per_bucket(cumulative: &[(f64, u64)], count: u64) -> Vec<(f64, u64)> {
+    let mut below = 0;
+    let mut out: Vec<(f64, u64)> = cumulative
         .iter()
-        .zip(values)
-        .map(|(n, v)| format!("{n}=\"{}\"", label_value(v)))
+        .map(|&(le, c)| {
+            let own = c.saturating_sub(below);
+            below = c;
+            (le, own)
+        })
         .collect();
-    if let Some((n, v)) = extra {
-        parts.push(format!("{n}=\"{v}\""));
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!("{{{}}}", parts.join(","))
+    out.push((f64::INFINITY, count.saturating_sub(below)));
+    out
+}
+
+impl Collector for Scrape {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        for f in self.0.iter().filter(|f| !f.samples.is_empty()) {
+            let m = f.metric;
+            let (name, unit) = unit_of(m.name, m.unit);
+            let kind = match m.kind {
+                Kind::Counter => MetricType::Counter,
+                Kind::Gauge => MetricType::Gauge,
+                Kind::Histogram => MetricType::Histogram,
+                Kind::Info => MetricType::Info,
+            };
+            let mut family = encoder.encode_descriptor(name, m.help, unit.as_ref(), kind)?;
+            for s in &f.samples {
+                let labels: Vec<(&str, &str)> = m
+                    .labels
+                    .iter()
+                    .copied()
+                    .zip(s.labels.iter().map(String::as_str))
+                    .collect();
+                if m.kind == Kind::Info {
+                    family.encode_info(&labels)?;
+                    continue;
+                }
+                let mut sample = family.encode_family(&labels)?;
+                match &s.value {
+                    Value::Counter(v) => sample.encode_counter::<NoLabelSet, _, u64>(v, None)?,
+                    Value::Gauge(v) => sample.encode_gauge(v)?,
+                    Value::Histogram {
+                        buckets,
+                        count,
+                        sum,
+                    } => sample.encode_histogram::<NoLabelSet>(
+                        *sum,
+                        *count,
+                        &per_bucket(buckets, *count),
+                        None,
+                    )?,
+                }
+            }
+        }
+        Ok(())
     }
 }
 
 /// `families` as text in `format`; families with no samples are left out.
 pub fn encode(families: &[Family], format: Format) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Scrape(families.to_vec())));
     let mut out = String::new();
-    for f in families.iter().filter(|f| !f.samples.is_empty()) {
-        let m = f.metric;
-        let sample_name = m.sample_name();
-        let (type_name, type_word) = match format {
-            Format::OpenMetrics => (m.name.to_string(), m.kind.openmetrics()),
-            Format::Text004 => (
-                match m.kind {
-                    Kind::Counter | Kind::Info => sample_name.clone(),
-                    _ => m.name.to_string(),
-                },
-                m.kind.text004(),
-            ),
-        };
-        let help = m.help.replace('\\', "\\\\").replace('\n', "\\n");
-        let _ = writeln!(out, "# HELP {type_name} {help}");
-        let _ = writeln!(out, "# TYPE {type_name} {type_word}");
-        if format == Format::OpenMetrics && !m.unit.is_empty() {
-            let _ = writeln!(out, "# UNIT {type_name} {}", m.unit);
+    // Writing into a String cannot fail; a collector's error would be the
+    // crate's own, and leaves what was written.
+    let _ = match format {
+        Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, &registry),
+        Format::Text004 => {
+            prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)
         }
-        for s in &f.samples {
-            match &s.value {
-                Value::Counter(v) => {
-                    let l = labels(m.labels, &s.labels, None);
-                    let _ = writeln!(out, "{sample_name}{l} {v}");
-                }
-                Value::Gauge(v) => {
-                    let l = labels(m.labels, &s.labels, None);
-                    let _ = writeln!(out, "{sample_name}{l} {}", number(*v));
-                }
-                Value::Histogram {
-                    buckets,
-                    count,
-                    sum,
-                } => {
-                    for (le, c) in buckets {
-                        let le = number(*le);
-                        let l = labels(m.labels, &s.labels, Some(("le", &le)));
-                        let _ = writeln!(out, "{}_bucket{l} {c}", m.name);
-                    }
-                    let l = labels(m.labels, &s.labels, Some(("le", "+Inf")));
-                    let _ = writeln!(out, "{}_bucket{l} {count}", m.name);
-                    let l = labels(m.labels, &s.labels, None);
-                    let _ = writeln!(out, "{}_count{l} {count}", m.name);
-                    let _ = writeln!(out, "{}_sum{l} {}", m.name, number(*sum));
-                }
-            }
-        }
-    }
-    if format == Format::OpenMetrics {
-        out.push_str("# EOF\n");
-    }
+    };
     out
 }
 
@@ -166,7 +177,7 @@ mod tests {
         ));
         assert!(t.contains("# TYPE drivelab_build_info gauge\n"));
         assert!(t.contains(
-            "drivelab_job_latency_seconds_bucket{jobname=\"a\",job_index=\"0\",direction=\"write\",le=\"0.000001023\"} 2\n"
+            "drivelab_job_latency_seconds_bucket{jobname=\"a\",job_index=\"0\",direction=\"write\",le=\"1.023e-06\"} 2\n"
         ));
         assert!(t.contains("le=\"+Inf\"} 6\n"));
         assert!(t.contains("drivelab_job_latency_seconds_count{jobname=\"a\",job_index=\"0\",direction=\"write\"} 6\n"));

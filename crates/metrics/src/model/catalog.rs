@@ -628,7 +628,8 @@ pub fn table() -> String {
         "# drivelab's metrics\n\n\
          Served by `--metrics-listen ADDR` on `drivelab run`, `test`, `erase`, `season`,\n\
          `station` and `trace replay` (GET /metrics; OpenMetrics text when the scraper asks for it, else\n\
-         Prometheus text 0.0.4). Generated from `crates/metrics/src/model/catalog.rs`\n\
+         Prometheus text 0.0.4; both written by the `prometheus-client` crate).\n\
+         Generated from `crates/metrics/src/model/catalog.rs`\n\
          (`cargo test -p drivelab-metrics --test docs` checks this file;\n\
          `UPDATE_DOCS=1` rewrites it). Alerting and recording rules for labs:\n\
          `deploy/prometheus/drivelab-rules.yml`.\n\n\

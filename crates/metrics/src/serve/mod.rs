@@ -251,14 +251,14 @@ mod tests {
         let r = get(ep.addr(), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
         assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
         assert!(r.contains("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
-        assert!(r.ends_with("drivelab_work_finished 0\n"), "{r}");
+        assert!(r.ends_with("drivelab_work_finished 0.0\n"), "{r}");
         ep.latest().set(vec![finished_family(true)]);
         let r = get(
             ep.addr(),
             "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;version=1.0.0\r\n\r\n",
         );
         assert!(r.contains("application/openmetrics-text; version=1.0.0"));
-        assert!(r.ends_with("drivelab_work_finished 1\n# EOF\n"), "{r}");
+        assert!(r.ends_with("drivelab_work_finished 1.0\n# EOF\n"), "{r}");
         let r = get(ep.addr(), "GET /other HTTP/1.1\r\n\r\n");
         assert!(r.starts_with("HTTP/1.1 404"), "{r}");
         let r = get(ep.addr(), "POST /metrics HTTP/1.1\r\n\r\n");
