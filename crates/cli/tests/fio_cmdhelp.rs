@@ -49,13 +49,7 @@ fn the_installed_fio_lists_the_kept_options() {
 /// does one of these once drivelab knows or refuses it (take it off).
 const PENDING: &[(&str, &str)] = &[
     ("lockfile", "per-file I/O serialisation between jobs"),
-    ("verify_offset", "the verify header moved inside the block"),
-    ("experimental_verify", "verify from the replayed log"),
     ("verify_state_load", "fio's verify state file"),
-    ("trim_percentage", "trims of written blocks, verified"),
-    ("trim_verify_zero", "trimmed blocks read back as zeroes"),
-    ("trim_backlog", "trims every N writes"),
-    ("trim_backlog_batch", "trims in batches"),
     ("read_iolog", "fio's iolog v2/v3 on the replay engine"),
     ("read_iolog_chunked", "read_iolog in chunks"),
     ("replay_no_stall", "read_iolog"),

@@ -108,6 +108,9 @@ pub struct JobConfig {
     /// fio's `write_iolog`: the log's path (None: no log); the files are
     /// named by `extras.target_names`.
     pub iolog: Option<String>,
+    /// fio's trims of verified writes (`trim_percentage`, `trim_backlog`;
+    /// None: none).
+    pub trim: Option<crate::job::trim::TrimOpts>,
     /// The engine opens and closes the job's files as its open set says
     /// (fio's `openfiles`, `create_on_open`); false: every file stays open.
     pub lazy_files: bool,
@@ -215,6 +218,7 @@ struct JobDriver<'a, const FILL: bool> {
     err_count: crate::job::types::ErrorCount,
     filler: Option<crate::job::dedupe::BufFiller>,
     backlog: Option<crate::job::verify::Backlog>,
+    trimmer: Option<crate::job::trim::Trimmer>,
     last_read: bool,
     failed_writes: Vec<IoDesc>,
     verify_stopped: bool,
@@ -537,6 +541,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             program: None,
             err_count: self.err_count,
             verify_left: None,
+            trimmed: None,
             failed_writes: Vec::new(),
             verify_stopped: self.verify_stopped,
         }
@@ -576,6 +581,18 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
                     tag: crate::job::verify::VERIFY_TAG,
                 };
             }
+        }
+        if let Some(io) = self.trimmer.as_mut().and_then(|t| t.next(self.last_read)) {
+            // Outside the job's budget, as fio counts a writing job's
+            // bytes by its writes.
+            if let Some(l) = self.iolog.as_mut() {
+                l.io(self.now, &io);
+            }
+            return Next::Io {
+                io,
+                due: None,
+                tag: 0,
+            };
         }
         let Some(mut p) = self.pacer.take() else {
             return self.unpaced(now, inflight, buf);
@@ -684,6 +701,9 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             Some(b) if io.op == Op::Write => b.written(io),
             _ => 0,
         };
+        if let Some(t) = self.trimmer.as_mut().filter(|_| io.op == Op::Write) {
+            t.written(io);
+        }
         if self.iolog.is_some() {
             self.log_file_events();
             if let Some(l) = self.iolog.as_mut() {
@@ -1145,6 +1165,10 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
                     cfg.extras.verify.batch(),
                 )
             }),
+            trimmer: cfg
+                .trim
+                .as_ref()
+                .map(|o| crate::job::trim::Trimmer::new(o, cfg.gen.seed)),
             last_read: false,
             failed_writes: Vec::new(),
             verify_stopped: false,
@@ -1263,6 +1287,7 @@ fn run_with<E: Engine, const FILL: bool>(
         samples,
         err_count: drv.err_count,
         verify_left: drv.backlog.map(crate::job::verify::Backlog::into_left),
+        trimmed: drv.trimmer.map(crate::job::trim::Trimmer::into_trimmed),
         failed_writes: drv.failed_writes,
         verify_stopped: drv.verify_stopped,
 

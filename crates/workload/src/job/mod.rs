@@ -24,6 +24,7 @@ pub mod steadystate;
 pub mod sync;
 pub mod target_opts;
 pub mod think;
+pub mod trim;
 pub mod types;
 pub mod verify;
 pub mod zbd;

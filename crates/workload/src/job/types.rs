@@ -214,6 +214,9 @@ pub struct Content {
     pub interval: usize,
     /// Payload pattern (none: bytes keyed by the offset).
     pub pattern: Option<Vec<u8>>,
+    /// Where in each block the header is written (`verify_offset`): it
+    /// changes places with the data there; 0: at the start.
+    pub header_at: usize,
 }
 
 /// A planned job's zone settings.

@@ -280,6 +280,12 @@ fn verify_content(
             spec.name
         )));
     }
+    if spec.trims.active() && spec.errkeys.verify.backlog > 0 {
+        return Err(bad(format!(
+            "job '{}': trim_backlog and verify_backlog both take from the written blocks as the job goes, which drivelab does not interleave; drop one of them",
+            spec.name
+        )));
+    }
     if spec.ioengine == EngineKind::Null {
         return Err(bad(format!(
             "job '{}': the null engine moves no data, so there is nothing to verify; use io_uring or psync",
@@ -292,10 +298,26 @@ fn verify_content(
             spec.name
         )));
     }
+    // verify_offset: the header changes places with the data there, so
+    // both must lie inside the block (pattern blocks have no header).
+    let header_at = match spec.verify.header_at {
+        Some(at) if kind != VerifyKind::Pattern => {
+            if at + HEADER as u64 > interval {
+                return Err(bad(format!(
+                    "job '{}': verify_offset={at} puts the {HEADER}-byte verify header past the end of the {interval}-byte verify block; give at most {}",
+                    spec.name,
+                    interval - HEADER as u64
+                )));
+            }
+            at as usize
+        }
+        _ => 0,
+    };
     Ok(Some(Content {
         kind,
         interval: interval as usize,
         pattern: spec.verify.pattern.clone(),
+        header_at,
     }))
 }
 
@@ -393,6 +415,10 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             check_discard(idx.iter().map(|&i| &targets[i]))?;
         }
         let verify = verify_content(spec, align)?;
+        // trim_percentage: a writing job's queued blocks are discarded.
+        if verify.is_some() && spec.trims.active() && zbd.is_none() {
+            check_discard(idx.iter().map(|&i| &targets[i]))?;
+        }
         let wait_for = wait_for(spec, out.iter().map(|j| j.spec.name.as_str()))?;
         for clone in clones.clone() {
             let mut s = spec.clone();

@@ -200,6 +200,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
                     kind: crate::job::types::VerifyKind::Pattern,
                     interval: spec.max_bs() as usize,
                     pattern: Some(p),
+                    header_at: 0,
                 })
         }),
         // fio checks a job's own reads only when it does not also write
@@ -211,6 +212,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         live: None,
         status: None,
         iolog: spec.files.iolog.clone(),
+        trim: crate::job::trim::planned(job),
         lazy_files: crate::engines::files::lazy(job),
         op_per_file: crate::engines::files::path_engine(spec)
             .map(|_| job.regions.iter().map(|r| r.end - r.start).sum()),
@@ -237,7 +239,16 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         }),
         extras: crate::job::error_policy::LoopExtras {
             policy: spec.errkeys.policy.clone(),
-            verify: spec.errkeys.verify,
+            verify: crate::job::types::VerifyExtras {
+                // experimental_verify keeps no log of the writes to check
+                // as the job goes (fio's log_io_piece is skipped).
+                backlog: if spec.verify.experimental {
+                    0
+                } else {
+                    spec.errkeys.verify.backlog
+                },
+                ..spec.errkeys.verify
+            },
             target_names: Vec::new(),
             // refill_buffers: the filler with no dedupe or compression
             // gives every write new random data.

@@ -197,7 +197,11 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
             None => {
                 // The counts hold the failed I/Os too (as fio's total_ios).
                 let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
-                let mut v = crate::job::verify::written_extents(&cfg.gen, issued)?;
+                let mut v = if job.spec.verify.experimental {
+                    crate::job::verify::issued_writes(&cfg.gen, issued)?
+                } else {
+                    crate::job::verify::written_extents(&cfg.gen, issued)?
+                };
                 if !o.failed_writes.is_empty() {
                     let key = |io: &drivelab_engine::io::IoDesc| (io.target, io.offset, io.len);
                     let mut failed: Vec<_> = o.failed_writes.iter().map(key).collect();
@@ -207,8 +211,15 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
                 v
             }
         };
+        let mut extents = extents;
+        let trimmed = o.trimmed.take();
+        if let Some(t) = trimmed.as_ref().filter(|t| !t.verify_zero) {
+            // trim_verify_zero=0: trimmed blocks are not read back.
+            extents.retain(|io| !t.holds(io));
+        }
         let mut rb = crate::job::verify::ReadBack::new(&extents, content);
         rb.extras = Some(&cfg.extras);
+        rb.trimmed = trimmed.as_ref().filter(|t| t.verify_zero);
         let lc = drivelab_engine::ioloop::LoopConfig {
             stop: Some(stop),
             ..Default::default()

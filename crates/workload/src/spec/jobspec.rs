@@ -198,6 +198,8 @@ pub struct JobSpec {
     /// When think time comes and what it does to a rate
     /// ([`crate::job::think`]).
     pub think: crate::job::think::ThinkOpts,
+    /// Trims of verified writes ([`crate::job::trim`]).
+    pub trims: crate::job::trim::TrimOpts,
     /// The write hint and locked memory ([`crate::job::target_opts`]).
     pub target_opts: crate::job::target_opts::TargetOpts,
     /// The CPUs the job runs on ([`crate::job::cpus`]).
@@ -318,6 +320,7 @@ impl Default for JobSpec {
             output: Default::default(),
             offsets: Default::default(),
             think: Default::default(),
+            trims: Default::default(),
             target_opts: Default::default(),
             cpus: Default::default(),
             buffers: Default::default(),
@@ -567,7 +570,7 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
 }
 
 /// How many option families a job spec has (the rows of `families!`).
-const FAMILIES: usize = 21;
+const FAMILIES: usize = 22;
 
 /// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
 /// the one list `family_of` and `families` take.
@@ -591,6 +594,7 @@ macro_rules! families {
             $($r)+ $spec.output,
             $($r)+ $spec.offsets,
             $($r)+ $spec.think,
+            $($r)+ $spec.trims,
             $($r)+ $spec.target_opts,
             $($r)+ $spec.cpus,
             $($r)+ $spec.buffers,
