@@ -50,14 +50,6 @@ fn the_installed_fio_lists_the_kept_options() {
 const PENDING: &[(&str, &str)] = &[
     ("lockfile", "per-file I/O serialisation between jobs"),
     ("verify_state_load", "fio's verify state file"),
-    ("read_iolog", "fio's iolog v2/v3 on the replay engine"),
-    ("read_iolog_chunked", "read_iolog in chunks"),
-    ("replay_no_stall", "read_iolog"),
-    ("replay_redirect", "read_iolog"),
-    ("replay_scale", "read_iolog"),
-    ("replay_align", "read_iolog"),
-    ("replay_time_scale", "read_iolog"),
-    ("replay_skip", "read_iolog"),
 ];
 
 #[test]

@@ -111,6 +111,9 @@ pub struct JobConfig {
     /// fio's trims of verified writes (`trim_percentage`, `trim_backlog`;
     /// None: none).
     pub trim: Option<crate::job::trim::TrimOpts>,
+    /// fio's `read_iolog`: the log's I/Os instead of the generator's
+    /// (None: the generator's).
+    pub replay: Option<crate::job::iolog_replay::Replay>,
     /// The engine opens and closes the job's files as its open set says
     /// (fio's `openfiles`, `create_on_open`); false: every file stays open.
     pub lazy_files: bool,
@@ -219,6 +222,7 @@ struct JobDriver<'a, const FILL: bool> {
     filler: Option<crate::job::dedupe::BufFiller>,
     backlog: Option<crate::job::verify::Backlog>,
     trimmer: Option<crate::job::trim::Trimmer>,
+    replay: Option<crate::job::iolog_replay::Replay>,
     last_read: bool,
     failed_writes: Vec<IoDesc>,
     verify_stopped: bool,
@@ -319,6 +323,9 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     /// rules allow; Err: what the loop does instead.
     #[inline]
     fn generate(&mut self, now: u64, inflight: u32) -> Result<IoDesc, Next> {
+        if let Some(r) = self.replay.as_mut() {
+            return r.next(now);
+        }
         let Some(z) = self.zbd.as_mut() else {
             return match self.gen.try_next_io() {
                 Some(io) => Ok(io),
@@ -1165,6 +1172,7 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
                     cfg.extras.verify.batch(),
                 )
             }),
+            replay: cfg.replay.clone(),
             trimmer: cfg
                 .trim
                 .as_ref()

@@ -12,6 +12,7 @@ pub mod error_policy;
 pub mod flow;
 pub mod gen;
 pub mod io_loop;
+pub mod iolog_replay;
 pub mod latency_target;
 pub mod numa;
 pub mod offsets;

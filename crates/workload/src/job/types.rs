@@ -248,3 +248,20 @@ pub struct ZbdJob {
     /// The job writes.
     pub writes: bool,
 }
+
+/// A job's fio iolog, read ([`crate::job::iolog_replay`]): the files its I/Os go to and the I/Os, each with
+/// when it is due (ns after the first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// The log, as named.
+    pub path: String,
+    /// The job's files: the log's, in order of first mention, or the
+    /// redirect.
+    pub files: Vec<String>,
+    /// The I/Os (`target` indexes `files`) and their times.
+    pub ios: Vec<(drivelab_engine::io::IoDesc, u64)>,
+    /// Whether any I/O writes or trims (the targets are claimed for it).
+    pub writes: bool,
+    /// Whether any I/O trims (the targets must take discards).
+    pub trims: bool,
+}

@@ -213,6 +213,10 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         status: None,
         iolog: spec.files.iolog.clone(),
         trim: crate::job::trim::planned(job),
+        replay: job
+            .replay
+            .clone()
+            .map(|log| crate::job::iolog_replay::Replay::new(log, job.spec.replay.no_stall)),
         lazy_files: crate::engines::files::lazy(job),
         op_per_file: crate::engines::files::path_engine(spec)
             .map(|_| job.regions.iter().map(|r| r.end - r.start).sum()),

@@ -200,6 +200,8 @@ pub struct JobSpec {
     pub think: crate::job::think::ThinkOpts,
     /// Trims of verified writes ([`crate::job::trim`]).
     pub trims: crate::job::trim::TrimOpts,
+    /// fio's iolog replay ([`crate::job::iolog_replay`]).
+    pub replay: crate::job::iolog_replay::ReplayOpts,
     /// The write hint and locked memory ([`crate::job::target_opts`]).
     pub target_opts: crate::job::target_opts::TargetOpts,
     /// The CPUs the job runs on ([`crate::job::cpus`]).
@@ -321,6 +323,7 @@ impl Default for JobSpec {
             offsets: Default::default(),
             think: Default::default(),
             trims: Default::default(),
+            replay: Default::default(),
             target_opts: Default::default(),
             cpus: Default::default(),
             buffers: Default::default(),
@@ -570,7 +573,7 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
 }
 
 /// How many option families a job spec has (the rows of `families!`).
-const FAMILIES: usize = 22;
+const FAMILIES: usize = 23;
 
 /// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
 /// the one list `family_of` and `families` take.
@@ -595,6 +598,7 @@ macro_rules! families {
             $($r)+ $spec.offsets,
             $($r)+ $spec.think,
             $($r)+ $spec.trims,
+            $($r)+ $spec.replay,
             $($r)+ $spec.target_opts,
             $($r)+ $spec.cpus,
             $($r)+ $spec.buffers,

@@ -644,6 +644,10 @@ pub const FAMILIES: &[(&str, &[OptionDecl])] = &[
         crate::job::trim::TrimOpts::OPTIONS,
     ),
     (
+        "iolog replay",
+        crate::job::iolog_replay::ReplayOpts::OPTIONS,
+    ),
+    (
         "targets and memory",
         crate::job::target_opts::TargetOpts::OPTIONS,
     ),
@@ -836,6 +840,7 @@ mod tests {
                 "ioscheduler" => "mq-deadline",
                 "sync_file_range" => "write:8",
                 "verify_offset" => "64",
+                "replay_skip" => "write",
                 // A directory with regular files in it.
                 "opendir" => env!("CARGO_MANIFEST_DIR"),
                 "name" | "filename" => "x",
