@@ -227,3 +227,62 @@ fn experimental_verify_reads_back_each_write_as_issued() {
     );
     let _ = std::fs::remove_file(&file);
 }
+
+/// The JSON's job of `tool` running the job (random 4 KiB crc32c writes
+/// over 256 KiB) with `extra` lines, in `dir` (where the verify state
+/// goes), and whether it exited 0.
+fn run_in(tool: &str, dir: &TempDir, extra: &str) -> (Value, bool) {
+    drivelab_testkit::isolate_store();
+    let job = dir.join("state.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[vs]\nioengine=psync\nfilename={}\nsize=256k\nbs=4k\nrw=randwrite\nverify=crc32c\n{extra}\n",
+            dir.join("data").display()
+        ),
+    )
+    .unwrap();
+    let out = fio_common::tool(tool)
+        .current_dir(dir.path())
+        .arg("--output-format=json")
+        .arg(&job)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json = if text.contains('{') {
+        fio_common::json_of(tool, &text)["jobs"][0].clone()
+    } else {
+        Value::Null
+    };
+    (json, out.status.success())
+}
+
+/// A writing run cut short by its runtime (20 writes a second for one
+/// second) leaves local-vs-0-verify.state; verify_only with
+/// verify_state_load then checks just the blocks that run wrote and
+/// passes, where without it the check meets a block never written
+/// (EILSEQ). Each tool reads its own state file (the formats differ).
+#[test]
+fn verify_state_load_checks_only_what_a_cut_short_run_wrote() {
+    let dir = TempDir::new("fio-verify-state");
+    let state = dir.join("local-vs-0-verify.state");
+    for tool in ["fio", "drivelab"] {
+        let _ = std::fs::remove_file(&state);
+        std::fs::write(dir.join("data"), vec![0u8; 256 << 10]).unwrap();
+        let (cut, ok) = run_in(tool, &dir, "rate_iops=20\nruntime=1\ndo_verify=0");
+        assert!(ok, "{tool}");
+        let wrote = cut["write"]["total_ios"].as_u64().unwrap();
+        assert!((5..64).contains(&wrote), "{tool}: {wrote} writes");
+        assert!(state.exists(), "{tool}: no state file");
+        let (load, ok) = run_in(tool, &dir, "verify_only=1\nverify_state_load=1");
+        assert!(ok, "{tool}: {load}");
+        assert_eq!(load["read"]["total_ios"].as_u64(), Some(wrote), "{tool}");
+        assert_eq!(load["error"], 0, "{tool}");
+        let (all, _) = run_in(tool, &dir, "verify_only=1");
+        assert_eq!(all["error"], libc::EILSEQ, "{tool}");
+        // No state to load: the job does not run.
+        std::fs::remove_file(&state).unwrap();
+        let (_, ok) = run_in(tool, &dir, "verify_only=1\nverify_state_load=1");
+        assert!(!ok, "{tool}: ran without its state");
+    }
+}

@@ -18,12 +18,12 @@ use std::sync::Arc;
 
 use drivelab_engine::ioloop::Next;
 
-use crate::job::gen::{IoDesc, Op};
 pub use crate::job::types::Loaded;
 use crate::spec::decl::{opt, OptionDecl};
 use crate::spec::family::OptionFamily;
 use crate::spec::value::parse_flag;
 use crate::SpecError;
+use drivelab_engine::io::{IoDesc, Op};
 
 /// The replay family.
 #[derive(Debug, Clone, PartialEq)]

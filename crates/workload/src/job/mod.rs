@@ -28,4 +28,5 @@ pub mod think;
 pub mod trim;
 pub mod types;
 pub mod verify;
+pub mod verify_state;
 pub mod zbd;

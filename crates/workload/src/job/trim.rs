@@ -16,11 +16,11 @@ use std::collections::{HashSet, VecDeque};
 
 use drivelab_patterns::prng::Rng;
 
-use crate::job::gen::{IoDesc, Op};
 use crate::spec::decl::{opt, OptionDecl};
 use crate::spec::family::OptionFamily;
 use crate::spec::value::parse_flag;
 use crate::SpecError;
+use drivelab_engine::io::{IoDesc, Op};
 
 /// The trim family.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,17 +104,6 @@ impl OptionFamily for TrimOpts {
         }
         Ok(())
     }
-}
-
-/// The trims a planned job does: its family's options when it writes
-/// with `verify` and sets a share and a backlog (not under `verify_only`,
-/// which writes nothing, nor `experimental_verify`, under which fio keeps
-/// no log of the writes to trim from).
-pub fn planned(job: &crate::plan::model::PlannedJob) -> Option<TrimOpts> {
-    let t = &job.spec.trims;
-    let v = &job.spec.verify;
-    (t.active() && job.writes && job.verify.is_some() && !v.only && !v.experimental)
-        .then(|| t.clone())
 }
 
 /// An extent's identity: target, offset, length.

@@ -64,6 +64,12 @@ pub struct VerifyOpts {
     /// (`experimental_verify`); the job then keeps no verify log, so
     /// `verify_backlog` and `trim_percentage` do nothing, as in fio.
     pub experimental: bool,
+    /// A writing job that ends early saves how far it got
+    /// (`verify_state_save`, default on; [`crate::job::verify_state`]).
+    pub state_save: bool,
+    /// Check only what the saved state says was written
+    /// (`verify_state_load`).
+    pub state_load: bool,
 }
 
 impl Default for VerifyOpts {
@@ -77,6 +83,8 @@ impl Default for VerifyOpts {
             interval: None,
             header_at: None,
             experimental: false,
+            state_save: true,
+            state_load: false,
         }
     }
 }
@@ -137,6 +145,20 @@ impl VerifyOpts {
             "bytes"
         ),
         opt!(
+            "verify_state_save",
+            [],
+            Bool,
+            "1",
+            "with verify: a writing job that ends before it wrote all it was to write saves how far it got in local-JOB-N-verify.state (drivelab's own one-line file), for verify_state_load"
+        ),
+        opt!(
+            "verify_state_load",
+            [],
+            Bool,
+            "0",
+            "with verify: check only the blocks the saved state (local-JOB-N-verify.state, see verify_state_save) says were written, e.g. with verify_only after a run that was cut short"
+        ),
+        opt!(
             "experimental_verify",
             [],
             Bool,
@@ -157,6 +179,8 @@ impl crate::spec::family::OptionFamily for VerifyOpts {
             "do_verify" => self.do_verify = crate::spec::value::parse_flag(key, v)?,
             "verify_only" => self.only = crate::spec::value::parse_flag(key, v)?,
             "experimental_verify" => self.experimental = crate::spec::value::parse_flag(key, v)?,
+            "verify_state_save" => self.state_save = crate::spec::value::parse_flag(key, v)?,
+            "verify_state_load" => self.state_load = crate::spec::value::parse_flag(key, v)?,
             "verify_offset" => {
                 self.header_at = Some(crate::spec::decl::parse_in(Self::OPTIONS, key, v)?)
             }

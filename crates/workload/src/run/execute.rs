@@ -142,6 +142,17 @@ fn lay_out(claim: &Claim, t: &PlannedTarget, fsync: bool) -> Result<(), RunError
     Ok(())
 }
 
+/// The trims a planned job does: its family's options when it writes
+/// with `verify` and sets a share and a backlog (not under `verify_only`,
+/// which writes nothing, nor `experimental_verify`, under which fio keeps
+/// no log of the writes to trim from).
+fn trims(job: &PlannedJob) -> Option<crate::job::trim::TrimOpts> {
+    let t = &job.spec.trims;
+    let v = &job.spec.verify;
+    (t.active() && job.writes && job.verify.is_some() && !v.only && !v.experimental)
+        .then(|| t.clone())
+}
+
 /// The job loop's configuration of a planned job (season runs jobs on its
 /// own claim). `number`: the job's place in the run, from 1 (fio's thread
 /// number, which names its log files).
@@ -212,7 +223,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         live: None,
         status: None,
         iolog: spec.files.iolog.clone(),
-        trim: crate::job::trim::planned(job),
+        trim: trims(job),
         replay: job
             .replay
             .clone()
