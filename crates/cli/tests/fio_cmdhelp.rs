@@ -47,7 +47,7 @@ fn the_installed_fio_lists_the_kept_options() {
 /// fio options drivelab neither knows nor refuses yet, each with what
 /// it needs (issue 29). Any other unknown option fails the test, and so
 /// does one of these once drivelab knows or refuses it (take it off).
-const PENDING: &[(&str, &str)] = &[("lockfile", "per-file I/O serialisation between jobs")];
+const PENDING: &[(&str, &str)] = &[];
 
 #[test]
 fn every_fio_option_is_known_or_refused_by_a_rule() {

@@ -114,6 +114,8 @@ pub struct JobConfig {
     /// fio's `read_iolog`: the log's I/Os instead of the generator's
     /// (None: the generator's).
     pub replay: Option<crate::job::iolog_replay::Replay>,
+    /// fio's `lockfile` (none: no locking).
+    pub lockfile: crate::job::lockfile::LockMode,
     /// The engine opens and closes the job's files as its open set says
     /// (fio's `openfiles`, `create_on_open`); false: every file stays open.
     pub lazy_files: bool,
@@ -223,6 +225,7 @@ struct JobDriver<'a, const FILL: bool> {
     backlog: Option<crate::job::verify::Backlog>,
     trimmer: Option<crate::job::trim::Trimmer>,
     replay: Option<crate::job::iolog_replay::Replay>,
+    locks: Option<crate::job::lockfile::Held>,
     last_read: bool,
     failed_writes: Vec<IoDesc>,
     verify_stopped: bool,
@@ -688,6 +691,13 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             }
             self.in_flight.push((io.target, start, end));
         }
+        if let Some(l) = self.locks.as_mut() {
+            if !l.take(io.target, io.op) {
+                // lockfile: another job has it; after this turn's commit.
+                self.overlap_held = Some((io, due));
+                return Next::Idle;
+            }
+        }
         if io.op == Op::Write {
             self.writes += 1;
             self.last_write_target = io.target;
@@ -985,6 +995,10 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
     }
 
     fn turn(&mut self, now: u64) -> bool {
+        // lockfile: this turn's I/O went to the engine at its commit.
+        if let Some(l) = self.locks.as_mut() {
+            l.release();
+        }
         if self.measuring {
             self.samples.depth.turn();
         }
@@ -1173,6 +1187,7 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
                 )
             }),
             replay: cfg.replay.clone(),
+            locks: crate::job::lockfile::Held::new(cfg.lockfile, &cfg.extras.target_names),
             trimmer: cfg
                 .trim
                 .as_ref()

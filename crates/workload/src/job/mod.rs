@@ -14,6 +14,7 @@ pub mod gen;
 pub mod io_loop;
 pub mod iolog_replay;
 pub mod latency_target;
+pub mod lockfile;
 pub mod numa;
 pub mod offsets;
 pub mod openfiles;

@@ -224,6 +224,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         status: None,
         iolog: spec.files.iolog.clone(),
         trim: trims(job),
+        lockfile: spec.locks.mode,
         replay: job
             .replay
             .clone()

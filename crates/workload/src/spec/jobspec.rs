@@ -202,6 +202,8 @@ pub struct JobSpec {
     pub trims: crate::job::trim::TrimOpts,
     /// fio's iolog replay ([`crate::job::iolog_replay`]).
     pub replay: crate::job::iolog_replay::ReplayOpts,
+    /// fio's `lockfile` ([`crate::job::lockfile`]).
+    pub locks: crate::job::lockfile::LockOpts,
     /// The write hint and locked memory ([`crate::job::target_opts`]).
     pub target_opts: crate::job::target_opts::TargetOpts,
     /// The CPUs the job runs on ([`crate::job::cpus`]).
@@ -324,6 +326,7 @@ impl Default for JobSpec {
             think: Default::default(),
             trims: Default::default(),
             replay: Default::default(),
+            locks: Default::default(),
             target_opts: Default::default(),
             cpus: Default::default(),
             buffers: Default::default(),
@@ -573,7 +576,7 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
 }
 
 /// How many option families a job spec has (the rows of `families!`).
-const FAMILIES: usize = 23;
+const FAMILIES: usize = 24;
 
 /// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
 /// the one list `family_of` and `families` take.
@@ -599,6 +602,7 @@ macro_rules! families {
             $($r)+ $spec.think,
             $($r)+ $spec.trims,
             $($r)+ $spec.replay,
+            $($r)+ $spec.locks,
             $($r)+ $spec.target_opts,
             $($r)+ $spec.cpus,
             $($r)+ $spec.buffers,

@@ -647,6 +647,7 @@ pub const FAMILIES: &[(&str, &[OptionDecl])] = &[
         "iolog replay",
         crate::job::iolog_replay::ReplayOpts::OPTIONS,
     ),
+    ("file locks", crate::job::lockfile::LockOpts::OPTIONS),
     (
         "targets and memory",
         crate::job::target_opts::TargetOpts::OPTIONS,
@@ -841,6 +842,7 @@ mod tests {
                 "sync_file_range" => "write:8",
                 "verify_offset" => "64",
                 "replay_skip" => "write",
+                "lockfile" => "exclusive",
                 // A directory with regular files in it.
                 "opendir" => env!("CARGO_MANIFEST_DIR"),
                 "name" | "filename" => "x",
