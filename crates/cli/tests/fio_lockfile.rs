@@ -6,8 +6,6 @@
 //! overlap each other but never a write; under `none` the jobs' writes
 //! do overlap. Needs fio and strace (tests/run installs them).
 
-use std::process::Command;
-
 use drivelab_testkit::TempDir;
 
 mod fio_common;
@@ -31,16 +29,8 @@ fn spans(tool: &str, dir: &TempDir, jobs: &str) -> Vec<Span> {
     )
     .unwrap();
     let trace = dir.join("trace");
-    let cmd = fio_common::tool(tool);
-    let out = Command::new("strace")
-        .args(["-f", "-qq", "-y", "-s", "0", "-ttt", "-T", "-o"])
-        .arg(&trace)
-        .args(["-e", "trace=pread64,pwrite64"])
-        .arg(cmd.get_program())
-        .args(cmd.get_args())
-        .arg(&job)
-        .output()
-        .expect("strace runs");
+    let out =
+        fio_common::under_strace(tool, &trace, &["-ttt", "-T"], "pread64,pwrite64", &[], &job);
     assert!(
         out.status.success(),
         "{tool}: {}",

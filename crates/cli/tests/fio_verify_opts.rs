@@ -1,11 +1,13 @@
 //! fio's verify options that change what a verifying job does, run under
 //! fio 3.33 and drivelab with the same job file: `verify_only` counts a
 //! writing job's writes without issuing them and checks what an earlier run
-//! wrote. Compared: the writes and reads reaching the data file (strace),
-//! its digest before and after, the counts and error in the JSON. Needs fio
-//! and strace (tests/run installs them).
-
-use std::process::Command;
+//! wrote; `verify_offset` moves each block's header into the block;
+//! `experimental_verify` reads back each write as issued;
+//! `verify_state_load` checks only what a cut-short run wrote. Compared:
+//! the writes and reads reaching the data file (strace), its digest
+//! before and after, where the header lies in the file's blocks, the
+//! counts and error in the JSON. Needs fio and strace (tests/run installs
+//! them).
 
 use drivelab_testkit::TempDir;
 use serde_json::Value;
@@ -34,18 +36,14 @@ fn run(tool: &str, dir: &TempDir, extra: &str) -> Ran {
     )
     .unwrap();
     let trace = dir.join("trace");
-    // strace runs the tool's command.
-    let cmd = fio_common::tool(tool);
-    let out = Command::new("strace")
-        .args(["-f", "-qq", "-y", "-s", "0", "-o"])
-        .arg(&trace)
-        .args(["-e", "trace=pread64,preadv2,pwrite64,pwritev2"])
-        .arg(cmd.get_program())
-        .args(cmd.get_args())
-        .arg("--output-format=json")
-        .arg(&job)
-        .output()
-        .expect("strace runs");
+    let out = fio_common::under_strace(
+        tool,
+        &trace,
+        &[],
+        "pread64,preadv2,pwrite64,pwritev2",
+        &["--output-format=json"],
+        &job,
+    );
     let json = fio_common::json_of(tool, &String::from_utf8_lossy(&out.stdout));
     let trace = std::fs::read_to_string(&trace).unwrap_or_default();
     let on_file = |call: &str| {
