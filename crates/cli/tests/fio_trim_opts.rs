@@ -125,22 +125,26 @@ fn trims_of_verified_writes_come_when_fio_3_33_makes_them() {
 }
 
 /// trim_percentage without trim_backlog trims nothing, as in fio, and
-/// neither does it under experimental_verify; bad values and
+/// neither does it under experimental_verify or do_verify=0; bad values and
 /// verify_backlog beside it are refused in one line.
 #[test]
 fn without_a_backlog_nothing_is_trimmed_and_bad_values_are_refused() {
     let dir = TempDir::new("fio-trim-none");
     let lo = LoopDev::new_in(&dir, 1 << 20);
-    // experimental_verify keeps no log of the writes to trim from (fio's
-    // log_io_piece is skipped under it).
-    for extra in ["trim_backlog=0", "experimental_verify=1"] {
+    // Under experimental_verify and do_verify=0 fio's log_io_piece, which
+    // the trims are taken from, logs nothing.
+    for (extra, reads) in [
+        ("trim_backlog=0", BLOCKS),
+        ("experimental_verify=1", BLOCKS),
+        ("do_verify=0", 0),
+    ] {
         let dl = run("drivelab", &dir, &lo, extra);
         assert!(
             dl.order.iter().all(|o| o.starts_with('w')),
             "{:?}",
             dl.order
         );
-        assert_eq!(count(&dl.json, "read"), BLOCKS);
+        assert_eq!(count(&dl.json, "read"), reads, "{extra}");
         assert_eq!(dl.discards, 0, "{extra}");
     }
     for (opt, what) in [

@@ -143,13 +143,13 @@ fn lay_out(claim: &Claim, t: &PlannedTarget, fsync: bool) -> Result<(), RunError
 }
 
 /// The trims a planned job does: its family's options when it writes
-/// with `verify` and sets a share and a backlog (not under `verify_only`,
-/// which writes nothing, nor `experimental_verify`, under which fio keeps
-/// no log of the writes to trim from).
+/// with `verify` and `do_verify` and sets a share and a backlog (not
+/// under `verify_only`, which writes nothing, nor `experimental_verify`:
+/// fio's log_io_piece, which the trims are taken from, logs only then).
 fn trims(job: &PlannedJob) -> Option<crate::job::trim::TrimOpts> {
     let t = &job.spec.trims;
     let v = &job.spec.verify;
-    (t.active() && job.writes && job.verify.is_some() && !v.only && !v.experimental)
+    (t.active() && job.writes && job.verify.is_some() && v.do_verify && !v.only && !v.experimental)
         .then(|| t.clone())
 }
 
