@@ -121,22 +121,7 @@ fn magic(tool: &str) -> &'static [u8] {
 /// A sequential read of the whole file checking `verify=crc32c` blocks,
 /// with `extra` job lines: the JSON's error.
 fn read_check(tool: &str, dir: &TempDir, extra: &str) -> Value {
-    drivelab_testkit::isolate_store();
-    let job = dir.join("read.fio");
-    std::fs::write(
-        &job,
-        format!(
-            "[job]\nioengine=psync\nfilename={}\nsize=256k\nbs=4k\nrw=read\nverify=crc32c\n{extra}\n",
-            dir.join("data").display()
-        ),
-    )
-    .unwrap();
-    let out = fio_common::tool(tool)
-        .arg("--output-format=json")
-        .arg(&job)
-        .output()
-        .unwrap();
-    fio_common::json_of(tool, &String::from_utf8_lossy(&out.stdout))["jobs"][0]["error"].clone()
+    run_in(tool, dir, &format!("rw=read\n{extra}")).0["error"].clone()
 }
 
 /// verify_offset=512: in both tools each block's header sits 512 bytes
