@@ -47,24 +47,7 @@ fn the_installed_fio_lists_the_kept_options() {
 /// fio options drivelab neither knows nor refuses yet, each with what
 /// it needs (issue 29). Any other unknown option fails the test, and so
 /// does one of these once drivelab knows or refuses it (take it off).
-const PENDING: &[(&str, &str)] = &[
-    ("lockfile", "per-file I/O serialisation between jobs"),
-    ("verify_offset", "the verify header moved inside the block"),
-    ("experimental_verify", "verify from the replayed log"),
-    ("verify_state_load", "fio's verify state file"),
-    ("trim_percentage", "trims of written blocks, verified"),
-    ("trim_verify_zero", "trimmed blocks read back as zeroes"),
-    ("trim_backlog", "trims every N writes"),
-    ("trim_backlog_batch", "trims in batches"),
-    ("read_iolog", "fio's iolog v2/v3 on the replay engine"),
-    ("read_iolog_chunked", "read_iolog in chunks"),
-    ("replay_no_stall", "read_iolog"),
-    ("replay_redirect", "read_iolog"),
-    ("replay_scale", "read_iolog"),
-    ("replay_align", "read_iolog"),
-    ("replay_time_scale", "read_iolog"),
-    ("replay_skip", "read_iolog"),
-];
+const PENDING: &[(&str, &str)] = &[];
 
 #[test]
 fn every_fio_option_is_known_or_refused_by_a_rule() {

@@ -56,3 +56,30 @@ pub fn json_of(tool: &str, all: &str) -> Value {
         .and_then(Result::ok)
         .unwrap_or_else(|| panic!("{tool}: no JSON in {all}"))
 }
+
+/// `tool` run under strace (threads followed, file names shown, no
+/// buffers) with the job file and `args`, tracing the system calls
+/// `calls` (comma-separated) into `trace`, with strace's own `flags`
+/// (`-ttt`, `-T`); what the tool printed.
+pub fn under_strace(
+    tool: &str,
+    trace: &std::path::Path,
+    flags: &[&str],
+    calls: &str,
+    args: &[&str],
+    job: &std::path::Path,
+) -> std::process::Output {
+    let cmd = self::tool(tool);
+    Command::new("strace")
+        .args(["-f", "-qq", "-y", "-s", "0"])
+        .args(flags)
+        .arg("-o")
+        .arg(trace)
+        .args(["-e", &format!("trace={calls}")])
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .args(args)
+        .arg(job)
+        .output()
+        .expect("strace runs")
+}

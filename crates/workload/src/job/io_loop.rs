@@ -108,6 +108,14 @@ pub struct JobConfig {
     /// fio's `write_iolog`: the log's path (None: no log); the files are
     /// named by `extras.target_names`.
     pub iolog: Option<String>,
+    /// fio's trims of verified writes (`trim_percentage`, `trim_backlog`;
+    /// None: none).
+    pub trim: Option<crate::job::trim::TrimOpts>,
+    /// fio's `read_iolog`: the log's I/Os instead of the generator's
+    /// (None: the generator's).
+    pub replay: Option<crate::job::iolog_replay::Replay>,
+    /// fio's `lockfile` (none: no locking).
+    pub lockfile: crate::job::lockfile::LockMode,
     /// The engine opens and closes the job's files as its open set says
     /// (fio's `openfiles`, `create_on_open`); false: every file stays open.
     pub lazy_files: bool,
@@ -215,6 +223,9 @@ struct JobDriver<'a, const FILL: bool> {
     err_count: crate::job::types::ErrorCount,
     filler: Option<crate::job::dedupe::BufFiller>,
     backlog: Option<crate::job::verify::Backlog>,
+    trimmer: Option<crate::job::trim::Trimmer>,
+    replay: Option<crate::job::iolog_replay::Replay>,
+    locks: Option<crate::job::lockfile::Held>,
     last_read: bool,
     failed_writes: Vec<IoDesc>,
     verify_stopped: bool,
@@ -315,6 +326,9 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
     /// rules allow; Err: what the loop does instead.
     #[inline]
     fn generate(&mut self, now: u64, inflight: u32) -> Result<IoDesc, Next> {
+        if let Some(r) = self.replay.as_mut() {
+            return r.next(now);
+        }
         let Some(z) = self.zbd.as_mut() else {
             return match self.gen.try_next_io() {
                 Some(io) => Ok(io),
@@ -537,6 +551,7 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             program: None,
             err_count: self.err_count,
             verify_left: None,
+            trimmed: None,
             failed_writes: Vec::new(),
             verify_stopped: self.verify_stopped,
         }
@@ -576,6 +591,18 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
                     tag: crate::job::verify::VERIFY_TAG,
                 };
             }
+        }
+        if let Some(io) = self.trimmer.as_mut().and_then(|t| t.next(self.last_read)) {
+            // Outside the job's budget, as fio counts a writing job's
+            // bytes by its writes.
+            if let Some(l) = self.iolog.as_mut() {
+                l.io(self.now, &io);
+            }
+            return Next::Io {
+                io,
+                due: None,
+                tag: 0,
+            };
         }
         let Some(mut p) = self.pacer.take() else {
             return self.unpaced(now, inflight, buf);
@@ -664,6 +691,13 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             }
             self.in_flight.push((io.target, start, end));
         }
+        if let Some(l) = self.locks.as_mut() {
+            if !l.take(io.target, io.op) {
+                // lockfile: another job has it; after this turn's commit.
+                self.overlap_held = Some((io, due));
+                return Next::Idle;
+            }
+        }
         if io.op == Op::Write {
             self.writes += 1;
             self.last_write_target = io.target;
@@ -684,6 +718,9 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
             Some(b) if io.op == Op::Write => b.written(io),
             _ => 0,
         };
+        if let Some(t) = self.trimmer.as_mut().filter(|_| io.op == Op::Write) {
+            t.written(io);
+        }
         if self.iolog.is_some() {
             self.log_file_events();
             if let Some(l) = self.iolog.as_mut() {
@@ -958,6 +995,10 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
     }
 
     fn turn(&mut self, now: u64) -> bool {
+        // lockfile: this turn's I/O went to the engine at its commit.
+        if let Some(l) = self.locks.as_mut() {
+            l.release();
+        }
         if self.measuring {
             self.samples.depth.turn();
         }
@@ -1145,6 +1186,12 @@ impl<'a, const FILL: bool> JobDriver<'a, FILL> {
                     cfg.extras.verify.batch(),
                 )
             }),
+            replay: cfg.replay.clone(),
+            locks: crate::job::lockfile::Held::new(cfg.lockfile, &cfg.extras.target_names),
+            trimmer: cfg
+                .trim
+                .as_ref()
+                .map(|o| crate::job::trim::Trimmer::new(o, cfg.gen.seed)),
             last_read: false,
             failed_writes: Vec::new(),
             verify_stopped: false,
@@ -1263,6 +1310,7 @@ fn run_with<E: Engine, const FILL: bool>(
         samples,
         err_count: drv.err_count,
         verify_left: drv.backlog.map(crate::job::verify::Backlog::into_left),
+        trimmed: drv.trimmer.map(crate::job::trim::Trimmer::into_trimmed),
         failed_writes: drv.failed_writes,
         verify_stopped: drv.verify_stopped,
 

@@ -122,6 +122,8 @@ pub struct JobOutcome {
     pub err_count: crate::job::types::ErrorCount,
     /// Under `verify_backlog`: the writes not checked during the job.
     pub verify_left: Option<Vec<IoDesc>>,
+    /// What `trim_percentage` trimmed, for the read-back (None: no trims).
+    pub trimmed: Option<crate::job::trim::Trimmed>,
     /// Writes that failed and were gone past, under `verify`: not checked.
     pub failed_writes: Vec<IoDesc>,
     /// Ended by `verify_fatal` at a verify error it went past: no read-back

@@ -214,6 +214,9 @@ pub struct Content {
     pub interval: usize,
     /// Payload pattern (none: bytes keyed by the offset).
     pub pattern: Option<Vec<u8>>,
+    /// Where in each block the header is written (`verify_offset`): it
+    /// changes places with the data there; 0: at the start.
+    pub header_at: usize,
 }
 
 /// A planned job's zone settings.
@@ -244,4 +247,21 @@ pub struct ZbdJob {
     pub mixed: bool,
     /// The job writes.
     pub writes: bool,
+}
+
+/// A job's fio iolog, read ([`crate::job::iolog_replay`]): the files its I/Os go to and the I/Os, each with
+/// when it is due (ns after the first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// The log, as named.
+    pub path: String,
+    /// The job's files: the log's, in order of first mention, or the
+    /// redirect.
+    pub files: Vec<String>,
+    /// The I/Os (`target` indexes `files`) and their times.
+    pub ios: Vec<(drivelab_engine::io::IoDesc, u64)>,
+    /// Whether any I/O writes or trims (the targets are claimed for it).
+    pub writes: bool,
+    /// Whether any I/O trims (the targets must take discards).
+    pub trims: bool,
 }

@@ -56,6 +56,20 @@ pub struct VerifyOpts {
     /// Bytes covered by one verification header (`verify_interval`);
     /// default: the smallest block size.
     pub interval: Option<u64>,
+    /// Where in each block the header goes (`verify_offset`, at least
+    /// fio's minimum of 40); None: at the start.
+    pub header_at: Option<u64>,
+    /// The read-back replays the job's writes as it issued them, each as
+    /// a read, instead of reading each written block once in offset order
+    /// (`experimental_verify`); the job then keeps no verify log, so
+    /// `verify_backlog` and `trim_percentage` do nothing, as in fio.
+    pub experimental: bool,
+    /// A writing job that ends early saves how far it got
+    /// (`verify_state_save`, default on; [`crate::job::verify_state`]).
+    pub state_save: bool,
+    /// Check only what the saved state says was written
+    /// (`verify_state_load`).
+    pub state_load: bool,
 }
 
 impl Default for VerifyOpts {
@@ -67,6 +81,10 @@ impl Default for VerifyOpts {
             pattern: None,
             buffer_pattern: None,
             interval: None,
+            header_at: None,
+            experimental: false,
+            state_save: true,
+            state_load: false,
         }
     }
 }
@@ -116,6 +134,37 @@ impl VerifyOpts {
             "smallest block size",
             "bytes covered by one verify header (a multiple of 512)"
         ),
+        opt!(
+            "verify_offset",
+            [],
+            Int,
+            "0",
+            "with verify: the header of each verify block changes places with the bytes this far into the block before the write, and back before the check (at least 40, as fio; the header must fit in the block)",
+            40,
+            u32::MAX as u64,
+            "bytes"
+        ),
+        opt!(
+            "verify_state_save",
+            [],
+            Bool,
+            "1",
+            "with verify: a writing job that ends before it wrote all it was to write saves how far it got in local-JOB-N-verify.state (drivelab's own one-line file), for verify_state_load"
+        ),
+        opt!(
+            "verify_state_load",
+            [],
+            Bool,
+            "0",
+            "with verify: check only the blocks the saved state (local-JOB-N-verify.state, see verify_state_save) says were written, e.g. with verify_only after a run that was cut short"
+        ),
+        opt!(
+            "experimental_verify",
+            [],
+            Bool,
+            "0",
+            "with verify: the read-back replays the job's writes in the order issued, each as a read (a block written twice is read twice), instead of each written block once; verify_backlog and trim_percentage then do nothing, as in fio"
+        ),
     ];
 }
 
@@ -129,6 +178,12 @@ impl crate::spec::family::OptionFamily for VerifyOpts {
             "verify" => self.kind = VerifyKind::parse(key, v)?,
             "do_verify" => self.do_verify = crate::spec::value::parse_flag(key, v)?,
             "verify_only" => self.only = crate::spec::value::parse_flag(key, v)?,
+            "experimental_verify" => self.experimental = crate::spec::value::parse_flag(key, v)?,
+            "verify_state_save" => self.state_save = crate::spec::value::parse_flag(key, v)?,
+            "verify_state_load" => self.state_load = crate::spec::value::parse_flag(key, v)?,
+            "verify_offset" => {
+                self.header_at = Some(crate::spec::decl::parse_in(Self::OPTIONS, key, v)?)
+            }
             "buffer_pattern" => {
                 self.buffer_pattern = Some(crate::spec::fio_pattern::parse(key, v)?)
             }
@@ -244,6 +299,18 @@ impl Content {
             let d = md5_64(block);
             block[16..24].copy_from_slice(&d.to_le_bytes());
         }
+        self.swap_header(block);
+    }
+
+    /// `verify_offset`: the header and the bytes at `header_at` change
+    /// places (the same swap puts them back), as fio's `memswp`.
+    fn swap_header(&self, block: &mut [u8]) {
+        let at = self.header_at;
+        if at == 0 || self.kind == VerifyKind::Pattern || block.len() < at + HEADER {
+            return;
+        }
+        let (head, rest) = block.split_at_mut(at);
+        head[..HEADER].swap_with_slice(&mut rest[..HEADER]);
     }
 
     /// Check what a read at `offset` brought in; the message says which
@@ -259,6 +326,10 @@ impl Content {
                 continue;
             }
             let what = self.kind.name();
+            // The header where fill_block wrote it, put back in front.
+            let mut own = block.to_vec();
+            self.swap_header(&mut own);
+            let block = &own[..];
             if self.kind != VerifyKind::Pattern && block.len() >= HEADER {
                 let word = |r: std::ops::Range<usize>| {
                     let mut b = [0u8; 8];
@@ -500,6 +571,19 @@ pub fn written_extents(
     Ok(v)
 }
 
+/// The writes of a job's `ios` issued I/Os as it issued them, a block
+/// written twice listed twice (`experimental_verify`'s read-back).
+pub fn issued_writes(
+    gen: &GenConfig,
+    ios: u64,
+) -> Result<Vec<IoDesc>, crate::job::types::GenError> {
+    let mut g = Generator::new(gen)?;
+    Ok((0..ios)
+        .map(|_| g.next_io())
+        .filter(|io| io.op == Op::Write)
+        .collect())
+}
+
 /// The read-back pass of a writing job: read each written extent and check it.
 pub struct ReadBack<'a> {
     extents: &'a [IoDesc],
@@ -519,6 +603,9 @@ pub struct ReadBack<'a> {
     pub errors: crate::job::types::ErrorCount,
     /// Ended by `verify_fatal` on a failure it went past.
     pub stopped: bool,
+    /// Blocks `trim_percentage` trimmed, which must read as zeroes
+    /// (`trim_verify_zero`; None: no such blocks).
+    pub trimmed: Option<&'a crate::job::trim::Trimmed>,
 }
 
 impl<'a> ReadBack<'a> {
@@ -534,6 +621,7 @@ impl<'a> ReadBack<'a> {
             extras: None,
             errors: crate::job::types::ErrorCount::default(),
             stopped: false,
+            trimmed: None,
         }
     }
 }
@@ -586,7 +674,14 @@ impl Driver for ReadBack<'_> {
         self.stats.lat.record(lat);
         self.stats.moments.record(lat as f64);
         let got = &buf[..(d.result as usize).min(buf.len())];
-        if let Err(e) = self.content.check(got, d.io.offset) {
+        let checked = match self.trimmed.filter(|t| t.holds(&d.io)) {
+            Some(_) => {
+                let name = self.extras.map(|x| x.target_name(d.io.target));
+                crate::job::trim::check_zero(got, d.io.offset, name.as_deref().unwrap_or("?"))
+            }
+            None => self.content.check(got, d.io.offset),
+        };
+        if let Err(e) = checked {
             let verdict = match self.extras {
                 Some(x) => {
                     let name = x.target_name(d.io.target);
@@ -642,6 +737,7 @@ mod tests {
             kind,
             interval: 512,
             pattern,
+            header_at: 0,
         }
     }
 
@@ -663,6 +759,26 @@ mod tests {
             assert!(e.contains(kind.name()), "{e}");
             assert!(e.contains("8704") || e.contains("9192"), "{e}");
         }
+    }
+
+    #[test]
+    fn verify_offset_swaps_the_header_in_and_back_out() {
+        let mut c = content(VerifyKind::Crc32c, None);
+        c.header_at = 100;
+        let mut buf = vec![0u8; 512];
+        c.fill(&mut buf, 4096);
+        assert_eq!(&buf[100..104], &MAGIC.to_le_bytes());
+        assert_ne!(&buf[0..4], &MAGIC.to_le_bytes());
+        assert_eq!(c.check(&buf, 4096), Ok(()));
+        // Read as if the header were at the start: not this rule's block.
+        c.header_at = 0;
+        let e = c.check(&buf, 4096).unwrap_err();
+        assert!(e.contains("bad header magic"), "{e}");
+        // A wrong offset in the moved header is named as such.
+        c.header_at = 100;
+        c.fill(&mut buf, 8192);
+        let e = c.check(&buf, 4096).unwrap_err();
+        assert!(e.contains("header of offset 8192"), "{e}");
     }
 
     #[test]

@@ -100,6 +100,9 @@ pub struct PlannedJob {
     pub wait_for: Vec<usize>,
     /// `zonemode=zbd`: the job's zone settings.
     pub zbd: Option<crate::job::types::ZbdJob>,
+    /// `read_iolog`: the log the job replays (its targets are the log's
+    /// files).
+    pub replay: Option<std::sync::Arc<crate::job::types::Loaded>>,
 }
 
 /// A resolved run.

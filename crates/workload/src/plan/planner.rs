@@ -280,6 +280,18 @@ fn verify_content(
             spec.name
         )));
     }
+    if spec.replay.log.is_some() {
+        return Err(bad(format!(
+            "job '{}': verify of a replayed iolog is not carried (its blocks are the log's, not written by a rule verify knows); drop verify or read_iolog",
+            spec.name
+        )));
+    }
+    if spec.trims.active() && spec.errkeys.verify.backlog > 0 {
+        return Err(bad(format!(
+            "job '{}': trim_backlog and verify_backlog both take from the written blocks as the job goes, which drivelab does not interleave; drop one of them",
+            spec.name
+        )));
+    }
     if spec.ioengine == EngineKind::Null {
         return Err(bad(format!(
             "job '{}': the null engine moves no data, so there is nothing to verify; use io_uring or psync",
@@ -292,10 +304,26 @@ fn verify_content(
             spec.name
         )));
     }
+    // verify_offset: the header changes places with the data there, so
+    // both must lie inside the block (pattern blocks have no header).
+    let header_at = match spec.verify.header_at {
+        Some(at) if kind != VerifyKind::Pattern => {
+            if at + HEADER as u64 > interval {
+                return Err(bad(format!(
+                    "job '{}': verify_offset={at} puts the {HEADER}-byte verify header past the end of the {interval}-byte verify block; give at most {}",
+                    spec.name,
+                    interval - HEADER as u64
+                )));
+            }
+            at as usize
+        }
+        _ => 0,
+    };
     Ok(Some(Content {
         kind,
         interval: interval as usize,
         pattern: spec.verify.pattern.clone(),
+        header_at,
     }))
 }
 
@@ -331,11 +359,38 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     for (spec, stonewall, clones) in &with_file_names(jobs) {
-        let spec = &*ready(spec)?;
+        let spec = ready(spec)?;
+        // read_iolog: the job's files are the log's (or the redirect).
+        let replay = crate::job::iolog_replay::load(&spec.replay)?;
+        let spec = &*match &replay {
+            Some(log) => {
+                let mut s = spec.into_owned();
+                let dir = s.directory.clone();
+                s.filenames = log
+                    .files
+                    .iter()
+                    .map(|f| in_directory(dir.as_deref(), f))
+                    .collect();
+                // Buffers for the log's largest I/O (fio reallocates
+                // them as it reads the log), and buffered I/O unless the
+                // job asks for direct, as fio's default.
+                let largest = log.ios.iter().map(|(io, _)| u64::from(io.len)).max();
+                s.access = None;
+                s.bssplit.clear();
+                s.bssplit_dir = Default::default();
+                s.bs_dir = Default::default();
+                s.bs = largest.unwrap_or(512).next_multiple_of(512).max(512);
+                s.direct = Some(s.direct.unwrap_or(false));
+                Cow::Owned(s)
+            }
+            None => spec,
+        };
         if !out.is_empty() && (*stonewall || spec.new_group) && clones.start == 0 {
             group += 1;
         }
-        let writes = job_writes(spec);
+        let writes = replay
+            .as_ref()
+            .map_or_else(|| job_writes(spec), |l| l.writes);
         // No target to open: the null engine, net's socket, cpuio, exec.
         let null = !spec.front.on_targets();
         let path_engine = crate::engines::files::path_engine(spec);
@@ -387,12 +442,25 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 ))));
             }
         }
-        let (io_limit, runtime) = job_limits(spec, &regions)?;
+        let (mut io_limit, runtime) = job_limits(spec, &regions)?;
+        if let Some(log) = &replay {
+            // The log's I/Os are the job's, however many bytes they move.
+            io_limit = None;
+            let ends: Vec<u64> = regions.iter().map(|r| r.end).collect();
+            crate::job::iolog_replay::check_fits(log, &ends)?;
+            if log.trims {
+                check_discard(idx.iter().map(|&i| &targets[i]))?;
+            }
+        }
         // zonemode=zbd: trims are zone resets, no discard.
         if spec.rw.write_kind() == WriteKind::Trim && zbd.is_none() {
             check_discard(idx.iter().map(|&i| &targets[i]))?;
         }
         let verify = verify_content(spec, align)?;
+        // trim_percentage: a writing job's queued blocks are discarded.
+        if verify.is_some() && spec.trims.active() && zbd.is_none() {
+            check_discard(idx.iter().map(|&i| &targets[i]))?;
+        }
         let wait_for = wait_for(spec, out.iter().map(|j| j.spec.name.as_str()))?;
         for clone in clones.clone() {
             let mut s = spec.clone();
@@ -426,6 +494,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
                 verify: verify.clone(),
                 wait_for: wait_for.clone(),
                 zbd: zbd.clone(),
+                replay: replay.clone(),
             });
         }
     }

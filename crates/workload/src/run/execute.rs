@@ -142,6 +142,17 @@ fn lay_out(claim: &Claim, t: &PlannedTarget, fsync: bool) -> Result<(), RunError
     Ok(())
 }
 
+/// The trims a planned job does: its family's options when it writes
+/// with `verify` and `do_verify` and sets a share and a backlog (not
+/// under `verify_only`, which writes nothing, nor `experimental_verify`:
+/// fio's log_io_piece, which the trims are taken from, logs only then).
+fn trims(job: &PlannedJob) -> Option<crate::job::trim::TrimOpts> {
+    let t = &job.spec.trims;
+    let v = &job.spec.verify;
+    (t.active() && job.writes && job.verify.is_some() && v.do_verify && !v.only && !v.experimental)
+        .then(|| t.clone())
+}
+
 /// The job loop's configuration of a planned job (season runs jobs on its
 /// own claim). `number`: the job's place in the run, from 1 (fio's thread
 /// number, which names its log files).
@@ -200,6 +211,7 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
                     kind: crate::job::types::VerifyKind::Pattern,
                     interval: spec.max_bs() as usize,
                     pattern: Some(p),
+                    header_at: 0,
                 })
         }),
         // fio checks a job's own reads only when it does not also write
@@ -211,6 +223,12 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         live: None,
         status: None,
         iolog: spec.files.iolog.clone(),
+        trim: trims(job),
+        lockfile: spec.locks.mode,
+        replay: job
+            .replay
+            .clone()
+            .map(|log| crate::job::iolog_replay::Replay::new(log, job.spec.replay.no_stall)),
         lazy_files: crate::engines::files::lazy(job),
         op_per_file: crate::engines::files::path_engine(spec)
             .map(|_| job.regions.iter().map(|r| r.end - r.start).sum()),
@@ -237,7 +255,16 @@ pub fn job_config(job: &PlannedJob, number: usize) -> JobConfig {
         }),
         extras: crate::job::error_policy::LoopExtras {
             policy: spec.errkeys.policy.clone(),
-            verify: spec.errkeys.verify,
+            verify: crate::job::types::VerifyExtras {
+                // experimental_verify keeps no log of the writes to check
+                // as the job goes (fio's log_io_piece is skipped).
+                backlog: if spec.verify.experimental {
+                    0
+                } else {
+                    spec.errkeys.verify.backlog
+                },
+                ..spec.errkeys.verify
+            },
             target_names: Vec::new(),
             // refill_buffers: the filler with no dedupe or compression
             // gives every write new random data.

@@ -155,6 +155,13 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
         std::thread::sleep(Duration::from_millis(5));
     }
     start_delay(job.spec.startdelay, stop, cfg);
+    let (name, index) = (&cfg.log_name.0, cfg.log_name.1.saturating_sub(1));
+    // verify_state_load: read before any I/O, so a missing state stops
+    // the job before it starts.
+    let state = match job.verify.is_some() && job.spec.verify.state_load {
+        true => Some(crate::job::verify_state::load(name, index).map_err(JobError::Config)?),
+        false => None,
+    };
     let mut o = match crate::job::zbd::trims_reset(&cfg.zbd, &job.spec) {
         // zonemode=zbd: the job's trims are zone resets.
         Some(set) => run_job(
@@ -180,6 +187,17 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
     if !cfg.lazy_files {
         end_sync(engine, job, &mut o, stop)?;
     }
+    let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
+    let moved: u64 = o.dirs[..3].iter().map(|d| d.bytes).sum();
+    let v = &job.spec.verify;
+    if job.verify.is_some() && job.writes && v.state_save && !v.only {
+        // Cut short (the run stopped, or its runtime ended first).
+        if o.interrupted || cfg.io_limit.is_some_and(|l| moved < l) {
+            if let Err(e) = crate::job::verify_state::save(name, index, issued) {
+                eprintln!("drivelab: {e}");
+            }
+        }
+    }
     let clean = o.errors.iter().all(|e| e.passed)
         && o.verify_failure.is_none()
         && !o.verify_stopped
@@ -195,9 +213,14 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
             // verify_backlog: what the job did not check as it went.
             Some(left) => left,
             None => {
-                // The counts hold the failed I/Os too (as fio's total_ios).
-                let issued: u64 = o.dirs[..3].iter().map(|d| d.ios).sum();
-                let mut v = crate::job::verify::written_extents(&cfg.gen, issued)?;
+                // The counts hold the failed I/Os too (as fio's total_ios);
+                // verify_state_load: only as far as the saved run got.
+                let issued = state.map_or(issued, |n| n.min(issued));
+                let mut v = if job.spec.verify.experimental {
+                    crate::job::verify::issued_writes(&cfg.gen, issued)?
+                } else {
+                    crate::job::verify::written_extents(&cfg.gen, issued)?
+                };
                 if !o.failed_writes.is_empty() {
                     let key = |io: &drivelab_engine::io::IoDesc| (io.target, io.offset, io.len);
                     let mut failed: Vec<_> = o.failed_writes.iter().map(key).collect();
@@ -207,8 +230,15 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
                 v
             }
         };
+        let mut extents = extents;
+        let trimmed = o.trimmed.take();
+        if let Some(t) = trimmed.as_ref().filter(|t| !t.verify_zero) {
+            // trim_verify_zero=0: trimmed blocks are not read back.
+            extents.retain(|io| !t.holds(io));
+        }
         let mut rb = crate::job::verify::ReadBack::new(&extents, content);
         rb.extras = Some(&cfg.extras);
+        rb.trimmed = trimmed.as_ref().filter(|t| t.verify_zero);
         let lc = drivelab_engine::ioloop::LoopConfig {
             stop: Some(stop),
             ..Default::default()

@@ -268,6 +268,7 @@ pub(crate) fn nothing_done_with(interval_ns: u64, window_ms: u64, targets: usize
         program: None,
         err_count: Default::default(),
         verify_left: None,
+        trimmed: None,
         failed_writes: Vec::new(),
         verify_stopped: false,
     }

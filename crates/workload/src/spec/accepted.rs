@@ -115,13 +115,6 @@ impl Accepted {
             1_048_576,
             "entries"
         ),
-        opt!(
-            "verify_state_save",
-            [],
-            Bool,
-            "1",
-            "accepted: drivelab writes no verify state file (fio's local-JOB-N-verify.state, for verify_state_load, which drivelab does not carry)"
-        ),
     ];
 }
 

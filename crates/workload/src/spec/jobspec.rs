@@ -198,6 +198,12 @@ pub struct JobSpec {
     /// When think time comes and what it does to a rate
     /// ([`crate::job::think`]).
     pub think: crate::job::think::ThinkOpts,
+    /// Trims of verified writes ([`crate::job::trim`]).
+    pub trims: crate::job::trim::TrimOpts,
+    /// fio's iolog replay ([`crate::job::iolog_replay`]).
+    pub replay: crate::job::iolog_replay::ReplayOpts,
+    /// fio's `lockfile` ([`crate::job::lockfile`]).
+    pub locks: crate::job::lockfile::LockOpts,
     /// The write hint and locked memory ([`crate::job::target_opts`]).
     pub target_opts: crate::job::target_opts::TargetOpts,
     /// The CPUs the job runs on ([`crate::job::cpus`]).
@@ -318,6 +324,9 @@ impl Default for JobSpec {
             output: Default::default(),
             offsets: Default::default(),
             think: Default::default(),
+            trims: Default::default(),
+            replay: Default::default(),
+            locks: Default::default(),
             target_opts: Default::default(),
             cpus: Default::default(),
             buffers: Default::default(),
@@ -567,7 +576,7 @@ pub(crate) fn parse_bssplit(key: &str, v: &str) -> Result<Vec<(u64, u32)>, SpecE
 }
 
 /// How many option families a job spec has (the rows of `families!`).
-const FAMILIES: usize = 21;
+const FAMILIES: usize = 24;
 
 /// A job spec's option families, each borrowed as `$r` (`&` or `&mut`):
 /// the one list `family_of` and `families` take.
@@ -591,6 +600,9 @@ macro_rules! families {
             $($r)+ $spec.output,
             $($r)+ $spec.offsets,
             $($r)+ $spec.think,
+            $($r)+ $spec.trims,
+            $($r)+ $spec.replay,
+            $($r)+ $spec.locks,
             $($r)+ $spec.target_opts,
             $($r)+ $spec.cpus,
             $($r)+ $spec.buffers,

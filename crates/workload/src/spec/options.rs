@@ -640,6 +640,15 @@ pub const FAMILIES: &[(&str, &[OptionDecl])] = &[
     ),
     ("think time", crate::job::think::ThinkOpts::OPTIONS),
     (
+        "trims of verified writes",
+        crate::job::trim::TrimOpts::OPTIONS,
+    ),
+    (
+        "iolog replay",
+        crate::job::iolog_replay::ReplayOpts::OPTIONS,
+    ),
+    ("file locks", crate::job::lockfile::LockOpts::OPTIONS),
+    (
         "targets and memory",
         crate::job::target_opts::TargetOpts::OPTIONS,
     ),
@@ -831,6 +840,9 @@ mod tests {
                 "write_hint" => "short",
                 "ioscheduler" => "mq-deadline",
                 "sync_file_range" => "write:8",
+                "verify_offset" => "64",
+                "replay_skip" => "write",
+                "lockfile" => "exclusive",
                 // A directory with regular files in it.
                 "opendir" => env!("CARGO_MANIFEST_DIR"),
                 "name" | "filename" => "x",

@@ -1,0 +1,233 @@
+//! fio's `read_iolog` and its `replay_*` options replay what fio 3.33
+//! replays: fio writes an iolog of a mixed random job (reads, writes of
+//! three sizes, fsyncs), and each tool replays it with the same job
+//! file under strace; the calls on the data files (pread64, pwrite64,
+//! fsync, with their files, offsets and lengths, in order) are compared,
+//! as they are with `replay_redirect`, `replay_scale` with `replay_align`
+//! and `read_iolog_chunked`. The log's times are kept unless
+//! `replay_no_stall`, and scaled by `replay_time_scale`, in both tools
+//! (checked by the calls' times: each gap at least the log's).
+//! (fio 3.33 writes no `write_iolog` while it replays, so strace sees
+//! what each tool did.) Needs fio and strace (tests/run installs them).
+
+use std::process::Command;
+
+use drivelab_testkit::TempDir;
+
+mod fio_common;
+
+/// One call on a data file: (call, file, offset, length), and its time
+/// in µs.
+type Call = ((String, String, u64, u64), u64);
+
+/// Replay `log` under `tool` with `extra` job lines under strace: the
+/// calls on files in `dir`.
+fn replay(tool: &str, dir: &TempDir, log: &std::path::Path, extra: &str) -> Vec<Call> {
+    drivelab_testkit::isolate_store();
+    let job = dir.join("replay.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[replay]\nioengine=psync\nread_iolog={}\n{extra}\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let trace = dir.join("trace");
+    let out = fio_common::under_strace(
+        tool,
+        &trace,
+        &["-ttt"],
+        "pread64,pwrite64,fsync,fdatasync",
+        &[],
+        &job,
+    );
+    assert!(
+        out.status.success(),
+        "{tool} {extra:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data = format!("<{}/", dir.path().display());
+    std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&data) && !l.contains("replay.fio") && !l.contains(".log>"))
+        .filter_map(|l| {
+            // PID SECS.USECS call(FD</path>, ""..., LEN, OFFSET) = N
+            let mut w = l.split_whitespace();
+            let (_, at) = (w.next()?, w.next()?);
+            let (secs, us) = at.split_once('.')?;
+            let t = secs.parse::<u64>().ok()? * 1_000_000 + us.parse::<u64>().ok()?;
+            let (call, rest) = l.split_once(at)?.1.trim().split_once('(')?;
+            let file = rest.split_once('<')?.1.split_once('>')?.0;
+            let file = file.rsplit('/').next()?.to_string();
+            let args: Vec<&str> = rest.split_once(')')?.0.split(", ").collect();
+            let (len, off) = match call {
+                "pread64" | "pwrite64" => (args.get(2)?.parse().ok()?, args.get(3)?.parse().ok()?),
+                _ => (0, 0),
+            };
+            Some(((call.to_string(), file, off, len), t))
+        })
+        .collect()
+}
+
+fn calls(c: &[Call]) -> Vec<(String, String, u64, u64)> {
+    c.iter().map(|x| x.0.clone()).collect()
+}
+
+/// Two 1 MiB data files, and fio's iolog of 48 mixed I/Os on the first.
+fn setup(dir: &TempDir) -> std::path::PathBuf {
+    for f in ["A", "B"] {
+        let data: Vec<u8> = (0..1u32 << 20).map(|i| (i * 7 + 3) as u8).collect();
+        std::fs::write(dir.join(f), data).unwrap();
+    }
+    let log = dir.join("made.log");
+    let job = dir.join("make.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[make]\nfilename={}\nsize=1m\nrw=randrw\nbssplit=4k/50:16k/30:64k/20\nfsync=8\nnumber_ios=48\nioengine=psync\nwrite_iolog={}\n",
+            dir.join("A").display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new("fio").arg(&job).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    log
+}
+
+#[test]
+fn a_replayed_iolog_issues_what_fio_3_33_issues() {
+    let dir = TempDir::new("fio-replay");
+    let log = setup(&dir);
+    let plain = calls(&replay("fio", &dir, &log, "replay_no_stall=1"));
+    let count =
+        |c: &[(String, String, u64, u64)], call: &str| c.iter().filter(|x| x.0 == call).count();
+    // The log: 48 reads and writes, and fio's fsync=8 (its syncs).
+    assert_eq!(count(&plain, "pread64") + count(&plain, "pwrite64"), 48);
+    assert!(count(&plain, "fsync") >= 4, "{plain:?}");
+    assert!(plain.iter().all(|c| c.1 == "A"));
+    for extra in [
+        "replay_no_stall=1",
+        "replay_no_stall=1\nread_iolog_chunked=1",
+        "replay_no_stall=1\nreplay_redirect=B\nreplay_scale=2\nreplay_align=8192",
+    ] {
+        let extra = extra.replace("=B", &format!("={}", dir.join("B").display()));
+        let fio = calls(&replay("fio", &dir, &log, &extra));
+        let dl = calls(&replay("drivelab", &dir, &log, &extra));
+        assert_eq!(dl, fio, "{extra}");
+        if extra.contains("replay_scale") {
+            assert!(dl.iter().all(|c| c.1 == "B" && c.2 % 8192 == 0), "{dl:?}");
+            let scaled: Vec<u64> = plain
+                .iter()
+                .filter(|c| c.0 != "fsync")
+                .map(|c| c.2 / 2 / 8192 * 8192)
+                .collect();
+            let got: Vec<u64> = dl.iter().filter(|c| c.0 != "fsync").map(|c| c.2).collect();
+            assert_eq!(got, scaled);
+        } else {
+            assert_eq!(dl, plain, "{extra}");
+        }
+    }
+}
+
+/// replay_skip leaves out the kinds it names. fio 3.33 applies it to
+/// blktrace replays only (blktrace.c) and replays an iolog's writes
+/// anyway, so this is drivelab's alone.
+#[test]
+fn replay_skip_leaves_out_what_it_names() {
+    let dir = TempDir::new("fio-replay-skip");
+    let log = setup(&dir);
+    let plain = calls(&replay("drivelab", &dir, &log, "replay_no_stall=1"));
+    let before = drivelab_testkit::digest(&dir.join("A"));
+    let skipped = calls(&replay(
+        "drivelab",
+        &dir,
+        &log,
+        "replay_no_stall=1\nreplay_skip=write,sync",
+    ));
+    let reads: Vec<_> = plain.into_iter().filter(|c| c.0 == "pread64").collect();
+    assert!(!reads.is_empty());
+    assert_eq!(skipped, reads);
+    assert_eq!(
+        drivelab_testkit::digest(&dir.join("A")),
+        before,
+        "nothing written"
+    );
+}
+
+/// A log of five reads 150 ms apart: replayed at its times, each read
+/// comes no earlier than 90% of its time in the log after the first
+/// (half of that under replay_time_scale=200); under replay_no_stall the
+/// five go at once.
+#[test]
+fn a_replay_keeps_the_logs_times_unless_told_not_to() {
+    let dir = TempDir::new("fio-replay-times");
+    setup(&dir);
+    let log = dir.join("timed.log");
+    let a = dir.join("A");
+    let mut text = format!("fio version 3 iolog\n0 {0} add\n0 {0} open\n", a.display());
+    for i in 0..5u64 {
+        text += &format!(
+            "{} {} read {} 4096\n",
+            1000 + i * 150_000,
+            a.display(),
+            i * 8192
+        );
+    }
+    std::fs::write(&log, text).unwrap();
+    for tool in ["fio", "drivelab"] {
+        for (extra, gap_us) in [("", 150_000), ("replay_time_scale=200", 75_000)] {
+            let c = replay(tool, &dir, &log, extra);
+            assert_eq!(c.len(), 5, "{tool} {extra}: {c:?}");
+            for (i, x) in c.iter().enumerate() {
+                // fio takes what it overslept off the next gap (its
+                // iolog_delay's time_offset), so the schedule holds from
+                // the first I/O on, not each gap: at least 90% of it.
+                let due = i as u64 * gap_us;
+                assert!(
+                    x.1 - c[0].1 >= due * 9 / 10,
+                    "{tool} {extra}: I/O {i} after {} µs, due after {due}",
+                    x.1 - c[0].1
+                );
+            }
+        }
+        let c = replay(tool, &dir, &log, "replay_no_stall=1");
+        assert_eq!(c.len(), 5);
+        let span = c[4].1 - c[0].1;
+        assert!(span < 300_000, "{tool}: no_stall took {span} µs");
+    }
+}
+
+/// What drivelab refuses, in one line, before anything is written.
+#[test]
+fn a_bad_log_or_an_io_past_the_target_is_refused() {
+    let dir = TempDir::new("fio-replay-bad");
+    setup(&dir);
+    let a = dir.join("A").display().to_string();
+    for (log, what) in [
+        ("fio version 3 iolog\n0 A add\n".to_string(), "no I/O"),
+        (
+            format!("fio version 3 iolog\n0 {a} add\n5 {a} write 1048064 4096\n"),
+            "past the end",
+        ),
+        (format!("fio version 9 iolog\n0 {a} add\n"), "header"),
+    ] {
+        let path = dir.join("bad.log");
+        std::fs::write(&path, log).unwrap();
+        let job = dir.join("bad.fio");
+        std::fs::write(&job, format!("[j]\nread_iolog={}\n", path.display())).unwrap();
+        let before = drivelab_testkit::digest(&dir.join("A"));
+        let (code, _, err) =
+            drivelab_testkit::run(fio_common::BIN, &["run", &job.display().to_string()]);
+        assert_eq!(code, 2, "{what}: {err}");
+        assert!(err.contains("read_iolog") && err.contains(what), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert_eq!(drivelab_testkit::digest(&dir.join("A")), before);
+    }
+}
