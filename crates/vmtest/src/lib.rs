@@ -16,11 +16,14 @@ pub mod cpio;
 pub mod drivelab_bin;
 pub mod error;
 pub mod host;
+pub mod hotplug;
 pub mod modules;
+pub mod qmp;
 pub mod results;
 pub mod tools;
 pub mod vm;
 
 pub use checks::Checks;
 pub use error::VmError;
+pub use hotplug::{HotDisk, Hotplug, HotplugOutcome};
 pub use vm::{tail_lines, BlkdebugDisk, Disk, GuestRun, Vm, VmBuilder, MIB};

@@ -1,0 +1,468 @@
+//! Issue 26's VM test: `drivelab station --events json` in a guest without
+//! udev, while the host plugs and pulls drives through QEMU's monitor
+//! (QMP `device_add` / `device_del`, asked for by the guest script through
+//! `/out`, see crates/vmtest/src/hotplug.rs).
+//!
+//! The policy's bays are the slots as the station names them without
+//! udev (built from sysfs as udev's `path_id` would, docs/station.md):
+//! SCSI targets 0-3 of the virtio-scsi controller, with `*` for the host
+//! number, and the NVMe slot behind the first hot-plug root port, read
+//! from the guest's sysfs by the script. In one boot:
+//!
+//! - drive A (present at boot, writes paced at 1 MiB/s) is erasing while
+//!   SCSI disk B is hot-added, erased and certified;
+//! - NVMe drive N is hot-added and certified, then pulled (pciehp);
+//! - SCSI disk C (paced) is pulled once its erase has passed 10 %: its
+//!   events say "removed at N %: not erased", never certified, no
+//!   certificate, and its image still holds the old pattern past the
+//!   erased part;
+//! - SCSI disk F holds ext4: held (its superblock read intact in the guest
+//!   while held) until `confirm` on the station's stdin (the confirm path
+//!   without a terminal), then erased and certified;
+//! - SCSI disk O sits on target 7, outside the bays: shown as outside,
+//!   never touched (its image's digest unchanged).
+//!
+//! The events are checked against the certificates in /out (each verified
+//! on the host with the guest's public key) and the host's images (every
+//! certified hot disk reads back as zeroes). Needs QEMU and the cached
+//! kernel: `bash tests/vm/setup.sh`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use drivelab_testkit::{digest, read_all, TempDir};
+use drivelab_vmtest::drivelab_bin::static_drivelab;
+use drivelab_vmtest::{Checks, Disk, GuestRun, HotDisk, Hotplug, Vm, MIB};
+use serde_json::Value;
+
+/// Present at boot, erasing while the others come and go.
+const A: &str = "DLHPA0001";
+/// Hot-added SCSI disk, erased and certified.
+const B: &str = "DLHPB0001";
+/// Hot-added SCSI disk pulled mid-erase.
+const C: &str = "DLHPC0001";
+/// Hot-added SCSI disk holding ext4.
+const F: &str = "DLHPF0001";
+/// Hot-added SCSI disk outside the bays.
+const O: &str = "DLHPO0001";
+/// Hot-added NVMe drive.
+const N: &str = "DLHPN0001";
+
+/// What the host writes over each hot disk before the boot, so an erase
+/// to zeroes shows.
+const OLD: u8 = 0x5A;
+/// What the outside drive holds.
+const OUTSIDE: u8 = 0x3C;
+
+const SCRIPT: &str = r#"
+export XDG_CONFIG_HOME=/tmp/cfg
+mkdir -p /out/certs
+EV=/tmp/events.jsonl
+fail() { echo "$*" >> /out/fails.txt; echo "FAIL: $*"; }
+
+# The slots as the station names them without udev: the virtio-scsi
+# controller's PCI address and the bus behind the first hot-plug root port
+# (QEMU's pcie-root-port: vendor 1b36, device 000c).
+pci_of() { readlink -f "$1" | tr / '\n' | grep -E '^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$' | tail -n1; }
+for h in /sys/class/scsi_host/host*; do
+  [ "$(cat $h/proc_name)" = virtio_scsi ] && SCSI_PCI=$(pci_of $h/device)
+done
+for d in /sys/bus/pci/devices/*; do
+  if [ "$(cat $d/vendor)" = 0x1b36 ] && [ "$(cat $d/device)" = 0x000c ] && [ -z "$NVME_BUS" ]; then
+    NVME_BUS=$(ls $d/pci_bus | head -n1)
+  fi
+done
+SCSI_BAY="pci-$SCSI_PCI-scsi-*:0:[0-3]:0"
+NVME_BAY="pci-$NVME_BUS:00.0-nvme-1"
+cat > /tmp/policy.toml <<EOF
+bays = ["$SCSI_BAY", "$NVME_BAY"]
+operator = "VM Operator"
+store = "/tmp/station.db"
+[erase]
+method = "auto"
+verify = "sample"
+on_content = "hold"
+certificate_dir = "/out/certs"
+[certificate]
+organisation = "Hotplug Lab"
+asset_tag = "serial"
+EOF
+printf '{"scsi_bay":"%s","nvme_bay":"%s"}\n' "$SCSI_BAY" "$NVME_BAY" > bays.json
+
+# state_of SERIAL STATE: whether the station said SERIAL reached STATE.
+state_of() { grep '"event":"state"' $EV | grep "\"serial\":\"$1\"" | grep -q "\"state\":\"$2\""; }
+# wait_state SERIAL STATE SECONDS
+wait_state() {
+  i=0
+  while ! state_of "$1" "$2"; do
+    i=$((i + 1)); [ $i -gt $(($3 * 10)) ] && { fail "$1 not $2 within $3 s"; return 1; }
+    sleep 0.1
+  done
+}
+# wait_progress SERIAL SECONDS: a progress event (a tenth of the erase done).
+wait_progress() {
+  i=0
+  while ! grep '"event":"progress"' $EV | grep -q "\"serial\":\"$1\""; do
+    i=$((i + 1)); [ $i -gt $(($2 * 10)) ] && { fail "$1 made no progress within $2 s"; return 1; }
+    sleep 0.1
+  done
+}
+# plugged SERIAL: the kernel name of the disk once it shows (60 s).
+plugged() {
+  i=0
+  while ! disk_by_serial "$1" > /dev/null; do
+    i=$((i + 1)); [ $i -gt 600 ] && { fail "$1 never showed in /sys/block"; return 1; }
+    sleep 0.1
+  done
+  disk_by_serial "$1"
+}
+
+mkfifo /tmp/ctl
+( drivelab station --policy /tmp/policy.toml --events json < /tmp/ctl > $EV 2> /out/station.err; echo $? > /out/station.status ) &
+exec 3> /tmp/ctl
+
+A=$(disk_by_serial @A@)
+wait_state @A@ erasing 90
+
+# B arrives while A is erasing.
+hotplug add-b || fail "add-b"
+B=$(plugged @B@)
+wait_state @B@ certified 120
+
+hotplug add-n || fail "add-n"
+N=$(plugged @N@)
+
+# C is pulled once a tenth of its erase is done.
+hotplug add-c || fail "add-c"
+C=$(plugged @C@)
+wait_progress @C@ 90 && { hotplug del-c || fail "del-c"; }
+wait_state @C@ removed 60
+
+# F holds ext4: held, its superblock intact, until confirmed.
+hotplug add-f || fail "add-f"
+F=$(plugged @F@)
+wait_state @F@ held 90
+dd if=/dev/$F bs=1 skip=1080 count=2 2>/dev/null | od -An -tx1 | tr -d ' \n' > f_magic_held.txt
+state_of @F@ erasing && fail "F erasing before confirm"
+echo "confirm @F@" >&3
+wait_state @F@ certified 120
+
+hotplug add-o || fail "add-o"
+O=$(plugged @O@)
+wait_state @O@ outside 60
+
+# N is pulled after its certificate (an NVMe device_del: pciehp powers the
+# slot off, then QEMU deletes it).
+wait_state @N@ certified 120
+hotplug del-n 90 || fail "del-n"
+i=0; while [ -e /sys/block/$N ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+[ -e /sys/block/$N ] && fail "$N still in /sys/block after del-n"
+
+wait_state @A@ certified 180
+echo quit >&3
+exec 3>&-
+wait
+cp $EV /out/events.jsonl
+cp $XDG_CONFIG_HOME/drivelab/erase-signing.pub /out/erase-signing.pub
+printf '{"a":"%s","b":"%s","c":"%s","f":"%s","o":"%s","n":"%s"}\n' $A $B $C $F $O $N > names.json
+run_json hist_c drivelab --store /tmp/station.db history --drive @C@ --output-format json
+[ -e /out/fails.txt ] && exit 1
+exit 0
+"#;
+
+/// Fills `path` with `size` bytes of `byte`.
+fn filled(path: &Path, size: u64, byte: u8) -> PathBuf {
+    let bytes = vec![byte; usize::try_from(size).expect("size fits")];
+    std::fs::write(path, bytes).expect("write an image");
+    path.to_path_buf()
+}
+
+/// The station's events, one JSON object a line.
+fn events(run: &GuestRun) -> Vec<Value> {
+    run.file("events.jsonl")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// A drive's events (by serial), in order.
+fn of<'a>(ev: &'a [Value], serial: &str) -> Vec<&'a Value> {
+    ev.iter()
+        .filter(|e| e["serial"].as_str() == Some(serial))
+        .collect()
+}
+
+/// The states a drive went through, in order.
+fn states(ev: &[&Value]) -> Vec<String> {
+    ev.iter()
+        .filter(|e| e["event"] == "state")
+        .filter_map(|e| e["state"].as_str().map(String::from))
+        .collect()
+}
+
+/// When (station time, s) a drive first reached `state`.
+fn first_at(ev: &[&Value], state: &str) -> Option<f64> {
+    ev.iter()
+        .find(|e| e["event"] == "state" && e["state"] == state)
+        .and_then(|e| e["t_s"].as_f64())
+}
+
+/// The last state event of a drive.
+fn last_state<'a>(ev: &[&'a Value]) -> Option<&'a Value> {
+    ev.iter().rev().find(|e| e["event"] == "state").copied()
+}
+
+/// `drivelab erase verify-cert FILE --public-key KEY` on the host.
+fn verify_cert(bin: &Path, file: &Path, key: &Path) -> (i32, String) {
+    let o = Command::new(bin)
+        .args(["erase", "verify-cert"])
+        .arg(file)
+        .arg("--public-key")
+        .arg(key)
+        .output()
+        .expect("run drivelab on the host");
+    (
+        o.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+/// The host path of a certificate the guest wrote under /out.
+fn host_path(run: &GuestRun, guest: &str) -> PathBuf {
+    run.out_dir()
+        .join(guest.strip_prefix("/out/").unwrap_or(guest))
+}
+
+#[test]
+fn station_erases_drives_plugged_and_pulled_through_qmp() {
+    let dir = TempDir::new("station-hotplug");
+    let img = |n: &str| dir.join(n);
+    let b = filled(&img("b.img"), 8 * MIB, OLD);
+    let c = filled(&img("c.img"), 16 * MIB, OLD);
+    let f = filled(&img("f.img"), 16 * MIB, OLD);
+    let o = filled(&img("o.img"), 8 * MIB, OUTSIDE);
+    let n = filled(&img("n.img"), 16 * MIB, OLD);
+    let mkfs = Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&f)
+        .status()
+        .expect("run mkfs.ext4 (e2fsprogs)");
+    assert!(mkfs.success(), "mkfs.ext4 on {}", f.display());
+    let o_before = digest(&o);
+    let plan = Hotplug::new()
+        .scsi("b", HotDisk::new(&b, B).scsi_target(1))
+        .nvme("n", HotDisk::new(&n, N))
+        .scsi(
+            "c",
+            HotDisk::new(&c, C)
+                .scsi_target(2)
+                .write_limit(512 * 1024)
+                .max_io(128 * 1024),
+        )
+        .scsi("f", HotDisk::new(&f, F).scsi_target(3))
+        .scsi("o", HotDisk::new(&o, O).scsi_target(7));
+    let script = SCRIPT
+        .replace("@A@", A)
+        .replace("@B@", B)
+        .replace("@C@", C)
+        .replace("@F@", F)
+        .replace("@O@", O)
+        .replace("@N@", N);
+    let run = Vm::builder()
+        .scsi_hd(Disk::new(32 * MIB, A).write_limit(MIB).max_io(256 * 1024))
+        .hotplug(plan)
+        .with_drivelab()
+        .memory_mib(768)
+        .guest_script(&script)
+        .timeout(Duration::from_secs(420))
+        .run()
+        .expect("boot the station VM");
+    let ctx = format!(
+        "{}\n--- station.err ---\n{}\n--- hot-plug ---\n{:?}",
+        run.context(),
+        run.file("station.err").unwrap_or_default(),
+        run.hotplug
+    );
+    let mut ck = Checks::new();
+    ck.check("guest script: every wait met", run.script_status == 0, || {
+        run.file("fails.txt").unwrap_or_default()
+    });
+    ck.check(
+        "station exited 0 after quit",
+        run.file("station.status").unwrap_or_default().trim() == "0",
+        || run.file("station.err").unwrap_or_default(),
+    );
+    let asked: Vec<&str> = run.hotplug.iter().map(|h| h.request.as_str()).collect();
+    ck.check(
+        "the host carried out every request, in order",
+        asked == ["add-b", "add-n", "add-c", "del-c", "add-f", "add-o", "del-n"]
+            && run.hotplug.iter().all(|h| h.result.is_ok()),
+        || format!("{:?}", run.hotplug),
+    );
+
+    let ev = events(&run);
+    let bays = run.json("bays.json").unwrap_or(Value::Null);
+    let (scsi_bay, nvme_bay) = (bays["scsi_bay"].clone(), bays["nvme_bay"].clone());
+    let by: BTreeMap<&str, Vec<&Value>> = [A, B, C, F, O, N].map(|s| (s, of(&ev, s))).into();
+    for (serial, bay) in [(A, &scsi_bay), (B, &scsi_bay), (F, &scsi_bay), (N, &nvme_bay)] {
+        let e = &by[serial];
+        let last = last_state(e);
+        ck.check(
+            &format!("{serial}: certified in its bay"),
+            last.is_some_and(|l| l["state"] == "certified" && &l["bay"] == bay),
+            || format!("{:?} / {last:?}", states(e)),
+        );
+    }
+    let at = |s: &str, st: &str| first_at(&by[s], st);
+    ck.check(
+        "B was plugged, erased and certified while A was erasing",
+        matches!(
+            (at(A, "erasing"), at(B, "detected"), at(B, "certified"), at(A, "certified")),
+            (Some(a0), Some(b0), Some(b1), Some(a1)) if a0 < b0 && b1 < a1
+        ),
+        || format!("A {:?}, B {:?}", states(&by[A]), states(&by[B])),
+    );
+    ck.check(
+        "N is an NVMe drive the station saw arrive",
+        by[N]
+            .iter()
+            .any(|e| e["transport"] == "nvme" && e["state"] == "detected"),
+        || format!("{:?}", by[N].first()),
+    );
+
+    // C: pulled mid-erase.
+    let c_states = states(&by[C]);
+    let c_last = last_state(&by[C]);
+    let pct = c_last
+        .and_then(|l| l["detail"].as_str())
+        .and_then(|d| d.strip_prefix("removed at "))
+        .and_then(|d| d.strip_suffix(" %: not erased"))
+        .and_then(|p| p.parse::<u32>().ok());
+    ck.check(
+        "C: removed at N %: not erased, 10 <= N < 100",
+        c_last.is_some_and(|l| l["state"] == "removed") && pct.is_some_and(|p| (10..100).contains(&p)),
+        || format!("{c_states:?} / {c_last:?}"),
+    );
+    ck.check(
+        "C: never certified, no certificate",
+        !c_states.iter().any(|s| s == "certified")
+            && by[C].iter().all(|e| e["certificate"].is_null()),
+        || format!("{c_states:?}"),
+    );
+    let c_bytes = read_all(&c);
+    let zero_blocks = c_bytes.chunks(512).filter(|b| b.iter().all(|x| *x == 0)).count();
+    let old_blocks = c_bytes.chunks(512).filter(|b| b.iter().all(|x| *x == OLD)).count();
+    ck.check(
+        "C's image: the erased part zeroes, the rest still the old pattern",
+        zero_blocks > 0 && old_blocks > 0 && zero_blocks + old_blocks == c_bytes.len() / 512,
+        || format!("{zero_blocks} zero and {old_blocks} old of {} blocks", c_bytes.len() / 512),
+    );
+
+    // F: held until confirmed.
+    let f_states = states(&by[F]);
+    let held = f_states.iter().position(|s| s == "held");
+    let erasing = f_states.iter().position(|s| s == "erasing");
+    ck.check(
+        "F: held for its filesystem before any write, then erased",
+        matches!((held, erasing), (Some(h), Some(e)) if h < e)
+            && by[F].iter().any(|e| {
+                e["state"] == "held" && e["detail"].as_str().is_some_and(|d| d.contains("confirm"))
+            }),
+        || format!("{f_states:?}"),
+    );
+    let magic = run.file("f_magic_held.txt").unwrap_or_default();
+    ck.check("F: ext4's magic intact while held", magic.trim() == "53ef", || magic.clone());
+
+    // O: outside, untouched.
+    let o_states = states(&by[O]);
+    ck.check(
+        "O: shown as outside, never triaged or erased",
+        o_states.iter().any(|s| s == "outside")
+            && !o_states
+                .iter()
+                .any(|s| ["triage", "erasing", "held", "certified"].contains(&s.as_str()))
+            && by[O].iter().all(|e| e["bay"].is_null()),
+        || format!("{o_states:?}"),
+    );
+    ck.check("O: its bytes unchanged", digest(&o) == o_before, || {
+        "the outside drive's image changed".into()
+    });
+    for (serial, path) in [(B, &b), (F, &f), (N, &n)] {
+        let bytes = read_all(path);
+        ck.check(
+            &format!("{serial}: the host's image reads back as zeroes"),
+            bytes.iter().all(|x| *x == 0),
+            || format!("{} non-zero bytes", bytes.iter().filter(|x| **x != 0).count()),
+        );
+    }
+
+    // The events against the certificates in /out.
+    let key = run.out_dir().join("erase-signing.pub");
+    let bin = static_drivelab().expect("the static drivelab");
+    let mut named = Vec::new();
+    for serial in [A, B, F, N] {
+        let cert = last_state(&by[serial]).and_then(|l| l["certificate"].as_str().map(String::from));
+        let Some(cert) = cert else {
+            ck.check(&format!("{serial}: its event names a certificate"), false, || {
+                format!("{:?}", last_state(&by[serial]))
+            });
+            continue;
+        };
+        let p = host_path(&run, &cert);
+        named.push(p.clone());
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        ck.check(
+            &format!("{serial}: its certificate is the drive's"),
+            text.contains(serial),
+            || format!("{} does not name {serial}", p.display()),
+        );
+        let (code, out) = verify_cert(&bin, &p, &key);
+        ck.check(
+            &format!("{serial}: its certificate verifies"),
+            code == 0 && out.contains("valid signature"),
+            || out.clone(),
+        );
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir(run.out_dir().join("certs"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.extension().is_some_and(|x| x == "json")
+                        && std::fs::read_to_string(p).is_ok_and(|t| t.contains("\"signature\""))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    named.sort();
+    ck.check(
+        "the certificates in /out are exactly those the events name",
+        found == named,
+        || format!("found {found:?}, named {named:?}"),
+    );
+    let stored: Vec<&str> = ev
+        .iter()
+        .filter(|e| e["event"] == "stored")
+        .filter_map(|e| e["serial"].as_str())
+        .collect();
+    ck.check(
+        "the store took A, B, C (removed), F and N, not O",
+        [A, B, C, F, N].iter().all(|s| stored.contains(s)) && !stored.contains(&O),
+        || format!("{stored:?}"),
+    );
+    let (hist_status, hist, _) = run.outcome("hist_c");
+    ck.check(
+        "history --drive C shows its removed erase",
+        hist_status == 0 && hist.contains(C) && hist.contains("removed"),
+        || hist.clone(),
+    );
+    ck.finish(&ctx);
+}
