@@ -307,9 +307,15 @@ fn drive_words<'a>(each: impl Iterator<Item = &'a str>, words: &mut Vec<String>)
 /// run's device check and claims, a test's or replay's claim and target,
 /// an erase's drives, a season's drives' identities, an audit's replay's
 /// target. Each is described as the kernel has it now (a partition by its
-/// disk's model and serial; a file by the device under it), once.
+/// disk's model and serial; a file by the device under it), once; an
+/// erased drive whose node is gone or holds another drive now (pulled from
+/// a station) by its node and the serial the erase saw.
 fn drives(kind: Kind, v: &Value) -> Vec<Drive> {
     let mut refs: Vec<String> = Vec::new();
+    // The serial an erase saw at each node: a drive pulled from a station
+    // leaves its node to the next one plugged in, which must not be
+    // recorded as the erased drive.
+    let mut erased_serials: Vec<(String, String)> = Vec::new();
     match kind {
         Kind::Run => {
             let r = drivelab_report::RunReport::from_stored(v);
@@ -323,7 +329,12 @@ fn drives(kind: Kind, v: &Value) -> Vec<Drive> {
         }
         Kind::Erase => {
             let r = Summary::from_stored(v);
-            refs.extend(r.drives.into_iter().map(|d| d.device));
+            for d in r.drives {
+                if let Some(s) = d.serial {
+                    erased_serials.push((d.device.clone(), s));
+                }
+                refs.push(d.device);
+            }
         }
         Kind::Season => {
             let r = SeasonReport::from_stored(v);
@@ -340,7 +351,13 @@ fn drives(kind: Kind, v: &Value) -> Vec<Drive> {
     let mut out: Vec<Drive> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for r in refs {
-        let dev = resolve(&r);
+        let serial = erased_serials
+            .iter()
+            .find(|(d, _)| *d == r)
+            .map(|(_, s)| s.clone());
+        // A node that now holds another drive than the erase saw is not
+        // that drive: only what the erase saw is kept.
+        let dev = resolve(&r).filter(|d| serial.is_none() || identity(d).serial == serial);
         let key = dev.as_ref().map(|d| d.name.clone()).unwrap_or(r.clone());
         if seen.contains(&key) {
             continue;
@@ -350,6 +367,7 @@ fn drives(kind: Kind, v: &Value) -> Vec<Drive> {
             Some(d) => identity(&d),
             None => Drive {
                 path: r,
+                serial,
                 ..Drive::default()
             },
         });
@@ -404,9 +422,35 @@ fn identity(d: &BlockDevice) -> Drive {
 
 #[cfg(test)]
 mod tests {
-    use super::verdict;
+    use super::{drives, verdict};
     use drivelab_store::Kind;
+    use drivelab_testkit::{require_root, LoopDev, TempDir};
     use serde_json::json;
+
+    /// A station's drive pulled mid-erase leaves its node to the next
+    /// drive plugged in, often before its result is stored (the VM
+    /// hot-plug test saw /dev/sdc's removed erase stored under the serial
+    /// of the ext4 drive plugged in after it).
+    #[test]
+    fn an_erased_drive_is_stored_as_the_erase_saw_it_not_as_the_drive_now_at_its_node() {
+        require_root();
+        let dir = TempDir::new("store-node-reused");
+        let lo = LoopDev::new_in(&dir, 1 << 20);
+        let pulled = json!({"drives": [{"device": lo.dev(), "serial": "PULLED-1"}]});
+        let d = drives(Kind::Erase, &pulled);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].path, lo.dev());
+        assert_eq!(d[0].serial.as_deref(), Some("PULLED-1"));
+        assert_eq!(d[0].capacity_bytes, None, "not the loop's size: {d:?}");
+        let gone = json!({"drives": [{"device": "/dev/drivelab-no-such-node", "serial": "GONE-1"}]});
+        assert_eq!(
+            drives(Kind::Erase, &gone)[0].serial.as_deref(),
+            Some("GONE-1")
+        );
+        // The drive the erase saw is still there: described as it is now.
+        let same = json!({"drives": [{"device": lo.dev()}]});
+        assert_eq!(drives(Kind::Erase, &same)[0].capacity_bytes, Some(1 << 20));
+    }
 
     #[test]
     fn verdicts_say_what_the_result_says() {
