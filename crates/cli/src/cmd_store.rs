@@ -442,7 +442,8 @@ mod tests {
         assert_eq!(d[0].path, lo.dev());
         assert_eq!(d[0].serial.as_deref(), Some("PULLED-1"));
         assert_eq!(d[0].capacity_bytes, None, "not the loop's size: {d:?}");
-        let gone = json!({"drives": [{"device": "/dev/drivelab-no-such-node", "serial": "GONE-1"}]});
+        let gone =
+            json!({"drives": [{"device": "/dev/drivelab-no-such-node", "serial": "GONE-1"}]});
         assert_eq!(
             drives(Kind::Erase, &gone)[0].serial.as_deref(),
             Some("GONE-1")

@@ -485,27 +485,42 @@ mod tests {
         let ok = image(&dir, "ok.img", 1 << 20);
         let odd = image(&dir, "odd.img", 1000);
         let cases: Vec<(Hotplug, &str)> = vec![
-            (Hotplug::new().scsi("a b", HotDisk::new(&ok, "S1")), "hot-plug id"),
+            (
+                Hotplug::new().scsi("a b", HotDisk::new(&ok, "S1")),
+                "hot-plug id",
+            ),
             (
                 Hotplug::new()
                     .scsi("a", HotDisk::new(&ok, "S1"))
                     .nvme("a", HotDisk::new(&ok, "S2")),
                 "used twice",
             ),
-            (Hotplug::new().scsi("a", HotDisk::new(&ok, "BOOT1")), "serial BOOT1 used twice"),
-            (Hotplug::new().scsi("a", HotDisk::new(&odd, "S1")), "multiple of 512"),
+            (
+                Hotplug::new().scsi("a", HotDisk::new(&ok, "BOOT1")),
+                "serial BOOT1 used twice",
+            ),
+            (
+                Hotplug::new().scsi("a", HotDisk::new(&odd, "S1")),
+                "multiple of 512",
+            ),
             (
                 Hotplug::new().scsi("a", HotDisk::new(&dir.join("none.img"), "S1")),
                 "none.img",
             ),
-            (Hotplug::new().nvme("a", HotDisk::new(&ok, "S1").max_io(4096)), "SCSI disks only"),
+            (
+                Hotplug::new().nvme("a", HotDisk::new(&ok, "S1").max_io(4096)),
+                "SCSI disks only",
+            ),
             (
                 Hotplug::new()
                     .scsi("a", HotDisk::new(&ok, "S1").scsi_target(3))
                     .scsi("b", HotDisk::new(&ok, "S2").scsi_target(3)),
                 "target 3 used twice",
             ),
-            (Hotplug::new().scsi("a", HotDisk::new(&ok, "S1").write_limit(0)), "never finish"),
+            (
+                Hotplug::new().scsi("a", HotDisk::new(&ok, "S1").write_limit(0)),
+                "never finish",
+            ),
         ];
         for (plan, want) in cases {
             let mut serials = HashSet::from(["BOOT1".to_string()]);
@@ -514,15 +529,24 @@ mod tests {
         }
         let mut serials = HashSet::new();
         let good = Hotplug::new()
-            .scsi("a", HotDisk::new(&ok, "S1").max_io(1 << 20).write_limit(1 << 20))
+            .scsi(
+                "a",
+                HotDisk::new(&ok, "S1").max_io(1 << 20).write_limit(1 << 20),
+            )
             .nvme("n", HotDisk::new(&ok, "N1"))
             .nvme("m", HotDisk::new(&ok, "N2"));
         good.check(&mut serials).unwrap();
         let args = good.qemu_args(Path::new("/tmp/w/qmp.sock")).join(" ");
-        assert!(args.contains("unix:/tmp/w/qmp.sock,server=on,wait=off"), "{args}");
+        assert!(
+            args.contains("unix:/tmp/w/qmp.sock,server=on,wait=off"),
+            "{args}"
+        );
         assert!(args.contains("pcie-root-port,id=hprp0,chassis=1"), "{args}");
         assert!(args.contains("pcie-root-port,id=hprp1,chassis=2"), "{args}");
-        assert!(!args.contains("hprp2"), "one root port per NVMe drive: {args}");
+        assert!(
+            !args.contains("hprp2"),
+            "one root port per NVMe drive: {args}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

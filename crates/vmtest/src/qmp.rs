@@ -118,6 +118,10 @@ impl Qmp {
         stream
             .set_read_timeout(Some(READ_SLICE))
             .map_err(io("read"))?;
+        // A QEMU that stops reading fails the write instead of hanging it.
+        stream
+            .set_write_timeout(Some(reply_timeout.max(READ_SLICE)))
+            .map_err(io("write"))?;
         let writer = stream.try_clone().map_err(io("write"))?;
         let mut q = Qmp {
             reader: BufReader::new(stream),

@@ -21,7 +21,12 @@ impl Paused {
     fn start(sock: &std::path::Path) -> Paused {
         let host = Host::discover().expect("QEMU and the kernel cache (bash tests/vm/setup.sh)");
         let child = Command::new(&host.qemu)
-            .args(["-machine", "q35,accel=tcg", "-nodefaults", "-no-user-config"])
+            .args([
+                "-machine",
+                "q35,accel=tcg",
+                "-nodefaults",
+                "-no-user-config",
+            ])
             .args(["-display", "none", "-S"])
             .args(["-device", "virtio-scsi-pci,id=scsi0"])
             .arg("-qmp")

@@ -302,9 +302,11 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
         run.hotplug
     );
     let mut ck = Checks::new();
-    ck.check("guest script: every wait met", run.script_status == 0, || {
-        run.file("fails.txt").unwrap_or_default()
-    });
+    ck.check(
+        "guest script: every wait met",
+        run.script_status == 0,
+        || run.file("fails.txt").unwrap_or_default(),
+    );
     ck.check(
         "station exited 0 after quit",
         run.file("station.status").unwrap_or_default().trim() == "0",
@@ -313,7 +315,10 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
     let asked: Vec<&str> = run.hotplug.iter().map(|h| h.request.as_str()).collect();
     ck.check(
         "the host carried out every request, in order",
-        asked == ["add-b", "add-n", "add-c", "del-c", "add-f", "add-o", "del-n"]
+        asked
+            == [
+                "add-b", "add-n", "add-c", "del-c", "add-f", "add-o", "del-n",
+            ]
             && run.hotplug.iter().all(|h| h.result.is_ok()),
         || format!("{:?}", run.hotplug),
     );
@@ -370,7 +375,8 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
         .and_then(|p| p.parse::<u32>().ok());
     ck.check(
         "C: removed at N %: not erased, 10 <= N < 100",
-        c_last.is_some_and(|l| l["state"] == "removed") && pct.is_some_and(|p| (10..100).contains(&p)),
+        c_last.is_some_and(|l| l["state"] == "removed")
+            && pct.is_some_and(|p| (10..100).contains(&p)),
         || format!("{c_states:?} / {c_last:?}"),
     );
     ck.check(
@@ -384,11 +390,19 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
         .chunks(512)
         .filter(|b| b.iter().all(|x| *x == ERASED))
         .count();
-    let old_blocks = c_bytes.chunks(512).filter(|b| b.iter().all(|x| *x == OLD)).count();
+    let old_blocks = c_bytes
+        .chunks(512)
+        .filter(|b| b.iter().all(|x| *x == OLD))
+        .count();
     ck.check(
         "C's image: the erased part the pattern, the rest still the old bytes",
         zero_blocks > 0 && old_blocks > 0 && zero_blocks + old_blocks == c_bytes.len() / 512,
-        || format!("{zero_blocks} erased and {old_blocks} old of {} blocks", c_bytes.len() / 512),
+        || {
+            format!(
+                "{zero_blocks} erased and {old_blocks} old of {} blocks",
+                c_bytes.len() / 512
+            )
+        },
     );
 
     // F: held until confirmed.
@@ -404,7 +418,11 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
         || format!("{f_states:?}"),
     );
     let magic = run.file("f_magic_held.txt").unwrap_or_default();
-    ck.check("F: ext4's magic intact while held", magic.trim() == "53ef", || magic.clone());
+    ck.check(
+        "F: ext4's magic intact while held",
+        magic.trim() == "53ef",
+        || magic.clone(),
+    );
 
     // O: outside, untouched.
     let o_states = states(&by[O]);
@@ -437,11 +455,14 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
     let bin = static_drivelab().expect("the static drivelab");
     let mut named = Vec::new();
     for serial in [A, B, F, N] {
-        let cert = last_state(&by[serial]).and_then(|l| l["certificate"].as_str().map(String::from));
+        let cert =
+            last_state(&by[serial]).and_then(|l| l["certificate"].as_str().map(String::from));
         let Some(cert) = cert else {
-            ck.check(&format!("{serial}: its event names a certificate"), false, || {
-                format!("{:?}", last_state(&by[serial]))
-            });
+            ck.check(
+                &format!("{serial}: its event names a certificate"),
+                false,
+                || format!("{:?}", last_state(&by[serial])),
+            );
             continue;
         };
         let p = host_path(&run, &cert);
