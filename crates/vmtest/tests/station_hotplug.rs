@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use drivelab_testkit::{digest, read_all, TempDir};
 use drivelab_vmtest::drivelab_bin::static_drivelab;
+use drivelab_vmtest::results::verify_cert;
 use drivelab_vmtest::{Checks, Disk, GuestRun, HotDisk, Hotplug, Vm, MIB};
 use serde_json::Value;
 
@@ -223,25 +224,6 @@ fn first_at(ev: &[&Value], state: &str) -> Option<f64> {
 /// The last state event of a drive.
 fn last_state<'a>(ev: &[&'a Value]) -> Option<&'a Value> {
     ev.iter().rev().find(|e| e["event"] == "state").copied()
-}
-
-/// `drivelab erase verify-cert FILE --public-key KEY` on the host.
-fn verify_cert(bin: &Path, file: &Path, key: &Path) -> (i32, String) {
-    let o = Command::new(bin)
-        .args(["erase", "verify-cert"])
-        .arg(file)
-        .arg("--public-key")
-        .arg(key)
-        .output()
-        .expect("run drivelab on the host");
-    (
-        o.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
 }
 
 /// The host path of a certificate the guest wrote under /out.
