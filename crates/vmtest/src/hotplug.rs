@@ -6,10 +6,12 @@
 //! arrive and leave at moments the guest chooses (while another drive is
 //! being erased, at 10 % of this one's erase). The guest asks by writing
 //! an empty marker file `/out/plug-REQUEST` (9p); the host, polling
-//! `out/` while the VM runs, performs the request and answers with
-//! `plug-REQUEST.done`, or `plug-REQUEST.failed` holding the error
-//! (QMP's own, when QEMU refused). tests/vm/lib.sh's `hotplug REQUEST`
-//! writes the marker and waits for the answer.
+//! `out/` while the VM runs, performs each marked request that has no
+//! answer yet and answers with `plug-REQUEST.done`, or
+//! `plug-REQUEST.failed` holding the error (QMP's own, when QEMU
+//! refused). tests/vm/lib.sh's `hotplug REQUEST` removes an old answer,
+//! writes the marker, waits for the answer and removes the marker (so
+//! the same request can be made again).
 //!
 //! Requests, for a disk declared with id ID:
 //! - `add-ID`: a SCSI disk becomes a `scsi-hd` on the VM's virtio-scsi
@@ -296,9 +298,13 @@ impl Driver {
             .collect();
         requests.sort();
         for req in requests {
-            let marker = self.out.join(format!("plug-{req}"));
-            // Gone: the guest withdrew it, or it was answered already.
-            if std::fs::remove_file(&marker).is_err() {
+            // The marker stays until the guest has read the answer and
+            // removes both (deleting it here could fail the guest's own
+            // creation of it, still under way over 9p).
+            let answered = ["done", "failed"]
+                .iter()
+                .any(|s| self.out.join(format!("plug-{req}.{s}")).exists());
+            if answered {
                 continue;
             }
             let result = self.perform(&req).map_err(|e| e.to_string());

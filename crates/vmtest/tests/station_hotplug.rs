@@ -16,6 +16,9 @@
 //!   events say "removed at N %: not erased", never certified, no
 //!   certificate, and its image still holds the old pattern past the
 //!   erased part;
+//! - SCSI disk R is pulled the same way and plugged back: the station
+//!   resumes its erase from the journal (the certificate counts the bytes
+//!   resumed) and certifies it;
 //! - SCSI disk F holds ext4: held (its superblock read intact in the guest
 //!   while held) until `confirm` on the station's stdin (the confirm path
 //!   without a terminal), then erased and certified;
@@ -48,6 +51,8 @@ const C: &str = "DLHPC0001";
 const F: &str = "DLHPF0001";
 /// Hot-added SCSI disk outside the bays.
 const O: &str = "DLHPO0001";
+/// Hot-added SCSI disk pulled mid-erase and plugged back.
+const R: &str = "DLHPR0001";
 /// Hot-added NVMe drive.
 const N: &str = "DLHPN0001";
 
@@ -83,7 +88,7 @@ for d in /sys/bus/pci/devices/*; do
     NVME_BUS=$(ls $d/pci_bus | head -n1)
   fi
 done
-SCSI_BAY="pci-$SCSI_PCI-scsi-*:0:[0-3]:0"
+SCSI_BAY="pci-$SCSI_PCI-scsi-*:0:[0-4]:0"
 NVME_BAY="pci-$NVME_BUS:00.0-nvme-1"
 cat > /tmp/policy.toml <<EOF
 bays = ["$SCSI_BAY", "$NVME_BAY"]
@@ -150,6 +155,16 @@ C=$(plugged @C@)
 wait_progress @C@ 90 && { hotplug del-c || fail "del-c"; }
 wait_state @C@ removed 60
 
+# R is pulled the same way, then plugged back: its erase resumes from the
+# journal (it goes on while the script carries on).
+hotplug add-r || fail "add-r"
+R=$(plugged @R@)
+wait_progress @R@ 90 && { hotplug del-r || fail "del-r"; }
+wait_state @R@ removed 60
+ls /out/certs > certs_after_r_pulled.txt
+hotplug add-r || fail "add-r again"
+R=$(plugged @R@)
+
 # F holds ext4: held, its superblock intact, until confirmed.
 hotplug add-f || fail "add-f"
 F=$(plugged @F@)
@@ -170,13 +185,14 @@ hotplug del-n 90 || fail "del-n"
 i=0; while [ -e /sys/block/$N ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 [ -e /sys/block/$N ] && fail "$N still in /sys/block after del-n"
 
+wait_state @R@ certified 180
 wait_state @A@ certified 180
 echo quit >&3
 exec 3>&-
 wait
 cp $EV /out/events.jsonl
 cp $XDG_CONFIG_HOME/drivelab/erase-signing.pub /out/erase-signing.pub
-printf '{"a":"%s","b":"%s","c":"%s","f":"%s","o":"%s","n":"%s"}\n' $A $B $C $F $O $N > names.json
+printf '{"a":"%s","b":"%s","c":"%s","f":"%s","o":"%s","n":"%s","r":"%s"}\n' $A $B $C $F $O $N $R > names.json
 run_json hist_c drivelab --store /tmp/station.db history --drive @C@ --output-format json
 run_json hist_all drivelab --store /tmp/station.db history --output-format json
 [ -e /out/fails.txt ] && exit 1
@@ -239,6 +255,7 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
     let b = filled(&img("b.img"), 8 * MIB, OLD);
     let c = filled(&img("c.img"), 16 * MIB, OLD);
     let f = filled(&img("f.img"), 16 * MIB, OLD);
+    let r = filled(&img("r.img"), 16 * MIB, OLD);
     let o = filled(&img("o.img"), 8 * MIB, OUTSIDE);
     let n = filled(&img("n.img"), 16 * MIB, OLD);
     let mkfs = Command::new("mkfs.ext4")
@@ -259,6 +276,13 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
                 .max_io(128 * 1024),
         )
         .scsi("f", HotDisk::new(&f, F).scsi_target(3))
+        .scsi(
+            "r",
+            HotDisk::new(&r, R)
+                .scsi_target(4)
+                .write_limit(512 * 1024)
+                .max_io(128 * 1024),
+        )
         .scsi("o", HotDisk::new(&o, O).scsi_target(7));
     let script = SCRIPT
         .replace("@A@", A)
@@ -267,6 +291,7 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
         .replace("@F@", F)
         .replace("@O@", O)
         .replace("@N@", N)
+        .replace("@R@", R)
         .replace("@PATTERN@", PATTERN);
     let run = Vm::builder()
         .scsi_hd(Disk::new(32 * MIB, A).write_limit(MIB).max_io(256 * 1024))
@@ -299,7 +324,8 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
         "the host carried out every request, in order",
         asked
             == [
-                "add-b", "add-n", "add-c", "del-c", "add-f", "add-o", "del-n",
+                "add-b", "add-n", "add-c", "del-c", "add-r", "del-r", "add-r", "add-f", "add-o",
+                "del-n",
             ]
             && run.hotplug.iter().all(|h| h.result.is_ok()),
         || format!("{:?}", run.hotplug),
@@ -309,7 +335,7 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
     let bays = run.json("bays.json").unwrap_or(Value::Null);
     let scsi_pci = bays["scsi_pci"].as_str().unwrap_or("?");
     let nvme_bay = bays["nvme_bay"].as_str().unwrap_or("?");
-    let by: BTreeMap<&str, Vec<&Value>> = [A, B, C, F, O, N].map(|s| (s, of(&ev, s))).into();
+    let by: BTreeMap<&str, Vec<&Value>> = [A, B, C, F, O, N, R].map(|s| (s, of(&ev, s))).into();
     // A row's bay is its slot's by-path name (built from sysfs: the SCSI
     // host number is the kernel's, so only the target is known here).
     let scsi_slot = |t: u8| {
@@ -320,6 +346,7 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
         (A, Box::new(scsi_slot(0)) as Box<dyn Fn(&str) -> bool>),
         (B, Box::new(scsi_slot(1))),
         (F, Box::new(scsi_slot(3))),
+        (R, Box::new(scsi_slot(4))),
         (N, Box::new(|b: &str| b == nvme_bay)),
     ] {
         let e = &by[serial];
@@ -387,6 +414,41 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
         },
     );
 
+    // R: pulled, plugged back, resumed from its journal.
+    let r_states = states(&by[R]);
+    let removed = r_states.iter().position(|s| s == "removed");
+    let certified = r_states.iter().position(|s| s == "certified");
+    ck.check(
+        "R: removed mid-erase, then back and certified",
+        matches!((removed, certified), (Some(a), Some(b)) if a < b),
+        || format!("{r_states:?}"),
+    );
+    let pulled_certs = run.file("certs_after_r_pulled.txt").unwrap_or_default();
+    ck.check(
+        "R: its journal kept when pulled, no certificate",
+        pulled_certs.contains(&format!("erase-{R}-"))
+            && pulled_certs.contains(".journal")
+            && !pulled_certs
+                .lines()
+                .any(|l| l.contains(R) && l.ends_with(".json")),
+        || pulled_certs.clone(),
+    );
+    let r_cert = last_state(&by[R])
+        .and_then(|l| l["certificate"].as_str().map(|c| host_path(&run, c)))
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .unwrap_or(Value::Null);
+    let erase = &r_cert["certificate"]["erase"];
+    let (resumed, this_run) = (
+        erase["bytes_resumed"].as_u64().unwrap_or(0),
+        erase["bytes_this_run"].as_u64().unwrap_or(0),
+    );
+    ck.check(
+        "R: the second erase resumed the first's bytes and wrote only the rest",
+        resumed > 0 && resumed + this_run == 16 * MIB,
+        || format!("bytes_resumed {resumed}, bytes_this_run {this_run}"),
+    );
+
     // F: held until confirmed.
     let f_states = states(&by[F]);
     let held = f_states.iter().position(|s| s == "held");
@@ -420,7 +482,7 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
     ck.check("O: its bytes unchanged", digest(&o) == o_before, || {
         "the outside drive's image changed".into()
     });
-    for (serial, path) in [(B, &b), (F, &f), (N, &n)] {
+    for (serial, path) in [(B, &b), (F, &f), (N, &n), (R, &r)] {
         let bytes = read_all(path);
         ck.check(
             &format!("{serial}: the host's image holds the pattern, every byte"),
@@ -436,7 +498,7 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
     let key = run.out_dir().join("erase-signing.pub");
     let bin = static_drivelab().expect("the static drivelab");
     let mut named = Vec::new();
-    for serial in [A, B, F, N] {
+    for serial in [A, B, F, N, R] {
         let cert =
             last_state(&by[serial]).and_then(|l| l["certificate"].as_str().map(String::from));
         let Some(cert) = cert else {
@@ -486,8 +548,10 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
         .filter_map(|e| e["serial"].as_str())
         .collect();
     ck.check(
-        "the store took A, B, C (removed), F and N, not O",
-        [A, B, C, F, N].iter().all(|s| stored.contains(s)) && !stored.contains(&O),
+        "the store took A, B, C (removed), F, N and R (twice), not O",
+        [A, B, C, F, N].iter().all(|s| stored.contains(s))
+            && stored.iter().filter(|s| **s == R).count() == 2
+            && !stored.contains(&O),
         || format!("{stored:?}"),
     );
     // C's node went to F before C's result was stored: the record must
