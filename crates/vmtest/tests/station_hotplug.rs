@@ -242,6 +242,9 @@ fn last_state<'a>(ev: &[&'a Value]) -> Option<&'a Value> {
     ev.iter().rev().find(|e| e["event"] == "state").copied()
 }
 
+/// Each drive's events, by serial.
+type Drives<'a> = BTreeMap<&'static str, Vec<&'a Value>>;
+
 /// The host path of a certificate the guest wrote under /out.
 fn host_path(run: &GuestRun, guest: &str) -> PathBuf {
     run.out_dir()
@@ -332,10 +335,24 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
     );
 
     let ev = events(&run);
+    let by: Drives = [A, B, C, F, O, N, R].map(|s| (s, of(&ev, s))).into();
+    certified_in_their_bays(&mut ck, &run, &by);
+    pulled_not_erased(&mut ck, &by, &c);
+    pulled_and_back_resumed(&mut ck, &run, &by);
+    held_outside_and_erased(&mut ck, &run, &by, &[(B, &b), (F, &f), (N, &n), (R, &r)]);
+    ck.check("O: its bytes unchanged", digest(&o) == o_before, || {
+        "the outside drive's image changed".into()
+    });
+    certificates_are_the_events(&mut ck, &run, &by);
+    stored_as_seen(&mut ck, &run, &ev);
+    ck.finish(&ctx);
+}
+
+/// Each certified drive in its bay, and B's whole life inside A's erase.
+fn certified_in_their_bays(ck: &mut Checks, run: &GuestRun, by: &Drives) {
     let bays = run.json("bays.json").unwrap_or(Value::Null);
     let scsi_pci = bays["scsi_pci"].as_str().unwrap_or("?");
     let nvme_bay = bays["nvme_bay"].as_str().unwrap_or("?");
-    let by: BTreeMap<&str, Vec<&Value>> = [A, B, C, F, O, N, R].map(|s| (s, of(&ev, s))).into();
     // A row's bay is its slot's by-path name (built from sysfs: the SCSI
     // host number is the kernel's, so only the target is known here).
     let scsi_slot = |t: u8| {
@@ -373,8 +390,10 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
             .any(|e| e["transport"] == "nvme" && e["state"] == "identified"),
         || format!("{:?}", by[N].first()),
     );
+}
 
-    // C: pulled mid-erase.
+/// C, pulled at a tenth of its erase: removed, not erased, no certificate.
+fn pulled_not_erased(ck: &mut Checks, by: &Drives, c: &Path) {
     let c_states = states(&by[C]);
     let c_last = last_state(&by[C]);
     let pct = c_last
@@ -394,7 +413,7 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
             && by[C].iter().all(|e| e["certificate"].is_null()),
         || format!("{c_states:?}"),
     );
-    let c_bytes = read_all(&c);
+    let c_bytes = read_all(c);
     let zero_blocks = c_bytes
         .chunks(512)
         .filter(|b| b.iter().all(|x| *x == ERASED))
@@ -413,8 +432,10 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
             )
         },
     );
+}
 
-    // R: pulled, plugged back, resumed from its journal.
+/// R, pulled and plugged back: its erase resumed from the journal.
+fn pulled_and_back_resumed(ck: &mut Checks, run: &GuestRun, by: &Drives) {
     let r_states = states(&by[R]);
     let removed = r_states.iter().position(|s| s == "removed");
     let certified = r_states.iter().position(|s| s == "certified");
@@ -434,7 +455,7 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
         || pulled_certs.clone(),
     );
     let r_cert = last_state(&by[R])
-        .and_then(|l| l["certificate"].as_str().map(|c| host_path(&run, c)))
+        .and_then(|l| l["certificate"].as_str().map(|c| host_path(run, c)))
         .and_then(|p| std::fs::read_to_string(p).ok())
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
         .unwrap_or(Value::Null);
@@ -448,8 +469,15 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
         resumed > 0 && resumed + this_run == 16 * MIB,
         || format!("bytes_resumed {resumed}, bytes_this_run {this_run}"),
     );
+}
 
-    // F: held until confirmed.
+/// F held until confirmed, O outside, and each erased image all pattern.
+fn held_outside_and_erased(
+    ck: &mut Checks,
+    run: &GuestRun,
+    by: &Drives,
+    images: &[(&str, &PathBuf)],
+) {
     let f_states = states(&by[F]);
     let held = f_states.iter().position(|s| s == "held");
     let erasing = f_states.iter().position(|s| s == "erasing");
@@ -479,10 +507,7 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
             && by[O].iter().all(|e| e["bay"].is_null()),
         || format!("{o_states:?}"),
     );
-    ck.check("O: its bytes unchanged", digest(&o) == o_before, || {
-        "the outside drive's image changed".into()
-    });
-    for (serial, path) in [(B, &b), (F, &f), (N, &n), (R, &r)] {
+    for (serial, path) in images {
         let bytes = read_all(path);
         ck.check(
             &format!("{serial}: the host's image holds the pattern, every byte"),
@@ -493,8 +518,10 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
             },
         );
     }
+}
 
-    // The events against the certificates in /out.
+/// The events against the certificates in /out, each verified on the host.
+fn certificates_are_the_events(ck: &mut Checks, run: &GuestRun, by: &Drives) {
     let key = run.out_dir().join("erase-signing.pub");
     let bin = static_drivelab().expect("the static drivelab");
     let mut named = Vec::new();
@@ -509,7 +536,7 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
             );
             continue;
         };
-        let p = host_path(&run, &cert);
+        let p = host_path(run, &cert);
         named.push(p.clone());
         let text = std::fs::read_to_string(&p).unwrap_or_default();
         ck.check(
@@ -542,6 +569,10 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
         found == named,
         || format!("found {found:?}, named {named:?}"),
     );
+}
+
+/// The store's records: every erase once, under the drive the erase saw.
+fn stored_as_seen(ck: &mut Checks, run: &GuestRun, ev: &[Value]) {
     let stored: Vec<&str> = ev
         .iter()
         .filter(|e| e["event"] == "stored")
@@ -580,5 +611,4 @@ fn station_erases_drives_plugged_and_pulled_through_qmp() {
     ck.check("the store holds one erase of F", f_rows == Some(1), || {
         format!("{all:?}")
     });
-    ck.finish(&ctx);
 }
