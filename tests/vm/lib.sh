@@ -104,3 +104,32 @@ run_json() {
     echo "$st" > "$name.status"
     echo "drivelab-vm: run $name exited $st at $(cut -d' ' -f1 /proc/uptime) s" > /dev/console
 }
+
+# hotplug REQUEST [SECONDS]: asks the host to carry out REQUEST of the VM's
+# hot-plug plan (add-ID plugs the disk ID in, del-ID pulls it; see
+# crates/vmtest/src/hotplug.rs) by writing /out/plug-REQUEST, and waits for
+# the host's answer (default 120 s), then removes the marker. 0 when done;
+# 1 when it failed (the reason, QMP's own when QEMU refused, is printed
+# and stays in /out/plug-REQUEST.failed) or no answer came.
+hotplug() {
+    rm -f "/out/plug-$1.done" "/out/plug-$1.failed"
+    echo "drivelab-vm: hotplug $1 at $(cut -d' ' -f1 /proc/uptime) s" > /dev/console
+    touch "/out/plug-$1"
+    st=1
+    i=0
+    while [ "$i" -lt $(( ${2:-120} * 10 )) ]; do
+        if [ -e "/out/plug-$1.done" ]; then
+            st=0
+            break
+        fi
+        if [ -e "/out/plug-$1.failed" ]; then
+            echo "hotplug $1 failed: $(cat "/out/plug-$1.failed")"
+            break
+        fi
+        sleep 0.1
+        i=$((i + 1))
+    done
+    [ "$i" -lt $(( ${2:-120} * 10 )) ] || echo "hotplug $1: no answer from the host in ${2:-120} s"
+    rm -f "/out/plug-$1"
+    return $st
+}

@@ -307,9 +307,15 @@ fn drive_words<'a>(each: impl Iterator<Item = &'a str>, words: &mut Vec<String>)
 /// run's device check and claims, a test's or replay's claim and target,
 /// an erase's drives, a season's drives' identities, an audit's replay's
 /// target. Each is described as the kernel has it now (a partition by its
-/// disk's model and serial; a file by the device under it), once.
+/// disk's model and serial; a file by the device under it), once; an
+/// erased drive whose node is gone or holds another drive now (pulled from
+/// a station) by its node and the serial the erase saw.
 fn drives(kind: Kind, v: &Value) -> Vec<Drive> {
     let mut refs: Vec<String> = Vec::new();
+    // The serial an erase saw at each node: a drive pulled from a station
+    // leaves its node to the next one plugged in, which must not be
+    // recorded as the erased drive.
+    let mut erased_serials: Vec<(String, String)> = Vec::new();
     match kind {
         Kind::Run => {
             let r = drivelab_report::RunReport::from_stored(v);
@@ -323,7 +329,12 @@ fn drives(kind: Kind, v: &Value) -> Vec<Drive> {
         }
         Kind::Erase => {
             let r = Summary::from_stored(v);
-            refs.extend(r.drives.into_iter().map(|d| d.device));
+            for d in r.drives {
+                if let Some(s) = d.serial {
+                    erased_serials.push((d.device.clone(), s));
+                }
+                refs.push(d.device);
+            }
         }
         Kind::Season => {
             let r = SeasonReport::from_stored(v);
@@ -340,16 +351,32 @@ fn drives(kind: Kind, v: &Value) -> Vec<Drive> {
     let mut out: Vec<Drive> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for r in refs {
-        let dev = resolve(&r);
+        let serial = erased_serials
+            .iter()
+            .find(|(d, _)| *d == r)
+            .map(|(_, s)| s.clone());
+        // A node that now holds a drive with another serial than the erase
+        // saw is not that drive: only what the erase saw is kept. (A drive
+        // the kernel knows no serial of may be the same one, its serial
+        // read by the erase's own commands: that serial is added.)
+        let dev = resolve(&r).filter(|d| {
+            let now = identity(d).serial;
+            serial.is_none() || now.is_none() || now.as_deref().map(str::trim) == serial.as_deref()
+        });
         let key = dev.as_ref().map(|d| d.name.clone()).unwrap_or(r.clone());
         if seen.contains(&key) {
             continue;
         }
         seen.push(key);
         out.push(match dev {
-            Some(d) => identity(&d),
+            Some(d) => {
+                let mut id = identity(&d);
+                id.serial = id.serial.or(serial);
+                id
+            }
             None => Drive {
                 path: r,
+                serial,
                 ..Drive::default()
             },
         });
@@ -404,9 +431,36 @@ fn identity(d: &BlockDevice) -> Drive {
 
 #[cfg(test)]
 mod tests {
-    use super::verdict;
+    use super::{drives, verdict};
     use drivelab_store::Kind;
+    use drivelab_testkit::{require_root, LoopDev, TempDir};
     use serde_json::json;
+
+    /// A station's drive pulled mid-erase leaves its node to the next
+    /// drive plugged in, often before its result is stored: the VM
+    /// hot-plug test (crates/vmtest/tests/station_hotplug.rs, which needs
+    /// drives with serials) saw /dev/sdc's removed erase stored under the
+    /// serial of the ext4 drive plugged in after it. Here: the serial the
+    /// erase saw is kept when the node is gone, and added to a drive the
+    /// kernel knows no serial of.
+    #[test]
+    fn an_erased_drive_keeps_the_serial_the_erase_saw() {
+        require_root();
+        let dir = TempDir::new("store-node-reused");
+        let gone =
+            json!({"drives": [{"device": "/dev/drivelab-no-such-node", "serial": "GONE-1"}]});
+        let d = drives(Kind::Erase, &gone);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].path, "/dev/drivelab-no-such-node");
+        assert_eq!(d[0].serial.as_deref(), Some("GONE-1"));
+        let lo = LoopDev::new_in(&dir, 1 << 20);
+        let seen = json!({"drives": [{"device": lo.dev(), "serial": "READ-BY-ERASE"}]});
+        let d = drives(Kind::Erase, &seen);
+        assert_eq!(d[0].serial.as_deref(), Some("READ-BY-ERASE"), "{d:?}");
+        assert_eq!(d[0].capacity_bytes, Some(1 << 20), "{d:?}");
+        let plain = json!({"drives": [{"device": lo.dev()}]});
+        assert_eq!(drives(Kind::Erase, &plain)[0].serial, None);
+    }
 
     #[test]
     fn verdicts_say_what_the_result_says() {

@@ -280,16 +280,18 @@ impl Station<'_> {
                     && watch::is_shown(dev.kind, self.ctx.policy.include_loop);
                 let known = self.slots.get(&name).map(|s| {
                     let id = s.identity.lock().ok().and_then(|g| g.clone());
-                    (s.view().state, id)
+                    (s.view().state, id, Control::is(&s.control.removed))
                 });
                 match known {
-                    // A new drive, or a different one in a slot whose drive
-                    // is gone or done with.
+                    // A new drive, or in a slot whose drive is done with: a
+                    // different one, or one plugged back after it was
+                    // pulled (the same drive back at the same node has the
+                    // same identity: only its removal tells it came again).
                     None if shown => self.add(&dev),
-                    Some((state, id))
+                    Some((state, id, pulled))
                         if shown
                             && state.is_final()
-                            && id.as_ref() != Some(&Identity::of(&dev)) =>
+                            && (pulled || id.as_ref() != Some(&Identity::of(&dev))) =>
                     {
                         self.add(&dev)
                     }

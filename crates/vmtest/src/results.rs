@@ -1,7 +1,11 @@
 //! Reading what a guest script left in its output directory, as the VM
 //! tests check it: a result file or a `run_json` command's stdout as JSON
 //! (Null when missing), its exit status, a line saying what it printed, an
-//! erase report's drive row and the signed certificate that row names.
+//! erase report's drive row and the signed certificate that row names, and
+//! a certificate checked on the host.
+
+use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -68,4 +72,27 @@ pub fn print_times(run: &GuestRun) {
         run.script_end_s,
         run.elapsed.as_secs_f64()
     );
+}
+
+/// `drivelab erase verify-cert FILE --public-key KEY`, run on the host with
+/// `bin`: its exit status and stdout and stderr together (-1 and why when
+/// it could not be run).
+pub fn verify_cert(bin: &Path, file: &Path, key: &Path) -> (i32, String) {
+    match Command::new(bin)
+        .args(["erase", "verify-cert"])
+        .arg(file)
+        .arg("--public-key")
+        .arg(key)
+        .output()
+    {
+        Ok(o) => (
+            o.status.code().unwrap_or(-1),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        ),
+        Err(e) => (-1, format!("cannot run {}: {e}", bin.display())),
+    }
 }

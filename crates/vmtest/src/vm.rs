@@ -20,12 +20,16 @@ use crate::cpio::CpioWriter;
 use crate::drivelab_bin::static_drivelab;
 use crate::error::VmError;
 use crate::host::Host;
+use crate::hotplug::{Driver, Hotplug, HotplugOutcome};
 use crate::modules::{module_name, ModuleDeps, BASE_MODULES};
 
 /// The guest's PID 1.
 const INIT_SH: &str = include_str!("../../../tests/vm/init.sh");
 /// Helpers sourced before each guest script.
 const LIB_SH: &str = include_str!("../../../tests/vm/lib.sh");
+
+/// The monitor's socket in the work dir (with a hot-plug plan).
+const QMP_SOCKET: &str = "qmp.sock";
 
 /// One MiB in bytes.
 pub const MIB: u64 = 1024 * 1024;
@@ -113,7 +117,7 @@ impl Disk {
         o
     }
 
-    fn check(&self) -> Result<(), VmError> {
+    pub(crate) fn check(&self) -> Result<(), VmError> {
         let ok_chars = self
             .serial
             .chars()
@@ -185,6 +189,8 @@ pub struct Vm {
     modules: Vec<(String, String)>,
     /// Extra static binaries: guest path under `/bin`, host file.
     binaries: Vec<(String, PathBuf)>,
+    /// Disks the guest may plug and pull through the host's QMP.
+    hotplug: Option<Hotplug>,
 }
 
 /// Builder for [`Vm`]. Defaults: no disks, empty script, 120 s timeout,
@@ -212,6 +218,7 @@ impl Vm {
                 drivelab: Drivelab::None,
                 modules: Vec::new(),
                 binaries: Vec::new(),
+                hotplug: None,
             },
         }
     }
@@ -343,6 +350,15 @@ impl VmBuilder {
         self
     }
 
+    /// Starts QEMU with its monitor (QMP) on a unix socket in the work
+    /// dir and carries out the guest's hot-plug requests from `plan`
+    /// while the VM runs (see [`crate::hotplug`]; the guest's
+    /// `hotplug add-ID` / `hotplug del-ID` in tests/vm/lib.sh).
+    pub fn hotplug(mut self, plan: Hotplug) -> Self {
+        self.vm.hotplug = Some(plan);
+        self
+    }
+
     /// The finished configuration.
     pub fn build(self) -> Vm {
         self.vm
@@ -411,6 +427,9 @@ impl Vm {
             if !seen.insert(d.serial.clone()) {
                 return Err(VmError::Config(format!("serial {} used twice", d.serial)));
             }
+        }
+        if let Some(h) = &self.hotplug {
+            h.check(&mut seen)?;
         }
         if let Some(d) = self
             .nvme
@@ -584,8 +603,13 @@ impl Vm {
                 p(&dir.join("out"))
             ),
         ]);
-        if !self.scsi_hd.is_empty() || !self.blkdebug.is_empty() {
+        let hot_scsi = self.hotplug.as_ref().is_some_and(Hotplug::needs_scsi);
+        if !self.scsi_hd.is_empty() || !self.blkdebug.is_empty() || hot_scsi {
             push(&["-device", "virtio-scsi-pci,id=scsi0"]);
+        }
+        if let Some(h) = &self.hotplug {
+            let args = h.qemu_args(&dir.join(QMP_SOCKET));
+            push(&args.iter().map(String::as_str).collect::<Vec<_>>());
         }
         for (i, d) in self.scsi_hd.iter().enumerate() {
             let img = dir.join(format!("scsi{i}.img"));
@@ -718,7 +742,14 @@ impl Vm {
                 });
             }
         };
+        let mut hotplug = self
+            .hotplug
+            .clone()
+            .map(|plan| Driver::new(plan, dir.join(QMP_SOCKET), out.clone()));
         let status = loop {
+            if let Some(d) = hotplug.as_mut() {
+                d.poll();
+            }
             match child.try_wait() {
                 Ok(Some(s)) => break s,
                 Ok(None) => {}
@@ -758,6 +789,7 @@ impl Vm {
                 .and_then(|s| s.trim().parse::<f64>().ok())
         };
         Ok(GuestRun {
+            hotplug: hotplug.map(|d| d.outcomes).unwrap_or_default(),
             boot_to_script_s: uptime("uptime_script_start"),
             script_end_s: uptime("uptime_script_end"),
             dir,
@@ -805,6 +837,8 @@ pub struct GuestRun {
     pub script_end_s: Option<f64>,
     /// Host wall time from starting QEMU to its exit.
     pub elapsed: Duration,
+    /// The guest's hot-plug requests and what became of each, in order.
+    pub hotplug: Vec<HotplugOutcome>,
 }
 
 impl GuestRun {

@@ -29,11 +29,11 @@
 //! The command lines are the `CMD_*` constants. Needs root, QEMU and the
 //! cached kernel: `bash tests/vm/setup.sh`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use drivelab_vmtest::drivelab_bin::static_drivelab;
+use drivelab_vmtest::results::verify_cert;
 use drivelab_vmtest::{Checks, Disk, GuestRun, Vm, MIB};
 use serde_json::Value;
 
@@ -256,25 +256,6 @@ fn readback_ok(run: &GuestRun, name: &str, byte: u8) -> Result<(), String> {
     } else {
         Err(format!("expected only {want}: {}", bad.join("; ")))
     }
-}
-
-/// `drivelab erase verify-cert FILE --public-key KEY` on the host.
-fn verify_cert(bin: &Path, file: &Path, key: &Path) -> (i32, String) {
-    let o = Command::new(bin)
-        .args(["erase", "verify-cert"])
-        .arg(file)
-        .arg("--public-key")
-        .arg(key)
-        .output()
-        .expect("run drivelab on the host");
-    (
-        o.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
 }
 
 /// Common checks of an erase that should have succeeded on `dev`:

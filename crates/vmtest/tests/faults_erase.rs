@@ -21,11 +21,11 @@
 //!
 //! Needs root, QEMU, the cached kernel and dmsetup: `bash tests/vm/setup.sh`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use drivelab_vmtest::drivelab_bin::static_drivelab;
+use drivelab_vmtest::results::verify_cert;
 use drivelab_vmtest::{Checks, Disk, GuestRun, Vm, MIB};
 use serde_json::Value;
 
@@ -198,25 +198,6 @@ fn cert_of(run: &GuestRun, row: &Value) -> Value {
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
         .map(|v| v["certificate"].clone())
         .unwrap_or(Value::Null)
-}
-
-/// `drivelab erase verify-cert FILE --public-key KEY` on the host.
-fn verify_cert(bin: &Path, file: &Path, key: &Path) -> (i32, String) {
-    let o = Command::new(bin)
-        .args(["erase", "verify-cert"])
-        .arg(file)
-        .arg("--public-key")
-        .arg(key)
-        .output()
-        .expect("run drivelab on the host");
-    (
-        o.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
 }
 
 #[test]

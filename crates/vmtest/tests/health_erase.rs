@@ -24,11 +24,11 @@
 //! Needs root, QEMU, the cached kernel (`bash tests/vm/setup.sh`) and the
 //! host's nvme-cli.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use drivelab_vmtest::drivelab_bin::static_drivelab;
+use drivelab_vmtest::results::verify_cert;
 use drivelab_vmtest::{Checks, Disk, GuestRun, Vm, MIB};
 use serde_json::Value;
 
@@ -113,24 +113,6 @@ fn num(v: &Value) -> Option<u64> {
         v.as_str()
             .and_then(|s| s.replace(',', "").trim().parse().ok())
     })
-}
-
-fn verify_cert(bin: &Path, file: &Path, key: &Path) -> (i32, String) {
-    let o = Command::new(bin)
-        .args(["erase", "verify-cert"])
-        .arg(file)
-        .arg("--public-key")
-        .arg(key)
-        .output()
-        .expect("run drivelab on the host");
-    (
-        o.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
 }
 
 /// Data Units Written of a `drivelab health` document.
