@@ -101,7 +101,9 @@ mod tests {
     fn write_same_writes_or_unmaps_as_its_bits_and_block_say() {
         let a5 = vec![0xA5u8; 512];
         let z = vec![0u8; 512];
-        let cases: &[(u64, u32, bool, bool, &[u8], Result<SameAction, Sense>)] = &[
+        // (lba, blocks, UNMAP, NDOB, data-out, what the drive does)
+        type Case<'a> = (u64, u32, bool, bool, &'a [u8], Result<SameAction, Sense>);
+        let cases: &[Case] = &[
             (0, 8, false, false, &a5, Ok(SameAction::Write(a5.clone()))),
             // UNMAP with a block that is not zeroes: written.
             (0, 8, true, false, &a5, Ok(SameAction::Write(a5.clone()))),

@@ -186,6 +186,9 @@ mod tests {
             None,
         )
         .unwrap_err();
-        assert!(e.is_input() && e.to_string().contains("--block-size 513"), "{e}");
+        assert!(
+            e.is_input() && e.to_string().contains("--block-size 513"),
+            "{e}"
+        );
     }
 }

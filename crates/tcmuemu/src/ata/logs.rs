@@ -80,7 +80,7 @@ impl Ata {
         }
     }
 
-    /// SMART EXECUTE OFF-LINE IMMEDIATE (ACS-3 7.48.6).
+    /// SMART EXECUTE OFF-LINE IMMEDIATE (ACS-3 7.48.4).
     pub(super) fn execute_offline(&mut self, tf: &Regs) -> Outcome {
         let now = Instant::now();
         let hours = self.hours();

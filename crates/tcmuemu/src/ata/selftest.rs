@@ -1,4 +1,4 @@
-//! SMART self-tests (ACS-3 7.48.6, SMART EXECUTE OFF-LINE IMMEDIATE
+//! SMART self-tests (ACS-3 7.48.4, SMART EXECUTE OFF-LINE IMMEDIATE
 //! D4h): the short (01h) and extended (02h) tests run in off-line mode for
 //! a set time, with their progress in SMART READ DATA byte 363 (bits 7:4
 //! the execution status, Fh while running; 3:0 the tenths left); 7Fh
