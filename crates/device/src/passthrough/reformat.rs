@@ -110,7 +110,9 @@ pub fn format_unit(
                 .join(", ")
         )));
     }
-    let held = consent.claim(dev, "format-unit")?;
+    // A drive with a block length the kernel's disk driver does not take
+    // shows size 0 there: it is claimed all the same.
+    let held = consent.claim_any_size(dev, "format-unit")?;
     let d = sg_for_write(dev, held.as_ref(), timeout_ms.unwrap_or(LONG_TIMEOUT_MS))?;
     let before = Geometry::from(&scsi::read_capacity(&d)?);
     let t0 = Instant::now();
