@@ -142,13 +142,7 @@ mod tests {
     use drivelab_device::units::{BlockCount, Lba};
 
     fn regs(t: Taskfile) -> Regs {
-        Regs {
-            feature: t.feature,
-            count: t.count,
-            lba: t.lba,
-            device: t.device,
-            command: t.command,
-        }
+        Regs::from(t)
     }
 
     #[test]
