@@ -211,6 +211,7 @@ run_json st_smartctl_running smartctl -c -j $SATA
 state sata t4
 sleep $((@SELF_TEST_S@ + 1))
 run_json st_smartctl_log smartctl -l selftest -j $SATA
+run_json st_smartctl_xlog smartctl -l xselftest -l directory -j $SATA
 state sata t5
 mark sata_sct_trim_selftest
 
@@ -922,6 +923,41 @@ fn self_test_checks(c: &mut Checks, run: &GuestRun) {
     );
 }
 
+/// smartctl's reading of the GPL side: the extended self-test log (READ
+/// LOG EXT 07h) and both log directories.
+fn gpl_log_checks(c: &mut Checks, run: &GuestRun) {
+    let x = out(run, "st_smartctl_xlog");
+    let ext = &x["ata_smart_self_test_log"]["extended"];
+    let emu = json(run, "t5.state.json")["ata"]["self_test"]["log"].clone();
+    c.check(
+        "selftest: smartctl -l xselftest (READ LOG EXT 07h) = the emulator's log: two short tests, completed without error",
+        run.outcome("st_smartctl_xlog").0 == 0
+            && ext["count"] == 2
+            && emu.as_array().is_some_and(|a| a.len() == 2)
+            && ext["table"].as_array().is_some_and(|t| {
+                t.iter().all(|e| e["type"]["value"] == 1 && e["status"]["passed"] == true)
+            }),
+        || format!("smartctl {x}; emulator {emu}"),
+    );
+    // (address, GPL pages, SMART pages): what the two directories list.
+    let listed: Vec<(u64, u64, u64)> = x["ata_log_directory"]["table"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|e| {
+                    let n = |k: &str| e[k].as_u64().unwrap_or(0);
+                    (n("address"), n("gp_sectors"), n("smart_sectors"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    c.check(
+        "logs: smartctl -l directory reads both directories: 06h SMART only, 07h GPL only, E0h and E1h both, one page each",
+        listed == [(0, 1, 1), (6, 0, 1), (7, 1, 0), (0xE0, 1, 1), (0xE1, 1, 1)],
+        || format!("{listed:?}; {}", x["ata_log_directory"]),
+    );
+}
+
 /// The 520-byte drive reformatted to 512 with drivelab device format-unit.
 fn reformat_checks(c: &mut Checks, run: &GuestRun) {
     let names = json(run, "s520.names.json");
@@ -1169,6 +1205,7 @@ fn drivelab_on_a_scsi_drive_emulated_behind_tcmu() {
     reformat_checks(&mut c, &run);
     sct_trim_checks(&mut c, &run);
     self_test_checks(&mut c, &run);
+    gpl_log_checks(&mut c, &run);
     frozen_checks(&mut c, &run);
     locked_checks(&mut c, &run);
     dco_checks(&mut c, &run);
