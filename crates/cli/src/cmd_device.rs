@@ -6,7 +6,9 @@
 //! read ops (`inquiry`, `read-capacity`, `identify`, `read`, `sct-status`)
 //! show decoded answers, and the writing ops (`write-same`, `unmap`,
 //! `sct-write-same`, `ata-sanitize`, `nvme-*`) send exactly one command (or
-//! one per 65536 blocks for NVMe Write Zeroes). Writing ops need `--yes`
+//! one per 65536 blocks for NVMe Write Zeroes); `format-unit` reformats a
+//! SCSI drive to another block length (MODE SELECT, FORMAT UNIT, READ
+//! CAPACITY). Writing ops need `--yes`
 //! and pass the same safety check as every other writer (`--force` to
 //! override). A device that refuses a command gives one line "… not
 //! supported by this device (decoded sense/status)" and exit status 1; in
@@ -107,6 +109,10 @@ pub enum Op {
     SctStatus(PlainArgs),
     /// ATA SANITIZE DEVICE: overwrite, crypto, block erase, or status.
     AtaSanitize(AtaSanitizeArgs),
+    /// SCSI FORMAT UNIT to another logical block length (520/528 -> 512):
+    /// MODE SELECT's block descriptor, FORMAT UNIT, READ CAPACITY. Every
+    /// block is lost.
+    FormatUnit(FormatUnitArgs),
     /// NVMe Write Zeroes over a range (split into 65536-block commands).
     NvmeWriteZeroes(NvmeWriteZeroesArgs),
     /// NVMe Dataset Management (deallocate) of a range.
@@ -282,6 +288,19 @@ pub struct NvmeFormatArgs {
     pub c: Common,
 }
 
+/// `format-unit`.
+#[derive(Args, Debug)]
+pub struct FormatUnitArgs {
+    /// The new logical block length, bytes (512, 520, 524, 528, 4096, 4104,
+    /// 4112 or 4160).
+    #[arg(long = "block-size", value_parser = parse_u32)]
+    pub block_size: u32,
+    #[command(flatten)]
+    pub w: WriteGuard,
+    #[command(flatten)]
+    pub c: Common,
+}
+
 /// NVMe sanitize actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum NvmeSanAction {
@@ -409,6 +428,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<u8> {
             };
             p.print(pt::ata_sanitize(dev, &req, &a.w.consent(), t))
         }
+        Op::FormatUnit(a) => p.print(pt::format_unit(dev, a.block_size, &a.w.consent(), t)),
         Op::NvmeWriteZeroes(a) => p.print(pt::nvme_write_zeroes(
             dev,
             a.r.blocks(),
@@ -450,6 +470,7 @@ fn op_meta(op: &Op) -> (&'static str, Common) {
         Op::SctWriteSame(a) => ("sct-write-same", a.c.clone()),
         Op::SctStatus(a) => ("sct-status", a.c.clone()),
         Op::AtaSanitize(a) => ("ata-sanitize", a.c.clone()),
+        Op::FormatUnit(a) => ("format-unit", a.c.clone()),
         Op::NvmeWriteZeroes(a) => ("nvme-write-zeroes", a.c.clone()),
         Op::NvmeDsm(a) => ("nvme-dsm", a.c.clone()),
         Op::NvmeFormat(a) => ("nvme-format", a.c.clone()),

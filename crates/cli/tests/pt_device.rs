@@ -105,6 +105,7 @@ fn write_ops_without_yes_exit_2_and_write_nothing() {
             "0x0",
         ][..],
         &["ata-sanitize", "--action", "crypto"][..],
+        &["format-unit", "--block-size", "512"][..],
         &["nvme-write-zeroes", "--lba", "0", "--count", "8"][..],
         &["nvme-dsm", "--lba", "0", "--count", "8"][..],
         &["nvme-format", "--ses", "1"][..],
@@ -200,6 +201,10 @@ fn scsi_and_nvme_ops_on_loop_fail_with_one_line_not_supported() {
             "is not a SCSI device",
         ),
         (
+            &["format-unit", "--block-size", "512", "--yes"][..],
+            "is not a SCSI device",
+        ),
+        (
             &["nvme-write-zeroes", "--lba", "0", "--count", "8", "--yes"][..],
             "is not an NVMe device",
         ),
@@ -242,6 +247,10 @@ fn impossible_requests_exit_2_before_the_device_is_touched() {
         (
             &["unmap", "--lba", "0", "--count", "0", "--yes"][..],
             "--count must be at least 1",
+        ),
+        (
+            &["format-unit", "--block-size", "513", "--yes"][..],
+            "--block-size 513: give one of 512, 520",
         ),
         (
             &["read", "--lba", "0", "--count", "0"][..],

@@ -424,3 +424,22 @@ fn drop_cached_makes_a_buffered_reader_see_the_medium() {
         "a buffered read after drop_cached still saw the old data"
     );
 }
+
+#[test]
+fn a_size_zero_device_that_is_not_a_scsi_disk_is_refused_even_for_a_reformat() {
+    // Only a SCSI disk may show size 0 to a reformat (its block length is
+    // one the kernel's sd does not take); an empty loop device is refused
+    // by either claim.
+    require_root();
+    let dir = TempDir::new("cl-empty");
+    let img = dir.join("empty.img");
+    std::fs::File::create(&img).unwrap();
+    let lo = LoopDev::attach(&img, &[]);
+    for e in [
+        Claim::open(&lo.path, &consent(true), &ClaimOptions::default()).unwrap_err(),
+        Claim::open_scsi_any_size(&lo.path, &consent(true)).unwrap_err(),
+    ] {
+        assert!(matches!(e, ClaimError::Empty { .. }), "{e}");
+    }
+    assert!(!safety::held_exclusively(&lo.path));
+}

@@ -28,6 +28,10 @@ pub mod op {
     pub const WRITE_10: u8 = 0x2A;
     /// SYNCHRONIZE CACHE(10) (SBC-4 5.28).
     pub const SYNCHRONIZE_CACHE_10: u8 = 0x35;
+    /// WRITE SAME(10) (SBC-4 5.45).
+    pub const WRITE_SAME_10: u8 = 0x41;
+    /// UNMAP (SBC-4 5.32).
+    pub const UNMAP: u8 = 0x42;
     /// SANITIZE (SBC-4 5.30).
     pub const SANITIZE: u8 = 0x48;
     /// LOG SENSE (SPC-5 6.8).
@@ -40,6 +44,8 @@ pub mod op {
     pub const WRITE_16: u8 = 0x8A;
     /// SYNCHRONIZE CACHE(16) (SBC-4 5.29).
     pub const SYNCHRONIZE_CACHE_16: u8 = 0x91;
+    /// WRITE SAME(16) (SBC-4 5.46).
+    pub const WRITE_SAME_16: u8 = 0x93;
     /// SERVICE ACTION IN(16); service action 10h is READ CAPACITY(16) (SBC-4 5.21).
     pub const SERVICE_ACTION_IN_16: u8 = 0x9E;
     /// REPORT LUNS (SPC-5 6.33).
@@ -110,6 +116,22 @@ pub enum Cdb {
     },
     /// SYNCHRONIZE CACHE (10/16).
     SynchronizeCache,
+    /// WRITE SAME (10/16).
+    WriteSame {
+        /// First LBA.
+        lba: u64,
+        /// Blocks (0: refused, WSNZ).
+        blocks: u32,
+        /// UNMAP: the blocks may be unmapped instead of written.
+        unmap: bool,
+        /// NDOB (16 only): no data-out buffer, the block is zeroes.
+        ndob: bool,
+    },
+    /// UNMAP with a parameter list of this length.
+    Unmap {
+        /// PARAMETER LIST LENGTH.
+        len: usize,
+    },
     /// REPORT LUNS.
     ReportLuns {
         /// Allocation length.
@@ -165,7 +187,10 @@ fn be64(b: &[u8]) -> u64 {
 /// transfer length (SAT-4 12.2.2.3).
 pub fn is_data_out(cdb: &[u8]) -> bool {
     match cdb.first() {
-        Some(&(op::WRITE_10 | op::WRITE_16)) => true,
+        Some(&(op::WRITE_10 | op::WRITE_16 | op::WRITE_SAME_10)) => true,
+        // WRITE SAME(16) unless NDOB; UNMAP with a parameter list.
+        Some(&op::WRITE_SAME_16) => cdb.get(1).is_some_and(|b| b & 0x01 == 0),
+        Some(&op::UNMAP) => cdb.get(7..9).is_some_and(|l| l != [0, 0]),
         // SANITIZE with a parameter list (overwrite), MODE SELECT with one,
         // FORMAT UNIT with FMTDATA.
         Some(&op::SANITIZE | &op::MODE_SELECT_10) => cdb.get(7..9).is_some_and(|l| l != [0, 0]),
@@ -242,6 +267,26 @@ impl Cdb {
                 blocks: be32(&b[10..14]),
             },
             op::SYNCHRONIZE_CACHE_10 | op::SYNCHRONIZE_CACHE_16 => Cdb::SynchronizeCache,
+            // ANCHOR is refused (ANC_SUP 0 in VPD B2h), as is WRPROTECT.
+            op::WRITE_SAME_10 | op::WRITE_SAME_16 if b[1] & 0xF0 != 0 => {
+                return Err(Sense::INVALID_FIELD_IN_CDB)
+            }
+            op::WRITE_SAME_10 => Cdb::WriteSame {
+                lba: u64::from(be32(&b[2..6])),
+                blocks: be16(&b[7..9]) as u32,
+                unmap: b[1] & 0x08 != 0,
+                ndob: false,
+            },
+            op::WRITE_SAME_16 => Cdb::WriteSame {
+                lba: be64(&b[2..10]),
+                blocks: be32(&b[10..14]),
+                unmap: b[1] & 0x08 != 0,
+                ndob: b[1] & 0x01 != 0,
+            },
+            op::UNMAP if b[1] & 0x01 != 0 => return Err(Sense::INVALID_FIELD_IN_CDB),
+            op::UNMAP => Cdb::Unmap {
+                len: be16(&b[7..9]),
+            },
             op::ATA_PASS_THROUGH_16 | op::ATA_PASS_THROUGH_12 => Cdb::AtaPassThrough,
             op::LOG_SENSE => Cdb::LogSense,
             op::SANITIZE => Cdb::Sanitize,
@@ -347,6 +392,33 @@ mod tests {
             ),
             (&[0xC5, 0, 0, 0, 0, 0], Ok(Cdb::Unsupported(0xC5))),
             (
+                &[0x41, 0x08, 0, 0, 1, 0, 0, 0x01, 0x00, 0],
+                Ok(Cdb::WriteSame {
+                    lba: 256,
+                    blocks: 256,
+                    unmap: true,
+                    ndob: false,
+                }),
+            ),
+            (
+                &[0x93, 0x01, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 8, 0, 0],
+                Ok(Cdb::WriteSame {
+                    lba: 0x0001_0000_0002,
+                    blocks: 8,
+                    unmap: false,
+                    ndob: true,
+                }),
+            ),
+            // ANCHOR: not supported.
+            (
+                &[0x93, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0],
+                Err(Sense::INVALID_FIELD_IN_CDB),
+            ),
+            (
+                &[0x42, 0, 0, 0, 0, 0, 0, 0, 24, 0],
+                Ok(Cdb::Unmap { len: 24 }),
+            ),
+            (
                 &[0xA1, 0x08, 0x0E, 0, 1, 0, 0, 0, 0, 0xEC, 0, 0],
                 Ok(Cdb::AtaPassThrough),
             ),
@@ -364,6 +436,17 @@ mod tests {
         let cases: &[(&[u8], bool)] = &[
             (&[0x2A, 0, 0, 0, 0, 0, 0, 0, 1, 0], true),
             (&[0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0], false),
+            (&[0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0], true),
+            (
+                &[0x93, 0x08, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0],
+                true,
+            ),
+            (
+                &[0x93, 0x09, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0],
+                false,
+            ),
+            (&[0x42, 0, 0, 0, 0, 0, 0, 0, 24, 0], true),
+            (&[0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0], false),
             // SECURITY SET PASSWORD: PIO data-out, T_LENGTH in COUNT.
             (
                 &[0x85, 0x0A, 0x26, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xF1, 0],

@@ -29,6 +29,10 @@ pub struct Counters {
     pub blocks_read: u64,
     /// Logical blocks written.
     pub blocks_written: u64,
+    /// Blocks the drive wrote for WRITE SAME and SCT Write Same.
+    pub blocks_written_same: u64,
+    /// Blocks unmapped: UNMAP, WRITE SAME with UNMAP, TRIM.
+    pub blocks_unmapped: u64,
     /// Commands answered with CHECK CONDITION.
     pub check_conditions: u64,
     /// Commands taken and never answered (a fault).
@@ -212,6 +216,13 @@ impl Disk {
             }
             Cdb::Read { lba, blocks } => self.read(lba, blocks),
             Cdb::Write { lba, blocks } => self.write(lba, blocks, data_out),
+            Cdb::WriteSame {
+                lba,
+                blocks,
+                unmap,
+                ndob,
+            } => self.write_same(lba, blocks, unmap, ndob, data_out),
+            Cdb::Unmap { len } => self.unmap(len, data_out),
             Cdb::ReportLuns { alloc } => good(pages::cut(pages::report_luns(), alloc)),
             Cdb::AtaPassThrough => self.ata_pass_through(cdb, data_out),
             Cdb::ReportSupportedOpcode(r) => match crate::rsoc::answer(&r, self.ata.is_some()) {
@@ -402,6 +413,8 @@ impl Disk {
             let native = ata.native_blocks * u64::from(self.geometry.block_size);
             if self.apply(&action, native).is_err() {
                 o = crate::ata::Outcome::abort();
+            } else {
+                self.count_medium(&action);
             }
         }
         let max = self.ata.as_ref().map(|a| a.max_blocks);
@@ -463,17 +476,34 @@ impl Disk {
         good(Vec::new())
     }
 
-    /// Carry out `action` over the first `bytes` of the medium.
+    /// Carry out `action`: a whole-medium one over the first `bytes` of
+    /// the medium, a ranged one over its blocks.
     fn apply(&mut self, action: &MediumAction, bytes: u64) -> std::io::Result<()> {
+        let bs = u64::from(self.geometry.block_size);
+        match action {
+            MediumAction::Half(a) => self.apply_at(a, 0, bytes / 2)?,
+            MediumAction::Blocks { lba, blocks, with } => {
+                self.apply_at(with, lba * bs, blocks * bs)?
+            }
+            MediumAction::Trim(ranges) => {
+                for &(lba, n) in ranges {
+                    self.apply_at(&MediumAction::Fill(0), lba * bs, n * bs)?;
+                }
+            }
+            a => self.apply_at(a, 0, bytes)?,
+        }
+        self.media.sync_data()
+    }
+
+    /// Fill `bytes` of the medium from `start` as `action` says (a fill,
+    /// a pattern, a repeated block or noise).
+    fn apply_at(&mut self, action: &MediumAction, start: u64, bytes: u64) -> std::io::Result<()> {
         const CHUNK: usize = 1 << 20;
-        let (action, bytes) = match action {
-            MediumAction::Half(a) => (a.as_ref(), bytes / 2),
-            a => (a, bytes),
-        };
         let mut chunk = vec![0u8; CHUNK];
-        let mut off = 0u64;
-        while off < bytes {
-            let n = (bytes - off).min(CHUNK as u64) as usize;
+        let mut done = 0u64;
+        while done < bytes {
+            let n = (bytes - done).min(CHUNK as u64) as usize;
+            let off = start + done;
             match action {
                 MediumAction::Fill(b) => chunk.fill(*b),
                 MediumAction::Pattern(p) => {
@@ -481,13 +511,109 @@ impl Disk {
                         *b = p.to_le_bytes()[i % 4];
                     }
                 }
+                MediumAction::Block(block) if !block.is_empty() => {
+                    let at = (done % block.len() as u64) as usize;
+                    for (i, b) in chunk.iter_mut().enumerate() {
+                        *b = block[(at + i) % block.len()];
+                    }
+                }
                 MediumAction::Noise(key) => noise(*key, off, &mut chunk),
-                MediumAction::Half(_) => {}
+                _ => return Err(std::io::Error::other("not a fill")),
             }
             self.media.write_all_at(&chunk[..n], off)?;
-            off += n as u64;
+            done += n as u64;
         }
-        self.media.sync_data()
+        Ok(())
+    }
+
+    /// Count what a ranged action did: written blocks (SMART 241 counts
+    /// them too), unmapped ones.
+    fn count_medium(&mut self, action: &MediumAction) {
+        match action {
+            MediumAction::Blocks { blocks, .. } => {
+                self.counters.blocks_written_same += blocks;
+                if let Some(a) = &mut self.ata {
+                    a.smart.lbas_written += blocks;
+                }
+            }
+            MediumAction::Trim(ranges) => {
+                let n: u64 = ranges.iter().map(|r| r.1).sum();
+                self.counters.blocks_unmapped += n;
+                if let Some(a) = &mut self.ata {
+                    a.trimmed_blocks += n;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// WRITE SAME (10/16): the block written to each, or the blocks
+    /// unmapped (SBC-4 5.45, 5.46). Behind the SATL, as SAT-4 translates
+    /// it: an unmap is a TRIM, a write an SCT Write Same of the block.
+    fn write_same(
+        &mut self,
+        lba: u64,
+        blocks: u32,
+        unmap: bool,
+        ndob: bool,
+        data: &[u8],
+    ) -> Response {
+        if let Some(r) = self.locked() {
+            return r;
+        }
+        let g = self.geometry;
+        let action = match crate::provisioning::write_same(
+            lba,
+            blocks,
+            unmap,
+            ndob,
+            data,
+            g.blocks,
+            g.block_size as usize,
+        ) {
+            Ok(crate::provisioning::SameAction::Write(block)) => MediumAction::Blocks {
+                lba,
+                blocks: u64::from(blocks),
+                with: Box::new(MediumAction::Block(block)),
+            },
+            Ok(crate::provisioning::SameAction::Unmap) => {
+                MediumAction::Trim(vec![(lba, u64::from(blocks))])
+            }
+            Err(s) => return check(s),
+        };
+        self.carry_out(action)
+    }
+
+    /// UNMAP (SBC-4 5.32): every range of its parameter list unmapped
+    /// (behind the SATL: one TRIM).
+    fn unmap(&mut self, len: usize, data: &[u8]) -> Response {
+        if let Some(r) = self.locked() {
+            return r;
+        }
+        match crate::provisioning::unmap_ranges(len, data, self.geometry.blocks) {
+            Ok(r) if r.is_empty() => good(Vec::new()),
+            Ok(r) => self.carry_out(MediumAction::Trim(r)),
+            Err(s) => check(s),
+        }
+    }
+
+    /// A ranged action from a SCSI command: applied, counted, and (behind
+    /// the SATL) logged as the ATA command it became.
+    fn carry_out(&mut self, action: MediumAction) -> Response {
+        if self.apply(&action, 0).is_err() {
+            return check(Sense::WRITE_ERROR);
+        }
+        self.count_medium(&action);
+        if let Some(a) = &mut self.ata {
+            a.log.push(
+                match action {
+                    MediumAction::Trim(_) => "DATA SET MANAGEMENT (SATL)",
+                    _ => "SCT WRITE SAME (SATL)",
+                }
+                .to_string(),
+            );
+        }
+        good(Vec::new())
     }
 
     /// Bytes `[off, off + len)` of the medium, for tests.
@@ -581,13 +707,14 @@ mod tests {
                 512,
                 Sense::INVALID_FIELD_IN_CDB,
             ),
-            // Not implemented: UNMAP, ATA PASS-THROUGH(16) on SAS, WRITE SAME(16).
-            (&[0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0, Sense::INVALID_OPCODE),
+            // Not implemented: ATA PASS-THROUGH(16) on SAS, WRITE LONG.
             (&[0x85; 16], 0, Sense::INVALID_OPCODE),
+            (&[0x3F, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0, Sense::INVALID_OPCODE),
+            // WRITE SAME(16) past the end.
             (
-                &[0x93, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0],
+                &[0x93, 0, 0, 0, 0, 0, 0, 0, 0, 127, 0, 0, 0, 2, 0, 0],
                 512,
-                Sense::INVALID_OPCODE,
+                Sense::LBA_OUT_OF_RANGE,
             ),
             // An unknown VPD page.
             (&[0x12, 1, 0x89, 0, 255, 0], 0, Sense::INVALID_FIELD_IN_CDB),
@@ -688,6 +815,100 @@ mod tests {
         let r = d.execute(&[0x04, 0x80, 0, 0, 0, 0], &[]);
         assert_eq!(r.sense, Sense::INVALID_FIELD_IN_CDB.fixed().to_vec());
         assert_eq!(d.formats.len(), 1);
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn write_same_and_unmap_change_the_blocks_they_name_and_count() {
+        use drivelab_device::scsi::{UnmapParameterList, WriteSame};
+        use drivelab_device::units::Lba;
+        let (mut d, path) = disk("ws", 128);
+        d.execute(&[0x2A, 0, 0, 0, 0, 0, 0, 0, 64, 0], &[0x77; 64 * 512]);
+        // WRITE SAME(16) of 0xA5 over blocks 8..24, WRITE SAME(10) over 24..32.
+        let r = d.execute(&WriteSame::new(Lba(8), 16).build16(), &[0xA5; 512]);
+        assert_eq!(r.status, sense::GOOD);
+        let r = d.execute(&WriteSame::new(Lba(24), 8).build10().unwrap(), &[0x5A; 512]);
+        assert_eq!(r.status, sense::GOOD);
+        assert_eq!(d.peek(7 * 512, 512).unwrap(), vec![0x77; 512]);
+        assert_eq!(d.peek(8 * 512, 16 * 512).unwrap(), vec![0xA5; 16 * 512]);
+        assert_eq!(d.peek(24 * 512, 8 * 512).unwrap(), vec![0x5A; 8 * 512]);
+        assert_eq!(d.peek(32 * 512, 512).unwrap(), vec![0x77; 512]);
+        assert_eq!(d.counters.blocks_written_same, 24);
+        // WRITE SAME with UNMAP and NDOB, and UNMAP: zeroes, counted apart.
+        let r = d.execute(
+            &WriteSame::new(Lba(0), 4).unmap(true).ndob(true).build16(),
+            &[],
+        );
+        assert_eq!(r.status, sense::GOOD);
+        let list = UnmapParameterList::new()
+            .range(Lba(40), 8)
+            .range(Lba(50), 2)
+            .build();
+        let mut cdb = [0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        cdb[8] = list.len() as u8;
+        assert_eq!(d.execute(&cdb, &list).status, sense::GOOD);
+        assert_eq!(d.peek(0, 4 * 512).unwrap(), vec![0; 4 * 512]);
+        assert_eq!(d.peek(40 * 512, 8 * 512).unwrap(), vec![0; 8 * 512]);
+        assert_eq!(d.peek(48 * 512, 2 * 512).unwrap(), vec![0x77; 2 * 512]);
+        assert_eq!(d.peek(50 * 512, 2 * 512).unwrap(), vec![0; 2 * 512]);
+        assert_eq!(d.counters.blocks_unmapped, 14);
+        assert_eq!(d.counters.blocks_written_same, 24);
+        assert_eq!(d.counters.blocks_written, 64, "host writes apart");
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn sata_trim_and_sct_write_same_reach_the_medium_and_the_smart_counters() {
+        use drivelab_device::ata::{
+            smart_write_log, AtaPassThrough, Protocol, SctWriteSame, SctWriteSameFunction, Taskfile,
+        };
+        use drivelab_device::units::{BlockCount, Lba};
+        let (d, path) = disk("satatrim", 128);
+        let mut d = d.with_ata(Ata::new("M", "S", "F", 128));
+        d.execute(&[0x2A, 0, 0, 0, 0, 0, 0, 0, 64, 0], &[0x77; 64 * 512]);
+        let key = SctWriteSame::new(
+            SctWriteSameFunction::PatternForeground,
+            Lba(4),
+            BlockCount(8),
+        )
+        .pattern(0xDEAD_BEEF)
+        .build();
+        let pt = AtaPassThrough::new(Protocol::PioDataOut, smart_write_log(0xE0, 1)).ck_cond(true);
+        let r = d.execute(&pt.build16(), &key);
+        assert_eq!(r.sense[1], 0x01, "CK_COND: recovered error, no failure");
+        let want: Vec<u8> = (0..8 * 512)
+            .map(|i| 0xDEAD_BEEFu32.to_le_bytes()[i % 4])
+            .collect();
+        assert_eq!(d.peek(4 * 512, 8 * 512).unwrap(), want);
+        // TRIM of blocks 20..30 (DMA data-out, one block of entries).
+        let mut ranges = vec![0u8; 512];
+        ranges[..8].copy_from_slice(&(20u64 | (10u64 << 48)).to_le_bytes());
+        let trim = AtaPassThrough::new(Protocol::Dma, Taskfile::new(0x06).feature(1).count(1))
+            .extend(true);
+        let r = d.execute(&trim.build16(), &ranges);
+        assert_eq!(r.status, sense::GOOD);
+        assert_eq!(d.peek(20 * 512, 10 * 512).unwrap(), vec![0; 10 * 512]);
+        assert_eq!(d.peek(30 * 512, 512).unwrap(), vec![0x77; 512]);
+        // UNMAP through the SATL is a TRIM too.
+        let list = drivelab_device::scsi::UnmapParameterList::new()
+            .range(Lba(40), 2)
+            .build();
+        let r = d.execute(&[0x42, 0, 0, 0, 0, 0, 0, 0, list.len() as u8, 0], &list);
+        assert_eq!(r.status, sense::GOOD);
+        let a = d.ata.as_ref().unwrap();
+        assert_eq!((a.smart.lbas_written, a.trimmed_blocks), (64 + 8, 12));
+        assert_eq!(
+            a.log,
+            [
+                "SMART WRITE LOG",
+                "DATA SET MANAGEMENT",
+                "DATA SET MANAGEMENT (SATL)"
+            ]
+        );
+        assert_eq!(
+            (d.counters.blocks_written_same, d.counters.blocks_unmapped),
+            (8, 12)
+        );
         std::fs::remove_file(path).ok();
     }
 

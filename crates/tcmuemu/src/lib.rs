@@ -10,11 +10,13 @@
 //! - [`cdb`]: CDBs decoded; [`sense`]: status and sense data.
 //! - [`pages`]: INQUIRY, VPD, READ CAPACITY, mode pages; [`logpages`]:
 //!   LOG SENSE; [`scsi_sanitize`]: SCSI SANITIZE; [`format`]: MODE
-//!   SELECT's block length and FORMAT UNIT.
+//!   SELECT's block length and FORMAT UNIT; [`provisioning`]: WRITE
+//!   SAME and UNMAP.
 //! - [`disk`]: the drive: its medium, identity, counters and commands.
 //! - [`sat`]: ATA PASS-THROUGH decoded and answered as a SATL does;
 //!   [`ata`]: the SATA personality's ATA device (IDENTIFY, SMART, the
-//!   Security feature set, the host protected area).
+//!   Security feature set, the host protected area, TRIM, SCT Write
+//!   Same, SMART self-tests and logs).
 //! - [`configfs`]: the backstore and the loopback LUN that make it appear.
 //! - [`server`]: the serving loop; [`state`]: the state file;
 //!   [`faults`]: faults on command.
@@ -29,6 +31,7 @@ pub mod faults;
 pub mod format;
 pub mod logpages;
 pub mod pages;
+pub mod provisioning;
 pub mod ring;
 pub mod rsoc;
 pub mod sat;

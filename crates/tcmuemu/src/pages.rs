@@ -28,7 +28,15 @@ pub struct Geometry {
 }
 
 /// VPD pages this drive returns, in page 00h's order.
-pub const VPD_PAGES: &[u8] = &[0x00, 0x80, 0x83, 0xB0, 0xB1];
+pub const VPD_PAGES: &[u8] = &[0x00, 0x80, 0x83, 0xB0, 0xB1, 0xB2];
+
+/// Most blocks one WRITE SAME names (VPD B0h MAXIMUM WRITE SAME LENGTH).
+pub const MAX_WRITE_SAME_BLOCKS: u32 = 8192;
+/// Most blocks one UNMAP names in all (MAXIMUM UNMAP LBA COUNT).
+pub const MAX_UNMAP_BLOCKS: u32 = 8192;
+/// Most block descriptors in one UNMAP (MAXIMUM UNMAP BLOCK DESCRIPTOR
+/// COUNT).
+pub const MAX_UNMAP_DESCRIPTORS: u32 = 16;
 
 fn padded(s: &str, n: usize) -> Vec<u8> {
     let mut v: Vec<u8> = s
@@ -95,13 +103,27 @@ pub fn vpd(page: u8, id: &Identity, g: &Geometry) -> Option<Vec<u8>> {
             b
         }
         0xB0 => {
-            // Block Limits (SBC-4 6.6.4), 60 bytes of page body.
+            // Block Limits (SBC-4 6.6.4), 60 bytes of page body: the body's
+            // index is the page's byte less 4.
             let mut b = vec![0u8; 60];
-            // Maximum transfer length (bytes 8..12 of the page).
+            b[0] = 0x01; // WSNZ: a WRITE SAME of 0 blocks is refused
+                         // Maximum transfer length (bytes 8..12 of the page).
             b[4..8].copy_from_slice(&g.max_transfer_blocks.to_be_bytes());
             // Optimal transfer length.
             b[8..12].copy_from_slice(&g.max_transfer_blocks.to_be_bytes());
+            // Maximum unmap LBA count, block descriptor count, optimal
+            // unmap granularity (one block), maximum write same length.
+            b[16..20].copy_from_slice(&MAX_UNMAP_BLOCKS.to_be_bytes());
+            b[20..24].copy_from_slice(&MAX_UNMAP_DESCRIPTORS.to_be_bytes());
+            b[24..28].copy_from_slice(&1u32.to_be_bytes());
+            b[32..40].copy_from_slice(&u64::from(MAX_WRITE_SAME_BLOCKS).to_be_bytes());
             b
+        }
+        0xB2 => {
+            // Logical Block Provisioning (SBC-4 6.6.6): LBPU, LBPWS,
+            // LBPWS10, LBPRZ 001b (an unmapped block reads as zeroes),
+            // thin provisioned.
+            vec![0x00, 0x80 | 0x40 | 0x20 | 0x04, 0x02, 0x00]
         }
         0xB1 => {
             // Block Device Characteristics (SBC-4 6.6.2): non-rotating,
@@ -130,11 +152,13 @@ pub fn read_capacity_10(g: &Geometry) -> Vec<u8> {
 }
 
 /// READ CAPACITY (16) data (32 bytes): no protection, one logical block
-/// per physical block, no provisioning.
+/// per physical block; LBPME (provisioning management: UNMAP and WRITE
+/// SAME with UNMAP) and LBPRZ (an unmapped block reads as zeroes).
 pub fn read_capacity_16(g: &Geometry) -> Vec<u8> {
     let mut d = vec![0u8; 32];
     d[0..8].copy_from_slice(&g.blocks.saturating_sub(1).to_be_bytes());
     d[8..12].copy_from_slice(&g.block_size.to_be_bytes());
+    d[14] = 0x80 | 0x40;
     d
 }
 
@@ -281,6 +305,22 @@ mod tests {
         };
         assert_ne!(naa(&id()), naa(&other));
         assert_eq!(naa(&id())[0] >> 4, 5);
+    }
+
+    #[test]
+    fn provisioning_pages_are_read_back_by_drivelab() {
+        use drivelab_device::scsi::{BlockLimits, Capacity, LogicalBlockProvisioning};
+        let b0 = BlockLimits::parse(&vpd(0xB0, &id(), &G).unwrap()).expect("B0h");
+        assert!(b0.wsnz);
+        assert_eq!(b0.max_transfer_length, 2048);
+        assert_eq!(b0.max_write_same_length, u64::from(MAX_WRITE_SAME_BLOCKS));
+        assert_eq!(b0.max_unmap_lba_count, MAX_UNMAP_BLOCKS);
+        assert_eq!(b0.max_unmap_descriptors, MAX_UNMAP_DESCRIPTORS);
+        let b2 = LogicalBlockProvisioning::parse(&vpd(0xB2, &id(), &G).unwrap()).expect("B2h");
+        assert!(b2.lbpu && b2.lbpws && b2.lbpws10 && !b2.anc_sup);
+        assert_eq!((b2.lbprz, b2.provisioning_type), (1, 2));
+        let c = Capacity::parse16(&read_capacity_16(&G)).expect("RC16");
+        assert!(c.lbpme && c.lbprz);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! REPORT SUPPORTED OPERATION CODES (MAINTENANCE IN A3h/0Ch, SPC-5 6.35)
 //! for one command (reporting options 1 and 2): what a host asks before it
-//! sends a command it must not guess about (drivelab, before SANITIZE).
+//! sends a command it must not guess about (drivelab, before SANITIZE,
+//! WRITE SAME and UNMAP).
 //! A command is reported supported when [`Cdb::parse`] decodes it and the
 //! personality serves it: SANITIZE on the SAS personality only (the SATL
 //! leaves sanitize to ATA PASS-THROUGH), ATA PASS-THROUGH on the SATA one.
@@ -51,6 +52,14 @@ pub fn answer(r: &Request, sata: bool) -> Result<Vec<u8>, Sense> {
     } else {
         let mut u = vec![0xFF; len];
         u[0] = r.opcode;
+        // Byte 1 of WRITE SAME and UNMAP: only UNMAP and NDOB are looked
+        // at (no ANCHOR, no protection).
+        match r.opcode {
+            op::WRITE_SAME_16 => u[1] = 0x09,
+            op::WRITE_SAME_10 => u[1] = 0x08,
+            op::UNMAP => u[1] = 0x00,
+            _ => {}
+        }
         u
     };
     d[2..4].copy_from_slice(&(usage.len() as u16).to_be_bytes());
@@ -98,9 +107,13 @@ mod tests {
     fn other_commands_follow_what_the_drive_decodes() {
         let d = ask(op::READ_16, None, false).unwrap();
         assert_eq!((d[1] & 7, &d[2..4], d[4]), (3, &[0u8, 16][..], op::READ_16));
-        // WRITE SAME(16) and UNMAP are not served.
-        assert_eq!(ask(0x93, None, false).unwrap(), vec![0, 1, 0, 0]);
-        assert_eq!(ask(0x42, None, false).unwrap(), vec![0, 1, 0, 0]);
+        // WRITE SAME(16), (10) and UNMAP are served, without ANCHOR.
+        let d = ask(op::WRITE_SAME_16, None, false).unwrap();
+        assert_eq!((d[1] & 7, &d[2..6]), (3, &[0u8, 16, 0x93, 0x09][..]));
+        assert_eq!(ask(op::WRITE_SAME_10, None, true).unwrap()[5], 0x08);
+        assert_eq!(ask(op::UNMAP, None, false).unwrap()[5], 0x00);
+        // WRITE LONG is not.
+        assert_eq!(ask(0x3F, None, false).unwrap(), vec![0, 1, 0, 0]);
         assert_eq!(ask(op::ATA_PASS_THROUGH_16, None, false).unwrap()[1] & 7, 1);
         assert_eq!(ask(op::ATA_PASS_THROUGH_16, None, true).unwrap()[1] & 7, 3);
         // READ CAPACITY(16) is SERVICE ACTION IN(16) service action 10h.

@@ -51,6 +51,23 @@ pub fn to_json(d: &Disk) -> Value {
                     "ok": ok,
                 })).collect::<Vec<_>>(),
             },
+            "trimmed_blocks": a.trimmed_blocks,
+            "sct": {
+                "extended_status": a.sct.extended_status,
+                "write_same": a.sct.write_same.iter().map(|(f, lba, n)| json!({
+                    "function": f,
+                    "lba": lba,
+                    "blocks": n,
+                })).collect::<Vec<_>>(),
+            },
+            "self_test": {
+                "running": a.selftest.running.map(|(k, _, _)| format!("{k:?}").to_lowercase()),
+                "log": a.selftest.log.iter().map(|e| json!({
+                    "code": e.code,
+                    "status": e.status,
+                    "hours": e.hours,
+                })).collect::<Vec<_>>(),
+            },
             "commands": a.log,
         })
     });
@@ -81,6 +98,8 @@ pub fn to_json(d: &Disk) -> Value {
             "write_commands": c.write_commands,
             "blocks_read": c.blocks_read,
             "blocks_written": c.blocks_written,
+            "blocks_written_same": c.blocks_written_same,
+            "blocks_unmapped": c.blocks_unmapped,
             "check_conditions": c.check_conditions,
             "unanswered": c.unanswered,
         },

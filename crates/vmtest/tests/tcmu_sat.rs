@@ -67,6 +67,14 @@ emu() {
   EMUS="$EMUS $!"
   i=0; while [ -z "$(disk_of $s)" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 }
+# sg_of SERIAL: /dev/sgN whose VPD 80h serial is SERIAL.
+sg_of() { for d in /sys/class/scsi_generic/sg*; do [ "$(vpd80_serial $d/device/vpd_pg80)" = "$1" ] && echo /dev/${d##*/}; done; return 0; }
+# pat_md5 OCTAL: the MD5 of the drive's size of those bytes repeated.
+pat_md5() {
+  printf "$1" > /tmp/p.bin
+  while [ $(stat -c %s /tmp/p.bin) -lt $((@MIB@ << 20)) ]; do cat /tmp/p.bin /tmp/p.bin > /tmp/p2.bin; mv /tmp/p2.bin /tmp/p.bin; done
+  md5sum < /tmp/p.bin | cut -d' ' -f1; rm -f /tmp/p.bin
+}
 # disk_of SERIAL: /dev/sdX whose VPD 80h serial is SERIAL.
 disk_of() { for d in /sys/block/sd*; do [ "$(vpd80_serial $d/device/vpd_pg80)" = "$1" ] && echo /dev/${d##*/}; done; return 0; }
 state() { sleep 0.3; cp /tmp/$1.json $2.state.json; }
@@ -131,8 +139,41 @@ run_json sssanfail @ERASE@ $SASFAIL --method scsi-sanitize --confirm-serial DLTC
 state sasfail y1
 mark scsi_sanitize
 
+# --- SCSI WRITE SAME and UNMAP (discard) on the SAS drive, through drivelab erase.
+state sas w0
+run_json ws @ERASE@ $SAS --method write-same --pattern fixed:0xa55a0ff0 --confirm-serial DLTCMUSAS001 --certificate-dir /out/certs/ws
+state sas w1
+md5 $SAS > ws.md5_after
+pat_md5 '\245\132\017\360' > ws.md5_pattern
+cat /sys/block/${SAS#/dev/}/queue/discard_max_bytes > sas.discard_max
+run_json sasdiscard @ERASE@ $SAS --method discard --confirm-serial DLTCMUSAS001 --certificate-dir /out/certs/sasdiscard
+state sas w2
+md5 $SAS > sasdiscard.md5_after
+mark write_same
+
+# --- A storage array's drive: 520-byte blocks, reformatted to 512.
+drivelab-tcmuemu --backing /tmp/s520.img --size-mib @MIB@ --name s520 --hba 9 --serial DLTCMU520001 \
+    --block-size 520 --product "TCMU SAS 520" --state /tmp/s520.json > s520.emu.out 2> s520.emu.err &
+EMUS="$EMUS $!"
+i=0; while [ -z "$(sg_of DLTCMU520001)" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+S520=$(sg_of DLTCMU520001)
+S520_SD=$(disk_of DLTCMU520001)
+printf '{"sg":"%s","sd":"%s"}\n' "$S520" "$S520_SD" > s520.names.json
+state s520 s520.r0
+run_json fmt_rc_before drivelab device $S520 read-capacity --output-format json
+run_json fmt_noyes drivelab device $S520_SD format-unit --block-size 512 --output-format json
+run_json fmt_sg_noforce drivelab device $S520 format-unit --block-size 512 --yes --output-format json
+run_json fmt_bad drivelab device $S520_SD format-unit --block-size 513 --yes --output-format json
+state s520 s520.r1
+run_json fmt drivelab device $S520_SD format-unit --block-size 512 --yes --output-format json
+state s520 s520.r2
+run_json fmt_rc_after drivelab device $S520 read-capacity --output-format json
+i=0; while [ "$(cat /sys/block/${S520_SD#/dev/}/size)" = 0 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+cat /sys/block/${S520_SD#/dev/}/size > s520.size_after
+mark reformat
+
 # --- SATA: health against smartctl and the emulator.
-emu sata 2 DLTCMUSATA01 --sata --product "DRIVELAB TCMU SATA SSD" --revision 1.0
+emu sata 2 DLTCMUSATA01 --sata --product "DRIVELAB TCMU SATA SSD" --revision 1.0 --self-test-seconds @SELF_TEST_S@
 SATA=$(disk_of DLTCMUSATA01)
 emu frozen 3 DLTCMUFROZ01 --sata --frozen --product "DRIVELAB TCMU SATA SSD"
 FROZEN=$(disk_of DLTCMUFROZ01)
@@ -153,6 +194,26 @@ run_json sata_health drivelab health $SATA --output-format json
 run_json sata_smartctl smartctl -i -A -H -j $SATA
 state sata s1
 mark sata_health
+
+# --- SCT Write Same, TRIM through the SATL (discard), SMART self-tests.
+run_json sct @ERASE@ $SATA --method sct-write-same --pattern fixed:0x12345678 --confirm-serial DLTCMUSATA01 --certificate-dir /out/certs/sct
+state sata t1
+md5 $SATA > sct.md5_after
+pat_md5 '\022\064\126\170' > sct.md5_pattern
+run_json sct_status drivelab device $SATA sct-status --output-format json
+run_json satadiscard @ERASE@ $SATA --method discard --confirm-serial DLTCMUSATA01 --certificate-dir /out/certs/satadiscard
+state sata t2
+md5 $SATA > satadiscard.md5_after
+run_json st_drivelab drivelab health $SATA --self-test short --yes --poll-ms 500 --output-format json
+state sata t3
+run_json st_smartctl_start smartctl -t short $SATA
+run_json st_smartctl_running smartctl -c -j $SATA
+state sata t4
+sleep $((@SELF_TEST_S@ + 1))
+run_json st_smartctl_log smartctl -l selftest -j $SATA
+run_json st_smartctl_xlog smartctl -l xselftest -l directory -j $SATA
+state sata t5
+mark sata_sct_trim_selftest
 
 # --- ATA security erase, enhanced: the whole drive filled first.
 rm -f /tmp/a5.bin
@@ -214,7 +275,7 @@ md5 $HPA > hpa.md5_after
 mark hpa
 # Detach the disks while their emulators still answer (the kernel's
 # shutdown would otherwise wait on commands nobody serves), then stop them.
-for d in $SAS $SASFAIL $SATA $FROZEN $HPA $FAIL $LOCKED $DCO; do echo 1 > /sys/block/${d#/dev/}/device/delete; done
+for d in $SAS $SASFAIL $S520_SD $SATA $FROZEN $HPA $FAIL $LOCKED $DCO; do echo 1 > /sys/block/${d#/dev/}/device/delete; done
 kill $EMUS
 true
 "#;
@@ -222,6 +283,9 @@ true
 /// How long the kernel waits for a command the SAS emulator never answers
 /// (its backstore's cmd_time_out), s.
 const CMD_TIMEOUT_S: u64 = 3;
+
+/// How long the SATA drive's short self-test runs, s.
+const SELF_TEST_S: u64 = 3;
 
 /// What the HPA drive shows before its native max is restored, MiB.
 const HPA_MIB: u64 = 12;
@@ -234,6 +298,7 @@ fn script() -> String {
         .replace("@MIB@", &MIB.to_string())
         .replace("@HPA_MIB@", &HPA_MIB.to_string())
         .replace("@CMD_TIMEOUT_S@", &CMD_TIMEOUT_S.to_string())
+        .replace("@SELF_TEST_S@", &SELF_TEST_S.to_string())
 }
 
 fn boot() -> GuestRun {
@@ -675,6 +740,285 @@ fn scsi_sanitize_checks(c: &mut Checks, run: &GuestRun) {
     );
 }
 
+/// The change of a counter between two states.
+fn moved(before: &Value, after: &Value, name: &str) -> u64 {
+    counter(after, name).saturating_sub(counter(before, name))
+}
+
+fn opcode_count(v: &Value, op: &str) -> u64 {
+    v["counters"]["by_opcode"][op].as_u64().unwrap_or(0)
+}
+
+/// SCSI WRITE SAME and UNMAP on the SAS drive through drivelab erase.
+fn write_same_checks(c: &mut Checks, run: &GuestRun) {
+    let (w0, w1, w2) = (
+        json(run, "w0.state.json"),
+        json(run, "w1.state.json"),
+        json(run, "w2.state.json"),
+    );
+    let r = row(run, "ws");
+    let cert = cert(run, &r);
+    c.check(
+        "ws: drivelab erase --method write-same exits 0, verified; certificate: write-same, NIST Clear",
+        run.outcome("ws").0 == 0
+            && r["result"] == "erased"
+            && r["verification"] == "full: passed"
+            && cert["erase"]["method"] == "write-same"
+            && cert["erase"]["nist_category"] == "Clear",
+        || format!("{}; certificate {cert}", why(run, "ws")),
+    );
+    let (after, want) = (text(run, "ws.md5_after"), text(run, "ws.md5_pattern"));
+    c.check(
+        "ws: the drive reads back as the pattern (A5 5A 0F F0 repeated)",
+        !want.is_empty() && after == want,
+        || format!("after {after}, pattern {want}"),
+    );
+    c.check(
+        "ws: the emulator wrote every block for WRITE SAME(16), 8192 blocks a command (VPD B0h), and no data was sent as WRITE",
+        moved(&w0, &w1, "blocks_written_same") == BLOCKS
+            && opcode_count(&w1, "93") - opcode_count(&w0, "93") == BLOCKS / 8192
+            && moved(&w0, &w1, "blocks_written") == 0,
+        || format!("{w0}\n{w1}"),
+    );
+    let d = row(run, "sasdiscard");
+    c.check(
+        "sasdiscard: the kernel offers discard (LBPME, VPD B0h/B2h); drivelab erase --method discard exits 0, verified as zeroes",
+        text(run, "sas.discard_max").parse::<u64>().unwrap_or(0) > 0
+            && run.outcome("sasdiscard").0 == 0
+            && d["result"] == "erased"
+            && d["verification"] == "full: passed"
+            && text(run, "sasdiscard.md5_after") == text(run, "zero.md5"),
+        || format!("discard_max {}; {}", text(run, "sas.discard_max"), why(run, "sasdiscard")),
+    );
+    c.check(
+        "sasdiscard: the kernel's UNMAPs reached the emulator and unmapped every block, nothing written",
+        moved(&w1, &w2, "blocks_unmapped") == BLOCKS
+            && opcode_count(&w2, "42") > opcode_count(&w1, "42")
+            && moved(&w1, &w2, "blocks_written") == 0,
+        || format!("{w1}\n{w2}"),
+    );
+}
+
+/// SCT Write Same and TRIM on the SATA drive.
+fn sct_trim_checks(c: &mut Checks, run: &GuestRun) {
+    let (s1, t1, t2) = (
+        json(run, "s1.state.json"),
+        json(run, "t1.state.json"),
+        json(run, "t2.state.json"),
+    );
+    let r = row(run, "sct");
+    let cert = cert(run, &r);
+    c.check(
+        "sct: drivelab erase --method sct-write-same exits 0, verified; certificate: sct-write-same, NIST Clear",
+        run.outcome("sct").0 == 0
+            && r["result"] == "erased"
+            && r["verification"] == "full: passed"
+            && cert["erase"]["method"] == "sct-write-same"
+            && cert["erase"]["nist_category"] == "Clear",
+        || format!("{}; certificate {cert}", why(run, "sct")),
+    );
+    let (after, want) = (text(run, "sct.md5_after"), text(run, "sct.md5_pattern"));
+    c.check(
+        "sct: the drive reads back as the 32-bit pattern 12345678h, little-endian",
+        !want.is_empty() && after == want,
+        || format!("after {after}, pattern {want}"),
+    );
+    let lbas = |v: &Value| v["ata"]["smart"]["lbas_written"].as_u64().unwrap_or(0);
+    let ws = t1["ata"]["sct"]["write_same"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let covered: u64 = ws.iter().filter_map(|w| w["blocks"].as_u64()).sum();
+    c.check(
+        "sct: the emulator ran SCT Write Same 0101h (foreground) over every block; SMART 241 moved by them, no WRITE sent",
+        !ws.is_empty()
+            && ws.iter().all(|w| w["function"] == 0x0101)
+            && covered == BLOCKS
+            && lbas(&t1) - lbas(&s1) == BLOCKS
+            && moved(&s1, &t1, "blocks_written") == 0
+            && ata_sent(&s1, &t1).iter().any(|x| x == "SMART WRITE LOG"),
+        || format!("{}", t1["ata"]),
+    );
+    c.check(
+        "sct: the certificate's write counter (SMART 241) corroborates the overwrite: 16 MiB counted for 16 MiB",
+        cert["health"]["writes"]["verdict"] == "corroborated"
+            && cert["health"]["writes"]["counted_bytes"] == MIB << 20,
+        || format!("{}", cert["health"]),
+    );
+    let st = out(run, "sct_status")["sct_status"].clone();
+    c.check(
+        "sct: drivelab device sct-status reads the SCT status log: Write Same 0101h, completed, at the last LBA + 1",
+        run.outcome("sct_status").0 == 0
+            && st["action_code"] == 2
+            && st["function_code"] == 0x0101
+            && st["extended_status"] == 0
+            && st["current_lba"] == BLOCKS,
+        || why(run, "sct_status"),
+    );
+    let d = row(run, "satadiscard");
+    let trimmed = |v: &Value| v["ata"]["trimmed_blocks"].as_u64().unwrap_or(0);
+    c.check(
+        "satadiscard: drivelab erase --method discard (TRIM with RZAT) exits 0, verified as zeroes",
+        run.outcome("satadiscard").0 == 0
+            && d["result"] == "erased"
+            && d["verification"] == "full: passed"
+            && text(run, "satadiscard.md5_after") == text(run, "zero.md5"),
+        || why(run, "satadiscard"),
+    );
+    c.check(
+        "satadiscard: the kernel's UNMAPs became TRIMs behind the SATL, over every block",
+        trimmed(&t2) - trimmed(&t1) == BLOCKS
+            && ata_sent(&t1, &t2)
+                .iter()
+                .any(|x| x == "DATA SET MANAGEMENT (SATL)"),
+        || format!("{}", t2["ata"]),
+    );
+}
+
+/// SMART self-tests: drivelab's and smartctl's, against the emulator's log.
+fn self_test_checks(c: &mut Checks, run: &GuestRun) {
+    let (t2, t3, t5) = (
+        json(run, "t2.state.json"),
+        json(run, "t3.state.json"),
+        json(run, "t5.state.json"),
+    );
+    let d = out(run, "st_drivelab");
+    let res = &d["self_test"][0]["result"];
+    let sent = ata_sent(&t2, &t3);
+    let polls = sent.iter().filter(|x| *x == "SMART READ DATA").count();
+    c.check(
+        "selftest: drivelab health --self-test short starts it, polls its progress and reads the log: short, completed without error",
+        run.outcome("st_drivelab").0 == 0
+            && res["code"] == 1
+            && res["result"] == 0
+            && d["self_test"][0]["aborted"] == false
+            && sent.iter().any(|x| x == "SMART EXECUTE OFF-LINE IMMEDIATE")
+            && sent.iter().any(|x| x == "SMART READ LOG")
+            && polls >= 2,
+        || format!("{}; sent {sent:?}", why(run, "st_drivelab")),
+    );
+    let running = out(run, "st_smartctl_running");
+    let pct = running["ata_smart_data"]["self_test"]["status"]["remaining_percent"].as_u64();
+    c.check(
+        "selftest: smartctl -t short starts another; smartctl -c sees it in progress with the percent left",
+        run.outcome("st_smartctl_start").0 == 0 && pct.is_some_and(|p| p > 0 && p <= 90),
+        || format!("{}; {running}", why(run, "st_smartctl_start")),
+    );
+    let log = out(run, "st_smartctl_log");
+    let table = log["ata_smart_self_test_log"]["standard"]["table"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let emu = t5["ata"]["self_test"]["log"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    c.check(
+        "selftest: smartctl -l selftest = the emulator's log: two short tests, completed without error",
+        table.len() == 2
+            && emu.len() == 2
+            && table.iter().all(|e| e["type"]["value"] == 1 && e["status"]["passed"] == true)
+            && emu.iter().all(|e| e["code"] == 1 && e["status"] == 0),
+        || format!("smartctl {log}; emulator {emu:?}"),
+    );
+}
+
+/// smartctl's reading of the GPL side: the extended self-test log (READ
+/// LOG EXT 07h) and both log directories.
+fn gpl_log_checks(c: &mut Checks, run: &GuestRun) {
+    let x = out(run, "st_smartctl_xlog");
+    let ext = &x["ata_smart_self_test_log"]["extended"];
+    let emu = json(run, "t5.state.json")["ata"]["self_test"]["log"].clone();
+    c.check(
+        "selftest: smartctl -l xselftest (READ LOG EXT 07h) = the emulator's log: two short tests, completed without error",
+        run.outcome("st_smartctl_xlog").0 == 0
+            && ext["count"] == 2
+            && emu.as_array().is_some_and(|a| a.len() == 2)
+            && ext["table"].as_array().is_some_and(|t| {
+                t.iter().all(|e| e["type"]["value"] == 1 && e["status"]["passed"] == true)
+            }),
+        || format!("smartctl {x}; emulator {emu}"),
+    );
+    // (address, GPL pages, SMART pages): what the two directories list.
+    let listed: Vec<(u64, u64, u64)> = x["ata_log_directory"]["table"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|e| {
+                    let n = |k: &str| e[k].as_u64().unwrap_or(0);
+                    (n("address"), n("gp_sectors"), n("smart_sectors"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    c.check(
+        "logs: smartctl -l directory reads both directories: 06h SMART only, 07h GPL only, E0h and E1h both, one page each",
+        listed == [(0, 1, 1), (6, 0, 1), (7, 1, 0), (0xE0, 1, 1), (0xE1, 1, 1)],
+        || format!("{listed:?}; {}", x["ata_log_directory"]),
+    );
+}
+
+/// The 520-byte drive reformatted to 512 with drivelab device format-unit.
+fn reformat_checks(c: &mut Checks, run: &GuestRun) {
+    let names = json(run, "s520.names.json");
+    let before = out(run, "fmt_rc_before");
+    c.check(
+        "s520: the storage array's drive answers READ CAPACITY with 520-byte blocks",
+        before["capacity"]["block_length"] == 520 && before["blocks"] == (MIB << 20) / 520,
+        || {
+            format!(
+                "names {names}; {}; {}",
+                why(run, "fmt_rc_before"),
+                text(run, "s520.emu.err")
+            )
+        },
+    );
+    for (name, says) in [
+        ("fmt_noyes", "--yes"),
+        ("fmt_sg_noforce", "--force"),
+        ("fmt_bad", "--block-size 513"),
+    ] {
+        let e = out(run, name)["error"].as_str().unwrap_or("").to_string();
+        c.check(
+            &format!("{name}: refused in one line naming {says}, exit 2"),
+            run.outcome(name).0 == 2 && !e.is_empty() && !e.contains('\n') && e.contains(says),
+            || why(run, name),
+        );
+    }
+    let (r0, r1, r2) = (
+        json(run, "s520.r0.state.json"),
+        json(run, "s520.r1.state.json"),
+        json(run, "s520.r2.state.json"),
+    );
+    c.check(
+        "s520: the refusals sent nothing: no MODE SELECT, no FORMAT UNIT",
+        opcode_count(&r1, "55") == opcode_count(&r0, "55")
+            && opcode_count(&r1, "04") == opcode_count(&r0, "04")
+            && r1["formats"] == serde_json::json!([]),
+        || format!("{r0}\n{r1}"),
+    );
+    let f = out(run, "fmt");
+    c.check(
+        "fmt: drivelab device format-unit --block-size 512 through the claim: 520 -> 512, READ CAPACITY after says 512",
+        run.outcome("fmt").0 == 0
+            && f["before"]["block_length"] == 520
+            && f["after"]["block_length"] == 512
+            && f["after"]["blocks"] == BLOCKS
+            && r2["formats"] == serde_json::json!([{"from": 520, "to": 512}])
+            && opcode_count(&r2, "04") - opcode_count(&r1, "04") == 1,
+        || format!("{}; {r2}", why(run, "fmt")),
+    );
+    let after = out(run, "fmt_rc_after");
+    c.check(
+        "fmt: READ CAPACITY afterwards and the kernel (rescanned) both see 512-byte blocks, the whole drive",
+        after["capacity"]["block_length"] == 512
+            && after["blocks"] == BLOCKS
+            && f["rescanned"] == true
+            && text(run, "s520.size_after") == BLOCKS.to_string(),
+        || format!("{}; size {}", why(run, "fmt_rc_after"), text(run, "s520.size_after")),
+    );
+}
+
 fn frozen_checks(c: &mut Checks, run: &GuestRun) {
     let e = out(run, "frozen")["error"]
         .as_str()
@@ -857,6 +1201,11 @@ fn drivelab_on_a_scsi_drive_emulated_behind_tcmu() {
     security_checks(&mut c, &run);
     sanitize_checks(&mut c, &run);
     scsi_sanitize_checks(&mut c, &run);
+    write_same_checks(&mut c, &run);
+    reformat_checks(&mut c, &run);
+    sct_trim_checks(&mut c, &run);
+    self_test_checks(&mut c, &run);
+    gpl_log_checks(&mut c, &run);
     frozen_checks(&mut c, &run);
     locked_checks(&mut c, &run);
     dco_checks(&mut c, &run);

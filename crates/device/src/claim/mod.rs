@@ -335,13 +335,41 @@ impl Claim {
         }
     }
 
+    /// Claim a SCSI disk that may show size 0: the kernel's disk driver
+    /// gives that size to a drive whose logical block length it does not
+    /// support (a storage array's 520- or 528-byte drive), which a
+    /// reformat (FORMAT UNIT) is for. Every other check of [`Claim::open`]
+    /// applies; a block device that is not a SCSI disk of size 0 is still
+    /// refused as [`ClaimError::Empty`].
+    pub fn open_scsi_any_size(path: &Path, consent: &Consent) -> Result<Claim, ClaimError> {
+        let scsi = BlockDevice::from_path(path).is_ok_and(|d| {
+            Path::new("/sys/class/block")
+                .join(&d.name)
+                .join("device/scsi_disk")
+                .exists()
+        });
+        if !scsi {
+            return Claim::open(path, consent, &ClaimOptions::default());
+        }
+        Claim::open_block_sized(path, consent, &ClaimOptions::default(), true)
+    }
+
     fn open_block(
         path: &Path,
         consent: &Consent,
         opts: &ClaimOptions,
     ) -> Result<Claim, ClaimError> {
+        Claim::open_block_sized(path, consent, opts, false)
+    }
+
+    fn open_block_sized(
+        path: &Path,
+        consent: &Consent,
+        opts: &ClaimOptions,
+        size_zero_ok: bool,
+    ) -> Result<Claim, ClaimError> {
         let dev = BlockDevice::from_path(path)?;
-        if dev.size.0 == 0 {
+        if dev.size.0 == 0 && !size_zero_ok {
             return Err(ClaimError::Empty {
                 path: path.to_path_buf(),
             });

@@ -149,6 +149,26 @@ impl WriteConsent {
     /// command runs). A character device (sg, an NVMe controller) cannot be
     /// assessed or claimed: it needs `force`, and then `None` is returned.
     pub(super) fn claim(&self, dev: &Path, op: &'static str) -> Result<Option<Claim>, OpError> {
+        self.claim_with(dev, op, false)
+    }
+
+    /// [`WriteConsent::claim`], taking a SCSI disk of size 0 too (one whose
+    /// block length the kernel does not support; see
+    /// [`Claim::open_scsi_any_size`]).
+    pub(super) fn claim_any_size(
+        &self,
+        dev: &Path,
+        op: &'static str,
+    ) -> Result<Option<Claim>, OpError> {
+        self.claim_with(dev, op, true)
+    }
+
+    fn claim_with(
+        &self,
+        dev: &Path,
+        op: &'static str,
+        any_size: bool,
+    ) -> Result<Option<Claim>, OpError> {
         use std::os::unix::fs::FileTypeExt;
         if !self.yes {
             return Err(OpError::NotConfirmed {
@@ -165,9 +185,13 @@ impl WriteConsent {
                 force: self.force,
                 confirm: None,
             };
-            Claim::open(dev, &consent, &ClaimOptions::default())
-                .map(Some)
-                .map_err(OpError::Unsafe)
+            if any_size {
+                Claim::open_scsi_any_size(dev, &consent)
+            } else {
+                Claim::open(dev, &consent, &ClaimOptions::default())
+            }
+            .map(Some)
+            .map_err(OpError::Unsafe)
         } else if md.file_type().is_char_device() {
             if self.force {
                 Ok(None)

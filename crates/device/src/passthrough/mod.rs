@@ -20,11 +20,14 @@
 //! - [`readback`]: READ / NVMe Read of a range, with a SHA-256 of the data.
 //! - [`write`]: the writing commands (WRITE SAME, UNMAP, SCT Write Same,
 //!   SANITIZE, NVMe Write Zeroes, Dataset Management, Format NVM, Sanitize).
+//! - [`reformat`]: a SCSI drive's logical block length changed (MODE
+//!   SELECT's block descriptor, FORMAT UNIT, READ CAPACITY).
 
 mod common;
 mod failure;
 pub mod inspect;
 pub mod readback;
+pub mod reformat;
 mod text;
 pub mod write;
 
@@ -32,6 +35,7 @@ pub use common::{BlockRange, OpError, WriteConsent, LONG_TIMEOUT_MS, SHORT_TIMEO
 pub use failure::Failure;
 pub use inspect::{identify, inquiry, probe, read_capacity, sct_status};
 pub use readback::read;
+pub use reformat::format_unit;
 pub use write::{
     ata_sanitize, nvme_dsm, nvme_format, nvme_sanitize, nvme_write_zeroes, sct_write_same, unmap,
     write_same,

@@ -3,7 +3,7 @@
 
 use super::outcome::Outcome;
 use super::regs::Regs;
-use super::{sanitize, security, smart};
+use super::{sanitize, sct, security, selftest, smart};
 
 /// The ATA device's own state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +35,12 @@ pub struct Ata {
     pub smart: smart::Smart,
     /// The Sanitize Device feature set.
     pub sanitize: sanitize::Sanitize,
+    /// SCT Command Transport (Write Same).
+    pub sct: sct::Sct,
+    /// SMART self-tests.
+    pub selftest: selftest::SelfTest,
+    /// Blocks trimmed (DATA SET MANAGEMENT, and UNMAP through the SATL).
+    pub trimmed_blocks: u64,
     /// Every command received, by name, in order (the state file's log).
     pub log: Vec<String>,
 }
@@ -60,6 +66,13 @@ impl Ata {
                 ..smart::Smart::default()
             },
             sanitize: sanitize::Sanitize::default(),
+            sct: sct::Sct::default(),
+            selftest: selftest::SelfTest {
+                short: std::time::Duration::from_secs(5),
+                extended: std::time::Duration::from_secs(20),
+                ..selftest::SelfTest::default()
+            },
+            trimmed_blocks: 0,
             log: Vec::new(),
         }
     }

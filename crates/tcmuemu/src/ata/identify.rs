@@ -1,7 +1,8 @@
 //! IDENTIFY DEVICE data (ACS-3 7.12.7) built from the device's state: the
 //! strings, the capacity (the max address, so an HPA shows), the feature
-//! words for SMART, Security, HPA, Sanitize, 48-bit addressing, the security erase
-//! times (89, 90) and state (128), and the integrity word.
+//! words for SMART, Security, HPA, Sanitize, 48-bit addressing, TRIM
+//! (69, 105, 169), SCT Write Same (206), the security erase times (89,
+//! 90) and state (128), and the integrity word.
 
 use super::device::Ata;
 
@@ -39,6 +40,8 @@ pub fn build(a: &Ata) -> [u8; 512] {
     let max28 = max.min(0x0FFF_FFFF) as u32;
     w[60] = max28 as u16;
     w[61] = (max28 >> 16) as u16;
+    // 69: deterministic read after TRIM (14), which reads zeroes (5).
+    w[69] = 0x4020;
     w[75] = 31;
     w[76] = 0x010E; // SATA gen 1-3, NCQ
     w[80] = 0x0FF0; // ATA/ATAPI-4 .. ACS-4
@@ -58,8 +61,11 @@ pub fn build(a: &Ata) -> [u8; 512] {
     for (i, v) in max.to_le_bytes().chunks_exact(2).take(4).enumerate() {
         w[100 + i] = u16::from_le_bytes([v[0], v[1]]);
     }
+    w[105] = super::dsm::MAX_BLOCKS; // DATA SET MANAGEMENT: blocks of ranges
     w[106] = 0x4000; // valid; one 512-byte logical sector per physical
     w[128] = a.security.word128();
+    w[169] = 0x0001; // DATA SET MANAGEMENT: TRIM
+    w[206] = 0x0005; // SCT Command Transport, SCT Write Same
     w[217] = 1; // solid state
     sector(&w)
 }
@@ -105,6 +111,7 @@ mod tests {
         assert!(
             id.sanitize && id.sanitize_block_erase && id.sanitize_crypto && id.sanitize_overwrite
         );
-        assert!(!id.trim && !id.sct_write_same);
+        assert!(id.trim && id.trim_deterministic && id.trim_reads_zero);
+        assert!(id.sct_supported && id.sct_write_same && !id.sct_error_recovery);
     }
 }

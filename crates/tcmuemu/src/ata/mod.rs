@@ -4,17 +4,22 @@
 //! (READ NATIVE MAX ADDRESS EXT, SET MAX ADDRESS EXT), the Sanitize
 //! Device feature set ([`sanitize`]), the Device Configuration Overlay
 //! ([`dco`]), SMART data whose
-//! counters move with the I/O ([`smart`]), and the IDENTIFY DEVICE data
-//! built from all of it ([`identify`]). Commands are ACS-3's; each
+//! counters move with the I/O ([`smart`]), its self-tests ([`selftest`])
+//! and logs ([`logs`]), SCT Write Same ([`sct`]), TRIM ([`dsm`]), and the
+//! IDENTIFY DEVICE data built from all of it ([`identify`]). Commands are ACS-3's; each
 //! returns an [`Outcome`] the SATL ([`crate::sat`]) encodes.
 
 pub mod dco;
 pub mod device;
+pub mod dsm;
 pub mod identify;
+pub mod logs;
 pub mod outcome;
 pub mod regs;
 pub mod sanitize;
+pub mod sct;
 pub mod security;
+pub mod selftest;
 pub mod smart;
 
 use std::time::Instant;
@@ -30,6 +35,8 @@ impl Ata {
         let native_read = std::mem::take(&mut self.native_read);
         let name = command_name(tf);
         self.log.push(name.to_string());
+        let hours = self.hours();
+        self.selftest.advance(Instant::now(), hours);
         use command::*;
         match tf.command {
             IDENTIFY_DEVICE => Outcome::data(identify::build(self).to_vec()),
@@ -38,7 +45,12 @@ impl Ata {
                 ..Regs::default()
             }),
             FLUSH_CACHE | FLUSH_CACHE_EXT => Outcome::ok(Regs::default()),
-            SMART => self.smart.execute(tf),
+            SMART => self.smart_command(tf, data_out),
+            DATA_SET_MANAGEMENT => {
+                dsm::execute(tf, data_out, self.max_blocks, self.security.locked)
+            }
+            READ_LOG_EXT | READ_LOG_DMA_EXT if extend => self.read_log(tf, true),
+            WRITE_LOG_EXT | WRITE_LOG_DMA_EXT if extend => self.write_log(tf, true, data_out),
             READ_NATIVE_MAX_EXT if extend => {
                 self.native_read = true;
                 Outcome::ok(Regs {
@@ -58,12 +70,44 @@ impl Ata {
     }
 }
 
+impl Ata {
+    /// SMART (B0h): READ DATA with the self-test state, the logs and
+    /// EXECUTE OFF-LINE IMMEDIATE here, the rest from the counters.
+    fn smart_command(&mut self, tf: &Regs, data_out: &[u8]) -> Outcome {
+        if tf.lba & 0x00FF_FF00 != smart::SIGNATURE {
+            return Outcome::abort();
+        }
+        match tf.feature {
+            smart::feature::READ_DATA => {
+                let st = &self.selftest;
+                let (short_minutes, extended_minutes) = st.polling_minutes();
+                let t = smart::SelfTestBytes {
+                    execution_status: st.execution_status(Instant::now()),
+                    offline_done: st.offline_done,
+                    short_minutes,
+                    extended_minutes,
+                };
+                Outcome::data(self.smart.read_data(&t).to_vec())
+            }
+            smart::feature::EXECUTE_OFFLINE => self.execute_offline(tf),
+            smart::feature::READ_LOG => self.read_log(tf, false),
+            smart::feature::WRITE_LOG => self.write_log(tf, false, data_out),
+            _ => self.smart.execute(tf),
+        }
+    }
+}
+
 /// A command's name for the state file's log.
 pub fn command_name(tf: &Regs) -> &'static str {
     use command::*;
     match tf.command {
         IDENTIFY_DEVICE => "IDENTIFY DEVICE",
         CHECK_POWER_MODE => "CHECK POWER MODE",
+        DATA_SET_MANAGEMENT => "DATA SET MANAGEMENT",
+        READ_LOG_EXT => "READ LOG EXT",
+        READ_LOG_DMA_EXT => "READ LOG DMA EXT",
+        WRITE_LOG_EXT => "WRITE LOG EXT",
+        WRITE_LOG_DMA_EXT => "WRITE LOG DMA EXT",
         FLUSH_CACHE => "FLUSH CACHE",
         FLUSH_CACHE_EXT => "FLUSH CACHE EXT",
         SMART => smart::feature_name(tf.feature),

@@ -5,6 +5,16 @@ use super::regs::{Regs, ERROR_ABRT, STATUS_DRDY, STATUS_ERR};
 
 /// ATA command codes (ACS-3 table "Command codes").
 pub mod command {
+    /// DATA SET MANAGEMENT (7.5).
+    pub const DATA_SET_MANAGEMENT: u8 = 0x06;
+    /// READ LOG EXT (7.24).
+    pub const READ_LOG_EXT: u8 = 0x2F;
+    /// WRITE LOG EXT (7.60).
+    pub const WRITE_LOG_EXT: u8 = 0x3F;
+    /// READ LOG DMA EXT (7.25).
+    pub const READ_LOG_DMA_EXT: u8 = 0x47;
+    /// WRITE LOG DMA EXT (7.61).
+    pub const WRITE_LOG_DMA_EXT: u8 = 0x57;
     /// READ NATIVE MAX ADDRESS EXT (7.26, HPA feature set).
     pub const READ_NATIVE_MAX_EXT: u8 = 0x27;
     /// SET MAX ADDRESS EXT (7.51).
@@ -50,6 +60,21 @@ pub enum MediumAction {
     /// The action over the first half of the native blocks only (an
     /// operation that failed half way).
     Half(Box<MediumAction>),
+    /// Fill `blocks` blocks from `lba` with `with` (a `Fill`, a
+    /// `Pattern` or a `Block`): what SCT Write Same writes.
+    Blocks {
+        /// First block.
+        lba: u64,
+        /// Blocks.
+        blocks: u64,
+        /// What they are filled with.
+        with: Box<MediumAction>,
+    },
+    /// This block's bytes, repeated (inside `Blocks` only).
+    Block(Vec<u8>),
+    /// Deallocate these ranges (first block, blocks): TRIM. A trimmed
+    /// block reads as zeroes (IDENTIFY word 69: deterministic, RZAT).
+    Trim(Vec<(u64, u64)>),
 }
 
 /// An ATA command's result.

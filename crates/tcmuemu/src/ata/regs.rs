@@ -16,6 +16,20 @@ pub struct Regs {
     pub command: u8,
 }
 
+impl From<drivelab_device::ata::Taskfile> for Regs {
+    /// The registers of a taskfile drivelab builds (what its ATA
+    /// PASS-THROUGH carries).
+    fn from(t: drivelab_device::ata::Taskfile) -> Regs {
+        Regs {
+            feature: t.feature,
+            count: t.count,
+            lba: t.lba,
+            device: t.device,
+            command: t.command,
+        }
+    }
+}
+
 /// ATA STATUS: DRDY.
 pub const STATUS_DRDY: u8 = 0x40;
 /// ATA STATUS: ERR.

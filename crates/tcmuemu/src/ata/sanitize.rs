@@ -196,14 +196,7 @@ mod tests {
     use drivelab_device::ata::{AtaRegisters, AtaSanitize, AtaSanitizeOp, AtaSanitizeStatus};
 
     fn regs(s: &AtaSanitize) -> Regs {
-        let t = s.build();
-        Regs {
-            feature: t.feature,
-            count: t.count,
-            lba: t.lba,
-            device: t.device,
-            command: t.command,
-        }
+        Regs::from(s.build())
     }
 
     fn decoded(o: &Outcome) -> AtaSanitizeStatus {

@@ -11,6 +11,12 @@ use super::regs::Regs;
 pub mod feature {
     /// READ DATA.
     pub const READ_DATA: u16 = 0xD0;
+    /// EXECUTE OFF-LINE IMMEDIATE.
+    pub const EXECUTE_OFFLINE: u16 = 0xD4;
+    /// READ LOG.
+    pub const READ_LOG: u16 = 0xD5;
+    /// WRITE LOG.
+    pub const WRITE_LOG: u16 = 0xD6;
     /// READ ATTRIBUTE THRESHOLDS.
     pub const READ_THRESHOLDS: u16 = 0xD1;
     /// ENABLE OPERATIONS.
@@ -39,6 +45,20 @@ pub struct Smart {
     pub temperature_c: u8,
     /// Reallocated sectors (attribute 5).
     pub reallocated: u32,
+}
+
+/// What SMART READ DATA says of the self-tests (ACS-3 7.48.5 table
+/// "Device SMART data structure", bytes 362-373).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SelfTestBytes {
+    /// Byte 363.
+    pub execution_status: u8,
+    /// Off-line data collection ran (byte 362).
+    pub offline_done: bool,
+    /// Byte 372.
+    pub short_minutes: u8,
+    /// Byte 373.
+    pub extended_minutes: u8,
 }
 
 /// One attribute: id, flags, normalized value, worst, raw, threshold.
@@ -85,8 +105,10 @@ impl Smart {
         ]
     }
 
-    /// SMART READ DATA's 512 bytes.
-    pub fn read_data(&self) -> [u8; 512] {
+    /// SMART READ DATA's 512 bytes, with the self-test state: byte 363
+    /// (execution status), whether off-line data collection ran, and the
+    /// short and extended polling times in minutes.
+    pub fn read_data(&self, t: &SelfTestBytes) -> [u8; 512] {
         let mut d = [0u8; 512];
         d[0..2].copy_from_slice(&0x0010u16.to_le_bytes());
         for (i, at) in self.attributes().iter().enumerate() {
@@ -97,11 +119,15 @@ impl Smart {
             e[4] = at.worst;
             e[5..11].copy_from_slice(&at.raw.to_le_bytes()[..6]);
         }
-        d[362] = 0x00; // off-line data collection: never started
-        d[363] = 0x00; // self-test execution: the last one completed
-        d[367] = 0x00; // off-line data collection capability: none
+        // Off-line data collection: never started, or completed.
+        d[362] = if t.offline_done { 0x02 } else { 0x00 };
+        d[363] = t.execution_status;
+        // Off-line capability: EXECUTE OFF-LINE IMMEDIATE, self-tests.
+        d[367] = 0x11;
         d[368..370].copy_from_slice(&0x0003u16.to_le_bytes()); // saves over power cycles
         d[370] = 0x01; // error logging supported
+        d[372] = t.short_minutes;
+        d[373] = t.extended_minutes;
         checksum(&mut d);
         d
     }
@@ -125,13 +151,14 @@ impl Smart {
             .any(|a| a.flags & 1 != 0 && a.threshold > 0 && a.value <= a.threshold)
     }
 
-    /// One SMART command. Every one needs the signature in LBA 23:8.
+    /// The SMART commands answered from the counters alone (READ DATA,
+    /// the logs and the self-tests are the device's, [`super::logs`]).
+    /// Every one needs the signature in LBA 23:8.
     pub fn execute(&mut self, tf: &Regs) -> Outcome {
         if tf.lba & 0x00FF_FF00 != SIGNATURE {
             return Outcome::abort();
         }
         match tf.feature {
-            feature::READ_DATA => Outcome::data(self.read_data().to_vec()),
             feature::READ_THRESHOLDS => Outcome::data(self.read_thresholds().to_vec()),
             feature::ENABLE | feature::DISABLE => Outcome::ok(Regs {
                 lba: SIGNATURE,
@@ -160,6 +187,9 @@ fn checksum(d: &mut [u8; 512]) {
 pub fn feature_name(f: u16) -> &'static str {
     match f {
         feature::READ_DATA => "SMART READ DATA",
+        feature::EXECUTE_OFFLINE => "SMART EXECUTE OFF-LINE IMMEDIATE",
+        feature::READ_LOG => "SMART READ LOG",
+        feature::WRITE_LOG => "SMART WRITE LOG",
         feature::READ_THRESHOLDS => "SMART READ THRESHOLDS",
         feature::ENABLE => "SMART ENABLE OPERATIONS",
         feature::DISABLE => "SMART DISABLE OPERATIONS",
@@ -186,7 +216,7 @@ mod tests {
 
     #[test]
     fn read_data_sums_to_zero_and_carries_the_io_counters() {
-        let d = smart().read_data();
+        let d = smart().read_data(&SelfTestBytes::default());
         assert_eq!(d.iter().fold(0u8, |a, b| a.wrapping_add(*b)), 0);
         let raw = |id: u8| {
             let i = (0..30).find(|i| d[2 + 12 * i] == id).expect("attribute");
@@ -221,6 +251,6 @@ mod tests {
             ..tf(feature::READ_DATA)
         };
         assert!(s.execute(&bad).failed());
-        assert!(s.execute(&tf(0xD5)).failed());
+        assert!(s.execute(&tf(0xD3)).failed());
     }
 }

@@ -5,7 +5,7 @@
 //! drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H]
 //!     [--serial S] [--vendor V] [--product P] [--revision R]
 //!     [--max-transfer-kib K] [--state FILE]
-//!     [--sanitize-seconds S] [--fault LINE]... [--control FILE]
+//!     [--sanitize-seconds S] [--self-test-seconds S] [--fault LINE]... [--control FILE]
 //!     [--command-timeout S] [--block-size 512|520|528|4096]
 //!     [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]
 //! ```
@@ -43,7 +43,7 @@ use drivelab_tcmuemu::pages::{Geometry, Identity};
 use drivelab_tcmuemu::ring::Ring;
 use drivelab_tcmuemu::server::{self, FaultSource};
 
-const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sanitize-seconds S] [--fault LINE]... [--control FILE] [--command-timeout S] [--block-size N] [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]";
+const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sanitize-seconds S] [--self-test-seconds S] [--fault LINE]... [--control FILE] [--command-timeout S] [--block-size N] [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]";
 
 const BLOCK: u32 = 512;
 
@@ -57,6 +57,7 @@ struct Args {
     state: Option<PathBuf>,
     sata: Option<Sata>,
     sanitize_seconds: f64,
+    self_test_seconds: f64,
     faults: FaultSource,
     command_timeout: Option<u32>,
     block_size: u32,
@@ -88,6 +89,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         state: None,
         sata: None,
         sanitize_seconds: 4.0,
+        self_test_seconds: 5.0,
         faults: FaultSource::default(),
         command_timeout: None,
         block_size: BLOCK,
@@ -134,6 +136,14 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     .ok()
                     .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
                     .ok_or(format!("--sanitize-seconds {v:?}: give 0 to 3600 seconds"))?;
+            }
+            "--self-test-seconds" => {
+                let v = value()?;
+                a.self_test_seconds = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
+                    .ok_or(format!("--self-test-seconds {v:?}: give 0 to 3600 seconds"))?;
             }
             "--fault" => a.faults.fixed.add(&value()?)?,
             "--control" => a.faults.control = Some(value()?.into()),
@@ -268,6 +278,9 @@ fn ata_device(a: &Args, s: &Sata) -> Ata {
         ata.max_blocks = h / u64::from(BLOCK);
     }
     ata.sanitize.duration = std::time::Duration::from_secs_f64(a.sanitize_seconds);
+    // The short self-test runs the given time, the extended one four times it.
+    ata.selftest.short = std::time::Duration::from_secs_f64(a.self_test_seconds);
+    ata.selftest.extended = ata.selftest.short * 4;
     ata
 }
 
