@@ -167,7 +167,7 @@ impl Hotplug {
             if !ids.insert(id.clone()) {
                 return Err(VmError::Config(format!("hot-plug id {id} used twice")));
             }
-            let mut disk = crate::vm::Disk::new(512, &d.serial);
+            let mut disk = crate::disk::Disk::new(512, &d.serial);
             disk.write_bytes_per_s = d.write_bytes_per_s;
             disk.check()?;
             if !serials.insert(d.serial.clone()) {

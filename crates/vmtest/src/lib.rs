@@ -15,6 +15,7 @@
 
 pub mod checks;
 pub mod cpio;
+pub mod disk;
 pub mod drivelab_bin;
 pub mod error;
 pub mod host;
