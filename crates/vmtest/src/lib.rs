@@ -18,6 +18,7 @@ pub mod error;
 pub mod host;
 pub mod modules;
 pub mod results;
+pub mod scale;
 pub mod tools;
 pub mod vm;
 

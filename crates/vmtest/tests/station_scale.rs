@@ -1,0 +1,176 @@
+//! Issue 26 item 6 in a real kernel: a hundred scsi_debug disks, each with
+//! its own store and answering every command late (its own speed), erased
+//! by WRITE SAME together take about the time of one alone, and `drivelab
+//! station` certifies all of them without its memory growing with the
+//! rows. Loose bounds (2x), for a loaded CI machine; `bench/station-scale`
+//! prints the figures. The guest is crates/vmtest/src/scale.rs's.
+//!
+//! Needs root, QEMU and the cached kernel: `bash tests/vm/setup.sh`.
+
+use std::collections::BTreeMap;
+
+use drivelab_vmtest::scale::{Figures, Scale, StationRun};
+use drivelab_vmtest::Checks;
+
+/// The 100-drive times may be at most this many times one drive's.
+const TIME_BOUND: f64 = 2.0;
+/// The station's peak RSS with every row may be at most this many times
+/// its peak RSS with one.
+const RSS_BOUND: f64 = 3.0;
+
+fn count_eq(m: &BTreeMap<String, String>, want: &str) -> usize {
+    m.values().filter(|d| *d == want).count()
+}
+
+fn station_checks(c: &mut Checks, f: &Figures, tag: &str, s: &StationRun, rows: usize, min_cmds: u64) {
+    c.check(
+        &format!("station {tag}: every one of {rows} drives certified"),
+        s.rows == rows && s.certified == rows && s.certificates == rows,
+        || {
+            let odd: Vec<_> = s
+                .last_state
+                .iter()
+                .filter(|(_, st)| *st != "certified")
+                .take(5)
+                .collect();
+            format!(
+                "rows {}, certified {}, certificates {}, not certified {odd:?}; stderr {}",
+                s.rows, s.certified, s.certificates, s.err_tail
+            )
+        },
+    );
+    c.check(&format!("station {tag}: quits with 0"), s.status == 0, || {
+        format!("exit {}: {}", s.status, s.err_tail)
+    });
+    c.check(
+        &format!("station {tag}: every disk reads as zeroes after"),
+        s.md5.len() == rows && count_eq(&s.md5, &f.md5_zero) == rows,
+        || format!("{:?}", s.md5.iter().take(5).collect::<Vec<_>>()),
+    );
+    c.check(
+        &format!("station {tag}: every disk was sent its erase's commands"),
+        s.commands.len() == rows && s.commands.values().all(|&n| n >= min_cmds),
+        || format!("{:?}", s.commands.iter().take(8).collect::<Vec<_>>()),
+    );
+    c.check(
+        &format!("station {tag}: peak RSS and refresh cost read"),
+        s.hwm_kib > 0 && s.ms_per_refresh.is_finite(),
+        || format!("VmHWM {} KiB, {} ms per refresh", s.hwm_kib, s.ms_per_refresh),
+    );
+}
+
+#[test]
+fn a_hundred_drives_erase_in_the_time_of_one_and_the_station_stays_flat() {
+    let s = Scale::default();
+    let run = s
+        .vm()
+        .run()
+        .unwrap_or_else(|e| panic!("the test VM did not run: {e}"));
+    let ctx = run.context();
+    let f = Figures::read(&run);
+    let n = s.drives;
+    let ws = s.ws_per_drive();
+    println!(
+        "VM: boot to script {:?} s, script end {:?} s, wall {:.1} s",
+        run.boot_to_script_s,
+        run.script_end_s,
+        run.elapsed.as_secs_f64()
+    );
+    println!(
+        "erase 1: {:.3} s (erase {:.3} s); {n}: {:.3} s (erase {:.3} s): {:.2}x / {:.2}x",
+        f.one.complete_s,
+        f.one.erase_max_s,
+        f.all.complete_s,
+        f.all.erase_max_s,
+        f.complete_ratio(),
+        f.erase_ratio()
+    );
+    println!(
+        "station: 1 row VmHWM {} KiB, {:.3} ms/refresh; {n} rows VmHWM {} KiB, {:.3} ms/refresh ({:.2}x RSS)",
+        f.station_one.hwm_kib,
+        f.station_one.ms_per_refresh,
+        f.station_all.hwm_kib,
+        f.station_all.ms_per_refresh,
+        f.rss_ratio()
+    );
+    let mut c = Checks::new();
+    c.check("guest script exits 0", run.script_status == 0, || {
+        format!("exit {}", run.script_status)
+    });
+    let serials: std::collections::BTreeSet<&String> = f.disks.iter().map(|d| &d.1).collect();
+    c.check(
+        &format!("{n} scsi_debug disks, each with a serial of its own"),
+        f.disks.len() == n && serials.len() == n && !serials.iter().any(|s| s.is_empty()),
+        || format!("{} disks, {} serials", f.disks.len(), serials.len()),
+    );
+    let first = f.disks.first().map(|d| d.0.clone()).unwrap_or_default();
+
+    // One drive alone: it is zeroed and sent its WRITE SAMEs; the others,
+    // with stores of their own, keep their bytes and are sent nothing.
+    c.check(
+        "erase of one: exit 0, erased by WRITE SAME",
+        f.one.status == 0 && f.one.erased == 1 && f.one.drives == 1,
+        || format!("exit {}, {} of {} erased: {}", f.one.status, f.one.erased, f.one.drives, f.one.why),
+    );
+    c.check(
+        "erase of one: that disk reads as zeroes, the others as filled",
+        f.one.md5.get(&first) == Some(&f.md5_zero) && count_eq(&f.one.md5, &f.md5_fill) == n - 1,
+        || format!("first {:?}; {} filled", f.one.md5.get(&first), count_eq(&f.one.md5, &f.md5_fill)),
+    );
+    c.check(
+        "erase of one: its commands went to that disk only",
+        f.one.commands.get(&first).is_some_and(|&x| x >= ws)
+            && f.one.commands.iter().filter(|(d, _)| **d != first).all(|(_, &x)| x == 0),
+        || format!("{:?}", f.one.commands.iter().filter(|(_, &x)| x > 0).take(8).collect::<Vec<_>>()),
+    );
+
+    // Every drive together.
+    c.check(
+        &format!("erase of {n}: exit 0, every drive erased by WRITE SAME"),
+        f.all.status == 0 && f.all.erased == n && f.all.drives == n,
+        || format!("exit {}, {} of {} erased: {}", f.all.status, f.all.erased, f.all.drives, f.all.why),
+    );
+    c.check(
+        &format!("erase of {n}: every disk reads as zeroes"),
+        count_eq(&f.all.md5, &f.md5_zero) == n,
+        || format!("{} of {n} zero", count_eq(&f.all.md5, &f.md5_zero)),
+    );
+    c.check(
+        &format!("erase of {n}: every disk was sent at least its {ws} WRITE SAMEs"),
+        f.all.commands.len() == n && f.all.commands.values().all(|&x| x >= ws),
+        || format!("{:?}", f.all.commands.iter().filter(|(_, &x)| x < ws).take(8).collect::<Vec<_>>()),
+    );
+    c.check(
+        &format!("erase of {n}: complete time within {TIME_BOUND}x of one drive's"),
+        f.complete_ratio() <= TIME_BOUND,
+        || format!("{:.3} s / {:.3} s = {:.2}x", f.all.complete_s, f.one.complete_s, f.complete_ratio()),
+    );
+    c.check(
+        &format!("erase of {n}: slowest erase phase within {TIME_BOUND}x of one drive's"),
+        f.erase_ratio() <= TIME_BOUND,
+        || format!("{:.3} s / {:.3} s = {:.2}x", f.all.erase_max_s, f.one.erase_max_s, f.erase_ratio()),
+    );
+
+    // The station, one row and then every row.
+    station_checks(&mut c, &f, "one", &f.station_one, 1, 1);
+    station_checks(&mut c, &f, "all", &f.station_all, n, 1);
+    match &f.station_screen {
+        Some(sc) => {
+            station_checks(&mut c, &f, "screen", sc, n, 1);
+            c.check(
+                "station screen: the capture shows a certified row per drive",
+                f.screen_text.lines().filter(|l| l.contains(" certified")).count() >= n,
+                || f.screen_text.clone(),
+            );
+        }
+        None => c.check("station screen: ran in tmux", false, || {
+            run.file("st_screen.err").unwrap_or_default()
+        }),
+    }
+    c.check(
+        &format!("station: peak RSS with {n} rows within {RSS_BOUND}x of one row's"),
+        f.rss_ratio() <= RSS_BOUND,
+        || format!("{} KiB / {} KiB = {:.2}x", f.station_all.hwm_kib, f.station_one.hwm_kib, f.rss_ratio()),
+    );
+    c.finish(&ctx);
+}
