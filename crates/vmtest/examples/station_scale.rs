@@ -45,6 +45,12 @@ fn config() -> Result<Scale, String> {
     Ok(s)
 }
 
+fn median(v: &[u64]) -> u64 {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
 fn station_line(what: &str, s: &StationRun) {
     println!(
         "  {what:<10} {:>4} rows: {:>3} certified in {:>7.1} s; peak RSS {:>7} KiB; CPU {:>6.2} s until the last certificate; main loop {:.3} ms per refresh when idle",
@@ -81,21 +87,23 @@ fn run() -> Result<bool, String> {
         f.add_s
     );
     println!(
-        "\ndrivelab erase --method write-same --strategy parallel --verify none:\n  {:<6} {:>9} {:>12} {:>8} {:>16}",
-        "N", "TIME(s)", "ERASE-MAX(s)", "ERASED", "COMMANDS/DRIVE"
+        "\ndrivelab erase --method write-same --strategy parallel --verify none:\n  {:<6} {:>9} {:>12} {:>9} {:>8} {:>16}",
+        "N", "TIME(s)", "ERASE-MAX(s)", "WALL(s)", "ERASED", "COMMANDS/DRIVE"
     );
     let mut ok = true;
     for (n, r) in [(1, &f.one), (c.drives, &f.all)] {
         let cmds: Vec<u64> = r.commands.values().copied().collect();
         let touched = cmds.iter().filter(|&&x| x >= c.ws_per_drive()).count();
         println!(
-            "  {n:<6} {:>9.3} {:>12.3} {:>4}/{:<3} {:>9} drives >= {}{}",
+            "  {n:<6} {:>9.3} {:>12.3} {:>9.1} {:>4}/{:<3} {:>9} drives >= {} (median {}){}",
             r.complete_s,
             r.erase_max_s,
+            r.wall_s,
             r.erased,
             n,
             touched,
             c.ws_per_drive(),
+            median(&cmds),
             if r.status == 0 {
                 String::new()
             } else {

@@ -199,10 +199,12 @@ erase_run() {
     counts "cnt_${tag}_before.txt"
     set_delay "$NS"
     echo "drivelab-vm: erase $tag at $(now) s" > /dev/console
+    t0=$(now)
     # shellcheck disable=SC2086 # one word per argument
     drivelab erase $args --method write-same --strategy parallel --verify none --yes \
         --certificate-dir "/tmp/certs_$tag" --output-format json > "erase_$tag.json" 2> "erase_$tag.err"
     echo $? > "erase_$tag.status"
+    echo "$t0 $(now)" > "wall_$tag.txt"
     set_delay 0
     counts "cnt_${tag}_after.txt"
     digests "md5_$tag.txt"
@@ -342,6 +344,8 @@ pub struct EraseRun {
     pub complete_s: f64,
     /// The slowest drive's erase phase, s.
     pub erase_max_s: f64,
+    /// The whole command, s (planning, claims and start-up included).
+    pub wall_s: f64,
     /// Per disk: its MD5 after the run.
     pub md5: BTreeMap<String, String>,
     /// Per disk: SCSI commands during the run.
@@ -489,6 +493,10 @@ impl EraseRun {
                 .and_then(|r| r["complete_seconds"].as_f64())
                 .unwrap_or(f64::NAN),
             erase_max_s,
+            wall_s: match nums(&run.file(&format!("wall_{tag}.txt")).unwrap_or_default()).as_slice() {
+                [a, b] => b - a,
+                _ => f64::NAN,
+            },
             md5: pairs(&run.file(&format!("md5_{tag}.txt")).unwrap_or_default()),
             commands: deltas(
                 run,
