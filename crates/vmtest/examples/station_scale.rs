@@ -7,7 +7,8 @@
 //! each erase and their ratio (goal: at most 1.2x), and the station's peak
 //! RSS, CPU and main-loop cost per refresh with one row and with DRIVES.
 //!
-//! Environment: DRIVES (default 100), SIZE_MB (per disk, default 1),
+//! Environment: DRIVES (default 100), LUNS (disks per scsi_debug adapter,
+//! sharing its store; default 4), SIZE_MB (per disk, default 1),
 //! WS_BLOCKS (blocks per WRITE SAME, default 256), DELAY_MS (per command,
 //! default 200), IDLE_S (idle seconds measured after the station's last
 //! certificate, default 10), SCREEN (0: no screen run in tmux). Needs QEMU and the cached kernel (`bash
@@ -35,6 +36,7 @@ fn config() -> Result<Scale, String> {
     let d = Scale::default();
     let s = Scale {
         drives: env_num("DRIVES", d.drives as u64)? as usize,
+        luns: env_num("LUNS", d.luns as u64)? as usize,
         size_mb: env_num("SIZE_MB", d.size_mb)?,
         ws_blocks: env_num("WS_BLOCKS", d.ws_blocks)?,
         delay_ms: env_num("DELAY_MS", d.delay_ms)?,
@@ -53,8 +55,8 @@ fn median(v: &[u64]) -> u64 {
 
 fn station_line(what: &str, s: &StationRun) {
     println!(
-        "  {what:<10} {:>4} rows: {:>3} certified in {:>7.1} s; peak RSS {:>7} KiB; CPU {:>6.2} s until the last certificate; main loop {:.3} ms per refresh when idle",
-        s.rows, s.certified, s.wall_s, s.hwm_kib, s.cpu_busy_s, s.ms_per_refresh
+        "  {what:<7} {:>4} rows: {:>3} certified in {:>6.1} s; RSS {:>6} KiB after, peak {:>7} KiB; CPU {:>6.2} s; main loop {:.3} ms per refresh when idle",
+        s.rows, s.certified, s.wall_s, s.rss_kib, s.hwm_kib, s.cpu_busy_s, s.ms_per_refresh
     );
 }
 
@@ -116,9 +118,10 @@ fn run() -> Result<bool, String> {
         m.values().filter(|d| **d == f.md5_zero).count()
     };
     println!(
-        "  disks reading as zeroes after: alone {} (the other {} still 0xA5: {}), together {}",
+        "  disks reading as zeroes after: alone {} (its adapter's {} LUNs share its store; of the other {}, {} still read 0xA5), together {}",
         zero(&f.one.md5),
-        f.disks.len().saturating_sub(1),
+        c.luns,
+        f.disks.len().saturating_sub(c.luns),
         f.one.md5.values().filter(|d| **d == f.md5_fill).count(),
         zero(&f.all.md5)
     );
@@ -144,9 +147,10 @@ fn run() -> Result<bool, String> {
         None => {}
     }
     println!(
-        "  peak RSS {} rows / 1 row: {:.2}x; main loop per refresh {:.3} ms / {:.3} ms",
+        "  {} rows / 1 row: RSS after {:.2}x, peak RSS {:.2}x; main loop per refresh {:.3} ms / {:.3} ms",
         c.drives,
         f.rss_ratio(),
+        f.peak_ratio(),
         f.station_all.ms_per_refresh,
         f.station_one.ms_per_refresh
     );

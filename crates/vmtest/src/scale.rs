@@ -6,10 +6,13 @@
 //! crates/vmtest/tests/station_scale.rs asserts them loosely; both boot the
 //! guest this module describes and read its results with [`Figures::read`].
 //!
-//! The disks: scsi_debug with `per_host_store=1`, one adapter per disk,
-//! so every disk has a RAM store of its own (its bytes are its own, which
-//! the digests show: the drive erased alone leaves the others' bytes as
-//! they were). Each command is answered after `delay_ms` (scsi_debug's
+//! The disks: scsi_debug adapters of `luns` disks each, with
+//! `per_host_store=1`: every adapter has a RAM store of its own, which its
+//! LUNs share (the digests show it: the drive erased alone zeroes its
+//! adapter's other LUNs too and leaves every other adapter's bytes as they
+//! were). One disk per adapter cannot reach 100: scsi_debug's unit serial
+//! is `(host + 1) * 2000 + LUN` cut to five digits, so past host 48 two
+//! disks would share a serial; 25 adapters of 4 LUNs keep 100 apart. Each command is answered after `delay_ms` (scsi_debug's
 //! `ndelay`, on a timer, set only while an erase runs), so a disk's time is
 //! its commands times the delay, like a drive's own speed, and the guest's
 //! one CPU only does the small part scsi_debug does at submission (copying
@@ -35,8 +38,10 @@ use crate::vm::{GuestRun, Vm, VmBuilder};
 /// What to boot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scale {
-    /// Disks (scsi_debug adapters).
+    /// Disks.
     pub drives: usize,
+    /// Disks (LUNs) per scsi_debug adapter, which share its store.
+    pub luns: usize,
     /// MiB per disk.
     pub size_mb: u64,
     /// Blocks (512 bytes) per WRITE SAME.
@@ -47,7 +52,7 @@ pub struct Scale {
     /// to measure its main loop's CPU per refresh.
     pub idle_s: u64,
     /// Also run the station's screen over every disk, in tmux (the host's
-    /// `/usr/bin/tmux`, copied into the guest).
+    /// `/usr/bin/tmux` and C.UTF-8 locale, copied into the guest).
     pub screen: bool,
 }
 
@@ -57,6 +62,7 @@ impl Default for Scale {
     fn default() -> Self {
         Scale {
             drives: 100,
+            luns: 4,
             size_mb: 1,
             ws_blocks: 256,
             delay_ms: 200,
@@ -66,11 +72,19 @@ impl Default for Scale {
     }
 }
 
+/// The most scsi_debug adapters whose disks all have serials of their own.
+pub const MAX_ADAPTERS: usize = 40;
+
 /// The station's main loop refreshes (screen, metrics, presence checks)
 /// every 250 ms.
 pub const REFRESH_S: f64 = 0.25;
 
 impl Scale {
+    /// scsi_debug adapters (each with a store of its own).
+    pub fn adapters(&self) -> usize {
+        self.drives / self.luns.max(1)
+    }
+
     /// WRITE SAME commands per disk for one erase.
     pub fn ws_per_drive(&self) -> u64 {
         (self.size_mb * 2048).div_ceil(self.ws_blocks)
@@ -84,10 +98,25 @@ impl Scale {
 
     /// Refuses sizes scsi_debug or the guest cannot take.
     pub fn check(&self) -> Result<(), String> {
-        if !(2..=400).contains(&self.drives) {
-            return Err(format!("{} drives: give 2 to 400", self.drives));
+        if self.luns == 0 || self.drives % self.luns != 0 {
+            return Err(format!(
+                "{} drives of {} LUNs per adapter: give a multiple of the LUNs",
+                self.drives, self.luns
+            ));
         }
-        if self.size_mb == 0 || self.size_mb * self.drives as u64 > 1536 {
+        // scsi_debug's unit serial is ((host + 1) * 2000 + LUN) cut to 5
+        // digits: past host 48 two disks share one. The guest's first
+        // scsi_debug host is 6 (after the AHCI ports).
+        if self.drives / self.luns > MAX_ADAPTERS || self.luns > 256 {
+            return Err(format!(
+                "{} drives: at most {MAX_ADAPTERS} adapters of at most 256 LUNs (raise the LUNs per adapter)",
+                self.drives
+            ));
+        }
+        if self.drives < 2 {
+            return Err(format!("{} drives: at least 2", self.drives));
+        }
+        if self.size_mb == 0 || self.size_mb * self.adapters() as u64 > 1536 {
             return Err(format!(
                 "{} MiB x {} drives: at most 1536 MiB in all (the stores live in guest RAM)",
                 self.size_mb, self.drives
@@ -116,14 +145,14 @@ impl Scale {
             + 1.5 * n;
         let b = Vm::builder();
         let b = if self.screen {
-            b.host_tool(TMUX)
+            b.host_tool(TMUX).host_tool(UTF8_CTYPE)
         } else {
             b
         };
         b.with_drivelab()
-            .memory_mib(512 + (self.size_mb * self.drives as u64) as u32)
+            .memory_mib(768 + (self.size_mb * self.adapters() as u64 + 4 * self.drives as u64) as u32)
             .scsi_debug(&format!(
-                "add_host=1 per_host_store=1 dev_size_mb={} write_same_length={} delay=0",
+                "add_host=1 max_luns=1 per_host_store=1 dev_size_mb={} write_same_length={} delay=0",
                 self.size_mb, self.ws_blocks
             ))
             .timeout(Duration::from_secs_f64(budget))
@@ -133,8 +162,9 @@ impl Scale {
     /// The guest script (busybox sh, tests/vm/lib.sh sourced, in /out).
     pub fn script(&self) -> String {
         format!(
-            "N={n}\nMB={mb}\nNS={ns}\nIDLE={idle}\nSCREEN={screen}\n{body}",
+            "N={n}\nLUNS={luns}\nMB={mb}\nNS={ns}\nIDLE={idle}\nSCREEN={screen}\n{body}",
             n = self.drives,
+            luns = self.luns,
             mb = self.size_mb,
             ns = self.delay_ms * 1_000_000,
             idle = self.idle_s,
@@ -146,6 +176,10 @@ impl Scale {
 
 /// The terminal multiplexer the screen runs in.
 pub const TMUX: &str = "/usr/bin/tmux";
+
+/// The C.UTF-8 locale's character classes: tmux refuses to start without
+/// a UTF-8 locale.
+pub const UTF8_CTYPE: &str = "/usr/lib/locale/C.utf8/LC_CTYPE";
 
 /// The body of the guest script; `N`, `MB`, `NS` and `IDLE` are set above it.
 const GUEST_SCRIPT: &str = r#"
@@ -226,9 +260,9 @@ formats = ["json"]
 EOF
     mkdir -p "/tmp/scerts_$1"
 }
-# wait_certified TAG PID K CMD...: until CMD's output shows K certified
-# drives, PID is gone, or 600 s; then the station's status, CPU, and its
-# main thread's CPU over IDLE s idle.
+# wait_certified TAG PID K CMD...: until CMD's output shows K drives done
+# (stored, so the main loop is idle), PID is gone, or 600 s; then the
+# station's status, CPU, and its main thread's CPU over IDLE s idle.
 wait_certified() {
     tag=$1; pid=$2; k=$3; shift 3
     i=0
@@ -256,7 +290,8 @@ after_station() {
     digests "md5_st_$1.txt"
     rm -rf "/tmp/scerts_$1"
 }
-certified_events() { grep '"event":"state"' "$1" | grep -c '"state":"certified"'; }
+# stored_events FILE: drives whose result is in the store.
+stored_events() { grep -c '"event":"stored"' "$1"; }
 # station_run TAG: drivelab station --events json over every disk present
 # until each is certified, then quit on its stdin.
 station_run() {
@@ -272,7 +307,7 @@ station_run() {
     drivelab station --policy "/tmp/policy_$tag.toml" --events json < "/tmp/ctl_$tag" > "/tmp/st_$tag.jsonl" 2> "st_$tag.err" &
     pid=$!
     exec 7> "/tmp/ctl_$tag"
-    wait_certified "$tag" $pid "$k" certified_events "/tmp/st_$tag.jsonl"
+    wait_certified "$tag" $pid "$k" stored_events "/tmp/st_$tag.jsonl"
     echo quit >&7
     exec 7>&-
     wait $pid
@@ -280,7 +315,13 @@ station_run() {
     cp "/tmp/st_$tag.jsonl" "st_$tag.jsonl"
     after_station "$tag"
 }
-certified_rows() { tmux capture-pane -p -t st | grep -c ' certified'; }
+tm() { /usr/bin/tmux "$@"; }
+# certified_rows K: the screen's certified rows once its header shows K
+# stored, else 0.
+certified_rows() {
+    tm capture-pane -p -t st > /tmp/pane.txt
+    if grep -Eq "stored: $1( |$)" /tmp/pane.txt; then grep -c ' certified' /tmp/pane.txt; else echo 0; fi
+}
 # screen_run: the station's screen in tmux over every disk present until
 # each row shows certified, then q.
 screen_run() {
@@ -294,17 +335,17 @@ screen_run() {
     set_delay "$NS"
     echo "drivelab-vm: screen at $(now) s" > /dev/console
     t_start=$(now)
-    TERM=xterm tmux -u new-session -d -s st -x 120 -y $((k + 12)) \
+    TERM=xterm tm -u new-session -d -s st -x 120 -y $((k + 12)) \
         "exec drivelab station --policy /tmp/policy_$tag.toml 2> /tmp/st_$tag.err" || return 1
-    pid=$(tmux display -p -t st '#{pane_pid}')
-    wait_certified "$tag" "$pid" "$k" certified_rows
-    tmux capture-pane -p -t st > screen.txt
-    tmux send-keys -t st q
+    pid=$(tm display -p -t st '#{pane_pid}')
+    wait_certified "$tag" "$pid" "$k" certified_rows "$k"
+    tm capture-pane -p -t st > screen.txt
+    tm send-keys -t st q
     i=0
     while kill -0 "$pid" 2>/dev/null && [ $i -lt 600 ]; do i=$((i + 1)); sleep 0.1; done
     if kill -0 "$pid" 2>/dev/null; then echo 1; else echo 0; fi > "st_$tag.status"
     cp "/tmp/st_$tag.err" "st_$tag.err"
-    tmux kill-server 2>/dev/null
+    tm kill-server 2>/dev/null
     after_station "$tag"
 }
 
@@ -317,9 +358,11 @@ wait_disks 1 || exit 1
 list_disks
 station_run one
 
-echo "drivelab-vm: adding $((N - 1)) adapters at $(now) s" > /dev/console
+echo "drivelab-vm: adding $((N / LUNS - 1)) adapters of $LUNS disks at $(now) s" > /dev/console
 t0=$(now)
-echo $((N - 1)) > $P/add_host
+echo "$LUNS" > $P/max_luns
+[ "$LUNS" = 1 ] || echo "- - -" > "/sys/class/scsi_host/$(ls $P/adapter0 | grep '^host')/scan"
+[ "$N" = "$LUNS" ] || echo $((N / LUNS - 1)) > $P/add_host
 wait_disks "$N" || exit 1
 echo "$t0 $(now)" > wall_add.txt
 list_disks
@@ -365,8 +408,11 @@ pub struct StationRun {
     pub certificates: usize,
     /// Seconds from start until every drive was certified.
     pub wall_s: f64,
-    /// Peak RSS (VmHWM), KiB.
+    /// Peak RSS (VmHWM), KiB: the rows and every erase's working set at
+    /// its largest.
     pub hwm_kib: u64,
+    /// RSS once every drive is certified (VmRSS), KiB: the rows held.
+    pub rss_kib: u64,
     /// The whole process's CPU until every drive was certified, s.
     pub cpu_busy_s: f64,
     /// The main loop's CPU per refresh while idle (every row final), ms.
@@ -513,11 +559,13 @@ impl StationRun {
         let wall = nums(&run.file(&format!("wall_st_{tag}.txt")).unwrap_or_default());
         let idle = nums(&run.file(&format!("idle_{tag}.txt")).unwrap_or_default());
         let status_text = run.file(&format!("status_{tag}.txt")).unwrap_or_default();
-        let hwm_kib = status_text
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0);
+        let kib = |key: &str| {
+            status_text
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .unwrap_or(0)
+        };
         let tck = run
             .file("clk_tck.txt")
             .ok()
@@ -557,7 +605,8 @@ impl StationRun {
                 [t0, t1, ..] => t1 - t0,
                 _ => f64::NAN,
             },
-            hwm_kib,
+            hwm_kib: kib("VmHWM:"),
+            rss_kib: kib("VmRSS:"),
             cpu_busy_s: stat_ticks(&busy).map_or(f64::NAN, |t| t as f64 / tck),
             ms_per_refresh,
             status: run
@@ -622,13 +671,27 @@ impl Figures {
         self.all.complete_s / self.one.complete_s
     }
 
+    /// Whether disk `name` shares the store of the first disk (the same
+    /// adapter: the same host number in H:C:T:L).
+    pub fn shares_first_store(&self, name: &str) -> bool {
+        let host = |h: &str| h.split(':').next().map(str::to_string);
+        let first = self.disks.first().and_then(|d| host(&d.2));
+        let this = self.disks.iter().find(|d| d.0 == name).and_then(|d| host(&d.2));
+        first.is_some() && first == this
+    }
+
     /// The slowest drive's erase phase with every drive over one drive's.
     pub fn erase_ratio(&self) -> f64 {
         self.all.erase_max_s / self.one.erase_max_s
     }
 
-    /// The station's peak RSS with every row over one row's.
+    /// The station's RSS with every row certified over one row's.
     pub fn rss_ratio(&self) -> f64 {
+        self.station_all.rss_kib as f64 / self.station_one.rss_kib as f64
+    }
+
+    /// The station's peak RSS with every row over one row's.
+    pub fn peak_ratio(&self) -> f64 {
         self.station_all.hwm_kib as f64 / self.station_one.hwm_kib as f64
     }
 }
