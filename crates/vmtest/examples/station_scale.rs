@@ -55,8 +55,8 @@ fn median(v: &[u64]) -> u64 {
 
 fn station_line(what: &str, s: &StationRun) {
     println!(
-        "  {what:<7} {:>4} rows: {:>3} certified in {:>6.1} s; RSS {:>6} KiB after, peak {:>7} KiB; CPU {:>6.2} s; main loop {:.3} ms per refresh when idle",
-        s.rows, s.certified, s.wall_s, s.rss_kib, s.hwm_kib, s.cpu_busy_s, s.ms_per_refresh
+        "  {what:<7} {:>4} rows: {:>3} certified in {:>6.1} s; RSS {:>6} KiB after, peak {:>7} KiB; CPU {:>6.2} s (guest CPU {:.0}% busy); main loop {:.3} ms per refresh when idle",
+        s.rows, s.certified, s.wall_s, s.rss_kib, s.hwm_kib, s.cpu_busy_s, s.cpu_share * 100.0, s.ms_per_refresh
     );
 }
 
@@ -89,18 +89,19 @@ fn run() -> Result<bool, String> {
         f.add_s
     );
     println!(
-        "\ndrivelab erase --method write-same --strategy parallel --verify none:\n  {:<6} {:>9} {:>12} {:>9} {:>8} {:>16}",
-        "N", "TIME(s)", "ERASE-MAX(s)", "WALL(s)", "ERASED", "COMMANDS/DRIVE"
+        "\ndrivelab erase --method write-same --strategy parallel --verify none:\n  {:<6} {:>9} {:>12} {:>9} {:>5} {:>8} {:>16}",
+        "N", "TIME(s)", "ERASE-MAX(s)", "WALL(s)", "CPU", "ERASED", "COMMANDS/DRIVE"
     );
     let mut ok = true;
     for (n, r) in [(1, &f.one), (c.drives, &f.all)] {
         let cmds: Vec<u64> = r.commands.values().copied().collect();
         let touched = cmds.iter().filter(|&&x| x >= c.ws_per_drive()).count();
         println!(
-            "  {n:<6} {:>9.3} {:>12.3} {:>9.1} {:>4}/{:<3} {:>9} drives >= {} (median {}){}",
+            "  {n:<6} {:>9.3} {:>12.3} {:>9.1} {:>4.0}% {:>4}/{:<3} {:>9} drives >= {} (median {}){}",
             r.complete_s,
             r.erase_max_s,
             r.wall_s,
+            r.cpu_share * 100.0,
             r.erased,
             n,
             touched,

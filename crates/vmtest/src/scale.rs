@@ -234,10 +234,12 @@ erase_run() {
     set_delay "$NS"
     echo "drivelab-vm: erase $tag at $(now) s" > /dev/console
     t0=$(now)
+    head -n1 /proc/stat > "cpu_${tag}_0.txt"
     # shellcheck disable=SC2086 # one word per argument
     drivelab erase $args --method write-same --strategy parallel --verify none --yes \
         --certificate-dir "/tmp/certs_$tag" --output-format json > "erase_$tag.json" 2> "erase_$tag.err"
     echo $? > "erase_$tag.status"
+    head -n1 /proc/stat > "cpu_${tag}_1.txt"
     echo "$t0 $(now)" > "wall_$tag.txt"
     set_delay 0
     counts "cnt_${tag}_after.txt"
@@ -274,6 +276,7 @@ wait_certified() {
         sleep 0.5
     done
     t1=$(now)
+    head -n1 /proc/stat > "cpu_st_${tag}_1.txt"
     set_delay 0
     cp "/proc/$pid/status" "status_$tag.txt"
     cp "/proc/$pid/stat" "stat_busy_$tag.txt"
@@ -304,6 +307,7 @@ station_run() {
     set_delay "$NS"
     echo "drivelab-vm: station $tag at $(now) s" > /dev/console
     t_start=$(now)
+    head -n1 /proc/stat > "cpu_st_${tag}_0.txt"
     drivelab station --policy "/tmp/policy_$tag.toml" --events json < "/tmp/ctl_$tag" > "/tmp/st_$tag.jsonl" 2> "st_$tag.err" &
     pid=$!
     exec 7> "/tmp/ctl_$tag"
@@ -335,6 +339,7 @@ screen_run() {
     set_delay "$NS"
     echo "drivelab-vm: screen at $(now) s" > /dev/console
     t_start=$(now)
+    head -n1 /proc/stat > "cpu_st_${tag}_0.txt"
     TERM=xterm tm -u new-session -d -s st -x 120 -y $((k + 12)) \
         "exec drivelab station --policy /tmp/policy_$tag.toml 2> /tmp/st_$tag.err" || return 1
     pid=$(tm display -p -t st '#{pane_pid}')
@@ -389,6 +394,8 @@ pub struct EraseRun {
     pub erase_max_s: f64,
     /// The whole command, s (planning, claims and start-up included).
     pub wall_s: f64,
+    /// The share of the guest's CPU busy during the whole command.
+    pub cpu_share: f64,
     /// Per disk: its MD5 after the run.
     pub md5: BTreeMap<String, String>,
     /// Per disk: SCSI commands during the run.
@@ -415,6 +422,8 @@ pub struct StationRun {
     pub rss_kib: u64,
     /// The whole process's CPU until every drive was certified, s.
     pub cpu_busy_s: f64,
+    /// The share of the guest's CPU busy until then.
+    pub cpu_share: f64,
     /// The main loop's CPU per refresh while idle (every row final), ms.
     pub ms_per_refresh: f64,
     /// Exit status after `quit`.
@@ -487,6 +496,25 @@ fn deltas(run: &GuestRun, before: &str, after: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// The share of the CPU busy between two `cpu` lines of /proc/stat (idle
+/// and iowait count as free).
+fn busy_share(run: &GuestRun, before: &str, after: &str) -> f64 {
+    let ticks = |name: &str| -> Option<(f64, f64)> {
+        let text = run.file(name).ok()?;
+        let f: Vec<f64> = text
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        let idle = f.get(3)? + f.get(4)?;
+        Some((f.iter().take(8).sum(), idle))
+    };
+    match (ticks(before), ticks(after)) {
+        (Some((t0, i0)), Some((t1, i1))) if t1 > t0 => 1.0 - (i1 - i0) / (t1 - t0),
+        _ => f64::NAN,
+    }
+}
+
 /// `utime + stime` of a /proc/PID/stat line, in ticks.
 fn stat_ticks(stat: &str) -> Option<u64> {
     // The command name (field 2) may hold spaces: count after its ')'.
@@ -539,6 +567,7 @@ impl EraseRun {
                 .and_then(|r| r["complete_seconds"].as_f64())
                 .unwrap_or(f64::NAN),
             erase_max_s,
+            cpu_share: busy_share(run, &format!("cpu_{tag}_0.txt"), &format!("cpu_{tag}_1.txt")),
             wall_s: match nums(&run.file(&format!("wall_{tag}.txt")).unwrap_or_default()).as_slice() {
                 [a, b] => b - a,
                 _ => f64::NAN,
@@ -607,6 +636,11 @@ impl StationRun {
             },
             hwm_kib: kib("VmHWM:"),
             rss_kib: kib("VmRSS:"),
+            cpu_share: busy_share(
+                run,
+                &format!("cpu_st_{tag}_0.txt"),
+                &format!("cpu_st_{tag}_1.txt"),
+            ),
             cpu_busy_s: stat_ticks(&busy).map_or(f64::NAN, |t| t as f64 / tck),
             ms_per_refresh,
             status: run
