@@ -475,7 +475,8 @@ fn describe(paths: &[PathBuf], force: bool) -> Result<Vec<BlockDevice>, EraseErr
         return Err(EraseError::NoDrives);
     }
     let mut devs: Vec<BlockDevice> = Vec::new();
-    let mut refusals = Vec::new();
+    // Per drive, in the order given: its refusals.
+    let mut refusals: Vec<Vec<String>> = Vec::new();
     for p in paths {
         let d = BlockDevice::from_path(p)
             .map_err(|e| EraseError::Refused(format!("{}: {e}", p.display())))?;
@@ -495,17 +496,31 @@ fn describe(paths: &[PathBuf], force: bool) -> Result<Vec<BlockDevice>, EraseErr
                 p.display()
             )));
         }
+        let mut why = Vec::new();
         if d.partition && !force {
-            refusals.push(format!(
+            why.push(format!(
                 "refusing to erase {}: it is a partition, not a whole drive; name the whole drive, or pass --force",
                 p.display()
             ));
         }
-        if let Some(r) = safety::assess(&d).refusal(force) {
-            refusals.push(r.to_string());
-        }
+        refusals.push(why);
         devs.push(d);
     }
+    // Assessing a drive reads it (its partition table, signatures): every
+    // drive is read at once.
+    let assessed: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = devs
+            .iter()
+            .map(|d| s.spawn(move || safety::assess(d).refusal(force).map(|r| r.to_string())))
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    for (why, a) in refusals.iter_mut().zip(assessed) {
+        why.extend(a);
+    }
+    let refusals: Vec<String> = refusals.into_iter().flatten().collect();
     if !refusals.is_empty() {
         return Err(EraseError::Refused(refusals.join("; ")));
     }
