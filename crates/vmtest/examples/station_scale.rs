@@ -140,7 +140,12 @@ fn run() -> Result<bool, String> {
         Some(sc) => {
             println!("\ndrivelab station, its screen in tmux ({} rows):", sc.rows);
             station_line("screen", sc);
-            for l in f.screen_text.lines().filter(|l| !l.trim().is_empty()).take(4) {
+            for l in f
+                .screen_text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .take(4)
+            {
                 println!("  | {l}");
             }
         }

@@ -123,7 +123,10 @@ impl Scale {
             ));
         }
         if self.ws_blocks == 0 || self.ws_blocks > 0xffff {
-            return Err(format!("{} blocks per WRITE SAME: 1 to 65535", self.ws_blocks));
+            return Err(format!(
+                "{} blocks per WRITE SAME: 1 to 65535",
+                self.ws_blocks
+            ));
         }
         if self.delay_ms == 0 || self.delay_ms >= 1000 {
             return Err(format!(
@@ -140,7 +143,9 @@ impl Scale {
         let n = self.drives as f64;
         // Boot and scan, five erases' worth of drive time, fills and
         // digests, the idle periods, and room for a loaded host.
-        let budget = 240.0 + 20.0 * self.drive_seconds() + 0.6 * n * self.size_mb as f64
+        let budget = 240.0
+            + 20.0 * self.drive_seconds()
+            + 0.6 * n * self.size_mb as f64
             + 2.0 * self.idle_s as f64
             + 1.5 * n;
         let b = Vm::builder();
@@ -567,8 +572,13 @@ impl EraseRun {
                 .and_then(|r| r["complete_seconds"].as_f64())
                 .unwrap_or(f64::NAN),
             erase_max_s,
-            cpu_share: busy_share(run, &format!("cpu_{tag}_0.txt"), &format!("cpu_{tag}_1.txt")),
-            wall_s: match nums(&run.file(&format!("wall_{tag}.txt")).unwrap_or_default()).as_slice() {
+            cpu_share: busy_share(
+                run,
+                &format!("cpu_{tag}_0.txt"),
+                &format!("cpu_{tag}_1.txt"),
+            ),
+            wall_s: match nums(&run.file(&format!("wall_{tag}.txt")).unwrap_or_default()).as_slice()
+            {
                 [a, b] => b - a,
                 _ => f64::NAN,
             },
@@ -600,7 +610,9 @@ impl StationRun {
             .ok()
             .and_then(|s| s.trim().parse::<f64>().ok())
             .unwrap_or(100.0);
-        let busy = run.file(&format!("stat_busy_{tag}.txt")).unwrap_or_default();
+        let busy = run
+            .file(&format!("stat_busy_{tag}.txt"))
+            .unwrap_or_default();
         // schedstat: ns on the CPU; refreshes: one per REFRESH_S.
         let ms_per_refresh = match idle.as_slice() {
             [a, b, s0, s1] if s1 > s0 => (b - a) / 1e6 / ((s1 - s0) / REFRESH_S),
@@ -681,8 +693,16 @@ impl Figures {
             .collect();
         let add = nums(&run.file("wall_add.txt").unwrap_or_default());
         Figures {
-            md5_fill: run.file("md5_fill.txt").unwrap_or_default().trim().to_string(),
-            md5_zero: run.file("md5_zero.txt").unwrap_or_default().trim().to_string(),
+            md5_fill: run
+                .file("md5_fill.txt")
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            md5_zero: run
+                .file("md5_zero.txt")
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
             disks,
             add_s: match add.as_slice() {
                 [a, b] => b - a,
@@ -710,7 +730,11 @@ impl Figures {
     pub fn shares_first_store(&self, name: &str) -> bool {
         let host = |h: &str| h.split(':').next().map(str::to_string);
         let first = self.disks.first().and_then(|d| host(&d.2));
-        let this = self.disks.iter().find(|d| d.0 == name).and_then(|d| host(&d.2));
+        let this = self
+            .disks
+            .iter()
+            .find(|d| d.0 == name)
+            .and_then(|d| host(&d.2));
         first.is_some() && first == this
     }
 
@@ -754,7 +778,12 @@ mod tests {
         assert_eq!(s.ws_per_drive(), 8);
         assert!((s.drive_seconds() - 1.6).abs() < 1e-9);
         assert!(s.check().is_ok());
-        assert!(Scale { delay_ms: 1000, ..s.clone() }.check().is_err());
+        assert!(Scale {
+            delay_ms: 1000,
+            ..s.clone()
+        }
+        .check()
+        .is_err());
         assert!(Scale { drives: 1, ..s }.check().is_err());
     }
 }

@@ -30,7 +30,14 @@ fn count_eq(m: &BTreeMap<String, String>, want: &str) -> usize {
     m.values().filter(|d| *d == want).count()
 }
 
-fn station_checks(c: &mut Checks, f: &Figures, tag: &str, s: &StationRun, rows: usize, min_cmds: u64) {
+fn station_checks(
+    c: &mut Checks,
+    f: &Figures,
+    tag: &str,
+    s: &StationRun,
+    rows: usize,
+    min_cmds: u64,
+) {
     c.check(
         &format!("station {tag}: every one of {rows} drives certified"),
         s.rows == rows && s.certified == rows && s.certificates == rows,
@@ -47,9 +54,11 @@ fn station_checks(c: &mut Checks, f: &Figures, tag: &str, s: &StationRun, rows: 
             )
         },
     );
-    c.check(&format!("station {tag}: quits with 0"), s.status == 0, || {
-        format!("exit {}: {}", s.status, s.err_tail)
-    });
+    c.check(
+        &format!("station {tag}: quits with 0"),
+        s.status == 0,
+        || format!("exit {}: {}", s.status, s.err_tail),
+    );
     c.check(
         &format!("station {tag}: every disk reads as zeroes after"),
         s.md5.len() == rows && count_eq(&s.md5, &f.md5_zero) == rows,
@@ -63,7 +72,12 @@ fn station_checks(c: &mut Checks, f: &Figures, tag: &str, s: &StationRun, rows: 
     c.check(
         &format!("station {tag}: peak RSS and refresh cost read"),
         s.hwm_kib > 0 && s.ms_per_refresh.is_finite(),
-        || format!("VmHWM {} KiB, {} ms per refresh", s.hwm_kib, s.ms_per_refresh),
+        || {
+            format!(
+                "VmHWM {} KiB, {} ms per refresh",
+                s.hwm_kib, s.ms_per_refresh
+            )
+        },
     );
 }
 
@@ -128,30 +142,67 @@ fn a_hundred_drives_erase_in_the_time_of_one_and_the_station_stays_flat() {
     c.check(
         "erase of one: exit 0, erased by WRITE SAME",
         f.one.status == 0 && f.one.erased == 1 && f.one.drives == 1,
-        || format!("exit {}, {} of {} erased: {}", f.one.status, f.one.erased, f.one.drives, f.one.why),
+        || {
+            format!(
+                "exit {}, {} of {} erased: {}",
+                f.one.status, f.one.erased, f.one.drives, f.one.why
+            )
+        },
     );
-    let sharing = f.disks.iter().filter(|d| f.shares_first_store(&d.0)).count();
+    let sharing = f
+        .disks
+        .iter()
+        .filter(|d| f.shares_first_store(&d.0))
+        .count();
     c.check(
         "erase of one: its adapter's disks read as zeroes, the others as filled",
         sharing == s.luns
             && f.one.md5.len() == n
             && f.one.md5.iter().all(|(d, m)| {
-                m == if f.shares_first_store(d) { &f.md5_zero } else { &f.md5_fill }
+                m == if f.shares_first_store(d) {
+                    &f.md5_zero
+                } else {
+                    &f.md5_fill
+                }
             }),
-        || format!("{sharing} sharing; {:?}", f.one.md5.iter().take(6).collect::<Vec<_>>()),
+        || {
+            format!(
+                "{sharing} sharing; {:?}",
+                f.one.md5.iter().take(6).collect::<Vec<_>>()
+            )
+        },
     );
     c.check(
         "erase of one: its commands went to that disk only",
         f.one.commands.get(&first).is_some_and(|&x| x >= ws)
-            && f.one.commands.iter().filter(|(d, _)| **d != first).all(|(_, &x)| x == 0),
-        || format!("{:?}", f.one.commands.iter().filter(|(_, &x)| x > 0).take(8).collect::<Vec<_>>()),
+            && f.one
+                .commands
+                .iter()
+                .filter(|(d, _)| **d != first)
+                .all(|(_, &x)| x == 0),
+        || {
+            format!(
+                "{:?}",
+                f.one
+                    .commands
+                    .iter()
+                    .filter(|(_, &x)| x > 0)
+                    .take(8)
+                    .collect::<Vec<_>>()
+            )
+        },
     );
 
     // Every drive together.
     c.check(
         &format!("erase of {n}: exit 0, every drive erased by WRITE SAME"),
         f.all.status == 0 && f.all.erased == n && f.all.drives == n,
-        || format!("exit {}, {} of {} erased: {}", f.all.status, f.all.erased, f.all.drives, f.all.why),
+        || {
+            format!(
+                "exit {}, {} of {} erased: {}",
+                f.all.status, f.all.erased, f.all.drives, f.all.why
+            )
+        },
     );
     c.check(
         &format!("erase of {n}: every disk reads as zeroes"),
@@ -161,17 +212,41 @@ fn a_hundred_drives_erase_in_the_time_of_one_and_the_station_stays_flat() {
     c.check(
         &format!("erase of {n}: every disk was sent at least its {ws} WRITE SAMEs"),
         f.all.commands.len() == n && f.all.commands.values().all(|&x| x >= ws),
-        || format!("{:?}", f.all.commands.iter().filter(|(_, &x)| x < ws).take(8).collect::<Vec<_>>()),
+        || {
+            format!(
+                "{:?}",
+                f.all
+                    .commands
+                    .iter()
+                    .filter(|(_, &x)| x < ws)
+                    .take(8)
+                    .collect::<Vec<_>>()
+            )
+        },
     );
     c.check(
         &format!("erase of {n}: complete time within {COMPLETE_BOUND}x of one drive's"),
         f.complete_ratio() <= COMPLETE_BOUND,
-        || format!("{:.3} s / {:.3} s = {:.2}x", f.all.complete_s, f.one.complete_s, f.complete_ratio()),
+        || {
+            format!(
+                "{:.3} s / {:.3} s = {:.2}x",
+                f.all.complete_s,
+                f.one.complete_s,
+                f.complete_ratio()
+            )
+        },
     );
     c.check(
         &format!("erase of {n}: slowest erase phase within {TIME_BOUND}x of one drive's"),
         f.erase_ratio() <= TIME_BOUND,
-        || format!("{:.3} s / {:.3} s = {:.2}x", f.all.erase_max_s, f.one.erase_max_s, f.erase_ratio()),
+        || {
+            format!(
+                "{:.3} s / {:.3} s = {:.2}x",
+                f.all.erase_max_s,
+                f.one.erase_max_s,
+                f.erase_ratio()
+            )
+        },
     );
 
     // The station, one row and then every row.
@@ -180,7 +255,14 @@ fn a_hundred_drives_erase_in_the_time_of_one_and_the_station_stays_flat() {
     c.check(
         &format!("station: RSS with {n} rows certified within {RSS_BOUND}x of one row's"),
         f.rss_ratio() <= RSS_BOUND,
-        || format!("{} KiB / {} KiB = {:.2}x", f.station_all.rss_kib, f.station_one.rss_kib, f.rss_ratio()),
+        || {
+            format!(
+                "{} KiB / {} KiB = {:.2}x",
+                f.station_all.rss_kib,
+                f.station_one.rss_kib,
+                f.rss_ratio()
+            )
+        },
     );
     c.finish(&ctx);
 }
