@@ -4,17 +4,19 @@
 //! WRITE SAME one alone and then all together, and `drivelab station` over
 //! one and then over all of them (crates/vmtest/src/scale.rs describes the
 //! guest). Prints the complete time and the slowest drive's erase phase of
-//! each erase and their ratio (goal: at most 1.2x), and the station's peak
-//! RSS, CPU and main-loop cost per refresh with one row and with DRIVES.
+//! each erase and their ratio (goal: at most 1.2x), and the station's RSS
+//! once certified and at its peak, its CPU and its main loop's cost per
+//! refresh with one row and with DRIVES (events, then the screen in tmux).
 //!
 //! Environment: DRIVES (default 100), LUNS (disks per scsi_debug adapter,
 //! sharing its store; default 4), SIZE_MB (per disk, default 1),
 //! WS_BLOCKS (blocks per WRITE SAME, default 256), DELAY_MS (per command,
 //! default 200), IDLE_S (idle seconds measured after the station's last
-//! certificate, default 10), SCREEN (0: no screen run in tmux). Needs QEMU and the cached kernel (`bash
-//! tests/vm/setup.sh`).
+//! certificate, default 10), SCREEN (0: no run of the screen in tmux).
+//! Needs QEMU and the cached kernel (`bash tests/vm/setup.sh`).
 //!
-//! Run: `cargo run --release -p drivelab-vmtest --example station_scale`.
+//! Run: `bench/station-scale`, or `DRIVELAB_VM_PROFILE=release cargo run -p
+//! drivelab-vmtest --example station_scale`.
 
 use std::process::ExitCode;
 
