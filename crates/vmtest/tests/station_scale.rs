@@ -2,8 +2,8 @@
 //! its own store and answering every command late (its own speed), erased
 //! by WRITE SAME together take about the time of one alone, and `drivelab
 //! station` certifies all of them without its memory growing with the
-//! rows. Loose bounds (2x), for a loaded CI machine; `bench/station-scale`
-//! prints the figures. The guest is crates/vmtest/src/scale.rs's.
+//! rows. Loose bounds (see [`TIME_BOUND`]), for a loaded CI machine;
+//! `bench/station-scale` prints the figures. The guest is crates/vmtest/src/scale.rs's.
 //!
 //! Needs root, QEMU and the cached kernel: `bash tests/vm/setup.sh`.
 
@@ -13,14 +13,16 @@ use drivelab_vmtest::scale::{Figures, Scale, StationRun};
 use drivelab_vmtest::Checks;
 
 /// The slowest drive's erase phase with 100 drives may be at most this
-/// many times one drive's.
-const TIME_BOUND: f64 = 2.0;
-/// The complete time (each drive's health read before and after, its
-/// certificate signed) may be at most this many times one drive's: the
-/// guest has one emulated CPU and the harness's drivelab is a debug build,
-/// so the CPU-bound part of 100 erases weighs here as it does not on a
-/// host (bench/station-scale runs a release build).
-const COMPLETE_BOUND: f64 = 5.0;
+/// many times one drive's, and the complete time (each drive's health read
+/// before and after, its certificate signed) COMPLETE_BOUND times. Loose:
+/// the guest has one emulated CPU, the harness's drivelab is a debug
+/// build, and a loaded host slows the emulated CPU, so the CPU-bound part
+/// of 100 erases weighs here as it does not on a host (bench/station-scale
+/// runs a release build and prints the figures). Drives erased one after
+/// another would take 100 times one drive's time.
+const TIME_BOUND: f64 = 4.0;
+/// See [`TIME_BOUND`].
+const COMPLETE_BOUND: f64 = 8.0;
 /// The station's RSS with every row certified may be at most this many
 /// times its RSS with one (the peak, which holds every erase's working set
 /// at once, is printed).
