@@ -20,19 +20,7 @@
 
 use std::process::ExitCode;
 
-use drivelab_vmtest::scale::{Figures, Scale, StationRun};
-
-fn env_num(name: &str, default: u64) -> Result<u64, String> {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or_else(|| format!("{name}={v:?}: give a positive whole number")),
-        Err(_) => Ok(default),
-    }
-}
+use drivelab_vmtest::scale::{env_num, Figures, Scale, StationRun};
 
 fn config() -> Result<Scale, String> {
     let d = Scale::default();

@@ -383,6 +383,20 @@ station_run all
 [ "$SCREEN" = 0 ] || screen_run
 "#;
 
+/// A benchmark's positive whole-number setting from the environment
+/// variable `name`, or `default` when it is not set.
+pub fn env_num(name: &str, default: u64) -> Result<u64, String> {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| format!("{name}={v:?}: give a positive whole number")),
+        Err(_) => Ok(default),
+    }
+}
+
 /// One `drivelab erase` run's figures.
 #[derive(Debug, Clone)]
 pub struct EraseRun {
