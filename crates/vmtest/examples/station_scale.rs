@@ -63,13 +63,6 @@ fn run() -> Result<bool, String> {
     );
     let g = c.vm().run().map_err(|e| format!("VM: {e}"))?;
     let f = Figures::read(&g);
-    if g.script_status != 0 {
-        return Err(format!(
-            "guest script exited {}\n{}",
-            g.script_status,
-            g.context()
-        ));
-    }
     println!(
         "boot to script {:.1} s, guest script {:.1} s; {} disks, {} added by add_host in {:.1} s",
         g.boot_to_script_s.unwrap_or(f64::NAN),
@@ -156,6 +149,10 @@ fn run() -> Result<bool, String> {
         f.disks.len()
     );
     ok &= f.station_all.certified == c.drives && f.station_one.certified == 1;
+    if g.script_status != 0 {
+        println!("\nguest script exited {}\n{}", g.script_status, g.context());
+        ok = false;
+    }
     Ok(ok)
 }
 
