@@ -331,8 +331,8 @@ tm() { /usr/bin/tmux "$@"; }
 # certified_rows K: the screen's certified rows once its header shows K
 # stored, else 0.
 certified_rows() {
-    tm capture-pane -p -t st > /tmp/pane.txt
-    if grep -Eq "stored: $1( |$)" /tmp/pane.txt; then grep -c ' certified' /tmp/pane.txt; else echo 0; fi
+    tm capture-pane -p -t st > screen.txt
+    if grep -Eq "stored: $1( |$)" screen.txt; then grep -c ' certified' screen.txt; else echo 0; fi
 }
 # screen_run: the station's screen in tmux over every disk present until
 # each row shows certified, then q.
@@ -348,7 +348,10 @@ screen_run() {
     echo "drivelab-vm: screen at $(now) s" > /dev/console
     t_start=$(now)
     head -n1 /proc/stat > "cpu_st_${tag}_0.txt"
-    TERM=xterm tm -u new-session -d -s st -x 120 -y $((k + 12)) \
+    # Every tmux client needs a terminal it knows (the console's "linux"
+    # is not among those copied).
+    export TERM=xterm
+    tm -u new-session -d -s st -x 120 -y $((k + 12)) \
         "exec drivelab station --policy /tmp/policy_$tag.toml 2> /tmp/st_$tag.err" || return 1
     pid=$(tm display -p -t st '#{pane_pid}')
     wait_certified "$tag" "$pid" "$k" certified_rows "$k"
