@@ -328,11 +328,11 @@ station_run() {
     after_station "$tag"
 }
 tm() { /usr/bin/tmux "$@"; }
-# certified_rows K: the screen's certified rows once its header shows K
-# stored, else 0.
+# certified_rows K: the screen's certified rows (its table's: a progress
+# column) once its header shows K stored, else 0.
 certified_rows() {
     tm capture-pane -p -t st > screen.txt
-    if grep -Eq "stored: $1( |$)" screen.txt; then grep -c ' certified' screen.txt; else echo 0; fi
+    if grep -Eq "stored: $1( |$)" screen.txt; then grep -c ' certified .*%' screen.txt; else echo 0; fi
 }
 # screen_run: the station's screen in tmux over every disk present until
 # each row shows certified, then q.
