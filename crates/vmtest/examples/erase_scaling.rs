@@ -49,6 +49,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use drivelab_vmtest::scale::env_num;
 use drivelab_vmtest::{Disk, Vm, VmBuilder, MIB};
 use serde_json::Value;
 
@@ -66,18 +67,6 @@ struct Config {
 
 /// The SCSI disks' maximum transfer and WRITE SAME length, bytes.
 const SCSI_MAX_IO: u64 = 32 * MIB;
-
-fn env_num(name: &str, default: u64) -> Result<u64, String> {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or_else(|| format!("{name}={v:?}: give a positive whole number")),
-        Err(_) => Ok(default),
-    }
-}
 
 fn env_list(name: &str, default: &str) -> Vec<String> {
     std::env::var(name)

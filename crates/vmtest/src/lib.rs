@@ -23,6 +23,7 @@ pub mod hotplug;
 pub mod modules;
 pub mod qmp;
 pub mod results;
+pub mod scale;
 pub mod tools;
 pub mod vm;
 

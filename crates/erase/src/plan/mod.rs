@@ -293,16 +293,31 @@ impl Plan {
     pub fn claim_all(&mut self, force: bool) -> Result<(), EraseError> {
         let mut claims = Vec::with_capacity(self.drives.len());
         let mut refused = Vec::new();
-        for d in &self.drives {
-            let consent = ClaimConsent {
-                force,
-                confirm: Some(vec![d.confirm_token()]),
-            };
-            let opts = ClaimOptions {
-                direct: true,
-                create_size: None,
-            };
-            match Claim::open(&d.dev.path, &consent, &opts) {
+        // Assessing a drive reads it: every drive is claimed at once.
+        let opened: Vec<_> = std::thread::scope(|s| {
+            let hs: Vec<_> = self
+                .drives
+                .iter()
+                .map(|d| {
+                    s.spawn(move || {
+                        let consent = ClaimConsent {
+                            force,
+                            confirm: Some(vec![d.confirm_token()]),
+                        };
+                        let opts = ClaimOptions {
+                            direct: true,
+                            create_size: None,
+                        };
+                        Claim::open(&d.dev.path, &consent, &opts)
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        for c in opened {
+            match c {
                 Ok(c) => claims.push(c),
                 Err(ClaimError::Io {
                     path,
@@ -378,10 +393,18 @@ impl Plan {
 pub fn prepare(req: &Request) -> Result<Plan, EraseError> {
     req.options.check()?;
     let devs = describe(&req.devices, req.consent.force)?;
-    let mut drives = devs
-        .into_iter()
-        .map(|d| plan_drive(d, &req.options))
-        .collect::<Result<Vec<_>, _>>()?;
+    // Each probe is a dozen commands to its own drive: every drive is asked
+    // at once, so a hundred drives plan in about the time of one.
+    let mut drives = std::thread::scope(|s| {
+        let probes: Vec<_> = devs
+            .into_iter()
+            .map(|d| s.spawn(|| plan_drive(d, &req.options)))
+            .collect();
+        probes
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect::<Result<Vec<_>, _>>()
+    })?;
     let named: Vec<(&Path, Option<&str>)> = drives
         .iter()
         .map(|d| (d.dev.path.as_path(), d.serial()))
@@ -452,7 +475,8 @@ fn describe(paths: &[PathBuf], force: bool) -> Result<Vec<BlockDevice>, EraseErr
         return Err(EraseError::NoDrives);
     }
     let mut devs: Vec<BlockDevice> = Vec::new();
-    let mut refusals = Vec::new();
+    // Per drive, in the order given: its refusals.
+    let mut refusals: Vec<Vec<String>> = Vec::new();
     for p in paths {
         let d = BlockDevice::from_path(p)
             .map_err(|e| EraseError::Refused(format!("{}: {e}", p.display())))?;
@@ -472,17 +496,31 @@ fn describe(paths: &[PathBuf], force: bool) -> Result<Vec<BlockDevice>, EraseErr
                 p.display()
             )));
         }
+        let mut why = Vec::new();
         if d.partition && !force {
-            refusals.push(format!(
+            why.push(format!(
                 "refusing to erase {}: it is a partition, not a whole drive; name the whole drive, or pass --force",
                 p.display()
             ));
         }
-        if let Some(r) = safety::assess(&d).refusal(force) {
-            refusals.push(r.to_string());
-        }
+        refusals.push(why);
         devs.push(d);
     }
+    // Assessing a drive reads it (its partition table, signatures): every
+    // drive is read at once.
+    let assessed: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = devs
+            .iter()
+            .map(|d| s.spawn(move || safety::assess(d).refusal(force).map(|r| r.to_string())))
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    for (why, a) in refusals.iter_mut().zip(assessed) {
+        why.extend(a);
+    }
+    let refusals: Vec<String> = refusals.into_iter().flatten().collect();
     if !refusals.is_empty() {
         return Err(EraseError::Refused(refusals.join("; ")));
     }

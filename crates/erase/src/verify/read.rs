@@ -107,8 +107,14 @@ pub fn read_back(
         .custom_flags(libc::O_DIRECT)
         .open(path)?;
     let target = Target::read_only(path, true)?;
-    // Reads land in these buffers: nothing to fill.
-    let mut eng = Uring::new(vec![target], DEPTH, READ_LEN as usize, false, Fill::Zeroed)?;
+    // Reads land in these buffers: nothing to fill. No more buffers than
+    // there are reads (a small drive is one read), since a station verifies
+    // every drive at once.
+    let depth = pieces(plan, u64::from(lbs))
+        .take(DEPTH as usize)
+        .count()
+        .max(1) as u32;
+    let mut eng = Uring::new(vec![target], depth, READ_LEN as usize, false, Fill::Zeroed)?;
     let lbs = u64::from(lbs);
     let mut r = Reader {
         lbs,

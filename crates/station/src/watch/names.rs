@@ -4,8 +4,10 @@
 //! device's sysfs path the way udev's `path_id` builds it for the common
 //! transports: the nearest PCI function, then `ata-N` (libata port),
 //! `scsi-H:C:T:L`, `nvme-NSID`, `usb-…`; `virtio-pci-ADDR` for virtio-blk.
-//! udev's own links (when `/dev/disk/by-path` exists) come first. With
-//! `include_loop`, a loop device's node and backing file are names too.
+//! udev's own links (when `/dev/disk/by-path` exists) come first. A SCSI
+//! disk of the kernel's pseudo bus (scsi_debug's adapters, to which udev
+//! gives no by-path name) is `scsi-H:C:T:L`. With `include_loop`, a loop
+//! device's node and backing file are names too.
 
 use std::fs;
 use std::path::Path;
@@ -60,7 +62,9 @@ pub fn built(name: &str) -> Option<String> {
 
 /// [`built`] on the components of a canonical sysfs path.
 pub fn from_sysfs_parts(parts: &[String], name: &str) -> Option<String> {
-    let pci = parts.iter().rposition(|p| is_pci_address(p))?;
+    let Some(pci) = parts.iter().rposition(|p| is_pci_address(p)) else {
+        return pseudo_scsi(parts);
+    };
     let addr = &parts[pci];
     let rest = &parts[pci + 1..];
     if rest.iter().any(|p| p.starts_with("virtio")) && !rest.iter().any(|p| is_hctl(p)) {
@@ -92,6 +96,15 @@ pub fn from_sysfs_parts(parts: &[String], name: &str) -> Option<String> {
         s.push_str(&format!("-nvme-{nsid}"));
     }
     Some(s)
+}
+
+/// `scsi-H:C:T:L` for a disk under the pseudo bus (`/sys/devices/pseudo_0/
+/// adapter0/host2/target2:0:0/2:0:0:0/block/sda`), which has no PCI
+/// function to name it by.
+fn pseudo_scsi(parts: &[String]) -> Option<String> {
+    let bus = parts.iter().position(|p| p.starts_with("pseudo_"))?;
+    let hctl = parts[bus..].iter().rev().find(|p| is_hctl(p))?;
+    Some(format!("scsi-{hctl}"))
 }
 
 /// `0000:00:1f.2`.
@@ -142,6 +155,12 @@ mod tests {
                 "sdd",
                 Some("pci-0000:00:14.0-usb-0:1:1.0-scsi-6:0:0:0"),
             ),
+            (
+                "/sys/devices/pseudo_0/adapter3/host5/target5:0:0/5:0:0:0/block/sdd",
+                "sdd",
+                Some("scsi-5:0:0:0"),
+            ),
+            ("/sys/devices/platform/host9/target9:0:0/9:0:0:0/block/sde", "sde", None),
             ("/sys/devices/virtual/block/loop3", "loop3", None),
         ];
         for (path, name, want) in table {
