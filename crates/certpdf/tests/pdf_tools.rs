@@ -588,13 +588,10 @@ fn the_pdfa_3_markers_are_in_place() {
     }
 }
 
-/// A batch report whose drives' lines wrap (a long model, organisation and
-/// customer address on every drive): each drive's lines, from its row to
-/// its digest, are on one page, on A4 and Letter.
-#[test]
-fn a_drives_wrapped_lines_in_a_batch_report_stay_on_one_page() {
-    let dir = TempDir::new("certpdf-report-pages");
-    let entries: Vec<drivelab_certpdf::report::Entry> = (0..60)
+/// `n` report entries of long values, drive i with serial `SERiiii` and a
+/// model starting `MODELiiii`.
+fn batch(n: usize) -> Vec<drivelab_certpdf::report::Entry> {
+    (0..n)
         .map(|i| {
             let mut c = long_values();
             c.drive.serial = Some(format!("SER{i:04}"));
@@ -607,7 +604,16 @@ fn a_drives_wrapped_lines_in_a_batch_report_stay_on_one_page() {
                 public_key: "00".repeat(32),
             }
         })
-        .collect();
+        .collect()
+}
+
+/// A batch report whose drives' lines wrap (a long model, organisation and
+/// customer address on every drive): each drive's lines, from its row to
+/// its digest, are on one page, on A4 and Letter.
+#[test]
+fn a_drives_wrapped_lines_in_a_batch_report_stay_on_one_page() {
+    let dir = TempDir::new("certpdf-report-pages");
+    let entries = batch(60);
     for paper in [Paper::A4, Paper::Letter] {
         let bytes =
             drivelab_certpdf::report::report_pdf(&entries, paper, "2026-11-27T07:00:00.000Z")
@@ -663,18 +669,7 @@ fn verapdf_finds_certificates_and_reports_pdfa_3b_conformant() {
             files.push(render(&c, paper, &dir, tag).0);
         }
     }
-    let entries: Vec<drivelab_certpdf::report::Entry> = (0..30)
-        .map(|i| {
-            let mut c = long_values();
-            c.drive.serial = Some(format!("SER{i:04}"));
-            drivelab_certpdf::report::Entry {
-                file: format!("c{i}.json"),
-                digest: sha256_hex(format!("{i}").as_bytes()),
-                certificate: c,
-                public_key: "00".repeat(32),
-            }
-        })
-        .collect();
+    let entries = batch(30);
     let report = dir.join("report.pdf");
     let bytes =
         drivelab_certpdf::report::report_pdf(&entries, Paper::A4, "2026-11-27T07:00:00.000Z")
