@@ -349,6 +349,27 @@ fn whole_transfers(spec: &JobSpec, len: u64, room: u64) -> u64 {
     }
 }
 
+/// A `read_iolog` job as it runs: its files are the log's (in its
+/// directory, or the redirect), its buffers fit the log's largest I/O (fio
+/// reallocates them as it reads the log), and its I/O is buffered unless
+/// the job asks for direct, as fio's default.
+fn replayed(mut s: JobSpec, log: &crate::job::iolog_replay::Loaded) -> JobSpec {
+    let dir = s.directory.clone();
+    s.filenames = log
+        .files
+        .iter()
+        .map(|f| in_directory(dir.as_deref(), f))
+        .collect();
+    let largest = log.ios.iter().map(|(io, _)| u64::from(io.len)).max();
+    s.access = None;
+    s.bssplit.clear();
+    s.bssplit_dir = Default::default();
+    s.bs_dir = Default::default();
+    s.bs = largest.unwrap_or(512).next_multiple_of(512).max(512);
+    s.direct = Some(s.direct.unwrap_or(false));
+    s
+}
+
 pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanError> {
     crate::check_total_jobs(jobs.iter().map(|(spec, _)| spec))?;
     let mut targets: Vec<PlannedTarget> = Vec::new();
@@ -363,26 +384,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         // read_iolog: the job's files are the log's (or the redirect).
         let replay = crate::job::iolog_replay::load(&spec.replay)?;
         let spec = &*match &replay {
-            Some(log) => {
-                let mut s = spec.into_owned();
-                let dir = s.directory.clone();
-                s.filenames = log
-                    .files
-                    .iter()
-                    .map(|f| in_directory(dir.as_deref(), f))
-                    .collect();
-                // Buffers for the log's largest I/O (fio reallocates
-                // them as it reads the log), and buffered I/O unless the
-                // job asks for direct, as fio's default.
-                let largest = log.ios.iter().map(|(io, _)| u64::from(io.len)).max();
-                s.access = None;
-                s.bssplit.clear();
-                s.bssplit_dir = Default::default();
-                s.bs_dir = Default::default();
-                s.bs = largest.unwrap_or(512).next_multiple_of(512).max(512);
-                s.direct = Some(s.direct.unwrap_or(false));
-                Cow::Owned(s)
-            }
+            Some(log) => Cow::Owned(replayed(spec.into_owned(), log)),
             None => spec,
         };
         if !out.is_empty() && (*stonewall || spec.new_group) && clones.start == 0 {
