@@ -681,7 +681,7 @@ impl JobSpec {
                     key: key.to_string(),
                     value: v.to_string(),
                     expect:
-                        "read, write, randread, randwrite, rw, readwrite, randrw, trim or randtrim, optionally :N"
+                        "read, write, randread, randwrite, rw, readwrite, randrw, trim, randtrim, trimwrite or randtrimwrite, optionally :N"
                             .to_string(),
                 })?;
                 self.rw_delta = 0;
@@ -1166,13 +1166,13 @@ impl JobSpec {
                 self.name
             )));
         }
-        if self.output.block_errors && self.rw.write_kind() == WriteKind::Trim {
+        if self.output.block_errors && self.rw.write_kind().trims() {
             return Err(SpecError::Invalid(format!(
                 "block_error_percentiles: job '{}' trims, and drivelab records no trim block lifetimes (fio's per-block trim states); leave the option out of trimming jobs",
                 self.name
             )));
         }
-        if self.rw.write_kind() == WriteKind::Trim && self.fua {
+        if self.rw.write_kind().trims() && self.fua {
             return Err(SpecError::Invalid(
                 "fua applies to writes, not to trim".to_string(),
             ));

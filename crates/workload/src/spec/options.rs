@@ -29,7 +29,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         ["readwrite"],
         Text,
         "read",
-        "read, write, randread, randwrite, rw/readwrite, randrw, trim, randtrim; MODE:N adds N bytes after each sequential I/O (read:-8k runs backwards), or issues N sequential I/Os per random offset"
+        "read, write, randread, randwrite, rw/readwrite, randrw, trim, randtrim, trimwrite, randtrimwrite (each block trimmed, then written); MODE:N adds N bytes after each sequential I/O (read:-8k runs backwards), or issues N sequential I/Os per random offset"
     ),
     opt!(
         "bs",
