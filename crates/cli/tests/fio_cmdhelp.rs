@@ -121,3 +121,148 @@ fn a_refused_option_is_one_line_naming_the_rule_with_exit_2() {
     }
     assert!(!dir.join("f").exists(), "nothing is written");
 }
+
+/// The values `fio --cmdhelp=NAME` lists under "valid values" (the first
+/// word of each line from there on), empty for an option without a list.
+fn listed_values(name: &str) -> Vec<String> {
+    let out = Command::new("fio")
+        .arg(format!("--cmdhelp={name}"))
+        .output()
+        .expect("fio runs (tests/run installs it)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("valid values"))
+        .filter_map(|l| l.split_once(':'))
+        .filter_map(|(_, v)| v.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+/// The values of fio's listed values that drivelab refuses by a rule:
+/// option, values, rule. Each must be refused with that rule and the
+/// reason `spec::refused::value_refusal` gives, and every other listed
+/// value fio accepts must be accepted.
+const REFUSED_BY_RULE: &[(&str, &[&str], &str)] = &[
+    ("ioengine", &["rbd"], "not carried"),
+    ("ioengine", &["rdma"], "not carried"),
+    ("ioengine", &["gfapi", "gfapi_async"], "not carried"),
+    ("ioengine", &["nbd"], "not carried"),
+    (
+        "ioengine",
+        &["pmemblk", "libpmem", "dev-dax"],
+        "not carried",
+    ),
+    ("ioengine", &["external"], "not carried"),
+    (
+        "verify",
+        &[
+            "crc64", "crc32", "crc16", "crc7", "sha1", "sha256", "sha512", "sha3-224", "sha3-256",
+            "sha3-384", "sha3-512", "xxhash",
+        ],
+        "not carried",
+    ),
+];
+
+/// The lines a value needs beside it in both tools (a check between
+/// options, not of the value): option, value, lines.
+const NEEDS: &[(&str, &str, &str)] = &[
+    ("ioengine", "net", "hostname=localhost\nport=8765"),
+    ("ioengine", "netsplice", "hostname=localhost\nport=8765"),
+    ("zonemode", "zbd", "zonesize=16k"),
+];
+
+/// Exit status and stderr of `TOOL --parse-only JOB`.
+fn parse_only(tool: &str, job: &std::path::Path) -> (Option<i32>, String) {
+    let mut c = Command::new(tool);
+    if tool == BIN {
+        c.arg("run");
+    }
+    let out = c
+        .arg("--parse-only")
+        .arg(job)
+        .output()
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_listed_value_of_an_fio_option_is_accepted_or_refused_by_a_rule() {
+    let dir = TempDir::new("cmdhelp-values");
+    let job = dir.join("value.fio");
+    let mut wrong = Vec::new();
+    let (mut accepted, mut refused, mut fio_refuses) = (0, 0, Vec::new());
+    let mut options = 0;
+    for name in names(KEPT) {
+        let values = listed_values(&name);
+        options += usize::from(!values.is_empty());
+        for v in values {
+            let needs = NEEDS
+                .iter()
+                .find(|(o, x, _)| *o == name && *x == v)
+                .map_or("", |n| n.2);
+            std::fs::write(
+                &job,
+                format!(
+                    "[j]\nfilename={}\nsize=64k\n{name}={v}\n{needs}\n",
+                    dir.join("f").display()
+                ),
+            )
+            .unwrap();
+            if parse_only("fio", &job).0 != Some(0) {
+                fio_refuses.push(format!("{name}={v}"));
+                continue;
+            }
+            let (code, err) = parse_only(BIN, &job);
+            let by_rule = REFUSED_BY_RULE
+                .iter()
+                .find(|(o, vs, _)| *o == name && vs.contains(&v.as_str()));
+            let option_refused = REFUSED.iter().find(|r| r.name == name);
+            let ok = match (code, by_rule, option_refused) {
+                (Some(0), None, None) => {
+                    accepted += 1;
+                    true
+                }
+                (Some(2), Some((_, _, rule)), None) => {
+                    let r = drivelab_workload::spec::refused::value_refusal(&name, &v)
+                        .expect("a value of the table is in REFUSED_VALUES");
+                    refused += 1;
+                    err.trim().lines().count() == 1
+                        && err.contains(&format!("value '{v}' of {name} is refused ({rule})"))
+                        && err.contains(r.reason)
+                }
+                (Some(2), None, Some(r)) => {
+                    refused += 1;
+                    err.contains(&format!("'{name}' is refused ({})", r.rule))
+                }
+                _ => false,
+            };
+            if !ok {
+                wrong.push(format!("{name}={v}: exit {code:?}: {}", err.trim()));
+            }
+        }
+    }
+    eprintln!(
+        "{options} fio options list values: {accepted} accepted, {refused} refused by a rule, {} refused by fio itself ({fio_refuses:?})",
+        fio_refuses.len()
+    );
+    assert!(options > 20, "{options} options with listed values");
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert!(!dir.join("f").exists(), "nothing is written");
+    // The table and the refused values are the same, value by value.
+    for family in drivelab_workload::spec::refused::REFUSED_VALUES {
+        for r in *family {
+            for v in r.values {
+                assert!(
+                    REFUSED_BY_RULE
+                        .iter()
+                        .any(|(o, vs, rule)| *o == r.option && vs.contains(v) && *rule == r.rule),
+                    "{}={v} is refused but not in REFUSED_BY_RULE",
+                    r.option
+                );
+                assert!(!r.reason.is_empty() && !r.reason.contains('\n'));
+            }
+        }
+    }
+}

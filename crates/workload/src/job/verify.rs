@@ -24,6 +24,19 @@
 //! verify error (EILSEQ) and says where and what.
 
 use crate::spec::decl::{opt, OptionDecl};
+use crate::spec::refused::{ValueRefusal, NOT_CARRIED};
+
+/// fio 3.33's `verify` checksums drivelab does not compute
+/// (`fio --cmdhelp=verify`).
+pub const REFUSED_CHECKSUMS: &[ValueRefusal] = &[ValueRefusal {
+    option: "verify",
+    values: &[
+        "crc64", "crc32", "crc16", "crc7", "sha1", "sha256", "sha512", "sha3-224", "sha3-256",
+        "sha3-384", "sha3-512", "xxhash",
+    ],
+    rule: NOT_CARRIED,
+    reason: "drivelab's verify headers carry a CRC-32C or an MD5 digest of the block, and it computes no other checksum: use verify=crc32c or verify=md5 (a wrong block is caught the same way)",
+}];
 use drivelab_engine::ioloop::{After, Done, Driver, Next};
 use drivelab_patterns::prng::splitmix64;
 

@@ -167,15 +167,23 @@ impl Distribution {
                 Distribution::Zoned(parse_zones(key, s, &arg.unwrap_or_default(), name == "zoned_abs")?)
             }
             "random" => Distribution::Random,
+            // Bare, zipf and pareto take fio's defaults (FIO_DEF_ZIPF,
+            // FIO_DEF_PARETO).
             "zipf" => {
-                let v = num(arg, "zipf:THETA with THETA > 0, e.g. zipf:1.2")?;
+                let v = match arg {
+                    None => 1.1,
+                    a => num(a, "zipf:THETA with THETA > 0, e.g. zipf:1.2")?,
+                };
                 if !(v > 0.0 && v.is_finite()) {
                     return Err(bad("zipf:THETA with THETA > 0, e.g. zipf:1.2"));
                 }
                 Distribution::Zipf(v)
             }
             "pareto" => {
-                let v = num(arg, "pareto:H with 0 < H < 1, e.g. pareto:0.9")?;
+                let v = match arg {
+                    None => 0.2,
+                    a => num(a, "pareto:H with 0 < H < 1, e.g. pareto:0.9")?,
+                };
                 if !(v > 0.0 && v < 1.0) {
                     return Err(bad("pareto:H with 0 < H < 1, e.g. pareto:0.9"));
                 }
