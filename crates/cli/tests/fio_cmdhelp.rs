@@ -187,67 +187,105 @@ fn parse_only(tool: &str, job: &std::path::Path) -> (Option<i32>, String) {
     )
 }
 
+/// What one listed value came to.
+enum Outcome {
+    Accepted,
+    Refused,
+    FioRefuses,
+    Wrong(String),
+}
+
+/// Runs `name=v` (with what it needs) under `fio --parse-only`, then, if
+/// fio takes it, under `drivelab run --parse-only`, in `dir`.
+fn check_value(dir: &TempDir, name: &str, v: &str) -> Outcome {
+    let needs = NEEDS
+        .iter()
+        .find(|(o, x, _)| *o == name && *x == v)
+        .map_or("", |n| n.2);
+    let job = dir.join(&format!("{name}-{v}.fio"));
+    std::fs::write(
+        &job,
+        format!(
+            "[j]\nfilename={}\nsize=64k\n{name}={v}\n{needs}\n",
+            dir.join("f").display()
+        ),
+    )
+    .unwrap();
+    if parse_only("fio", &job).0 != Some(0) {
+        return Outcome::FioRefuses;
+    }
+    let (code, err) = parse_only(BIN, &job);
+    let by_rule = REFUSED_BY_RULE
+        .iter()
+        .find(|(o, vs, _)| *o == name && vs.contains(&v));
+    let option_refused = REFUSED.iter().find(|r| r.name == name);
+    let ok = match (code, by_rule, option_refused) {
+        (Some(0), None, None) => return Outcome::Accepted,
+        (Some(2), Some((_, _, rule)), None) => {
+            drivelab_workload::spec::refused::value_refusal(name, v).is_some_and(|r| {
+                err.trim().lines().count() == 1
+                    && err.contains(&format!("value '{v}' of {name} is refused ({rule})"))
+                    && err.contains(r.reason)
+            })
+        }
+        (Some(2), None, Some(r)) => err.contains(&format!("'{name}' is refused ({})", r.rule)),
+        _ => false,
+    };
+    if ok {
+        Outcome::Refused
+    } else {
+        Outcome::Wrong(format!("{name}={v}: exit {code:?}: {}", err.trim()))
+    }
+}
+
 #[test]
 fn every_listed_value_of_an_fio_option_is_accepted_or_refused_by_a_rule() {
     let dir = TempDir::new("cmdhelp-values");
-    let job = dir.join("value.fio");
-    let mut wrong = Vec::new();
-    let (mut accepted, mut refused, mut fio_refuses) = (0, 0, Vec::new());
-    let mut options = 0;
-    for name in names(KEPT) {
-        let values = listed_values(&name);
-        options += usize::from(!values.is_empty());
-        for v in values {
-            let needs = NEEDS
-                .iter()
-                .find(|(o, x, _)| *o == name && *x == v)
-                .map_or("", |n| n.2);
-            std::fs::write(
-                &job,
-                format!(
-                    "[j]\nfilename={}\nsize=64k\n{name}={v}\n{needs}\n",
-                    dir.join("f").display()
-                ),
-            )
-            .unwrap();
-            if parse_only("fio", &job).0 != Some(0) {
-                fio_refuses.push(format!("{name}={v}"));
-                continue;
-            }
-            let (code, err) = parse_only(BIN, &job);
-            let by_rule = REFUSED_BY_RULE
-                .iter()
-                .find(|(o, vs, _)| *o == name && vs.contains(&v.as_str()));
-            let option_refused = REFUSED.iter().find(|r| r.name == name);
-            let ok = match (code, by_rule, option_refused) {
-                (Some(0), None, None) => {
-                    accepted += 1;
-                    true
-                }
-                (Some(2), Some((_, _, rule)), None) => {
-                    let r = drivelab_workload::spec::refused::value_refusal(&name, &v)
-                        .expect("a value of the table is in REFUSED_VALUES");
-                    refused += 1;
-                    err.trim().lines().count() == 1
-                        && err.contains(&format!("value '{v}' of {name} is refused ({rule})"))
-                        && err.contains(r.reason)
-                }
-                (Some(2), None, Some(r)) => {
-                    refused += 1;
-                    err.contains(&format!("'{name}' is refused ({})", r.rule))
-                }
-                _ => false,
-            };
-            if !ok {
-                wrong.push(format!("{name}={v}: exit {code:?}: {}", err.trim()));
-            }
-        }
-    }
+    let names = names(KEPT);
+    // fio and drivelab start once per option and value: four at a time.
+    let lanes = 4;
+    let outcomes: Vec<(String, Outcome)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..lanes)
+            .map(|lane| {
+                let (names, dir) = (&names, &dir);
+                s.spawn(move || {
+                    let mut done = Vec::new();
+                    for n in names.iter().skip(lane).step_by(lanes) {
+                        for v in listed_values(n) {
+                            let o = check_value(dir, n, &v);
+                            done.push((format!("{n}={v}"), o));
+                        }
+                    }
+                    done
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a lane runs"))
+            .collect()
+    });
+    let count = |f: fn(&Outcome) -> bool| outcomes.iter().filter(|(_, o)| f(o)).count();
+    let fio_refuses: Vec<_> = outcomes
+        .iter()
+        .filter(|(_, o)| matches!(o, Outcome::FioRefuses))
+        .map(|(v, _)| v)
+        .collect();
     eprintln!(
-        "{options} fio options list values: {accepted} accepted, {refused} refused by a rule, {} refused by fio itself ({fio_refuses:?})",
+        "{} values fio lists: {} accepted, {} refused by a rule, {} refused by fio itself {fio_refuses:?}",
+        outcomes.len(),
+        count(|o| matches!(o, Outcome::Accepted)),
+        count(|o| matches!(o, Outcome::Refused)),
         fio_refuses.len()
     );
-    assert!(options > 20, "{options} options with listed values");
+    let wrong: Vec<_> = outcomes
+        .iter()
+        .filter_map(|(_, o)| match o {
+            Outcome::Wrong(w) => Some(w),
+            _ => None,
+        })
+        .collect();
+    assert!(outcomes.len() > 100, "{} listed values", outcomes.len());
     assert!(wrong.is_empty(), "{wrong:#?}");
     assert!(!dir.join("f").exists(), "nothing is written");
     // The table and the refused values are the same, value by value.
