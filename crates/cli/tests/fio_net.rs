@@ -548,3 +548,53 @@ fn a_short_last_block_is_counted_in_short_ios() {
     );
     assert_eq!(rv["jobs"][0]["write"]["short_ios"], 0);
 }
+
+/// fio's `netsplice` (the net engine moving data through a pipe with
+/// splice(2)) runs as `net`: a drivelab netsplice receiver takes what
+/// fio's netsplice sender sends, and the other way round.
+#[test]
+fn netsplice_moves_what_fio_s_netsplice_moves() {
+    let test = "netsplice_moves_what_fio_s_netsplice_moves";
+    if !fio_or_skip(test) {
+        return;
+    }
+    let dir = TempDir::new("fio-netsplice");
+    let recv_job = dir.join("recv.fio");
+    let send_job = dir.join("send.fio");
+    std::fs::write(
+        &recv_job,
+        "[receiver]\nioengine=netsplice\nprotocol=tcp\nport=${PORT}\nlisten\nrw=read\nbs=4k\nsize=256k\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &send_job,
+        "[sender]\nioengine=netsplice\nprotocol=tcp\nport=${PORT}\nhostname=127.0.0.1\nrw=write\nbs=4k\nsize=256k\n",
+    )
+    .unwrap();
+    for (recv, send) in [(Tool::Drivelab, Tool::Fio), (Tool::Fio, Tool::Drivelab)] {
+        let port = free_port();
+        let env = [("PORT", port.to_string())];
+        let rout = dir.join("recv.json");
+        let sout = dir.join("send.json");
+        let r = start(recv, &recv_job, &env, &rout, false);
+        let end = Instant::now() + Duration::from_secs(30);
+        while !bound("tcp", port, Path::new("")) {
+            assert!(
+                Instant::now() < end,
+                "{test}: the {recv:?} receiver never bound: {}",
+                stderr_of(&rout)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let s = start(send, &send_job, &env, &sout, false);
+        let sv = finish(s, "sender", &sout, false);
+        let rv = finish(r, "receiver", &rout, false);
+        let sent = counts(&sv, "sender", "write");
+        let got = counts(&rv, "receiver", "read");
+        assert_eq!((sent.bytes, sent.ios), (256 << 10, 64), "{send:?} sender");
+        // A stream read may come short under load: every byte, in at
+        // least as many reads.
+        assert_eq!(got.bytes, 256 << 10, "{recv:?} receiver");
+        assert!(got.ios >= 64, "{recv:?} receiver: {got:?}");
+    }
+}
