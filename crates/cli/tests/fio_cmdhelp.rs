@@ -4,6 +4,11 @@
 //! named rule (`spec::refused::REFUSED`), or one of [`PENDING`], the
 //! options still to do, each with what it needs; the installed fio's list
 //! is compared with the kept one, so a different fio is noticed.
+//!
+//! Every value `fio --cmdhelp=OPTION` lists under "valid values" is
+//! accepted by `drivelab run --parse-only`, or refused by a named rule
+//! ([`REFUSED_BY_RULE`], `spec::refused::REFUSED_VALUES`), unless fio
+//! itself refuses the same one-option job.
 
 use std::process::Command;
 
