@@ -160,8 +160,7 @@ const REFUSED_BY_RULE: &[(&str, &[&str], &str)] = &[
     (
         "verify",
         &[
-            "crc64", "crc32", "crc16", "crc7", "sha1", "sha256", "sha512", "sha3-224", "sha3-256",
-            "sha3-384", "sha3-512", "xxhash",
+            "crc16", "crc7", "sha1", "sha3-224", "sha3-256", "sha3-384", "sha3-512", "xxhash",
         ],
         "not carried",
     ),

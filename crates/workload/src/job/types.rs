@@ -113,6 +113,14 @@ pub enum VerifyKind {
     Crc32c,
     /// Header with (the first 8 bytes of) the block's MD5 digest.
     Md5,
+    /// Header with the CRC-32 (IEEE 802.3) of the block.
+    Crc32,
+    /// Header with the CRC-64 (ECMA-182, as xz) of the block.
+    Crc64,
+    /// Header with (the first 8 bytes of) the block's SHA-256 digest.
+    Sha256,
+    /// Header with (the first 8 bytes of) the block's SHA-512 digest.
+    Sha512,
     /// Header with the block's offset and length.
     Meta,
     /// `verify_pattern` repeated.
@@ -126,13 +134,19 @@ impl VerifyKind {
             "0" | "null" | "none" => return Ok(None),
             "crc32c" | "crc32c-intel" => VerifyKind::Crc32c,
             "md5" => VerifyKind::Md5,
+            "crc32" => VerifyKind::Crc32,
+            "crc64" => VerifyKind::Crc64,
+            "sha256" => VerifyKind::Sha256,
+            "sha512" => VerifyKind::Sha512,
             "meta" => VerifyKind::Meta,
             "pattern" => VerifyKind::Pattern,
             _ => {
                 return Err(SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "crc32c, crc32c-intel, md5, meta or pattern (drivelab does not implement fio's other checksums)".to_string(),
+                    expect:
+                        "crc32c, crc32c-intel, crc32, crc64, md5, sha256, sha512, meta or pattern"
+                            .to_string(),
                 })
             }
         }))
@@ -143,6 +157,10 @@ impl VerifyKind {
         match self {
             VerifyKind::Crc32c => "crc32c",
             VerifyKind::Md5 => "md5",
+            VerifyKind::Crc32 => "crc32",
+            VerifyKind::Crc64 => "crc64",
+            VerifyKind::Sha256 => "sha256",
+            VerifyKind::Sha512 => "sha512",
             VerifyKind::Meta => "meta",
             VerifyKind::Pattern => "pattern",
         }
