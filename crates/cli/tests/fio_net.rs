@@ -109,6 +109,28 @@ fn start(tool: Tool, job: &Path, env: &[(&str, String)], out: &Path, netns: bool
         .unwrap_or_else(|e| panic!("cannot start {prog}: {e}"))
 }
 
+/// Start a TCP receiver (as [`start`]) and wait, at most 30 s, until it
+/// listens on `port`.
+fn start_tcp_receiver(
+    tool: Tool,
+    job: &Path,
+    env: &[(&str, String)],
+    out: &Path,
+    port: u16,
+) -> Child {
+    let r = start(tool, job, env, out, false);
+    let end = Instant::now() + Duration::from_secs(30);
+    while !bound("tcp", port, Path::new("")) {
+        assert!(
+            Instant::now() < end,
+            "the {tool:?} receiver never bound: {}",
+            stderr_of(out)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    r
+}
+
 fn stderr_of(out: &Path) -> String {
     let mut s = String::new();
     if let Ok(mut f) = std::fs::File::open(format!("{}.err", out.display())) {
@@ -524,16 +546,7 @@ fn a_short_last_block_is_counted_in_short_ios() {
     let env = [("PORT", port.to_string())];
     let rout = dir.join("recv.json");
     let sout = dir.join("send.json");
-    let r = start(Tool::Drivelab, &recv_job, &env, &rout, false);
-    let end = Instant::now() + Duration::from_secs(30);
-    while !bound("tcp", port, Path::new("")) {
-        assert!(
-            Instant::now() < end,
-            "{test}: the receiver never bound: {}",
-            stderr_of(&rout)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let r = start_tcp_receiver(Tool::Drivelab, &recv_job, &env, &rout, port);
     let s = start(Tool::Fio, &send_job, &env, &sout, false);
     let sv = finish(s, "fio sender", &sout, false);
     let rv = finish(r, "drivelab receiver", &rout, false);
@@ -576,16 +589,7 @@ fn netsplice_moves_what_fio_s_netsplice_moves() {
         let env = [("PORT", port.to_string())];
         let rout = dir.join("recv.json");
         let sout = dir.join("send.json");
-        let r = start(recv, &recv_job, &env, &rout, false);
-        let end = Instant::now() + Duration::from_secs(30);
-        while !bound("tcp", port, Path::new("")) {
-            assert!(
-                Instant::now() < end,
-                "{test}: the {recv:?} receiver never bound: {}",
-                stderr_of(&rout)
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let r = start_tcp_receiver(recv, &recv_job, &env, &rout, port);
         let s = start(send, &send_job, &env, &sout, false);
         let sv = finish(s, "sender", &sout, false);
         let rv = finish(r, "receiver", &rout, false);
