@@ -121,6 +121,14 @@ pub enum VerifyKind {
     Sha256,
     /// Header with (the first 8 bytes of) the block's SHA-512 digest.
     Sha512,
+    /// Header with the CRC-16 (ARC) of the block.
+    Crc16,
+    /// Header with the CRC-7 (MMC) of the block.
+    Crc7,
+    /// Header with (the first 8 bytes of) the block's SHA-1 digest.
+    Sha1,
+    /// Header with the XXH32 of the block.
+    Xxhash,
     /// Header with the block's offset and length.
     Meta,
     /// `verify_pattern` repeated.
@@ -138,6 +146,10 @@ impl VerifyKind {
             "crc64" => VerifyKind::Crc64,
             "sha256" => VerifyKind::Sha256,
             "sha512" => VerifyKind::Sha512,
+            "crc16" => VerifyKind::Crc16,
+            "crc7" => VerifyKind::Crc7,
+            "sha1" => VerifyKind::Sha1,
+            "xxhash" => VerifyKind::Xxhash,
             "meta" => VerifyKind::Meta,
             "pattern" => VerifyKind::Pattern,
             _ => {
@@ -145,7 +157,7 @@ impl VerifyKind {
                     key: key.to_string(),
                     value: v.to_string(),
                     expect:
-                        "crc32c, crc32c-intel, crc32, crc64, md5, sha256, sha512, meta or pattern"
+                        "crc32c, crc32c-intel, crc32, crc64, crc16, crc7, md5, sha1, sha256, sha512, xxhash, meta or pattern"
                             .to_string(),
                 })
             }
@@ -161,6 +173,10 @@ impl VerifyKind {
             VerifyKind::Crc64 => "crc64",
             VerifyKind::Sha256 => "sha256",
             VerifyKind::Sha512 => "sha512",
+            VerifyKind::Crc16 => "crc16",
+            VerifyKind::Crc7 => "crc7",
+            VerifyKind::Sha1 => "sha1",
+            VerifyKind::Xxhash => "xxhash",
             VerifyKind::Meta => "meta",
             VerifyKind::Pattern => "pattern",
         }

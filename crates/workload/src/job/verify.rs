@@ -16,9 +16,10 @@
 //!   (Castagnoli) of the whole block with the CRC field zeroed.
 //! - `md5`: the same header plus the first 8 bytes of the MD5 digest (RFC
 //!   1321) of the whole block with that field zeroed.
-//! - `crc32` (IEEE 802.3) and `crc64` (CRC-64/XZ), `sha256` and `sha512`
-//!   (the first 8 bytes of the digest): the same header, that check value
-//!   in the same field. The header is drivelab's, not fio's: a block is
+//! - `crc32` (IEEE 802.3), `crc64` (CRC-64/XZ), `crc16` (ARC), `crc7`
+//!   (MMC), `xxhash` (XXH32), `sha1`, `sha256` and `sha512` (the first 8
+//!   bytes of the digest): the same header, that check value in the same
+//!   field. The header is drivelab's, not fio's: a block is
 //!   checked by the tool that wrote it.
 //!
 //! A writing job with `do_verify=1` reads back every extent it wrote once it
@@ -27,6 +28,7 @@
 //! checks each block as it comes in. A failed check ends the job with fio's
 //! verify error (EILSEQ) and says where and what.
 
+use crate::job::checksums;
 use crate::spec::decl::{opt, OptionDecl};
 use crate::spec::refused::{ValueRefusal, NOT_CARRIED};
 
@@ -34,11 +36,9 @@ use crate::spec::refused::{ValueRefusal, NOT_CARRIED};
 /// (`fio --cmdhelp=verify`).
 pub const REFUSED_CHECKSUMS: &[ValueRefusal] = &[ValueRefusal {
     option: "verify",
-    values: &[
-        "crc16", "crc7", "sha1", "sha3-224", "sha3-256", "sha3-384", "sha3-512", "xxhash",
-    ],
+    values: &["sha3-224", "sha3-256", "sha3-384", "sha3-512"],
     rule: NOT_CARRIED,
-    reason: "drivelab's verify headers carry a CRC-32C, CRC-32, CRC-64, MD5, SHA-256 or SHA-512 of the block, and it computes no other checksum: use one of those (a wrong block is caught the same way)",
+    reason: "drivelab computes no SHA-3 digest; its verify headers carry a CRC (crc32c, crc32, crc64, crc16, crc7), md5, sha1, sha256, sha512 or xxhash of the block: use one of those (a wrong block is caught the same way)",
 }];
 use drivelab_engine::ioloop::{After, Done, Driver, Next};
 use drivelab_patterns::prng::splitmix64;
@@ -113,7 +113,7 @@ impl VerifyOpts {
             [],
             Text,
             "0 (off)",
-            "crc32c (alias crc32c-intel), crc32, crc64, md5, sha256, sha512, meta or pattern: written blocks carry a header and checksum, offset or pattern that reads check"
+            "crc32c (alias crc32c-intel), crc32, crc64, crc16, crc7, md5, sha1, sha256, sha512, xxhash, meta or pattern (not sha3-*): written blocks carry a header and checksum, offset or pattern that reads check"
         ),
         opt!(
             "do_verify",
@@ -292,6 +292,10 @@ fn check_value(kind: VerifyKind, block: &[u8]) -> Option<(u64, usize)> {
         VerifyKind::Md5 => (md5_64(block), 8),
         VerifyKind::Sha256 => (first_8(&Sha256::digest(block)), 8),
         VerifyKind::Sha512 => (first_8(&Sha512::digest(block)), 8),
+        VerifyKind::Crc16 => (u64::from(checksums::crc16(block)), 4),
+        VerifyKind::Crc7 => (u64::from(checksums::crc7(block)), 4),
+        VerifyKind::Sha1 => (first_8(&checksums::sha1(block)), 8),
+        VerifyKind::Xxhash => (u64::from(checksums::xxh32(block, 0)), 4),
         VerifyKind::Meta | VerifyKind::Pattern => return None,
     })
 }
@@ -803,6 +807,10 @@ mod tests {
             (VerifyKind::Crc64, None),
             (VerifyKind::Sha256, None),
             (VerifyKind::Sha512, None),
+            (VerifyKind::Crc16, None),
+            (VerifyKind::Crc7, None),
+            (VerifyKind::Sha1, None),
+            (VerifyKind::Xxhash, None),
             (VerifyKind::Meta, None),
             (VerifyKind::Meta, Some(vec![0xaa, 0x55, 0x5a, 0xa5])),
             (VerifyKind::Pattern, Some(vec![0xaa, 0x55, 0x5a, 0xa5])),
@@ -903,7 +911,9 @@ mod tests {
 
     #[test]
     fn other_fio_checksums_are_refused_naming_the_supported_ones() {
-        let e = VerifyKind::parse("verify", "sha1").unwrap_err().to_string();
+        let e = VerifyKind::parse("verify", "sha3-256")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("verify")
                 && e.contains("crc32c")
