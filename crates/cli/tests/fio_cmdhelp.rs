@@ -157,11 +157,6 @@ const REFUSED_BY_RULE: &[(&str, &[&str], &str)] = &[
         "not carried",
     ),
     ("ioengine", &["external"], "not carried"),
-    (
-        "verify",
-        &["sha3-224", "sha3-256", "sha3-384", "sha3-512"],
-        "not carried",
-    ),
 ];
 
 /// The lines a value needs beside it in both tools (a check between

@@ -129,6 +129,9 @@ pub enum VerifyKind {
     Sha1,
     /// Header with the XXH32 of the block.
     Xxhash,
+    /// Header with (the first 8 bytes of) the block's SHA3 digest of
+    /// this many bits (224, 256, 384 or 512).
+    Sha3(u16),
     /// Header with the block's offset and length.
     Meta,
     /// `verify_pattern` repeated.
@@ -150,6 +153,10 @@ impl VerifyKind {
             "crc7" => VerifyKind::Crc7,
             "sha1" => VerifyKind::Sha1,
             "xxhash" => VerifyKind::Xxhash,
+            "sha3-224" => VerifyKind::Sha3(224),
+            "sha3-256" => VerifyKind::Sha3(256),
+            "sha3-384" => VerifyKind::Sha3(384),
+            "sha3-512" => VerifyKind::Sha3(512),
             "meta" => VerifyKind::Meta,
             "pattern" => VerifyKind::Pattern,
             _ => {
@@ -157,7 +164,7 @@ impl VerifyKind {
                     key: key.to_string(),
                     value: v.to_string(),
                     expect:
-                        "crc32c, crc32c-intel, crc32, crc64, crc16, crc7, md5, sha1, sha256, sha512, xxhash, meta or pattern"
+                        "crc32c, crc32c-intel, crc32, crc64, crc16, crc7, md5, sha1, sha256, sha512, sha3-224, sha3-256, sha3-384, sha3-512, xxhash, meta or pattern"
                             .to_string(),
                 })
             }
@@ -177,6 +184,10 @@ impl VerifyKind {
             VerifyKind::Crc7 => "crc7",
             VerifyKind::Sha1 => "sha1",
             VerifyKind::Xxhash => "xxhash",
+            VerifyKind::Sha3(224) => "sha3-224",
+            VerifyKind::Sha3(256) => "sha3-256",
+            VerifyKind::Sha3(384) => "sha3-384",
+            VerifyKind::Sha3(_) => "sha3-512",
             VerifyKind::Meta => "meta",
             VerifyKind::Pattern => "pattern",
         }

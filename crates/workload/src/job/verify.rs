@@ -17,8 +17,8 @@
 //! - `md5`: the same header plus the first 8 bytes of the MD5 digest (RFC
 //!   1321) of the whole block with that field zeroed.
 //! - `crc32` (IEEE 802.3), `crc64` (CRC-64/XZ), `crc16` (ARC), `crc7`
-//!   (MMC), `xxhash` (XXH32), `sha1`, `sha256` and `sha512` (the first 8
-//!   bytes of the digest): the same header, that check value in the same
+//!   (MMC), `xxhash` (XXH32), `sha1`, `sha256`, `sha512` and `sha3-*`
+//!   (the first 8 bytes of the digest): the same header, that check value in the same
 //!   field. The header is drivelab's, not fio's: a block is
 //!   checked by the tool that wrote it.
 //!
@@ -30,16 +30,7 @@
 
 use crate::job::checksums;
 use crate::spec::decl::{opt, OptionDecl};
-use crate::spec::refused::{ValueRefusal, NOT_CARRIED};
 
-/// fio 3.33's `verify` checksums drivelab does not compute
-/// (`fio --cmdhelp=verify`).
-pub const REFUSED_CHECKSUMS: &[ValueRefusal] = &[ValueRefusal {
-    option: "verify",
-    values: &["sha3-224", "sha3-256", "sha3-384", "sha3-512"],
-    rule: NOT_CARRIED,
-    reason: "drivelab computes no SHA-3 digest; its verify headers carry a CRC (crc32c, crc32, crc64, crc16, crc7), md5, sha1, sha256, sha512 or xxhash of the block: use one of those (a wrong block is caught the same way)",
-}];
 use drivelab_engine::ioloop::{After, Done, Driver, Next};
 use drivelab_patterns::prng::splitmix64;
 
@@ -113,7 +104,7 @@ impl VerifyOpts {
             [],
             Text,
             "0 (off)",
-            "crc32c (alias crc32c-intel), crc32, crc64, crc16, crc7, md5, sha1, sha256, sha512, xxhash, meta or pattern (not sha3-*): written blocks carry a header and checksum, offset or pattern that reads check"
+            "crc32c (alias crc32c-intel), crc32, crc64, crc16, crc7, md5, sha1, sha256, sha512, sha3-224, sha3-256, sha3-384, sha3-512, xxhash, meta or pattern: written blocks carry a header and checksum, offset or pattern that reads check"
         ),
         opt!(
             "do_verify",
@@ -296,6 +287,7 @@ fn check_value(kind: VerifyKind, block: &[u8]) -> Option<(u64, usize)> {
         VerifyKind::Crc7 => (u64::from(checksums::crc7(block)), 4),
         VerifyKind::Sha1 => (first_8(&checksums::sha1(block)), 8),
         VerifyKind::Xxhash => (u64::from(checksums::xxh32(block, 0)), 4),
+        VerifyKind::Sha3(bits) => (first_8(&checksums::sha3(block, usize::from(bits))), 8),
         VerifyKind::Meta | VerifyKind::Pattern => return None,
     })
 }
@@ -811,6 +803,10 @@ mod tests {
             (VerifyKind::Crc7, None),
             (VerifyKind::Sha1, None),
             (VerifyKind::Xxhash, None),
+            (VerifyKind::Sha3(224), None),
+            (VerifyKind::Sha3(256), None),
+            (VerifyKind::Sha3(384), None),
+            (VerifyKind::Sha3(512), None),
             (VerifyKind::Meta, None),
             (VerifyKind::Meta, Some(vec![0xaa, 0x55, 0x5a, 0xa5])),
             (VerifyKind::Pattern, Some(vec![0xaa, 0x55, 0x5a, 0xa5])),
@@ -910,8 +906,8 @@ mod tests {
     }
 
     #[test]
-    fn other_fio_checksums_are_refused_naming_the_supported_ones() {
-        let e = VerifyKind::parse("verify", "sha3-256")
+    fn an_unknown_checksum_is_refused_naming_the_supported_ones() {
+        let e = VerifyKind::parse("verify", "crc99")
             .unwrap_err()
             .to_string();
         assert!(

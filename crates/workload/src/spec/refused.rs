@@ -101,10 +101,7 @@ pub struct ValueRefusal {
 }
 
 /// Every family's refused values.
-pub const REFUSED_VALUES: &[&[ValueRefusal]] = &[
-    crate::engines::registry::REFUSED_ENGINES,
-    crate::job::verify::REFUSED_CHECKSUMS,
-];
+pub const REFUSED_VALUES: &[&[ValueRefusal]] = &[crate::engines::registry::REFUSED_ENGINES];
 
 /// The refusal of value `value` (any case, before a `:`) of option
 /// `option` (its canonical name), if drivelab refuses it.
