@@ -250,31 +250,43 @@ fn text_output_says_the_engine_mapping_once() {
     assert!(dir.join("a.0.0").exists() && dir.join("b.0.0").exists());
 }
 
+/// Every checksum drivelab computes: the writing job reads its blocks
+/// back clean, and one byte changed afterwards fails a reading job at
+/// that block, naming the checksum.
 #[test]
 fn verify_catches_a_block_changed_after_it_was_written() {
     require_root();
     let dir = TempDir::new("fio-jobs-verify");
     let target = dir.join("v.bin");
-    let common = format!(
-        "[global]\nfilename={}\nsize=256k\nbs=4k\nverify=crc32c\nioengine=psync\n",
-        target.display()
-    );
-    let w = write(&dir, "w.fio", &format!("{common}[w]\nrw=write\n"));
-    let (code, out, err) = drivelab(&w, &dir);
-    assert_eq!(code, 0, "{err}\n{out}");
-    // The write job read everything back and checked it.
-    assert!(out.contains("read:"), "{out}");
-    // Change one byte of the 10th block, then read and verify.
-    let mut data = std::fs::read(&target).unwrap();
-    data[9 * 4096 + 100] ^= 0xff;
-    std::fs::write(&target, &data).unwrap();
-    let r = write(&dir, "r.fio", &format!("{common}[r]\nrw=read\n"));
-    let (code, out, err) = drivelab(&r, &dir);
-    assert_eq!(code, 1, "a corrupted block must fail the job: {err}\n{out}");
-    assert!(
-        out.contains("verify (crc32c) failed at offset 36864"),
-        "{out}"
-    );
+    for kind in [
+        "crc32c", "crc32", "crc64", "crc16", "crc7", "md5", "sha1", "sha256", "sha512", "sha3-224",
+        "sha3-256", "sha3-384", "sha3-512", "xxhash",
+    ] {
+        let common = format!(
+            "[global]\nfilename={}\nsize=256k\nbs=4k\nverify={kind}\nioengine=psync\n",
+            target.display()
+        );
+        let w = write(&dir, "w.fio", &format!("{common}[w]\nrw=write\n"));
+        let (code, out, err) = drivelab(&w, &dir);
+        assert_eq!(code, 0, "{kind}: {err}\n{out}");
+        // The write job read everything back and checked it.
+        assert!(out.contains("read:"), "{kind}: {out}");
+        // Change one byte of the 10th block, then read and verify.
+        let mut data = std::fs::read(&target).unwrap();
+        data[9 * 4096 + 100] ^= 0xff;
+        std::fs::write(&target, &data).unwrap();
+        let r = write(&dir, "r.fio", &format!("{common}[r]\nrw=read\n"));
+        let (code, out, err) = drivelab(&r, &dir);
+        assert_eq!(
+            code, 1,
+            "{kind}: a corrupted block must fail the job: {err}\n{out}"
+        );
+        assert!(
+            out.contains(&format!("verify ({kind}) failed at offset 36864")),
+            "{out}"
+        );
+        std::fs::remove_file(&target).unwrap();
+    }
 }
 
 #[test]
@@ -283,7 +295,7 @@ fn unsupported_fio_keys_are_refused_naming_the_key() {
     let dir = TempDir::new("fio-jobs-refuse");
     for (key, line) in [
         ("flow", "flow=1001"),
-        ("verify", "verify=sha512"),
+        ("verify", "verify=crc99"),
         ("exit_what", "exit_what=some"),
         ("number_ios", "number_ios=many"),
         ("thinktime", "thinktime=soon"),

@@ -109,6 +109,28 @@ fn start(tool: Tool, job: &Path, env: &[(&str, String)], out: &Path, netns: bool
         .unwrap_or_else(|e| panic!("cannot start {prog}: {e}"))
 }
 
+/// Start a TCP receiver (as [`start`]) and wait, at most 30 s, until it
+/// listens on `port`.
+fn start_tcp_receiver(
+    tool: Tool,
+    job: &Path,
+    env: &[(&str, String)],
+    out: &Path,
+    port: u16,
+) -> Child {
+    let r = start(tool, job, env, out, false);
+    let end = Instant::now() + Duration::from_secs(30);
+    while !bound("tcp", port, Path::new("")) {
+        assert!(
+            Instant::now() < end,
+            "the {tool:?} receiver never bound: {}",
+            stderr_of(out)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    r
+}
+
 fn stderr_of(out: &Path) -> String {
     let mut s = String::new();
     if let Ok(mut f) = std::fs::File::open(format!("{}.err", out.display())) {
@@ -524,16 +546,7 @@ fn a_short_last_block_is_counted_in_short_ios() {
     let env = [("PORT", port.to_string())];
     let rout = dir.join("recv.json");
     let sout = dir.join("send.json");
-    let r = start(Tool::Drivelab, &recv_job, &env, &rout, false);
-    let end = Instant::now() + Duration::from_secs(30);
-    while !bound("tcp", port, Path::new("")) {
-        assert!(
-            Instant::now() < end,
-            "{test}: the receiver never bound: {}",
-            stderr_of(&rout)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let r = start_tcp_receiver(Tool::Drivelab, &recv_job, &env, &rout, port);
     let s = start(Tool::Fio, &send_job, &env, &sout, false);
     let sv = finish(s, "fio sender", &sout, false);
     let rv = finish(r, "drivelab receiver", &rout, false);
@@ -547,4 +560,45 @@ fn a_short_last_block_is_counted_in_short_ios() {
         "drivelab's receiver: {got:?}"
     );
     assert_eq!(rv["jobs"][0]["write"]["short_ios"], 0);
+}
+
+/// fio's `netsplice` (the net engine moving data through a pipe with
+/// splice(2)) runs as `net`: a drivelab netsplice receiver takes what
+/// fio's netsplice sender sends, and the other way round.
+#[test]
+fn netsplice_moves_what_fio_s_netsplice_moves() {
+    let test = "netsplice_moves_what_fio_s_netsplice_moves";
+    if !fio_or_skip(test) {
+        return;
+    }
+    let dir = TempDir::new("fio-netsplice");
+    let recv_job = dir.join("recv.fio");
+    let send_job = dir.join("send.fio");
+    std::fs::write(
+        &recv_job,
+        "[receiver]\nioengine=netsplice\nprotocol=tcp\nport=${PORT}\nlisten\nrw=read\nbs=4k\nsize=256k\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &send_job,
+        "[sender]\nioengine=netsplice\nprotocol=tcp\nport=${PORT}\nhostname=127.0.0.1\nrw=write\nbs=4k\nsize=256k\n",
+    )
+    .unwrap();
+    for (recv, send) in [(Tool::Drivelab, Tool::Fio), (Tool::Fio, Tool::Drivelab)] {
+        let port = free_port();
+        let env = [("PORT", port.to_string())];
+        let rout = dir.join("recv.json");
+        let sout = dir.join("send.json");
+        let r = start_tcp_receiver(recv, &recv_job, &env, &rout, port);
+        let s = start(send, &send_job, &env, &sout, false);
+        let sv = finish(s, "sender", &sout, false);
+        let rv = finish(r, "receiver", &rout, false);
+        let sent = counts(&sv, "sender", "write");
+        let got = counts(&rv, "receiver", "read");
+        assert_eq!((sent.bytes, sent.ios), (256 << 10, 64), "{send:?} sender");
+        // A stream read may come short under load: every byte, in at
+        // least as many reads.
+        assert_eq!(got.bytes, 256 << 10, "{recv:?} receiver");
+        assert!(got.ios >= 64, "{recv:?} receiver: {got:?}");
+    }
 }

@@ -449,7 +449,7 @@ fn job_file_runs_each_job_and_rejects_unknown_keys() {
     assert_eq!(jobs[1]["write"]["io_bytes"].as_u64(), Some(4 << 20));
     assert_eq!(jobs[1]["write"]["total_ios"].as_u64(), Some(64));
     let bad = dir.join("bad.fio");
-    std::fs::write(&bad, format!("[j]\nfilename={}\nverify=sha512\n", lo.dev())).unwrap();
+    std::fs::write(&bad, format!("[j]\nfilename={}\nverify=crc99\n", lo.dev())).unwrap();
     let (code, _, err) = run(BIN, &["run", bad.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.contains("bad.fio:3") && err.contains("verify"), "{err}");

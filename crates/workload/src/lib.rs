@@ -65,6 +65,19 @@ pub enum SpecError {
         /// Why.
         reason: &'static str,
     },
+    /// A value of an option that drivelab refuses by a named rule
+    /// ([`crate::spec::refused::REFUSED_VALUES`]).
+    #[error("value '{value}' of {key} is refused ({rule}): {reason}")]
+    RefusedValue {
+        /// The option as fio names it.
+        key: String,
+        /// The value as typed.
+        value: String,
+        /// The rule it falls under.
+        rule: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
     /// An option that takes a value was given none.
     #[error("option '{0}' needs a value (e.g. --{0}=VALUE)")]
     MissingValue(String),

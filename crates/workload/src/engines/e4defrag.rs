@@ -92,9 +92,7 @@ pub fn check<'a>(
             "job '{job}': ioengine=e4defrag needs donorname= (the file whose blocks each write moves into the job's file; it is created beside it)"
         )));
     };
-    if spec.access_lines().iter().any(|l| l.read_pct > 0)
-        || spec.rw.write_kind() == crate::spec::kinds::WriteKind::Trim
-    {
+    if spec.access_lines().iter().any(|l| l.read_pct > 0) || spec.rw.write_kind().trims() {
         return Err(invalid(format!(
             "job '{job}': ioengine=e4defrag only moves extents on writes (fio fails every read and trim with EINVAL); use rw=write or rw=randwrite"
         )));

@@ -136,6 +136,9 @@ pub struct Generator {
     /// draws of an I/O it had no file for yet.
     open: Option<crate::job::openfiles::OpenSet>,
     held: Option<(usize, bool, bool)>,
+    /// Under `trimwrite`, the write of the block just trimmed.
+    then_write: Option<IoDesc>,
+    trimwrite: bool,
     align: u64,
     write_op: Op,
     seed: u64,
@@ -250,11 +253,13 @@ impl Generator {
                 )
             }),
             held: None,
+            then_write: None,
+            trimwrite: cfg.write_kind == WriteKind::TrimWrite,
             targets,
             align,
             write_op: match cfg.write_kind {
                 WriteKind::Write => Op::Write,
-                WriteKind::Trim => Op::Trim,
+                WriteKind::Trim | WriteKind::TrimWrite => Op::Trim,
             },
             seed: cfg.seed,
             rng: Rng::new(cfg.seed),
@@ -281,7 +286,24 @@ impl Generator {
         if self.open.is_none() {
             return Some(self.next_io());
         }
-        self.try_next_in_open_set()
+        if let Some(w) = self.then_write.take() {
+            return Some(w);
+        }
+        let io = self.try_next_in_open_set()?;
+        Some(self.trimmed_then_written(io))
+    }
+
+    /// Under `trimwrite` (fio 3.33's `set_rw_ddir`), a trim is followed
+    /// by a write of the same block: keep that write for the next call.
+    #[inline(always)]
+    fn trimmed_then_written(&mut self, io: IoDesc) -> IoDesc {
+        if self.trimwrite && io.op == Op::Trim {
+            self.then_write = Some(IoDesc {
+                op: Op::Write,
+                ..io
+            });
+        }
+        io
     }
 
     /// [`try_next_io`](Generator::try_next_io) under `openfiles`: kept out
@@ -316,13 +338,17 @@ impl Generator {
     /// The next I/O.
     #[inline]
     pub fn next_io(&mut self) -> IoDesc {
+        if let Some(w) = self.then_write.take() {
+            return w;
+        }
         let li = self.which.draw(&mut self.rng) as usize;
         let line = &mut self.lines[li];
         let read = line.reads.draw(&mut self.rng) == 1;
         let random = line.randoms.draw(&mut self.rng) == 1;
         let size = self.size_of(li);
         let t = self.files.pick(&mut self.rng, size);
-        self.io_on(t, size, read, random)
+        let io = self.io_on(t, size, read, random);
+        self.trimmed_then_written(io)
     }
 
     /// The size of the next I/O of line `li`: the line's, or under

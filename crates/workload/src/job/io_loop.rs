@@ -727,7 +727,11 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
                 l.io(self.now, &io);
             }
         }
-        self.issued_bytes += u64::from(io.len);
+        // Under trimwrite only the writes count toward the size (fio's
+        // io_bytes_exceeded counts a writing job's writes).
+        if !(io.op == Op::Trim && self.cfg.gen.write_kind == crate::WriteKind::TrimWrite) {
+            self.issued_bytes += u64::from(io.len);
+        }
         self.issued_ios += 1;
         self.think_issued = self.think_issued.saturating_add(1);
         // The tag carries the I/O's priority in its low 16 bits (0: the

@@ -6,6 +6,7 @@
 
 pub mod batch;
 pub mod buffers;
+pub mod checksums;
 pub mod cpus;
 pub mod dedupe;
 pub mod error_policy;

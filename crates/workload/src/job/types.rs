@@ -113,6 +113,25 @@ pub enum VerifyKind {
     Crc32c,
     /// Header with (the first 8 bytes of) the block's MD5 digest.
     Md5,
+    /// Header with the CRC-32 (IEEE 802.3) of the block.
+    Crc32,
+    /// Header with the CRC-64 (ECMA-182, as xz) of the block.
+    Crc64,
+    /// Header with (the first 8 bytes of) the block's SHA-256 digest.
+    Sha256,
+    /// Header with (the first 8 bytes of) the block's SHA-512 digest.
+    Sha512,
+    /// Header with the CRC-16 (ARC) of the block.
+    Crc16,
+    /// Header with the CRC-7 (MMC) of the block.
+    Crc7,
+    /// Header with (the first 8 bytes of) the block's SHA-1 digest.
+    Sha1,
+    /// Header with the XXH32 of the block.
+    Xxhash,
+    /// Header with (the first 8 bytes of) the block's SHA3 digest of
+    /// this many bits (224, 256, 384 or 512).
+    Sha3(u16),
     /// Header with the block's offset and length.
     Meta,
     /// `verify_pattern` repeated.
@@ -126,13 +145,27 @@ impl VerifyKind {
             "0" | "null" | "none" => return Ok(None),
             "crc32c" | "crc32c-intel" => VerifyKind::Crc32c,
             "md5" => VerifyKind::Md5,
+            "crc32" => VerifyKind::Crc32,
+            "crc64" => VerifyKind::Crc64,
+            "sha256" => VerifyKind::Sha256,
+            "sha512" => VerifyKind::Sha512,
+            "crc16" => VerifyKind::Crc16,
+            "crc7" => VerifyKind::Crc7,
+            "sha1" => VerifyKind::Sha1,
+            "xxhash" => VerifyKind::Xxhash,
+            "sha3-224" => VerifyKind::Sha3(224),
+            "sha3-256" => VerifyKind::Sha3(256),
+            "sha3-384" => VerifyKind::Sha3(384),
+            "sha3-512" => VerifyKind::Sha3(512),
             "meta" => VerifyKind::Meta,
             "pattern" => VerifyKind::Pattern,
             _ => {
                 return Err(SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "crc32c, crc32c-intel, md5, meta or pattern (drivelab does not implement fio's other checksums)".to_string(),
+                    expect:
+                        "crc32c, crc32c-intel, crc32, crc64, crc16, crc7, md5, sha1, sha256, sha512, sha3-224, sha3-256, sha3-384, sha3-512, xxhash, meta or pattern"
+                            .to_string(),
                 })
             }
         }))
@@ -143,6 +176,18 @@ impl VerifyKind {
         match self {
             VerifyKind::Crc32c => "crc32c",
             VerifyKind::Md5 => "md5",
+            VerifyKind::Crc32 => "crc32",
+            VerifyKind::Crc64 => "crc64",
+            VerifyKind::Sha256 => "sha256",
+            VerifyKind::Sha512 => "sha512",
+            VerifyKind::Crc16 => "crc16",
+            VerifyKind::Crc7 => "crc7",
+            VerifyKind::Sha1 => "sha1",
+            VerifyKind::Xxhash => "xxhash",
+            VerifyKind::Sha3(224) => "sha3-224",
+            VerifyKind::Sha3(256) => "sha3-256",
+            VerifyKind::Sha3(384) => "sha3-384",
+            VerifyKind::Sha3(_) => "sha3-512",
             VerifyKind::Meta => "meta",
             VerifyKind::Pattern => "pattern",
         }

@@ -16,6 +16,11 @@
 //!   (Castagnoli) of the whole block with the CRC field zeroed.
 //! - `md5`: the same header plus the first 8 bytes of the MD5 digest (RFC
 //!   1321) of the whole block with that field zeroed.
+//! - `crc32` (IEEE 802.3), `crc64` (CRC-64/XZ), `crc16` (ARC), `crc7`
+//!   (MMC), `xxhash` (XXH32), `sha1`, `sha256`, `sha512` and `sha3-*`
+//!   (the first 8 bytes of the digest): the same header, that check value in the same
+//!   field. The header is drivelab's, not fio's: a block is
+//!   checked by the tool that wrote it.
 //!
 //! A writing job with `do_verify=1` reads back every extent it wrote once it
 //! is done ([`ReadBack`], replaying the job's generator), and those reads are
@@ -23,7 +28,9 @@
 //! checks each block as it comes in. A failed check ends the job with fio's
 //! verify error (EILSEQ) and says where and what.
 
+use crate::job::checksums;
 use crate::spec::decl::{opt, OptionDecl};
+
 use drivelab_engine::ioloop::{After, Done, Driver, Next};
 use drivelab_patterns::prng::splitmix64;
 
@@ -97,7 +104,7 @@ impl VerifyOpts {
             [],
             Text,
             "0 (off)",
-            "crc32c (alias crc32c-intel), meta or pattern: written blocks carry a header and checksum, offset or pattern that reads check"
+            "crc32c (alias crc32c-intel), crc32, crc64, crc16, crc7, md5, sha1, sha256, sha512, sha3-224, sha3-256, sha3-384, sha3-512, xxhash, meta or pattern: written blocks carry a header and checksum, offset or pattern that reads check"
         ),
         opt!(
             "do_verify",
@@ -216,42 +223,84 @@ pub const HEADER: usize = 24;
 /// check what another wrote.
 const PAYLOAD_SEED: u64 = 0x5645_5249_4659_0001;
 
-fn crc32c_table() -> &'static [u32; 256] {
-    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = [0u32; 256];
-        for (i, e) in t.iter_mut().enumerate() {
-            let mut c = i as u32;
-            for _ in 0..8 {
-                c = if c & 1 != 0 {
-                    0x82F6_3B78 ^ (c >> 1)
-                } else {
-                    c >> 1
-                };
-            }
-            *e = c;
+/// The table of a reflected CRC of polynomial `poly` (reversed form).
+fn crc_table(poly: u64) -> [u64; 256] {
+    let mut t = [0u64; 256];
+    for (i, e) in t.iter_mut().enumerate() {
+        let mut c = i as u64;
+        for _ in 0..8 {
+            c = if c & 1 != 0 { poly ^ (c >> 1) } else { c >> 1 };
         }
-        t
+        *e = c;
+    }
+    t
+}
+
+/// A reflected CRC over `data` with init and final xor all ones (of
+/// `mask`'s width).
+fn crc_reflected(t: &[u64; 256], mask: u64, data: &[u8]) -> u64 {
+    let mut c = mask;
+    for &b in data {
+        c = t[((c ^ u64::from(b)) & 0xff) as usize] ^ (c >> 8);
+    }
+    !c & mask
+}
+
+fn crc32c_table() -> &'static [u64; 256] {
+    static TABLE: std::sync::OnceLock<[u64; 256]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| crc_table(0x82F6_3B78))
+}
+
+/// CRC-32 (IEEE 802.3, as zlib: reflected, init and final xor all ones).
+pub fn crc32(data: &[u8]) -> u32 {
+    static TABLE: std::sync::OnceLock<[u64; 256]> = std::sync::OnceLock::new();
+    let t = TABLE.get_or_init(|| crc_table(0xEDB8_8320));
+    crc_reflected(t, 0xffff_ffff, data) as u32
+}
+
+/// CRC-64/XZ (ECMA-182 polynomial, reflected, init and final xor all ones).
+pub fn crc64(data: &[u8]) -> u64 {
+    static TABLE: std::sync::OnceLock<[u64; 256]> = std::sync::OnceLock::new();
+    let t = TABLE.get_or_init(|| crc_table(0xC96C_5795_D787_0F42));
+    crc_reflected(t, u64::MAX, data)
+}
+
+/// The first 8 bytes of a digest, little-endian.
+fn first_8(d: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    u64::from_le_bytes(b)
+}
+
+/// The check value a block of `kind` carries in its header (bytes 16..)
+/// and its width in bytes; None for meta and pattern.
+fn check_value(kind: VerifyKind, block: &[u8]) -> Option<(u64, usize)> {
+    use sha2::{Digest, Sha256, Sha512};
+    Some(match kind {
+        VerifyKind::Crc32c => (u64::from(crc32c(block)), 4),
+        VerifyKind::Crc32 => (u64::from(crc32(block)), 4),
+        VerifyKind::Crc64 => (crc64(block), 8),
+        VerifyKind::Md5 => (md5_64(block), 8),
+        VerifyKind::Sha256 => (first_8(&Sha256::digest(block)), 8),
+        VerifyKind::Sha512 => (first_8(&Sha512::digest(block)), 8),
+        VerifyKind::Crc16 => (u64::from(checksums::crc16(block)), 4),
+        VerifyKind::Crc7 => (u64::from(checksums::crc7(block)), 4),
+        VerifyKind::Sha1 => (first_8(&checksums::sha1(block)), 8),
+        VerifyKind::Xxhash => (u64::from(checksums::xxh32(block, 0)), 4),
+        VerifyKind::Sha3(bits) => (first_8(&checksums::sha3(block, usize::from(bits))), 8),
+        VerifyKind::Meta | VerifyKind::Pattern => return None,
     })
 }
 
 /// The first 8 bytes of the MD5 digest of `data` (RFC 1321).
 pub fn md5_64(data: &[u8]) -> u64 {
     use md5::{Digest, Md5};
-    let d = Md5::digest(data);
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&d[..8]);
-    u64::from_le_bytes(b)
+    first_8(&Md5::digest(data))
 }
 
 /// CRC-32C (Castagnoli, reflected, init and final xor all ones).
 pub fn crc32c(data: &[u8]) -> u32 {
-    let t = crc32c_table();
-    let mut c = !0u32;
-    for &b in data {
-        c = t[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8);
-    }
-    !c
+    crc_reflected(crc32c_table(), 0xffff_ffff, data) as u32
 }
 
 impl Content {
@@ -291,13 +340,8 @@ impl Content {
         block[4..8].copy_from_slice(&len.to_le_bytes());
         block[8..16].copy_from_slice(&off.to_le_bytes());
         block[16..24].fill(0);
-        if self.kind == VerifyKind::Crc32c {
-            let c = crc32c(block);
-            block[16..20].copy_from_slice(&c.to_le_bytes());
-        }
-        if self.kind == VerifyKind::Md5 {
-            let d = md5_64(block);
-            block[16..24].copy_from_slice(&d.to_le_bytes());
+        if let Some((c, w)) = check_value(self.kind, block) {
+            block[16..16 + w].copy_from_slice(&c.to_le_bytes()[..w]);
         }
         self.swap_header(block);
     }
@@ -348,25 +392,15 @@ impl Content {
                         word(8..16)
                     ));
                 }
-                if self.kind == VerifyKind::Crc32c {
-                    let stored = word(16..20) as u32;
-                    let mut copy = block.to_vec();
-                    copy[16..20].fill(0);
-                    let got = crc32c(&copy);
+                let mut copy = block.to_vec();
+                copy[16..24].fill(0);
+                if let Some((got, w)) = check_value(self.kind, &copy) {
+                    let stored = word(16..16 + w);
                     if stored != got {
+                        let (what, digits) = (self.kind.name(), 2 + 2 * w);
+                        let sum = if w == 4 { "checksum" } else { "digest" };
                         return Err(format!(
-                            "verify (crc32c) failed at offset {off}: checksum {got:#010x}, header says {stored:#010x}"
-                        ));
-                    }
-                }
-                if self.kind == VerifyKind::Md5 {
-                    let stored = word(16..24);
-                    let mut copy = block.to_vec();
-                    copy[16..24].fill(0);
-                    let got = md5_64(&copy);
-                    if stored != got {
-                        return Err(format!(
-                            "verify (md5) failed at offset {off}: digest {got:#018x}, header says {stored:#018x}"
+                            "verify ({what}) failed at offset {off}: {sum} {got:#0digits$x}, header says {stored:#0digits$x}"
                         ));
                     }
                 }
@@ -730,6 +764,21 @@ mod tests {
             md5_64(b"abc").to_le_bytes(),
             [0x90, 0x01, 0x50, 0x98, 0x3c, 0xd2, 0x4f, 0xb0]
         );
+        // The catalogued check values of "123456789": CRC-32 (zlib) and
+        // CRC-64/XZ.
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc64(b"123456789"), 0x995D_C9BB_DF19_39FA);
+        // FIPS 180-2's "abc": SHA-256 = ba7816bf8f01cfea…, SHA-512 =
+        // ddaf35a193617aba….
+        let sha = |k| check_value(k, b"abc").unwrap().0.to_le_bytes();
+        assert_eq!(
+            sha(VerifyKind::Sha256),
+            [0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea]
+        );
+        assert_eq!(
+            sha(VerifyKind::Sha512),
+            [0xdd, 0xaf, 0x35, 0xa1, 0x93, 0x61, 0x7a, 0xba]
+        );
     }
 
     fn content(kind: VerifyKind, pattern: Option<Vec<u8>>) -> Content {
@@ -746,6 +795,18 @@ mod tests {
         for (kind, pat) in [
             (VerifyKind::Crc32c, None),
             (VerifyKind::Md5, None),
+            (VerifyKind::Crc32, None),
+            (VerifyKind::Crc64, None),
+            (VerifyKind::Sha256, None),
+            (VerifyKind::Sha512, None),
+            (VerifyKind::Crc16, None),
+            (VerifyKind::Crc7, None),
+            (VerifyKind::Sha1, None),
+            (VerifyKind::Xxhash, None),
+            (VerifyKind::Sha3(224), None),
+            (VerifyKind::Sha3(256), None),
+            (VerifyKind::Sha3(384), None),
+            (VerifyKind::Sha3(512), None),
             (VerifyKind::Meta, None),
             (VerifyKind::Meta, Some(vec![0xaa, 0x55, 0x5a, 0xa5])),
             (VerifyKind::Pattern, Some(vec![0xaa, 0x55, 0x5a, 0xa5])),
@@ -845,8 +906,8 @@ mod tests {
     }
 
     #[test]
-    fn other_fio_checksums_are_refused_naming_the_supported_ones() {
-        let e = VerifyKind::parse("verify", "sha512")
+    fn an_unknown_checksum_is_refused_naming_the_supported_ones() {
+        let e = VerifyKind::parse("verify", "crc99")
             .unwrap_err()
             .to_string();
         assert!(

@@ -315,6 +315,12 @@ pub fn plan_job(
         ));
     }
     let (zone_size, model) = zone_size_of(spec)?;
+    if spec.rw.write_kind() == crate::WriteKind::TrimWrite {
+        return Err(invalid(format!(
+            "with rw={} is not carried: drivelab's zone trims are zone resets, and a reset zone takes no write at the block just trimmed; use rw=write or rw=trim",
+            spec.rw.name()
+        )));
+    }
     let trims = spec.rw.write_kind() == crate::WriteKind::Trim;
     if trims {
         check_trim_bs(spec, zone_size).map_err(&invalid)?;

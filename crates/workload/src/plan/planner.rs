@@ -455,7 +455,7 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
             }
         }
         // zonemode=zbd: trims are zone resets, no discard.
-        if spec.rw.write_kind() == WriteKind::Trim && zbd.is_none() {
+        if spec.rw.write_kind().trims() && zbd.is_none() {
             check_discard(idx.iter().map(|&i| &targets[i]))?;
         }
         let verify = verify_content(spec, align)?;

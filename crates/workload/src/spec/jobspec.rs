@@ -658,6 +658,14 @@ impl JobSpec {
             (None, _) if key.starts_with("write_") && key.ends_with("_log") => "",
             (None, _) => return Err(SpecError::MissingValue(key.to_string())),
         };
+        if let Some(r) = crate::spec::refused::value_refusal(key, v) {
+            return Err(SpecError::RefusedValue {
+                key: key.to_string(),
+                value: v.trim().to_string(),
+                rule: r.rule,
+                reason: r.reason,
+            });
+        }
         match key {
             "name" => {
                 if v.trim().is_empty() {
@@ -681,7 +689,7 @@ impl JobSpec {
                     key: key.to_string(),
                     value: v.to_string(),
                     expect:
-                        "read, write, randread, randwrite, rw, readwrite, randrw, trim or randtrim, optionally :N"
+                        "read, write, randread, randwrite, rw, readwrite, randrw, trim, randtrim, trimwrite or randtrimwrite, optionally :N"
                             .to_string(),
                 })?;
                 self.rw_delta = 0;
@@ -790,7 +798,7 @@ impl JobSpec {
                 let front = crate::engines::registry::lookup(&name).ok_or_else(|| SpecError::BadValue {
                     key: key.to_string(),
                     value: v.to_string(),
-                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2, mmap, splice (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), net (sockets), a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, e4defrag (ext4 extent moves), or cpuio (burn CPU) or exec (run a program)".to_string(),
+                    expect: "io_uring, libaio, posixaio (run on io_uring), psync, sync, vsync, pvsync, pvsync2, mmap, splice (run on psync), null or cpp_null (run on null), sg (SCSI commands), io_uring_cmd (NVMe commands to /dev/ngXnY), net or netsplice (sockets), a filesystem engine: filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, ftruncate, falloc, e4defrag (ext4 extent moves), or cpuio (burn CPU) or exec (run a program)".to_string(),
                 })?;
                 self.files.engine = None;
                 self.engine.noio.engine = None;
@@ -1166,13 +1174,13 @@ impl JobSpec {
                 self.name
             )));
         }
-        if self.output.block_errors && self.rw.write_kind() == WriteKind::Trim {
+        if self.output.block_errors && self.rw.write_kind().trims() {
             return Err(SpecError::Invalid(format!(
                 "block_error_percentiles: job '{}' trims, and drivelab records no trim block lifetimes (fio's per-block trim states); leave the option out of trimming jobs",
                 self.name
             )));
         }
-        if self.rw.write_kind() == WriteKind::Trim && self.fua {
+        if self.rw.write_kind().trims() && self.fua {
             return Err(SpecError::Invalid(
                 "fua applies to writes, not to trim".to_string(),
             ));
@@ -1372,7 +1380,11 @@ mod tests {
         assert_eq!(j.random_distribution, Distribution::Pareto(0.9));
         j.set("random_distribution", Some("normal")).unwrap();
         assert_eq!(j.random_distribution, Distribution::Normal(10.0));
-        assert!(j.set("random_distribution", Some("zipf")).is_err());
+        j.set("random_distribution", Some("zipf")).unwrap();
+        assert_eq!(j.random_distribution, Distribution::Zipf(1.1));
+        j.set("random_distribution", Some("pareto")).unwrap();
+        assert_eq!(j.random_distribution, Distribution::Pareto(0.2));
+        assert!(j.set("random_distribution", Some("zipf:")).is_err());
         assert!(j.set("random_distribution", Some("pareto:2")).is_err());
     }
 

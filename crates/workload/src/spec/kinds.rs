@@ -25,6 +25,12 @@ pub enum RwMode {
     Trim,
     /// Random trims.
     RandTrim,
+    /// Sequential trims, each followed by a write of the same block
+    /// (fio's `trimwrite`).
+    TrimWrite,
+    /// Random trims, each followed by a write of the same block (fio's
+    /// `randtrimwrite`).
+    RandTrimWrite,
 }
 
 impl RwMode {
@@ -39,6 +45,8 @@ impl RwMode {
             "randrw" => RwMode::RandRw,
             "trim" => RwMode::Trim,
             "randtrim" => RwMode::RandTrim,
+            "trimwrite" => RwMode::TrimWrite,
+            "randtrimwrite" => RwMode::RandTrimWrite,
             _ => return None,
         })
     }
@@ -54,6 +62,8 @@ impl RwMode {
             RwMode::RandRw => "randrw",
             RwMode::Trim => "trim",
             RwMode::RandTrim => "randtrim",
+            RwMode::TrimWrite => "trimwrite",
+            RwMode::RandTrimWrite => "randtrimwrite",
         }
     }
 
@@ -61,7 +71,11 @@ impl RwMode {
     pub fn is_random(self) -> bool {
         matches!(
             self,
-            RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw | RwMode::RandTrim
+            RwMode::RandRead
+                | RwMode::RandWrite
+                | RwMode::RandRw
+                | RwMode::RandTrim
+                | RwMode::RandTrimWrite
         )
     }
 
@@ -78,6 +92,7 @@ impl RwMode {
     pub fn write_kind(self) -> WriteKind {
         match self {
             RwMode::Trim | RwMode::RandTrim => WriteKind::Trim,
+            RwMode::TrimWrite | RwMode::RandTrimWrite => WriteKind::TrimWrite,
             _ => WriteKind::Write,
         }
     }
@@ -90,6 +105,16 @@ pub enum WriteKind {
     Write,
     /// Discards (TRIM / UNMAP / deallocate).
     Trim,
+    /// A discard of each block, then a write of the same block (fio's
+    /// `trimwrite`: only the writes count toward the job's size).
+    TrimWrite,
+}
+
+impl WriteKind {
+    /// Whether the job issues discards.
+    pub fn trims(self) -> bool {
+        self != WriteKind::Write
+    }
 }
 
 /// One zone of a `zoned`/`zoned_abs` distribution: this share of the
@@ -142,15 +167,23 @@ impl Distribution {
                 Distribution::Zoned(parse_zones(key, s, &arg.unwrap_or_default(), name == "zoned_abs")?)
             }
             "random" => Distribution::Random,
+            // Bare, zipf and pareto take fio's defaults (FIO_DEF_ZIPF,
+            // FIO_DEF_PARETO).
             "zipf" => {
-                let v = num(arg, "zipf:THETA with THETA > 0, e.g. zipf:1.2")?;
+                let v = match arg {
+                    None => 1.1,
+                    a => num(a, "zipf:THETA with THETA > 0, e.g. zipf:1.2")?,
+                };
                 if !(v > 0.0 && v.is_finite()) {
                     return Err(bad("zipf:THETA with THETA > 0, e.g. zipf:1.2"));
                 }
                 Distribution::Zipf(v)
             }
             "pareto" => {
-                let v = num(arg, "pareto:H with 0 < H < 1, e.g. pareto:0.9")?;
+                let v = match arg {
+                    None => 0.2,
+                    a => num(a, "pareto:H with 0 < H < 1, e.g. pareto:0.9")?,
+                };
                 if !(v > 0.0 && v < 1.0) {
                     return Err(bad("pareto:H with 0 < H < 1, e.g. pareto:0.9"));
                 }

@@ -29,7 +29,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         ["readwrite"],
         Text,
         "read",
-        "read, write, randread, randwrite, rw/readwrite, randrw, trim, randtrim; MODE:N adds N bytes after each sequential I/O (read:-8k runs backwards), or issues N sequential I/Os per random offset"
+        "read, write, randread, randwrite, rw/readwrite, randrw, trim, randtrim, trimwrite, randtrimwrite (each block trimmed, then written); MODE:N adds N bytes after each sequential I/O (read:-8k runs backwards), or issues N sequential I/Os per random offset"
     ),
     opt!(
         "bs",
@@ -158,7 +158,7 @@ pub const OPTIONS: &[OptionDecl] = &[
         [],
         Text,
         "io_uring",
-        "io_uring, psync, null, sg, io_uring_cmd, e4defrag, net, cpuio or exec; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync, pvsync2, mmap and splice on psync (the same reads and writes of the files, through pread/pwrite), cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk, io_uring_cmd NVMe commands to a namespace's /dev/ngXnY; e4defrag moves a donor's extents into ext4 files on writes; net moves data over sockets; cpuio burns CPU, exec runs a program (no I/O)"
+        "io_uring, psync, null, sg, io_uring_cmd, e4defrag, net, cpuio or exec; fio's libaio and posixaio run on io_uring, sync, vsync, pvsync, pvsync2, mmap and splice on psync (the same reads and writes of the files, through pread/pwrite), cpp_null on null (the run says so once); sg sends SCSI commands to a SCSI disk, io_uring_cmd NVMe commands to a namespace's /dev/ngXnY; e4defrag moves a donor's extents into ext4 files on writes; net and netsplice move data over sockets; cpuio burns CPU, exec runs a program (no I/O)"
     ),
     opt!(
         "rate_iops",

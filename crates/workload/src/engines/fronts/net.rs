@@ -1,5 +1,7 @@
 //! The front of fio's `net` engine: reads and writes are a socket's
 //! receives and sends, under the job loop ([`crate::engines::noio::net`]).
+//! fio's `netsplice` moves the same bytes over the same socket through a
+//! pipe (splice(2)); it runs here as `net`, as `splice` runs on psync.
 
 use std::time::Duration;
 
@@ -17,7 +19,7 @@ pub static NET: NetFront = NetFront;
 
 impl EngineFront for NetFront {
     fn names(&self) -> &'static [&'static str] {
-        &["net"]
+        &["net", "netsplice"]
     }
 
     fn choose(&self, spec: &mut crate::JobSpec, name: &str) {
