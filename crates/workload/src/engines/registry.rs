@@ -4,7 +4,7 @@
 
 use crate::engines::front::EngineFront;
 use crate::engines::fronts::{block, files, net, noio, sg, ucmd};
-use crate::spec::refused::{ValueRefusal, NOT_CARRIED};
+use crate::spec::value_refusal::{ValueRefusal, NOT_CARRIED};
 
 /// The fronts, in the order `drivelab run --help` names them.
 pub static ENGINES: &[&dyn EngineFront] = &[

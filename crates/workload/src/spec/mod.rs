@@ -17,3 +17,4 @@ pub mod presets;
 pub mod refused;
 pub mod size;
 pub mod value;
+pub mod value_refusal;

@@ -17,12 +17,13 @@ pub struct Refusal {
     pub reason: &'static str,
 }
 
+pub use crate::spec::value_refusal::ValueRefusal;
+use crate::spec::value_refusal::NOT_CARRIED;
+
 /// The rule of fio's network client/server mode.
 const CLIENT_SERVER: &str = "client/server only";
 /// The rule of options that act on a job's own process.
 const JOB_PROCESS: &str = "process per job";
-/// The rule of fio features this build does not carry.
-pub(crate) const NOT_CARRIED: &str = "not carried";
 
 /// Every refused option, by fio's name.
 pub const REFUSED: &[Refusal] = &[
@@ -81,23 +82,6 @@ pub const REFUSED: &[Refusal] = &[
 /// The refusal of fio's option `key`, if drivelab refuses it.
 pub fn refusal(key: &str) -> Option<&'static Refusal> {
     REFUSED.iter().find(|r| r.name == key)
-}
-
-/// Values of an option drivelab carries that it refuses on purpose, under
-/// a named rule with the reason. Each is declared beside its option's
-/// family and listed in [`REFUSED_VALUES`]; `JobSpec::set` answers one
-/// with [`crate::SpecError::RefusedValue`] (one line, exit status 2),
-/// never "bad value".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ValueRefusal {
-    /// fio's name of the option.
-    pub option: &'static str,
-    /// The values (fio's names; a value's `:ARG` tail is not part of it).
-    pub values: &'static [&'static str],
-    /// The rule they fall under.
-    pub rule: &'static str,
-    /// Why, in one line.
-    pub reason: &'static str,
 }
 
 /// Every family's refused values.
