@@ -99,7 +99,6 @@ fn a_hundred_drives_erase_in_the_time_of_one_and_the_station_stays_flat() {
     let ctx = run.context();
     let f = Figures::read(&run);
     let n = s.drives;
-    let ws = s.ws_per_drive();
     println!(
         "VM: boot to script {:?} s, script end {:?} s, wall {:.1} s",
         run.boot_to_script_s,
@@ -136,11 +135,35 @@ fn a_hundred_drives_erase_in_the_time_of_one_and_the_station_stays_flat() {
         f.disks.len() == n && serials.len() == n && !serials.iter().any(|s| s.is_empty()),
         || format!("{} disks, {} serials", f.disks.len(), serials.len()),
     );
+    erase_one_checks(&mut c, &f, &s);
+    erase_all_checks(&mut c, &f, &s);
+
+    // The station, one row and then every row.
+    station_checks(&mut c, &f, "one", &f.station_one, 1, 1);
+    station_checks(&mut c, &f, "all", &f.station_all, n, 1);
+    c.check(
+        &format!("station: RSS with {n} rows certified within {RSS_BOUND}x of one row's"),
+        f.rss_ratio() <= RSS_BOUND,
+        || {
+            format!(
+                "{} KiB / {} KiB = {:.2}x",
+                f.station_all.rss_kib,
+                f.station_one.rss_kib,
+                f.rss_ratio()
+            )
+        },
+    );
+    c.finish(&ctx);
+}
+
+/// One drive erased alone: it is zeroed (and with it the other LUNs of
+/// its adapter, whose store they share) and sent its WRITE SAMEs; the
+/// other adapters' disks keep their bytes, and no other disk is sent
+/// anything.
+fn erase_one_checks(c: &mut Checks, f: &Figures, s: &Scale) {
+    let (n, ws) = (s.drives, s.ws_per_drive());
     let first = f.disks.first().map(|d| d.0.clone()).unwrap_or_default();
 
-    // One drive alone: it is zeroed (and with it the other LUNs of its
-    // adapter, whose store they share) and sent its WRITE SAMEs; the other
-    // adapters' disks keep their bytes, and no other disk is sent anything.
     c.check(
         "erase of one: exit 0, erased by WRITE SAME",
         f.one.status == 0 && f.one.erased == 1 && f.one.drives == 1,
@@ -194,8 +217,12 @@ fn a_hundred_drives_erase_in_the_time_of_one_and_the_station_stays_flat() {
             )
         },
     );
+}
 
-    // Every drive together.
+/// Every drive erased together: each zeroed and sent its WRITE SAMEs,
+/// in about the time of one.
+fn erase_all_checks(c: &mut Checks, f: &Figures, s: &Scale) {
+    let (n, ws) = (s.drives, s.ws_per_drive());
     c.check(
         &format!("erase of {n}: exit 0, every drive erased by WRITE SAME"),
         f.all.status == 0 && f.all.erased == n && f.all.drives == n,
@@ -250,21 +277,4 @@ fn a_hundred_drives_erase_in_the_time_of_one_and_the_station_stays_flat() {
             )
         },
     );
-
-    // The station, one row and then every row.
-    station_checks(&mut c, &f, "one", &f.station_one, 1, 1);
-    station_checks(&mut c, &f, "all", &f.station_all, n, 1);
-    c.check(
-        &format!("station: RSS with {n} rows certified within {RSS_BOUND}x of one row's"),
-        f.rss_ratio() <= RSS_BOUND,
-        || {
-            format!(
-                "{} KiB / {} KiB = {:.2}x",
-                f.station_all.rss_kib,
-                f.station_one.rss_kib,
-                f.rss_ratio()
-            )
-        },
-    );
-    c.finish(&ctx);
 }
