@@ -294,27 +294,16 @@ impl Plan {
         let mut claims = Vec::with_capacity(self.drives.len());
         let mut refused = Vec::new();
         // Assessing a drive reads it: every drive is claimed at once.
-        let opened: Vec<_> = std::thread::scope(|s| {
-            let hs: Vec<_> = self
-                .drives
-                .iter()
-                .map(|d| {
-                    s.spawn(move || {
-                        let consent = ClaimConsent {
-                            force,
-                            confirm: Some(vec![d.confirm_token()]),
-                        };
-                        let opts = ClaimOptions {
-                            direct: true,
-                            create_size: None,
-                        };
-                        Claim::open(&d.dev.path, &consent, &opts)
-                    })
-                })
-                .collect();
-            hs.into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
+        let opened = at_once(&self.drives, |d| {
+            let consent = ClaimConsent {
+                force,
+                confirm: Some(vec![d.confirm_token()]),
+            };
+            let opts = ClaimOptions {
+                direct: true,
+                create_size: None,
+            };
+            Claim::open(&d.dev.path, &consent, &opts)
         });
         for c in opened {
             match c {
@@ -388,6 +377,22 @@ impl Plan {
     }
 }
 
+/// `f` of each item, every item on a thread of its own (each is commands
+/// to its own drive, which wait on that drive), in the items' order; a
+/// panic in one is raised again here.
+fn at_once<T: Send, R: Send>(
+    items: impl IntoIterator<Item = T>,
+    f: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let f = &f;
+    std::thread::scope(|s| {
+        let hs: Vec<_> = items.into_iter().map(|t| s.spawn(move || f(t))).collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 /// Check the request, refuse what must not be written and settle every
 /// drive's method. Every error is a refusal; nothing is written.
 pub fn prepare(req: &Request) -> Result<Plan, EraseError> {
@@ -395,16 +400,9 @@ pub fn prepare(req: &Request) -> Result<Plan, EraseError> {
     let devs = describe(&req.devices, req.consent.force)?;
     // Each probe is a dozen commands to its own drive: every drive is asked
     // at once, so a hundred drives plan in about the time of one.
-    let mut drives = std::thread::scope(|s| {
-        let probes: Vec<_> = devs
-            .into_iter()
-            .map(|d| s.spawn(|| plan_drive(d, &req.options)))
-            .collect();
-        probes
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect::<Result<Vec<_>, _>>()
-    })?;
+    let mut drives = at_once(devs, |d| plan_drive(d, &req.options))
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
     let named: Vec<(&Path, Option<&str>)> = drives
         .iter()
         .map(|d| (d.dev.path.as_path(), d.serial()))
@@ -508,14 +506,8 @@ fn describe(paths: &[PathBuf], force: bool) -> Result<Vec<BlockDevice>, EraseErr
     }
     // Assessing a drive reads it (its partition table, signatures): every
     // drive is read at once.
-    let assessed: Vec<_> = std::thread::scope(|s| {
-        let hs: Vec<_> = devs
-            .iter()
-            .map(|d| s.spawn(move || safety::assess(d).refusal(force).map(|r| r.to_string())))
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
+    let assessed = at_once(&devs, |d| {
+        safety::assess(d).refusal(force).map(|r| r.to_string())
     });
     for (why, a) in refusals.iter_mut().zip(assessed) {
         why.extend(a);
