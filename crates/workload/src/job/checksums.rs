@@ -1,9 +1,9 @@
-//! The check values of fio's verify kinds that no dependency computes
-//! here: CRC-16 (ARC), CRC-7 (MMC), SHA-1 (FIPS 180-4), SHA-3 (FIPS 202)
-//! and XXH32. Each is
-//! written from its published definition and held to its catalogued
-//! check values by the tests below; [`crate::job::verify`] puts them in
-//! its block header.
+//! The check values of fio's verify kinds beyond those of
+//! [`crate::job::verify`] itself: CRC-16 (ARC), CRC-7 (MMC) and XXH32,
+//! written from their published definitions, and SHA-1 (FIPS 180-4) and
+//! SHA-3 (FIPS 202) from RustCrypto's crates. Each is held to its
+//! catalogued check values by the tests below; [`crate::job::verify`] puts
+//! them in its block header.
 
 /// CRC-16/ARC (polynomial 0x8005 reflected, init 0, no final xor), as
 /// Linux's `crc16` that fio uses.
@@ -39,57 +39,8 @@ pub fn crc7(data: &[u8]) -> u8 {
 
 /// SHA-1 (FIPS 180-4) of `data`.
 pub fn sha1(data: &[u8]) -> [u8; 20] {
-    let mut h: [u32; 5] = [
-        0x6745_2301,
-        0xEFCD_AB89,
-        0x98BA_DCFE,
-        0x1032_5476,
-        0xC3D2_E1F0,
-    ];
-    let bits = (data.len() as u64).wrapping_mul(8);
-    let mut msg = data.to_vec();
-    msg.push(0x80);
-    while msg.len() % 64 != 56 {
-        msg.push(0);
-    }
-    msg.extend_from_slice(&bits.to_be_bytes());
-    for chunk in msg.chunks_exact(64) {
-        let mut w = [0u32; 80];
-        for (i, word) in chunk.chunks_exact(4).enumerate() {
-            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-        }
-        for i in 16..80 {
-            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e] = h;
-        for (i, wi) in w.iter().enumerate() {
-            let (f, k) = match i {
-                0..=19 => ((b & c) | (!b & d), 0x5A82_7999),
-                20..=39 => (b ^ c ^ d, 0x6ED9_EBA1),
-                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC),
-                _ => (b ^ c ^ d, 0xCA62_C1D6),
-            };
-            let t = a
-                .rotate_left(5)
-                .wrapping_add(f)
-                .wrapping_add(e)
-                .wrapping_add(k)
-                .wrapping_add(*wi);
-            e = d;
-            d = c;
-            c = b.rotate_left(30);
-            b = a;
-            a = t;
-        }
-        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
-            *x = x.wrapping_add(y);
-        }
-    }
-    let mut out = [0u8; 20];
-    for (o, x) in out.chunks_exact_mut(4).zip(h) {
-        o.copy_from_slice(&x.to_be_bytes());
-    }
-    out
+    use sha1::Digest;
+    sha1::Sha1::digest(data).into()
 }
 
 const P1: u32 = 0x9E37_79B1;
@@ -151,89 +102,15 @@ pub fn xxh32(data: &[u8], seed: u32) -> u32 {
     h ^ (h >> 16)
 }
 
-/// Keccak-f[1600]'s round constants (FIPS 202, 3.2.5).
-const RC: [u64; 24] = [
-    0x0000_0000_0000_0001,
-    0x0000_0000_0000_8082,
-    0x8000_0000_0000_808A,
-    0x8000_0000_8000_8000,
-    0x0000_0000_0000_808B,
-    0x0000_0000_8000_0001,
-    0x8000_0000_8000_8081,
-    0x8000_0000_0000_8009,
-    0x0000_0000_0000_008A,
-    0x0000_0000_0000_0088,
-    0x0000_0000_8000_8009,
-    0x0000_0000_8000_000A,
-    0x0000_0000_8000_808B,
-    0x8000_0000_0000_008B,
-    0x8000_0000_0000_8089,
-    0x8000_0000_0000_8003,
-    0x8000_0000_0000_8002,
-    0x8000_0000_0000_0080,
-    0x0000_0000_0000_800A,
-    0x8000_0000_8000_000A,
-    0x8000_0000_8000_8081,
-    0x8000_0000_0000_8080,
-    0x0000_0000_8000_0001,
-    0x8000_0000_8000_8008,
-];
-
-/// The rotation of lane x + 5y (FIPS 202, 3.2.2).
-const ROT: [u32; 25] = [
-    0, 1, 62, 28, 27, 36, 44, 6, 55, 20, 3, 10, 43, 25, 39, 41, 45, 15, 21, 8, 18, 2, 61, 56, 14,
-];
-
-fn keccak_f(a: &mut [u64; 25]) {
-    for rc in RC {
-        let mut c = [0u64; 5];
-        for (x, cx) in c.iter_mut().enumerate() {
-            *cx = a[x] ^ a[x + 5] ^ a[x + 10] ^ a[x + 15] ^ a[x + 20];
-        }
-        for x in 0..5 {
-            let d = c[(x + 4) % 5] ^ c[(x + 1) % 5].rotate_left(1);
-            for y in 0..5 {
-                a[x + 5 * y] ^= d;
-            }
-        }
-        let mut b = [0u64; 25];
-        for x in 0..5 {
-            for y in 0..5 {
-                b[y + 5 * ((2 * x + 3 * y) % 5)] = a[x + 5 * y].rotate_left(ROT[x + 5 * y]);
-            }
-        }
-        for x in 0..5 {
-            for y in 0..5 {
-                a[x + 5 * y] = b[x + 5 * y] ^ (!b[(x + 1) % 5 + 5 * y] & b[(x + 2) % 5 + 5 * y]);
-            }
-        }
-        a[0] ^= rc;
-    }
-}
-
-/// SHA3-`bits` (224, 256, 384 or 512; FIPS 202) of `data`.
+/// SHA3-`bits` (FIPS 202; `bits` 224, 256, 384 or 512) of `data`.
 pub fn sha3(data: &[u8], bits: usize) -> Vec<u8> {
-    let rate = 200 - bits / 4;
-    let mut msg = data.to_vec();
-    msg.push(0x06);
-    while msg.len() % rate != 0 {
-        msg.push(0);
+    use sha3::Digest;
+    match bits {
+        224 => sha3::Sha3_224::digest(data).to_vec(),
+        256 => sha3::Sha3_256::digest(data).to_vec(),
+        384 => sha3::Sha3_384::digest(data).to_vec(),
+        _ => sha3::Sha3_512::digest(data).to_vec(),
     }
-    if let Some(last) = msg.last_mut() {
-        *last |= 0x80;
-    }
-    let mut a = [0u64; 25];
-    for block in msg.chunks_exact(rate) {
-        for (lane, w) in a.iter_mut().zip(block.chunks_exact(8)) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(w);
-            *lane ^= u64::from_le_bytes(b);
-        }
-        keccak_f(&mut a);
-    }
-    let mut out: Vec<u8> = a.iter().flat_map(|l| l.to_le_bytes()).collect();
-    out.truncate(bits / 8);
-    out
 }
 
 #[cfg(test)]
