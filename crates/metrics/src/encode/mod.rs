@@ -9,6 +9,8 @@
 //! is handed over as the work's own buckets, never observed sample by
 //! sample.
 
+use std::sync::Arc;
+
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -46,7 +48,7 @@ impl Format {
 
 /// The families of one scrape, as the crate's collector.
 #[derive(Debug)]
-struct Scrape(Vec<Family>);
+struct Scrape(Arc<Vec<Family>>);
 
 /// The crate's unit for a metric's, and its name without it (the crate
 /// writes the unit back as the name's last word).
@@ -128,9 +130,9 @@ impl Collector for Scrape {
 }
 
 /// `families` as text in `format`; families with no samples are left out.
-pub fn encode(families: &[Family], format: Format) -> String {
+pub fn encode(families: Arc<Vec<Family>>, format: Format) -> String {
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(Scrape(families.to_vec())));
+    registry.register_collector(Box::new(Scrape(families)));
     let mut out = String::new();
     // Writing into a String cannot fail; a collector's error would be the
     // crate's own, and leaves what was written.
@@ -167,7 +169,7 @@ mod tests {
 
     #[test]
     fn text_004_names_counters_by_their_samples() {
-        let t = encode(&sample_families(), Format::Text004);
+        let t = encode(Arc::new(sample_families()), Format::Text004);
         assert!(
             t.contains("# TYPE drivelab_job_io_bytes_total counter\n"),
             "{t}"
@@ -186,7 +188,7 @@ mod tests {
 
     #[test]
     fn openmetrics_names_families_and_units_and_ends_with_eof() {
-        let t = encode(&sample_families(), Format::OpenMetrics);
+        let t = encode(Arc::new(sample_families()), Format::OpenMetrics);
         assert!(
             t.contains(
                 "# TYPE drivelab_job_io_bytes counter\n# UNIT drivelab_job_io_bytes bytes\n"

@@ -29,7 +29,7 @@ const MAX_HEAD: usize = 16 * 1024;
 /// The figures served: replaced whole by the work, read whole by a scrape.
 #[derive(Debug, Default)]
 pub struct Latest {
-    families: Mutex<Vec<Family>>,
+    families: Mutex<Arc<Vec<Family>>>,
     scrapes: AtomicU64,
     generation: AtomicU64,
 }
@@ -37,17 +37,20 @@ pub struct Latest {
 impl Latest {
     /// Serve `families` from now on.
     pub fn set(&self, families: Vec<Family>) {
-        *self.lock() = families;
+        *self.lock() = Arc::new(families);
         self.generation.fetch_add(1, Ordering::Release);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Family>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Arc<Vec<Family>>> {
         self.families.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The figures as text in `format`.
     pub fn render(&self, format: Format) -> String {
-        encode(&self.lock(), format)
+        // The lock is held only to take the figures: the work publishing
+        // new ones never waits on a scrape's encoding.
+        let families = Arc::clone(&self.lock());
+        encode(families, format)
     }
 
     /// Scrapes answered so far.
