@@ -359,18 +359,22 @@ fn drives(kind: Kind, v: &Value) -> Vec<Drive> {
         // saw is not that drive: only what the erase saw is kept. (A drive
         // the kernel knows no serial of may be the same one, its serial
         // read by the erase's own commands: that serial is added.)
-        let dev = resolve(&r).filter(|d| {
-            let now = identity(d).serial;
-            serial.is_none() || now.is_none() || now.as_deref().map(str::trim) == serial.as_deref()
-        });
-        let key = dev.as_ref().map(|d| d.name.clone()).unwrap_or(r.clone());
+        let dev = resolve(&r)
+            .map(|d| {
+                let id = identity(&d);
+                (d.name, id)
+            })
+            .filter(|(_, id)| {
+                let now = id.serial.as_deref();
+                serial.is_none() || now.is_none() || now.map(str::trim) == serial.as_deref()
+            });
+        let key = dev.as_ref().map(|d| d.0.clone()).unwrap_or(r.clone());
         if seen.contains(&key) {
             continue;
         }
         seen.push(key);
         out.push(match dev {
-            Some(d) => {
-                let mut id = identity(&d);
+            Some((_, mut id)) => {
                 id.serial = id.serial.or(serial);
                 id
             }
