@@ -31,7 +31,7 @@ pub struct RunArgs {
     pub args: Vec<String>,
 }
 
-/// The scratch target: with no job file and no --filename, a file of this
+/// The scratch target: with no job file, no --name and no --filename, a file of this
 /// name and size in the current directory, removed afterwards.
 pub const SCRATCH_FILE: &str = "drivelab-scratch.bin";
 const SCRATCH_SIZE: &str = "256m";
@@ -101,9 +101,10 @@ pub fn quick_line() -> String {
 pub fn defaults_text() -> String {
     format!(
         "Defaults: every workload option not given has fio's default, listed below.
-With no job file and no --filename, the target is a scratch file
+With no job file, no --name and no --filename, the target is a scratch file
 '{SCRATCH_FILE}' in the current directory (--size={SCRATCH_SIZE} unless given),
-removed after the run. With no job file, no --preset and no workload option
+removed after the run. With --name (an fio command-line job) the files are
+fio's: NAME.0.0 and on, in the current directory or --directory, kept. With no job file, no --preset and no workload option
 at all, `drivelab run` runs the preset {QUICK}:
   {QUICK}: {}",
         quick_line()
@@ -363,10 +364,19 @@ fn jobs_of(p: &Parsed) -> anyhow::Result<Jobs> {
             .into_iter()
             .map(|j| (j.spec, j.stonewall))
             .collect(),
+        // `--name`: an fio command-line job, which starts from fio's
+        // defaults as a job file's sections do.
+        None if p.opts.iter().any(|(k, _)| k == "name") => {
+            vec![(jobfile::fio_defaults(), false)]
+        }
         None => vec![(JobSpec::default(), false)],
     };
     let given = |k: &str| p.opts.iter().any(|(key, _)| key == k);
-    let scratch = p.jobfile.is_none() && !given("filename");
+    // `--name` makes the options an fio command-line job, whose files fio
+    // names and keeps (`NAME.0.0` in the current directory or
+    // `--directory`); a run fio would not take (no job file, no name) gets
+    // the scratch file.
+    let scratch = p.jobfile.is_none() && !given("filename") && !given("name");
     // The bare run is the quick preset; anything else starts from fio's
     // defaults (see `defaults_text`).
     let quick = p.preset.as_deref() == Some(QUICK)
@@ -395,6 +405,9 @@ fn jobs_of(p: &Parsed) -> anyhow::Result<Jobs> {
         opts.sort_by_key(|(k, _)| k != "kb_base");
         for (k, v) in opts {
             job.set(k, v.as_deref()).map_err(|e| usage(e.to_string()))?;
+        }
+        if p.jobfile.is_none() && given("name") {
+            jobfile::fio_job_rules(job, &given);
         }
         // fio: a job file's time_based without a runtime is a warning, and
         // the job runs by size (fio's examples/e4defrag2.fio has one).
@@ -549,7 +562,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         if quick && p.preset.is_none() {
             eprintln!("drivelab: no options given; running the {QUICK} preset ({}) on the scratch file ./{SCRATCH_FILE} (removed afterwards)", quick_line());
         } else {
-            eprintln!("drivelab: no --filename given; running on the scratch file ./{SCRATCH_FILE} (removed afterwards)");
+            eprintln!("drivelab: no --name or --filename given; running on the scratch file ./{SCRATCH_FILE} (removed afterwards)");
         }
     }
     let result = execute_with_status(&planned, stop, &mut progress, status);

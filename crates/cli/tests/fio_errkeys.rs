@@ -134,18 +134,9 @@ fn error_keys(j: &Value) -> (Value, Value, Value, Value, Value, Value, Value) {
     )
 }
 
-/// The directions of the I/Os of the job's own pass in a latency log, in
-/// order, run-length encoded: (direction, count). The reads after the last
-/// write (fio's verify phase, which drivelab does not log) are left out.
+/// The directions of the I/Os in a latency log, in order, run-length
+/// encoded: (direction, count); fio's verify phase included.
 fn directions(log: &Path) -> Vec<(u32, u32)> {
-    let mut v = all_directions(log);
-    if v.last().is_some_and(|&(d, _)| d == 0) && v.iter().any(|&(d, _)| d == 1) {
-        v.pop();
-    }
-    v
-}
-
-fn all_directions(log: &Path) -> Vec<(u32, u32)> {
     let text = std::fs::read_to_string(log)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", log.display()));
     let mut v: Vec<(u32, u32)> = Vec::new();

@@ -138,7 +138,7 @@ pub fn run(
     let target = Target::claimed(claim, job.direct).map_err(|e| io_err("open for writing", e))?;
     let max_bs = spec.max_bs() as usize;
     let t0 = drivelab_workload::job::io_loop::now_ns();
-    let out = match spec.ioengine {
+    let (out, logs) = match spec.ioengine {
         EngineKind::Psync => {
             let mut e = Psync::new(vec![target], max_bs, spec.fua, Fill::Random(spec.randseed))
                 .map_err(|e| io_err("set up psync", e))?;
@@ -161,6 +161,12 @@ pub fn run(
         what: "workload".into(),
         why: e.to_string(),
     })?;
+    logs.finish(drivelab_workload::job::io_loop::now_ns(), out.runtime_ns)
+        .map_err(|why| SeasonError::Command {
+            device: dev.clone(),
+            what: "workload logs".into(),
+            why,
+        })?;
     if let Some(f) = out.errors.first() {
         return Err(SeasonError::Command {
             device: dev,

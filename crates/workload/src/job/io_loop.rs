@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use drivelab_stats::TimeSeries;
 
+use crate::job::open_logs::OpenLogs;
 use crate::job::outcome::{DirStats, IoFailure, JobError, JobOutcome, LiveCounters, MAX_ERRORS};
 
 use crate::job::gen::{GenConfig, Generator, IoDesc, Op};
@@ -585,6 +586,9 @@ impl<const FILL: bool> JobDriver<'_, FILL> {
         }
         if let Some(b) = self.backlog.as_mut() {
             if let Some(io) = b.next(self.last_read) {
+                if let Some(l) = self.iolog.as_mut() {
+                    l.io(self.now, &io);
+                }
                 return Next::Io {
                     io,
                     due: None,
@@ -1058,13 +1062,15 @@ impl<const FILL: bool> Driver for JobDriver<'_, FILL> {
 
 /// Run one job to completion on the current thread. `t0` is the common
 /// start time of all jobs (from [`now_ns`]); `stop` ends the job early.
+/// The job's logs come back open, for its read-back pass to log its reads
+/// in; [`OpenLogs::finish`] ends them.
 pub fn run_job<E: Engine>(
     engine: &mut E,
     cfg: &JobConfig,
     t0: u64,
     stop: &AtomicBool,
     progress: &AtomicU64,
-) -> Result<JobOutcome, JobError> {
+) -> Result<(JobOutcome, OpenLogs), JobError> {
     if cfg.verify.is_some() || cfg.extras.dedupe.is_some() {
         run_with::<E, true>(engine, cfg, t0, stop, progress)
     } else {
@@ -1231,14 +1237,12 @@ fn run_with<E: Engine, const FILL: bool>(
     t0: u64,
     stop: &AtomicBool,
     progress: &AtomicU64,
-) -> Result<JobOutcome, JobError> {
+) -> Result<(JobOutcome, OpenLogs), JobError> {
     let mut drv = JobDriver::<FILL>::new(cfg, t0, engine.depth(), progress)?;
-    if drv.gen.open_set().is_none() {
-        // Every file is open from the start to the end.
+    if drv.gen.open_set().is_some() {
+        // The open set logs its own opens and closes.
         if let Some(l) = drv.iolog.as_mut() {
-            for f in 0..cfg.targets as u32 {
-                l.file(t0, f, crate::run::iolog::Action::Open);
-            }
+            l.set_lazy(false);
         }
     }
     if drv.measuring && cfg.steady.is_some() {
@@ -1266,14 +1270,13 @@ fn run_with<E: Engine, const FILL: bool>(
         }
         None => {
             if let Some(l) = drv.iolog.as_mut() {
-                for f in 0..cfg.targets as u32 {
-                    l.file(drv.now, f, crate::run::iolog::Action::Close);
-                }
+                l.close_opened(drv.now);
             }
         }
     }
-    if let Some(l) = drv.iolog.take() {
-        l.finish().map_err(JobError::Config)?;
+    // A read-back pass opens each file again at its first read.
+    if let Some(l) = drv.iolog.as_mut() {
+        l.set_lazy(true);
     }
     // Out of the flow: the others go on in their own ratio.
     drop(drv.flow.take());
@@ -1295,9 +1298,12 @@ fn run_with<E: Engine, const FILL: bool>(
     samples.minf = minf1.saturating_sub(minf0);
     samples.majf = majf1.saturating_sub(majf0);
     samples.elapsed_ns = st.ended.saturating_sub(t0);
-    if let Some(l) = drv.logs {
-        l.finish(runtime_ns).map_err(JobError::Config)?;
-    }
+    let open_logs = OpenLogs::new(
+        drv.iolog.take(),
+        drv.logs.take(),
+        drv.meas_start,
+        cfg.ioprio,
+    );
     let o = JobOutcome {
         dirs: drv.dirs,
         runtime_ns,
@@ -1326,7 +1332,7 @@ fn run_with<E: Engine, const FILL: bool>(
     if let Some(c) = &cfg.status {
         c.leave(&o);
     }
-    Ok(o)
+    Ok((o, open_logs))
 }
 
 #[cfg(test)]
@@ -1349,7 +1355,7 @@ mod tests {
         let mut e = Null::new(job.spec.iodepth, job.spec.max_bs() as usize, Fill::Zeroed).unwrap();
         let stop = AtomicBool::new(false);
         let progress = AtomicU64::new(0);
-        run_job(&mut e, &cfg, now_ns(), &stop, &progress).unwrap()
+        run_job(&mut e, &cfg, now_ns(), &stop, &progress).unwrap().0
     }
 
     fn ios(o: &JobOutcome) -> u64 {

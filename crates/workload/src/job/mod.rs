@@ -18,6 +18,7 @@ pub mod latency_target;
 pub mod lockfile;
 pub mod numa;
 pub mod offsets;
+pub mod open_logs;
 pub mod openfiles;
 pub mod outcome;
 pub mod prio;

@@ -590,18 +590,29 @@ pub fn verify_failed(
 }
 
 /// The distinct extents a job wrote: its generator replayed for the `ios`
-/// I/Os it issued (a job's generator is deterministic for its seed).
+/// I/Os it issued (a job's generator is deterministic for its seed), in the
+/// order fio 3.33 reads them back (`log_io_piece`): as written when
+/// `in_write_order` (a random job with a random map, whose blocks are
+/// written once a pass), else by target and offset.
 pub fn written_extents(
     gen: &GenConfig,
     ios: u64,
+    in_write_order: bool,
 ) -> Result<Vec<IoDesc>, crate::job::types::GenError> {
     let mut g = Generator::new(gen)?;
     let mut v: Vec<IoDesc> = (0..ios)
         .map(|_| g.next_io())
         .filter(|io| io.op == Op::Write)
         .collect();
-    v.sort_by_key(|io| (io.target, io.offset, io.len));
-    v.dedup();
+    if in_write_order {
+        // A block written again in a later pass is read back once, where
+        // it was first written.
+        let mut seen = std::collections::HashSet::with_capacity(v.len());
+        v.retain(|io| seen.insert((io.target, io.offset, io.len)));
+    } else {
+        v.sort_by_key(|io| (io.target, io.offset, io.len));
+        v.dedup();
+    }
     Ok(v)
 }
 
@@ -640,6 +651,8 @@ pub struct ReadBack<'a> {
     /// Blocks `trim_percentage` trimmed, which must read as zeroes
     /// (`trim_verify_zero`; None: no such blocks).
     pub trimmed: Option<&'a crate::job::trim::Trimmed>,
+    /// The job's logs, which log the reads as the job's (None: not logged).
+    pub logs: Option<&'a mut crate::job::open_logs::OpenLogs>,
 }
 
 impl<'a> ReadBack<'a> {
@@ -656,18 +669,22 @@ impl<'a> ReadBack<'a> {
             errors: crate::job::types::ErrorCount::default(),
             stopped: false,
             trimmed: None,
+            logs: None,
         }
     }
 }
 
 impl Driver for ReadBack<'_> {
-    fn next(&mut self, _now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
+    fn next(&mut self, now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
         if self.failure.is_some() || self.stopped || self.next == self.extents.len() {
             return Next::Done;
         }
         let mut io = self.extents[self.next];
         self.next += 1;
         io.op = Op::Read;
+        if let Some(l) = self.logs.as_deref_mut() {
+            l.read_issued(now, &io);
+        }
         Next::Io {
             io,
             due: None,
@@ -707,6 +724,9 @@ impl Driver for ReadBack<'_> {
         self.per_target[t].1 += d.result as u64;
         self.stats.lat.record(lat);
         self.stats.moments.record(lat as f64);
+        if let Some(l) = self.logs.as_deref_mut() {
+            l.read_done(d.now, &d.io, d.result as u64, lat);
+        }
         let got = &buf[..(d.result as usize).min(buf.len())];
         let checked = match self.trimmed.filter(|t| t.holds(&d.io)) {
             Some(_) => {

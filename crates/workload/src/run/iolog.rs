@@ -30,6 +30,12 @@ pub struct IoLog {
     names: Vec<String>,
     path: String,
     failed: Option<std::io::Error>,
+    /// Files are logged as opened at their first I/O and closed together
+    /// ([`IoLog::close_opened`]), as fio opens a job's files when it first
+    /// uses them; off while an open set (`openfiles`) logs its own.
+    lazy: bool,
+    /// Files logged as open, by target (lazy mode).
+    opened: Vec<bool>,
 }
 
 /// fio's action words.
@@ -57,6 +63,8 @@ impl IoLog {
             names,
             path: path.to_string(),
             failed: None,
+            lazy: true,
+            opened: Vec::new(),
         };
         log.put(|w| w.write_all(b"fio version 3 iolog\n"));
         for i in 0..log.names.len() {
@@ -95,8 +103,36 @@ impl IoLog {
         }
     }
 
+    /// Whether files are logged as opened at their first I/O (see
+    /// [`IoLog::close_opened`]); off while an open set logs its own opens
+    /// and closes.
+    pub fn set_lazy(&mut self, lazy: bool) {
+        self.lazy = lazy;
+    }
+
+    /// Log the closing of every file logged as opened at its first I/O, in
+    /// target order, at `now`; a later I/O opens its file again.
+    pub fn close_opened(&mut self, now: u64) {
+        for t in 0..self.opened.len() {
+            if std::mem::take(&mut self.opened[t]) {
+                self.file(now, t as u32, Action::Close);
+            }
+        }
+    }
+
     /// An I/O issued at `now`.
+    #[inline]
     pub fn io(&mut self, now: u64, io: &IoDesc) {
+        if self.lazy {
+            let t = io.target as usize;
+            if self.opened.len() <= t {
+                self.opened.resize(t + 1, false);
+            }
+            if !self.opened[t] {
+                self.opened[t] = true;
+                self.file(now, io.target, Action::Open);
+            }
+        }
         let t = self.us(now);
         let word = match io.op {
             Op::Read => "read",

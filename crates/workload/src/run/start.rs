@@ -162,7 +162,7 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
         true => Some(crate::job::verify_state::load(name, index).map_err(JobError::Config)?),
         false => None,
     };
-    let mut o = match crate::job::zbd::trims_reset(&cfg.zbd, &job.spec) {
+    let (mut o, mut logs) = match crate::job::zbd::trims_reset(&cfg.zbd, &job.spec) {
         // zonemode=zbd: the job's trims are zone resets.
         Some(set) => run_job(
             &mut crate::job::zbd::ZoneTrims::new(engine, set),
@@ -219,7 +219,9 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
                 let mut v = if job.spec.verify.experimental {
                     crate::job::verify::issued_writes(&cfg.gen, issued)?
                 } else {
-                    crate::job::verify::written_extents(&cfg.gen, issued)?
+                    let random = cfg.gen.lines.iter().any(|l| l.random_pct > 0);
+                    let in_order = random && job.spec.randommap && !job.spec.random_lfsr;
+                    crate::job::verify::written_extents(&cfg.gen, issued, in_order)?
                 };
                 if !o.failed_writes.is_empty() {
                     let key = |io: &drivelab_engine::io::IoDesc| (io.target, io.offset, io.len);
@@ -238,6 +240,7 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
         }
         let mut rb = crate::job::verify::ReadBack::new(&extents, content);
         rb.extras = Some(&cfg.extras);
+        rb.logs = Some(&mut logs);
         rb.trimmed = trimmed.as_ref().filter(|t| t.verify_zero);
         let lc = drivelab_engine::ioloop::LoopConfig {
             stop: Some(stop),
@@ -258,6 +261,8 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
         o.err_count.merge(&rb.errors);
         o.interrupted |= st.interrupted;
     }
+    logs.finish(now_ns(), o.runtime_ns)
+        .map_err(JobError::Config)?;
     Ok(o)
 }
 

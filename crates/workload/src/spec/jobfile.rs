@@ -222,6 +222,32 @@ fn kb_base_first(lines: &mut [Line]) {
     }
 }
 
+/// A job as fio starts one, where fio's defaults differ from drivelab's
+/// command line: the random map on. For a job file's sections and an fio
+/// command-line job (`--name`); [`fio_job_rules`] finishes it.
+pub fn fio_defaults() -> JobSpec {
+    JobSpec {
+        randommap: true,
+        ..JobSpec::default()
+    }
+}
+
+/// fio's rules for a job once its options are set (`given` says whether a
+/// key was): the random map off for a non-uniform distribution unless a
+/// map option was given, and a job without `filename` on its own files
+/// ([`DEFAULT_FILENAME_FORMAT`]).
+pub fn fio_job_rules(spec: &mut JobSpec, given: &dyn Fn(&str) -> bool) {
+    let map_given = ["randommap", "norandommap", "random_generator"]
+        .iter()
+        .any(|k| given(k));
+    if !map_given && spec.random_distribution != Distribution::Random {
+        spec.randommap = false;
+    }
+    if spec.filenames.is_empty() && spec.filename_format.is_none() {
+        spec.filename_format = Some(DEFAULT_FILENAME_FORMAT.to_string());
+    }
+}
+
 /// [`parse`] with the environment and the file reader given.
 pub fn parse_with(
     path: &str,
@@ -239,11 +265,7 @@ pub fn parse_with(
     };
     walk.collect(path, text, &mut lines)?;
     kb_base_first(&mut lines);
-    // fio's defaults where they differ from drivelab's command line.
-    let mut global = JobSpec {
-        randommap: true,
-        ..JobSpec::default()
-    };
+    let mut global = fio_defaults();
     let mut global_keys: HashSet<&'static str> = HashSet::new();
     let mut jobs: Vec<FileJob> = Vec::new();
     let mut job_keys: Vec<HashSet<&'static str>> = Vec::new();
@@ -339,16 +361,7 @@ pub fn parse_with(
         if keys.contains("stonewall") && !job.stonewall {
             job.stonewall = true;
         }
-        // fio turns its random map off for non-uniform distributions.
-        let map_given = ["randommap", "norandommap", "random_generator"]
-            .iter()
-            .any(|k| keys.contains(k));
-        if !map_given && spec.random_distribution != Distribution::Random {
-            spec.randommap = false;
-        }
-        if spec.filenames.is_empty() && spec.filename_format.is_none() {
-            spec.filename_format = Some(DEFAULT_FILENAME_FORMAT.to_string());
-        }
+        fio_job_rules(spec, &|k| keys.contains(k));
     }
     Ok(jobs)
 }

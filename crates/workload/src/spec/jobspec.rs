@@ -72,6 +72,9 @@ pub struct JobSpec {
     /// Touch every block once per pass in random order (`randommap`); default off,
     /// so sizes are exactly what was asked.
     pub randommap: bool,
+    /// `random_generator=lfsr`: the map is kept by the sequence itself (fio
+    /// then keeps no random map, which decides its verify order).
+    pub random_lfsr: bool,
     /// Issue an fsync after every N writes (`fsync`); 0 = never.
     pub fsync: u32,
     /// Write with FUA (`fua`, via RWF_DSYNC on direct I/O).
@@ -266,6 +269,7 @@ impl Default for JobSpec {
             rate_iops: None,
             random_distribution: Distribution::Random,
             randommap: false,
+            random_lfsr: false,
             fsync: 0,
             fua: false,
             log_interval: DEFAULT_LOG_INTERVAL,
@@ -970,9 +974,12 @@ impl JobSpec {
                 }
             }
             "random_generator" => match v.trim() {
-                "tausworthe" | "tausworthe64" => {}
+                "tausworthe" | "tausworthe64" => self.random_lfsr = false,
                 // lfsr's point is a sequence that visits every block once.
-                "lfsr" => self.randommap = true,
+                "lfsr" => {
+                    self.randommap = true;
+                    self.random_lfsr = true;
+                }
                 _ => {
                     return Err(SpecError::BadValue {
                         key: key.to_string(),
