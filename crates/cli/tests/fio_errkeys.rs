@@ -9,6 +9,8 @@
 //! duplicate-block and compression ratios of what `dedupe_*` and
 //! `buffer_compress_percentage` wrote.
 
+mod fio_common;
+
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -134,22 +136,6 @@ fn error_keys(j: &Value) -> (Value, Value, Value, Value, Value, Value, Value) {
     )
 }
 
-/// The directions of the I/Os in a latency log, in order, run-length
-/// encoded: (direction, count); fio's verify phase included.
-fn directions(log: &Path) -> Vec<(u32, u32)> {
-    let text = std::fs::read_to_string(log)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", log.display()));
-    let mut v: Vec<(u32, u32)> = Vec::new();
-    for line in text.lines() {
-        let d: u32 = line.split(',').nth(2).unwrap().trim().parse().unwrap();
-        match v.last_mut() {
-            Some((last, n)) if *last == d => *n += 1,
-            _ => v.push((d, 1)),
-        }
-    }
-    v
-}
-
 #[test]
 fn enospc_on_a_full_tmpfs_is_gone_past_as_fio_does() {
     require_root();
@@ -177,7 +163,7 @@ fn enospc_on_a_full_tmpfs_is_gone_past_as_fio_does() {
         let j = job_of(&r.json, "aio-dio-verifier");
         seen.push((
             error_keys(j),
-            directions(&cwd.join(&format!("{tool}_clat.1.log"))),
+            fio_common::lat_log_directions(&cwd.join(&format!("{tool}_clat.1.log"))),
         ));
     }
     let (fio, dl) = (&seen[0], &seen[1]);
@@ -330,8 +316,8 @@ fn verify_backlog_checks_as_it_writes_as_fio_does() {
         let jobs = r.json["jobs"].as_array().unwrap();
         seen.push((
             jobs.iter().map(error_keys).collect::<Vec<_>>(),
-            directions(&dir.join("lat_clat.1.log")),
-            directions(&dir.join("lat_clat.2.log")),
+            fio_common::lat_log_directions(&dir.join("lat_clat.1.log")),
+            fio_common::lat_log_directions(&dir.join("lat_clat.2.log")),
         ));
     }
     assert_eq!(seen[0], seen[1], "fio vs drivelab");

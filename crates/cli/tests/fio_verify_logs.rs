@@ -21,24 +21,9 @@ fn iolog_lines(path: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-/// The directions of a latency log's lines, run-length encoded.
-fn directions(path: &std::path::Path) -> Vec<(u32, usize)> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    let mut v: Vec<(u32, usize)> = Vec::new();
-    for line in text.lines() {
-        let d: u32 = line.split(',').nth(2).unwrap().trim().parse().unwrap();
-        match v.last_mut() {
-            Some((last, n)) if *last == d => *n += 1,
-            _ => v.push((d, 1)),
-        }
-    }
-    v
-}
-
 /// Run `body` (a job section's options) under `tool` in `dir` (emptied
 /// first): its iolog lines and its completion latency log's directions.
-fn run(tool: &str, dir: &TempDir, body: &str) -> (Vec<String>, Vec<(u32, usize)>) {
+fn run(tool: &str, dir: &TempDir, body: &str) -> (Vec<String>, Vec<(u32, u32)>) {
     drivelab_testkit::isolate_store();
     for e in std::fs::read_dir(dir.path()).unwrap() {
         let _ = std::fs::remove_file(e.unwrap().path());
@@ -60,7 +45,7 @@ fn run(tool: &str, dir: &TempDir, body: &str) -> (Vec<String>, Vec<(u32, usize)>
     assert_eq!(json["jobs"][0]["error"], 0, "{tool}");
     (
         iolog_lines(&dir.join("io.log")),
-        directions(&dir.join("lat_clat.1.log")),
+        fio_common::lat_log_directions(&dir.join("lat_clat.1.log")),
     )
 }
 
@@ -121,7 +106,7 @@ fn a_verifying_jobs_logs_list_its_verify_reads_as_fio_3_33s_do() {
             dl.1.iter()
                 .filter(|(d, _)| *d == 0)
                 .map(|(_, n)| n)
-                .sum::<usize>(),
+                .sum::<u32>(),
             16,
             "{body:?}: a latency line per verify read"
         );

@@ -83,3 +83,19 @@ pub fn under_strace(
         .output()
         .expect("strace runs")
 }
+
+/// The directions of the I/Os in a latency log (`write_lat_log`), in
+/// order, run-length encoded: (direction, count).
+pub fn lat_log_directions(log: &std::path::Path) -> Vec<(u32, u32)> {
+    let text = std::fs::read_to_string(log)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", log.display()));
+    let mut v: Vec<(u32, u32)> = Vec::new();
+    for line in text.lines() {
+        let d: u32 = line.split(',').nth(2).unwrap().trim().parse().unwrap();
+        match v.last_mut() {
+            Some((last, n)) if *last == d => *n += 1,
+            _ => v.push((d, 1)),
+        }
+    }
+    v
+}
