@@ -22,7 +22,7 @@ use drivelab_workload::{
 use crate::error::usage;
 use crate::output::OutputArgs;
 
-/// `drivelab run [JOBFILE] [--preset NAME] [--OPTION=VALUE …]`
+/// `drivelab run [JOBFILE …] [--preset NAME] [--OPTION=VALUE …]`
 #[derive(Args, Debug)]
 #[command(disable_help_flag = true)]
 pub struct RunArgs {
@@ -104,8 +104,10 @@ pub fn defaults_text() -> String {
 With no job file, no --name and no --filename, the target is a scratch file
 '{SCRATCH_FILE}' in the current directory (--size={SCRATCH_SIZE} unless given),
 removed after the run. With --name (an fio command-line job) the files are
-fio's: NAME.0.0 and on, in the current directory or --directory, kept. With no job file, no --preset and no workload option
-at all, `drivelab run` runs the preset {QUICK}:
+fio's: NAME.0.0 and on, in the current directory or --directory, kept.
+Several job files run one after another, each a new group, as in fio.
+With no job file, no --preset and no workload option at all,
+`drivelab run` runs the preset {QUICK}:
   {QUICK}: {}",
         quick_line()
     )
@@ -120,10 +122,23 @@ fn help() -> String {
         };
         flags.push_str(&format!("  {left:<26} {}\n", f.help));
     }
+    let mut fio = String::new();
+    for f in crate::fio_flags::FIO_FLAGS {
+        let left = match f.value {
+            Some(true) => format!("--{} V", f.name),
+            Some(false) => format!("--{}[=V]", f.name),
+            None => format!("--{}", f.name),
+        };
+        let what = match f.handling {
+            crate::fio_flags::Handling::Refused(why) => format!("refused: {why}"),
+            _ => f.help.to_string(),
+        };
+        fio.push_str(&format!("  {left:<26} {what}\n"));
+    }
     format!(
         "Run a workload. Options take fio's names and units (k = 1024).
 
-Usage: drivelab run [JOBFILE.fio] [--preset NAME] [--OPTION=VALUE ...]
+Usage: drivelab run [JOBFILE.fio ...] [--preset NAME] [--OPTION=VALUE ...]
 
 {}
 
@@ -131,6 +146,8 @@ Presets (--preset NAME): {}
 
 drivelab options:
 {flags}
+fio's other flags:
+{fio}
 Workload options (also valid as job-file keys):
 {}",
         defaults_text(),
@@ -145,7 +162,10 @@ struct Parsed {
     out: OutputArgs,
     force: bool,
     preset: Option<String>,
-    jobfile: Option<PathBuf>,
+    /// The job files, run one after another (each a new group, as fio).
+    jobfiles: Vec<PathBuf>,
+    /// fio's own flags beside drivelab's ([`crate::fio_flags`]).
+    fio: crate::fio_flags::Asked,
     /// fio options in order: (key, value).
     opts: Vec<(String, Option<String>)>,
     help: bool,
@@ -239,12 +259,7 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
             if a.starts_with('-') {
                 return Err(usage(format!("unknown option '{a}'; options look like --rw=randread (see 'drivelab run --help')")));
             }
-            if p.jobfile.is_some() {
-                return Err(usage(format!(
-                    "more than one job file given ('{a}'); run one job file at a time"
-                )));
-            }
-            p.jobfile = Some(PathBuf::from(a));
+            p.jobfiles.push(PathBuf::from(a));
             continue;
         };
         let (key, inline) = match body.split_once('=') {
@@ -292,15 +307,17 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
                 let v = take_value("a time, e.g. 5 or 1m")?;
                 p.metrics_linger = Some(crate::progress::parse_interval("--metrics-linger", &v)?);
             }
-            "terse-version" => {
-                let v = take_value("3")?;
-                if v.trim() != "3" {
-                    return Err(usage(format!(
-                        "--terse-version {v}: drivelab writes terse version 3 only; use --terse-version=3"
-                    )));
-                }
-            }
             "output" => p.out.output = Some(PathBuf::from(take_value("a file path")?)),
+            _ if crate::fio_flags::find(&key).is_some() => {
+                let Some(f) = crate::fio_flags::find(&key) else {
+                    continue;
+                };
+                let value = match f.value {
+                    Some(true) => Some(take_value(f.help)?),
+                    Some(false) | None => inline.clone(),
+                };
+                p.fio.take(f, value)?;
+            }
             _ => {
                 let decl = lookup(&key).map_err(|e| usage(e.to_string()))?;
                 let value = match (decl.kind, inline.clone()) {
@@ -358,29 +375,25 @@ struct Jobs {
 /// The run's jobs: from a job file, or one job from the options, with the
 /// preset and the command line's options set.
 fn jobs_of(p: &Parsed) -> anyhow::Result<Jobs> {
-    let mut jobs: Vec<(JobSpec, bool)> = match &p.jobfile {
-        Some(path) => jobfile::read_file(path)
-            .map_err(|e| usage(e.to_string()))?
-            .into_iter()
-            .map(|j| (j.spec, j.stonewall))
-            .collect(),
+    let mut jobs: Vec<(JobSpec, bool)> = match p.jobfiles.as_slice() {
+        [_, ..] => files_jobs(p)?,
         // `--name`: an fio command-line job, which starts from fio's
         // defaults as a job file's sections do.
-        None if p.opts.iter().any(|(k, _)| k == "name") => {
+        [] if p.opts.iter().any(|(k, _)| k == "name") => {
             vec![(jobfile::fio_defaults(), false)]
         }
-        None => vec![(JobSpec::default(), false)],
+        [] => vec![(JobSpec::default(), false)],
     };
     let given = |k: &str| p.opts.iter().any(|(key, _)| key == k);
     // `--name` makes the options an fio command-line job, whose files fio
     // names and keeps (`NAME.0.0` in the current directory or
     // `--directory`); a run fio would not take (no job file, no name) gets
     // the scratch file.
-    let scratch = p.jobfile.is_none() && !given("filename") && !given("name");
+    let scratch = p.jobfiles.is_empty() && !given("filename") && !given("name");
     // The bare run is the quick preset; anything else starts from fio's
     // defaults (see `defaults_text`).
     let quick = p.preset.as_deref() == Some(QUICK)
-        || (p.preset.is_none() && p.jobfile.is_none() && p.opts.is_empty());
+        || (p.preset.is_none() && p.jobfiles.is_empty() && p.opts.is_empty());
     for (job, _) in jobs.iter_mut() {
         if quick {
             for (k, v) in QUICK_OPTIONS {
@@ -406,12 +419,18 @@ fn jobs_of(p: &Parsed) -> anyhow::Result<Jobs> {
         for (k, v) in opts {
             job.set(k, v.as_deref()).map_err(|e| usage(e.to_string()))?;
         }
-        if p.jobfile.is_none() && given("name") {
+        if p.jobfiles.is_empty() && given("name") {
             jobfile::fio_job_rules(job, &given);
         }
         // fio: a job file's time_based without a runtime is a warning, and
         // the job runs by size (fio's examples/e4defrag2.fio has one).
-        if p.jobfile.is_some() && job.time_based && job.runtime.is_none() {
+        if !p.jobfiles.is_empty() && job.time_based && job.runtime.is_none() {
+            if p.fio.warnings_fatal {
+                return Err(usage(format!(
+                    "job '{}': time_based needs a runtime (--warnings-fatal makes this an error); give runtime= or drop time_based",
+                    job.name
+                )));
+            }
             eprintln!(
                 "drivelab: job '{}': time_based needs a runtime; running it by size, as fio does",
                 job.name
@@ -424,6 +443,33 @@ fn jobs_of(p: &Parsed) -> anyhow::Result<Jobs> {
         scratch,
         quick,
     })
+}
+
+/// The jobs of the job files, in order: each file after the first starts a
+/// new group (its first job waits for all before it), as fio runs several
+/// job files; with `--section`, only the sections named.
+fn files_jobs(p: &Parsed) -> anyhow::Result<Vec<(JobSpec, bool)>> {
+    let mut jobs = Vec::new();
+    for (i, path) in p.jobfiles.iter().enumerate() {
+        let mut first = i > 0;
+        for j in jobfile::read_file(path).map_err(|e| usage(e.to_string()))? {
+            let s = &p.fio.sections;
+            if !s.is_empty() && !s.contains(&j.spec.name) {
+                continue;
+            }
+            jobs.push((j.spec, j.stonewall || std::mem::take(&mut first)));
+        }
+    }
+    if jobs.is_empty() && !p.fio.sections.is_empty() {
+        return Err(usage(format!(
+            "--section {}: no such section in the job file(s); give a section's name, the text between [ and ]",
+            p.fio.sections.join(", ")
+        )));
+    }
+    for (j, _) in jobs.iter_mut() {
+        j.aux_path = p.fio.aux_path.clone();
+    }
+    Ok(jobs)
 }
 
 /// Keep the run in the result store: what was printed, and its JSON.
@@ -454,12 +500,28 @@ fn keep(p: &Parsed, report: &drivelab_report::RunReport, text: &str, code: u8) {
     });
 }
 
+/// What fio's printing flags print instead of a run (None: run).
+fn early_show(p: &Parsed) -> anyhow::Result<Option<String>> {
+    use crate::fio_flags::{self, Show};
+    Ok(match &p.fio.show {
+        Some(Show::Version) => Some(format!("drivelab-{}\n", env!("CARGO_PKG_VERSION"))),
+        Some(Show::CmdHelp(which)) => Some(fio_flags::cmd_help(which)?),
+        Some(Show::EngHelp(e)) => Some(fio_flags::eng_help(e.as_deref())?),
+        Some(Show::CrcTest(w)) => Some(fio_flags::crc_test(w.as_deref())?),
+        Some(Show::Cmd) | None => None,
+    })
+}
+
 /// Run the subcommand.
 pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let p = parse_args(&a.args)?;
     if p.help {
         // Written, not printed: `drivelab run --help | head` must not panic.
         let _ = std::io::Write::write_all(&mut std::io::stdout(), help().as_bytes());
+        return Ok(0);
+    }
+    if let Some(text) = early_show(&p)? {
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
         return Ok(0);
     }
     crate::cmd_store::choose(p.store.clone(), p.no_store);
@@ -471,6 +533,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         scratch,
         quick,
     } = jobs_of(&p)?;
+    if p.fio.show == Some(crate::fio_flags::Show::Cmd) {
+        let specs: Vec<JobSpec> = jobs.iter().map(|(j, _)| j.clone()).collect();
+        let _ = std::io::Write::write_all(
+            &mut std::io::stdout(),
+            crate::fio_flags::show_cmd(&specs).as_bytes(),
+        );
+        return Ok(0);
+    }
     if p.parse_only {
         drivelab_workload::plan::planner::check(&jobs).map_err(|e| usage(e.to_string()))?;
         return Ok(0);
@@ -487,10 +557,23 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     // Every plan error is in what was asked: bad input, nothing written.
     let planned = plan(&jobs, &PlanOptions { force: p.force })
         .map_err(|e: PlanError| usage(e.to_string()))?;
+    if p.fio.readonly {
+        if let Some(j) = planned
+            .jobs
+            .iter()
+            .find(|j| j.writes || j.spec.rw.name().contains("trim"))
+        {
+            return Err(usage(format!(
+                "job '{}' writes or trims (rw={}), and --readonly refuses that; drop --readonly or make the job read",
+                j.spec.name,
+                j.spec.rw.name()
+            )));
+        }
+    }
     // The run's inputs (its targets and job file) are never an output.
     let mut inputs: Vec<&std::path::Path> =
         planned.targets.iter().map(|t| t.path.as_path()).collect();
-    inputs.extend(p.jobfile.as_deref());
+    inputs.extend(p.jobfiles.iter().map(PathBuf::as_path));
     p.out.check_inputs(&inputs)?;
     // fio's log files (write_*_log, write_iolog), checked like --output
     // before any I/O.
@@ -565,7 +648,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             eprintln!("drivelab: no --name or --filename given; running on the scratch file ./{SCRATCH_FILE} (removed afterwards)");
         }
     }
+    let ended = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let trigger = p.fio.trigger.watch(stop, ended.clone());
     let result = execute_with_status(&planned, stop, &mut progress, status);
+    ended.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(t) = trigger {
+        let _ = t.join();
+    }
     display.borrow_mut().finish();
     if scratch && !scratch_existed {
         let _ = std::fs::remove_file(&scratch_path);

@@ -3,7 +3,7 @@
 //! declarations the command line is parsed with. `run` parses its fio
 //! options by hand, so its page and completions are built here from the one
 //! option table (`drivelab_workload::spec::options::all`) and `run`'s own
-//! flags (`cmd_run::RUN_FLAGS`).
+//! flags (`cmd_run::RUN_FLAGS`, and fio's in `fio_flags::FIO_FLAGS`).
 
 use std::path::PathBuf;
 
@@ -96,6 +96,18 @@ pub fn run_command(about: Option<clap::builder::StyledStr>) -> Command {
             a = a.value_hint(ValueHint::FilePath);
         }
         cmd = cmd.arg(a);
+    }
+    for f in crate::fio_flags::FIO_FLAGS {
+        let help = match f.handling {
+            crate::fio_flags::Handling::Refused(why) => format!("refused: {why}"),
+            _ => f.help.to_string(),
+        };
+        let a = Arg::new(f.name).long(f.name).help(help);
+        cmd = cmd.arg(match f.value {
+            None => a.action(ArgAction::SetTrue),
+            Some(true) => a.value_name("V"),
+            Some(false) => a.value_name("V").num_args(0..=1).require_equals(true),
+        });
     }
     for d in all_options() {
         let def = if d.default.is_empty() { "-" } else { d.default };

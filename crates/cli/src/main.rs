@@ -20,6 +20,7 @@ mod cmd_store;
 mod cmd_test;
 mod cmd_trace;
 mod error;
+mod fio_flags;
 mod metrics;
 mod output;
 mod progress;

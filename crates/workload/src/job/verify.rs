@@ -274,7 +274,7 @@ fn first_8(d: &[u8]) -> u64 {
 
 /// The check value a block of `kind` carries in its header (bytes 16..)
 /// and its width in bytes; None for meta and pattern.
-fn check_value(kind: VerifyKind, block: &[u8]) -> Option<(u64, usize)> {
+pub fn check_value(kind: VerifyKind, block: &[u8]) -> Option<(u64, usize)> {
     use sha2::{Digest, Sha256, Sha512};
     Some(match kind {
         VerifyKind::Crc32c => (u64::from(crc32c(block)), 4),

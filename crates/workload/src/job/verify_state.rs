@@ -18,23 +18,33 @@
 /// The first word of a state file.
 const HEAD: &str = "drivelab verify state 1:";
 
-/// The state file's name for job `name`, the run's job `index` (from 0).
-pub fn path(name: &str, index: usize) -> String {
-    format!("local-{name}-{index}-verify.state")
+/// The state file's name for job `name`, the run's job `index` (from 0),
+/// in `dir` (fio's `--aux-path`) or the current directory.
+pub fn path(dir: Option<&std::path::Path>, name: &str, index: usize) -> String {
+    let file = format!("local-{name}-{index}-verify.state");
+    match dir {
+        Some(d) => d.join(file).display().to_string(),
+        None => file,
+    }
 }
 
-/// Save that job `name` (`index`) issued `ios` I/Os.
-pub fn save(name: &str, index: usize, ios: u64) -> Result<(), String> {
-    let p = path(name, index);
+/// Save that job `name` (`index`) issued `ios` I/Os, in `dir`.
+pub fn save(
+    dir: Option<&std::path::Path>,
+    name: &str,
+    index: usize,
+    ios: u64,
+) -> Result<(), String> {
+    let p = path(dir, name, index);
     drivelab_device::output::Output::new(&p)
         .option("verify_state_save")
         .write(format!("{HEAD} ios={ios}\n").as_bytes())
         .map_err(|e| format!("verify_state_save: {p}: {e}"))
 }
 
-/// The I/Os job `name` (`index`) issued, as its state file says.
-pub fn load(name: &str, index: usize) -> Result<u64, String> {
-    let p = path(name, index);
+/// The I/Os job `name` (`index`) issued, as its state file in `dir` says.
+pub fn load(dir: Option<&std::path::Path>, name: &str, index: usize) -> Result<u64, String> {
+    let p = path(dir, name, index);
     let text = drivelab_device::input::read_string(
         std::path::Path::new(&p),
         drivelab_device::input::Kind::Journal,
@@ -67,6 +77,6 @@ mod tests {
         assert_eq!(parse("drivelab verify state 1: ios=20\n"), Some(20));
         assert_eq!(parse("drivelab verify state 1: ios=x"), None);
         assert_eq!(parse("\u{1}\0\0\0"), None);
-        assert_eq!(path("write", 0), "local-write-0-verify.state");
+        assert_eq!(path(None, "write", 0), "local-write-0-verify.state");
     }
 }

@@ -159,7 +159,10 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
     // verify_state_load: read before any I/O, so a missing state stops
     // the job before it starts.
     let state = match job.verify.is_some() && job.spec.verify.state_load {
-        true => Some(crate::job::verify_state::load(name, index).map_err(JobError::Config)?),
+        true => Some(
+            crate::job::verify_state::load(job.spec.aux_path.as_deref(), name, index)
+                .map_err(JobError::Config)?,
+        ),
         false => None,
     };
     let (mut o, mut logs) = match crate::job::zbd::trims_reset(&cfg.zbd, &job.spec) {
@@ -193,7 +196,9 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
     if job.verify.is_some() && job.writes && v.state_save && !v.only {
         // Cut short (the run stopped, or its runtime ended first).
         if o.interrupted || cfg.io_limit.is_some_and(|l| moved < l) {
-            if let Err(e) = crate::job::verify_state::save(name, index, issued) {
+            if let Err(e) =
+                crate::job::verify_state::save(job.spec.aux_path.as_deref(), name, index, issued)
+            {
                 eprintln!("drivelab: {e}");
             }
         }

@@ -89,6 +89,13 @@ pub struct JobSpec {
     pub given: Vec<(String, String)>,
     /// How many of `given` a job file's `[global]` section set.
     pub global_given: usize,
+    /// Every option set, in order, as given (a bare flag with no value),
+    /// including those fio's `job options` leave out: the job again on one
+    /// command line (`--showcmd`).
+    pub set_order: Vec<(String, Option<String>)>,
+    /// Where verify state files go (fio's `--aux-path`; None: the current
+    /// directory).
+    pub aux_path: Option<std::path::PathBuf>,
     /// Seed for the offset generator (`randseed`); default fixed so runs repeat.
     pub randseed: u64,
     /// Block alignment of random offsets (`blockalign`); default: the smallest size.
@@ -276,6 +283,8 @@ impl Default for JobSpec {
             logs: crate::run::fio_logs::LogSpec::default(),
             given: Vec::new(),
             global_given: 0,
+            set_order: Vec::new(),
+            aux_path: None,
             randseed: 0x6472_6976_656c_6162, // "drivelab"
             blockalign: None,
             bs_dir: [None, None],
@@ -633,6 +642,8 @@ impl JobSpec {
             self.set_value(key, value)
         })?;
         let name = lookup(key)?.name;
+        self.set_order
+            .push((name.to_string(), value.map(|v| v.trim().to_string())));
         // fio leaves a bare exitall out of the job options (`exitall=1`
         // is shown).
         if name == "exitall" && value.is_none() {
