@@ -291,6 +291,11 @@ impl Replay {
         }
     }
 
+    /// The log replayed.
+    pub fn log(&self) -> &Loaded {
+        &self.log
+    }
+
     /// The next I/O if it is due at `now` (the log's gap after the last
     /// one handed out); else when it is, or the end.
     #[inline]

@@ -616,6 +616,51 @@ pub fn written_extents(
     Ok(v)
 }
 
+/// The extents a replayed iolog (`read_iolog`) wrote in its first `ios`
+/// reads, writes and trims, in the order fio 3.33 reads them back: by
+/// target and offset, a write left out when a later one overlaps it (its
+/// blocks hold the later data), as fio's verify tree drops it.
+pub fn replayed_extents(log: &[(IoDesc, u64)], ios: u64) -> Vec<IoDesc> {
+    use std::collections::BTreeMap;
+    let issued: Vec<IoDesc> = log
+        .iter()
+        .map(|&(io, _)| io)
+        .filter(|io| !io.op.is_sync())
+        .take(usize::try_from(ios).unwrap_or(usize::MAX))
+        .filter(|io| io.op == Op::Write)
+        .collect();
+    // From the last write back: the ranges later writes cover, per target
+    // (start -> end, disjoint).
+    let mut later: BTreeMap<(u32, u64), u64> = BTreeMap::new();
+    let mut kept = Vec::with_capacity(issued.len());
+    for io in issued.iter().rev() {
+        let (start, end) = (io.offset, io.offset + u64::from(io.len));
+        let overlapped = later
+            .range(..(io.target, end))
+            .next_back()
+            .is_some_and(|(&(t, _), &e)| t == io.target && e > start);
+        if !overlapped {
+            kept.push(*io);
+        }
+        // Merge [start, end) into the target's ranges.
+        let (mut s, mut e) = (start, end);
+        let touching: Vec<(u32, u64)> = later
+            .range((io.target, 0)..=(io.target, end))
+            .filter(|(_, &ee)| ee >= start)
+            .map(|(&k, _)| k)
+            .collect();
+        for k in touching {
+            if let Some(ee) = later.remove(&k) {
+                s = s.min(k.1);
+                e = e.max(ee);
+            }
+        }
+        later.insert((io.target, s), e);
+    }
+    kept.sort_by_key(|io| (io.target, io.offset, io.len));
+    kept
+}
+
 /// The writes of a job's `ios` issued I/Os as it issued them, a block
 /// written twice listed twice (`experimental_verify`'s read-back).
 pub fn issued_writes(
@@ -773,6 +818,50 @@ impl Driver for ReadBack<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replayed_extents_leave_out_what_a_later_write_overlaps() {
+        let io = |target, op, offset, len| IoDesc {
+            target,
+            op,
+            offset,
+            len,
+        };
+        let log: Vec<(IoDesc, u64)> = [
+            io(0, Op::Write, 0, 8192),
+            io(0, Op::Read, 0, 4096),
+            io(0, Op::Fsync, 0, 0),
+            io(0, Op::Write, 4096, 4096), // overlaps the first in part
+            io(1, Op::Write, 0, 4096),    // another target: no overlap
+            io(0, Op::Write, 16384, 4096),
+            io(0, Op::Write, 12288, 8192), // overlaps the one before
+            io(0, Op::Write, 65536, 4096),
+        ]
+        .into_iter()
+        .map(|i| (i, 0))
+        .collect();
+        let all = replayed_extents(&log, u64::MAX);
+        assert_eq!(
+            all,
+            [
+                io(0, Op::Write, 4096, 4096),
+                io(0, Op::Write, 12288, 8192),
+                io(0, Op::Write, 65536, 4096),
+                io(1, Op::Write, 0, 4096),
+            ]
+        );
+        // Only the first 5 reads, writes and trims issued (the fsync not
+        // counted): the write at 16384 was the last of them.
+        let some = replayed_extents(&log, 5);
+        assert_eq!(
+            some,
+            [
+                io(0, Op::Write, 4096, 4096),
+                io(0, Op::Write, 16384, 4096),
+                io(1, Op::Write, 0, 4096),
+            ]
+        );
+    }
 
     #[test]
     fn crc32c_matches_the_standard_check_value() {

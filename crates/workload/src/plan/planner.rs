@@ -280,12 +280,6 @@ fn verify_content(
             spec.name
         )));
     }
-    if spec.replay.log.is_some() {
-        return Err(bad(format!(
-            "job '{}': verify of a replayed iolog is not carried (its blocks are the log's, not written by a rule verify knows); drop verify or read_iolog",
-            spec.name
-        )));
-    }
     if spec.trims.active() && spec.errkeys.verify.backlog > 0 {
         return Err(bad(format!(
             "job '{}': trim_backlog and verify_backlog both take from the written blocks as the job goes, which drivelab does not interleave; drop one of them",

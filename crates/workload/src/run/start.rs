@@ -221,7 +221,9 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
                 // The counts hold the failed I/Os too (as fio's total_ios);
                 // verify_state_load: only as far as the saved run got.
                 let issued = state.map_or(issued, |n| n.min(issued));
-                let mut v = if job.spec.verify.experimental {
+                let mut v = if let Some(r) = &cfg.replay {
+                    crate::job::verify::replayed_extents(&r.log().ios, issued)
+                } else if job.spec.verify.experimental {
                     crate::job::verify::issued_writes(&cfg.gen, issued)?
                 } else {
                     let random = cfg.gen.lines.iter().any(|l| l.random_pct > 0);
