@@ -267,3 +267,132 @@ fn a_replayed_iologs_writes_are_verified_as_fio_3_33_verifies_them() {
     // seeds follow the I/Os, so the log does neither.)
     assert_eq!(reads, [(0, 8192), (65536, 16384), (131072, 4096)]);
 }
+
+/// A blktrace binary event (little-endian, as blktrace writes on x86):
+/// time in ns, sector, bytes, action (category bits << 16 | action),
+/// device (major << 20 | minor), and a payload.
+fn blk_event(time: u64, sector: u64, bytes: u32, action: u32, device: u32, pdu: &[u8]) -> Vec<u8> {
+    let mut e = Vec::new();
+    e.extend(0x6561_7407u32.to_le_bytes());
+    e.extend(0u32.to_le_bytes());
+    e.extend(time.to_le_bytes());
+    e.extend(sector.to_le_bytes());
+    e.extend(bytes.to_le_bytes());
+    e.extend(action.to_le_bytes());
+    e.extend(42u32.to_le_bytes());
+    e.extend(device.to_le_bytes());
+    e.extend(0u32.to_le_bytes());
+    e.extend(0u16.to_le_bytes());
+    e.extend((pdu.len() as u16).to_le_bytes());
+    e.extend(pdu);
+    e
+}
+
+/// A blktrace of queued writes, reads and a flush on `device`, with the
+/// events around them a real trace has (issues, completions, a notify).
+fn blktrace(device: u32) -> Vec<u8> {
+    let (write, flush, notify) = (1u32 << 1, 1u32 << 2, 1u32 << 10);
+    let q = |cat: u32| (cat << 16) | 1;
+    let mut t = blk_event(0, 0, 0, (notify << 16) | 1, device, b"proc\0");
+    let mut at = 1_000u64;
+    for (i, (cat, sector, bytes)) in [
+        (write, 0u64, 4096u32),
+        (write, 8, 8192),
+        (0, 0, 4096),
+        (0, 1024, 65536),
+        (flush, 0, 0),
+        (write, 1536, 16384),
+        (0, 8, 8192),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        at += 1_000 * (i as u64 + 1);
+        t.extend(blk_event(at, sector, bytes, q(cat), device, &[]));
+        t.extend(blk_event(
+            at + 200,
+            sector,
+            bytes,
+            (cat << 16) | 7,
+            device,
+            &[],
+        ));
+        t.extend(blk_event(
+            at + 900,
+            sector,
+            bytes,
+            (cat << 16) | 8,
+            device,
+            &[],
+        ));
+    }
+    t
+}
+
+/// fio also replays a blktrace binary file with read_iolog: its queued
+/// I/Os, with replay_redirect, scale and align, issue what fio 3.33's do.
+#[test]
+fn a_replayed_blktrace_issues_what_fio_3_33_issues() {
+    let dir = TempDir::new("fio-replay-blktrace");
+    setup(&dir);
+    let log = dir.join("trace.blktrace.0");
+    std::fs::write(&log, blktrace((8 << 20) | 99)).unwrap();
+    let b = dir.join("B").display().to_string();
+    for extra in [
+        format!("replay_no_stall=1\nreplay_redirect={b}"),
+        format!("replay_no_stall=1\nreplay_redirect={b}\nreplay_scale=2\nreplay_align=8192"),
+        format!("replay_redirect={b}\nreplay_skip=read"),
+    ] {
+        let fio = calls(&replay("fio", &dir, &log, &extra));
+        let dl = calls(&replay("drivelab", &dir, &log, &extra));
+        assert_eq!(dl, fio, "{extra}");
+        let io = dl.iter().filter(|c| c.0 != "fsync").count();
+        let want = if extra.contains("skip") { 3 } else { 6 };
+        assert_eq!(io, want, "{extra}: {dl:?}");
+    }
+}
+
+/// Without replay_redirect each traced device is the block device under
+/// /dev with its number: both tools find the test's loop device and do the
+/// same reads and writes on it.
+#[test]
+fn a_blktraces_device_is_found_by_its_number() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = TempDir::new("fio-replay-blktrace-dev");
+    let lo = drivelab_testkit::LoopDev::new_in(&dir, 4 << 20);
+    let rdev = std::fs::metadata(lo.dev()).unwrap().rdev();
+    let (maj, min) = (
+        ((rdev >> 8) & 0xfff) as u32,
+        ((rdev & 0xff) | ((rdev >> 12) & 0xfff00)) as u32,
+    );
+    let log = dir.join("dev.blktrace.0");
+    std::fs::write(&log, blktrace((maj << 20) | min)).unwrap();
+    let job = dir.join("dev.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[dev]\nioengine=psync\ndirect=1\nread_iolog={}\nreplay_no_stall=1\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    for tool in ["fio", "drivelab"] {
+        drivelab_testkit::isolate_store();
+        let name = lo.dev().trim_start_matches("/dev/");
+        let before = drivelab_testkit::diskstats(name);
+        let (j, _) = fio_common::run_json_normal(tool, &job, &dir.join("out"));
+        let after = drivelab_testkit::diskstats(name);
+        let job = &j["jobs"][0];
+        seen.push((
+            job["read"]["io_bytes"].clone(),
+            job["write"]["io_bytes"].clone(),
+            after.2 - before.2,
+        ));
+    }
+    assert_eq!(
+        seen[1], seen[0],
+        "(read bytes, written bytes, device reads)"
+    );
+    assert_eq!(seen[0].1, 28672, "{seen:?}");
+}

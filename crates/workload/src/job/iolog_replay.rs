@@ -181,6 +181,23 @@ pub fn load(o: &ReplayOpts) -> Result<Option<Arc<Loaded>>, SpecError> {
     let Some(path) = o.log.as_deref() else {
         return Ok(None);
     };
+    // A blktrace binary file, as fio tells one: by its first event's magic.
+    let mut head = [0u8; 4];
+    let read = drivelab_device::input::open(
+        std::path::Path::new(path),
+        drivelab_device::input::Kind::Trace,
+    )
+    .and_then(|mut f| {
+        std::io::Read::read(&mut f, &mut head).map_err(|e| drivelab_device::input::InputError::Io {
+            what: "trace",
+            path: path.into(),
+            source: e,
+        })
+    })
+    .map_err(|e| log_error(path, e))?;
+    if crate::job::blktrace_replay::is_blktrace(&head[..read]) {
+        return crate::job::blktrace_replay::load(path, o).map(|l| Some(Arc::new(l)));
+    }
     let (_, mut reader) = drivelab_trace::open_file(
         std::path::Path::new(path),
         Some(drivelab_trace::Format::Fio),

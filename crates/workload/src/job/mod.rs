@@ -5,6 +5,7 @@
 //! per-job samples.
 
 pub mod batch;
+pub mod blktrace_replay;
 pub mod buffers;
 pub mod checksums;
 pub mod cpus;
