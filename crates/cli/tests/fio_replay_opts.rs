@@ -291,18 +291,18 @@ fn blk_event(time: u64, sector: u64, bytes: u32, action: u32, device: u32, pdu: 
 /// A blktrace of queued writes, reads and a flush on `device`, with the
 /// events around them a real trace has (issues, completions, a notify).
 fn blktrace(device: u32) -> Vec<u8> {
-    let (write, flush, notify) = (1u32 << 1, 1u32 << 2, 1u32 << 10);
+    let (read, write, flush, notify) = (1u32, 1u32 << 1, 1u32 << 2, 1u32 << 10);
     let q = |cat: u32| (cat << 16) | 1;
     let mut t = blk_event(0, 0, 0, (notify << 16) | 1, device, b"proc\0");
     let mut at = 1_000u64;
     for (i, (cat, sector, bytes)) in [
         (write, 0u64, 4096u32),
         (write, 8, 8192),
-        (0, 0, 4096),
-        (0, 1024, 65536),
+        (read, 0, 4096),
+        (read, 1024, 65536),
         (flush, 0, 0),
         (write, 1536, 16384),
-        (0, 8, 8192),
+        (read, 8, 8192),
     ]
     .into_iter()
     .enumerate()

@@ -10,7 +10,8 @@
 //! `replay_skip` leaves out takes its gap with it, as in fio. Each device
 //! (major:minor) is the block device under /dev with that number, or
 //! `replay_redirect`. `replay_scale` divides offsets, `replay_align`
-//! aligns them down and rounds lengths up.
+//! aligns them down and rounds lengths up. The job's iodepth, unless
+//! given, is the trace's ([`Loaded::depth`]).
 
 use drivelab_engine::io::{IoDesc, Op};
 
@@ -26,12 +27,64 @@ const VERSION: u32 = 0x07;
 const EVENT: usize = 48;
 /// The action's category bits start here (`BLK_TC_SHIFT`).
 const TC_SHIFT: u32 = 16;
+const TC_READ: u32 = 1 << 0;
 const TC_WRITE: u32 = 1 << 1;
 const TC_FLUSH: u32 = 1 << 2;
 const TC_NOTIFY: u32 = 1 << 10;
 const TC_DISCARD: u32 = 1 << 13;
 /// `__BLK_TA_QUEUE`: a request queued (blkparse's `Q`).
 const TA_QUEUE: u32 = 1;
+/// `__BLK_TA_BACKMERGE` and `__BLK_TA_FRONTMERGE`: merged into a queued one.
+const TA_BACKMERGE: u32 = 2;
+const TA_FRONTMERGE: u32 = 3;
+/// `__BLK_TA_COMPLETE`.
+const TA_COMPLETE: u32 = 8;
+
+/// fio's probe of a trace's depth, per direction (read, write, trim): the
+/// requests queued since the last completion, and the most seen.
+#[derive(Default)]
+struct Depth {
+    now: [u32; 3],
+    most: [u32; 3],
+}
+
+impl Depth {
+    fn see(&mut self, action: u32) {
+        let cat = action >> TC_SHIFT;
+        let dir = if cat & TC_READ != 0 {
+            0
+        } else if cat & TC_WRITE != 0 {
+            1
+        } else if cat & TC_DISCARD != 0 {
+            2
+        } else {
+            return;
+        };
+        match action & 0xffff {
+            TA_QUEUE => self.now[dir] += 1,
+            TA_BACKMERGE | TA_FRONTMERGE => self.now[dir] = self.now[dir].saturating_sub(1),
+            TA_COMPLETE => {
+                self.most[dir] = self.most[dir].max(self.now[dir]);
+                self.now[dir] = 0;
+            }
+            _ => {}
+        }
+    }
+
+    /// The job's depth: the deepest direction, at most 1024, at least 1
+    /// for a direction with I/O (`ios`, per direction).
+    fn of(&self, ios: [u64; 3]) -> u32 {
+        (0..3)
+            .map(|d| match self.most[d] {
+                m if m > 1024 => 1024,
+                0 if ios[d] > 0 => 1,
+                m => m,
+            })
+            .max()
+            .unwrap_or(1)
+            .max(1)
+    }
+}
 
 fn bad(path: &str, why: impl std::fmt::Display) -> SpecError {
     SpecError::Invalid(format!("read_iolog {path}: {why}"))
@@ -155,9 +208,15 @@ pub fn load(path: &str, o: &ReplayOpts) -> Result<Loaded, SpecError> {
     let mut ios = Vec::new();
     let (mut last, mut due) = (0u64, 0u64);
     let (mut writes, mut trims) = (false, false);
+    let mut depth = Depth::default();
+    let mut dir_ios = [0u64; 3];
     for e in events(path, &data)? {
         let cat = e.action >> TC_SHIFT;
-        if e.action & 0xffff != TA_QUEUE || cat & TC_NOTIFY != 0 {
+        if cat & TC_NOTIFY != 0 {
+            continue;
+        }
+        depth.see(e.action);
+        if e.action & 0xffff != TA_QUEUE {
             continue;
         }
         let gap = if last == 0 || e.time < last {
@@ -206,6 +265,9 @@ pub fn load(path: &str, o: &ReplayOpts) -> Result<Loaded, SpecError> {
                 (offset, len)
             }
         };
+        if kind < 3 {
+            dir_ios[kind] += 1;
+        }
         writes |= matches!(op, Op::Write | Op::Trim);
         trims |= op == Op::Trim;
         ios.push((
@@ -244,6 +306,7 @@ pub fn load(path: &str, o: &ReplayOpts) -> Result<Loaded, SpecError> {
         ios,
         writes,
         trims,
+        depth: Some(depth.of(dir_ios)),
     })
 }
 
@@ -312,6 +375,8 @@ mod tests {
         );
         assert!(l.writes && l.trims);
         assert_eq!(l.files, ["/x"]);
+        // One write queued before its completion: depth 1.
+        assert_eq!(l.depth, Some(1));
         // replay_skip=read: the read and its gap go; half speed doubles gaps.
         let o = ReplayOpts {
             redirect: Some("/x".into()),
@@ -322,6 +387,25 @@ mod tests {
         let l = load(path.to_str().unwrap(), &o).unwrap();
         let got: Vec<(Op, u64)> = l.ios.iter().map(|(i, d)| (i.op, *d)).collect();
         assert_eq!(got, [(Op::Write, 0), (Op::Trim, 2_000), (Op::Fsync, 3_000)]);
+        // Three reads queued, one merged, then a completion: depth 2, as
+        // fio probes it.
+        let r = |a: u32| (TC_READ << TC_SHIFT) | a;
+        let mut deep = Vec::new();
+        for (t, a) in [
+            (1, TA_QUEUE),
+            (2, TA_QUEUE),
+            (3, TA_BACKMERGE),
+            (4, TA_QUEUE),
+            (5, TA_COMPLETE),
+        ] {
+            deep.extend(event(t, 8 * t, 4096, r(a), &[]));
+        }
+        std::fs::write(&path, &deep).unwrap();
+        let plain = ReplayOpts {
+            redirect: Some("/x".into()),
+            ..ReplayOpts::default()
+        };
+        assert_eq!(load(path.to_str().unwrap(), &plain).unwrap().depth, Some(2));
         // A torn last event is refused.
         std::fs::write(&path, &t[..t.len() - 10]).unwrap();
         assert!(load(path.to_str().unwrap(), &o).is_err());

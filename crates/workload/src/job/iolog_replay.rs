@@ -263,6 +263,7 @@ pub fn load(o: &ReplayOpts) -> Result<Option<Arc<Loaded>>, SpecError> {
         ios,
         writes,
         trims,
+        depth: None,
     })))
 }
 

@@ -309,4 +309,8 @@ pub struct Loaded {
     pub writes: bool,
     /// Whether any I/O trims (the targets must take discards).
     pub trims: bool,
+    /// The depth a blktrace shows (the most requests of one direction
+    /// queued before a completion, as fio probes it): the job's iodepth
+    /// unless one is given. None for an iolog.
+    pub depth: Option<u32>,
 }

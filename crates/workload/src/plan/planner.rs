@@ -361,6 +361,13 @@ fn replayed(mut s: JobSpec, log: &crate::job::iolog_replay::Loaded) -> JobSpec {
     s.bs_dir = Default::default();
     s.bs = largest.unwrap_or(512).next_multiple_of(512).max(512);
     s.direct = Some(s.direct.unwrap_or(false));
+    // A blktrace's depth, as fio takes it when iodepth is not given.
+    if let Some(d) = log
+        .depth
+        .filter(|_| !s.set_order.iter().any(|(k, _)| k == "iodepth"))
+    {
+        s.iodepth = d;
+    }
     s
 }
 
