@@ -299,10 +299,8 @@ pub fn parse(text: &str, path: &Path) -> Result<JournalState, EraseError> {
                     sampled.push((l, c));
                 }
             }
-            "Q" => {
-                if num() == Some(sampled.len() as u64) && !sampled.is_empty() {
-                    st.prior = Some(std::mem::take(&mut sampled));
-                }
+            "Q" if num() == Some(sampled.len() as u64) && !sampled.is_empty() => {
+                st.prior = Some(std::mem::take(&mut sampled));
             }
             "S" => {
                 if let (Some(p), Some(s), Some(e)) = (num(), num(), num()) {

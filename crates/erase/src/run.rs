@@ -244,7 +244,11 @@ fn stages(
     }
     out.erase_seconds = issued.seconds;
     if issued.flow == Flow::Stopped {
-        let note = rec.stop_note.take().map(|n| format!(" {n}")).unwrap_or_default();
+        let note = rec
+            .stop_note
+            .take()
+            .map(|n| format!(" {n}"))
+            .unwrap_or_default();
         let why = format!(
             "stopped{note}; progress is in {}: rerun the same command with --resume to continue",
             jr.path.display()

@@ -152,12 +152,21 @@ mod tests {
             assert!(Faults::parse(bad).is_err(), "{bad}");
         }
         let d = Faults::parse("delay admin 84 90\ndelay io 0x02 1\ndelay admin 84 5").unwrap();
-        assert_eq!(d.delay(true, 0x84), Some(std::time::Duration::from_secs(90)));
-        assert_eq!(d.delay(false, 0x02), Some(std::time::Duration::from_secs(1)));
+        assert_eq!(
+            d.delay(true, 0x84),
+            Some(std::time::Duration::from_secs(90))
+        );
+        assert_eq!(
+            d.delay(false, 0x02),
+            Some(std::time::Duration::from_secs(1))
+        );
         assert_eq!(d.delay(false, 0x84), None);
         assert!(!d.hangs(true, 0x84));
         let both = f.with(&d);
         assert!(both.sanitize_fails && both.hangs(true, 0x84));
-        assert_eq!(both.delay(true, 0x84), Some(std::time::Duration::from_secs(90)));
+        assert_eq!(
+            both.delay(true, 0x84),
+            Some(std::time::Duration::from_secs(90))
+        );
     }
 }

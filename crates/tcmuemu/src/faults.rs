@@ -104,7 +104,10 @@ impl Faults {
         let ata = PassThrough::parse(cdb).ok().map(|p| p.tf.command);
         let scsi = self.delay_scsi.iter().filter(|(o, _)| *o == op);
         let ata = self.delay_ata.iter().filter(|(c, _)| Some(*c) == ata);
-        scsi.chain(ata).map(|(_, s)| *s).max().map(Duration::from_secs)
+        scsi.chain(ata)
+            .map(|(_, s)| *s)
+            .max()
+            .map(Duration::from_secs)
     }
 
     /// Whether the command `cdb` is never answered.

@@ -241,7 +241,13 @@ fn interrupted_checks(c: &mut Checks, run: &GuestRun) {
         "int: nothing erased (the drive's bytes unchanged)",
         text(run, "int.md5_before") == text(run, "int.md5_after")
             && !text(run, "int.md5_after").is_empty(),
-        || format!("{} -> {}", text(run, "int.md5_before"), text(run, "int.md5_after")),
+        || {
+            format!(
+                "{} -> {}",
+                text(run, "int.md5_before"),
+                text(run, "int.md5_after")
+            )
+        },
     );
     let e = err_lines(run, "int");
     c.check(
@@ -256,17 +262,17 @@ fn interrupted_checks(c: &mut Checks, run: &GuestRun) {
 
 fn resumed_checks(c: &mut Checks, run: &GuestRun) {
     let r = row(run, "resumed");
-    let cert = cert(run, &r);
-    let p = &cert["verification"]["prior_sample"];
+    let rc = cert(run, &r);
+    let p = &rc["verification"]["prior_sample"];
     c.check(
         "resumed: the erase finishes, Purge, verified as not the old data against the journal's sample",
         status(run, "resumed") == 0
             && r["result"] == "erased"
-            && cert["erase"]["nist_category"] == "Purge"
+            && rc["erase"]["nist_category"] == "Purge"
             && p["sampled"].as_u64().is_some_and(|n| n > 2)
             && p["changed"] == p["sampled"]
             && p["unchanged"] == 0,
-        || format!("{}; verification {}", why(run, "resumed"), cert["verification"]),
+        || format!("{}; verification {}", why(run, "resumed"), rc["verification"]),
     );
     let s = json(run, "resumed.state.json");
     c.check(

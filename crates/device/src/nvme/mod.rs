@@ -1679,17 +1679,25 @@ mod tests {
         };
         let late = e(60_004, 60_000);
         assert!(
-            late.starts_with("NVMe Sanitize on /dev/nvme1n1: no completion within its 60 s timeout")
-                && late.contains("reset the controller")
+            late.starts_with(
+                "NVMe Sanitize on /dev/nvme1n1: no completion within its 60 s timeout"
+            ) && late.contains("reset the controller")
                 && !late.contains('\n'),
             "{late}"
         );
         for early in [e(12_000, 60_000), e(12_000, 0)] {
-            assert!(early.contains("cancelled by the kernel after 12 s"), "{early}");
+            assert!(
+                early.contains("cancelled by the kernel after 12 s"),
+                "{early}"
+            );
         }
         // The host driver's own path statuses (Linux sets them itself).
-        assert!(NvmeStatus(0x370).describe().starts_with("host pathing error"));
-        assert!(NvmeStatus(0x371).describe().starts_with("command aborted by host"));
+        assert!(NvmeStatus(0x370)
+            .describe()
+            .starts_with("host pathing error"));
+        assert!(NvmeStatus(0x371)
+            .describe()
+            .starts_with("command aborted by host"));
     }
 
     #[test]

@@ -342,6 +342,8 @@ mod tests {
         // The fault is spent: the next erase works.
         s.execute(command::SECURITY_SET_PASSWORD, &user(b"pw"));
         s.execute(command::SECURITY_ERASE_PREPARE, &[]);
-        assert!(!s.execute(command::SECURITY_ERASE_UNIT, &user(b"pw")).failed());
+        assert!(!s
+            .execute(command::SECURITY_ERASE_UNIT, &user(b"pw"))
+            .failed());
     }
 }
