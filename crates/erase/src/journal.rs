@@ -12,7 +12,14 @@
 //! R 1763790000                                         a run started (unix s)
 //! D 0 1073741824                                       pass 0 done below byte
 //! S 0 4096 8192 EIO                                    pass 0 skipped [4096, 8192)
+//! P 123456 9f86d0…                                     a block sampled before the erase
+//! Q 1002                                               the sample complete: 1002 blocks
 //! ```
+//!
+//! The `P` lines (an erase whose data is the drive's choice: the LBA and
+//! the SHA-256 of what it held, `0` or `F` for a blank block) and their
+//! closing `Q` are written and fsync'd before the erase sends anything; a
+//! sample without its `Q` (a crash while it was written) is not used.
 //!
 //! Watermark lines are written at most once a second and fsync'd with them;
 //! skipped ranges are written and fsync'd at once. [`DriveJournal`] is the
@@ -32,6 +39,7 @@ use drivelab_device::output::Output;
 
 use serde::{Deserialize, Serialize};
 
+use crate::verify::prior::Content;
 use crate::EraseError;
 
 const MAGIC: &str = "drivelab-erase-journal 1 ";
@@ -194,6 +202,9 @@ pub struct JournalState {
     pub skipped: Vec<Skipped>,
     /// Start times (unix seconds) of every run so far.
     pub runs: Vec<u64>,
+    /// The blocks sampled before the erase (LBA, what it held), when a
+    /// complete sample was kept.
+    pub prior: Option<Vec<(u64, Content)>>,
 }
 
 impl JournalState {
@@ -262,7 +273,9 @@ pub fn parse(text: &str, path: &Path) -> Result<JournalState, EraseError> {
         done: BTreeMap::new(),
         skipped: Vec::new(),
         runs: Vec::new(),
+        prior: None,
     };
+    let mut sampled = Vec::new();
     for line in lines {
         let mut it = line.splitn(5, ' ');
         let tag = it.next().unwrap_or("");
@@ -279,6 +292,15 @@ pub fn parse(text: &str, path: &Path) -> Result<JournalState, EraseError> {
                     let e = st.done.entry(p as u32).or_insert(0);
                     *e = (*e).max(end);
                 }
+            }
+            "P" => {
+                let lba = num();
+                if let (Some(l), Some(c)) = (lba, it.next().and_then(Content::from_token)) {
+                    sampled.push((l, c));
+                }
+            }
+            "Q" if num() == Some(sampled.len() as u64) && !sampled.is_empty() => {
+                st.prior = Some(std::mem::take(&mut sampled));
             }
             "S" => {
                 if let (Some(p), Some(s), Some(e)) = (num(), num(), num()) {
@@ -372,6 +394,16 @@ impl Journal {
         Ok(())
     }
 
+    /// Record the blocks sampled before the erase, then their count
+    /// (written and fsync'd now).
+    pub fn prior(&mut self, blocks: &[(u64, Content)]) -> Result<(), EraseError> {
+        for (lba, c) in blocks {
+            self.line(&format!("P {lba} {}", c.token()))?;
+        }
+        self.line(&format!("Q {}", blocks.len()))?;
+        self.sync()
+    }
+
     /// Record a skipped range (written and fsync'd now).
     pub fn skipped(&mut self, s: &Skipped) -> Result<(), EraseError> {
         let err = s.error.replace('\n', " ");
@@ -453,6 +485,11 @@ impl DriveJournal {
         (0..self.header.passes)
             .map(|p| self.watermark(p).min(self.header.size))
             .sum()
+    }
+
+    /// The sample earlier runs kept from before the erase.
+    pub fn prior(&self) -> Option<&[(u64, Content)]> {
+        self.earlier.as_ref().and_then(|s| s.prior.as_deref())
     }
 
     /// Ranges earlier runs skipped.
@@ -576,6 +613,46 @@ mod tests {
         let p = j.path.clone();
         j.remove();
         assert!(!p.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_resumed_journal_keeps_the_sample_from_before_the_erase_only_when_complete() {
+        let dir = std::env::temp_dir().join(format!("dl-journal-prior-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut block = [0x5Au8; 512];
+        block[0] = 1;
+        let sample = vec![
+            (0, Content::of(&block)),
+            (77, Content::Zero),
+            (2047, Content::Ones),
+        ];
+        let mut j = DriveJournal::begin(&dir, header(), false, 100).unwrap();
+        j.journal.prior(&sample).unwrap();
+        j.journal.done(0, 4096).unwrap();
+        j.journal.sync().unwrap();
+        drop(j);
+        let j = DriveJournal::begin(&dir, header(), true, 200).unwrap();
+        assert_eq!(j.prior(), Some(sample.as_slice()));
+        assert_eq!(j.watermark(0), 4096);
+        let p = j.path.clone();
+        drop(j);
+        // Torn while the sample was written: no closing count, no sample.
+        let text = std::fs::read_to_string(&p).unwrap();
+        let torn: String = text
+            .lines()
+            .filter(|l| !l.starts_with('Q'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(&p, torn).unwrap();
+        let j = DriveJournal::begin(&dir, header(), true, 300).unwrap();
+        assert_eq!(j.prior(), None);
+        assert_eq!(j.watermark(0), 4096);
+        // A fresh journal has none.
+        drop(j);
+        let j = DriveJournal::begin(&dir, header(), false, 400).unwrap();
+        assert_eq!(j.prior(), None);
+        j.remove();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -224,7 +224,7 @@ fn stages(
     out.journal = Some(jr.path.clone());
     out.resumed_bytes = jr.resumed_bytes();
 
-    let prior = sample_before(run, &jr, seed)?;
+    let prior = sample_before(run, &mut jr, seed)?;
     let issued = issue::issue(run, &mut jr, seed)?;
     // Offloaded and passthrough methods change the medium behind the page
     // cache: drop it, so that no buffered reader sees the old data.
@@ -244,8 +244,13 @@ fn stages(
     }
     out.erase_seconds = issued.seconds;
     if issued.flow == Flow::Stopped {
+        let note = rec
+            .stop_note
+            .take()
+            .map(|n| format!(" {n}"))
+            .unwrap_or_default();
         let why = format!(
-            "stopped; progress is in {}: rerun the same command with --resume to continue",
+            "stopped{note}; progress is in {}: rerun the same command with --resume to continue",
             jr.path.display()
         );
         stopped(out, progress, why);
@@ -312,26 +317,35 @@ fn stages(
 }
 
 /// Before an erase whose data is the drive's choice, the blocks the
-/// verification reads again (not on a resumed run: the erase may be done).
+/// verification reads again, kept in the journal before anything is sent.
+/// A resumed run takes no new sample (the erase may be done): it uses the
+/// one the journal kept, or has none.
 fn sample_before(
     run: &DriveRun<'_>,
-    jr: &DriveJournal,
+    jr: &mut DriveJournal,
     seed: u64,
 ) -> Result<Option<verify::prior::Prior>, EraseError> {
     let (d, opts) = (run.drive, run.opts);
     if opts.verify == crate::plan::VerifyMode::None
         || !d.choice.method.leaves_indeterminate_data(opts.crypto)
-        || jr.earlier.is_some()
     {
         return Ok(None);
     }
-    verify::prior::take(run.claim, d.lbs, d.size / u64::from(d.lbs), seed)
-        .map(Some)
-        .map_err(|source| EraseError::Io {
+    if jr.earlier.is_some() {
+        return Ok(jr.prior().map(|blocks| verify::prior::Prior {
+            seed,
+            blocks: blocks.to_vec(),
+        }));
+    }
+    let prior = verify::prior::take(run.claim, d.lbs, d.size / u64::from(d.lbs), seed).map_err(
+        |source| EraseError::Io {
             device: d.dev.path.display().to_string(),
             what: "reading the sample before the erase (O_DIRECT)".into(),
             source,
-        })
+        },
+    )?;
+    jr.journal.prior(&prior.blocks)?;
+    Ok(Some(prior))
 }
 
 fn now_text() -> String {

@@ -88,6 +88,14 @@ pub enum Outcome {
     },
     /// The command is never answered (a fault).
     Never,
+    /// The command was carried out; its completion goes to the host after
+    /// this long (a fault).
+    Late {
+        /// How long the completion is held.
+        after: std::time::Duration,
+        /// The completion.
+        out: Box<Outcome>,
+    },
 }
 
 impl Outcome {
@@ -229,6 +237,8 @@ pub struct Ctrl {
     pub erases: Vec<EraseEvent>,
     /// Commands taken and never answered.
     pub unanswered: u64,
+    /// Commands whose completion a fault held back.
+    pub delayed: u64,
     /// When the controller started (power-on time).
     pub started: Instant,
     /// The control file's modification time and length when last read.
@@ -270,6 +280,7 @@ impl Drive {
                 sanitize: SanitizeState::default(),
                 erases: Vec::new(),
                 unanswered: 0,
+                delayed: 0,
                 started: Instant::now(),
                 control_seen: None,
             }),
@@ -317,14 +328,7 @@ impl Ctrl {
         self.control_seen = Some(m);
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         match Faults::parse(&text) {
-            Ok(f) => {
-                let mut all = self.cfg.faults.clone();
-                all.sanitize_fails |= f.sanitize_fails;
-                all.frozen |= f.frozen;
-                all.crypto_noop |= f.crypto_noop;
-                all.hang.extend(f.hang);
-                self.faults = all;
-            }
+            Ok(f) => self.faults = self.cfg.faults.with(&f),
             Err(e) => eprintln!(
                 "drivelab-nvmeemu: {}: {e}; faults unchanged",
                 path.display()
@@ -389,6 +393,7 @@ impl Ctrl {
                 "media_errors": n.media_errors as u64,
                 "error_count": self.error_count,
                 "unanswered_commands": self.unanswered,
+                "delayed_commands": self.delayed,
             },
             "sanitize": {
                 "status": s.status,

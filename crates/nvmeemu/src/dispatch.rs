@@ -1,7 +1,7 @@
 //! One command to the handler of its kind: Fabrics commands on any queue,
 //! admin commands on queue 0, I/O commands on the others; a command the
-//! faults say to hang is never answered, and a failed one is logged in
-//! the error log.
+//! faults say to hang is never answered, one they delay is answered late,
+//! and a failed one is logged in the error log.
 
 use std::sync::Arc;
 
@@ -29,6 +29,16 @@ pub fn execute(drive: &Arc<Drive>, qid: u16, sqe: &Sqe, data: &[u8]) -> Outcome 
             c.log_error(qid, sqe, *status);
         }
     }
+    let delay = c.faults.delay(qid == 0, sqe.opcode());
+    if delay.is_some() {
+        c.delayed += 1;
+    }
     drive.touch();
-    out
+    match delay {
+        Some(after) => Outcome::Late {
+            after,
+            out: Box::new(out),
+        },
+        None => out,
+    }
 }

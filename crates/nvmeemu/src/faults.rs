@@ -11,6 +11,10 @@
 //!   Exit Failure Mode, or a successful one.
 //! - `hang admin|io OPCODE`: commands with that opcode (hex, e.g. `84` or
 //!   `0x02`) on that kind of queue are taken and never answered.
+//! - `delay admin|io OPCODE SECONDS`: commands with that opcode on that
+//!   kind of queue are carried out at once and answered SECONDS later (a
+//!   drive slow to complete them); the queue serves other commands
+//!   meanwhile, so Keep Alive still answers.
 //! - `freeze`: no command at all is answered (the drive stops responding).
 //! - `crypto-noop`: a crypto erase (Sanitize Crypto Erase, Format NVM SES 2)
 //!   completes with success but keeps the media key, so every block reads
@@ -27,6 +31,23 @@ pub struct Faults {
     pub frozen: bool,
     /// A crypto erase succeeds without replacing the media key.
     pub crypto_noop: bool,
+    /// (admin queue?, opcode, seconds) of commands answered late.
+    pub delay: Vec<(bool, u8, u64)>,
+}
+
+/// Whether `queue` names the admin queue (true) or the I/O queues.
+fn admin_queue(queue: &str) -> Result<bool, String> {
+    match queue {
+        "admin" => Ok(true),
+        "io" => Ok(false),
+        other => Err(format!("queue {other:?}: use admin or io")),
+    }
+}
+
+/// An opcode in hex, with or without 0x.
+fn opcode(op: &str) -> Result<u8, String> {
+    let hex = op.trim_start_matches("0x").trim_start_matches("0X");
+    u8::from_str_radix(hex, 16).map_err(|_| format!("opcode {op:?}: give it in hex, e.g. 84"))
 }
 
 impl Faults {
@@ -49,19 +70,22 @@ impl Faults {
                 Ok(())
             }
             ["hang", queue, op] => {
-                let admin = match *queue {
-                    "admin" => true,
-                    "io" => false,
-                    other => return Err(format!("hang: queue {other:?}: use admin or io")),
-                };
-                let hex = op.trim_start_matches("0x").trim_start_matches("0X");
-                let op = u8::from_str_radix(hex, 16)
-                    .map_err(|_| format!("hang: opcode {op:?}: give it in hex, e.g. 84"))?;
+                let admin = admin_queue(queue).map_err(|e| format!("hang: {e}"))?;
+                let op = opcode(op).map_err(|e| format!("hang: {e}"))?;
                 self.hang.push((admin, op));
                 Ok(())
             }
+            ["delay", queue, op, secs] => {
+                let admin = admin_queue(queue).map_err(|e| format!("delay: {e}"))?;
+                let op = opcode(op).map_err(|e| format!("delay: {e}"))?;
+                let secs = secs
+                    .parse()
+                    .map_err(|_| format!("delay: {secs:?}: give whole seconds, e.g. 90"))?;
+                self.delay.push((admin, op, secs));
+                Ok(())
+            }
             _ => Err(format!(
-                "fault {line:?}: use sanitize-fail, freeze, crypto-noop, or hang admin|io OPCODE"
+                "fault {line:?}: use sanitize-fail, freeze, crypto-noop, hang admin|io OPCODE, or delay admin|io OPCODE SECONDS"
             )),
         }
     }
@@ -80,6 +104,28 @@ impl Faults {
     pub fn hangs(&self, admin: bool, opcode: u8) -> bool {
         self.frozen || self.hang.contains(&(admin, opcode))
     }
+
+    /// How long the completion of a command with `opcode` on an admin (or
+    /// I/O) queue is held, when a fault delays it (the longest delay that
+    /// names it).
+    pub fn delay(&self, admin: bool, opcode: u8) -> Option<std::time::Duration> {
+        self.delay
+            .iter()
+            .filter(|(a, o, _)| (*a, *o) == (admin, opcode))
+            .map(|(_, _, s)| std::time::Duration::from_secs(*s))
+            .max()
+    }
+
+    /// These faults with `other`'s added.
+    pub fn with(&self, other: &Faults) -> Faults {
+        Faults {
+            sanitize_fails: self.sanitize_fails || other.sanitize_fails,
+            hang: [self.hang.as_slice(), &other.hang].concat(),
+            frozen: self.frozen || other.frozen,
+            crypto_noop: self.crypto_noop || other.crypto_noop,
+            delay: [self.delay.as_slice(), &other.delay].concat(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -95,8 +141,32 @@ mod tests {
         assert!(Faults::parse("crypto-noop").unwrap().crypto_noop);
         let z = Faults::parse("freeze").unwrap();
         assert!(z.hangs(true, 0x06) && z.hangs(false, 0x01));
-        for bad in ["hang disk 84", "hang io zz", "explode"] {
+        for bad in [
+            "hang disk 84",
+            "hang io zz",
+            "explode",
+            "delay admin 84",
+            "delay admin 84 soon",
+            "delay disk 84 5",
+        ] {
             assert!(Faults::parse(bad).is_err(), "{bad}");
         }
+        let d = Faults::parse("delay admin 84 90\ndelay io 0x02 1\ndelay admin 84 5").unwrap();
+        assert_eq!(
+            d.delay(true, 0x84),
+            Some(std::time::Duration::from_secs(90))
+        );
+        assert_eq!(
+            d.delay(false, 0x02),
+            Some(std::time::Duration::from_secs(1))
+        );
+        assert_eq!(d.delay(false, 0x84), None);
+        assert!(!d.hangs(true, 0x84));
+        let both = f.with(&d);
+        assert!(both.sanitize_fails && both.hangs(true, 0x84));
+        assert_eq!(
+            both.delay(true, 0x84),
+            Some(std::time::Duration::from_secs(90))
+        );
     }
 }

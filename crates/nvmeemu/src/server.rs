@@ -8,12 +8,17 @@
 //! last H2CData PDU is in (other capsules are taken meanwhile, as Linux
 //! sends them); a controller-to-host command's data goes back in one
 //! C2HData PDU before its response capsule. A command a fault holds is
-//! never answered; the connection carries on with the next.
+//! never answered; the connection carries on with the next. A command a
+//! fault delays has its PDUs sent by a thread of its own after the delay
+//! (the connection's writes are serialised by a lock, so PDUs never
+//! interleave), and is dropped quietly when the host has closed the
+//! connection by then.
 
 use std::collections::HashMap;
 use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::cmd::{Cqe, Sqe, Status};
 use crate::ctrl::{Drive, Outcome};
@@ -65,7 +70,7 @@ struct Pending {
 struct Connection {
     drive: Arc<Drive>,
     rd: BufReader<TcpStream>,
-    wr: TcpStream,
+    wr: Arc<Mutex<TcpStream>>,
     qid: Option<u16>,
     sqsize: u16,
     sqhd: u16,
@@ -76,7 +81,7 @@ struct Connection {
 impl Connection {
     fn new(drive: Arc<Drive>, stream: TcpStream) -> Result<Connection, PduError> {
         stream.set_nodelay(true)?;
-        let wr = stream.try_clone()?;
+        let wr = Arc::new(Mutex::new(stream.try_clone()?));
         Ok(Connection {
             drive,
             rd: BufReader::with_capacity(256 * 1024, stream),
@@ -90,8 +95,20 @@ impl Connection {
     }
 
     fn send(&mut self, bytes: &[u8]) -> Result<(), PduError> {
-        self.wr.write_all(bytes)?;
+        let mut w = self.wr.lock().unwrap_or_else(|p| p.into_inner());
+        w.write_all(bytes)?;
         Ok(())
+    }
+
+    /// Sends `bytes` after `after`, from a thread of its own; a write error
+    /// then (the host gave up and closed the connection) is dropped.
+    fn send_late(&self, bytes: Vec<u8>, after: Duration) {
+        let wr = Arc::clone(&self.wr);
+        std::thread::spawn(move || {
+            std::thread::sleep(after);
+            let mut w = wr.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = w.write_all(&bytes);
+        });
     }
 
     /// Ends the connection with a C2HTermReq.
@@ -229,6 +246,25 @@ impl Connection {
     }
 
     fn respond(&mut self, sqe: &Sqe, out: Outcome) -> Result<(), PduError> {
+        match out {
+            Outcome::Never => Ok(()),
+            Outcome::Late { after, out } => {
+                if let Some(bytes) = self.completion(sqe, *out) {
+                    self.send_late(bytes, after);
+                }
+                Ok(())
+            }
+            done => match self.completion(sqe, done) {
+                Some(bytes) => self.send(&bytes),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// The PDUs that complete `sqe` with `out` (any C2HData, then the
+    /// response capsule), the submission queue head advanced; `None` when
+    /// it is not a completion.
+    fn completion(&mut self, sqe: &Sqe, out: Outcome) -> Option<Vec<u8>> {
         let Outcome::Done {
             status,
             dw0,
@@ -236,7 +272,7 @@ impl Connection {
             mut data,
         } = out
         else {
-            return Ok(());
+            return None;
         };
         self.sqhd = if self.sqsize == 0 {
             0
@@ -267,6 +303,6 @@ impl Connection {
             },
         };
         bytes.extend_from_slice(&resp.encode());
-        self.send(&bytes)
+        Some(bytes)
     }
 }

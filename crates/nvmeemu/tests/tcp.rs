@@ -461,3 +461,32 @@ fn hung_commands_and_a_frozen_drive_are_never_answered() {
     assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_delayed_command_is_carried_out_at_once_and_answered_late() {
+    let mut cfg = config();
+    cfg.faults = Faults::parse("delay admin 84 2").unwrap();
+    let (d, mut a, _io) = up(cfg);
+    // Sanitize block erase: started at once, its completion held back.
+    let t0 = Instant::now();
+    let san = a.sqe(0x84).with_cdw(10, 2);
+    let san_cid = san.cid();
+    a.send(san, Vec::new());
+    // Meanwhile the queue answers a Keep Alive, before the Sanitize.
+    let ka = a.sqe(0x18);
+    let ka_cid = ka.cid();
+    let (c, _) = a.admin(ka, 0);
+    assert_eq!((c.cid, c.status), (ka_cid, Status::SUCCESS));
+    assert_eq!(d.lock().delayed, 1);
+    assert_ne!(d.lock().sanitize.status, 0, "the sanitize started at once");
+    let (c, _) = a.reply();
+    assert_eq!((c.cid, c.status), (san_cid, Status::SUCCESS));
+    assert!(t0.elapsed() >= Duration::from_secs(2), "{:?}", t0.elapsed());
+    // The delayed answer to a host that has gone is dropped; the
+    // controller serves the next connection.
+    let san = a.sqe(0x84).with_cdw(10, 1);
+    a.send(san, Vec::new());
+    drop(a);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(d.lock().delayed, 2);
+}

@@ -13,6 +13,15 @@
 //! - `hang ata COMMAND`: ATA PASS-THROUGH carrying that ATA command (hex)
 //!   likewise.
 //! - `freeze`: no command is answered at all.
+//! - `delay scsi OPCODE SECONDS` and `delay ata COMMAND SECONDS`: those
+//!   commands are carried out and answered SECONDS later; the drive
+//!   answers nothing else meanwhile, as a drive busy with a long command.
+//! - `erase-fail`: the next SECURITY ERASE UNIT stops half way (half the
+//!   medium erased) and is aborted; the drive keeps the password and is
+//!   left locked, as after an erase cut short, so the host must UNLOCK
+//!   before it can DISABLE PASSWORD.
+
+use std::time::Duration;
 
 use crate::sat::PassThrough;
 
@@ -27,6 +36,17 @@ pub struct Faults {
     pub hang_ata: Vec<u8>,
     /// Nothing is answered.
     pub freeze: bool,
+    /// SCSI operation codes answered late, with the delay in seconds.
+    pub delay_scsi: Vec<(u8, u64)>,
+    /// ATA commands (through ATA PASS-THROUGH) answered late, seconds.
+    pub delay_ata: Vec<(u8, u64)>,
+    /// The next SECURITY ERASE UNIT fails half way.
+    pub erase_fail: bool,
+}
+
+fn seconds(word: &str) -> Result<u64, String> {
+    word.parse()
+        .map_err(|_| format!("{word:?}: give the delay in whole seconds, e.g. 8"))
 }
 
 fn hex(word: &str) -> Result<u8, String> {
@@ -45,9 +65,12 @@ impl Faults {
             ["freeze"] => self.freeze = true,
             ["hang", "scsi", op] => self.hang_scsi.push(hex(op)?),
             ["hang", "ata", op] => self.hang_ata.push(hex(op)?),
+            ["erase-fail"] => self.erase_fail = true,
+            ["delay", "scsi", op, s] => self.delay_scsi.push((hex(op)?, seconds(s)?)),
+            ["delay", "ata", op, s] => self.delay_ata.push((hex(op)?, seconds(s)?)),
             _ => {
                 return Err(format!(
-                    "fault {line:?}: the faults are sanitize-fail, freeze, hang scsi OPCODE, hang ata COMMAND"
+                    "fault {line:?}: the faults are sanitize-fail, erase-fail, freeze, hang scsi OPCODE, hang ata COMMAND, delay scsi OPCODE SECONDS, delay ata COMMAND SECONDS"
                 ))
             }
         }
@@ -68,7 +91,23 @@ impl Faults {
             hang_scsi: [self.hang_scsi.as_slice(), &other.hang_scsi].concat(),
             hang_ata: [self.hang_ata.as_slice(), &other.hang_ata].concat(),
             freeze: self.freeze || other.freeze,
+            delay_scsi: [self.delay_scsi.as_slice(), &other.delay_scsi].concat(),
+            delay_ata: [self.delay_ata.as_slice(), &other.delay_ata].concat(),
+            erase_fail: self.erase_fail || other.erase_fail,
         }
+    }
+
+    /// How long the answer to `cdb` is held, when a fault delays it (the
+    /// longest of the delays that name it).
+    pub fn delay(&self, cdb: &[u8]) -> Option<Duration> {
+        let op = *cdb.first()?;
+        let ata = PassThrough::parse(cdb).ok().map(|p| p.tf.command);
+        let scsi = self.delay_scsi.iter().filter(|(o, _)| *o == op);
+        let ata = self.delay_ata.iter().filter(|(c, _)| Some(*c) == ata);
+        scsi.chain(ata)
+            .map(|(_, s)| *s)
+            .max()
+            .map(Duration::from_secs)
     }
 
     /// Whether the command `cdb` is never answered.
@@ -102,10 +141,37 @@ mod tests {
         assert!(!f.hangs(&[0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0]));
         let z = Faults::parse("freeze").expect("parses");
         assert!(z.hangs(&[0x00, 0, 0, 0, 0, 0]));
-        for bad in ["hang nvme 84", "hang scsi zz", "explode"] {
+        for bad in [
+            "hang nvme 84",
+            "hang scsi zz",
+            "explode",
+            "delay ata F3",
+            "delay ata F3 soon",
+            "delay nvme 84 5",
+        ] {
             assert!(Faults::parse(bad).is_err(), "{bad}");
         }
         let both = f.with(&z);
         assert!(both.freeze && both.sanitize_fail && both.hang_ata == vec![0xB4]);
+    }
+
+    #[test]
+    fn delays_name_their_commands_and_erase_fail_parses() {
+        let f = Faults::parse("delay ata F3 8\ndelay scsi 0x28 2\ndelay ata f3 3\nerase-fail")
+            .expect("parses");
+        assert!(f.erase_fail && !f.freeze && f.hang_ata.is_empty());
+        // SECURITY ERASE PREPARE (F3h), non-data, through ATA PASS-THROUGH(16).
+        let prepare = [0x85, 0x06, 0x24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xF3, 0];
+        let identify = [0x85, 0x08, 0x0E, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xEC, 0];
+        assert_eq!(f.delay(&prepare), Some(Duration::from_secs(8)));
+        assert_eq!(f.delay(&identify), None);
+        assert_eq!(
+            f.delay(&[0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0]),
+            Some(Duration::from_secs(2))
+        );
+        assert!(!f.hangs(&prepare));
+        let both = Faults::default().with(&f);
+        assert_eq!(both.delay(&prepare), Some(Duration::from_secs(8)));
+        assert!(both.erase_fail);
     }
 }

@@ -1,6 +1,7 @@
 //! The serving loop: take every command the kernel put in the ring, have
 //! the drive answer it, complete it, tell the kernel, write the state
-//! file, and sleep on the UIO device until more arrive.
+//! file, and sleep on the UIO device until more arrive. A command a fault
+//! delays is answered after its delay, the loop serving nothing meanwhile.
 
 use std::path::PathBuf;
 
@@ -42,6 +43,9 @@ pub fn drain<M: crate::ring::Shared>(
             disk.counters.unanswered += 1;
             continue;
         }
+        if let Some(d) = faults.delay(&req.cdb) {
+            std::thread::sleep(d);
+        }
         let out = if crate::cdb::is_data_out(&req.cdb) {
             ring.data_out(&req)?
         } else {
@@ -77,6 +81,17 @@ impl FaultSource {
     }
 }
 
+/// Arm the one-shot faults `f` names: the next sanitize, the next
+/// SECURITY ERASE UNIT.
+fn arm(disk: &mut Disk, f: &Faults) {
+    if f.sanitize_fail {
+        disk.sanitize_mut().fail_next = true;
+    }
+    if let Some(a) = disk.ata.as_mut().filter(|_| f.erase_fail) {
+        a.security.fail_next_erase = true;
+    }
+}
+
 /// Serve the drive on `ring` until an error: drain, notify, record, wait.
 /// A control file that changes is read before the next batch; a bad line
 /// there is reported on stderr and the faults stay as they were.
@@ -97,18 +112,14 @@ pub fn serve(
     };
     let mut faults = source.fixed.clone();
     let mut seen = None;
-    if faults.sanitize_fail {
-        disk.sanitize_mut().fail_next = true;
-    }
+    arm(&mut disk, &faults);
     record(&disk)?;
     loop {
         if let Some(text) = source.changed(&mut seen) {
             match Faults::parse(&text) {
                 Ok(f) => {
                     faults = source.fixed.with(&f);
-                    if f.sanitize_fail {
-                        disk.sanitize_mut().fail_next = true;
-                    }
+                    arm(&mut disk, &f);
                 }
                 Err(e) => eprintln!("drivelab-tcmuemu: control file: {e}"),
             }

@@ -32,6 +32,7 @@ pub fn to_json(d: &Disk) -> Value {
                     "enhanced": enhanced,
                     "master_password": master,
                 })).collect::<Vec<_>>(),
+                "failed_erases": sec.failed_erases,
             },
             "smart": {
                 "lbas_written": a.smart.lbas_written,

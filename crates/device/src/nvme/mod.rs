@@ -472,7 +472,12 @@ impl NvmeStatus {
             (2, 0x86) => "access denied",
             (2, 0x87) => "deallocated or unwritten logical block",
             (3, 0x00) => "internal path error",
-            (3, 0x71) => "controller pathing error",
+            (3, 0x60) => "controller pathing error",
+            // Set by the host's own driver: Linux fails a command with 70h
+            // while the controller is not connected (reset, reconnecting),
+            // and 71h when it cancels one.
+            (3, 0x70) => "host pathing error (the host has no connection to the controller)",
+            (3, 0x71) => "command aborted by host",
             _ => "unknown status code",
         }
     }
@@ -513,6 +518,23 @@ impl Serialize for NvmeStatus {
 impl std::fmt::Display for NvmeStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.describe())
+    }
+}
+
+/// What [`NvmeError::Cancelled`] says happened: no completion within the
+/// timeout, or a cancel before it.
+fn cancelled_why(waited_ms: u64, timeout_ms: u32) -> String {
+    let s = |ms: u64| format!("{:.0} s", ms as f64 / 1000.0);
+    if timeout_ms > 0 && waited_ms >= u64::from(timeout_ms) {
+        format!(
+            "no completion within its {} timeout; the kernel gave up on it and reset the controller (the drive may still carry the command out)",
+            s(u64::from(timeout_ms))
+        )
+    } else {
+        format!(
+            "cancelled by the kernel after {} without a completion (its timeout expired, or the controller was reset or lost; the drive may still carry the command out)",
+            s(waited_ms)
+        )
     }
 }
 
@@ -561,6 +583,21 @@ pub enum NvmeError {
         source: std::io::Error,
         /// What to try.
         hint: &'static str,
+    },
+    /// The kernel ended the command without a completion from the
+    /// controller: the passthrough ioctl returns EINTR for a command the
+    /// NVMe host driver cancelled, when its timeout expired (the driver
+    /// then resets the controller) or the controller was reset under it.
+    #[error("NVMe {command} on {}: {}", .path.display(), cancelled_why(*.waited_ms, *.timeout_ms))]
+    Cancelled {
+        /// The command's name.
+        command: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// How long the ioctl waited, ms.
+        waited_ms: u64,
+        /// The command's timeout, ms.
+        timeout_ms: u32,
     },
     /// The controller does not support the command.
     #[error("NVMe {command} not supported by this device ({status})")]
@@ -831,6 +868,7 @@ impl NvmeDevice {
             Queue::Admin => NVME_IOCTL_ADMIN_CMD,
             Queue::Io => NVME_IOCTL_IO_CMD,
         };
+        let t0 = std::time::Instant::now();
         // SAFETY: `cmd` is a correctly laid out nvme_passthru_cmd (see the
         // layout test). `passthru_cmd` set its pointers, whatever the caller
         // put there: no metadata, and `addr`/`data_len` describe a live
@@ -847,6 +885,12 @@ impl NvmeDevice {
         if rc < 0 {
             let err = std::io::Error::last_os_error();
             return Err(match err.raw_os_error() {
+                Some(libc::EINTR) => NvmeError::Cancelled {
+                    command: c.name,
+                    path: self.path.clone(),
+                    waited_ms: u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    timeout_ms: c.cmd.timeout_ms,
+                },
                 Some(libc::ENOTTY) => NvmeError::NotNvme {
                     path: self.path.clone(),
                     errno: "ENOTTY",
@@ -870,6 +914,16 @@ impl NvmeDevice {
         }
         if rc > 0 {
             let status = NvmeStatus(rc as u16);
+            // Command Aborted By Host: the host driver cancelled it (as
+            // EINTR above, on kernels that report it as a status).
+            if status.sct() == 3 && status.sc() == 0x71 {
+                return Err(NvmeError::Cancelled {
+                    command: c.name,
+                    path: self.path.clone(),
+                    waited_ms: u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    timeout_ms: c.cmd.timeout_ms,
+                });
+            }
             return Err(if status.is_unsupported() {
                 NvmeError::NotSupported {
                     command: c.name,
@@ -1610,6 +1664,40 @@ mod tests {
         let n = IdentifyNamespace::parse(&d).unwrap();
         assert_eq!(n.lbaf_in_use, 18);
         assert_eq!(n.block_size, 4096);
+    }
+
+    #[test]
+    fn a_cancelled_command_says_whether_its_timeout_expired() {
+        let e = |waited_ms, timeout_ms| {
+            NvmeError::Cancelled {
+                command: "Sanitize",
+                path: PathBuf::from("/dev/nvme1n1"),
+                waited_ms,
+                timeout_ms,
+            }
+            .to_string()
+        };
+        let late = e(60_004, 60_000);
+        assert!(
+            late.starts_with(
+                "NVMe Sanitize on /dev/nvme1n1: no completion within its 60 s timeout"
+            ) && late.contains("reset the controller")
+                && !late.contains('\n'),
+            "{late}"
+        );
+        for early in [e(12_000, 60_000), e(12_000, 0)] {
+            assert!(
+                early.contains("cancelled by the kernel after 12 s"),
+                "{early}"
+            );
+        }
+        // The host driver's own path statuses (Linux sets them itself).
+        assert!(NvmeStatus(0x370)
+            .describe()
+            .starts_with("host pathing error"));
+        assert!(NvmeStatus(0x371)
+            .describe()
+            .starts_with("command aborted by host"));
     }
 
     #[test]

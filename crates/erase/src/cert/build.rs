@@ -203,10 +203,13 @@ pub(crate) fn certificate(e: &Evidence<'_>, end: (u64, u32)) -> Certificate {
             )
         })
     });
+    // A read-back that could not be made (a resumed crypto erase with no
+    // sample from before it) certifies nothing: the result says "not
+    // verified", as under --verify none.
     let result = EraseResult::finished(
         failure.is_some(),
         !exceptions.is_empty(),
-        e.opts.verify != VerifyMode::None,
+        e.opts.verify != VerifyMode::None && !e.verification.unverified,
         e.drive.choice.method,
     );
     let mut errors = e.rec.errors.clone();

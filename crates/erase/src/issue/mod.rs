@@ -51,6 +51,9 @@ pub struct Record {
     pub offloaded: Option<bool>,
     /// Stream: seconds from the first write to the last completion.
     pub io_seconds: f64,
+    /// What a stopped command left on the drive, for the stop's message
+    /// (the security erase's password clean-up).
+    pub stop_note: Option<String>,
 }
 
 impl Record {

@@ -238,7 +238,7 @@ impl Ctx<'_> {
     /// SG_IO handle, with drivelab's temporary user password, removed
     /// again after any failure or a stop. `None` when stopped before the
     /// erase was sent (the password removed).
-    fn ata_security_erase(&self, enhanced: bool) -> Result<Option<String>, EraseError> {
+    fn ata_security_erase(&mut self, enhanced: bool) -> Result<Option<String>, EraseError> {
         use drivelab_device::ata_security::{self, SecurityEraseError};
         use drivelab_device::sg::SgDevice;
         let sg =
@@ -259,6 +259,8 @@ impl Ctx<'_> {
                 if matches!(cleanup, ata_security::Cleanup::StillSet { .. }) {
                     Err(self.command_error(what, format!("stopped; {cleanup}")))
                 } else {
+                    self.rec.stop_note =
+                        Some(format!("before {what} was sent, nothing erased; {cleanup}"));
                     Ok(None)
                 }
             }

@@ -28,6 +28,9 @@ use crate::EraseError;
 use drivelab_device::claim::Claim;
 use prior::Prior;
 
+/// Why a resumed erase whose data is the drive's choice is not verified.
+pub const NO_PRIOR: &str = "not verified: a resumed run, and the journal holds no sample of the drive from before the erase, so \"not the old data\" cannot be checked (its data is the drive's choice, so there is nothing else to compare); erase again without --resume to verify";
+
 /// The command record of the verification reads.
 pub const READS_COMMAND: &str = "io_uring READ (O_DIRECT), verification reads";
 
@@ -46,6 +49,9 @@ pub struct Verification {
     pub failure: Option<String>,
     /// Stopped by Ctrl-C before the end.
     pub stopped: bool,
+    /// A read-back was asked for but could not be made (a resumed crypto
+    /// erase with no sample from before it): the drive is not verified.
+    pub unverified: bool,
     /// Read commands and bytes, when anything was read.
     pub reads: Option<(u64, u64)>,
     /// Seconds of the stage.
@@ -58,6 +64,9 @@ impl Verification {
     pub fn summary(&self, mode: VerifyMode) -> String {
         if let (Some(_), Some(d)) = (&self.section.prior_sample, &self.section.detail) {
             return d.clone();
+        }
+        if self.unverified {
+            return NO_PRIOR.into();
         }
         match self.section.mismatch_lba {
             Some(l) => format!("{} failed at LBA {l}", mode.name()),
@@ -143,6 +152,7 @@ pub(crate) fn verify_drive(
         retried: 0,
         failure: None,
         stopped: false,
+        unverified: false,
         reads: None,
         seconds: 0.0,
     };
@@ -151,8 +161,9 @@ pub(crate) fn verify_drive(
         match prior {
             Some(p) => not_the_old_data(&mut v, d, claim, p, opts.crypto)?,
             None => {
-                v.section.result =
-                    "not performed (resumed run: no sample from before the erase)".into()
+                v.unverified = true;
+                v.section.result = "not performed".into();
+                v.section.detail = Some(NO_PRIOR.into());
             }
         }
     } else if opts.verify != VerifyMode::None {
@@ -345,6 +356,7 @@ mod tests {
             retried: 0,
             failure: None,
             stopped: false,
+            unverified: false,
             reads: None,
             seconds: 0.0,
         }

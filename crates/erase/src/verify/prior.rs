@@ -12,7 +12,9 @@
 //! counted apart, neither as changed nor as failing. A block that still
 //! holds its old content fails the verification. For a crypto erase, which
 //! must leave indistinguishable-from-random data, blocks that read back as
-//! zeroes are counted and reported, without failing.
+//! zeroes are counted and reported, without failing. The sample is kept in
+//! the erase's journal (digests only), so a resumed run checks against
+//! what the drive held before the first run touched it.
 
 use std::os::unix::fs::FileExt;
 
@@ -51,6 +53,33 @@ impl Content {
 
     fn blank(self) -> bool {
         matches!(self, Content::Zero | Content::Ones)
+    }
+
+    /// The word the journal keeps: `0` (zeroes), `F` (0xFF), else the
+    /// SHA-256 in hex.
+    pub fn token(self) -> String {
+        match self {
+            Content::Zero => "0".into(),
+            Content::Ones => "F".into(),
+            Content::Data(d) => d.iter().map(|b| format!("{b:02x}")).collect(),
+        }
+    }
+
+    /// A journal word back; None when it is not one [`Content::token`]
+    /// writes.
+    pub fn from_token(t: &str) -> Option<Content> {
+        match t {
+            "0" => Some(Content::Zero),
+            "F" => Some(Content::Ones),
+            _ if t.len() == 64 && t.is_ascii() => {
+                let mut d = [0u8; 32];
+                for (i, b) in d.iter_mut().enumerate() {
+                    *b = u8::from_str_radix(&t[2 * i..2 * i + 2], 16).ok()?;
+                }
+                Some(Content::Data(d))
+            }
+            _ => None,
+        }
     }
 }
 
@@ -195,6 +224,19 @@ mod tests {
         // A drive smaller than the sample: every block.
         assert_eq!(prior_lbas(5, 1), vec![0, 1, 2, 3, 4]);
         assert!(prior_lbas(0, 1).is_empty());
+    }
+
+    #[test]
+    fn content_round_trips_through_its_journal_word() {
+        let mut b = [7u8; 512];
+        b[3] = 9;
+        for c in [Content::Zero, Content::Ones, Content::of(&b)] {
+            assert_eq!(Content::from_token(&c.token()), Some(c), "{}", c.token());
+        }
+        assert_eq!(Content::of(&b).token().len(), 64);
+        for bad in ["", "1", "f", "zz", &"g".repeat(64), &"a".repeat(63)] {
+            assert_eq!(Content::from_token(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct Security {
     pub enhanced_time: u16,
     /// Erases carried out: (enhanced, by master password).
     pub erases: Vec<(bool, bool)>,
+    /// The next ERASE UNIT stops half way (a fault).
+    pub fail_next_erase: bool,
+    /// ERASE UNITs that stopped half way.
+    pub failed_erases: u32,
 }
 
 impl Default for Security {
@@ -55,6 +59,8 @@ impl Default for Security {
             erase_time: 1,
             enhanced_time: 2,
             erases: Vec::new(),
+            fail_next_erase: false,
+            failed_erases: 0,
         }
     }
 }
@@ -189,7 +195,9 @@ impl Security {
     }
 
     /// ERASE UNIT (ACS-3 7.43): only straight after ERASE PREPARE, with the
-    /// user password or the master's; erases, then disables security.
+    /// user password or the master's; erases, then disables security. With
+    /// the `erase-fail` fault it erases half the medium and is aborted,
+    /// the password kept and the drive locked (as after an erase cut short).
     fn erase_unit(&mut self, b: &Block, prepared: bool) -> Outcome {
         if !prepared || self.count_expired() || !self.enabled() {
             return Outcome::abort();
@@ -197,17 +205,21 @@ impl Security {
         if !self.matches(b, false) {
             return self.failed_attempt();
         }
+        let fill = MediumAction::Fill(if b.enhanced { ENHANCED_PATTERN } else { 0 });
+        if std::mem::take(&mut self.fail_next_erase) {
+            self.failed_erases += 1;
+            self.locked = true;
+            let mut o = Outcome::abort();
+            o.medium = Some(MediumAction::Half(Box::new(fill)));
+            return o;
+        }
         self.erases.push((b.enhanced, b.master));
         self.user = None;
         self.maximum = false;
         self.locked = false;
         self.attempts = 0;
         let mut o = Outcome::ok(Regs::default());
-        o.medium = Some(MediumAction::Fill(if b.enhanced {
-            ENHANCED_PATTERN
-        } else {
-            0
-        }));
+        o.medium = Some(fill);
         o
     }
 }
@@ -300,5 +312,38 @@ mod tests {
             .execute(command::SECURITY_DISABLE_PASSWORD, &user(&right))
             .failed());
         assert!(!fresh.enabled());
+    }
+
+    #[test]
+    fn a_failed_erase_leaves_the_drive_locked_until_unlocked_and_disabled() {
+        let mut s = Security {
+            fail_next_erase: true,
+            ..Security::default()
+        };
+        s.execute(command::SECURITY_SET_PASSWORD, &user(b"pw"));
+        s.execute(command::SECURITY_ERASE_PREPARE, &[]);
+        let o = s.execute(command::SECURITY_ERASE_UNIT, &user(b"pw"));
+        assert!(o.failed());
+        assert_eq!(
+            o.medium,
+            Some(MediumAction::Half(Box::new(MediumAction::Fill(0))))
+        );
+        assert!(s.enabled() && s.locked && s.erases.is_empty());
+        assert_eq!((s.failed_erases, s.fail_next_erase), (1, false));
+        // drivelab's clean-up: DISABLE refused while locked, UNLOCK, DISABLE.
+        assert!(s
+            .execute(command::SECURITY_DISABLE_PASSWORD, &user(b"pw"))
+            .failed());
+        assert!(!s.execute(command::SECURITY_UNLOCK, &user(b"pw")).failed());
+        assert!(!s
+            .execute(command::SECURITY_DISABLE_PASSWORD, &user(b"pw"))
+            .failed());
+        assert!(!s.enabled() && !s.locked);
+        // The fault is spent: the next erase works.
+        s.execute(command::SECURITY_SET_PASSWORD, &user(b"pw"));
+        s.execute(command::SECURITY_ERASE_PREPARE, &[]);
+        assert!(!s
+            .execute(command::SECURITY_ERASE_UNIT, &user(b"pw"))
+            .failed());
     }
 }
