@@ -101,6 +101,42 @@ impl MediaStats {
     }
 }
 
+/// The medium as a drive emulator's state file reports it: its kind, the
+/// blocks mapped, the lifetime NAND counts with the write amplification,
+/// and (with the FTL) whether it is fresh and how much flash is mapped and
+/// free.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct MediaReport {
+    /// "memory" or "ftl".
+    pub kind: &'static str,
+    /// Logical blocks that hold data.
+    pub mapped_blocks: u64,
+    /// Nothing mapped, the flash as it left the factory.
+    pub fresh: bool,
+    /// Bytes per flash page.
+    pub page_bytes: u64,
+    /// See [`MediaStats::host_pages`].
+    pub host_pages: u64,
+    /// See [`MediaStats::drive_pages`].
+    pub drive_pages: u64,
+    /// See [`MediaStats::nand_pages`].
+    pub nand_pages: u64,
+    /// See [`MediaStats::gc_copies`].
+    pub gc_copies: u64,
+    /// See [`MediaStats::block_erases`].
+    pub block_erases: u64,
+    /// See [`MediaStats::resets`].
+    pub resets: u64,
+    /// NAND programs per page asked for.
+    pub write_amplification: f64,
+    /// Flash pages mapped (FTL only).
+    pub flash_pages_mapped: Option<u64>,
+    /// Flash blocks erased and unused (FTL only).
+    pub flash_blocks_free: Option<usize>,
+    /// Flash blocks in all (FTL only).
+    pub flash_blocks: Option<usize>,
+}
+
 /// A medium of `blocks` logical blocks of `block_size` bytes.
 #[derive(Debug, Clone)]
 pub struct BlockMedia {
@@ -302,6 +338,28 @@ impl BlockMedia {
         (self.host_pages, self.drive_pages) = (host, drive);
         if let Some(f) = &mut self.ftl {
             f.reset_stats();
+        }
+    }
+
+    /// What a drive emulator's state file says of its medium.
+    pub fn report(&self) -> MediaReport {
+        let s = self.stats();
+        let f = self.ftl.as_ref();
+        MediaReport {
+            kind: self.kind.name(),
+            mapped_blocks: self.mapped_blocks(),
+            fresh: self.is_fresh(),
+            page_bytes: PAGE_BYTES,
+            host_pages: s.host_pages,
+            drive_pages: s.drive_pages,
+            nand_pages: s.nand_pages,
+            gc_copies: s.gc_copies,
+            block_erases: s.block_erases,
+            resets: s.resets,
+            write_amplification: s.write_amplification(),
+            flash_pages_mapped: f.map(|f| f.mapped_pages()),
+            flash_blocks_free: f.map(|f| f.free_blocks()),
+            flash_blocks: f.map(|f| f.physical_blocks()),
         }
     }
 

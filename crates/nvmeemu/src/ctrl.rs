@@ -397,7 +397,7 @@ impl Ctrl {
                 "block_size": m.block_size(),
                 "allocated_blocks": m.mapped_blocks(),
                 "key_changes": m.key_changes,
-                "media": crate::media::state_json(m),
+                "media": serde_json::to_value(m.model().report()).unwrap_or(serde_json::Value::Null),
             })).collect::<Vec<_>>(),
             "counters": {
                 "bytes_read": n.bytes_read as u64,

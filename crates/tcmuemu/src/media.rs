@@ -15,8 +15,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-use drivelab_ftlsim::media::{BlockMedia, Origin, PAGE_BYTES};
-use serde_json::{json, Value};
+use drivelab_ftlsim::media::{BlockMedia, Origin};
 
 use crate::ata::MediumAction;
 
@@ -76,30 +75,6 @@ fn over(model: &mut BlockMedia, action: &MediumAction, lba: u64, n: u64, whole: 
         MediumAction::Noise(_) => model.mark_mapped(lba, n),
         _ => model.write(lba, n, Origin::Drive),
     }
-}
-
-/// The medium for the state file: its kind, the blocks mapped, the
-/// lifetime NAND counts with the write amplification, and (with the FTL)
-/// whether it is fresh and how much flash is mapped and free.
-pub fn state_json(model: &BlockMedia) -> Value {
-    let s = model.stats();
-    let f = model.ftl();
-    json!({
-        "kind": model.kind().name(),
-        "mapped_blocks": model.mapped_blocks(),
-        "fresh": model.is_fresh(),
-        "page_bytes": PAGE_BYTES,
-        "host_pages": s.host_pages,
-        "drive_pages": s.drive_pages,
-        "nand_pages": s.nand_pages,
-        "gc_copies": s.gc_copies,
-        "block_erases": s.block_erases,
-        "resets": s.resets,
-        "write_amplification": s.write_amplification(),
-        "flash_pages_mapped": f.map(|f| f.mapped_pages()),
-        "flash_blocks_free": f.map(|f| f.free_blocks()),
-        "flash_blocks": f.map(|f| f.physical_blocks()),
-    })
 }
 
 #[cfg(test)]

@@ -86,7 +86,7 @@ pub fn to_json(d: &Disk) -> Value {
             "block_size": d.geometry.block_size,
             "max_transfer_blocks": d.geometry.max_transfer_blocks,
         },
-        "media": crate::media::state_json(&d.model),
+        "media": serde_json::to_value(d.model.report()).unwrap_or(Value::Null),
         "formats": d.formats.iter().map(|(from, to)| json!({"from": from, "to": to})).collect::<Vec<_>>(),
         "sanitize": {
             "running": d.scsi_sanitize.running.map(|(k, _)| k.name()),

@@ -260,28 +260,6 @@ pub fn media_log(namespaces: &[Media]) -> Vec<u8> {
     d
 }
 
-/// A namespace's medium for the state file: its kind, lifetime NAND
-/// counts and write amplification, and (with the FTL) whether it is fresh
-/// and how much of the flash is mapped and free.
-pub fn state_json(m: &Media) -> serde_json::Value {
-    let s = m.media_stats();
-    let f = m.model.ftl();
-    serde_json::json!({
-        "kind": m.model.kind().name(),
-        "host_pages": s.host_pages,
-        "drive_pages": s.drive_pages,
-        "nand_pages": s.nand_pages,
-        "gc_copies": s.gc_copies,
-        "block_erases": s.block_erases,
-        "resets": s.resets,
-        "write_amplification": s.write_amplification(),
-        "fresh": m.model.is_fresh(),
-        "flash_pages_mapped": f.map(|f| f.mapped_pages()),
-        "flash_blocks_free": f.map(|f| f.free_blocks()),
-        "flash_blocks": f.map(|f| f.physical_blocks()),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
