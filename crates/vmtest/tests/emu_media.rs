@@ -88,7 +88,7 @@ DEV=${CTRL}n1
 i=0; while [ ! -b $DEV ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 printf '{"nvme":"%s"}\n' "$DEV" > names.json
 mark nvme_connected
-NAME=nvme_season; run_json $NAME @SEASON@ --purge nvme-sanitize
+NAME=nvme_season; mkdir -p /tmp/st_$NAME; run_json $NAME @SEASON_CMD@ --purge nvme-sanitize
 state nvme n1; c0 n1
 run_json nvme_smart nvme smart-log $CTRL -o json
 mark nvme_season
@@ -100,8 +100,8 @@ echo 1 > /sys/class/nvme/${CTRL#/dev/}/delete_controller
 # --- SATA on the FTL medium: season, SMART 247/248, SANITIZE OVERWRITE.
 SER=DLTCMUFTLSATA
 tcmu sata 1 $SER --sata --product "TCMU FTL SSD"
-DEV=$(disk_of $SER)
-NAME=sata_season; run_json $NAME @SEASON@ --purge ata-sanitize
+DEV=$(disk_of $SER); SATA=$DEV
+NAME=sata_season; mkdir -p /tmp/st_$NAME; run_json $NAME @SEASON_CMD@ --purge ata-sanitize
 state sata t1
 run_json sata_smartctl smartctl -A -j $DEV
 mark sata_season
@@ -120,13 +120,16 @@ state sas u1; md5 $DEV > $NAME.md5_after
 NAME=sas_block; run_json $NAME @ERASE@ --method scsi-sanitize
 state sas u2; md5 $DEV > $NAME.md5_after
 mark sas
+# Detach the disks while their emulators still answer (the kernel's
+# shutdown would otherwise wait on commands nobody serves), then stop them.
+for d in $SATA $DEV; do echo 1 > /sys/block/${d#/dev/}/device/delete; done
 kill $EMUS
 true
 "#;
 
 fn script() -> String {
     SCRIPT
-        .replace("@SEASON@", SEASON)
+        .replace("@SEASON_CMD@", SEASON)
         .replace("@ERASE@", ERASE)
         .replace("@MIB@", &MIB.to_string())
 }
@@ -184,6 +187,10 @@ fn amplified(c: &mut Checks, name: &str, media: &Value) {
         u(&media["host_pages"]) + u(&media["drive_pages"]),
         u(&media["nand_pages"]),
         u(&media["gc_copies"]),
+    );
+    println!(
+        "{name}: {host} pages asked for, {nand} NAND pages programmed ({gc} GC copies): write amplification {:.2}",
+        nand as f64 / host.max(1) as f64
     );
     c.check(
         &format!("{name}: the FTL medium's NAND writes exceed the host's (write amplification > 1.1, GC copies counted)"),
