@@ -8,7 +8,9 @@
 //!   more NAND writes than host writes (write amplification > 1), its host
 //!   pages matching the SMART log's bytes written; then `drivelab erase
 //!   --method nvme-sanitize` (block erase) leaves the medium fresh: no
-//!   flash page mapped, the lifetime counts kept.
+//!   flash page mapped, the lifetime counts kept; and `drivelab erase
+//!   --method nvme-sanitize --pattern fixed:0xa55a0ff0` is a Sanitize
+//!   Overwrite: the pattern reads back, Purge, written by the drive.
 //! - SATA behind the SATL (`drivelab-tcmuemu --sata`): the same season
 //!   (its purge an ATA SANITIZE), then smartctl reads SMART attributes 247
 //!   and 248 (host and background NAND page programs) as the emulator
@@ -95,6 +97,9 @@ mark nvme_season
 NAME=nvme_block; run_json $NAME @ERASE@ --method nvme-sanitize
 state nvme n2; c0 n2; md5 $DEV > $NAME.md5_after
 mark nvme_block
+NAME=nvme_ow; run_json $NAME @ERASE@ --method nvme-sanitize --pattern fixed:0xa55a0ff0
+state nvme n3; md5 $DEV > $NAME.md5_after
+mark nvme_ow
 echo 1 > /sys/class/nvme/${CTRL#/dev/}/delete_controller
 
 # --- SATA on the FTL medium: season, SMART 247/248, SANITIZE OVERWRITE.
@@ -248,6 +253,24 @@ fn nvme_checks(c: &mut Checks, run: &GuestRun) {
     );
 }
 
+/// The NVMe Sanitize overwrite through drivelab: the pattern, Purge, the
+/// drive's own writes through the FTL, the Sanitize the emulator ran an
+/// overwrite (SANACT 3).
+fn nvme_overwrite_checks(c: &mut Checks, run: &GuestRun) {
+    pattern_erase(c, run, "nvme_ow", "nvme-sanitize");
+    let (n2, n3) = (json(run, "n2.state.json"), json(run, "n3.state.json"));
+    let (m2, m3) = (&n2["namespaces"][0]["media"], &n3["namespaces"][0]["media"]);
+    let last = n3["erases"].as_array().and_then(|e| e.last()).cloned();
+    c.check(
+        "nvme_ow: the emulator ran a Sanitize Overwrite (SANACT 3), its pattern written by the drive through the FTL (every flash page)",
+        last.as_ref().is_some_and(|e| {
+            e["command"] == "sanitize" && e["action"] == 3 && e["result"] == "completed"
+        }) && u(&m3["drive_pages"]) >= u(&m2["drive_pages"]) + PAGES
+            && u(&m3["host_pages"]) == u(&m2["host_pages"]),
+        || format!("last erase {last:?}; media before {m2} after {m3}"),
+    );
+}
+
 /// A SMART attribute's raw value from `smartctl -A -j`.
 fn attr(smart: &Value, id: u64) -> Option<u64> {
     smart["ata_smart_attributes"]["table"]
@@ -339,6 +362,7 @@ fn the_ftl_medium_behind_the_emulated_drives_through_drivelab() {
         format!("status {}", run.script_status)
     });
     nvme_checks(&mut c, &run);
+    nvme_overwrite_checks(&mut c, &run);
     sata_checks(&mut c, &run);
     sas_checks(&mut c, &run);
     print_times(&run);
