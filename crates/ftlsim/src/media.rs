@@ -72,7 +72,7 @@ pub enum Origin {
 
 /// Lifetime counts of the medium (a block erase does not reset them, as
 /// a drive's SMART counters survive a sanitize).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MediaStats {
     /// Flash pages the host's writes programmed.
     pub host_pages: u64,
@@ -115,18 +115,9 @@ pub struct MediaReport {
     pub fresh: bool,
     /// Bytes per flash page.
     pub page_bytes: u64,
-    /// See [`MediaStats::host_pages`].
-    pub host_pages: u64,
-    /// See [`MediaStats::drive_pages`].
-    pub drive_pages: u64,
-    /// See [`MediaStats::nand_pages`].
-    pub nand_pages: u64,
-    /// See [`MediaStats::gc_copies`].
-    pub gc_copies: u64,
-    /// See [`MediaStats::block_erases`].
-    pub block_erases: u64,
-    /// See [`MediaStats::resets`].
-    pub resets: u64,
+    /// The lifetime counts.
+    #[serde(flatten)]
+    pub stats: MediaStats,
     /// NAND programs per page asked for.
     pub write_amplification: f64,
     /// Flash pages mapped (FTL only).
@@ -350,12 +341,7 @@ impl BlockMedia {
             mapped_blocks: self.mapped_blocks(),
             fresh: self.is_fresh(),
             page_bytes: PAGE_BYTES,
-            host_pages: s.host_pages,
-            drive_pages: s.drive_pages,
-            nand_pages: s.nand_pages,
-            gc_copies: s.gc_copies,
-            block_erases: s.block_erases,
-            resets: s.resets,
+            stats: s,
             write_amplification: s.write_amplification(),
             flash_pages_mapped: f.map(|f| f.mapped_pages()),
             flash_blocks_free: f.map(|f| f.free_blocks()),
