@@ -11,6 +11,9 @@
 //!   block erase, parallel units) and an optional fast-write cache;
 //! - [`wa`]: the steady-state write-amplification measurement the test and
 //!   `bench/ftl-wa` share;
+//! - [`media`]: the medium the drive emulators (tcmuemu, nvmeemu) keep
+//!   beside their data: the map of unmapped blocks and, when chosen, the
+//!   FTL their writes, unmaps and erases go through, with its NAND counts;
 //! - [`nbd`]: an NBD server (newstyle fixed handshake and transmission)
 //!   that serves the timed model as a block device, sleeping until each
 //!   command's model completion time; the `drivelab-ftl-nbd` binary runs
@@ -20,6 +23,7 @@
 pub mod analytic;
 pub mod error;
 pub mod ftl;
+pub mod media;
 pub mod nbd;
 pub mod rng;
 pub mod ssd;
@@ -27,4 +31,5 @@ pub mod wa;
 
 pub use error::ConfigError;
 pub use ftl::{Ftl, FtlConfig, FtlStats, Policy, Work};
+pub use media::{BlockMedia, MediaKind, MediaStats, Origin};
 pub use ssd::{Ssd, SsdStats, Timing};

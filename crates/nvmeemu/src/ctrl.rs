@@ -18,6 +18,7 @@ use std::time::{Instant, SystemTime};
 use crate::cmd::{Sqe, Status};
 use crate::faults::Faults;
 use crate::media::Media;
+use drivelab_ftlsim::media::MediaKind;
 
 /// What the controller is, fixed when it starts.
 #[derive(Debug, Clone)]
@@ -256,7 +257,8 @@ pub struct Drive {
 pub const MAX_IO_QUEUES: u16 = 8;
 
 impl Drive {
-    /// A controller from a checked [`Config`], every block deallocated.
+    /// A controller from a checked [`Config`], every block deallocated,
+    /// its media plain memory.
     pub fn new(cfg: Config) -> Arc<Drive> {
         let bs = cfg.block_size;
         let namespaces = cfg
@@ -264,6 +266,23 @@ impl Drive {
             .iter()
             .map(|b| Media::new(b / bs as u64, bs))
             .collect();
+        Drive::over(cfg, namespaces)
+    }
+
+    /// A controller whose namespaces' media are `kind` (`--media`); the
+    /// FTL model refuses a namespace too small for its erase blocks.
+    pub fn with_media(cfg: Config, kind: MediaKind) -> Result<Arc<Drive>, String> {
+        let bs = cfg.block_size;
+        let namespaces = cfg
+            .namespaces
+            .iter()
+            .map(|b| Media::with_kind(b / bs as u64, bs, kind))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("--media {}: {e}", kind.name()))?;
+        Ok(Drive::over(cfg, namespaces))
+    }
+
+    fn over(cfg: Config, namespaces: Vec<Media>) -> Arc<Drive> {
         Arc::new(Drive {
             inner: Mutex::new(Ctrl {
                 faults: cfg.faults.clone(),
@@ -382,6 +401,7 @@ impl Ctrl {
                 "block_size": m.block_size(),
                 "allocated_blocks": m.mapped_blocks(),
                 "key_changes": m.key_changes,
+                "media": serde_json::to_value(m.model().report()).unwrap_or(serde_json::Value::Null),
             })).collect::<Vec<_>>(),
             "counters": {
                 "bytes_read": n.bytes_read as u64,

@@ -1,5 +1,7 @@
-//! The emulated drive: a backing file as its medium, its identity, and the
-//! SCSI command set of a plain disk (the table in docs/emulators.md).
+//! The emulated drive: a backing file as its medium, with the medium model
+//! beside it ([`crate::media`]: the map of unmapped blocks, and the FTL
+//! when chosen), its identity, and the SCSI command set of a plain disk
+//! (the table in docs/emulators.md).
 //! [`Disk::execute`] takes a CDB and the data-out buffer and returns what
 //! goes back to the initiator; it never sees the ring.
 
@@ -8,6 +10,9 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use crate::ata::sanitize::Sanitize;
+use drivelab_ftlsim::media::{BlockMedia, MediaKind, Origin};
+use drivelab_ftlsim::ConfigError;
+
 use crate::ata::{Ata, MediumAction};
 use crate::cdb::Cdb;
 use crate::pages::{self, Geometry, Identity};
@@ -43,6 +48,8 @@ pub struct Counters {
 #[derive(Debug)]
 pub struct Disk {
     media: File,
+    /// The medium model: which blocks are mapped, and the FTL.
+    pub model: BlockMedia,
     /// Who it says it is.
     pub identity: Identity,
     /// Its shape.
@@ -82,10 +89,17 @@ fn check(s: Sense) -> Response {
 }
 
 impl Disk {
-    /// A drive over `media`, which must hold `geometry.blocks` blocks.
+    /// A drive over `media`, which must hold `geometry.blocks` blocks, on
+    /// plain memory: the blocks of `media` that hold data are mapped.
     pub fn new(media: File, identity: Identity, geometry: Geometry) -> Disk {
+        let blocks = media.metadata().map_or(geometry.blocks, |m| {
+            m.len() / u64::from(geometry.block_size.max(1))
+        });
+        let mut model = BlockMedia::memory(blocks, u64::from(geometry.block_size));
+        crate::media::scan(&media, &mut model, u64::from(geometry.block_size));
         Disk {
             media,
+            model,
             identity,
             geometry,
             counters: Counters::default(),
@@ -98,6 +112,31 @@ impl Disk {
             ause: false,
             pending_block_size: None,
             formats: Vec::new(),
+        }
+    }
+
+    /// The medium `kind` (`--media`): the FTL model refuses a drive too
+    /// small for its erase blocks. The blocks the backing file holds data
+    /// in are mapped, without counting as writes.
+    pub fn with_media(mut self, kind: MediaKind) -> Result<Disk, ConfigError> {
+        let bs = u64::from(self.geometry.block_size);
+        let mut model = BlockMedia::new(kind, self.model.blocks(), bs)?;
+        crate::media::scan(&self.media, &mut model, bs);
+        self.model = model;
+        self.sync_smart();
+        Ok(self)
+    }
+
+    /// Copies the medium's NAND counts into the SATA personality's SMART
+    /// attributes 247 and 248 (on the FTL medium only).
+    fn sync_smart(&mut self) {
+        let ftl = self.model.ftl().is_some();
+        let s = self.model.stats();
+        if let Some(a) = &mut self.ata {
+            a.smart.nand = ftl.then_some(crate::ata::smart::Nand {
+                host_pages: s.host_pages + s.drive_pages,
+                background_pages: s.gc_copies,
+            });
         }
     }
 
@@ -118,6 +157,7 @@ impl Disk {
             .collect();
         self.geometry.blocks = ata.max_blocks;
         self.ata = Some(ata);
+        self.sync_smart();
         self
     }
 
@@ -141,6 +181,7 @@ impl Disk {
         if rsp.status != sense::GOOD {
             self.counters.check_conditions += 1;
         }
+        self.sync_smart();
         rsp
     }
 
@@ -366,6 +407,8 @@ impl Disk {
         if self.media.read_exact_at(&mut buf, off).is_err() {
             return check(Sense::READ_ERROR);
         }
+        let bs = self.geometry.block_size as usize;
+        crate::media::zero_unmapped(&self.model, lba, &mut buf, bs);
         self.counters.read_commands += 1;
         self.counters.blocks_read += u64::from(blocks);
         if let Some(a) = &mut self.ata {
@@ -389,6 +432,7 @@ impl Disk {
         if self.media.write_all_at(data, off).is_err() {
             return check(Sense::WRITE_ERROR);
         }
+        self.model.write(lba, u64::from(blocks), Origin::Host);
         self.counters.write_commands += 1;
         self.counters.blocks_written += u64::from(blocks);
         if let Some(a) = &mut self.ata {
@@ -470,6 +514,13 @@ impl Disk {
         if self.apply(&MediumAction::Fill(0), bytes).is_err() {
             return check(Sense::WRITE_ERROR);
         }
+        if self
+            .model
+            .reformat(bytes / u64::from(new), u64::from(new))
+            .is_err()
+        {
+            return check(Sense::WRITE_ERROR);
+        }
         self.formats.push((self.geometry.block_size, new));
         self.geometry.block_size = new;
         self.geometry.blocks = bytes / u64::from(new);
@@ -492,6 +543,7 @@ impl Disk {
             }
             a => self.apply_at(a, 0, bytes)?,
         }
+        crate::media::record(&mut self.model, action, bytes / bs);
         self.media.sync_data()
     }
 
@@ -789,6 +841,98 @@ mod tests {
         assert_eq!(r.status, sense::GOOD);
         let r = d.execute(&[0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0], &[]);
         assert_eq!(r.status, sense::GOOD);
+        std::fs::remove_file(path).ok();
+    }
+
+    /// WRITE(10) of `n` blocks of `byte` at `lba`.
+    fn write10(d: &mut Disk, lba: u32, n: u16, byte: u8) -> Response {
+        let mut cdb = [0x2A, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        cdb[2..6].copy_from_slice(&lba.to_be_bytes());
+        cdb[7..9].copy_from_slice(&n.to_be_bytes());
+        d.execute(&cdb, &vec![byte; usize::from(n) * 512])
+    }
+
+    fn read10(d: &mut Disk, lba: u32, n: u16) -> Vec<u8> {
+        let mut cdb = [0x28, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        cdb[2..6].copy_from_slice(&lba.to_be_bytes());
+        cdb[7..9].copy_from_slice(&n.to_be_bytes());
+        d.execute(&cdb, &[]).data_in
+    }
+
+    #[test]
+    fn on_the_ftl_medium_overwrites_amplify_unmapped_blocks_read_zero_and_sanitize_resets() {
+        use drivelab_device::scsi::sanitize::OverwriteParameters;
+        use drivelab_device::scsi::{Sanitize as S, SanitizeAction};
+        // 8 MiB: 2048 flash pages.
+        let (d, path) = disk("ftl", 16384);
+        let mut d = d
+            .with_media(MediaKind::Ftl)
+            .expect("big enough for the FTL");
+        d.scsi_sanitize.duration = std::time::Duration::ZERO;
+        for lba in (0..16384).step_by(64) {
+            assert_eq!(write10(&mut d, lba, 64, 0x11).status, sense::GOOD);
+        }
+        let mut x = 28u32;
+        for _ in 0..4 * 2048 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            assert_eq!(
+                write10(&mut d, (x >> 8) % 2048 * 8, 8, 0x22).status,
+                sense::GOOD
+            );
+        }
+        let s = d.model.stats();
+        assert_eq!(s.host_pages, 5 * 2048);
+        assert!(s.write_amplification() > 1.5, "{s:?}");
+        let st = crate::state::to_json(&d);
+        assert_eq!(st["media"]["kind"], "ftl");
+        assert_eq!(st["media"]["nand_pages"], s.nand_pages);
+        // UNMAP 8 blocks: they read as zeroes, the file still holds data.
+        let list = drivelab_device::scsi::UnmapParameterList::new()
+            .range(drivelab_device::units::Lba(800), 8)
+            .build();
+        let mut cdb = [0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        cdb[8] = list.len() as u8;
+        assert_eq!(d.execute(&cdb, &list).status, sense::GOOD);
+        assert_eq!(read10(&mut d, 800, 8), vec![0; 8 * 512]);
+        assert_ne!(read10(&mut d, 808, 1), vec![0; 512]);
+        assert_eq!(d.model.ftl().map(|f| f.mapped_pages()), Some(2047));
+        // SANITIZE OVERWRITE: the pattern, as the drive's own writes.
+        let params = OverwriteParameters::new(&[0xA5, 0x5A])
+            .build()
+            .expect("list");
+        let r = d.execute(
+            &S::new(SanitizeAction::Overwrite)
+                .param_len(params.len() as u16)
+                .build(),
+            &params,
+        );
+        assert_eq!(r.status, sense::GOOD);
+        assert_eq!(read10(&mut d, 800, 1), [0xA5, 0x5A].repeat(256));
+        assert_eq!(d.model.stats().drive_pages, 2048);
+        // Block erase: fresh, every block zero, the lifetime counts kept.
+        let r = d.execute(&S::new(SanitizeAction::BlockErase).build(), &[]);
+        assert_eq!(r.status, sense::GOOD);
+        assert!(d.model.is_fresh());
+        assert_eq!(read10(&mut d, 0, 64), vec![0; 64 * 512]);
+        assert!(d.model.stats().nand_pages >= s.nand_pages + 2048);
+        assert_eq!(crate::state::to_json(&d)["media"]["fresh"], true);
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn plain_memory_keeps_a_map_so_an_unmapped_block_is_not_a_written_zero_block() {
+        let (mut d, path) = disk("map", 128);
+        assert_eq!(write10(&mut d, 0, 8, 0).status, sense::GOOD);
+        assert_eq!(d.model.mapped_blocks(), 8, "written zeroes are data");
+        let list = drivelab_device::scsi::UnmapParameterList::new()
+            .range(drivelab_device::units::Lba(4), 4)
+            .build();
+        let mut cdb = [0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        cdb[8] = list.len() as u8;
+        assert_eq!(d.execute(&cdb, &list).status, sense::GOOD);
+        assert_eq!(d.model.mapped_blocks(), 4);
+        assert_eq!(d.model.stats(), drivelab_ftlsim::MediaStats::default());
+        assert_eq!(crate::state::to_json(&d)["media"]["mapped_blocks"], 4);
         std::fs::remove_file(path).ok();
     }
 

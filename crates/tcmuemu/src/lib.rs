@@ -12,7 +12,9 @@
 //!   LOG SENSE; [`scsi_sanitize`]: SCSI SANITIZE; [`format`]: MODE
 //!   SELECT's block length and FORMAT UNIT; [`provisioning`]: WRITE
 //!   SAME and UNMAP.
-//! - [`disk`]: the drive: its medium, identity, counters and commands.
+//! - [`disk`]: the drive: its medium, identity, counters and commands;
+//!   [`media`]: the medium model beside the backing file (the map of
+//!   unmapped blocks, and the FTL with `--media ftl`).
 //! - [`sat`]: ATA PASS-THROUGH decoded and answered as a SATL does;
 //!   [`ata`]: the SATA personality's ATA device (IDENTIFY, SMART, the
 //!   Security feature set, the host protected area, TRIM, SCT Write
@@ -30,6 +32,7 @@ pub mod disk;
 pub mod faults;
 pub mod format;
 pub mod logpages;
+pub mod media;
 pub mod pages;
 pub mod provisioning;
 pub mod ring;

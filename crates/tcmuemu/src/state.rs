@@ -40,6 +40,8 @@ pub fn to_json(d: &Disk) -> Value {
                 "power_on_hours": a.smart.power_on_hours,
                 "power_cycles": a.smart.power_cycles,
                 "temperature_c": a.smart.temperature_c,
+                "nand_host_pages": a.smart.nand.map(|n| n.host_pages),
+                "nand_background_pages": a.smart.nand.map(|n| n.background_pages),
             },
             "sanitize": {
                 "running": a.sanitize.running.map(|(k, _)| k.name()),
@@ -85,6 +87,7 @@ pub fn to_json(d: &Disk) -> Value {
             "block_size": d.geometry.block_size,
             "max_transfer_blocks": d.geometry.max_transfer_blocks,
         },
+        "media": serde_json::to_value(d.model.report()).unwrap_or(Value::Null),
         "formats": d.formats.iter().map(|(from, to)| json!({"from": from, "to": to})).collect::<Vec<_>>(),
         "sanitize": {
             "running": d.scsi_sanitize.running.map(|(k, _)| k.name()),

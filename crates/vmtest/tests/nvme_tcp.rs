@@ -161,7 +161,7 @@ run_json exit_failure nvme sanitize $SANI --sanact=1
 run_json read_after_exit dd if=$NS of=/dev/null bs=512 count=1 iflag=direct
 state sani s5
 mark san_fail
-# Overwrite, which drivelab does not send for NVMe: nvme-cli's Sanitize
+# Overwrite from nvme-cli (drivelab's own is in emu_media.rs): its Sanitize
 # through the kernel, its status log read while it runs, the end awaited
 # in the emulator's state.
 run_json nvme_overwrite nvme sanitize $SANI --sanact=3 --ovrpat=0xA1B2C3D4 --owpass=1

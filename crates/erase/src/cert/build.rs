@@ -62,7 +62,7 @@ fn technique(m: Method, crypto: bool, pattern: &Pattern) -> String {
             "cryptographic erase".into()
         }
         Method::NvmeFormat => "user data erase (format)".into(),
-        Method::NvmeSanitize => "block erase (sanitize)".into(),
+        Method::NvmeSanitize => "NVMe sanitize (block erase or overwrite)".into(),
         Method::AtaSanitize => "sanitize (overwrite or block erase)".into(),
         Method::ScsiSanitize => "SCSI sanitize (block erase or overwrite)".into(),
         Method::AtaSecurityErase => "ATA security erase, normal mode (zeroes)".into(),

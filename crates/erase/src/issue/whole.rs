@@ -72,19 +72,37 @@ impl Ctx<'_> {
         ))
     }
 
-    /// NVMe Sanitize, block or crypto erase, polled through the Sanitize
-    /// Status log.
+    /// NVMe Sanitize (block erase, overwrite or crypto erase, as
+    /// [`method::nvme_sanitize_action`] picks for the drive and pattern),
+    /// polled through the Sanitize Status log.
     fn nvme_sanitize(&self) -> Result<String, EraseError> {
         use drivelab_device::nvme::{self, NvmeCommand, NvmeData, NvmeDevice, SanitizeAction};
-        let crypto = self.opts.crypto;
+        use method::NvmeSanitizeAction as A;
+        let d = self.drive;
+        let act = method::nvme_sanitize_action(
+            &d.offers,
+            &self.opts.pattern,
+            d.lbs as usize,
+            self.opts.crypto,
+        )
+        .map_err(|why| self.command_error("Sanitize", why))?;
         let dev = NvmeDevice::claimed(self.claim)
             .map_err(|e| self.command_error("open", e.to_string()))?;
-        let act = if crypto {
-            SanitizeAction::CryptoErase
-        } else {
-            SanitizeAction::BlockErase
+        let (cmd, what) = match act {
+            A::Crypto => (
+                NvmeCommand::sanitize(SanitizeAction::CryptoErase),
+                "crypto erase".to_string(),
+            ),
+            A::BlockErase => (
+                NvmeCommand::sanitize(SanitizeAction::BlockErase),
+                "block erase".to_string(),
+            ),
+            A::Overwrite(w) => (
+                NvmeCommand::sanitize_with(SanitizeAction::Overwrite, false, 1, false, false, w),
+                format!("overwrite, pattern {:02x?}, one pass", w.to_le_bytes()),
+            ),
         };
-        dev.execute(&NvmeCommand::sanitize(act), NvmeData::None)
+        dev.execute(&cmd, NvmeData::None)
             .map_err(|e| self.command_error("Sanitize", e.to_string()))?;
         loop {
             std::thread::sleep(Duration::from_secs(1));
@@ -98,12 +116,7 @@ impl Ctx<'_> {
             }
         }
         Ok(format!(
-            "NVMe Sanitize (admin 84h), {} ; Sanitize Status log 81h polled",
-            if crypto {
-                "crypto erase"
-            } else {
-                "block erase"
-            }
+            "NVMe Sanitize (admin 84h), {what} ; Sanitize Status log 81h polled"
         ))
     }
 

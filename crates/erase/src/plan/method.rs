@@ -330,6 +330,61 @@ pub fn scsi_sanitize_action(
     }
 }
 
+/// The NVMe Sanitize action an erase sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NvmeSanitizeAction {
+    /// Crypto Erase (`--crypto`).
+    Crypto,
+    /// Block Erase: the zero pattern on a drive that offers it.
+    BlockErase,
+    /// Overwrite, one pass, with this 32-bit word (CDW11; its
+    /// little-endian bytes are the order they land on the medium).
+    Overwrite(u32),
+}
+
+/// Which NVMe Sanitize action leaves `pattern` on a drive offering `o`
+/// (SANICAP; crypto: the crypto erase); Err(why) when none does. The
+/// plan's check and the erase itself both ask here, so they agree: the
+/// zero pattern is a Block Erase where the drive offers it, else an
+/// Overwrite with zeroes; a pattern that repeats a 32-bit word is an
+/// Overwrite.
+pub fn nvme_sanitize_action(
+    o: &Offers,
+    pattern: &Pattern,
+    block_size: usize,
+    crypto: bool,
+) -> Result<NvmeSanitizeAction, String> {
+    let (block, cr, ow) = o.nvme_sanitize;
+    if crypto {
+        return if cr {
+            Ok(NvmeSanitizeAction::Crypto)
+        } else {
+            Err(
+                "the drive does not support Sanitize crypto erase (SANICAP); drop --crypto"
+                    .to_string(),
+            )
+        };
+    }
+    if !(block || ow) {
+        return Err(format!(
+            "the drive does not support Sanitize block erase or overwrite (SANICAP, transport {})",
+            o.transport
+        ));
+    }
+    match pattern_dword(pattern, block_size) {
+        Some(0) if block => Ok(NvmeSanitizeAction::BlockErase),
+        Some(w) if ow => Ok(NvmeSanitizeAction::Overwrite(w)),
+        _ => Err(format!(
+            "nvme-sanitize cannot leave pattern {pattern} ({}); use write-same or stream for other patterns",
+            if ow {
+                "its overwrite repeats a 32-bit word"
+            } else {
+                "the drive's block erase leaves zeroes and it offers no overwrite"
+            }
+        )),
+    }
+}
+
 /// Whether the pattern is all zero bytes.
 pub fn is_zero_pattern(p: &Pattern, block_size: usize) -> bool {
     pattern_dword(p, block_size) == Some(0)
@@ -590,31 +645,16 @@ impl Ask<'_> {
     }
 
     fn nvme_sanitize(&self) -> Result<String, String> {
-        let (block, cr, _) = self.o.nvme_sanitize;
-        if self.crypto && !cr {
-            return Err(
-                "the drive does not support Sanitize crypto erase (SANICAP); drop --crypto"
-                    .to_string(),
-            );
-        }
-        if !self.crypto && !block {
-            return Err(format!(
-                "the drive does not support Sanitize block erase (SANICAP, transport {})",
-                self.o.transport
-            ));
-        }
-        if !self.crypto {
-            self.needs_zero("nvme-sanitize block erase")?;
-        }
+        let act = nvme_sanitize_action(self.o, self.pattern, self.block_size, self.crypto)?;
         self.namespace_alone("Sanitize")?;
-        Ok(format!(
-            "requested: NVMe Sanitize {}",
-            if self.crypto {
-                "crypto erase"
-            } else {
-                "block erase"
-            }
-        ))
+        Ok(match act {
+            NvmeSanitizeAction::Crypto => "requested: NVMe Sanitize crypto erase".to_string(),
+            NvmeSanitizeAction::BlockErase => "requested: NVMe Sanitize block erase".to_string(),
+            NvmeSanitizeAction::Overwrite(w) => format!(
+                "requested: NVMe Sanitize overwrite, pattern {:02x?}, one pass",
+                w.to_le_bytes()
+            ),
+        })
     }
 
     fn ata_sanitize(&self) -> Result<String, String> {
@@ -857,6 +897,71 @@ mod tests {
             let own = nvme(Some(vec![2]), false);
             assert!(check_available(Method::NvmeFormat, &own, &z, 512, crypto, "d").is_ok());
             assert!(check_available(Method::NvmeSanitize, &own, &z, 512, crypto, "d").is_err());
+        }
+    }
+
+    #[test]
+    fn nvme_sanitize_overwrites_a_pattern_word_and_block_erases_zeroes() {
+        use NvmeSanitizeAction as A;
+        // (offered (block, crypto, overwrite), pattern, crypto, the action or
+        // the words the refusal holds)
+        type Row = (
+            (bool, bool, bool),
+            &'static str,
+            bool,
+            Result<A, &'static str>,
+        );
+        let table: [Row; 8] = [
+            ((true, false, false), "allzeros", false, Ok(A::BlockErase)),
+            ((true, true, true), "allzeros", false, Ok(A::BlockErase)),
+            ((false, false, true), "allzeros", false, Ok(A::Overwrite(0))),
+            (
+                (true, false, true),
+                "fixed:0xa55a0ff0",
+                false,
+                Ok(A::Overwrite(0xf00f_5aa5)),
+            ),
+            (
+                (true, false, false),
+                "allones",
+                false,
+                Err("offers no overwrite"),
+            ),
+            (
+                (true, false, true),
+                "random",
+                false,
+                Err("repeats a 32-bit word"),
+            ),
+            ((true, false, true), "allzeros", true, Err("drop --crypto")),
+            (
+                (false, false, false),
+                "allzeros",
+                false,
+                Err("block erase or overwrite"),
+            ),
+        ];
+        for (offered, pat, crypto, want) in table {
+            let o = Offers {
+                transport: "nvme".into(),
+                nvme_sanitize: offered,
+                nvme_other_namespaces: Some(vec![]),
+                ..Offers::default()
+            };
+            let got = nvme_sanitize_action(&o, &p(pat), 512, crypto);
+            let planned = check_available(Method::NvmeSanitize, &o, &p(pat), 512, crypto, "d");
+            match (want, got) {
+                (Ok(w), Ok(g)) => {
+                    assert_eq!(g, w, "{offered:?} {pat} {crypto}");
+                    assert_eq!(planned.unwrap().method, Method::NvmeSanitize);
+                }
+                (Err(words), Err(why)) => {
+                    assert!(why.contains(words), "{why}");
+                    let e = planned.unwrap_err();
+                    assert!(e.to_string().contains("nvme-sanitize"), "{e}");
+                }
+                (w, g) => panic!("{offered:?} {pat} {crypto}: want {w:?}, got {g:?}"),
+            }
         }
     }
 

@@ -2,7 +2,7 @@
 //! FFFFFFFFh) formatted with LBA format 0 (the only one), with the Secure
 //! Erase Setting (SES) chosen: 0 none, 1 user data erase, 2 cryptographic
 //! erase. No erase and a user data erase both deallocate every block
-//! (they read back as zeroes); a cryptographic erase replaces the
+//! (they read back as zeroes; the medium is fresh again); a cryptographic erase replaces the
 //! namespace's media key, so written blocks read back as noise.
 
 use crate::cmd::{Sqe, Status};
@@ -41,7 +41,7 @@ pub fn execute(c: &mut Ctrl, sqe: &Sqe) -> Outcome {
                 m.change_key();
             }
         } else {
-            m.deallocate(0, count);
+            m.erase();
         }
         blocks += count;
     }

@@ -1,6 +1,7 @@
 //! Get Log Page (NVMe Base 1.4, 5.14): Error Information (01h), SMART /
 //! Health Information (02h), Firmware Slot Information (03h) and Sanitize
-//! Status (81h), each built from the controller's state and cut to the
+//! Status (81h), and the vendor-specific media log (C0h, NAND writes:
+//! [`crate::media::media_log`]), each built from the controller's state and cut to the
 //! offset (LPOL/LPOU) and length (NUMDL/NUMDU) asked for.
 //!
 //! The SMART counters are the host's commands as the controller executed
@@ -108,6 +109,7 @@ pub fn execute(c: &mut Ctrl, sqe: &Sqe) -> Outcome {
         lid::ERROR => errors(c),
         lid::SMART => smart(c),
         lid::FIRMWARE_SLOT => firmware(c),
+        crate::media::MEDIA_LOG => crate::media::media_log(&c.namespaces),
         lid::SANITIZE => {
             if c.sanitize.status == 2 {
                 c.sanitize.polls_in_progress += 1;

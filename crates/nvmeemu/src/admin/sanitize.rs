@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use crate::cmd::{Sqe, Status};
 use crate::ctrl::{Ctrl, Drive, EraseEvent, Outcome};
+use drivelab_ftlsim::media::Origin;
 
 /// Sanitize actions (SANACT).
 pub mod action {
@@ -109,6 +110,8 @@ fn run(drive: &Drive, job: Job) {
         for m in &mut c.namespaces {
             let (from, to) = (m.blocks() * step / STEPS, m.blocks() * (step + 1) / STEPS);
             match job.action {
+                // The last step leaves the medium fresh (the FTL erased).
+                action::BLOCK_ERASE if to == m.blocks() => m.erase(),
                 action::BLOCK_ERASE => m.deallocate(from, to - from),
                 action::OVERWRITE => {
                     let last_inverted = job.invert && job.passes % 2 == 0;
@@ -117,7 +120,7 @@ fn run(drive: &Drive, job: Job) {
                     } else {
                         job.pattern
                     };
-                    m.fill(from, to - from, p);
+                    m.fill(from, to - from, p, Origin::Drive);
                 }
                 _ => {}
             }

@@ -3,8 +3,13 @@
 //! ```text
 //! drivelab-nvmeemu [--listen 127.0.0.1:4420] [--nqn NQN] [--serial S]
 //!     [--model M] [--firmware F] [--namespace-mib N]... [--capacity-mib N]
-//!     [--sanitize-seconds S] [--fault LINE]... [--control FILE] [--state FILE]
+//!     [--sanitize-seconds S] [--media memory|ftl] [--fault LINE]... [--control FILE] [--state FILE]
 //! ```
+//!
+//! `--media ftl` puts the FTL model (crates/ftlsim) behind every
+//! namespace: writes go through its mapping and garbage collection, and
+//! the media log (C0h) reports the NAND writes; `memory` (the default) is
+//! plain memory.
 //!
 //! The state file is written once the port is bound (a script waits for
 //! it) and again whenever the controller's state changes.
@@ -12,14 +17,16 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use drivelab_ftlsim::media::MediaKind;
 use drivelab_nvmeemu::faults::Faults;
 use drivelab_nvmeemu::{Config, Drive};
 
-const USAGE: &str = "usage: drivelab-nvmeemu [--listen ADDR] [--nqn NQN] [--serial S] [--model M] [--firmware F] [--namespace-mib N]... [--capacity-mib N] [--sanitize-seconds S] [--fault LINE]... [--control FILE] [--state FILE]";
+const USAGE: &str = "usage: drivelab-nvmeemu [--listen ADDR] [--nqn NQN] [--serial S] [--model M] [--firmware F] [--namespace-mib N]... [--capacity-mib N] [--sanitize-seconds S] [--media memory|ftl] [--fault LINE]... [--control FILE] [--state FILE]";
 
 struct Args {
     listen: String,
     cfg: Config,
+    media: MediaKind,
     state: Option<std::path::PathBuf>,
 }
 
@@ -38,6 +45,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             faults: Faults::default(),
             control: None,
         },
+        media: MediaKind::Memory,
         state: None,
     };
     let mut capacity_mib = None;
@@ -63,6 +71,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     .filter(|s| s.is_finite() && *s >= 0.0)
                     .ok_or(format!("--sanitize-seconds {v:?}: give seconds, e.g. 4"))?;
             }
+            "--media" => a.media = value()?.parse().map_err(|e| format!("{e}; {USAGE}"))?,
             "--fault" => a.cfg.faults.add(&value()?)?,
             "--control" => a.cfg.control = Some(value()?.into()),
             "--state" => a.state = Some(value()?.into()),
@@ -85,7 +94,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let drive = Drive::new(args.cfg);
+    let drive = match Drive::with_media(args.cfg, args.media) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("drivelab-nvmeemu: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let bound = match drivelab_nvmeemu::start(std::sync::Arc::clone(&drive), &args.listen) {
         Ok(b) => b,
         Err(e) => {

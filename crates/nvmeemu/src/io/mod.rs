@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use crate::cmd::{Sqe, Status};
 use crate::ctrl::{Ctrl, Outcome};
+use drivelab_ftlsim::media::Origin;
 
 /// I/O opcodes implemented.
 pub mod opcode {
@@ -76,7 +77,7 @@ fn rw(c: &mut Ctrl, sqe: &Sqe, data: &[u8]) -> Outcome {
             if data.len() as u64 != bytes {
                 return Outcome::status(Status::DATA_TRANSFER);
             }
-            m.write(slba, data);
+            m.write(slba, data, Origin::Host);
             c.counters.bytes_written += u128::from(bytes);
             c.counters.write_commands += 1;
             c.sanitize.global_erased = false;
@@ -86,7 +87,7 @@ fn rw(c: &mut Ctrl, sqe: &Sqe, data: &[u8]) -> Outcome {
             if deac {
                 m.deallocate(slba, nlb);
             } else {
-                m.fill(slba, nlb, 0);
+                m.fill(slba, nlb, 0, Origin::Host);
             }
             Outcome::status(Status::SUCCESS)
         }

@@ -45,6 +45,21 @@ pub struct Smart {
     pub temperature_c: u8,
     /// Reallocated sectors (attribute 5).
     pub reallocated: u32,
+    /// The FTL medium's NAND writes (attributes 247 and 248); none on
+    /// plain memory.
+    pub nand: Option<Nand>,
+}
+
+/// NAND page programs, as an SSD's SMART attributes report them (ids and
+/// meanings as Micron's: 247 host program page count, 248 background
+/// (FTL) program page count): write amplification = (247 + 248) / 247.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Nand {
+    /// Flash pages programmed for writes the host (or the drive's own
+    /// erase) asked for (attribute 247).
+    pub host_pages: u64,
+    /// Flash pages programmed by garbage collection (attribute 248).
+    pub background_pages: u64,
 }
 
 /// What SMART READ DATA says of the self-tests (ACS-3 7.48.5 table
@@ -89,7 +104,7 @@ impl Smart {
             raw,
             threshold,
         };
-        vec![
+        let mut v = vec![
             a(5, 0x0033, 100, u64::from(self.reallocated), 10),
             a(9, 0x0032, 100, u64::from(self.power_on_hours), 0),
             a(12, 0x0032, 100, u64::from(self.power_cycles), 0),
@@ -102,7 +117,13 @@ impl Smart {
             ),
             a(241, 0x0032, 100, self.lbas_written & 0xFFFF_FFFF_FFFF, 0),
             a(242, 0x0032, 100, self.lbas_read & 0xFFFF_FFFF_FFFF, 0),
-        ]
+        ];
+        if let Some(n) = self.nand {
+            let raw = |x: u64| x & 0xFFFF_FFFF_FFFF;
+            v.push(a(247, 0x0032, 100, raw(n.host_pages), 0));
+            v.push(a(248, 0x0032, 100, raw(n.background_pages), 0));
+        }
+        v
     }
 
     /// SMART READ DATA's 512 bytes, with the self-test state: byte 363
@@ -211,6 +232,7 @@ mod tests {
             power_cycles: 7,
             temperature_c: 35,
             reallocated: 0,
+            nand: None,
         }
     }
 
@@ -228,6 +250,24 @@ mod tests {
         assert_eq!(raw(242), 0x1_0000_0001);
         assert_eq!(raw(9), 1234);
         assert_eq!(raw(194), 35);
+        assert!(
+            (0..30).all(|i| d[2 + 12 * i] != 247),
+            "no NAND counts on memory"
+        );
+        let mut ftl = smart();
+        ftl.nand = Some(Nand {
+            host_pages: 4096,
+            background_pages: 0x1_0000_0003,
+        });
+        let d = ftl.read_data(&SelfTestBytes::default());
+        assert_eq!(d.iter().fold(0u8, |a, b| a.wrapping_add(*b)), 0);
+        let at = |id: u8| {
+            let i = (0..30).find(|i| d[2 + 12 * i] == id).expect("attribute");
+            let mut r = [0u8; 8];
+            r[..6].copy_from_slice(&d[7 + 12 * i..13 + 12 * i]);
+            u64::from_le_bytes(r)
+        };
+        assert_eq!((at(247), at(248), at(241)), (4096, 0x1_0000_0003, 2048));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //!     [--serial S] [--vendor V] [--product P] [--revision R]
 //!     [--max-transfer-kib K] [--state FILE]
 //!     [--sanitize-seconds S] [--self-test-seconds S] [--fault LINE]... [--control FILE]
-//!     [--command-timeout S] [--block-size 512|520|528|4096]
+//!     [--command-timeout S] [--block-size 512|520|528|4096] [--media memory|ftl]
 //!     [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]
 //! ```
 //!
@@ -24,7 +24,11 @@
 //! kernel's 30 s). `--block-size` is the SAS personality's logical block
 //! length (520 and 528 as drives from storage arrays have; MODE SELECT and
 //! FORMAT UNIT change it); the backstore itself is declared with 512-byte
-//! blocks whatever it is.
+//! blocks whatever it is. `--media ftl` puts the FTL model (crates/ftlsim)
+//! behind the backing file: writes go through its mapping and garbage
+//! collection, and the SATA personality's SMART attributes 247 and 248
+//! report the NAND writes; `memory` (the default) is the file alone. Both
+//! keep the map of unmapped blocks.
 //!
 //! The backing file is created (or cut) to the size. The state file is
 //! written once the ring is mapped and before the LUN is linked, then after
@@ -36,6 +40,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use drivelab_device::block::uio::UioMap;
+use drivelab_ftlsim::media::MediaKind;
 use drivelab_tcmuemu::ata::Ata;
 use drivelab_tcmuemu::configfs::{self, Names};
 use drivelab_tcmuemu::disk::Disk;
@@ -43,7 +48,7 @@ use drivelab_tcmuemu::pages::{Geometry, Identity};
 use drivelab_tcmuemu::ring::Ring;
 use drivelab_tcmuemu::server::{self, FaultSource};
 
-const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sanitize-seconds S] [--self-test-seconds S] [--fault LINE]... [--control FILE] [--command-timeout S] [--block-size N] [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]";
+const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sanitize-seconds S] [--self-test-seconds S] [--fault LINE]... [--control FILE] [--command-timeout S] [--block-size N] [--media memory|ftl] [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]";
 
 const BLOCK: u32 = 512;
 
@@ -61,6 +66,7 @@ struct Args {
     faults: FaultSource,
     command_timeout: Option<u32>,
     block_size: u32,
+    media: MediaKind,
 }
 
 /// The SATA personality's power-on state.
@@ -93,6 +99,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         faults: FaultSource::default(),
         command_timeout: None,
         block_size: BLOCK,
+        media: MediaKind::Memory,
     };
     let mut sata = Sata::default();
     let mut is_sata = false;
@@ -106,6 +113,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         };
         match flag.as_str() {
             "--backing" => backing = Some(PathBuf::from(value()?)),
+            "--media" => a.media = value()?.parse().map_err(|e| format!("{e}; {USAGE}"))?,
             "--size-mib" => {
                 a.bytes = num(value()?)?
                     .checked_mul(1 << 20)
@@ -227,7 +235,9 @@ fn run(a: Args) -> Result<(), String> {
         block_size: a.block_size,
         max_transfer_blocks: a.max_transfer_blocks,
     };
-    let disk = Disk::new(media, a.identity.clone(), geometry);
+    let disk = Disk::new(media, a.identity.clone(), geometry)
+        .with_media(a.media)
+        .map_err(|e| format!("--media {}: {e}", a.media.name()))?;
     let mut disk = match &a.sata {
         Some(s) => disk.with_ata(ata_device(&a, s)),
         None => disk,
