@@ -247,15 +247,40 @@ fn tracefs_root(opts: &RecordOptions) -> Result<PathBuf> {
     ))
 }
 
-/// One parsed tracepoint line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An issue's `rwbs` text (the kernel's field is 8 or 10 bytes), held in
+/// place so that decoding an event allocates nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rwbs {
+    bytes: [u8; 16],
+    len: u8,
+}
+
+impl Rwbs {
+    /// The first 16 bytes of `s` (more than any kernel writes).
+    pub(crate) fn new(s: &[u8]) -> Rwbs {
+        let len = s.len().min(16);
+        let mut bytes = [0u8; 16];
+        bytes[..len].copy_from_slice(&s[..len]);
+        Rwbs {
+            bytes,
+            len: len as u8,
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+/// One parsed tracepoint event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Event {
     Issue {
         t: u64,
         dev: u32,
         sector: u64,
         nr: u64,
-        rwbs: Vec<u8>,
+        rwbs: Rwbs,
     },
     Complete {
         t: u64,
@@ -312,7 +337,7 @@ pub(crate) fn parse_event(line: &[u8]) -> Option<Event> {
             dev,
             sector,
             nr,
-            rwbs: toks.get(1)?.to_vec(),
+            rwbs: Rwbs::new(toks.get(1)?),
         }),
         "block_rq_complete" | "block_bio_complete" => {
             let last = toks.last()?;
@@ -512,9 +537,8 @@ impl Recorder {
         mut done: impl FnMut() -> bool,
     ) -> Result<RecordSummary> {
         loop {
-            for r in self.poll()? {
-                w.write(&r)?;
-            }
+            self.drain(false)?;
+            self.write_ready(w)?;
             if done() {
                 break;
             }
@@ -541,12 +565,14 @@ impl Recorder {
     fn drain(&mut self, all: bool) -> Result<()> {
         if let Some(mut raw) = self.raw.take() {
             let r = raw.read(all);
-            let events = std::mem::take(&mut raw.ready);
-            self.raw = Some(raw);
-            r.map_err(|e| tfs("cannot read", &self.dir.join("per_cpu"), e))?;
-            for ev in events {
+            let mut events = std::mem::take(&mut raw.ready);
+            for ev in events.drain(..) {
                 self.handle_event(ev);
             }
+            // The emptied vector goes back, so the next drain reuses it.
+            raw.ready = events;
+            self.raw = Some(raw);
+            r.map_err(|e| tfs("cannot read", &self.dir.join("per_cpu"), e))?;
             return Ok(());
         }
         let mut buf = vec![0u8; 256 * 1024];
@@ -605,7 +631,7 @@ impl Recorder {
                 // An empty preflush is the kernel's flush; any other empty
                 // request or one past the largest offset is not a transfer
                 // a reader would accept again: counted, not recorded.
-                match parse_rwbs_sized(&rwbs, nr) {
+                match parse_rwbs_sized(rwbs.as_bytes(), nr) {
                     Some((op, flags)) if (nr > 0 || op == Op::Flush) && recordable(sector, nr) => {
                         self.matcher.issue(t, dev, sector, nr, op, flags)
                     }
@@ -630,6 +656,18 @@ impl Recorder {
                 self.matcher.requeue(t, dev, sector);
             }
         }
+    }
+
+    /// Write the requests that are complete, in issue order, into `w`
+    /// (what [`take_ready`](Recorder::take_ready) returns, without
+    /// collecting them first).
+    fn write_ready(&mut self, w: &mut dyn crate::TraceWriter) -> Result<()> {
+        while let Some(r) = self.matcher.pop() {
+            self.requests += 1;
+            self.completed += u64::from(r.complete_ns.is_some());
+            w.write(&r)?;
+        }
+        Ok(())
     }
 
     fn take_ready(&mut self) -> Vec<Request> {
@@ -982,7 +1020,7 @@ impl Layout {
                 dev,
                 sector,
                 nr,
-                rwbs: raw[..n].to_vec(),
+                rwbs: Rwbs::new(&raw[..n]),
             })
         } else if let Some(f) = complete.as_ref() {
             let (dev, sector, nr) = block(f)?;
@@ -1180,7 +1218,7 @@ mod tests {
                 dev: kernel_dev(7, 0),
                 sector: 24,
                 nr: 8,
-                rwbs: b"WS".to_vec()
+                rwbs: Rwbs::new(b"WS")
             })
         );
         let done = b"     ksoftirqd/1-22      [001] ..s..   807.544621: block_rq_complete: 7,0 WS () 24 + 8 be,0,4 [0]";
@@ -1294,7 +1332,7 @@ mod tests {
                     dev,
                     sector: 2048,
                     nr: 8,
-                    rwbs: b"RA".to_vec()
+                    rwbs: Rwbs::new(b"RA")
                 },
                 Event::Complete {
                     t: t_done,
