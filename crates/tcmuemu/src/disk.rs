@@ -271,11 +271,16 @@ impl Disk {
                 Err(s) => check(s),
             },
             Cdb::LogSense => {
-                let t = self
-                    .ata
-                    .as_ref()
-                    .map_or(self.temperature_c, |a| a.smart.temperature_c);
-                match crate::logpages::log_sense(cdb, t) {
+                let c = &self.counters;
+                let now = crate::logpages::Now {
+                    temperature_c: self
+                        .ata
+                        .as_ref()
+                        .map_or(self.temperature_c, |a| a.smart.temperature_c),
+                    bytes_written: (c.blocks_written + c.blocks_written_same)
+                        * u64::from(self.geometry.block_size),
+                };
+                match crate::logpages::log_sense(cdb, now) {
                     Ok(d) => good(d),
                     Err(s) => check(s),
                 }

@@ -1,5 +1,7 @@
 //! LOG SENSE (4Dh, SPC-5 6.8) and the log pages the SAS personality keeps
-//! (SPC-5 7.3): supported pages (00h), temperature (0Dh, 7.3.21),
+//! (SPC-5 7.3): supported pages (00h), write error counter (02h, 7.3.8:
+//! no error, and the total bytes processed: what the drive wrote, by WRITE
+//! and WRITE SAME alike), temperature (0Dh, 7.3.21),
 //! self-test results (10h, 7.3.19: twenty empty entries, no self-test
 //! run) and informational exceptions (2Fh, 7.3.9: no exception, the
 //! temperature). Parameters are cumulative values (PC 01b).
@@ -7,7 +9,7 @@
 use crate::sense::Sense;
 
 /// Pages returned, in page 00h's order.
-pub const PAGES: &[u8] = &[0x00, 0x0D, 0x10, 0x2F];
+pub const PAGES: &[u8] = &[0x00, 0x02, 0x0D, 0x10, 0x2F];
 
 /// One log parameter: code, control byte (binary format, 03h), value.
 fn param(code: u16, value: &[u8]) -> Vec<u8> {
@@ -18,11 +20,29 @@ fn param(code: u16, value: &[u8]) -> Vec<u8> {
     p
 }
 
-/// Page `page` (no subpages), with the drive at `temperature_c`; `None`
-/// for a page the drive lacks.
-pub fn page(page: u8, temperature_c: u8) -> Option<Vec<u8>> {
+/// What the pages report of the drive now.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Now {
+    /// Its temperature, °C.
+    pub temperature_c: u8,
+    /// Bytes it has written for the host.
+    pub bytes_written: u64,
+}
+
+/// Page `page` (no subpages) of a drive as `now` says; `None` for a page
+/// the drive lacks.
+pub fn page(page: u8, now: Now) -> Option<Vec<u8>> {
+    let temperature_c = now.temperature_c;
     let body: Vec<u8> = match page {
         0x00 => PAGES.to_vec(),
+        // Errors corrected (0000h-0003h), algorithm invocations (0004h),
+        // total bytes processed (0005h), uncorrected errors (0006h).
+        0x02 => [
+            (0..=4u16).flat_map(|c| param(c, &[0u8; 4])).collect(),
+            param(0x0005, &now.bytes_written.to_be_bytes()),
+            param(0x0006, &[0u8; 4]),
+        ]
+        .concat(),
         0x0D => [param(0x0000, &[0, temperature_c]), param(0x0001, &[0, 70])].concat(),
         0x10 => (1..=20u16).flat_map(|c| param(c, &[0u8; 16])).collect(),
         0x2F => param(0x0000, &[0x00, 0x00, temperature_c]),
@@ -35,7 +55,7 @@ pub fn page(page: u8, temperature_c: u8) -> Option<Vec<u8>> {
 }
 
 /// The LOG SENSE data for `cdb`, cut to its allocation length.
-pub fn log_sense(cdb: &[u8], temperature_c: u8) -> Result<Vec<u8>, Sense> {
+pub fn log_sense(cdb: &[u8], now: Now) -> Result<Vec<u8>, Sense> {
     if cdb.len() < 10 {
         return Err(Sense::INVALID_FIELD_IN_CDB);
     }
@@ -46,7 +66,7 @@ pub fn log_sense(cdb: &[u8], temperature_c: u8) -> Result<Vec<u8>, Sense> {
     if subpage != 0 || pointer != 0 || pc == 0 || pc == 2 {
         return Err(Sense::INVALID_FIELD_IN_CDB);
     }
-    let mut d = page(code, temperature_c).ok_or(Sense::INVALID_FIELD_IN_CDB)?;
+    let mut d = page(code, now).ok_or(Sense::INVALID_FIELD_IN_CDB)?;
     d.truncate(alloc);
     Ok(d)
 }
@@ -58,7 +78,11 @@ mod tests {
 
     fn got(page: u8) -> LogPage {
         let cdb = LogSense::new(page, 4096).build();
-        let d = log_sense(&cdb, 35).expect("page");
+        let now = Now {
+            temperature_c: 35,
+            bytes_written: 3 << 30,
+        };
+        let d = log_sense(&cdb, now).expect("page");
         LogPage::parse(&d).expect("parses")
     }
 
@@ -71,6 +95,8 @@ mod tests {
         assert!(scsi_log::self_test_results(&got(0x10)).is_empty());
         let ie = scsi_log::InformationalExceptions::of(&got(0x2F)).expect("IE");
         assert_eq!((ie.asc, ie.ascq), (0, 0));
+        let w = scsi_log::ErrorCounters::of(&got(0x02));
+        assert_eq!(w.bytes_processed, Some(3 << 30));
     }
 
     #[test]
@@ -82,12 +108,12 @@ mod tests {
             vec![0x4D, 0, 0x0D, 0, 0],                  // short
         ] {
             assert_eq!(
-                log_sense(&cdb, 35),
+                log_sense(&cdb, Now::default()),
                 Err(Sense::INVALID_FIELD_IN_CDB),
                 "{cdb:02x?}"
             );
         }
-        let short = log_sense(&LogSense::new(0x0D, 4).build(), 35).expect("page");
+        let short = log_sense(&LogSense::new(0x0D, 4).build(), Now::default()).expect("page");
         assert_eq!(short, vec![0x0D, 0, 0, 12]);
     }
 }

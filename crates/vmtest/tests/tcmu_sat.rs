@@ -780,6 +780,12 @@ fn write_same_checks(c: &mut Checks, run: &GuestRun) {
             && moved(&w0, &w1, "blocks_written") == 0,
         || format!("{w0}\n{w1}"),
     );
+    c.check(
+        "ws: the certificate's write counter (LOG SENSE 02h, total bytes processed) corroborates the overwrite: 16 MiB counted for 16 MiB",
+        cert["health"]["writes"]["verdict"] == "corroborated"
+            && cert["health"]["writes"]["counted_bytes"] == MIB << 20,
+        || format!("{}", cert["health"]),
+    );
     let d = row(run, "sasdiscard");
     c.check(
         "sasdiscard: the kernel offers discard (LBPME, VPD B0h/B2h); drivelab erase --method discard exits 0, verified as zeroes",

@@ -126,10 +126,14 @@ fn written(h: &Health) -> Option<(u128, u128)> {
             super::nvme_health::DATA_UNIT_BYTES,
         ));
     }
-    h.ata
+    if let Some(l) = h.ata.as_ref().and_then(|a| a.summary.lbas_written) {
+        return Some((u128::from(l), 512));
+    }
+    // A SCSI drive's write error counter page: total bytes processed.
+    h.scsi
         .as_ref()
-        .and_then(|a| a.summary.lbas_written)
-        .map(|l| (u128::from(l), 512))
+        .and_then(|s| s.write_errors.as_ref()?.bytes_processed)
+        .map(|b| (u128::from(b), 1))
 }
 
 fn name(c: &str) -> &str {
@@ -214,6 +218,7 @@ impl HealthDelta {
 mod tests {
     use super::super::ata_smart::{AtaSummary, OverallStatus, SmartData};
     use super::super::nvme_health::SmartHealthLog;
+    use super::super::scsi_log::ErrorCounters;
     use super::super::{AtaHealth, NvmeHealth, Transport};
     use super::*;
 
@@ -241,6 +246,28 @@ mod tests {
             error_log: Vec::new(),
         });
         h
+    }
+
+    #[test]
+    fn a_scsi_drives_bytes_processed_by_writes_count_what_it_wrote() {
+        let scsi = |bytes: u64| {
+            let mut h = empty("/dev/sdb");
+            h.scsi = Some(super::super::ScsiHealth {
+                write_errors: Some(ErrorCounters {
+                    bytes_processed: Some(bytes),
+                    ..ErrorCounters::default()
+                }),
+                ..super::super::ScsiHealth::default()
+            });
+            h
+        };
+        let d = HealthDelta::between(&scsi(4096), &scsi(4096 + (16 << 20)));
+        assert_eq!(d.written_bytes, Some(16 << 20));
+        assert_eq!(d.corroborates(16 << 20), Some(true));
+        assert_eq!(d.corroborates(32 << 20), Some(false));
+        // Without the page: nothing to corroborate with.
+        let none = HealthDelta::between(&empty("/dev/sdb"), &empty("/dev/sdb"));
+        assert_eq!(none.corroborates(16 << 20), None);
     }
 
     #[test]
