@@ -68,6 +68,9 @@ pub struct Disk {
     ause: bool,
     /// The block length the last MODE SELECT named, for FORMAT UNIT.
     pending_block_size: Option<u32>,
+    /// A format started with IMMED: when, and how long the drive stays NOT
+    /// READY, FORMAT IN PROGRESS ([`crate::format::IMMED_FORMAT`]).
+    formatting: Option<std::time::Instant>,
     /// FORMAT UNITs carried out: (block length before, after).
     pub formats: Vec<(u32, u32)>,
 }
@@ -111,6 +114,7 @@ impl Disk {
             },
             ause: false,
             pending_block_size: None,
+            formatting: None,
             formats: Vec::new(),
         }
     }
@@ -173,6 +177,12 @@ impl Disk {
         }
         if let Some(r) = self.advance_sanitize() {
             return r;
+        }
+        if self
+            .formatting
+            .is_some_and(|t| t.elapsed() >= crate::format::IMMED_FORMAT)
+        {
+            self.formatting = None;
         }
         let rsp = match Cdb::parse(cdb) {
             Ok(c) => self.dispatch(c, cdb, data_out),
@@ -392,6 +402,9 @@ impl Disk {
     /// The sense for media access (and TEST UNIT READY) while a sanitize
     /// runs, with its progress, or after one failed.
     fn sanitize_refusal(&self) -> Option<Response> {
+        if let Some(t) = self.formatting {
+            return Some(check(crate::format::in_progress(t.elapsed())));
+        }
         let s = self.sanitize();
         if s.running.is_some() {
             let p = s.progress(std::time::Instant::now());
@@ -495,7 +508,8 @@ impl Disk {
 
     /// FORMAT UNIT (SAS personality): the block length the last MODE
     /// SELECT named (else the current one) over the whole medium, which
-    /// is zeroed; the number of blocks follows. Refused on the SATA
+    /// is zeroed; the number of blocks follows. With IMMED the drive then
+    /// answers NOT READY, FORMAT IN PROGRESS for a while. Refused on the SATA
     /// personality (an ATA drive's sector size is not the SATL's to
     /// change) and while a sanitize runs or has failed.
     fn format_unit(&mut self, cdb: &[u8], list: &[u8]) -> Response {
@@ -505,9 +519,10 @@ impl Disk {
         if let Some(r) = self.sanitize_refusal() {
             return r;
         }
-        if let Err(s) = crate::format::check_format_unit(cdb, list) {
-            return check(s);
-        }
+        let immed = match crate::format::check_format_unit(cdb, list) {
+            Ok(i) => i,
+            Err(s) => return check(s),
+        };
         let bytes = match self.media.metadata() {
             Ok(m) => m.len(),
             Err(_) => return check(Sense::WRITE_ERROR),
@@ -529,6 +544,11 @@ impl Disk {
         self.formats.push((self.geometry.block_size, new));
         self.geometry.block_size = new;
         self.geometry.blocks = bytes / u64::from(new);
+        // With IMMED the command ends now and the drive is busy a while,
+        // as a real one formatting in the background.
+        if immed {
+            self.formatting = Some(std::time::Instant::now());
+        }
         good(Vec::new())
     }
 

@@ -36,11 +36,22 @@ pub fn mode_select_block_length(ten: bool, list: &[u8]) -> Result<Option<u32>, S
     Ok(Some(len))
 }
 
+/// How long a format started with IMMED keeps the drive NOT READY.
+pub const IMMED_FORMAT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// NOT READY, LOGICAL UNIT NOT READY, FORMAT IN PROGRESS (04h/04h), with
+/// the progress of a format `elapsed` into [`IMMED_FORMAT`] (of 65,536).
+pub fn in_progress(elapsed: std::time::Duration) -> Sense {
+    let done = elapsed.as_secs_f64() / IMMED_FORMAT.as_secs_f64();
+    Sense::new(crate::sense::key::NOT_READY, 0x04, 0x04)
+        .with_specific((done.min(1.0) * 65535.0) as u16)
+}
+
 /// FORMAT UNIT's CDB, checked: no protection information (FMTPINFO 0: a
 /// protected format is not offered), and with FMTDATA a parameter list
-/// header without protection or IMMED (the format completes before the
-/// command does).
-pub fn check_format_unit(cdb: &[u8], list: &[u8]) -> Result<(), Sense> {
+/// header without protection. Whether its IMMED is set (the command ends
+/// at once, the format after it).
+pub fn check_format_unit(cdb: &[u8], list: &[u8]) -> Result<bool, Sense> {
     let b1 = *cdb.get(1).ok_or(Sense::INVALID_FIELD_IN_CDB)?;
     if b1 >> 6 != 0 {
         return Err(Sense::INVALID_FIELD_IN_CDB);
@@ -49,11 +60,12 @@ pub fn check_format_unit(cdb: &[u8], list: &[u8]) -> Result<(), Sense> {
         let h = list.get(..4).ok_or(Sense::PARAMETER_LIST_LENGTH)?;
         // Byte 0 bits 2:0 PROTECTION FIELD USAGE; byte 1 bit 1 IMMED
         // (SBC-4 table "short parameter list header").
-        if h[0] & 0x07 != 0 || h[1] & 0x02 != 0 {
+        if h[0] & 0x07 != 0 {
             return Err(INVALID_PARAMETER);
         }
+        return Ok(h[1] & 0x02 != 0);
     }
-    Ok(())
+    Ok(false)
 }
 
 #[cfg(test)]
@@ -92,19 +104,19 @@ mod tests {
     }
 
     #[test]
-    fn format_unit_without_protection_only() {
-        assert_eq!(check_format_unit(&[0x04, 0, 0, 0, 0, 0], &[]), Ok(()));
+    fn format_unit_without_protection_only_and_immed_when_asked() {
+        assert_eq!(check_format_unit(&[0x04, 0, 0, 0, 0, 0], &[]), Ok(false));
         assert_eq!(
             check_format_unit(&[0x04, 0x40, 0, 0, 0, 0], &[]),
             Err(Sense::INVALID_FIELD_IN_CDB)
         );
         assert_eq!(
             check_format_unit(&[0x04, 0x10, 0, 0, 0, 0], &[0, 0, 0, 0]),
-            Ok(())
+            Ok(false)
         );
         assert_eq!(
             check_format_unit(&[0x04, 0x10, 0, 0, 0, 0], &[0, 0x02, 0, 0]),
-            Err(INVALID_PARAMETER),
+            Ok(true),
             "IMMED"
         );
         assert_eq!(

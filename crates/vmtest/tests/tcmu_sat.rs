@@ -1014,6 +1014,12 @@ fn reformat_checks(c: &mut Checks, run: &GuestRun) {
             && opcode_count(&r2, "04") - opcode_count(&r1, "04") == 1,
         || format!("{}; {r2}", why(run, "fmt")),
     );
+    c.check(
+        "fmt: FORMAT UNIT went with IMMED, and drivelab asked REQUEST SENSE until the format (2 s of FORMAT IN PROGRESS) ended",
+        f["duration_ms"].as_u64().unwrap_or(0) >= 2000
+            && opcode_count(&r2, "03") - opcode_count(&r1, "03") >= 2,
+        || format!("{f}; {r2}"),
+    );
     let after = out(run, "fmt_rc_after");
     c.check(
         "fmt: READ CAPACITY afterwards and the kernel (rescanned) both see 512-byte blocks, the whole drive",

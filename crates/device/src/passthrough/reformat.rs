@@ -2,9 +2,13 @@
 //! refurbisher turns a storage array's 520- or 528-byte drive into a
 //! 512-byte one: MODE SELECT(10) with a block descriptor naming the new
 //! length (SPC-5 6.12, 7.5.6; SBC-4 6.5.2: NUMBER OF LOGICAL BLOCKS
-//! FFFFFFFFh, the most the new length allows), then FORMAT UNIT without a
-//! parameter list (SBC-4 5.3: no protection information, the command ends
-//! with the format), then READ CAPACITY to see that the drive took it.
+//! FFFFFFFFh, the most the new length allows), then FORMAT UNIT (SBC-4
+//! 5.3, no protection information) with IMMED in its short parameter list
+//! header, so the command returns at once and the format, which takes
+//! hours on a large drive, is followed by REQUEST SENSE (NOT READY, FORMAT
+//! IN PROGRESS, 04h/04h, with its progress) until it ends; a drive that
+//! refuses IMMED gets FORMAT UNIT without it, held for the command's
+//! timeout. Then READ CAPACITY shows whether the drive took the length.
 //! Every block is lost. Afterwards the kernel is asked to rescan the
 //! device, so its disk driver sees the new geometry.
 
@@ -39,6 +43,16 @@ pub fn block_descriptor_list(block_length: u32) -> [u8; 16] {
 
 /// FORMAT UNIT: no parameter list, no protection information.
 pub const FORMAT_UNIT: [u8; 6] = [0x04, 0, 0, 0, 0, 0];
+
+/// FORMAT UNIT with FMTDATA: a parameter list follows.
+pub const FORMAT_UNIT_WITH_LIST: [u8; 6] = [0x04, 0x10, 0, 0, 0, 0];
+
+/// The short parameter list header (SBC-4 5.3.2.2) with IMMED (byte 1
+/// bit 1) and no defect list.
+pub const IMMED_HEADER: [u8; 4] = [0, 0x02, 0, 0];
+
+/// How often a running format is asked how far it got.
+const POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A drive's geometry as READ CAPACITY gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -120,8 +134,20 @@ pub fn format_unit(
     let cdb = mode_select10(list.len() as u16);
     d.execute(&mut ScsiCommand::new(&cdb).data_out(&list))?
         .check(&cdb)?;
-    d.execute(&mut ScsiCommand::new(&FORMAT_UNIT))?
-        .check(&FORMAT_UNIT)?;
+    let immed = d
+        .execute(&mut ScsiCommand::new(&FORMAT_UNIT_WITH_LIST).data_out(&IMMED_HEADER))?
+        .check(&FORMAT_UNIT_WITH_LIST);
+    match immed {
+        Ok(()) => wait_formatted(&d)?,
+        // IMMED (or a parameter list) refused: the format within the command.
+        Err(scsi::sg::SgError::CheckCondition { sense, .. })
+            if sense.key == scsi::sense_key::ILLEGAL_REQUEST =>
+        {
+            d.execute(&mut ScsiCommand::new(&FORMAT_UNIT))?
+                .check(&FORMAT_UNIT)?
+        }
+        Err(e) => return Err(e.into()),
+    }
     let duration_ms = elapsed_ms(t0);
     let after = Geometry::from(&scsi::read_capacity(&d)?);
     drop(d);
@@ -140,6 +166,48 @@ pub fn format_unit(
         duration_ms,
         rescanned,
     })
+}
+
+/// What REQUEST SENSE says of a format started with IMMED.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FormatState {
+    /// NOT READY, FORMAT IN PROGRESS (04h/04h).
+    Running,
+    /// Ended (no sense to report).
+    Done,
+    /// A unit attention: reported once, ask again.
+    Again,
+    /// MEDIUM ERROR, FORMAT COMMAND FAILED (31h/01h) or MEDIUM FORMAT
+    /// CORRUPTED (31h/00h), or any other sense: the format failed, in words.
+    Failed(String),
+}
+
+impl FormatState {
+    /// The state the sense from REQUEST SENSE shows (`None`: no sense).
+    pub fn from_sense(s: Option<&scsi::Sense>) -> FormatState {
+        let Some(s) = s else {
+            return FormatState::Done;
+        };
+        match (s.key, s.asc, s.ascq) {
+            (scsi::sense_key::NOT_READY, 0x04, 0x04) => FormatState::Running,
+            (scsi::sense_key::NO_SENSE, 0x00, 0x00) => FormatState::Done,
+            (scsi::sense_key::UNIT_ATTENTION, _, _) => FormatState::Again,
+            _ => FormatState::Failed(s.describe()),
+        }
+    }
+}
+
+/// Poll a format started with IMMED until it ends.
+fn wait_formatted(d: &scsi::sg::SgDevice) -> Result<(), OpError> {
+    loop {
+        match FormatState::from_sense(scsi::sanitize::request_sense(d)?.as_ref()) {
+            FormatState::Done => return Ok(()),
+            FormatState::Running | FormatState::Again => std::thread::sleep(POLL),
+            FormatState::Failed(why) => {
+                return Err(Failure::line(format!("FORMAT UNIT failed: {why}")).into())
+            }
+        }
+    }
 }
 
 /// Ask the kernel to rescan the SCSI device behind `dev` (a block or sg
@@ -174,6 +242,49 @@ mod tests {
         assert_eq!(&block_descriptor_list(4160)[13..], &[0x00, 0x10, 0x40]);
         // FORMAT UNIT: FMTPINFO 0, FMTDATA 0, no IMMED.
         assert_eq!(FORMAT_UNIT, [0x04, 0, 0, 0, 0, 0]);
+        // With FMTDATA (byte 1 bit 4) and the short header's IMMED (byte 1
+        // bit 1), no defect list.
+        assert_eq!(FORMAT_UNIT_WITH_LIST, [0x04, 0x10, 0, 0, 0, 0]);
+        assert_eq!(IMMED_HEADER, [0, 0x02, 0, 0]);
+    }
+
+    #[test]
+    fn request_sense_tells_a_running_format_from_an_ended_or_failed_one() {
+        // Fixed-format sense: key (byte 2), ASC/ASCQ (12, 13), progress in
+        // the sense-key-specific bytes (15-17).
+        let fixed = |key: u8, asc: u8, ascq: u8| {
+            let mut b = [0u8; 18];
+            b[0] = 0x70;
+            b[2] = key;
+            b[7] = 10;
+            b[12] = asc;
+            b[13] = ascq;
+            b[15] = 0x80;
+            b[16] = 0x40;
+            scsi::Sense::parse(&b)
+        };
+        let k = scsi::sense_key::NOT_READY;
+        assert_eq!(
+            FormatState::from_sense(fixed(k, 4, 4).as_ref()),
+            FormatState::Running
+        );
+        assert_eq!(FormatState::from_sense(None), FormatState::Done);
+        assert_eq!(
+            FormatState::from_sense(fixed(0, 0, 0).as_ref()),
+            FormatState::Done
+        );
+        assert_eq!(
+            FormatState::from_sense(fixed(scsi::sense_key::UNIT_ATTENTION, 0x29, 0).as_ref()),
+            FormatState::Again
+        );
+        // MEDIUM ERROR, FORMAT COMMAND FAILED; and a sanitize's NOT READY
+        // is not a format's.
+        for (key, asc, ascq) in [(scsi::sense_key::MEDIUM_ERROR, 0x31, 0x01), (k, 4, 0x1B)] {
+            assert!(matches!(
+                FormatState::from_sense(fixed(key, asc, ascq).as_ref()),
+                FormatState::Failed(_)
+            ));
+        }
     }
 
     #[test]
