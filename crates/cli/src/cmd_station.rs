@@ -168,6 +168,10 @@ impl Sink for StoreSink {
         .ok_or_else(|| "the store did not take it (see the warning above)".to_string())
     }
 
+    fn observes(&self) -> bool {
+        self.live.is_some()
+    }
+
     fn observe(&mut self, rows: &[View]) {
         if let Some(l) = &self.live {
             let states: Vec<&str> = State::ALL.iter().map(|s| s.word()).collect();

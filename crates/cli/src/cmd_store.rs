@@ -309,13 +309,14 @@ fn drive_words<'a>(each: impl Iterator<Item = &'a str>, words: &mut Vec<String>)
 /// target. Each is described as the kernel has it now (a partition by its
 /// disk's model and serial; a file by the device under it), once; an
 /// erased drive whose node is gone or holds another drive now (pulled from
-/// a station) by its node and the serial the erase saw.
+/// a station) by what the erase saw of it: its node, serial, model and
+/// capacity.
 fn drives(kind: Kind, v: &Value) -> Vec<Drive> {
     let mut refs: Vec<String> = Vec::new();
-    // The serial an erase saw at each node: a drive pulled from a station
-    // leaves its node to the next one plugged in, which must not be
-    // recorded as the erased drive.
-    let mut erased_serials: Vec<(String, String)> = Vec::new();
+    // What an erase saw at each node: a drive pulled from a station leaves
+    // its node to the next one plugged in (or, a loop device, to nothing),
+    // which must not be recorded as the erased drive.
+    let mut erased: Vec<Drive> = Vec::new();
     match kind {
         Kind::Run => {
             let r = drivelab_report::RunReport::from_stored(v);
@@ -330,10 +331,14 @@ fn drives(kind: Kind, v: &Value) -> Vec<Drive> {
         Kind::Erase => {
             let r = Summary::from_stored(v);
             for d in r.drives {
-                if let Some(s) = d.serial {
-                    erased_serials.push((d.device.clone(), s));
-                }
-                refs.push(d.device);
+                refs.push(d.device.clone());
+                erased.push(Drive {
+                    path: d.device,
+                    serial: d.serial,
+                    model: d.model,
+                    capacity_bytes: d.capacity_bytes,
+                    ..Drive::default()
+                });
             }
         }
         Kind::Season => {
@@ -351,41 +356,53 @@ fn drives(kind: Kind, v: &Value) -> Vec<Drive> {
     let mut out: Vec<Drive> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for r in refs {
-        let serial = erased_serials
-            .iter()
-            .find(|(d, _)| *d == r)
-            .map(|(_, s)| s.clone());
-        // A node that now holds a drive with another serial than the erase
-        // saw is not that drive: only what the erase saw is kept. (A drive
-        // the kernel knows no serial of may be the same one, its serial
-        // read by the erase's own commands: that serial is added.)
+        let saw = erased.iter().find(|d| d.path == r);
+        // A node that now holds a drive with another serial or size than
+        // the erase saw is not that drive: only what the erase saw is
+        // kept. (A drive the kernel knows no serial or model of may be the
+        // same one, its serial read by the erase's own commands: what the
+        // erase saw is added.)
         let dev = resolve(&r)
             .map(|d| {
                 let id = identity(&d);
                 (d.name, id)
             })
-            .filter(|(_, id)| {
-                let now = id.serial.as_deref();
-                serial.is_none() || now.is_none() || now.map(str::trim) == serial.as_deref()
-            });
+            .filter(|(_, id)| saw.is_none_or(|s| same_drive(s, id)));
         let key = dev.as_ref().map(|d| d.0.clone()).unwrap_or(r.clone());
         if seen.contains(&key) {
             continue;
         }
         seen.push(key);
-        out.push(match dev {
-            Some((_, mut id)) => {
-                id.serial = id.serial.or(serial);
+        out.push(match (dev, saw) {
+            (Some((_, mut id)), saw) => {
+                if let Some(s) = saw {
+                    id.serial = id.serial.or_else(|| s.serial.clone());
+                    id.model = id.model.or_else(|| s.model.clone());
+                }
                 id
             }
-            None => Drive {
+            (None, Some(s)) => s.clone(),
+            (None, None) => Drive {
                 path: r,
-                serial,
                 ..Drive::default()
             },
         });
     }
     out
+}
+
+/// Whether the drive at a node now (`now`) may be the one an erase saw
+/// there (`saw`): no serial or capacity of the two differs.
+fn same_drive(saw: &Drive, now: &Drive) -> bool {
+    let serial = match (saw.serial.as_deref(), now.serial.as_deref()) {
+        (Some(a), Some(b)) => a.trim() == b.trim(),
+        _ => true,
+    };
+    let size = match (saw.capacity_bytes, now.capacity_bytes) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
+    };
+    serial && size
 }
 
 /// The device a claim names: its kernel name, or for a file its path with
@@ -464,6 +481,55 @@ mod tests {
         assert_eq!(d[0].capacity_bytes, Some(1 << 20), "{d:?}");
         let plain = json!({"drives": [{"device": lo.dev()}]});
         assert_eq!(drives(Kind::Erase, &plain)[0].serial, None);
+    }
+
+    /// A station's drive pulled mid-erase was stored with no model (the
+    /// erase result did not carry it), and a pulled loop device, whose
+    /// node is cleared or taken by another loop before the result is
+    /// stored, with the size its node had then. The outcome's model and
+    /// capacity are kept whenever the node no longer holds that drive.
+    #[test]
+    fn a_pulled_drive_is_stored_with_the_model_and_size_the_erase_saw() {
+        require_root();
+        let dir = TempDir::new("store-pulled-identity");
+        let lo = LoopDev::new_in(&dir, 1 << 20);
+        let m = Some("DL MODEL".to_string());
+        // (what the erase saw, the path, model, serial and bytes stored)
+        let table = [
+            (
+                json!({"device": "/dev/drivelab-no-such-node", "serial": "GONE-2",
+                       "model": "DL MODEL", "capacity_bytes": 64 << 20}),
+                "/dev/drivelab-no-such-node".to_string(),
+                m.clone(),
+                Some("GONE-2"),
+                Some(64u64 << 20),
+            ),
+            // The node holds a drive of another size: not the one erased.
+            (
+                json!({"device": lo.dev(), "model": "DL MODEL", "capacity_bytes": 2 << 20}),
+                lo.dev().to_string(),
+                m.clone(),
+                None,
+                Some(2 << 20),
+            ),
+            // The same size, no serial either side: the node's drive, with
+            // the model the erase saw where the kernel has none.
+            (
+                json!({"device": lo.dev(), "model": "DL MODEL", "capacity_bytes": 1 << 20}),
+                lo.dev().to_string(),
+                m.clone(),
+                None,
+                Some(1 << 20),
+            ),
+        ];
+        for (outcome, path, model, serial, bytes) in table {
+            let d = drives(Kind::Erase, &json!({ "drives": [outcome] }));
+            assert_eq!(d.len(), 1, "{outcome}: {d:?}");
+            assert_eq!(d[0].path, path, "{outcome}");
+            assert_eq!(d[0].model, model, "{outcome}");
+            assert_eq!(d[0].serial.as_deref(), serial, "{outcome}");
+            assert_eq!(d[0].capacity_bytes, bytes, "{outcome}");
+        }
     }
 
     #[test]

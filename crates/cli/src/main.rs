@@ -117,8 +117,12 @@ fn main() -> ExitCode {
         return error::report(&e, json);
     }
     // An alias of a claimed target appearing mid-write stops every writer
-    // as Ctrl-C would; the outcome is then that alias (below).
-    drivelab_device::watch::on_alias(drivelab_engine::sys::request_stop);
+    // as Ctrl-C would; the outcome is then that alias (below). The station
+    // stops only the aliased drive's erase (it looks at each refresh).
+    let station = matches!(cli.command, Command::Station(_));
+    if !station {
+        drivelab_device::watch::on_alias(drivelab_engine::sys::request_stop);
+    }
     let result = match cli.command {
         Command::Run(a) => cmd_run::run(a),
         Command::Devices(a) => cmd_devices::run(a),
@@ -138,7 +142,7 @@ fn main() -> ExitCode {
         Command::Completions(a) => cmd_shell::completions(a, Cli::command()),
         Command::Man(a) => cmd_shell::man(a, Cli::command()),
     };
-    if let Some(alias) = drivelab_device::watch::alias() {
+    if let Some(alias) = drivelab_device::watch::alias().filter(|_| !station) {
         return error::report_alias(&alias);
     }
     match result {

@@ -136,6 +136,8 @@ mod tests {
         let drive = Outcome {
             device: "/dev/loop9".into(),
             serial: None,
+            model: None,
+            capacity_bytes: None,
             method: Method::Zeroout,
             reason: String::new(),
             result: EraseResult::Erased,

@@ -200,12 +200,17 @@ fn erased(d: &LoopDev) -> bool {
 }
 
 fn write_policy(dir: &TempDir, extra: &str) -> std::path::PathBuf {
+    policy_with_bays(dir, &dir.0, extra)
+}
+
+/// The test policy with its bays the `bay-*.img` files of `bays`.
+fn policy_with_bays(dir: &TempDir, bays: &Path, extra: &str) -> std::path::PathBuf {
     let p = dir.join("policy.toml");
     std::fs::write(
         &p,
         format!(
             "bays = [\"{}/bay-*.img\"]\ninclude_loop = true\noperator = \"test operator\"\n\n[erase]\npattern = \"fixed:0x{FILL:02X}\"\nrate_limit = \"4m\"\ncertificate_dir = \"{}\"\n{extra}\n[certificate]\norganisation = \"drivelab tests\"\ncustomer = \"Globex\"\ncustomer_address = \"1 Main Street, Springfield\"\ncustomer_contact = \"ops@globex.example\"\nasset_tag = \"operator\"\nformats = [\"json\", \"pdf\"]\npaper = \"letter\"\n",
-            dir.0.display(),
+            bays.display(),
             dir.join("certs").display()
         ),
     )
@@ -461,6 +466,152 @@ fn check_store(dir: &TempDir, events: &[Value], tagged: &str, pulled: &str) {
             assert_eq!(s["state"], "removed");
         }
     }
+}
+
+/// A drive pulled mid-erase and plugged straight back, before its worker
+/// has stopped: the same backing file attached again at once lands on
+/// another loop device while the old one (detached, its autoclear set)
+/// is still held by the old worker's claim. The new arrival was taken at
+/// once and refused (its bytes shared with a device held exclusively),
+/// so the drive came back and was never erased. It now waits until the
+/// old worker has ended, then is erased whole and certified. The pulled
+/// erase is stored with the size the station saw, though its node is
+/// cleared by then.
+#[test]
+fn a_drive_reseated_before_its_worker_ended_is_erased_once_it_has() {
+    require_root();
+    drivelab_testkit::require_tools(&["/usr/sbin/losetup"]);
+    let dir = TempDir::new("station-reseat");
+    let size: u64 = 32 << 20;
+    let first = loop_filled(&dir, "bay-reseat.img", size, 0x5E);
+    let policy = write_policy(&dir, "");
+    let st = Station::start(&dir, &policy);
+    st.wait_for("the erase under way", |v| {
+        v["name"] == first.name.as_str()
+            && v["state"] == "erasing"
+            && v["progress_pct"].as_f64().is_some_and(|p| p >= 10.0)
+    });
+    sh("losetup", &["-d", first.dev()]);
+    let again = LoopDev::attach(&first.backing, &[]);
+    // The first node is cleared once the old worker lets it go, and may
+    // then be another test's: never detached by name again here.
+    let (first_name, first_dev) = (first.name.clone(), first.path.clone());
+    std::mem::forget(first);
+    assert_ne!(again.name, first_name, "a held loop device was reused");
+
+    let gone = st.wait_state(&first_name, "removed");
+    assert!(
+        gone["detail"]
+            .as_str()
+            .is_some_and(|d| d.ends_with("not erased")),
+        "{gone}"
+    );
+    let queued = st.wait_for("the reseated drive queued", |v| {
+        v["event"] == "queued" && v["name"] == again.name.as_str()
+    });
+    assert_eq!(queued["behind"], first_name.as_str(), "{queued}");
+    let cert = st.wait_state(&again.name, "certified");
+    assert_eq!(cert["bay"], again.backing.display().to_string());
+    assert!(erased(&again), "the reseated drive is not erased whole");
+    let stored = st.wait_for("the pulled erase stored", |v| {
+        v["event"] == "stored" && v["name"] == first_name.as_str()
+    });
+    let (code, events, err) = st.quit();
+    assert_eq!(code, 0, "stderr: {err}");
+    for v in events.iter().filter(|v| v["name"] == again.name.as_str()) {
+        assert!(
+            !matches!(v["state"].as_str(), Some("failed" | "held")),
+            "the reseated drive was refused: {v}"
+        );
+    }
+    assert_eq!(
+        events
+            .iter()
+            .filter(|v| v["event"] == "state"
+                && v["name"] == again.name.as_str()
+                && v["state"] == "detected")
+            .count(),
+        1,
+        "one worker for the reseated drive"
+    );
+
+    // The pulled drive's record: its node and the size the station saw.
+    let id = stored["record"].as_str().expect("a record id");
+    let out = Command::new(BIN)
+        .args(["show", id])
+        .env("DRIVELAB_STORE", dir.join("results.db"))
+        .output()
+        .expect("drivelab show");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("drive {}:", first_dev.display())))
+        .unwrap_or_else(|| panic!("no drive line: {text}"));
+    assert!(line.contains(&format!(", {size} bytes,")), "{line}");
+}
+
+/// A write the drive fails (its backing file on a full tmpfs: the loop
+/// device answers a write to the file's hole with an I/O error) leaves a
+/// range of the drive unwritten, the rest written. The erase skips the
+/// range after its retries and lists it as an exception in its
+/// certificate; the station showed the drive certified. It is failed,
+/// saying how many ranges could not be written, and every byte that could
+/// be written was.
+#[test]
+fn a_write_error_mid_erase_fails_the_drive() {
+    require_root();
+    drivelab_testkit::require_tools(&["/usr/sbin/losetup"]);
+    let dir = TempDir::new("station-write-error");
+    let (size, hole, hole_len) = (8usize << 20, 3usize << 20, 64usize << 10);
+    let tmp = drivelab_testkit::Tmpfs::mount_in(&dir, "full", 9 << 20);
+    let img = tmp.join("bay-ioerr.img");
+    // Every page written (allocated) but a 64 KiB hole at 3 MiB.
+    make_image(&img, size as u64, &[]);
+    {
+        let f = std::fs::OpenOptions::new().write(true).open(&img).unwrap();
+        let old = vec![0x11u8; size];
+        std::os::unix::fs::FileExt::write_all_at(&f, &old[..hole], 0).unwrap();
+        let rest = hole + hole_len;
+        std::os::unix::fs::FileExt::write_all_at(&f, &old[rest..], rest as u64).unwrap();
+        f.sync_all().unwrap();
+    }
+    tmp.fill();
+    let bad = LoopDev::attach(&img, &[]);
+    let policy = policy_with_bays(&dir, &tmp.path, "");
+    let st = Station::start(&dir, &policy);
+    let failed = st.wait_for("the drive failed or certified", |v| {
+        v["event"] == "state"
+            && v["name"] == bad.name.as_str()
+            && matches!(v["state"].as_str(), Some("failed" | "certified"))
+    });
+    assert_eq!(failed["state"], "failed", "{failed}");
+    let detail = failed["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("could not be written"), "{detail}");
+    let stored = st.wait_for("its result stored", |v| {
+        v["event"] == "stored" && v["name"] == bad.name.as_str()
+    });
+    assert_eq!(stored["state"], "failed", "{stored}");
+    let (code, events, err) = st.quit();
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(
+        !events
+            .iter()
+            .any(|v| v["name"] == bad.name.as_str() && v["state"] == "certified"),
+        "a drive with an unwritten range was certified"
+    );
+    drop(bad);
+    let bytes = std::fs::read(&img).unwrap();
+    let (before, rest) = bytes.split_at(hole);
+    let (gap, after) = rest.split_at(hole_len);
+    assert!(
+        before.iter().chain(after).all(|&b| b == FILL),
+        "the writable part was not erased"
+    );
+    assert!(
+        gap.iter().all(|&b| b == 0),
+        "the hole was written on a full tmpfs"
+    );
 }
 
 #[test]

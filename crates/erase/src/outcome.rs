@@ -113,6 +113,12 @@ pub struct Outcome {
     pub device: String,
     /// Serial.
     pub serial: Option<String>,
+    /// Model, as the kernel named the drive when it was planned: the
+    /// stored record keeps it when the drive is gone by the time it is
+    /// stored (pulled from a station).
+    pub model: Option<String>,
+    /// Capacity, bytes, when it was planned (what the erase covers).
+    pub capacity_bytes: Option<u64>,
     /// Method used.
     pub method: Method,
     /// Why that method.
@@ -184,6 +190,8 @@ impl Outcome {
         Outcome {
             device: d.dev.path.display().to_string(),
             serial: d.serial().map(String::from),
+            model: d.dev.model.clone(),
+            capacity_bytes: Some(d.size),
             method: d.choice.method,
             reason: d.choice.reason.clone(),
             result: EraseResult::Failed,
@@ -223,6 +231,10 @@ impl Outcome {
 struct Row<'a> {
     device: &'a str,
     serial: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capacity_bytes: Option<u64>,
     method: Method,
     method_reason: &'a str,
     result: EraseResult,
@@ -259,6 +271,8 @@ impl Serialize for Outcome {
         Row {
             device: &self.device,
             serial: &self.serial,
+            model: &self.model,
+            capacity_bytes: self.capacity_bytes,
             method: self.method,
             method_reason: &self.reason,
             result: self.result,
@@ -295,6 +309,8 @@ impl Serialize for Outcome {
 struct StoredRow {
     device: String,
     serial: Option<String>,
+    model: Option<String>,
+    capacity_bytes: Option<u64>,
     method: Method,
     method_reason: String,
     result: EraseResult,
@@ -343,6 +359,8 @@ impl<'de> Deserialize<'de> for Outcome {
         Ok(Outcome {
             device: r.device,
             serial: r.serial,
+            model: r.model,
+            capacity_bytes: r.capacity_bytes,
             method: r.method,
             reason: r.method_reason,
             result: r.result,
@@ -425,6 +443,30 @@ mod tests {
             assert_eq!(v, r.as_str());
             assert_eq!(serde_json::from_value::<EraseResult>(v).unwrap(), r);
         }
+    }
+
+    /// A drive pulled from a station is gone when its result is stored:
+    /// the outcome itself carries what the erase saw of it.
+    #[test]
+    fn a_stored_outcome_keeps_the_model_and_capacity_the_erase_saw() {
+        let o = Outcome {
+            device: "/dev/sdc".into(),
+            serial: Some("S1".into()),
+            model: Some("QEMU HARDDISK".into()),
+            capacity_bytes: Some(64 << 20),
+            result: EraseResult::Stopped,
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&o).unwrap();
+        assert_eq!(v["model"], "QEMU HARDDISK");
+        assert_eq!(v["capacity_bytes"], 64 << 20);
+        let back: Outcome = serde_json::from_value(v).unwrap();
+        assert_eq!(back.model.as_deref(), Some("QEMU HARDDISK"));
+        assert_eq!(back.capacity_bytes, Some(64 << 20));
+        // A result stored before the fields existed still reads.
+        let old: Outcome =
+            serde_json::from_value(serde_json::json!({"device": "/dev/sdc"})).unwrap();
+        assert_eq!((old.model, old.capacity_bytes), (None, None));
     }
 
     #[test]

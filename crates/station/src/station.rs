@@ -2,7 +2,9 @@
 //! drive, and one loop that takes every message (kernel events, workers'
 //! changes and results, operator commands, keys), checks every quarter
 //! second that each drive being worked on is still there, and draws the
-//! screen or writes the events. The loop never waits on a drive.
+//! screen or writes the events. A drive that arrives while a worker still
+//! has it (reseated before its old worker ended) waits, and is taken once
+//! that worker has ended. The loop never waits on a drive.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +37,11 @@ pub enum Ui {
 /// (a drive hung in a command must not keep the station from exiting;
 /// its journal stays).
 const QUIT_WAIT: Duration = Duration::from_secs(60);
+
+/// Every how many refreshes (of 250 ms) a busy drive is described again
+/// whole to tell it is still there, rather than from its device numbers,
+/// size and loop fields alone: 5 s.
+const WHOLE_EVERY: u64 = 20;
 
 /// The most lines a drive's log keeps (the oldest go first).
 const LOG_LINES: usize = 500;
@@ -69,6 +76,35 @@ impl Slot {
             Err(p) => p.into_inner().clone(),
         }
     }
+
+    /// The drive's state (without copying its row).
+    fn state(&self) -> State {
+        match self.view.lock() {
+            Ok(v) => v.state,
+            Err(p) => p.into_inner().state,
+        }
+    }
+
+    /// The drive's identity once its worker identified it.
+    fn identity(&self) -> Option<Identity> {
+        self.identity.lock().ok().and_then(|g| g.clone())
+    }
+
+    /// Whether its worker thread is still running (it may hold the
+    /// drive's claim, its journal, or be about to write its result).
+    fn running(&self) -> bool {
+        self.handle.as_ref().is_some_and(|h| !h.is_finished())
+    }
+}
+
+/// What a disk that arrived gets.
+enum Take {
+    /// A worker of its own.
+    Add(Box<BlockDevice>),
+    /// To wait until the worker of this drive (kernel name) has ended.
+    Wait(String),
+    /// Nothing: not shown, or the drive a worker has or had.
+    Nothing,
 }
 
 /// The running station.
@@ -81,6 +117,11 @@ struct Station<'a> {
     stored: usize,
     /// The last store warning, for the screen's message line.
     warning: Option<String>,
+    /// Drives arrived while a worker still had them (kernel name -> the
+    /// worker's drive's name), taken once that worker has ended.
+    waiting: BTreeMap<String, String>,
+    /// Refreshes so far (every [`WHOLE_EVERY`]th checks drives whole).
+    refreshes: u64,
 }
 
 /// Run the station until the operator quits (a key, `quit` on stdin, or
@@ -112,6 +153,8 @@ pub fn run(ctx: Ctx, ui: Ui, stop: &AtomicBool, sink: &mut dyn Sink) -> Result<(
         sink,
         stored: 0,
         warning: None,
+        waiting: BTreeMap::new(),
+        refreshes: 0,
     };
     st.events.emit(
         "start",
@@ -202,14 +245,20 @@ impl Station<'_> {
             }
             if last_check.elapsed() >= Duration::from_millis(250) {
                 self.check_present();
+                self.retry_waiting();
                 last_check = Instant::now();
-                let rows = self.rows();
-                self.sink.observe(&rows);
+                let rows = if screen.is_some() || self.sink.observes() {
+                    self.rows()
+                } else {
+                    Vec::new()
+                };
+                if self.sink.observes() {
+                    self.sink.observe(&rows);
+                }
                 if let Some(s) = screen.as_mut() {
                     if let Some(w) = self.warning.take() {
                         s.message = w;
                     }
-                    let rows = self.rows();
                     let log = s
                         .selected(&rows)
                         .and_then(|v| self.slots.get(&v.name))
@@ -267,51 +316,154 @@ impl Station<'_> {
     fn seen(&mut self, s: Seen) {
         match s {
             Seen::Removed(name) => {
+                self.waiting.remove(&name);
                 if let Some(slot) = self.slots.get(&name) {
                     slot.control.stop_for(&slot.control.removed);
                 }
             }
-            Seen::Changed(name) => {
-                let Ok(dev) = BlockDevice::from_name(&name) else {
-                    return;
-                };
-                let shown = !dev.partition
-                    && dev.size.0 > 0
-                    && watch::is_shown(dev.kind, self.ctx.policy.include_loop);
-                let known = self.slots.get(&name).map(|s| {
-                    let id = s.identity.lock().ok().and_then(|g| g.clone());
-                    (s.view().state, id, Control::is(&s.control.removed))
-                });
-                match known {
-                    // A new drive, or in a slot whose drive is done with: a
-                    // different one, or one plugged back after it was
-                    // pulled (the same drive back at the same node has the
-                    // same identity: only its removal tells it came again).
-                    None if shown => self.add(&dev),
-                    Some((state, id, pulled))
-                        if shown
-                            && state.is_final()
-                            && (pulled || id.as_ref() != Some(&Identity::of(&dev))) =>
-                    {
-                        self.add(&dev)
-                    }
-                    _ => {}
-                }
+            Seen::Changed(name) => self.arrived(&name),
+        }
+    }
+
+    /// A whole disk added or changed at `name`: taken, kept waiting, or
+    /// nothing to do (see [`Station::take`]).
+    fn arrived(&mut self, name: &str) {
+        match self.take(name) {
+            Take::Add(dev) => {
+                self.waiting.remove(name);
+                self.add(&dev);
+            }
+            Take::Wait(behind) => self.wait(name, &behind),
+            Take::Nothing => {
+                self.waiting.remove(name);
             }
         }
     }
 
+    /// What to do with the disk at `name`. A drive no worker has gets a
+    /// worker of its own. A drive that a worker still has waits until that
+    /// worker has ended, and is then taken as if it had just arrived: the
+    /// worker of its node (its drive pulled, or another drive there now),
+    /// or the worker of the same drive at another node (its serial, or a
+    /// loop device's backing file: a drive reseated while its old worker
+    /// is still stopping). So there are never two workers on one drive,
+    /// and the old worker's claim and journal are let go before the new
+    /// worker looks at the drive.
+    fn take(&self, name: &str) -> Take {
+        let dev = match BlockDevice::from_name(name) {
+            Ok(d)
+                if !d.partition
+                    && d.size.0 > 0
+                    && watch::is_shown(d.kind, self.ctx.policy.include_loop) =>
+            {
+                d
+            }
+            _ => return Take::Nothing,
+        };
+        let id = Identity::of(&dev);
+        if let Some(slot) = self.slots.get(name) {
+            let pulled = Control::is(&slot.control.removed);
+            let theirs = slot.identity();
+            let same = theirs.as_ref() == Some(&id);
+            if slot.running() {
+                // An event about the drive being worked on (or identified).
+                if !pulled && (same || theirs.is_none()) {
+                    return Take::Nothing;
+                }
+                return Take::Wait(name.to_string());
+            }
+            // An event about the drive the slot was done with.
+            if !pulled && same {
+                return Take::Nothing;
+            }
+        }
+        let busy = self.slots.iter().find(|(n, s)| {
+            n.as_str() != name && s.running() && s.identity().is_some_and(|o| o.same_drive(&id))
+        });
+        match busy {
+            Some((other, _)) => Take::Wait(other.clone()),
+            None => Take::Add(Box::new(dev)),
+        }
+    }
+
+    /// Keep `name` waiting for the worker of `behind` (said once).
+    fn wait(&mut self, name: &str, behind: &str) {
+        if let Some(b) = self.waiting.get_mut(name) {
+            *b = behind.to_string();
+            return;
+        }
+        self.waiting.insert(name.to_string(), behind.to_string());
+        self.events.emit(
+            "queued",
+            json!({"name": name, "device": format!("/dev/{name}"), "behind": behind,
+                   "detail": format!("waits until the worker of {behind} has ended")}),
+        );
+    }
+
+    /// Look again at every waiting drive whose old worker has ended.
+    fn retry_waiting(&mut self) {
+        let names: Vec<String> = self
+            .waiting
+            .iter()
+            .filter(|(_, behind)| self.slots.get(*behind).is_none_or(|s| !s.running()))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in names {
+            self.arrived(&n);
+        }
+    }
+
     /// Every drive being worked on that is no longer the same drive was
-    /// pulled: stop its worker (sysfs reads only).
+    /// pulled: stop its worker. Each refresh reads the few sysfs files
+    /// that tell a drive gone ([`Identity::still`]); every
+    /// [`WHOLE_EVERY`]th, the drive is described again whole (a swap at
+    /// the same node whose events were lost).
     fn check_present(&mut self) {
+        self.refreshes = self.refreshes.wrapping_add(1);
+        let whole = self.refreshes % WHOLE_EVERY == 0;
         for (name, slot) in &self.slots {
-            let state = slot.view().state;
-            if state.is_final() || Control::is(&slot.control.removed) {
+            if Control::is(&slot.control.removed) || slot.state().is_final() {
                 continue;
             }
-            let id = slot.identity.lock().ok().and_then(|g| g.clone());
-            if id.is_some_and(|id| !id.still(name)) {
+            let gone = slot.identity().is_some_and(|id| {
+                if whole {
+                    !id.still_whole(name)
+                } else {
+                    !id.still(name)
+                }
+            });
+            if gone {
                 slot.control.stop_for(&slot.control.removed);
+            }
+        }
+        self.stop_aliased();
+    }
+
+    /// A drive whose bytes another device or process took while it was
+    /// erased (a loop device attached over the same file, a writer of its
+    /// backing file) has its erase stopped, and only that drive: the
+    /// claim's watcher found it (`drivelab_device::watch`). A loop device
+    /// reseated at once is one: its old node is then pulled.
+    fn stop_aliased(&mut self) {
+        for a in drivelab_device::watch::aliases() {
+            let Some((name, slot)) = self
+                .slots
+                .iter()
+                .find(|(_, s)| s.running() && s.view.lock().is_ok_and(|v| v.device == a.target))
+            else {
+                continue;
+            };
+            if Control::is(&slot.control.stop) {
+                continue;
+            }
+            slot.control.stop_for(&slot.control.abort);
+            let line = a.to_string();
+            self.events
+                .emit("warning", json!({"name": name, "warning": line}));
+            if self.events.on() {
+                eprintln!("drivelab: station: warning: {line}");
+            } else {
+                self.warning = Some(line);
             }
         }
     }

@@ -212,6 +212,13 @@ list_disks() {
         echo "${b##*/} $(vpd80_serial "$b/device/vpd_pg80") ${h##*/}"
     done > disks.txt
 }
+# one_at_a_time: each disk takes one command at a time. scsi_debug's
+# command slots (max_queue, 192) belong to its submit queue, shared by
+# every adapter: 100 disks with several commands each held 200 ms (the
+# kernel splits a BLKZEROOUT into one WRITE SAME per write_same_length)
+# would fill them, and scsi_debug answers a command past them with TASK
+# SET FULL and DID_ABORT, which the kernel fails as an I/O error.
+one_at_a_time() { while read -r n s h; do echo 1 > "/sys/block/$n/device/queue_depth"; done < disks.txt; }
 # set_delay NS: scsi_debug answers each command NS ns late (0: at once);
 # refused (EBUSY) while commands are queued, so retried.
 set_delay() {
@@ -372,6 +379,7 @@ getconf CLK_TCK > clk_tck.txt 2>/dev/null || echo 100 > clk_tck.txt
 
 wait_disks 1 || exit 1
 list_disks
+one_at_a_time
 station_run one
 
 echo "drivelab-vm: adding $((N / LUNS - 1)) adapters of $LUNS disks at $(now) s" > /dev/console
@@ -382,6 +390,7 @@ echo "$LUNS" > $P/max_luns
 wait_disks "$N" || exit 1
 echo "$t0 $(now)" > wall_add.txt
 list_disks
+one_at_a_time
 
 erase_run one 1
 erase_run all "$N"
@@ -487,6 +496,9 @@ pub struct Figures {
     pub station_screen: Option<StationRun>,
     /// The screen's last capture (tmux capture-pane).
     pub screen_text: String,
+    /// The guest kernel's lines about failed commands (I/O errors, failed
+    /// results), from its log.
+    pub io_errors: Vec<String>,
 }
 
 fn pairs(text: &str) -> BTreeMap<String, String> {
@@ -738,6 +750,13 @@ impl Figures {
                 .is_ok()
                 .then(|| StationRun::read(run, "screen")),
             screen_text: run.file("screen.txt").unwrap_or_default(),
+            io_errors: run
+                .file("dmesg.txt")
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.contains("I/O error") || l.contains("FAILED Result"))
+                .map(String::from)
+                .collect(),
         }
     }
 

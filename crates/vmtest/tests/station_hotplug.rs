@@ -16,8 +16,9 @@
 //!   events say "removed at N %: not erased", never certified, no
 //!   certificate, and its image still holds the old pattern past the
 //!   erased part;
-//! - SCSI disk R is pulled the same way and plugged back: the station
-//!   resumes its erase from the journal (the certificate counts the bytes
+//! - SCSI disk R is pulled the same way and plugged straight back: the
+//!   station takes it once the worker of its pull has ended, and resumes
+//!   its erase from the journal (the certificate counts the bytes
 //!   resumed) and certifies it;
 //! - SCSI disk F holds ext4: held (its superblock read intact in the guest
 //!   while held) until `confirm` on the station's stdin (the confirm path
@@ -55,6 +56,9 @@ const O: &str = "DLHPO0001";
 const R: &str = "DLHPR0001";
 /// Hot-added NVMe drive.
 const N: &str = "DLHPN0001";
+
+/// The model QEMU's scsi-hd reports.
+const SCSI_MODEL: &str = "QEMU HARDDISK";
 
 /// What the host writes over each hot disk before the boot, so what an
 /// erase wrote shows.
@@ -155,14 +159,16 @@ C=$(plugged @C@)
 wait_progress @C@ 90 && { hotplug del-c || fail "del-c"; }
 wait_state @C@ removed 60
 
-# R is pulled the same way, then plugged back: its erase resumes from the
-# journal (it goes on while the script carries on).
+# R is pulled the same way and plugged straight back, before its worker
+# has seen the pull through: the drive back waits for that worker to end,
+# then its erase resumes from the journal (it goes on while the script
+# carries on).
 hotplug add-r || fail "add-r"
 R=$(plugged @R@)
 wait_progress @R@ 90 && { hotplug del-r || fail "del-r"; }
+hotplug add-r || fail "add-r again"
 wait_state @R@ removed 60
 ls /out/certs > certs_after_r_pulled.txt
-hotplug add-r || fail "add-r again"
 R=$(plugged @R@)
 
 # F holds ext4: held, its superblock intact, until confirmed.
@@ -586,14 +592,16 @@ fn stored_as_seen(ck: &mut Checks, run: &GuestRun, ev: &[Value]) {
         || format!("{stored:?}"),
     );
     // C's node went to F before C's result was stored: the record must
-    // still be C's.
+    // still be C's, with the model the station saw.
     let hist = run.outcome_json("hist_c");
     let rows = hist.as_ref().ok().and_then(|(_, v)| v.as_array().cloned());
     ck.check(
-        "history --drive C lists C's one erase, not erased",
+        "history --drive C lists C's one erase, not erased, with its model",
         rows.as_ref().is_some_and(|r| {
             r.len() == 1
-                && r[0]["drives"].as_str().is_some_and(|d| d.contains(C))
+                && r[0]["drives"]
+                    .as_str()
+                    .is_some_and(|d| d == format!("{SCSI_MODEL} {C}"))
                 && r[0]["verdict"] != "erased"
         }),
         || format!("{hist:?}"),

@@ -135,6 +135,19 @@ fn a_hundred_drives_erase_in_the_time_of_one_and_the_station_stays_flat() {
         f.disks.len() == n && serials.len() == n && !serials.iter().any(|s| s.is_empty()),
         || format!("{} disks, {} serials", f.disks.len(), serials.len()),
     );
+    // Every command the drives were sent succeeded: no I/O error was
+    // retried or redone behind a certificate.
+    c.check(
+        "no command failed (the guest kernel logged no I/O error)",
+        f.io_errors.is_empty(),
+        || {
+            format!(
+                "{} lines: {:?}",
+                f.io_errors.len(),
+                f.io_errors.iter().take(6).collect::<Vec<_>>()
+            )
+        },
+    );
     erase_one_checks(&mut c, &f, &s);
     erase_all_checks(&mut c, &f, &s);
 

@@ -103,6 +103,16 @@ pub fn alias() -> Option<Alias> {
     lock(&watcher().first).clone()
 }
 
+/// The alias found of every claim still held (one each), so that a
+/// program holding many claims (the station) stops only the writer whose
+/// bytes another device or process took.
+pub fn aliases() -> Vec<Alias> {
+    lock(&watcher().entries)
+        .iter()
+        .filter_map(|e| e.found.clone())
+        .collect()
+}
+
 /// Install what to call when an alias is found (once; later calls are
 /// ignored). The call comes from the watcher thread: it must only set a
 /// flag.

@@ -93,7 +93,8 @@ impl Frontend for Front<'_> {
             } else {
                 None
             };
-            let v = self.w.update(|v| {
+            // The row is changed in place; copied only for an event.
+            let (state, detail) = self.w.with(|v| {
                 if let Some(c) = temp {
                     v.temperature_c = Some(c.round() as i64);
                 }
@@ -102,21 +103,22 @@ impl Frontend for Front<'_> {
                 v.progress_pct = pct.min(100.0);
                 v.speed_bytes_per_s = speed;
                 v.eta_s = (speed > 0.0).then(|| t.saturating_sub(d) as f64 / speed);
+                (v.state, (phase != last_phase).then(|| v.detail.clone()))
             });
             let s = match phase {
                 Phase::Erasing => Some(State::Erasing),
                 Phase::Verifying => Some(State::Verifying),
                 _ => None,
             };
-            if phase != last_phase && s.is_some_and(|s| s != v.state) {
-                self.w.set(s.unwrap_or(v.state), v.detail.clone());
+            if let (Some(s), Some(detail)) = (s.filter(|s| *s != state), detail) {
+                self.w.set(s, detail);
             } else if matches!(phase, Phase::Erasing | Phase::Verifying)
                 && t > 0
                 && d * 10 / t > tenth
             {
                 tenth = d * 10 / t;
                 let _ = self.w.tx.send(Msg::Changed {
-                    view: Box::new(v),
+                    view: Box::new(self.w.update(|_| {})),
                     progress: true,
                 });
             }
@@ -289,7 +291,9 @@ pub fn erase(
             } else {
                 (State::Failed, e.to_string())
             };
-            w.set(state, why);
+            w.set(state, why.clone());
+            let summary = unrun(&req, dev, e.to_string());
+            send_result(w, state, why, summary);
             Ended::Final
         }
         Ok(Report::DryRun(_)) => Ended::Final,
@@ -337,6 +341,17 @@ fn ended(w: &Worker, mut summary: drivelab_erase::Summary) -> Ended {
             o.error.clone().unwrap_or_else(|| "failed".into()),
             Ended::Final,
         ),
+        // A range that could not be written after its retries is skipped
+        // and listed in the certificate: the drive is not erased, however
+        // the rest of it reads back.
+        r if o.exceptions > 0 || !r.is_clean() => (
+            State::Failed,
+            format!(
+                "{r}: {} range(s) could not be written (listed in its certificate): not erased",
+                o.exceptions
+            ),
+            Ended::Final,
+        ),
         // A PDF that could not be made is said on the row; the signed
         // JSON certificate stands.
         r if o.certificate.is_some() => (
@@ -352,7 +367,19 @@ fn ended(w: &Worker, mut summary: drivelab_erase::Summary) -> Ended {
     if !matches!(ended, Ended::Held(_)) {
         w.set(state, detail.clone());
     }
+    send_result(w, state, detail, summary);
+    ended
+}
+
+/// Send the main loop a drive's result for the store, each outcome with
+/// the model, serial and size the station saw where the erase has none.
+fn send_result(w: &Worker, state: State, detail: String, mut summary: drivelab_erase::Summary) {
     let view = w.update(|_| {});
+    for o in &mut summary.drives {
+        o.model = o.model.take().or_else(|| view.model.clone());
+        o.serial = o.serial.take().or_else(|| view.serial.clone());
+        o.capacity_bytes = o.capacity_bytes.or((view.size > 0).then_some(view.size));
+    }
     let _ = w.tx.send(Msg::Result(Box::new(DriveResult {
         view: crate::drive::state::View {
             state,
@@ -361,5 +388,29 @@ fn ended(w: &Worker, mut summary: drivelab_erase::Summary) -> Ended {
         },
         summary,
     })));
-    ended
+}
+
+/// The result of an erase that failed before it had a drive's outcome
+/// (the drive pulled as it was planned or claimed): one failed outcome,
+/// so the store keeps what the station tried.
+fn unrun(req: &Request, dev: &BlockDevice, error: String) -> drivelab_erase::Summary {
+    let o = &req.options;
+    drivelab_erase::Summary {
+        strategy: o.strategy,
+        pattern: o.pattern.to_string(),
+        verify: o.verify,
+        bus_limit_bytes_per_s: o.bus_limit,
+        drives: vec![drivelab_erase::Outcome {
+            device: dev.path.display().to_string(),
+            serial: dev.serial.clone(),
+            model: dev.model.clone(),
+            capacity_bytes: Some(dev.size.0),
+            method: o.method,
+            result: EraseResult::Failed,
+            error: Some(error),
+            verification: "not performed".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
 }

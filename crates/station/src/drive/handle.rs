@@ -56,16 +56,17 @@ impl Worker {
 
     /// Change the view without a state change; returns a copy.
     pub fn update(&self, f: impl FnOnce(&mut View)) -> View {
+        self.with(|v| {
+            f(v);
+            v.clone()
+        })
+    }
+
+    /// Change or read the view without copying it.
+    pub fn with<R>(&self, f: impl FnOnce(&mut View) -> R) -> R {
         match self.view.lock() {
-            Ok(mut v) => {
-                f(&mut v);
-                v.clone()
-            }
-            Err(p) => {
-                let mut v = p.into_inner();
-                f(&mut v);
-                v.clone()
-            }
+            Ok(mut v) => f(&mut v),
+            Err(p) => f(&mut p.into_inner()),
         }
     }
 

@@ -4,8 +4,8 @@
 //! store ([`Sink`]), each drive's erase with the host, bay and operator,
 //! and every row a few times a second for live figures.
 //!
-//! Every line has `event` (`start`, `state`, `progress`, `stored`,
-//! `stop`), `time` (RFC 3339 UTC) and `t_s` (seconds since the station
+//! Every line has `event` (`start`, `state`, `progress`, `queued`,
+//! `stored`, `warning`, `stop`), `time` (RFC 3339 UTC) and `t_s` (seconds since the station
 //! started); a drive's lines carry its whole row ([`View`]'s fields).
 
 use std::io::Write;
@@ -25,6 +25,12 @@ pub trait Sink {
     /// Every drive's row, a few times a second (live figures); nothing by
     /// default.
     fn observe(&mut self, _rows: &[View]) {}
+
+    /// Whether [`Sink::observe`] does anything with the rows (they are
+    /// copied for it only then); yes by default.
+    fn observes(&self) -> bool {
+        true
+    }
 }
 
 /// What the station adds to a drive's stored erase.

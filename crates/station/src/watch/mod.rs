@@ -116,20 +116,54 @@ impl Identity {
         }
     }
 
-    /// Whether the drive named `name` is still this one (sysfs reads only:
-    /// never blocks on the drive).
-    pub fn still(&self, name: &str) -> bool {
-        match BlockDevice::from_name(name) {
-            Ok(d) => {
-                let now = Identity::of(&d);
-                now.dev == self.dev
-                    && now.size == self.size
-                    && now.serial == self.serial
-                    && now.backing == self.backing
-                    && (now.autoclear == self.autoclear || !now.autoclear)
-            }
-            Err(_) => false,
+    /// Whether `other` is this drive, wherever it is now: the same
+    /// serial, or for a loop device the same backing file. Without either
+    /// (a drive that reports no serial) nothing says so.
+    pub fn same_drive(&self, other: &Identity) -> bool {
+        fn both<T: PartialEq>(a: &Option<T>, b: &Option<T>) -> bool {
+            a.is_some() && a == b
         }
+        both(&self.serial, &other.serial) || both(&self.backing, &other.backing)
+    }
+
+    /// Whether the node `name` still holds this drive, from the few sysfs
+    /// files that change when a drive goes or another takes its node: its
+    /// device numbers and size, and a loop device's backing file and
+    /// autoclear flag (set by `losetup -d` while held). Reads only those,
+    /// never the drive; a drive swapped at the same node is told by its
+    /// remove and add events, or by [`Identity::still_whole`].
+    pub fn still(&self, name: &str) -> bool {
+        let dir = Path::new("/sys/class/block").join(name);
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+        let numbers = read("dev").and_then(|d| {
+            let (maj, min) = d.trim().split_once(':')?;
+            Some((maj.parse::<u32>().ok()?, min.parse::<u32>().ok()?))
+        });
+        let size = read("size").and_then(|s| s.trim().parse::<u64>().ok());
+        if numbers != Some(self.dev) || size.map(|s| s * 512) != Some(self.size) {
+            return false;
+        }
+        match &self.backing {
+            None => true,
+            Some(b) => {
+                read("loop/backing_file")
+                    .map(|f| PathBuf::from(f.trim()))
+                    .as_ref()
+                    == Some(b)
+                    && (self.autoclear || !autoclear(name))
+            }
+        }
+    }
+
+    /// [`Identity::still`], and the drive described again whole (its
+    /// serial among the rest): a drive swapped at its node whose events
+    /// were lost (a receive buffer overrun).
+    pub fn still_whole(&self, name: &str) -> bool {
+        self.still(name)
+            && BlockDevice::from_name(name).is_ok_and(|d| {
+                let now = Identity::of(&d);
+                now.serial == self.serial && now.size == self.size
+            })
     }
 }
 
@@ -141,4 +175,51 @@ fn autoclear(name: &str) -> bool {
     )
     .map(|s| s.trim() == "1")
     .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(dev: (u32, u32), serial: Option<&str>, backing: Option<&str>) -> Identity {
+        Identity {
+            dev,
+            size: 1 << 20,
+            serial: serial.map(String::from),
+            backing: backing.map(PathBuf::from),
+            autoclear: false,
+        }
+    }
+
+    #[test]
+    fn a_drive_is_the_same_by_its_serial_or_its_backing_file_wherever_it_is() {
+        let table = [
+            (
+                id((8, 0), Some("S1"), None),
+                id((8, 16), Some("S1"), None),
+                true,
+            ),
+            (
+                id((8, 0), Some("S1"), None),
+                id((8, 0), Some("S2"), None),
+                false,
+            ),
+            // No serial either side: nothing says it is the same drive.
+            (id((8, 0), None, None), id((8, 0), None, None), false),
+            (
+                id((7, 1), None, Some("/t/a.img")),
+                id((7, 2), None, Some("/t/a.img")),
+                true,
+            ),
+            (
+                id((7, 1), None, Some("/t/a.img")),
+                id((7, 1), None, Some("/t/b.img")),
+                false,
+            ),
+        ];
+        for (a, b, same) in table {
+            assert_eq!(a.same_drive(&b), same, "{a:?} {b:?}");
+            assert_eq!(b.same_drive(&a), same, "{b:?} {a:?}");
+        }
+    }
 }
