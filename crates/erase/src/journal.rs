@@ -39,7 +39,7 @@ use drivelab_device::output::Output;
 
 use serde::{Deserialize, Serialize};
 
-use crate::verify::prior::Content;
+use crate::verify::content::Content;
 use crate::EraseError;
 
 const MAGIC: &str = "drivelab-erase-journal 1 ";

@@ -9,6 +9,7 @@
 //! certificate's section, the unreadable ranges, and whether verification
 //! failed or was stopped.
 
+pub mod content;
 pub mod prior;
 pub mod read;
 pub mod sample;

@@ -15,7 +15,6 @@
 
 use drivelab_engine::io::{IoDesc, Op};
 
-use crate::job::iolog_replay::ReplayOpts;
 use crate::job::types::Loaded;
 use crate::SpecError;
 
@@ -194,9 +193,24 @@ fn device_node(dir: &std::path::Path, maj: u32, min: u32) -> Option<std::path::P
         .find_map(|e| device_node(&e.path(), maj, min))
 }
 
+/// The replay options a blktrace is read with (fio's `replay_*`).
+#[derive(Debug, Clone, Default)]
+pub struct Shape<'a> {
+    /// Every I/O goes here (`replay_redirect`).
+    pub redirect: Option<&'a str>,
+    /// Offsets divided by this (`replay_scale`; 0 or 1: not).
+    pub scale: u64,
+    /// Offsets aligned down, lengths up, to this (`replay_align`; 0: not).
+    pub align: u64,
+    /// Speed in percent of the trace's (`replay_time_scale`).
+    pub time_scale: u64,
+    /// Kinds left out (`replay_skip`): read, write, trim, sync.
+    pub skip: [bool; 4],
+}
+
 /// Read blktrace file `path` (already known to be one) for a job with
 /// replay options `o`.
-pub fn load(path: &str, o: &ReplayOpts) -> Result<Loaded, SpecError> {
+pub fn load(path: &str, o: &Shape<'_>) -> Result<Loaded, SpecError> {
     let mut f = drivelab_device::input::open(
         std::path::Path::new(path),
         drivelab_device::input::Kind::Trace,
@@ -238,7 +252,7 @@ pub fn load(path: &str, o: &ReplayOpts) -> Result<Loaded, SpecError> {
             continue;
         }
         due = due.saturating_add(gap);
-        let target = match &o.redirect {
+        let target = match o.redirect {
             Some(_) => 0,
             None => match devices.iter().position(|&d| d == e.device) {
                 Some(i) => i as u32,
@@ -280,8 +294,8 @@ pub fn load(path: &str, o: &ReplayOpts) -> Result<Loaded, SpecError> {
             due,
         ));
     }
-    let files = match &o.redirect {
-        Some(r) => vec![r.clone()],
+    let files = match o.redirect {
+        Some(r) => vec![r.to_string()],
         None => devices
             .iter()
             .map(|&d| {
@@ -354,9 +368,10 @@ mod tests {
         let path = dir.join("t.bin");
         std::fs::write(&path, &t).unwrap();
         assert!(is_blktrace(&t));
-        let o = ReplayOpts {
-            redirect: Some("/x".into()),
-            ..ReplayOpts::default()
+        let o = Shape {
+            redirect: Some("/x"),
+            time_scale: 100,
+            ..Shape::default()
         };
         let l = load(path.to_str().unwrap(), &o).unwrap();
         let got: Vec<(Op, u64, u32, u64)> = l
@@ -378,11 +393,11 @@ mod tests {
         // One write queued before its completion: depth 1.
         assert_eq!(l.depth, Some(1));
         // replay_skip=read: the read and its gap go; half speed doubles gaps.
-        let o = ReplayOpts {
-            redirect: Some("/x".into()),
+        let o = Shape {
+            redirect: Some("/x"),
             skip: [true, false, false, false],
             time_scale: 50,
-            ..ReplayOpts::default()
+            ..Shape::default()
         };
         let l = load(path.to_str().unwrap(), &o).unwrap();
         let got: Vec<(Op, u64)> = l.ios.iter().map(|(i, d)| (i.op, *d)).collect();
@@ -401,9 +416,10 @@ mod tests {
             deep.extend(event(t, 8 * t, 4096, r(a), &[]));
         }
         std::fs::write(&path, &deep).unwrap();
-        let plain = ReplayOpts {
-            redirect: Some("/x".into()),
-            ..ReplayOpts::default()
+        let plain = Shape {
+            redirect: Some("/x"),
+            time_scale: 100,
+            ..Shape::default()
         };
         assert_eq!(load(path.to_str().unwrap(), &plain).unwrap().depth, Some(2));
         // A torn last event is refused.

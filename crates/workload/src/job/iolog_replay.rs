@@ -196,7 +196,14 @@ pub fn load(o: &ReplayOpts) -> Result<Option<Arc<Loaded>>, SpecError> {
     })
     .map_err(|e| log_error(path, e))?;
     if crate::job::blktrace_replay::is_blktrace(&head[..read]) {
-        return crate::job::blktrace_replay::load(path, o).map(|l| Some(Arc::new(l)));
+        let shape = crate::job::blktrace_replay::Shape {
+            redirect: o.redirect.as_deref(),
+            scale: o.scale,
+            align: o.align,
+            time_scale: o.time_scale,
+            skip: o.skip,
+        };
+        return crate::job::blktrace_replay::load(path, &shape).map(|l| Some(Arc::new(l)));
     }
     let (_, mut reader) = drivelab_trace::open_file(
         std::path::Path::new(path),
