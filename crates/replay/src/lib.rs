@@ -1124,6 +1124,10 @@ mod tests {
             }
             ready.len()
         }
+        fn completion_ready(&mut self) -> bool {
+            let now = now_ns();
+            self.out.iter().any(|x| x.0 <= now)
+        }
         fn buffer(&mut self, _slot: u32) -> &mut [u8] {
             &mut self.buf
         }
@@ -1320,6 +1324,55 @@ mod tests {
         // a few requests of the last lookahead, not the whole replay.
         assert!(r.handed_on < 64, "{}", r.handed_on);
         assert!(r.cpu_user_ns + r.cpu_system_ns > 0);
+    }
+
+    #[test]
+    fn a_dependency_replay_awaits_requests_due_within_the_poll_horizon_without_a_timer() {
+        // Two chains of 20, the second started 10 us after the first, each
+        // request issued 20 us after its dependency's completion. Replayed
+        // with nothing taken off the think times, every request is due at
+        // most 20 us after the loop saw a completion: polled, never a
+        // kernel wait with a timer. Each request goes out once, after its
+        // dependency.
+        let (svc, think) = (4_000_000, 20_000);
+        let trace: Vec<_> = (0..40u64)
+            .map(|i| {
+                let issue = (i % 2) * 10_000 + (i / 2) * (svc + think);
+                let mut r = Request::new(issue, TOp::Read, i * 4096, 4096);
+                r.complete_ns = Some(issue + svc);
+                Ok(r)
+            })
+            .collect();
+        let stop = AtomicBool::new(false);
+        let mut e = Slow::new(1_000_000, 16);
+        let timing = Timing::Dependency {
+            window_ns: Some(1_000_000),
+            reaction_ns: Some(0),
+        };
+        let r = replay(&mut e, trace.into_iter(), &opts(timing), &stop).unwrap();
+        assert_eq!((r.requests, r.completed, r.errors), (40, 40, 0));
+        assert_eq!(
+            r.dependencies,
+            deps::DepCounts {
+                dependent: 38,
+                independent: 2
+            }
+        );
+        assert_eq!(r.timed_waits, 0);
+        assert!(r.polls > 0, "{r:?}");
+        // Each chain's requests in its own order, each queued once.
+        let mut q = e.queued.clone();
+        for chain in 0..2 {
+            let mine: Vec<u64> = q
+                .iter()
+                .copied()
+                .filter(|o| o / 4096 % 2 == chain)
+                .collect();
+            assert!(mine.windows(2).all(|w| w[0] < w[1]), "{mine:?}");
+        }
+        q.sort_unstable();
+        q.dedup();
+        assert_eq!(q.len(), 40);
     }
 
     #[test]
