@@ -29,6 +29,9 @@
 //!   [`Next::At`]; the loop waits in the kernel for completions until a
 //!   little before the deadline (so reaping is never late) and, with
 //!   [`LoopConfig::spin_ns`], spins on the clock for the last stretch.
+//!   With [`LoopConfig::poll_ns`] a deadline that close is awaited without
+//!   a kernel timer at all: the loop polls the clock and the completion
+//!   queue.
 //! - **Rate limits.** With [`LoopConfig::rate_interval_ns`], I/O `n` is not
 //!   issued before `t0 + n × interval` (its *intended* time, handed back in
 //!   [`Done::intended`], so a device that falls behind shows it: no
@@ -174,6 +177,15 @@ pub struct LoopConfig<'a> {
     /// Spin on the clock for this last stretch before a deadline instead
     /// of sleeping through it (0: never spin).
     pub spin_ns: u64,
+    /// A deadline at most this far off is awaited by polling: the loop
+    /// submits what it queued, then watches the clock and the completion
+    /// queue ([`Engine::completion_ready`]) with no kernel timer and no
+    /// sleep, and a completion that comes first is reaped at once. A
+    /// deadline further off is a kernel wait for a completion with a
+    /// timeout. For a driver whose I/O is due microseconds after a
+    /// completion (a dependency replay), where a timed wait in the kernel
+    /// costs more than the wait itself. 0: never poll.
+    pub poll_ns: u64,
     /// Keep one slot's buffer filled ahead for the next I/O while the
     /// others are in flight: at most `depth − 1` I/Os are then in flight.
     pub prepare_ahead: bool,
@@ -210,6 +222,10 @@ pub struct LoopStats {
     pub stalls: u64,
     /// Turns of the loop (kernel entries that waited).
     pub turns: u64,
+    /// Waits in the kernel with a timeout (a timer armed for a deadline).
+    pub timed_waits: u64,
+    /// Waits for a deadline by polling ([`LoopConfig::poll_ns`]).
+    pub polls: u64,
     /// Most I/Os in flight at once.
     pub max_inflight: u32,
     /// The stop flag ended it.
@@ -372,7 +388,7 @@ pub fn run<E: Engine, D: Driver>(
             match wake {
                 Some(w) => {
                     engine.commit(0, None)?;
-                    wait_until(w, cfg.spin_ns);
+                    wait_until(w, cfg.spin_ns.max(cfg.poll_ns));
                 }
                 // Something freed a slot (a driver Idle with nothing in
                 // flight would spin: treat it as a yield).
@@ -386,9 +402,19 @@ pub fn run<E: Engine, D: Driver>(
         }
         st.turns += 1;
         match wake {
+            Some(w) if w > now && w - now <= cfg.poll_ns => {
+                if t.unsubmitted > 0 {
+                    engine.commit(0, None)?;
+                    t.unsubmitted = 0;
+                }
+                st.polls += 1;
+                now = poll_until(engine, w);
+                continue;
+            }
             Some(w) if w > now => {
                 let left = w - now;
                 if left > cfg.spin_ns {
+                    st.timed_waits += 1;
                     engine.commit(1, Some(Duration::from_nanos(left - cfg.spin_ns)))?;
                 } else {
                     engine.commit(0, None)?;
@@ -687,6 +713,19 @@ fn hand_over<D: Driver>(
 #[inline]
 pub fn wait_count(cfg: &LoopConfig, inflight: u32) -> u32 {
     cfg.complete_min.map_or(1, |m| m.min(inflight).max(1))
+}
+
+/// Watch the clock and `engine`'s completion queue until monotonic time
+/// `w` or a completion, whichever comes first; returns the clock then.
+#[inline]
+fn poll_until<E: Engine>(engine: &mut E, w: u64) -> u64 {
+    loop {
+        let now = now_ns();
+        if now >= w || engine.completion_ready() {
+            return now;
+        }
+        std::hint::spin_loop();
+    }
 }
 
 /// Sleep (or, for the last `spin_ns`, spin) until monotonic time `w`.
@@ -1041,5 +1080,154 @@ mod tests {
         assert!(commits[2..].iter().all(|&(_, q)| q == 0), "{commits:?}");
         let (_, commits) = trickle(&LoopConfig::default(), 4);
         assert_eq!(commits[0], (1, 4));
+    }
+
+    /// An engine whose I/O each complete `svc_ns` after the commit that
+    /// submitted it, by the clock; counts the commits that waited with a
+    /// timeout.
+    struct Clocked {
+        svc_ns: u64,
+        queued: Vec<u32>,
+        inflight: Vec<(u64, u32)>,
+        timed: u32,
+        buf: Vec<u8>,
+    }
+
+    impl Engine for Clocked {
+        fn name(&self) -> &'static str {
+            "test-clocked"
+        }
+        fn caps(&self) -> Caps {
+            Caps {
+                asynchronous: true,
+                real_io: false,
+            }
+        }
+        fn depth(&self) -> u32 {
+            2
+        }
+        fn queue(&mut self, slot: u32, _io: &IoDesc) {
+            self.queued.push(slot);
+        }
+        fn commit(&mut self, wait: u32, timeout: Option<Duration>) -> std::io::Result<()> {
+            let now = now_ns();
+            for slot in self.queued.drain(..) {
+                self.inflight.push((now + self.svc_ns, slot));
+            }
+            if wait > 0 {
+                self.timed += u32::from(timeout.is_some());
+                let first = self.inflight.iter().map(|x| x.0).min().unwrap_or(now);
+                let until = timeout.map_or(first, |t| first.min(now + t.as_nanos() as u64));
+                spin_until(until);
+            }
+            Ok(())
+        }
+        fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
+            let now = now_ns();
+            let before = self.inflight.len();
+            self.inflight.retain(|&(at, slot)| {
+                if at <= now {
+                    f(Completion { slot, result: 4096 });
+                }
+                at > now
+            });
+            before - self.inflight.len()
+        }
+        fn completion_ready(&mut self) -> bool {
+            let now = now_ns();
+            self.inflight.iter().any(|x| x.0 <= now)
+        }
+        fn buffer(&mut self, _slot: u32) -> &mut [u8] {
+            &mut self.buf
+        }
+    }
+
+    /// Two chains of `n` reads each: a read is due `think_ns` after the
+    /// completion of its chain's previous one; the second chain starts
+    /// `offset_ns` after the first, so one read is in flight while the
+    /// other chain waits. Records each read's chain, due and issue times.
+    struct Chains {
+        n: u64,
+        think_ns: u64,
+        offset_ns: u64,
+        due: [Option<u64>; 2],
+        started: bool,
+        issued: Vec<(u64, u64, u64)>,
+    }
+
+    impl Driver for Chains {
+        const BUFFERS: bool = false;
+        fn next(&mut self, now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
+            if self.issued.len() as u64 == 2 * self.n {
+                return Next::Done;
+            }
+            if !self.started {
+                self.started = true;
+                self.due = [Some(now), Some(now + self.offset_ns)];
+            }
+            let ready = (0..2).filter_map(|c| self.due[c].map(|d| (d, c))).min();
+            let Some((due, chain)) = ready else {
+                return Next::Idle;
+            };
+            if due > now {
+                return Next::At(due);
+            }
+            self.due[chain] = None;
+            self.issued.push((chain as u64, due, now));
+            Next::Io {
+                io: IoDesc {
+                    target: 0,
+                    op: Op::Read,
+                    offset: 0,
+                    len: 4096,
+                },
+                due: Some(due),
+                tag: chain as u64,
+            }
+        }
+        fn complete(&mut self, d: &Done, _buf: &[u8]) -> After {
+            self.due[d.tag as usize] = Some(d.now + self.think_ns);
+            After::Release
+        }
+    }
+
+    #[test]
+    fn a_deadline_within_the_poll_horizon_is_awaited_without_a_kernel_timer() {
+        // Reads due 20 us after their chain's completion: polled with a
+        // horizon of 1 ms, each a kernel wait with a timeout without one.
+        // Either way every read goes out once, never before it is due.
+        for (poll_ns, timers) in [(1_000_000, false), (0, true)] {
+            let mut e = Clocked {
+                svc_ns: 50_000,
+                queued: Vec::new(),
+                inflight: Vec::new(),
+                timed: 0,
+                buf: vec![0; 4096],
+            };
+            let mut d = Chains {
+                n: 50,
+                think_ns: 20_000,
+                offset_ns: 25_000,
+                due: [None, None],
+                started: false,
+                issued: Vec::new(),
+            };
+            let cfg = LoopConfig {
+                poll_ns,
+                ..LoopConfig::default()
+            };
+            let st = run(&mut e, &mut d, &cfg).expect("loop");
+            assert_eq!((st.issued, st.completed), (100, 100));
+            for chain in 0..2 {
+                assert_eq!(d.issued.iter().filter(|x| x.0 == chain).count(), 50);
+            }
+            assert!(d.issued.iter().all(|&(_, due, at)| at >= due));
+            if timers {
+                assert!(e.timed > 0 && st.timed_waits > 0 && st.polls == 0);
+            } else {
+                assert_eq!((e.timed, st.timed_waits), (0, 0));
+                assert!(st.polls > 0, "{st:?}");
+            }
+        }
     }
 }

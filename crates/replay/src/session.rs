@@ -508,6 +508,13 @@ impl fmt::Display for SessionReport {
             )?;
         }
         writeln!(f, "  stalls (due while every slot was busy): {}", r.stalls)?;
+        if r.timed_waits + r.polls > 0 {
+            writeln!(
+                f,
+                "  waits for a request not yet due: {} in the kernel with a timer, {} by polling",
+                r.timed_waits, r.polls
+            )?;
+        }
         if r.remapped + r.aligned > 0 {
             writeln!(
                 f,

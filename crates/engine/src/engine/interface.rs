@@ -60,6 +60,15 @@ pub trait Engine {
     fn reap_max<F: FnMut(Completion)>(&mut self, _max: usize, f: F) -> usize {
         self.reap(f)
     }
+    /// Whether a completion is ready to reap, found without waiting: what a
+    /// loop polls while the next I/O is due too soon to sleep for
+    /// ([`LoopConfig::poll_ns`](crate::ioloop::LoopConfig::poll_ns)). An
+    /// engine that cannot tell says `false`: the poll then runs to its
+    /// deadline and reaps after.
+    #[inline]
+    fn completion_ready(&mut self) -> bool {
+        false
+    }
     /// The buffer of a slot (to fill before a write or check after a read).
     fn buffer(&mut self, slot: u32) -> &mut [u8];
     /// Open target `target` (fio's `openfiles`: an engine made over an

@@ -59,6 +59,11 @@ impl Engine for Null {
         drain(&mut self.done, f)
     }
 
+    #[inline]
+    fn completion_ready(&mut self) -> bool {
+        !self.done.is_empty()
+    }
+
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
         self.pool.slice(slot as usize)
     }

@@ -142,7 +142,10 @@ pub(crate) fn build_ring<S: squeue::EntryMarker, C: io_uring::cqueue::EntryMarke
         }
         b.setup_cqsize(cq_entries);
         if coop {
-            b.setup_coop_taskrun();
+            // The flag says when a completion waits to be posted, so a
+            // loop polling the completion queue enters the kernel only
+            // then ([`Engine::completion_ready`]).
+            b.setup_coop_taskrun().setup_taskrun_flag();
         }
         if single {
             b.setup_single_issuer();

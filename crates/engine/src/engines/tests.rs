@@ -144,3 +144,29 @@ fn engines_over_an_opener_open_and_close_files_when_told() {
     assert_eq!(e.raw_os_error(), Some(libc::EMFILE));
     assert_eq!(one(&mut u, read_of(1)), 4096);
 }
+
+#[test]
+fn a_completion_is_seen_ready_without_waiting_in_the_kernel() {
+    // What a loop polling for a near deadline looks at: nothing before an
+    // I/O is queued, then its completion once it has been submitted
+    // (posted by the poll itself where the ring defers completions to the
+    // thread), and nothing again once it is reaped.
+    let f = Scratch::new("ready");
+    let mut u = Uring::new(f.target(), 2, 4096, false, Fill::Zeroed).unwrap();
+    assert!(!u.completion_ready());
+    u.queue(0, &read(4096));
+    u.commit(0, None).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !u.completion_ready() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a submitted read never showed as ready"
+        );
+        std::hint::spin_loop();
+    }
+    let mut got = Vec::new();
+    u.reap(|c| got.push(c));
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].result, 4096);
+    assert!(!u.completion_ready());
+}

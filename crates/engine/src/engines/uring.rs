@@ -412,6 +412,22 @@ impl Engine for Uring {
         n
     }
 
+    /// A cooperative task-run ring posts a completion only when the thread
+    /// next enters the kernel; the kernel raises `IORING_SQ_TASKRUN` in the
+    /// shared ring flags while one waits to be posted, and only then is
+    /// the kernel entered here (to post it, waiting for nothing).
+    #[inline]
+    fn completion_ready(&mut self) -> bool {
+        if !self.immediate.is_empty() {
+            return true;
+        }
+        if self.ring.submission().taskrun() {
+            // A failed enter shows again at the loop's next wait.
+            let _ = submit_ring(&mut self.ring, 0, None);
+        }
+        !self.ring.completion().is_empty()
+    }
+
     /// # Panics
     /// If the slot does not exist or its I/O is still with the kernel.
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
