@@ -16,7 +16,7 @@ use drivelab_workload::spec::options::{lookup, OptionKind};
 use drivelab_workload::spec::{jobfile, presets};
 use drivelab_workload::JobSpec;
 use drivelab_workload::{
-    execute_with_status, plan, PlanError, PlanOptions, Progress, StatusOptions,
+    execute_with_status, plan, Plan, PlanError, PlanOptions, Progress, StatusOptions,
 };
 
 use crate::error::usage;
@@ -500,6 +500,53 @@ fn keep(p: &Parsed, report: &drivelab_report::RunReport, text: &str, code: u8) {
     });
 }
 
+/// fio's progress line for the planned jobs: each job's state letter, and
+/// the directions (read, write, trim) any of them moves.
+fn progress_display(
+    planned: &Plan,
+    newline: Option<std::time::Duration>,
+) -> crate::progress::Display {
+    let letters: Vec<char> = planned
+        .jobs
+        .iter()
+        .map(|j| crate::progress::state_letter(j.spec.rw.name()))
+        .collect();
+    let trims = |j: &drivelab_workload::plan::PlannedJob| j.spec.rw.name().contains("trim");
+    let dirs = [
+        planned
+            .jobs
+            .iter()
+            .any(|j| !trims(j) && j.spec.access_lines().iter().any(|l| l.read_pct > 0)),
+        planned.jobs.iter().any(|j| j.writes),
+        planned.jobs.iter().any(trims),
+    ];
+    crate::progress::Display::new(letters, dirs, newline)
+}
+
+/// Print `text` (written, not printed: a closed pipe must not panic) and
+/// end the run with status 0.
+fn print_and_stop(text: &str) -> anyhow::Result<u8> {
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+    Ok(0)
+}
+
+/// fio's `--readonly`: a job that writes or trims is refused before
+/// anything runs.
+fn refuse_writes(planned: &Plan) -> anyhow::Result<()> {
+    match planned
+        .jobs
+        .iter()
+        .find(|j| j.writes || j.spec.rw.name().contains("trim"))
+    {
+        Some(j) => Err(usage(format!(
+            "job '{}' writes or trims (rw={}), and --readonly refuses that; drop --readonly or make the job read",
+            j.spec.name,
+            j.spec.rw.name()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// What fio's printing flags print instead of a run (None: run).
 fn early_show(p: &Parsed) -> anyhow::Result<Option<String>> {
     use crate::fio_flags::{self, Show};
@@ -521,8 +568,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     if let Some(text) = early_show(&p)? {
-        let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
-        return Ok(0);
+        return print_and_stop(&text);
     }
     crate::cmd_store::choose(p.store.clone(), p.no_store);
     crate::cmd_store::check()?;
@@ -535,11 +581,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     } = jobs_of(&p)?;
     if p.fio.show == Some(crate::fio_flags::Show::Cmd) {
         let specs: Vec<JobSpec> = jobs.iter().map(|(j, _)| j.clone()).collect();
-        let _ = std::io::Write::write_all(
-            &mut std::io::stdout(),
-            crate::fio_flags::show_cmd(&specs).as_bytes(),
-        );
-        return Ok(0);
+        return print_and_stop(&crate::fio_flags::show_cmd(&specs));
     }
     if p.parse_only {
         drivelab_workload::plan::planner::check(&jobs).map_err(|e| usage(e.to_string()))?;
@@ -558,17 +600,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let planned = plan(&jobs, &PlanOptions { force: p.force })
         .map_err(|e: PlanError| usage(e.to_string()))?;
     if p.fio.readonly {
-        if let Some(j) = planned
-            .jobs
-            .iter()
-            .find(|j| j.writes || j.spec.rw.name().contains("trim"))
-        {
-            return Err(usage(format!(
-                "job '{}' writes or trims (rw={}), and --readonly refuses that; drop --readonly or make the job read",
-                j.spec.name,
-                j.spec.rw.name()
-            )));
-        }
+        refuse_writes(&planned)?;
     }
     // The run's inputs (its targets and job file) are never an output.
     let mut inputs: Vec<&std::path::Path> =
@@ -589,24 +621,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let show_progress = p
         .eta
         .show(std::io::stderr().is_terminal(), p.formats.machine());
-    let letters: Vec<char> = planned
-        .jobs
-        .iter()
-        .map(|j| crate::progress::state_letter(j.spec.rw.name()))
-        .collect();
-    let dirs = [
-        planned.jobs.iter().any(|j| {
-            let trim = j.spec.rw.name().contains("trim");
-            !trim && j.spec.access_lines().iter().any(|l| l.read_pct > 0)
-        }),
-        planned.jobs.iter().any(|j| j.writes),
-        planned
-            .jobs
-            .iter()
-            .any(|j| j.spec.rw.name().contains("trim")),
-    ];
-    let display =
-        std::cell::RefCell::new(crate::progress::Display::new(letters, dirs, p.eta_newline));
+    let display = std::cell::RefCell::new(progress_display(&planned, p.eta_newline));
     let mut progress = |pr: &Progress| {
         if show_progress {
             display.borrow_mut().update(pr);
