@@ -8,10 +8,10 @@
 //! I/O is its event's time after the previous queue event's (scaled by
 //! `replay_time_scale`; none when time went back), so an event
 //! `replay_skip` leaves out takes its gap with it, as in fio. Each device
-//! (major:minor) is the block device under /dev with that number, or
-//! `replay_redirect`. `replay_scale` divides offsets, `replay_align`
-//! aligns them down and rounds lengths up. The job's iodepth, unless
-//! given, is the trace's ([`Loaded::depth`]).
+//! (major:minor) is the block device the kernel has with that number
+//! (its /dev node), or `replay_redirect`. `replay_scale` divides offsets,
+//! `replay_align` aligns them down and rounds lengths up. The job's
+//! iodepth, unless given, is the trace's ([`Loaded::depth`]).
 
 use drivelab_engine::io::{IoDesc, Op};
 
@@ -167,32 +167,6 @@ fn events(path: &str, data: &[u8]) -> Result<Vec<Event>, SpecError> {
     Ok(out)
 }
 
-/// The block device under `dir` numbered `maj:min`: the top level first,
-/// then each directory in name order.
-fn device_node(dir: &std::path::Path, maj: u32, min: u32) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::FileTypeExt;
-    use std::os::unix::fs::MetadataExt;
-    let mut entries: Vec<_> = std::fs::read_dir(dir).ok()?.flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in &entries {
-        let Ok(m) = std::fs::symlink_metadata(e.path()) else {
-            continue;
-        };
-        let rdev = m.rdev();
-        let (ma, mi) = (
-            ((rdev >> 32) & 0xffff_f000) | ((rdev >> 8) & 0xfff),
-            ((rdev >> 12) & 0xffff_ff00) | (rdev & 0xff),
-        );
-        if m.file_type().is_block_device() && ma == u64::from(maj) && mi == u64::from(min) {
-            return Some(e.path());
-        }
-    }
-    entries
-        .iter()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .find_map(|e| device_node(&e.path(), maj, min))
-}
-
 /// The replay options a blktrace is read with (fio's `replay_*`).
 #[derive(Debug, Clone, Default)]
 pub struct Shape<'a> {
@@ -300,12 +274,12 @@ pub fn load(path: &str, o: &Shape<'_>) -> Result<Loaded, SpecError> {
             .iter()
             .map(|&d| {
                 let (maj, min) = (d >> 20, d & 0xf_ffff);
-                device_node(std::path::Path::new("/dev"), maj, min)
-                    .map(|p| p.display().to_string())
-                    .ok_or_else(|| {
+                drivelab_device::blockdev::BlockDevice::from_dev_numbers(maj, min)
+                    .map(|b| b.path.display().to_string())
+                    .map_err(|_| {
                         bad(
                             path,
-                            format!("the trace's device {maj}:{min} is not under /dev here; name the device to replay on with replay_redirect"),
+                            format!("the trace's device {maj}:{min} is not a block device here; name the device to replay on with replay_redirect"),
                         )
                     })
             })
