@@ -12,7 +12,7 @@ use crate::run::fio_logs::JobLogs;
 use crate::run::iolog::IoLog;
 
 /// The logs of one job between its passes (nothing open: no log asked).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct OpenLogs {
     iolog: Option<IoLog>,
     logs: Option<JobLogs>,
