@@ -308,17 +308,16 @@ fn parse_args(args: &[String]) -> anyhow::Result<Parsed> {
                 p.metrics_linger = Some(crate::progress::parse_interval("--metrics-linger", &v)?);
             }
             "output" => p.out.output = Some(PathBuf::from(take_value("a file path")?)),
-            _ if crate::fio_flags::find(&key).is_some() => {
-                let Some(f) = crate::fio_flags::find(&key) else {
-                    continue;
-                };
-                let value = match f.value {
-                    Some(true) => Some(take_value(f.help)?),
-                    Some(false) | None => inline.clone(),
-                };
-                p.fio.take(f, value)?;
-            }
             _ => {
+                // fio's own flags beside drivelab's, then the job options.
+                if let Some(f) = crate::fio_flags::find(&key) {
+                    let value = match f.value {
+                        Some(true) => Some(take_value(f.help)?),
+                        Some(false) | None => inline.clone(),
+                    };
+                    p.fio.take(f, value)?;
+                    continue;
+                }
                 let decl = lookup(&key).map_err(|e| usage(e.to_string()))?;
                 let value = match (decl.kind, inline.clone()) {
                     (_, Some(v)) => Some(v),
