@@ -199,7 +199,7 @@ impl Disk {
         let g = self.geometry;
         match c {
             Cdb::TestUnitReady | Cdb::SynchronizeCache => {
-                self.sanitize_refusal().unwrap_or_else(|| good(Vec::new()))
+                self.busy_refusal().unwrap_or_else(|| good(Vec::new()))
             }
             Cdb::Sanitize => self.scsi_sanitize(cdb, data_out),
             Cdb::ModeSelect { ten } => {
@@ -215,11 +215,12 @@ impl Disk {
             }
             Cdb::FormatUnit => self.format_unit(cdb, data_out),
             Cdb::RequestSense { alloc, desc } => {
-                // While a sanitize runs: its progress (SBC-4 4.11.3).
+                // While a sanitize or a format runs: its progress (SBC-4
+                // 4.11.3, 5.3).
                 if self.sanitize().running.is_some() {
                     self.sanitize_mut().status_polls_running += 1;
                 }
-                if let Some(r) = self.sanitize_refusal() {
+                if let Some(r) = self.busy_refusal() {
                     return good(pages::cut(r.sense, alloc));
                 }
                 if desc {
@@ -396,12 +397,13 @@ impl Disk {
         if self.ata.as_ref().is_some_and(|a| a.security.locked) {
             return Some(check(Sense::new(sense::key::DATA_PROTECT, 0x27, 0x00)));
         }
-        self.sanitize_refusal()
+        self.busy_refusal()
     }
 
-    /// The sense for media access (and TEST UNIT READY) while a sanitize
-    /// runs, with its progress, or after one failed.
-    fn sanitize_refusal(&self) -> Option<Response> {
+    /// The sense for media access (and TEST UNIT READY) while a format
+    /// started with IMMED or a sanitize runs, with its progress, or after a
+    /// sanitize failed.
+    fn busy_refusal(&self) -> Option<Response> {
         if let Some(t) = self.formatting {
             return Some(check(crate::format::in_progress(t.elapsed())));
         }
@@ -516,7 +518,7 @@ impl Disk {
         if self.ata.is_some() {
             return check(Sense::INVALID_OPCODE);
         }
-        if let Some(r) = self.sanitize_refusal() {
+        if let Some(r) = self.busy_refusal() {
             return r;
         }
         let immed = match crate::format::check_format_unit(cdb, list) {
