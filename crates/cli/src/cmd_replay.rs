@@ -37,6 +37,10 @@ pub enum ModeArg {
     Dependency,
     /// Open loop: every request at its original time (divided by --speed).
     Original,
+    /// Open loop as fio's read_iolog plays a log: every request at least
+    /// its trace gap (divided by --speed) after the previous one was
+    /// issued, so a late request delays the rest.
+    Gaps,
     /// As fast as free slots allow, in trace order.
     Afap,
 }
@@ -52,7 +56,7 @@ pub struct PlayArgs {
     pub target: PathBuf,
     #[command(flatten)]
     pub input: InputArgs,
-    /// Timing: dependency (default), original or afap.
+    /// Timing: dependency (default), original, gaps or afap.
     #[arg(long, value_enum, default_value_t = ModeArg::Dependency)]
     pub mode: ModeArg,
     /// Dependency timing: a request issued at most this many microseconds
@@ -67,7 +71,7 @@ pub struct PlayArgs {
     /// keeps think times whole.
     #[arg(long, value_name = "US")]
     pub reaction_us: Option<u64>,
-    /// Original timing: time compression, 2 plays twice as fast.
+    /// Original or gap timing: time compression, 2 plays twice as fast.
     #[arg(long, value_name = "X")]
     pub speed: Option<f64>,
     /// The same as --mode afap.
@@ -159,17 +163,22 @@ fn session_options(a: PlayArgs, record: Option<PathBuf>) -> anyhow::Result<Sessi
         }
     }
     let mode = if a.no_stall {
-        if a.mode == ModeArg::Original || a.speed.is_some() {
+        if matches!(a.mode, ModeArg::Original | ModeArg::Gaps) || a.speed.is_some() {
             return Err(usage(
-                "--no-stall and original timing (--mode original, --speed) exclude each other",
+                "--no-stall and timed modes (--mode original or gaps, --speed) exclude each other",
             ));
         }
         ModeArg::Afap
     } else if a.speed.is_some() {
-        if a.mode == ModeArg::Afap {
-            return Err(usage("--speed applies to --mode original, not afap"));
+        match a.mode {
+            ModeArg::Afap => {
+                return Err(usage(
+                    "--speed applies to --mode original or gaps, not afap",
+                ))
+            }
+            ModeArg::Gaps => ModeArg::Gaps,
+            _ => ModeArg::Original,
         }
-        ModeArg::Original
     } else {
         a.mode
     };
@@ -178,7 +187,7 @@ fn session_options(a: PlayArgs, record: Option<PathBuf>) -> anyhow::Result<Sessi
     }
     if a.iodepth.is_some() && mode != ModeArg::Dependency {
         return Err(usage(
-            "--iodepth (closed loop) excludes --mode original/afap, --no-stall and --speed",
+            "--iodepth (closed loop) excludes --mode original/gaps/afap, --no-stall and --speed",
         ));
     }
     let (timing, depth) = match (a.iodepth, mode) {
@@ -186,6 +195,12 @@ fn session_options(a: PlayArgs, record: Option<PathBuf>) -> anyhow::Result<Sessi
         (None, ModeArg::Afap) => (Timing::NoStall, a.max_outstanding),
         (None, ModeArg::Original) => (
             Timing::Original {
+                speed: a.speed.unwrap_or(1.0),
+            },
+            a.max_outstanding,
+        ),
+        (None, ModeArg::Gaps) => (
+            Timing::Gaps {
                 speed: a.speed.unwrap_or(1.0),
             },
             a.max_outstanding,

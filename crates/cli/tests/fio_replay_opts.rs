@@ -10,6 +10,7 @@
 //! (fio 3.33 writes no `write_iolog` while it replays, so strace sees
 //! what each tool did.) Needs fio and strace (tests/run installs them).
 
+use std::os::unix::fs::MetadataExt;
 use std::process::Command;
 
 use drivelab_testkit::TempDir;
@@ -204,6 +205,55 @@ fn a_replay_keeps_the_logs_times_unless_told_not_to() {
     }
 }
 
+/// `trace replay --mode gaps` plays an fio iolog on the schedule
+/// `read_iolog` follows (the replay crate's one pacer): each gap at least
+/// the log's after the previous issue, divided by `--speed`.
+#[test]
+fn trace_replay_in_gap_mode_keeps_the_logs_gaps_as_read_iolog_does() {
+    let dir = TempDir::new("fio-replay-gaps");
+    setup(&dir);
+    let a = dir.join("A");
+    let log = dir.join("timed.log");
+    let mut text = format!("fio version 3 iolog\n0 {0} add\n0 {0} open\n", a.display());
+    for i in 0..5u64 {
+        text += &format!(
+            "{} {} read {} 4096\n",
+            1000 + i * 150_000,
+            a.display(),
+            i * 8192
+        );
+    }
+    std::fs::write(&log, text).unwrap();
+    for (speed, span_s) in [("1", 0.6), ("2", 0.3)] {
+        let out = Command::new(fio_common::BIN)
+            .args(["trace", "replay", &log.display().to_string(), "--target"])
+            .arg(&a)
+            .args([
+                "--mode",
+                "gaps",
+                "--speed",
+                speed,
+                "--output-format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(r["mode"], "gaps");
+        assert_eq!(r["requests"].as_u64(), Some(5), "{r}");
+        let d = r["duration_s"].as_f64().unwrap();
+        assert!(
+            d >= span_s * 0.95,
+            "--speed {speed}: {d} s, the log's gaps take {span_s}"
+        );
+    }
+}
+
 /// What drivelab refuses, in one line, before anything is written.
 #[test]
 fn a_bad_log_or_an_io_past_the_target_is_refused() {
@@ -213,8 +263,16 @@ fn a_bad_log_or_an_io_past_the_target_is_refused() {
     for (log, what) in [
         ("fio version 3 iolog\n0 A add\n".to_string(), "no I/O"),
         (
-            format!("fio version 3 iolog\n0 {a} add\n5 {a} write 1048064 4096\n"),
+            format!("fio version 3 iolog\n0 {a} add\n5 {a} read 1048064 4096\n"),
             "past the end",
+        ),
+        // A write extends a file; a read past what the log has written
+        // by then still fails.
+        (
+            format!(
+                "fio version 3 iolog\n0 {a} add\n5 {a} write 1048576 4096\n6 {a} read 1052672 512\n"
+            ),
+            "I/O 2 reads 512 bytes at offset 1052672, past the end",
         ),
         (format!("fio version 9 iolog\n0 {a} add\n"), "header"),
     ] {
@@ -230,6 +288,64 @@ fn a_bad_log_or_an_io_past_the_target_is_refused() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert_eq!(drivelab_testkit::digest(&dir.join("A")), before);
     }
+}
+
+/// A log that writes files that do not exist yet: fio creates them at
+/// their first I/O and its writes extend them, laying nothing out; so
+/// does drivelab (the same calls, the same sizes, holes where nothing was
+/// written). A log that reads a file past its end at that point fails in
+/// fio; drivelab refuses it before anything is created.
+#[test]
+fn a_log_that_writes_new_files_creates_and_extends_them_as_fio_does() {
+    let mut seen = Vec::new();
+    for tool in ["fio", "drivelab"] {
+        let dir = TempDir::new("fio-replay-grow");
+        let (a, b) = (dir.join("new-a"), dir.join("new-b"));
+        let (sa, sb) = (a.display(), b.display());
+        let log = dir.join("grow.log");
+        std::fs::write(
+            &log,
+            format!(
+                "fio version 2 iolog\n{sa} add\n{sb} add\n{sa} open\n{sb} open\n\
+                 {sa} write 0 4096\n{sb} write 1048576 8192\n{sa} read 0 4096\n\
+                 {sa} write 65536 4096\n{sb} read 1052672 4096\n{sa} close\n{sb} close\n"
+            ),
+        )
+        .unwrap();
+        let c = calls(&replay(tool, &dir, &log, "replay_no_stall=1"));
+        let files: Vec<(u64, bool)> = [&a, &b]
+            .iter()
+            .map(|p| {
+                let md = std::fs::metadata(p).unwrap();
+                (md.len(), md.blocks() * 512 < md.len())
+            })
+            .collect();
+        seen.push((c, files));
+    }
+    assert_eq!(seen[1], seen[0], "drivelab, then fio");
+    assert_eq!(seen[0].1, [(69632, true), (1056768, true)]);
+
+    let dir = TempDir::new("fio-replay-grow-bad");
+    let a = dir.join("new-a");
+    let log = dir.join("bad.log");
+    std::fs::write(
+        &log,
+        format!(
+            "fio version 2 iolog\n{0} add\n{0} open\n{0} write 0 4096\n{0} read 4096 4096\n{0} close\n",
+            a.display()
+        ),
+    )
+    .unwrap();
+    let job = dir.join("bad.fio");
+    std::fs::write(&job, format!("[j]\nread_iolog={}\n", log.display())).unwrap();
+    let (code, _, err) =
+        drivelab_testkit::run(fio_common::BIN, &["run", &job.display().to_string()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("I/O 2 reads 4096 bytes at offset 4096, past the end"),
+        "{err}"
+    );
+    assert!(!a.exists(), "nothing is created for a refused log");
 }
 
 /// A replayed iolog's writes with `verify`: written with check headers,

@@ -26,6 +26,9 @@
 //!   `t0 + (issue_i − issue_0) / speed`, an absolute deadline, so
 //!   per-request errors never accumulate into drift. The score is then the
 //!   trace's own pace, whatever the drive.
+//! - **Gaps** (fio's `read_iolog` timing): request i is due its trace gap
+//!   (divided by `speed`) after request i−1 was issued, so a late request
+//!   delays the rest. [`pace`] holds both open-loop rules.
 //! - **As fast as possible** (no stall): in trace order, as fast as slots
 //!   allow.
 //! - **Closed loop**: exactly the engine's depth outstanding.
@@ -57,6 +60,7 @@
 
 pub mod deps;
 pub mod figures;
+pub mod pace;
 mod recent;
 pub mod session;
 
@@ -79,6 +83,12 @@ use serde::{Deserialize, Serialize};
 pub enum Timing {
     /// Each request at its original time divided by `speed` (1.0 = as recorded).
     Original {
+        /// Time compression factor (> 0).
+        speed: f64,
+    },
+    /// Each request at least its trace gap (divided by `speed`) after the
+    /// previous one's issue: fio's `read_iolog` timing ([`pace::Pace::Gaps`]).
+    Gaps {
         /// Time compression factor (> 0).
         speed: f64,
     },
@@ -117,6 +127,7 @@ impl Timing {
         match self {
             Timing::Dependency { .. } => "dependency",
             Timing::Original { .. } => "original",
+            Timing::Gaps { .. } => "gaps",
             Timing::NoStall => "afap",
             Timing::ClosedLoop => "closed-loop",
         }
@@ -450,13 +461,12 @@ struct ReplayDriver<'a, I: Iterator<Item = drivelab_trace::Result<Request>>> {
     /// The next request, looked at and not yet issued.
     peeked: Option<drivelab_trace::Result<deps::Planned>>,
     o: &'a ReplayOptions,
-    speed: f64,
-    /// Original timing: absolute deadlines.
+    /// The other modes' deadlines.
+    pacer: pace::Pacer,
+    /// Original or gap timing: requests have deadlines.
     timed: bool,
     /// Dependency timing.
     dep: bool,
-    t0: Option<u64>,
-    trace_t0: Option<u64>,
     first_issue: Option<u64>,
     last_issue: u64,
     last_done: u64,
@@ -688,7 +698,6 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDrive
     }
 
     fn next(&mut self, now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
-        self.t0.get_or_insert(now);
         if self.dep {
             return self.next_dep(now);
         }
@@ -705,17 +714,12 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Driver for ReplayDrive
             }
             Some(Ok(p)) => *p,
         };
-        let t0 = self.t0.unwrap_or(now);
-        let base = *self.trace_t0.get_or_insert(p.req.issue_ns);
-        let due = if self.timed {
-            t0 + ((p.req.issue_ns.saturating_sub(base)) as f64 / self.speed) as u64
-        } else {
-            now
-        };
+        let due = self.pacer.due(p.req.issue_ns, now);
         if due > now {
             return Next::At(due);
         }
         self.peeked = None;
+        self.pacer.issued(p.req.issue_ns, now);
         self.issue(p, due, now)
     }
 
@@ -786,14 +790,18 @@ where
     I: Iterator<Item = drivelab_trace::Result<Request>>,
 {
     set_timer_slack();
-    let timed = matches!(o.timing, Timing::Original { .. });
+    let pace = match o.timing {
+        Timing::Original { speed } if speed > 0.0 => pace::Pace::Original { speed },
+        Timing::Original { .. } => pace::Pace::Original { speed: 1.0 },
+        Timing::Gaps { speed } => pace::Pace::Gaps {
+            speed: if speed > 0.0 { speed } else { 1.0 },
+        },
+        _ => pace::Pace::NoStall,
+    };
+    let timed = pace != pace::Pace::NoStall;
     let window = match o.timing {
         Timing::Dependency { window_ns, .. } => Some(window_ns.unwrap_or(1_000_000)),
         _ => None,
-    };
-    let speed = match o.timing {
-        Timing::Original { speed } if speed > 0.0 => speed,
-        _ => 1.0,
     };
     // Dependency timing only: the other modes keep no maps.
     let (lookahead, o_depth) = if window.is_some() {
@@ -805,11 +813,9 @@ where
         reqs: deps::Infer::new(reqs, window),
         peeked: None,
         o,
-        speed,
+        pacer: pace::Pacer::new(pace),
         timed,
         dep: window.is_some(),
-        t0: None,
-        trace_t0: None,
         first_issue: None,
         last_issue: 0,
         last_done: 0,

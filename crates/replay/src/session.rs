@@ -133,7 +133,7 @@ struct TargetFacts {
 /// Run a session: open the trace, prepass it, check and open the target,
 /// start the recorder if asked, replay (until done or `stop`), and report.
 pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, SessionError> {
-    if let Timing::Original { speed } = o.timing {
+    if let Timing::Original { speed } | Timing::Gaps { speed } = o.timing {
         if !(speed > 0.0 && speed.is_finite()) {
             return Err(SessionError::Input(format!(
                 "--speed must be above 0, not {speed}"

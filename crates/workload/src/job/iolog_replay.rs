@@ -5,7 +5,8 @@
 //! unless `replay_no_stall`. The family ([`ReplayOpts`]) holds the
 //! options, [`load`] reads a job's log when it is planned (so every I/O
 //! is checked against its target before anything is written), and
-//! [`Replay`] hands the job loop its I/Os.
+//! [`Replay`] hands the job loop its I/Os when the replay crate's pacer
+//! (the one `trace replay --mode gaps` follows) says each is due.
 //!
 //! As fio 3.33 does (iolog.c, `read_iolog`, `delay_since_ttime`,
 //! `ipo_bytes_align`): an offset is divided by `replay_scale`, then
@@ -17,6 +18,7 @@
 use std::sync::Arc;
 
 use drivelab_engine::ioloop::Next;
+use drivelab_replay::pace::{Pace, Pacer};
 
 pub use crate::job::types::Loaded;
 use crate::spec::decl::{opt, OptionDecl};
@@ -276,6 +278,53 @@ pub fn load(o: &ReplayOpts) -> Result<Option<Arc<Loaded>>, SpecError> {
 
 /// Check that each I/O of `log` lies inside its target's region (`ends`:
 /// the end of each file's region, in the order of its `files`).
+/// How far each of the log's files must reach for its I/Os, as fio 3.33
+/// replays them: `files` gives each file's size now and whether it is a
+/// regular file (which the log's writes may extend, as fio's do: fio
+/// creates a missing file and writes past its end) or a block device
+/// (which ends where it ends). Taken in log order, a read or trim past
+/// the file's end at that point of the log is refused, since fio fails
+/// it (a short read, EIO), as is anything past a device's end.
+pub fn file_ends(log: &Loaded, files: &[(u64, bool)]) -> Result<Vec<u64>, SpecError> {
+    let mut ends: Vec<u64> = files.iter().map(|f| f.0).collect();
+    for (n, (io, _)) in log.ios.iter().enumerate() {
+        let t = io.target as usize;
+        let (Some(end), Some(&(_, grows))) = (ends.get_mut(t), files.get(t)) else {
+            continue;
+        };
+        let last = io.offset + u64::from(io.len);
+        if last <= *end || io.op == Op::Fsync {
+            continue;
+        }
+        let file = &log.files[t];
+        if io.op == Op::Write && grows {
+            *end = last;
+            continue;
+        }
+        let what = match io.op {
+            Op::Read => "reads",
+            Op::Write => "writes",
+            _ => "trims",
+        };
+        let why = if grows {
+            "which fio fails (a short transfer); replay it where the file holds that much, or scale it with replay_scale"
+        } else {
+            "replay it on a larger device, or scale it with replay_scale"
+        };
+        return Err(log_error(
+            &log.path,
+            format!(
+                "I/O {} {what} {} bytes at offset {}, past the end of {file} ({} bytes at that point of the log), {why}",
+                n + 1,
+                io.len,
+                io.offset,
+                *end
+            ),
+        ));
+    }
+    Ok(ends)
+}
+
 pub fn check_fits(log: &Loaded, ends: &[u64]) -> Result<(), SpecError> {
     for (n, (io, _)) in log.ios.iter().enumerate() {
         let end = ends.get(io.target as usize).copied().unwrap_or(0);
@@ -296,23 +345,29 @@ pub fn check_fits(log: &Loaded, ends: &[u64]) -> Result<(), SpecError> {
 }
 
 /// The job loop's side of a replay: the next I/O of the log, when due.
+/// A log's I/Os handed to the job loop in order, each when the replay
+/// crate's [`Pacer`] says it is due: fio's gap timing (each I/O at least
+/// the log's gap, already scaled by `replay_time_scale`, after the last
+/// one issued), or at once with `replay_no_stall`.
 #[derive(Debug, Clone)]
 pub struct Replay {
     log: Arc<Loaded>,
     next: usize,
-    no_stall: bool,
-    /// When the last I/O was handed out, and its time in the log.
-    last: Option<(u64, u64)>,
+    pacer: Pacer,
 }
 
 impl Replay {
-    /// A replay of `log`, at its times unless `no_stall`.
+    /// The replay of `log` from its first I/O.
     pub fn new(log: Arc<Loaded>, no_stall: bool) -> Replay {
+        let pace = if no_stall {
+            Pace::NoStall
+        } else {
+            Pace::Gaps { speed: 1.0 }
+        };
         Replay {
             log,
             next: 0,
-            no_stall,
-            last: None,
+            pacer: Pacer::new(pace),
         }
     }
 
@@ -321,24 +376,18 @@ impl Replay {
         &self.log
     }
 
-    /// The next I/O if it is due at `now` (the log's gap after the last
-    /// one handed out); else when it is, or the end.
+    /// The next I/O if it is due at `now`; else when to ask again, or
+    /// that the log is done.
     #[inline]
     pub fn next(&mut self, now: u64) -> Result<IoDesc, Next> {
-        let Some(&(io, due)) = self.log.ios.get(self.next) else {
+        let Some(&(io, time)) = self.log.ios.get(self.next) else {
             return Err(Next::Done);
         };
-        if !self.no_stall {
-            // As fio's iolog_delay: the log's gap after the last I/O
-            // issued, so no gap is shorter than the log's.
-            if let Some((at, was)) = self.last {
-                let at = at.saturating_add(due.saturating_sub(was));
-                if at > now {
-                    return Err(Next::At(at));
-                }
-            }
+        let due = self.pacer.due(time, now);
+        if due > now {
+            return Err(Next::At(due));
         }
-        self.last = Some((now, due));
+        self.pacer.issued(time, now);
         self.next += 1;
         Ok(io)
     }

@@ -345,8 +345,9 @@ fn whole_transfers(spec: &JobSpec, len: u64, room: u64) -> u64 {
 
 /// A `read_iolog` job as it runs: its files are the log's (in its
 /// directory, or the redirect), its buffers fit the log's largest I/O (fio
-/// reallocates them as it reads the log), and its I/O is buffered unless
-/// the job asks for direct, as fio's default.
+/// reallocates them as it reads the log), its I/O is buffered unless the
+/// job asks for direct, as fio's default, and its files are grown without
+/// preallocation.
 fn replayed(mut s: JobSpec, log: &crate::job::iolog_replay::Loaded) -> JobSpec {
     let dir = s.directory.clone();
     s.filenames = log
@@ -361,6 +362,9 @@ fn replayed(mut s: JobSpec, log: &crate::job::iolog_replay::Loaded) -> JobSpec {
     s.bs_dir = Default::default();
     s.bs = largest.unwrap_or(512).next_multiple_of(512).max(512);
     s.direct = Some(s.direct.unwrap_or(false));
+    // The log's writes extend its files; fio lays out nothing first (its
+    // job has no size), so nothing is preallocated: a hole until written.
+    s.files.fallocate = drivelab_device::claim::Prealloc::None;
     // A blktrace's depth, as fio takes it when iodepth is not given.
     if let Some(d) = log
         .depth
@@ -369,6 +373,28 @@ fn replayed(mut s: JobSpec, log: &crate::job::iolog_replay::Loaded) -> JobSpec {
         s.iodepth = d;
     }
     s
+}
+
+/// A `read_iolog` job's regular files grown (or created) as far as the
+/// log writes, as fio's writes extend them; the grown part is a hole
+/// until written, as in fio's file.
+fn grow_replayed(
+    log: &crate::job::iolog_replay::Loaded,
+    idx: &[usize],
+    targets: &mut [PlannedTarget],
+) -> Result<(), PlanError> {
+    let files: Vec<(u64, bool)> = idx
+        .iter()
+        .map(|&i| (targets[i].size, !targets[i].is_block))
+        .collect();
+    let ends = crate::job::iolog_replay::file_ends(log, &files)?;
+    for (&i, end) in idx.iter().zip(ends) {
+        let t = &mut targets[i];
+        if !t.is_block && end > t.size {
+            t.size = end;
+        }
+    }
+    Ok(())
 }
 
 pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanError> {
@@ -398,6 +424,9 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         let null = !spec.front.on_targets();
         let path_engine = crate::engines::files::path_engine(spec);
         let idx = job_targets(spec, writes, &mut targets)?;
+        if let Some(log) = &replay {
+            grow_replayed(log, &idx, &mut targets)?;
+        }
         let planned: Vec<&PlannedTarget> = idx.iter().map(|&i| &targets[i]).collect();
         spec.front.check(spec, &planned)?;
         let devs: Vec<(String, Option<String>)> = planned
@@ -449,6 +478,13 @@ pub fn plan(jobs: &[(JobSpec, bool)], opts: &PlanOptions) -> Result<Plan, PlanEr
         if let Some(log) = &replay {
             // The log's I/Os are the job's, however many bytes they move.
             io_limit = None;
+            // Without a size, the log may reach anywhere on its targets,
+            // not only up to a whole number of the largest I/O.
+            if spec.size.is_none() {
+                for (r, &i) in regions.iter_mut().zip(&idx) {
+                    r.end = r.end.max(targets[i].size);
+                }
+            }
             let ends: Vec<u64> = regions.iter().map(|r| r.end).collect();
             crate::job::iolog_replay::check_fits(log, &ends)?;
             if log.trims {
