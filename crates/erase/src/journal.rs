@@ -572,7 +572,8 @@ mod tests {
         })
         .unwrap();
         j.done(0, 65536).unwrap();
-        j.note("NVMe Sanitize given up at 50.0 %:\nunmoved").unwrap();
+        j.note("NVMe Sanitize given up at 50.0 %:\nunmoved")
+            .unwrap();
         j.done(1, 512).unwrap();
         j.sync().unwrap();
         drop(j);

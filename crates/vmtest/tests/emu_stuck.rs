@@ -256,7 +256,12 @@ fn stall_checks(c: &mut Checks, run: &GuestRun) {
         (
             "astall",
             "ATA SANITIZE",
-            vec!["ATA SANITIZE", "stood at 50.0 %", "SANITIZE STATUS EXT", &bound],
+            vec![
+                "ATA SANITIZE",
+                "stood at 50.0 %",
+                "SANITIZE STATUS EXT",
+                &bound,
+            ],
         ),
     ];
     for (n, what, says) in cases {
@@ -344,7 +349,8 @@ fn interrupted_checks(c: &mut Checks, run: &GuestRun) {
     let s = json(run, "resumed.state.json");
     c.check(
         "resumed: the drive still counts one ERASE UNIT and no security command since",
-        security(&s).len() == 3 && s["ata"]["security"]["erases"].as_array().map(Vec::len) == Some(1),
+        security(&s).len() == 3
+            && s["ata"]["security"]["erases"].as_array().map(Vec::len) == Some(1),
         || format!("sent {:?}", security(&s)),
     );
     c.check(

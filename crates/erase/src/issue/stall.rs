@@ -30,10 +30,9 @@ pub const NO_ESTIMATE: Duration = Duration::from_secs(30 * 60);
 pub fn bound(limit: StallLimit, estimate: Option<Duration>) -> Option<(Duration, String)> {
     match (limit, estimate) {
         (StallLimit::Never, _) => None,
-        (StallLimit::Seconds(s), _) => Some((
-            Duration::from_secs(s),
-            format!("--stall-timeout {s}"),
-        )),
+        (StallLimit::Seconds(s), _) => {
+            Some((Duration::from_secs(s), format!("--stall-timeout {s}")))
+        }
         (StallLimit::Derived, Some(e)) => Some((
             (e * ESTIMATE_FACTOR).max(FLOOR),
             format!(
@@ -44,10 +43,7 @@ pub fn bound(limit: StallLimit, estimate: Option<Duration>) -> Option<(Duration,
         )),
         (StallLimit::Derived, None) => Some((
             NO_ESTIMATE,
-            format!(
-                "the drive gives no estimate: {} s",
-                NO_ESTIMATE.as_secs()
-            ),
+            format!("the drive gives no estimate: {} s", NO_ESTIMATE.as_secs()),
         )),
     }
 }
