@@ -1,7 +1,7 @@
 //! Issue 28 item 4: drives that get stuck, each met by `drivelab erase`
 //! exactly as a user runs it. One boot: two emulated NVMe/TCP controllers
 //! (crates/nvmeemu, through the guest's nvme-tcp host driver), one SAS and
-//! three SATA drives (crates/tcmuemu, through target_core_user and
+//! four SATA drives (crates/tcmuemu, through target_core_user and
 //! tcm_loop), all run side by side:
 //!
 //! - A sanitize that says "in progress" for ever (`sanitize-stall`: its
@@ -14,6 +14,10 @@
 //!   carried out, its answer held): drivelab waits for it, the drive is
 //!   left with no password, nothing certified, one line saying so; then
 //!   `--resume` verifies and certifies without a second ERASE UNIT.
+//! - An ERASE UNIT the drive carries out but answers after the host's
+//!   command timer ran out: exit 1, nothing certified, and the one line
+//!   says the drive has no password left (its DISABLE and UNLOCK refused
+//!   for want of one), not that drivelab's is still set.
 //! - A drive that answers nothing (`freeze`, set while its sanitize runs):
 //!   the NVMe controller (the kernel's keep-alive and command timers, error
 //!   recovery) and the SATA drive (the backstore's command timeout) each
@@ -38,8 +42,13 @@ const MIB: u64 = 16;
 const STALL_S: u64 = 20;
 /// How long the SATA drive holds its answer to SECURITY ERASE UNIT, s.
 const ERASE_DELAY_S: u64 = 10;
-/// The SATA backstore's command timeout (`--command-timeout`), s.
+/// The command timeout (`--command-timeout`) of the frozen SATA drive and
+/// of the one whose ERASE UNIT answers late, s.
 const CMD_TIMEOUT_S: u64 = 5;
+/// How late that drive answers ERASE UNIT, s: past the timeout, and soon
+/// enough after it that the commands queued behind it are answered in
+/// theirs.
+const LATE_S: u64 = 7;
 
 const SCRIPT: &str = r#"
 export PATH=$PATH:/usr/sbin XDG_CONFIG_HOME=/tmp/cfg
@@ -98,7 +107,7 @@ tcmu_emu() {
   n=$1; h=$2; s=$3; shift 3
   : > /tmp/$n.control
   drivelab-tcmuemu --backing /tmp/$n.img --size-mib @MIB@ --name $n --hba $h --serial $s \
-      --state /tmp/$n.json --control /tmp/$n.control --command-timeout @CMD_TIMEOUT_S@ "$@" \
+      --state /tmp/$n.json --control /tmp/$n.control "$@" \
       > $n.emu.out 2> $n.emu.err &
   EMUS="$EMUS $!"
   i=0; while [ -z "$(disk_of $s)" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
@@ -107,14 +116,18 @@ disk_of() { for d in /sys/block/sd*; do [ "$(vpd80_serial $d/device/vpd_pg80)" =
 SATA="--sata --product DRIVELAB_TCMU_SATA_SSD"
 tcmu_emu sstall 1 DLTCMUSTALL1 --product "TCMU SAS DISK" --sanitize-seconds 4 --fault sanitize-stall
 tcmu_emu astall 2 DLTCMUSTALL2 $SATA --sanitize-seconds 4 --fault sanitize-stall
-tcmu_emu afreeze 3 DLTCMUFREEZ1 $SATA --sanitize-seconds 60
+tcmu_emu afreeze 3 DLTCMUFREEZ1 $SATA --sanitize-seconds 60 --command-timeout @CMD_TIMEOUT_S@
 tcmu_emu int 4 DLTCMUINT001 $SATA
+tcmu_emu etime 5 DLTCMUETIME1 $SATA --command-timeout @CMD_TIMEOUT_S@ --fault "delay ata F4 @LATE_S@"
 SSTALL=$(disk_of DLTCMUSTALL1); ASTALL=$(disk_of DLTCMUSTALL2); AFREEZE=$(disk_of DLTCMUFREEZ1); INT=$(disk_of DLTCMUINT001)
-printf '{"sstall":"%s","astall":"%s","afreeze":"%s","int":"%s"}\n' "$SSTALL" "$ASTALL" "$AFREEZE" "$INT" > sata.names.json
-fill $SSTALL 245 sstall; fill $ASTALL 245 astall; fill $AFREEZE 245 afreeze
+ETIME=$(disk_of DLTCMUETIME1)
+printf '{"sstall":"%s","astall":"%s","afreeze":"%s","int":"%s","etime":"%s"}\n' "$SSTALL" "$ASTALL" "$AFREEZE" "$INT" "$ETIME" > sata.names.json
+fill $SSTALL 245 sstall; fill $ASTALL 245 astall; fill $AFREEZE 245 afreeze; fill $ETIME 245 etime
 bg sstall $ERASE $SSTALL --method scsi-sanitize --stall-timeout @STALL_S@ --confirm-serial DLTCMUSTALL1 --certificate-dir /out/certs/sstall
 bg astall $ERASE $ASTALL --method ata-sanitize --stall-timeout @STALL_S@ --confirm-serial DLTCMUSTALL2 --certificate-dir /out/certs/astall
 bg afreeze $ERASE $AFREEZE --method ata-sanitize --confirm-serial DLTCMUFREEZ1 --certificate-dir /out/certs/afreeze
+# ERASE UNIT carried out by the drive, its answer later than the backstore's timer.
+bg etime $ERASE $ETIME --method ata-security-erase-enhanced --confirm-serial DLTCMUETIME1 --certificate-dir /out/certs/etime
 ( until_in /tmp/afreeze.json '"status_polls_while_running": ?[1-9]'; cp /tmp/afreeze.json afreeze.at_freeze.state.json
   echo freeze > /tmp/afreeze.control; mark sata_frozen ) &
 mark tcmu_started
@@ -140,8 +153,8 @@ md5 $INT > resumed.md5_after
 mark resumed
 
 # --- Every erase must end by itself.
-for n in nfreeze afreeze sstall astall nstall; do await $n; mark ${n}_done; done
-for n in nfreeze afreeze sstall astall nstall; do
+for n in etime nfreeze afreeze sstall astall nstall; do await $n; mark ${n}_done; done
+for n in etime nfreeze afreeze sstall astall nstall; do
   cat /out/certs/$n/*.journal > $n.journal.txt 2>/dev/null
   cp /tmp/$n.json $n.after.state.json
 done
@@ -153,7 +166,7 @@ cat /sys/class/nvme/$c/state > nfreeze.ctrl_state
 mark nvme_checked
 : > /tmp/afreeze.control
 dmesg | grep -i -E 'nvme|sd |tcmu|target' > kernel.dmesg.txt
-for d in $SSTALL $ASTALL $AFREEZE $INT; do echo 1 > /sys/block/${d#/dev/}/device/delete; done
+for d in $SSTALL $ASTALL $AFREEZE $INT $ETIME; do echo 1 > /sys/block/${d#/dev/}/device/delete; done
 for c in $NSTALL $NFREEZE; do echo 1 > /sys/class/nvme/${c#/dev/}/delete_controller; done
 kill $EMUS
 true
@@ -165,6 +178,7 @@ fn script() -> String {
         .replace("@STALL_S@", &STALL_S.to_string())
         .replace("@ERASE_DELAY_S@", &ERASE_DELAY_S.to_string())
         .replace("@CMD_TIMEOUT_S@", &CMD_TIMEOUT_S.to_string())
+        .replace("@LATE_S@", &LATE_S.to_string())
 }
 
 fn boot() -> GuestRun {
@@ -361,6 +375,38 @@ fn interrupted_checks(c: &mut Checks, run: &GuestRun) {
     );
 }
 
+fn late_erase_checks(c: &mut Checks, run: &GuestRun) {
+    failed_alone(
+        c,
+        run,
+        "etime",
+        "an ERASE UNIT the backstore's timer cut off while the drive carried it out",
+        &["SECURITY ERASE UNIT", "no password left"],
+    );
+    let e = err_lines(run, "etime");
+    c.check(
+        "etime: drivelab does not claim a password is still set",
+        e.iter().all(|l| !l.contains("STILL SET")),
+        || format!("{e:?}"),
+    );
+    let s = json(run, "etime.after.state.json");
+    c.check(
+        "etime: the drive did the erase and has no password; drivelab's DISABLE and UNLOCK were refused (none to remove)",
+        s["ata"]["security"]["erases"].as_array().map(Vec::len) == Some(1)
+            && s["ata"]["security"]["enabled"] == false
+            && s["ata"]["security"]["locked"] == false
+            && security(&s)
+                == [
+                    "SECURITY SET PASSWORD",
+                    "SECURITY ERASE PREPARE",
+                    "SECURITY ERASE UNIT",
+                    "SECURITY DISABLE PASSWORD",
+                    "SECURITY UNLOCK",
+                ],
+        || format!("sent {:?}; {}", security(&s), s["ata"]["security"]),
+    );
+}
+
 fn freeze_checks(c: &mut Checks, run: &GuestRun) {
     let n = json(run, "nfreeze.at_freeze.state.json");
     c.check(
@@ -420,7 +466,7 @@ fn stuck_drives_stalled_sanitize_erase_unit_interrupted_and_frozen_met_by_drivel
     let names = json(&run, "sata.names.json");
     c.check(
         "the SAS and SATA drives attached",
-        ["sstall", "astall", "afreeze", "int"]
+        ["sstall", "astall", "afreeze", "int", "etime"]
             .iter()
             .all(|n| names[n].as_str().is_some_and(|s| s.starts_with("/dev/sd"))),
         || format!("{names}"),
@@ -434,6 +480,7 @@ fn stuck_drives_stalled_sanitize_erase_unit_interrupted_and_frozen_met_by_drivel
     }
     stall_checks(&mut c, &run);
     interrupted_checks(&mut c, &run);
+    late_erase_checks(&mut c, &run);
     freeze_checks(&mut c, &run);
     println!("kernel log:\n{}", text(&run, "kernel.dmesg.txt"));
     print_times(&run);
