@@ -31,10 +31,9 @@
 
 use std::time::Duration;
 
-use drivelab_vmtest::drivelab_bin::static_package_binary;
+use drivelab_vmtest::emu::{err_lines, security, text};
 use drivelab_vmtest::results::{cert, json, print_times, row, status, why};
-use drivelab_vmtest::{Checks, GuestRun, Vm};
-use serde_json::Value;
+use drivelab_vmtest::{Checks, GuestRun};
 
 /// Size of every drive, MiB.
 const MIB: u64 = 16;
@@ -97,9 +96,11 @@ for p in nstall:$NSTALL nfreeze:$NFREEZE; do
   bg $n $ERASE ${c}n1 --method nvme-sanitize --confirm-serial $(sysattr /sys/class/nvme/${c#/dev/}/serial) \
       --certificate-dir /out/certs/$n
 done
-# Frozen once its sanitize runs and drivelab has polled it.
+# Frozen once its sanitize runs and drivelab has polled it; unfrozen once
+# drivelab has ended, for the kernel to reconnect.
 ( until_in /tmp/nfreeze.json '"polls_in_progress": ?[1-9]'; cp /tmp/nfreeze.json nfreeze.at_freeze.state.json
-  echo freeze > /tmp/nfreeze.control; mark nvme_frozen ) &
+  echo freeze > /tmp/nfreeze.control; mark nvme_frozen
+  await nfreeze; cp /tmp/nfreeze.json nfreeze.after.state.json; : > /tmp/nfreeze.control; mark nvme_unfrozen ) &
 mark nvme_started
 
 # --- SAS and SATA: stalled sanitizes, a drive frozen mid-sanitize.
@@ -154,12 +155,11 @@ mark resumed
 
 # --- Every erase must end by itself.
 for n in etime nfreeze afreeze sstall astall nstall; do await $n; mark ${n}_done; done
-for n in etime nfreeze afreeze sstall astall nstall; do
+for n in etime afreeze sstall astall nstall; do
   cat /out/certs/$n/*.journal > $n.journal.txt 2>/dev/null
   cp /tmp/$n.json $n.after.state.json
 done
 # The NVMe controller unfrozen: the kernel reconnects.
-: > /tmp/nfreeze.control
 c=${NFREEZE#/dev/}
 i=0; while [ "$(cat /sys/class/nvme/$c/state)" != live ] && [ $i -lt 1500 ]; do sleep 0.1; i=$((i + 1)); done
 cat /sys/class/nvme/$c/state > nfreeze.ctrl_state
@@ -179,50 +179,6 @@ fn script() -> String {
         .replace("@ERASE_DELAY_S@", &ERASE_DELAY_S.to_string())
         .replace("@CMD_TIMEOUT_S@", &CMD_TIMEOUT_S.to_string())
         .replace("@LATE_S@", &LATE_S.to_string())
-}
-
-fn boot() -> GuestRun {
-    let tcmu = static_package_binary("drivelab-tcmuemu", "drivelab-tcmuemu")
-        .unwrap_or_else(|e| panic!("cannot build the SATA emulator for the guest: {e}"));
-    let nvme = static_package_binary("drivelab-nvmeemu", "drivelab-nvmeemu")
-        .unwrap_or_else(|e| panic!("cannot build the NVMe emulator for the guest: {e}"));
-    Vm::builder()
-        .modules(&["target_core_user", "tcm_loop", "nvme_tcp"])
-        .binary("drivelab-tcmuemu", &tcmu)
-        .binary("drivelab-nvmeemu", &nvme)
-        .with_drivelab()
-        .guest_script(&script())
-        .timeout(Duration::from_secs(900))
-        .run()
-        .unwrap_or_else(|e| panic!("the test VM did not run: {e}"))
-}
-
-fn text(run: &GuestRun, name: &str) -> String {
-    run.file(name).unwrap_or_default().trim().to_string()
-}
-
-/// stderr's lines.
-fn err_lines(run: &GuestRun, name: &str) -> Vec<String> {
-    run.outcome(name)
-        .2
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(String::from)
-        .collect()
-}
-
-/// The security commands the SATA emulator received, in order.
-fn security(state: &Value) -> Vec<String> {
-    state["ata"]["commands"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str())
-                .filter(|c| c.starts_with("SECURITY"))
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The journal's `N` lines.
@@ -457,7 +413,7 @@ fn freeze_checks(c: &mut Checks, run: &GuestRun) {
 
 #[test]
 fn stuck_drives_stalled_sanitize_erase_unit_interrupted_and_frozen_met_by_drivelab() {
-    let run = boot();
+    let run = drivelab_vmtest::emu::boot(&script(), Duration::from_secs(900));
     let ctx = run.context();
     let mut c = Checks::new();
     c.check("guest script exited 0", run.script_status == 0, || {
