@@ -36,7 +36,7 @@ use drivelab_vmtest::results::{cert, json, print_times, row, status, why};
 use drivelab_vmtest::{Checks, GuestRun};
 
 /// Size of every drive, MiB.
-const MIB: u64 = 16;
+const MIB: u64 = 8;
 /// `--stall-timeout` given to the SAS and SATA erases, s.
 const STALL_S: u64 = 20;
 /// How long the SATA drive holds its answer to SECURITY ERASE UNIT, s.
@@ -123,7 +123,8 @@ tcmu_emu etime 5 DLTCMUETIME1 $SATA --command-timeout @CMD_TIMEOUT_S@ --fault "d
 SSTALL=$(disk_of DLTCMUSTALL1); ASTALL=$(disk_of DLTCMUSTALL2); AFREEZE=$(disk_of DLTCMUFREEZ1); INT=$(disk_of DLTCMUINT001)
 ETIME=$(disk_of DLTCMUETIME1)
 printf '{"sstall":"%s","astall":"%s","afreeze":"%s","int":"%s","etime":"%s"}\n' "$SSTALL" "$ASTALL" "$AFREEZE" "$INT" "$ETIME" > sata.names.json
-fill $SSTALL 245 sstall; fill $ASTALL 245 astall; fill $AFREEZE 245 afreeze; fill $ETIME 245 etime
+fill $SSTALL 245 sstall & f1=$!; fill $ASTALL 245 astall & f2=$!; fill $AFREEZE 245 afreeze & f3=$!
+fill $ETIME 245 etime & f4=$!; fill $INT 245 int & f5=$!; wait $f1 $f2 $f3 $f4 $f5
 bg sstall $ERASE $SSTALL --method scsi-sanitize --stall-timeout @STALL_S@ --confirm-serial DLTCMUSTALL1 --certificate-dir /out/certs/sstall
 bg astall $ERASE $ASTALL --method ata-sanitize --stall-timeout @STALL_S@ --confirm-serial DLTCMUSTALL2 --certificate-dir /out/certs/astall
 bg afreeze $ERASE $AFREEZE --method ata-sanitize --confirm-serial DLTCMUFREEZ1 --certificate-dir /out/certs/afreeze
@@ -134,8 +135,7 @@ bg etime $ERASE $ETIME --method ata-security-erase-enhanced --confirm-serial DLT
 mark tcmu_started
 
 # --- Ctrl-C while SECURITY ERASE UNIT runs.
-INTERASE="$ERASE $INT --method ata-security-erase-enhanced --confirm-serial DLTCMUINT001 --certificate-dir /out/certs/int"
-fill $INT 245 int
+INTERASE="drivelab erase --verify sample --yes --output-format json $INT --method ata-security-erase-enhanced --confirm-serial DLTCMUINT001 --certificate-dir /out/certs/int"
 md5 $INT > int.md5_before
 echo "delay ata F4 @ERASE_DELAY_S@" > /tmp/int.control
 $INTERASE > int.out 2> int.err < /dev/null &
