@@ -29,8 +29,8 @@ use drivelab_erase::cert::{self, TrustSources};
 use drivelab_erase::plan::estimate::DryRun;
 use drivelab_erase::sched::{Phase, Progress};
 use drivelab_erase::{
-    Consent, Drive, EraseError, Frontend, Method, Options, Report, Request, Strategy, Summary,
-    VerifyMode,
+    Consent, Drive, EraseError, Frontend, Method, Options, Report, Request, StallLimit, Strategy,
+    Summary, VerifyMode,
 };
 use drivelab_patterns::Pattern;
 use drivelab_report::text::bw_pair;
@@ -178,6 +178,11 @@ pub struct EraseArgs {
     /// Fixed stream queue depth (default: tuned while running).
     #[arg(long = "queue-depth")]
     pub queue_depth: Option<u32>,
+    /// Give up on a sanitize whose progress has not moved for this many
+    /// seconds, or `never` (default: 4 x the drive's own estimate, at
+    /// least 120 s; 30 minutes for a drive that gives none).
+    #[arg(long = "stall-timeout", value_name = "SECONDS|never")]
+    pub stall_timeout: Option<String>,
     /// Where certificates and journals go (default: the current directory).
     #[arg(long = "certificate-dir", value_name = "DIR", default_value = ".")]
     pub certificate_dir: PathBuf,
@@ -389,6 +394,15 @@ fn request(a: &EraseArgs) -> anyhow::Result<Request> {
         Some(s) => Some(u32::try_from(parse_bytes("--transfer-length", s)?).unwrap_or(u32::MAX)),
         None => None,
     };
+    let stall = match a.stall_timeout.as_deref().map(str::trim) {
+        None => StallLimit::Derived,
+        Some("never") => StallLimit::Never,
+        Some(t) => StallLimit::Seconds(t.parse().map_err(|_| {
+            usage(format!(
+                "--stall-timeout {t:?}: give whole seconds (e.g. 3600) or never"
+            ))
+        })?),
+    };
     let key_dir = cert::config_dir().map_err(|e| usage(e.to_string()))?;
     let options = Options {
         method,
@@ -417,6 +431,7 @@ fn request(a: &EraseArgs) -> anyhow::Result<Request> {
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
         version: env!("CARGO_PKG_VERSION").to_string(),
         parties: a.parties.parties(),
+        stall,
     };
     Ok(Request {
         devices: a.devices.clone(),

@@ -427,6 +427,14 @@ fn queue_depths_and_counts_have_upper_bounds() {
         (vec!["erase", &img, "--passes", "4000000000"], "--passes"),
         (vec!["erase", &img, "--retries", "4000000000"], "--retries"),
         (
+            vec!["erase", &img, "--stall-timeout", "0"],
+            "--stall-timeout must be more than 0",
+        ),
+        (
+            vec!["erase", &img, "--stall-timeout", "soon"],
+            "--stall-timeout \"soon\": give whole seconds",
+        ),
+        (
             vec!["season", &img, "--max-rounds", "99999999"],
             "--max-rounds",
         ),

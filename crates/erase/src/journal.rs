@@ -14,6 +14,7 @@
 //! S 0 4096 8192 EIO                                    pass 0 skipped [4096, 8192)
 //! P 123456 9f86d0…                                     a block sampled before the erase
 //! Q 1002                                               the sample complete: 1002 blocks
+//! N NVMe Sanitize given up at 50.0 %: …                an event, in words
 //! ```
 //!
 //! The `P` lines (an erase whose data is the drive's choice: the LBA and
@@ -21,7 +22,9 @@
 //! closing `Q` are written and fsync'd before the erase sends anything; a
 //! sample without its `Q` (a crash while it was written) is not used.
 //!
-//! Watermark lines are written at most once a second and fsync'd with them;
+//! `N` lines say what happened to a command that left no watermark (a
+//! sanitize given up on: where its progress stood); a resume reads past
+//! them. Watermark lines are written at most once a second and fsync'd with them;
 //! skipped ranges are written and fsync'd at once. [`DriveJournal`] is the
 //! journal stage of one drive's erase: begun (or resumed, after checking it
 //! is for the same erase) before the first write, removed once the drive is
@@ -404,6 +407,12 @@ impl Journal {
         self.sync()
     }
 
+    /// Record an event in words, on one line (written and fsync'd now).
+    pub fn note(&mut self, text: &str) -> Result<(), EraseError> {
+        self.line(&format!("N {}", text.replace('\n', " ")))?;
+        self.sync()
+    }
+
     /// Record a skipped range (written and fsync'd now).
     pub fn skipped(&mut self, s: &Skipped) -> Result<(), EraseError> {
         let err = s.error.replace('\n', " ");
@@ -563,9 +572,13 @@ mod tests {
         })
         .unwrap();
         j.done(0, 65536).unwrap();
+        j.note("NVMe Sanitize given up at 50.0 %:\nunmoved")
+            .unwrap();
         j.done(1, 512).unwrap();
         j.sync().unwrap();
         drop(j);
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.contains("\nN NVMe Sanitize given up at 50.0 %: unmoved\n"));
         // A crash mid-line leaves a torn record.
         let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
         write!(f, "D 1 99").unwrap();

@@ -46,7 +46,7 @@ use std::path::PathBuf;
 pub use outcome::{EraseResult, Outcome, Report, Summary};
 pub use plan::method::{self, Method};
 pub use plan::tune;
-pub use plan::{Consent, Drive, Options, Parties, Plan, Request, Strategy, VerifyMode};
+pub use plan::{Consent, Drive, Options, Parties, Plan, Request, StallLimit, Strategy, VerifyMode};
 pub use run::{erase, Frontend};
 
 /// Everything that can go wrong in an erase, each saying what to do next.

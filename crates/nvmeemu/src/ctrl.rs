@@ -181,6 +181,8 @@ pub struct SanitizeState {
     pub passes: u8,
     /// The last sanitize failed: I/O is refused until it is exited.
     pub failure_mode: bool,
+    /// The running sanitize stalled half way: in progress forever.
+    pub stalled: bool,
     /// Sanitize operations started.
     pub started: u64,
     /// Blocks erased by sanitize operations (all namespaces).
@@ -421,6 +423,7 @@ impl Ctrl {
                 "cdw10": s.cdw10,
                 "global_data_erased": s.global_erased,
                 "failure_mode": s.failure_mode,
+                "stalled": s.stalled,
                 "started": s.started,
                 "blocks_erased": s.blocks_erased,
                 "polls_in_progress": s.polls_in_progress,

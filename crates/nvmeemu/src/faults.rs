@@ -9,6 +9,10 @@
 //!   (Sanitize Status log SSTAT 011b); the controller is then in sanitize
 //!   failure mode, refusing I/O with Sanitize Failed until a Sanitize with
 //!   Exit Failure Mode, or a successful one.
+//! - `sanitize-stall`: the next Sanitize stops half way and stays there:
+//!   the Sanitize Status log reports it in progress (SSTAT 010b) at SPROG
+//!   half for as long as the controller runs, I/O is refused with Sanitize
+//!   In Progress, and the rest of the medium is never erased.
 //! - `hang admin|io OPCODE`: commands with that opcode (hex, e.g. `84` or
 //!   `0x02`) on that kind of queue are taken and never answered.
 //! - `delay admin|io OPCODE SECONDS`: commands with that opcode on that
@@ -25,6 +29,8 @@
 pub struct Faults {
     /// The next Sanitize fails half way.
     pub sanitize_fails: bool,
+    /// The next Sanitize stalls half way.
+    pub sanitize_stalls: bool,
     /// (admin queue?, opcode) of commands never answered.
     pub hang: Vec<(bool, u8)>,
     /// Nothing is answered.
@@ -61,6 +67,10 @@ impl Faults {
                 self.sanitize_fails = true;
                 Ok(())
             }
+            ["sanitize-stall"] => {
+                self.sanitize_stalls = true;
+                Ok(())
+            }
             ["freeze"] => {
                 self.frozen = true;
                 Ok(())
@@ -85,7 +95,7 @@ impl Faults {
                 Ok(())
             }
             _ => Err(format!(
-                "fault {line:?}: use sanitize-fail, freeze, crypto-noop, hang admin|io OPCODE, or delay admin|io OPCODE SECONDS"
+                "fault {line:?}: use sanitize-fail, sanitize-stall, freeze, crypto-noop, hang admin|io OPCODE, or delay admin|io OPCODE SECONDS"
             )),
         }
     }
@@ -120,6 +130,7 @@ impl Faults {
     pub fn with(&self, other: &Faults) -> Faults {
         Faults {
             sanitize_fails: self.sanitize_fails || other.sanitize_fails,
+            sanitize_stalls: self.sanitize_stalls || other.sanitize_stalls,
             hang: [self.hang.as_slice(), &other.hang].concat(),
             frozen: self.frozen || other.frozen,
             crypto_noop: self.crypto_noop || other.crypto_noop,
@@ -139,6 +150,9 @@ mod tests {
         assert!(f.hangs(true, 0x84) && f.hangs(false, 0x02));
         assert!(!f.hangs(false, 0x84) && !f.hangs(true, 0x02));
         assert!(Faults::parse("crypto-noop").unwrap().crypto_noop);
+        let st = Faults::parse("sanitize-stall").unwrap();
+        assert!(st.sanitize_stalls && !st.sanitize_fails);
+        assert!(f.with(&st).sanitize_stalls);
         let z = Faults::parse("freeze").unwrap();
         assert!(z.hangs(true, 0x06) && z.hangs(false, 0x01));
         for bad in [

@@ -419,6 +419,30 @@ fn a_failed_sanitize_leaves_failure_mode_until_exited() {
     assert_eq!(sanitize_until_done(&mut a, 2).last(), Some(&1));
 }
 
+#[test]
+fn a_stalled_sanitize_stays_in_progress_at_half_and_refuses_io() {
+    let mut cfg = config();
+    cfg.faults.add("sanitize-stall").unwrap();
+    let (d, mut a, mut io) = up(cfg);
+    io.write(1, 0, &[0xEE; 512 * 64]);
+    let s = a.sqe(0x84).with_cdw(10, 2);
+    assert_eq!(a.admin(s, 0).0.status, Status::SUCCESS);
+    // Three times the sanitize's 3 s: it would long have ended.
+    let deadline = Instant::now() + Duration::from_secs(9);
+    let mut last = (0, 0);
+    while Instant::now() < deadline {
+        let log = a.log(0x81, 512);
+        last = (le16(&log, 0), le16(&log, 2) & 7);
+        assert_eq!(last.1, 2, "SSTAT in progress, never another");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(last.0, 32768, "SPROG stopped at half");
+    assert_eq!(io.read(1, 0, 1).0, Status::SANITIZE_IN_PROGRESS);
+    let st = d.lock().state_json();
+    assert_eq!(st["sanitize"]["stalled"], true);
+    assert_eq!(st["erases"], serde_json::json!([]));
+}
+
 /// Waits until the controller has taken `n` commands it will not answer.
 fn wait_unanswered(d: &Drive, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -314,6 +314,7 @@ fn erase_options(
         command_line: command_line.to_string(),
         version: version.to_string(),
         parties: drivelab_erase::Parties::default(),
+        stall: drivelab_erase::StallLimit::Derived,
     })
 }
 

@@ -382,6 +382,7 @@ fn erase_options(o: &Options) -> Result<drivelab_erase::Options, SeasonError> {
         command_line: o.command_line.clone(),
         version: o.version.clone(),
         parties: drivelab_erase::Parties::default(),
+        stall: drivelab_erase::StallLimit::Derived,
     })
 }
 

@@ -8,6 +8,10 @@
 //!   stops half way and fails; media access is refused until the failure
 //!   is cleared (ATA: SANITIZE STATUS EXT with CLEAR; SCSI: EXIT FAILURE
 //!   MODE after a sanitize with AUSE).
+//! - `sanitize-stall`: the next sanitize (started with IMMED, as it is
+//!   polled) stops at half way and stays there: SANITIZE STATUS EXT and
+//!   REQUEST SENSE report it in progress at 50 % for as long as the
+//!   emulator runs, media access is refused, nothing is erased.
 //! - `hang scsi OPCODE`: CDBs with that operation code (hex) are taken and
 //!   never answered; the kernel's command timer ends them.
 //! - `hang ata COMMAND`: ATA PASS-THROUGH carrying that ATA command (hex)
@@ -30,6 +34,8 @@ use crate::sat::PassThrough;
 pub struct Faults {
     /// The next sanitize fails half way.
     pub sanitize_fail: bool,
+    /// The next sanitize stalls half way.
+    pub sanitize_stall: bool,
     /// SCSI operation codes never answered.
     pub hang_scsi: Vec<u8>,
     /// ATA commands (through ATA PASS-THROUGH) never answered.
@@ -62,6 +68,7 @@ impl Faults {
         match words.as_slice() {
             [] => {}
             ["sanitize-fail"] => self.sanitize_fail = true,
+            ["sanitize-stall"] => self.sanitize_stall = true,
             ["freeze"] => self.freeze = true,
             ["hang", "scsi", op] => self.hang_scsi.push(hex(op)?),
             ["hang", "ata", op] => self.hang_ata.push(hex(op)?),
@@ -70,7 +77,7 @@ impl Faults {
             ["delay", "ata", op, s] => self.delay_ata.push((hex(op)?, seconds(s)?)),
             _ => {
                 return Err(format!(
-                    "fault {line:?}: the faults are sanitize-fail, erase-fail, freeze, hang scsi OPCODE, hang ata COMMAND, delay scsi OPCODE SECONDS, delay ata COMMAND SECONDS"
+                    "fault {line:?}: the faults are sanitize-fail, sanitize-stall, erase-fail, freeze, hang scsi OPCODE, hang ata COMMAND, delay scsi OPCODE SECONDS, delay ata COMMAND SECONDS"
                 ))
             }
         }
@@ -88,6 +95,7 @@ impl Faults {
     pub fn with(&self, other: &Faults) -> Faults {
         Faults {
             sanitize_fail: self.sanitize_fail || other.sanitize_fail,
+            sanitize_stall: self.sanitize_stall || other.sanitize_stall,
             hang_scsi: [self.hang_scsi.as_slice(), &other.hang_scsi].concat(),
             hang_ata: [self.hang_ata.as_slice(), &other.hang_ata].concat(),
             freeze: self.freeze || other.freeze,
@@ -159,7 +167,10 @@ mod tests {
     fn delays_name_their_commands_and_erase_fail_parses() {
         let f = Faults::parse("delay ata F3 8\ndelay scsi 0x28 2\ndelay ata f3 3\nerase-fail")
             .expect("parses");
-        assert!(f.erase_fail && !f.freeze && f.hang_ata.is_empty());
+        assert!(f.erase_fail && !f.freeze && !f.sanitize_stall && f.hang_ata.is_empty());
+        let stall = Faults::parse("sanitize-stall").expect("parses");
+        assert!(stall.sanitize_stall && !stall.sanitize_fail);
+        assert!(Faults::default().with(&stall).sanitize_stall);
         // SECURITY ERASE PREPARE (F3h), non-data, through ATA PASS-THROUGH(16).
         let prepare = [0x85, 0x06, 0x24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xF3, 0];
         let identify = [0x85, 0x08, 0x0E, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xEC, 0];

@@ -1,7 +1,8 @@
 //! The serving loop: take every command the kernel put in the ring, have
 //! the drive answer it, complete it, tell the kernel, write the state
 //! file, and sleep on the UIO device until more arrive. A command a fault
-//! delays is answered after its delay, the loop serving nothing meanwhile.
+//! delays is carried out at once (the state file then written) and
+//! answered after its delay, the loop serving nothing meanwhile.
 
 use std::path::PathBuf;
 
@@ -31,11 +32,14 @@ pub enum ServeError {
 }
 
 /// Answer every command now in the ring, except those a fault holds;
-/// returns how many were answered.
+/// returns how many were answered. A command a fault delays is carried
+/// out at once and `held` is shown the drive (the state file written, so
+/// a test sees the command arrive) before its answer waits.
 pub fn drain<M: crate::ring::Shared>(
     ring: &mut Ring<M>,
     disk: &mut Disk,
     faults: &Faults,
+    held: &mut dyn FnMut(&Disk),
 ) -> Result<usize, RingError> {
     let mut n = 0;
     while let Some(req) = ring.take()? {
@@ -43,15 +47,16 @@ pub fn drain<M: crate::ring::Shared>(
             disk.counters.unanswered += 1;
             continue;
         }
-        if let Some(d) = faults.delay(&req.cdb) {
-            std::thread::sleep(d);
-        }
         let out = if crate::cdb::is_data_out(&req.cdb) {
             ring.data_out(&req)?
         } else {
             Vec::new()
         };
         let rsp = disk.execute(&req.cdb, &out);
+        if let Some(d) = faults.delay(&req.cdb) {
+            held(disk);
+            std::thread::sleep(d);
+        }
         ring.complete(&req, &rsp)?;
         n += 1;
     }
@@ -81,11 +86,14 @@ impl FaultSource {
     }
 }
 
-/// Arm the one-shot faults `f` names: the next sanitize, the next
-/// SECURITY ERASE UNIT.
+/// Arm the one-shot faults `f` names: the next sanitize (failed or
+/// stalled), the next SECURITY ERASE UNIT.
 fn arm(disk: &mut Disk, f: &Faults) {
     if f.sanitize_fail {
         disk.sanitize_mut().fail_next = true;
+    }
+    if f.sanitize_stall {
+        disk.sanitize_mut().stall_next = true;
     }
     if let Some(a) = disk.ata.as_mut().filter(|_| f.erase_fail) {
         a.security.fail_next_erase = true;
@@ -125,7 +133,12 @@ pub fn serve(
             }
         }
         let before = disk.counters.unanswered;
-        if drain(&mut ring, &mut disk, &faults)? > 0 {
+        let mut held = |d: &Disk| {
+            if let Err(e) = record(d) {
+                eprintln!("drivelab-tcmuemu: {e}");
+            }
+        };
+        if drain(&mut ring, &mut disk, &faults, &mut held)? > 0 {
             ring.mem_mut().notify()?;
             record(&disk)?;
         } else if disk.counters.unanswered != before {

@@ -47,6 +47,7 @@ pub fn to_json(d: &Disk) -> Value {
                 "running": a.sanitize.running.map(|(k, _)| k.name()),
                 "completed_ok": a.sanitize.completed_ok,
                 "failed": a.sanitize.failed,
+                "stalled": a.sanitize.stalled,
                 "frozen": a.sanitize.frozen,
                 "status_polls_while_running": a.sanitize.status_polls_running,
                 "done": a.sanitize.done.iter().map(|(k, ok)| json!({
@@ -93,6 +94,7 @@ pub fn to_json(d: &Disk) -> Value {
             "running": d.scsi_sanitize.running.map(|(k, _)| k.name()),
             "completed_ok": d.scsi_sanitize.completed_ok,
             "failed": d.scsi_sanitize.failed,
+            "stalled": d.scsi_sanitize.stalled,
             "status_polls_while_running": d.scsi_sanitize.status_polls_running,
             "done": d.scsi_sanitize.done.iter().map(|(k, ok)| json!({"kind": k.name(), "ok": ok})).collect::<Vec<_>>(),
         },

@@ -17,6 +17,7 @@ pub mod checks;
 pub mod cpio;
 pub mod disk;
 pub mod drivelab_bin;
+pub mod emu;
 pub mod error;
 pub mod host;
 pub mod hotplug;

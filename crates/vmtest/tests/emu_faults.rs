@@ -28,10 +28,9 @@
 
 use std::time::Duration;
 
-use drivelab_vmtest::drivelab_bin::static_package_binary;
+use drivelab_vmtest::emu::{err_lines, security, text};
 use drivelab_vmtest::results::{cert, json, print_times, row, status, why};
-use drivelab_vmtest::{Checks, GuestRun, Vm};
-use serde_json::Value;
+use drivelab_vmtest::{Checks, GuestRun};
 
 /// Size of every drive, MiB.
 const MIB: u64 = 16;
@@ -160,56 +159,6 @@ fn script() -> String {
         .replace("@MIB@", &MIB.to_string())
         .replace("@PREPARE_DELAY_S@", &PREPARE_DELAY_S.to_string())
         .replace("@SANITIZE_DELAY_S@", &SANITIZE_DELAY_S.to_string())
-}
-
-fn boot() -> GuestRun {
-    let tcmu = static_package_binary("drivelab-tcmuemu", "drivelab-tcmuemu")
-        .unwrap_or_else(|e| panic!("cannot build the SATA emulator for the guest: {e}"));
-    let nvme = static_package_binary("drivelab-nvmeemu", "drivelab-nvmeemu")
-        .unwrap_or_else(|e| panic!("cannot build the NVMe emulator for the guest: {e}"));
-    Vm::builder()
-        .modules(&["target_core_user", "tcm_loop", "nvme_tcp"])
-        .binary("drivelab-tcmuemu", &tcmu)
-        .binary("drivelab-nvmeemu", &nvme)
-        .with_drivelab()
-        .guest_script(&script())
-        .timeout(Duration::from_secs(900))
-        .run()
-        .unwrap_or_else(|e| panic!("the test VM did not run: {e}"))
-}
-
-fn text(run: &GuestRun, name: &str) -> String {
-    run.file(name).unwrap_or_default().trim().to_string()
-}
-
-/// The ATA commands the emulator received, by name, in order.
-fn ata_sent(state: &Value) -> Vec<String> {
-    state["ata"]["commands"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The security commands among them.
-fn security(state: &Value) -> Vec<String> {
-    ata_sent(state)
-        .into_iter()
-        .filter(|c| c.starts_with("SECURITY"))
-        .collect()
-}
-
-/// stderr's lines.
-fn err_lines(run: &GuestRun, name: &str) -> Vec<String> {
-    run.outcome(name)
-        .2
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(String::from)
-        .collect()
 }
 
 fn interrupted_checks(c: &mut Checks, run: &GuestRun) {
@@ -383,7 +332,7 @@ fn nvme_checks(c: &mut Checks, run: &GuestRun) {
 
 #[test]
 fn faults_on_command_in_the_emulated_drives_met_by_drivelab() {
-    let run = boot();
+    let run = drivelab_vmtest::emu::boot(&script(), Duration::from_secs(900));
     let ctx = run.context();
     let mut c = Checks::new();
     c.check("guest script exited 0", run.script_status == 0, || {

@@ -274,6 +274,10 @@ pub enum Cleanup {
     NothingSet,
     /// SECURITY DISABLE PASSWORD removed it (or the erase did).
     Removed,
+    /// Removing it was refused, and the drive then reported security
+    /// disabled: there was none left to remove (an ERASE UNIT whose answer
+    /// the host's timer cut off removes it when it completes).
+    NoneLeft,
     /// It could not be removed: the drive keeps it until the user removes it.
     StillSet {
         /// The password (ASCII).
@@ -288,6 +292,9 @@ impl std::fmt::Display for Cleanup {
         match self {
             Cleanup::NothingSet => f.write_str("no password was set"),
             Cleanup::Removed => f.write_str("the temporary password was removed"),
+            Cleanup::NoneLeft => f.write_str(
+                "the drive refused to remove the temporary password because it has none set: no password left (IDENTIFY word 128: security disabled)",
+            ),
             Cleanup::StillSet { password, why } => write!(
                 f,
                 "THE TEMPORARY USER PASSWORD '{password}' IS STILL SET ({why}): remove it with 'hdparm --user-master u --security-unlock {password} DEV' then 'hdparm --user-master u --security-disable {password} DEV' (after a power cycle if the drive refuses)"
@@ -376,7 +383,8 @@ impl Seq<'_> {
 
     /// Remove the temporary password: DISABLE PASSWORD; if the drive
     /// refuses (it locks itself when an erase is interrupted), UNLOCK
-    /// then DISABLE PASSWORD.
+    /// then DISABLE PASSWORD; if it refuses those too, IDENTIFY says
+    /// whether any password is left.
     fn remove_password(&mut self, block: &SecurityBlock) -> Cleanup {
         let first = match self.run(SecurityCommand::DisablePassword, block, SHORT_TIMEOUT_MS) {
             Ok(()) => return Cleanup::Removed,
@@ -387,9 +395,12 @@ impl Seq<'_> {
             .and_then(|()| self.run(SecurityCommand::DisablePassword, block, SHORT_TIMEOUT_MS));
         match second {
             Ok(()) => Cleanup::Removed,
-            Err(e) => Cleanup::StillSet {
-                password: TEMP_PASSWORD.to_string(),
-                why: format!("SECURITY DISABLE PASSWORD: {first}; after SECURITY UNLOCK: {e}"),
+            Err(e) => match read_state(self.port) {
+                Ok(s) if !s.enabled && !s.locked => Cleanup::NoneLeft,
+                _ => Cleanup::StillSet {
+                    password: TEMP_PASSWORD.to_string(),
+                    why: format!("SECURITY DISABLE PASSWORD: {first}; after SECURITY UNLOCK: {e}"),
+                },
             },
         }
     }
@@ -475,7 +486,7 @@ pub fn security_erase(
     };
     let after = if after.enabled || after.locked {
         let cleanup = seq.remove_password(&user);
-        if cleanup != Cleanup::Removed {
+        if !matches!(cleanup, Cleanup::Removed | Cleanup::NoneLeft) {
             return Err(SecurityEraseError::Failed {
                 command: "SECURITY ERASE UNIT (password still enabled afterwards)",
                 error: Box::new(AtaError::BadData(
@@ -707,6 +718,8 @@ mod tests {
     struct Fake {
         state: RefCell<SecurityState>,
         fail: Vec<u8>,
+        /// Carried out, but reported failed (the host's timer ran out).
+        lost: Vec<u8>,
         sent: RefCell<Vec<(u8, Vec<u8>)>>,
         stop_after: Option<(u8, &'static AtomicBool)>,
     }
@@ -716,6 +729,7 @@ mod tests {
             Fake {
                 state: RefCell::new(state),
                 fail: Vec::new(),
+                lost: Vec::new(),
                 sent: RefCell::new(Vec::new()),
                 stop_after: None,
             }
@@ -773,6 +787,9 @@ mod tests {
                 }
                 0xF2 => s.locked = false,
                 _ => {}
+            }
+            if self.lost.contains(&c) {
+                return Err(aborted(name));
             }
             Ok(None)
         }
@@ -834,6 +851,32 @@ mod tests {
             "{msg}"
         );
         assert!(msg.contains("--security-disable drivelab"), "{msg}");
+    }
+
+    #[test]
+    fn an_erase_unit_cut_off_by_the_host_but_done_by_the_drive_leaves_no_password_to_name() {
+        // ERASE UNIT completes in the drive (no password) but the host's
+        // timer ended it; DISABLE and UNLOCK are then refused, as a drive
+        // with security disabled refuses them.
+        let mut f = Fake::new(ready());
+        f.lost = vec![0xF4];
+        f.fail = vec![0xF6, 0xF2];
+        let stop = AtomicBool::new(false);
+        let e = security_erase(&f, true, &stop).unwrap_err();
+        assert_eq!(f.codes(), vec![0xF1, 0xF3, 0xF4, 0xF6, 0xF2]);
+        assert!(matches!(
+            e,
+            SecurityEraseError::Failed {
+                cleanup: Cleanup::NoneLeft,
+                ..
+            }
+        ));
+        assert!(!e.password_left_set());
+        let msg = e.to_string();
+        assert!(
+            !msg.contains("STILL SET") && msg.contains("no password left"),
+            "{msg}"
+        );
     }
 
     #[test]

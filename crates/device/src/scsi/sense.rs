@@ -67,6 +67,9 @@ pub fn asc_ascq_name(asc: u8, ascq: u8) -> Option<String> {
         (0x04, 0x09) => "logical unit not ready, self-test in progress",
         (0x04, 0x1B) => "logical unit not ready, sanitize in progress",
         (0x04, q) => return Some(format!("logical unit not ready (ascq 0x{q:02X})")),
+        // What target_core_user answers for a command its backstore's
+        // command timer ended (the user-space drive never answered).
+        (0x08, 0x00) => "logical unit communication failure",
         (0x0C, 0x00) => "write error",
         (0x0C, 0x02) => "write error, auto reallocation failed",
         (0x0C, q) => return Some(format!("write error (ascq 0x{q:02X})")),

@@ -14,6 +14,7 @@
 //! others.
 
 mod ranged;
+pub mod stall;
 mod stream;
 mod whole;
 

@@ -1,11 +1,18 @@
 //! The one-command methods: NVMe Format NVM, NVMe Sanitize, ATA SANITIZE,
 //! SCSI SANITIZE and ATA SECURITY ERASE UNIT. One command covers the whole drive; the
 //! sanitize commands are polled to their end, their progress shown as they
-//! go (security erase reports none: it returns when it is done).
+//! go (security erase reports none: it returns when it is done). A
+//! sanitize whose progress stands still past its bound ([`super::stall`])
+//! is given up on, the journal saying where it stood. None of these
+//! commands can be interrupted once sent: a stop (Ctrl-C) that comes while
+//! one runs is seen when it has ended, and the drive then goes no further
+//! (not verified, nothing certified), its journal saying the command is
+//! done.
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::stall::{StallWatch, Stalled};
 use super::{Ctx, Flow};
 use crate::method::{self, Method};
 use crate::EraseError;
@@ -34,7 +41,27 @@ impl Ctx<'_> {
         self.rec.command(&name, 1, size);
         self.rec.bytes += size;
         self.mark(pass, size)?;
+        if self.stopped() {
+            self.rec.stop_note = Some(format!(
+                "after the drive's whole-device command had run to its end: it cannot be interrupted once sent, so drivelab waited for it ({name}); the erase is not verified and nothing is certified"
+            ));
+            return Ok(Flow::Stopped);
+        }
         Ok(Flow::Done)
+    }
+
+    /// Give up on a stalled sanitize: the journal says where it stood, the
+    /// error says so in one line.
+    fn stalled(&mut self, what: &str, st: &Stalled, status: &str) -> EraseError {
+        let note = format!(
+            "{what} given up at {:.1} %: the drive reported it in progress with its progress unmoved for {} s",
+            st.percent(),
+            st.seconds
+        );
+        match self.journal.note(&note) {
+            Ok(()) => self.command_error(what, st.message(status)),
+            Err(e) => e,
+        }
     }
 
     /// The device reports `progress` of 65,536 done.
@@ -75,7 +102,7 @@ impl Ctx<'_> {
     /// NVMe Sanitize (block erase, overwrite or crypto erase, as
     /// [`method::nvme_sanitize_action`] picks for the drive and pattern),
     /// polled through the Sanitize Status log.
-    fn nvme_sanitize(&self) -> Result<String, EraseError> {
+    fn nvme_sanitize(&mut self) -> Result<String, EraseError> {
         use drivelab_device::nvme::{self, NvmeCommand, NvmeData, NvmeDevice, SanitizeAction};
         use method::NvmeSanitizeAction as A;
         let d = self.drive;
@@ -104,15 +131,29 @@ impl Ctx<'_> {
         };
         dev.execute(&cmd, NvmeData::None)
             .map_err(|e| self.command_error("Sanitize", e.to_string()))?;
+        // The Sanitize Status log's estimate for this action (bytes 8-19:
+        // overwrite, block erase, crypto erase; FFFFFFFFh: none).
+        let slot = match act {
+            A::Overwrite(_) => 0,
+            A::BlockErase => 1,
+            A::Crypto => 2,
+        };
+        let mut watch = StallWatch::new(self.opts.stall, Instant::now());
         loop {
             std::thread::sleep(Duration::from_secs(1));
             let s = nvme::sanitize_status(&dev)
                 .map_err(|e| self.command_error("Sanitize Status log", e.to_string()))?;
             self.sanitize_progress(s.progress);
             match s.status {
-                2 => continue,
+                2 => {}
                 1 | 4 => break,
                 _ => return Err(self.command_error("Sanitize", s.status_name)),
+            }
+            let est = s.estimated_seconds[slot];
+            watch.estimate((est != u32::MAX).then(|| Duration::from_secs(u64::from(est))));
+            if let Some(st) = watch.see(Some(s.progress), Instant::now()) {
+                let log = format!("Sanitize Status log: SSTAT {}", s.status_name);
+                return Err(self.stalled("NVMe Sanitize", &st, &log));
             }
         }
         Ok(format!(
@@ -122,7 +163,7 @@ impl Ctx<'_> {
 
     /// ATA SANITIZE: crypto scramble, overwrite with the pattern word, or
     /// block erase; polled with SANITIZE STATUS EXT.
-    fn ata_sanitize(&self) -> Result<String, EraseError> {
+    fn ata_sanitize(&mut self) -> Result<String, EraseError> {
         use drivelab_device::ata::{self, AtaSanitize, AtaSanitizeOp, AtaSanitizeStatus};
         use drivelab_device::sg::SgDevice;
         let d = self.drive;
@@ -145,6 +186,8 @@ impl Ctx<'_> {
             ),
         };
         ata::sanitize(&sg, &op).map_err(|e| self.command_error("SANITIZE", e.to_string()))?;
+        // ATA reports no estimate of a sanitize's time.
+        let mut watch = StallWatch::new(self.opts.stall, Instant::now());
         loop {
             std::thread::sleep(Duration::from_secs(1));
             let regs = match ata::sanitize(&sg, &AtaSanitize::new(AtaSanitizeOp::Status)) {
@@ -163,10 +206,20 @@ impl Ctx<'_> {
                 }
                 Err(e) => return Err(self.command_error("SANITIZE STATUS EXT", e.to_string())),
             };
-            let Some(regs) = regs else { continue };
+            let Some(regs) = regs else {
+                if let Some(st) = watch.see(None, Instant::now()) {
+                    let status = "SANITIZE STATUS EXT: no registers returned";
+                    return Err(self.stalled("ATA SANITIZE", &st, status));
+                }
+                continue;
+            };
             let s = AtaSanitizeStatus::from_registers(&regs);
             self.sanitize_progress(s.progress);
             if s.in_progress {
+                if let Some(st) = watch.see(Some(s.progress), Instant::now()) {
+                    let status = "SANITIZE STATUS EXT: SANITIZE OPERATION IN PROGRESS";
+                    return Err(self.stalled("ATA SANITIZE", &st, status));
+                }
                 continue;
             }
             if !s.completed_ok {
@@ -185,7 +238,7 @@ impl Ctx<'_> {
     /// [`method::scsi_sanitize_action`] picks for the drive and pattern),
     /// sent with IMMED and polled with REQUEST SENSE until the device no
     /// longer reports it in progress.
-    fn scsi_sanitize(&self) -> Result<String, EraseError> {
+    fn scsi_sanitize(&mut self) -> Result<String, EraseError> {
         use drivelab_device::scsi::sanitize::{self, OverwriteParameters, SanitizeState};
         use drivelab_device::scsi::SanitizeAction;
         use drivelab_device::sg::SgDevice;
@@ -217,16 +270,21 @@ impl Ctx<'_> {
         sanitize::sanitize_immed(&sg, action, params.as_ref())
             .map_err(|e| self.command_error("SANITIZE", e.to_string()))?;
         let mut polls = 0u64;
+        // SCSI reports no estimate of a sanitize's time.
+        let mut watch = StallWatch::new(self.opts.stall, Instant::now());
         loop {
             std::thread::sleep(Duration::from_secs(1));
             polls += 1;
             let state = sanitize::sanitize_state(&sg)
                 .map_err(|e| self.command_error("REQUEST SENSE", e.to_string()))?;
-            match state {
-                SanitizeState::InProgress { progress } => self.sanitize_progress(progress),
+            let seen = match state {
+                SanitizeState::InProgress { progress } => {
+                    self.sanitize_progress(progress);
+                    Some(progress)
+                }
                 // A unit attention is reported once; the next REQUEST
                 // SENSE shows the sanitize again.
-                SanitizeState::Attention(_) => {}
+                SanitizeState::Attention(_) => None,
                 SanitizeState::Idle => break,
                 SanitizeState::Failed => {
                     return Err(self.command_error(
@@ -240,6 +298,10 @@ impl Ctx<'_> {
                         format!("REQUEST SENSE reports neither the sanitize running nor its end: {s}"),
                     ))
                 }
+            };
+            if let Some(st) = watch.see(seen, Instant::now()) {
+                let status = "REQUEST SENSE: NOT READY, SANITIZE IN PROGRESS, 04h/1Bh";
+                return Err(self.stalled("SCSI SANITIZE", &st, status));
             }
         }
         Ok(format!(

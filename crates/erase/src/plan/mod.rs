@@ -125,6 +125,22 @@ pub struct Options {
     /// Who the erase is done by and for, and the drives' asset tags (the
     /// certificate's, signed).
     pub parties: Parties,
+    /// How long a polled sanitize's progress may stand still before the
+    /// erase gives up on it.
+    pub stall: StallLimit,
+}
+
+/// How long a polled sanitize's progress may stand still
+/// (`--stall-timeout`; [`crate::issue::stall`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StallLimit {
+    /// Derived from the drive's own estimate of the operation.
+    #[default]
+    Derived,
+    /// This many seconds.
+    Seconds(u64),
+    /// Never give up.
+    Never,
 }
 
 /// The most passes over a drive: Gutmann's method, the longest erase in
@@ -161,6 +177,9 @@ impl Options {
         }
         if self.queue_depth.is_some_and(|q| !(1..=64).contains(&q)) {
             return bad("--queue-depth must be 1 to 64");
+        }
+        if self.stall == StallLimit::Seconds(0) {
+            return bad("--stall-timeout must be more than 0 seconds (or never)");
         }
         self.parties.check()
     }
@@ -722,6 +741,7 @@ mod tests {
             command_line: String::new(),
             version: String::new(),
             parties: Parties::default(),
+            stall: StallLimit::Derived,
         }
     }
 

@@ -11,7 +11,8 @@
 //! old data nor as zeroes; the controller does not also deallocate them).
 //! With the `sanitize-fail` fault the operation stops half way, reports
 //! failure, and leaves the controller in sanitize failure mode until an
-//! Exit Failure Mode sanitize or a successful one.
+//! Exit Failure Mode sanitize or a successful one. With `sanitize-stall`
+//! it stops half way and stays in progress there for good.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +44,7 @@ struct Job {
     passes: u8,
     invert: bool,
     fail: bool,
+    stall: bool,
     step: Duration,
 }
 
@@ -67,9 +69,12 @@ pub fn start(drive: &Arc<Drive>, c: &mut Ctrl, sqe: &Sqe) -> Outcome {
         n => n,
     };
     let fail = c.faults.sanitize_fails;
-    // The fault is one-shot: the next sanitize works.
+    let stall = c.faults.sanitize_stalls;
+    // The faults are one-shot: the next sanitize works.
     c.faults.sanitize_fails = false;
     c.cfg.faults.sanitize_fails = false;
+    c.faults.sanitize_stalls = false;
+    c.cfg.faults.sanitize_stalls = false;
     let s = &mut c.sanitize;
     s.status = 2;
     s.progress = 0;
@@ -78,12 +83,14 @@ pub fn start(drive: &Arc<Drive>, c: &mut Ctrl, sqe: &Sqe) -> Outcome {
     s.global_erased = false;
     s.started += 1;
     s.op_blocks = 0;
+    s.stalled = false;
     let job = Job {
         action: act,
         pattern: sqe.cdw(11),
         passes,
         invert: cdw10 & (1 << 8) != 0,
         fail,
+        stall,
         step: Duration::from_secs_f64(c.cfg.sanitize_seconds.max(0.0) / STEPS as f64),
     };
     if act == action::CRYPTO_ERASE && !c.faults.crypto_noop {
@@ -103,6 +110,12 @@ fn run(drive: &Drive, job: Job) {
         let mut c = drive.lock();
         if job.fail && step == STEPS / 2 {
             finish(&mut c, job, "failed");
+            drive.touch();
+            return;
+        }
+        if job.stall && step == STEPS / 2 {
+            // In progress at half, never to move again.
+            c.sanitize.stalled = true;
             drive.touch();
             return;
         }

@@ -161,6 +161,7 @@ fn options(w: &Worker, method: Method, crypto: bool, resume: bool) -> Result<Opt
         ),
         version: w.ctx.version.clone(),
         parties: parties(w),
+        stall: drivelab_erase::StallLimit::Derived,
     })
 }
 

@@ -5,7 +5,8 @@
 //! when the operation ends: crypto scramble leaves noise (a keystream from
 //! a new key), block erase zeroes, overwrite the 32-bit pattern
 //! (little-endian, as the host's buffer holds it). Media access is aborted
-//! while one runs. A fault makes the next one fail half way.
+//! while one runs. A fault makes the next one fail half way, or stall
+//! there: in progress forever, its progress stopped, the medium unchanged.
 
 use std::time::{Duration, Instant};
 
@@ -64,6 +65,11 @@ pub struct Sanitize {
     pub frozen: bool,
     /// The next operation fails half way (a fault on command).
     pub fail_next: bool,
+    /// The next operation stalls half way (a fault on command).
+    pub stall_next: bool,
+    /// The running operation is stalled: it reports itself in progress,
+    /// at half, and never ends.
+    pub stalled: bool,
     /// Operations finished: kind, whether it succeeded.
     pub done: Vec<(Kind, bool)>,
     /// Status requests answered while one ran: SANITIZE STATUS EXT, or
@@ -85,6 +91,9 @@ impl Sanitize {
     pub fn advance(&mut self, now: Instant) -> Option<MediumAction> {
         let (kind, since) = self.running?;
         let elapsed = now.saturating_duration_since(since);
+        if self.stalled {
+            return None;
+        }
         if self.fail_next && elapsed >= self.duration / 2 {
             self.running = None;
             self.fail_next = false;
@@ -115,6 +124,7 @@ impl Sanitize {
     pub fn start(&mut self, kind: Kind, now: Instant) {
         self.running = Some((kind, now));
         self.completed_ok = false;
+        self.stalled = std::mem::take(&mut self.stall_next);
     }
 
     /// Progress of the running operation, 0..=65535 of 65536.
@@ -126,7 +136,8 @@ impl Sanitize {
             return 0xFFFF;
         }
         let f = now.saturating_duration_since(since).as_secs_f64() / self.duration.as_secs_f64();
-        (f.min(1.0) * 65535.0) as u16
+        let most = if self.stalled { 0.5 } else { 1.0 };
+        (f.min(most) * 65535.0) as u16
     }
 
     /// One SANITIZE DEVICE command.
@@ -281,6 +292,31 @@ mod tests {
         assert!(!st.completed_ok && !st.in_progress);
         assert!(!s.busy());
         assert_eq!(s.done, vec![(Kind::Block, false)]);
+    }
+
+    #[test]
+    fn a_stalled_sanitize_stays_in_progress_at_half_forever_and_erases_nothing() {
+        let mut s = Sanitize {
+            duration: Duration::from_secs(10),
+            stall_next: true,
+            ..Sanitize::default()
+        };
+        let t0 = Instant::now();
+        assert!(!s
+            .execute(&regs(&AtaSanitize::new(AtaSanitizeOp::BlockErase)), t0)
+            .failed());
+        assert!(s.stalled && !s.stall_next, "the fault is one-shot");
+        let status = regs(&AtaSanitize::new(AtaSanitizeOp::Status));
+        let early = decoded(&s.execute(&status, t0 + Duration::from_secs(2)));
+        assert!((early.percent() - 20.0).abs() < 1.0, "{}", early.percent());
+        for later in [5, 10, 3600] {
+            let at = t0 + Duration::from_secs(later);
+            assert_eq!(s.advance(at), None, "{later} s: nothing ends");
+            let st = decoded(&s.execute(&status, at));
+            assert!(st.in_progress && !st.completed_ok, "{later} s");
+            assert!((st.percent() - 50.0).abs() < 1.0, "{}", st.percent());
+        }
+        assert!(s.busy() && s.done.is_empty());
     }
 
     #[test]
