@@ -227,6 +227,7 @@ fn session_options(a: PlayArgs, record: Option<PathBuf>) -> anyhow::Result<Sessi
         record,
         force: a.force,
         progress: None,
+        spool: Default::default(),
     })
 }
 

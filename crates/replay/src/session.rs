@@ -1,5 +1,5 @@
-//! A whole `trace replay`: read the trace once to size the replay, check
-//! and open the target, optionally record the replay at the block layer
+//! A whole `trace replay`: read the trace once, into a [`Spool`] that sizes
+//! the replay and that the replay then plays from, check and open the target, optionally record the replay at the block layer
 //! while it plays (the IPEAK audit: compare the recording with the
 //! original), play it, and report.
 //!
@@ -25,6 +25,7 @@ use drivelab_trace::record::{RecordOptions, RecordSummary, Recorder};
 use drivelab_trace::{Format, ReadOptions, TraceError};
 use serde::{Deserialize, Serialize};
 
+use crate::spool::{Spool, SpoolError, SpoolOptions};
 use crate::{prepass, Remap, ReplayError, ReplayOptions, ReplayReport, Timing};
 
 /// What to replay, where and how.
@@ -53,6 +54,9 @@ pub struct SessionOptions {
     pub force: bool,
     /// Where the replay's counters are copied as it runs (live metrics).
     pub progress: Option<std::sync::Arc<crate::Progress>>,
+    /// How much of the parsed trace is kept in memory, and where the rest
+    /// is spooled.
+    pub spool: SpoolOptions,
 }
 
 /// What a session did: the replay's figures, and the recording's summary.
@@ -64,6 +68,9 @@ pub struct SessionReport {
     pub replay: ReplayReport,
     /// The target, as given.
     pub target: String,
+    /// Requests the replay read back from the spool file: the part of the
+    /// trace beyond the in-memory bound ([`SpoolOptions::mem_bytes`]).
+    pub spooled: u64,
     /// The trace, as given.
     pub trace: String,
     /// The recording of the replay, when one was asked for.
@@ -142,8 +149,11 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
     }
     let (_, reader) = drivelab_trace::open_file(&o.trace, o.format, o.read)
         .map_err(|e| SessionError::Input(e.to_string()))?;
-    let pre =
-        prepass(reader).map_err(|e| SessionError::Input(format!("{}: {e}", o.trace.display())))?;
+    let spool = Spool::build(reader, &o.spool).map_err(|e| match e {
+        SpoolError::Trace(e) => SessionError::Input(format!("{}: {e}", o.trace.display())),
+        e => SessionError::Input(e.to_string()),
+    })?;
+    let pre = prepass(spool.iter())?;
     if pre.requests == 0 {
         return Err(SessionError::Input(format!(
             "{} holds no requests to replay",
@@ -197,7 +207,8 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
     .map_err(SessionError::Engine)?;
     // Dependency timing with the window or reaction left to the trace: a
     // quarter of its mean service time (at least 1 ms), the 90th
-    // percentile of its think times (one more pass over the trace, before the recording begins).
+    // percentile of its think times (one more pass over the spool, before
+    // the recording begins).
     let timing = match o.timing {
         Timing::Dependency {
             window_ns,
@@ -206,10 +217,7 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
             let w = window_ns.unwrap_or_else(|| crate::default_window(pre.mean_service_ns));
             let r = match reaction_ns {
                 Some(r) => r,
-                None => {
-                    let (_, reader) = drivelab_trace::open_file(&o.trace, o.format, o.read)?;
-                    crate::think_p90(reader, w)?.unwrap_or(0)
-                }
+                None => crate::think_p90(spool.iter(), w)?.unwrap_or(0),
             };
             Timing::Dependency {
                 window_ns: Some(w),
@@ -242,7 +250,6 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
         )),
         None => None,
     };
-    let (_, reader) = drivelab_trace::open_file(&o.trace, o.format, o.read)?;
     let rec_stop = AtomicBool::new(false);
     let (replay, record) = std::thread::scope(|s| -> Result<_, SessionError> {
         let drain = recorder.map(|(rec, out)| {
@@ -253,7 +260,13 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
             p.planned
                 .store(pre.requests, std::sync::atomic::Ordering::Relaxed);
         }
-        let result = crate::replay_watched(&mut engine, reader, &opts, stop, o.progress.as_deref());
+        let result = crate::replay_watched(
+            &mut engine,
+            spool.iter(),
+            &opts,
+            stop,
+            o.progress.as_deref(),
+        );
         rec_stop.store(true, Ordering::Relaxed);
         let record = match drain {
             Some(h) => Some(h.join().map_err(|_| SessionError::RecorderPanicked)??),
@@ -265,6 +278,7 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
         replay,
         quiet_before_recording: quiet,
         target: o.target.display().to_string(),
+        spooled: spool.in_file(),
         trace: o.trace.display().to_string(),
         record,
         record_path: o.record.clone(),
@@ -577,6 +591,7 @@ mod tests {
             record: None,
             force: false,
             progress: None,
+            spool: SpoolOptions::default(),
         }
     }
 
@@ -613,6 +628,57 @@ mod tests {
             "replay on {} (afap timing): 16 requests (0 reads, 16 writes, 0 trims, 0 flushes)",
             target.display()
         )));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_trace_beyond_the_memory_bound_replays_the_same_from_the_spool_file() {
+        // 3,000 writes of 4 KiB, each to its own block: replayed with the
+        // whole trace in memory, and with 100 requests in memory and the
+        // rest in a spool file, in each mode that plays them in trace
+        // order. Every block is written once either way.
+        let d = dir("spool");
+        let (trace, target, spool_dir) = (d.join("t.iolog"), d.join("target.img"), d.join("spool"));
+        iolog(&trace, "write", 3_000, 4096);
+        std::fs::create_dir_all(&spool_dir).unwrap();
+        for timing in [
+            Timing::ClosedLoop,
+            Timing::NoStall,
+            Timing::Original { speed: 1000.0 },
+        ] {
+            let mut got = Vec::new();
+            for mem_bytes in [crate::spool::DEFAULT_MEM_BYTES, 100 * crate::spool::RECORD] {
+                std::fs::write(&target, vec![0u8; 3_000 * 4096]).unwrap();
+                let mut o = opts(&trace, &target);
+                o.timing = timing;
+                o.spool = SpoolOptions {
+                    mem_bytes,
+                    dir: spool_dir.clone(),
+                };
+                let r = run(&o, &AtomicBool::new(false)).unwrap();
+                assert_eq!(std::fs::read_dir(&spool_dir).unwrap().count(), 0);
+                let data = std::fs::read(&target).unwrap();
+                // Random data in every block: none left zero.
+                let zero = data
+                    .chunks(4096)
+                    .filter(|b| b.iter().all(|&x| x == 0))
+                    .count();
+                assert_eq!(zero, 0, "{timing:?}: blocks not written");
+                let p = &r.replay;
+                got.push((p.requests, p.completed, p.writes, p.bytes_written, p.errors));
+                assert_eq!(p.mode, timing.name());
+                assert_eq!(
+                    r.spooled,
+                    if mem_bytes == 100 * crate::spool::RECORD {
+                        2_900
+                    } else {
+                        0
+                    }
+                );
+            }
+            assert_eq!(got[0], (3_000, 3_000, 3_000, 3_000 * 4096, 0), "{timing:?}");
+            assert_eq!(got[0], got[1], "{timing:?}");
+        }
         let _ = std::fs::remove_dir_all(&d);
     }
 
