@@ -1368,23 +1368,25 @@ mod tests {
 
     #[test]
     fn a_dependency_replay_awaits_requests_due_within_the_poll_horizon_without_a_timer() {
-        // Replayed with nothing taken off the think times (20 us), every
-        // request is due at most 20 us after the loop saw a completion:
+        // Replayed with nothing taken off the think times (5 us), every
+        // request is due at most 5 us after the loop saw a completion:
         // polled, never a kernel wait with a timer. Each request goes out
         // once, after its dependency (checked by the helper).
-        let (r, _) = two_chains_replayed(20_000, 0);
+        let (r, _) = two_chains_replayed(5_000, 0);
         assert_eq!(r.timed_waits, 0);
         assert!(r.polls > 0, "{r:?}");
     }
 
-    /// Two chains of 20 started together, each request issued `think`
-    /// after its dependency's completion on a drive of 4 ms; replayed on a
-    /// drive of 1 ms with `reaction` taken off.
+    /// Two chains of 20, the second started 10 us after the first (one
+    /// poll to wait for), each request issued `think` (less than 10 us, so
+    /// each pairs with its own chain's completion) after its dependency's
+    /// completion on a drive of 4 ms; replayed on a drive of 1 ms with
+    /// `reaction` taken off.
     fn two_chains_replayed(think: u64, reaction: u64) -> (ReplayReport, Slow) {
         let svc = 4_000_000;
         let trace: Vec<_> = (0..40u64)
             .map(|i| {
-                let issue = (i / 2) * (svc + think);
+                let issue = (i % 2) * 10_000 + (i / 2) * (svc + think);
                 let mut r = Request::new(issue, TOp::Read, i * 4096, 4096);
                 r.complete_ns = Some(issue + svc);
                 Ok(r)
@@ -1424,26 +1426,30 @@ mod tests {
 
     #[test]
     fn a_think_time_no_longer_than_the_host_reaction_is_replaced_by_the_replayer_reaction() {
-        // Think time 20 us, all of it the recording host's reaction: every
+        // Think time 5 us, all of it the recording host's reaction: every
         // dependent is due when its dependency's completion is reaped and
         // goes out in that turn, without a wait of its own; the replayer's
         // reaction is measured for each of them, and is all the replay adds
-        // (the host's is not added to it).
-        let (r, _) = two_chains_replayed(20_000, 20_000);
-        assert_eq!((r.polls, r.timed_waits), (0, 0), "{r:?}");
+        // (the host's is not added to it). The one poll is the second
+        // chain's start, 10 us in.
+        let (r, _) = two_chains_replayed(5_000, 5_000);
+        assert_eq!(r.timed_waits, 0, "{r:?}");
+        assert!(r.polls <= 1, "{r:?}");
         assert_eq!(r.replayer_reaction_ns.count, 38, "{r:?}");
-        assert_eq!(r.reaction_ns, Some(20_000));
+        assert_eq!(r.reaction_ns, Some(5_000));
     }
 
     #[test]
     fn a_request_due_within_the_batch_slack_goes_out_with_the_turn() {
         // Half a microsecond of each think time is left after the reaction:
         // within DEP_BATCH_NS, so each dependent is queued in the turn that
-        // reaped its dependency, not in a turn of its own after a poll. Not
+        // reaped its dependency, not in a turn of its own after a poll (the
+        // one poll is the second chain's start, 10 us in). Not
         // due at the reap, it is no measure of the replayer's reaction.
         assert!(DEP_BATCH_NS >= 500);
-        let (r, _) = two_chains_replayed(20_000, 19_500);
-        assert_eq!((r.polls, r.timed_waits), (0, 0), "{r:?}");
+        let (r, _) = two_chains_replayed(5_000, 4_500);
+        assert_eq!(r.timed_waits, 0, "{r:?}");
+        assert!(r.polls <= 1, "{r:?}");
         assert_eq!(r.replayer_reaction_ns.count, 0, "{r:?}");
     }
 
