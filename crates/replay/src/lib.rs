@@ -516,7 +516,7 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
     /// own completion-to-issue path must stay as short as the recording
     /// host's, or it holds fewer requests outstanding than the trace did.
     fn next_dep(&mut self, now: u64) -> Next {
-        while self.pending.len() < lookahead() && self.error.is_none() && !self.exhausted {
+        while self.pending.len() < Self::LOOKAHEAD && self.error.is_none() && !self.exhausted {
             match self.reqs.next() {
                 Some(Ok(p)) => self.plan_dep(p, now),
                 Some(Err(e)) => self.error = Some(e),
@@ -536,7 +536,7 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
                 Next::Idle
             };
         };
-        if due > now.saturating_add(dep_batch_ns()) {
+        if due > now.saturating_add(DEP_BATCH_NS) {
             return Next::At(due);
         }
         self.ready.pop();
@@ -865,7 +865,7 @@ where
     let lc = LoopConfig {
         stop: Some(stop),
         spin_ns: if timed { 150_000 } else { 0 },
-        poll_ns: if window.is_some() { dep_poll_ns() } else { 0 },
+        poll_ns: if window.is_some() { DEP_POLL_NS } else { 0 },
         ..LoopConfig::default()
     };
     let cpu0 = drivelab_engine::sys::thread_usage();
@@ -921,24 +921,14 @@ where
 /// Longer waits, rarer, still sleep in the kernel.
 pub const DEP_POLL_NS: u64 = 50_000;
 
-fn knob(name: &str, d: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(d)
-}
-fn dep_batch_ns() -> u64 {
-    static V: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *V.get_or_init(|| knob("XDL_BATCH_NS", DEP_BATCH_NS))
-}
-fn dep_poll_ns() -> u64 {
-    knob("XDL_POLL_NS", DEP_POLL_NS)
-}
-fn lookahead() -> usize {
-    static V: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *V.get_or_init(|| knob("XDL_LOOKAHEAD", 64)) as usize
-}
-
 /// Dependency timing: a request due at most this long after the loop's
 /// current clock is issued in the current turn, with the requests already
-/// queued, rather than by a turn of its own after a poll.
+/// queued, rather than by a turn of its own after a poll: a turn of the
+/// loop and its submission cost the replayer about a microsecond (its
+/// reaction, reaped to queued, [`ReplayReport::replayer_reaction_ns`], is
+/// 0.3-1.3 us at the median on a loop device over tmpfs), so a wait
+/// shorter than that is not kept anyway, and issuing the request with the
+/// turn's other ones saves the second entry into the kernel.
 pub const DEP_BATCH_NS: u64 = 1_000;
 
 /// Why a replay failed.
