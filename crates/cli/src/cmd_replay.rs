@@ -65,10 +65,10 @@ pub struct PlayArgs {
     #[arg(long, value_name = "US")]
     pub dep_window_us: Option<u64>,
     /// Dependency timing: take this many microseconds off each think time
-    /// (the recording host's own completion-to-issue path, which the replay
-    /// goes through again). Default: the 90th percentile of the trace's
-    /// think times (a closed loop's think time is that path alone); 0
-    /// keeps think times whole.
+    /// (the recording host's own completion-to-issue path; the replay goes
+    /// through its own instead). Default: the host's reaction measured in
+    /// the trace, the median time from a completion to the first request
+    /// issued after it; 0 keeps think times whole.
     #[arg(long, value_name = "US")]
     pub reaction_us: Option<u64>,
     /// Original or gap timing: time compression, 2 plays twice as fast.

@@ -177,6 +177,73 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> Iterator for Infer<I> 
     }
 }
 
+/// The recording host's reaction to a completion, as the trace shows it at
+/// the block layer: for each completion, the time to the first request
+/// issued after it, when no later completion came between and it is within
+/// the window. A host that replaces completed requests at once (a closed
+/// loop: `drivelab run`, fio) shows nothing but its own completion-to-issue
+/// path here: the kernel's completion, the wake-up of the issuing thread,
+/// its own turn, and the submission down to the block layer's queue event.
+/// The dependency inference's think times pair each request with the latest
+/// completion it could have waited for; when a host reaps several
+/// completions and submits several requests at once, the later ones pair
+/// with the earlier completions and show the batch's spread as well, so
+/// their percentiles are not the host's reaction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Reaction {
+    /// Completions followed by an issue within the window.
+    pub count: u64,
+    /// Median, ns.
+    pub p50_ns: u64,
+    /// 90th percentile, ns.
+    pub p90_ns: u64,
+    /// Mean, ns.
+    pub mean_ns: f64,
+}
+
+/// The recording host's [`Reaction`] in a trace (requests in issue order)
+/// under dependency window `window_ns`; `None` when no issue followed a
+/// completion within it.
+pub fn reaction<I: Iterator<Item = drivelab_trace::Result<Request>>>(
+    reqs: I,
+    window_ns: u64,
+) -> drivelab_trace::Result<Option<Reaction>> {
+    let mut h = drivelab_stats::LatencyHistogram::new();
+    let (mut sum, mut n) = (0.0f64, 0u64);
+    let mut ahead: BinaryHeap<Reverse<u64>> = BinaryHeap::new();
+    // The latest completion at or before the current issue that no issue
+    // followed yet.
+    let mut latest: Option<u64> = None;
+    for r in reqs {
+        let r = r?;
+        let t = r.issue_ns;
+        while let Some(&Reverse(c)) = ahead.peek() {
+            if c > t {
+                break;
+            }
+            ahead.pop();
+            latest = Some(latest.map_or(c, |l| l.max(c)));
+        }
+        if let Some(c) = latest.take() {
+            if t - c <= window_ns {
+                h.record(t - c);
+                sum += (t - c) as f64;
+                n += 1;
+            }
+        }
+        if let Some(c) = r.complete_ns {
+            ahead.push(Reverse(c.max(t)));
+        }
+    }
+    Ok((n > 0).then(|| Reaction {
+        count: n,
+        p50_ns: h.percentile(50.0).unwrap_or(0),
+        p90_ns: h.percentile(90.0).unwrap_or(0),
+        mean_ns: sum / n as f64,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,5 +379,31 @@ mod tests {
         ];
         let (a, _) = infer(&v, Some(1_000_000));
         assert_eq!(a[1], Anchor::Issue { gap_ns: 10 });
+    }
+
+    #[test]
+    fn the_reaction_is_the_first_issue_after_each_completion() {
+        // Two completions close together (100, 102), answered by two
+        // issues in one batch (105, 106): the host reacted to the latest
+        // completion in 3; the second issue of the batch is no reaction of
+        // its own (the inference pairs it with the first completion, 6).
+        // Then a completion at 1000 answered at 1004, and one at 1010
+        // followed by an issue only beyond the window.
+        let v = [
+            req(0, 100),
+            req(1, 102),
+            req(105, 1000),
+            req(106, 1010),
+            req(1004, 5000),
+            req(2000, 2100),
+        ];
+        let r = reaction(v.iter().map(|r| Ok(*r)), 50).unwrap().unwrap();
+        assert_eq!(r.count, 2);
+        assert_eq!(r.p90_ns, 4);
+        assert!((3..=4).contains(&r.p50_ns), "{r:?}");
+        assert!((r.mean_ns - 3.5).abs() < 1e-9, "{r:?}");
+        let (a, _) = infer(&v, Some(50));
+        assert_eq!(a[3], Anchor::Completion { of: 0, think_ns: 6 });
+        assert_eq!(reaction(v[..2].iter().map(|r| Ok(*r)), 50).unwrap(), None);
     }
 }

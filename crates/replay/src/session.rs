@@ -206,19 +206,18 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
     )
     .map_err(SessionError::Engine)?;
     // Dependency timing with the window or reaction left to the trace: a
-    // quarter of its mean service time (at least 1 ms), the 90th
-    // percentile of its think times (one more pass over the spool, before
-    // the recording begins).
+    // quarter of its mean service time (at least 1 ms), and the median of
+    // the recording host's reaction measured in it (one more pass over the
+    // spool, before the recording begins).
+    let mut host_reaction = None;
     let timing = match o.timing {
         Timing::Dependency {
             window_ns,
             reaction_ns,
         } => {
             let w = window_ns.unwrap_or_else(|| crate::default_window(pre.mean_service_ns));
-            let r = match reaction_ns {
-                Some(r) => r,
-                None => crate::think_p90(spool.iter(), w)?.unwrap_or(0),
-            };
+            host_reaction = crate::deps::reaction(spool.iter(), w)?;
+            let r = reaction_ns.unwrap_or_else(|| host_reaction.map_or(0, |h| h.p50_ns));
             Timing::Dependency {
                 window_ns: Some(w),
                 reaction_ns: Some(r),
@@ -274,6 +273,8 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
         };
         Ok((result?, record))
     })?;
+    let mut replay = replay;
+    replay.host_reaction = host_reaction;
     Ok(SessionReport {
         replay,
         quiet_before_recording: quiet,
@@ -520,6 +521,21 @@ impl fmt::Display for SessionReport {
                 ms(w.max as f64),
                 r.handed_on
             )?;
+            if let Some(h) = &r.host_reaction {
+                let q = &r.replayer_reaction_ns;
+                writeln!(
+                    f,
+                    "  reaction to a completion (us): recording host p50 {:.1}, p90 {:.1}, mean {:.1} ({} in the trace, block layer); replayer, reaped to queued, p50 {:.1}, p90 {:.1}, mean {:.1} ({})",
+                    h.p50_ns as f64 / 1e3,
+                    h.p90_ns as f64 / 1e3,
+                    h.mean_ns / 1e3,
+                    h.count,
+                    q.p50 as f64 / 1e3,
+                    q.p90 as f64 / 1e3,
+                    q.mean / 1e3,
+                    q.count
+                )?;
+            }
         }
         writeln!(f, "  stalls (due while every slot was busy): {}", r.stalls)?;
         if r.timed_waits + r.polls > 0 {
