@@ -133,3 +133,21 @@ hotplug() {
     rm -f "/out/plug-$1"
     return $st
 }
+
+# What the emulator tests' scripts share.
+# mark NAME: NAME and the guest's uptime appended to marks.txt.
+mark() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> marks.txt; }
+# md5 DEV: the MD5 of DEV's whole content, read with O_DIRECT.
+md5() { dd if=$1 bs=64k iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1; }
+# bg NAME COMMAND...: run it in the background as run_json would keep it.
+bg() { n=$1; shift; ( "$@" > $n.out 2> $n.err < /dev/null; echo $? > $n.status ) & }
+# await NAME: until bg NAME has finished (at most 6 minutes).
+await() { i=0; while [ ! -s $1.status ] && [ $i -lt 3600 ]; do sleep 0.1; i=$((i + 1)); done; }
+# until_in FILE REGEX: until FILE holds REGEX (at most 2 minutes).
+until_in() { i=0; while ! grep -Eq "$2" $1 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done; }
+# ctrl_of SERIAL: the /dev node of the NVMe controller with that serial.
+ctrl_of() { for c in /sys/class/nvme/nvme*; do [ "$(sysattr $c/serial)" = "$1" ] && echo /dev/${c##*/}; done; return 0; }
+# wait_block DEV: until DEV is a block device (at most 30 s).
+wait_block() { i=0; while [ ! -b $1 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
+# disk_of SERIAL: the /dev node of the SCSI disk with that unit serial.
+disk_of() { for d in /sys/block/sd*; do [ "$(vpd80_serial $d/device/vpd_pg80)" = "$1" ] && echo /dev/${d##*/}; done; return 0; }

@@ -162,14 +162,9 @@ fn replay_skip_leaves_out_what_it_names() {
     );
 }
 
-/// A log of five reads 150 ms apart: replayed at its times, each read
-/// comes no earlier than 90% of its time in the log after the first
-/// (half of that under replay_time_scale=200); under replay_no_stall the
-/// five go at once.
-#[test]
-fn a_replay_keeps_the_logs_times_unless_told_not_to() {
-    let dir = TempDir::new("fio-replay-times");
-    setup(&dir);
+/// The data files, and a log of five 4 KiB reads of `A`, 150 ms apart.
+fn timed_log(dir: &TempDir) -> std::path::PathBuf {
+    setup(dir);
     let log = dir.join("timed.log");
     let a = dir.join("A");
     let mut text = format!("fio version 3 iolog\n0 {0} add\n0 {0} open\n", a.display());
@@ -182,6 +177,17 @@ fn a_replay_keeps_the_logs_times_unless_told_not_to() {
         );
     }
     std::fs::write(&log, text).unwrap();
+    log
+}
+
+/// A log of five reads 150 ms apart: replayed at its times, each read
+/// comes no earlier than 90% of its time in the log after the first
+/// (half of that under replay_time_scale=200); under replay_no_stall the
+/// five go at once.
+#[test]
+fn a_replay_keeps_the_logs_times_unless_told_not_to() {
+    let dir = TempDir::new("fio-replay-times");
+    let log = timed_log(&dir);
     for tool in ["fio", "drivelab"] {
         for (extra, gap_us) in [("", 150_000), ("replay_time_scale=200", 75_000)] {
             let c = replay(tool, &dir, &log, extra);
@@ -211,19 +217,8 @@ fn a_replay_keeps_the_logs_times_unless_told_not_to() {
 #[test]
 fn trace_replay_in_gap_mode_keeps_the_logs_gaps_as_read_iolog_does() {
     let dir = TempDir::new("fio-replay-gaps");
-    setup(&dir);
+    let log = timed_log(&dir);
     let a = dir.join("A");
-    let log = dir.join("timed.log");
-    let mut text = format!("fio version 3 iolog\n0 {0} add\n0 {0} open\n", a.display());
-    for i in 0..5u64 {
-        text += &format!(
-            "{} {} read {} 4096\n",
-            1000 + i * 150_000,
-            a.display(),
-            i * 8192
-        );
-    }
-    std::fs::write(&log, text).unwrap();
     for (speed, span_s) in [("1", 0.6), ("2", 0.3)] {
         let out = Command::new(fio_common::BIN)
             .args(["trace", "replay", &log.display().to_string(), "--target"])

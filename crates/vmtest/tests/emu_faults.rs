@@ -45,18 +45,12 @@ export PATH=$PATH:/usr/sbin XDG_CONFIG_HOME=/tmp/cfg
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 ip link set lo up
 mkdir -p /out/certs
-mark() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> marks.txt; }
 mark start
-md5() { dd if=$1 bs=64k iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1; }
 fill() {
   head -c 1048576 /dev/zero | tr '\000' "\\$2" > /tmp/fill.bin
   i=0; while [ $i -lt @MIB@ ]; do cat /tmp/fill.bin; i=$((i + 1)); done | dd of=$1 bs=64k oflag=direct 2>/dev/null
   rm -f /tmp/fill.bin
 }
-# bg NAME COMMAND...: run it in the background as run_json would keep it.
-bg() { n=$1; shift; ( "$@" > $n.out 2> $n.err < /dev/null; echo $? > $n.status ) & }
-# await NAME: until bg NAME has finished (at most 5 minutes).
-await() { i=0; while [ ! -s $1.status ] && [ $i -lt 3000 ]; do sleep 0.1; i=$((i + 1)); done; }
 
 # --- NVMe/TCP: a Sanitize never answered, and one answered too late.
 NQN=nqn.2026-01.io.drivelab
@@ -69,8 +63,6 @@ nvme_emu() {
   echo "transport=tcp,traddr=127.0.0.1,trsvcid=$p,nqn=$NQN:$n,hostnqn=$NQN:host" > /dev/nvme-fabrics
   echo $? > $n.connect.status
 }
-ctrl_of() { for c in /sys/class/nvme/nvme*; do [ "$(sysattr $c/serial)" = "$1" ] && echo /dev/${c##*/}; done; return 0; }
-wait_block() { i=0; while [ ! -b $1 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
 nvme_emu hang 4430 DLEMUHANG001 --fault "hang admin 84"
 nvme_emu slow 4431 DLEMUSLOW001 --fault "delay admin 84 @SANITIZE_DELAY_S@"
 HANG=$(ctrl_of DLEMUHANG001); SLOW=$(ctrl_of DLEMUSLOW001)
@@ -95,7 +87,6 @@ sata_emu() {
   EMUS="$EMUS $!"
   i=0; while [ -z "$(disk_of $s)" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 }
-disk_of() { for d in /sys/block/sd*; do [ "$(vpd80_serial $d/device/vpd_pg80)" = "$1" ] && echo /dev/${d##*/}; done; return 0; }
 sata_state() { sleep 0.3; cp /tmp/$1.json $2.state.json; }
 sata_emu sec 1 DLTCMUSEC001
 sata_emu efail 2 DLTCMUEFAIL1 --fault erase-fail

@@ -48,10 +48,8 @@ export PATH=$PATH:/usr/sbin XDG_CONFIG_HOME=/tmp/cfg
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 ip link set lo up
 mkdir -p /out/certs
-mark() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> marks.txt; }
 mark start
 state() { sleep 0.5; cp /tmp/$1.json $2.state.json; }
-md5() { dd if=$1 bs=64k iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1; }
 head -c $((@MIB@ << 20)) /dev/zero | md5sum | cut -d' ' -f1 > zero.md5
 # pat_md5 OCTAL: the MD5 of the drive's size of those bytes repeated.
 pat_md5() {
@@ -66,7 +64,6 @@ fill() {
   i=0; while [ $i -lt @MIB@ ]; do cat /tmp/fill.bin; i=$((i + 1)); done | dd of=$1 bs=64k oflag=direct 2>/dev/null
   rm -f /tmp/fill.bin
 }
-disk_of() { for d in /sys/block/sd*; do [ "$(vpd80_serial $d/device/vpd_pg80)" = "$1" ] && echo /dev/${d##*/}; done; return 0; }
 # tcmu NAME HBA SERIAL ARGS...: an emulated SCSI drive on the FTL medium.
 tcmu() {
   n=$1; h=$2; s=$3; shift 3

@@ -54,20 +54,12 @@ export PATH=$PATH:/usr/sbin XDG_CONFIG_HOME=/tmp/cfg
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 ip link set lo up
 mkdir -p /out/certs
-mark() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> marks.txt; }
 mark start
-md5() { dd if=$1 bs=64k iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1; }
 fill() {
   head -c 1048576 /dev/zero | tr '\000' "\\$2" > /tmp/fill.$3
   i=0; while [ $i -lt @MIB@ ]; do cat /tmp/fill.$3; i=$((i + 1)); done | dd of=$1 bs=64k oflag=direct 2>/dev/null
   rm -f /tmp/fill.$3
 }
-# bg NAME COMMAND...: run it in the background as run_json would keep it.
-bg() { n=$1; shift; ( "$@" > $n.out 2> $n.err < /dev/null; echo $? > $n.status ) & }
-# await NAME: until bg NAME has finished (at most 6 minutes).
-await() { i=0; while [ ! -s $1.status ] && [ $i -lt 3600 ]; do sleep 0.1; i=$((i + 1)); done; }
-# until_in FILE REGEX: until FILE holds REGEX (at most 2 minutes).
-until_in() { i=0; while ! grep -Eq "$2" $1 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done; }
 ERASE="drivelab erase --verify full --yes --output-format json"
 
 # --- NVMe/TCP: a stalled Sanitize, and a controller frozen mid-sanitize.
@@ -82,8 +74,6 @@ nvme_emu() {
   echo "transport=tcp,traddr=127.0.0.1,trsvcid=$p,nqn=$NQN:$n,hostnqn=$NQN:host" > /dev/nvme-fabrics
   echo $? > $n.connect.status
 }
-ctrl_of() { for c in /sys/class/nvme/nvme*; do [ "$(sysattr $c/serial)" = "$1" ] && echo /dev/${c##*/}; done; return 0; }
-wait_block() { i=0; while [ ! -b $1 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
 nvme_emu nstall 4440 DLEMUSTALL01 --sanitize-seconds 4 --fault sanitize-stall
 nvme_emu nfreeze 4441 DLEMUFREEZE1 --sanitize-seconds 60
 NSTALL=$(ctrl_of DLEMUSTALL01); NFREEZE=$(ctrl_of DLEMUFREEZE1)
@@ -113,7 +103,6 @@ tcmu_emu() {
   EMUS="$EMUS $!"
   i=0; while [ -z "$(disk_of $s)" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 }
-disk_of() { for d in /sys/block/sd*; do [ "$(vpd80_serial $d/device/vpd_pg80)" = "$1" ] && echo /dev/${d##*/}; done; return 0; }
 SATA="--sata --product DRIVELAB_TCMU_SATA_SSD"
 tcmu_emu sstall 1 DLTCMUSTALL1 --product "TCMU SAS DISK" --sanitize-seconds 4 --fault sanitize-stall
 tcmu_emu astall 2 DLTCMUSTALL2 $SATA --sanitize-seconds 4 --fault sanitize-stall

@@ -64,12 +64,9 @@ emu() {
   EMUS="$EMUS $pid"
 }
 # mark NAME: the guest's uptime at this point, into marks.txt.
-mark() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> marks.txt; }
 mark start
 # ctrl_of SERIAL: /dev/nvmeX of the controller with that serial.
-ctrl_of() { for c in /sys/class/nvme/nvme*; do [ "$(sysattr $c/serial)" = "$1" ] && echo /dev/${c##*/}; done; return 0; }
 # wait_block DEV: until the namespace's block device shows.
-wait_block() { i=0; while [ ! -b $1 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
 # state NAME TAG: the emulator's state now (its writer runs every 0.1 s).
 state() { sleep 0.5; cp /tmp/$1.json $2.state.json; }
 size_of() { echo $(( $(cat /sys/block/${1#/dev/}/size) * 512 )); }
@@ -80,7 +77,6 @@ fill() {
   i=0; while [ $i -lt $(( $(size_of $1) >> 20 )) ]; do cat /tmp/fill.bin; i=$((i + 1)); done | dd of=$1 bs=64k oflag=direct 2>/dev/null
   rm -f /tmp/fill.bin
 }
-md5() { dd if=$1 bs=64k iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1; }
 # zero_md5 DEV: the md5 of zeroes the namespace's size (every one here is
 # the same size: computed once).
 zero_md5() { [ -s /tmp/zero.md5 ] || head -c $(size_of $1) /dev/zero | md5sum | cut -d' ' -f1 > /tmp/zero.md5; cat /tmp/zero.md5; }

@@ -57,7 +57,6 @@ const MIB: u64 = 16;
 const SCRIPT: &str = r#"
 export PATH=$PATH:/usr/sbin XDG_CONFIG_HOME=/tmp/cfg
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
-mark() { echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> marks.txt; }
 mark start
 # emu NAME HBA SERIAL ARGS...: start a drive and wait for its disk.
 emu() {
@@ -76,9 +75,7 @@ pat_md5() {
   md5sum < /tmp/p.bin | cut -d' ' -f1; rm -f /tmp/p.bin
 }
 # disk_of SERIAL: /dev/sdX whose VPD 80h serial is SERIAL.
-disk_of() { for d in /sys/block/sd*; do [ "$(vpd80_serial $d/device/vpd_pg80)" = "$1" ] && echo /dev/${d##*/}; done; return 0; }
 state() { sleep 0.3; cp /tmp/$1.json $2.state.json; }
-md5() { dd if=$1 bs=64k iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1; }
 head -c $((@MIB@ << 20)) /dev/zero | md5sum | cut -d' ' -f1 > zero.md5
 # fill DEV OCTAL: that byte over the whole drive.
 fill() {
