@@ -73,6 +73,11 @@ pub struct Disk {
     formatting: Option<std::time::Instant>,
     /// FORMAT UNITs carried out: (block length before, after).
     pub formats: Vec<(u32, u32)>,
+    /// The SAS personality's self-tests (SEND DIAGNOSTIC; the SATA one's
+    /// are the ATA device's).
+    pub scsi_selftest: crate::ata::selftest::SelfTest,
+    /// When the drive powered on: the origin of its power-on hours.
+    powered_on: std::time::Instant,
 }
 
 fn good(data_in: Vec<u8>) -> Response {
@@ -116,6 +121,13 @@ impl Disk {
             pending_block_size: None,
             formatting: None,
             formats: Vec::new(),
+            scsi_selftest: crate::ata::selftest::SelfTest {
+                short: std::time::Duration::from_secs(5),
+                extended: std::time::Duration::from_secs(20),
+                blocks: geometry.blocks,
+                ..Default::default()
+            },
+            powered_on: std::time::Instant::now(),
         }
     }
 
@@ -282,21 +294,60 @@ impl Disk {
                 Err(s) => check(s),
             },
             Cdb::LogSense => {
+                let hours = self.hours();
+                self.scsi_selftest.advance(std::time::Instant::now(), hours);
                 let c = &self.counters;
+                // The SATL reports the ATA device's self-tests (SAT-4 10.3.5).
+                let (temperature_c, tests) = match &self.ata {
+                    Some(a) => (a.smart.temperature_c, &a.selftest),
+                    None => (self.temperature_c, &self.scsi_selftest),
+                };
                 let now = crate::logpages::Now {
-                    temperature_c: self
-                        .ata
-                        .as_ref()
-                        .map_or(self.temperature_c, |a| a.smart.temperature_c),
+                    temperature_c,
                     bytes_written: (c.blocks_written + c.blocks_written_same)
                         * u64::from(self.geometry.block_size),
+                    self_tests: crate::diagnostic::results(tests, hours),
                 };
-                match crate::logpages::log_sense(cdb, now) {
+                match crate::logpages::log_sense(cdb, &now) {
                     Ok(d) => good(d),
                     Err(s) => check(s),
                 }
             }
+            Cdb::SendDiagnostic => self.send_diagnostic(cdb),
             Cdb::Unsupported(_) => check(Sense::INVALID_OPCODE),
+        }
+    }
+
+    /// The power-on hours (the SATA personality's own count).
+    fn hours(&self) -> u16 {
+        match &self.ata {
+            Some(a) => a.hours(),
+            None => u16::try_from(self.powered_on.elapsed().as_secs() / 3600).unwrap_or(u16::MAX),
+        }
+    }
+
+    /// SEND DIAGNOSTIC (SAS personality): a self-test started, aborted or
+    /// run in the foreground ([`crate::diagnostic`]).
+    fn send_diagnostic(&mut self, cdb: &[u8]) -> Response {
+        if self.ata.is_some() {
+            return check(Sense::INVALID_OPCODE);
+        }
+        let now = std::time::Instant::now();
+        let hours = self.hours();
+        self.scsi_selftest.advance(now, hours);
+        let d = match crate::diagnostic::SendDiagnostic::parse(cdb) {
+            Ok(d) => d,
+            Err(s) => return check(s),
+        };
+        match crate::diagnostic::execute(d, &mut self.scsi_selftest, now, hours) {
+            Ok(crate::diagnostic::Action::Done) => good(Vec::new()),
+            Ok(crate::diagnostic::Action::Foreground(t)) => {
+                // The command ends with the test.
+                std::thread::sleep(t);
+                self.scsi_selftest.advance(now + t, hours);
+                good(Vec::new())
+            }
+            Err(s) => check(s),
         }
     }
 
@@ -419,10 +470,15 @@ impl Disk {
         if let Some(r) = self.locked() {
             return r;
         }
-        let (off, len) = match self.range(lba, blocks) {
+        let (off, len) = match self.sata_range(false, lba, blocks) {
             Ok(r) => r,
             Err(s) => return check(s),
         };
+        if let Some(bad) = self.bad_sector(lba, blocks) {
+            // The SATL's READ ends at the sector the drive cannot read.
+            self.ata_error(bad, crate::ata::regs::ERROR_UNC);
+            return check(Sense::READ_ERROR);
+        }
         let mut buf = vec![0u8; len];
         if self.media.read_exact_at(&mut buf, off).is_err() {
             return check(Sense::READ_ERROR);
@@ -433,6 +489,7 @@ impl Disk {
         self.counters.blocks_read += u64::from(blocks);
         if let Some(a) = &mut self.ata {
             a.smart.lbas_read += u64::from(blocks);
+            a.smart.read_commands += 1;
         }
         good(buf)
     }
@@ -441,7 +498,7 @@ impl Disk {
         if let Some(r) = self.locked() {
             return r;
         }
-        let (off, len) = match self.range(lba, blocks) {
+        let (off, len) = match self.sata_range(true, lba, blocks) {
             Ok(r) => r,
             Err(s) => return check(s),
         };
@@ -455,10 +512,70 @@ impl Disk {
         self.model.write(lba, u64::from(blocks), Origin::Host);
         self.counters.write_commands += 1;
         self.counters.blocks_written += u64::from(blocks);
+        let bad = self.bad_sector(lba, blocks);
+        if bad.is_some() {
+            // Written over, the unreadable sector is reallocated.
+            self.scsi_selftest.bad_lba = None;
+        }
         if let Some(a) = &mut self.ata {
             a.smart.lbas_written += u64::from(blocks);
+            a.smart.write_commands += 1;
+            if bad.is_some() {
+                a.selftest.bad_lba = None;
+                a.smart.reallocated += 1;
+            }
         }
         good(Vec::new())
+    }
+
+    /// [`Disk::range`] of a READ or WRITE; on the SATA personality the
+    /// ATA device first receives the command the SATL makes of it (READ
+    /// or WRITE DMA EXT), and an address past its max is its error (IDNF
+    /// at the first LBA it cannot reach) in the SMART error logs.
+    fn sata_range(&mut self, write: bool, lba: u64, blocks: u32) -> Result<(u64, usize), Sense> {
+        let r = self.range(lba, blocks);
+        if let Some(a) = &mut self.ata {
+            a.received(crate::ata::regs::Regs {
+                feature: 0,
+                // COUNT 0 is 65536 blocks.
+                count: blocks as u16,
+                lba,
+                device: 0x40,
+                command: if write { 0x35 } else { 0x25 },
+            });
+        }
+        if r == Err(Sense::LBA_OUT_OF_RANGE) {
+            self.ata_error(lba.max(self.geometry.blocks), crate::ata::regs::ERROR_IDNF);
+        }
+        r
+    }
+
+    /// The personality's self-test state: the ATA device's, or SEND
+    /// DIAGNOSTIC's.
+    pub fn self_tests(&self) -> &crate::ata::selftest::SelfTest {
+        self.ata.as_ref().map_or(&self.scsi_selftest, |a| &a.selftest)
+    }
+
+    /// The sector the drive cannot read, when it lies in the
+    /// `blocks` blocks at `lba`.
+    fn bad_sector(&self, lba: u64, blocks: u32) -> Option<u64> {
+        let bad = self.self_tests().bad_lba?;
+        (bad >= lba && bad - lba < u64::from(blocks)).then_some(bad)
+    }
+
+    /// Log an error of the SATA personality's last command: ERROR `error`
+    /// at `lba` (STATUS DRDY, ERR).
+    fn ata_error(&mut self, lba: u64, error: u8) {
+        if let Some(a) = &mut self.ata {
+            let regs = crate::ata::regs::Regs {
+                lba,
+                device: 0x40,
+                command: crate::ata::regs::STATUS_DRDY | crate::ata::regs::STATUS_ERR,
+                ..Default::default()
+            };
+            let hours = a.hours();
+            a.errors.error(regs, error, hours);
+        }
     }
 
     /// ATA PASS-THROUGH (12/16) through the SATL: the taskfile to the ATA

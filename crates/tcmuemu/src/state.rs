@@ -13,6 +13,7 @@ pub fn to_json(d: &Disk) -> Value {
     let c = &d.counters;
     let ata = d.ata.as_ref().map(|a| {
         let sec = &a.security;
+        let stats = a.statistics();
         json!({
             "model": a.model,
             "serial": a.serial,
@@ -40,6 +41,7 @@ pub fn to_json(d: &Disk) -> Value {
                 "power_on_hours": a.smart.power_on_hours,
                 "power_cycles": a.smart.power_cycles,
                 "temperature_c": a.smart.temperature_c,
+                "reallocated": a.smart.reallocated,
                 "nand_host_pages": a.smart.nand.map(|n| n.host_pages),
                 "nand_background_pages": a.smart.nand.map(|n| n.background_pages),
             },
@@ -55,7 +57,26 @@ pub fn to_json(d: &Disk) -> Value {
                 })).collect::<Vec<_>>(),
             },
             "trimmed_blocks": a.trimmed_blocks,
+            "errors": {
+                "count": a.errors.count,
+                "kept": a.errors.errors.iter().map(|e| json!({
+                    "command": e.commands.last().map(|c| c.regs.command),
+                    "error": e.error,
+                    "status": e.regs.command,
+                    "lba": e.regs.lba,
+                    "hours": e.hours,
+                })).collect::<Vec<_>>(),
+            },
+            "statistics": {
+                "power_on_resets": stats.power_on_resets,
+                "power_on_hours": stats.power_on_hours,
+                "sectors_written": stats.sectors_written,
+                "write_commands": stats.write_commands,
+                "sectors_read": stats.sectors_read,
+                "read_commands": stats.read_commands,
+            },
             "sct": {
+                "tables_read": a.sct.tables_read,
                 "extended_status": a.sct.extended_status,
                 "write_same": a.sct.write_same.iter().map(|(f, lba, n)| json!({
                     "function": f,
@@ -65,10 +86,12 @@ pub fn to_json(d: &Disk) -> Value {
             },
             "self_test": {
                 "running": a.selftest.running.map(|(k, _, _)| format!("{k:?}").to_lowercase()),
+                "bad_lba": a.selftest.bad_lba,
                 "log": a.selftest.log.iter().map(|e| json!({
                     "code": e.code,
                     "status": e.status,
                     "hours": e.hours,
+                    "failing_lba": e.failing_lba,
                 })).collect::<Vec<_>>(),
             },
             "commands": a.log,
@@ -88,6 +111,16 @@ pub fn to_json(d: &Disk) -> Value {
             "max_transfer_blocks": d.geometry.max_transfer_blocks,
         },
         "media": serde_json::to_value(d.model.report()).unwrap_or(Value::Null),
+        "self_test": {
+            "running": d.scsi_selftest.running.map(|(_, code, _)| code),
+            "bad_lba": d.scsi_selftest.bad_lba,
+            "log": d.scsi_selftest.log.iter().map(|e| json!({
+                "code": e.code,
+                "status": e.status,
+                "hours": e.hours,
+                "failing_lba": e.failing_lba,
+            })).collect::<Vec<_>>(),
+        },
         "formats": d.formats.iter().map(|(from, to)| json!({"from": from, "to": to})).collect::<Vec<_>>(),
         "sanitize": {
             "running": d.scsi_sanitize.running.map(|(k, _)| k.name()),

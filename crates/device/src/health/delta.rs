@@ -320,6 +320,7 @@ mod tests {
                 status: OverallStatus::Passed,
                 summary: AtaSummary::of(&smart),
                 smart,
+                last_self_test: None,
             });
             h
         };

@@ -62,7 +62,9 @@ pub enum Transport {
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// The drive reports no failure: ATA RETURN STATUS without a threshold
-    /// exceeded and no pre-failure attribute at its threshold; SCSI
+    /// exceeded, no pre-failure attribute at its threshold and its newest
+    /// self-test not failed (a read, servo, electrical or unknown element
+    /// failure is Failed, whatever RETURN STATUS says); SCSI
     /// informational exceptions ASC 0; NVMe critical warning 0.
     Passed,
     /// The drive predicts or reports a failure.
@@ -102,6 +104,9 @@ pub struct AtaHealth {
     pub summary: AtaSummary,
     /// SMART READ DATA with the thresholds.
     pub smart: SmartData,
+    /// The newest entry of the SMART self-test log (`null` when the log
+    /// is empty, or the drive has no self-tests or refused the read).
+    pub last_self_test: Option<selftest::LoggedResult>,
 }
 
 /// SCSI log pages (each `null` when the drive does not list or answer it).
@@ -241,6 +246,28 @@ fn empty(dev: &Path, transport: Transport) -> Health {
     }
 }
 
+/// The newest self-test of a drive whose SMART data says it has
+/// self-tests (off-line capability bit 4); a refused read is a problem.
+fn last_self_test(
+    sg: &SgDevice,
+    smart: &SmartData,
+    problems: &mut Vec<Problem>,
+) -> Option<selftest::LoggedResult> {
+    if smart.offline_capability & 0x10 == 0 {
+        return None;
+    }
+    match selftest::ata_latest(sg) {
+        Ok(r) => r,
+        Err(e) => {
+            problems.push(Problem::new(
+                "SMART READ LOG 06h (self-test log)",
+                Failure::from(e),
+            ));
+            None
+        }
+    }
+}
+
 fn ata_health_of(dev: &Path, sg: &SgDevice, id: ata::IdentifyDevice) -> Health {
     let mut h = empty(dev, Transport::AtaViaSat);
     h.model = Some(id.model.clone());
@@ -266,9 +293,11 @@ fn ata_health_of(dev: &Path, sg: &SgDevice, id: ata::IdentifyDevice) -> Health {
                 .attributes
                 .iter()
                 .any(|a| a.prefailure && a.failing_now);
+            let last_self_test = last_self_test(sg, &smart, &mut h.problems);
+            let test_failed = last_self_test.as_ref().is_some_and(|t| t.failed());
             h.verdict = match status {
                 OverallStatus::Failed => Verdict::Failed,
-                _ if prefail_now => Verdict::Failed,
+                _ if prefail_now || test_failed => Verdict::Failed,
                 OverallStatus::Passed => Verdict::Passed,
                 OverallStatus::Unknown => Verdict::Unknown,
             };
@@ -276,6 +305,7 @@ fn ata_health_of(dev: &Path, sg: &SgDevice, id: ata::IdentifyDevice) -> Health {
                 status,
                 summary: AtaSummary::of(&smart),
                 smart,
+                last_self_test,
             });
         }
         Err(e) => {

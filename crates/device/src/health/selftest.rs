@@ -96,6 +96,29 @@ pub struct LoggedResult {
     pub failing_lba: Option<u64>,
 }
 
+impl LoggedResult {
+    /// Whether the test found the drive failing: an ATA execution status
+    /// or SCSI self-test result from 3 (a fatal error or an unknown test
+    /// element failed) to 8 (handling damage: electrical, servo, read).
+    /// Aborted or interrupted tests (1, 2) are not failures of the drive.
+    pub fn failed(&self) -> bool {
+        (3..=8).contains(&self.result)
+    }
+}
+
+/// The newest entry of an ATA drive's SMART self-test log (log 06h, read
+/// with SMART READ LOG); `None` when the log is empty.
+pub fn ata_latest(sg: &SgDevice) -> Result<Option<LoggedResult>, ata::AtaError> {
+    let mut d = vec![0u8; 512];
+    execute(
+        sg,
+        &AtaPassThrough::new(Protocol::PioDataIn, ata::smart_read_log(0x06, 1)),
+        "SMART READ LOG 06h (self-test log)",
+        AtaData::In(&mut d),
+    )?;
+    Ok(ata_log_latest(&d))
+}
+
 /// ATA self-test execution status (bits 7:4 of byte 363, or of a log
 /// descriptor's byte 1), in words (ACS-3 table "Self-test execution status").
 pub fn ata_status_name(s: u8) -> &'static str {
@@ -400,16 +423,7 @@ impl Session {
     /// The newest entry of the drive's self-test log.
     pub fn outcome(&self, aborted: bool, running: bool) -> Result<Outcome, OpError> {
         let result = match &self.handle {
-            Handle::Ata(sg) => {
-                let mut d = vec![0u8; 512];
-                execute(
-                    sg,
-                    &AtaPassThrough::new(Protocol::PioDataIn, ata::smart_read_log(0x06, 1)),
-                    "SMART READ LOG 06h (self-test log)",
-                    AtaData::In(&mut d),
-                )?;
-                ata_log_latest(&d)
-            }
+            Handle::Ata(sg) => ata_latest(sg)?,
             Handle::Scsi(sg) => scsi_log::log_sense(sg, scsi_log::page::SELF_TEST)
                 .ok()
                 .and_then(|d| scsi_log::LogPage::parse(&d))

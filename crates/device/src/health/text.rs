@@ -102,6 +102,20 @@ fn ata_rows(f: &mut Formatter<'_>, a: &AtaHealth) -> fmt::Result {
     row(f, "percentage used (177/231/233)", opt(&s.percentage_used))?;
     row(f, "LBAs written (241)", opt(&s.lbas_written))?;
     row(f, "LBAs read (242)", opt(&s.lbas_read))?;
+    if let Some(t) = &a.last_self_test {
+        let at = t
+            .failing_lba
+            .map(|l| format!(" at LBA {l}"))
+            .unwrap_or_default();
+        row(
+            f,
+            "last self-test",
+            format!(
+                "{} (code {:#04x}, {} h){at}",
+                t.result_name, t.code, t.power_on_hours
+            ),
+        )?;
+    }
     writeln!(
         f,
         "  {:>3} {:<24} {:>6} {:>4} {:>4} {:>4} {:>15}",
