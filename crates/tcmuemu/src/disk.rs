@@ -1146,6 +1146,70 @@ mod tests {
     }
 
     #[test]
+    fn sata_read_errors_land_in_the_error_logs_and_a_write_reallocates_the_bad_sector() {
+        use drivelab_device::ata::{smart_read_log, AtaPassThrough, Protocol, Taskfile};
+        let (d, path) = disk("sataerr", 128);
+        let mut a = Ata::new("M", "S", "F", 128);
+        a.selftest.bad_lba = Some(100);
+        let mut d = d.with_ata(a);
+        let read10 = |lba: u8, n: u8| [0x28, 0, 0, 0, 0, lba, 0, 0, n, 0];
+        // Past the end: ILLEGAL REQUEST; the drive's IDNF at its max.
+        let r = d.execute(&read10(120, 16), &[]);
+        assert_eq!(r.sense, Sense::LBA_OUT_OF_RANGE.fixed().to_vec());
+        // Through the bad sector: MEDIUM ERROR; UNC at LBA 100.
+        let r = d.execute(&read10(96, 8), &[]);
+        assert_eq!(r.sense, Sense::READ_ERROR.fixed().to_vec());
+        // An ATA command the drive does not implement: aborted.
+        let pt = AtaPassThrough::new(Protocol::PioDataIn, Taskfile::new(0x20).count(1));
+        assert_eq!(d.execute(&pt.build16(), &[]).sense[1], 0x0B);
+        let log = |d: &mut Disk, t: Taskfile| {
+            let pt = AtaPassThrough::new(Protocol::PioDataIn, t).extend(true);
+            d.execute(&pt.build16(), &[]).data_in
+        };
+        let s = log(&mut d, smart_read_log(0x01, 1));
+        assert_eq!((s[1], s[452]), (3, 3), "three errors, the newest in slot 3");
+        // Slot 1 (the second error): the SATL's READ DMA EXT, UNC at 100.
+        let e = &s[2 + 90..2 + 180];
+        assert_eq!((e[48 + 7], e[61], e[63], e[67]), (0x25, 0x40, 100, 0x41));
+        // Slot 0: IDNF at 128, the first block past the max.
+        assert_eq!((s[2 + 61], s[2 + 63]), (0x10, 128));
+        let x = log(&mut d, Taskfile::new(0x2F).count(1).lba(0x03));
+        assert_eq!((x[2], x[500]), (3, 3));
+        assert_eq!((x[4 + 124 + 91], x[4 + 124 + 94]), (0x40, 100));
+        // Written over, the sector is reallocated: reads again, 5 counts it.
+        let w = d.execute(&[0x2A, 0, 0, 0, 0, 96, 0, 0, 8, 0], &[0x5A; 8 * 512]);
+        assert_eq!(w.status, sense::GOOD);
+        assert_eq!(d.execute(&read10(96, 8), &[]).data_in, vec![0x5A; 8 * 512]);
+        let a = d.ata.as_ref().unwrap();
+        assert_eq!((a.selftest.bad_lba, a.smart.reallocated, a.errors.count), (None, 1, 3));
+        // The Device Statistics count the commands that transferred data.
+        let ds = log(&mut d, smart_read_log(0x04, 2));
+        let q = |at: usize| u64::from_le_bytes(ds[at..at + 8].try_into().unwrap()) & 0xFFFF_FFFF_FFFF;
+        assert_eq!((q(512 + 0x18), q(512 + 0x20), q(512 + 0x28), q(512 + 0x30)), (8, 1, 8, 1));
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn sas_send_diagnostic_runs_a_self_test_that_log_sense_reports() {
+        use drivelab_device::health::scsi_log::{self, LogPage, LogSense};
+        let (mut d, path) = disk("sasdiag", 128);
+        d.scsi_selftest.short = std::time::Duration::from_millis(20);
+        d.scsi_selftest.bad_lba = Some(64);
+        // Foreground short (101b): the command returns when it ends.
+        assert_eq!(d.execute(&[0x1D, 5 << 5, 0, 0, 0, 0], &[]).status, sense::GOOD);
+        let page = d.execute(&LogSense::new(0x10, 4096).build(), &[]).data_in;
+        let r = scsi_log::self_test_results(&LogPage::parse(&page).expect("page 10h"));
+        assert_eq!((r[0].code, r[0].result, r[0].first_failure_lba), (5, 7, Some(64)));
+        std::fs::remove_file(path).ok();
+        // The SATA personality's SATL does not take it.
+        let (d, path) = disk("satadiag", 128);
+        let mut d = d.with_ata(Ata::new("M", "S", "F", 128));
+        let r = d.execute(&[0x1D, 1 << 5, 0, 0, 0, 0], &[]);
+        assert_eq!(r.sense, Sense::INVALID_OPCODE.fixed().to_vec());
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
     fn sata_trim_and_sct_write_same_reach_the_medium_and_the_smart_counters() {
         use drivelab_device::ata::{
             smart_write_log, AtaPassThrough, Protocol, SctWriteSame, SctWriteSameFunction, Taskfile,

@@ -253,6 +253,34 @@ mod tests {
     }
 
     #[test]
+    fn the_temperature_history_through_the_sct_logs() {
+        let mut a = Ata::new("M", "S", "F", 1000);
+        // Log E1h holds nothing before a Data Tables command.
+        assert!(a
+            .execute(&regs(smart_read_log(0xE1, 1)), false, &[])
+            .failed());
+        let mut key = vec![0u8; 512];
+        key[0] = 5; // Data Tables
+        key[2] = 1; // read table
+        key[4] = 2; // temperature history
+        let o = a.execute(&regs(smart_write_log(0xE0, 1)), false, &key);
+        assert!(!o.failed());
+        let t = a.execute(&regs(smart_read_log(0xE1, 1)), false, &[]).data_in;
+        assert_eq!((t[0], t[2], t[30], t[32]), (2, 1, 128, 0));
+        assert_eq!((t[34], t[35]), (35, 0x80), "one sample since power-on");
+        let st = a.execute(&regs(smart_read_log(0xE0, 1)), false, &[]).data_in;
+        let st = drivelab_device::ata::SctStatus::parse(&st).expect("status");
+        assert_eq!((st.action_code, st.function_code, st.extended_status), (5, 1, 0));
+        // Another table: invalid table ID, nothing to read.
+        key[4] = 3;
+        let o = a.execute(&regs(Taskfile::new(0x3F).count(1).lba(0xE0)), true, &key);
+        assert_eq!((o.failed(), o.regs.lba), (true, 0x0011));
+        assert!(a
+            .execute(&regs(Taskfile::new(0x2F).count(1).lba(0xE1)), true, &[])
+            .failed());
+    }
+
+    #[test]
     fn sct_write_same_through_either_log_command_and_its_status() {
         let mut a = Ata::new("M", "S", "F", 1000);
         let key = SctWriteSame::new(
