@@ -57,7 +57,12 @@ mod result {
 /// Carry out `d` on the drive's self-test state at `now`: an unknown
 /// code, SELFTEST with a code, a parameter list, or a test while one
 /// runs: INVALID FIELD IN CDB.
-pub fn execute(d: SendDiagnostic, st: &mut SelfTest, now: Instant, hours: u16) -> Result<Action, Sense> {
+pub fn execute(
+    d: SendDiagnostic,
+    st: &mut SelfTest,
+    now: Instant,
+    hours: u16,
+) -> Result<Action, Sense> {
     if d.list_len != 0 || (d.selftest && d.code != 0) {
         return Err(Sense::INVALID_FIELD_IN_CDB);
     }
@@ -170,7 +175,10 @@ mod tests {
         st.advance(t0 + Duration::from_secs(4), 3);
         let r = results(&st, 3);
         assert_eq!(r[0][0], 1 << 5, "short, completed");
-        assert_eq!(&r[0][2..12], &[0, 3, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]);
+        assert_eq!(
+            &r[0][2..12],
+            &[0, 3, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
+        );
         // An extended one aborted by code 100b.
         execute(cdb(2, false), &mut st, t0, 4).expect("extended");
         execute(cdb(4, false), &mut st, t0, 4).expect("abort");

@@ -553,7 +553,9 @@ impl Disk {
     /// The personality's self-test state: the ATA device's, or SEND
     /// DIAGNOSTIC's.
     pub fn self_tests(&self) -> &crate::ata::selftest::SelfTest {
-        self.ata.as_ref().map_or(&self.scsi_selftest, |a| &a.selftest)
+        self.ata
+            .as_ref()
+            .map_or(&self.scsi_selftest, |a| &a.selftest)
     }
 
     /// The sector the drive cannot read, when it lies in the
@@ -1181,11 +1183,18 @@ mod tests {
         assert_eq!(w.status, sense::GOOD);
         assert_eq!(d.execute(&read10(96, 8), &[]).data_in, vec![0x5A; 8 * 512]);
         let a = d.ata.as_ref().unwrap();
-        assert_eq!((a.selftest.bad_lba, a.smart.reallocated, a.errors.count), (None, 1, 3));
+        assert_eq!(
+            (a.selftest.bad_lba, a.smart.reallocated, a.errors.count),
+            (None, 1, 3)
+        );
         // The Device Statistics count the commands that transferred data.
         let ds = log(&mut d, smart_read_log(0x04, 2));
-        let q = |at: usize| u64::from_le_bytes(ds[at..at + 8].try_into().unwrap()) & 0xFFFF_FFFF_FFFF;
-        assert_eq!((q(512 + 0x18), q(512 + 0x20), q(512 + 0x28), q(512 + 0x30)), (8, 1, 8, 1));
+        let q =
+            |at: usize| u64::from_le_bytes(ds[at..at + 8].try_into().unwrap()) & 0xFFFF_FFFF_FFFF;
+        assert_eq!(
+            (q(512 + 0x18), q(512 + 0x20), q(512 + 0x28), q(512 + 0x30)),
+            (8, 1, 8, 1)
+        );
         std::fs::remove_file(path).ok();
     }
 
@@ -1196,10 +1205,16 @@ mod tests {
         d.scsi_selftest.short = std::time::Duration::from_millis(20);
         d.scsi_selftest.bad_lba = Some(64);
         // Foreground short (101b): the command returns when it ends.
-        assert_eq!(d.execute(&[0x1D, 5 << 5, 0, 0, 0, 0], &[]).status, sense::GOOD);
+        assert_eq!(
+            d.execute(&[0x1D, 5 << 5, 0, 0, 0, 0], &[]).status,
+            sense::GOOD
+        );
         let page = d.execute(&LogSense::new(0x10, 4096).build(), &[]).data_in;
         let r = scsi_log::self_test_results(&LogPage::parse(&page).expect("page 10h"));
-        assert_eq!((r[0].code, r[0].result, r[0].first_failure_lba), (5, 7, Some(64)));
+        assert_eq!(
+            (r[0].code, r[0].result, r[0].first_failure_lba),
+            (5, 7, Some(64))
+        );
         std::fs::remove_file(path).ok();
         // The SATA personality's SATL does not take it.
         let (d, path) = disk("satadiag", 128);

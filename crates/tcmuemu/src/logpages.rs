@@ -107,7 +107,10 @@ mod tests {
         assert_eq!((t.current_c, t.reference_c), (Some(35), Some(70)));
         let st = scsi_log::self_test_results(&got(0x10));
         assert_eq!(st.len(), 1);
-        assert_eq!((st[0].code, st[0].result, st[0].first_failure_lba), (2, 7, Some(1234)));
+        assert_eq!(
+            (st[0].code, st[0].result, st[0].first_failure_lba),
+            (2, 7, Some(1234))
+        );
         let ie = scsi_log::InformationalExceptions::of(&got(0x2F)).expect("IE");
         assert_eq!((ie.asc, ie.ascq), (0, 0));
         let w = scsi_log::ErrorCounters::of(&got(0x02));

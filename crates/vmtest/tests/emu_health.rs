@@ -20,9 +20,15 @@
 //!   followed in the self-test results page (10h) until it fails at LBA
 //!   20000; `smartctl -t short` starts another, and `smartctl -l
 //!   selftest` lists both as the emulator logged them.
+//! - NVMe/TCP (`drivelab-nvmeemu --bad-lba 20000`): Identify says Device
+//!   Self-test is supported (OACS bit 4, EDSTT, DSTO, read by nvme-cli);
+//!   `drivelab health --self-test short` on the namespace is a Device
+//!   Self-test followed in the Device Self-test log until it fails at LBA
+//!   20000, and nvme-cli's raw log (06h) holds the same result.
 //!
 //! One boot. Needs root, QEMU, the cached kernel (`bash tests/vm/setup.sh`)
-//! and the host's smartctl (tests/run installs smartmontools).
+//! and the host's smartctl and nvme-cli (tests/run installs smartmontools
+//! and nvme-cli).
 
 use std::time::Duration;
 
@@ -32,6 +38,7 @@ use drivelab_vmtest::{Checks, GuestRun, Vm};
 use serde_json::Value;
 
 const SMARTCTL: &str = "/usr/sbin/smartctl";
+const NVME_CLI: &str = "/usr/sbin/nvme";
 /// Each drive's size, MiB.
 const MIB: u64 = 16;
 /// The sector neither drive can read.
@@ -94,6 +101,24 @@ sleep $((@ST@ + 2))
 run_json sas_selftest smartctl -l selftest -j $SAS
 state sas u1
 mark sas
+
+# --- NVMe/TCP: Device Self-test.
+ip link set lo up
+SER=DLEMUHEALTH3; NQN=nqn.2026-01.io.drivelab:health
+drivelab-nvmeemu --listen 127.0.0.1:4420 --nqn $NQN --serial $SER --namespace-mib @MIB@ \
+    --self-test-seconds @ST@ --bad-lba @BAD@ --state /tmp/nvme.json > nvme.emu.out 2> nvme.emu.err &
+EMUS="$EMUS $!"
+i=0; while [ ! -s /tmp/nvme.json ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+echo "transport=tcp,traddr=127.0.0.1,trsvcid=4420,nqn=$NQN,hostnqn=$NQN:host" > /dev/nvme-fabrics
+for c in /sys/class/nvme/nvme*; do [ "$(sysattr $c/serial)" = "$SER" ] && CTRL=/dev/${c##*/}; done
+NS=${CTRL}n1
+i=0; while [ ! -b $NS ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+run_json nvme_id nvme id-ctrl $CTRL -o json
+run_json nvme_st drivelab health $NS --self-test short --yes --poll-ms 500 --output-format json
+nvme self-test-log $CTRL --output-format=binary 2> nvme_stlog.err | od -An -tx1 -v | tr -d ' \n' > nvme_stlog.hex
+sleep 0.5; cp /tmp/nvme.json v1.state.json
+mark nvme
+echo 1 > /sys/class/nvme/${CTRL#/dev/}/delete_controller
 for d in $SATA $SAS; do echo 1 > /sys/block/${d#/dev/}/device/delete; done
 kill $EMUS
 true
@@ -109,10 +134,14 @@ fn script() -> String {
 fn boot() -> GuestRun {
     let emu = static_package_binary("drivelab-tcmuemu", "drivelab-tcmuemu")
         .unwrap_or_else(|e| panic!("cannot build the emulator for the guest: {e}"));
+    let nvme = static_package_binary("drivelab-nvmeemu", "drivelab-nvmeemu")
+        .unwrap_or_else(|e| panic!("cannot build the NVMe emulator for the guest: {e}"));
     Vm::builder()
-        .modules(&["target_core_user", "tcm_loop"])
+        .modules(&["target_core_user", "tcm_loop", "nvme_tcp"])
         .binary("drivelab-tcmuemu", &emu)
+        .binary("drivelab-nvmeemu", &nvme)
         .host_tool(SMARTCTL)
+        .host_tool(NVME_CLI)
         .with_drivelab()
         .guest_script(&script())
         .timeout(Duration::from_secs(600))
@@ -171,7 +200,13 @@ fn statistics_checks(c: &mut Checks, run: &GuestRun) {
             && want
                 .iter()
                 .all(|(off, k)| devstat(&sc, *off) == Some(st(&s3, k))),
-        || format!("{}; state {}", why(run, "sata_devstat"), s3["ata"]["statistics"]),
+        || {
+            format!(
+                "{}; state {}",
+                why(run, "sata_devstat"),
+                s3["ata"]["statistics"]
+            )
+        },
     );
 }
 
@@ -268,7 +303,14 @@ fn log_warnings(x: &str) -> Vec<String> {
         "Self-test",
         "Directory",
     ];
-    let bad = ["not supported", "failed", "Invalid", "invalid", "Warning", "Unexpected"];
+    let bad = [
+        "not supported",
+        "failed",
+        "Invalid",
+        "invalid",
+        "Warning",
+        "Unexpected",
+    ];
     x.lines()
         .filter(|l| bad.iter().any(|b| l.contains(b)))
         .filter(|l| ours.iter().any(|o| l.contains(o)))
@@ -309,7 +351,10 @@ fn sas_checks(c: &mut Checks, run: &GuestRun) {
         || why(run, "sas_st"),
     );
     let u1 = json(run, "u1.state.json");
-    let log = u1["self_test"]["log"].as_array().cloned().unwrap_or_default();
+    let log = u1["self_test"]["log"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let sc = out(run, "sas_selftest");
     let entry = |i: usize| &sc["scsi_self_test_".to_string() + &i.to_string()];
     let e0 = entry(0);
@@ -329,6 +374,44 @@ fn sas_checks(c: &mut Checks, run: &GuestRun) {
     );
 }
 
+/// Byte `at` of a log dumped as hex.
+fn hex_byte(hex: &str, at: usize) -> Option<u8> {
+    u8::from_str_radix(hex.get(2 * at..2 * at + 2)?, 16).ok()
+}
+
+fn nvme_checks(c: &mut Checks, run: &GuestRun) {
+    let id = out(run, "nvme_id");
+    c.check(
+        "NVMe: nvme-cli's Identify Controller: Device Self-test supported (OACS bit 4), EDSTT 1 minute, one test at a time (DSTO)",
+        u(&id["oacs"]) & 0x10 != 0 && u(&id["edstt"]) == 1 && u(&id["dsto"]) & 1 == 1,
+        || why(run, "nvme_id"),
+    );
+    let st = out(run, "nvme_st");
+    let r = &st["self_test"][0]["result"];
+    c.check(
+        "NVMe: drivelab health --self-test short (Device Self-test, log 06h) exits 1: a segment failed (7) at LBA 20000",
+        status(run, "nvme_st") == 1 && r["result"] == 7 && r["failing_lba"] == BAD_LBA,
+        || why(run, "nvme_st"),
+    );
+    let hex = text(run, "nvme_stlog.hex");
+    let lba = (0..8).rev().try_fold(0u64, |v, i| {
+        Some((v << 8) | u64::from(hex_byte(&hex, 20 + i)?))
+    });
+    let v1 = json(run, "v1.state.json");
+    let logged = &v1["self_test"]["log"][0];
+    c.check(
+        "NVMe: nvme-cli's raw Device Self-test log: no test running, the newest a short one failed (17h) in segment 2 at LBA 20000 of NSID 1, as the emulator logged it",
+        hex_byte(&hex, 0) == Some(0)
+            && hex_byte(&hex, 4) == Some(0x17)
+            && hex_byte(&hex, 5) == Some(2)
+            && hex_byte(&hex, 12) == Some(1)
+            && lba == Some(BAD_LBA)
+            && logged["result"] == 7
+            && logged["failing_lba"] == BAD_LBA,
+        || format!("log {hex}; {}; state {}", text(run, "nvme_stlog.err"), v1["self_test"]),
+    );
+}
+
 #[test]
 fn health_logs_and_self_tests_of_the_emulated_drives_agree_with_smartctl() {
     let run = boot();
@@ -342,6 +425,7 @@ fn health_logs_and_self_tests_of_the_emulated_drives_agree_with_smartctl() {
     self_test_checks(&mut c, &run);
     smartctl_x_checks(&mut c, &run);
     sas_checks(&mut c, &run);
+    nvme_checks(&mut c, &run);
     print_times(&run);
     c.finish(&ctx);
 }

@@ -56,7 +56,7 @@ pub fn controller(c: &Ctrl) -> Vec<u8> {
     let unallocated = total.saturating_sub(u128::from(c.allocated_bytes()));
     put(&mut d, 280, &total.to_le_bytes()); // TNVMCAP
     put(&mut d, 296, &unallocated.to_le_bytes()); // UNVMCAP
-    // EDSTT: the extended self-test's minutes; DSTO: one test at a time.
+                                                  // EDSTT: the extended self-test's minutes; DSTO: one test at a time.
     let edstt = c.self_test.extended.as_secs().div_ceil(60).clamp(1, 0xFFFF) as u16;
     put(&mut d, 316, &edstt.to_le_bytes());
     d[318] = 0x01;

@@ -114,7 +114,8 @@ pub fn execute(c: &mut Ctrl, sqe: &Sqe) -> Outcome {
         lid::FIRMWARE_SLOT => firmware(c),
         lid::SELF_TEST => {
             let now = std::time::Instant::now();
-            c.self_test.advance(now, c.started.elapsed().as_secs() / 3600);
+            c.self_test
+                .advance(now, c.started.elapsed().as_secs() / 3600);
             c.self_test.log_page(now)
         }
         crate::media::MEDIA_LOG => crate::media::media_log(&c.namespaces),

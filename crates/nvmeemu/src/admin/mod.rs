@@ -69,7 +69,10 @@ pub fn execute(drive: &Arc<Drive>, c: &mut Ctrl, sqe: &Sqe, _data: &[u8]) -> Out
         opcode::DEVICE_SELF_TEST => {
             let hours = c.started.elapsed().as_secs() / 3600;
             let n = c.namespaces.len() as u32;
-            Outcome::status(c.self_test.command(sqe, n, std::time::Instant::now(), hours))
+            Outcome::status(
+                c.self_test
+                    .command(sqe, n, std::time::Instant::now(), hours),
+            )
         }
         _ => Outcome::status(Status::INVALID_OPCODE),
     }

@@ -154,7 +154,8 @@ impl SelfTest {
     pub fn log_page(&self, now: Instant) -> Vec<u8> {
         let mut d = vec![0u8; 4 + 28 * RESULTS];
         if let Some((code, _, t0)) = self.running {
-            let done = now.duration_since(t0).as_secs_f64() / self.duration(code).as_secs_f64().max(0.001);
+            let done =
+                now.duration_since(t0).as_secs_f64() / self.duration(code).as_secs_f64().max(0.001);
             d[0] = code;
             d[1] = (done.min(0.99) * 100.0) as u8;
         }
@@ -201,7 +202,11 @@ mod tests {
         assert_eq!(st.command(&cmd(1, 1), 2, t0, 3), Status::SUCCESS);
         assert_eq!(st.command(&cmd(2, 1), 2, t0, 3), IN_PROGRESS);
         let p = st.log_page(t0 + Duration::from_secs(5));
-        assert_eq!((p[0], p[1], p[4]), (1, 50, 0x0F), "running, 50 %, no result yet");
+        assert_eq!(
+            (p[0], p[1], p[4]),
+            (1, 50, 0x0F),
+            "running, 50 %, no result yet"
+        );
         // The scan reaches block 600 of 1000 at 6 s.
         st.advance(t0 + Duration::from_secs(5), 3);
         assert!(st.running.is_some());
@@ -209,7 +214,11 @@ mod tests {
         let p = st.log_page(t0);
         let lba = u64::from_le_bytes(p[20..28].try_into().expect("8 bytes"));
         assert_eq!((p[0], p[4], p[5], p[6], lba), (0, 0x17, 2, 0x0F, 600));
-        assert_eq!((p[12], p[28], p[29]), (1, 2, 0x81), "NSID 1, Unrecovered Read Error");
+        assert_eq!(
+            (p[12], p[28], p[29]),
+            (1, 2, 0x81),
+            "NSID 1, Unrecovered Read Error"
+        );
         // Namespace 2 has no bad block: its test passes; an abort.
         st.command(&cmd(1, 2), 2, t0, 3);
         st.advance(t0 + Duration::from_secs(10), 4);

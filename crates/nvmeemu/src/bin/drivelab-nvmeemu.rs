@@ -104,7 +104,9 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     a.cfg.check()?;
     let ns1 = a.cfg.namespaces[0] / a.cfg.block_size as u64;
     if a.bad_lba.is_some_and(|l| l >= ns1) {
-        return Err(format!("--bad-lba must be below namespace 1's {ns1} blocks"));
+        return Err(format!(
+            "--bad-lba must be below namespace 1's {ns1} blocks"
+        ));
     }
     Ok(a)
 }

@@ -138,7 +138,10 @@ impl ErrorLog {
 /// last: the structures before the oldest command kept stay zero.
 fn command_slots(e: &Error) -> impl Iterator<Item = (usize, &Command)> {
     let skip = COMMANDS - e.commands.len().min(COMMANDS);
-    e.commands.iter().enumerate().map(move |(i, c)| (skip + i, c))
+    e.commands
+        .iter()
+        .enumerate()
+        .map(move |(i, c)| (skip + i, c))
 }
 
 /// A Summary error log data structure (ACS-3 A.4: five 12-byte command
@@ -234,7 +237,10 @@ mod tests {
         assert_eq!((s[2 + 36 + 7], s[2 + 48 + 7]), (0xEC, 0x25));
         assert_eq!(u32::from_le_bytes([s[58], s[59], s[60], s[61]]), 250);
         let err = &s[62..92];
-        assert_eq!((err[1], err[3], err[4], err[5], err[7]), (0x40, 0xAB, 0x89, 0x67, 0x51));
+        assert_eq!(
+            (err[1], err[3], err[4], err[5], err[7]),
+            (0x40, 0xAB, 0x89, 0x67, 0x51)
+        );
         assert_eq!((err[27], err[28]), (STATE_ACTIVE, 3));
         assert_eq!(s.iter().fold(0u8, |a, b| a.wrapping_add(*b)), 0);
         let x = log.extended_log();

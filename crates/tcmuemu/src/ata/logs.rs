@@ -229,7 +229,10 @@ mod tests {
         assert_eq!((gpl.data_in[12], gpl.data_in[14]), (0, 1));
         // The error logs: 01h and 02h SMART's, 03h GPL's; 04h (two
         // pages) both.
-        assert_eq!((smart.data_in[2], smart.data_in[4], smart.data_in[6]), (1, 1, 0));
+        assert_eq!(
+            (smart.data_in[2], smart.data_in[4], smart.data_in[6]),
+            (1, 1, 0)
+        );
         assert_eq!((gpl.data_in[2], gpl.data_in[4], gpl.data_in[6]), (0, 0, 1));
         assert_eq!((smart.data_in[8], gpl.data_in[8]), (2, 2));
         // Log 06h is SMART's only, 07h GPL's; two pages of a one-page log.
@@ -244,7 +247,10 @@ mod tests {
             .failed());
         // Both pages of log 04h at once, or page 1 alone (GPL); not three.
         let both = a.execute(&regs(smart_read_log(0x04, 2)), false, &[]);
-        assert_eq!((both.data_in.len(), both.data_in[2], both.data_in[512 + 2]), (1024, 0, 1));
+        assert_eq!(
+            (both.data_in.len(), both.data_in[2], both.data_in[512 + 2]),
+            (1024, 0, 1)
+        );
         let p1 = a.execute(&regs(Taskfile::new(0x2F).count(1).lba(0x0104)), true, &[]);
         assert_eq!(p1.data_in[2], 1);
         assert!(a
@@ -265,12 +271,19 @@ mod tests {
         key[4] = 2; // temperature history
         let o = a.execute(&regs(smart_write_log(0xE0, 1)), false, &key);
         assert!(!o.failed());
-        let t = a.execute(&regs(smart_read_log(0xE1, 1)), false, &[]).data_in;
+        let t = a
+            .execute(&regs(smart_read_log(0xE1, 1)), false, &[])
+            .data_in;
         assert_eq!((t[0], t[2], t[30], t[32]), (2, 1, 128, 0));
         assert_eq!((t[34], t[35]), (35, 0x80), "one sample since power-on");
-        let st = a.execute(&regs(smart_read_log(0xE0, 1)), false, &[]).data_in;
+        let st = a
+            .execute(&regs(smart_read_log(0xE0, 1)), false, &[])
+            .data_in;
         let st = drivelab_device::ata::SctStatus::parse(&st).expect("status");
-        assert_eq!((st.action_code, st.function_code, st.extended_status), (5, 1, 0));
+        assert_eq!(
+            (st.action_code, st.function_code, st.extended_status),
+            (5, 1, 0)
+        );
         // Another table: invalid table ID, nothing to read.
         key[4] = 3;
         let o = a.execute(&regs(Taskfile::new(0x3F).count(1).lba(0xE0)), true, &key);

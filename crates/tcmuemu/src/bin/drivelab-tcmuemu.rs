@@ -205,7 +205,9 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     if sata_only && !is_sata {
         return Err("--frozen, --locked-password, --hpa-mib and --dco-mib need --sata".into());
     }
-    if a.bad_lba.is_some_and(|l| l >= a.bytes / u64::from(a.block_size)) {
+    if a.bad_lba
+        .is_some_and(|l| l >= a.bytes / u64::from(a.block_size))
+    {
         return Err("--bad-lba must be an LBA of the drive (below --size-mib's blocks)".into());
     }
     let native = sata.dco_bytes.unwrap_or(a.bytes);
