@@ -24,7 +24,8 @@
 //!   Self-test is supported (OACS bit 4, EDSTT, DSTO, read by nvme-cli);
 //!   `drivelab health --self-test short` on the namespace is a Device
 //!   Self-test followed in the Device Self-test log until it fails at LBA
-//!   20000, and nvme-cli's raw log (06h) holds the same result.
+//!   20000, nvme-cli's raw log (06h) holds the same result, and plain
+//!   `drivelab health` reports FAILED for it.
 //!
 //! One boot. Needs root, QEMU, the cached kernel (`bash tests/vm/setup.sh`)
 //! and the host's smartctl and nvme-cli (tests/run installs smartmontools
@@ -115,6 +116,7 @@ NS=${CTRL}n1
 i=0; while [ ! -b $NS ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 run_json nvme_id nvme id-ctrl $CTRL -o json
 run_json nvme_st drivelab health $NS --self-test short --yes --poll-ms 500 --output-format json
+run_json nvme_health drivelab health $NS --output-format json
 nvme self-test-log $CTRL --output-format=binary 2> nvme_stlog.err | od -An -tx1 -v | tr -d ' \n' > nvme_stlog.hex
 sleep 0.5; cp /tmp/nvme.json v1.state.json
 mark nvme
@@ -409,6 +411,13 @@ fn nvme_checks(c: &mut Checks, run: &GuestRun) {
             && logged["result"] == 7
             && logged["failing_lba"] == BAD_LBA,
         || format!("log {hex}; {}; state {}", text(run, "nvme_stlog.err"), v1["self_test"]),
+    );
+    let h = out(run, "nvme_health")["devices"][0].clone();
+    let last = &h["nvme"]["last_self_test"];
+    c.check(
+        "NVMe: plain drivelab health reports FAILED with the newest Device Self-test's failure at LBA 20000 (critical warning 0)",
+        h["verdict"] == "failed" && last["result"] == 7 && last["failing_lba"] == BAD_LBA,
+        || why(run, "nvme_health"),
     );
 }
 

@@ -65,7 +65,8 @@ pub enum Verdict {
     /// exceeded, no pre-failure attribute at its threshold and its newest
     /// self-test not failed (a read, servo, electrical or unknown element
     /// failure is Failed, whatever RETURN STATUS says); SCSI
-    /// informational exceptions ASC 0; NVMe critical warning 0.
+    /// informational exceptions ASC 0; NVMe critical warning 0 and the
+    /// newest Device Self-test not failed.
     Passed,
     /// The drive predicts or reports a failure.
     Failed,
@@ -145,6 +146,10 @@ pub struct NvmeHealth {
     /// The non-empty Error Information entries (log 01h), newest first as
     /// the controller returns them.
     pub error_log: Vec<ErrorLogEntry>,
+    /// The newest Device Self-test result (log 06h; `null` when the
+    /// controller has no self-test (OACS bit 4), its log is empty, or it
+    /// refused the read).
+    pub last_self_test: Option<selftest::LoggedResult>,
 }
 
 /// Native vs accessible capacity.
@@ -431,7 +436,24 @@ fn nvme_health_of(dev: &Path, d: &NvmeDevice) -> Result<Health, OpError> {
     let elpe = u32::from(ctrl[262]) + 1;
     match nvme_health::smart_health(d) {
         Ok(smart) => {
-            h.verdict = if smart.critical_warning == 0 {
+            let last_self_test = if id.oacs & 0x10 != 0 {
+                match selftest::nvme_log(d) {
+                    Ok(l) => l.latest,
+                    Err(e) => {
+                        let f = match e {
+                            OpError::Failed(f) => *f,
+                            other => Failure::line(other.to_string()),
+                        };
+                        h.problems
+                            .push(Problem::new("Get Log Page 06h (Device Self-test)", f));
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            let test_failed = last_self_test.as_ref().is_some_and(|t| t.nvme_failed());
+            h.verdict = if smart.critical_warning == 0 && !test_failed {
                 Verdict::Passed
             } else {
                 Verdict::Failed
@@ -450,6 +472,7 @@ fn nvme_health_of(dev: &Path, d: &NvmeDevice) -> Result<Health, OpError> {
                 smart,
                 error_log_capacity: elpe,
                 error_log,
+                last_self_test,
             });
         }
         Err(e) => h.problems.push(Problem::new(

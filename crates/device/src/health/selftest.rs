@@ -104,6 +104,12 @@ impl LoggedResult {
     pub fn failed(&self) -> bool {
         (3..=8).contains(&self.result)
     }
+
+    /// Whether an NVMe self-test found the drive failing: a fatal error
+    /// (5), or a segment that failed (6, 7); the others are aborts.
+    pub fn nvme_failed(&self) -> bool {
+        (5..=7).contains(&self.result)
+    }
 }
 
 /// The newest entry of an ATA drive's SMART self-test log (log 06h, read
@@ -448,7 +454,8 @@ impl Session {
     }
 }
 
-fn nvme_log(d: &NvmeDevice) -> Result<NvmeSelfTestLog, OpError> {
+/// An NVMe controller's Device Self-test log (06h, all of it).
+pub fn nvme_log(d: &NvmeDevice) -> Result<NvmeSelfTestLog, OpError> {
     let mut buf = vec![0u8; 564];
     // The whole log: 4 bytes of header and 20 results of 28 bytes.
     d.execute(
