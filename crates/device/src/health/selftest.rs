@@ -471,6 +471,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn which_results_are_failures_of_the_drive() {
+        let r = |result| LoggedResult {
+            code: 1,
+            result,
+            result_name: "",
+            power_on_hours: 0,
+            failing_lba: None,
+        };
+        // (result, ATA / SCSI failure, NVMe failure)
+        let cases = [
+            (0, false, false),
+            (1, false, false),
+            (2, false, false),
+            (3, true, false),
+            (4, true, false),
+            (5, true, true),
+            (6, true, true),
+            (7, true, true),
+            (8, true, false),
+            (9, false, false),
+            (15, false, false),
+        ];
+        for (result, ata, nvme) in cases {
+            assert_eq!(
+                (r(result).failed(), r(result).nvme_failed()),
+                (ata, nvme),
+                "{result}"
+            );
+        }
+    }
+
+    #[test]
     fn start_and_abort_commands_match_the_standards() {
         let c = ata_execute(ata_subcommand(Some(Kind::Short))).build16();
         // FEATURE D4h, LBA 7:0 01h, mid/high 4Fh/C2h, COMMAND B0h.
