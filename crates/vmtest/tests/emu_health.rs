@@ -24,7 +24,8 @@
 //!   Self-test is supported (OACS bit 4, EDSTT, DSTO, read by nvme-cli);
 //!   `drivelab health --self-test short` on the namespace is a Device
 //!   Self-test followed in the Device Self-test log until it fails at LBA
-//!   20000, nvme-cli's raw log (06h) holds the same result, and plain
+//!   20000, the log read raw by nvme-cli (get-log 06h) holds the same
+//!   result, and plain
 //!   `drivelab health` reports FAILED for it.
 //!
 //! One boot. Needs root, QEMU, the cached kernel (`bash tests/vm/setup.sh`)
@@ -117,7 +118,7 @@ i=0; while [ ! -b $NS ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 run_json nvme_id nvme id-ctrl $CTRL -o json
 run_json nvme_st drivelab health $NS --self-test short --yes --poll-ms 500 --output-format json
 run_json nvme_health drivelab health $NS --output-format json
-nvme self-test-log $CTRL --output-format=binary 2> nvme_stlog.err | od -An -tx1 -v | tr -d ' \n' > nvme_stlog.hex
+nvme get-log $CTRL --log-id=6 --log-len=564 --raw-binary 2> nvme_stlog.err | od -An -tx1 -v | tr -d ' \n' > nvme_stlog.hex
 sleep 0.5; cp /tmp/nvme.json v1.state.json
 mark nvme
 echo 1 > /sys/class/nvme/${CTRL#/dev/}/delete_controller
