@@ -307,6 +307,7 @@ impl Disk {
                     bytes_written: (c.blocks_written + c.blocks_written_same)
                         * u64::from(self.geometry.block_size),
                     self_tests: crate::diagnostic::results(tests, hours),
+                    nand: self.model.ftl().is_some().then(|| self.model.stats()),
                 };
                 match crate::logpages::log_sense(cdb, &now) {
                     Ok(d) => good(d),
