@@ -84,16 +84,10 @@ pub fn to_json(d: &Disk) -> Value {
                     "blocks": n,
                 })).collect::<Vec<_>>(),
             },
-            "self_test": {
-                "running": a.selftest.running.map(|(k, _, _)| format!("{k:?}").to_lowercase()),
-                "bad_lba": a.selftest.bad_lba,
-                "log": a.selftest.log.iter().map(|e| json!({
-                    "code": e.code,
-                    "status": e.status,
-                    "hours": e.hours,
-                    "failing_lba": e.failing_lba,
-                })).collect::<Vec<_>>(),
-            },
+            "self_test": self_tests(
+                &a.selftest,
+                json!(a.selftest.running.map(|(k, _, _)| format!("{k:?}").to_lowercase())),
+            ),
             "commands": a.log,
         })
     });
@@ -111,16 +105,10 @@ pub fn to_json(d: &Disk) -> Value {
             "max_transfer_blocks": d.geometry.max_transfer_blocks,
         },
         "media": serde_json::to_value(d.model.report()).unwrap_or(Value::Null),
-        "self_test": {
-            "running": d.scsi_selftest.running.map(|(_, code, _)| code),
-            "bad_lba": d.scsi_selftest.bad_lba,
-            "log": d.scsi_selftest.log.iter().map(|e| json!({
-                "code": e.code,
-                "status": e.status,
-                "hours": e.hours,
-                "failing_lba": e.failing_lba,
-            })).collect::<Vec<_>>(),
-        },
+        "self_test": self_tests(
+            &d.scsi_selftest,
+            json!(d.scsi_selftest.running.map(|(_, code, _)| code)),
+        ),
         "formats": d.formats.iter().map(|(from, to)| json!({"from": from, "to": to})).collect::<Vec<_>>(),
         "sanitize": {
             "running": d.scsi_sanitize.running.map(|(k, _)| k.name()),
@@ -140,6 +128,21 @@ pub fn to_json(d: &Disk) -> Value {
             "check_conditions": c.check_conditions,
             "unanswered": c.unanswered,
         },
+    })
+}
+
+/// A personality's self-tests: `running` (how it names the running one),
+/// the bad sector, and every test logged with its failing LBA.
+fn self_tests(st: &crate::ata::selftest::SelfTest, running: Value) -> Value {
+    json!({
+        "running": running,
+        "bad_lba": st.bad_lba,
+        "log": st.log.iter().map(|e| json!({
+            "code": e.code,
+            "status": e.status,
+            "hours": e.hours,
+            "failing_lba": e.failing_lba,
+        })).collect::<Vec<_>>(),
     })
 }
 
