@@ -244,6 +244,8 @@ pub struct Ctrl {
     pub delayed: u64,
     /// When the controller started (power-on time).
     pub started: Instant,
+    /// Device Self-test.
+    pub self_test: crate::admin::selftest::SelfTest,
     /// The control file's modification time and length when last read.
     control_seen: Option<(SystemTime, u64)>,
 }
@@ -303,6 +305,7 @@ impl Drive {
                 unanswered: 0,
                 delayed: 0,
                 started: Instant::now(),
+                self_test: crate::admin::selftest::SelfTest::default(),
                 control_seen: None,
             }),
             dirty: AtomicBool::new(true),
@@ -435,6 +438,17 @@ impl Ctrl {
                 "blocks": e.blocks,
                 "result": e.result,
             })).collect::<Vec<_>>(),
+            "self_test": {
+                "running": self.self_test.running.map(|(code, nsid, _)| json!({"stc": code, "nsid": nsid})),
+                "bad": self.self_test.bad.map(|(nsid, lba, _)| json!({"nsid": nsid, "lba": lba})),
+                "log": self.self_test.log.iter().map(|r| json!({
+                    "stc": r.stc,
+                    "result": r.result,
+                    "nsid": r.nsid,
+                    "hours": r.hours,
+                    "failing_lba": r.failing.map(|(_, l)| l),
+                })).collect::<Vec<_>>(),
+            },
             "registers": {"cc": self.cc, "csts": self.csts},
             "io_queues": self.io_queues,
         })

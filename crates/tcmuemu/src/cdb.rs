@@ -36,6 +36,8 @@ pub mod op {
     pub const SANITIZE: u8 = 0x48;
     /// LOG SENSE (SPC-5 6.8).
     pub const LOG_SENSE: u8 = 0x4D;
+    /// SEND DIAGNOSTIC (SPC-5 6.42).
+    pub const SEND_DIAGNOSTIC: u8 = 0x1D;
     /// MODE SENSE(10) (SPC-5 6.14).
     pub const MODE_SENSE_10: u8 = 0x5A;
     /// READ(16) (SBC-4 5.19).
@@ -148,6 +150,8 @@ pub enum Cdb {
     FormatUnit,
     /// LOG SENSE: decoded by [`crate::logpages`].
     LogSense,
+    /// SEND DIAGNOSTIC: decoded by [`crate::diagnostic`].
+    SendDiagnostic,
     /// ATA PASS-THROUGH (12) or (16): decoded by [`crate::sat`].
     AtaPassThrough,
     /// REPORT SUPPORTED OPERATION CODES for one command: [`crate::rsoc`].
@@ -289,6 +293,7 @@ impl Cdb {
             },
             op::ATA_PASS_THROUGH_16 | op::ATA_PASS_THROUGH_12 => Cdb::AtaPassThrough,
             op::LOG_SENSE => Cdb::LogSense,
+            op::SEND_DIAGNOSTIC => Cdb::SendDiagnostic,
             op::SANITIZE => Cdb::Sanitize,
             op::MODE_SELECT_6 => Cdb::ModeSelect { ten: false },
             op::MODE_SELECT_10 => Cdb::ModeSelect { ten: true },

@@ -73,6 +73,11 @@ pub struct Disk {
     formatting: Option<std::time::Instant>,
     /// FORMAT UNITs carried out: (block length before, after).
     pub formats: Vec<(u32, u32)>,
+    /// The SAS personality's self-tests (SEND DIAGNOSTIC; the SATA one's
+    /// are the ATA device's).
+    pub scsi_selftest: crate::ata::selftest::SelfTest,
+    /// When the drive powered on: the origin of its power-on hours.
+    powered_on: std::time::Instant,
 }
 
 fn good(data_in: Vec<u8>) -> Response {
@@ -116,6 +121,13 @@ impl Disk {
             pending_block_size: None,
             formatting: None,
             formats: Vec::new(),
+            scsi_selftest: crate::ata::selftest::SelfTest {
+                short: std::time::Duration::from_secs(5),
+                extended: std::time::Duration::from_secs(20),
+                blocks: geometry.blocks,
+                ..Default::default()
+            },
+            powered_on: std::time::Instant::now(),
         }
     }
 
@@ -282,21 +294,61 @@ impl Disk {
                 Err(s) => check(s),
             },
             Cdb::LogSense => {
+                let hours = self.hours();
+                self.scsi_selftest.advance(std::time::Instant::now(), hours);
                 let c = &self.counters;
+                // The SATL reports the ATA device's self-tests (SAT-4 10.3.5).
+                let (temperature_c, tests) = match &self.ata {
+                    Some(a) => (a.smart.temperature_c, &a.selftest),
+                    None => (self.temperature_c, &self.scsi_selftest),
+                };
                 let now = crate::logpages::Now {
-                    temperature_c: self
-                        .ata
-                        .as_ref()
-                        .map_or(self.temperature_c, |a| a.smart.temperature_c),
+                    temperature_c,
                     bytes_written: (c.blocks_written + c.blocks_written_same)
                         * u64::from(self.geometry.block_size),
+                    self_tests: crate::diagnostic::results(tests, hours),
+                    nand: self.model.ftl().is_some().then(|| self.model.stats()),
                 };
-                match crate::logpages::log_sense(cdb, now) {
+                match crate::logpages::log_sense(cdb, &now) {
                     Ok(d) => good(d),
                     Err(s) => check(s),
                 }
             }
+            Cdb::SendDiagnostic => self.send_diagnostic(cdb),
             Cdb::Unsupported(_) => check(Sense::INVALID_OPCODE),
+        }
+    }
+
+    /// The power-on hours (the SATA personality's own count).
+    fn hours(&self) -> u16 {
+        match &self.ata {
+            Some(a) => a.hours(),
+            None => u16::try_from(self.powered_on.elapsed().as_secs() / 3600).unwrap_or(u16::MAX),
+        }
+    }
+
+    /// SEND DIAGNOSTIC (SAS personality): a self-test started, aborted or
+    /// run in the foreground ([`crate::diagnostic`]).
+    fn send_diagnostic(&mut self, cdb: &[u8]) -> Response {
+        if self.ata.is_some() {
+            return check(Sense::INVALID_OPCODE);
+        }
+        let now = std::time::Instant::now();
+        let hours = self.hours();
+        self.scsi_selftest.advance(now, hours);
+        let d = match crate::diagnostic::SendDiagnostic::parse(cdb) {
+            Ok(d) => d,
+            Err(s) => return check(s),
+        };
+        match crate::diagnostic::execute(d, &mut self.scsi_selftest, now, hours) {
+            Ok(crate::diagnostic::Action::Done) => good(Vec::new()),
+            Ok(crate::diagnostic::Action::Foreground(t)) => {
+                // The command ends with the test.
+                std::thread::sleep(t);
+                self.scsi_selftest.advance(now + t, hours);
+                good(Vec::new())
+            }
+            Err(s) => check(s),
         }
     }
 
@@ -419,10 +471,15 @@ impl Disk {
         if let Some(r) = self.locked() {
             return r;
         }
-        let (off, len) = match self.range(lba, blocks) {
+        let (off, len) = match self.sata_range(false, lba, blocks) {
             Ok(r) => r,
             Err(s) => return check(s),
         };
+        if let Some(bad) = self.bad_sector(lba, blocks) {
+            // The SATL's READ ends at the sector the drive cannot read.
+            self.ata_error(bad, crate::ata::regs::ERROR_UNC);
+            return check(Sense::READ_ERROR);
+        }
         let mut buf = vec![0u8; len];
         if self.media.read_exact_at(&mut buf, off).is_err() {
             return check(Sense::READ_ERROR);
@@ -433,6 +490,7 @@ impl Disk {
         self.counters.blocks_read += u64::from(blocks);
         if let Some(a) = &mut self.ata {
             a.smart.lbas_read += u64::from(blocks);
+            a.smart.read_commands += 1;
         }
         good(buf)
     }
@@ -441,7 +499,7 @@ impl Disk {
         if let Some(r) = self.locked() {
             return r;
         }
-        let (off, len) = match self.range(lba, blocks) {
+        let (off, len) = match self.sata_range(true, lba, blocks) {
             Ok(r) => r,
             Err(s) => return check(s),
         };
@@ -455,10 +513,72 @@ impl Disk {
         self.model.write(lba, u64::from(blocks), Origin::Host);
         self.counters.write_commands += 1;
         self.counters.blocks_written += u64::from(blocks);
+        let bad = self.bad_sector(lba, blocks);
+        if bad.is_some() {
+            // Written over, the unreadable sector is reallocated.
+            self.scsi_selftest.bad_lba = None;
+        }
         if let Some(a) = &mut self.ata {
             a.smart.lbas_written += u64::from(blocks);
+            a.smart.write_commands += 1;
+            if bad.is_some() {
+                a.selftest.bad_lba = None;
+                a.smart.reallocated += 1;
+            }
         }
         good(Vec::new())
+    }
+
+    /// [`Disk::range`] of a READ or WRITE; on the SATA personality the
+    /// ATA device first receives the command the SATL makes of it (READ
+    /// or WRITE DMA EXT), and an address past its max is its error (IDNF
+    /// at the first LBA it cannot reach) in the SMART error logs.
+    fn sata_range(&mut self, write: bool, lba: u64, blocks: u32) -> Result<(u64, usize), Sense> {
+        let r = self.range(lba, blocks);
+        if let Some(a) = &mut self.ata {
+            a.received(crate::ata::regs::Regs {
+                feature: 0,
+                // COUNT 0 is 65536 blocks.
+                count: blocks as u16,
+                lba,
+                device: 0x40,
+                command: if write { 0x35 } else { 0x25 },
+            });
+        }
+        if r == Err(Sense::LBA_OUT_OF_RANGE) {
+            self.ata_error(lba.max(self.geometry.blocks), crate::ata::regs::ERROR_IDNF);
+        }
+        r
+    }
+
+    /// The personality's self-test state: the ATA device's, or SEND
+    /// DIAGNOSTIC's.
+    pub fn self_tests(&self) -> &crate::ata::selftest::SelfTest {
+        self.ata
+            .as_ref()
+            .map_or(&self.scsi_selftest, |a| &a.selftest)
+    }
+
+    /// The sector the drive cannot read, when it lies in the
+    /// `blocks` blocks at `lba`.
+    fn bad_sector(&self, lba: u64, blocks: u32) -> Option<u64> {
+        let bad = self.self_tests().bad_lba?;
+        (bad >= lba && bad - lba < u64::from(blocks)).then_some(bad)
+    }
+
+    /// Log an error of the SATA personality's last command: ERROR `error`
+    /// at `lba` (STATUS DRDY, ERR).
+    fn ata_error(&mut self, lba: u64, error: u8) {
+        if let Some(a) = &mut self.ata {
+            let regs = crate::ata::regs::Regs {
+                lba,
+                device: 0x40,
+                command: crate::ata::regs::STATUS_DRDY | crate::ata::regs::STATUS_ERR,
+                ..Default::default()
+            };
+            let hours = a.hours();
+            a.errors.error(regs, error, hours);
+        }
     }
 
     /// ATA PASS-THROUGH (12/16) through the SATL: the taskfile to the ATA
@@ -1025,6 +1145,83 @@ mod tests {
         assert_eq!(d.counters.blocks_unmapped, 14);
         assert_eq!(d.counters.blocks_written_same, 24);
         assert_eq!(d.counters.blocks_written, 64, "host writes apart");
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn sata_read_errors_land_in_the_error_logs_and_a_write_reallocates_the_bad_sector() {
+        use drivelab_device::ata::{smart_read_log, AtaPassThrough, Protocol, Taskfile};
+        let (d, path) = disk("sataerr", 128);
+        let mut a = Ata::new("M", "S", "F", 128);
+        a.selftest.bad_lba = Some(100);
+        let mut d = d.with_ata(a);
+        let read10 = |lba: u8, n: u8| [0x28, 0, 0, 0, 0, lba, 0, 0, n, 0];
+        // Past the end: ILLEGAL REQUEST; the drive's IDNF at its max.
+        let r = d.execute(&read10(120, 16), &[]);
+        assert_eq!(r.sense, Sense::LBA_OUT_OF_RANGE.fixed().to_vec());
+        // Through the bad sector: MEDIUM ERROR; UNC at LBA 100.
+        let r = d.execute(&read10(96, 8), &[]);
+        assert_eq!(r.sense, Sense::READ_ERROR.fixed().to_vec());
+        // An ATA command the drive does not implement: aborted.
+        let pt = AtaPassThrough::new(Protocol::PioDataIn, Taskfile::new(0x20).count(1));
+        assert_eq!(d.execute(&pt.build16(), &[]).sense[1], 0x0B);
+        let log = |d: &mut Disk, t: Taskfile| {
+            let pt = AtaPassThrough::new(Protocol::PioDataIn, t).extend(true);
+            d.execute(&pt.build16(), &[]).data_in
+        };
+        let s = log(&mut d, smart_read_log(0x01, 1));
+        assert_eq!((s[1], s[452]), (3, 3), "three errors, the newest in slot 3");
+        // Slot 1 (the second error): the SATL's READ DMA EXT, UNC at 100.
+        let e = &s[2 + 90..2 + 180];
+        assert_eq!((e[48 + 7], e[61], e[63], e[67]), (0x25, 0x40, 100, 0x41));
+        // Slot 0: IDNF at 128, the first block past the max.
+        assert_eq!((s[2 + 61], s[2 + 63]), (0x10, 128));
+        let x = log(&mut d, Taskfile::new(0x2F).count(1).lba(0x03));
+        assert_eq!((x[2], x[500]), (3, 3));
+        assert_eq!((x[4 + 124 + 91], x[4 + 124 + 94]), (0x40, 100));
+        // Written over, the sector is reallocated: reads again, 5 counts it.
+        let w = d.execute(&[0x2A, 0, 0, 0, 0, 96, 0, 0, 8, 0], &[0x5A; 8 * 512]);
+        assert_eq!(w.status, sense::GOOD);
+        assert_eq!(d.execute(&read10(96, 8), &[]).data_in, vec![0x5A; 8 * 512]);
+        let a = d.ata.as_ref().unwrap();
+        assert_eq!(
+            (a.selftest.bad_lba, a.smart.reallocated, a.errors.count),
+            (None, 1, 3)
+        );
+        // The Device Statistics count the commands that transferred data.
+        let ds = log(&mut d, smart_read_log(0x04, 2));
+        let q =
+            |at: usize| u64::from_le_bytes(ds[at..at + 8].try_into().unwrap()) & 0xFFFF_FFFF_FFFF;
+        assert_eq!(
+            (q(512 + 0x18), q(512 + 0x20), q(512 + 0x28), q(512 + 0x30)),
+            (8, 1, 8, 1)
+        );
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn sas_send_diagnostic_runs_a_self_test_that_log_sense_reports() {
+        use drivelab_device::health::scsi_log::{self, LogPage, LogSense};
+        let (mut d, path) = disk("sasdiag", 128);
+        d.scsi_selftest.short = std::time::Duration::from_millis(20);
+        d.scsi_selftest.bad_lba = Some(64);
+        // Foreground short (101b): the command returns when it ends.
+        assert_eq!(
+            d.execute(&[0x1D, 5 << 5, 0, 0, 0, 0], &[]).status,
+            sense::GOOD
+        );
+        let page = d.execute(&LogSense::new(0x10, 4096).build(), &[]).data_in;
+        let r = scsi_log::self_test_results(&LogPage::parse(&page).expect("page 10h"));
+        assert_eq!(
+            (r[0].code, r[0].result, r[0].first_failure_lba),
+            (5, 7, Some(64))
+        );
+        std::fs::remove_file(path).ok();
+        // The SATA personality's SATL does not take it.
+        let (d, path) = disk("satadiag", 128);
+        let mut d = d.with_ata(Ata::new("M", "S", "F", 128));
+        let r = d.execute(&[0x1D, 1 << 5, 0, 0, 0, 0], &[]);
+        assert_eq!(r.sense, Sense::INVALID_OPCODE.fixed().to_vec());
         std::fs::remove_file(path).ok();
     }
 

@@ -9,7 +9,8 @@
 //!   area), over shared memory mapped by `drivelab_device::block::uio`.
 //! - [`cdb`]: CDBs decoded; [`sense`]: status and sense data.
 //! - [`pages`]: INQUIRY, VPD, READ CAPACITY, mode pages; [`logpages`]:
-//!   LOG SENSE; [`scsi_sanitize`]: SCSI SANITIZE; [`format`]: MODE
+//!   LOG SENSE; [`diagnostic`]: SEND DIAGNOSTIC's self-tests;
+//!   [`scsi_sanitize`]: SCSI SANITIZE; [`format`]: MODE
 //!   SELECT's block length and FORMAT UNIT; [`provisioning`]: WRITE
 //!   SAME and UNMAP.
 //! - [`disk`]: the drive: its medium, identity, counters and commands;
@@ -18,7 +19,7 @@
 //! - [`sat`]: ATA PASS-THROUGH decoded and answered as a SATL does;
 //!   [`ata`]: the SATA personality's ATA device (IDENTIFY, SMART, the
 //!   Security feature set, the host protected area, TRIM, SCT Write
-//!   Same, SMART self-tests and logs).
+//!   Same, SMART self-tests, the error, statistics and SCT logs).
 //! - [`configfs`]: the backstore and the loopback LUN that make it appear.
 //! - [`server`]: the serving loop; [`state`]: the state file;
 //!   [`faults`]: faults on command.
@@ -28,6 +29,7 @@
 pub mod ata;
 pub mod cdb;
 pub mod configfs;
+pub mod diagnostic;
 pub mod disk;
 pub mod faults;
 pub mod format;

@@ -13,6 +13,7 @@ pub fn to_json(d: &Disk) -> Value {
     let c = &d.counters;
     let ata = d.ata.as_ref().map(|a| {
         let sec = &a.security;
+        let stats = a.statistics();
         json!({
             "model": a.model,
             "serial": a.serial,
@@ -40,6 +41,7 @@ pub fn to_json(d: &Disk) -> Value {
                 "power_on_hours": a.smart.power_on_hours,
                 "power_cycles": a.smart.power_cycles,
                 "temperature_c": a.smart.temperature_c,
+                "reallocated": a.smart.reallocated,
                 "nand_host_pages": a.smart.nand.map(|n| n.host_pages),
                 "nand_background_pages": a.smart.nand.map(|n| n.background_pages),
             },
@@ -56,7 +58,26 @@ pub fn to_json(d: &Disk) -> Value {
                 })).collect::<Vec<_>>(),
             },
             "trimmed_blocks": a.trimmed_blocks,
+            "errors": {
+                "count": a.errors.count,
+                "kept": a.errors.errors.iter().map(|e| json!({
+                    "command": e.commands.last().map(|c| c.regs.command),
+                    "error": e.error,
+                    "status": e.regs.command,
+                    "lba": e.regs.lba,
+                    "hours": e.hours,
+                })).collect::<Vec<_>>(),
+            },
+            "statistics": {
+                "power_on_resets": stats.power_on_resets,
+                "power_on_hours": stats.power_on_hours,
+                "sectors_written": stats.sectors_written,
+                "write_commands": stats.write_commands,
+                "sectors_read": stats.sectors_read,
+                "read_commands": stats.read_commands,
+            },
             "sct": {
+                "tables_read": a.sct.tables_read,
                 "extended_status": a.sct.extended_status,
                 "write_same": a.sct.write_same.iter().map(|(f, lba, n)| json!({
                     "function": f,
@@ -64,14 +85,10 @@ pub fn to_json(d: &Disk) -> Value {
                     "blocks": n,
                 })).collect::<Vec<_>>(),
             },
-            "self_test": {
-                "running": a.selftest.running.map(|(k, _, _)| format!("{k:?}").to_lowercase()),
-                "log": a.selftest.log.iter().map(|e| json!({
-                    "code": e.code,
-                    "status": e.status,
-                    "hours": e.hours,
-                })).collect::<Vec<_>>(),
-            },
+            "self_test": self_tests(
+                &a.selftest,
+                json!(a.selftest.running.map(|(k, _, _)| format!("{k:?}").to_lowercase())),
+            ),
             "commands": a.log,
         })
     });
@@ -89,6 +106,10 @@ pub fn to_json(d: &Disk) -> Value {
             "max_transfer_blocks": d.geometry.max_transfer_blocks,
         },
         "media": serde_json::to_value(d.model.report()).unwrap_or(Value::Null),
+        "self_test": self_tests(
+            &d.scsi_selftest,
+            json!(d.scsi_selftest.running.map(|(_, code, _)| code)),
+        ),
         "formats": d.formats.iter().map(|(from, to)| json!({"from": from, "to": to})).collect::<Vec<_>>(),
         "sanitize": {
             "running": d.scsi_sanitize.running.map(|(k, _)| k.name()),
@@ -109,6 +130,21 @@ pub fn to_json(d: &Disk) -> Value {
             "check_conditions": c.check_conditions,
             "unanswered": c.unanswered,
         },
+    })
+}
+
+/// A personality's self-tests: `running` (how it names the running one),
+/// the bad sector, and every test logged with its failing LBA.
+fn self_tests(st: &crate::ata::selftest::SelfTest, running: Value) -> Value {
+    json!({
+        "running": running,
+        "bad_lba": st.bad_lba,
+        "log": st.log.iter().map(|e| json!({
+            "code": e.code,
+            "status": e.status,
+            "hours": e.hours,
+            "failing_lba": e.failing_lba,
+        })).collect::<Vec<_>>(),
     })
 }
 

@@ -955,8 +955,19 @@ fn gpl_log_checks(c: &mut Checks, run: &GuestRun) {
         })
         .unwrap_or_default();
     c.check(
-        "logs: smartctl -l directory reads both directories: 06h SMART only, 07h GPL only, E0h and E1h both, one page each",
-        listed == [(0, 1, 1), (6, 0, 1), (7, 1, 0), (0xE0, 1, 1), (0xE1, 1, 1)],
+        "logs: smartctl -l directory reads both directories: 01h, 02h and 06h SMART only, 03h and 07h GPL only, 04h (two pages), E0h and E1h both",
+        listed
+            == [
+                (0, 1, 1),
+                (1, 0, 1),
+                (2, 0, 1),
+                (3, 1, 0),
+                (4, 2, 2),
+                (6, 0, 1),
+                (7, 1, 0),
+                (0xE0, 1, 1),
+                (0xE1, 1, 1),
+            ],
         || format!("{listed:?}; {}", x["ata_log_directory"]),
     );
 }

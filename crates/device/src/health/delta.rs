@@ -244,6 +244,7 @@ mod tests {
             smart: SmartHealthLog::parse(&d).unwrap(),
             error_log_capacity: 1,
             error_log: Vec::new(),
+            last_self_test: None,
         });
         h
     }
@@ -320,6 +321,7 @@ mod tests {
                 status: OverallStatus::Passed,
                 summary: AtaSummary::of(&smart),
                 smart,
+                last_self_test: None,
             });
             h
         };

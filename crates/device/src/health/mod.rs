@@ -62,8 +62,11 @@ pub enum Transport {
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// The drive reports no failure: ATA RETURN STATUS without a threshold
-    /// exceeded and no pre-failure attribute at its threshold; SCSI
-    /// informational exceptions ASC 0; NVMe critical warning 0.
+    /// exceeded, no pre-failure attribute at its threshold and its newest
+    /// self-test not failed (a read, servo, electrical or unknown element
+    /// failure is Failed, whatever RETURN STATUS says); SCSI
+    /// informational exceptions ASC 0; NVMe critical warning 0 and the
+    /// newest Device Self-test not failed.
     Passed,
     /// The drive predicts or reports a failure.
     Failed,
@@ -102,6 +105,9 @@ pub struct AtaHealth {
     pub summary: AtaSummary,
     /// SMART READ DATA with the thresholds.
     pub smart: SmartData,
+    /// The newest entry of the SMART self-test log (`null` when the log
+    /// is empty, or the drive has no self-tests or refused the read).
+    pub last_self_test: Option<selftest::LoggedResult>,
 }
 
 /// SCSI log pages (each `null` when the drive does not list or answer it).
@@ -140,6 +146,10 @@ pub struct NvmeHealth {
     /// The non-empty Error Information entries (log 01h), newest first as
     /// the controller returns them.
     pub error_log: Vec<ErrorLogEntry>,
+    /// The newest Device Self-test result (log 06h; `null` when the
+    /// controller has no self-test (OACS bit 4), its log is empty, or it
+    /// refused the read).
+    pub last_self_test: Option<selftest::LoggedResult>,
 }
 
 /// Native vs accessible capacity.
@@ -241,6 +251,28 @@ fn empty(dev: &Path, transport: Transport) -> Health {
     }
 }
 
+/// The newest self-test of a drive whose SMART data says it has
+/// self-tests (off-line capability bit 4); a refused read is a problem.
+fn last_self_test(
+    sg: &SgDevice,
+    smart: &SmartData,
+    problems: &mut Vec<Problem>,
+) -> Option<selftest::LoggedResult> {
+    if smart.offline_capability & 0x10 == 0 {
+        return None;
+    }
+    match selftest::ata_latest(sg) {
+        Ok(r) => r,
+        Err(e) => {
+            problems.push(Problem::new(
+                "SMART READ LOG 06h (self-test log)",
+                Failure::from(e),
+            ));
+            None
+        }
+    }
+}
+
 fn ata_health_of(dev: &Path, sg: &SgDevice, id: ata::IdentifyDevice) -> Health {
     let mut h = empty(dev, Transport::AtaViaSat);
     h.model = Some(id.model.clone());
@@ -266,9 +298,11 @@ fn ata_health_of(dev: &Path, sg: &SgDevice, id: ata::IdentifyDevice) -> Health {
                 .attributes
                 .iter()
                 .any(|a| a.prefailure && a.failing_now);
+            let last_self_test = last_self_test(sg, &smart, &mut h.problems);
+            let test_failed = last_self_test.as_ref().is_some_and(|t| t.failed());
             h.verdict = match status {
                 OverallStatus::Failed => Verdict::Failed,
-                _ if prefail_now => Verdict::Failed,
+                _ if prefail_now || test_failed => Verdict::Failed,
                 OverallStatus::Passed => Verdict::Passed,
                 OverallStatus::Unknown => Verdict::Unknown,
             };
@@ -276,6 +310,7 @@ fn ata_health_of(dev: &Path, sg: &SgDevice, id: ata::IdentifyDevice) -> Health {
                 status,
                 summary: AtaSummary::of(&smart),
                 smart,
+                last_self_test,
             });
         }
         Err(e) => {
@@ -401,7 +436,24 @@ fn nvme_health_of(dev: &Path, d: &NvmeDevice) -> Result<Health, OpError> {
     let elpe = u32::from(ctrl[262]) + 1;
     match nvme_health::smart_health(d) {
         Ok(smart) => {
-            h.verdict = if smart.critical_warning == 0 {
+            let last_self_test = if id.oacs & 0x10 != 0 {
+                match selftest::nvme_log(d) {
+                    Ok(l) => l.latest,
+                    Err(e) => {
+                        let f = match e {
+                            OpError::Failed(f) => *f,
+                            other => Failure::line(other.to_string()),
+                        };
+                        h.problems
+                            .push(Problem::new("Get Log Page 06h (Device Self-test)", f));
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            let test_failed = last_self_test.as_ref().is_some_and(|t| t.nvme_failed());
+            h.verdict = if smart.critical_warning == 0 && !test_failed {
                 Verdict::Passed
             } else {
                 Verdict::Failed
@@ -420,6 +472,7 @@ fn nvme_health_of(dev: &Path, d: &NvmeDevice) -> Result<Health, OpError> {
                 smart,
                 error_log_capacity: elpe,
                 error_log,
+                last_self_test,
             });
         }
         Err(e) => h.problems.push(Problem::new(

@@ -96,6 +96,35 @@ pub struct LoggedResult {
     pub failing_lba: Option<u64>,
 }
 
+impl LoggedResult {
+    /// Whether the test found the drive failing: an ATA execution status
+    /// or SCSI self-test result from 3 (a fatal error or an unknown test
+    /// element failed) to 8 (handling damage: electrical, servo, read).
+    /// Aborted or interrupted tests (1, 2) are not failures of the drive.
+    pub fn failed(&self) -> bool {
+        (3..=8).contains(&self.result)
+    }
+
+    /// Whether an NVMe self-test found the drive failing: a fatal error
+    /// (5), or a segment that failed (6, 7); the others are aborts.
+    pub fn nvme_failed(&self) -> bool {
+        (5..=7).contains(&self.result)
+    }
+}
+
+/// The newest entry of an ATA drive's SMART self-test log (log 06h, read
+/// with SMART READ LOG); `None` when the log is empty.
+pub fn ata_latest(sg: &SgDevice) -> Result<Option<LoggedResult>, ata::AtaError> {
+    let mut d = vec![0u8; 512];
+    execute(
+        sg,
+        &AtaPassThrough::new(Protocol::PioDataIn, ata::smart_read_log(0x06, 1)),
+        "SMART READ LOG 06h (self-test log)",
+        AtaData::In(&mut d),
+    )?;
+    Ok(ata_log_latest(&d))
+}
+
 /// ATA self-test execution status (bits 7:4 of byte 363, or of a log
 /// descriptor's byte 1), in words (ACS-3 table "Self-test execution status").
 pub fn ata_status_name(s: u8) -> &'static str {
@@ -400,16 +429,7 @@ impl Session {
     /// The newest entry of the drive's self-test log.
     pub fn outcome(&self, aborted: bool, running: bool) -> Result<Outcome, OpError> {
         let result = match &self.handle {
-            Handle::Ata(sg) => {
-                let mut d = vec![0u8; 512];
-                execute(
-                    sg,
-                    &AtaPassThrough::new(Protocol::PioDataIn, ata::smart_read_log(0x06, 1)),
-                    "SMART READ LOG 06h (self-test log)",
-                    AtaData::In(&mut d),
-                )?;
-                ata_log_latest(&d)
-            }
+            Handle::Ata(sg) => ata_latest(sg)?,
             Handle::Scsi(sg) => scsi_log::log_sense(sg, scsi_log::page::SELF_TEST)
                 .ok()
                 .and_then(|d| scsi_log::LogPage::parse(&d))
@@ -434,7 +454,8 @@ impl Session {
     }
 }
 
-fn nvme_log(d: &NvmeDevice) -> Result<NvmeSelfTestLog, OpError> {
+/// An NVMe controller's Device Self-test log (06h, all of it).
+pub fn nvme_log(d: &NvmeDevice) -> Result<NvmeSelfTestLog, OpError> {
     let mut buf = vec![0u8; 564];
     // The whole log: 4 bytes of header and 20 results of 28 bytes.
     d.execute(
@@ -448,6 +469,38 @@ fn nvme_log(d: &NvmeDevice) -> Result<NvmeSelfTestLog, OpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn which_results_are_failures_of_the_drive() {
+        let r = |result| LoggedResult {
+            code: 1,
+            result,
+            result_name: "",
+            power_on_hours: 0,
+            failing_lba: None,
+        };
+        // (result, ATA / SCSI failure, NVMe failure)
+        let cases = [
+            (0, false, false),
+            (1, false, false),
+            (2, false, false),
+            (3, true, false),
+            (4, true, false),
+            (5, true, true),
+            (6, true, true),
+            (7, true, true),
+            (8, true, false),
+            (9, false, false),
+            (15, false, false),
+        ];
+        for (result, ata, nvme) in cases {
+            assert_eq!(
+                (r(result).failed(), r(result).nvme_failed()),
+                (ata, nvme),
+                "{result}"
+            );
+        }
+    }
 
     #[test]
     fn start_and_abort_commands_match_the_standards() {

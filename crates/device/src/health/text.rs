@@ -78,6 +78,23 @@ impl Display for Health {
     }
 }
 
+/// The newest self-test of the drive's log: its result, code, hours and
+/// failing LBA.
+fn self_test_row(f: &mut Formatter<'_>, t: &super::selftest::LoggedResult) -> fmt::Result {
+    let at = t
+        .failing_lba
+        .map(|l| format!(" at LBA {l}"))
+        .unwrap_or_default();
+    row(
+        f,
+        "last self-test",
+        format!(
+            "{} (code {:#04x}, {} h){at}",
+            t.result_name, t.code, t.power_on_hours
+        ),
+    )
+}
+
 /// The ATA summary rows and the attribute table.
 fn ata_rows(f: &mut Formatter<'_>, a: &AtaHealth) -> fmt::Result {
     let s = &a.summary;
@@ -102,6 +119,9 @@ fn ata_rows(f: &mut Formatter<'_>, a: &AtaHealth) -> fmt::Result {
     row(f, "percentage used (177/231/233)", opt(&s.percentage_used))?;
     row(f, "LBAs written (241)", opt(&s.lbas_written))?;
     row(f, "LBAs read (242)", opt(&s.lbas_read))?;
+    if let Some(t) = &a.last_self_test {
+        self_test_row(f, t)?;
+    }
     writeln!(
         f,
         "  {:>3} {:<24} {:>6} {:>4} {:>4} {:>4} {:>15}",
@@ -288,6 +308,9 @@ fn nvme_rows(f: &mut Formatter<'_>, n: &NvmeHealth) -> fmt::Result {
     row(f, "unsafe shutdowns", s.unsafe_shutdowns)?;
     row(f, "media and data integrity errors", s.media_errors)?;
     row(f, "error log entries (lifetime)", s.error_log_entries)?;
+    if let Some(t) = &n.last_self_test {
+        self_test_row(f, t)?;
+    }
     row(
         f,
         "error log (kept / non-empty)",

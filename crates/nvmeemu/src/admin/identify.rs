@@ -44,7 +44,7 @@ pub fn controller(c: &Ctrl) -> Vec<u8> {
     put(&mut d, 78, &c.cntlid.to_le_bytes());
     put(&mut d, 80, &VERSION.to_le_bytes());
     d[111] = 1; // CNTRLTYPE: I/O controller
-    put(&mut d, 256, &0x0002u16.to_le_bytes()); // OACS: Format NVM
+    put(&mut d, 256, &0x0012u16.to_le_bytes()); // OACS: Format NVM, Device Self-test
     d[258] = 3; // ACL
     d[259] = 3; // AERL
     d[260] = 0x03; // FRMW: slot 1 read-only, one slot
@@ -56,6 +56,10 @@ pub fn controller(c: &Ctrl) -> Vec<u8> {
     let unallocated = total.saturating_sub(u128::from(c.allocated_bytes()));
     put(&mut d, 280, &total.to_le_bytes()); // TNVMCAP
     put(&mut d, 296, &unallocated.to_le_bytes()); // UNVMCAP
+                                                  // EDSTT: the extended self-test's minutes; DSTO: one test at a time.
+    let edstt = c.self_test.extended.as_secs().div_ceil(60).clamp(1, 0xFFFF) as u16;
+    put(&mut d, 316, &edstt.to_le_bytes());
+    d[318] = 0x01;
     put(&mut d, 320, &10u16.to_le_bytes()); // KAS: 1 s granularity
     put(&mut d, 328, &SANICAP.to_le_bytes());
     d[512] = 0x66; // SQES

@@ -1,5 +1,6 @@
 //! Get Log Page (NVMe Base 1.4, 5.14): Error Information (01h), SMART /
-//! Health Information (02h), Firmware Slot Information (03h) and Sanitize
+//! Health Information (02h), Firmware Slot Information (03h), Device
+//! Self-test (06h, [`super::selftest`]) and Sanitize
 //! Status (81h), and the vendor-specific media log (C0h, NAND writes:
 //! [`crate::media::media_log`]), each built from the controller's state and cut to the
 //! offset (LPOL/LPOU) and length (NUMDL/NUMDU) asked for.
@@ -20,6 +21,8 @@ pub mod lid {
     pub const SMART: u8 = 0x02;
     /// Firmware Slot Information.
     pub const FIRMWARE_SLOT: u8 = 0x03;
+    /// Device Self-test.
+    pub const SELF_TEST: u8 = 0x06;
     /// Sanitize Status.
     pub const SANITIZE: u8 = 0x81;
 }
@@ -109,6 +112,12 @@ pub fn execute(c: &mut Ctrl, sqe: &Sqe) -> Outcome {
         lid::ERROR => errors(c),
         lid::SMART => smart(c),
         lid::FIRMWARE_SLOT => firmware(c),
+        lid::SELF_TEST => {
+            let now = std::time::Instant::now();
+            c.self_test
+                .advance(now, c.started.elapsed().as_secs() / 3600);
+            c.self_test.log_page(now)
+        }
         crate::media::MEDIA_LOG => crate::media::media_log(&c.namespaces),
         lid::SANITIZE => {
             if c.sanitize.status == 2 {

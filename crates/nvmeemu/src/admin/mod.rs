@@ -1,6 +1,6 @@
 //! Admin commands (NVMe Base 1.4, section 5): Identify, Get Log Page,
-//! Get / Set Features, Keep Alive, Asynchronous Event Request, Format NVM
-//! and Sanitize.
+//! Get / Set Features, Keep Alive, Asynchronous Event Request, Format NVM,
+//! Sanitize and Device Self-test.
 //!
 //! An Asynchronous Event Request is taken and left outstanding (the
 //! controller never has an event to report), as the specification allows.
@@ -12,6 +12,7 @@ pub mod format;
 pub mod identify;
 pub mod logs;
 pub mod sanitize;
+pub mod selftest;
 
 use std::sync::Arc;
 
@@ -30,6 +31,8 @@ pub mod opcode {
     pub const GET_FEATURES: u8 = 0x0A;
     /// Asynchronous Event Request.
     pub const ASYNC_EVENT: u8 = 0x0C;
+    /// Device Self-test.
+    pub const DEVICE_SELF_TEST: u8 = 0x14;
     /// Keep Alive.
     pub const KEEP_ALIVE: u8 = 0x18;
     /// Format NVM.
@@ -63,6 +66,14 @@ pub fn execute(drive: &Arc<Drive>, c: &mut Ctrl, sqe: &Sqe, _data: &[u8]) -> Out
         opcode::ASYNC_EVENT => Outcome::Never,
         opcode::FORMAT_NVM => format::execute(c, sqe),
         opcode::SANITIZE => sanitize::start(drive, c, sqe),
+        opcode::DEVICE_SELF_TEST => {
+            let hours = c.started.elapsed().as_secs() / 3600;
+            let n = c.namespaces.len() as u32;
+            Outcome::status(
+                c.self_test
+                    .command(sqe, n, std::time::Instant::now(), hours),
+            )
+        }
         _ => Outcome::status(Status::INVALID_OPCODE),
     }
 }

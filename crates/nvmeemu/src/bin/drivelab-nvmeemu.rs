@@ -3,8 +3,14 @@
 //! ```text
 //! drivelab-nvmeemu [--listen 127.0.0.1:4420] [--nqn NQN] [--serial S]
 //!     [--model M] [--firmware F] [--namespace-mib N]... [--capacity-mib N]
-//!     [--sanitize-seconds S] [--media memory|ftl] [--fault LINE]... [--control FILE] [--state FILE]
+//!     [--sanitize-seconds S] [--self-test-seconds S] [--bad-lba LBA]
+//!     [--media memory|ftl] [--fault LINE]... [--control FILE] [--state FILE]
 //! ```
+//!
+//! `--self-test-seconds` is how long a short Device Self-test runs (the
+//! extended one four times it; 5 s by default); `--bad-lba` gives
+//! namespace 1 a block it cannot read: a self-test that covers it fails
+//! when its scan reaches it (result 7h, the LBA in the log).
 //!
 //! `--media ftl` puts the FTL model (crates/ftlsim) behind every
 //! namespace: writes go through its mapping and garbage collection, and
@@ -21,13 +27,15 @@ use drivelab_ftlsim::media::MediaKind;
 use drivelab_nvmeemu::faults::Faults;
 use drivelab_nvmeemu::{Config, Drive};
 
-const USAGE: &str = "usage: drivelab-nvmeemu [--listen ADDR] [--nqn NQN] [--serial S] [--model M] [--firmware F] [--namespace-mib N]... [--capacity-mib N] [--sanitize-seconds S] [--media memory|ftl] [--fault LINE]... [--control FILE] [--state FILE]";
+const USAGE: &str = "usage: drivelab-nvmeemu [--listen ADDR] [--nqn NQN] [--serial S] [--model M] [--firmware F] [--namespace-mib N]... [--capacity-mib N] [--sanitize-seconds S] [--self-test-seconds S] [--bad-lba LBA] [--media memory|ftl] [--fault LINE]... [--control FILE] [--state FILE]";
 
 struct Args {
     listen: String,
     cfg: Config,
     media: MediaKind,
     state: Option<std::path::PathBuf>,
+    self_test_seconds: f64,
+    bad_lba: Option<u64>,
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -47,6 +55,8 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         },
         media: MediaKind::Memory,
         state: None,
+        self_test_seconds: 5.0,
+        bad_lba: None,
     };
     let mut capacity_mib = None;
     while let Some(flag) = it.next() {
@@ -71,6 +81,15 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     .filter(|s| s.is_finite() && *s >= 0.0)
                     .ok_or(format!("--sanitize-seconds {v:?}: give seconds, e.g. 4"))?;
             }
+            "--self-test-seconds" => {
+                let v = value()?;
+                a.self_test_seconds = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s > 0.0 && *s <= 3600.0)
+                    .ok_or(format!("--self-test-seconds {v:?}: give seconds, e.g. 5"))?;
+            }
+            "--bad-lba" => a.bad_lba = Some(num(value()?)?),
             "--media" => a.media = value()?.parse().map_err(|e| format!("{e}; {USAGE}"))?,
             "--fault" => a.cfg.faults.add(&value()?)?,
             "--control" => a.cfg.control = Some(value()?.into()),
@@ -83,6 +102,12 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     }
     a.cfg.capacity = capacity_mib.unwrap_or(a.cfg.namespaces.iter().sum());
     a.cfg.check()?;
+    let ns1 = a.cfg.namespaces[0] / a.cfg.block_size as u64;
+    if a.bad_lba.is_some_and(|l| l >= ns1) {
+        return Err(format!(
+            "--bad-lba must be below namespace 1's {ns1} blocks"
+        ));
+    }
     Ok(a)
 }
 
@@ -101,6 +126,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    {
+        let mut c = drive.lock();
+        let short = Duration::from_secs_f64(args.self_test_seconds);
+        c.self_test.short = short;
+        c.self_test.extended = short * 4;
+        let blocks = c.namespaces[0].blocks();
+        c.self_test.bad = args.bad_lba.map(|l| (1, l, blocks));
+    }
     let bound = match drivelab_nvmeemu::start(std::sync::Arc::clone(&drive), &args.listen) {
         Ok(b) => b,
         Err(e) => {

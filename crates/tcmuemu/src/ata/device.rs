@@ -3,7 +3,7 @@
 
 use super::outcome::Outcome;
 use super::regs::Regs;
-use super::{sanitize, sct, security, selftest, smart};
+use super::{errlog, sanitize, sct, security, selftest, smart};
 
 /// The ATA device's own state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +39,11 @@ pub struct Ata {
     pub sct: sct::Sct,
     /// SMART self-tests.
     pub selftest: selftest::SelfTest,
+    /// The SMART error logs.
+    pub errors: errlog::ErrorLog,
+    /// When the drive powered on (the emulator started): the origin of
+    /// the power-on hours and of the logs' timestamps.
+    pub powered_on: std::time::Instant,
     /// Blocks trimmed (DATA SET MANAGEMENT, and UNMAP through the SATL).
     pub trimmed_blocks: u64,
     /// Every command received, by name, in order (the state file's log).
@@ -70,8 +75,11 @@ impl Ata {
             selftest: selftest::SelfTest {
                 short: std::time::Duration::from_secs(5),
                 extended: std::time::Duration::from_secs(20),
+                blocks,
                 ..selftest::SelfTest::default()
             },
+            errors: errlog::ErrorLog::default(),
+            powered_on: std::time::Instant::now(),
             trimmed_blocks: 0,
             log: Vec::new(),
         }
@@ -86,7 +94,7 @@ impl Ata {
         }
         if tf.lba >= self.native_blocks {
             let mut o = Outcome::abort();
-            o.error = 0x10; // IDNF
+            o.error = super::regs::ERROR_IDNF;
             return o;
         }
         self.max_blocks = tf.lba + 1;

@@ -1,7 +1,7 @@
 //! IDENTIFY DEVICE data (ACS-3 7.12.7) built from the device's state: the
 //! strings, the capacity (the max address, so an HPA shows), the feature
 //! words for SMART, Security, HPA, Sanitize, 48-bit addressing, TRIM
-//! (69, 105, 169), SCT Write Same (206), the security erase times (89,
+//! (69, 105, 169), SCT Write Same and Data Tables (206), the security erase times (89,
 //! 90) and state (128), and the integrity word.
 
 use super::device::Ata;
@@ -65,7 +65,7 @@ pub fn build(a: &Ata) -> [u8; 512] {
     w[106] = 0x4000; // valid; one 512-byte logical sector per physical
     w[128] = a.security.word128();
     w[169] = 0x0001; // DATA SET MANAGEMENT: TRIM
-    w[206] = 0x0005; // SCT Command Transport, SCT Write Same
+    w[206] = 0x0025; // SCT Command Transport, Write Same, Data Tables
     w[217] = 1; // solid state
     sector(&w)
 }

@@ -5,13 +5,17 @@
 //! Device feature set ([`sanitize`]), the Device Configuration Overlay
 //! ([`dco`]), SMART data whose
 //! counters move with the I/O ([`smart`]), its self-tests ([`selftest`])
-//! and logs ([`logs`]), SCT Write Same ([`sct`]), TRIM ([`dsm`]), and the
+//! and logs ([`logs`]: the error logs [`errlog`], the Device Statistics
+//! [`devstats`]), SCT Write Same and the temperature history ([`sct`]),
+//! TRIM ([`dsm`]), and the
 //! IDENTIFY DEVICE data built from all of it ([`identify`]). Commands are ACS-3's; each
 //! returns an [`Outcome`] the SATL ([`crate::sat`]) encodes.
 
 pub mod dco;
 pub mod device;
+pub mod devstats;
 pub mod dsm;
+pub mod errlog;
 pub mod identify;
 pub mod logs;
 pub mod outcome;
@@ -31,12 +35,33 @@ use regs::Regs;
 impl Ata {
     /// Execute one ATA command: `tf` its registers, `data_out` its PIO
     /// data-out. Counters of the I/O are the caller's (`smart`).
+    /// A command that ends in an error is logged in the SMART error logs.
     pub fn execute(&mut self, tf: &Regs, extend: bool, data_out: &[u8]) -> Outcome {
-        let native_read = std::mem::take(&mut self.native_read);
-        let name = command_name(tf);
-        self.log.push(name.to_string());
+        self.log.push(command_name(tf).to_string());
+        self.received(*tf);
+        let o = self.dispatch(tf, extend, data_out);
+        if o.failed() {
+            self.errors.error(o.regs, o.error, self.hours());
+        }
+        o
+    }
+
+    /// Note a command received (the SATL's own, for a SCSI READ or WRITE,
+    /// included): the error logs keep the commands before an error; the
+    /// power-on hours and the running self-test move on.
+    pub fn received(&mut self, tf: Regs) {
+        let up = self.powered_on.elapsed();
+        self.smart.power_on_hours = u32::try_from(up.as_secs() / 3600).unwrap_or(u32::MAX);
+        self.errors.command(errlog::Command {
+            regs: tf,
+            timestamp_ms: u32::try_from(up.as_millis()).unwrap_or(u32::MAX),
+        });
         let hours = self.hours();
         self.selftest.advance(Instant::now(), hours);
+    }
+
+    fn dispatch(&mut self, tf: &Regs, extend: bool, data_out: &[u8]) -> Outcome {
+        let native_read = std::mem::take(&mut self.native_read);
         use command::*;
         match tf.command {
             IDENTIFY_DEVICE => Outcome::data(identify::build(self).to_vec()),

@@ -36,3 +36,7 @@ pub const STATUS_DRDY: u8 = 0x40;
 pub const STATUS_ERR: u8 = 0x01;
 /// ATA ERROR: ABRT.
 pub const ERROR_ABRT: u8 = 0x04;
+/// ATA ERROR: IDNF (the address is beyond the max).
+pub const ERROR_IDNF: u8 = 0x10;
+/// ATA ERROR: UNC (data not recovered).
+pub const ERROR_UNC: u8 = 0x40;

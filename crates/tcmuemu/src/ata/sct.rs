@@ -1,7 +1,9 @@
 //! SCT Command Transport (ACS-3 8): an SCT command is a 512-byte key
 //! written to log E0h (SMART WRITE LOG or WRITE LOG EXT), its status read
-//! back from log E0h, its data, when it has any, written to log E1h. The
-//! one action implemented is Write Same (0002h, 8.4): the pattern
+//! back from log E0h, its data, when it has any, written to or read from
+//! log E1h. Two actions are implemented. Data Tables (0005h, 8.7):
+//! function 0001h (read) of table 0002h, the temperature history, which
+//! the host then reads from log E1h. Write Same (0002h, 8.4): the pattern
 //! functions (0001h background, 0101h foreground: a 32-bit pattern,
 //! little-endian, repeated) and the sector functions (0002h, 0102h: one
 //! logical sector of data, written next to log E1h, repeated). A
@@ -33,12 +35,23 @@ pub mod status {
     pub const NO_COMMAND: u16 = 0x000B;
     /// Invalid SCT action code.
     pub const INVALID_ACTION: u16 = 0x0010;
+    /// Invalid table ID (Data Tables: a table not supported).
+    pub const INVALID_TABLE: u16 = 0x0011;
     /// Command aborted: security locked.
     pub const LOCKED: u16 = 0x0012;
 }
 
 /// The SCT Write Same action code.
 pub const ACTION_WRITE_SAME: u16 = 0x0002;
+/// The SCT Data Tables action code.
+pub const ACTION_DATA_TABLES: u16 = 0x0005;
+/// Data Tables: the temperature history table.
+pub const TABLE_TEMPERATURE_HISTORY: u16 = 0x0002;
+/// Temperature limits the drive states, Celsius: recommended maximum and
+/// minimum operating temperatures, and the limits beyond them.
+const LIMITS: [i8; 4] = [70, 75, 0, -5];
+/// Entries of the temperature history (a ring, one per minute).
+const HISTORY: usize = 128;
 
 /// The SCT state: the last command and what it did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -56,6 +69,10 @@ pub struct Sct {
     pub pending: Option<(u64, u64)>,
     /// Write Same commands carried out: (function, first block, blocks).
     pub write_same: Vec<(u16, u64, u64)>,
+    /// The table a Data Tables read asked for, which log E1h returns.
+    pub table: Option<u16>,
+    /// Data Tables reads answered.
+    pub tables_read: u64,
 }
 
 fn word(d: &[u8], i: usize) -> u16 {
@@ -86,7 +103,12 @@ impl Sct {
         self.action = word(key, 0);
         self.function = word(key, 1);
         self.pending = None;
-        let code = self.write_same(key, max_blocks, locked);
+        self.table = None;
+        let code = if self.action == ACTION_DATA_TABLES {
+            self.data_tables(key).map(|()| None)
+        } else {
+            self.write_same(key, max_blocks, locked)
+        };
         self.extended_status = code.as_ref().err().copied().unwrap_or(status::OK);
         match code {
             Err(c) => failed(c),
@@ -143,6 +165,28 @@ impl Sct {
         }
     }
 
+    /// A Data Tables key: function 0001h (read table) of the temperature
+    /// history; else the extended status.
+    fn data_tables(&mut self, key: &[u8]) -> Result<(), u16> {
+        if self.function != 0x0001 {
+            return Err(status::INVALID_FUNCTION);
+        }
+        if word(key, 2) != TABLE_TEMPERATURE_HISTORY {
+            return Err(status::INVALID_TABLE);
+        }
+        self.table = Some(TABLE_TEMPERATURE_HISTORY);
+        Ok(())
+    }
+
+    /// Log E1h read: the table the last Data Tables command named, of a
+    /// drive at `temperature_c` since it powered on `minutes` ago; `None`
+    /// when no table was asked for.
+    pub fn read_table(&mut self, temperature_c: u8, minutes: u64) -> Option<Vec<u8>> {
+        self.table?;
+        self.tables_read += 1;
+        Some(temperature_history(temperature_c, minutes))
+    }
+
     /// The sector a sector-function Write Same repeats, written to log
     /// E1h; `block` is the logical sector's length.
     pub fn data(&mut self, data: &[u8], block: usize) -> Outcome {
@@ -181,13 +225,35 @@ impl Sct {
         d[16..18].copy_from_slice(&self.action.to_le_bytes());
         d[18..20].copy_from_slice(&self.function.to_le_bytes());
         d[40..48].copy_from_slice(&self.current_lba.to_le_bytes());
-        d[200] = temperature_c;
-        d[201] = 0; // minimum operating temperature
-        d[202] = 70; // maximum operating temperature
-        d[203] = temperature_c; // lifetime maximum
-        d[204] = temperature_c; // lifetime minimum
+        // The temperature now, its minimum and maximum this power cycle
+        // and over the drive's life (it has stayed the same); no interval
+        // over or under the limits (206-213).
+        d[200..205].fill(temperature_c);
         d
     }
+}
+
+/// The temperature history table (ACS-3 8.7.3, table 0002h): format
+/// version 2, one sample a minute in a ring of 128 entries, the entry of
+/// the minute now last; the minutes before power-on hold 80h (no value).
+fn temperature_history(temperature_c: u8, minutes: u64) -> Vec<u8> {
+    let mut d = vec![0u8; 512];
+    d[0..2].copy_from_slice(&2u16.to_le_bytes());
+    d[2..4].copy_from_slice(&1u16.to_le_bytes()); // sampling period, minutes
+    d[4..6].copy_from_slice(&1u16.to_le_bytes()); // interval, minutes
+    for (i, l) in LIMITS.iter().enumerate() {
+        d[6 + i] = *l as u8;
+    }
+    d[30..32].copy_from_slice(&(HISTORY as u16).to_le_bytes());
+    let now = (minutes % HISTORY as u64) as usize;
+    d[32..34].copy_from_slice(&(now as u16).to_le_bytes());
+    let ring = &mut d[34..34 + HISTORY];
+    ring.fill(0x80);
+    let samples = (minutes + 1).min(HISTORY as u64) as usize;
+    for k in 0..samples {
+        ring[(now + HISTORY - k) % HISTORY] = temperature_c;
+    }
+    d
 }
 
 #[cfg(test)]

@@ -7,6 +7,9 @@
 //! self-test log (log 06h, ACS-3 9.22: 21 descriptors of 24 bytes, byte
 //! 508 the newest) and the extended one (log 07h, 9.10: descriptors of 26
 //! bytes with a 48-bit LBA), newest first in neither: both are rings.
+//! A drive with a sector it cannot read ([`SelfTest::bad_lba`]) fails
+//! every test when the test's scan reaches it: execution status 7h (a
+//! read element failed) with the tenths left, and the LBA in the logs.
 
 use std::time::{Duration, Instant};
 
@@ -39,6 +42,8 @@ pub struct Entry {
     pub status: u8,
     /// Power-on hours when it ended.
     pub hours: u16,
+    /// The LBA of the first failure, for a test that failed.
+    pub failing_lba: Option<u64>,
 }
 
 /// The self-test state.
@@ -57,7 +62,15 @@ pub struct SelfTest {
     /// Off-line data collection (subcommand 00h) was run: it completes at
     /// once (byte 362 02h).
     pub offline_done: bool,
+    /// A sector the drive cannot read: a test fails when its scan, which
+    /// runs from LBA 0 to `blocks` over the test's time, reaches it.
+    pub bad_lba: Option<u64>,
+    /// The blocks a test scans.
+    pub blocks: u64,
 }
+
+/// Execution status 7h: completed, a read element failed.
+pub const READ_FAILURE: u8 = 0x70;
 
 impl SelfTest {
     /// How long `k` runs.
@@ -68,38 +81,57 @@ impl SelfTest {
         }
     }
 
-    /// End the running test if its time is up.
+    /// End the running test if its time is up, or if its scan has
+    /// reached the bad sector.
     pub fn advance(&mut self, now: Instant, hours: u16) {
-        if let Some((k, code, t0)) = self.running {
-            if now.duration_since(t0) >= self.duration(k) {
-                self.end(code, 0x00, hours);
+        let Some((k, code, t0)) = self.running else {
+            return;
+        };
+        let total = self.duration(k);
+        let ran = now.duration_since(t0);
+        if let Some(lba) = self.bad_lba.filter(|l| *l < self.blocks) {
+            let at = lba as f64 / self.blocks as f64;
+            if ran.as_secs_f64() >= total.as_secs_f64() * at {
+                let left = ((1.0 - at) * 10.0).ceil().clamp(0.0, 9.0) as u8;
+                self.end(code, READ_FAILURE | left, hours, Some(lba));
+                return;
             }
+        }
+        if ran >= total {
+            self.end(code, 0x00, hours, None);
         }
     }
 
-    fn end(&mut self, code: u8, status: u8, hours: u16) {
+    fn end(&mut self, code: u8, status: u8, hours: u16, failing_lba: Option<u64>) {
         self.running = None;
         self.last_status = status;
         self.log.push(Entry {
             code,
             status,
             hours,
+            failing_lba,
         });
     }
 
     /// Start `k` (off-line mode); `false` when one is already running.
     pub fn start(&mut self, k: Kind, now: Instant) -> bool {
+        self.start_with_code(k, k.code(), now)
+    }
+
+    /// Start `k`, logged with `code` (the SCSI self-test code on the SAS
+    /// personality); `false` when one is already running.
+    pub fn start_with_code(&mut self, k: Kind, code: u8, now: Instant) -> bool {
         if self.running.is_some() {
             return false;
         }
-        self.running = Some((k, k.code(), now));
+        self.running = Some((k, code, now));
         true
     }
 
     /// Abort the running test (7Fh): logged as aborted by the host.
     pub fn abort(&mut self, hours: u16) {
         if let Some((_, code, _)) = self.running {
-            self.end(code, 0x10, hours);
+            self.end(code, 0x10, hours, None);
         }
     }
 
@@ -140,6 +172,7 @@ impl SelfTest {
                         code: 0,
                         status: 0,
                         hours: 0,
+                        failing_lba: None,
                     })
                 })
                 .collect(),
@@ -158,7 +191,9 @@ impl SelfTest {
                 d[at] = e.code;
                 d[at + 1] = e.status;
                 d[at + 2..at + 4].copy_from_slice(&e.hours.to_le_bytes());
-                // Failing LBA: none (0).
+                // The failing LBA (28 bits; none: 0).
+                let lba = e.failing_lba.unwrap_or(0).min(0x0FFF_FFFF) as u32;
+                d[at + 5..at + 9].copy_from_slice(&lba.to_le_bytes());
             }
         }
         d[508] = newest as u8;
@@ -178,6 +213,8 @@ impl SelfTest {
                 d[at] = e.code;
                 d[at + 1] = e.status;
                 d[at + 2..at + 4].copy_from_slice(&e.hours.to_le_bytes());
+                let lba = e.failing_lba.unwrap_or(0).to_le_bytes();
+                d[at + 5..at + 11].copy_from_slice(&lba[..6]);
             }
         }
         checksum(&mut d);
@@ -227,6 +264,34 @@ mod tests {
         assert_eq!((x[2], x[4], x[30], x[31]), (2, 1, 2, 0x10));
         assert_eq!(x.iter().fold(0u8, |a, b| a.wrapping_add(*b)), 0);
         assert_eq!(s.polling_minutes(), (1, 2));
+    }
+
+    #[test]
+    fn a_test_fails_where_its_scan_meets_the_bad_sector() {
+        let mut s = SelfTest {
+            short: Duration::from_secs(10),
+            extended: Duration::from_secs(40),
+            bad_lba: Some(0x0123_4567),
+            blocks: 0x0200_0000,
+            ..SelfTest::default()
+        };
+        let t0 = Instant::now();
+        assert!(s.start(Kind::Extended, t0));
+        // The bad LBA is 57 % of the way: the scan reaches it at 22.8 s.
+        s.advance(t0 + Duration::from_secs(22), 9);
+        assert!(s.running.is_some());
+        s.advance(t0 + Duration::from_secs(23), 9);
+        assert_eq!(s.execution_status(t0), 0x75, "read failure, 50 % left");
+        let latest = ata_log_latest(&s.smart_log()).expect("an entry");
+        assert_eq!((latest.code, latest.result), (2, 7));
+        assert_eq!(latest.failing_lba, Some(0x0123_4567));
+        let x = s.extended_log();
+        assert_eq!(&x[9..15], &[0x67, 0x45, 0x23, 0x01, 0x00, 0x00]);
+        // A test that stops before the bad sector does not fail.
+        s.bad_lba = Some(s.blocks);
+        assert!(s.start(Kind::Short, t0));
+        s.advance(t0 + Duration::from_secs(10), 9);
+        assert_eq!(s.last_status, 0);
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct Smart {
     pub lbas_written: u64,
     /// Logical blocks read by the host (attribute 242).
     pub lbas_read: u64,
+    /// Write commands (the Device Statistics log).
+    pub write_commands: u64,
+    /// Read commands (the Device Statistics log).
+    pub read_commands: u64,
     /// Power-on hours (attribute 9).
     pub power_on_hours: u32,
     /// Power cycles (attribute 12).
@@ -228,6 +232,8 @@ mod tests {
         Smart {
             lbas_written: 2048,
             lbas_read: 0x1_0000_0001,
+            write_commands: 0,
+            read_commands: 0,
             power_on_hours: 1234,
             power_cycles: 7,
             temperature_c: 35,

@@ -7,6 +7,7 @@
 //!     [--max-transfer-kib K] [--state FILE]
 //!     [--sanitize-seconds S] [--self-test-seconds S] [--fault LINE]... [--control FILE]
 //!     [--command-timeout S] [--block-size 512|520|528|4096] [--media memory|ftl]
+//!     [--bad-lba LBA]
 //!     [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]
 //! ```
 //!
@@ -17,7 +18,10 @@
 //! and the drive locked, `--hpa-mib` hides all but the first N MiB behind
 //! a host protected area, `--dco-mib` all but the first N MiB behind a
 //! device configuration overlay (the native max lowered; `--hpa-mib` then
-//! counts within it). `--sanitize-seconds` is how long a sanitize
+//! counts within it). `--bad-lba` gives either personality a sector it
+//! cannot read: a READ of it gets MEDIUM ERROR (on SATA, an entry in the
+//! SMART error logs), every self-test fails there with a read failure,
+//! and a WRITE of it reallocates it. `--sanitize-seconds` is how long a sanitize
 //! runs (default 4); `--fault` and the lines of the `--control` file are
 //! faults on command (`drivelab_tcmuemu::faults`); `--command-timeout` is
 //! how long the kernel waits for a command never answered (default: the
@@ -48,7 +52,7 @@ use drivelab_tcmuemu::pages::{Geometry, Identity};
 use drivelab_tcmuemu::ring::Ring;
 use drivelab_tcmuemu::server::{self, FaultSource};
 
-const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sanitize-seconds S] [--self-test-seconds S] [--fault LINE]... [--control FILE] [--command-timeout S] [--block-size N] [--media memory|ftl] [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]]";
+const USAGE: &str = "usage: drivelab-tcmuemu --backing FILE [--size-mib N] [--name NAME] [--hba H] [--serial S] [--vendor V] [--product P] [--revision R] [--max-transfer-kib K] [--state FILE] [--sanitize-seconds S] [--self-test-seconds S] [--fault LINE]... [--control FILE] [--command-timeout S] [--block-size N] [--media memory|ftl] [--sata [--frozen] [--locked-password PW] [--hpa-mib N] [--dco-mib N]] [--bad-lba LBA]";
 
 const BLOCK: u32 = 512;
 
@@ -61,6 +65,7 @@ struct Args {
     max_transfer_blocks: u32,
     state: Option<PathBuf>,
     sata: Option<Sata>,
+    bad_lba: Option<u64>,
     sanitize_seconds: f64,
     self_test_seconds: f64,
     faults: FaultSource,
@@ -94,6 +99,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         max_transfer_blocks: 2048,
         state: None,
         sata: None,
+        bad_lba: None,
         sanitize_seconds: 4.0,
         self_test_seconds: 5.0,
         faults: FaultSource::default(),
@@ -167,6 +173,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     Some(u32::try_from(num(value()?)?).map_err(|_| format!("{flag}: too large"))?)
             }
             "--locked-password" => sata.locked_password = Some(value()?),
+            "--bad-lba" => a.bad_lba = Some(num(value()?)?),
             "--dco-mib" => {
                 sata.dco_bytes = Some(
                     num(value()?)?
@@ -197,6 +204,11 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         || sata.dco_bytes.is_some();
     if sata_only && !is_sata {
         return Err("--frozen, --locked-password, --hpa-mib and --dco-mib need --sata".into());
+    }
+    if a.bad_lba
+        .is_some_and(|l| l >= a.bytes / u64::from(a.block_size))
+    {
+        return Err("--bad-lba must be an LBA of the drive (below --size-mib's blocks)".into());
     }
     let native = sata.dco_bytes.unwrap_or(a.bytes);
     if native > a.bytes || sata.hpa_bytes.is_some_and(|h| h >= native) {
@@ -243,6 +255,11 @@ fn run(a: Args) -> Result<(), String> {
         None => disk,
     };
     disk.scsi_sanitize.duration = std::time::Duration::from_secs_f64(a.sanitize_seconds);
+    // The SAS personality's self-tests: the same times as the SATA one's.
+    let short = std::time::Duration::from_secs_f64(a.self_test_seconds);
+    disk.scsi_selftest.short = short;
+    disk.scsi_selftest.extended = short * 4;
+    disk.scsi_selftest.bad_lba = a.bad_lba.filter(|_| a.sata.is_none());
     configfs::ensure_configfs().map_err(|e| e.to_string())?;
     let names = Names::new(a.hba, &a.name);
     let uio = configfs::create_backstore(&names, a.bytes, BLOCK, a.max_transfer_blocks)
@@ -290,6 +307,7 @@ fn ata_device(a: &Args, s: &Sata) -> Ata {
     ata.sanitize.duration = std::time::Duration::from_secs_f64(a.sanitize_seconds);
     // The short self-test runs the given time, the extended one four times it.
     ata.selftest.short = std::time::Duration::from_secs_f64(a.self_test_seconds);
+    ata.selftest.bad_lba = a.bad_lba;
     ata.selftest.extended = ata.selftest.short * 4;
     ata
 }
