@@ -185,32 +185,41 @@ pub struct Prog {
 impl Prog {
     /// `BPF_PROG_LOAD` of `insns` (8-byte BPF instructions) as `kind`,
     /// with `license` (the GPL-only helpers, such as
-    /// `bpf_probe_read_kernel`, need a GPL-compatible one). A refusal
-    /// carries the verifier's log.
+    /// `bpf_probe_read_kernel`, need a GPL-compatible one). A refusal is
+    /// loaded once more with the verifier's log on, which the error
+    /// carries (loading with the log on always could fail a good program
+    /// whose log outgrows the buffer).
     pub fn load(kind: u32, insns: &[u64], license: &str) -> Result<Prog, BpfError> {
         let lic = CString::new(license).map_err(|_| BpfError {
             what: "prog load",
             source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
             log: "license has a NUL byte".into(),
         })?;
-        let mut log = vec![0u8; 1 << 16];
-        let r = Attr::new()
-            .u32(0, kind)
-            .u32(4, insns.len() as u32)
-            .u64(8, insns.as_ptr() as u64)
-            .u64(16, lic.as_ptr() as u64)
+        let attr = || {
+            Attr::new()
+                .u32(0, kind)
+                .u32(4, insns.len() as u32)
+                .u64(8, insns.as_ptr() as u64)
+                .u64(16, lic.as_ptr() as u64)
+        };
+        let first = match attr().fd(BPF_PROG_LOAD, "prog load") {
+            Ok(fd) => return Ok(Prog { fd }),
+            Err(e) => e,
+        };
+        let mut log = vec![0u8; 1 << 20];
+        let again = attr()
             .u32(24, 1)
             .u32(28, log.len() as u32)
             .u64(32, log.as_mut_ptr() as u64)
             .fd(BPF_PROG_LOAD, "prog load");
-        match r {
-            Ok(fd) => Ok(Prog { fd }),
-            Err(mut e) => {
-                let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-                e.log = String::from_utf8_lossy(&log[..end]).trim_end().to_string();
-                Err(e)
-            }
+        if let Ok(fd) = again {
+            return Ok(Prog { fd });
         }
+        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+        Err(BpfError {
+            log: String::from_utf8_lossy(&log[..end]).trim_end().to_string(),
+            ..first
+        })
     }
 
     /// Attach to the raw tracepoint `name` (`BPF_RAW_TRACEPOINT_OPEN`);
@@ -374,5 +383,26 @@ mod tests {
     #[test]
     fn possible_cpus_counts_ranges() {
         assert!(possible_cpus() >= 1);
+    }
+
+    /// A program that exits without setting R0 is refused, and the
+    /// refusal says why (the verifier's log), not only EACCES.
+    #[test]
+    fn a_refused_program_carries_the_verifiers_log() {
+        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+            return;
+        }
+        let e = Prog::load(PROG_RAW_TRACEPOINT, &[0x95], "GPL").unwrap_err();
+        assert!(e.log.contains("R0"), "{e}");
+    }
+
+    /// An empty ring hands out nothing, and its counters read as zero.
+    #[test]
+    fn an_empty_ring_and_a_fresh_counter_read_as_nothing() {
+        let (mut ring, fd) = RingBuf::create(4096).unwrap();
+        assert!(fd >= 0);
+        assert_eq!(ring.consume(|_| panic!("a record in an empty ring")), 0);
+        let lost = Map::create(MAP_PERCPU_ARRAY, 4, 8, 1).unwrap();
+        assert_eq!(lost.percpu_sum(0).unwrap(), 0);
     }
 }
