@@ -19,6 +19,11 @@ pub const MAP_PERCPU_ARRAY: u32 = 6;
 pub const MAP_RINGBUF: u32 = 27;
 /// `BPF_PROG_TYPE_RAW_TRACEPOINT`.
 pub const PROG_RAW_TRACEPOINT: u32 = 17;
+/// `BPF_PROG_TYPE_TRACING` (with [`TRACE_RAW_TP`]: a BTF-typed raw
+/// tracepoint, `tp_btf`).
+pub const PROG_TRACING: u32 = 26;
+/// `BPF_TRACE_RAW_TP`, the expected attach type of a `tp_btf` program.
+pub const TRACE_RAW_TP: u32 = 23;
 
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
@@ -189,7 +194,15 @@ impl Prog {
     /// loaded once more with the verifier's log on, which the error
     /// carries (loading with the log on always could fail a good program
     /// whose log outgrows the buffer).
-    pub fn load(kind: u32, insns: &[u64], license: &str) -> Result<Prog, BpfError> {
+    /// `attach_btf_id` (with `expected_attach_type`) names the kernel
+    /// type a `BPF_PROG_TYPE_TRACING` program attaches to; 0 otherwise.
+    pub fn load(
+        kind: u32,
+        insns: &[u64],
+        license: &str,
+        expected_attach_type: u32,
+        attach_btf_id: u32,
+    ) -> Result<Prog, BpfError> {
         let lic = CString::new(license).map_err(|_| BpfError {
             what: "prog load",
             source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
@@ -201,6 +214,8 @@ impl Prog {
                 .u32(4, insns.len() as u32)
                 .u64(8, insns.as_ptr() as u64)
                 .u64(16, lic.as_ptr() as u64)
+                .u32(68, expected_attach_type)
+                .u32(108, attach_btf_id)
         };
         let first = match attr().fd(BPF_PROG_LOAD, "prog load") {
             Ok(fd) => return Ok(Prog { fd }),
@@ -222,16 +237,21 @@ impl Prog {
         })
     }
 
-    /// Attach to the raw tracepoint `name` (`BPF_RAW_TRACEPOINT_OPEN`);
-    /// the program runs until the returned link is dropped.
-    pub fn attach_raw_tracepoint(&self, name: &str) -> Result<OwnedFd, BpfError> {
-        let n = CString::new(name).map_err(|_| BpfError {
-            what: "raw tracepoint open",
-            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
-            log: format!("tracepoint name {name:?} has a NUL byte"),
-        })?;
+    /// Attach to the raw tracepoint `name` (`BPF_RAW_TRACEPOINT_OPEN`;
+    /// `None` for a `tp_btf` program, which names its tracepoint by its
+    /// attach BTF id); the program runs until the returned link is
+    /// dropped.
+    pub fn attach_raw_tracepoint(&self, name: Option<&str>) -> Result<OwnedFd, BpfError> {
+        let n = match name {
+            Some(name) => Some(CString::new(name).map_err(|_| BpfError {
+                what: "raw tracepoint open",
+                source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+                log: format!("tracepoint name {name:?} has a NUL byte"),
+            })?),
+            None => None,
+        };
         Attr::new()
-            .u64(0, n.as_ptr() as u64)
+            .u64(0, n.as_ref().map_or(0, |n| n.as_ptr() as u64))
             .u32(8, self.fd.as_raw_fd() as u32)
             .fd(BPF_RAW_TRACEPOINT_OPEN, "raw tracepoint open")
     }
@@ -392,7 +412,7 @@ mod tests {
         if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
             return;
         }
-        let e = Prog::load(PROG_RAW_TRACEPOINT, &[0x95], "GPL").unwrap_err();
+        let e = Prog::load(PROG_RAW_TRACEPOINT, &[0x95], "GPL", 0, 0).unwrap_err();
         assert!(e.log.contains("R0"), "{e}");
     }
 

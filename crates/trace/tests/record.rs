@@ -142,6 +142,9 @@ fn sees_known_direct_io_exactly(kind: RecorderKind, reader: &str) {
         (summary.reader.as_str(), summary.clock.as_str()),
         (reader, "mono")
     );
+    if kind == RecorderKind::Bpf {
+        assert!(["tp_btf", "raw_tp"].contains(&summary.bpf_programs.as_str()));
+    }
 
     let ours: Vec<&Request> = got.iter().filter(|r| r.offset >= 1 << 20).collect();
     let seen: Vec<(Op, u64, u64)> = ours.iter().map(|r| (r.op, r.offset, r.len)).collect();

@@ -354,16 +354,72 @@ const MAJOR: i16 = REC - 16;
 const MINOR: i16 = REC - 12;
 const KEY: i16 = REC - 24;
 
+/// How a program reads kernel memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// A `tp_btf` program: the verifier knows the arguments' BTF types,
+    /// so fields are plain loads (faults read as zero).
+    Direct,
+    /// A plain raw tracepoint: every field through
+    /// `bpf_probe_read_kernel` (kernels without `tp_btf`).
+    ProbeRead,
+}
+
+impl Asm {
+    /// `dst = *(u64 *)(src + off)`, a pointer field.
+    fn load_ptr(&mut self, how: Access, dst: u8, src: u8, off: usize) -> &mut Self {
+        match how {
+            Access::Direct => self.ldx(Size::DW, dst, src, off as i16),
+            Access::ProbeRead => {
+                self.probe_read(SCRATCH, 8, src, off)
+                    .ldx(Size::DW, dst, FP, SCRATCH)
+            }
+        }
+    }
+
+    /// The field at `src + off` into the record slot `to`.
+    fn load_field(&mut self, how: Access, to: i16, size: Size, src: u8, off: usize) -> &mut Self {
+        match how {
+            Access::Direct => self.ldx(size, R1, src, off as i16).stx(size, FP, to, R1),
+            Access::ProbeRead => {
+                let n = match size {
+                    Size::B => 1,
+                    Size::W => 4,
+                    Size::DW => 8,
+                };
+                self.probe_read(to, n, src, off)
+            }
+        }
+    }
+}
+
 /// The program for `probe`: records the events of `devs` (kernel
 /// `dev_t`s) into `ring`, counting records the ring had no room for in
-/// `lost` (a per-CPU array of one `u64`).
+/// `lost` (a per-CPU array of one `u64`). `None` if an offset does not
+/// fit an instruction.
 pub(crate) fn program(
     probe: &Probe,
     o: &Offsets,
     devs: &[u32],
-    ring: i32,
-    lost: i32,
+    maps: (i32, i32),
+    how: Access,
 ) -> Option<Vec<u64>> {
+    let (ring, lost) = maps;
+    if [
+        o.bio_bdev,
+        o.bio_sector,
+        o.bio_size,
+        o.bio_opf,
+        o.bio_status,
+        o.bdev_disk,
+    ]
+    .into_iter()
+    .chain([o.rq_q, o.rq_sector, o.rq_len, o.rq_flags, o.q_disk])
+    .chain([o.disk_major, o.disk_minor])
+    .any(|off| off > i16::MAX as usize)
+    {
+        return None;
+    }
     let mut a = Asm::default();
     let (out, matched) = (a.label(), a.label());
     let (hop1, hop2) = if probe.rq {
@@ -377,17 +433,20 @@ pub(crate) fn program(
         a.st(Size::DW, FP, off, 0);
     }
     // The device: object -> (queue | bdev) -> gendisk -> major, minor.
-    a.probe_read(SCRATCH, 8, R7, hop1)
-        .ldx(Size::DW, R3, FP, SCRATCH)
-        .probe_read(SCRATCH, 8, R3, hop2)
-        .ldx(Size::DW, R8, FP, SCRATCH)
-        .st(Size::DW, FP, MAJOR, 0)
-        .probe_read(MAJOR, 4, R8, o.disk_major)
-        .probe_read(MINOR, 4, R8, o.disk_minor)
-        .ldx(Size::W, R9, FP, MAJOR)
-        .lsh_imm(R9, 20)
-        .ldx(Size::W, R1, FP, MINOR)
-        .or(R9, R1);
+    a.load_ptr(how, R3, R7, hop1).load_ptr(how, R8, R3, hop2);
+    match how {
+        Access::Direct => {
+            a.ldx(Size::W, R9, R8, o.disk_major as i16)
+                .ldx(Size::W, R1, R8, o.disk_minor as i16)
+        }
+        Access::ProbeRead => a
+            .st(Size::DW, FP, MAJOR, 0)
+            .probe_read(MAJOR, 4, R8, o.disk_major)
+            .probe_read(MINOR, 4, R8, o.disk_minor)
+            .ldx(Size::W, R9, FP, MAJOR)
+            .ldx(Size::W, R1, FP, MINOR),
+    };
+    a.lsh_imm(R9, 20).or(R9, R1);
     for &d in devs {
         a.jeq32(R9, d, matched);
     }
@@ -398,8 +457,8 @@ pub(crate) fn program(
         .stx(Size::W, FP, REC_DEV, R9)
         .st(Size::B, FP, REC_KIND, i32::from(probe.kind));
     if probe.rq {
-        a.probe_read(REC_SECTOR, 8, R7, o.rq_sector)
-            .probe_read(REC_OPF, 4, R7, o.rq_flags);
+        a.load_field(how, REC_SECTOR, Size::DW, R7, o.rq_sector)
+            .load_field(how, REC_OPF, Size::W, R7, o.rq_flags);
         if probe.kind == KIND_COMPLETE {
             // The status and the bytes completed are the arguments.
             a.ldx(Size::DW, R1, R6, 8)
@@ -407,14 +466,14 @@ pub(crate) fn program(
                 .ldx(Size::DW, R1, R6, 16)
                 .stx(Size::W, FP, REC_BYTES, R1);
         } else {
-            a.probe_read(REC_BYTES, 4, R7, o.rq_len);
+            a.load_field(how, REC_BYTES, Size::W, R7, o.rq_len);
         }
     } else {
-        a.probe_read(REC_SECTOR, 8, R7, o.bio_sector)
-            .probe_read(REC_BYTES, 4, R7, o.bio_size)
-            .probe_read(REC_OPF, 4, R7, o.bio_opf);
+        a.load_field(how, REC_SECTOR, Size::DW, R7, o.bio_sector)
+            .load_field(how, REC_BYTES, Size::W, R7, o.bio_size)
+            .load_field(how, REC_OPF, Size::W, R7, o.bio_opf);
         if probe.kind == KIND_COMPLETE {
-            a.probe_read(REC_STATUS, 1, R7, o.bio_status);
+            a.load_field(how, REC_STATUS, Size::B, R7, o.bio_status);
         }
     }
     a.ld_map(R1, ring)
@@ -481,6 +540,8 @@ pub(crate) struct Source {
     offsets: Offsets,
     _links: Vec<OwnedFd>,
     _progs: Vec<Prog>,
+    /// How the programs read the kernel's structs.
+    pub(crate) access: Access,
     /// Records read by the last [`Source::read`].
     pub(crate) last: usize,
 }
@@ -499,39 +560,86 @@ pub enum BpfUnavailable {
     Kernel(#[from] BpfError),
 }
 
+/// Load and attach every probe `devs` need, as `tp_btf` programs when
+/// `btf` is given, else as plain raw tracepoints.
+fn attach(
+    devs: &[(u32, bool)],
+    offsets: &Offsets,
+    maps: (i32, i32),
+    btf: Option<&Btf>,
+) -> Result<(Vec<Prog>, Vec<OwnedFd>), BpfUnavailable> {
+    let mut progs = Vec::new();
+    let mut links = Vec::new();
+    for (probes, bio) in [(&RQ_PROBES[..], false), (&BIO_PROBES[..], true)] {
+        let ids: Vec<u32> = devs.iter().filter(|d| d.1 == bio).map(|d| d.0).collect();
+        if ids.is_empty() {
+            continue;
+        }
+        for p in probes {
+            let how = if btf.is_some() {
+                Access::Direct
+            } else {
+                Access::ProbeRead
+            };
+            let insns = program(p, offsets, &ids, maps, how).ok_or(BpfUnavailable::Encode)?;
+            let prog = match btf {
+                Some(btf) => {
+                    let id = btf
+                        .typedef(&format!("btf_trace_{}", p.name))
+                        .ok_or(BpfUnavailable::Btf)?;
+                    let prog = Prog::load(bpf::PROG_TRACING, &insns, "GPL", bpf::TRACE_RAW_TP, id)?;
+                    links.push(prog.attach_raw_tracepoint(None)?);
+                    prog
+                }
+                None => {
+                    let prog = Prog::load(bpf::PROG_RAW_TRACEPOINT, &insns, "GPL", 0, 0)?;
+                    links.push(prog.attach_raw_tracepoint(Some(p.name))?);
+                    prog
+                }
+            };
+            progs.push(prog);
+        }
+    }
+    Ok((progs, links))
+}
+
+impl Access {
+    /// The name the summary gives: `tp_btf` or `raw_tp`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Access::Direct => "tp_btf",
+            Access::ProbeRead => "raw_tp",
+        }
+    }
+}
+
 impl Source {
     /// Load and attach the probes for `devs` (kernel `dev_t`, bio-based or
     /// not) with a ring of `ring_bytes` (rounded up to a power of two
     /// pages).
     pub(crate) fn start(devs: &[(u32, bool)], ring_bytes: u64) -> Result<Source, BpfUnavailable> {
-        let offsets = Btf::vmlinux()
-            .as_ref()
-            .and_then(Offsets::from_btf)
-            .ok_or(BpfUnavailable::Btf)?;
+        let btf = Btf::vmlinux().ok_or(BpfUnavailable::Btf)?;
+        let offsets = Offsets::from_btf(&btf).ok_or(BpfUnavailable::Btf)?;
         let size = ring_bytes.clamp(4096, 1 << 30).next_power_of_two() as usize;
         let (ring, ring_fd) = RingBuf::create(size)?;
         let lost = Map::create(bpf::MAP_PERCPU_ARRAY, 4, 8, 1)?;
-        let mut progs = Vec::new();
-        let mut links = Vec::new();
-        for (probes, bio) in [(&RQ_PROBES[..], false), (&BIO_PROBES[..], true)] {
-            let ids: Vec<u32> = devs.iter().filter(|d| d.1 == bio).map(|d| d.0).collect();
-            if ids.is_empty() {
-                continue;
+        let maps = (ring_fd, lost.raw_fd());
+        // tp_btf first (plain loads); where the kernel refuses it, plain
+        // raw tracepoints reading through bpf_probe_read_kernel.
+        let (progs, links, access) = match attach(devs, &offsets, maps, Some(&btf)) {
+            Ok((p, l)) => (p, l, Access::Direct),
+            Err(_) => {
+                let (p, l) = attach(devs, &offsets, maps, None)?;
+                (p, l, Access::ProbeRead)
             }
-            for p in probes {
-                let insns = program(p, &offsets, &ids, ring_fd, lost.raw_fd())
-                    .ok_or(BpfUnavailable::Encode)?;
-                let prog = Prog::load(bpf::PROG_RAW_TRACEPOINT, &insns, "GPL")?;
-                links.push(prog.attach_raw_tracepoint(p.name)?);
-                progs.push(prog);
-            }
-        }
+        };
         Ok(Source {
             ring,
             lost,
             offsets,
             _links: links,
             _progs: progs,
+            access,
             last: 0,
         })
     }
@@ -574,6 +682,30 @@ mod tests {
         // The jump skips one instruction.
         assert_eq!((insns[0] >> 16) & 0xffff, 1);
         assert_eq!(insns.len(), 3);
+    }
+
+    /// Both kinds of program for every probe pass this kernel's verifier
+    /// (loaded, not attached): the fallback is not left untried because
+    /// this kernel takes `tp_btf`.
+    #[test]
+    fn every_probe_loads_as_tp_btf_and_as_raw_tp() {
+        let Some(btf) = Btf::vmlinux() else { return };
+        let o = Offsets::from_btf(&btf).unwrap();
+        let (_ring, ring_fd) = RingBuf::create(4096).unwrap();
+        let lost = Map::create(bpf::MAP_PERCPU_ARRAY, 4, 8, 1).unwrap();
+        let maps = (ring_fd, lost.raw_fd());
+        let devs = [(7 << 20) | 3, (252 << 20) | 1];
+        for p in RQ_PROBES.iter().chain(&BIO_PROBES) {
+            let insns = program(p, &o, &devs, maps, Access::ProbeRead).unwrap();
+            if let Err(e) = Prog::load(bpf::PROG_RAW_TRACEPOINT, &insns, "GPL", 0, 0) {
+                panic!("{} raw_tp: {e}", p.name);
+            }
+            let insns = program(p, &o, &devs, maps, Access::Direct).unwrap();
+            let id = btf.typedef(&format!("btf_trace_{}", p.name)).unwrap();
+            if let Err(e) = Prog::load(bpf::PROG_TRACING, &insns, "GPL", bpf::TRACE_RAW_TP, id) {
+                panic!("{} tp_btf: {e}", p.name);
+            }
+        }
     }
 
     #[test]

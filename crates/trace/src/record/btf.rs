@@ -17,6 +17,7 @@ const KIND_ARRAY: u32 = 3;
 const KIND_STRUCT: u32 = 4;
 const KIND_UNION: u32 = 5;
 const KIND_ENUM: u32 = 6;
+const KIND_TYPEDEF: u32 = 8;
 const KIND_FUNC_PROTO: u32 = 13;
 const KIND_VAR: u32 = 14;
 const KIND_DATASEC: u32 = 15;
@@ -142,6 +143,17 @@ impl Btf {
         let s = &self.data[self.str_off + off..self.str_off + self.str_len];
         let end = s.iter().position(|&b| b == 0)?;
         std::str::from_utf8(&s[..end]).ok()
+    }
+
+    /// The id of the typedef `name` (e.g. `btf_trace_block_bio_queue`,
+    /// the type a `tp_btf` program attaches to).
+    pub(crate) fn typedef(&self, name: &str) -> Option<u32> {
+        (1..self.types.len())
+            .find(|&id| {
+                let t = self.types[id];
+                t.kind == KIND_TYPEDEF && self.str(t.name) == Some(name)
+            })
+            .map(|id| id as u32)
     }
 
     /// The value of the enumerator `name` (e.g. `__REQ_FUA`).
@@ -271,5 +283,7 @@ mod tests {
             assert!(btf.offset(s, m).is_some(), "struct {s} member {m}");
         }
         assert_eq!(btf.enumerator("REQ_OP_WRITE"), Some(1));
+        assert!(btf.typedef("btf_trace_block_bio_queue").is_some());
+        assert!(btf.typedef("btf_trace_no_such_event").is_none());
     }
 }

@@ -204,6 +204,11 @@ pub struct RecordSummary {
     /// default (`--recorder auto`); empty otherwise.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub bpf_unavailable: String,
+    /// With the BPF reader, how its programs attach: `tp_btf` (BTF-typed
+    /// raw tracepoints, fields read by plain loads) or `raw_tp` (fields
+    /// read by `bpf_probe_read_kernel`); empty otherwise.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub bpf_programs: String,
 }
 
 /// A running recording. See the module doc.
@@ -881,6 +886,11 @@ impl Recorder {
             instance: self.dir.clone(),
             reader: self.reader().into(),
             bpf_unavailable: self.bpf_unavailable.clone(),
+            bpf_programs: self
+                .bpf
+                .as_ref()
+                .map(|b| b.access.name().to_string())
+                .unwrap_or_default(),
         };
         self.remove()?;
         Ok((out, summary))
