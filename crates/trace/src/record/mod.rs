@@ -1,7 +1,16 @@
 //! The WinTrace32 part: record block requests from the running kernel's
 //! block tracepoints (`block/block_rq_issue`, `block/block_rq_complete`,
-//! `block/block_rq_requeue`) in a private tracefs instance, so nothing else
-//! using ftrace is disturbed and blktrace's relay files are not needed.
+//! `block/block_rq_requeue`), so blktrace's relay files are not needed.
+//! Two recorders feed the same matcher and give the same requests:
+//!
+//! - **BPF** ([`bpf`], chosen by [`RecorderKind::Auto`] when the kernel
+//!   allows it): BTF-typed raw-tracepoint programs write a 32-byte record
+//!   per event into a BPF ring buffer read through its mapping; records
+//!   the full ring refused are counted per CPU. No tracefs instance, and
+//!   the kernel formats nothing per event.
+//! - **tracefs** (the fallback, and `--recorder tracefs`): a private
+//!   tracefs instance, so nothing else using ftrace is disturbed; the rest
+//!   of this doc describes it.
 //!
 //! [`Recorder::start`] creates `/sys/kernel/tracing/instances/drivelab-<pid>`
 //! (suffixed `-N` for a second recorder in one process), sizes its buffer
