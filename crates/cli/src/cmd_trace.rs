@@ -72,6 +72,11 @@ pub struct RecordArgs {
     /// 500k IOPS spread over the CPUs, at least 16 MiB per CPU.
     #[arg(long, value_name = "KIB", default_value_t = drivelab_trace::record::default_buffer_kb())]
     pub buffer_kb: u64,
+    /// Which recorder: bpf (raw-tracepoint programs writing to a BPF ring
+    /// buffer, the cheapest), tracefs (a private tracefs instance), or
+    /// auto: bpf when the kernel allows it, else tracefs.
+    #[arg(long, value_name = "KIND", default_value = "auto", value_parser = ["auto", "tracefs", "bpf"])]
+    pub recorder: String,
     /// Output format of the summary: normal or json.
     #[arg(long = "output-format", value_enum, default_value_t = output::Format::Normal)]
     pub output_format: output::Format,
@@ -504,6 +509,7 @@ fn run_record(a: RecordArgs) -> anyhow::Result<u8> {
     let opts = record::RecordOptions {
         buffer_kb_per_cpu: a.buffer_kb,
         tracefs: None,
+        recorder: a.recorder.parse().map_err(crate::error::usage)?,
     };
     if a.output_format != output::Format::Json && duration.is_none() {
         eprintln!(

@@ -387,6 +387,13 @@ fn instances_of(pid: u32) -> Vec<String> {
 #[test]
 fn record_then_analyze_sees_the_writes_and_ctrl_c_cleans_up() {
     require_root();
+    // (recorder, its reader, tracefs instances while it runs)
+    for (recorder, reader, instances) in [("tracefs", "raw", 1), ("bpf", "bpf", 0)] {
+        record_then_analyze(recorder, reader, instances);
+    }
+}
+
+fn record_then_analyze(recorder: &str, reader: &str, instances: usize) {
     let d = TempDir::new("record");
     let img = d.join("disk.img");
     std::fs::File::create(&img)
@@ -406,6 +413,8 @@ fn record_then_analyze_sees_the_writes_and_ctrl_c_cleans_up() {
             s(&trace),
             "--output-format",
             "json",
+            "--recorder",
+            recorder,
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -413,7 +422,11 @@ fn record_then_analyze_sees_the_writes_and_ctrl_c_cleans_up() {
         .unwrap();
     let pid = child.id();
     std::thread::sleep(Duration::from_millis(700));
-    assert_eq!(instances_of(pid).len(), 1, "instance not created");
+    assert_eq!(
+        instances_of(pid).len(),
+        instances,
+        "{recorder}: tracefs instances"
+    );
     // 5 writes of 8 KiB at 2 MiB + i*1 MiB.
     for i in 0..5u64 {
         let st = Command::new("dd")
@@ -452,6 +465,7 @@ fn record_then_analyze_sees_the_writes_and_ctrl_c_cleans_up() {
     );
     let summary = json(&out);
     assert_eq!(summary["lost_events"], 0);
+    assert_eq!(summary["reader"], reader);
 
     let out = drivelab(&["trace", "convert", s(&trace), s(&d.join("rec.iolog"))]);
     assert_eq!(out.status.code(), Some(0));

@@ -69,6 +69,10 @@ pub enum TraceError {
         /// Why.
         msg: String,
     },
+    /// The BPF recorder was asked for (`--recorder bpf`) and the kernel
+    /// does not allow it.
+    #[error("cannot record with BPF: {0}; record with --recorder tracefs")]
+    Bpf(#[from] crate::record::BpfUnavailable),
     /// The kernel dropped trace events while recording (ring-buffer
     /// overrun): the trace written is incomplete.
     #[error("the kernel lost {lost} trace events while recording ({requests} requests recorded): the trace is incomplete; record again with a larger --buffer-kb (was {buffer_kb} KiB per CPU) or on a less loaded machine")]

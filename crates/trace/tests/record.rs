@@ -1,6 +1,7 @@
 //! The recorder against a real loop device this test creates: known
 //! O_DIRECT reads and writes at known offsets must come back exactly, with
-//! completions, and the tracefs instance must be gone afterwards.
+//! completions, and the tracefs instance must be gone afterwards. Each
+//! test runs with both recorders (tracefs and BPF).
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -8,7 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use drivelab_trace::record::{RecordOptions, Recorder};
+use drivelab_trace::record::{RecordOptions, Recorder, RecorderKind};
+
+/// Both recorders, with the reader each must report.
+const RECORDERS: [(RecorderKind, &str); 2] =
+    [(RecorderKind::Tracefs, "raw"), (RecorderKind::Bpf, "bpf")];
 use drivelab_trace::{Op, Request};
 
 fn require_root() {
@@ -79,11 +84,21 @@ fn fresh_loop(tag: &str, size: u64) -> (Scratch, LoopDev) {
 #[test]
 fn recorder_sees_known_direct_io_exactly() {
     require_root();
-    let (_scratch, lo) = fresh_loop("rec", 64 << 20);
+    for (kind, reader) in RECORDERS {
+        sees_known_direct_io_exactly(kind, reader);
+    }
+}
 
-    let mut rec = Recorder::start(std::slice::from_ref(&lo.0), &RecordOptions::default()).unwrap();
+fn sees_known_direct_io_exactly(kind: RecorderKind, reader: &str) {
+    let (_scratch, lo) = fresh_loop("rec", 64 << 20);
+    let opts = RecordOptions {
+        recorder: kind,
+        ..RecordOptions::default()
+    };
+    let mut rec = Recorder::start(std::slice::from_ref(&lo.0), &opts).unwrap();
     let instance = rec.instance().to_path_buf();
-    assert!(instance.is_dir());
+    assert_eq!(instance.is_dir(), kind == RecorderKind::Tracefs);
+    assert_eq!(rec.reader(), reader);
 
     let f = OpenOptions::new()
         .read(true)
@@ -123,14 +138,17 @@ fn recorder_sees_known_direct_io_exactly() {
         instance.display()
     );
     assert_eq!(summary.lost_events, 0);
-    // With the mono clock the binary per-CPU pages are read.
-    if summary.clock == "mono" {
-        assert_eq!(summary.reader, "raw");
+    assert_eq!(
+        (summary.reader.as_str(), summary.clock.as_str()),
+        (reader, "mono")
+    );
+    if kind == RecorderKind::Bpf {
+        assert!(["tp_btf", "raw_tp"].contains(&summary.bpf_programs.as_str()));
     }
 
     let ours: Vec<&Request> = got.iter().filter(|r| r.offset >= 1 << 20).collect();
     let seen: Vec<(Op, u64, u64)> = ours.iter().map(|r| (r.op, r.offset, r.len)).collect();
-    assert_eq!(seen, plan, "all recorded: {got:?}");
+    assert_eq!(seen, plan, "{reader}: all recorded: {got:?}");
     for r in &ours {
         let c = r.complete_ns.expect("every request completed");
         assert!(c >= r.issue_ns);
@@ -163,16 +181,24 @@ fn recorder_refuses_a_regular_file_and_leaves_no_instance() {
     assert_eq!(before, after);
 }
 
-/// The kernel overwrites events nobody reads once the ring is full: a
-/// recorder with an 8 KiB buffer per CPU, not polled while 20,000 reads
-/// go by (about 2.5 MB of events), must say that it lost events instead of
-/// handing back a trace that only looks complete.
+/// The kernel overwrites (tracefs) or refuses (a full BPF ring) events
+/// nobody reads once the ring is full: a recorder with an 8 KiB buffer per
+/// CPU, not polled while 20,000 reads go by (about 2.5 MB of events), must
+/// say that it lost events instead of handing back a trace that only
+/// looks complete.
 #[test]
 fn an_unread_small_buffer_that_overflows_reports_its_lost_events() {
     require_root();
+    for (kind, reader) in RECORDERS {
+        small_buffer_reports_loss(kind, reader);
+    }
+}
+
+fn small_buffer_reports_loss(kind: RecorderKind, reader: &str) {
     let (_scratch, lo) = fresh_loop("lost", 16 << 20);
     let opts = RecordOptions {
         buffer_kb_per_cpu: 8,
+        recorder: kind,
         ..RecordOptions::default()
     };
     let rec = Recorder::start(std::slice::from_ref(&lo.0), &opts).unwrap();
@@ -189,10 +215,22 @@ fn an_unread_small_buffer_that_overflows_reports_its_lost_events() {
     }
     drop(f);
     let (got, summary) = rec.stop().unwrap();
+    assert_eq!(summary.reader, reader);
     assert!(
         summary.lost_events > 0,
         "{READS} reads through an 8 KiB buffer, none lost? {summary:?}"
     );
     // What survived is a fraction of the reads: the trace is incomplete.
     assert!((got.len() as u64) < READS, "{} requests", got.len());
+    // Whatever was not lost pairs up: every request seen was recorded, and
+    // with BPF each record is whole, so issues kept plus lost events
+    // account for at least every read.
+    if kind == RecorderKind::Bpf {
+        assert!(
+            got.len() as u64 + summary.lost_events >= READS,
+            "{} requests, {} lost of {READS}",
+            got.len(),
+            summary.lost_events
+        );
+    }
 }

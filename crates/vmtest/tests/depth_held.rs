@@ -62,7 +62,7 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 # bt.LABEL/.
 recorded() {
     L=$1; shift
-    drivelab trace record $D --output /tmp/$L.blkparse --output-format json > $L.rec.json 2> $L.rec.err &
+    drivelab trace record $D --recorder tracefs --output /tmp/$L.blkparse --output-format json > $L.rec.json 2> $L.rec.err &
     RP=$!
     mkdir -p /tmp/bt.$L
     /usr/sbin/blktrace -d $D -a issue -a complete -D /tmp/bt.$L > $L.bt.log 2>&1 &

@@ -1,7 +1,16 @@
 //! The WinTrace32 part: record block requests from the running kernel's
 //! block tracepoints (`block/block_rq_issue`, `block/block_rq_complete`,
-//! `block/block_rq_requeue`) in a private tracefs instance, so nothing else
-//! using ftrace is disturbed and blktrace's relay files are not needed.
+//! `block/block_rq_requeue`), so blktrace's relay files are not needed.
+//! Two recorders feed the same matcher and give the same requests:
+//!
+//! - **BPF** ([`bpf`], chosen by [`RecorderKind::Auto`] when the kernel
+//!   allows it): BTF-typed raw-tracepoint programs write a 32-byte record
+//!   per event into a BPF ring buffer read through its mapping; records
+//!   the full ring refused are counted per CPU. No tracefs instance, and
+//!   the kernel formats nothing per event.
+//! - **tracefs** (the fallback, and `--recorder tracefs`): a private
+//!   tracefs instance, so nothing else using ftrace is disturbed; the rest
+//!   of this doc describes it.
 //!
 //! [`Recorder::start`] creates `/sys/kernel/tracing/instances/drivelab-<pid>`
 //! (suffixed `-N` for a second recorder in one process), sizes its buffer
@@ -55,6 +64,11 @@ use crate::matcher::Matcher;
 use crate::model::{kernel_dev, parse_rwbs_sized, Device, Op, Request};
 use crate::source::{parse_seconds_ns, parse_u64, ws_fields, ReadStats};
 use crate::Format;
+
+mod bpf;
+mod btf;
+
+pub use bpf::BpfUnavailable;
 
 /// Events enabled in the instance for request-based (blk-mq) devices.
 pub const EVENTS: [&str; 3] = ["block_rq_issue", "block_rq_complete", "block_rq_requeue"];
@@ -118,14 +132,44 @@ pub fn default_buffer_kb() -> u64 {
     (EXPECTED_IOPS * HOLD_S * BYTES_PER_REQUEST / cpus / 1024).max(16_384)
 }
 
+/// Which recorder reads the block tracepoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecorderKind {
+    /// BPF when the kernel allows it (BTF, bpf(2), raw tracepoints), else
+    /// tracefs.
+    #[default]
+    Auto,
+    /// A tracefs instance (see the module doc).
+    Tracefs,
+    /// Raw-tracepoint BPF programs and a BPF ring buffer (see
+    /// [`bpf`]); an error where the kernel does not allow it.
+    Bpf,
+}
+
+impl std::str::FromStr for RecorderKind {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "auto" => Ok(RecorderKind::Auto),
+            "tracefs" => Ok(RecorderKind::Tracefs),
+            "bpf" => Ok(RecorderKind::Bpf),
+            _ => Err(format!("unknown recorder {s:?}; give auto, tracefs or bpf")),
+        }
+    }
+}
+
 /// Recorder settings.
 #[derive(Debug, Clone)]
 pub struct RecordOptions {
-    /// Per-CPU ring buffer size, KiB. Default [`default_buffer_kb`].
+    /// Per-CPU ring buffer size, KiB. Default [`default_buffer_kb`]. The
+    /// BPF recorder's one ring takes this times the CPUs, rounded up to a
+    /// power of two (its records are smaller than tracefs's events).
     pub buffer_kb_per_cpu: u64,
     /// tracefs mount point. Default: `/sys/kernel/tracing`, else
     /// `/sys/kernel/debug/tracing`.
     pub tracefs: Option<PathBuf>,
+    /// Which recorder. Default [`RecorderKind::Auto`].
+    pub recorder: RecorderKind,
 }
 
 impl Default for RecordOptions {
@@ -133,6 +177,7 @@ impl Default for RecordOptions {
         RecordOptions {
             buffer_kb_per_cpu: default_buffer_kb(),
             tracefs: None,
+            recorder: RecorderKind::Auto,
         }
     }
 }
@@ -160,16 +205,30 @@ pub struct RecordSummary {
     pub clock: String,
     /// The tracefs instance used (removed at stop).
     pub instance: PathBuf,
-    /// How events were read: `raw` (binary per-CPU pages) or `text`
+    /// How events were read: `bpf` (raw-tracepoint programs and a BPF
+    /// ring buffer), `raw` (tracefs's binary per-CPU pages) or `text`
     /// (`trace_pipe`).
     pub reader: String,
+    /// Why the BPF recorder was not used when it was asked for by
+    /// default (`--recorder auto`); empty otherwise.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub bpf_unavailable: String,
+    /// With the BPF reader, how its programs attach: `tp_btf` (BTF-typed
+    /// raw tracepoints, fields read by plain loads) or `raw_tp` (fields
+    /// read by `bpf_probe_read_kernel`); empty otherwise.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub bpf_programs: String,
 }
 
 /// A running recording. See the module doc.
 pub struct Recorder {
+    /// The tracefs instance (empty with the BPF recorder).
     dir: PathBuf,
     pipe: Option<File>,
     raw: Option<Raw>,
+    bpf: Option<bpf::Source>,
+    /// Why BPF was not used under [`RecorderKind::Auto`].
+    bpf_unavailable: String,
     matcher: Matcher,
     t0: Option<u64>,
     partial: Vec<u8>,
@@ -197,6 +256,18 @@ fn tfs(what: &'static str, path: &Path, source: std::io::Error) -> TraceError {
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| tfs("cannot write", path, e))
+}
+
+/// The BPF recorder's ring for a per-CPU buffer of `kb_per_cpu` KiB: room
+/// for as many requests as tracefs's buffers over all the online CPUs hold
+/// ([`BYTES_PER_REQUEST`] there, two records here), rounded up to a power
+/// of two when created.
+fn bpf_ring_bytes(kb_per_cpu: u64) -> u64 {
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get() as u64)
+        .unwrap_or(1);
+    kb_per_cpu.saturating_mul(1024).saturating_mul(cpus) / BYTES_PER_REQUEST
+        * (2 * bpf::RING_BYTES_PER_EVENT)
 }
 
 /// Whether an issue of `nr` sectors at `sector` is a request every reader
@@ -377,19 +448,12 @@ impl Recorder {
             });
             bio.push(bio_based(maj, min));
         }
-        let root = tracefs_root(opts)?;
-        let n = INSTANCES.fetch_add(1, Ordering::Relaxed);
-        let name = if n == 0 {
-            format!("drivelab-{}", std::process::id())
-        } else {
-            format!("drivelab-{}-{n}", std::process::id())
-        };
-        let dir = root.join("instances").join(name);
-        std::fs::create_dir(&dir).map_err(|e| tfs("cannot create instance", &dir, e))?;
         let mut rec = Recorder {
-            dir,
+            dir: PathBuf::new(),
             pipe: None,
             raw: None,
+            bpf: None,
+            bpf_unavailable: String::new(),
             matcher: Matcher::new(),
             t0: None,
             partial: Vec::new(),
@@ -402,8 +466,41 @@ impl Recorder {
             completed: 0,
             clock: String::new(),
             started: Instant::now(),
-            removed: false,
+            removed: true,
         };
+        if opts.recorder != RecorderKind::Tracefs {
+            let ids: Vec<(u32, bool)> = rec
+                .devices
+                .iter()
+                .zip(&rec.bio)
+                .map(|(d, &b)| (d.id, b))
+                .collect();
+            // bpf_ktime_get_ns is CLOCK_MONOTONIC: time zero is now,
+            // before any program runs.
+            let t0 = drivelab_device::bpf::monotonic_ns();
+            match bpf::Source::start(&ids, bpf_ring_bytes(opts.buffer_kb_per_cpu)) {
+                Ok(src) => {
+                    rec.bpf = Some(src);
+                    rec.t0 = Some(t0);
+                    rec.clock = "mono".into();
+                    rec.started = Instant::now();
+                    return Ok(rec);
+                }
+                Err(e) if opts.recorder == RecorderKind::Bpf => return Err(e.into()),
+                Err(e) => rec.bpf_unavailable = e.to_string(),
+            }
+        }
+        let root = tracefs_root(opts)?;
+        let n = INSTANCES.fetch_add(1, Ordering::Relaxed);
+        let name = if n == 0 {
+            format!("drivelab-{}", std::process::id())
+        } else {
+            format!("drivelab-{}-{n}", std::process::id())
+        };
+        let dir = root.join("instances").join(name);
+        std::fs::create_dir(&dir).map_err(|e| tfs("cannot create instance", &dir, e))?;
+        rec.dir = dir;
+        rec.removed = false;
         // From here on, Drop removes the instance if anything fails.
         rec.configure(opts)?;
         Ok(rec)
@@ -503,7 +600,7 @@ impl Recorder {
         out
     }
 
-    /// The tracefs instance directory.
+    /// The tracefs instance directory (empty with the BPF recorder).
     pub fn instance(&self) -> &Path {
         &self.dir
     }
@@ -558,11 +655,28 @@ impl Recorder {
     /// may poll again at once).
     pub fn busy(&self) -> bool {
         self.raw.as_ref().is_some_and(|r| r.last_bytes > 0)
+            || self.bpf.as_ref().is_some_and(|b| b.last > 0)
+    }
+
+    /// Which reader is in use: `bpf`, `raw` or `text`.
+    pub fn reader(&self) -> &'static str {
+        if self.bpf.is_some() {
+            "bpf"
+        } else if self.raw.is_some() {
+            "raw"
+        } else {
+            "text"
+        }
     }
 
     /// Read what the kernel has; with `all`, release every event read
     /// (stopping), else only those older than the merge watermark.
     fn drain(&mut self, all: bool) -> Result<()> {
+        if let Some(mut src) = self.bpf.take() {
+            src.read(|ev| self.handle_event(ev));
+            self.bpf = Some(src);
+            return Ok(());
+        }
         if let Some(mut raw) = self.raw.take() {
             let r = raw.read(all);
             let mut events = std::mem::take(&mut raw.ready);
@@ -677,10 +791,13 @@ impl Recorder {
         out
     }
 
-    fn lost_events(&self) -> u64 {
+    fn lost_events(&self) -> Result<u64> {
+        if let Some(src) = &self.bpf {
+            return Ok(src.lost().map_err(BpfUnavailable::from)?);
+        }
         let mut lost = 0;
         let Ok(rd) = std::fs::read_dir(self.dir.join("per_cpu")) else {
-            return 0;
+            return Ok(0);
         };
         for e in rd.flatten() {
             let Ok(s) = std::fs::read_to_string(e.path().join("stats")) else {
@@ -695,7 +812,7 @@ impl Recorder {
                 }
             }
         }
-        lost
+        Ok(lost)
     }
 
     fn disable(&self) {
@@ -709,6 +826,7 @@ impl Recorder {
         if self.removed {
             return Ok(());
         }
+        self.bpf = None;
         self.disable();
         self.pipe = None;
         self.raw = None;
@@ -741,7 +859,12 @@ impl Recorder {
     pub fn stop(mut self) -> Result<(Vec<Request>, RecordSummary)> {
         // Let in-flight completions land before turning tracing off.
         std::thread::sleep(Duration::from_millis(50));
-        let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+        match self.bpf.as_mut() {
+            Some(src) => src.detach(),
+            None => {
+                let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+            }
+        }
         // A non-blocking read can come back empty while a CPU's buffer
         // still holds events: drain until two passes in a row find none.
         let mut empty = 0;
@@ -756,7 +879,7 @@ impl Recorder {
         }
         self.matcher.finish();
         out.extend(self.take_ready());
-        let lost = self.lost_events();
+        let lost = self.lost_events()?;
         let summary = RecordSummary {
             requests: self.requests,
             completed: self.completed,
@@ -770,7 +893,13 @@ impl Recorder {
             duration_s: self.started.elapsed().as_secs_f64(),
             clock: self.clock.clone(),
             instance: self.dir.clone(),
-            reader: if self.raw.is_some() { "raw" } else { "text" }.into(),
+            reader: self.reader().into(),
+            bpf_unavailable: self.bpf_unavailable.clone(),
+            bpf_programs: self
+                .bpf
+                .as_ref()
+                .map(|b| b.access.name().to_string())
+                .unwrap_or_default(),
         };
         self.remove()?;
         Ok((out, summary))

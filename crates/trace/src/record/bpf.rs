@@ -1,0 +1,726 @@
+//! The BPF recorder: one small program per block tracepoint, attached as a
+//! raw tracepoint, writes a 32-byte record per event into a BPF ring
+//! buffer that the recorder reads through its mapping, without a wakeup
+//! per event.
+//!
+//! Why: a tracefs instance makes the kernel format every event into its
+//! own ring buffer (reserve, timestamp, commit: 8–10 % of a zram run's CPU
+//! at full speed), and a `BPF_PROG_TYPE_TRACEPOINT` program runs after the
+//! same per-event formatting (perf's buffer). A raw tracepoint hands the
+//! program the kernel's `struct bio *` / `struct request *` directly; the
+//! program reads the few fields it needs (offsets from the kernel's BTF,
+//! [`super::btf`]), drops other devices' events at once, and copies one
+//! record into the ring.
+//!
+//! - Programs are encoded here ([`Asm`]), no compiler or libbpf: the same
+//!   fields the tracepoints' own `TP_fast_assign` computes (device as
+//!   `MKDEV(disk->major, disk->first_minor)`, sector, bytes, the op and
+//!   flags word, a completion's status), the time from
+//!   `bpf_ktime_get_ns` (CLOCK_MONOTONIC).
+//! - A record that finds the ring full is counted in a per-CPU array
+//!   ([`Source::lost`]), so "no event lost" is checked, not assumed.
+//! - Records are read in the order the ring took them, which is causal
+//!   (an I/O's issue is written before its completion can happen).
+
+use std::os::fd::OwnedFd;
+
+use drivelab_device::bpf::{self, BpfError, Map, Prog, RingBuf};
+
+use super::btf::Btf;
+use super::{Event, Rwbs};
+
+/// Bytes of one record: time u64, sector u64, bytes u32, dev u32, op
+/// word u32, kind u8, status u8, 2 bytes of padding.
+pub(crate) const RECORD: usize = 32;
+
+/// Ring-buffer bytes one event takes: the record and the ring's 8-byte
+/// header.
+pub(crate) const RING_BYTES_PER_EVENT: u64 = RECORD as u64 + 8;
+
+const KIND_ISSUE: u8 = 0;
+const KIND_COMPLETE: u8 = 1;
+const KIND_REQUEUE: u8 = 2;
+
+// Helper ids (include/uapi/linux/bpf.h, `___BPF_FUNC_MAPPER`).
+const FN_MAP_LOOKUP_ELEM: i32 = 1;
+const FN_KTIME_GET_NS: i32 = 5;
+const FN_PROBE_READ_KERNEL: i32 = 113;
+const FN_RINGBUF_OUTPUT: i32 = 130;
+/// `BPF_RB_NO_WAKEUP`: the reader polls, no wakeup per record.
+const RB_NO_WAKEUP: i32 = 1;
+
+/// A BPF instruction stream under construction, with forward jumps
+/// patched when their label is placed.
+#[derive(Default)]
+pub(crate) struct Asm {
+    insns: Vec<u64>,
+    /// (instruction index, label) of jumps waiting for their label.
+    fixups: Vec<(usize, usize)>,
+    labels: Vec<Option<usize>>,
+}
+
+/// Registers.
+const R0: u8 = 0;
+const R1: u8 = 1;
+const R2: u8 = 2;
+const R3: u8 = 3;
+const R4: u8 = 4;
+const R6: u8 = 6;
+const R7: u8 = 7;
+const R8: u8 = 8;
+const R9: u8 = 9;
+const FP: u8 = 10;
+
+fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
+    u64::from(code)
+        | (u64::from(dst & 0xf) << 8)
+        | (u64::from(src & 0xf) << 12)
+        | (u64::from(off as u16) << 16)
+        | (u64::from(imm as u32) << 32)
+}
+
+/// Memory access sizes (`BPF_W`, `BPF_H`, `BPF_B`, `BPF_DW`).
+#[derive(Clone, Copy)]
+enum Size {
+    W = 0x00,
+    B = 0x10,
+    DW = 0x18,
+}
+
+impl Asm {
+    fn op(&mut self, code: u8, dst: u8, src: u8, off: i16, imm: i32) -> &mut Self {
+        self.insns.push(insn(code, dst, src, off, imm));
+        self
+    }
+    fn mov_imm(&mut self, dst: u8, imm: i32) -> &mut Self {
+        self.op(0xb7, dst, 0, 0, imm)
+    }
+    fn mov(&mut self, dst: u8, src: u8) -> &mut Self {
+        self.op(0xbf, dst, src, 0, 0)
+    }
+    fn add_imm(&mut self, dst: u8, imm: i32) -> &mut Self {
+        self.op(0x07, dst, 0, 0, imm)
+    }
+    fn lsh_imm(&mut self, dst: u8, imm: i32) -> &mut Self {
+        self.op(0x67, dst, 0, 0, imm)
+    }
+    fn or(&mut self, dst: u8, src: u8) -> &mut Self {
+        self.op(0x4f, dst, src, 0, 0)
+    }
+    /// `dst = *(size *)(src + off)`.
+    fn ldx(&mut self, size: Size, dst: u8, src: u8, off: i16) -> &mut Self {
+        self.op(0x61 | size as u8, dst, src, off, 0)
+    }
+    /// `*(size *)(dst + off) = src`.
+    fn stx(&mut self, size: Size, dst: u8, off: i16, src: u8) -> &mut Self {
+        self.op(0x63 | size as u8, dst, src, off, 0)
+    }
+    /// `*(size *)(dst + off) = imm`.
+    fn st(&mut self, size: Size, dst: u8, off: i16, imm: i32) -> &mut Self {
+        self.op(0x62 | size as u8, dst, 0, off, imm)
+    }
+    /// `lock *(u64 *)(dst + off) += src`.
+    fn atomic_add(&mut self, dst: u8, off: i16, src: u8) -> &mut Self {
+        self.op(0xdb, dst, src, off, 0)
+    }
+    fn call(&mut self, helper: i32) -> &mut Self {
+        self.op(0x85, 0, 0, 0, helper)
+    }
+    fn exit(&mut self) -> &mut Self {
+        self.op(0x95, 0, 0, 0, 0)
+    }
+    /// `dst = map` (`BPF_LD_IMM64` with `BPF_PSEUDO_MAP_FD`: two slots).
+    fn ld_map(&mut self, dst: u8, fd: i32) -> &mut Self {
+        self.op(0x18, dst, 1, 0, fd).op(0, 0, 0, 0, 0)
+    }
+    fn label(&mut self) -> usize {
+        self.labels.push(None);
+        self.labels.len() - 1
+    }
+    fn place(&mut self, label: usize) -> &mut Self {
+        self.labels[label] = Some(self.insns.len());
+        self
+    }
+    /// A conditional jump `code` (with an immediate) to `label`.
+    fn jump(&mut self, code: u8, dst: u8, imm: i32, label: usize) -> &mut Self {
+        self.fixups.push((self.insns.len(), label));
+        self.op(code, dst, 0, 0, imm)
+    }
+    /// `if (u32)dst == imm goto label` (`BPF_JMP32 | BPF_JEQ | BPF_K`).
+    fn jeq32(&mut self, dst: u8, imm: u32, label: usize) -> &mut Self {
+        self.jump(0x16, dst, imm as i32, label)
+    }
+    /// `if dst == imm goto label`.
+    fn jeq(&mut self, dst: u8, imm: i32, label: usize) -> &mut Self {
+        self.jump(0x15, dst, imm, label)
+    }
+    /// `if (s64)dst >= imm goto label`.
+    fn jsge(&mut self, dst: u8, imm: i32, label: usize) -> &mut Self {
+        self.jump(0x75, dst, imm, label)
+    }
+    /// `bpf_probe_read_kernel(fp + to, size, src + off)`; on failure the
+    /// kernel zeroes the destination.
+    fn probe_read(&mut self, to: i16, size: i32, src: u8, off: usize) -> &mut Self {
+        self.mov(R1, FP)
+            .add_imm(R1, i32::from(to))
+            .mov_imm(R2, size)
+            .mov(R3, src)
+            .add_imm(R3, off as i32)
+            .call(FN_PROBE_READ_KERNEL)
+    }
+
+    /// The finished instructions, jumps resolved.
+    fn finish(mut self) -> Option<Vec<u64>> {
+        for (at, label) in std::mem::take(&mut self.fixups) {
+            let to = self.labels.get(label).copied().flatten()?;
+            let off = i16::try_from(to as i64 - at as i64 - 1).ok()?;
+            self.insns[at] = (self.insns[at] & !(0xffff << 16)) | (u64::from(off as u16) << 16);
+        }
+        Some(self.insns)
+    }
+}
+
+/// Where the fields sit, from the kernel's BTF.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Offsets {
+    bio_bdev: usize,
+    bio_sector: usize,
+    bio_size: usize,
+    bio_opf: usize,
+    bio_status: usize,
+    bdev_disk: usize,
+    rq_q: usize,
+    rq_sector: usize,
+    rq_len: usize,
+    rq_flags: usize,
+    q_disk: usize,
+    disk_major: usize,
+    disk_minor: usize,
+    /// Bits of the op word that hold the operation (`REQ_OP_MASK`).
+    op_mask: u32,
+    op_read: u32,
+    op_write: u32,
+    op_flush: u32,
+    op_discard: u32,
+    op_secure_erase: u32,
+    flag_preflush: u32,
+    flag_fua: u32,
+    flag_rahead: u32,
+    flag_sync: u32,
+    flag_meta: u32,
+}
+
+impl Offsets {
+    /// Read from the kernel's BTF; `None` if any struct, member or
+    /// enumerator is missing.
+    pub(crate) fn from_btf(btf: &Btf) -> Option<Offsets> {
+        let iter = btf.offset("bio", "bi_iter")?;
+        let bit = |n: &str| -> Option<u32> { Some(1u32 << btf.enumerator(n)?) };
+        let op = |n: &str| -> Option<u32> { u32::try_from(btf.enumerator(n)?).ok() };
+        Some(Offsets {
+            bio_bdev: btf.offset("bio", "bi_bdev")?,
+            bio_sector: iter + btf.offset("bvec_iter", "bi_sector")?,
+            bio_size: iter + btf.offset("bvec_iter", "bi_size")?,
+            bio_opf: btf.offset("bio", "bi_opf")?,
+            bio_status: btf.offset("bio", "bi_status")?,
+            bdev_disk: btf.offset("block_device", "bd_disk")?,
+            rq_q: btf.offset("request", "q")?,
+            rq_sector: btf.offset("request", "__sector")?,
+            rq_len: btf.offset("request", "__data_len")?,
+            rq_flags: btf.offset("request", "cmd_flags")?,
+            q_disk: btf.offset("request_queue", "disk")?,
+            disk_major: btf.offset("gendisk", "major")?,
+            disk_minor: btf.offset("gendisk", "first_minor")?,
+            // The flag bits start right after the op bits.
+            op_mask: bit("__REQ_FAILFAST_DEV")? - 1,
+            op_read: op("REQ_OP_READ")?,
+            op_write: op("REQ_OP_WRITE")?,
+            op_flush: op("REQ_OP_FLUSH")?,
+            op_discard: op("REQ_OP_DISCARD")?,
+            op_secure_erase: op("REQ_OP_SECURE_ERASE")?,
+            flag_preflush: bit("__REQ_PREFLUSH")?,
+            flag_fua: bit("__REQ_FUA")?,
+            flag_rahead: bit("__REQ_RAHEAD")?,
+            flag_sync: bit("__REQ_SYNC")?,
+            flag_meta: bit("__REQ_META")?,
+        })
+    }
+
+    /// The `rwbs` text the kernel's `blk_fill_rwbs` makes of an op word:
+    /// `[F preflush] op [F fua] [A] [S] [M]`.
+    pub(crate) fn rwbs(&self, opf: u32) -> Rwbs {
+        let mut b = [0u8; 6];
+        let mut n = 0;
+        let mut push = |c: u8| {
+            b[n] = c;
+            n += 1;
+        };
+        if opf & self.flag_preflush != 0 {
+            push(b'F');
+        }
+        let op = opf & self.op_mask;
+        if op == self.op_write {
+            push(b'W');
+        } else if op == self.op_discard {
+            push(b'D');
+        } else if op == self.op_secure_erase {
+            push(b'D');
+            push(b'E');
+        } else if op == self.op_flush {
+            push(b'F');
+        } else if op == self.op_read {
+            push(b'R');
+        } else {
+            push(b'N');
+        }
+        for (flag, c) in [
+            (self.flag_fua, b'F'),
+            (self.flag_rahead, b'A'),
+            (self.flag_sync, b'S'),
+            (self.flag_meta, b'M'),
+        ] {
+            if opf & flag != 0 {
+                push(c);
+            }
+        }
+        Rwbs::new(&b[..n])
+    }
+}
+
+/// One tracepoint's program: which argument is the object, what kind of
+/// object, what the record says.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Probe {
+    /// The raw tracepoint's name (`block_bio_queue`, …).
+    pub(crate) name: &'static str,
+    /// Index of the `struct bio *` / `struct request *` argument.
+    arg: i16,
+    /// A `struct request` (else a `struct bio`).
+    rq: bool,
+    kind: u8,
+}
+
+/// The probes for request-based devices.
+pub(crate) const RQ_PROBES: [Probe; 3] = [
+    Probe {
+        name: "block_rq_issue",
+        arg: 0,
+        rq: true,
+        kind: KIND_ISSUE,
+    },
+    // block_rq_complete(rq, blk_status_t error, unsigned int nr_bytes)
+    Probe {
+        name: "block_rq_complete",
+        arg: 0,
+        rq: true,
+        kind: KIND_COMPLETE,
+    },
+    Probe {
+        name: "block_rq_requeue",
+        arg: 0,
+        rq: true,
+        kind: KIND_REQUEUE,
+    },
+];
+
+/// The probes for bio-based devices.
+pub(crate) const BIO_PROBES: [Probe; 2] = [
+    Probe {
+        name: "block_bio_queue",
+        arg: 0,
+        rq: false,
+        kind: KIND_ISSUE,
+    },
+    // block_bio_complete(struct request_queue *q, struct bio *bio)
+    Probe {
+        name: "block_bio_complete",
+        arg: 1,
+        rq: false,
+        kind: KIND_COMPLETE,
+    },
+];
+
+// The record on the program's stack, relative to the frame pointer.
+const REC: i16 = -(RECORD as i16);
+const REC_T: i16 = REC;
+const REC_SECTOR: i16 = REC + 8;
+const REC_BYTES: i16 = REC + 16;
+const REC_DEV: i16 = REC + 20;
+const REC_OPF: i16 = REC + 24;
+const REC_KIND: i16 = REC + 28;
+const REC_STATUS: i16 = REC + 29;
+const SCRATCH: i16 = REC - 8;
+const MAJOR: i16 = REC - 16;
+const MINOR: i16 = REC - 12;
+const KEY: i16 = REC - 24;
+
+/// How a program reads kernel memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// A `tp_btf` program: the verifier knows the arguments' BTF types,
+    /// so fields are plain loads (faults read as zero).
+    Direct,
+    /// A plain raw tracepoint: every field through
+    /// `bpf_probe_read_kernel` (kernels without `tp_btf`).
+    ProbeRead,
+}
+
+impl Asm {
+    /// `dst = *(u64 *)(src + off)`, a pointer field.
+    fn load_ptr(&mut self, how: Access, dst: u8, src: u8, off: usize) -> &mut Self {
+        match how {
+            Access::Direct => self.ldx(Size::DW, dst, src, off as i16),
+            Access::ProbeRead => {
+                self.probe_read(SCRATCH, 8, src, off)
+                    .ldx(Size::DW, dst, FP, SCRATCH)
+            }
+        }
+    }
+
+    /// The field at `src + off` into the record slot `to`.
+    fn load_field(&mut self, how: Access, to: i16, size: Size, src: u8, off: usize) -> &mut Self {
+        match how {
+            Access::Direct => self.ldx(size, R1, src, off as i16).stx(size, FP, to, R1),
+            Access::ProbeRead => {
+                let n = match size {
+                    Size::B => 1,
+                    Size::W => 4,
+                    Size::DW => 8,
+                };
+                self.probe_read(to, n, src, off)
+            }
+        }
+    }
+}
+
+/// The program for `probe`: records the events of `devs` (kernel
+/// `dev_t`s) into `ring`, counting records the ring had no room for in
+/// `lost` (a per-CPU array of one `u64`). `None` if an offset does not
+/// fit an instruction.
+pub(crate) fn program(
+    probe: &Probe,
+    o: &Offsets,
+    devs: &[u32],
+    maps: (i32, i32),
+    how: Access,
+) -> Option<Vec<u64>> {
+    let (ring, lost) = maps;
+    if [
+        o.bio_bdev,
+        o.bio_sector,
+        o.bio_size,
+        o.bio_opf,
+        o.bio_status,
+        o.bdev_disk,
+    ]
+    .into_iter()
+    .chain([o.rq_q, o.rq_sector, o.rq_len, o.rq_flags, o.q_disk])
+    .chain([o.disk_major, o.disk_minor])
+    .any(|off| off > i16::MAX as usize)
+    {
+        return None;
+    }
+    let mut a = Asm::default();
+    let (out, matched) = (a.label(), a.label());
+    let (hop1, hop2) = if probe.rq {
+        (o.rq_q, o.q_disk)
+    } else {
+        (o.bio_bdev, o.bdev_disk)
+    };
+    // r6 = ctx (the arguments), r7 = the bio or request.
+    a.mov(R6, R1).ldx(Size::DW, R7, R6, probe.arg * 8);
+    for off in (REC..0).step_by(8) {
+        a.st(Size::DW, FP, off, 0);
+    }
+    // The device: object -> (queue | bdev) -> gendisk -> major, minor.
+    a.load_ptr(how, R3, R7, hop1).load_ptr(how, R8, R3, hop2);
+    match how {
+        Access::Direct => {
+            a.ldx(Size::W, R9, R8, o.disk_major as i16)
+                .ldx(Size::W, R1, R8, o.disk_minor as i16)
+        }
+        Access::ProbeRead => a
+            .st(Size::DW, FP, MAJOR, 0)
+            .probe_read(MAJOR, 4, R8, o.disk_major)
+            .probe_read(MINOR, 4, R8, o.disk_minor)
+            .ldx(Size::W, R9, FP, MAJOR)
+            .ldx(Size::W, R1, FP, MINOR),
+    };
+    a.lsh_imm(R9, 20).or(R9, R1);
+    for &d in devs {
+        a.jeq32(R9, d, matched);
+    }
+    a.jump(0x05, 0, 0, out); // another device's event
+    a.place(matched)
+        .call(FN_KTIME_GET_NS)
+        .stx(Size::DW, FP, REC_T, R0)
+        .stx(Size::W, FP, REC_DEV, R9)
+        .st(Size::B, FP, REC_KIND, i32::from(probe.kind));
+    if probe.rq {
+        a.load_field(how, REC_SECTOR, Size::DW, R7, o.rq_sector)
+            .load_field(how, REC_OPF, Size::W, R7, o.rq_flags);
+        if probe.kind == KIND_COMPLETE {
+            // The status and the bytes completed are the arguments.
+            a.ldx(Size::DW, R1, R6, 8)
+                .stx(Size::B, FP, REC_STATUS, R1)
+                .ldx(Size::DW, R1, R6, 16)
+                .stx(Size::W, FP, REC_BYTES, R1);
+        } else {
+            a.load_field(how, REC_BYTES, Size::W, R7, o.rq_len);
+        }
+    } else {
+        a.load_field(how, REC_SECTOR, Size::DW, R7, o.bio_sector)
+            .load_field(how, REC_BYTES, Size::W, R7, o.bio_size)
+            .load_field(how, REC_OPF, Size::W, R7, o.bio_opf);
+        if probe.kind == KIND_COMPLETE {
+            a.load_field(how, REC_STATUS, Size::B, R7, o.bio_status);
+        }
+    }
+    a.ld_map(R1, ring)
+        .mov(R2, FP)
+        .add_imm(R2, i32::from(REC))
+        .mov_imm(R3, RECORD as i32)
+        .mov_imm(R4, RB_NO_WAKEUP)
+        .call(FN_RINGBUF_OUTPUT)
+        .jsge(R0, 0, out)
+        // No room: count it in this CPU's slot of `lost`.
+        .st(Size::W, FP, KEY, 0)
+        .ld_map(R1, lost)
+        .mov(R2, FP)
+        .add_imm(R2, i32::from(KEY))
+        .call(FN_MAP_LOOKUP_ELEM)
+        .jeq(R0, 0, out)
+        .mov_imm(R1, 1)
+        .atomic_add(R0, 0, R1)
+        .place(out)
+        .mov_imm(R0, 0)
+        .exit();
+    a.finish()
+}
+
+/// Decode one record into the event the matcher takes.
+pub(crate) fn decode(rec: &[u8], o: &Offsets) -> Option<Event> {
+    let u64_at = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(rec.get(at..at + 8)?.try_into().ok()?))
+    };
+    let u32_at = |at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(rec.get(at..at + 4)?.try_into().ok()?))
+    };
+    let t = u64_at(0)?;
+    let sector = u64_at(8)?;
+    let nr = u64::from(u32_at(16)?) >> 9;
+    let dev = u32_at(20)?;
+    let opf = u32_at(24)?;
+    let status = *rec.get(29)?;
+    Some(match *rec.get(28)? {
+        KIND_ISSUE => Event::Issue {
+            t,
+            dev,
+            sector,
+            nr,
+            rwbs: o.rwbs(opf),
+        },
+        KIND_COMPLETE => Event::Complete {
+            t,
+            dev,
+            sector,
+            nr,
+            error: -i64::from(status),
+        },
+        KIND_REQUEUE => Event::Requeue { t, dev, sector },
+        _ => return None,
+    })
+}
+
+/// A running BPF recording: the ring, the lost-record counters, the
+/// programs and their attachments (dropping it detaches them).
+pub(crate) struct Source {
+    ring: RingBuf,
+    lost: Map,
+    offsets: Offsets,
+    _links: Vec<OwnedFd>,
+    _progs: Vec<Prog>,
+    /// How the programs read the kernel's structs.
+    pub(crate) access: Access,
+    /// Records read by the last [`Source::read`].
+    pub(crate) last: usize,
+}
+
+/// Why the BPF recorder cannot run here.
+#[derive(Debug, thiserror::Error)]
+pub enum BpfUnavailable {
+    /// No `/sys/kernel/btf/vmlinux`, or a block struct not described.
+    #[error("the kernel's BTF (/sys/kernel/btf/vmlinux) is missing or lacks the block structs")]
+    Btf,
+    /// A program could not be encoded (a jump too far).
+    #[error("the BPF program could not be encoded")]
+    Encode,
+    /// The kernel refused a step.
+    #[error(transparent)]
+    Kernel(#[from] BpfError),
+}
+
+/// Load and attach every probe `devs` need, as `tp_btf` programs when
+/// `btf` is given, else as plain raw tracepoints.
+fn attach(
+    devs: &[(u32, bool)],
+    offsets: &Offsets,
+    maps: (i32, i32),
+    btf: Option<&Btf>,
+) -> Result<(Vec<Prog>, Vec<OwnedFd>), BpfUnavailable> {
+    let mut progs = Vec::new();
+    let mut links = Vec::new();
+    for (probes, bio) in [(&RQ_PROBES[..], false), (&BIO_PROBES[..], true)] {
+        let ids: Vec<u32> = devs.iter().filter(|d| d.1 == bio).map(|d| d.0).collect();
+        if ids.is_empty() {
+            continue;
+        }
+        for p in probes {
+            let how = if btf.is_some() {
+                Access::Direct
+            } else {
+                Access::ProbeRead
+            };
+            let insns = program(p, offsets, &ids, maps, how).ok_or(BpfUnavailable::Encode)?;
+            let prog = match btf {
+                Some(btf) => {
+                    let id = btf
+                        .typedef(&format!("btf_trace_{}", p.name))
+                        .ok_or(BpfUnavailable::Btf)?;
+                    let prog = Prog::load(bpf::PROG_TRACING, &insns, "GPL", bpf::TRACE_RAW_TP, id)?;
+                    links.push(prog.attach_raw_tracepoint(None)?);
+                    prog
+                }
+                None => {
+                    let prog = Prog::load(bpf::PROG_RAW_TRACEPOINT, &insns, "GPL", 0, 0)?;
+                    links.push(prog.attach_raw_tracepoint(Some(p.name))?);
+                    prog
+                }
+            };
+            progs.push(prog);
+        }
+    }
+    Ok((progs, links))
+}
+
+impl Access {
+    /// The name the summary gives: `tp_btf` or `raw_tp`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Access::Direct => "tp_btf",
+            Access::ProbeRead => "raw_tp",
+        }
+    }
+}
+
+impl Source {
+    /// Load and attach the probes for `devs` (kernel `dev_t`, bio-based or
+    /// not) with a ring of `ring_bytes` (rounded up to a power of two
+    /// pages).
+    pub(crate) fn start(devs: &[(u32, bool)], ring_bytes: u64) -> Result<Source, BpfUnavailable> {
+        let btf = Btf::vmlinux().ok_or(BpfUnavailable::Btf)?;
+        let offsets = Offsets::from_btf(&btf).ok_or(BpfUnavailable::Btf)?;
+        let size = ring_bytes.clamp(4096, 1 << 30).next_power_of_two() as usize;
+        let (ring, ring_fd) = RingBuf::create(size)?;
+        let lost = Map::create(bpf::MAP_PERCPU_ARRAY, 4, 8, 1)?;
+        let maps = (ring_fd, lost.raw_fd());
+        // tp_btf first (plain loads); where the kernel refuses it, plain
+        // raw tracepoints reading through bpf_probe_read_kernel.
+        let (progs, links, access) = match attach(devs, &offsets, maps, Some(&btf)) {
+            Ok((p, l)) => (p, l, Access::Direct),
+            Err(_) => {
+                let (p, l) = attach(devs, &offsets, maps, None)?;
+                (p, l, Access::ProbeRead)
+            }
+        };
+        Ok(Source {
+            ring,
+            lost,
+            offsets,
+            _links: links,
+            _progs: progs,
+            access,
+            last: 0,
+        })
+    }
+
+    /// Hand every record in the ring to `f` as an event.
+    pub(crate) fn read(&mut self, mut f: impl FnMut(Event)) {
+        let o = self.offsets;
+        self.last = self.ring.consume(|rec| {
+            if let Some(ev) = decode(rec, &o) {
+                f(ev)
+            }
+        });
+    }
+
+    /// Detach the programs: no event is recorded after this.
+    pub(crate) fn detach(&mut self) {
+        self._links.clear();
+    }
+
+    /// Records the ring had no room for, summed over CPUs.
+    pub(crate) fn lost(&self) -> Result<u64, BpfError> {
+        self.lost.percpu_sum(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instructions_encode_as_the_uapi_lays_them_out() {
+        // BPF_MOV64_IMM(R0, -1): code 0xb7, dst 0, imm 0xffffffff.
+        assert_eq!(insn(0xb7, 0, 0, 0, -1), 0xffff_ffff_0000_00b7);
+        // BPF_LDX_MEM(BPF_DW, R7, R6, 8): 0x79, dst 7, src 6, off 8.
+        assert_eq!(insn(0x79, 7, 6, 8, 0), 0x0000_0000_0008_6779);
+        let mut a = Asm::default();
+        let l = a.label();
+        a.jeq(R0, 0, l).mov_imm(R0, 1).place(l).exit();
+        let insns = a.finish().unwrap();
+        // The jump skips one instruction.
+        assert_eq!((insns[0] >> 16) & 0xffff, 1);
+        assert_eq!(insns.len(), 3);
+    }
+
+    /// Both kinds of program for every probe pass this kernel's verifier
+    /// (loaded, not attached): the fallback is not left untried because
+    /// this kernel takes `tp_btf`.
+    #[test]
+    fn every_probe_loads_as_tp_btf_and_as_raw_tp() {
+        let Some(btf) = Btf::vmlinux() else { return };
+        let o = Offsets::from_btf(&btf).unwrap();
+        let (_ring, ring_fd) = RingBuf::create(4096).unwrap();
+        let lost = Map::create(bpf::MAP_PERCPU_ARRAY, 4, 8, 1).unwrap();
+        let maps = (ring_fd, lost.raw_fd());
+        let devs = [(7 << 20) | 3, (252 << 20) | 1];
+        for p in RQ_PROBES.iter().chain(&BIO_PROBES) {
+            let insns = program(p, &o, &devs, maps, Access::ProbeRead).unwrap();
+            if let Err(e) = Prog::load(bpf::PROG_RAW_TRACEPOINT, &insns, "GPL", 0, 0) {
+                panic!("{} raw_tp: {e}", p.name);
+            }
+            let insns = program(p, &o, &devs, maps, Access::Direct).unwrap();
+            let id = btf.typedef(&format!("btf_trace_{}", p.name)).unwrap();
+            if let Err(e) = Prog::load(bpf::PROG_TRACING, &insns, "GPL", bpf::TRACE_RAW_TP, id) {
+                panic!("{} tp_btf: {e}", p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn the_running_kernels_rwbs_is_the_tracepoints() {
+        let Some(o) = Btf::vmlinux().as_ref().and_then(Offsets::from_btf) else {
+            return;
+        };
+        let w = o.op_write | o.flag_sync | o.flag_fua;
+        assert_eq!(o.rwbs(w), Rwbs::new(b"WFS"));
+        assert_eq!(o.rwbs(o.op_read | o.flag_rahead), Rwbs::new(b"RA"));
+        assert_eq!(
+            o.rwbs(o.op_write | o.flag_preflush | o.flag_meta),
+            Rwbs::new(b"FWM")
+        );
+        assert_eq!(o.rwbs(o.op_flush), Rwbs::new(b"F"));
+        assert_eq!(o.rwbs(o.op_discard), Rwbs::new(b"D"));
+    }
+}
