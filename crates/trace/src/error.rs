@@ -72,7 +72,7 @@ pub enum TraceError {
     /// The BPF recorder was asked for (`--recorder bpf`) and the kernel
     /// does not allow it.
     #[error("cannot record with BPF: {0}; record with --recorder tracefs")]
-    Bpf(#[from] crate::record::BpfUnavailable),
+    Bpf(#[from] BpfUnavailable),
     /// The kernel dropped trace events while recording (ring-buffer
     /// overrun): the trace written is incomplete.
     #[error("the kernel lost {lost} trace events while recording ({requests} requests recorded): the trace is incomplete; record again with a larger --buffer-kb (was {buffer_kb} KiB per CPU) or on a less loaded machine")]
@@ -130,3 +130,17 @@ impl TraceError {
 
 /// Result alias for this crate.
 pub type Result<T> = std::result::Result<T, TraceError>;
+
+/// Why the BPF recorder cannot run here.
+#[derive(Debug, thiserror::Error)]
+pub enum BpfUnavailable {
+    /// No `/sys/kernel/btf/vmlinux`, or a block struct not described.
+    #[error("the kernel's BTF (/sys/kernel/btf/vmlinux) is missing or lacks the block structs")]
+    Btf,
+    /// A program could not be encoded (a jump too far).
+    #[error("the BPF program could not be encoded")]
+    Encode,
+    /// The kernel refused a step.
+    #[error(transparent)]
+    Kernel(#[from] drivelab_device::bpf::BpfError),
+}

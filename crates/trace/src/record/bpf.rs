@@ -27,7 +27,8 @@ use std::os::fd::OwnedFd;
 use drivelab_device::bpf::{self, BpfError, Map, Prog, RingBuf};
 
 use super::btf::Btf;
-use super::{Event, Rwbs};
+use super::event::{Event, Rwbs};
+use crate::error::BpfUnavailable;
 
 /// Bytes of one record: time u64, sector u64, bytes u32, dev u32, op
 /// word u32, kind u8, status u8, 2 bytes of padding.
@@ -544,20 +545,6 @@ pub(crate) struct Source {
     pub(crate) access: Access,
     /// Records read by the last [`Source::read`].
     pub(crate) last: usize,
-}
-
-/// Why the BPF recorder cannot run here.
-#[derive(Debug, thiserror::Error)]
-pub enum BpfUnavailable {
-    /// No `/sys/kernel/btf/vmlinux`, or a block struct not described.
-    #[error("the kernel's BTF (/sys/kernel/btf/vmlinux) is missing or lacks the block structs")]
-    Btf,
-    /// A program could not be encoded (a jump too far).
-    #[error("the BPF program could not be encoded")]
-    Encode,
-    /// The kernel refused a step.
-    #[error(transparent)]
-    Kernel(#[from] BpfError),
 }
 
 /// Load and attach every probe `devs` need, as `tp_btf` programs when
