@@ -157,10 +157,22 @@ fn boot() -> GuestRun {
         .with_drivelab()
         .host_tool("/usr/bin/fio")
         .guest_script(&guest_script())
-        .timeout(Duration::from_secs(600));
+        .timeout(Duration::from_secs(600))
+        .build();
+    // One fresh boot is allowed. In this guest a poll queue that starts
+    // losing completions loses them for the rest of the boot, so every
+    // retry inside the guest hangs as well (seen once in CI: fio's first
+    // hipri job cut at 90 s six times over, the guest out of time), while
+    // the next boot ran the whole test in 17 s. A fresh boot has a fresh
+    // disk and driver; both tools run again under the same rule.
+    let first = match vm.run() {
+        Ok(r) => return r,
+        Err(e) => e,
+    };
+    eprintln!("uring_poll: the first boot did not finish ({first}); booting once more");
     match vm.run() {
         Ok(r) => r,
-        Err(e) => panic!("the test VM did not run: {e}"),
+        Err(e) => panic!("the test VM did not run, twice: {first}; then {e}"),
     }
 }
 
