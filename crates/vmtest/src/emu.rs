@@ -13,15 +13,24 @@ use crate::vm::{GuestRun, Vm};
 /// Boot with both emulators and drivelab in the guest (target_core_user,
 /// tcm_loop and nvme_tcp loaded) and run `script`, for at most `timeout`.
 pub fn boot(script: &str, timeout: Duration) -> GuestRun {
+    boot_with_tools(script, timeout, &[])
+}
+
+/// [`boot`], with these host programs (peers such as smartctl and
+/// nvme-cli) copied into the guest.
+pub fn boot_with_tools(script: &str, timeout: Duration, tools: &[&str]) -> GuestRun {
     let tcmu = static_package_binary("drivelab-tcmuemu", "drivelab-tcmuemu")
         .unwrap_or_else(|e| panic!("cannot build the SATA emulator for the guest: {e}"));
     let nvme = static_package_binary("drivelab-nvmeemu", "drivelab-nvmeemu")
         .unwrap_or_else(|e| panic!("cannot build the NVMe emulator for the guest: {e}"));
-    Vm::builder()
+    let mut vm = Vm::builder()
         .modules(&["target_core_user", "tcm_loop", "nvme_tcp"])
         .binary("drivelab-tcmuemu", &tcmu)
-        .binary("drivelab-nvmeemu", &nvme)
-        .with_drivelab()
+        .binary("drivelab-nvmeemu", &nvme);
+    for t in tools {
+        vm = vm.host_tool(t);
+    }
+    vm.with_drivelab()
         .guest_script(script)
         .timeout(timeout)
         .run()

@@ -34,9 +34,8 @@
 
 use std::time::Duration;
 
-use drivelab_vmtest::drivelab_bin::static_package_binary;
 use drivelab_vmtest::results::{json, out, print_times, status, why};
-use drivelab_vmtest::{Checks, GuestRun, Vm};
+use drivelab_vmtest::{Checks, GuestRun};
 use serde_json::Value;
 
 const SMARTCTL: &str = "/usr/sbin/smartctl";
@@ -133,21 +132,11 @@ fn script() -> String {
 }
 
 fn boot() -> GuestRun {
-    let emu = static_package_binary("drivelab-tcmuemu", "drivelab-tcmuemu")
-        .unwrap_or_else(|e| panic!("cannot build the emulator for the guest: {e}"));
-    let nvme = static_package_binary("drivelab-nvmeemu", "drivelab-nvmeemu")
-        .unwrap_or_else(|e| panic!("cannot build the NVMe emulator for the guest: {e}"));
-    Vm::builder()
-        .modules(&["target_core_user", "tcm_loop", "nvme_tcp"])
-        .binary("drivelab-tcmuemu", &emu)
-        .binary("drivelab-nvmeemu", &nvme)
-        .host_tool(SMARTCTL)
-        .host_tool(NVME_CLI)
-        .with_drivelab()
-        .guest_script(&script())
-        .timeout(Duration::from_secs(600))
-        .run()
-        .unwrap_or_else(|e| panic!("the test VM did not run: {e}"))
+    drivelab_vmtest::emu::boot_with_tools(
+        &script(),
+        Duration::from_secs(600),
+        &[SMARTCTL, NVME_CLI],
+    )
 }
 
 fn text(run: &GuestRun, name: &str) -> String {

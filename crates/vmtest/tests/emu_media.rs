@@ -28,9 +28,8 @@
 
 use std::time::Duration;
 
-use drivelab_vmtest::drivelab_bin::static_package_binary;
 use drivelab_vmtest::results::{cert, json, num, out, print_times, row, status, why};
-use drivelab_vmtest::{Checks, GuestRun, Vm};
+use drivelab_vmtest::{Checks, GuestRun};
 use serde_json::Value;
 
 const NVME_CLI: &str = "/usr/sbin/nvme";
@@ -137,21 +136,11 @@ fn script() -> String {
 }
 
 fn boot() -> GuestRun {
-    let nvme = static_package_binary("drivelab-nvmeemu", "drivelab-nvmeemu")
-        .unwrap_or_else(|e| panic!("cannot build the NVMe emulator for the guest: {e}"));
-    let tcmu = static_package_binary("drivelab-tcmuemu", "drivelab-tcmuemu")
-        .unwrap_or_else(|e| panic!("cannot build the SCSI emulator for the guest: {e}"));
-    Vm::builder()
-        .modules(&["nvme_tcp", "target_core_user", "tcm_loop"])
-        .binary("drivelab-nvmeemu", &nvme)
-        .binary("drivelab-tcmuemu", &tcmu)
-        .host_tool(NVME_CLI)
-        .host_tool(SMARTCTL)
-        .with_drivelab()
-        .guest_script(&script())
-        .timeout(Duration::from_secs(600))
-        .run()
-        .unwrap_or_else(|e| panic!("the test VM did not run: {e}"))
+    drivelab_vmtest::emu::boot_with_tools(
+        &script(),
+        Duration::from_secs(600),
+        &[NVME_CLI, SMARTCTL],
+    )
 }
 
 fn text(run: &GuestRun, name: &str) -> String {
