@@ -468,10 +468,9 @@ struct ReplayDriver<'a, I: Iterator<Item = drivelab_trace::Result<Request>>> {
     /// The next request, looked at and not yet issued.
     peeked: Option<drivelab_trace::Result<deps::Planned>>,
     o: &'a ReplayOptions,
-    /// The other modes' deadlines.
+    /// The other modes' deadlines (original or gap timing: requests have
+    /// deadlines, [`pace::Pacer::timed`]).
     pacer: pace::Pacer,
-    /// Original or gap timing: requests have deadlines.
-    timed: bool,
     /// Dependency timing.
     dep: bool,
     first_issue: Option<u64>,
@@ -689,7 +688,7 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
             Op::Trim => rep.trims += 1,
             Op::Fsync | Op::Fdatasync | Op::SyncRange(_) => rep.flushes += 1,
         }
-        if self.timed || self.dep {
+        if self.pacer.timed() || self.dep {
             let l = now.saturating_sub(due);
             self.late.record(l);
             self.late_w.record(l as f64);
@@ -699,7 +698,7 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
         rep.requests += 1;
         Next::Io {
             io,
-            due: (self.timed || self.dep).then_some(due),
+            due: (self.pacer.timed() || self.dep).then_some(due),
             tag: p.idx,
         }
     }
@@ -809,15 +808,14 @@ where
     I: Iterator<Item = drivelab_trace::Result<Request>>,
 {
     set_timer_slack();
-    let pace = match o.timing {
-        Timing::Original { speed } if speed > 0.0 => pace::Pace::Original { speed },
-        Timing::Original { .. } => pace::Pace::Original { speed: 1.0 },
-        Timing::Gaps { speed } => pace::Pace::Gaps {
-            speed: if speed > 0.0 { speed } else { 1.0 },
-        },
+    // A speed that is not above 0 plays at the trace's own pace.
+    let sane = |speed: f64| if speed > 0.0 { speed } else { 1.0 };
+    let pacer = pace::Pacer::new(match o.timing {
+        Timing::Original { speed } => pace::Pace::Original { speed: sane(speed) },
+        Timing::Gaps { speed } => pace::Pace::Gaps { speed: sane(speed) },
         _ => pace::Pace::NoStall,
-    };
-    let timed = pace != pace::Pace::NoStall;
+    });
+    let timed = pacer.timed();
     let window = match o.timing {
         Timing::Dependency { window_ns, .. } => Some(window_ns.unwrap_or(1_000_000)),
         _ => None,
@@ -832,8 +830,7 @@ where
         reqs: deps::Infer::new(reqs, window),
         peeked: None,
         o,
-        pacer: pace::Pacer::new(pace),
-        timed,
+        pacer,
         dep: window.is_some(),
         first_issue: None,
         last_issue: 0,

@@ -55,12 +55,8 @@ impl Pacer {
         }
     }
 
-    /// The rule this pacer follows.
-    pub fn pace(&self) -> Pace {
-        self.pace
-    }
-
     /// Whether requests have deadlines (any rule but [`Pace::NoStall`]).
+    #[inline]
     pub fn timed(&self) -> bool {
         self.pace != Pace::NoStall
     }
