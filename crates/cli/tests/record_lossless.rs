@@ -120,4 +120,14 @@ fn lossless(recorder: Option<&str>, runtime_s: u64) {
         "every read drivelab reported is recorded once"
     );
     assert_eq!(summary["completed"], summary["requests"], "{summary}");
+    // zram counts what it finished: the trace has every one of them.
+    assert_eq!(summary["missed_completions"], 0, "{summary}");
+    assert!(
+        summary["device_finished"].as_u64() >= Some(ios),
+        "the device counted fewer requests than drivelab did: {summary}"
+    );
+    if recorder.is_none() && summary["bpf_unavailable"].is_null() {
+        // zram is bio-based: `auto` takes BPF there when the kernel allows.
+        assert_eq!(summary["reader"], "bpf", "{summary}");
+    }
 }

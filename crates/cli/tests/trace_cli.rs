@@ -387,8 +387,11 @@ fn instances_of(pid: u32) -> Vec<String> {
 #[test]
 fn record_then_analyze_sees_the_writes_and_ctrl_c_cleans_up() {
     require_root();
-    // (recorder, its reader, tracefs instances while it runs)
-    for (recorder, reader, instances) in [("tracefs", "raw", 1), ("bpf", "bpf", 0)] {
+    // (recorder, its reader, tracefs instances while it runs): `auto`
+    // takes tracefs on a loop device, which is request-based.
+    for (recorder, reader, instances) in
+        [("tracefs", "raw", 1), ("bpf", "bpf", 0), ("auto", "raw", 1)]
+    {
         record_then_analyze(recorder, reader, instances);
     }
 }
@@ -466,6 +469,16 @@ fn record_then_analyze(recorder: &str, reader: &str, instances: usize) {
     let summary = json(&out);
     assert_eq!(summary["lost_events"], 0);
     assert_eq!(summary["reader"], reader);
+    assert_eq!(summary["missed_completions"], 0, "{summary}");
+    assert!(summary["device_finished"].as_u64() >= Some(5), "{summary}");
+    if recorder == "auto" {
+        assert!(
+            summary["bpf_unavailable"]
+                .as_str()
+                .is_some_and(|w| w.contains("request-based")),
+            "{summary}"
+        );
+    }
 
     let out = drivelab(&["trace", "convert", s(&trace), s(&d.join("rec.iolog"))]);
     assert_eq!(out.status.code(), Some(0));

@@ -29,6 +29,14 @@ const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
 const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_RAW_TRACEPOINT_OPEN: libc::c_long = 17;
+const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
+
+/// Bytes of `struct bpf_prog_info` read back: up to and including
+/// `recursion_misses` (offset 208), the fields newer kernels add after it
+/// left out (the kernel fills what the caller's length covers).
+const PROG_INFO_LEN: usize = 216;
+/// Offset of `recursion_misses` in `struct bpf_prog_info`.
+const PROG_INFO_RECURSION_MISSES: usize = 208;
 
 /// Size of the attribute buffer handed to the kernel: larger than any
 /// command's part used here, zero beyond it.
@@ -235,6 +243,23 @@ impl Prog {
             log: String::from_utf8_lossy(&log[..end]).trim_end().to_string(),
             ..first
         })
+    }
+
+    /// Runs the kernel skipped because this program was already running on
+    /// the CPU (`bpf_prog_info.recursion_misses`): a tracepoint that fires
+    /// in an interrupt while its own program runs in the task it
+    /// interrupted. Each is an event the program never saw.
+    pub fn recursion_misses(&self) -> Result<u64, BpfError> {
+        let mut info = [0u8; PROG_INFO_LEN];
+        Attr::new()
+            .u32(0, self.fd.as_raw_fd() as u32)
+            .u32(4, PROG_INFO_LEN as u32)
+            .u64(8, info.as_mut_ptr() as u64)
+            .call(BPF_OBJ_GET_INFO_BY_FD, "prog info")?;
+        let at = PROG_INFO_RECURSION_MISSES;
+        Ok(u64::from_ne_bytes(
+            info[at..at + 8].try_into().expect("8 bytes"),
+        ))
     }
 
     /// Attach to the raw tracepoint `name` (`BPF_RAW_TRACEPOINT_OPEN`;

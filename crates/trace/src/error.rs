@@ -84,6 +84,18 @@ pub enum TraceError {
         /// The per-CPU buffer used, KiB.
         buffer_kb: u64,
     },
+    /// The devices counted more finished requests while recording than
+    /// the recording saw complete, though no reader reported a loss: the
+    /// trace written is incomplete.
+    #[error("the device finished {finished} requests while recording but {missed} of their completions never reached the trace (the {reader} reader reported no loss): the trace is incomplete; record again{}", if reader == "bpf" { " with --recorder tracefs" } else { "" })]
+    MissedCompletions {
+        /// Completions the device counted and the trace lacks.
+        missed: u64,
+        /// Requests the device counted as finished while recording.
+        finished: u64,
+        /// The reader used (`bpf`, `raw`, `text`).
+        reader: String,
+    },
     /// Kernel tracing is unavailable or refused.
     #[error("tracefs: {what} {}: {source} ({})", path.display(), if drivelab_device::blockdev::running_as_root() { "is tracefs mounted at /sys/kernel/tracing?" } else { "run as root with tracefs mounted at /sys/kernel/tracing" })]
     Tracefs {

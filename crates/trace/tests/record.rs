@@ -138,6 +138,13 @@ fn sees_known_direct_io_exactly(kind: RecorderKind, reader: &str) {
         instance.display()
     );
     assert_eq!(summary.lost_events, 0);
+    // The device's own count agrees: every request it finished while the
+    // recorder was attached came back with a completion.
+    assert_eq!(summary.missed_completions, 0, "{reader}: {summary:?}");
+    assert!(
+        summary.device_finished >= Some(plan.len() as u64),
+        "{reader}: {summary:?}"
+    );
     assert_eq!(
         (summary.reader.as_str(), summary.clock.as_str()),
         (reader, "mono")
@@ -233,4 +240,43 @@ fn small_buffer_reports_loss(kind: RecorderKind, reader: &str) {
             summary.lost_events
         );
     }
+}
+
+/// Completions that never reach the trace, with no loss reported by the
+/// reader, are found against the device's own count: the tracefs
+/// instance's completion event is switched off after the start (as a
+/// reader that silently misses completions would), 50 reads go by, and
+/// the summary must count 50 missed completions (or more, should anything
+/// else touch the device) as lost.
+#[test]
+fn completions_the_device_counted_but_the_trace_lacks_are_reported_missed() {
+    require_root();
+    let (_scratch, lo) = fresh_loop("missed", 16 << 20);
+    let opts = RecordOptions {
+        recorder: RecorderKind::Tracefs,
+        ..RecordOptions::default()
+    };
+    let rec = Recorder::start(std::slice::from_ref(&lo.0), &opts).unwrap();
+    let off_switch = rec.instance().join("events/block/block_rq_complete/enable");
+    std::fs::write(&off_switch, "0").unwrap();
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&lo.0)
+        .unwrap();
+    let (mut buf, off) = aligned(4096);
+    const READS: u64 = 50;
+    for i in 0..READS {
+        f.read_exact_at(&mut buf[off..off + 4096], (i * 64 + 256) * 4096)
+            .unwrap();
+    }
+    drop(f);
+    let (got, summary) = rec.stop().unwrap();
+    assert!(
+        got.iter().filter(|r| r.complete_ns.is_none()).count() as u64 >= READS,
+        "{summary:?}"
+    );
+    assert!(summary.device_finished >= Some(READS), "{summary:?}");
+    assert!(summary.missed_completions >= READS, "{summary:?}");
+    assert!(summary.lost_events >= summary.missed_completions);
 }
