@@ -404,8 +404,11 @@ impl RingBuf {
                 n += 1;
             }
             cons += ((RB_HDR + body + 7) & !7) as u64;
-            self.consumer_pos().store(cons, Ordering::Release);
         }
+        // Released once for the whole batch: producers on every CPU read
+        // this word on each reserve, so a store per record would pull its
+        // cache line away from them once per record.
+        self.consumer_pos().store(cons, Ordering::Release);
         n
     }
 }

@@ -264,6 +264,9 @@ pub struct Recorder {
     numbers: Vec<(u32, u32)>,
     /// The devices' finished requests when the readers went live.
     finished_at_start: Option<u64>,
+    /// With the BPF reader, the pause between drains (see
+    /// [`bpf_interval`]).
+    bpf_interval: Duration,
     events: u64,
     errors: u64,
     /// Issues left out: empty non-flush requests, or beyond MAX_EXTENT.
@@ -291,6 +294,17 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 /// for as many requests as tracefs's buffers over all the online CPUs hold
 /// ([`BYTES_PER_REQUEST`] there, two records here), rounded up to a power
 /// of two when created.
+/// How long the BPF reader sleeps between drains: an eighth of the time
+/// its ring holds at [`EXPECTED_IOPS`], between 1 and 20 ms (the default
+/// ring holds a second). The reader is off the CPUs the run needs for all
+/// but a few wakeups a second, where draining whenever anything had
+/// arrived kept it waking hundreds of times a second at full speed.
+fn bpf_interval(ring_bytes: u64) -> Duration {
+    let per_s = EXPECTED_IOPS * 2 * bpf::RING_BYTES_PER_EVENT;
+    let holds = Duration::from_nanos(ring_bytes.saturating_mul(1_000_000_000) / per_s);
+    (holds / 8).clamp(Duration::from_millis(1), Duration::from_millis(20))
+}
+
 fn bpf_ring_bytes(kb_per_cpu: u64) -> u64 {
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get() as u64)
@@ -440,6 +454,7 @@ impl Recorder {
             bio,
             numbers,
             finished_at_start: None,
+            bpf_interval: Duration::ZERO,
             events: 0,
             errors: 0,
             ignored: 0,
@@ -470,9 +485,11 @@ impl Recorder {
             // bpf_ktime_get_ns is CLOCK_MONOTONIC: time zero is now,
             // before any program runs.
             let t0 = drivelab_device::bpf::monotonic_ns();
-            match bpf::Source::start(&ids, bpf_ring_bytes(opts.buffer_kb_per_cpu)) {
+            let ring = bpf_ring_bytes(opts.buffer_kb_per_cpu);
+            match bpf::Source::start(&ids, ring) {
                 Ok(src) => {
                     rec.bpf = Some(src);
+                    rec.bpf_interval = bpf_interval(ring);
                     rec.t0 = Some(t0);
                     rec.clock = "mono".into();
                     rec.started = Instant::now();
@@ -620,9 +637,11 @@ impl Recorder {
     }
 
     /// Write every request into `w` until `done()` says so, then stop and
-    /// write what was left. Drains the kernel's buffer every 2 ms while
-    /// events arrive (at once again when a drain found some), every 20 ms
-    /// when idle or when reading the text pipe. (Draining every 20 ms lost
+    /// write what was left. The BPF ring is drained every
+    /// [`bpf_interval`] (its reader sees every record that is there).
+    /// tracefs's buffer is drained every 2 ms while events arrive (at once
+    /// again when a drain found some), every 20 ms when idle or when
+    /// reading the text pipe. (Draining every 20 ms lost
     /// 870,048 events of 1.76M requests on zram at about 175k IOPS though
     /// the buffer held far more than 20 ms: a non-blocking read of
     /// `trace_pipe_raw` can come back empty while events are still
@@ -640,7 +659,9 @@ impl Recorder {
             if done() {
                 break;
             }
-            if !self.busy() {
+            if self.bpf.is_some() {
+                std::thread::sleep(self.bpf_interval);
+            } else if !self.busy() {
                 let idle = if self.raw.is_some() { 2 } else { 20 };
                 std::thread::sleep(Duration::from_millis(idle));
             }
@@ -1358,6 +1379,17 @@ impl Raw {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bpf_reader_sleeps_an_eighth_of_what_its_ring_holds() {
+        let per_s = EXPECTED_IOPS * 2 * bpf::RING_BYTES_PER_EVENT;
+        // The default ring holds a second or more: the 20 ms cap.
+        assert_eq!(bpf_interval(per_s), Duration::from_millis(20));
+        // 80 ms of events: 10 ms.
+        assert_eq!(bpf_interval(per_s * 8 / 100), Duration::from_millis(10));
+        // A tiny ring: no less than 1 ms.
+        assert_eq!(bpf_interval(4096), Duration::from_millis(1));
+    }
 
     #[test]
     fn parses_6_18_lines() {
