@@ -60,6 +60,20 @@ impl Drop for LoopDev {
     }
 }
 
+/// One O_DIRECT 4 KiB read of `dev` at each of `blocks` (in 4 KiB units).
+fn direct_reads(dev: &Path, blocks: impl Iterator<Item = u64>) {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(dev)
+        .unwrap();
+    let (mut buf, off) = aligned(4096);
+    for b in blocks {
+        f.read_exact_at(&mut buf[off..off + 4096], b * 4096)
+            .unwrap();
+    }
+}
+
 fn aligned(len: usize) -> (Vec<u8>, usize) {
     let v = vec![0u8; len + 4096];
     let off = v.as_ptr().align_offset(4096);
@@ -209,18 +223,8 @@ fn small_buffer_reports_loss(kind: RecorderKind, reader: &str) {
         ..RecordOptions::default()
     };
     let rec = Recorder::start(std::slice::from_ref(&lo.0), &opts).unwrap();
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&lo.0)
-        .unwrap();
-    let (mut buf, off) = aligned(4096);
     const READS: u64 = 20_000;
-    for i in 0..READS {
-        let at = (i * 7919 % 4096) * 4096;
-        f.read_exact_at(&mut buf[off..off + 4096], at).unwrap();
-    }
-    drop(f);
+    direct_reads(&lo.0, (0..READS).map(|i| i * 7919 % 4096));
     let (got, summary) = rec.stop().unwrap();
     assert_eq!(summary.reader, reader);
     assert!(
@@ -259,18 +263,8 @@ fn completions_the_device_counted_but_the_trace_lacks_are_reported_missed() {
     let rec = Recorder::start(std::slice::from_ref(&lo.0), &opts).unwrap();
     let off_switch = rec.instance().join("events/block/block_rq_complete/enable");
     std::fs::write(&off_switch, "0").unwrap();
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&lo.0)
-        .unwrap();
-    let (mut buf, off) = aligned(4096);
     const READS: u64 = 50;
-    for i in 0..READS {
-        f.read_exact_at(&mut buf[off..off + 4096], (i * 64 + 256) * 4096)
-            .unwrap();
-    }
-    drop(f);
+    direct_reads(&lo.0, (0..READS).map(|i| i * 64 + 256));
     let (got, summary) = rec.stop().unwrap();
     assert!(
         got.iter().filter(|r| r.complete_ns.is_none()).count() as u64 >= READS,
