@@ -74,7 +74,10 @@ pub struct RecordArgs {
     pub buffer_kb: u64,
     /// Which recorder: bpf (raw-tracepoint programs writing to a BPF ring
     /// buffer, the cheapest), tracefs (a private tracefs instance), or
-    /// auto: bpf when the kernel allows it, else tracefs.
+    /// auto: bpf for bio-based devices (zram, device-mapper, md) when the
+    /// kernel allows it, tracefs otherwise (on request-based devices the
+    /// BPF programs miss a few completions). Either way the recording is
+    /// checked against the device's own count of finished requests.
     #[arg(long, value_name = "KIND", default_value = "auto", value_parser = ["auto", "tracefs", "bpf"])]
     pub recorder: String,
     /// Output format of the summary: normal or json.
