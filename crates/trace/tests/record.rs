@@ -142,6 +142,9 @@ fn sees_known_direct_io_exactly(kind: RecorderKind, reader: &str) {
             _ => f.read_exact_at(b, *offset).unwrap(),
         }
     }
+    // A loop device caches writes: fsync sends the kernel's flush request
+    // (no data, no sector), which both recorders must keep, completed.
+    f.sync_all().unwrap();
     drop(f);
     let mut got: Vec<Request> = rec.poll().unwrap();
     let (rest, summary) = rec.stop().unwrap();
@@ -167,7 +170,15 @@ fn sees_known_direct_io_exactly(kind: RecorderKind, reader: &str) {
         assert!(["tp_btf", "raw_tp"].contains(&summary.bpf_programs.as_str()));
     }
 
-    let ours: Vec<&Request> = got.iter().filter(|r| r.offset >= 1 << 20).collect();
+    let flushes: Vec<&Request> = got.iter().filter(|r| r.op == Op::Flush).collect();
+    assert!(
+        !flushes.is_empty() && flushes.iter().all(|r| r.complete_ns.is_some()),
+        "{reader}: the fsync's flush, completed: {got:?} {summary:?}"
+    );
+    let ours: Vec<&Request> = got
+        .iter()
+        .filter(|r| r.op != Op::Flush && r.offset >= 1 << 20)
+        .collect();
     let seen: Vec<(Op, u64, u64)> = ours.iter().map(|r| (r.op, r.offset, r.len)).collect();
     assert_eq!(seen, plan, "{reader}: all recorded: {got:?}");
     for r in &ours {

@@ -458,7 +458,14 @@ pub(crate) fn program(
         .stx(Size::W, FP, REC_DEV, R9)
         .st(Size::B, FP, REC_KIND, i32::from(probe.kind));
     if probe.rq {
+        // A request with no position (the flush machinery's, `__sector`
+        // left at -1) is at sector 0, as `blk_rq_trace_sector` reports it.
+        let positioned = a.label();
         a.load_field(how, REC_SECTOR, Size::DW, R7, o.rq_sector)
+            .ldx(Size::DW, R1, FP, REC_SECTOR)
+            .jump(0x55, R1, -1, positioned) // if r1 != -1 goto positioned
+            .st(Size::DW, FP, REC_SECTOR, 0)
+            .place(positioned)
             .load_field(how, REC_OPF, Size::W, R7, o.rq_flags);
         if probe.kind == KIND_COMPLETE {
             // The status and the bytes completed are the arguments.

@@ -55,7 +55,7 @@ mod tests {
     #[test]
     fn a_stat_line_counts_reads_writes_discards_and_flushes() {
         // 17 fields (5.5 and later): 10 reads, 20 writes, 3 discards, 4 flushes.
-        let l = "10 0 80 5 20 0 160 9 0 12 14 3 0 24 1 4 2\n";
+        let l = "10 0 80 5 20 0 160 9 0 12 14 3 0 24 4 1 2\n";
         assert_eq!(parse(l), Some(10 + 20 + 3 + 4));
         // 11 fields (before 4.18): reads and writes only.
         assert_eq!(parse("7 0 56 1 9 0 72 2 0 3 3"), Some(16));
