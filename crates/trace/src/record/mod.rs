@@ -148,8 +148,8 @@ pub fn default_buffer_kb() -> u64 {
 /// Which recorder reads the block tracepoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RecorderKind {
-    /// BPF when the kernel allows it (BTF, bpf(2), raw tracepoints), else
-    /// tracefs.
+    /// BPF when every device is bio-based and the kernel allows it (BTF,
+    /// bpf(2), raw tracepoints), else tracefs (see the module doc).
     #[default]
     Auto,
     /// A tracefs instance (see the module doc).
