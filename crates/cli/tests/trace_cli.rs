@@ -396,8 +396,58 @@ fn record_then_analyze_sees_the_writes_and_ctrl_c_cleans_up() {
     }
 }
 
-fn record_then_analyze(recorder: &str, reader: &str, instances: usize) {
-    let d = TempDir::new("record");
+/// A recording whose completions never reach the trace, with no loss
+/// reported by the reader, fails against the device's own count: the
+/// tracefs instance's completion event is switched off once recording
+/// (as a reader that silently misses completions would be), 20 reads go
+/// by, and `trace record` must exit non-zero naming the missed
+/// completions, the trace still written.
+#[test]
+fn a_recording_that_misses_completions_the_device_counted_fails() {
+    require_root();
+    let d = TempDir::new("missed");
+    let lo = scratch_loop(&d);
+    let trace = d.join("rec.dlt");
+    let child = start_recording(&lo.path, &trace, "tracefs");
+    let pid = child.id();
+    std::thread::sleep(Duration::from_millis(700));
+    let inst = instances_of(pid);
+    assert_eq!(inst.len(), 1, "{inst:?}");
+    std::fs::write(
+        format!(
+            "/sys/kernel/tracing/instances/{}/events/block/block_rq_complete/enable",
+            inst[0]
+        ),
+        "0",
+    )
+    .unwrap();
+    let st = Command::new("dd")
+        .args([
+            &format!("if={}", s(&lo.path)),
+            "of=/dev/null",
+            "bs=4096",
+            "count=20",
+        ])
+        .args(["iflag=direct", "skip=64"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = interrupt(child);
+    assert_ne!(out.status.code(), Some(0));
+    let v = json(&out);
+    let err = v["error"].as_str().unwrap_or_default();
+    assert!(
+        err.contains("completions never reached the trace")
+            && err.contains("the raw reader reported no loss"),
+        "{v}"
+    );
+    assert!(trace.exists(), "the trace is written all the same");
+    assert!(instances_of(pid).is_empty(), "tracefs instance left behind");
+}
+
+/// A 32 MiB loop device over a file in `d`, once udev has probed it.
+fn scratch_loop(d: &TempDir) -> LoopDev {
     let img = d.join("disk.img");
     std::fs::File::create(&img)
         .unwrap()
@@ -405,24 +455,37 @@ fn record_then_analyze(recorder: &str, reader: &str, instances: usize) {
         .unwrap();
     let lo = LoopDev::attach(&img, &[]);
     let _ = Command::new("udevadm").args(["settle", "-t", "5"]).status();
-    let trace = d.join("rec.dlt");
-    // No --duration: stopped by SIGINT, as Ctrl-C would.
-    let child = Command::new(BIN)
-        .args([
-            "trace",
-            "record",
-            s(&lo.path),
-            "--output",
-            s(&trace),
-            "--output-format",
-            "json",
-            "--recorder",
-            recorder,
-        ])
+    lo
+}
+
+/// `drivelab trace record DEV` into `trace` with `recorder`, JSON summary,
+/// no --duration: stopped by [`interrupt`], as Ctrl-C would.
+fn start_recording(dev: &Path, trace: &Path, recorder: &str) -> std::process::Child {
+    Command::new(BIN)
+        .args(["trace", "record", s(dev), "--output", s(trace)])
+        .args(["--output-format", "json", "--recorder", recorder])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// SIGINT to a recorder 300 ms after the last I/O; its output.
+fn interrupt(child: std::process::Child) -> Output {
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    child.wait_with_output().unwrap()
+}
+
+fn record_then_analyze(recorder: &str, reader: &str, instances: usize) {
+    let d = TempDir::new("record");
+    let lo = scratch_loop(&d);
+    let trace = d.join("rec.dlt");
+    let child = start_recording(&lo.path, &trace, recorder);
     let pid = child.id();
     std::thread::sleep(Duration::from_millis(700));
     assert_eq!(
@@ -449,13 +512,7 @@ fn record_then_analyze(recorder: &str, reader: &str, instances: usize) {
             .unwrap();
         assert!(st.success());
     }
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .unwrap()
-        .success());
-    let out = child.wait_with_output().unwrap();
+    let out = interrupt(child);
     assert_eq!(
         out.status.code(),
         Some(0),
