@@ -155,6 +155,10 @@ impl Asm {
     fn jeq(&mut self, dst: u8, imm: i32, label: usize) -> &mut Self {
         self.jump(0x15, dst, imm, label)
     }
+    /// `if dst != imm goto label` (`imm` sign-extended to 64 bits).
+    fn jne(&mut self, dst: u8, imm: i32, label: usize) -> &mut Self {
+        self.jump(0x55, dst, imm, label)
+    }
     /// `if (s64)dst >= imm goto label`.
     fn jsge(&mut self, dst: u8, imm: i32, label: usize) -> &mut Self {
         self.jump(0x75, dst, imm, label)
@@ -463,7 +467,7 @@ pub(crate) fn program(
         let positioned = a.label();
         a.load_field(how, REC_SECTOR, Size::DW, R7, o.rq_sector)
             .ldx(Size::DW, R1, FP, REC_SECTOR)
-            .jump(0x55, R1, -1, positioned) // if r1 != -1 goto positioned
+            .jne(R1, -1, positioned)
             .st(Size::DW, FP, REC_SECTOR, 0)
             .place(positioned)
             .load_field(how, REC_OPF, Size::W, R7, o.rq_flags);

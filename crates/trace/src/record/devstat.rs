@@ -17,6 +17,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::model::{split_kernel_dev, Device};
+
 /// How long after attaching the first count is taken: longer than a
 /// completion takes from its tracepoint to the device's count.
 pub(crate) const SETTLE: Duration = Duration::from_millis(2);
@@ -44,8 +46,13 @@ fn parse(line: &str) -> Option<u64> {
 }
 
 /// The devices' finished requests summed; `None` if any cannot be read.
-pub(crate) fn finished_all(devs: &[(u32, u32)]) -> Option<u64> {
-    devs.iter().map(|&(maj, min)| finished(maj, min)).sum()
+pub(crate) fn finished_all(devs: &[Device]) -> Option<u64> {
+    devs.iter()
+        .map(|d| {
+            let (maj, min) = split_kernel_dev(d.id);
+            finished(maj, min)
+        })
+        .sum()
 }
 
 #[cfg(test)]

@@ -260,8 +260,6 @@ pub struct Recorder {
     devices: Vec<Device>,
     /// Per device: bio-based (recorded through [`BIO_EVENTS`]).
     bio: Vec<bool>,
-    /// Per device: (major, minor), for the device's own count.
-    numbers: Vec<(u32, u32)>,
     /// The devices' finished requests when the readers went live.
     finished_at_start: Option<u64>,
     /// With the BPF reader, the pause between drains (see
@@ -290,10 +288,6 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| tfs("cannot write", path, e))
 }
 
-/// The BPF recorder's ring for a per-CPU buffer of `kb_per_cpu` KiB: room
-/// for as many requests as tracefs's buffers over all the online CPUs hold
-/// ([`BYTES_PER_REQUEST`] there, two records here), rounded up to a power
-/// of two when created.
 /// How long the BPF reader sleeps between drains: an eighth of the time
 /// its ring holds at [`EXPECTED_IOPS`], between 1 and 20 ms (the default
 /// ring holds a second). The reader is off the CPUs the run needs for all
@@ -305,6 +299,10 @@ fn bpf_interval(ring_bytes: u64) -> Duration {
     (holds / 8).clamp(Duration::from_millis(1), Duration::from_millis(20))
 }
 
+/// The BPF recorder's ring for a per-CPU buffer of `kb_per_cpu` KiB: room
+/// for as many requests as tracefs's buffers over all the online CPUs hold
+/// ([`BYTES_PER_REQUEST`] there, two records here), rounded up to a power
+/// of two when created.
 fn bpf_ring_bytes(kb_per_cpu: u64) -> u64 {
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get() as u64)
@@ -431,7 +429,6 @@ impl Recorder {
         }
         let mut devs = Vec::new();
         let mut bio = Vec::new();
-        let mut numbers = Vec::new();
         for p in devices {
             let (maj, min) = block_dev_numbers(p)?;
             devs.push(Device {
@@ -439,7 +436,6 @@ impl Recorder {
                 name: p.display().to_string(),
             });
             bio.push(bio_based(maj, min));
-            numbers.push((maj, min));
         }
         let mut rec = Recorder {
             dir: PathBuf::new(),
@@ -452,7 +448,6 @@ impl Recorder {
             partial: Vec::new(),
             devices: devs,
             bio,
-            numbers,
             finished_at_start: None,
             bpf_interval: Duration::ZERO,
             events: 0,
@@ -521,7 +516,7 @@ impl Recorder {
     /// are live and every completion from before has been counted.
     fn count_at_start(&mut self) {
         std::thread::sleep(devstat::SETTLE);
-        self.finished_at_start = devstat::finished_all(&self.numbers);
+        self.finished_at_start = devstat::finished_all(&self.devices);
     }
 
     fn configure(&mut self, opts: &RecordOptions) -> Result<()> {
@@ -883,7 +878,7 @@ impl Recorder {
         // since the start ended while the readers were live.
         let device_finished = self
             .finished_at_start
-            .zip(devstat::finished_all(&self.numbers))
+            .zip(devstat::finished_all(&self.devices))
             .map(|(a, b)| b.saturating_sub(a));
         // Let in-flight completions land before turning tracing off.
         std::thread::sleep(Duration::from_millis(50));
