@@ -37,6 +37,14 @@ pub enum Anchor {
         of: u64,
         /// Time from that completion to this issue in the trace, ns.
         think_ns: u64,
+        /// Time from the latest completion of any request at or before
+        /// this issue to it in the trace, ns (at most `think_ns`): the
+        /// host's reaction plus its own think time. Where the host reaped
+        /// several completions and submitted their replacements together,
+        /// a later one of the batch is paired with an earlier completion
+        /// and its `think_ns` holds how far apart the batch's completions
+        /// were as well; this does not.
+        since_latest_ns: u64,
     },
     /// The issue of its predecessor, then `gap_ns` (0 for the first).
     Issue {
@@ -75,6 +83,8 @@ pub struct Infer<I> {
     prev_issue: Option<u64>,
     /// Completions after the current issue time: (time, index).
     ahead: BinaryHeap<Reverse<(u64, u64)>>,
+    /// The latest completion at or before the current issue time.
+    latest: u64,
     /// Completions at or before the current issue time, within the
     /// window, in completion order: (time, index, claimed).
     recent: VecDeque<(u64, u64, bool)>,
@@ -98,6 +108,7 @@ impl<I> Infer<I> {
             idx: 0,
             prev_issue: None,
             ahead: BinaryHeap::new(),
+            latest: 0,
             recent: VecDeque::new(),
             open: VecDeque::new(),
             counts: DepCounts::default(),
@@ -117,6 +128,7 @@ impl<I> Infer<I> {
                     break;
                 }
                 self.ahead.pop();
+                self.latest = self.latest.max(c);
                 self.recent.push_back((c, j, false));
             }
             while self
@@ -131,6 +143,7 @@ impl<I> Infer<I> {
                 anchor = Anchor::Completion {
                     of: e.1,
                     think_ns: t - e.0,
+                    since_latest_ns: t - self.latest.max(e.0),
                 };
             }
             match req.complete_ns {
@@ -281,15 +294,18 @@ mod tests {
                 Anchor::Issue { gap_ns: 0 },
                 Anchor::Completion {
                     of: 0,
-                    think_ns: 5 * us
+                    think_ns: 5 * us,
+                    since_latest_ns: 5 * us
                 },
                 Anchor::Completion {
                     of: 1,
-                    think_ns: 5 * us
+                    think_ns: 5 * us,
+                    since_latest_ns: 5 * us
                 },
                 Anchor::Completion {
                     of: 2,
-                    think_ns: 5 * us
+                    think_ns: 5 * us,
+                    since_latest_ns: 5 * us
                 },
             ]
         );
@@ -320,7 +336,8 @@ mod tests {
     fn each_completion_causes_at_most_one_request() {
         // Two completions close together, then three issues: the first two
         // take the latest unclaimed completion each, the third has none
-        // left and keeps its gap.
+        // left and keeps its gap. The second was issued 4 after the latest
+        // completion (102), though paired with the earlier one (100).
         let v = [
             req(0, 100),
             req(1, 102),
@@ -329,8 +346,13 @@ mod tests {
             req(107, 1002),
         ];
         let (a, _) = infer(&v, Some(50));
-        assert_eq!(a[2], Anchor::Completion { of: 1, think_ns: 3 });
-        assert_eq!(a[3], Anchor::Completion { of: 0, think_ns: 6 });
+        let c = |of, think_ns, since_latest_ns| Anchor::Completion {
+            of,
+            think_ns,
+            since_latest_ns,
+        };
+        assert_eq!(a[2], c(1, 3, 3));
+        assert_eq!(a[3], c(0, 6, 4));
         assert_eq!(a[4], Anchor::Issue { gap_ns: 1 });
     }
 
@@ -352,16 +374,15 @@ mod tests {
         ];
         let mut it = Infer::new(v.iter().map(|r| Ok(*r)), Some(ms));
         let a: Vec<Anchor> = it.by_ref().map(|p| p.unwrap().anchor).collect();
-        assert_eq!(a[3], Anchor::Completion { of: 1, think_ns: 5 });
-        assert_eq!(a[4], Anchor::Completion { of: 2, think_ns: 5 });
+        let c = |of, think_ns| Anchor::Completion {
+            of,
+            think_ns,
+            since_latest_ns: think_ns,
+        };
+        assert_eq!(a[3], c(1, 5));
+        assert_eq!(a[4], c(2, 5));
         // Request 5 followed the completion of 3 by 1 ms: it claimed it.
-        assert_eq!(
-            a[5],
-            Anchor::Completion {
-                of: 3,
-                think_ns: ms
-            }
-        );
+        assert_eq!(a[5], c(3, ms));
         let mut open: Vec<u64> = it.open_at_end().collect();
         open.sort_unstable();
         // 0 completed long before the end and nobody followed it: not cut.
@@ -403,7 +424,14 @@ mod tests {
         assert!((3..=4).contains(&r.p50_ns), "{r:?}");
         assert!((r.mean_ns - 3.5).abs() < 1e-9, "{r:?}");
         let (a, _) = infer(&v, Some(50));
-        assert_eq!(a[3], Anchor::Completion { of: 0, think_ns: 6 });
+        assert_eq!(
+            a[3],
+            Anchor::Completion {
+                of: 0,
+                think_ns: 6,
+                since_latest_ns: 4
+            }
+        );
         assert_eq!(reaction(v[..2].iter().map(|r| Ok(*r)), 50).unwrap(), None);
     }
 }

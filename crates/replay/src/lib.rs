@@ -23,6 +23,13 @@
 //!   reaction to a completion, measured in the trace itself
 //!   ([`deps::reaction`]: the median time from a completion to the first
 //!   issue after it, at the block layer), is taken off each think time.
+//!   The think time that times a request is counted from the latest
+//!   completion the host could have seen before issuing it, not from the
+//!   one it was paired with: a host that reaps several completions at once
+//!   and submits their replacements together issues the later ones no
+//!   later for having been paired with the earlier completions, so the
+//!   replay does not spread a batch out by the time its completions were
+//!   apart.
 //!   That reaction is the host's own completion-to-issue path; the replay
 //!   goes through its own instead, once: a request whose think time is
 //!   at most the reaction is due when its dependency's completion is
@@ -556,8 +563,11 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
             return Next::Idle;
         };
         if due == now {
-            if let deps::Anchor::Completion { think_ns, .. } = p.anchor {
-                if think_ns <= self.reaction_ns {
+            if let deps::Anchor::Completion {
+                since_latest_ns, ..
+            } = p.anchor
+            {
+                if since_latest_ns <= self.reaction_ns {
                     // Due since this turn's reap: the replayer's reaction.
                     let r = drivelab_engine::clock::now_ns().saturating_sub(now);
                     self.react.record(r);
@@ -596,9 +606,9 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
                     self.by_pred.insert(idx - 1, idx);
                 }
             }
-            deps::Anchor::Completion { of, think_ns } => {
+            deps::Anchor::Completion { of, .. } => {
                 if let Some(c) = self.recent.take_done(of) {
-                    let due = c + think_ns.saturating_sub(self.reaction_ns);
+                    let due = self.due_after(c, p.anchor);
                     self.ready.push(Reverse((due, idx)));
                 } else if self.inflight.contains(&of) {
                     // Its dependency is still in flight: a dependency wait.
@@ -637,11 +647,24 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
             self.wait.record(w);
             self.wait_w.record(w as f64);
         }
-        if let Some(deps::Anchor::Completion { think_ns, .. }) =
-            self.pending.get(&idx).map(|q| q.anchor)
+        if let Some(a @ deps::Anchor::Completion { .. }) = self.pending.get(&idx).map(|q| q.anchor)
         {
-            let due = at + think_ns.saturating_sub(self.reaction_ns);
+            let due = self.due_after(at, a);
             self.ready.push(Reverse((due, idx)));
+        }
+    }
+
+    /// Dependency timing: when a request anchored by `a` is due, its
+    /// dependency having completed at `at`: after what the trace shows
+    /// beyond the host's reaction, counted from the latest completion the
+    /// host could have seen before the issue (see
+    /// [`deps::Anchor::Completion`]).
+    fn due_after(&self, at: u64, a: deps::Anchor) -> u64 {
+        match a {
+            deps::Anchor::Completion {
+                since_latest_ns, ..
+            } => at + since_latest_ns.saturating_sub(self.reaction_ns),
+            deps::Anchor::Issue { .. } => at,
         }
     }
 
@@ -1118,8 +1141,9 @@ mod tests {
         depth: u32,
         buf: Vec<u8>,
         out: Vec<(u64, Completion)>,
-        /// Offsets in the order they were queued.
+        /// Offsets in the order they were queued, and when each was.
         queued: Vec<u64>,
+        queued_at: Vec<u64>,
         /// Time at each number of I/Os outstanding (queued, not yet
         /// reaped), ns, from the second I/O queued to the `until`-th.
         depth_ns: Vec<u64>,
@@ -1140,6 +1164,7 @@ mod tests {
                 buf: vec![0; 4096],
                 out: Vec::new(),
                 queued: Vec::new(),
+                queued_at: Vec::new(),
                 depth_ns: Vec::new(),
                 since: None,
                 until: usize::MAX,
@@ -1185,6 +1210,7 @@ mod tests {
             let now = now_ns();
             self.account(now);
             self.queued.push(io.offset);
+            self.queued_at.push(now);
             self.out.push((now + t, c));
             if self.queued.len() == 2 {
                 self.since = Some(now);
@@ -1301,6 +1327,46 @@ mod tests {
         assert_eq!(fast_o.dependency_waits, 0);
         let ratio = fast_o.score.iops / slow_o.score.iops;
         assert!((0.8..1.25).contains(&ratio), "{fast_o:?} {slow_o:?}");
+    }
+
+    #[test]
+    fn a_batch_the_host_reaped_together_goes_out_together() {
+        // A host at depth 2 submits two requests at once; they complete
+        // 6 ms apart, and it submits both replacements 20 us after the
+        // later completion. The inference pairs the second of each batch
+        // with the earlier completion (think time 6 ms); the host's own
+        // reaction to its batch was 20 us. On a drive that completes both
+        // at once, the batch goes out together again, not 6 ms apart.
+        let (us, ms) = (1_000u64, 1_000_000u64);
+        let mut v = Vec::new();
+        let mut t = 0;
+        for k in 0..8u64 {
+            for (j, svc) in [(0, 2 * ms), (1, 8 * ms)] {
+                let mut r = Request::new(t + j * 100, TOp::Read, (2 * k + j) * 4096, 4096);
+                r.complete_ns = Some(t + svc);
+                v.push(r);
+            }
+            t += 8 * ms + 20 * us;
+        }
+        let stop = AtomicBool::new(false);
+        let mut e = Slow::new(ms, 16);
+        // A window that takes in the earlier completion of each batch, and
+        // the host's 20 us reaction taken off.
+        let timing = Timing::Dependency {
+            window_ns: Some(10 * ms),
+            reaction_ns: Some(20 * us),
+        };
+        let r = replay(&mut e, v.into_iter().map(Ok), &opts(timing), &stop).unwrap();
+        assert_eq!(r.completed, 16);
+        assert_eq!(r.dependencies.dependent, 14);
+        for pair in e.queued_at[2..].chunks(2) {
+            let gap = pair[1] - pair[0];
+            assert!(
+                gap < 2 * ms,
+                "a batch went out {gap} ns apart: {:?}",
+                e.queued_at
+            );
+        }
     }
 
     /// The closed loop at depth 2 with the chain at odd trace indices on
