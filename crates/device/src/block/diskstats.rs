@@ -203,6 +203,12 @@ impl DiskStats {
             .ok_or_else(|| DiskStatsError::NoSuchDevice(name.to_string()))
     }
 
+    /// Requests the device has finished: reads, writes, discards and
+    /// flushes completed (the last two where the kernel counts them).
+    pub fn finished(&self) -> u64 {
+        self.reads + self.writes + self.discards.unwrap_or(0) + self.flushes.unwrap_or(0)
+    }
+
     /// What happened between `earlier` and this sample, `elapsed` apart.
     /// Counters that went backwards are treated as a 32-bit wrap when the
     /// earlier value fits in 32 bits (a 32-bit kernel's `unsigned long`),
@@ -535,6 +541,19 @@ mod tests {
         assert_eq!(s.sectors_discarded, Some(0));
         assert_eq!(s.flushes, Some(60602));
         assert_eq!(s.flush_ticks_ms, Some(106555));
+    }
+
+    #[test]
+    fn finished_counts_reads_writes_discards_and_flushes() {
+        // 17 counters: 10 reads, 20 writes, 3 discards (7 ms), 4 flushes.
+        let l = "7 0 loop0 10 0 80 5 20 0 160 9 0 12 14 3 0 24 7 4 2";
+        assert_eq!(
+            DiskStats::parse_line(l).unwrap().finished(),
+            10 + 20 + 3 + 4
+        );
+        // 11 counters (before 4.18): reads and writes only.
+        let l = "7 0 loop0 7 0 56 1 9 0 72 2 0 3 3";
+        assert_eq!(DiskStats::parse_line(l).unwrap().finished(), 16);
     }
 
     #[test]

@@ -210,7 +210,7 @@ pub struct RecordSummary {
     /// [`missed_completions`]: RecordSummary::missed_completions
     pub lost_events: u64,
     /// Requests the devices themselves counted as finished while the
-    /// recording was attached (`/sys/dev/block/…/stat`; see
+    /// recording was attached (`/proc/diskstats`; see
     /// `record/devstat.rs`); absent where a device has no such count.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_finished: Option<u64>,
