@@ -551,7 +551,7 @@ pub(crate) struct Source {
     lost: Map,
     offsets: Offsets,
     _links: Vec<OwnedFd>,
-    _progs: Vec<Prog>,
+    progs: Vec<Prog>,
     /// How the programs read the kernel's structs.
     pub(crate) access: Access,
     /// Records read by the last [`Source::read`].
@@ -636,7 +636,7 @@ impl Source {
             lost,
             offsets,
             _links: links,
-            _progs: progs,
+            progs,
             access,
             last: 0,
         })
@@ -657,9 +657,15 @@ impl Source {
         self._links.clear();
     }
 
-    /// Records the ring had no room for, summed over CPUs.
+    /// Events lost: records the ring had no room for, summed over CPUs,
+    /// and runs the kernel skipped because a program was already running
+    /// on that CPU ([`Prog::recursion_misses`]).
     pub(crate) fn lost(&self) -> Result<u64, BpfError> {
-        self.lost.percpu_sum(0)
+        let mut lost = self.lost.percpu_sum(0)?;
+        for p in &self.progs {
+            lost += p.recursion_misses()?;
+        }
+        Ok(lost)
     }
 }
 
