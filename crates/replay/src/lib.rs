@@ -606,9 +606,13 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
                     self.by_pred.insert(idx - 1, idx);
                 }
             }
-            deps::Anchor::Completion { of, .. } => {
+            deps::Anchor::Completion {
+                of,
+                since_latest_ns,
+                ..
+            } => {
                 if let Some(c) = self.recent.take_done(of) {
-                    let due = self.due_after(c, p.anchor);
+                    let due = self.due_after(c, since_latest_ns);
                     self.ready.push(Reverse((due, idx)));
                 } else if self.inflight.contains(&of) {
                     // Its dependency is still in flight: a dependency wait.
@@ -647,25 +651,21 @@ impl<I: Iterator<Item = drivelab_trace::Result<Request>>> ReplayDriver<'_, I> {
             self.wait.record(w);
             self.wait_w.record(w as f64);
         }
-        if let Some(a @ deps::Anchor::Completion { .. }) = self.pending.get(&idx).map(|q| q.anchor)
+        if let Some(deps::Anchor::Completion {
+            since_latest_ns, ..
+        }) = self.pending.get(&idx).map(|q| q.anchor)
         {
-            let due = self.due_after(at, a);
+            let due = self.due_after(at, since_latest_ns);
             self.ready.push(Reverse((due, idx)));
         }
     }
 
-    /// Dependency timing: when a request anchored by `a` is due, its
-    /// dependency having completed at `at`: after what the trace shows
-    /// beyond the host's reaction, counted from the latest completion the
-    /// host could have seen before the issue (see
-    /// [`deps::Anchor::Completion`]).
-    fn due_after(&self, at: u64, a: deps::Anchor) -> u64 {
-        match a {
-            deps::Anchor::Completion {
-                since_latest_ns, ..
-            } => at + since_latest_ns.saturating_sub(self.reaction_ns),
-            deps::Anchor::Issue { .. } => at,
-        }
+    /// Dependency timing: when a request is due whose dependency completed
+    /// at `at`: what the trace shows beyond the host's reaction, counted
+    /// from the latest completion the host could have seen before the
+    /// issue (`since_latest_ns` of [`deps::Anchor::Completion`]).
+    fn due_after(&self, at: u64, since_latest_ns: u64) -> u64 {
+        at + since_latest_ns.saturating_sub(self.reaction_ns)
     }
 
     /// Dependency timing: a completion at `at` that no request of the
