@@ -72,8 +72,8 @@ pub struct RecordArgs {
     /// 500k IOPS spread over the CPUs, at least 16 MiB per CPU.
     #[arg(long, value_name = "KIB", default_value_t = drivelab_trace::record::default_buffer_kb())]
     pub buffer_kb: u64,
-    /// Which recorder: bpf (raw-tracepoint programs writing to a BPF ring
-    /// buffer, the cheapest), tracefs (a private tracefs instance), or
+    /// Which recorder: bpf (raw-tracepoint programs writing to per-CPU
+    /// rings, the cheapest), tracefs (a private tracefs instance), or
     /// auto: bpf for bio-based devices (zram, device-mapper, md) when the
     /// kernel allows it, tracefs otherwise (on request-based devices the
     /// BPF programs miss a few completions). Either way the recording is

@@ -18,8 +18,9 @@
 //! - [`health`]: SMART, SCSI log pages, NVMe health and error logs, and
 //!   capacity hidden from the host (HPA, AMA, DCO, NVMe namespaces); reads only.
 //! - [`caps`]: which commands a device supports, discovered by asking it.
-//! - [`bpf`]: the bpf(2) calls a block recorder needs (ring buffer,
-//!   per-CPU counters, raw-tracepoint programs), no libbpf.
+//! - [`bpf`]: the bpf(2) calls a block recorder needs (per-CPU record
+//!   rings in mmap'ed arrays, per-CPU counters, raw-tracepoint programs),
+//!   no libbpf.
 //! - [`passthrough`]: one device command per call (probe, INQUIRY,
 //!   IDENTIFY, READ, WRITE SAME, SANITIZE, …) with its answer decoded.
 

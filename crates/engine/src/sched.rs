@@ -49,12 +49,19 @@ pub fn thread_ioprio() -> std::io::Result<u16> {
 /// returns the new value.
 pub fn add_thread_nice(inc: i32) -> std::io::Result<i32> {
     let want = (thread_nice()? + inc).clamp(-20, 19);
+    set_thread_nice(want)?;
+    Ok(want)
+}
+
+/// Set the calling thread's nice value (raising it back needs
+/// `CAP_SYS_NICE` or room under `RLIMIT_NICE`).
+pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
     // SAFETY: setpriority only reads its integer arguments; PRIO_PROCESS
     // with who 0 is the calling thread on Linux.
-    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, want) } < 0 {
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice.clamp(-20, 19)) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(want)
+    Ok(())
 }
 
 /// The calling thread's nice value.

@@ -1,7 +1,7 @@
 //! The BPF recorder: one small program per block tracepoint, attached as a
-//! raw tracepoint, writes a 32-byte record per event into a BPF ring
-//! buffer that the recorder reads through its mapping, without a wakeup
-//! per event.
+//! raw tracepoint, writes a 32-byte record per event into its CPU's ring
+//! of slots ([`SlotRings`]), which the recorder reads through its mapping,
+//! without a wakeup per event, and merges in time order.
 //!
 //! Why: a tracefs instance makes the kernel format every event into its
 //! own ring buffer (reserve, timestamp, commit: 8–10 % of a zram run's CPU
@@ -17,26 +17,36 @@
 //!   `MKDEV(disk->major, disk->first_minor)`, sector, bytes, the op and
 //!   flags word, a completion's status), the time from
 //!   `bpf_ktime_get_ns` (CLOCK_MONOTONIC).
-//! - A record that finds the ring full is counted in a per-CPU array
-//!   ([`Source::lost`]), so "no event lost" is checked, not assumed.
-//! - Records are read in the order the ring took them, which is causal
-//!   (an I/O's issue is written before its completion can happen).
+//! - Per-CPU rings, not one BPF ring buffer: a ring buffer's reserve
+//!   takes a lock with interrupts off and moves the lock's and the
+//!   producer position's cache lines between CPUs on every record (in a
+//!   profile of a zram run at full speed on two CPUs, the reserve alone
+//!   was 2 % of the CPU time per I/O, more than the programs); a program
+//!   here takes its slot with one atomic add on a counter only its CPU
+//!   writes.
+//! - A record overwritten before the reader came, and an event a program
+//!   could not place, are counted ([`Source::lost`]), so "no event lost" is
+//!   checked, not assumed.
+//! - The CPUs' records are merged in time order up to a watermark
+//!   ([`super::merge`]), so an I/O's issue reaches the matcher before its
+//!   completion, whichever CPUs they were written on.
 
 use std::os::fd::OwnedFd;
 
-use drivelab_device::bpf::{self, BpfError, Map, Prog, RingBuf};
+use drivelab_device::bpf::{self, BpfError, Map, Prog, SlotRings};
 
 use super::btf::Btf;
 use super::event::{Event, Rwbs};
+use super::merge::{self, Merge};
 use crate::error::BpfUnavailable;
 
 /// Bytes of one record: time u64, sector u64, bytes u32, dev u32, op
 /// word u32, kind u8, status u8, 2 bytes of padding.
 pub(crate) const RECORD: usize = 32;
 
-/// Ring-buffer bytes one event takes: the record and the ring's 8-byte
-/// header.
-pub(crate) const RING_BYTES_PER_EVENT: u64 = RECORD as u64 + 8;
+/// Bytes of ring one event takes: the record and its slot's sequence
+/// word.
+pub(crate) const BYTES_PER_EVENT: u64 = (RECORD + bpf::SLOT_SEQ) as u64;
 
 const KIND_ISSUE: u8 = 0;
 const KIND_COMPLETE: u8 = 1;
@@ -45,10 +55,8 @@ const KIND_REQUEUE: u8 = 2;
 // Helper ids (include/uapi/linux/bpf.h, `___BPF_FUNC_MAPPER`).
 const FN_MAP_LOOKUP_ELEM: i32 = 1;
 const FN_KTIME_GET_NS: i32 = 5;
+const FN_GET_SMP_PROCESSOR_ID: i32 = 8;
 const FN_PROBE_READ_KERNEL: i32 = 113;
-const FN_RINGBUF_OUTPUT: i32 = 130;
-/// `BPF_RB_NO_WAKEUP`: the reader polls, no wakeup per record.
-const RB_NO_WAKEUP: i32 = 1;
 
 /// A BPF instruction stream under construction, with forward jumps
 /// patched when their label is placed.
@@ -65,7 +73,6 @@ const R0: u8 = 0;
 const R1: u8 = 1;
 const R2: u8 = 2;
 const R3: u8 = 3;
-const R4: u8 = 4;
 const R6: u8 = 6;
 const R7: u8 = 7;
 const R8: u8 = 8;
@@ -124,6 +131,18 @@ impl Asm {
     fn atomic_add(&mut self, dst: u8, off: i16, src: u8) -> &mut Self {
         self.op(0xdb, dst, src, off, 0)
     }
+    /// `src = atomic_fetch_add((u64 *)(dst + off), src)` (`BPF_ADD |
+    /// BPF_FETCH`: fully ordered).
+    fn fetch_add(&mut self, dst: u8, off: i16, src: u8) -> &mut Self {
+        self.op(0xdb, dst, src, off, 0x01)
+    }
+    /// `src = xchg((u64 *)(dst + off), src)` (`BPF_XCHG`: fully ordered).
+    fn xchg(&mut self, dst: u8, off: i16, src: u8) -> &mut Self {
+        self.op(0xdb, dst, src, off, 0xe1)
+    }
+    fn and_imm(&mut self, dst: u8, imm: i32) -> &mut Self {
+        self.op(0x57, dst, 0, 0, imm)
+    }
     fn call(&mut self, helper: i32) -> &mut Self {
         self.op(0x85, 0, 0, 0, helper)
     }
@@ -159,9 +178,14 @@ impl Asm {
     fn jne(&mut self, dst: u8, imm: i32, label: usize) -> &mut Self {
         self.jump(0x55, dst, imm, label)
     }
-    /// `if (s64)dst >= imm goto label`.
-    fn jsge(&mut self, dst: u8, imm: i32, label: usize) -> &mut Self {
-        self.jump(0x75, dst, imm, label)
+    /// `r0 = bpf_map_lookup_elem(map, fp + key)`, to `miss` if there is
+    /// no such entry.
+    fn lookup(&mut self, map: i32, key: i16, miss: usize) -> &mut Self {
+        self.ld_map(R1, map)
+            .mov(R2, FP)
+            .add_imm(R2, i32::from(key))
+            .call(FN_MAP_LOOKUP_ELEM)
+            .jeq(R0, 0, miss)
     }
     /// `bpf_probe_read_kernel(fp + to, size, src + off)`; on failure the
     /// kernel zeroes the destination.
@@ -358,6 +382,19 @@ const SCRATCH: i16 = REC - 8;
 const MAJOR: i16 = REC - 16;
 const MINOR: i16 = REC - 12;
 const KEY: i16 = REC - 24;
+/// The CPU, then the slot's index in its ring.
+const CPU: i16 = REC - 20;
+const IDX: i16 = REC - 32;
+
+/// The maps a program writes: the rings' `heads` and `slots` (see
+/// [`SlotRings`], `per_cpu` slots each) and the per-CPU `lost` counter.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Maps {
+    pub(crate) heads: i32,
+    pub(crate) slots: i32,
+    pub(crate) lost: i32,
+    pub(crate) per_cpu: u64,
+}
 
 /// How a program reads kernel memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -399,17 +436,21 @@ impl Asm {
 }
 
 /// The program for `probe`: records the events of `devs` (kernel
-/// `dev_t`s) into `ring`, counting records the ring had no room for in
-/// `lost` (a per-CPU array of one `u64`). `None` if an offset does not
-/// fit an instruction.
+/// `dev_t`s) into its CPU's ring of `maps`, counting an event it finds no
+/// slot for (a CPU beyond the rings) in `lost` (a per-CPU array of one
+/// `u64`). `None` if an offset does not fit an instruction or the ring's
+/// size is not a power of two that fits one.
 pub(crate) fn program(
     probe: &Probe,
     o: &Offsets,
     devs: &[u32],
-    maps: (i32, i32),
+    maps: Maps,
     how: Access,
 ) -> Option<Vec<u64>> {
-    let (ring, lost) = maps;
+    if !maps.per_cpu.is_power_of_two() || maps.per_cpu > 1 << 30 {
+        return None;
+    }
+    let shift = maps.per_cpu.trailing_zeros() as i32;
     if [
         o.bio_bdev,
         o.bio_sector,
@@ -456,7 +497,26 @@ pub(crate) fn program(
         a.jeq32(R9, d, matched);
     }
     a.jump(0x05, 0, 0, out); // another device's event
+
+    // Take a slot in this CPU's ring, index = heads[cpu]++, before the
+    // time is read: no event reads its time before taking its slot.
+    let no_slot = a.label();
     a.place(matched)
+        .call(FN_GET_SMP_PROCESSOR_ID)
+        .stx(Size::W, FP, CPU, R0)
+        .stx(Size::W, FP, KEY, R0)
+        .lookup(maps.heads, KEY, no_slot)
+        .mov_imm(R1, 1)
+        .fetch_add(R0, 0, R1)
+        .stx(Size::DW, FP, IDX, R1)
+        .and_imm(R1, (maps.per_cpu - 1) as i32)
+        .ldx(Size::W, R2, FP, CPU)
+        .lsh_imm(R2, shift)
+        .or(R1, R2)
+        .stx(Size::W, FP, KEY, R1)
+        .lookup(maps.slots, KEY, no_slot)
+        // r8 = the slot (the disk is no longer needed).
+        .mov(R8, R0)
         .call(FN_KTIME_GET_NS)
         .stx(Size::DW, FP, REC_T, R0)
         .stx(Size::W, FP, REC_DEV, R9)
@@ -488,20 +548,19 @@ pub(crate) fn program(
             a.load_field(how, REC_STATUS, Size::B, R7, o.bio_status);
         }
     }
-    a.ld_map(R1, ring)
-        .mov(R2, FP)
-        .add_imm(R2, i32::from(REC))
-        .mov_imm(R3, RECORD as i32)
-        .mov_imm(R4, RB_NO_WAKEUP)
-        .call(FN_RINGBUF_OUTPUT)
-        .jsge(R0, 0, out)
-        // No room: count it in this CPU's slot of `lost`.
+    // The record into the slot, then its sequence word: index + 1.
+    for w in 0..(RECORD / 8) as i16 {
+        a.ldx(Size::DW, R1, FP, REC + 8 * w)
+            .stx(Size::DW, R8, bpf::SLOT_SEQ as i16 + 8 * w, R1);
+    }
+    a.ldx(Size::DW, R1, FP, IDX)
+        .add_imm(R1, 1)
+        .xchg(R8, 0, R1)
+        .jump(0x05, 0, 0, out)
+        // No slot: count the event in this CPU's entry of `lost`.
+        .place(no_slot)
         .st(Size::W, FP, KEY, 0)
-        .ld_map(R1, lost)
-        .mov(R2, FP)
-        .add_imm(R2, i32::from(KEY))
-        .call(FN_MAP_LOOKUP_ELEM)
-        .jeq(R0, 0, out)
+        .lookup(maps.lost, KEY, out)
         .mov_imm(R1, 1)
         .atomic_add(R0, 0, R1)
         .place(out)
@@ -544,18 +603,23 @@ pub(crate) fn decode(rec: &[u8], o: &Offsets) -> Option<Event> {
     })
 }
 
-/// A running BPF recording: the ring, the lost-record counters, the
+/// A running BPF recording: the rings, the lost-event counters, the
 /// programs and their attachments (dropping it detaches them).
 pub(crate) struct Source {
-    ring: RingBuf,
+    rings: SlotRings,
     lost: Map,
     offsets: Offsets,
-    _links: Vec<OwnedFd>,
+    links: Vec<OwnedFd>,
     progs: Vec<Prog>,
     /// How the programs read the kernel's structs.
     pub(crate) access: Access,
+    merge: Merge,
+    /// Records overwritten in their ring before the reader came.
+    overwritten: u64,
     /// Records read by the last [`Source::read`].
     pub(crate) last: usize,
+    /// The fullest CPU's ring at the last [`Source::read`], as a fraction.
+    pub(crate) fill: f64,
 }
 
 /// Load and attach every probe `devs` need, as `tp_btf` programs when
@@ -563,7 +627,7 @@ pub(crate) struct Source {
 fn attach(
     devs: &[(u32, bool)],
     offsets: &Offsets,
-    maps: (i32, i32),
+    maps: Maps,
     btf: Option<&Btf>,
 ) -> Result<(Vec<Prog>, Vec<OwnedFd>), BpfUnavailable> {
     let mut progs = Vec::new();
@@ -613,15 +677,19 @@ impl Access {
 
 impl Source {
     /// Load and attach the probes for `devs` (kernel `dev_t`, bio-based or
-    /// not) with a ring of `ring_bytes` (rounded up to a power of two
-    /// pages).
-    pub(crate) fn start(devs: &[(u32, bool)], ring_bytes: u64) -> Result<Source, BpfUnavailable> {
+    /// not) with rings of `per_cpu` records for every possible CPU
+    /// (rounded up to a power of two).
+    pub(crate) fn start(devs: &[(u32, bool)], per_cpu: u64) -> Result<Source, BpfUnavailable> {
         let btf = Btf::vmlinux().ok_or(BpfUnavailable::Btf)?;
         let offsets = Offsets::from_btf(&btf).ok_or(BpfUnavailable::Btf)?;
-        let size = ring_bytes.clamp(4096, 1 << 30).next_power_of_two() as usize;
-        let (ring, ring_fd) = RingBuf::create(size)?;
+        let (rings, (heads, slots)) = SlotRings::create(bpf::possible_cpus(), per_cpu, RECORD)?;
         let lost = Map::create(bpf::MAP_PERCPU_ARRAY, 4, 8, 1)?;
-        let maps = (ring_fd, lost.raw_fd());
+        let maps = Maps {
+            heads,
+            slots,
+            lost: lost.raw_fd(),
+            per_cpu: rings.per_cpu(),
+        };
         // tp_btf first (plain loads); where the kernel refuses it, plain
         // raw tracepoints reading through bpf_probe_read_kernel.
         let (progs, links, access) = match attach(devs, &offsets, maps, Some(&btf)) {
@@ -632,36 +700,59 @@ impl Source {
             }
         };
         Ok(Source {
-            ring,
+            rings,
             lost,
             offsets,
-            _links: links,
+            links,
             progs,
             access,
+            merge: Merge::default(),
+            overwritten: 0,
             last: 0,
+            fill: 0.0,
         })
     }
 
-    /// Hand every record in the ring to `f` as an event.
-    pub(crate) fn read(&mut self, mut f: impl FnMut(Event)) {
+    /// Read every CPU's new records, then hand `f` the events up to the
+    /// merge's watermark (all of them with `all`: once detached), in time
+    /// order.
+    pub(crate) fn read(&mut self, all: bool, mut f: impl FnMut(Event)) {
+        // bpf_ktime_get_ns's clock, read before the rings: every event
+        // not in them yet takes its slot, then its time, after this.
+        let drained_at = bpf::monotonic_ns();
         let o = self.offsets;
-        self.last = self.ring.consume(|rec| {
+        let merge = &mut self.merge;
+        let got = self.rings.consume(|cpu, rec| {
             if let Some(ev) = decode(rec, &o) {
-                f(ev)
+                merge.push(cpu, ev)
             }
         });
+        self.last = got.records;
+        self.fill = got.fill;
+        self.overwritten += got.lost;
+        let mark = if all {
+            u64::MAX
+        } else {
+            drained_at.saturating_sub(merge::WATERMARK_NS)
+        };
+        self.merge.release(mark);
+        for ev in self.merge.ready.drain(..) {
+            f(ev)
+        }
     }
 
-    /// Detach the programs: no event is recorded after this.
+    /// Detach the programs: no event is recorded after this (closing a
+    /// link waits for the programs running on it).
     pub(crate) fn detach(&mut self) {
-        self._links.clear();
+        self.links.clear();
     }
 
-    /// Events lost: records the ring had no room for, summed over CPUs,
-    /// and runs the kernel skipped because a program was already running
-    /// on that CPU ([`Prog::recursion_misses`]).
+    /// Events lost: records overwritten before they were read, events a
+    /// program found no slot for (summed over CPUs), and runs the kernel
+    /// skipped because a program was already running on that CPU
+    /// ([`Prog::recursion_misses`]).
     pub(crate) fn lost(&self) -> Result<u64, BpfError> {
-        let mut lost = self.lost.percpu_sum(0)?;
+        let mut lost = self.overwritten + self.lost.percpu_sum(0)?;
         for p in &self.progs {
             lost += p.recursion_misses()?;
         }
@@ -695,9 +786,15 @@ mod tests {
     fn every_probe_loads_as_tp_btf_and_as_raw_tp() {
         let Some(btf) = Btf::vmlinux() else { return };
         let o = Offsets::from_btf(&btf).unwrap();
-        let (_ring, ring_fd) = RingBuf::create(4096).unwrap();
+        let (rings, (heads, slots)) =
+            SlotRings::create(bpf::possible_cpus(), 4096, RECORD).unwrap();
         let lost = Map::create(bpf::MAP_PERCPU_ARRAY, 4, 8, 1).unwrap();
-        let maps = (ring_fd, lost.raw_fd());
+        let maps = Maps {
+            heads,
+            slots,
+            lost: lost.raw_fd(),
+            per_cpu: rings.per_cpu(),
+        };
         let devs = [(7 << 20) | 3, (252 << 20) | 1];
         for p in RQ_PROBES.iter().chain(&BIO_PROBES) {
             let insns = program(p, &o, &devs, maps, Access::ProbeRead).unwrap();

@@ -1,5 +1,5 @@
 //! One block event as either recorder decodes it (the tracefs ring's
-//! binary pages or text, the BPF ring's records), before the matcher pairs
+//! binary pages or text, the BPF rings' records), before the matcher pairs
 //! issues with completions.
 
 /// An issue's `rwbs` text (the kernel's field is 8 or 10 bytes), held in

@@ -5,9 +5,10 @@
 //!
 //! - **BPF** ([`bpf`], chosen by [`RecorderKind::Auto`] for bio-based
 //!   devices when the kernel allows it): BTF-typed raw-tracepoint programs
-//!   write a 32-byte record per event into a BPF ring buffer read through
-//!   its mapping; records the full ring refused are counted per CPU. No
-//!   tracefs instance, and the kernel formats nothing per event. On
+//!   write a 32-byte record per event into their CPU's ring of slots in
+//!   an mmap'ed array, read through its mapping and merged in time order;
+//!   records overwritten before they were read are counted. No tracefs
+//!   instance, no lock, and the kernel formats nothing per event. On
 //!   request-based devices its `block_rq_complete` program misses a few
 //!   completions in a hundred thousand (loop devices under a mixed
 //!   random load) with no loss reported by the kernel, so `auto` does not
@@ -78,6 +79,7 @@ mod bpf;
 mod btf;
 mod devstat;
 mod event;
+mod merge;
 
 pub(crate) use event::{Event, Rwbs};
 
@@ -154,8 +156,8 @@ pub enum RecorderKind {
     Auto,
     /// A tracefs instance (see the module doc).
     Tracefs,
-    /// Raw-tracepoint BPF programs and a BPF ring buffer (see
-    /// [`bpf`]); an error where the kernel does not allow it.
+    /// Raw-tracepoint BPF programs and per-CPU rings (see [`bpf`]); an
+    /// error where the kernel does not allow it.
     Bpf,
 }
 
@@ -175,8 +177,9 @@ impl std::str::FromStr for RecorderKind {
 #[derive(Debug, Clone)]
 pub struct RecordOptions {
     /// Per-CPU ring buffer size, KiB. Default [`default_buffer_kb`]. The
-    /// BPF recorder's one ring takes this times the CPUs, rounded up to a
-    /// power of two (its records are smaller than tracefs's events).
+    /// BPF recorder's ring of each CPU holds as many requests as this
+    /// buffer would (its records are smaller than tracefs's events), its
+    /// slots rounded up to a power of two.
     pub buffer_kb_per_cpu: u64,
     /// tracefs mount point. Default: `/sys/kernel/tracing`, else
     /// `/sys/kernel/debug/tracing`.
@@ -293,22 +296,71 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 /// ring holds a second). The reader is off the CPUs the run needs for all
 /// but a few wakeups a second, where draining whenever anything had
 /// arrived kept it waking hundreds of times a second at full speed.
-fn bpf_interval(ring_bytes: u64) -> Duration {
-    let per_s = EXPECTED_IOPS * 2 * bpf::RING_BYTES_PER_EVENT;
-    let holds = Duration::from_nanos(ring_bytes.saturating_mul(1_000_000_000) / per_s);
+fn bpf_interval(per_cpu: u64) -> Duration {
+    let holds = Duration::from_nanos(per_cpu.saturating_mul(1_000_000_000) / (EXPECTED_IOPS * 2));
     (holds / 8).clamp(Duration::from_millis(1), Duration::from_millis(20))
 }
 
-/// The BPF recorder's ring for a per-CPU buffer of `kb_per_cpu` KiB: room
-/// for as many requests as tracefs's buffers over all the online CPUs hold
-/// ([`BYTES_PER_REQUEST`] there, two records here), rounded up to a power
-/// of two when created.
-fn bpf_ring_bytes(kb_per_cpu: u64) -> u64 {
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get() as u64)
-        .unwrap_or(1);
-    kb_per_cpu.saturating_mul(1024).saturating_mul(cpus) / BYTES_PER_REQUEST
-        * (2 * bpf::RING_BYTES_PER_EVENT)
+/// Records in each CPU's BPF ring for a per-CPU buffer of `kb_per_cpu`
+/// KiB: room for as many requests as tracefs's buffer of that CPU holds
+/// ([`BYTES_PER_REQUEST`] there, two records here), the rings of every
+/// possible CPU within [`BPF_RINGS_MAX`] bytes. Rounded up to a power of
+/// two when created.
+fn bpf_records_per_cpu(kb_per_cpu: u64) -> u64 {
+    let cpus = drivelab_device::bpf::possible_cpus() as u64;
+    let cap = BPF_RINGS_MAX / (cpus * bpf::BYTES_PER_EVENT) / 2;
+    (kb_per_cpu.saturating_mul(1024) / BYTES_PER_REQUEST * 2).clamp(64, cap.max(64))
+}
+
+/// The most memory the BPF recorder's rings take together: 1 GiB.
+const BPF_RINGS_MAX: u64 = 1 << 30;
+
+/// The BPF reader's priority while it records. Its rings hold half a
+/// second or more of events, so it runs at the lowest priority (nice 19)
+/// on time the workload leaves idle, where at the caller's priority it
+/// took CPU time from the run it records (about 2 % of a zram run's IOPS
+/// at full speed, on two CPUs); once any CPU's ring is a quarter full it
+/// returns to the caller's priority until they are nearly empty again, so
+/// a machine with no idle time does not starve it into losing events. It
+/// is lowered only where it can be raised back.
+struct ReaderPriority {
+    own: i32,
+    low: bool,
+}
+
+impl ReaderPriority {
+    const LOWEST: i32 = 19;
+    const BEHIND: f64 = 0.25;
+    const CAUGHT_UP: f64 = 0.05;
+
+    fn lower() -> Option<ReaderPriority> {
+        use drivelab_engine::sched::{set_thread_nice, thread_nice};
+        let own = thread_nice().ok()?;
+        if own >= Self::LOWEST {
+            return None;
+        }
+        // Raising back must be allowed (CAP_SYS_NICE or RLIMIT_NICE).
+        set_thread_nice(own + 1).ok()?;
+        set_thread_nice(own).ok()?;
+        set_thread_nice(Self::LOWEST).ok()?;
+        Some(ReaderPriority { own, low: true })
+    }
+
+    /// Follow the fullest ring's `fill` (a fraction of the ring).
+    fn follow(&mut self, fill: f64) {
+        use drivelab_engine::sched::set_thread_nice;
+        if self.low && fill > Self::BEHIND {
+            self.low = set_thread_nice(self.own).is_err();
+        } else if !self.low && fill < Self::CAUGHT_UP {
+            self.low = set_thread_nice(Self::LOWEST).is_ok();
+        }
+    }
+}
+
+impl Drop for ReaderPriority {
+    fn drop(&mut self) {
+        let _ = drivelab_engine::sched::set_thread_nice(self.own);
+    }
 }
 
 /// Whether an issue of `nr` sectors at `sector` is a request every reader
@@ -480,11 +532,11 @@ impl Recorder {
             // bpf_ktime_get_ns is CLOCK_MONOTONIC: time zero is now,
             // before any program runs.
             let t0 = drivelab_device::bpf::monotonic_ns();
-            let ring = bpf_ring_bytes(opts.buffer_kb_per_cpu);
-            match bpf::Source::start(&ids, ring) {
+            let per_cpu = bpf_records_per_cpu(opts.buffer_kb_per_cpu);
+            match bpf::Source::start(&ids, per_cpu) {
                 Ok(src) => {
                     rec.bpf = Some(src);
-                    rec.bpf_interval = bpf_interval(ring);
+                    rec.bpf_interval = bpf_interval(per_cpu);
                     rec.t0 = Some(t0);
                     rec.clock = "mono".into();
                     rec.started = Instant::now();
@@ -632,7 +684,7 @@ impl Recorder {
     }
 
     /// Write every request into `w` until `done()` says so, then stop and
-    /// write what was left. The BPF ring is drained every
+    /// write what was left. The BPF rings are drained every
     /// [`bpf_interval`] (its reader sees every record that is there).
     /// tracefs's buffer is drained every 2 ms while events arrive (at once
     /// again when a drain found some), every 20 ms when idle or when
@@ -648,19 +700,24 @@ impl Recorder {
         w: &mut dyn crate::TraceWriter,
         mut done: impl FnMut() -> bool,
     ) -> Result<RecordSummary> {
+        let mut priority = self.bpf.as_ref().and_then(|_| ReaderPriority::lower());
         loop {
             self.drain(false)?;
             self.write_ready(w)?;
             if done() {
                 break;
             }
-            if self.bpf.is_some() {
+            if let Some(src) = &self.bpf {
+                if let Some(p) = priority.as_mut() {
+                    p.follow(src.fill);
+                }
                 std::thread::sleep(self.bpf_interval);
             } else if !self.busy() {
                 let idle = if self.raw.is_some() { 2 } else { 20 };
                 std::thread::sleep(Duration::from_millis(idle));
             }
         }
+        drop(priority);
         let (rest, summary) = self.stop()?;
         for r in &rest {
             w.write(r)?;
@@ -690,18 +747,18 @@ impl Recorder {
     /// (stopping), else only those older than the merge watermark.
     fn drain(&mut self, all: bool) -> Result<()> {
         if let Some(mut src) = self.bpf.take() {
-            src.read(|ev| self.handle_event(ev));
+            src.read(all, |ev| self.handle_event(ev));
             self.bpf = Some(src);
             return Ok(());
         }
         if let Some(mut raw) = self.raw.take() {
             let r = raw.read(all);
-            let mut events = std::mem::take(&mut raw.ready);
+            let mut events = std::mem::take(&mut raw.merge.ready);
             for ev in events.drain(..) {
                 self.handle_event(ev);
             }
             // The emptied vector goes back, so the next drain reuses it.
-            raw.ready = events;
+            raw.merge.ready = events;
             self.raw = Some(raw);
             r.map_err(|e| tfs("cannot read", &self.dir.join("per_cpu"), e))?;
             return Ok(());
@@ -1237,18 +1294,12 @@ fn read_whole(path: &Path) -> std::io::Result<String> {
     String::from_utf8(buf).map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e))
 }
 
-/// How far behind the moment every CPU was drained the merge releases
-/// events: 5 ms (see the module doc).
-const WATERMARK_NS: u64 = 5_000_000;
-
 /// The binary reader: one non-blocking `trace_pipe_raw` per CPU.
 struct Raw {
     layout: Layout,
     cpus: Vec<File>,
-    /// Events read per CPU, in that CPU's time order, not yet released.
-    held: Vec<std::collections::VecDeque<Event>>,
-    /// Released events, in time order, for the matcher.
-    ready: Vec<Event>,
+    /// Events read per CPU, merged in time order for the matcher.
+    merge: merge::Merge,
     page: Vec<u8>,
     scratch: Vec<Event>,
     /// Bytes read by the last drain.
@@ -1258,15 +1309,6 @@ struct Raw {
     /// The marker's trace time and `marker_written`, once read: maps the
     /// wall clock onto the trace clock for the watermark.
     marker: Option<(u64, Instant)>,
-}
-
-fn event_time(e: &Event) -> u64 {
-    match e {
-        Event::Issue { t, .. }
-        | Event::Complete { t, .. }
-        | Event::Requeue { t, .. }
-        | Event::Marker { t } => *t,
-    }
 }
 
 impl Raw {
@@ -1306,11 +1348,10 @@ impl Raw {
             return None;
         }
         Some(Raw {
-            held: cpus.iter().map(|_| Default::default()).collect(),
+            merge: merge::Merge::default(),
             page: vec![0u8; layout.page],
             cpus,
             layout,
-            ready: Vec::new(),
             scratch: Vec::new(),
             last_bytes: 0,
             marker_written: Instant::now(),
@@ -1319,7 +1360,7 @@ impl Raw {
     }
 
     /// Drain every CPU, then release the events older than the watermark
-    /// (all of them with `all`) into `ready`, merged in time order.
+    /// (all of them with `all`) into `merge.ready`, in time order.
     fn read(&mut self, all: bool) -> std::io::Result<()> {
         // The trace clock now: the start marker's time plus the wall time
         // since it was written (None until the marker has been read).
@@ -1343,7 +1384,9 @@ impl Raw {
                                 self.marker = Some((t, self.marker_written));
                             }
                         }
-                        self.held[i].extend(self.scratch.drain(..));
+                        for e in self.scratch.drain(..) {
+                            self.merge.push(i, e);
+                        }
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -1355,18 +1398,10 @@ impl Raw {
         }
         let mark = match (all, drained_at) {
             (true, _) => u64::MAX,
-            (false, Some(t)) => t.saturating_sub(WATERMARK_NS),
+            (false, Some(t)) => t.saturating_sub(merge::WATERMARK_NS),
             (false, None) => 0,
         };
-        let start = self.ready.len();
-        for q in &mut self.held {
-            while q.front().is_some_and(|e| event_time(e) <= mark) {
-                if let Some(e) = q.pop_front() {
-                    self.ready.push(e);
-                }
-            }
-        }
-        self.ready[start..].sort_by_key(event_time);
+        self.merge.release(mark);
         Ok(())
     }
 }
@@ -1375,15 +1410,47 @@ impl Raw {
 mod tests {
     use super::*;
 
+    /// The reader drops to nice 19, returns to its own priority when a
+    /// ring is a quarter full and drops again once caught up, and leaves
+    /// its thread as it found it (where raising back is allowed).
+    #[test]
+    fn the_bpf_reader_yields_until_it_falls_behind() {
+        use drivelab_engine::sched::thread_nice;
+        std::thread::spawn(|| {
+            let own = thread_nice().unwrap();
+            let Some(mut p) = ReaderPriority::lower() else {
+                return;
+            };
+            assert_eq!(thread_nice().unwrap(), 19);
+            p.follow(0.1);
+            assert_eq!(thread_nice().unwrap(), 19);
+            p.follow(0.3);
+            assert_eq!(thread_nice().unwrap(), own);
+            p.follow(0.1);
+            assert_eq!(thread_nice().unwrap(), own);
+            p.follow(0.01);
+            assert_eq!(thread_nice().unwrap(), 19);
+            drop(p);
+            assert_eq!(thread_nice().unwrap(), own);
+        })
+        .join()
+        .unwrap();
+    }
+
     #[test]
     fn the_bpf_reader_sleeps_an_eighth_of_what_its_ring_holds() {
-        let per_s = EXPECTED_IOPS * 2 * bpf::RING_BYTES_PER_EVENT;
-        // The default ring holds a second or more: the 20 ms cap.
+        let per_s = EXPECTED_IOPS * 2;
+        // A ring that holds a second: the 20 ms cap.
         assert_eq!(bpf_interval(per_s), Duration::from_millis(20));
         // 80 ms of events: 10 ms.
         assert_eq!(bpf_interval(per_s * 8 / 100), Duration::from_millis(10));
         // A tiny ring: no less than 1 ms.
         assert_eq!(bpf_interval(4096), Duration::from_millis(1));
+        // The default buffer: each CPU's ring holds what that CPU's
+        // tracefs buffer would, in two records a request, 20 ms apart.
+        let per_cpu = bpf_records_per_cpu(default_buffer_kb());
+        assert_eq!(per_cpu, default_buffer_kb() * 1024 / BYTES_PER_REQUEST * 2);
+        assert_eq!(bpf_interval(per_cpu), Duration::from_millis(20));
     }
 
     #[test]
