@@ -330,10 +330,11 @@ pub struct SlotRings {
     slot: usize,
     /// Per CPU, the next slot to read.
     tails: Vec<u64>,
-    /// One pass's records of one CPU: (index, record words).
+    /// Bytes of a record (a multiple of 8).
+    record: usize,
+    /// One pass's records of one CPU: (index, offset in `copies`).
     batch: Vec<(u64, usize)>,
-    words: Vec<u64>,
-    record: Vec<u8>,
+    copies: Vec<u8>,
 }
 
 // SAFETY: the mappings belong to this value alone (nothing else in the
@@ -405,9 +406,9 @@ impl SlotRings {
                 per_cpu,
                 slot,
                 tails: vec![0; cpus],
+                record: record.div_ceil(8) * 8,
                 batch: Vec::new(),
-                words: Vec::new(),
-                record: vec![0; record.div_ceil(8) * 8],
+                copies: Vec::new(),
             },
             fds,
         ))
@@ -440,7 +441,7 @@ impl SlotRings {
     /// there).
     pub fn consume(&mut self, mut f: impl FnMut(usize, &[u8])) -> Consumed {
         let mut out = Consumed::default();
-        let words = self.record.len() / 8;
+        let words = self.record / 8;
         for cpu in 0..self.cpus {
             let head = self.head(cpu);
             let mut i = self.tails[cpu];
@@ -453,7 +454,7 @@ impl SlotRings {
                 i = head - self.per_cpu;
             }
             self.batch.clear();
-            self.words.clear();
+            self.copies.clear();
             while i < head {
                 let idx = cpu as u64 * self.per_cpu + (i & (self.per_cpu - 1));
                 let at = idx as usize * self.slot;
@@ -466,15 +467,16 @@ impl SlotRings {
                 if seq != i + 1 {
                     break;
                 }
-                self.batch.push((i, self.words.len()));
+                self.batch.push((i, self.copies.len()));
                 for w in 0..words {
                     // SAFETY: the record's words lie within this slot,
                     // inside the mapping, 8-byte aligned. A program may be
                     // taking the slot again (a lap later) and overwriting
                     // them: the count read after the copies tells.
-                    self.words.push(unsafe {
+                    let v = unsafe {
                         std::ptr::read_volatile(self.slots.add(at + SLOT_SEQ + 8 * w) as *const u64)
-                    });
+                    };
+                    self.copies.extend_from_slice(&v.to_ne_bytes());
                 }
                 i += 1;
             }
@@ -491,10 +493,7 @@ impl SlotRings {
                     out.lost += 1;
                     continue;
                 }
-                for (w, v) in self.words[at..at + words].iter().enumerate() {
-                    self.record[8 * w..8 * w + 8].copy_from_slice(&v.to_ne_bytes());
-                }
-                f(cpu, &self.record);
+                f(cpu, &self.copies[at..at + self.record]);
                 out.records += 1;
             }
         }
