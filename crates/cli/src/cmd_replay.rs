@@ -67,8 +67,10 @@ pub struct PlayArgs {
     /// Dependency timing: take this many microseconds off each think time
     /// (the recording host's own completion-to-issue path; the replay goes
     /// through its own instead). Default: the host's reaction measured in
-    /// the trace, the median time from a completion to the first request
-    /// issued after it; 0 keeps think times whole.
+    /// the trace, the 95th percentile of the time from a completion to the
+    /// first request issued after it (a reaction another completion cut
+    /// off counts as lasting at least until then); 0 keeps think times
+    /// whole.
     #[arg(long, value_name = "US")]
     pub reaction_us: Option<u64>,
     /// Original or gap timing: time compression, 2 plays twice as fast.

@@ -206,9 +206,9 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
     )
     .map_err(SessionError::Engine)?;
     // Dependency timing with the window or reaction left to the trace: a
-    // quarter of its mean service time (at least 1 ms), and the median of
-    // the recording host's reaction measured in it (one more pass over the
-    // spool, before the recording begins).
+    // quarter of its mean service time (at least 1 ms), and the 95th
+    // percentile of the recording host's reaction measured in it (one more
+    // pass over the spool, before the recording begins).
     let mut host_reaction = None;
     let timing = match o.timing {
         Timing::Dependency {
@@ -217,7 +217,7 @@ pub fn run(o: &SessionOptions, stop: &AtomicBool) -> Result<SessionReport, Sessi
         } => {
             let w = window_ns.unwrap_or_else(|| crate::default_window(pre.mean_service_ns));
             host_reaction = crate::deps::reaction(spool.iter(), w)?;
-            let r = reaction_ns.unwrap_or_else(|| host_reaction.map_or(0, |h| h.p50_ns));
+            let r = reaction_ns.unwrap_or_else(|| host_reaction.map_or(0, |h| h.p95_ns));
             Timing::Dependency {
                 window_ns: Some(w),
                 reaction_ns: Some(r),
@@ -525,11 +525,13 @@ impl fmt::Display for SessionReport {
                 let q = &r.replayer_reaction_ns;
                 writeln!(
                     f,
-                    "  reaction to a completion (us): recording host p50 {:.1}, p90 {:.1}, mean {:.1} ({} in the trace, block layer); replayer, reaped to queued, p50 {:.1}, p90 {:.1}, mean {:.1} ({})",
+                    "  reaction to a completion (us): recording host p50 {:.1}, p90 {:.1}, p95 {:.1}, mean {:.1} ({} seen to end, {} cut off by the next completion; in the trace, block layer); replayer, reaped to queued, p50 {:.1}, p90 {:.1}, mean {:.1} ({})",
                     h.p50_ns as f64 / 1e3,
                     h.p90_ns as f64 / 1e3,
+                    h.p95_ns as f64 / 1e3,
                     h.mean_ns / 1e3,
                     h.count,
+                    h.censored,
                     q.p50 as f64 / 1e3,
                     q.p90 as f64 / 1e3,
                     q.mean / 1e3,

@@ -11,6 +11,8 @@
 //!   1962), merged by Chan, Golub and LeVeque's formula (1979), as fio.
 //! - [`TimeSeries`] and [`Series`]: per-interval IOPS, bandwidth, mean and
 //!   p99 latency, idle intervals included, mergeable across jobs.
+//! - [`survival::Survival`]: Kaplan–Meier percentiles of durations some of
+//!   which were cut off before they ended, from two histograms.
 //!
 //! Each module's doc gives its sources and error bounds.
 //!
@@ -47,6 +49,7 @@ mod error;
 mod histogram;
 mod loglinear;
 pub mod steady;
+pub mod survival;
 mod timeseries;
 mod welford;
 
