@@ -26,10 +26,15 @@
 //!   cut off counted as censored), is taken off each think time: its 95th
 //!   percentile, so that whatever the host took to react in all but its
 //!   slowest turns is replaced by the replayer's own path rather than
-//!   added to it. Taking off its median instead left the slower half of
-//!   the host's reactions in the replay on top of the replayer's: on a
-//!   loop device at 60k IOPS and depth 4 the replay held 2.1-2.3 requests
-//!   outstanding where the trace held 2.5-2.9.
+//!   added to it. The median of only the reactions no completion cut off
+//!   is 4-6 us on a loop device at 55-70k IOPS and depth 4, where the
+//!   estimate's median is 12-15 us; taken off, it leaves most of the
+//!   host's path in the replay on top of the replayer's, and the replay
+//!   holds 2.0-2.3 requests outstanding where the trace held 2.4-2.7
+//!   (2.2-2.5 with the 95th percentile). A host that thinks the same time after every
+//!   completion looks like a slow one to this measure, and that think time
+//!   is taken off too (at depth 1 nothing is censored, and most of it is);
+//!   a reaction of 0 (`--reaction-us 0`) keeps think times whole.
 //!   The think time that times a request is counted from the latest
 //!   completion the host could have seen before issuing it, not from the
 //!   one it was paired with: a host that reaps several completions at once
