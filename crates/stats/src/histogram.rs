@@ -221,6 +221,17 @@ impl LatencyHistogram {
             })
     }
 
+    /// Each bucket's count and the value a percentile reports for it
+    /// (its midpoint clamped into the exact `[min, max]`; 0 for an empty
+    /// bucket), in increasing order, empty buckets included: two
+    /// histograms line up bucket by bucket.
+    pub(crate) fn counts_valued(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (c, if c > 0 { self.bucket_value(i) } else { 0 }))
+    }
+
     /// Midpoint of bucket `i`, clamped into the exact `[min, max]`.
     fn bucket_value(&self, i: usize) -> u64 {
         representative(i, SUB_BITS).clamp(self.min, self.max)

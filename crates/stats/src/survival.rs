@@ -13,9 +13,11 @@
 //! after it. Durations that end and are censored at the same value count as
 //! ended first, as in the usual convention.
 //!
-//! The inputs are two [`LatencyHistogram`]s, so the values are their
-//! buckets' midpoints, within [`crate::RELATIVE_ERROR`] of the durations,
-//! and the memory is the histograms' whatever the number of durations.
+//! The inputs are two [`LatencyHistogram`]s, so the values are those their
+//! percentiles report (a bucket's midpoint, clamped into the exact range of
+//! the durations that ended), within [`crate::RELATIVE_ERROR`] of the
+//! durations, and the memory is the histograms' whatever the number of
+//! durations.
 
 use crate::LatencyHistogram;
 
@@ -41,22 +43,7 @@ impl Survival {
         let mut at_risk = observed.count() + censored.count();
         let mut s = 1.0f64;
         let mut steps = Vec::new();
-        let mut ended = observed.buckets().peekable();
-        let mut cut = censored.buckets().peekable();
-        loop {
-            let low = match (ended.peek(), cut.peek()) {
-                (Some(e), Some(c)) => e.low_ns.min(c.low_ns),
-                (Some(e), None) => e.low_ns,
-                (None, Some(c)) => c.low_ns,
-                (None, None) => break,
-            };
-            let mut d = 0;
-            let mut value = low;
-            if let Some(e) = ended.next_if(|e| e.low_ns == low) {
-                d = e.count;
-                value = e.low_ns + (e.high_ns - e.low_ns) / 2;
-            }
-            let c = cut.next_if(|c| c.low_ns == low).map_or(0, |c| c.count);
+        for ((d, value), (c, _)) in observed.counts_valued().zip(censored.counts_valued()) {
             if d > 0 && at_risk > 0 {
                 s *= 1.0 - d as f64 / at_risk as f64;
                 steps.push((value, s));
@@ -144,6 +131,13 @@ mod tests {
         assert_eq!(s.percentile(100.0), Some(40));
         // (10 + 20 + 30 + 40) / 4.
         assert_eq!(s.restricted_mean(), Some(25.0));
+        // The same values a histogram's percentiles report, beyond the
+        // exact range too.
+        let h = hist(&[4_000, 5_000, 70_000]);
+        let s = Survival::kaplan_meier(&h, &hist(&[]));
+        for p in [1.0, 50.0, 100.0] {
+            assert_eq!(s.percentile(p), h.percentile(p), "{p}");
+        }
     }
 
     #[test]
