@@ -294,9 +294,10 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 /// How long the BPF reader sleeps between drains: an eighth of the time
 /// one CPU's ring of `per_cpu` records holds should all of
 /// [`EXPECTED_IOPS`] come from that CPU, between 1 and 20 ms (the default
-/// rings hold a quarter second or more that way). The reader is off the CPUs the run needs for all
-/// but a few wakeups a second, where draining whenever anything had
-/// arrived kept it waking hundreds of times a second at full speed.
+/// rings hold a quarter second or more that way). The reader is off the
+/// CPUs the run needs for all but a few wakeups a second, where draining
+/// whenever anything had arrived kept it waking hundreds of times a second
+/// at full speed.
 fn bpf_interval(per_cpu: u64) -> Duration {
     let holds = Duration::from_nanos(per_cpu.saturating_mul(1_000_000_000) / (EXPECTED_IOPS * 2));
     (holds / 8).clamp(Duration::from_millis(1), Duration::from_millis(20))
@@ -316,15 +317,15 @@ fn bpf_records_per_cpu(kb_per_cpu: u64) -> u64 {
 /// The most memory the BPF recorder's rings take together: 1 GiB.
 const BPF_RINGS_MAX: u64 = 1 << 30;
 
-/// The BPF reader's priority while it records. Its rings hold half a
-/// second or more of events, so it runs at the lowest priority (nice 19)
-/// on time the workload leaves idle rather than taking CPU time from the
-/// run it records (one A/B on zram at full speed, two CPUs: 11.6 % against
-/// 13.6 % of IOPS, a difference later runs could not tell from noise);
-/// once any CPU's ring is a quarter full it
-/// returns to the caller's priority until they are nearly empty again, so
-/// a machine with no idle time does not starve it into losing events. It
-/// is lowered only where it can be raised back.
+/// The BPF reader's priority while it records. Its rings hold a quarter
+/// second or more of events (see [`bpf_interval`]), so it runs at the
+/// lowest priority (nice 19) on time the workload leaves idle rather than
+/// taking CPU time from the run it records (one A/B on zram at full speed,
+/// two CPUs: 11.6 % against 13.6 % of IOPS, a difference later runs could
+/// not tell from noise); once any CPU's ring is a quarter full it returns
+/// to the caller's priority until they are nearly empty again, so a
+/// machine with no idle time does not starve it into losing events. It is
+/// lowered only where it can be raised back.
 struct ReaderPriority {
     own: i32,
     low: bool,
