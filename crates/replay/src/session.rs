@@ -444,10 +444,11 @@ fn wait_quiet(name: &str) -> bool {
 /// Drain `rec` into a native trace at `out` until `stop`, then stop it and
 /// write what was left.
 fn record_until(
-    rec: Recorder,
+    mut rec: Recorder,
     out: &Path,
     stop: &AtomicBool,
 ) -> Result<RecordSummary, SessionError> {
+    rec.spool_beside(out, "--record")?;
     let mut file = drivelab_device::output::Output::new(out)
         .option("--record")
         .create()?;

@@ -285,3 +285,80 @@ fn completions_the_device_counted_but_the_trace_lacks_are_reported_missed() {
     assert!(summary.missed_completions >= READS, "{summary:?}");
     assert!(summary.lost_events >= summary.missed_completions);
 }
+
+/// The BPF reader spooled (records copied to a scratch file while it runs,
+/// matched at the stop) gives the requests a live BPF reader of the same
+/// I/O gives: two recorders attached at once, four threads reading and
+/// writing at once so that several CPUs' rings fill. The spool leaves no
+/// file behind, not even while it runs.
+#[test]
+fn a_spooled_recording_holds_the_requests_a_live_one_holds() {
+    require_root();
+    let (scratch, lo) = fresh_loop("spool", 64 << 20);
+    let opts = RecordOptions {
+        recorder: RecorderKind::Bpf,
+        ..RecordOptions::default()
+    };
+    let mut live = Recorder::start(std::slice::from_ref(&lo.0), &opts).unwrap();
+    let mut spooled = Recorder::start(std::slice::from_ref(&lo.0), &opts).unwrap();
+    spooled
+        .spool_beside(&scratch.0.join("out.dlt"), "--output")
+        .unwrap();
+    let listing = || {
+        let mut v: Vec<String> = std::fs::read_dir(&scratch.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(listing(), ["disk.img"]);
+    const PER_THREAD: u64 = 400;
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let dev = &lo.0;
+            s.spawn(move || {
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .custom_flags(libc::O_DIRECT)
+                    .open(dev)
+                    .unwrap();
+                let (mut buf, off) = aligned(4096);
+                for i in 0..PER_THREAD {
+                    let at = (256 + t * 2048 + i * 5 % 2048) * 4096;
+                    let b = &mut buf[off..off + 4096];
+                    if i % 3 == 0 {
+                        f.write_all_at(b, at).unwrap();
+                    } else {
+                        f.read_exact_at(b, at).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    let mut want = live.poll().unwrap();
+    let (rest, live_sum) = live.stop().unwrap();
+    want.extend(rest);
+    let (got, sum) = spooled.stop().unwrap();
+    assert_eq!(listing(), ["disk.img"]);
+    for s in [&live_sum, &sum] {
+        assert_eq!((s.lost_events, s.reader.as_str()), (0, "bpf"), "{s:?}");
+    }
+    assert_eq!(sum.requests, got.len() as u64);
+    assert_eq!(sum.completed, live_sum.completed, "{sum:?} {live_sum:?}");
+    let ours = |v: &[Request]| {
+        let mut k: Vec<(u64, Op, u64, bool)> = v
+            .iter()
+            .filter(|r| r.offset >= 256 * 4096 && r.op != Op::Flush)
+            .map(|r| (r.offset, r.op, r.len, r.complete_ns.is_some()))
+            .collect();
+        k.sort();
+        k
+    };
+    let (want, got_keys) = (ours(&want), ours(&got));
+    assert_eq!(want.len() as u64, 4 * PER_THREAD);
+    assert!(want.iter().all(|k| k.3), "every request completed");
+    assert_eq!(got_keys, want);
+    assert!(got.windows(2).all(|w| w[0].issue_ns <= w[1].issue_ns));
+}

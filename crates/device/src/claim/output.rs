@@ -25,6 +25,11 @@
 //! old file whole. An [`OutputFile`] dropped without `commit` removes its
 //! temporary file. Given a symlink, the file it names is the one replaced.
 //!
+//! [`Output::scratch`] is a file the command writes and reads back while it
+//! runs (the BPF recorder's spool): created the same way beside the
+//! target, then unlinked at once, so it lives only as long as its
+//! descriptor and is never put in place, even by a crash.
+//!
 //! Files that must exist under their final name while the command runs (a
 //! journal appended for `--resume`; an SQLite database, which SQLite opens
 //! itself) take the same checks through [`Output::open_in_place`] and
@@ -404,7 +409,7 @@ impl Output {
             (Some(md), None) => Some(md.mode() & 0o777),
             (None, None) => None,
         };
-        let (file, tmp) = create_temp(&dir, &name, mode).map_err(self.io("create"))?;
+        let (file, tmp) = create_temp(&dir, &name, mode, false).map_err(self.io("create"))?;
         let out = OutputFile {
             output: self.clone(),
             target: checked.path,
@@ -424,6 +429,22 @@ impl Output {
             }
         }
         Ok(out)
+    }
+
+    /// Check, then create a scratch file beside the target, open for
+    /// reading and writing and already unlinked: nothing is ever put in
+    /// place, and the space is given back when the file is closed.
+    pub fn scratch(&self) -> Result<File, OutputError> {
+        let checked = self.check()?;
+        let dir = parent(&checked.path);
+        let name = checked
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "scratch".into());
+        let (file, tmp) = create_temp(dir, &name, Some(0o600), true).map_err(self.io("create"))?;
+        fs::remove_file(&tmp).map_err(self.io("unlink"))?;
+        Ok(file)
     }
 
     /// Check, then create (or replace) the file with `bytes`, atomically.
@@ -559,8 +580,14 @@ impl Drop for OutputFile {
 }
 
 /// Create `DIR/.NAME.PID.N.tmp` exclusively (`O_EXCL`, which also never
-/// follows a symlink), trying new numbers while the name is taken.
-fn create_temp(dir: &Path, name: &str, mode: Option<u32>) -> io::Result<(File, PathBuf)> {
+/// follows a symlink), trying new numbers while the name is taken; open
+/// for reading too with `read`.
+fn create_temp(
+    dir: &Path,
+    name: &str,
+    mode: Option<u32>,
+    read: bool,
+) -> io::Result<(File, PathBuf)> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let mut last = None;
     for _ in 0..100 {
@@ -568,6 +595,7 @@ fn create_temp(dir: &Path, name: &str, mode: Option<u32>) -> io::Result<(File, P
         let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
         let mut o = OpenOptions::new();
         o.write(true)
+            .read(read)
             .create_new(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
         if let Some(m) = mode {
@@ -761,6 +789,27 @@ mod tests {
         let q = d.join("new.json");
         drop(Output::new(&q).create().unwrap());
         assert_eq!(names(&d), ["r.json"]);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    /// A scratch file reads back what was written, leaves no name in the
+    /// directory, and takes the same refusals as an output.
+    #[test]
+    fn a_scratch_file_is_unlinked_at_once_and_reads_back() {
+        use std::io::{Read, Seek};
+        let d = scratch("scratch");
+        let mut f = Output::new(d.join("t.spool")).scratch().unwrap();
+        assert!(names(&d).is_empty());
+        f.write_all(b"spooled").unwrap();
+        f.rewind().unwrap();
+        let mut back = String::new();
+        f.read_to_string(&mut back).unwrap();
+        assert_eq!(back, "spooled");
+        let input = d.join("in");
+        fs::write(&input, b"x").unwrap();
+        let err = Output::new(&input).input(&input).scratch().unwrap_err();
+        assert!(err.is_refusal(), "{err}");
+        assert_eq!(names(&d), ["in"]);
         let _ = fs::remove_dir_all(&d);
     }
 

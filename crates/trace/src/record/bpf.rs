@@ -51,6 +51,27 @@ pub(crate) const BYTES_PER_EVENT: u64 = (RECORD + bpf::SLOT_SEQ) as u64;
 const KIND_ISSUE: u8 = 0;
 const KIND_COMPLETE: u8 = 1;
 const KIND_REQUEUE: u8 = 2;
+/// A spooled record that ends a drain pass (see [`Source::spool`]); its
+/// time is the watermark that pass released up to.
+const KIND_PASS: u8 = 0xff;
+/// Where a record keeps its kind.
+const KIND: usize = 28;
+/// Where a spooled record keeps the CPU it was read from (u16, the
+/// record's padding).
+const SPOOL_CPU: usize = 30;
+
+/// The time up to which a drain starting now may release events: every
+/// event with a later time may still be on its way into a ring
+/// ([`merge::WATERMARK_NS`]); all of them with `all` (the programs are
+/// detached).
+fn watermark(all: bool) -> u64 {
+    if all {
+        return u64::MAX;
+    }
+    // bpf_ktime_get_ns's clock, read before the rings: every event not
+    // in them yet takes its slot, then its time, after this.
+    bpf::monotonic_ns().saturating_sub(merge::WATERMARK_NS)
+}
 
 // Helper ids (include/uapi/linux/bpf.h, `___BPF_FUNC_MAPPER`).
 const FN_MAP_LOOKUP_ELEM: i32 = 1;
@@ -569,6 +590,39 @@ pub(crate) fn program(
     a.finish()
 }
 
+/// Append `rec`, read from `cpu`'s ring, to `spool`, its CPU in its
+/// padding.
+fn spool_record(spool: &mut Vec<u8>, cpu: usize, rec: &[u8]) {
+    let at = spool.len();
+    spool.extend_from_slice(rec);
+    spool[at + SPOOL_CPU..at + RECORD].copy_from_slice(&(cpu as u16).to_le_bytes());
+}
+
+/// Append the record that ends a drain pass which released up to `mark`.
+fn spool_pass(spool: &mut Vec<u8>, mark: u64) {
+    let mut pass = [0u8; RECORD];
+    pass[..8].copy_from_slice(&mark.to_le_bytes());
+    pass[KIND] = KIND_PASS;
+    spool.extend_from_slice(&pass);
+}
+
+/// Replay whole spooled records through `merge` as the drains that wrote
+/// them did: records pushed to their CPU's queue, released at each pass.
+fn unspool(merge: &mut Merge, o: &Offsets, spooled: &[u8], mut f: impl FnMut(Event)) {
+    for rec in spooled.chunks_exact(RECORD) {
+        if rec[KIND] == KIND_PASS {
+            let mark = u64::from_le_bytes(rec[..8].try_into().unwrap_or_default());
+            merge.release(mark);
+            for ev in merge.ready.drain(..) {
+                f(ev)
+            }
+        } else if let Some(ev) = decode(rec, o) {
+            let cpu = u16::from_le_bytes([rec[SPOOL_CPU], rec[SPOOL_CPU + 1]]);
+            merge.push(usize::from(cpu), ev);
+        }
+    }
+}
+
 /// Decode one record into the event the matcher takes.
 pub(crate) fn decode(rec: &[u8], o: &Offsets) -> Option<Event> {
     let u64_at = |at: usize| -> Option<u64> {
@@ -583,7 +637,7 @@ pub(crate) fn decode(rec: &[u8], o: &Offsets) -> Option<Event> {
     let dev = u32_at(20)?;
     let opf = u32_at(24)?;
     let status = *rec.get(29)?;
-    Some(match *rec.get(28)? {
+    Some(match *rec.get(KIND)? {
         KIND_ISSUE => Event::Issue {
             t,
             dev,
@@ -717,9 +771,7 @@ impl Source {
     /// merge's watermark (all of them with `all`: once detached), in time
     /// order.
     pub(crate) fn read(&mut self, all: bool, mut f: impl FnMut(Event)) {
-        // bpf_ktime_get_ns's clock, read before the rings: every event
-        // not in them yet takes its slot, then its time, after this.
-        let drained_at = bpf::monotonic_ns();
+        let mark = watermark(all);
         let o = self.offsets;
         let merge = &mut self.merge;
         let got = self.rings.consume(|cpu, rec| {
@@ -727,18 +779,37 @@ impl Source {
                 merge.push(cpu, ev)
             }
         });
-        self.last = got.records;
-        self.fill = got.fill;
-        self.overwritten += got.lost;
-        let mark = if all {
-            u64::MAX
-        } else {
-            drained_at.saturating_sub(merge::WATERMARK_NS)
-        };
+        self.count(&got);
         self.merge.release(mark);
         for ev in self.merge.ready.drain(..) {
             f(ev)
         }
+    }
+
+    /// What [`Source::read`] does, but only as far as copying: every CPU's
+    /// new records are appended to `spool` as they are, each with its CPU
+    /// in its padding, then a pass record holding the watermark `read`
+    /// would release up to. [`Source::unspool`] later hands out the same
+    /// events in the same order `read` would have, so the matching and
+    /// writing can wait until the recording stops.
+    pub(crate) fn spool(&mut self, all: bool, spool: &mut Vec<u8>) {
+        let mark = watermark(all);
+        let got = self.rings.consume(|cpu, rec| spool_record(spool, cpu, rec));
+        self.count(&got);
+        spool_pass(spool, mark);
+    }
+
+    /// Hand `f` the events of whole spooled records `spooled` (what
+    /// [`Source::spool`] wrote, in order, cut anywhere between records),
+    /// releasing them at each pass record as [`Source::read`] would have.
+    pub(crate) fn unspool(&mut self, spooled: &[u8], f: impl FnMut(Event)) {
+        unspool(&mut self.merge, &self.offsets, spooled, f)
+    }
+
+    fn count(&mut self, got: &bpf::Consumed) {
+        self.last = got.records;
+        self.fill = got.fill;
+        self.overwritten += got.lost;
     }
 
     /// Detach the programs: no event is recorded after this (closing a
@@ -807,6 +878,69 @@ mod tests {
                 panic!("{} tp_btf: {e}", p.name);
             }
         }
+    }
+
+    /// Records of two CPUs (one written out of time order) read in three
+    /// passes: the spool, read back in pieces cut anywhere between
+    /// records, gives the events the live merge gave, in the same order.
+    #[test]
+    fn a_spool_read_back_gives_what_the_live_reader_gave() {
+        let Some(o) = Btf::vmlinux().as_ref().and_then(Offsets::from_btf) else {
+            return;
+        };
+        let rec = |t: u64, kind: u8| {
+            let mut r = [0u8; RECORD];
+            r[..8].copy_from_slice(&t.to_le_bytes());
+            r[8..16].copy_from_slice(&(t * 8).to_le_bytes());
+            r[16..20].copy_from_slice(&4096u32.to_le_bytes());
+            r[24..28].copy_from_slice(&o.op_read.to_le_bytes());
+            r[KIND] = kind;
+            r
+        };
+        // Each pass: (CPU, time, kind) of the records it read, its mark.
+        type Pass<'a> = (&'a [(usize, u64, u8)], u64);
+        let passes: [Pass; 3] = [
+            (
+                &[
+                    (0, 10, KIND_ISSUE),
+                    (1, 12, KIND_ISSUE),
+                    (0, 30, KIND_COMPLETE),
+                ],
+                20,
+            ),
+            (
+                &[
+                    (1, 25, KIND_COMPLETE),
+                    (1, 22, KIND_ISSUE),
+                    (0, 40, KIND_ISSUE),
+                ],
+                35,
+            ),
+            (&[(1, 45, KIND_COMPLETE), (0, 41, KIND_REQUEUE)], u64::MAX),
+        ];
+        let mut live = Merge::default();
+        let mut want = Vec::new();
+        let mut spool = Vec::new();
+        for (recs, mark) in passes {
+            for &(cpu, t, kind) in recs {
+                live.push(cpu, decode(&rec(t, kind), &o).unwrap());
+                spool_record(&mut spool, cpu, &rec(t, kind));
+            }
+            live.release(mark);
+            want.append(&mut live.ready);
+            spool_pass(&mut spool, mark);
+        }
+        assert_eq!(want.len(), 8);
+        for cut in [RECORD, 3 * RECORD, 5 * RECORD, spool.len()] {
+            let mut back = Merge::default();
+            let mut got = Vec::new();
+            for piece in spool.chunks(cut) {
+                unspool(&mut back, &o, piece, |e| got.push(e));
+            }
+            assert_eq!(got, want, "read back {cut} bytes at a time");
+        }
+        let times: Vec<u64> = want.iter().map(merge::event_time).collect();
+        assert_eq!(times, [10, 12, 22, 25, 30, 40, 41, 45]);
     }
 
     #[test]

@@ -17,6 +17,16 @@
 //!   tracefs`): a private tracefs instance, so nothing else using ftrace
 //!   is disturbed; the rest of this doc describes it.
 //!
+//! **Spooled.** A recording written to a file ([`record`], and a
+//! replay's own recording) with the BPF reader only copies records while
+//! it runs: each drain appends them, tagged with their CPU, to an unlinked
+//! scratch file beside the output ([`Recorder::spool_beside`]), and the merge,
+//! the matching and the writing run after the stop, over the same records
+//! in the same passes, so the trace is the one the live reader gives. The
+//! reader's share of the CPU while the workload runs was most of what
+//! recording cost on zram at full speed. The spool takes 64 bytes per
+//! request (32 per event) on the output's filesystem until the stop.
+//!
 //! Either way the recording is held against the devices' own count of
 //! finished requests ([`devstat`]): completions the device counted and the
 //! trace lacks are [`RecordSummary::missed_completions`], part of
@@ -61,7 +71,7 @@
 //! drain runs every few milliseconds while events arrive.
 
 use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Seek, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -268,6 +278,9 @@ pub struct Recorder {
     /// With the BPF reader, the pause between drains (see
     /// [`bpf_interval`]).
     bpf_interval: Duration,
+    /// With the BPF reader, where drains copy the records until the stop
+    /// (see [`Recorder::spool_beside`]).
+    spool: Option<Spool>,
     events: u64,
     errors: u64,
     /// Issues left out: empty non-flush requests, or beyond MAX_EXTENT.
@@ -505,6 +518,7 @@ impl Recorder {
             bio,
             finished_at_start: None,
             bpf_interval: Duration::ZERO,
+            spool: None,
             events: 0,
             errors: 0,
             ignored: 0,
@@ -680,7 +694,9 @@ impl Recorder {
 
     /// Read what the kernel has buffered (without waiting) and return the
     /// requests that are complete in issue order. Call it often (every
-    /// 10–100 ms) so the ring buffer does not overrun.
+    /// 10–100 ms) so the ring buffer does not overrun. While spooling
+    /// ([`Recorder::spool_beside`]) it returns nothing: the requests come
+    /// at the stop.
     pub fn poll(&mut self) -> Result<Vec<Request>> {
         self.drain(false)?;
         Ok(self.take_ready())
@@ -706,7 +722,7 @@ impl Recorder {
         let mut priority = self.bpf.as_ref().and_then(|_| ReaderPriority::lower());
         loop {
             self.drain(false)?;
-            self.write_ready(w)?;
+            self.emit_ready(&mut |r| w.write(&r))?;
             if done() {
                 break;
             }
@@ -721,11 +737,29 @@ impl Recorder {
             }
         }
         drop(priority);
-        let (rest, summary) = self.stop()?;
-        for r in &rest {
-            w.write(r)?;
+        self.finish(&mut |r| w.write(&r))
+    }
+
+    /// With the BPF reader, copy the records into a scratch file beside
+    /// `output` ([`drivelab_device::output::Output::scratch`], checked as
+    /// an output of `option` that none of the recorded devices may be)
+    /// while recording, and merge, match and hand them out only at the
+    /// stop (see the module doc). Nothing with the tracefs readers.
+    pub fn spool_beside(&mut self, output: &Path, option: &str) -> Result<()> {
+        if self.bpf.is_none() {
+            return Ok(());
         }
-        Ok(summary)
+        let mut name = output.file_name().unwrap_or_default().to_os_string();
+        name.push(".spool");
+        let file = drivelab_device::output::Output::new(output.with_file_name(name))
+            .option(option)
+            .inputs(self.devices.iter().map(|d| PathBuf::from(&d.name)))
+            .scratch()?;
+        self.spool = Some(Spool {
+            file,
+            buf: Vec::new(),
+        });
+        Ok(())
     }
 
     /// Whether the last [`poll`](Recorder::poll) found events (the caller
@@ -750,9 +784,18 @@ impl Recorder {
     /// (stopping), else only those older than the merge watermark.
     fn drain(&mut self, all: bool) -> Result<()> {
         if let Some(mut src) = self.bpf.take() {
-            src.read(all, |ev| self.handle_event(ev));
+            let r = match self.spool.as_mut() {
+                Some(spool) => {
+                    src.spool(all, &mut spool.buf);
+                    spool.write()
+                }
+                None => {
+                    src.read(all, |ev| self.handle_event(ev));
+                    Ok(())
+                }
+            };
             self.bpf = Some(src);
-            return Ok(());
+            return r;
         }
         if let Some(mut raw) = self.raw.take() {
             let r = raw.read(all);
@@ -849,23 +892,58 @@ impl Recorder {
         }
     }
 
-    /// Write the requests that are complete, in issue order, into `w`
-    /// (what [`take_ready`](Recorder::take_ready) returns, without
-    /// collecting them first).
-    fn write_ready(&mut self, w: &mut dyn crate::TraceWriter) -> Result<()> {
+    /// Hand `emit` the requests that are complete, in issue order.
+    fn emit_ready(&mut self, emit: &mut dyn FnMut(Request) -> Result<()>) -> Result<()> {
         while let Some(r) = self.matcher.pop() {
             self.requests += 1;
             self.completed += u64::from(r.complete_ns.is_some());
-            w.write(&r)?;
+            emit(r)?;
         }
         Ok(())
     }
 
     fn take_ready(&mut self) -> Vec<Request> {
-        let out: Vec<Request> = std::iter::from_fn(|| self.matcher.pop()).collect();
-        self.requests += out.len() as u64;
-        self.completed += out.iter().filter(|r| r.complete_ns.is_some()).count() as u64;
+        let mut out = Vec::new();
+        let _ = self.emit_ready(&mut |r| {
+            out.push(r);
+            Ok(())
+        });
         out
+    }
+
+    /// Read the spool back from its start and hand `emit` its requests,
+    /// as the drains would have (see [`Recorder::spool_beside`]).
+    fn unspool(&mut self, emit: &mut dyn FnMut(Request) -> Result<()>) -> Result<()> {
+        // A spool is only ever set beside a BPF source.
+        let Some(mut spool) = self.spool.take() else {
+            return Ok(());
+        };
+        let Some(mut src) = self.bpf.take() else {
+            return Ok(());
+        };
+        spool.file.rewind()?;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut filled = 0;
+        loop {
+            let n = match spool.file.read(&mut buf[filled..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.into()),
+            };
+            filled += n;
+            let whole = filled - filled % bpf::RECORD;
+            if n == 0 || filled == buf.len() {
+                src.unspool(&buf[..whole], |ev| self.handle_event(ev));
+                self.emit_ready(emit)?;
+                buf.copy_within(whole..filled, 0);
+                filled -= whole;
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        self.bpf = Some(src);
+        Ok(())
     }
 
     fn lost_events(&self) -> Result<u64> {
@@ -933,7 +1011,18 @@ impl Recorder {
     /// Stop: disable the events, drain what is buffered, count lost events,
     /// remove the instance. Returns the remaining requests (everything still
     /// outstanding, without completion) and the summary.
-    pub fn stop(mut self) -> Result<(Vec<Request>, RecordSummary)> {
+    pub fn stop(self) -> Result<(Vec<Request>, RecordSummary)> {
+        let mut out = Vec::new();
+        let summary = self.finish(&mut |r| {
+            out.push(r);
+            Ok(())
+        })?;
+        Ok((out, summary))
+    }
+
+    /// [`Recorder::stop`], handing `emit` the requests left (all of them
+    /// when spooled) instead of collecting them.
+    fn finish(mut self, emit: &mut dyn FnMut(Request) -> Result<()>) -> Result<RecordSummary> {
         // The devices' count before anything is detached: all it counted
         // since the start ended while the readers were live.
         let device_finished = self
@@ -955,13 +1044,15 @@ impl Recorder {
             self.drain(true)?;
             empty = if self.busy() { 0 } else { empty + 1 };
         }
-        let mut out = self.take_ready();
+        let duration_s = self.started.elapsed().as_secs_f64();
+        self.unspool(emit)?;
+        self.emit_ready(emit)?;
         if !self.partial.is_empty() {
             let rest = std::mem::take(&mut self.partial);
             self.handle_line(&rest);
         }
         self.matcher.finish();
-        out.extend(self.take_ready());
+        self.emit_ready(emit)?;
         // Completions seen: those matched to a recorded issue and those of
         // requests issued before the start (or left out).
         let seen = self.completed + self.matcher.stats().unmatched_completions;
@@ -979,7 +1070,7 @@ impl Recorder {
                 ignored: self.matcher.stats().ignored + self.ignored,
                 ..self.matcher.stats()
             },
-            duration_s: self.started.elapsed().as_secs_f64(),
+            duration_s,
             clock: self.clock.clone(),
             instance: self.dir.clone(),
             reader: self.reader().into(),
@@ -991,7 +1082,22 @@ impl Recorder {
                 .unwrap_or_default(),
         };
         self.remove()?;
-        Ok((out, summary))
+        Ok(summary)
+    }
+}
+
+/// The BPF reader's spool: a drain's records are gathered in `buf`, then
+/// written to `file` in one call.
+struct Spool {
+    file: File,
+    buf: Vec<u8>,
+}
+
+impl Spool {
+    fn write(&mut self) -> Result<()> {
+        self.file.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
     }
 }
 
@@ -1017,7 +1123,8 @@ pub fn record(
     stop: &AtomicBool,
     opts: &RecordOptions,
 ) -> Result<RecordSummary> {
-    let rec = Recorder::start(devices, opts)?;
+    let mut rec = Recorder::start(devices, opts)?;
+    rec.spool_beside(output, "--output")?;
     let mut file = drivelab_device::output::Output::new(output)
         .option("--output")
         .inputs(devices.iter().cloned())
