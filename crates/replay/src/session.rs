@@ -448,10 +448,10 @@ fn record_until(
     out: &Path,
     stop: &AtomicBool,
 ) -> Result<RecordSummary, SessionError> {
-    rec.spool_beside(out, "--record")?;
     let mut file = drivelab_device::output::Output::new(out)
         .option("--record")
         .create()?;
+    rec.spool_beside(out, "--record")?;
     let mut w = drivelab_trace::open_writer(&mut file, Format::Native, rec.devices())?;
     let summary = rec.record_into(w.as_mut(), || stop.load(Ordering::Relaxed))?;
     w.finish()?;

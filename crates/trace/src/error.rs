@@ -114,6 +114,17 @@ pub enum TraceError {
         /// What is wrong with it.
         msg: String,
     },
+    /// The BPF recorder's spool beside the output (see
+    /// `record`'s module doc) could not be written or read back.
+    #[error("cannot {what} the recording's spool beside {}: {source}; free space there, write the trace elsewhere, or record with --recorder tracefs", path.display())]
+    Spool {
+        /// `write` or `read back`.
+        what: &'static str,
+        /// The output the spool is beside.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
     /// An output file (a recorded trace, a plot) is refused, or cannot be
     /// created or put in place.
     #[error(transparent)]

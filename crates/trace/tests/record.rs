@@ -362,3 +362,49 @@ fn a_spooled_recording_holds_the_requests_a_live_one_holds() {
     assert_eq!(got_keys, want);
     assert!(got.windows(2).all(|w| w[0].issue_ns <= w[1].issue_ns));
 }
+
+/// A spool that runs out of space fails the recording in one line that
+/// names the output and what to do, and leaves nothing behind: a 256 KiB
+/// tmpfs this test mounts holds the spool of 20,000 reads (64 bytes each)
+/// only in part.
+#[test]
+fn a_full_spool_fails_the_recording_saying_what_to_do() {
+    require_root();
+    let (scratch, lo) = fresh_loop("spoolfull", 16 << 20);
+    let full = scratch.0.join("full");
+    std::fs::create_dir(&full).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "drivelab-spool-test"])
+        .arg(&full)
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount tmpfs on {}", full.display());
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&full);
+    let opts = RecordOptions {
+        recorder: RecorderKind::Bpf,
+        ..RecordOptions::default()
+    };
+    let mut rec = Recorder::start(std::slice::from_ref(&lo.0), &opts).unwrap();
+    let out = full.join("t.dlt");
+    rec.spool_beside(&out, "--output").unwrap();
+    direct_reads(&lo.0, (0..20_000u64).map(|i| i * 7919 % 4096));
+    let err = match rec.stop() {
+        Ok((_, summary)) => panic!("a 256 KiB spool held 20,000 reads: {summary:?}"),
+        Err(e) => e,
+    };
+    let msg = err.to_string();
+    assert!(
+        matches!(err, drivelab_trace::TraceError::Spool { .. })
+            && msg.contains(&out.display().to_string())
+            && msg.contains("free space there")
+            && !msg.contains('\n'),
+        "{msg}"
+    );
+    assert_eq!(std::fs::read_dir(&full).unwrap().count(), 0);
+}

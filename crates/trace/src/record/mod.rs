@@ -749,15 +749,14 @@ impl Recorder {
         if self.bpf.is_none() {
             return Ok(());
         }
-        let mut name = output.file_name().unwrap_or_default().to_os_string();
-        name.push(".spool");
-        let file = drivelab_device::output::Output::new(output.with_file_name(name))
+        let file = drivelab_device::output::Output::new(output)
             .option(option)
             .inputs(self.devices.iter().map(|d| PathBuf::from(&d.name)))
             .scratch()?;
         self.spool = Some(Spool {
             file,
             buf: Vec::new(),
+            beside: output.to_path_buf(),
         });
         Ok(())
     }
@@ -921,14 +920,19 @@ impl Recorder {
         let Some(mut src) = self.bpf.take() else {
             return Ok(());
         };
-        spool.file.rewind()?;
+        let failed = |source| TraceError::Spool {
+            what: "read back",
+            path: spool.beside.clone(),
+            source,
+        };
+        spool.file.rewind().map_err(failed)?;
         let mut buf = vec![0u8; 1 << 20];
         let mut filled = 0;
         loop {
             let n = match spool.file.read(&mut buf[filled..]) {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(failed(e)),
             };
             filled += n;
             let whole = filled - filled % bpf::RECORD;
@@ -1087,15 +1091,23 @@ impl Recorder {
 }
 
 /// The BPF reader's spool: a drain's records are gathered in `buf`, then
-/// written to `file` in one call.
+/// written to `file` (a scratch file beside the output `beside`) in one
+/// call.
 struct Spool {
     file: File,
     buf: Vec<u8>,
+    beside: PathBuf,
 }
 
 impl Spool {
     fn write(&mut self) -> Result<()> {
-        self.file.write_all(&self.buf)?;
+        self.file
+            .write_all(&self.buf)
+            .map_err(|source| TraceError::Spool {
+                what: "write",
+                path: self.beside.clone(),
+                source,
+            })?;
         self.buf.clear();
         Ok(())
     }
@@ -1124,11 +1136,11 @@ pub fn record(
     opts: &RecordOptions,
 ) -> Result<RecordSummary> {
     let mut rec = Recorder::start(devices, opts)?;
-    rec.spool_beside(output, "--output")?;
     let mut file = drivelab_device::output::Output::new(output)
         .option("--output")
         .inputs(devices.iter().cloned())
         .create()?;
+    rec.spool_beside(output, "--output")?;
     let mut w = crate::open_writer(&mut file, format, rec.devices())?;
     let deadline = duration.map(|d| Instant::now() + d);
     let summary = rec.record_into(w.as_mut(), || {
