@@ -286,17 +286,23 @@ fn completions_the_device_counted_but_the_trace_lacks_are_reported_missed() {
     assert!(summary.lost_events >= summary.missed_completions);
 }
 
-/// The BPF reader spooled (records copied to a scratch file while it runs,
-/// matched at the stop) gives the requests a live BPF reader of the same
-/// I/O gives: two recorders attached at once, four threads reading and
-/// writing at once so that several CPUs' rings fill. The spool leaves no
-/// file behind, not even while it runs.
+/// Each reader spooled (what it reads copied to a scratch file while it
+/// runs, decoded and matched at the stop) gives the requests the same
+/// reader live gives of the same I/O: two recorders attached at once, four
+/// threads reading and writing at once so that several CPUs' buffers fill.
+/// The spool leaves no file behind, not even while it runs.
 #[test]
 fn a_spooled_recording_holds_the_requests_a_live_one_holds() {
     require_root();
+    for (kind, reader) in RECORDERS {
+        spooled_holds_what_live_holds(kind, reader);
+    }
+}
+
+fn spooled_holds_what_live_holds(kind: RecorderKind, reader: &str) {
     let (scratch, lo) = fresh_loop("spool", 64 << 20);
     let opts = RecordOptions {
-        recorder: RecorderKind::Bpf,
+        recorder: kind,
         ..RecordOptions::default()
     };
     let mut live = Recorder::start(std::slice::from_ref(&lo.0), &opts).unwrap();
@@ -337,13 +343,15 @@ fn a_spooled_recording_holds_the_requests_a_live_one_holds() {
             });
         }
     });
+    // Spooled, nothing is decoded until the stop.
+    assert_eq!(spooled.poll().unwrap().len(), 0, "{reader}");
     let mut want = live.poll().unwrap();
     let (rest, live_sum) = live.stop().unwrap();
     want.extend(rest);
     let (got, sum) = spooled.stop().unwrap();
     assert_eq!(listing(), ["disk.img"]);
     for s in [&live_sum, &sum] {
-        assert_eq!((s.lost_events, s.reader.as_str()), (0, "bpf"), "{s:?}");
+        assert_eq!((s.lost_events, s.reader.as_str()), (0, reader), "{s:?}");
     }
     assert_eq!(sum.requests, got.len() as u64);
     assert_eq!(sum.completed, live_sum.completed, "{sum:?} {live_sum:?}");
@@ -357,9 +365,12 @@ fn a_spooled_recording_holds_the_requests_a_live_one_holds() {
         k
     };
     let (want, got_keys) = (ours(&want), ours(&got));
-    assert_eq!(want.len() as u64, 4 * PER_THREAD);
-    assert!(want.iter().all(|k| k.3), "every request completed");
-    assert_eq!(got_keys, want);
+    assert_eq!(want.len() as u64, 4 * PER_THREAD, "{reader}");
+    assert!(
+        want.iter().all(|k| k.3),
+        "{reader}: every request completed"
+    );
+    assert_eq!(got_keys, want, "{reader}");
     assert!(got.windows(2).all(|w| w[0].issue_ns <= w[1].issue_ns));
 }
 

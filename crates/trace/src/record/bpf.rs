@@ -38,6 +38,7 @@ use drivelab_device::bpf::{self, BpfError, Map, Prog, SlotRings};
 use super::btf::Btf;
 use super::event::{Event, Rwbs};
 use super::merge::{self, Merge};
+use super::spool::Spool;
 use crate::error::BpfUnavailable;
 
 /// Bytes of one record: time u64, sector u64, bytes u32, dev u32, op
@@ -51,14 +52,8 @@ pub(crate) const BYTES_PER_EVENT: u64 = (RECORD + bpf::SLOT_SEQ) as u64;
 const KIND_ISSUE: u8 = 0;
 const KIND_COMPLETE: u8 = 1;
 const KIND_REQUEUE: u8 = 2;
-/// A spooled record that ends a drain pass (see [`Source::spool`]); its
-/// time is the watermark that pass released up to.
-const KIND_PASS: u8 = 0xff;
 /// Where a record keeps its kind.
 const KIND: usize = 28;
-/// Where a spooled record keeps the CPU it was read from (u16, the
-/// record's padding).
-const SPOOL_CPU: usize = 30;
 
 /// The time up to which a drain starting now may release events: every
 /// event with a later time may still be on its way into a ring
@@ -590,35 +585,11 @@ pub(crate) fn program(
     a.finish()
 }
 
-/// Append `rec`, read from `cpu`'s ring, to `spool`, its CPU in its
-/// padding.
-fn spool_record(spool: &mut Vec<u8>, cpu: usize, rec: &[u8]) {
-    let at = spool.len();
-    spool.extend_from_slice(rec);
-    spool[at + SPOOL_CPU..at + RECORD].copy_from_slice(&(cpu as u16).to_le_bytes());
-}
-
-/// Append the record that ends a drain pass which released up to `mark`.
-fn spool_pass(spool: &mut Vec<u8>, mark: u64) {
-    let mut pass = [0u8; RECORD];
-    pass[..8].copy_from_slice(&mark.to_le_bytes());
-    pass[KIND] = KIND_PASS;
-    spool.extend_from_slice(&pass);
-}
-
-/// Replay whole spooled records through `merge` as the drains that wrote
-/// them did: records pushed to their CPU's queue, released at each pass.
-fn unspool(merge: &mut Merge, o: &Offsets, spooled: &[u8], mut f: impl FnMut(Event)) {
-    for rec in spooled.chunks_exact(RECORD) {
-        if rec[KIND] == KIND_PASS {
-            let mark = u64::from_le_bytes(rec[..8].try_into().unwrap_or_default());
-            merge.release(mark);
-            for ev in merge.ready.drain(..) {
-                f(ev)
-            }
-        } else if let Some(ev) = decode(rec, o) {
-            let cpu = u16::from_le_bytes([rec[SPOOL_CPU], rec[SPOOL_CPU + 1]]);
-            merge.push(usize::from(cpu), ev);
+/// Hold the whole records in `bytes`, read from `cpu`'s ring.
+fn push_records(merge: &mut Merge, o: &Offsets, cpu: usize, bytes: &[u8]) {
+    for rec in bytes.chunks_exact(RECORD) {
+        if let Some(ev) = decode(rec, o) {
+            merge.push(cpu, ev)
         }
     }
 }
@@ -770,40 +741,40 @@ impl Source {
     /// Read every CPU's new records, then hand `f` the events up to the
     /// merge's watermark (all of them with `all`: once detached), in time
     /// order.
-    pub(crate) fn read(&mut self, all: bool, mut f: impl FnMut(Event)) {
+    pub(crate) fn read(&mut self, all: bool, f: impl FnMut(Event)) {
         let mark = watermark(all);
         let o = self.offsets;
         let merge = &mut self.merge;
-        let got = self.rings.consume(|cpu, rec| {
-            if let Some(ev) = decode(rec, &o) {
-                merge.push(cpu, ev)
-            }
-        });
+        let got = self
+            .rings
+            .consume(|cpu, rec| push_records(merge, &o, cpu, rec));
         self.count(&got);
+        self.release(mark, f);
+    }
+
+    /// What [`Source::read`] does, but only as far as copying: every CPU's
+    /// new records go into `spool` as they are, then the pass with the
+    /// watermark `read` would release up to. Read back through
+    /// [`Source::push_chunk`] and [`Source::release`], they give the same
+    /// events in the same order.
+    pub(crate) fn spool(&mut self, all: bool, spool: &mut Spool) -> crate::error::Result<()> {
+        let mark = watermark(all);
+        let got = self.rings.consume(|cpu, rec| spool.extend(cpu, rec));
+        self.count(&got);
+        spool.pass(mark)
+    }
+
+    /// Hold the records of a spooled chunk of `cpu`'s.
+    pub(crate) fn push_chunk(&mut self, cpu: usize, bytes: &[u8]) {
+        push_records(&mut self.merge, &self.offsets, cpu, bytes)
+    }
+
+    /// Hand `f` the held events up to `mark`, in time order.
+    pub(crate) fn release(&mut self, mark: u64, mut f: impl FnMut(Event)) {
         self.merge.release(mark);
         for ev in self.merge.ready.drain(..) {
             f(ev)
         }
-    }
-
-    /// What [`Source::read`] does, but only as far as copying: every CPU's
-    /// new records are appended to `spool` as they are, each with its CPU
-    /// in its padding, then a pass record holding the watermark `read`
-    /// would release up to. [`Source::unspool`] later hands out the same
-    /// events in the same order `read` would have, so the matching and
-    /// writing can wait until the recording stops.
-    pub(crate) fn spool(&mut self, all: bool, spool: &mut Vec<u8>) {
-        let mark = watermark(all);
-        let got = self.rings.consume(|cpu, rec| spool_record(spool, cpu, rec));
-        self.count(&got);
-        spool_pass(spool, mark);
-    }
-
-    /// Hand `f` the events of whole spooled records `spooled` (what
-    /// [`Source::spool`] wrote, in order, cut anywhere between records),
-    /// releasing them at each pass record as [`Source::read`] would have.
-    pub(crate) fn unspool(&mut self, spooled: &[u8], f: impl FnMut(Event)) {
-        unspool(&mut self.merge, &self.offsets, spooled, f)
     }
 
     fn count(&mut self, got: &bpf::Consumed) {
@@ -833,6 +804,7 @@ impl Source {
 
 #[cfg(test)]
 mod tests {
+    use super::super::spool::Item;
     use super::*;
 
     #[test]
@@ -881,8 +853,8 @@ mod tests {
     }
 
     /// Records of two CPUs (one written out of time order) read in three
-    /// passes: the spool, read back in pieces cut anywhere between
-    /// records, gives the events the live merge gave, in the same order.
+    /// passes: spooled and read back, they give the events the live merge
+    /// gave, in the same order.
     #[test]
     fn a_spool_read_back_gives_what_the_live_reader_gave() {
         let Some(o) = Btf::vmlinux().as_ref().and_then(Offsets::from_btf) else {
@@ -918,27 +890,40 @@ mod tests {
             ),
             (&[(1, 45, KIND_COMPLETE), (0, 41, KIND_REQUEUE)], u64::MAX),
         ];
+        let dir = std::env::temp_dir().join(format!("drivelab-bpfspool-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("t.dlt");
+        let file = drivelab_device::output::Output::new(&out)
+            .scratch()
+            .unwrap();
+        let mut spool = Spool::new(file, &out);
         let mut live = Merge::default();
         let mut want = Vec::new();
-        let mut spool = Vec::new();
         for (recs, mark) in passes {
             for &(cpu, t, kind) in recs {
-                live.push(cpu, decode(&rec(t, kind), &o).unwrap());
-                spool_record(&mut spool, cpu, &rec(t, kind));
+                push_records(&mut live, &o, cpu, &rec(t, kind));
+                spool.extend(cpu, &rec(t, kind));
             }
             live.release(mark);
             want.append(&mut live.ready);
-            spool_pass(&mut spool, mark);
+            spool.pass(mark).unwrap();
         }
-        assert_eq!(want.len(), 8);
-        for cut in [RECORD, 3 * RECORD, 5 * RECORD, spool.len()] {
-            let mut back = Merge::default();
-            let mut got = Vec::new();
-            for piece in spool.chunks(cut) {
-                unspool(&mut back, &o, piece, |e| got.push(e));
-            }
-            assert_eq!(got, want, "read back {cut} bytes at a time");
-        }
+        let mut back = Merge::default();
+        let mut got = Vec::new();
+        spool
+            .read_back(|item| {
+                match item {
+                    Item::Chunk { cpu, bytes } => push_records(&mut back, &o, cpu, bytes),
+                    Item::Pass { mark } => {
+                        back.release(mark);
+                        got.append(&mut back.ready);
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(got, want);
         let times: Vec<u64> = want.iter().map(merge::event_time).collect();
         assert_eq!(times, [10, 12, 22, 25, 30, 40, 41, 45]);
     }

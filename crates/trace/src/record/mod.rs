@@ -18,14 +18,16 @@
 //!   is disturbed; the rest of this doc describes it.
 //!
 //! **Spooled.** A recording written to a file ([`record`], and a
-//! replay's own recording) with the BPF reader only copies records while
-//! it runs: each drain appends them, tagged with their CPU, to an unlinked
-//! scratch file beside the output ([`Recorder::spool_beside`]), and the merge,
-//! the matching and the writing run after the stop, over the same records
-//! in the same passes, so the trace is the one the live reader gives. The
-//! reader's share of the CPU while the workload runs was most of what
-//! recording cost on zram at full speed. The spool takes 64 bytes per
-//! request (32 per event) on the output's filesystem until the stop.
+//! replay's own recording) only copies while it runs: each drain appends
+//! what it read (BPF records, tracefs's binary pages), tagged with the CPU,
+//! to an unlinked scratch file beside the output
+//! ([`Recorder::spool_beside`], [`spool`]), and the decoding, the merge,
+//! the matching and the writing run after the stop, over the same bytes in
+//! the same passes, so the trace is the one the live reader gives. The
+//! reader's share of the CPU while the workload runs was most of what the
+//! BPF recorder cost on zram at full speed. The spool takes about 64 bytes
+//! a request with BPF, about 100 with tracefs's pages, on the output's
+//! filesystem until the stop.
 //!
 //! Either way the recording is held against the devices' own count of
 //! finished requests ([`devstat`]): completions the device counted and the
@@ -71,7 +73,7 @@
 //! drain runs every few milliseconds while events arrive.
 
 use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read, Seek, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -90,6 +92,9 @@ mod btf;
 mod devstat;
 mod event;
 mod merge;
+mod spool;
+
+use spool::{Item, Spool};
 
 pub(crate) use event::{Event, Rwbs};
 
@@ -740,24 +745,21 @@ impl Recorder {
         self.finish(&mut |r| w.write(&r))
     }
 
-    /// With the BPF reader, copy the records into a scratch file beside
-    /// `output` ([`drivelab_device::output::Output::scratch`], checked as
-    /// an output of `option` that none of the recorded devices may be)
-    /// while recording, and merge, match and hand them out only at the
-    /// stop (see the module doc). Nothing with the tracefs readers.
+    /// Copy what the kernel gives (BPF records, tracefs's binary pages)
+    /// into a scratch file beside `output`
+    /// ([`drivelab_device::output::Output::scratch`], checked as an output
+    /// of `option` that none of the recorded devices may be) while
+    /// recording, and decode, merge, match and hand out the requests only
+    /// at the stop (see the module doc). Nothing with the text reader.
     pub fn spool_beside(&mut self, output: &Path, option: &str) -> Result<()> {
-        if self.bpf.is_none() {
+        if self.bpf.is_none() && self.raw.is_none() {
             return Ok(());
         }
         let file = drivelab_device::output::Output::new(output)
             .option(option)
             .inputs(self.devices.iter().map(|d| PathBuf::from(&d.name)))
             .scratch()?;
-        self.spool = Some(Spool {
-            file,
-            buf: Vec::new(),
-            beside: output.to_path_buf(),
-        });
+        self.spool = Some(Spool::new(file, output));
         Ok(())
     }
 
@@ -784,10 +786,7 @@ impl Recorder {
     fn drain(&mut self, all: bool) -> Result<()> {
         if let Some(mut src) = self.bpf.take() {
             let r = match self.spool.as_mut() {
-                Some(spool) => {
-                    src.spool(all, &mut spool.buf);
-                    spool.write()
-                }
+                Some(spool) => src.spool(all, spool),
                 None => {
                     src.read(all, |ev| self.handle_event(ev));
                     Ok(())
@@ -797,7 +796,7 @@ impl Recorder {
             return r;
         }
         if let Some(mut raw) = self.raw.take() {
-            let r = raw.read(all);
+            let r = raw.read(all, self.spool.as_mut());
             let mut events = std::mem::take(&mut raw.merge.ready);
             for ev in events.drain(..) {
                 self.handle_event(ev);
@@ -805,8 +804,7 @@ impl Recorder {
             // The emptied vector goes back, so the next drain reuses it.
             raw.merge.ready = events;
             self.raw = Some(raw);
-            r.map_err(|e| tfs("cannot read", &self.dir.join("per_cpu"), e))?;
-            return Ok(());
+            return r;
         }
         let mut buf = vec![0u8; 256 * 1024];
         while let Some(pipe) = self.pipe.as_mut() {
@@ -913,41 +911,29 @@ impl Recorder {
     /// Read the spool back from its start and hand `emit` its requests,
     /// as the drains would have (see [`Recorder::spool_beside`]).
     fn unspool(&mut self, emit: &mut dyn FnMut(Request) -> Result<()>) -> Result<()> {
-        // A spool is only ever set beside a BPF source.
-        let Some(mut spool) = self.spool.take() else {
+        let Some(spool) = self.spool.take() else {
             return Ok(());
         };
-        let Some(mut src) = self.bpf.take() else {
-            return Ok(());
-        };
-        let failed = |source| TraceError::Spool {
-            what: "read back",
-            path: spool.beside.clone(),
-            source,
-        };
-        spool.file.rewind().map_err(failed)?;
-        let mut buf = vec![0u8; 1 << 20];
-        let mut filled = 0;
-        loop {
-            let n = match spool.file.read(&mut buf[filled..]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => return Err(failed(e)),
-            };
-            filled += n;
-            let whole = filled - filled % bpf::RECORD;
-            if n == 0 || filled == buf.len() {
-                src.unspool(&buf[..whole], |ev| self.handle_event(ev));
-                self.emit_ready(emit)?;
-                buf.copy_within(whole..filled, 0);
-                filled -= whole;
+        let (mut bpf, mut raw) = (self.bpf.take(), self.raw.take());
+        let r = spool.read_back(|item| {
+            match (item, bpf.as_mut(), raw.as_mut()) {
+                (Item::Chunk { cpu, bytes }, Some(src), _) => src.push_chunk(cpu, bytes),
+                (Item::Chunk { cpu, bytes }, None, Some(raw)) => raw.push_page(cpu, bytes),
+                (Item::Pass { mark }, Some(src), _) => {
+                    src.release(mark, |ev| self.handle_event(ev))
+                }
+                (Item::Pass { mark }, None, Some(raw)) => {
+                    raw.merge.release(mark);
+                    for ev in raw.merge.ready.drain(..) {
+                        self.handle_event(ev);
+                    }
+                }
+                (_, None, None) => {}
             }
-            if n == 0 {
-                break;
-            }
-        }
-        self.bpf = Some(src);
-        Ok(())
+            self.emit_ready(emit)
+        });
+        (self.bpf, self.raw) = (bpf, raw);
+        r
     }
 
     fn lost_events(&self) -> Result<u64> {
@@ -1087,35 +1073,6 @@ impl Recorder {
         };
         self.remove()?;
         Ok(summary)
-    }
-}
-
-/// The BPF reader's spool: a drain's records are gathered in `buf`, then
-/// written to `file` (a scratch file beside the output `beside`) in one
-/// call.
-struct Spool {
-    file: File,
-    buf: Vec<u8>,
-    beside: PathBuf,
-}
-
-impl Spool {
-    fn write(&mut self) -> Result<()> {
-        self.file
-            .write_all(&self.buf)
-            .map_err(|source| TraceError::Spool {
-                what: "write",
-                path: self.beside.clone(),
-                source,
-            })?;
-        self.buf.clear();
-        Ok(())
-    }
-}
-
-impl Drop for Recorder {
-    fn drop(&mut self) {
-        let _ = self.remove();
     }
 }
 
@@ -1419,6 +1376,8 @@ fn read_whole(path: &Path) -> std::io::Result<String> {
 /// The binary reader: one non-blocking `trace_pipe_raw` per CPU.
 struct Raw {
     layout: Layout,
+    /// The instance's `per_cpu` directory (for errors).
+    per_cpu: PathBuf,
     cpus: Vec<File>,
     /// Events read per CPU, merged in time order for the matcher.
     merge: merge::Merge,
@@ -1470,6 +1429,7 @@ impl Raw {
             return None;
         }
         Some(Raw {
+            per_cpu: dir.join("per_cpu"),
             merge: merge::Merge::default(),
             page: vec![0u8; layout.page],
             cpus,
@@ -1482,8 +1442,11 @@ impl Raw {
     }
 
     /// Drain every CPU, then release the events older than the watermark
-    /// (all of them with `all`) into `merge.ready`, in time order.
-    fn read(&mut self, all: bool) -> std::io::Result<()> {
+    /// (all of them with `all`) into `merge.ready`, in time order. With a
+    /// `spool`, the pages go there as they are, with the watermark, and
+    /// nothing is released (see [`Recorder::spool_beside`]); they are
+    /// parsed only until the start marker is found.
+    fn read(&mut self, all: bool, mut spool: Option<&mut Spool>) -> Result<()> {
         // The trace clock now: the start marker's time plus the wall time
         // since it was written (None until the marker has been read).
         let drained_at = self
@@ -1495,9 +1458,12 @@ impl Raw {
                 match f.read(&mut self.page) {
                     Ok(0) => break,
                     Ok(n) => {
+                        let page = &self.page[..n];
                         self.last_bytes += n;
-                        self.scratch.clear();
-                        self.layout.page(&self.page[..n], &mut self.scratch);
+                        if spool.is_none() || self.marker.is_none() {
+                            self.scratch.clear();
+                            self.layout.page(page, &mut self.scratch);
+                        }
                         if self.marker.is_none() {
                             if let Some(t) = self.scratch.iter().find_map(|e| match e {
                                 Event::Marker { t } => Some(*t),
@@ -1506,15 +1472,20 @@ impl Raw {
                                 self.marker = Some((t, self.marker_written));
                             }
                         }
-                        for e in self.scratch.drain(..) {
-                            self.merge.push(i, e);
+                        match spool.as_mut() {
+                            Some(spool) => spool.chunk(i, page),
+                            None => {
+                                for e in self.scratch.drain(..) {
+                                    self.merge.push(i, e);
+                                }
+                            }
                         }
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     // A CPU taken offline: nothing more from it.
                     Err(e) if e.raw_os_error() == Some(libc::ENODEV) => break,
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(tfs("cannot read", &self.per_cpu, e)),
                 }
             }
         }
@@ -1523,8 +1494,22 @@ impl Raw {
             (false, Some(t)) => t.saturating_sub(merge::WATERMARK_NS),
             (false, None) => 0,
         };
-        self.merge.release(mark);
-        Ok(())
+        match spool {
+            Some(spool) => spool.pass(mark),
+            None => {
+                self.merge.release(mark);
+                Ok(())
+            }
+        }
+    }
+
+    /// Hold the events of a spooled page of `cpu`'s.
+    fn push_page(&mut self, cpu: usize, page: &[u8]) {
+        self.scratch.clear();
+        self.layout.page(page, &mut self.scratch);
+        for e in self.scratch.drain(..) {
+            self.merge.push(cpu, e);
+        }
     }
 }
 
