@@ -57,9 +57,10 @@ pub struct RecordArgs {
     /// Block devices to record (e.g. /dev/sdb).
     #[arg(required = true, value_name = "DEV")]
     pub devices: Vec<PathBuf>,
-    /// The trace file to write. With the BPF recorder the records are
-    /// spooled beside it while recording (an unlinked file, 64 bytes a
-    /// request) and matched and written when the recording stops.
+    /// The trace file to write. What the kernel gives is spooled beside
+    /// it while recording (an unlinked file: 64 bytes a request with the
+    /// BPF recorder, about 160 with tracefs) and matched and written when
+    /// the recording stops.
     #[arg(long, value_name = "TRACE")]
     pub output: PathBuf,
     /// Stop after S seconds (decimals allowed). Default: until Ctrl-C.

@@ -25,9 +25,9 @@
 //! the matching and the writing run after the stop, over the same bytes in
 //! the same passes, so the trace is the one the live reader gives. The
 //! reader's share of the CPU while the workload runs was most of what the
-//! BPF recorder cost on zram at full speed. The spool takes about 64 bytes
-//! a request with BPF, about 100 with tracefs's pages, on the output's
-//! filesystem until the stop.
+//! BPF recorder cost on zram at full speed. The spool takes 64 bytes a
+//! request with BPF and about 160 with tracefs's pages (4 KiB random
+//! reads), on the output's filesystem until the stop.
 //!
 //! Either way the recording is held against the devices' own count of
 //! finished requests ([`devstat`]): completions the device counted and the
