@@ -305,6 +305,12 @@ fn spooled_holds_what_live_holds(kind: RecorderKind, reader: &str) {
         recorder: kind,
         ..RecordOptions::default()
     };
+    // A recorder dropped without a stop takes its tracefs instance along.
+    let dropped = Recorder::start(std::slice::from_ref(&lo.0), &opts).unwrap();
+    let instance = dropped.instance().to_path_buf();
+    assert_eq!(instance.is_dir(), kind == RecorderKind::Tracefs);
+    drop(dropped);
+    assert!(!instance.is_dir(), "{} left behind", instance.display());
     let mut live = Recorder::start(std::slice::from_ref(&lo.0), &opts).unwrap();
     let mut spooled = Recorder::start(std::slice::from_ref(&lo.0), &opts).unwrap();
     spooled

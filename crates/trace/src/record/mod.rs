@@ -283,8 +283,8 @@ pub struct Recorder {
     /// With the BPF reader, the pause between drains (see
     /// [`bpf_interval`]).
     bpf_interval: Duration,
-    /// With the BPF reader, where drains copy the records until the stop
-    /// (see [`Recorder::spool_beside`]).
+    /// Where drains copy what they read until the stop (see
+    /// [`Recorder::spool_beside`]).
     spool: Option<Spool>,
     events: u64,
     errors: u64,
@@ -1073,6 +1073,12 @@ impl Recorder {
         };
         self.remove()?;
         Ok(summary)
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        let _ = self.remove();
     }
 }
 
