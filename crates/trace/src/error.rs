@@ -116,7 +116,7 @@ pub enum TraceError {
     },
     /// The BPF recorder's spool beside the output (see
     /// `record`'s module doc) could not be written or read back.
-    #[error("cannot {what} the recording's spool beside {}: {source}; free space there, write the trace elsewhere, or record with --recorder tracefs", path.display())]
+    #[error("cannot {what} the recording's spool beside {}: {source}; free space there or write the trace elsewhere (the spool takes 64-160 bytes a request until the recording stops)", path.display())]
     Spool {
         /// `write` or `read back`.
         what: &'static str,
