@@ -114,8 +114,8 @@ pub enum TraceError {
         /// What is wrong with it.
         msg: String,
     },
-    /// The BPF recorder's spool beside the output (see
-    /// `record`'s module doc) could not be written or read back.
+    /// The recorder's spool beside the output (see `record`'s module doc)
+    /// could not be written or read back.
     #[error("cannot {what} the recording's spool beside {}: {source}; free space there or write the trace elsewhere (the spool takes 64-160 bytes a request until the recording stops)", path.display())]
     Spool {
         /// `write` or `read back`.

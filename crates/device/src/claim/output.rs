@@ -26,7 +26,7 @@
 //! temporary file. Given a symlink, the file it names is the one replaced.
 //!
 //! [`Output::scratch`] is a file the command writes and reads back while it
-//! runs (the BPF recorder's spool): created the same way beside the
+//! runs (the trace recorder's spool): created the same way beside the
 //! target, then unlinked at once, so it lives only as long as its
 //! descriptor and is never put in place, even by a crash.
 //!

@@ -770,11 +770,8 @@ impl Source {
     }
 
     /// Hand `f` the held events up to `mark`, in time order.
-    pub(crate) fn release(&mut self, mark: u64, mut f: impl FnMut(Event)) {
-        self.merge.release(mark);
-        for ev in self.merge.ready.drain(..) {
-            f(ev)
-        }
+    pub(crate) fn release(&mut self, mark: u64, f: impl FnMut(Event)) {
+        self.merge.release_each(mark, f)
     }
 
     fn count(&mut self, got: &bpf::Consumed) {

@@ -67,6 +67,15 @@ impl Merge {
             self.ready[start..].sort_by_key(event_time);
         }
     }
+
+    /// [`release`](Merge::release) up to `mark`, then hand `f` every
+    /// released event, in time order.
+    pub(crate) fn release_each(&mut self, mark: u64, mut f: impl FnMut(Event)) {
+        self.release(mark);
+        for ev in self.ready.drain(..) {
+            f(ev)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -923,10 +923,7 @@ impl Recorder {
                     src.release(mark, |ev| self.handle_event(ev))
                 }
                 (Item::Pass { mark }, None, Some(raw)) => {
-                    raw.merge.release(mark);
-                    for ev in raw.merge.ready.drain(..) {
-                        self.handle_event(ev);
-                    }
+                    raw.merge.release_each(mark, |ev| self.handle_event(ev))
                 }
                 (_, None, None) => {}
             }

@@ -25,7 +25,7 @@ const TAG_PASS: u32 = 1;
 const HEADER: usize = 16;
 
 /// A spool being written: items gather in memory during a drain, then go
-/// to the file in one write ([`Spool::write`]).
+/// to the file in one write at its pass ([`Spool::pass`]).
 pub(crate) struct Spool {
     file: File,
     buf: Vec<u8>,
