@@ -403,3 +403,60 @@ fn audit_refuses_bad_input_before_touching_the_target() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+/// Read merges the block layer made on `name` (`/sys/block/NAME/stat`).
+fn read_merges(name: &str) -> u64 {
+    let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
+    stat.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_replay_hands_the_device_its_requests_unmerged() {
+    // 256 contiguous 4 KiB reads at depth 32: queued together, the block
+    // layer would merge them into a few large requests (its plug merges
+    // the contiguous I/Os of one submission). The replay keeps each apart,
+    // so the device gets 256 requests of 4 KiB, as the trace has them.
+    let dir = shm_dir("unmerged");
+    let lo = LoopDev::new_in(&dir, 16 << 20);
+    let log = dir.join("seq.iolog");
+    let mut text = format!("fio version 2 iolog\n{0} add\n{0} open\n", lo.dev());
+    for i in 0..256u64 {
+        text += &format!("{} read {} 4096\n", lo.dev(), i * 4096);
+    }
+    text += &format!("{} close\n", lo.dev());
+    std::fs::write(&log, text).unwrap();
+    let rec = dir.join("replayed.dlt");
+    let before = read_merges(&lo.name);
+    let (code, r) = json_of(&[
+        "trace",
+        "replay",
+        log.to_str().unwrap(),
+        "--format",
+        "fio",
+        "--target",
+        lo.dev(),
+        "--iodepth",
+        "32",
+        "--record",
+        rec.to_str().unwrap(),
+        "--force",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["requests"].as_u64(), Some(256), "{r}");
+    assert_eq!(
+        read_merges(&lo.name),
+        before,
+        "the block layer merged reads"
+    );
+    let (_, a) = json_of(&[
+        "trace",
+        "analyze",
+        rec.to_str().unwrap(),
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(a["requests"].as_u64(), Some(256), "{a}");
+    assert_eq!(a["mean_size_bytes"].as_f64(), Some(4096.0), "{a}");
+}

@@ -203,6 +203,17 @@ pub struct LoopConfig<'a> {
     /// fio's `iodepth_low`: once every slot is busy, queue nothing new until
     /// at most this many I/Os are in flight (None: refill at once).
     pub depth_low: Option<u32>,
+    /// Hand the kernel no two I/Os in one submission that it could merge
+    /// into one request: an I/O that starts where one queued since the
+    /// last entry into the kernel ends, or ends where it starts (same
+    /// target, same operation), is submitted after that one, in an entry
+    /// of its own. The block layer merges contiguous I/Os of one
+    /// submission (its plug), and the device then sees one request where
+    /// the driver issued two; a replay, whose requests must reach the
+    /// device as its trace has them, sets this. A scheduler that holds
+    /// requests (mq-deadline, bfq) can still merge across submissions, as
+    /// it could for the run the trace recorded.
+    pub keep_apart: bool,
 }
 
 /// What the loop saw.
@@ -268,12 +279,15 @@ struct Table {
     inflight: u32,
     /// Queued since the last entry into the kernel (submit batching).
     unsubmitted: u32,
+    /// Their slots, kept only for [`LoopConfig::keep_apart`].
+    batch: Vec<u32>,
+    keep_apart: bool,
     /// The queue filled up and has not drained to the low mark yet.
     draining_to_low: bool,
 }
 
 impl Table {
-    fn new(depth: u32) -> Table {
+    fn new(depth: u32, keep_apart: bool) -> Table {
         let n = depth as usize;
         Table {
             slots: vec![BLANK; n],
@@ -284,8 +298,32 @@ impl Table {
             prepared: None,
             inflight: 0,
             unsubmitted: 0,
+            batch: Vec::with_capacity(if keep_apart { n } else { 0 }),
+            keep_apart,
             draining_to_low: false,
         }
+    }
+
+    /// Everything queued has been handed to the kernel.
+    #[inline]
+    fn entered(&mut self) {
+        self.unsubmitted = 0;
+        self.batch.clear();
+    }
+
+    /// With [`LoopConfig::keep_apart`]: whether `io` could merge with an
+    /// I/O queued since the last entry into the kernel.
+    #[inline]
+    fn would_merge(&self, io: &IoDesc) -> bool {
+        let ends_at = |x: &IoDesc| x.offset + u64::from(x.len);
+        self.keep_apart
+            && !io.op.is_sync()
+            && self.batch.iter().any(|&b| {
+                let q = &self.slots[b as usize].io;
+                q.target == io.target
+                    && q.op == io.op
+                    && (ends_at(q) == io.offset || ends_at(io) == q.offset)
+            })
     }
 }
 
@@ -304,7 +342,7 @@ pub fn run<E: Engine, D: Driver>(
     } else {
         depth
     };
-    let mut t = Table::new(depth);
+    let mut t = Table::new(depth, cfg.keep_apart);
     let mut st = LoopStats::default();
     let mut draining = false;
     let mut exhausted = false;
@@ -339,6 +377,10 @@ pub fn run<E: Engine, D: Driver>(
         let mut queued = 0u32;
         if !draining {
             while let Some(slot) = t.retry.pop() {
+                if t.would_merge(&t.slots[slot as usize].io) {
+                    engine.commit(0, None)?;
+                    t.entered();
+                }
                 let s = &mut t.slots[slot as usize];
                 s.submitted = now;
                 s.retries += 1;
@@ -368,6 +410,7 @@ pub fn run<E: Engine, D: Driver>(
         let ahead = cfg.prepare_ahead && !draining && !exhausted && t.prepared.is_none();
         if queued > 0 && (!t.inspect.is_empty() || ahead) {
             engine.commit(0, None)?;
+            t.entered();
         }
         hand_over_inspected(engine, driver, &mut t, &mut st, now, draining);
         if ahead && wake.is_none() {
@@ -388,12 +431,14 @@ pub fn run<E: Engine, D: Driver>(
             match wake {
                 Some(w) => {
                     engine.commit(0, None)?;
+                    t.entered();
                     wait_until(w, cfg.spin_ns.max(cfg.poll_ns));
                 }
                 // Something freed a slot (a driver Idle with nothing in
                 // flight would spin: treat it as a yield).
                 None if t.prepared.is_some() || !t.free.is_empty() => {
                     engine.commit(0, None)?;
+                    t.entered();
                 }
                 None => {}
             }
@@ -405,7 +450,7 @@ pub fn run<E: Engine, D: Driver>(
             Some(w) if w > now && w - now <= cfg.poll_ns => {
                 if t.unsubmitted > 0 {
                     engine.commit(0, None)?;
-                    t.unsubmitted = 0;
+                    t.entered();
                 }
                 st.polls += 1;
                 now = poll_until(engine, w);
@@ -418,6 +463,7 @@ pub fn run<E: Engine, D: Driver>(
                     engine.commit(1, Some(Duration::from_nanos(left - cfg.spin_ns)))?;
                 } else {
                     engine.commit(0, None)?;
+                    t.entered();
                     now = spin_until(w);
                     continue;
                 }
@@ -425,7 +471,7 @@ pub fn run<E: Engine, D: Driver>(
             Some(_) => engine.commit(0, None)?,
             None => engine.commit(wait_count(cfg, t.inflight), None)?,
         }
-        t.unsubmitted = 0;
+        t.entered();
         now = now_ns();
     }
     st.ended = now_ns();
@@ -591,6 +637,11 @@ fn fill_slots<E: Engine, D: Driver>(
                 if let Some(iv) = cfg.rate_interval_ns {
                     *next_intended = Some(intended + iv);
                 }
+                if t.would_merge(&io) {
+                    // A failed submit shows again at the turn's wait.
+                    let _ = engine.commit(0, None);
+                    t.entered();
+                }
                 t.slots[slot as usize] = Slot {
                     io,
                     tag,
@@ -605,7 +656,7 @@ fn fill_slots<E: Engine, D: Driver>(
                     if t.unsubmitted >= b.max(1) {
                         // A failed submit shows again at the turn's wait.
                         let _ = engine.commit(0, None);
-                        t.unsubmitted = 0;
+                        t.entered();
                     }
                 }
             }
@@ -670,6 +721,9 @@ fn queue<E: Engine>(engine: &mut E, t: &mut Table, st: &mut LoopStats, slot: u32
         engine.queue(slot, &s.io);
     }
     t.unsubmitted += 1;
+    if t.keep_apart {
+        t.batch.push(slot);
+    }
     t.inflight += 1;
     st.issued += 1;
     st.max_inflight = st.max_inflight.max(t.inflight);
@@ -1233,5 +1287,146 @@ mod tests {
                 assert!(st.polls > 0, "{st:?}");
             }
         }
+    }
+
+    /// An engine of depth 8 that completes what each commit submits and
+    /// keeps every commit's I/Os.
+    struct Batches {
+        queued: Vec<(u32, IoDesc)>,
+        done: VecDeque<Completion>,
+        commits: Vec<Vec<IoDesc>>,
+        buf: Vec<u8>,
+    }
+
+    impl Engine for Batches {
+        fn name(&self) -> &'static str {
+            "test-batches"
+        }
+        fn caps(&self) -> Caps {
+            Caps {
+                asynchronous: true,
+                real_io: false,
+            }
+        }
+        fn depth(&self) -> u32 {
+            8
+        }
+        fn queue(&mut self, slot: u32, io: &IoDesc) {
+            self.queued.push((slot, *io));
+        }
+        fn commit(&mut self, _wait: u32, _timeout: Option<Duration>) -> std::io::Result<()> {
+            if !self.queued.is_empty() {
+                self.commits.push(self.queued.iter().map(|q| q.1).collect());
+            }
+            for (slot, io) in self.queued.drain(..) {
+                self.done.push_back(Completion {
+                    slot,
+                    result: io.len as i32,
+                });
+            }
+            Ok(())
+        }
+        fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
+            let n = self.done.len();
+            self.done.drain(..).for_each(&mut f);
+            n
+        }
+        fn buffer(&mut self, _slot: u32) -> &mut [u8] {
+            &mut self.buf
+        }
+    }
+
+    /// Hands out `ios` in order, all at once.
+    struct List {
+        ios: Vec<IoDesc>,
+        at: usize,
+    }
+
+    impl Driver for List {
+        const BUFFERS: bool = false;
+        fn next(&mut self, _now: u64, _inflight: u32, _buf: &mut [u8]) -> Next {
+            let Some(&io) = self.ios.get(self.at) else {
+                return Next::Done;
+            };
+            self.at += 1;
+            Next::Io {
+                io,
+                due: None,
+                tag: 0,
+            }
+        }
+        fn complete(&mut self, _d: &Done, _buf: &[u8]) -> After {
+            After::Release
+        }
+    }
+
+    #[test]
+    fn keep_apart_submits_no_two_mergeable_ios_together() {
+        let io = |target, op, offset| IoDesc {
+            target,
+            op,
+            offset,
+            len: 4096,
+        };
+        // Reads at 0, 4k, 8k and 12k (each continuing the one before), a
+        // read at 32k and one at 28k that ends where it starts, then a
+        // write at 16k and a read of another target at 16k (neither
+        // mergeable with the read at 12k): four I/Os (4k, 8k, 12k, 28k)
+        // would merge with one queued before them.
+        let ios = vec![
+            io(0, Op::Read, 0),
+            io(0, Op::Read, 4096),
+            io(0, Op::Read, 8192),
+            io(0, Op::Read, 12288),
+            io(0, Op::Read, 32768),
+            io(0, Op::Read, 28672),
+            io(0, Op::Write, 16384),
+            io(1, Op::Read, 16384),
+        ];
+        let mergeable = |a: &IoDesc, b: &IoDesc| {
+            a.target == b.target
+                && a.op == b.op
+                && (a.offset + 4096 == b.offset || b.offset + 4096 == a.offset)
+        };
+        let batches = |keep_apart| {
+            let mut e = Batches {
+                queued: Vec::new(),
+                done: VecDeque::new(),
+                commits: Vec::new(),
+                buf: Vec::new(),
+            };
+            let mut d = List {
+                ios: ios.clone(),
+                at: 0,
+            };
+            let cfg = LoopConfig {
+                keep_apart,
+                ..LoopConfig::default()
+            };
+            let st = run(&mut e, &mut d, &cfg).expect("loop");
+            assert_eq!(st.completed, ios.len() as u64);
+            let issued: Vec<IoDesc> = e.commits.iter().flatten().copied().collect();
+            assert_eq!(issued, ios, "every I/O, once, in order");
+            e.commits
+        };
+        let merges = |commits: &[Vec<IoDesc>]| {
+            commits
+                .iter()
+                .map(|c| {
+                    (0..c.len())
+                        .flat_map(|i| (i + 1..c.len()).map(move |j| (i, j)))
+                        .filter(|&(i, j)| mergeable(&c[i], &c[j]))
+                        .count()
+                })
+                .sum::<usize>()
+        };
+        // Without it, all eight go in one submission, four pairs mergeable.
+        let together = batches(false);
+        assert_eq!((together.len(), merges(&together)), (1, 4), "{together:?}");
+        // With it, a new submission starts at each of the four.
+        let apart = batches(true);
+        assert_eq!(merges(&apart), 0, "{apart:?}");
+        let sizes: Vec<usize> = apart.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [1, 1, 1, 2, 3], "{apart:?}");
     }
 }

@@ -907,6 +907,9 @@ where
         stop: Some(stop),
         spin_ns: if timed { 150_000 } else { 0 },
         poll_ns: if window.is_some() { DEP_POLL_NS } else { 0 },
+        // The trace's requests reach the device as recorded, not merged
+        // by the block layer because they shared a submission here.
+        keep_apart: true,
         ..LoopConfig::default()
     };
     let cpu0 = drivelab_engine::sys::thread_usage();
