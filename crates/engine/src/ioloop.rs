@@ -814,12 +814,15 @@ mod tests {
     /// queued I/O completes only at the next commit, and a commit that
     /// waits for a completion when nothing is in flight is an error (a
     /// real ring would block forever). The first I/O at offset 0 fails
-    /// once with EIO.
+    /// once with EIO (unless `failed_once` starts true). Each commit's
+    /// I/Os are kept in `commits`.
     struct Ring {
         queued: Vec<(u32, IoDesc)>,
         done: VecDeque<Completion>,
         failed_once: bool,
         buf: Vec<u8>,
+        depth: u32,
+        commits: Vec<Vec<IoDesc>>,
     }
 
     impl Engine for Ring {
@@ -833,12 +836,15 @@ mod tests {
             }
         }
         fn depth(&self) -> u32 {
-            4
+            self.depth
         }
         fn queue(&mut self, slot: u32, io: &IoDesc) {
             self.queued.push((slot, *io));
         }
         fn commit(&mut self, wait: u32, _timeout: Option<Duration>) -> std::io::Result<()> {
+            if !self.queued.is_empty() {
+                self.commits.push(self.queued.iter().map(|q| q.1).collect());
+            }
             for (slot, io) in self.queued.drain(..) {
                 let result = if io.offset == 0 && !self.failed_once {
                     self.failed_once = true;
@@ -911,6 +917,8 @@ mod tests {
             done: VecDeque::new(),
             failed_once: false,
             buf: vec![0; 4096],
+            depth: 4,
+            commits: Vec::new(),
         }
     }
 
@@ -1289,53 +1297,6 @@ mod tests {
         }
     }
 
-    /// An engine of depth 8 that completes what each commit submits and
-    /// keeps every commit's I/Os.
-    struct Batches {
-        queued: Vec<(u32, IoDesc)>,
-        done: VecDeque<Completion>,
-        commits: Vec<Vec<IoDesc>>,
-        buf: Vec<u8>,
-    }
-
-    impl Engine for Batches {
-        fn name(&self) -> &'static str {
-            "test-batches"
-        }
-        fn caps(&self) -> Caps {
-            Caps {
-                asynchronous: true,
-                real_io: false,
-            }
-        }
-        fn depth(&self) -> u32 {
-            8
-        }
-        fn queue(&mut self, slot: u32, io: &IoDesc) {
-            self.queued.push((slot, *io));
-        }
-        fn commit(&mut self, _wait: u32, _timeout: Option<Duration>) -> std::io::Result<()> {
-            if !self.queued.is_empty() {
-                self.commits.push(self.queued.iter().map(|q| q.1).collect());
-            }
-            for (slot, io) in self.queued.drain(..) {
-                self.done.push_back(Completion {
-                    slot,
-                    result: io.len as i32,
-                });
-            }
-            Ok(())
-        }
-        fn reap<F: FnMut(Completion)>(&mut self, mut f: F) -> usize {
-            let n = self.done.len();
-            self.done.drain(..).for_each(&mut f);
-            n
-        }
-        fn buffer(&mut self, _slot: u32) -> &mut [u8] {
-            &mut self.buf
-        }
-    }
-
     /// Hands out `ios` in order, all at once.
     struct List {
         ios: Vec<IoDesc>,
@@ -1389,11 +1350,11 @@ mod tests {
                 && (a.offset + 4096 == b.offset || b.offset + 4096 == a.offset)
         };
         let batches = |keep_apart| {
-            let mut e = Batches {
-                queued: Vec::new(),
-                done: VecDeque::new(),
-                commits: Vec::new(),
-                buf: Vec::new(),
+            // Depth 8, no failure: each commit completes what it submits.
+            let mut e = Ring {
+                depth: 8,
+                failed_once: true,
+                ..ring()
             };
             let mut d = List {
                 ios: ios.clone(),
