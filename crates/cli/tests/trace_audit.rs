@@ -404,10 +404,11 @@ fn audit_refuses_bad_input_before_touching_the_target() {
     }
 }
 
-/// Read merges the block layer made on `name` (`/sys/block/NAME/stat`).
+/// Read merges the block layer made on `name` (its diskstats).
 fn read_merges(name: &str) -> u64 {
-    let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
-    stat.split_whitespace().nth(1).unwrap().parse().unwrap()
+    drivelab_device::diskstats::DiskStats::read(name)
+        .unwrap()
+        .reads_merged
 }
 
 #[test]

@@ -304,11 +304,18 @@ impl Table {
         }
     }
 
-    /// Everything queued has been handed to the kernel.
+    /// Enter the kernel ([`Engine::commit`]): everything queued is handed
+    /// to it, so nothing is left unsubmitted, whatever the call returns.
     #[inline]
-    fn entered(&mut self) {
+    fn enter<E: Engine>(
+        &mut self,
+        engine: &mut E,
+        wait: u32,
+        timeout: Option<Duration>,
+    ) -> std::io::Result<()> {
         self.unsubmitted = 0;
         self.batch.clear();
+        engine.commit(wait, timeout)
     }
 
     /// With [`LoopConfig::keep_apart`]: whether `io` could merge with an
@@ -378,8 +385,7 @@ pub fn run<E: Engine, D: Driver>(
         if !draining {
             while let Some(slot) = t.retry.pop() {
                 if t.would_merge(&t.slots[slot as usize].io) {
-                    engine.commit(0, None)?;
-                    t.entered();
+                    t.enter(engine, 0, None)?;
                 }
                 let s = &mut t.slots[slot as usize];
                 s.submitted = now;
@@ -409,8 +415,7 @@ pub fn run<E: Engine, D: Driver>(
         // completed reads and fill the spare buffer for the next I/O.
         let ahead = cfg.prepare_ahead && !draining && !exhausted && t.prepared.is_none();
         if queued > 0 && (!t.inspect.is_empty() || ahead) {
-            engine.commit(0, None)?;
-            t.entered();
+            t.enter(engine, 0, None)?;
         }
         hand_over_inspected(engine, driver, &mut t, &mut st, now, draining);
         if ahead && wake.is_none() {
@@ -430,15 +435,13 @@ pub fn run<E: Engine, D: Driver>(
             }
             match wake {
                 Some(w) => {
-                    engine.commit(0, None)?;
-                    t.entered();
+                    t.enter(engine, 0, None)?;
                     wait_until(w, cfg.spin_ns.max(cfg.poll_ns));
                 }
                 // Something freed a slot (a driver Idle with nothing in
                 // flight would spin: treat it as a yield).
                 None if t.prepared.is_some() || !t.free.is_empty() => {
-                    engine.commit(0, None)?;
-                    t.entered();
+                    t.enter(engine, 0, None)?;
                 }
                 None => {}
             }
@@ -449,8 +452,7 @@ pub fn run<E: Engine, D: Driver>(
         match wake {
             Some(w) if w > now && w - now <= cfg.poll_ns => {
                 if t.unsubmitted > 0 {
-                    engine.commit(0, None)?;
-                    t.entered();
+                    t.enter(engine, 0, None)?;
                 }
                 st.polls += 1;
                 now = poll_until(engine, w);
@@ -460,18 +462,16 @@ pub fn run<E: Engine, D: Driver>(
                 let left = w - now;
                 if left > cfg.spin_ns {
                     st.timed_waits += 1;
-                    engine.commit(1, Some(Duration::from_nanos(left - cfg.spin_ns)))?;
+                    t.enter(engine, 1, Some(Duration::from_nanos(left - cfg.spin_ns)))?;
                 } else {
-                    engine.commit(0, None)?;
-                    t.entered();
+                    t.enter(engine, 0, None)?;
                     now = spin_until(w);
                     continue;
                 }
             }
-            Some(_) => engine.commit(0, None)?,
-            None => engine.commit(wait_count(cfg, t.inflight), None)?,
+            Some(_) => t.enter(engine, 0, None)?,
+            None => t.enter(engine, wait_count(cfg, t.inflight), None)?,
         }
-        t.entered();
         now = now_ns();
     }
     st.ended = now_ns();
@@ -639,8 +639,7 @@ fn fill_slots<E: Engine, D: Driver>(
                 }
                 if t.would_merge(&io) {
                     // A failed submit shows again at the turn's wait.
-                    let _ = engine.commit(0, None);
-                    t.entered();
+                    let _ = t.enter(engine, 0, None);
                 }
                 t.slots[slot as usize] = Slot {
                     io,
@@ -655,8 +654,7 @@ fn fill_slots<E: Engine, D: Driver>(
                 if let Some(b) = cfg.submit_batch {
                     if t.unsubmitted >= b.max(1) {
                         // A failed submit shows again at the turn's wait.
-                        let _ = engine.commit(0, None);
-                        t.entered();
+                        let _ = t.enter(engine, 0, None);
                     }
                 }
             }
