@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use drivelab_testkit::{json_after_notes, require_root, TempDir};
+use drivelab_device::diskstats::DiskStats;
+use drivelab_testkit::{json_after_notes, require_root, LoopDev, TempDir};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_drivelab");
@@ -412,6 +413,65 @@ fn numa_and_batching_jobs_run_as_in_fio() {
             "{name}"
         );
         assert_eq!(by_name(&dl, name)["read"]["io_bytes"], 8 << 20);
+    }
+}
+
+#[test]
+fn batching_reaches_the_device_as_fio_does() {
+    require_root();
+    assert!(fio_available(), "apt-get install fio");
+    // 2048 contiguous 4 KiB reads at depth 32 on a loop device. Without
+    // iodepth_batch_submit fio enters the kernel for each I/O, so the block
+    // layer merges none of them and the device gets 2048 requests; drivelab
+    // must hand the device the same. Given a batch, the I/Os go in together
+    // and the block layer merges contiguous ones, in both.
+    let dir = TempDir::new("flowprio-merge");
+    let lo = LoopDev::new_in(&dir, 16 << 20);
+    let seen = |tool: &str, batch: &[&str]| {
+        let stats = || DiskStats::read(&lo.name).unwrap();
+        let before = stats();
+        let target = format!("--filename={}", lo.dev());
+        let mut args = vec![
+            target.as_str(),
+            "--name=seq",
+            "--ioengine=io_uring",
+            "--direct=1",
+            "--rw=read",
+            "--bs=4k",
+            "--iodepth=32",
+            "--size=8m",
+            "--output-format=json",
+        ];
+        args.extend(batch);
+        let out = if tool == "fio" {
+            Command::new("fio").args(&args).output()
+        } else {
+            Command::new(BIN)
+                .args(["run", "--no-store", "--force"])
+                .args(&args)
+                .output()
+        }
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json_after_notes(tool, &String::from_utf8_lossy(&out.stdout));
+        assert_eq!(v["jobs"][0]["read"]["total_ios"], 2048, "{tool}");
+        let after = stats();
+        (
+            after.reads - before.reads,
+            after.reads_merged - before.reads_merged,
+        )
+    };
+    for tool in ["fio", "drivelab"] {
+        assert_eq!(seen(tool, &[]), (2048, 0), "{tool}, one I/O per entry");
+        let (requests, merged) = seen(tool, &["--iodepth_batch_submit=16"]);
+        assert!(
+            merged > 0 && requests + merged == 2048,
+            "{tool} batched: {requests} requests, {merged} merged"
+        );
     }
 }
 

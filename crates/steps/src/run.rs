@@ -460,10 +460,12 @@ pub fn run_pass<E: Engine>(
         blocks: 0,
     };
     // The engine has qd + 1 slots: prepare-ahead keeps qd in flight and
-    // the spare one for the buffer being filled.
+    // the spare one for the buffer being filled. A pass counts commands:
+    // the block layer must not merge two of them into one.
     let lc = LoopConfig {
         stop: Some(stop),
         prepare_ahead: depth > 1,
+        keep_apart: true,
         ..LoopConfig::default()
     };
     let st = ioloop::run(engine, &mut drv, &lc)?;

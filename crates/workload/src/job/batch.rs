@@ -5,7 +5,13 @@
 //! `iodepth` (refill at once), a complete_max below complete_min is
 //! complete_min. Options not given leave the loop as it is (everything
 //! queued in a turn goes in with its one wait, for one completion, and
-//! every ready completion is taken).
+//! every ready completion is taken), except that without
+//! `iodepth_batch_submit` the loop keeps the job's I/Os apart
+//! ([`LoopConfig::keep_apart`]): fio's default batch of 1 enters the
+//! kernel for each I/O, so the block layer never merges two of a job's
+//! I/Os into one request, and a sequential job's device sees every I/O
+//! the job counts. Given a batch, fio hands the kernel that many at once,
+//! and contiguous ones may merge; so may they here.
 
 use crate::spec::decl::{opt, OptionDecl};
 use drivelab_engine::engine::MAX_DEPTH;
@@ -62,6 +68,7 @@ impl Batching {
         lc.complete_min = self.complete_min;
         lc.complete_max = self.complete_max;
         lc.depth_low = self.low;
+        lc.keep_apart = self.submit.is_none();
     }
 }
 
@@ -72,7 +79,7 @@ impl BatchOpts {
             "iodepth_batch",
             ["iodepth_batch_submit"],
             Int,
-            "unset: each turn's I/Os go in with its one wait",
+            "unset: each turn's I/Os go in with its one wait, but no two the block layer could merge",
             "enter the kernel to submit each time this many I/Os are queued (0 or above iodepth: iodepth)",
             0,
             MAX_DEPTH as u64,

@@ -249,10 +249,12 @@ pub(crate) fn run_checked<E: drivelab_engine::engine::Engine>(
         rb.extras = Some(&cfg.extras);
         rb.logs = Some(&mut logs);
         rb.trimmed = trimmed.as_ref().filter(|t| t.verify_zero);
-        let lc = drivelab_engine::ioloop::LoopConfig {
+        // The verify reads count as the job's reads: the job's batching.
+        let mut lc = drivelab_engine::ioloop::LoopConfig {
             stop: Some(stop),
             ..Default::default()
         };
+        cfg.batch.apply(&mut lc);
         let t = now_ns();
         let st = drivelab_engine::ioloop::run(engine, &mut rb, &lc)?;
         // fio counts its verify phase as the job's reads, and its time.
