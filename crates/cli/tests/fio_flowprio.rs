@@ -1,9 +1,12 @@
-//! fio's flow control, I/O priorities, exit_what and NUMA options: each
-//! job is run by fio 3.33 and by drivelab in the same test (fresh scratch
-//! directories named by `${DL_SCRATCH}`), and what each did is compared:
-//! the I/O ratio `flow` sets between two jobs, which jobs `exit_what`
-//! ended early, the per-priority latency objects (`prios`) in the JSON.
-//! The job files are the shrunk fio examples in tests/data/fio-jobs.
+//! fio's flow control, I/O priorities, exit_what, NUMA and batching
+//! options: each job is run by fio 3.33 and by drivelab in the same test
+//! (fresh scratch directories named by `${DL_SCRATCH}`), and what each did
+//! is compared: the I/O ratio `flow` sets between two jobs, which jobs
+//! `exit_what` ended early, the per-priority latency objects (`prios`) in
+//! the JSON, the requests a loop device gets with and without a submit
+//! batch. The job files are the shrunk fio examples in tests/data/fio-jobs.
+
+mod fio_common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -425,6 +428,7 @@ fn batching_reaches_the_device_as_fio_does() {
     // layer merges none of them and the device gets 2048 requests; drivelab
     // must hand the device the same. Given a batch, the I/Os go in together
     // and the block layer merges contiguous ones, in both.
+    drivelab_testkit::isolate_store();
     let dir = TempDir::new("flowprio-merge");
     let lo = LoopDev::new_in(&dir, 16 << 20);
     let seen = |tool: &str, batch: &[&str]| {
@@ -443,15 +447,7 @@ fn batching_reaches_the_device_as_fio_does() {
             "--output-format=json",
         ];
         args.extend(batch);
-        let out = if tool == "fio" {
-            Command::new("fio").args(&args).output()
-        } else {
-            Command::new(BIN)
-                .args(["run", "--no-store", "--force"])
-                .args(&args)
-                .output()
-        }
-        .unwrap();
+        let out = fio_common::tool(tool).args(&args).output().unwrap();
         assert!(
             out.status.success(),
             "{tool}: {}",
